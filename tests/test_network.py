@@ -1,0 +1,131 @@
+"""The finite network (S1, S3) against its path form (S10) and the GP kernel (S9, spec §7.1 item 9 (iii))."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from attnpaths.attention import Attention, AttentionLayer
+from attnpaths.kernels import gp_kernel
+from attnpaths.network import AttentionNetwork, NetworkWeights
+
+# Per-entry z-score bound for Monte-Carlo comparisons: a two-sided normal tail of 6e-5 per entry, so a
+# handful of entries stays well below a 1e-3 false-alarm rate while normalisation errors (factors of
+# H or N) sit at tens of standard errors.
+Z_MAX = 4.0
+
+
+def random_attention(generator, heads, input_width, readout="last_token"):
+    """Attention with random bilinear (W-form) heads; W ~ N(0, 1) / N0 keeps the scores O(1), so the
+    softmax is neither flat nor one-hot."""
+    layers = tuple(
+        AttentionLayer(
+            W=torch.randn(H, input_width, input_width, generator=generator, dtype=torch.float64) / input_width
+        )
+        for H in heads
+    )
+    return Attention(layers, readout)
+
+
+def random_inputs(generator, num, input_width, num_tokens):
+    return torch.randn(num, input_width, num_tokens, generator=generator, dtype=torch.float64)
+
+
+def max_z_score(samples, expected):
+    """Largest |mean - expected| / (standard error of the mean) over the entries of ``samples[S, ...]``."""
+    standard_error = samples.std(dim=0) / math.sqrt(samples.shape[0])
+    return ((samples.mean(dim=0) - expected) / standard_error).abs().max().item()
+
+
+@pytest.mark.parametrize(
+    "heads, readout", [((2, 2), "last_token"), ((2, 1, 3), "average_pooling"), ((3,), "first_token")]
+)
+def test_layer_by_layer_forward_equals_path_form(heads, readout):
+    g = torch.Generator().manual_seed(1)
+    attention = random_attention(g, heads, input_width=5, readout=readout)
+    x = random_inputs(g, 6, 5, 4)
+    network = AttentionNetwork(attention, widths=[3, 4, 2, 5][: len(heads) + 1], variances=0.7)
+    weights = network.sample_prior(g, num_samples=3)
+    direct = network.forward(x, weights)
+    via_paths = network.forward_from_features(network.features(x), weights)
+    assert direct.shape == (3, 6)
+    torch.testing.assert_close(via_paths, direct, rtol=1e-12, atol=1e-12)
+    # a single network (no sample axis) gives the same numbers as the batched call
+    single = NetworkWeights(weights.V0[1], tuple(v[1] for v in weights.V), weights.a[1])
+    torch.testing.assert_close(network.forward(x, single), direct[1], rtol=1e-12, atol=1e-12)
+
+
+def test_path_weights_follow_definition_and_path_order():
+    # e^(1)_pi = a^T V^(L,h_L) ... V^(1,h_1) / sqrt(N_a N_L ... N_2), flattened with h_1 slowest
+    g = torch.Generator().manual_seed(2)
+    heads = (2, 3, 2)
+    network = AttentionNetwork(random_attention(g, heads, 4), widths=(3, 5, 2, 4))
+    weights = network.sample_prior(g)
+    e = network.path_weights(weights)
+    expected = []
+    for path in itertools.product(*(range(H) for H in heads)):
+        row = weights.a
+        for l in reversed(range(len(heads))):
+            row = row @ weights.V[l][path[l]]
+        expected.append(row / math.sqrt(4 * 2 * 5))
+    torch.testing.assert_close(e, torch.stack(expected), rtol=1e-12, atol=1e-12)
+    overlaps = network.sampled_order_parameter(weights)
+    torch.testing.assert_close(overlaps, e @ e.T / 3, rtol=1e-12, atol=1e-12)
+
+
+def test_prior_sampling_is_reproducible_and_has_the_prior_variances():
+    g = torch.Generator().manual_seed(3)
+    network = AttentionNetwork(random_attention(g, (2,), 3), widths=4, variances=(0.5, 2.0, 3.0))
+    first = network.sample_prior(torch.Generator().manual_seed(9), num_samples=2000)
+    second = network.sample_prior(torch.Generator().manual_seed(9), num_samples=2000)
+    for a, b in zip(first.as_dict().values(), second.as_dict().values()):
+        assert torch.equal(a, b)
+    for tensor, variance in zip(first.as_dict().values(), network.variances):
+        assert abs(tensor.var().item() / variance - 1) < 0.05
+
+
+@pytest.mark.parametrize("width, num_samples", [(3, 20000), (20, 4000)])
+def test_prior_second_moment_is_the_gp_kernel_at_finite_width(width, num_samples):
+    # E[f(x) f(x')] = K_GP(x, x') at ANY width (spec §7.1 item 9 (iii)); non-unit variances check that
+    # s0 sits in the pre-kernels and sa s1 .. sL in U_GP.
+    g = torch.Generator().manual_seed(4)
+    network = AttentionNetwork(random_attention(g, (2, 2), 5), widths=width, variances=(0.5, 2.0, 1.5, 0.7))
+    x = random_inputs(g, 4, 5, 4)
+    f = network.forward(x, network.sample_prior(g, num_samples))
+    products = f[:, :, None] * f[:, None, :]
+    k_gp = gp_kernel(network.features(x), s0=0.5, u_gp=network.gp_order_parameter)
+    assert network.gp_order_parameter == pytest.approx(2.0 * 1.5 * 0.7)
+    assert max_z_score(products, k_gp) < Z_MAX
+    # the same comparison detects a normalisation off by a factor of H = 2
+    assert max_z_score(products, 2 * k_gp) > Z_MAX
+
+
+@pytest.mark.parametrize("width", [3, 20])
+def test_sampled_order_parameter_of_prior_samples_is_the_gp_value(width):
+    g = torch.Generator().manual_seed(5)
+    network = AttentionNetwork(random_attention(g, (2, 2), 3), widths=width, variances=(1.0, 2.0, 0.5, 1.5))
+    overlaps = network.sampled_order_parameter(network.sample_prior(g, 4000), per_sample=True)
+    u_gp = torch.eye(4, dtype=torch.float64) * 1.5
+    assert max_z_score(overlaps, u_gp) < Z_MAX
+    assert max_z_score(overlaps, 1.2 * u_gp) > Z_MAX
+
+
+def test_invalid_arguments_raise_value_errors_naming_them():
+    g = torch.Generator().manual_seed(6)
+    attention = random_attention(g, (2, 2), 3)
+    with pytest.raises(ValueError, match="widths"):
+        AttentionNetwork(attention, widths=(3, 3))
+    with pytest.raises(ValueError, match="widths"):
+        AttentionNetwork(attention, widths=0)
+    with pytest.raises(ValueError, match="variances"):
+        AttentionNetwork(attention, widths=3, variances=(1.0, -1.0, 1.0, 1.0))
+    network = AttentionNetwork(attention, widths=3)
+    with pytest.raises(ValueError, match="num_samples"):
+        network.sample_prior(g, num_samples=0)
+    weights = network.sample_prior(g)
+    bad = NetworkWeights(weights.V0, weights.V, torch.zeros(4, dtype=torch.float64))
+    with pytest.raises(ValueError, match="weights.a"):
+        network.forward(random_inputs(g, 2, 3, 4), bad)
+    with pytest.raises(ValueError, match="features"):
+        network.forward_from_features(torch.zeros(2, 3, 5), weights)
