@@ -75,3 +75,28 @@ def gp_kernel(features_a, features_b=None, *, s0: float = 1.0, u_gp: float = 1.0
     xa = as_float64_tensor(features_a, "features_a")
     n = xa.shape[-1]
     return renormalized_kernel(xa, torch.eye(n, dtype=torch.float64) * u_gp, features_b, s0=s0)
+
+
+def pc_label_overlap(kernel, y, num_components: int | None = None):
+    """Overlap of the kernel's principal components with the labels (spec §6.1, Fig. 2d).
+
+    ``overlap_k = |u_k . y| / sqrt(P)`` with ``u_k`` the unit eigenvectors of ``kernel`` ranked by eigenvalue,
+    largest first (the kernel carries no temperature).
+
+    Args:
+        kernel: ``[P, P]`` symmetric kernel on the training set.
+        y: ``[P]`` labels (``|y_mu| = 1``).
+        num_components: how many leading components to return (default all).
+
+    Returns:
+        ``(overlaps, eigenvalues)``, numpy arrays of length ``num_components``.
+    """
+    import numpy as np
+
+    K = np.asarray(as_float64_tensor(kernel, "kernel"))
+    labels = np.asarray(as_float64_tensor(y, "y"))
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or labels.shape != (K.shape[0],):
+        raise ValueError(f"kernel must be [P, P] and y [P], got {K.shape} and {labels.shape}")
+    eigenvalues, vectors = np.linalg.eigh((K + K.T) / 2)
+    order = np.argsort(eigenvalues)[::-1][:num_components]
+    return np.abs(vectors[:, order].T @ labels) / np.sqrt(len(labels)), eigenvalues[order]

@@ -1,0 +1,276 @@
+"""The action S(U) of the order parameters (spec S6, S7) and its derivatives.
+
+Notation (spec §2.3): ``heads = (H_1, ..., H_L)``; ``widths = (N_1, ..., N_L, N_a)`` with ``N_l`` the width
+of the input of layer ``l`` and ``N_a`` the readout width; ``variances = (s0, s1, ..., sL, sa)``.
+The order parameters are ``U_a`` (a scalar, eliminated in closed form, S7) and the symmetric positive-definite
+matrices ``U_L, ..., U_1``; ``U_l`` has linear size ``n_l = H_l H_{l+1} ... H_L`` with the layer-``l`` head the
+slowest index. ``U_1`` (size ``n_paths``) enters the kernel.
+
+``S(U) = S_ent(U) + S_en(U_1)`` with
+
+* ``S_en = log det(K(U_1) + T I) + y^T (K(U_1) + T I)^{-1} y``
+* ``S_ent = N_a [U_a/sa - log U_a] + N_L [Tr U_L / (sL U_a) - log det U_L + H_L log U_a]
+  + sum_{l<L} N_l [Tr(U_{l+1}^{-1} Utilde_l) / s_l - log det U_l + H_l log det U_{l+1}]``
+
+where ``Utilde_l`` is the partial trace of ``U_l`` over the layer-``l`` head index. No constants are added
+and nothing is divided by a width (the authors' code divides the loss by the largest width, which does not
+move the minimum).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .kernels import kernel_from_scaled
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """Validated sizes of the theory: heads ``(H_1..H_L)``, widths ``(N_1..N_L, N_a)``, variances
+    ``(s0, s1..sL, sa)``. Widths are all finite or all ``inf`` (the GP limit)."""
+
+    heads: tuple[int, ...]
+    widths: tuple[float, ...]
+    variances: tuple[float, ...]
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.heads)
+
+    @property
+    def num_paths(self) -> int:
+        return math.prod(self.heads)
+
+    @property
+    def gp_limit(self) -> bool:
+        return math.isinf(self.widths[0])
+
+    def layer_size(self, layer: int) -> int:
+        """Linear size ``n_l = H_l ... H_L`` of ``U_l`` (``layer`` is 1-based)."""
+        return math.prod(self.heads[layer - 1 :])
+
+
+def gp_order_parameters(arch: Architecture) -> tuple[list[torch.Tensor], float]:
+    """GP-limit values (spec S9): ``U_a = sa``, ``U_l = sa * s_l * ... * s_L * I``.
+
+    Returns:
+        ``([U_1, ..., U_L], U_a)`` with ``U_l`` of shape ``[n_l, n_l]``.
+    """
+    s = arch.variances
+    sa = s[-1]
+    layers = []
+    for layer in range(1, arch.num_layers + 1):
+        scale = sa * math.prod(s[layer : arch.num_layers + 1])
+        layers.append(torch.eye(arch.layer_size(layer), dtype=torch.float64) * scale)
+    return layers, sa
+
+
+def readout_order_parameter(U_L: torch.Tensor, arch: Architecture) -> torch.Tensor:
+    """Closed-form ``U_a`` (spec S7), the positive root of ``dS/dU_a = 0``:
+
+    ``U_a = (-beta + sqrt(beta^2 + 4 gamma)) / 2``, ``beta = sa (H_L N_L / N_a - 1)``,
+    ``gamma = N_L sa Tr(U_L) / (N_a sL)``.
+
+    Args:
+        U_L: ``[H_L, H_L]`` order parameter of the last layer.
+    """
+    H_L, N_L, N_a = arch.heads[-1], arch.widths[-2], arch.widths[-1]
+    sL, sa = arch.variances[-2], arch.variances[-1]
+    beta = sa * (H_L * N_L / N_a - 1.0)
+    gamma = N_L * sa * torch.trace(U_L) / (N_a * sL)
+    return (-beta + torch.sqrt(beta * beta + 4.0 * gamma)) / 2.0
+
+
+def partial_trace_over_head(U: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """``Utilde[rho, rho'] = sum_h U[(h, rho), (h, rho')]`` with ``h`` the slowest index (spec S6)."""
+    rest = U.shape[0] // num_heads
+    return torch.einsum("hahb->ab", U.reshape(num_heads, rest, num_heads, rest))
+
+
+def _logdet_pd(U: torch.Tensor) -> torch.Tensor:
+    return 2.0 * torch.log(torch.diagonal(torch.linalg.cholesky(U))).sum()
+
+
+def entropy(U_layers: list[torch.Tensor], arch: Architecture) -> torch.Tensor:
+    """Entropic part ``S_ent`` of the action (spec S6), with ``U_a`` from (S7). Differentiable in torch.
+
+    Args:
+        U_layers: ``[U_1, ..., U_L]``, symmetric positive definite, ``U_l`` of shape ``[n_l, n_l]``.
+
+    Returns:
+        scalar tensor.
+    """
+    L = arch.num_layers
+    s, N, H = arch.variances, arch.widths, arch.heads
+    U_L = U_layers[-1]
+    U_a = readout_order_parameter(U_L, arch)
+    log_U_a = torch.log(U_a)
+    value = N[-1] * (U_a / s[-1] - log_U_a)
+    value = value + N[L - 1] * (torch.trace(U_L) / (s[L] * U_a) - _logdet_pd(U_L) + H[L - 1] * log_U_a)
+    for layer in range(1, L):  # layers 1..L-1
+        U_l, U_next = U_layers[layer - 1], U_layers[layer]
+        reduced = partial_trace_over_head(U_l, H[layer - 1])
+        cross = torch.trace(torch.linalg.solve(U_next, reduced)) / s[layer]
+        value = value + N[layer - 1] * (cross - _logdet_pd(U_l) + H[layer - 1] * _logdet_pd(U_next))
+    return value
+
+
+@dataclass(frozen=True)
+class EnergyTerms:
+    """The energy ``S_en`` at ``U_1`` with its derivatives with respect to the full matrix ``U_1``.
+
+    ``gradient[a, b] = dS_en/dU_ab`` and ``hessian[a, b, c, d] = d^2 S_en / dU_ab dU_cd`` treat the ``n^2``
+    entries as independent (the chain rule to any parametrisation of symmetric matrices is then exact).
+    """
+
+    value: float
+    gradient: torch.Tensor | None
+    hessian: torch.Tensor | None
+
+
+def energy(X: torch.Tensor, y: torch.Tensor, U1: torch.Tensor, temperature: float, order: int = 0) -> EnergyTerms:
+    """Energy ``S_en = log det G + y^T G^{-1} y``, ``G = K(U_1) + T I`` (spec S6), and derivatives.
+
+    With ``C_ab = sum_i x_ia x_ib^T`` (``x_ia = X[:, i, a]``) so that ``K = sum_ab U_ab C_ab``:
+
+    * ``dS_en/dU_ab = tr(G^{-1} C_ab) - alpha^T C_ab alpha`` with ``alpha = G^{-1} y``;
+    * ``d^2 S_en/dU_ab dU_cd = -tr(G^{-1} C_cd G^{-1} C_ab) + alpha^T C_cd G^{-1} C_ab alpha
+      + alpha^T C_ab G^{-1} C_cd alpha``.
+
+    Every term is a contraction of the whitened features ``B = chol(G)^{-1} X`` and ``w = X^T alpha``: no
+    ``P x P`` solve per pair of entries.
+
+    Args:
+        X: ``[P, N0, n]`` scaled features (:func:`attnpaths.kernels.scaled_features`).
+        y: ``[P]`` labels.
+        U1: ``[n, n]`` order parameter.
+        temperature: ``T > 0``.
+        order: 0 (value), 1 (and gradient), 2 (and Hessian).
+    """
+    P, n0, n = X.shape
+    flat = X.reshape(P, n0 * n)
+    G = kernel_from_scaled(X, U1, X) + temperature * torch.eye(P, dtype=X.dtype)
+    chol = torch.linalg.cholesky(G)
+    alpha = torch.cholesky_solve(y.reshape(P, 1), chol).reshape(P)
+    value = float(2.0 * torch.log(torch.diagonal(chol)).sum() + y @ alpha)
+    if order == 0:
+        return EnergyTerms(value, None, None)
+    w = (flat.T @ alpha).reshape(n0, n)
+    whitened = torch.linalg.solve_triangular(chol, flat, upper=False).reshape(P, n0, n)  # B = L^{-1} X
+    gradient = torch.einsum("pia,pib->ab", whitened, whitened) - w.T @ w
+    if order == 1:
+        return EnergyTerms(value, gradient, None)
+    # The Hessian contracts M = X^T G^{-1} X = B^T B, of size (N0 n)^2, or equivalently the sample-space
+    # tensor R[p, q, a, b] = sum_i B[p,i,a] B[q,i,b], of size (P n)^2: use the smaller one.
+    route = _energy_hessian_sample_space if P <= n0 else _energy_hessian_feature_space
+    return EnergyTerms(value, gradient, route(whitened, w))
+
+
+def _energy_hessian_feature_space(B: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``-T1 + T2 + T3`` of :func:`energy` through ``M[i,a,j,b] = sum_p B[p,i,a] B[p,j,b]``."""
+    P, n0, n = B.shape
+    flat = B.reshape(P, n0 * n)
+    M = (flat.T @ flat).reshape(n0, n, n0, n)
+    # T1[a,b,c,d] = sum_ij M[i,b,j,c] M[j,d,i,a], as one matrix product over (i, j)
+    left = M.permute(1, 3, 0, 2).reshape(n * n, n0 * n0)  # [(b,c), (i,j)]
+    right = M.permute(2, 0, 1, 3).reshape(n0 * n0, n * n)  # [(i,j), (d,a)]
+    t1 = (left @ right).reshape(n, n, n, n).permute(3, 0, 1, 2)
+    t2 = torch.einsum("abjc,jd->abcd", torch.einsum("ia,ibjc->abjc", w, M), w)  # sum_ij w_ia w_jd M[i,b,j,c]
+    return t2 + t2.permute(2, 3, 0, 1) - t1
+
+
+def _energy_hessian_sample_space(B: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``-T1 + T2 + T3`` of :func:`energy` through ``R[p,q,a,b] = sum_i B[p,i,a] B[q,i,b]``:
+    ``T1[a,b,c,d] = sum_pq R[p,q,b,a] R[p,q,c,d]`` and ``T2[a,b,c,d] = sum_p Q[p,a,b] Q[p,d,c]`` with
+    ``Q[p,a,b] = sum_i w_ia B[p,i,b]``."""
+    P, n0, n = B.shape
+    by_sample = B.permute(0, 2, 1).reshape(P * n, n0)  # [(p,a), i]
+    R = (by_sample @ by_sample.T).reshape(P, n, P, n).permute(0, 2, 1, 3).reshape(P * P, n * n)  # [(p,q),(a,b)]
+    t1 = (R.T @ R).reshape(n, n, n, n).permute(1, 0, 2, 3)  # [(b,a),(c,d)] -> [a,b,c,d]
+    Q = torch.einsum("ia,pib->pab", w, B)
+    t2 = torch.einsum("pab,pdc->abcd", Q, Q)
+    return t2 + t2.permute(2, 3, 0, 1) - t1
+
+
+
+@dataclass(frozen=True)
+class EntropyTerms:
+    """``S_ent`` with its derivatives with respect to the full matrices ``U_1, ..., U_L``.
+
+    ``gradients[l]`` is ``[n_l, n_l]``; ``hessian`` is the ``[D, D]`` matrix over the concatenated row-major
+    entries of ``U_1, ..., U_L`` (``D = sum_l n_l^2``), entries treated as independent.
+    """
+
+    value: float
+    gradients: list
+    hessian: torch.Tensor | None
+
+
+def _inverse_pair_hessian(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+    """``T[a, b, c, d] = left[b, c] right[d, a]``, the building block of ``d^2 (log det, trace-inverse)``."""
+    return torch.einsum("bc,da->abcd", left, right)
+
+
+def entropy_derivatives(U_layers: list[torch.Tensor], arch: Architecture, order: int = 2) -> EntropyTerms:
+    """Analytic gradient and Hessian of ``S_ent`` (spec S6) with ``U_a`` eliminated by (S7).
+
+    Derivatives at symmetric points, entries of each ``U_l`` treated as independent:
+
+    * ``d(-log det U)/dU = -U^{-1}``, ``d^2/dU_ab dU_cd = (U^{-1})_bc (U^{-1})_da``;
+    * ``d tr(A^{-1} Utilde)/dU_l = I_{H_l} (x) A^{-1}``, ``d/dA = -A^{-1} Utilde A^{-1}``;
+    * the readout term: ``dS/dU_L = N_L (I / (sL U_a) - U_L^{-1})`` (``dS/dU_a = 0`` at (S7)), and
+      ``dU_a / d Tr U_L = c / (2 U_a + beta)`` with ``c = N_L sa / (N_a sL)``.
+    """
+    L, s, N, H = arch.num_layers, arch.variances, arch.widths, arch.heads
+    sizes = [U.shape[0] for U in U_layers]
+    offsets = [0]
+    for n in sizes:
+        offsets.append(offsets[-1] + n * n)
+    inverses = [torch.cholesky_inverse(torch.linalg.cholesky(U)).contiguous() for U in U_layers]
+    logdets = [2.0 * torch.log(torch.diagonal(torch.linalg.cholesky(U))).sum() for U in U_layers]
+    gradients = [torch.zeros_like(U) for U in U_layers]
+    hess = torch.zeros(offsets[-1], offsets[-1], dtype=torch.float64) if order >= 2 else None
+
+    def add_block(i: int, j: int, block: torch.Tensor):
+        ni, nj = sizes[i], sizes[j]
+        hess[offsets[i] : offsets[i + 1], offsets[j] : offsets[j + 1]] += block.reshape(ni * ni, nj * nj)
+
+    # readout and last layer
+    U_L, inv_L = U_layers[-1], inverses[-1]
+    U_a = readout_order_parameter(U_L, arch)
+    sL, sa, N_L, N_a, H_L = s[L], s[-1], N[L - 1], N[-1], H[L - 1]
+    value = N_a * (U_a / sa - torch.log(U_a)) + N_L * (torch.trace(U_L) / (sL * U_a) - logdets[-1] + H_L * torch.log(U_a))
+    eye_L = torch.eye(sizes[-1], dtype=torch.float64)
+    gradients[-1] += N_L * (eye_L / (sL * U_a) - inv_L)
+    if order >= 2:
+        beta = sa * (H_L * N_L / N_a - 1.0)
+        dUa_dtrace = (N_L * sa / (N_a * sL)) / (2.0 * U_a + beta)
+        readout_curvature = -N_L / (sL * U_a**2) * dUa_dtrace * torch.einsum("ab,cd->abcd", eye_L, eye_L)
+        add_block(L - 1, L - 1, readout_curvature + N_L * _inverse_pair_hessian(inv_L, inv_L))
+
+    # layers 1..L-1: U_l coupled to A = U_{l+1}
+    for i in range(L - 1):
+        B, A_inv, B_inv, n_heads, s_l, N_l = U_layers[i], inverses[i + 1], inverses[i], H[i], s[i + 1], N[i]
+        reduced = partial_trace_over_head(B, n_heads)
+        W = A_inv @ reduced @ A_inv
+        value = value + N_l * (torch.trace(A_inv @ reduced) / s_l - logdets[i] + n_heads * logdets[i + 1])
+        eye_h = torch.eye(n_heads, dtype=torch.float64)
+        gradients[i] += N_l * (torch.kron(eye_h, A_inv) / s_l - B_inv)
+        gradients[i + 1] += N_l * (-W / s_l + n_heads * A_inv)
+        if order >= 2:
+            add_block(i, i, N_l * _inverse_pair_hessian(B_inv, B_inv))
+            add_block(
+                i + 1,
+                i + 1,
+                N_l * ((_inverse_pair_hessian(A_inv, W) + _inverse_pair_hessian(W, A_inv)) / s_l
+                       - n_heads * _inverse_pair_hessian(A_inv, A_inv)),
+            )
+            m = sizes[i + 1]
+            # d^2 / dB[(h,r),(g,q)] dA[c,d] = -delta_hg A_inv[q,c] A_inv[d,r] / s_l
+            mixed = -torch.einsum("hg,qc,dr->hrgqcd", eye_h, A_inv, A_inv).reshape(sizes[i], sizes[i], m, m)
+            add_block(i, i + 1, N_l * mixed / s_l)
+            add_block(i + 1, i, N_l * mixed.permute(2, 3, 0, 1) / s_l)
+    return EntropyTerms(float(value), gradients, hess)

@@ -1,0 +1,71 @@
+"""Head scores from the order parameter and theory-side pruning of heads (spec S11, §2.8)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import as_float64_array, heads_tuple
+from .paths import all_paths, check_num_paths
+
+
+def _path_heads(heads: tuple[int, ...]) -> np.ndarray:
+    """``[n_paths, L]`` array: the head each path uses in each layer (0-based)."""
+    return np.array(all_paths(heads), dtype=int).reshape(-1, len(heads))
+
+
+def head_scores(U, heads, *, normalized: bool = True) -> np.ndarray:
+    """Relevance of every head (spec S11).
+
+    ``score(l, h) = sum_{pi, pi'} |U_{pi pi'}| 1[pi_l = h or pi'_l = h]``, divided by the largest score when
+    ``normalized``.
+
+    Args:
+        U: ``[n_paths, n_paths]`` order parameter ``U_1``.
+        heads: ``(H_1, ..., H_L)``.
+
+    Returns:
+        list-like ``[L, max(H)]`` float array; entry ``[l, h]`` is the score of head ``h`` of layer ``l + 1``
+        (``nan`` where layer ``l + 1`` has fewer heads).
+    """
+    U = as_float64_array(U, "U")
+    heads = check_num_paths(U.shape[0], heads)
+    if U.shape != (U.shape[0], U.shape[0]):
+        raise ValueError(f"U must be a square [n_paths, n_paths] matrix, got {U.shape}")
+    magnitude = np.abs(U)
+    path_heads = _path_heads(heads)
+    scores = np.full((len(heads), max(heads)), np.nan)
+    for layer, n_heads in enumerate(heads):
+        for head in range(n_heads):
+            uses = path_heads[:, layer] == head
+            touching = uses[:, None] | uses[None, :]
+            scores[layer, head] = magnitude[touching].sum()
+    if normalized:
+        scores /= np.nanmax(scores)
+    return scores
+
+
+def head_labels(heads) -> list[str]:
+    """Labels ``"(l)h"`` (1-based) in the layer-major order of :func:`head_scores` (spec §4.3)."""
+    return [f"({layer + 1}){head + 1}" for layer, n in enumerate(heads_tuple(heads)) for head in range(n)]
+
+
+def prune_order_parameter(U, heads, pruned) -> np.ndarray:
+    """Zero every entry of ``U`` whose row or column path uses a pruned head (spec §2.8).
+
+    Args:
+        U: ``[n_paths, n_paths]``.
+        heads: ``(H_1, ..., H_L)``.
+        pruned: iterable of ``(layer, head)`` pairs, 0-based.
+    """
+    U = as_float64_array(U, "U").copy()
+    heads = check_num_paths(U.shape[0], heads)
+    path_heads = _path_heads(heads)
+    drop = np.zeros(U.shape[0], dtype=bool)
+    for pair in pruned:
+        layer, head = pair
+        if not (0 <= layer < len(heads) and 0 <= head < heads[layer]):
+            raise ValueError(f"pruned heads must be 0-based (layer, head) pairs within heads={heads}, got {pair!r}")
+        drop |= path_heads[:, layer] == head
+    U[drop, :] = 0.0
+    U[:, drop] = 0.0
+    return U

@@ -1,0 +1,190 @@
+"""``attnpaths.theory.solve``: minimiser certificate, GP limit, predictor, scalar deep-linear limit, errors."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.optimize
+import torch
+
+from attnpaths.head_scores import head_scores, prune_order_parameter
+from attnpaths.kernels import gp_kernel, path_kernels, pc_label_overlap, renormalized_kernel
+from attnpaths.theory import CertificateWarning, classification_accuracy, solve
+
+from helpers import random_problem, random_spd
+
+
+def test_gp_predictor_equals_kernel_ridge_regression():
+    xi, y = random_problem(P=30, n0=7, heads=(2, 2), seed=1)
+    xt, _ = random_problem(P=12, n0=7, heads=(2, 2), seed=2)
+    variances = (1.3, 0.8, 1.1, 0.9)
+    T = 0.2
+    sol = solve(xi, y, heads=(2, 2), widths=math.inf, temperature=T, variances=variances)
+    u_gp = 0.9 * 0.8 * 1.1
+    np.testing.assert_allclose(sol.U, u_gp * np.eye(4), rtol=0, atol=0)
+    K = gp_kernel(xi, s0=1.3, u_gp=u_gp).numpy()
+    k = gp_kernel(xt, xi, s0=1.3, u_gp=u_gp).numpy()
+    kappa = np.diag(gp_kernel(xt, s0=1.3, u_gp=u_gp).numpy())
+    ridge = np.linalg.solve(K + T * np.eye(30), np.column_stack([y.numpy(), k.T]))
+    mean, var = sol.predict(xt)
+    np.testing.assert_allclose(mean, k @ ridge[:, 0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(var, kappa - np.einsum("ij,ji->i", k, ridge[:, 1:]), rtol=1e-9, atol=1e-12)
+    assert np.all(var > 0)
+    assert sol.action == math.inf and math.isfinite(sol.energy)
+
+
+def test_kernel_is_weighted_sum_of_path_kernels():
+    xi, _ = random_problem(P=10, n0=4, heads=(2, 2), seed=3)
+    U = random_spd(4, seed=4).numpy()
+    C = path_kernels(xi).numpy()
+    expected = np.einsum("pq,pqab->ab", U, C) / 4
+    np.testing.assert_allclose(renormalized_kernel(xi, U).numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(gp_kernel(xi).numpy(), np.einsum("ppab->ab", C) / 4, rtol=1e-12)
+
+
+@pytest.mark.parametrize("widths", [5, 40, (8, 30, 12)])
+def test_solver_certificate_and_independence_of_the_starting_point(widths):
+    xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=5)
+    reference = solve(xi, y, heads=(2, 2), widths=widths, temperature=0.05)
+    assert reference.converged
+    assert reference.gradient_norm < 1e-6
+    assert reference.hessian_min_eigenvalue > 0
+    for seed in (1, 2, 3):
+        start = [random_spd(4, seed, scale=0.5), random_spd(2, seed + 10, scale=2.0)]
+        other = solve(xi, y, heads=(2, 2), widths=widths, temperature=0.05, initial=start)
+        np.testing.assert_allclose(other.U, reference.U, rtol=1e-7, atol=1e-9)
+        assert other.action == pytest.approx(reference.action, rel=1e-12)
+    # the minimiser is not the GP point at finite width, and the action is lower there
+    gp_point = [np.eye(4), np.eye(2)]
+    assert not np.allclose(reference.U, gp_point[0], atol=1e-3)
+
+
+def test_solution_is_a_minimum_of_the_action_along_random_directions():
+    from attnpaths.action import energy, entropy_derivatives
+    from attnpaths.kernels import scaled_features
+
+    xi, y = random_problem(P=30, n0=5, heads=(2, 2), seed=8)
+    sol = solve(xi, y, heads=(2, 2), widths=10, temperature=0.1)
+    X = scaled_features(xi)
+    layers = [torch.as_tensor(U) for U in sol.U_layers]
+
+    def action(ls):
+        return entropy_derivatives(ls, sol.arch, order=0).value + energy(X, y, ls[0], 0.1).value
+
+    assert action(layers) == pytest.approx(sol.action, rel=1e-13)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        dirs = [(lambda D: (D + D.T) / 2)(torch.randn(U.shape, generator=g, dtype=torch.float64)) for U in layers]
+        for eps in (1e-3, 1e-2):
+            assert action([U + eps * D for U, D in zip(layers, dirs)]) > sol.action
+            assert action([U - eps * D for U, D in zip(layers, dirs)]) > sol.action
+
+
+def test_order_parameter_tends_to_gp_value_as_width_grows():
+    xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=6)
+    distances = []
+    for N in (10, 100, 1000, 10000):
+        sol = solve(xi, y, heads=(2, 2), widths=N, temperature=0.05)
+        distances.append(np.abs(sol.U - np.eye(4)).max())
+    assert all(a > b for a, b in zip(distances, distances[1:]))
+    assert distances[-1] < 0.01
+    # roughly 1/N decay once in the perturbative regime
+    assert distances[-2] / distances[-1] == pytest.approx(10, rel=0.3)
+
+
+def test_single_path_reduces_to_scalar_deep_linear_network():
+    """L = 1, H = 1, N_1 = N_a = N, unit variances: (S7) gives U_a = sqrt(u), so
+    S(u) = N (2 sqrt(u) - log u) + log det(u K0 + T) + y^T (u K0 + T)^{-1} y and the minimiser solves
+    N (u^{-1/2} - u^{-1}) + tr((u K0 + T)^{-1} K0) - y^T (u K0 + T)^{-1} K0 (u K0 + T)^{-1} y = 0."""
+    xi, y = random_problem(P=20, n0=8, heads=(1,), seed=9, signal=2.0)
+    T, N = 0.05, 7
+    K0 = gp_kernel(xi).numpy()
+    yy = y.numpy()
+    lam, Q = np.linalg.eigh(K0)
+    z2 = (Q.T @ yy) ** 2
+
+    def stationarity(u):
+        d = u * lam + T
+        return N * (u**-0.5 - 1 / u) + np.sum(lam / d) - np.sum(lam * z2 / d**2)
+
+    u_star = scipy.optimize.brentq(stationarity, 1e-3, 1e3, xtol=1e-14)
+    sol = solve(xi, y, heads=(1,), widths=N, temperature=T)
+    assert sol.U[0, 0] == pytest.approx(u_star, rel=1e-9)
+    assert sol.U_a == pytest.approx(math.sqrt(u_star), rel=1e-9)
+    d = u_star * lam + T
+    expected_action = N * (2 * math.sqrt(u_star) - math.log(u_star)) + np.sum(np.log(d)) + np.sum(z2 / d)
+    assert sol.action == pytest.approx(expected_action, rel=1e-11)
+
+
+def test_uncertified_result_warns_or_raises():
+    xi, y = random_problem(P=20, n0=5, heads=(2, 2), seed=1)
+    with pytest.warns(CertificateWarning, match="not certified"):
+        solve(xi, y, heads=(2, 2), widths=5, temperature=0.05, max_iterations=1)
+    with pytest.raises(RuntimeError, match="not certified"):
+        solve(xi, y, heads=(2, 2), widths=5, temperature=0.05, max_iterations=1, on_failure="raise")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        solve(xi, y, heads=(2, 2), widths=5, temperature=0.05)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(heads=(2, 3)), "heads"),
+        (dict(heads=(2, 0)), "heads"),
+        (dict(temperature=0.0), "temperature"),
+        (dict(temperature=-1.0), "temperature"),
+        (dict(temperature=float("nan")), "temperature"),
+        (dict(widths=0.5), "widths"),
+        (dict(widths=(10, 10)), "widths"),
+        (dict(widths=(10, math.inf, 10)), "widths"),
+        (dict(variances=(1.0, 1.0)), "variances"),
+        (dict(variances=-1.0), "variances"),
+    ],
+)
+def test_bad_arguments_raise_value_error(kwargs, match):
+    xi, y = random_problem(P=10, n0=4, heads=(2, 2))
+    args = dict(heads=(2, 2), widths=10, temperature=0.1)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        solve(xi, y, **args)
+
+
+def test_bad_arrays_raise_value_error():
+    xi, y = random_problem(P=10, n0=4, heads=(2, 2))
+    with pytest.raises(ValueError, match="features"):
+        solve(xi[0], y, heads=(2, 2), widths=10, temperature=0.1)
+    bad = xi.clone()
+    bad[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="features"):
+        solve(bad, y, heads=(2, 2), widths=10, temperature=0.1)
+    with pytest.raises(ValueError, match="y"):
+        solve(xi, y[:-1], heads=(2, 2), widths=10, temperature=0.1)
+    sol = solve(xi, y, heads=(2, 2), widths=10, temperature=0.1)
+    with pytest.raises(ValueError, match="features_test"):
+        sol.predict(xi[:, :3])
+
+
+def test_head_scores_and_pruning():
+    U = np.array([[4.0, -2, 0.1, 0], [-2, 3, 0, 0.2], [0.1, 0, 0.5, 0], [0, 0.2, 0, 0.4]])
+    scores = head_scores(U, (2, 2), normalized=False)
+    # paths (h1, h2): 0=(0,0) 1=(0,1) 2=(1,0) 3=(1,1); head (layer 1, head 0) touches paths 0, 1
+    mask = np.zeros((4, 4), bool)
+    mask[[0, 1], :] = True
+    mask[:, [0, 1]] = True
+    assert scores[0, 0] == pytest.approx(np.abs(U)[mask].sum())
+    assert np.nanmax(head_scores(U, (2, 2))) == 1.0
+    pruned = prune_order_parameter(U, (2, 2), [(0, 1)])
+    assert np.all(pruned[2:, :] == 0) and np.all(pruned[:, 2:] == 0)
+    np.testing.assert_array_equal(pruned[:2, :2], U[:2, :2])
+    with pytest.raises(ValueError, match="pruned"):
+        prune_order_parameter(U, (2, 2), [(2, 0)])
+
+
+def test_pc_overlap_and_accuracy():
+    y = np.array([1.0, 1, -1, -1])
+    K = np.outer(y, y) + 0.1 * np.eye(4)
+    overlaps, eigenvalues = pc_label_overlap(K, y, 2)
+    assert overlaps[0] == pytest.approx(1.0) and eigenvalues[0] > eigenvalues[1]
+    assert classification_accuracy(np.array([0.5, -0.1, -2, 0.0]), y) == 0.5
