@@ -1,0 +1,204 @@
+"""The HMC data set ``markov_optionE`` (spec §3a): statistics, layout, determinism, the authors' RNG order."""
+
+import math
+
+import pytest
+import torch
+
+from attnpaths.hmc import HMCTask, markov_optionE, paper_test_set, paper_train_set
+from attnpaths.hmc.data import TEST_SEED, TRAIN_SEED
+
+# Statistical checks accept deviations up to Z_MAX standard errors: for a correct generator a failure has
+# probability ~6e-5 per check, while the smallest error they guard against (e.g. swapping the two classes'
+# probabilities, or a noise strength on the wrong direction) is tens of standard errors away.
+Z_MAX = 4.0
+
+
+def generator(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.fixture(scope="module")
+def test_set():
+    return paper_test_set()
+
+
+@pytest.fixture(scope="module")
+def distinct_noise_set():
+    # Three different noise strengths, so that a strength applied along the wrong direction is detected.
+    return markov_optionE(200, generator(1), sigma_A=0.5, sigma_B=2.0, sigma_perp=3.0)
+
+
+def test_shapes_dtypes_and_class_sorting(test_set):
+    d = test_set
+    assert d.x.shape == (1000, 231, 31) and d.x.dtype == torch.float64
+    assert d.hidden_states.shape == (1000, 30) and d.hidden_states.dtype == torch.int64
+    assert set(d.hidden_states.unique().tolist()) == {-1, 1}
+    assert d.y.dtype == torch.float64
+    assert torch.equal(d.y, torch.cat([torch.ones(500), -torch.ones(500)]).double())
+    assert d.task.input_width == 231 and d.task.num_tokens == 31 and d.seed == TEST_SEED
+
+
+def test_bos_is_zero_and_positions_are_one_hot(test_set):
+    d = test_set
+    assert torch.equal(d.x[:, :200, 0], torch.zeros(1000, 200, dtype=torch.float64))
+    assert torch.equal(d.x[:, 200:, :], torch.eye(31, dtype=torch.float64).expand(1000, 31, 31))
+
+
+def test_features_are_state_vectors_plus_noise(test_set):
+    d = test_set
+    v_plus, v_minus = d.v_plus, d.v_minus
+    assert torch.allclose(v_plus @ v_plus, torch.tensor(200.0, dtype=torch.float64), rtol=1e-14)
+    assert torch.allclose(v_minus @ v_minus, torch.tensor(200.0, dtype=torch.float64), rtol=1e-14)
+    assert v_plus @ v_minus == 0 and (v_plus[:100] > 0).all() and (v_plus[100:] == 0).all()
+    clean = d.clean_features
+    assert torch.equal(clean[:, :, 4], torch.where(d.hidden_states[:, 4:5] == 1, v_plus, v_minus))
+    assert torch.equal(d.features, clean + d.noise)
+
+
+def test_stay_frequencies(test_set):
+    d = test_set
+    previous, current = d.hidden_states[:, :-1], d.hidden_states[:, 1:]
+    stays = previous == current
+    expected = [(slice(0, 500), 1, 0.7), (slice(0, 500), -1, 0.7), (slice(500, 1000), 1, 0.3),
+                (slice(500, 1000), -1, 0.3)]
+    for rows, state, p in expected:
+        from_state = previous[rows] == state
+        n = int(from_state.sum())
+        frequency = stays[rows][from_state].double().mean().item()
+        # Given the number n of transitions out of `state`, the stays are Binomial(n, p).
+        assert abs(frequency - p) < Z_MAX * math.sqrt(p * (1 - p) / n), (rows, state, frequency, n)
+
+
+def _sd_of_plus_fraction(p_stay, seq_len, num_chains):
+    # A symmetric two-state chain started in its stationary 50/50 law has corr(s_t, s_t+k) = lam^k with
+    # lam = 2 p_stay - 1, so Var(sum_t s_t) = T + 2 sum_k (T - k) lam^k; the fraction of +1 states of
+    # num_chains independent chains is (1 + mean s)/2.
+    lam = 2 * p_stay - 1
+    var_sum = seq_len + 2 * sum((seq_len - k) * lam**k for k in range(1, seq_len))
+    return math.sqrt(var_sum / num_chains) / (2 * seq_len)
+
+
+def test_states_are_stationary_50_50(test_set):
+    d = test_set
+    for rows, p_stay in ((slice(0, 500), 0.7), (slice(500, 1000), 0.3)):
+        plus_fraction = (d.hidden_states[rows] == 1).double().mean().item()
+        assert abs(plus_fraction - 0.5) < Z_MAX * _sd_of_plus_fraction(p_stay, 30, 500), plus_fraction
+    first_plus = (d.hidden_states[:, 0] == 1).double().mean().item()
+    assert abs(first_plus - 0.5) < Z_MAX * math.sqrt(0.25 / 1000)
+
+
+def test_noise_variance_per_direction(distinct_noise_set):
+    d = distinct_noise_set
+    task = d.task
+    samples = d.noise.permute(0, 2, 1).reshape(-1, task.feature_width)  # [P * T_seq, N_f]
+    n = samples.shape[0]
+    relative_tolerance = Z_MAX * math.sqrt(2 / n)  # sd of a variance estimate of n Gaussian samples (mean 0)
+    along_a, along_b = samples @ task.e_A, samples @ task.e_B
+    assert abs((along_a**2).mean().item() / 0.5**2 - 1) < relative_tolerance
+    assert abs((along_b**2).mean().item() / 2.0**2 - 1) < relative_tolerance
+    assert abs((along_a * along_b).mean().item()) < Z_MAX * 0.5 * 2.0 / math.sqrt(n)
+    # Individual out-of-plane directions: differences of two coordinates within the same half.
+    for i, j in ((0, 1), (10, 57), (100, 101), (150, 199)):
+        direction = torch.zeros(task.feature_width, dtype=torch.float64)
+        direction[i], direction[j] = 2**-0.5, -(2**-0.5)
+        assert abs(direction @ task.v_plus) < 1e-12 and abs(direction @ task.v_minus) < 1e-12
+        assert abs(((samples @ direction) ** 2).mean().item() / 3.0**2 - 1) < relative_tolerance, (i, j)
+    # All N_f - 2 out-of-plane directions together.
+    out_of_plane = samples - along_a[:, None] * task.e_A - along_b[:, None] * task.e_B
+    per_direction = (out_of_plane**2).sum(1).mean().item() / (task.feature_width - 2)
+    assert abs(per_direction / 3.0**2 - 1) < Z_MAX * math.sqrt(2 / (n * (task.feature_width - 2)))
+
+
+def test_noise_components_split_the_noise(distinct_noise_set):
+    d = distinct_noise_set
+    parts = d.noise_components()
+    assert torch.allclose(parts["A"] + parts["B"] + parts["perp"], d.noise, atol=1e-12)
+    assert torch.allclose(torch.einsum("i,bit->bt", d.task.e_B, parts["A"]), torch.zeros(()).double(), atol=1e-12)
+    assert torch.allclose(torch.einsum("i,bit->bt", d.task.e_A, parts["perp"]), torch.zeros(()).double(), atol=1e-12)
+    assert torch.allclose(torch.einsum("i,bit->bt", d.task.e_B, parts["perp"]), torch.zeros(()).double(), atol=1e-12)
+
+
+def test_same_seed_same_data_different_seed_different_data():
+    first, again = markov_optionE(20, generator(4)), markov_optionE(20, generator(4))
+    assert torch.equal(first.x, again.x) and torch.equal(first.hidden_states, again.hidden_states)
+    other = markov_optionE(20, generator(5))
+    assert not torch.equal(first.x, other.x) and not torch.equal(first.hidden_states, other.hidden_states)
+    assert torch.equal(paper_train_set().x, paper_train_set().x)
+
+
+def _sequential_reference(num_examples, seq_len, feature_width, probabilities, rand, randn):
+    """The authors' call order, one uniform per decision: per example (class a first) s_1 (+1 iff u >= 0.5),
+    then seq_len - 1 transitions (stay iff u < p_state); finally one normal draw [P, N_f, T_seq]."""
+    states = []
+    for example in range(num_examples):
+        p_plus, p_minus = probabilities[0] if example < num_examples // 2 else probabilities[1]
+        state = 1 if rand().item() >= 0.5 else -1
+        chain = [state]
+        for _ in range(seq_len - 1):
+            stay_probability = p_plus if state == 1 else p_minus
+            state = state if rand().item() < stay_probability else -state
+            chain.append(state)
+        states.append(chain)
+    return torch.tensor(states), randn(num_examples, feature_width, seq_len)
+
+
+def test_rng_order_matches_sequential_reference():
+    # Asymmetric probabilities, so that mixing up plus/minus, the classes or the comparisons changes states.
+    probabilities = ((0.9, 0.2), (0.4, 0.65))
+    d = markov_optionE(6, generator(11), p_a_plus=0.9, p_a_minus=0.2, p_b_plus=0.4, p_b_minus=0.65,
+                       seq_len=7, feature_width=4)
+    g = generator(11)
+    states, eta = _sequential_reference(
+        6, 7, 4, probabilities, lambda: torch.rand(1, generator=g, dtype=torch.float64),
+        lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64))
+    assert torch.equal(d.hidden_states, states)
+    # With all strengths 1 the noise is eta up to the rounding of the projections.
+    assert torch.allclose(d.noise, eta, rtol=0, atol=1e-13)
+
+
+def test_paper_sets_reproduce_the_authors_global_seeding():
+    # The authors call seed_everything(27) / (59) and draw from torch's global generator in float64.
+    for make, seed, size in ((paper_train_set, TRAIN_SEED, 100), (lambda: paper_test_set(20), TEST_SEED, 20)):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            states, eta = _sequential_reference(
+                size, 30, 200, ((0.7, 0.7), (0.3, 0.3)), lambda: torch.rand(1, dtype=torch.float64),
+                lambda *shape: torch.randn(*shape, dtype=torch.float64))
+        d = make()
+        assert torch.equal(d.hidden_states, states)
+        assert torch.allclose(d.noise, eta, rtol=0, atol=1e-13)
+
+
+def test_resample_keeps_parameters_and_vectors():
+    train = paper_train_set(sigma_perp=5.0)
+    test = train.resample(40, generator(TEST_SEED))
+    assert test.task == train.task and test.task.sigma_perp == 5.0
+    assert torch.equal(test.v_plus, train.v_plus) and torch.equal(test.v_minus, train.v_minus)
+    assert torch.equal(test.x, paper_test_set(40, sigma_perp=5.0).x)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"num_examples": 7}, "num_examples"),
+        ({"num_examples": 0}, "num_examples"),
+        ({"p_a_plus": 1.5}, "p_a_plus"),
+        ({"p_b_minus": -0.1}, "p_b_minus"),
+        ({"feature_width": 201}, "feature_width"),
+        ({"seq_len": 0}, "seq_len"),
+        ({"sigma_perp": -1.0}, "sigma_perp"),
+        ({"sigma_A": float("nan")}, "sigma_A"),
+        ({"sigma_B": float("inf")}, "sigma_B"),
+        ({"generator": 27}, "generator"),
+    ],
+)
+def test_bad_arguments_raise_value_error_naming_them(kwargs, name):
+    arguments = {"num_examples": 4, "generator": generator(0), **kwargs}
+    with pytest.raises(ValueError, match=name):
+        markov_optionE(**arguments)
+
+
+def test_task_rejects_bad_fields():
+    with pytest.raises(ValueError, match="feature_width"):
+        HMCTask(feature_width=3)
