@@ -5,6 +5,9 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import torch
+
+from .._validation import as_float64_tensor
 
 
 def check_rng(rng) -> np.random.Generator:
@@ -51,3 +54,15 @@ def real_grid(values, name: str, *, positive: bool = True) -> np.ndarray:
         kind = "positive " if positive else ""
         raise ValueError(f"{name} must be a strictly increasing sequence of finite {kind}reals, got {values!r}")
     return arr
+
+
+def as_tensor(value, name: str):
+    """:func:`attnpaths._validation.as_float64_tensor` that also accepts numpy views with negative strides."""
+    if isinstance(value, np.ndarray):
+        value = np.ascontiguousarray(value)
+    elif not isinstance(value, torch.Tensor):
+        try:
+            value = np.ascontiguousarray(np.asarray(value))
+        except (TypeError, ValueError):
+            pass
+    return as_float64_tensor(value, name)

@@ -22,8 +22,8 @@ import torch
 from scipy.optimize import minimize
 from tqdm.auto import tqdm
 
-from .._validation import as_float64_array, as_float64_tensor
-from ._checks import check_rng, int_grid, nonnegative, positive_int
+from .._validation import as_float64_array
+from ._checks import as_tensor, check_rng, int_grid, nonnegative, positive_int
 from .estimators import bilinear_attention_weights
 from .latent_models import sample_linear_key_value
 
@@ -85,7 +85,7 @@ def attention_risk_and_gradient(W, data: AttentionRegressionData):
     Returns:
         ``(risk, gradient)``: a float and a ``[d, d]`` numpy array.
     """
-    W = as_float64_tensor(W, "W")
+    W = as_tensor(W, "W")
     a = bilinear_attention_weights(data.queries[:, None, :], data.keys, W)[..., 0]  # [N, L]
     out = torch.einsum("nl,nl->n", a, data.values)
     resid = out - data.targets
@@ -100,8 +100,9 @@ def attention_risk(W, data: AttentionRegressionData) -> float:
 
 
 def fit_attention_parameter(data: AttentionRegressionData, *, initial=None, max_iter: int = 500,
-                            gradient_tol: float = 1e-9) -> np.ndarray:
-    """Minimise the empirical risk over ``W`` by L-BFGS from ``initial`` (default ``W = 0``).
+                            gradient_tol: float = 1e-9, relative_tol: float = 1e-14) -> np.ndarray:
+    """Minimise the empirical risk over ``W`` by L-BFGS from ``initial`` (default ``W = 0``), until every
+    gradient entry is below ``gradient_tol`` or the relative decrease of the risk is below ``relative_tol``.
 
     Returns:
         the fitted ``W`` ``[d, d]``.
@@ -116,7 +117,7 @@ def fit_attention_parameter(data: AttentionRegressionData, *, initial=None, max_
         risk, grad = attention_risk_and_gradient(flat.reshape(d, d), data)
         return risk, grad.reshape(-1)
 
-    fit = minimize(objective, w0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": gradient_tol})
+    fit = minimize(objective, w0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": gradient_tol, "ftol": relative_tol})
     return fit.x.reshape(d, d)
 
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import as_float64_tensor, positive_real
+from .._validation import positive_real
 from ..attention import AttentionLayer, softmax_over_keys
-from ._checks import check_rng, int_grid, positive_int, real_grid
+from ._checks import as_tensor, check_rng, int_grid, positive_int, real_grid
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def l2_self_attention(x, weights: SelfAttentionWeights) -> torch.Tensor:
 
 def jacobian_spectral_norm(fn, x) -> float:
     """Spectral norm of the Jacobian of ``vec(fn(x))`` in ``vec(x)`` (automatic differentiation)."""
-    x = as_float64_tensor(x, "x")
+    x = as_tensor(x, "x")
     jac = torch.autograd.functional.jacobian(fn, x).reshape(x.numel(), x.numel())
     return float(torch.linalg.matrix_norm(jac, ord=2))
 
@@ -109,8 +109,8 @@ def bare_attention_jacobian(x, A) -> torch.Tensor:
 
     ``J_tk = P_tk (I + (x_k - f_t) x_t^T A) + delta_tk sum_m P_tm (x_m - f_t) x_m^T A^T``.
     """
-    x = as_float64_tensor(x, "x")
-    A = as_float64_tensor(A, "A")
+    x = as_tensor(x, "x")
+    A = as_tensor(A, "A")
     d, n = x.shape
     if A.shape != (d, d):
         raise ValueError(f"A must have shape [{d}, {d}], got {tuple(A.shape)}")

@@ -16,7 +16,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from .._validation import as_float64_array
-from ._checks import check_rng, int_grid, positive_int
+from ._checks import as_tensor, check_rng, int_grid, positive_int
 from .estimators import bilinear_attention
 
 
@@ -31,8 +31,8 @@ def measure_attention(queries, atoms, A, V) -> np.ndarray:
     """
     atoms = as_float64_array(atoms, "atoms")
     V = as_float64_array(V, "V")
-    out = bilinear_attention(torch.as_tensor(queries)[None], torch.from_numpy(atoms)[None],
-                             torch.from_numpy(atoms @ V.T)[None], torch.as_tensor(A))
+    out = bilinear_attention(as_tensor(queries, "queries")[None], as_tensor(atoms, "atoms")[None],
+                             torch.from_numpy(atoms @ V.T)[None], as_tensor(A, "A"))
     return out[0].numpy()
 
 

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import as_float64_array, as_float64_tensor
+from .._validation import as_float64_array
 from ..attention import AttentionLayer
-from ._checks import check_rng, positive_int
+from ._checks import as_tensor, check_rng, positive_int
 
 
 def relative_residual(x) -> torch.Tensor:
     """``|x - xbar 1^T|_F / |x|_F`` (ex-res) for tokens ``x`` ``[..., d, n]``; returns ``[...]``."""
-    x = as_float64_tensor(x, "x")
+    x = as_tensor(x, "x")
     if x.ndim < 2:
         raise ValueError(f"x must have shape [..., d, n], got {tuple(x.shape)}")
     res = x - x.mean(dim=-1, keepdim=True)

@@ -1,0 +1,190 @@
+"""Tests of attnpaths.exchangeability: estimators, latent models, E1-E4 building blocks."""
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import multivariate_normal
+
+from attnpaths.exchangeability.convergence import attention_error_vs_length
+from attnpaths.exchangeability.erm import attention_risk, attention_risk_and_gradient, fit_attention_parameter, sample_task
+from attnpaths.exchangeability.estimators import (
+    bilinear_attention,
+    bilinear_attention_weights,
+    cme_attention,
+    gaussian_gram,
+    gaussian_smoothing_attention,
+    predicted_attention_mse,
+    tilted_key_mean,
+)
+from attnpaths.exchangeability.fitting import loglog_slope
+from attnpaths.exchangeability.latent_models import (
+    concept_posterior,
+    gaussian_posterior,
+    random_concept_means,
+    sample_concept_tokens,
+    sample_gaussian_tokens,
+    sample_linear_key_value,
+)
+from attnpaths.exchangeability.representation import gaussian_risk_theory
+from attnpaths.exchangeability.transfer import predicted_transfer_ratio
+
+SIGMA = np.array([[1.0, 0.3], [0.3, 0.5]])
+QUERY = np.array([0.5, -0.3])
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def test_bilinear_attention_matches_explicit_softmax():
+    rng = _rng(1)
+    q, k, v, W = rng.normal(size=(3, 4, 2)), rng.normal(size=(3, 7, 2)), rng.normal(size=(3, 7)), rng.normal(size=(2, 2))
+    scores = np.einsum("btd,de,ble->btl", q, W, k)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    got = bilinear_attention(q, k, v, W).numpy()
+    np.testing.assert_allclose(got, np.einsum("btl,bl->bt", weights, v), rtol=1e-12, atol=1e-14)
+    w = bilinear_attention_weights(q, k, W).numpy()
+    np.testing.assert_allclose(w.sum(axis=-2), 1.0, atol=1e-14)
+    with pytest.raises(ValueError, match="W must have shape"):
+        bilinear_attention(q, k, v, np.eye(3))
+
+
+def test_gaussian_smoothing_is_dot_product_attention_with_augmented_keys():
+    rng = _rng(2)
+    h = 0.4
+    q, k, v = rng.normal(size=(5, 1)), rng.normal(size=(9, 1)), rng.normal(size=9)
+    aug_q = np.concatenate([q, np.ones((5, 1))], axis=1)
+    aug_k = np.concatenate([k, -0.5 * k**2], axis=1)
+    expected = bilinear_attention(aug_q, aug_k, v, np.eye(2) / h**2).numpy()
+    np.testing.assert_allclose(gaussian_smoothing_attention(q, k, v, h).numpy(), expected, rtol=1e-12)
+    with pytest.raises(ValueError, match="bandwidth"):
+        gaussian_smoothing_attention(q, k, v, 0.0)
+
+
+def test_cme_attention_is_kernel_ridge_regression():
+    rng = _rng(3)
+    q, k, v = rng.normal(size=(4, 1)), rng.normal(size=(12, 1)), rng.normal(size=12)
+    h, lam = 0.5, 0.01
+    G = gaussian_gram(k, k, h).numpy()
+    g = gaussian_gram(k, q, h).numpy()
+    expected = v @ np.linalg.solve(G + 12 * lam * np.eye(12), g)
+    np.testing.assert_allclose(cme_attention(q, k, v, h, lam).numpy(), expected, rtol=1e-9)
+    # with a vanishing ridge it interpolates the values at (well-separated) keys
+    spread = np.linspace(-3.0, 3.0, 12)[:, None]
+    np.testing.assert_allclose(cme_attention(spread, spread, v, 0.3, 1e-12).numpy(), v, atol=1e-9)
+
+
+def test_gaussian_posterior_matches_joint_gaussian_conditioning():
+    tau, sigma, L, d = 1.3, 0.7, 5, 2
+    _, x = sample_gaussian_tokens(_rng(4), 3, L, d, tau, sigma)
+    mean, var = gaussian_posterior(x, tau, sigma)
+    # coordinatewise: z and (x_1..x_L) jointly Gaussian
+    cov_zx = tau**2 * np.ones(L)
+    cov_xx = tau**2 * np.ones((L, L)) + sigma**2 * np.eye(L)
+    expected_mean = np.einsum("l,nld->nd", np.linalg.solve(cov_xx, cov_zx), x)
+    np.testing.assert_allclose(mean, expected_mean, rtol=1e-12)
+    np.testing.assert_allclose(var, tau**2 - cov_zx @ np.linalg.solve(cov_xx, cov_zx), rtol=1e-12)
+
+
+def test_concept_posterior_attention_equals_bayes_rule():
+    rng = _rng(5)
+    means, sigma = random_concept_means(rng, 4, 3), 1.2
+    _, x = sample_concept_tokens(rng, 6, 7, means, sigma)
+    log_lik = np.array([[multivariate_normal.logpdf(xs, mean=m, cov=sigma**2).sum() for m in means] for xs in x])
+    expected = np.exp(log_lik - log_lik.max(1, keepdims=True))
+    expected /= expected.sum(1, keepdims=True)
+    post = concept_posterior(x, means, sigma)
+    np.testing.assert_allclose(post, expected, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(concept_posterior(x[:, ::-1], means, sigma), post, atol=1e-13)
+
+
+def test_tilted_key_mean_matches_importance_weighted_keys():
+    rng = _rng(6)
+    W = np.array([[0.8, -0.2], [0.1, 1.1]])
+    keys = rng.multivariate_normal(np.zeros(2), SIGMA, size=400_000)
+    w = np.exp(keys @ W.T @ QUERY)
+    np.testing.assert_allclose((w @ keys) / w.sum(), tilted_key_mean(W, QUERY, SIGMA), atol=0.01)
+
+
+def test_predicted_mse_exact_for_uniform_attention():
+    # W = 0 is the uniform average, for which (ex-mse) is exact: |q|^2 + (tr Sigma + sigma_v^2) / L
+    rng, L, s, sigma_v = _rng(7), 8, 40_000, 0.5
+    z, keys, values = sample_linear_key_value(rng, s, L, SIGMA, sigma_v)
+    est = bilinear_attention(QUERY[None, None, :], keys, values, np.zeros((2, 2)))[:, 0].numpy()
+    mse = np.mean((est - z @ QUERY) ** 2)
+    predicted = predicted_attention_mse(np.zeros((2, 2)), QUERY, SIGMA, sigma_v, L)
+    assert predicted == pytest.approx(QUERY @ QUERY + (np.trace(SIGMA) + sigma_v**2) / L)
+    assert mse == pytest.approx(predicted, rel=0.03)
+
+
+def test_desired_parameter_has_no_bias_and_wrong_parameters_do():
+    inv = np.linalg.inv(SIGMA)
+    big = 1e12
+    assert predicted_attention_mse(inv, QUERY, SIGMA, 0.5, big) == pytest.approx(0.0, abs=1e-10)
+    assert predicted_attention_mse(2 * inv, QUERY, SIGMA, 0.5, big) == pytest.approx(QUERY @ QUERY)
+    assert np.sqrt(predicted_attention_mse(np.eye(2), QUERY, SIGMA, 0.5, big)) == pytest.approx(
+        np.linalg.norm(SIGMA @ QUERY - QUERY))
+
+
+def test_attention_error_vs_length_is_deterministic_and_beats_wrong_parameter():
+    kwargs = dict(lengths=[16, 256], num_sequences=300, key_cov=SIGMA, query=QUERY, value_noise=0.5)
+    W = np.stack([np.linalg.inv(SIGMA), np.eye(2)])
+    a = attention_error_vs_length(_rng(8), W, **kwargs)
+    b = attention_error_vs_length(_rng(8), W, **kwargs)
+    np.testing.assert_array_equal(a.rmse, b.rmse)
+    assert a.rmse[0, 1] < a.rmse[0, 0]  # consistent estimator: error falls with L
+    assert a.rmse[0, 1] < a.rmse[1, 1]  # the wrong geometry keeps a bias floor
+    with pytest.raises(ValueError, match="rng"):
+        attention_error_vs_length(0, W, **kwargs)
+    with pytest.raises(ValueError, match="lengths"):
+        attention_error_vs_length(_rng(), W, **{**kwargs, "lengths": [256, 16]})
+
+
+@pytest.mark.parametrize("mode", ["supervised", "masked"])
+def test_risk_gradient_matches_autograd(mode):
+    data = sample_task(_rng(9), mode, 50, 6, SIGMA, 0.5)
+    W = torch.tensor([[0.7, 0.2], [-0.1, 1.3]], dtype=torch.float64, requires_grad=True)
+    out = bilinear_attention(data.queries[:, None, :], data.keys, data.values, torch.eye(2))  # shape check only
+    assert out.shape == (50, 1)
+    weights = torch.softmax(torch.einsum("nd,de,nle->nl", data.queries, W, data.keys), dim=-1)
+    risk = ((weights * data.values).sum(-1) - data.targets).pow(2).mean()
+    risk.backward()
+    got_risk, got_grad = attention_risk_and_gradient(W.detach(), data)
+    assert got_risk == pytest.approx(risk.item(), rel=1e-12)
+    np.testing.assert_allclose(got_grad, W.grad.numpy(), rtol=1e-10, atol=1e-13)
+
+
+def test_fit_reaches_a_stationary_point_below_the_desired_parameter_risk():
+    data = sample_task(_rng(10), "supervised", 400, 8, SIGMA, 0.5)
+    W = fit_attention_parameter(data)
+    _, grad = attention_risk_and_gradient(W, data)
+    assert np.max(np.abs(grad)) < 1e-6
+    assert attention_risk(W, data) <= attention_risk(np.linalg.inv(SIGMA), data)
+    with pytest.raises(ValueError, match="mode"):
+        sample_task(_rng(), "contrastive", 10, 8, SIGMA, 0.5)
+
+
+def test_masked_task_uses_first_token_as_query():
+    rng_a, rng_b = _rng(11), _rng(11)
+    data = sample_task(rng_a, "masked", 5, 6, SIGMA, 0.5)
+    _, keys, values = sample_linear_key_value(rng_b, 5, 6, SIGMA, 0.5)
+    np.testing.assert_array_equal(data.queries.numpy(), keys[:, 0])
+    np.testing.assert_array_equal(data.targets.numpy(), values[:, 0])
+    assert data.keys.shape == (5, 5, 2)
+
+
+def test_risk_theory_and_transfer_ratio_limits():
+    u = np.array([1.0, -1.0, 0.5, 0.0])
+    assert gaussian_risk_theory(u, 1, 1.0, 2.0, 0.1) == pytest.approx(0.01 + 2.25 * 0.8)
+    assert gaussian_risk_theory(u, 1e12, 1.0, 2.0, 0.1) == pytest.approx(0.01)
+    ratio = predicted_transfer_ratio([1, 2, 4, 8, 16], 0.5)
+    assert ratio[0] == pytest.approx(1.0)
+    assert np.all(np.diff(ratio) > 0) and ratio[-1] < 16
+
+
+def test_loglog_slope_recovers_power_law():
+    x = np.array([1.0, 2.0, 8.0, 32.0])
+    assert loglog_slope(x, 3.0 * x**-0.5) == pytest.approx(-0.5)
+    with pytest.raises(ValueError, match="positive"):
+        loglog_slope(x, -x)
