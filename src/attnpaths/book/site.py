@@ -1,0 +1,102 @@
+"""Build the HTML book from the executed notebooks.
+
+The Sphinx source folder is ``_build/executed/``: the executor writes the chapters there as executed
+notebooks at their toc paths (``book/intro.ipynb``), and :func:`sync_sources` copies the book's other files
+(pages such as ``book/references.md``, ``book/references.bib``, images) next to them. Jupyter Book then
+builds it with the root's ``_config.yml`` and ``_toc.yml`` (the one source of truth), notebooks not
+executed again (``execute_notebooks: off``), warnings as errors, into ``_build/html``.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ..results import atomic_write_text
+from .chapters import Chapter
+from .layout import BookLayout
+
+BUILD_STAMP = ".attnpaths-build.json"
+JUPYTER_BOOK = "import sys; from jupyter_book.cli.main import main; sys.exit(main())"
+IGNORED = ("__pycache__", ".ipynb_checkpoints")
+
+
+class BuildFailed(RuntimeError):
+    """Sphinx reported an error or a warning (the message holds its output)."""
+
+
+def _book_files(layout: BookLayout, chapters: list[Chapter]) -> dict[str, Path]:
+    """Files to copy into the source folder, ``{relative path: repository file}``: everything under ``book/``
+    except the notebook chapters' sources, plus pages that live elsewhere."""
+    notebook_sources = {c.source.resolve() for c in chapters if c.is_notebook}
+    files = {}
+    book_dir = layout.root / "book"
+    for path in sorted(book_dir.rglob("*")) if book_dir.is_dir() else []:
+        if path.is_file() and path.resolve() not in notebook_sources and not set(IGNORED) & set(path.parts):
+            files[path.relative_to(layout.root).as_posix()] = path
+    for chapter in chapters:
+        if not chapter.is_notebook:
+            files[chapter.source.relative_to(layout.root).as_posix()] = chapter.source
+    return files
+
+
+def sync_sources(layout: BookLayout, chapters: list[Chapter]) -> None:
+    """Make ``_build/executed`` hold exactly the executed notebooks and the book's other files (unchanged
+    files are not touched, so Sphinx rebuilds only what changed)."""
+    missing = [c.name for c in chapters if c.is_notebook and not layout.executed_notebook(c.docname).is_file()]
+    if missing:
+        raise FileNotFoundError(f"chapters not executed yet: {', '.join(missing)} (run `python -m attnpaths book`)")
+    wanted = {f"{c.docname}.ipynb" for c in chapters if c.is_notebook}
+    for relative, path in _book_files(layout, chapters).items():
+        target = layout.executed_dir / relative
+        wanted.add(relative)
+        if not (target.is_file() and filecmp.cmp(path, target, shallow=False)):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    for path in sorted(layout.executed_dir.rglob("*"), reverse=True):
+        relative = path.relative_to(layout.executed_dir).as_posix()
+        if path.is_file() and relative not in wanted:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
+def source_digest(layout: BookLayout, chapters: list[Chapter]) -> str:
+    """Hash of everything the HTML is built from: config, toc, executed notebooks and the book's other files."""
+    digest = hashlib.sha256()
+    inputs = {"_config.yml": layout.config, "_toc.yml": layout.toc, **_book_files(layout, chapters)}
+    inputs.update({f"{c.docname}.ipynb": layout.executed_notebook(c.docname) for c in chapters if c.is_notebook})
+    for relative in sorted(inputs):
+        digest.update(relative.encode() + b"\0")
+        path = inputs[relative]
+        digest.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"missing")
+    return digest.hexdigest()
+
+
+def build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Path:
+    """Build ``_build/html`` from the executed chapters (Sphinx warnings are errors: :class:`BuildFailed`).
+    Returns the path of ``index.html``."""
+    sync_sources(layout, chapters)
+    command = [sys.executable, "-c", JUPYTER_BOOK, "build", str(layout.executed_dir),
+               "--path-output", str(layout.root), "--config", str(layout.config), "--toc", str(layout.toc),
+               "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
+    done = subprocess.run(command, cwd=layout.root, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildFailed(f"the Sphinx build failed (warnings are errors):\n{done.stdout}\n{done.stderr}".rstrip())
+    stamp = {"profile": profile, "digest": source_digest(layout, chapters)}
+    atomic_write_text(layout.html_dir / BUILD_STAMP, json.dumps(stamp) + "\n")
+    return layout.html_dir / "index.html"
+
+
+def built_profile(layout: BookLayout, chapters: list[Chapter]) -> str | None:
+    """The profile of ``_build/html`` if it was built from exactly the current sources, else ``None``."""
+    stamp_path = layout.html_dir / BUILD_STAMP
+    if not stamp_path.is_file():
+        return None
+    stamp = json.loads(stamp_path.read_text())
+    return stamp["profile"] if stamp.get("digest") == source_digest(layout, chapters) else None

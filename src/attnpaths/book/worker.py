@@ -1,0 +1,69 @@
+"""Worker process that executes one notebook with papermill: ``python -m attnpaths.book.worker SPEC.json``.
+
+The executor starts one worker per chapter, so that the operating system reports the peak memory of the
+chapter (worker and kernel) when it ends. SPEC holds ``input``, ``output`` (notebook paths), ``parameters``,
+``cwd``, ``progress_bar`` and ``error_file``. Exit status: 0 success; 3 a cell raised (``error_file`` holds
+the cell index and the error); 4 anything else failed (``error_file`` holds the traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+
+CELL_FAILED = 3
+WORKER_FAILED = 4
+
+
+def _kernel_manager_class():
+    """The kernel manager: with CurveZMQ transport encryption when the kernel supports it (ipykernel warns
+    on every start otherwise), else jupyter_client's default."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    if not AsyncKernelManager.class_traits().get("transport_encryption"):
+        return AsyncKernelManager
+
+    class EncryptedKernelManager(AsyncKernelManager):
+        @default("transport_encryption")
+        def _encryption_default(self):
+            return "auto"
+
+    return EncryptedKernelManager
+
+
+def main(argv=None) -> int:
+    """Execute the notebook described by the spec file ``argv[0]``; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    spec = json.loads(Path(argv[0]).read_text())
+    error_file = Path(spec["error_file"])
+    try:
+        import papermill
+
+        papermill.execute_notebook(
+            spec["input"],
+            spec["output"],
+            parameters=spec["parameters"],
+            cwd=spec["cwd"],
+            progress_bar=spec["progress_bar"],
+            kernel_manager_class=_kernel_manager_class(),
+        )
+    except KeyboardInterrupt:
+        raise
+    except Exception as err:  # reported to the executor, which names the chapter
+        if type(err).__name__ == "PapermillExecutionError":
+            record = {"kind": "cell", "cell_index": err.cell_index, "ename": err.ename, "evalue": err.evalue,
+                      "traceback": list(err.traceback)}
+            status = CELL_FAILED
+        else:
+            record = {"kind": "worker", "traceback": traceback.format_exc().splitlines()}
+            status = WORKER_FAILED
+        error_file.write_text(json.dumps(record))
+        return status
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
