@@ -1,0 +1,31 @@
+"""The one-shot (in-context) image classification task of the paper (spec §3b), built offline.
+
+Modules, one job each:
+
+* ``glyphs``     alphabets from Unicode blocks and the character classes the shipped fonts really draw;
+* ``rendering``  one glyph -> one distorted 32x32 grayscale instance (face, affine, elastic, stroke);
+* ``imagesets``  containers: the images of a split, and the three disjoint splits;
+* ``datasets``   the rendered Omniglot-like set, cached under its parameters; source selection;
+* ``omniglot``   reader for the real Omniglot folder layout (when a copy is on disk);
+* ``digits``     out-of-distribution digits 0 vs 1 from scikit-learn;
+* ``sequences``  episodes [support A, support B, query] -> token features x [B, N0, T] and targets;
+* ``model``      the gradient-descent model (2 layers x 4 summed heads, Q/K on the raw input), pruning,
+                 its attention for the theory and its path weights / GD order parameter;
+* ``training``   Adam training with validation, and weights saved with their parameters.
+"""
+
+from .datasets import GlyphDatasetConfig, load_glyph_dataset, load_image_dataset, render_glyph_dataset
+from .digits import DigitPairs, load_digit_pairs
+from .imagesets import SPLITS, ImageClasses, ImageDataset
+from .model import SumHeadTransformer
+from .omniglot import read_omniglot
+from .rendering import DistortionConfig
+from .sequences import SequenceEncoder, Sequences, digit_sequences, sample_sequences
+from .training import TrainedModel, TrainingConfig, accuracy, fit, load_or_fit, load_trained, predict, save_trained
+
+__all__ = [
+    "SPLITS", "DigitPairs", "DistortionConfig", "GlyphDatasetConfig", "ImageClasses", "ImageDataset",
+    "SequenceEncoder", "Sequences", "SumHeadTransformer", "TrainedModel", "TrainingConfig", "accuracy",
+    "digit_sequences", "fit", "load_digit_pairs", "load_glyph_dataset", "load_image_dataset", "load_or_fit",
+    "load_trained", "predict", "read_omniglot", "render_glyph_dataset", "sample_sequences", "save_trained",
+]

@@ -1,0 +1,178 @@
+"""The gradient-descent-trained model of the one-shot task (spec §3b), whose Q/K the theory borrows.
+
+    h^(0)_t = V0 x0_t                                   V0 in R^{N x N0}  (learned input layer, no bias)
+    h^(l)_t = F^{-1/2} sum_h V^(l,h) sum_s h^(l-1)_s Omega^(l,h)_{s t}(x0)      l = 1..L, no residual
+    Omega^(l,h)_{s t} = softmax_s( (K^(l,h) x0_s) . (Q^(l,h) x0_t) / sqrt(G) )  Q, K in R^{G x N0}
+    f(x0) = a . mean_t h^(L)_t                           (mean pooling, linear readout, no bias)
+
+Query and key maps act on the raw input ``x0`` at every layer, never on ``h^(l-1)``; there is no
+normalisation, MLP or nonlinearity besides the softmax, and the loss is the mean squared error to
+``y = +-1``. Pruning (spec §2.8) zeroes the dropped heads of a layer and rescales that layer's head
+sum by ``(F - n_dropped)^{-1/2}`` instead of ``F^{-1/2}``, without retraining.
+
+Unlike the Bayesian network of the theory (``attnpaths.network``), the weights carry no ``1/sqrt(N)``
+factors: they follow PyTorch's default ``Linear`` initialisation, uniform in
+``+-1/sqrt(fan_in)``, drawn here from an explicit ``torch.Generator``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..attention import Attention, AttentionLayer
+
+
+def _uniform(shape, fan_in: int, generator: torch.Generator, dtype: torch.dtype) -> nn.Parameter:
+    bound = 1.0 / math.sqrt(fan_in)
+    values = (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1) * bound
+    return nn.Parameter(values.to(dtype))
+
+
+class SumHeadTransformer(nn.Module):
+    """``L`` layers of ``F`` summed softmax heads on a learned linear input layer (spec §3b).
+
+    Args:
+        input_width: ``N0``, features per token.
+        width: ``N``, width of the value stream.
+        qk_width: ``G``, dimension of queries and keys.
+        num_layers: ``L``.
+        num_heads: ``F``, heads per layer.
+        generator: source of the initial weights.
+        dtype: parameter dtype.
+
+    Parameters (shapes): ``input_layer`` [N, N0]; ``queries``, ``keys`` [L, F, G, N0]; ``values``
+    [L, F, N, N] (out, in); ``readout`` [N].
+    """
+
+    def __init__(
+        self,
+        input_width: int = 64,
+        width: int = 128,
+        qk_width: int = 32,
+        num_layers: int = 2,
+        num_heads: int = 4,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype = torch.float32,
+    ):
+        super().__init__()
+        for name, value in (
+            ("input_width", input_width), ("width", width), ("qk_width", qk_width),
+            ("num_layers", num_layers), ("num_heads", num_heads),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.hyperparameters = {
+            "input_width": input_width, "width": width, "qk_width": qk_width,
+            "num_layers": num_layers, "num_heads": num_heads,
+        }
+        L, F, N, G, N0 = num_layers, num_heads, width, qk_width, input_width
+        self.input_layer = _uniform((N, N0), N0, generator, dtype)
+        self.queries = _uniform((L, F, G, N0), N0, generator, dtype)
+        self.keys = _uniform((L, F, G, N0), N0, generator, dtype)
+        self.values = _uniform((L, F, N, N), N, generator, dtype)
+        self.readout = _uniform((N,), N, generator, dtype)
+
+    @property
+    def num_layers(self) -> int:
+        return self.hyperparameters["num_layers"]
+
+    @property
+    def num_heads(self) -> int:
+        return self.hyperparameters["num_heads"]
+
+    def _head_masks(self, drop_heads) -> torch.Tensor:
+        """``[L, F]`` per-head factors: 0 for dropped heads, ``(F - n_dropped)^{-1/2}`` otherwise."""
+        L, F = self.num_layers, self.num_heads
+        keep = torch.ones(L, F, dtype=torch.bool)
+        for pair in drop_heads:
+            try:
+                layer, head = (int(v) for v in pair)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"drop_heads must hold (layer, head) pairs, got {pair!r}") from err
+            if not (0 <= layer < L and 0 <= head < F):
+                raise ValueError(f"drop_heads entries must be 0-based (layer < {L}, head < {F}), got {pair!r}")
+            keep[layer, head] = False
+        kept = keep.sum(dim=1)
+        if (kept == 0).any():
+            raise ValueError(f"drop_heads must leave at least one head in every layer, got {list(drop_heads)!r}")
+        return keep.to(self.readout.dtype) / kept.to(self.readout.dtype).sqrt()[:, None]
+
+    def _attention_query_major(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Softmax attention ``[B, L, F, T_query, T_key]`` from tokens ``[B, T, N0]``.
+
+        Query-major with keys last, so the softmax and the token mixing are plain batched matmuls.
+        """
+        B, T, _ = tokens.shape
+        L, F, G = self.queries.shape[:3]
+        queries = (tokens @ self.queries.reshape(L * F * G, -1).T).reshape(B, T, L, F, G).permute(0, 2, 3, 1, 4)
+        keys = (tokens @ self.keys.reshape(L * F * G, -1).T).reshape(B, T, L, F, G).permute(0, 2, 3, 4, 1)
+        return torch.softmax(queries @ keys / (G**0.5), dim=-1)
+
+    def attention_matrices(self, x: torch.Tensor) -> torch.Tensor:
+        """``Omega[b, l, h, s, t]`` (key ``s``, query ``t``, softmax over ``s``) from the raw input, in
+        the package's convention (``attnpaths.attention``).
+
+        Args:
+            x: ``[B, N0, T]``.
+
+        Returns:
+            ``[B, L, F, T, T]``.
+        """
+        return self._attention_query_major(x.to(self.readout.dtype).transpose(1, 2)).transpose(-1, -2)
+
+    def forward(self, x: torch.Tensor, drop_heads=()) -> torch.Tensor:
+        """Outputs ``f(x)``.
+
+        Args:
+            x: ``[B, N0, T]`` token features (``SequenceEncoder.encode``).
+            drop_heads: 0-based ``(layer, head)`` pairs to prune.
+
+        Returns:
+            ``[B]``.
+        """
+        tokens = x.to(self.readout.dtype).transpose(1, 2)  # [B, T, N0]
+        B, T, _ = tokens.shape
+        L, F, N = self.values.shape[:3]
+        scale = self._head_masks(drop_heads)
+        omega = self._attention_query_major(tokens)  # [B, L, F, T, T]
+        h = tokens @ self.input_layer.T  # [B, T, N]
+        for layer in range(L):
+            mixed = omega[:, layer] @ h[:, None]  # [B, F, T, N]: sum_s Omega_{s t} h_s per head
+            # sum_h scale_h V^(l,h) mixed_h as one matmul over the stacked (head, in) index; the head
+            # factors ride on the small weight tensor rather than on the activations.
+            weights = (self.values[layer] * scale[layer][:, None, None]).permute(0, 2, 1).reshape(F * N, N)
+            h = mixed.permute(0, 2, 1, 3).reshape(B, T, F * N) @ weights
+        return h.mean(dim=1) @ self.readout
+
+    def attention(self) -> Attention:
+        """The trained query/key maps as the theory's fixed attention (spec S2, qk form with
+        ``1/sqrt(G)``, ``readout="average_pooling"``), as float64 copies."""
+        layers = tuple(
+            AttentionLayer(Q=self.queries[l].detach().double(), K=self.keys[l].detach().double())
+            for l in range(self.num_layers)
+        )
+        return Attention(layers, readout="average_pooling")
+
+    def path_weights(self) -> torch.Tensor:
+        """Effective weight of every attention path, ``w_pi = a^T V^(L,h_L) ... V^(1,h_1)`` (spec §2.7,
+        gradient-descent version: no normalisation factors).
+
+        Returns:
+            float64 ``[F^L, N]`` in the package's path order (``h_1`` slowest).
+        """
+        values = self.values.detach().double()
+        weights = self.readout.detach().double()[None]  # [paths of layers l+1..L, N]
+        for layer in reversed(range(self.num_layers)):
+            # new[h_l, rho] = weights[rho] @ V^(l, h_l); h_l becomes the slowest path index.
+            weights = torch.einsum("rm,hmn->hrn", weights, values[layer]).reshape(-1, values.shape[-1])
+        return weights
+
+    def gd_order_parameter(self) -> torch.Tensor:
+        """``U^GD_{pi pi'} = w_pi . w_pi'`` (spec §2.7): float64 ``[F^L, F^L]``; only its pattern is
+        comparable with the theory's U."""
+        w = self.path_weights()
+        return w @ w.T
