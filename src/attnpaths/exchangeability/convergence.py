@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .._validation import as_float64_array, positive_real
 from ._checks import check_rng, int_grid, nonnegative, positive_int, real_grid
@@ -121,6 +121,27 @@ def bandwidth_experiment(rng, *, lengths, bandwidths, num_sequences: int, query:
     best = mse.argmin(axis=1)
     return BandwidthResult(lengths=lengths, bandwidths=hs, mse=mse, h_star=hs[best],
                            mse_star=mse[np.arange(lengths.size), best])
+
+
+def smoothing_bias_floor(queries, bandwidth: float, z_low: float = 0.5, z_high: float = 2.0,
+                         num_nodes: int = 64) -> float:
+    """Large-L limit of the MSE of fixed-bandwidth Gaussian-kernel attention (ex-nw) in (M4) [DERIVED].
+
+    As ``L -> inf`` the weights ``exp(-(q - k)^2 / (2 h^2))`` tilt ``k ~ N(0, 1)`` to ``N(m, s^2)`` with
+    ``m = q / (1 + h^2)``, ``s^2 = h^2 / (1 + h^2)``, so the estimate tends to ``sin(z m) exp(-z^2 s^2 / 2)``
+    (ex-floor); the floor is its mean squared distance to ``sin(z q)``, averaged over ``z ~ U[z_low, z_high]``
+    (Gauss-Legendre quadrature with ``num_nodes`` nodes) and over the queries.
+    """
+    qs = as_float64_array(queries, "queries").reshape(-1)
+    h = positive_real(bandwidth, "bandwidth")
+    if not (np.isfinite(z_low) and np.isfinite(z_high) and z_low < z_high):
+        raise ValueError(f"z_low < z_high must be finite, got z_low={z_low!r}, z_high={z_high!r}")
+    nodes, weights = np.polynomial.legendre.leggauss(positive_int(num_nodes, "num_nodes"))
+    z = 0.5 * (z_high - z_low) * nodes + 0.5 * (z_high + z_low)
+    m, s2 = qs[:, None] / (1 + h * h), h * h / (1 + h * h)
+    limit = np.sin(z * m) * np.exp(-0.5 * z * z * s2)
+    sq = (limit - np.sin(z * qs[:, None])) ** 2
+    return float(np.mean(sq @ weights) / 2.0)  # weights integrate over [-1, 1]; the U density halves it
 
 
 @dataclass(frozen=True)
