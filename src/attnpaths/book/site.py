@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..results import atomic_write_text
 from .chapters import Chapter
+from .executor import ANSI_ESCAPE
 from .layout import BookLayout
 
 BUILD_STAMP = ".attnpaths-build.json"
@@ -87,7 +88,8 @@ def build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Pat
                "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
     done = subprocess.run(command, cwd=layout.root, capture_output=True, text=True)
     if done.returncode != 0:
-        raise BuildFailed(f"the Sphinx build failed (warnings are errors):\n{done.stdout}\n{done.stderr}".rstrip())
+        output = ANSI_ESCAPE.sub("", f"{done.stdout}\n{done.stderr}").strip()
+        raise BuildFailed(f"the Sphinx build failed (warnings are errors):\n{output}")
     stamp = {"profile": profile, "digest": source_digest(layout, chapters)}
     atomic_write_text(layout.html_dir / BUILD_STAMP, json.dumps(stamp) + "\n")
     return layout.html_dir / "index.html"
