@@ -25,6 +25,7 @@ from .layout import BookLayout
 BUILD_STAMP = ".attnpaths-build.json"
 JUPYTER_BOOK = "import sys; from jupyter_book.cli.main import main; sys.exit(main())"
 IGNORED = ("__pycache__", ".ipynb_checkpoints")
+DOCUMENT_SUFFIXES = (".md", ".ipynb")
 
 
 class BuildFailed(RuntimeError):
@@ -32,13 +33,13 @@ class BuildFailed(RuntimeError):
 
 
 def _book_files(layout: BookLayout, chapters: list[Chapter]) -> dict[str, Path]:
-    """Files to copy into the source folder, ``{relative path: repository file}``: everything under ``book/``
-    except the notebook chapters' sources, plus pages that live elsewhere."""
-    notebook_sources = {c.source.resolve() for c in chapters if c.is_notebook}
+    """Files to copy into the source folder, ``{relative path: repository file}``: the toc's pages and the
+    files under ``book/`` that are no documents (bibliography, images, data for figures). Notebook chapters
+    come from the executor; markdown files that are not in the toc are not part of the book."""
     files = {}
     book_dir = layout.root / "book"
     for path in sorted(book_dir.rglob("*")) if book_dir.is_dir() else []:
-        if path.is_file() and path.resolve() not in notebook_sources and not set(IGNORED) & set(path.parts):
+        if path.is_file() and path.suffix not in DOCUMENT_SUFFIXES and not set(IGNORED) & set(path.parts):
             files[path.relative_to(layout.root).as_posix()] = path
     for chapter in chapters:
         if not chapter.is_notebook:
