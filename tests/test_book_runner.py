@@ -126,9 +126,10 @@ def test_failing_chapter_names_itself_shows_the_error_and_leaves_no_result(book)
         runner.run_book(book, "smoke")
     message = str(info.value)
     assert info.value.chapter == "gamma"
-    assert "chapter 'gamma' (book/gamma.md) failed in cell" in message
+    assert "chapter 'gamma' (book/gamma.md) failed in the cell [" in message
     assert "raise ValueError('k is too small: ' + str(k))" in message  # the failing cell's code
-    assert "ValueError: k is too small: 1" in message
+    assert "ValueError: k is too small: 1" in message and message.count("k is too small: 1") == 1
+    assert "# Parameters" not in message  # the failing cell, not another one
     assert not (book.results_dir / "gamma.json").exists()
     assert not book.executed_notebook("book/gamma").exists()
     assert (book.failed_dir / "gamma.ipynb").is_file()

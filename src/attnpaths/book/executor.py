@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,12 +152,20 @@ def _failure_message(layout: BookLayout, chapter: Chapter, status: int, output_p
     record = json.loads(error_path.read_text())
     if record["kind"] != "cell":
         return f"{head}: the executor itself failed:\n" + "\n".join(record["traceback"]) + kept
-    cell_source = ""
-    failed_path = layout.failed_dir / f"{chapter.name}.ipynb"
-    if failed_path.is_file():
-        cells = nbformat.read(failed_path, as_version=4).cells
-        if 0 <= record["cell_index"] < len(cells):
-            cell_source = "\n".join("    " + line for line in cells[record["cell_index"]].source.splitlines())
-    traceback_text = ANSI_ESCAPE.sub("", "\n".join(record["traceback"]))
-    return (f"{head} in cell {record['cell_index']}:\n{cell_source}\n\n{traceback_text}\n"
-            f"{record['ename']}: {record['evalue']}{kept}")
+    cell = _error_cell(layout.failed_dir / f"{chapter.name}.ipynb")
+    where = f" in the cell [{cell.execution_count}]:\n" + textwrap.indent(cell.source, "    ") if cell else ":"
+    traceback_text = ANSI_ESCAPE.sub("", "\n".join(record["traceback"])).strip()
+    last_line = f"{record['ename']}: {record['evalue']}"
+    if not traceback_text.endswith(last_line):
+        traceback_text += "\n" + last_line
+    return f"{head}{where}\n\n{traceback_text}{kept}"
+
+
+def _error_cell(notebook_path: Path):
+    """The code cell of a partly executed notebook whose outputs hold the error (``None`` if none does)."""
+    if not notebook_path.is_file():
+        return None
+    for cell in nbformat.read(notebook_path, as_version=4).cells:
+        if cell.cell_type == "code" and any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            return cell
+    return None
