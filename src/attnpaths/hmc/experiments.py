@@ -1,0 +1,800 @@
+"""The experiments of the HMC chapter (Fig. 2 and its appendix, spec §6.1, §6.2) and the claim checks of
+spec §7.1 items 1-6.
+
+Building blocks, each usable on its own:
+
+* :class:`PathData` / :func:`path_data`: a network's path features (spec S4) on a training and a test set;
+* :func:`theory_curve`: the theory (S6, S8) at every width: accuracy, ``U`` in figure order, GP accuracy;
+* :func:`gp_lines`: the three GP lines of Fig. 2c (all paths, path g, paths g+d);
+* :func:`draw_data_sets` and :func:`data_set_band`: the same curves over independently drawn training and
+  test sets (the spread that one data set cannot show);
+* :func:`sample_posterior`: posterior samples (spec §5) at one width, the sampled accuracy and ``U`` with
+  their Monte-Carlo errors and the sampler's diagnostics;
+* :func:`diagonal_only`, :func:`evened_diagonal`, :func:`accuracy_with_order_parameter`: the ``U`` ablations of
+  the authors' 2-path plotting script;
+* :func:`pc_overlaps`, :func:`appendix_kernels`, :func:`head_score_curve`: Fig. 2d and appendix quantities;
+* ``check_*``: one function per claim; each returns a dict of the numbers it compared and raises
+  :class:`ClaimViolation` naming the claim and the size of the contradiction.
+
+Orders. ``U`` matrices returned by this module are in FIGURE order (``g, d, a1, a2``, the paths the network
+has), i.e. ``U_flat[plot_order][:, plot_order]``; functions that need the flat order (the ablations, head
+scores, the predictor) say so.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from scipy.stats import norm
+from tqdm import tqdm
+
+from .._validation import as_float64_array, positive_real
+from ..head_scores import head_scores
+from ..kernels import gp_kernel, path_kernels, pc_label_overlap, renormalized_kernel
+from ..network import AttentionNetwork
+from ..paths import path_features
+from ..sampler import PosteriorSampler
+from ..sweeps import width_sweep
+from ..theory import classification_accuracy, solve
+from .data import HMCDataset, HMCTask, check_generator
+from .networks import HMCNetwork, four_path_network, good_and_denoising_network, good_path_network
+
+#: Widths of Fig. 2c and 2e (spec §6.1).
+PAPER_WIDTHS = (10, 30, 50, 100, 300, 500, 1000)
+#: Likelihood temperature of every HMC run (spec §4.2).
+PAPER_TEMPERATURE = 0.01
+#: The paper's perpendicular noise of Fig. 2e (spec §3a item 5).
+NOISY_SIGMA_PERP = 5.0
+#: Keys of the three GP lines of Fig. 2c.
+GP_LINES = ("all", "g", "g+d")
+
+
+class ClaimViolation(AssertionError):
+    """A run contradicts one of the paper's claims (spec §7.1); the message names the claim and by how much."""
+
+
+def _violation(claim: int, title: str, detail: str) -> ClaimViolation:
+    return ClaimViolation(f"claim {claim} ({title}) contradicted: {detail}")
+
+
+def _widths(widths, name: str = "widths") -> tuple[int, ...]:
+    try:
+        widths = tuple(widths)
+    except TypeError as err:
+        raise ValueError(f"{name} must be a sequence of integer widths >= 1, got {widths!r}") from err
+    if not widths or any(isinstance(w, bool) or not isinstance(w, numbers.Integral) or w < 1 for w in widths):
+        raise ValueError(f"{name} must be a non-empty sequence of integer widths >= 1, got {widths!r}")
+    if list(widths) != sorted(set(widths)):
+        raise ValueError(f"{name} must be strictly increasing, got {widths!r}")
+    return tuple(int(w) for w in widths)
+
+
+def _count(value, name: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    return int(value)
+
+
+def reorder(U, order) -> np.ndarray:
+    """``U[order][:, order]`` for ``U`` ``[..., n, n]`` (e.g. flat path order -> figure order)."""
+    U = np.asarray(U, dtype=np.float64)
+    order = list(order)
+    return U[..., order, :][..., :, order]
+
+
+# --------------------------------------------------------------------------------------------------------
+# path features of one network on one training / test pair
+
+
+@dataclass(frozen=True, eq=False)
+class PathData:
+    """A network's path features on a training and a test set (spec S4).
+
+    Attributes:
+        network: the :class:`~attnpaths.hmc.networks.HMCNetwork`.
+        features: ``[P, N0, n_paths]`` training path features; ``y``: ``[P]`` labels.
+        features_test: ``[P_test, N0, n_paths]``; ``y_test``: ``[P_test]``.
+    """
+
+    network: HMCNetwork
+    features: torch.Tensor
+    y: torch.Tensor
+    features_test: torch.Tensor
+    y_test: torch.Tensor
+
+    @property
+    def plot_order(self) -> tuple[int, ...]:
+        return self.network.plot_order
+
+    @property
+    def plot_names(self) -> tuple[str, ...]:
+        """Path names in figure order, e.g. ``("g", "d", "a1", "a2")``."""
+        return tuple(self.network.path_names[i] for i in self.plot_order)
+
+    @property
+    def num_test(self) -> int:
+        return self.features_test.shape[0]
+
+
+def path_data(network: HMCNetwork, train: HMCDataset, test: HMCDataset) -> PathData:
+    """Path features of ``network`` on ``train`` and ``test`` (which must come from the same task)."""
+    if not isinstance(network, HMCNetwork):
+        raise ValueError(f"network must be an HMCNetwork, got {type(network).__name__}")
+    for name, data in (("train", train), ("test", test)):
+        if not isinstance(data, HMCDataset):
+            raise ValueError(f"{name} must be an HMCDataset, got {type(data).__name__}")
+    if train.task != test.task:
+        raise ValueError("train and test must be drawn from the same task (same v_+, v_-, noise strengths)")
+    return PathData(
+        network=network,
+        features=path_features(train.x, network.attention),
+        y=train.y,
+        features_test=path_features(test.x, network.attention),
+        y_test=test.y,
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# the theory over widths
+
+
+@dataclass(frozen=True, eq=False)
+class TheoryCurve:
+    """The theory at every width on one data set.
+
+    Attributes:
+        widths: ``[n_w]`` widths ``N`` (every layer).
+        accuracy: ``[n_w]`` test accuracy of the mean predictor (spec S8).
+        U: ``[n_w, n, n]`` order parameters ``U_1`` in figure order (``g, d, a1, a2``).
+        U_flat: the same in flat path order (``h_1`` slowest).
+        gp_accuracy: accuracy of the same network in the GP limit (S9).
+        converged: ``[n_w]`` the solver's certificate (gradient small, Hessian positive definite).
+        solve_seconds: ``[n_w]``.
+        names: path names in figure order.
+    """
+
+    widths: np.ndarray
+    accuracy: np.ndarray
+    U: np.ndarray
+    U_flat: np.ndarray
+    gp_accuracy: float
+    converged: np.ndarray
+    solve_seconds: np.ndarray
+    names: tuple[str, ...]
+    points: list = field(repr=False, default_factory=list)
+
+    def index(self, width) -> int:
+        """Position of ``width`` in :attr:`widths` (``ValueError`` if it was not solved)."""
+        hits = np.flatnonzero(self.widths == width)
+        if hits.size == 0:
+            raise ValueError(f"width must be one of the solved widths {self.widths.tolist()}, got {width!r}")
+        return int(hits[0])
+
+    def U_at(self, width) -> np.ndarray:
+        """``U`` (figure order) at one solved width."""
+        return self.U[self.index(width)]
+
+
+def theory_curve(data: PathData, widths, temperature: float = PAPER_TEMPERATURE, *, progress: bool = True) -> TheoryCurve:
+    """Solve the theory (spec S6) at every width and evaluate the mean predictor (S8) on the test set.
+
+    Args:
+        data: path features of the network on a training and a test set.
+        widths: strictly increasing integer widths (every layer has width ``N``).
+        temperature: likelihood variance ``T``.
+        progress: tqdm bar over widths.
+    """
+    widths = _widths(widths)
+    temperature = positive_real(temperature, "temperature")
+    heads = data.network.heads
+    points = width_sweep(
+        data.features, data.y, data.features_test, data.y_test, heads=heads, widths=widths,
+        temperature=temperature, progress=progress, on_failure="raise",
+    )
+    gp = solve(data.features, data.y, heads=heads, widths=math.inf, temperature=temperature)
+    gp_acc = classification_accuracy(gp.predict(data.features_test)[0], data.y_test.numpy())
+    U_flat = np.stack([p.solution.U for p in points])
+    return TheoryCurve(
+        widths=np.array(widths),
+        accuracy=np.array([p.accuracy for p in points]),
+        U=reorder(U_flat, data.plot_order),
+        U_flat=U_flat,
+        gp_accuracy=gp_acc,
+        converged=np.array([p.solution.converged for p in points]),
+        solve_seconds=np.array([p.solve_seconds for p in points]),
+        names=data.plot_names,
+        points=points,
+    )
+
+
+def gp_predictions(train: HMCDataset, test: HMCDataset, temperature: float = PAPER_TEMPERATURE) -> dict[str, np.ndarray]:
+    """Test-set mean predictors (S8) of the three GP lines of Fig. 2c: the GP limit (S9) of the 4-path network
+    (``"all"``), of the good path alone (``"g"``) and of the good and denoising paths (``"g+d"``), spec §4.2."""
+    temperature = positive_real(temperature, "temperature")
+    out = {}
+    for key, factory in zip(GP_LINES, (four_path_network, good_path_network, good_and_denoising_network)):
+        data = path_data(factory(train), train, test)
+        sol = solve(data.features, data.y, heads=data.network.heads, widths=math.inf, temperature=temperature)
+        out[key] = sol.predict(data.features_test)[0]
+    return out
+
+
+def gp_lines(train: HMCDataset, test: HMCDataset, temperature: float = PAPER_TEMPERATURE) -> dict[str, float]:
+    """Test accuracies of the three GP lines of Fig. 2c (see :func:`gp_predictions`)."""
+    labels = test.y.numpy()
+    return {key: classification_accuracy(mean, labels) for key, mean in gp_predictions(train, test, temperature).items()}
+
+
+def paired_accuracy_sd(mean_a, mean_b, labels) -> float:
+    """Test-set standard deviation of ``A_b - A_a`` for two predictors on the SAME test points.
+
+    Only the test points that one predictor gets right and the other wrong ("discordant", ``n_d`` of them)
+    move the difference; if both predictors were equally accurate each would move it by ``+-1/n`` with equal
+    probability (McNemar), so ``sd = sqrt(n_d) / n``.
+    """
+    labels = as_float64_array(labels, "labels")
+    right_a = np.sign(as_float64_array(mean_a, "mean_a")) == labels
+    right_b = np.sign(as_float64_array(mean_b, "mean_b")) == labels
+    if right_a.shape != labels.shape or right_b.shape != labels.shape:
+        raise ValueError("mean_a, mean_b and labels must have the same shape")
+    return float(np.sqrt(np.sum(right_a != right_b)) / labels.size)
+
+
+# --------------------------------------------------------------------------------------------------------
+# independently drawn data sets
+
+
+def draw_data_sets(
+    num_sets: int, generator: torch.Generator, *, num_train: int = 100, num_test: int = 1000, **task_parameters
+) -> list[tuple[HMCDataset, HMCDataset]]:
+    """``num_sets`` independent (training, test) pairs of the HMC task, all drawn from ``generator``.
+
+    Pair ``k`` is drawn after pair ``k - 1`` (training set first), so a prefix of the list does not depend on
+    ``num_sets``. ``task_parameters`` override the paper's :class:`~attnpaths.hmc.data.HMCTask` fields (e.g.
+    ``sigma_perp=5.0``).
+    """
+    num_sets = _count(num_sets, "num_sets", 1)
+    check_generator(generator)
+    task = HMCTask(**task_parameters)
+    return [(task.sample(num_train, generator), task.sample(num_test, generator)) for _ in range(num_sets)]
+
+
+@dataclass(frozen=True, eq=False)
+class Band:
+    """Theory curves over independently drawn data sets.
+
+    Attributes:
+        widths: ``[n_w]``.
+        accuracy: ``[n_sets, n_w]`` theory accuracy per data set.
+        U: ``[n_sets, n_w, n, n]`` (figure order).
+        gp: ``{line: [n_sets]}`` GP accuracies per data set (keys :data:`GP_LINES` for the 4-path network,
+            ``"all"`` only for the others).
+        names: path names in figure order.
+    """
+
+    widths: np.ndarray
+    accuracy: np.ndarray
+    U: np.ndarray
+    gp: dict
+    names: tuple[str, ...]
+
+    @property
+    def num_sets(self) -> int:
+        return self.accuracy.shape[0]
+
+    def summary(self) -> dict:
+        """Per-data-set values and their mean, min, max (plain numbers for a results file)."""
+        def stats(a):
+            return {"per_set": a, "mean": a.mean(axis=0), "min": a.min(axis=0), "max": a.max(axis=0),
+                    "std": a.std(axis=0, ddof=1) if a.shape[0] > 1 else np.zeros_like(a[0])}
+        return {"widths": self.widths, "num_sets": self.num_sets, "accuracy": stats(self.accuracy),
+                "gp_accuracy": {k: stats(v) for k, v in self.gp.items()}}
+
+
+def data_set_band(
+    data_sets, network_factory, widths, temperature: float = PAPER_TEMPERATURE, *, gp_references: bool = False,
+    progress: bool = True,
+) -> Band:
+    """Theory curve and GP accuracy of ``network_factory(train)`` on every (training, test) pair.
+
+    Args:
+        data_sets: list of ``(train, test)`` pairs (:func:`draw_data_sets`).
+        network_factory: e.g. :func:`~attnpaths.hmc.networks.four_path_network`.
+        widths, temperature: as in :func:`theory_curve`.
+        gp_references: also compute the GP lines ``"g"`` and ``"g+d"`` (:func:`gp_lines`; 4-path task only).
+    """
+    data_sets = list(data_sets)
+    if not data_sets:
+        raise ValueError("data_sets must hold at least one (train, test) pair")
+    accuracy, Us, gp = [], [], {key: [] for key in (GP_LINES if gp_references else ("all",))}
+    names = ()
+    for train, test in tqdm(data_sets, desc="data sets", disable=not progress, leave=False):
+        data = path_data(network_factory(train), train, test)
+        curve = theory_curve(data, widths, temperature, progress=False)
+        accuracy.append(curve.accuracy)
+        Us.append(curve.U)
+        names = curve.names
+        if gp_references:
+            for key, value in gp_lines(train, test, temperature).items():
+                gp[key].append(value)
+        else:
+            gp["all"].append(curve.gp_accuracy)
+    return Band(
+        widths=np.array(_widths(widths)), accuracy=np.array(accuracy), U=np.array(Us),
+        gp={k: np.array(v) for k, v in gp.items()}, names=names,
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# posterior samples
+
+
+@dataclass(frozen=True, eq=False)
+class SampledPoint:
+    """Posterior samples at one width, summarised (spec §5, S10).
+
+    Attributes:
+        width: ``N``.
+        accuracy: accuracy of the sampled mean predictor on the test set.
+        accuracy_mc_sd: Monte-Carlo standard deviation of :attr:`accuracy` (see :func:`accuracy_mc_sd`).
+        mean: ``[P_test]`` sampled mean predictor; ``mean_se``: its Monte-Carlo standard errors
+            ``sd / sqrt(ESS)``; ``sd``: posterior standard deviation of ``f`` per test point.
+        U, U_se, U_sd, U_ess: sampled ``U`` (S10), its Monte-Carlo standard error, the posterior standard
+            deviation of the per-sample overlap and the ESS of each entry, all ``[n, n]`` in figure order.
+        diagnostics: plain numbers: ``wall_time_s``, chains, draws, warm-up, min / median predictor ESS,
+            max predictor R-hat, min ``U`` ESS, max ``U`` R-hat.
+    """
+
+    width: int
+    accuracy: float
+    accuracy_mc_sd: float
+    mean: np.ndarray
+    mean_se: np.ndarray
+    sd: np.ndarray
+    U: np.ndarray
+    U_se: np.ndarray
+    U_sd: np.ndarray
+    U_ess: np.ndarray
+    diagnostics: dict
+
+
+def accuracy_mc_sd(mean, mean_se) -> float:
+    """Monte-Carlo standard deviation of the accuracy of a sampled mean predictor.
+
+    A test point's sampled mean ``m_i`` carries a Monte-Carlo error ``se_i``; with a Gaussian error its sign
+    differs from the sign of the exact posterior mean with probability ``p_i = Phi(-|m_i| / se_i)``, and the
+    accuracy moves by ``1 / n`` each time, independently across points, so
+    ``sd = sqrt(sum_i p_i (1 - p_i)) / n``.
+
+    Args:
+        mean: ``[n]`` sampled mean predictor; ``mean_se``: ``[n]`` its standard errors (> 0).
+    """
+    mean = as_float64_array(mean, "mean")
+    se = as_float64_array(mean_se, "mean_se")
+    if mean.shape != se.shape or mean.ndim != 1 or np.any(se <= 0):
+        raise ValueError("mean and mean_se must be [n] arrays with mean_se > 0")
+    p = norm.cdf(-np.abs(mean) / se)
+    return float(np.sqrt(np.sum(p * (1 - p))) / mean.size)
+
+
+def _usable_ess(ess: np.ndarray) -> np.ndarray:
+    """ESS floored at 1: very short runs can give a non-positive or undefined estimate (Geyer's initial
+    sequence ends at its first pair), for which one effective draw is the conservative reading."""
+    return np.where(np.isfinite(ess) & (ess >= 1), ess, 1.0)
+
+
+def sample_posterior(
+    data: PathData,
+    width: int,
+    temperature: float,
+    generator: torch.Generator,
+    *,
+    num_warmup: int,
+    num_samples: int,
+    num_chains: int,
+    progress: bool = True,
+) -> SampledPoint:
+    """Sample the finite network's posterior at width ``N`` (blocked Gibbs, :mod:`attnpaths.sampler`).
+
+    Args:
+        data: path features (training data condition the posterior; test data give the accuracy).
+        width: ``N`` (every layer).
+        temperature: likelihood variance ``T``.
+        generator: the source of all randomness of the run.
+        num_warmup, num_samples, num_chains: sweeps discarded per chain, draws kept per chain, chains.
+    """
+    width = _count(width, "width", 1)
+    network = AttentionNetwork(data.network.attention, width)
+    sampler = PosteriorSampler(network, data.y, temperature, features=data.features)
+    samples = sampler.run(generator, num_warmup, num_samples, num_chains, progress=progress)
+    diag = samples.diagnostics(data.features_test)
+    mean = samples.predict(data.features_test).numpy()
+    sd = samples.predictor_variance(data.features_test).sqrt().numpy()
+    ess = _usable_ess(diag["predictor_ess"].numpy())
+    mean_se = sd / np.sqrt(ess)
+    order = data.plot_order
+    U_ess = _usable_ess(diag["order_parameter_ess"].numpy())
+    U_sd = samples.order_parameters.flatten(0, 1).std(dim=0).numpy()
+    return SampledPoint(
+        width=width,
+        accuracy=classification_accuracy(mean, data.y_test.numpy()),
+        accuracy_mc_sd=accuracy_mc_sd(mean, mean_se),
+        mean=mean,
+        mean_se=mean_se,
+        sd=sd,
+        U=reorder(samples.order_parameter().numpy(), order),
+        U_se=reorder(U_sd / np.sqrt(U_ess), order),
+        U_sd=reorder(U_sd, order),
+        U_ess=reorder(U_ess, order),
+        diagnostics={
+            "wall_time_s": samples.wall_time_s,
+            "num_chains": samples.num_chains,
+            "num_samples": samples.num_samples,
+            "num_warmup": samples.num_warmup,
+            "min_predictor_ess": float(ess.min()),
+            "median_predictor_ess": float(np.median(ess)),
+            "max_predictor_rhat": float(diag["max_predictor_rhat"]),
+            "min_U_ess": float(U_ess.min()),
+            "max_U_rhat": float(diag["order_parameter_rhat"].max()),
+        },
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# ablations of U (authors' 2paths/PLOT_classification_accuracy_mean_predictor.py, plot_manipulated_oparam)
+
+
+def _square(U, name: str = "U") -> np.ndarray:
+    U = as_float64_array(U, name)
+    if U.ndim != 2 or U.shape[0] != U.shape[1]:
+        raise ValueError(f"{name} must be a square [n, n] matrix, got shape {U.shape}")
+    return U
+
+
+def diagonal_only(U) -> np.ndarray:
+    """``diag(diag(U))``: every cross-path weight removed, the same-path weights kept ("diagonals only")."""
+    U = _square(U)
+    return np.diag(np.diag(U))
+
+
+def evened_diagonal(U, index: int = 0) -> np.ndarray:
+    """``U`` with every diagonal entry replaced by ``U[index, index]`` (default the first path, ``g`` in the
+    flat order of the HMC networks), off-diagonal entries kept ("evened diagonals")."""
+    U = _square(U).copy()
+    if isinstance(index, bool) or not isinstance(index, numbers.Integral) or not 0 <= index < U.shape[0]:
+        raise ValueError(f"index must be a path index in [0, {U.shape[0]}), got {index!r}")
+    np.fill_diagonal(U, U[index, index])
+    return U
+
+
+def mean_predictor(features, y, features_test, U, temperature: float) -> np.ndarray:
+    """Mean predictor (S8) with a GIVEN order parameter ``U`` (flat order), not the minimiser of the action:
+    ``<f(x*)> = k^T (K(U) + T I)^{-1} y`` with the renormalised kernel (S5)."""
+    temperature = positive_real(temperature, "temperature")
+    U = torch.as_tensor(_square(U))
+    K = renormalized_kernel(features, U)
+    k = renormalized_kernel(features_test, U, features)
+    labels = torch.as_tensor(y, dtype=torch.float64)
+    if labels.shape != (K.shape[0],):
+        raise ValueError(f"y must have shape [{K.shape[0]}], got {tuple(labels.shape)}")
+    chol = torch.linalg.cholesky(K + temperature * torch.eye(K.shape[0], dtype=torch.float64))
+    return (k @ torch.cholesky_solve(labels[:, None], chol))[:, 0].numpy()
+
+
+def accuracy_with_order_parameter(data: PathData, U_flat, temperature: float = PAPER_TEMPERATURE) -> float:
+    """Test accuracy of the mean predictor with ``U_flat`` (flat path order) in place of the theory's ``U``."""
+    mean = mean_predictor(data.features, data.y, data.features_test, U_flat, temperature)
+    return classification_accuracy(mean, data.y_test.numpy())
+
+
+def ablation_curves(data: PathData, curve: TheoryCurve, temperature: float = PAPER_TEMPERATURE) -> dict:
+    """Accuracy vs ``N`` with ``U`` replaced by its diagonal (``"diagonal_only"``) and with every diagonal
+    entry set to ``U_gg`` (``"evened_diagonal"``), next to the theory (``"theory"``)."""
+    g = data.network.path_names.index("g")
+    return {
+        "theory": curve.accuracy,
+        "diagonal_only": np.array([accuracy_with_order_parameter(data, diagonal_only(U), temperature) for U in curve.U_flat]),
+        "evened_diagonal": np.array(
+            [accuracy_with_order_parameter(data, evened_diagonal(U, g), temperature) for U in curve.U_flat]
+        ),
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
+# kernels, PCs, head scores
+
+
+def pc_overlaps(data: PathData, U_flat, num_components: int = 30) -> dict:
+    """Overlap of the training kernel's PCs with the labels (Fig. 2d): ``K(U_flat)`` vs ``K_GP``.
+
+    Returns:
+        ``{"finite_width": [k], "gp": [k], "eigenvalues_finite_width": [k], "eigenvalues_gp": [k]}``.
+    """
+    num_components = _count(num_components, "num_components", 1)
+    fw, fw_eig = pc_label_overlap(renormalized_kernel(data.features, torch.as_tensor(_square(U_flat, "U_flat"))),
+                                  data.y, num_components)
+    gp, gp_eig = pc_label_overlap(gp_kernel(data.features), data.y, num_components)
+    return {"finite_width": fw, "gp": gp, "eigenvalues_finite_width": fw_eig, "eigenvalues_gp": gp_eig}
+
+
+def label_fraction(overlaps, k: int) -> float:
+    """Fraction of ``|y|^2`` carried by the first ``k`` PCs: ``sum_{j<k} overlap_j^2`` (overlaps of
+    :func:`pc_overlaps`, normalised by ``sqrt(P)``)."""
+    overlaps = as_float64_array(overlaps, "overlaps")
+    k = _count(k, "k", 1)
+    return float(np.sum(overlaps[:k] ** 2))
+
+
+def appendix_kernels(data: PathData, U_flat, examples=None) -> dict[str, np.ndarray]:
+    """The kernels of the authors' PLOT_kernels.py on a subset of training examples (no temperature):
+    same-path pre-kernels ``C_pi,pi`` (S5, without ``1/n_paths``) keyed by path name, ``"GP"`` and ``"FW"``
+    (``K(U_flat)``).
+
+    Args:
+        examples: training example indices (default: 0-24 and 75-99, 25 of each class, as in the script).
+    """
+    if examples is None:
+        P = data.features.shape[0]
+        examples = list(range(0, min(25, P // 2))) + list(range(P - min(25, P // 2), P))
+    xi = data.features[list(examples)]
+    C = path_kernels(xi)
+    out = {data.network.path_names[i]: C[i, i].numpy() for i in data.plot_order}
+    out["GP"] = gp_kernel(xi).numpy()
+    out["FW"] = renormalized_kernel(xi, torch.as_tensor(_square(U_flat, "U_flat"))).numpy()
+    return out
+
+
+def head_score_curve(curve: TheoryCurve, heads) -> np.ndarray:
+    """Normalised head scores (S11) at every width: ``[n_w, L, max(H)]`` from the flat-order ``U``."""
+    return np.stack([head_scores(U, heads) for U in curve.U_flat])
+
+
+# --------------------------------------------------------------------------------------------------------
+# claims (spec §7.1 items 1-6)
+
+
+def check_finite_width_advantage(widths, accuracy, gp_accuracy: float, *, label: str = "", min_margin: float = 0.0) -> dict:
+    """Claim 1: the finite-width theory beats the GP limit at the smallest width and approaches it as N grows.
+
+    Checks ``A(N_min) - A_GP > min_margin`` and ``|A(N_max) - A_GP| < A(N_min) - A_GP``.
+
+    Returns:
+        ``{"margin_smallest_N", "gap_largest_N"}``.
+    """
+    widths = _widths([int(w) for w in np.asarray(widths)])
+    acc = as_float64_array(accuracy, "accuracy")
+    if acc.shape != (len(widths),):
+        raise ValueError(f"accuracy must have one value per width ({len(widths)}), got shape {acc.shape}")
+    where = f" [{label}]" if label else ""
+    margin = float(acc[0] - gp_accuracy)
+    gap = float(acc[-1] - gp_accuracy)
+    if not margin > min_margin:
+        raise _violation(1, "finite width beats the GP limit",
+                         f"A(N={widths[0]}) - A_GP = {margin:+.4f}, required > {min_margin:.4f}{where}")
+    if not abs(gap) < margin:
+        raise _violation(1, "finite width approaches the GP limit as N grows",
+                         f"|A(N={widths[-1]}) - A_GP| = {abs(gap):.4f} is not below A(N={widths[0]}) - A_GP = "
+                         f"{margin:.4f} (by {abs(gap) - margin:.4f}){where}")
+    return {"margin_smallest_N": margin, "gap_largest_N": gap}
+
+
+def check_gp_limit_approach(widths, U, *, u_gp: float = 1.0, label: str = "") -> dict:
+    """Claim 3: ``U -> U_GP = u_gp I`` as ``N`` grows and the cross-path entries vanish.
+
+    Checks that the distance ``||U(N) - U_GP||_F`` decreases strictly from each width to the next and that
+    the largest off-diagonal magnitude at the largest width is below the one at the smallest width.
+
+    Returns:
+        ``{"distance": [n_w], "max_offdiagonal": [n_w]}``.
+    """
+    widths = _widths([int(w) for w in np.asarray(widths)])
+    U = as_float64_array(U, "U")
+    if U.ndim != 3 or U.shape[0] != len(widths) or U.shape[1] != U.shape[2]:
+        raise ValueError(f"U must have shape [{len(widths)}, n, n], got {U.shape}")
+    where = f" [{label}]" if label else ""
+    eye = np.eye(U.shape[1])
+    distance = np.linalg.norm(U - u_gp * eye, axis=(1, 2))
+    off = np.abs(U * (1 - eye)).max(axis=(1, 2))
+    steps = np.diff(distance)
+    if np.any(steps >= 0):
+        k = int(np.argmax(steps))
+        raise _violation(3, "U tends to the GP value as N grows",
+                         f"||U - U_GP|| grows from {distance[k]:.4f} at N={widths[k]} to {distance[k + 1]:.4f} at "
+                         f"N={widths[k + 1]} (by {steps[k]:.4f}){where}")
+    if U.shape[1] > 1 and not off[-1] < off[0]:
+        raise _violation(3, "cross-path entries of U vanish as N grows",
+                         f"max |U_offdiag| = {off[-1]:.4f} at N={widths[-1]} is not below {off[0]:.4f} at "
+                         f"N={widths[0]}{where}")
+    return {"distance": distance, "max_offdiagonal": off}
+
+
+def check_kernel_alignment(overlaps_fw, overlaps_gp, *, k: int = 5) -> dict:
+    """Claim 4: at small N the leading kernel PCs are better aligned with the labels than the GP kernel's.
+
+    Checks, over the first ``k`` PCs (largest eigenvalues), that the label fraction (:func:`label_fraction`)
+    and the largest single overlap are both larger for the finite-width kernel. (The very first PC of either
+    kernel is close to the all-examples mean direction and overlaps little with the balanced labels, so it
+    is not compared alone.)
+
+    Returns:
+        ``{"label_fraction": (fw, gp), "max_overlap": (fw, gp), "k": k}``.
+    """
+    fw, gp = as_float64_array(overlaps_fw, "overlaps_fw"), as_float64_array(overlaps_gp, "overlaps_gp")
+    k = _count(k, "k", 1)
+    if fw.size < k or gp.size < k:
+        raise ValueError(f"overlaps_fw and overlaps_gp must hold at least k = {k} values")
+    frac = (label_fraction(fw, k), label_fraction(gp, k))
+    best = (float(fw[:k].max()), float(gp[:k].max()))
+    if not frac[0] > frac[1]:
+        raise _violation(4, "finite width aligns the kernel with the labels",
+                         f"label fraction of the first {k} PCs {frac[0]:.4f} (finite width) is not above "
+                         f"{frac[1]:.4f} (GP), short by {frac[1] - frac[0]:.4f}")
+    if not best[0] > best[1]:
+        raise _violation(4, "finite width aligns the kernel with the labels",
+                         f"largest overlap among the first {k} PCs {best[0]:.4f} (finite width) is not above "
+                         f"{best[1]:.4f} (GP), short by {best[1] - best[0]:.4f}")
+    return {"label_fraction": frac, "max_overlap": best, "k": k}
+
+
+def check_gp_ordering(gp: dict, *, tolerance: dict | None = None) -> dict:
+    """Claim 5: GP(all paths) < GP(path g) < GP(paths g+d) (adversarial paths hurt, the denoising path helps).
+
+    Args:
+        gp: ``{"all", "g", "g+d"}`` accuracies.
+        tolerance: optional ``{"g-all": t1, "g+d-g": t2}``: a difference counts as a contradiction only when it
+            is reversed by more than ``t`` (e.g. two paired test-set standard deviations,
+            :func:`paired_accuracy_sd`); default 0 (strict).
+
+    Returns:
+        ``{"g_minus_all", "gd_minus_g", "tolerance", "strict_order_holds"}``.
+    """
+    missing = [key for key in GP_LINES if key not in gp]
+    if missing:
+        raise ValueError(f"gp must hold the keys {GP_LINES}, missing {missing}")
+    tol = {"g-all": 0.0, "g+d-g": 0.0, **(tolerance or {})}
+    if set(tol) != {"g-all", "g+d-g"} or any(not t >= 0 for t in tol.values()):
+        raise ValueError(f"tolerance must map 'g-all' and 'g+d-g' to numbers >= 0, got {tolerance!r}")
+    a, g, gd = (float(gp[key]) for key in GP_LINES)
+    if not g - a > -tol["g-all"]:
+        raise _violation(5, "adversarial paths hurt the GP",
+                         f"GP(path g) = {g:.4f} is below GP(all paths) = {a:.4f} by {a - g:.4f} "
+                         f"(tolerance {tol['g-all']:.4f})")
+    if not gd - g > -tol["g+d-g"]:
+        raise _violation(5, "the denoising path helps the GP",
+                         f"GP(paths g+d) = {gd:.4f} is below GP(path g) = {g:.4f} by {g - gd:.4f} "
+                         f"(tolerance {tol['g+d-g']:.4f})")
+    return {"g_minus_all": g - a, "gd_minus_g": gd - g, "tolerance": tol, "strict_order_holds": a < g < gd}
+
+
+def check_path_interplay(widths, U, names, *, u_gp: float = 1.0, label: str = "") -> dict:
+    """Claim 6: at the smallest width ``U_gg, U_dd > U_GP``, the adversarial diagonals (if any) are ``< U_GP``,
+    ``U_gd < 0``; and ``|U_gd|`` grows as ``N`` decreases (non-increasing in ``N``).
+
+    Args:
+        widths: ``[n_w]``; U: ``[n_w, n, n]`` in the order of ``names`` (e.g. ``("g", "d", "a1", "a2")``).
+
+    Returns:
+        ``{"U_gg", "U_dd", "U_gd": [n_w], "adversarial": {name: value}}`` at the smallest width.
+    """
+    widths = _widths([int(w) for w in np.asarray(widths)])
+    U = as_float64_array(U, "U")
+    names = tuple(names)
+    if U.ndim != 3 or U.shape != (len(widths), len(names), len(names)):
+        raise ValueError(f"U must have shape [{len(widths)}, {len(names)}, {len(names)}], got {U.shape}")
+    if "g" not in names or "d" not in names:
+        raise ValueError(f"names must include 'g' and 'd', got {names}")
+    where = f" [{label}]" if label else ""
+    g, d = names.index("g"), names.index("d")
+    small = U[0]
+    title = "path interplay in U"
+    for name, idx in (("g", g), ("d", d)):
+        if not small[idx, idx] > u_gp:
+            raise _violation(6, title, f"U_{name}{name} = {small[idx, idx]:.4f} at N={widths[0]} is not above the GP "
+                                       f"value {u_gp} (by {u_gp - small[idx, idx]:.4f}){where}")
+    adversarial = {}
+    for name in names:
+        if name.startswith("a"):
+            value = small[names.index(name), names.index(name)]
+            adversarial[name] = float(value)
+            if not value < u_gp:
+                raise _violation(6, title, f"U_{name}{name} = {value:.4f} at N={widths[0]} is not suppressed below "
+                                           f"the GP value {u_gp} (by {value - u_gp:.4f}){where}")
+    u_gd = U[:, g, d]
+    if not u_gd[0] < 0:
+        raise _violation(6, title, f"U_gd = {u_gd[0]:.4f} at N={widths[0]} is not negative{where}")
+    growth = np.diff(np.abs(u_gd))
+    if np.any(growth > 0):
+        k = int(np.argmax(growth))
+        raise _violation(6, title, f"|U_gd| grows with N from {abs(u_gd[k]):.4f} at N={widths[k]} to "
+                                   f"{abs(u_gd[k + 1]):.4f} at N={widths[k + 1]} (by {growth[k]:.4f}){where}")
+    return {"U_gg": float(small[g, g]), "U_dd": float(small[d, d]), "U_gd": u_gd, "adversarial": adversarial}
+
+
+def finite_width_epsilon(width, num_paths: int) -> float:
+    """``(n + 1) / N``: the relative size allowed for the finite-width correction of a posterior average.
+
+    Why this number. Given the layers above, the ``N`` columns of the path weights ``e_pi`` (S10) are
+    i.i.d. Gaussian, so ``U = e e^T / N`` is Wishart with ``N`` degrees of freedom in ``n = n_paths``
+    dimensions. Its exact log-density carries ``(N - n - 1) log det U``, where the entropy of the theory
+    (S6) has ``N log det U``; and a Wishart matrix's mean and mode differ by the factor ``(N - n - 1) / N``.
+    Both effects are relative shifts of order ``(n + 1) / N`` between the saddle point (the theory) and the
+    posterior mean (what a sampler measures). The constant is a scale, not a bound.
+    """
+    width = _count(width, "width", 1)
+    num_paths = _count(num_paths, "num_paths", 1)
+    return (num_paths + 1) / width
+
+
+def bonferroni_z(num_tests: int, family_error: float = 0.01) -> float:
+    """Two-sided Gaussian threshold keeping the chance of any false alarm among ``num_tests`` below
+    ``family_error``: ``Phi^{-1}(1 - family_error / (2 num_tests))``."""
+    num_tests = _count(num_tests, "num_tests", 1)
+    if not 0 < family_error < 1:
+        raise ValueError(f"family_error must be in (0, 1), got {family_error!r}")
+    return float(norm.ppf(1 - family_error / (2 * num_tests)))
+
+
+def check_samples_match_theory(
+    point: SampledPoint, theory_mean, theory_accuracy: float, theory_U, *, z_accuracy: float = 3.0,
+    z_U: float | None = None, finite_width: bool = True, label: str = "",
+) -> dict:
+    """Claim 2: the sampled posterior agrees with the theory at one width.
+
+    With ``eps = (n + 1) / N`` (:func:`finite_width_epsilon`; 0 when ``finite_width`` is False):
+
+    * accuracy: ``|A_sampled - A_theory| <= z_accuracy * accuracy_mc_sd + n_near / n_test``: the Monte-Carlo
+      error of the sampled accuracy (:func:`accuracy_mc_sd`) plus the fraction of test points whose theory
+      mean is so close to zero, ``|<f>_theory| <= eps * sd`` (``sd`` the posterior standard deviation of
+      ``f``), that a finite-width shift of the mean may flip its sign;
+    * ``U`` (figure order): every entry ``|U_sampled - U_theory| <= z_U * se + eps * sqrt(U_ii U_jj)`` with
+      ``se = sd / sqrt(ESS)`` its Monte-Carlo standard error (posterior standard deviation of the per-sample
+      overlap over the root of its effective sample size) and ``z_U`` by default :func:`bonferroni_z` over
+      the ``n (n + 1) / 2`` distinct entries (family-wise false-alarm probability 1 %).
+
+    ``finite_width=False`` gives the pure Monte-Carlo test, which long runs at small ``N`` fail: the
+    ``O(1/N)`` difference between the saddle point and the posterior mean is then resolved.
+
+    Returns:
+        ``{"accuracy_difference", "accuracy_tolerance", "accuracy_mc_sd", "num_near_zero", "epsilon",
+        "U_z_threshold", "U_z": [n, n], "U_worst_ratio", "U_worst_entry", "U_deviation": [n, n],
+        "U_tolerance": [n, n]}``; ``U_z`` is ``deviation / se`` and the ratios ``|deviation| / tolerance``
+        (the check passes when every ratio is <= 1).
+    """
+    where = f" [N={point.width}{', ' + label if label else ''}]"
+    theory_mean = as_float64_array(theory_mean, "theory_mean")
+    if theory_mean.shape != point.mean.shape:
+        raise ValueError(f"theory_mean must have shape {point.mean.shape}, got {theory_mean.shape}")
+    theory_U = _square(theory_U, "theory_U")
+    if theory_U.shape != point.U.shape:
+        raise ValueError(f"theory_U must have shape {point.U.shape}, got {theory_U.shape}")
+    n = theory_U.shape[0]
+    eps = finite_width_epsilon(point.width, n) if finite_width else 0.0
+    near_zero = int(np.sum(np.abs(theory_mean) <= eps * point.sd))
+    acc_diff = float(point.accuracy - theory_accuracy)
+    acc_tol = z_accuracy * point.accuracy_mc_sd + near_zero / theory_mean.size
+    z = bonferroni_z(n * (n + 1) // 2) if z_U is None else float(z_U)
+    deviation = point.U - theory_U
+    scale = np.sqrt(np.abs(np.outer(np.diag(theory_U), np.diag(theory_U))))
+    tolerance = z * point.U_se + eps * scale
+    ratio = np.abs(deviation) / tolerance
+    worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    result = {
+        "accuracy_difference": acc_diff, "accuracy_tolerance": acc_tol, "accuracy_mc_sd": point.accuracy_mc_sd,
+        "num_near_zero": near_zero, "epsilon": eps, "U_z_threshold": z, "U_z": deviation / point.U_se,
+        "U_worst_ratio": float(ratio[worst]), "U_worst_entry": tuple(int(i) for i in worst),
+        "U_deviation": deviation, "U_tolerance": tolerance,
+    }
+    if not abs(acc_diff) <= acc_tol:
+        raise _violation(2, "samples agree with the theory",
+                         f"sampled accuracy {point.accuracy:.4f} vs theory {theory_accuracy:.4f}: |difference| "
+                         f"{abs(acc_diff):.4f} exceeds the tolerance {acc_tol:.4f} (by {abs(acc_diff) - acc_tol:.4f}){where}")
+    if ratio[worst] > 1:
+        i, j = worst
+        raise _violation(2, "sampled U agrees with the theory U",
+                         f"entry ({i}, {j}): sampled {point.U[i, j]:.4f} vs theory {theory_U[i, j]:.4f}, |difference| "
+                         f"{abs(deviation[i, j]):.4f} is {ratio[worst]:.2f} times the tolerance {tolerance[i, j]:.4f}{where}")
+    return result
