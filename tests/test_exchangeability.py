@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 import torch
+from scipy.integrate import quad
 from scipy.stats import multivariate_normal
 
-from attnpaths.exchangeability.convergence import attention_error_vs_length
+from attnpaths.exchangeability.convergence import attention_error_vs_length, smoothing_bias_floor
 from attnpaths.exchangeability.erm import attention_risk, attention_risk_and_gradient, fit_attention_parameter, sample_task
 from attnpaths.exchangeability.estimators import (
     bilinear_attention,
@@ -145,8 +146,6 @@ def test_attention_error_vs_length_is_deterministic_and_beats_wrong_parameter():
 def test_risk_gradient_matches_autograd(mode):
     data = sample_task(_rng(9), mode, 50, 6, SIGMA, 0.5)
     W = torch.tensor([[0.7, 0.2], [-0.1, 1.3]], dtype=torch.float64, requires_grad=True)
-    out = bilinear_attention(data.queries[:, None, :], data.keys, data.values, torch.eye(2))  # shape check only
-    assert out.shape == (50, 1)
     weights = torch.softmax(torch.einsum("nd,de,nle->nl", data.queries, W, data.keys), dim=-1)
     risk = ((weights * data.values).sum(-1) - data.targets).pow(2).mean()
     risk.backward()
@@ -188,3 +187,15 @@ def test_loglog_slope_recovers_power_law():
     assert loglog_slope(x, 3.0 * x**-0.5) == pytest.approx(-0.5)
     with pytest.raises(ValueError, match="positive"):
         loglog_slope(x, -x)
+
+
+def test_smoothing_bias_floor_matches_quadrature():
+    h, qs = 0.3, np.array([-1.0, 0.4, 1.5])
+
+    def integrand(z, q):  # limit sin(z m) exp(-z^2 s^2 / 2) of Gaussian-kernel attention vs sin(z q), z ~ U[0.5, 2]
+        m, s2 = q / (1 + h * h), h * h / (1 + h * h)
+        return (np.sin(z * m) * np.exp(-z * z * s2 / 2) - np.sin(z * q)) ** 2 / 1.5
+
+    expected = np.mean([quad(integrand, 0.5, 2.0, args=(q,))[0] for q in qs])
+    assert smoothing_bias_floor(qs, h) == pytest.approx(expected, rel=1e-10)
+    assert smoothing_bias_floor(qs, 1e-4) < 1e-12 < smoothing_bias_floor(qs, 0.1) < smoothing_bias_floor(qs, 0.3)
