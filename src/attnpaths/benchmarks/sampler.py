@@ -1,0 +1,293 @@
+"""Blocked Gibbs (:mod:`attnpaths.sampler`) against pyro's NUTS on the same posterior (spec §5).
+
+The authors sample the posterior with NUTS (numpyro, default settings). Here pyro's NUTS (torch based)
+samples the same posterior (S1, S3) and both samplers run in the same process on the same data; the figure of
+merit is the effective sample size per second of wall time of the predictor on test points (the minimum
+over the test points: the slowest-mixing quantity bounds what a run can claim). Both samplers start from
+prior draws.
+
+Threads are pinned with ``torch.set_num_threads`` (default 1) for the duration of the comparison, so that
+ratios are comparable between machines and runs; the previous setting is restored afterwards.
+
+Randomness: pyro draws from torch's global generator. The NUTS runs are therefore wrapped in
+``torch.random.fork_rng`` and seeded from the caller's ``torch.Generator``: the caller's global state is
+left untouched and the same generator seed gives the same samples.
+
+Command line (``python -m attnpaths.benchmarks.sampler --help``): the defaults compare the samplers on the
+N = 10 posterior of the 4-path HMC network (``--data hmc``, P = 100, T = 0.01); ``--data random`` uses
+random inputs of the same sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import torch
+
+from ..network import AttentionNetwork, NetworkWeights
+from ..sampler import PosteriorSampler, PosteriorSamples
+
+
+def potential_energy(network: AttentionNetwork, x, y, temperature: float):
+    """Negative log posterior density of spec S3 (up to a constant), as a function of the weights.
+
+    ``E(theta) = sum_blocks |W|^2 / (2 s) + |y - f(x; theta)|^2 / (2 T)`` with ``f`` computed layer by layer
+    (:meth:`AttentionNetwork.forward`, spec S1) from attention matrices precomputed once, as in the
+    authors' code: independent of the path algebra that the Gibbs sampler uses. Handing NUTS this
+    function (rather than a pyro model) avoids pyro's per-step model tracing, which costs more than the
+    network itself at the sizes of the tests.
+
+    Args:
+        network: the network (attention, widths, prior variances).
+        x: ``[P, N0, T_seq]`` training inputs.
+        y: ``[P]`` labels.
+        temperature: likelihood variance ``T``.
+
+    Returns:
+        a function of a dict ``{"V_0": [N_1, N0], "V_1": ..., "a": [N_a]}`` returning a scalar tensor.
+    """
+    x = torch.as_tensor(x, dtype=torch.float64)
+    y = torch.as_tensor(y, dtype=torch.float64)
+    matrices = network.attention.matrices(x)
+    names = list(network.weight_shapes())
+    variances = dict(zip(names, network.variances))
+
+    def energy(params: dict) -> torch.Tensor:
+        weights = NetworkWeights(
+            V0=params["V_0"], V=tuple(params[name] for name in names[1:-1]), a=params["a"]
+        )
+        f = network.forward(x, weights, matrices=matrices)
+        prior = sum((params[name] ** 2).sum() / (2 * variances[name]) for name in names)
+        return prior + ((y - f) ** 2).sum() / (2 * temperature)
+
+    return energy
+
+
+def run_nuts(
+    network: AttentionNetwork,
+    x,
+    y,
+    temperature: float,
+    generator: torch.Generator,
+    num_warmup: int,
+    num_samples: int,
+    num_chains: int = 1,
+    *,
+    target_accept_prob: float = 0.8,
+    max_tree_depth: int = 10,
+    progress: bool = False,
+) -> PosteriorSamples:
+    """Sample the posterior with pyro's NUTS (adaptive step size, diagonal mass matrix; numpyro's defaults).
+
+    Chains run one after the other (no worker processes), each initialised with a prior draw.
+
+    Returns:
+        :class:`~attnpaths.sampler.PosteriorSamples` (``[num_chains, num_samples, ...]``), so the same
+        predictions and diagnostics apply as for the Gibbs sampler; ``wall_time_s`` covers all chains.
+    """
+    from pyro.infer import MCMC, NUTS
+
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    energy = potential_energy(network, x, y, temperature)
+    input_weights, overlaps = [], []
+    start = time.perf_counter()
+    for _ in range(num_chains):
+        initial = network.sample_prior(generator).as_dict()
+        seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            kernel = NUTS(
+                potential_fn=energy, target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth
+            )
+            mcmc = MCMC(
+                kernel, num_samples=num_samples, warmup_steps=num_warmup, initial_params=initial,
+                disable_progbar=not progress,
+            )
+            mcmc.run()
+        drawn = mcmc.get_samples()
+        weights = NetworkWeights(
+            V0=drawn["V_0"], V=tuple(drawn[f"V_{l}"] for l in range(1, network.num_layers + 1)), a=drawn["a"]
+        )
+        input_weights.append(network.path_input_weights(weights))
+        overlaps.append(network.sampled_order_parameter(weights, per_sample=True))
+    return PosteriorSamples(
+        path_input_weights=torch.stack(input_weights),
+        order_parameters=torch.stack(overlaps),
+        temperature=float(temperature),
+        num_warmup=num_warmup,
+        wall_time_s=time.perf_counter() - start,
+    )
+
+
+def _summary(samples: PosteriorSamples, diagnostics: dict) -> dict:
+    return {
+        "wall_time_s": samples.wall_time_s,
+        "num_chains": samples.num_chains,
+        "num_samples": samples.num_samples,
+        "min_predictor_ess": diagnostics["min_predictor_ess"],
+        "median_predictor_ess": diagnostics["predictor_ess"].median().item(),
+        "max_predictor_rhat": diagnostics["max_predictor_rhat"],
+        "min_predictor_ess_per_s": diagnostics["min_predictor_ess_per_s"],
+        "min_order_parameter_ess": diagnostics["order_parameter_ess"].min().item(),
+        "sampled_order_parameter": samples.order_parameter().tolist(),
+    }
+
+
+def compare_samplers(
+    network: AttentionNetwork,
+    x,
+    y,
+    x_test,
+    temperature: float,
+    generator: torch.Generator,
+    *,
+    num_warmup: int = 100,
+    num_samples: int = 100,
+    num_chains: int = 2,
+    gibbs_warmup: int | None = None,
+    gibbs_samples: int | None = None,
+    y_test=None,
+    num_threads: int = 1,
+    progress: bool = False,
+) -> dict:
+    """Run Gibbs and NUTS on the same posterior and compare ESS per second of ``f`` on test points.
+
+    Args:
+        network, x, y, temperature: the posterior (spec S1, S3).
+        x_test: ``[B, N0, T_seq]`` test inputs on which the predictor's ESS is measured.
+        generator: source of randomness for both samplers.
+        num_warmup, num_samples, num_chains: NUTS settings (and the Gibbs ones unless given separately).
+        gibbs_warmup, gibbs_samples: Gibbs sweeps (default: the NUTS numbers).
+        y_test: optional test labels: adds the accuracy of each sampler's mean predictor.
+        num_threads: torch threads during the comparison.
+
+    Returns:
+        dict with ``"gibbs"`` and ``"nuts"`` summaries (wall time, min / median predictor ESS, max R-hat,
+        ESS per second, sampled U), ``"ess_per_s_ratio"`` (Gibbs / NUTS), ``"max_mean_predictor_z"``
+        (largest difference of the two mean predictors in units of their combined Monte-Carlo standard
+        error: a check that both sample the same posterior) and the sizes.
+    """
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        sampler = PosteriorSampler(network, y, temperature, x=x)
+        test_features = network.features(x_test)
+        gibbs = sampler.run(
+            generator,
+            num_warmup if gibbs_warmup is None else gibbs_warmup,
+            num_samples if gibbs_samples is None else gibbs_samples,
+            num_chains,
+            progress=progress,
+        )
+        nuts = run_nuts(network, x, y, temperature, generator, num_warmup, num_samples, num_chains, progress=progress)
+    finally:
+        torch.set_num_threads(previous_threads)
+    runs = {"gibbs": gibbs, "nuts": nuts}
+    diagnostics = {name: samples.diagnostics(test_features) for name, samples in runs.items()}
+    report = {
+        "sizes": {
+            "num_train": int(sampler.features.shape[0]),
+            "num_test": int(test_features.shape[0]),
+            "input_width": network.input_width,
+            "heads": list(network.heads),
+            "widths": list(network.widths),
+            "temperature": float(temperature),
+            "num_threads": num_threads,
+        },
+        **{name: _summary(runs[name], diagnostics[name]) for name in runs},
+    }
+    report["ess_per_s_ratio"] = report["gibbs"]["min_predictor_ess_per_s"] / report["nuts"]["min_predictor_ess_per_s"]
+    # Monte-Carlo standard error of each mean predictor from its own ESS (at least one draw's worth)
+    squared_errors = [
+        runs[name].predictor_variance(test_features)
+        / torch.clamp(torch.nan_to_num(diagnostics[name]["predictor_ess"], nan=1.0), min=1.0)
+        for name in runs
+    ]
+    difference = gibbs.predict(test_features) - nuts.predict(test_features)
+    report["max_mean_predictor_z"] = (difference.abs() / torch.sqrt(sum(squared_errors))).max().item()
+    if y_test is not None:
+        y_test = torch.as_tensor(y_test, dtype=torch.float64)
+        for name, samples in (("gibbs", gibbs), ("nuts", nuts)):
+            correct = torch.sign(samples.predict(test_features)) == y_test
+            report[name]["test_accuracy"] = correct.to(torch.float64).mean().item()
+    return report
+
+
+def _hmc_inputs(num_train: int, num_test: int):
+    from .. import hmc
+
+    train = hmc.paper_train_set(num_train)
+    test = hmc.paper_test_set(num_test)
+    return hmc.four_path_network(train).attention, train.x, train.y, test.x, test.y
+
+
+def _random_inputs(generator, num_train: int, num_test: int, input_width: int = 231, num_tokens: int = 31):
+    """Random stand-in of the HMC sizes: W-form heads ``(2, 2)`` with ``N(0, 1/N0^2)`` entries, Gaussian inputs,
+    class-sorted +-1 labels."""
+    from ..attention import Attention, AttentionLayer
+
+    def draw(*shape):
+        return torch.randn(*shape, generator=generator, dtype=torch.float64)
+
+    layers = tuple(AttentionLayer(W=draw(2, input_width, input_width) / input_width) for _ in range(2))
+    labels = lambda n: torch.cat([torch.ones(n // 2), -torch.ones(n - n // 2)]).to(torch.float64)  # noqa: E731
+    x, x_test = draw(num_train, input_width, num_tokens), draw(num_test, input_width, num_tokens)
+    return Attention(layers, readout="last_token"), x, labels(num_train), x_test, labels(num_test)
+
+
+def main(argv=None) -> dict:
+    """Command-line entry point; prints the report and returns it."""
+    parser = argparse.ArgumentParser(prog="python -m attnpaths.benchmarks.sampler", description=__doc__.split("\n")[0])
+    parser.add_argument("--data", choices=("hmc", "random"), default="hmc", help="HMC task (4-path net) or random inputs")
+    parser.add_argument("--width", type=int, default=10, help="N (all widths)")
+    parser.add_argument("--temperature", type=float, default=0.01)
+    parser.add_argument("--num-train", type=int, default=100)
+    parser.add_argument("--num-test", type=int, default=100)
+    parser.add_argument("--input-width", type=int, default=231, help="N0 of --data random")
+    parser.add_argument("--num-tokens", type=int, default=31, help="sequence length of --data random")
+    parser.add_argument("--num-warmup", type=int, default=100, help="NUTS warm-up per chain")
+    parser.add_argument("--num-samples", type=int, default=100, help="NUTS samples per chain")
+    parser.add_argument("--gibbs-warmup", type=int, default=None, help="Gibbs burn-in sweeps (default: --num-warmup)")
+    parser.add_argument("--gibbs-samples", type=int, default=None, help="Gibbs samples (default: --num-samples)")
+    parser.add_argument("--num-chains", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (pinned for comparable ratios)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--progress", action="store_true")
+    args = parser.parse_args(argv)
+    generator = torch.Generator().manual_seed(args.seed)
+    if args.data == "hmc":
+        attention, x, y, x_test, y_test = _hmc_inputs(args.num_train, args.num_test)
+    else:
+        attention, x, y, x_test, y_test = _random_inputs(
+            generator, args.num_train, args.num_test, args.input_width, args.num_tokens
+        )
+    network = AttentionNetwork(attention, widths=args.width)
+    report = compare_samplers(
+        network, x, y, x_test, args.temperature, generator,
+        num_warmup=args.num_warmup, num_samples=args.num_samples, num_chains=args.num_chains,
+        gibbs_warmup=args.gibbs_warmup, gibbs_samples=args.gibbs_samples, y_test=y_test,
+        num_threads=args.threads, progress=args.progress,
+    )
+    _print_report(report)
+    return report
+
+
+def _print_report(report: dict) -> None:
+    sizes = report["sizes"]
+    print(f"posterior: P={sizes['num_train']}, N0={sizes['input_width']}, heads={sizes['heads']}, "
+          f"widths={sizes['widths']}, T={sizes['temperature']}, threads={sizes['num_threads']}")
+    keys = ("wall_time_s", "num_chains", "num_samples", "min_predictor_ess", "median_predictor_ess",
+            "max_predictor_rhat", "min_predictor_ess_per_s", "min_order_parameter_ess", "test_accuracy")
+    print(f"{'':26s}{'Gibbs':>14s}{'NUTS':>14s}")
+    for key in keys:
+        if key in report["gibbs"]:
+            print(f"{key:26s}{report['gibbs'][key]:14.4g}{report['nuts'][key]:14.4g}")
+    print(f"ESS/s ratio (Gibbs / NUTS): {report['ess_per_s_ratio']:.3g}")
+    print(f"max |<f>_Gibbs - <f>_NUTS| / MC standard error over test points: {report['max_mean_predictor_z']:.3g}")
+
+
+if __name__ == "__main__":
+    main()

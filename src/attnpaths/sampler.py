@@ -1,0 +1,423 @@
+"""Exact posterior sampling of the finite network by blocked Gibbs (spec §5, S1, S3, S10).
+
+Posterior (S3): Gaussian priors on ``V0, V^(1..L), a`` and likelihood ``y^mu ~ N(f(x^mu), T)``.
+
+Why Gibbs is exact here. Given all other blocks, the output is linear in one block ``W`` (``V0``, one
+layer's ``V^(l, .)``, or ``a``)::
+
+    f(x^mu) = c * sum_pi left_pi^T W[h(pi)] right_pi(x^mu) = <W, phi^mu>
+
+where ``c`` is the block's normalisation in S1, ``h(pi)`` the head that path ``pi`` uses in that layer,
+``left_pi`` the product of the blocks above (read out by ``a``) and ``right_pi(x)`` the blocks below
+applied to the path features ``xi_pi(x)`` (spec S4). So the conditional posterior of the block is the
+Gaussian of Bayesian linear regression with prior ``N(0, s I)`` and noise ``T``. It is drawn exactly with
+Matheron's rule (the "sample-then-correct" update of a Gaussian conditional)::
+
+    w0 ~ N(0, s I),  eps ~ N(0, I_P)
+    w  = w0 + s Phi^T (s Phi Phi^T + T I_P)^{-1} (y - Phi w0 - sqrt(T) eps)
+
+which only needs the ``P x P`` matrix ``s Phi Phi^T`` (for ``V0`` it is the kernel ``K(U)`` of S5 built
+with the current effective weights) and products with ``Phi`` / ``Phi^T`` that the path structure makes
+cheap: no matrix of the block's dimension is ever formed. A sweep updates the blocks from the readout
+down to ``V0`` (systematic scan), so it leaves the posterior invariant; chains run in parallel along a
+leading chain axis and start from the prior.
+
+Samples are stored compactly as the path input weights ``w_pi = e_pi V0 / sqrt(N0 N_1 n_paths)``
+(``[n_paths, N0]`` per sample, independent of the width), with which ``f(x) = sum_{pi,i} w_{pi i} xi_{i pi}(x)``
+on any inputs, and as the sampled order parameter ``e_pi . e_pi' / N_1`` of each sample (S10).
+
+Diagnostics follow Vehtari, Gelman, Simpson, Carpenter & Buerkner (2021), "Rank-normalization, folding,
+and localization: an improved R-hat", Bayesian Analysis 16(2): split chains, Geyer's initial monotone
+sequence for the effective sample size; R-hat without rank normalisation (Gelman et al., BDA3, §11.4).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from dataclasses import dataclass
+
+import torch
+from tqdm.auto import tqdm
+
+from ._validation import as_float64_tensor, positive_real
+from .network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
+
+
+# ------------------------------------------------------------------------------------------------------
+# convergence diagnostics
+# ------------------------------------------------------------------------------------------------------
+def _check_chains(samples, name: str = "samples") -> torch.Tensor:
+    samples = as_float64_tensor(samples, name)
+    if samples.ndim < 2 or samples.shape[1] < 4:
+        raise ValueError(f"{name} must have shape [chains, draws >= 4, ...], got {tuple(samples.shape)}")
+    return samples
+
+
+def split_chains(samples) -> torch.Tensor:
+    """Split every chain into its first and second half (the middle draw of an odd length is dropped).
+
+    Args:
+        samples: ``[C, S, ...]``.
+
+    Returns:
+        ``[2C, S // 2, ...]``.
+    """
+    samples = _check_chains(samples)
+    half = samples.shape[1] // 2
+    return torch.cat([samples[:, :half], samples[:, samples.shape[1] - half :]], dim=0)
+
+
+def split_rhat(samples) -> torch.Tensor:
+    """Split R-hat (Gelman et al., BDA3 eq. 11.4 on split chains) of every entry, shape ``samples.shape[2:]``.
+
+    Values near 1 mean the (half-)chains agree; Vehtari et al. (2021) recommend R-hat < 1.01.
+    Entries that are constant within every half-chain give NaN.
+    """
+    z = split_chains(samples)
+    n = z.shape[1]
+    within = z.var(dim=1).mean(dim=0)
+    between = n * z.mean(dim=1).var(dim=0)
+    pooled = (n - 1) / n * within + between / n
+    return torch.sqrt(pooled / within)
+
+
+def effective_sample_size(samples) -> torch.Tensor:
+    """Effective sample size of every entry (Vehtari et al. 2021, eqs. 10-13), shape ``samples.shape[2:]``.
+
+    Autocorrelations are combined over split chains, ``rho_t = 1 - (W - mean_chains acov_t) / var_plus``,
+    and summed in pairs with Geyer's initial positive and monotone sequence. As in Stan, the estimate is
+    capped at ``M log10(M)`` for ``M`` total draws (antithetic chains cannot be trusted beyond it).
+    """
+    z = split_chains(samples)
+    m, n = z.shape[:2]
+    flat = z.reshape(m, n, -1)
+    centred = flat - flat.mean(dim=1, keepdim=True)
+    # autocovariance at every lag through a zero-padded FFT (biased estimator, divided by n)
+    size = 2 ** math.ceil(math.log2(2 * n))
+    spectrum = torch.fft.rfft(centred, n=size, dim=1)
+    acov = torch.fft.irfft(spectrum * spectrum.conj(), n=size, dim=1)[:, :n] / n  # [m, n, D]
+    within = (acov[:, 0] * n / (n - 1)).mean(dim=0)
+    var_plus = within * (n - 1) / n + (flat.mean(dim=1).var(dim=0) if m > 1 else 0.0)
+    rho = 1 - (within - acov.mean(dim=0)) / var_plus  # [n, D], rho[0] = 1
+    num_pairs = n // 2
+    pairs = rho[: 2 * num_pairs].reshape(num_pairs, 2, -1).sum(dim=1)  # P_k = rho_2k + rho_2k+1
+    # initial positive sequence: keep pairs up to the first non-positive one
+    keep = torch.cumprod((pairs > 0).to(torch.float64), dim=0)
+    # initial monotone sequence: running minimum of the kept pairs
+    monotone = torch.cummin(torch.where(keep > 0, pairs, torch.full_like(pairs, math.inf)), dim=0).values
+    tau = -1 + 2 * (torch.where(keep > 0, monotone, torch.zeros_like(pairs))).sum(dim=0)
+    total = m * n
+    ess = total / tau
+    ess = torch.minimum(ess, torch.full_like(ess, total * math.log10(total)))
+    ess = torch.where(var_plus > 0, ess, torch.full_like(ess, math.nan))
+    return ess.reshape(z.shape[2:])
+
+
+# ------------------------------------------------------------------------------------------------------
+# samples and their summaries
+# ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PosteriorSamples:
+    """Posterior samples of a :class:`PosteriorSampler` run, stored through their path form.
+
+    Attributes:
+        path_input_weights: ``[C, S, n_paths, N0]`` with ``f(x) = sum_{pi,i} w_{pi i} xi_{i pi}(x)``.
+        order_parameters: ``[C, S, n_paths, n_paths]``, ``e_pi . e_pi' / N_1`` of every sample (S10).
+        temperature: the likelihood variance ``T``.
+        num_warmup: sweeps discarded per chain before the first stored one.
+        wall_time_s: wall-clock time of the whole run (warm-up included).
+    """
+
+    path_input_weights: torch.Tensor
+    order_parameters: torch.Tensor
+    temperature: float
+    num_warmup: int
+    wall_time_s: float
+
+    @property
+    def num_chains(self) -> int:
+        return self.path_input_weights.shape[0]
+
+    @property
+    def num_samples(self) -> int:
+        return self.path_input_weights.shape[1]
+
+    def _features(self, features) -> torch.Tensor:
+        xi = as_float64_tensor(features, "features")
+        expected = self.path_input_weights.shape[-2:][::-1]
+        if xi.ndim != 3 or tuple(xi.shape[1:]) != tuple(expected):
+            raise ValueError(f"features must have shape [B, {expected[0]}, {expected[1]}], got {tuple(xi.shape)}")
+        return xi
+
+    def predictor_samples(self, features) -> torch.Tensor:
+        """``f(x)`` of every sample on inputs with path features ``[B, N0, n_paths]``; shape ``[C, S, B]``."""
+        return predictor_from_input_weights(self.path_input_weights, self._features(features))
+
+    def predict(self, features) -> torch.Tensor:
+        """Posterior mean predictor ``<f(x)>`` over all chains and samples, shape ``[B]`` (spec §5)."""
+        # f is linear in the path input weights, so their mean gives the mean predictor
+        return predictor_from_input_weights(self.path_input_weights.mean(dim=(0, 1)), self._features(features))
+
+    def predictor_variance(self, features) -> torch.Tensor:
+        """Posterior variance of ``f(x)`` over all chains and samples, shape ``[B]``."""
+        return self.predictor_samples(features).flatten(0, 1).var(dim=0)
+
+    def order_parameter(self) -> torch.Tensor:
+        """Sampled order parameter ``U = < e_pi . e_pi' / N_1 >`` (spec S10), shape ``[n_paths, n_paths]``."""
+        return self.order_parameters.mean(dim=(0, 1))
+
+    def diagnostics(self, features=None) -> dict:
+        """ESS and split R-hat of the sampled ``U`` entries and, given test features, of ``f`` on them.
+
+        Returns:
+            dict with ``order_parameter_ess`` / ``order_parameter_rhat`` (``[n, n]``), and when ``features``
+            (``[B, N0, n_paths]``) are given ``predictor_ess`` / ``predictor_rhat`` (``[B]``),
+            ``min_predictor_ess``, ``max_predictor_rhat`` and ``min_predictor_ess_per_s``; always
+            ``wall_time_s``, ``num_chains``, ``num_samples``.
+        """
+        out = {
+            "num_chains": self.num_chains,
+            "num_samples": self.num_samples,
+            "wall_time_s": self.wall_time_s,
+            "order_parameter_ess": effective_sample_size(self.order_parameters),
+            "order_parameter_rhat": split_rhat(self.order_parameters),
+        }
+        if features is not None:
+            f = self.predictor_samples(features)
+            ess = effective_sample_size(f)
+            rhat = split_rhat(f)
+            out.update(
+                predictor_ess=ess,
+                predictor_rhat=rhat,
+                min_predictor_ess=ess.min().item(),
+                max_predictor_rhat=rhat.max().item(),
+                min_predictor_ess_per_s=ess.min().item() / self.wall_time_s,
+            )
+        return out
+
+
+# ------------------------------------------------------------------------------------------------------
+# the blocked Gibbs sampler
+# ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Block:
+    """One Gibbs block ``W [C, H, out, in]`` and where it sits on the paths.
+
+    The path axis factorises as ``(A, H, B)``: ``H`` is this block's head index, ``A`` the heads of the
+    layers below and ``B`` those above (paths are flattened with ``h_1`` slowest). ``V0`` and ``a`` have no
+    head (``H = 1``).
+    """
+
+    name: str
+    variance: float
+    coef: float
+    split: tuple[int, int, int]
+
+    @property
+    def same_head(self) -> torch.Tensor:
+        """``[n, n]`` float mask: 1 where paths ``pi, pi'`` use the same head of this block."""
+        A, H, B = self.split
+        heads_of_paths = torch.arange(H).repeat_interleave(B).repeat(A)
+        return (heads_of_paths[:, None] == heads_of_paths[None, :]).to(torch.float64)
+
+
+class PosteriorSampler:
+    """Exact blocked-Gibbs sampler of the network posterior at temperature ``T`` (spec §5).
+
+    Args:
+        network: the :class:`~attnpaths.network.AttentionNetwork` (fixed attention, widths, prior variances).
+        y: ``[P]`` training labels.
+        temperature: ``T > 0``, the likelihood variance.
+        x: ``[P, N0, T_seq]`` training inputs, or
+        features: ``[P, N0, n_paths]`` their path features (spec S4); give exactly one of the two.
+
+    Cost per sweep: ``O(P n_paths N_l N_{l+1})`` per layer to route the data through the current weights,
+    plus ``O(P^2 n_paths N + P^3)`` per block for the ``P x P`` solve.
+    """
+
+    def __init__(self, network: AttentionNetwork, y, temperature, *, x=None, features=None):
+        if not isinstance(network, AttentionNetwork):
+            raise ValueError(f"network must be an AttentionNetwork, got {type(network).__name__}")
+        self.network = network
+        if (x is None) == (features is None):
+            raise ValueError("give exactly one of x ([P, N0, T_seq] inputs) and features ([P, N0, n_paths])")
+        self.features = network.check_features(features) if x is None else network.features(x)
+        self.y = as_float64_tensor(y, "y")
+        if self.y.shape != (self.features.shape[0],):
+            raise ValueError(f"y must have shape [{self.features.shape[0]}] (one label per example), got {tuple(self.y.shape)}")
+        self.temperature = positive_real(temperature, "temperature")
+        self.result: PosteriorSamples | None = None
+        self._blocks = self._make_blocks()
+        self._same_head = [block.same_head for block in self._blocks]
+
+    # -- block bookkeeping ----------------------------------------------------------------------------
+    def _make_blocks(self) -> list[_Block]:
+        net = self.network
+        heads, widths, variances = net.heads, net.widths, net.variances
+        n = net.num_paths
+        blocks = [_Block("V_0", variances[0], 1 / math.sqrt(net.input_width), (1, 1, n))]
+        for l, H in enumerate(heads, start=1):
+            below, above = math.prod(heads[: l - 1]), math.prod(heads[l:])
+            blocks.append(_Block(f"V_{l}", variances[l], 1 / math.sqrt(H * widths[l - 1]), (below, H, above)))
+        blocks.append(_Block("a", variances[-1], 1 / math.sqrt(widths[-1]), (n, 1, 1)))
+        return blocks
+
+    def _to_blocks(self, weights: NetworkWeights) -> list[torch.Tensor]:
+        weights = self.network.check_weights(weights)
+        if weights.sample_shape == ():
+            raise ValueError("weights must carry a leading chain axis [C]")
+        return [weights.V0[:, None], *weights.V, weights.a[:, None, None, :]]
+
+    @staticmethod
+    def _to_weights(blocks: list[torch.Tensor]) -> NetworkWeights:
+        return NetworkWeights(V0=blocks[0][:, 0], V=tuple(blocks[1:-1]), a=blocks[-1][:, 0, 0])
+
+    @staticmethod
+    def _apply(W: torch.Tensor, right: torch.Tensor, split) -> torch.Tensor:
+        """``W[h(pi)] right_pi`` for every path: ``[C, H, out, in] x [C, P, n, in] -> [C, P, n, out]``."""
+        C, P = right.shape[:2]
+        r = right.reshape(C, P, *split, right.shape[-1])
+        return torch.einsum("choi,cmahbi->cmahbo", W, r).reshape(C, P, -1, W.shape[2])
+
+    @staticmethod
+    def _apply_transposed(W: torch.Tensor, left: torch.Tensor, split) -> torch.Tensor:
+        """``W[h(pi)]^T left_pi`` for every path: ``[C, H, out, in] x [C, n, out] -> [C, n, in]``."""
+        C = left.shape[0]
+        l = left.reshape(C, *split, left.shape[-1])
+        return torch.einsum("choi,cahbo->cahbi", W, l).reshape(C, -1, W.shape[3])
+
+    def _rights(self, blocks: list[torch.Tensor], upto: int) -> list[torch.Tensor]:
+        """Data routed through blocks ``0..b-1`` for every block ``b <= upto``: ``[C, P, n, in_b]``."""
+        C = blocks[0].shape[0]
+        rights = [self.features.transpose(1, 2)[None].expand(C, -1, -1, -1)]
+        for b in range(upto):
+            spec = self._blocks[b]
+            rights.append(spec.coef * self._apply(blocks[b], rights[-1], spec.split))
+        return rights
+
+    def _left_below(self, blocks: list[torch.Tensor], b: int, left: torch.Tensor) -> torch.Tensor:
+        """Left vectors of block ``b - 1`` from those of block ``b``: ``c_b W_b[h(pi)]^T left_pi``."""
+        spec = self._blocks[b]
+        return spec.coef * self._apply_transposed(blocks[b], left, spec.split)
+
+    def _draw_block(self, b: int, W_shape, left, right, generator) -> torch.Tensor:
+        """Exact draw of block ``b`` from its Gaussian conditional (Matheron's rule, see module doc)."""
+        spec = self._blocks[b]
+        s, c, T = spec.variance, spec.coef, self.temperature
+        C, P = right.shape[:2]
+        overlap = (left @ left.transpose(1, 2)) * self._same_head[b]  # [C, n, n]
+        # s Phi Phi^T = s c^2 sum_{pi, pi' same head} (left_pi . left_pi') (right_pi(x^mu) . right_pi'(x^nu))
+        mixed = torch.einsum("cpq,cnqi->cnpi", overlap, right)
+        gram = s * c**2 * torch.einsum("cmpi,cnpi->cmn", right, mixed)
+        prior_draw = torch.randn((C, *W_shape), generator=generator, dtype=torch.float64) * math.sqrt(s)
+        noise = torch.randn((C, P), generator=generator, dtype=torch.float64)
+        prior_output = c * torch.einsum("cpi,cmpi->cm", self._apply_transposed(prior_draw, left, spec.split), right)
+        residual = self.y - prior_output - math.sqrt(T) * noise
+        chol = torch.linalg.cholesky(gram + T * torch.eye(P, dtype=torch.float64))
+        alpha = torch.cholesky_solve(residual[..., None], chol)[..., 0]  # [C, P]
+        # Phi^T alpha = c sum_pi E_{h(pi)} (x) left_pi (sum_mu alpha_mu right_pi(x^mu))
+        routed = torch.einsum("cm,cmpi->cpi", alpha, right).reshape(C, *spec.split, -1)
+        correction = torch.einsum("cahbo,cahbi->choi", left.reshape(C, *spec.split, -1), routed)
+        return prior_draw + s * c * correction
+
+    def _sweep(self, blocks: list[torch.Tensor], generator) -> list[torch.Tensor]:
+        """One systematic scan from the readout down to ``V0``; returns the new blocks."""
+        blocks = list(blocks)
+        last = len(blocks) - 1
+        rights = self._rights(blocks, upto=last)
+        left = torch.ones((blocks[0].shape[0], self.network.num_paths, 1), dtype=torch.float64)
+        for b in range(last, -1, -1):
+            blocks[b] = self._draw_block(b, blocks[b].shape[1:], left, rights[b], generator)
+            if b > 0:
+                left = self._left_below(blocks, b, left)
+        return blocks
+
+    def conditional_draw(self, block: str, weights: NetworkWeights, generator: torch.Generator) -> NetworkWeights:
+        """Redraw one block from its exact conditional posterior given the other blocks.
+
+        Args:
+            block: ``"V_0"``, ``"V_1"``, ..., ``"V_L"`` or ``"a"``.
+            weights: the current weights of ``C`` chains (leading axis ``[C]``).
+            generator: the source of randomness.
+
+        Returns:
+            new :class:`NetworkWeights` (``[C]`` leading axis) with only ``block`` changed.
+        """
+        names = [spec.name for spec in self._blocks]
+        if block not in names:
+            raise ValueError(f"block must be one of {names}, got {block!r}")
+        b = names.index(block)
+        blocks = self._to_blocks(weights)
+        right = self._rights(blocks, upto=b)[b]
+        left = torch.ones((blocks[0].shape[0], self.network.num_paths, 1), dtype=torch.float64)
+        for above in range(len(blocks) - 1, b, -1):
+            left = self._left_below(blocks, above, left)
+        blocks[b] = self._draw_block(b, blocks[b].shape[1:], left, right, generator)
+        return self._to_weights(blocks)
+
+    # -- running chains ---------------------------------------------------------------------------------------
+    def run(
+        self,
+        generator: torch.Generator,
+        num_warmup: int,
+        num_samples: int,
+        num_chains: int = 1,
+        *,
+        thinning: int = 1,
+        progress: bool = True,
+    ) -> PosteriorSamples:
+        """Run ``num_chains`` chains from prior draws; discard ``num_warmup`` sweeps, keep ``num_samples``.
+
+        Args:
+            generator: the source of all randomness (initial prior draws and Gibbs updates).
+            num_warmup: sweeps discarded per chain (Gibbs needs no adaptation: this is burn-in only).
+            num_samples: stored samples per chain.
+            num_chains: chains, run in parallel along a leading axis.
+            thinning: sweeps per stored sample.
+            progress: show a tqdm bar over sweeps.
+
+        Returns:
+            :class:`PosteriorSamples` (also kept as ``self.result`` for :meth:`predict`).
+        """
+        if not isinstance(generator, torch.Generator):
+            raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        for name, value, least in (
+            ("num_warmup", num_warmup, 0),
+            ("num_samples", num_samples, 1),
+            ("num_chains", num_chains, 1),
+            ("thinning", thinning, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+                raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+        start = time.perf_counter()
+        blocks = self._to_blocks(self.network.sample_prior(generator, num_chains))
+        input_weights, overlaps = [], []
+        sweeps = num_warmup + num_samples * thinning
+        for sweep in tqdm(range(sweeps), desc="Gibbs sweeps", disable=not progress, leave=False):
+            blocks = self._sweep(blocks, generator)
+            if sweep >= num_warmup and (sweep - num_warmup + 1) % thinning == 0:
+                weights = self._to_weights(blocks)
+                input_weights.append(self.network.path_input_weights(weights))
+                overlaps.append(self.network.sampled_order_parameter(weights, per_sample=True))
+        self.result = PosteriorSamples(
+            path_input_weights=torch.stack(input_weights, dim=1),
+            order_parameters=torch.stack(overlaps, dim=1),
+            temperature=self.temperature,
+            num_warmup=num_warmup,
+            wall_time_s=time.perf_counter() - start,
+        )
+        return self.result
+
+    def predict(self, x=None, *, features=None) -> torch.Tensor:
+        """Mean predictor of the last :meth:`run` on test inputs ``x [B, N0, T_seq]`` or their path features.
+
+        Returns:
+            ``[B]``.
+        """
+        if self.result is None:
+            raise ValueError("no samples yet: call run(...) before predict(...)")
+        if (x is None) == (features is None):
+            raise ValueError("give exactly one of x ([B, N0, T_seq] inputs) and features ([B, N0, n_paths])")
+        return self.result.predict(self.network.features(x) if features is None else features)

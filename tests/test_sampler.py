@@ -1,0 +1,230 @@
+"""The exact blocked-Gibbs posterior sampler (spec §5) and its diagnostics.
+
+(i)  each block's conditional draw against the closed-form Gaussian conditional, with the design matrix
+     built independently from the layer-by-layer forward (S1);
+(ii) the whole sampler against pyro's NUTS on a tiny network, by a two-sample KS test on f(x*) that must
+     also reject a wrong temperature and a wrong prior.
+"""
+
+import math
+
+import pytest
+import torch
+from scipy import stats
+
+from attnpaths.benchmarks import sampler as benchmark
+from attnpaths.network import AttentionNetwork, NetworkWeights
+from attnpaths.sampler import PosteriorSampler, effective_sample_size, split_chains, split_rhat
+from test_network import random_attention, random_inputs
+
+# False-alarm rate of each statistical comparison below (the whole file stays far below 1 %).
+ALPHA = 1e-4
+
+
+def tiny_problem(seed=0, widths=(2, 3, 2), variances=(0.5, 1.5, 0.8, 2.0), num_examples=6):
+    g = torch.Generator().manual_seed(seed)
+    network = AttentionNetwork(random_attention(g, (2, 2), 4), widths=widths, variances=variances)
+    x = random_inputs(g, num_examples, 4, 3)
+    y = torch.cat([torch.ones(num_examples // 2), -torch.ones(num_examples - num_examples // 2)]).double()
+    return network, x, y, g
+
+
+def design_matrix(network, x, weights, block):
+    """``Phi[mu, j]``: the output on ``x^mu`` with ``block`` set to the j-th unit tensor (f is linear in it)."""
+    tensors = weights.as_dict()
+    shape = tensors[block].shape
+    columns = []
+    for j in range(tensors[block].numel()):
+        unit = torch.zeros(tensors[block].numel(), dtype=torch.float64)
+        unit[j] = 1.0
+        changed = dict(tensors, **{block: unit.reshape(shape)})
+        values = list(changed.values())
+        columns.append(network.forward(x, NetworkWeights(values[0], tuple(values[1:-1]), values[-1])))
+    return torch.stack(columns, dim=1)
+
+
+def gaussian_mismatch(draws, mean, cov):
+    """chi-square statistics (and their degrees of freedom) of draws ``[M, d]`` against ``N(mean, cov)``.
+
+    After whitening, ``M |mean z|^2 ~ chi2(d)`` and ``(M/2) |cov z - I|_F^2 ~ chi2(d(d+1)/2)`` for large M.
+    """
+    M, d = draws.shape
+    chol = torch.linalg.cholesky(cov)
+    z = torch.linalg.solve_triangular(chol, (draws - mean).T, upper=False).T
+    mean_stat = M * (z.mean(0) ** 2).sum().item()
+    cov_stat = M / 2 * ((torch.cov(z.T, correction=0) - torch.eye(d, dtype=torch.float64)) ** 2).sum().item()
+    return (mean_stat, d), (cov_stat, d * (d + 1) // 2)
+
+
+def rejects(statistics):
+    return any(stat > stats.chi2.ppf(1 - ALPHA, df) for stat, df in statistics)
+
+
+@pytest.mark.parametrize("block", ["a", "V_2", "V_1", "V_0"])
+def test_conditional_draw_is_the_exact_gaussian_conditional(block):
+    network, x, y, g = tiny_problem()
+    temperature = 0.3
+    sampler = PosteriorSampler(network, y, temperature, x=x)
+    fixed = network.sample_prior(g)
+    num_draws = 20000
+    copies = NetworkWeights(
+        fixed.V0.expand(num_draws, *fixed.V0.shape),
+        tuple(v.expand(num_draws, *v.shape) for v in fixed.V),
+        fixed.a.expand(num_draws, *fixed.a.shape),
+    )
+    new = sampler.conditional_draw(block, copies, g)
+    for name, tensor in new.as_dict().items():  # the other blocks are untouched
+        if name != block:
+            assert torch.equal(tensor, copies.as_dict()[name])
+    draws = new.as_dict()[block].reshape(num_draws, -1)
+    # Bayesian linear regression: prior N(0, s I), y ~ N(Phi w, T I)
+    phi = design_matrix(network, x, fixed, block)
+    s = network.variances[list(network.weight_shapes()).index(block)]
+
+    def posterior(T):
+        precision = torch.eye(phi.shape[1], dtype=torch.float64) / s + phi.T @ phi / T
+        cov = torch.linalg.inv(precision)
+        return cov @ phi.T @ y / T, cov
+
+    assert not rejects(gaussian_mismatch(draws, *posterior(temperature)))
+    assert rejects(gaussian_mismatch(draws, *posterior(2 * temperature)))
+
+
+# -- Gibbs against NUTS ----------------------------------------------------------------------------------
+NUTS_TEMPERATURE = 1.0
+
+
+@pytest.fixture(scope="module")
+def nuts_problem():
+    """N = 3, P = 8, L = 2, H = (2, 2): the posterior sampled once with pyro's NUTS (about 10 s on an idle core).
+
+    f is compared on the eight training inputs, where the fit, hence the temperature, shows most
+    directly, and on two unseen inputs.
+    """
+    network, x, y, g = tiny_problem(seed=1, widths=3, variances=1.0, num_examples=8)
+    points = torch.cat([x, random_inputs(g, 2, 4, 3)])
+    nuts = benchmark.run_nuts(network, x, y, NUTS_TEMPERATURE, g, num_warmup=100, num_samples=300)
+    return network, x, y, network.features(points), nuts
+
+
+def ks_pvalues(samples_a, samples_b, ess_a, ess_b):
+    """Two-sample KS p-values per column of ``[S, B]`` samples, with the effective sample sizes in
+    place of the (autocorrelated) draw counts (asymptotic Kolmogorov distribution)."""
+    pvalues = []
+    for j in range(samples_a.shape[1]):
+        d = stats.ks_2samp(samples_a[:, j].numpy(), samples_b[:, j].numpy()).statistic
+        n_eff = 1 / (1 / ess_a[j].item() + 1 / ess_b[j].item())
+        pvalues.append(stats.kstwobign.sf(d * math.sqrt(n_eff)))
+    return torch.tensor(pvalues)
+
+
+@pytest.mark.parametrize(
+    "temperature_factor, variance, same_posterior",
+    [(1.0, 1.0, True), (2.0, 1.0, False), (1.0, 2.0, False)],
+    ids=["same posterior", "wrong temperature", "wrong prior"],
+)
+def test_gibbs_agrees_with_nuts_and_the_comparison_detects_wrong_posteriors(
+    nuts_problem, temperature_factor, variance, same_posterior
+):
+    network, x, y, test_features, nuts = nuts_problem
+    gibbs_network = AttentionNetwork(network.attention, network.widths, variance)
+    sampler = PosteriorSampler(gibbs_network, y, temperature_factor * NUTS_TEMPERATURE, x=x)
+    gibbs = sampler.run(torch.Generator().manual_seed(2), 100, 1000, num_chains=4, progress=False)
+    nuts_ess = nuts.diagnostics(test_features)["predictor_ess"]
+    gibbs_diagnostics = gibbs.diagnostics(test_features)
+    assert nuts_ess.min() > 100, "too few effective NUTS samples for a meaningful comparison"
+    assert gibbs_diagnostics["max_predictor_rhat"] < 1.01
+    pvalues = ks_pvalues(
+        gibbs.predictor_samples(test_features).flatten(0, 1),
+        nuts.predictor_samples(test_features).flatten(0, 1),
+        gibbs_diagnostics["predictor_ess"],
+        nuts_ess,
+    )
+    # Bonferroni over the test points
+    assert bool((pvalues.min() * len(pvalues)) > ALPHA) == same_posterior
+
+
+# -- diagnostics -----------------------------------------------------------------------------------------
+def ar1_chains(generator, num_chains, num_draws, phi, num_entries=3):
+    """Stationary AR(1) chains, whose ESS is ``draws (1 - phi) / (1 + phi)``."""
+    noise = torch.randn(num_chains, num_draws, num_entries, generator=generator, dtype=torch.float64)
+    chains = torch.empty_like(noise)
+    chains[:, 0] = noise[:, 0] / math.sqrt(1 - phi**2)
+    for t in range(1, num_draws):
+        chains[:, t] = phi * chains[:, t - 1] + noise[:, t]
+    return chains
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.8, -0.3])
+def test_effective_sample_size_of_ar1_chains(phi):
+    g = torch.Generator().manual_seed(7)
+    chains = ar1_chains(g, num_chains=4, num_draws=5000, phi=phi)
+    expected = 4 * 5000 * (1 - phi) / (1 + phi)
+    expected = min(expected, 4 * 5000 * math.log10(4 * 5000))  # the antithetic cap
+    ess = effective_sample_size(chains)
+    assert ess.shape == (3,)
+    assert torch.all((ess / expected - 1).abs() < 0.15), ess
+
+
+def test_split_rhat_flags_disagreeing_chains_and_trends():
+    g = torch.Generator().manual_seed(8)
+    chains = ar1_chains(g, num_chains=4, num_draws=2000, phi=0.5)
+    assert torch.all(split_rhat(chains) < 1.01)
+    shifted = chains + torch.arange(4, dtype=torch.float64)[:, None, None]
+    assert torch.all(split_rhat(shifted) > 1.1)
+    # a single chain with a trend: only the split into halves can see it
+    trend = chains[:1] + torch.linspace(0, 3, 2000, dtype=torch.float64)[None, :, None]
+    assert torch.all(split_rhat(trend) > 1.1)
+    assert split_chains(chains).shape == (8, 1000, 3)
+
+
+# -- the sampler's API -------------------------------------------------------------------------------------
+def test_run_is_reproducible_and_predicts_from_inputs_or_features():
+    network, x, y, g = tiny_problem(seed=3)
+    x_test = random_inputs(g, 5, 4, 3)
+    runs = []
+    for _ in range(2):
+        sampler = PosteriorSampler(network, y, 0.2, x=x)
+        runs.append(sampler.run(torch.Generator().manual_seed(4), 3, 6, num_chains=2, progress=False))
+    assert torch.equal(runs[0].path_input_weights, runs[1].path_input_weights)
+    assert torch.equal(runs[0].order_parameters, runs[1].order_parameters)
+    result = runs[1]
+    assert result.path_input_weights.shape == (2, 6, network.num_paths, network.input_width)
+    assert result.order_parameters.shape == (2, 6, network.num_paths, network.num_paths)
+    features = network.features(x_test)
+    torch.testing.assert_close(sampler.predict(x_test), result.predictor_samples(features).mean(dim=(0, 1)))
+    torch.testing.assert_close(sampler.predict(features=features), sampler.predict(x_test))
+    diagnostics = result.diagnostics(features)
+    assert diagnostics["predictor_ess"].shape == (5,)
+    assert diagnostics["order_parameter_rhat"].shape == (4, 4)
+
+
+def test_invalid_arguments_raise_value_errors_naming_them():
+    network, x, y, g = tiny_problem()
+    with pytest.raises(ValueError, match="temperature"):
+        PosteriorSampler(network, y, 0.0, x=x)
+    with pytest.raises(ValueError, match="y must"):
+        PosteriorSampler(network, y[:-1], 0.1, x=x)
+    with pytest.raises(ValueError, match="exactly one of x"):
+        PosteriorSampler(network, y, 0.1)
+    sampler = PosteriorSampler(network, y, 0.1, features=network.features(x))
+    with pytest.raises(ValueError, match="predict"):
+        sampler.predict(x)
+    with pytest.raises(ValueError, match="num_samples"):
+        sampler.run(g, 0, 0)
+    with pytest.raises(ValueError, match="block"):
+        sampler.conditional_draw("V_9", network.sample_prior(g, 2), g)
+    with pytest.raises(ValueError, match="samples"):
+        effective_sample_size(torch.zeros(2, 3))
+
+
+def test_benchmark_entry_point_runs_at_tiny_sizes(capsys):
+    report = benchmark.main(
+        ["--data", "random", "--width", "2", "--num-train", "6", "--num-test", "4", "--input-width", "5",
+         "--num-tokens", "3", "--num-warmup", "10", "--num-samples", "10", "--num-chains", "1",
+         "--temperature", "0.5"]
+    )
+    assert set(report) >= {"gibbs", "nuts", "ess_per_s_ratio", "max_mean_predictor_z", "sizes"}
+    assert report["sizes"]["widths"] == [2, 2, 2]
+    assert report["gibbs"]["num_samples"] == report["nuts"]["num_samples"] == 10
+    assert "ESS/s ratio" in capsys.readouterr().out
