@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import fcntl
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 TIMINGS_FILE = "_timings.json"
+Progress = Callable[[str], None]
+"""A progress callback: receives one line of text (the command line prints it; the library never does)."""
+
+
+def silent(message: str) -> None:
+    """The default progress callback: says nothing."""
+
 
 @dataclass(frozen=True)
 class BookLayout:
@@ -92,3 +102,20 @@ def find_root(start=None) -> Path:
         if (folder / "_toc.yml").is_file() and (folder / "_config.yml").is_file():
             return folder
     raise FileNotFoundError(f"no book here: neither {start} nor a folder above it holds _toc.yml and _config.yml")
+
+
+@contextmanager
+def book_lock(layout: BookLayout, progress: Progress = silent):
+    """Hold the checkout's build lock, ``_build/.lock`` (waits, saying so, while another run holds it), so that
+    two runs or builds in the same checkout never interleave. Not re-entrant: take it once per operation."""
+    layout.build_dir.mkdir(parents=True, exist_ok=True)
+    with open(layout.lock, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another run in this checkout to finish (lock {layout.relative(layout.lock)})")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

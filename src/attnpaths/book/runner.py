@@ -2,30 +2,21 @@
 
 A report chapter (front matter ``attnpaths: {report: true}``, e.g. ``reproducibility``) shows the results
 and run times of the chapters before it, so its key includes their keys: it runs again whenever one of them
-did. Runs hold a lock on ``_build/.lock`` so that two runs in the same checkout never interleave.
+did. Runs hold the checkout's build lock (:func:`~attnpaths.book.layout.book_lock`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..results import atomic_write_text
 from .cache import EXECUTION_METADATA, chapter_key, environment, package_digest, stored_key
 from .chapters import Chapter, book_chapters, find_chapter, resolve_parameters
 from .executor import Execution, execute_chapter
-from .layout import TIMINGS_FILE, BookLayout
-
-Progress = Callable[[str], None]
-
-
-def _silent(message: str) -> None:
-    """Default progress callback: the library itself never prints."""
+from .layout import TIMINGS_FILE, BookLayout, Progress, book_lock, silent
 
 
 @dataclass(frozen=True)
@@ -36,22 +27,6 @@ class Outcome:
     chapter: str
     executed: bool
     execution: dict
-
-
-@contextmanager
-def book_lock(layout: BookLayout, progress: Progress = _silent):
-    """Hold the checkout's build lock (waits, saying so, while another run holds it)."""
-    layout.build_dir.mkdir(parents=True, exist_ok=True)
-    with open(layout.lock, "w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            progress(f"waiting for another run in this checkout to finish (lock {layout.relative(layout.lock)})")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def notebook_chapters(layout: BookLayout) -> list[Chapter]:
@@ -121,7 +96,7 @@ def _run(layout: BookLayout, chapter: Chapter, parameters: dict, key: str, overr
     return Outcome(chapter.name, True, execution.as_dict())
 
 
-def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Progress = _silent,
+def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Progress = silent,
              progress_bar: bool = False) -> list[Outcome]:
     """Execute every stale chapter of the toc for ``profile``, in order; stops at the first failure
     (:class:`~attnpaths.book.executor.ChapterFailed`). ``force`` re-executes every chapter."""
@@ -139,7 +114,7 @@ def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Pr
 
 
 def run_chapter(layout: BookLayout, name: str, profile: str, overrides: dict | None = None, force: bool = False,
-                progress: Progress = _silent, progress_bar: bool = False) -> Outcome:
+                progress: Progress = silent, progress_bar: bool = False) -> Outcome:
     """Execute one chapter for ``profile`` with validated ``overrides`` (skipped when its cached execution
     has the same key, unless ``force``)."""
     with book_lock(layout, progress):

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..results import atomic_write_text
 from .chapters import Chapter
 from .executor import ANSI_ESCAPE
-from .layout import BookLayout
+from .layout import BookLayout, book_lock
 
 BUILD_STAMP = ".attnpaths-build.json"
 JUPYTER_BOOK = "import sys; from jupyter_book.cli.main import main; sys.exit(main())"
@@ -83,6 +83,11 @@ def source_digest(layout: BookLayout, chapters: list[Chapter]) -> str:
 def build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Path:
     """Build ``_build/html`` from the executed chapters (Sphinx warnings are errors: :class:`BuildFailed`).
     Returns the path of ``index.html``."""
+    with book_lock(layout):
+        return _build_html(layout, chapters, profile)
+
+
+def _build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Path:
     sync_sources(layout, chapters)
     command = [sys.executable, "-c", JUPYTER_BOOK, "build", str(layout.executed_dir),
                "--path-output", str(layout.root), "--config", str(layout.config), "--toc", str(layout.toc),
