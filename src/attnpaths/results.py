@@ -45,6 +45,7 @@ def atomic_write_text(path, text: str) -> Path:
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates owner-only files; results are for every reader
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
