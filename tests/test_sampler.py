@@ -129,7 +129,7 @@ def test_gibbs_agrees_with_nuts_and_the_comparison_detects_wrong_posteriors(
     network, x, y, test_features, nuts = nuts_problem
     gibbs_network = AttentionNetwork(network.attention, network.widths, variance)
     sampler = PosteriorSampler(gibbs_network, y, temperature_factor * NUTS_TEMPERATURE, x=x)
-    gibbs = sampler.run(torch.Generator().manual_seed(2), 100, 1000, num_chains=4, progress=False)
+    gibbs = sampler.run(torch.Generator().manual_seed(2), 50, 500, num_chains=4, progress=False)
     nuts_ess = nuts.diagnostics(test_features)["predictor_ess"]
     gibbs_diagnostics = gibbs.diagnostics(test_features)
     assert nuts_ess.min() > 100, "too few effective NUTS samples for a meaningful comparison"

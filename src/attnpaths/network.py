@@ -171,7 +171,9 @@ class AttentionNetwork:
             raise ValueError(f"weights.V must hold {self.num_layers} layers V_1..V_L, got {len(weights.V)}")
         lead = tuple(torch.as_tensor(weights.a).shape[:-1])
         if len(lead) > 1:
-            raise ValueError(f"weights may have at most one leading sample axis, got a of shape {tuple(weights.a.shape)}")
+            raise ValueError(
+                f"weights may have at most one leading sample axis, got a of shape {tuple(weights.a.shape)}"
+            )
         tensors = {}
         for (name, shape), value in zip(self.weight_shapes().items(), (weights.V0, *weights.V, weights.a)):
             tensor = _as_float64_keeping_grad(value, f"weights.{name}")

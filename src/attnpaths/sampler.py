@@ -246,7 +246,9 @@ class PosteriorSampler:
         self.features = network.check_features(features) if x is None else network.features(x)
         self.y = as_float64_tensor(y, "y")
         if self.y.shape != (self.features.shape[0],):
-            raise ValueError(f"y must have shape [{self.features.shape[0]}] (one label per example), got {tuple(self.y.shape)}")
+            raise ValueError(
+                f"y must have shape [{self.features.shape[0]}] (one label per example), got {tuple(self.y.shape)}"
+            )
         self.temperature = positive_real(temperature, "temperature")
         self.result: PosteriorSamples | None = None
         self._blocks = self._make_blocks()

@@ -21,7 +21,6 @@ random inputs of the same sizes.
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
 import torch
@@ -241,7 +240,9 @@ def _random_inputs(generator, num_train: int, num_test: int, input_width: int = 
 def main(argv=None) -> dict:
     """Command-line entry point; prints the report and returns it."""
     parser = argparse.ArgumentParser(prog="python -m attnpaths.benchmarks.sampler", description=__doc__.split("\n")[0])
-    parser.add_argument("--data", choices=("hmc", "random"), default="hmc", help="HMC task (4-path net) or random inputs")
+    parser.add_argument(
+        "--data", choices=("hmc", "random"), default="hmc", help="HMC task (4-path network) or random inputs"
+    )
     parser.add_argument("--width", type=int, default=10, help="N (all widths)")
     parser.add_argument("--temperature", type=float, default=0.01)
     parser.add_argument("--num-train", type=int, default=100)
