@@ -12,7 +12,7 @@ import torch
 def as_float64_tensor(value, name: str) -> torch.Tensor:
     """Return ``value`` (numpy array, torch tensor or nested sequence) as a finite float64 CPU tensor."""
     try:
-        tensor = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
+        tensor = torch.as_tensor(np.ascontiguousarray(value) if not isinstance(value, torch.Tensor) else value)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be a numeric array, got {type(value).__name__}") from err
     tensor = tensor.detach().to(device="cpu", dtype=torch.float64)

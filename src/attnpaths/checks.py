@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .network import AttentionNetwork
 
