@@ -303,22 +303,26 @@ def plot_head_scores(widths, scores, labels, *, ax=None):
     return fig
 
 
-def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, epsilon=None, ax=None):
-    """``|U_sampled - U_theory| / U_theory`` on the diagonal vs ``N`` (log-log), with Monte-Carlo error bars
-    ``errors`` (same shape) and the ``(n + 1)/N`` scale ``epsilon``."""
+def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, num_paths=None, ax=None):
+    """``N (U_sampled - U_theory) / U_theory`` on the diagonal vs ``N``: a shift of order ``1/N`` is a level
+    line. Error bars ``N * errors`` (Monte-Carlo standard errors); dashed: ``+-(n + 1)``, the scale that the
+    comparison of claim 2 allows (:func:`attnpaths.hmc.experiments.finite_width_epsilon`)."""
     fig, ax = _axes(ax, (5.2, 3.0))
-    widths = np.asarray(widths)
-    shift = np.asarray(relative_shift)
+    widths = np.asarray(widths, dtype=float)
+    scaled = widths[:, None] * np.asarray(relative_shift)
     for k, name in enumerate(names):
-        offset = widths * (1 + 0.03 * (k - (len(names) - 1) / 2))  # side by side, so the bars stay readable
-        ax.errorbar(offset, shift[:, k], yerr=None if errors is None else np.asarray(errors)[:, k], fmt="o-",
-                    color=PATH_COLORS.get(name, "k"), markersize=4, capsize=2, label=f"U_{name}{name}")
-    if epsilon is not None:
-        ax.plot(widths, epsilon, "k--", linewidth=1, label="(n + 1) / N")
+        offset = widths * (1 + 0.04 * (k - (len(names) - 1) / 2))  # side by side, so the bars stay readable
+        yerr = None if errors is None else widths * np.asarray(errors)[:, k]
+        ax.errorbar(offset, scaled[:, k], yerr=yerr, fmt="o-", color=PATH_COLORS.get(name, "k"), markersize=4,
+                    capsize=2, linewidth=1, label=f"U_{name}{name}")
+    if num_paths is not None:
+        for sign in (1, -1):
+            ax.axhline(sign * (num_paths + 1), color="k", linestyle="--", linewidth=1,
+                       label="allowed scale $\\pm(n+1)$" if sign > 0 else None)
+    ax.axhline(0, color="gray", linewidth=0.6)
     ax.set_xscale("log")
-    ax.set_yscale("log")
     ax.set_xlabel("N")
-    ax.set_ylabel("|sampled - theory| / theory")
+    ax.set_ylabel("N (sampled - theory) / theory")
     ax.set_title("finite-width shift of the diagonal of U", fontsize=10)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, ncols=2)
     return fig
