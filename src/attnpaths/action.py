@@ -87,7 +87,7 @@ def readout_order_parameter(U_L: torch.Tensor, arch: Architecture) -> torch.Tens
 def partial_trace_over_head(U: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``Utilde[rho, rho'] = sum_h U[(h, rho), (h, rho')]`` with ``h`` the slowest index (spec S6)."""
     rest = U.shape[0] // num_heads
-    return torch.einsum("hahb->ab", U.reshape(num_heads, rest, num_heads, rest))
+    return U.reshape(num_heads, rest, num_heads, rest).diagonal(dim1=0, dim2=2).sum(dim=-1)
 
 
 def _logdet_pd(U: torch.Tensor) -> torch.Tensor:
@@ -131,7 +131,24 @@ class EnergyTerms:
     hessian: torch.Tensor | None
 
 
-def energy(X: torch.Tensor, y: torch.Tensor, U1: torch.Tensor, temperature: float, order: int = 0) -> EnergyTerms:
+def pre_kernel_tensor(X: torch.Tensor) -> torch.Tensor:
+    """``C[p, q, a, b] = sum_i X[p,i,a] X[q,i,b]`` as a ``[P*P, n*n]`` matrix: ``K(U) = C @ vec(U)`` (spec S5).
+
+    Worth storing when ``P <= N0``: it then replaces every contraction over the feature axis in :func:`energy`.
+    """
+    P, n0, n = X.shape
+    by_sample = X.permute(0, 2, 1).reshape(P * n, n0)  # [(p,a), i]
+    return (by_sample @ by_sample.T).reshape(P, n, P, n).permute(0, 2, 1, 3).reshape(P * P, n * n)
+
+
+def energy(
+    X: torch.Tensor,
+    y: torch.Tensor,
+    U1: torch.Tensor,
+    temperature: float,
+    order: int = 0,
+    pre_kernels: torch.Tensor | None = None,
+) -> EnergyTerms:
     """Energy ``S_en = log det G + y^T G^{-1} y``, ``G = K(U_1) + T I`` (spec S6), and derivatives.
 
     With ``C_ab = sum_i x_ia x_ib^T`` (``x_ia = X[:, i, a]``) so that ``K = sum_ab U_ab C_ab``:
@@ -140,8 +157,9 @@ def energy(X: torch.Tensor, y: torch.Tensor, U1: torch.Tensor, temperature: floa
     * ``d^2 S_en/dU_ab dU_cd = -tr(G^{-1} C_cd G^{-1} C_ab) + alpha^T C_cd G^{-1} C_ab alpha
       + alpha^T C_ab G^{-1} C_cd alpha``.
 
-    Every term is a contraction of the whitened features ``B = chol(G)^{-1} X`` and ``w = X^T alpha``: no
-    ``P x P`` solve per pair of entries.
+    No ``P x P`` solve per pair of entries: with ``L = chol(G)``, every term contracts either the whitened
+    features ``L^{-1} X`` (feature-space route, for ``P > N0``) or the products ``G^{-1} C_ab``
+    (sample-space route, when ``pre_kernels`` is given).
 
     Args:
         X: ``[P, N0, n]`` scaled features (:func:`attnpaths.kernels.scaled_features`).
@@ -149,24 +167,32 @@ def energy(X: torch.Tensor, y: torch.Tensor, U1: torch.Tensor, temperature: floa
         U1: ``[n, n]`` order parameter.
         temperature: ``T > 0``.
         order: 0 (value), 1 (and gradient), 2 (and Hessian).
+        pre_kernels: optional :func:`pre_kernel_tensor` of ``X``.
     """
     P, n0, n = X.shape
-    flat = X.reshape(P, n0 * n)
-    G = kernel_from_scaled(X, U1, X) + temperature * torch.eye(P, dtype=X.dtype)
+    eye = torch.eye(P, dtype=X.dtype)
+    if pre_kernels is not None:
+        G = (pre_kernels @ U1.reshape(-1)).reshape(P, P) + temperature * eye
+    else:
+        G = kernel_from_scaled(X, U1, X) + temperature * eye
     chol = torch.linalg.cholesky(G)
     alpha = torch.cholesky_solve(y.reshape(P, 1), chol).reshape(P)
     value = float(2.0 * torch.log(torch.diagonal(chol)).sum() + y @ alpha)
     if order == 0:
         return EnergyTerms(value, None, None)
+    if pre_kernels is not None:
+        residual = torch.cholesky_inverse(chol) - torch.outer(alpha, alpha)
+        gradient = (residual.reshape(-1) @ pre_kernels).reshape(n, n)
+        if order == 1:
+            return EnergyTerms(value, gradient, None)
+        return EnergyTerms(value, gradient, _energy_hessian_sample_space(pre_kernels, chol, alpha))
+    flat = X.reshape(P, n0 * n)
     w = (flat.T @ alpha).reshape(n0, n)
     whitened = torch.linalg.solve_triangular(chol, flat, upper=False).reshape(P, n0, n)  # B = L^{-1} X
     gradient = torch.einsum("pia,pib->ab", whitened, whitened) - w.T @ w
     if order == 1:
         return EnergyTerms(value, gradient, None)
-    # The Hessian contracts M = X^T G^{-1} X = B^T B, of size (N0 n)^2, or equivalently the sample-space
-    # tensor R[p, q, a, b] = sum_i B[p,i,a] B[q,i,b], of size (P n)^2: use the smaller one.
-    route = _energy_hessian_sample_space if P <= n0 else _energy_hessian_feature_space
-    return EnergyTerms(value, gradient, route(whitened, w))
+    return EnergyTerms(value, gradient, _energy_hessian_feature_space(whitened, w))
 
 
 def _energy_hessian_feature_space(B: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -182,18 +208,19 @@ def _energy_hessian_feature_space(B: torch.Tensor, w: torch.Tensor) -> torch.Ten
     return t2 + t2.permute(2, 3, 0, 1) - t1
 
 
-def _energy_hessian_sample_space(B: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """``-T1 + T2 + T3`` of :func:`energy` through ``R[p,q,a,b] = sum_i B[p,i,a] B[q,i,b]``:
-    ``T1[a,b,c,d] = sum_pq R[p,q,b,a] R[p,q,c,d]`` and ``T2[a,b,c,d] = sum_p Q[p,a,b] Q[p,d,c]`` with
-    ``Q[p,a,b] = sum_i w_ia B[p,i,b]``."""
-    P, n0, n = B.shape
-    by_sample = B.permute(0, 2, 1).reshape(P * n, n0)  # [(p,a), i]
-    R = (by_sample @ by_sample.T).reshape(P, n, P, n).permute(0, 2, 1, 3).reshape(P * P, n * n)  # [(p,q),(a,b)]
-    t1 = (R.T @ R).reshape(n, n, n, n).permute(1, 0, 2, 3)  # [(b,a),(c,d)] -> [a,b,c,d]
-    Q = torch.einsum("ia,pib->pab", w, B)
-    t2 = torch.einsum("pab,pdc->abcd", Q, Q)
+def _energy_hessian_sample_space(pre_kernels: torch.Tensor, chol: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    """``-T1 + T2 + T3`` of :func:`energy` through ``D_ab = G^{-1} C_ab`` (``P x P`` each):
+    ``T1[a,b,c,d] = tr(D_cd D_ab)`` and ``T2[a,b,c,d] = (C_ba alpha)^T G^{-1} (C_cd alpha)``."""
+    P = chol.shape[0]
+    n = round(pre_kernels.shape[1] ** 0.5)
+    C = pre_kernels.reshape(P, P * n * n)  # [p, (q, a, b)]
+    inverse = torch.cholesky_inverse(chol)
+    D = (inverse @ C).reshape(P, P, n * n)  # D[p, q, ab] = (G^{-1} C_ab)_pq
+    t1 = (D.transpose(0, 1).reshape(P * P, n * n).T @ D.reshape(P * P, n * n)).reshape(n, n, n, n)
+    t1 = t1.permute(2, 3, 0, 1)  # tr(D_cd D_ab) indexed [a, b, c, d]
+    v = pre_kernels.reshape(P, P, n * n).transpose(1, 2) @ alpha  # v[:, ab] = C_ab alpha
+    t2 = (v.T @ inverse @ v).reshape(n, n, n, n).permute(1, 0, 2, 3)
     return t2 + t2.permute(2, 3, 0, 1) - t1
-
 
 
 @dataclass(frozen=True)
@@ -211,7 +238,7 @@ class EntropyTerms:
 
 def _inverse_pair_hessian(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
     """``T[a, b, c, d] = left[b, c] right[d, a]``, the building block of ``d^2 (log det, trace-inverse)``."""
-    return torch.einsum("bc,da->abcd", left, right)
+    return right.T[:, None, None, :] * left[None, :, :, None]  # (the hot path: no einsum overhead)
 
 
 def entropy_derivatives(U_layers: list[torch.Tensor], arch: Architecture, order: int = 2) -> EntropyTerms:
@@ -248,7 +275,7 @@ def entropy_derivatives(U_layers: list[torch.Tensor], arch: Architecture, order:
     if order >= 2:
         beta = sa * (H_L * N_L / N_a - 1.0)
         dUa_dtrace = (N_L * sa / (N_a * sL)) / (2.0 * U_a + beta)
-        readout_curvature = -N_L / (sL * U_a**2) * dUa_dtrace * torch.einsum("ab,cd->abcd", eye_L, eye_L)
+        readout_curvature = -N_L / (sL * U_a**2) * dUa_dtrace * (eye_L[:, :, None, None] * eye_L[None, None, :, :])
         add_block(L - 1, L - 1, readout_curvature + N_L * _inverse_pair_hessian(inv_L, inv_L))
 
     # layers 1..L-1: U_l coupled to A = U_{l+1}
@@ -270,7 +297,9 @@ def entropy_derivatives(U_layers: list[torch.Tensor], arch: Architecture, order:
             )
             m = sizes[i + 1]
             # d^2 / dB[(h,r),(g,q)] dA[c,d] = -delta_hg A_inv[q,c] A_inv[d,r] / s_l
-            mixed = -torch.einsum("hg,qc,dr->hrgqcd", eye_h, A_inv, A_inv).reshape(sizes[i], sizes[i], m, m)
+            mixed = -(
+                eye_h[:, None, :, None, None, None] * A_inv[None, None, None, :, :, None] * A_inv.T[None, :, None, None, None, :]
+            ).reshape(sizes[i], sizes[i], m, m)
             add_block(i, i + 1, N_l * mixed / s_l)
             add_block(i + 1, i, N_l * mixed.permute(2, 3, 0, 1) / s_l)
     return EntropyTerms(float(value), gradients, hess)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ._validation import as_float64_tensor, heads_tuple, positive_real
-from .action import Architecture, energy, entropy_derivatives, gp_order_parameters, readout_order_parameter
+from .action import Architecture, energy, entropy_derivatives, pre_kernel_tensor, gp_order_parameters, readout_order_parameter
 from .kernels import kernel_from_scaled, scaled_features
 from .paths import check_num_paths
 
@@ -121,7 +121,7 @@ class _CholeskyCoordinates:
         jacobians, curvatures, scales, diagonal_terms = [], [], [], []
         for chol, g, n, (rows, cols) in zip(self.factors(theta), gradients, self.sizes, self.index):
             eye = torch.eye(n, dtype=torch.float64)
-            jac = torch.einsum("ak,bk->abk", eye[:, rows], chol[:, cols])
+            jac = eye[:, None, rows] * chol[None, :, cols]  # [a, b, k] = delta_{a i_k} L_{b j_k}
             jac = (jac + jac.transpose(0, 1)).reshape(n * n, -1)
             sym = g + g.T
             curvatures.append((cols[:, None] == cols[None, :]).to(torch.float64) * sym[rows[:, None], rows[None, :]])
@@ -157,18 +157,24 @@ class _Action:
 
     def __init__(self, X: torch.Tensor, y: torch.Tensor, arch: Architecture, temperature: float):
         self.X, self.y, self.arch, self.temperature = X, y, arch, temperature
+        # with fewer examples than input features, the P x P path-pair kernels are the cheaper representation
+        P, n0, n = X.shape
+        self.pre_kernels = pre_kernel_tensor(X) if P <= n0 and P * P * n * n <= 5e7 else None
+
+    def _energy(self, U1, order):
+        return energy(self.X, self.y, U1, self.temperature, order=order, pre_kernels=self.pre_kernels)
 
     def parts(self, U_layers) -> tuple[float, float]:
         """``(S_ent, S_en)``."""
         return (
             entropy_derivatives(U_layers, self.arch, order=0).value,
-            energy(self.X, self.y, U_layers[0], self.temperature).value,
+            self._energy(U_layers[0], 0).value,
         )
 
     def derivatives(self, U_layers):
         """``(S, [dS/dU_l], d^2 S/dU dU)`` with the Hessian over the concatenated row-major entries."""
         ent = entropy_derivatives(U_layers, self.arch, order=2)
-        en = energy(self.X, self.y, U_layers[0], self.temperature, order=2)
+        en = self._energy(U_layers[0], 2)
         gradients = list(ent.gradients)
         gradients[0] = gradients[0] + en.gradient
         n1 = U_layers[0].shape[0] ** 2
