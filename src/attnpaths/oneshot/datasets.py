@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 import matplotlib
 import numpy as np
 import scipy
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from . import glyphs
 from .imagesets import SPLITS, ImageClasses, ImageDataset

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 from PIL import Image
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .imagesets import ImageClasses, ImageDataset
 from .rendering import resize_images
