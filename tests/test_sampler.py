@@ -90,6 +90,23 @@ def test_conditional_draw_is_the_exact_gaussian_conditional(block):
     assert rejects(gaussian_mismatch(draws, *posterior(2 * temperature)))
 
 
+def test_scale_move_preserves_the_output_and_leaves_the_prior_invariant():
+    # The move only involves the prior (f is unchanged), so applied to independent prior draws it must
+    # return prior draws: |W|^2 / s ~ chi2(dim W) for every block.
+    network, x, y, g = tiny_problem(widths=(2, 5, 3))
+    sampler = PosteriorSampler(network, y, 0.1, x=x)
+    before = network.sample_prior(g, 20000)
+    after = sampler.scale_move(before, g)
+    torch.testing.assert_close(network.forward(x, after), network.forward(x, before), rtol=1e-10, atol=1e-10)
+    for (name, old), new, s in zip(before.as_dict().items(), after.as_dict().values(), network.variances):
+        norms = (new**2).reshape(20000, -1).sum(dim=1) / s
+        chi2 = stats.chi2(old[0].numel())
+        assert stats.kstest(norms.numpy(), chi2.cdf).pvalue > ALPHA, name
+        assert stats.kstest(1.05 * norms.numpy(), chi2.cdf).pvalue < ALPHA  # the check sees a 5 % drift
+        moved = ((new - old).reshape(20000, -1).abs().amax(dim=1) > 0).to(torch.float64).mean()
+        assert moved > 0.5, f"{name}: the move was rejected too often ({moved:.2f} accepted)"
+
+
 # -- Gibbs against NUTS ----------------------------------------------------------------------------------
 NUTS_TEMPERATURE = 1.0
 
@@ -120,8 +137,8 @@ def ks_pvalues(samples_a, samples_b, ess_a, ess_b):
 
 @pytest.mark.parametrize(
     "temperature_factor, variance, same_posterior",
-    [(1.0, 1.0, True), (2.0, 1.0, False), (1.0, 2.0, False)],
-    ids=["same posterior", "wrong temperature", "wrong prior"],
+    [(1.0, 1.0, True), (0.5, 1.0, False), (3.0, 1.0, False), (1.0, 2.0, False)],
+    ids=["same posterior", "temperature too low", "temperature too high", "prior too wide"],
 )
 def test_gibbs_agrees_with_nuts_and_the_comparison_detects_wrong_posteriors(
     nuts_problem, temperature_factor, variance, same_posterior

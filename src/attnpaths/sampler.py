@@ -232,12 +232,18 @@ class PosteriorSampler:
         temperature: ``T > 0``, the likelihood variance.
         x: ``[P, N0, T_seq]`` training inputs, or
         features: ``[P, N0, n_paths]`` their path features (spec S4); give exactly one of the two.
+        scale_moves: end every sweep with the f-preserving scale moves between neighbouring layers
+            (:meth:`scale_move`). They leave the posterior invariant and speed up the mixing of the
+            weight norms at small T (4-path HMC network, N = 10, T = 0.01: ESS of ``|a|^2`` from 23 to 370
+            per 5600 draws); the sampled U and the predictor mix at about the same rate with or without.
 
     Cost per sweep: ``O(P n_paths N_l N_{l+1})`` per layer to route the data through the current weights,
     plus ``O(P^2 n_paths N + P^3)`` per block for the ``P x P`` solve.
     """
 
-    def __init__(self, network: AttentionNetwork, y, temperature, *, x=None, features=None):
+    def __init__(
+        self, network: AttentionNetwork, y, temperature, *, x=None, features=None, scale_moves: bool = True
+    ):
         if not isinstance(network, AttentionNetwork):
             raise ValueError(f"network must be an AttentionNetwork, got {type(network).__name__}")
         self.network = network
@@ -250,6 +256,7 @@ class PosteriorSampler:
                 f"y must have shape [{self.features.shape[0]}] (one label per example), got {tuple(self.y.shape)}"
             )
         self.temperature = positive_real(temperature, "temperature")
+        self.scale_moves = bool(scale_moves)
         self.result: PosteriorSamples | None = None
         self._blocks = self._make_blocks()
         self._same_head = [block.same_head for block in self._blocks]
@@ -334,7 +341,61 @@ class PosteriorSampler:
             blocks[b] = self._draw_block(b, blocks[b].shape[1:], left, rights[b], generator)
             if b > 0:
                 left = self._left_below(blocks, b, left)
+        if self.scale_moves:
+            blocks = self._rescale(blocks, generator)
         return blocks
+
+    def _rescale(self, blocks: list[torch.Tensor], generator) -> list[torch.Tensor]:
+        """Generalised Gibbs scale moves (Liu & Sabatti 2000, JASA 95: 1034) between neighbouring blocks.
+
+        Every path passes through every block once, so ``W_b -> c W_b, W_{b-1} -> W_{b-1} / c`` leaves f,
+        hence the likelihood, unchanged: the move trades scale between layers, the direction along which
+        the block-wise Gibbs updates crawl when T is small. Drawing ``c`` from
+        ``p(c) ∝ posterior(moved weights) |Jacobian| / c`` (``dc / c`` is the Haar measure of the
+        multiplicative group) leaves the posterior invariant; for ``v = log c^2`` this density is
+        ``exp(lam v - (chi e^-v + psi e^v) / 2)`` with ``psi = |W_b|^2 / s_b``, ``chi = |W_{b-1}|^2 / s_{b-1}``
+        and ``lam = (dim W_b - dim W_{b-1}) / 2`` (a generalised inverse Gaussian in ``c^2``). It is drawn
+        by an independence Metropolis-Hastings step from its Laplace approximation (exact in the MCMC sense;
+        the log-density's tails are lighter than Gaussian, so acceptance stays high).
+        """
+        blocks = list(blocks)
+        C = blocks[0].shape[0]
+        for b in range(len(blocks) - 1, 0, -1):
+            upper, lower = blocks[b], blocks[b - 1]
+            psi = (upper**2).reshape(C, -1).sum(dim=1) / self._blocks[b].variance
+            chi = (lower**2).reshape(C, -1).sum(dim=1) / self._blocks[b - 1].variance
+            lam = (upper[0].numel() - lower[0].numel()) / 2
+
+            def log_density(v):
+                return lam * v - (chi * torch.exp(-v) + psi * torch.exp(v)) / 2
+
+            root = torch.sqrt(lam**2 + psi * chi)
+            # mode e^v = (lam + root) / psi, written without cancellation for either sign of lam
+            mode = torch.log((lam + root) / psi) if lam >= 0 else torch.log(chi / (root - lam))
+            sd = 1 / torch.sqrt((chi * torch.exp(-mode) + psi * torch.exp(mode)) / 2)
+            proposal = mode + sd * torch.randn(C, generator=generator, dtype=torch.float64)
+            current = torch.zeros_like(proposal)  # the current state is c = 1
+
+            def log_proposal(v):
+                return -0.5 * ((v - mode) / sd) ** 2
+
+            log_ratio = log_density(proposal) - log_density(current) + log_proposal(current) - log_proposal(proposal)
+            uniform = torch.rand(C, generator=generator, dtype=torch.float64)
+            v = torch.where(torch.log(uniform) < log_ratio, proposal, current)
+            c = torch.exp(v / 2)
+            blocks[b] = upper * c[:, None, None, None]
+            blocks[b - 1] = lower / c[:, None, None, None]
+        return blocks
+
+    def scale_move(self, weights: NetworkWeights, generator: torch.Generator) -> NetworkWeights:
+        """Apply the scale moves between neighbouring blocks (readout down to ``V0``) that every sweep ends
+        with when ``scale_moves`` is on (see :meth:`_rescale`); the output f is unchanged.
+
+        Args:
+            weights: the current weights of ``C`` chains (leading axis ``[C]``).
+            generator: the source of randomness.
+        """
+        return self._to_weights(self._rescale(self._to_blocks(weights), generator))
 
     def conditional_draw(self, block: str, weights: NetworkWeights, generator: torch.Generator) -> NetworkWeights:
         """Redraw one block from its exact conditional posterior given the other blocks.
