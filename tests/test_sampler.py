@@ -238,10 +238,11 @@ def test_invalid_arguments_raise_value_errors_naming_them():
 def test_benchmark_entry_point_runs_at_tiny_sizes(capsys):
     report = benchmark.main(
         ["--data", "random", "--width", "2", "--num-train", "6", "--num-test", "4", "--input-width", "5",
-         "--num-tokens", "3", "--num-warmup", "10", "--num-samples", "10", "--num-chains", "1",
-         "--temperature", "0.5"]
+         "--num-tokens", "3", "--num-warmup", "10", "--num-samples", "10", "--gibbs-warmup", "10",
+         "--gibbs-samples", "20", "--num-chains", "2", "--temperature", "0.5"]
     )
     assert set(report) >= {"gibbs", "nuts", "ess_per_s_ratio", "max_mean_predictor_z", "sizes"}
     assert report["sizes"]["widths"] == [2, 2, 2]
-    assert report["gibbs"]["num_samples"] == report["nuts"]["num_samples"] == 10
+    assert (report["gibbs"]["num_samples"], report["nuts"]["num_samples"]) == (20, 10)
+    assert report["gibbs"]["num_chains"] == report["nuts"]["num_chains"] == 2
     assert "ESS/s ratio" in capsys.readouterr().out
