@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ._validation import as_float64_tensor, positive_real
 from .network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
