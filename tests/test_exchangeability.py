@@ -6,8 +6,17 @@ import torch
 from scipy.integrate import quad
 from scipy.stats import multivariate_normal
 
-from attnpaths.exchangeability.convergence import attention_error_vs_length, smoothing_bias_floor
-from attnpaths.exchangeability.erm import attention_risk, attention_risk_and_gradient, fit_attention_parameter, sample_task
+from attnpaths.exchangeability.convergence import _cme_estimates, attention_error_vs_length, smoothing_bias_floor
+from attnpaths.exchangeability.erm import (
+    ErmResult,
+    attention_risk,
+    attention_risk_and_gradient,
+    attention_risk_gradient_hessian,
+    erm_trends,
+    fit_attention,
+    fit_attention_parameter,
+    sample_task,
+)
 from attnpaths.exchangeability.estimators import (
     bilinear_attention,
     bilinear_attention_weights,
@@ -15,6 +24,7 @@ from attnpaths.exchangeability.estimators import (
     gaussian_gram,
     gaussian_smoothing_attention,
     predicted_attention_mse,
+    prefix_softmax_averages,
     tilted_key_mean,
 )
 from attnpaths.exchangeability.fitting import loglog_slope
@@ -26,8 +36,8 @@ from attnpaths.exchangeability.latent_models import (
     sample_gaussian_tokens,
     sample_linear_key_value,
 )
-from attnpaths.exchangeability.representation import gaussian_risk_theory
-from attnpaths.exchangeability.transfer import predicted_transfer_ratio
+from attnpaths.exchangeability.representation import concept_posterior_experiment, gaussian_risk_theory
+from attnpaths.exchangeability.transfer import _diag_cov, predicted_transfer_ratio, transfer_experiment
 
 SIGMA = np.array([[1.0, 0.3], [0.3, 0.5]])
 QUERY = np.array([0.5, -0.3])
@@ -51,6 +61,20 @@ def test_bilinear_attention_matches_explicit_softmax():
         bilinear_attention(q, k, v, np.eye(3))
 
 
+def test_prefix_softmax_averages_equal_attention_on_every_prefix():
+    rng = _rng(12)
+    q, k, v = rng.normal(size=2), rng.normal(size=(5, 40, 2)), rng.normal(size=(5, 40))
+    Ws = np.stack([np.eye(2), 30.0 * rng.normal(size=(2, 2))])  # the second one has scores of order 100
+    lengths = [1, 3, 8, 40]
+    got = prefix_softmax_averages(k @ np.einsum("iab,a->bi", Ws, q), v, lengths)
+    for j, L in enumerate(lengths):
+        for i, W in enumerate(Ws):
+            expected = bilinear_attention(q[None, None, :], k[:, :L], v[:, :L], W)[:, 0].numpy()
+            np.testing.assert_allclose(got[:, j, i], expected, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="lengths"):
+        prefix_softmax_averages(k @ np.eye(2), v, [8, 3])
+
+
 def test_gaussian_smoothing_is_dot_product_attention_with_augmented_keys():
     rng = _rng(2)
     h = 0.4
@@ -61,6 +85,14 @@ def test_gaussian_smoothing_is_dot_product_attention_with_augmented_keys():
     np.testing.assert_allclose(gaussian_smoothing_attention(q, k, v, h).numpy(), expected, rtol=1e-12)
     with pytest.raises(ValueError, match="bandwidth"):
         gaussian_smoothing_attention(q, k, v, 0.0)
+
+
+def test_batched_cme_estimates_equal_cme_attention():
+    rng = _rng(13)
+    keys, values, queries = rng.normal(size=(4, 30)), rng.normal(size=(4, 30)), np.linspace(-1.0, 1.0, 5)
+    got = _cme_estimates(keys, values, queries, 0.4, 0.02)
+    expected = cme_attention(np.broadcast_to(queries[None, :, None], (4, 5, 1)), keys[..., None], values, 0.4, 0.02)
+    np.testing.assert_allclose(got, expected.numpy(), rtol=1e-9, atol=1e-12)
 
 
 def test_cme_attention_is_kernel_ridge_regression():
@@ -154,6 +186,50 @@ def test_risk_gradient_matches_autograd(mode):
     np.testing.assert_allclose(got_grad, W.grad.numpy(), rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.parametrize("mode", ["supervised", "masked"])
+def test_risk_hessian_matches_autograd(mode):
+    data = sample_task(_rng(14), mode, 40, 7, SIGMA, 0.5)
+
+    def risk(flat):
+        weights = torch.softmax(torch.einsum("nd,de,nle->nl", data.queries, flat.reshape(2, 2), data.keys), dim=-1)
+        return ((weights * data.values).sum(-1) - data.targets).pow(2).mean()
+
+    W = torch.tensor([0.7, 0.2, -0.1, 1.3], dtype=torch.float64)
+    got_risk, got_grad, got_hess = attention_risk_gradient_hessian(W.reshape(2, 2), data)
+    assert got_risk == pytest.approx(risk(W).item(), rel=1e-12)
+    np.testing.assert_allclose(got_grad.reshape(-1), torch.autograd.functional.jacobian(risk, W).numpy(), atol=1e-13)
+    np.testing.assert_allclose(got_hess, torch.autograd.functional.hessian(risk, W).numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_fit_sandwich_covariance_matches_the_spread_of_refits():
+    # the influence-function covariance of W over draws of the examples, against 60 independent refits
+    fits = [fit_attention(sample_task(_rng(100 + i), "supervised", 300, 16, SIGMA, 0.5), influence=True)
+            for i in range(60)]
+    spread = np.var([f.W.reshape(-1) for f in fits], axis=0, ddof=1)
+    sandwich = np.mean([np.diag(f.covariance) for f in fits], axis=0)
+    # the variance of 60 draws has a relative standard error of about sqrt(2 / 59) = 0.18 (more for heavy tails)
+    assert np.all(spread / sandwich > 0.5) and np.all(spread / sandwich < 2.0), spread / sandwich
+
+
+def test_erm_trends_recover_power_laws():
+    rng = _rng(15)
+    lengths, sizes = np.array([8, 32, 128, 512]), np.array([50, 200, 800])
+    noise = 0.3 * rng.standard_normal((4, 3, 5))
+    excess = 2.0 * sizes[None, :, None] ** -0.9 * lengths[:, None, None] ** -0.3 * np.exp(noise)
+    approx = 3.0 * lengths**-0.4
+    result = ErmResult(mode="supervised", lengths=lengths, sample_sizes=sizes, W_reference=np.zeros((4, 2, 2)),
+                       approximation=approx, approximation_cov=np.diag((0.01 * approx) ** 2),
+                       approximation_se=0.01 * approx, temperature=np.ones(4), temperature_se=np.zeros(4),
+                       excess=excess, excess_mean=excess.mean(axis=2))
+    trends = erm_trends(result)
+    assert trends.approximation_slope == pytest.approx(-0.4)
+    log_l = np.log(lengths)
+    assert trends.approximation_slope_se == pytest.approx(0.01 / np.sqrt(np.sum((log_l - log_l.mean()) ** 2)))
+    assert abs(trends.sample_size_slope + 0.9) < 4 * trends.sample_size_slope_se
+    assert abs(trends.length_slope + 0.3) < 4 * trends.length_slope_se
+    assert 0.02 < trends.sample_size_slope_se < 0.1 and 0.01 < trends.length_slope_se < 0.06
+
+
 def test_fit_reaches_a_stationary_point_below_the_desired_parameter_risk():
     data = sample_task(_rng(10), "supervised", 400, 8, SIGMA, 0.5)
     W = fit_attention_parameter(data)
@@ -171,6 +247,34 @@ def test_masked_task_uses_first_token_as_query():
     np.testing.assert_array_equal(data.queries.numpy(), keys[:, 0])
     np.testing.assert_array_equal(data.targets.numpy(), values[:, 0])
     assert data.keys.shape == (5, 5, 2)
+
+
+def test_transfer_experiment_equals_direct_attention_on_the_same_draws():
+    n, L, value_noise, label_noise, kappas = 40, 16, 0.5, 0.05, [1.0, 4.0]
+    result = transfer_experiment(_rng(16), condition_numbers=kappas, length=L, num_sequences=n,
+                                 value_noise=value_noise, label_noise=label_noise)
+    rng = _rng(16)  # the experiment's draws, in its order
+    z, g, eps, xi = (rng.standard_normal((n, 2)), rng.standard_normal((n, 2, L)), rng.standard_normal((n, L)),
+                     rng.standard_normal((n, 2)))
+    for c, kappa in enumerate(kappas):
+        cov = _diag_cov(kappa)
+        keys = np.einsum("ndl,d->nld", g, np.sqrt(np.diag(cov)))
+        values = np.einsum("nld,nd->nl", keys, z) + value_noise * eps
+        W = np.linalg.inv(cov)
+        rep = bilinear_attention(np.broadcast_to(np.sqrt(cov), (n, 2, 2)), keys, values, W).numpy()
+        design = np.column_stack([np.ones(n), rep])
+        coef, *_ = np.linalg.lstsq(design[: n // 2], (z + label_noise * xi)[: n // 2], rcond=None)
+        down = np.mean((design[n // 2:] @ coef - z[n // 2:]) ** 2, axis=0)
+        masked = bilinear_attention(keys[:, :1], keys[:, 1:], values[:, 1:], W)[:, 0].numpy()
+        np.testing.assert_allclose(result.downstream_excess[c], down, rtol=1e-10)
+        assert result.pretrain_excess[c] == pytest.approx(np.mean((masked - np.einsum("nd,nd->n", keys[:, 0], z)) ** 2),
+                                                          rel=1e-10)
+
+
+def test_concept_posterior_is_calibrated_within_its_standard_error():
+    res = concept_posterior_experiment(_rng(17), lengths=[1, 4], num_sequences=4000)
+    assert np.all(res.calibration_se > 0) and np.all(res.calibration_se < 0.5 / np.sqrt(4000) + 1e-12)
+    assert np.all(np.abs(res.accuracy - res.confidence) < 4 * res.calibration_se)
 
 
 def test_risk_theory_and_transfer_ratio_limits():

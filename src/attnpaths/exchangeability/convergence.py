@@ -6,6 +6,13 @@
   ``L``; the textbook rates are ``h* ~ L^{-1/5}`` and ``MSE* ~ L^{-4/5}`` for one-dimensional keys;
 * :func:`cme_vs_softmax_experiment` (M4): kernel conditional-mean attention (ex-cme) with a ridge
   ``lambda = c L^{-1/2}`` against softmax attention with a fixed bandwidth, which keeps an ``O(h^2)`` bias.
+
+Every experiment draws each sequence once, at the largest length, and evaluates every shorter length ``L`` on
+its first ``L`` tokens. Exchangeability makes that prefix a sequence of length ``L`` with the right law, so each
+``L`` is an unbiased experiment of its own; the lengths share their random numbers (common random numbers),
+which makes the comparisons across ``L`` (slopes, monotonicity) less noisy than independent draws would.
+Besides each mean squared error the results give its standard error over sequences (``*_se``), from which
+the chapter derives the tolerances of its checks.
 """
 
 from __future__ import annotations
@@ -13,33 +20,42 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
+from scipy.linalg import cho_solve
 from tqdm import tqdm
 
 from .._validation import as_float64_array, positive_real
-from ._checks import check_rng, int_grid, nonnegative, positive_int, real_grid
-from .estimators import bilinear_attention, cme_attention, gaussian_smoothing_attention, predicted_attention_mse
+from ._checks import check_rng, int_grid, nonnegative, positive_int, real_grid, serial_blas
+from .estimators import predicted_attention_mse, prefix_softmax_averages
 from .latent_models import sample_linear_key_value, sample_sine_key_value
 
-#: Sequences are drawn in chunks of at most this many tokens, to bound memory.
-_TOKENS_PER_CHUNK = 1 << 20
+#: Sequences are processed in chunks of at most this many scores (sequences x tokens x parameters), to bound memory.
+_SCORES_PER_CHUNK = 1 << 22
 
 
-def _chunks(num_sequences: int, length: int):
-    size = max(1, _TOKENS_PER_CHUNK // length)
+def _chunks(num_sequences: int, length: int, arms: int = 1):
+    size = max(1, _SCORES_PER_CHUNK // (length * arms))
     for start in range(0, num_sequences, size):
         yield min(size, num_sequences - start)
+
+
+def _mean_and_se(sum_sq, sum_sq2, count: int):
+    """Mean of per-sequence squared errors and its standard error, from their sums and sums of squares."""
+    mean = sum_sq / count
+    var = np.maximum(sum_sq2 / count - mean**2, 0.0) * count / max(count - 1, 1)
+    return mean, np.sqrt(var / count)
 
 
 @dataclass(frozen=True)
 class LengthConvergenceResult:
     """E2 on (M3). ``rmse[i, j]``: root mean squared error of ``Attn_{W_i}(q; X)`` against ``z^T q`` over
-    ``num_sequences`` sequences of length ``lengths[j]``; ``rmse_predicted[i, j]`` the square root of (ex-mse);
-    ``bias_floor[i] = |(Sigma W_i^T - I) q|``, the large-L limit of the RMSE."""
+    ``num_sequences`` sequences of length ``lengths[j]``; ``rmse_se[i, j]`` its standard error (delta method:
+    the standard error of the mean squared error divided by ``2 rmse``); ``rmse_predicted[i, j]`` the square
+    root of (ex-mse); ``bias_floor[i] = |(Sigma W_i^T - I) q|``, the large-L limit of the RMSE."""
 
     lengths: np.ndarray
     W: np.ndarray
     rmse: np.ndarray
+    rmse_se: np.ndarray
     rmse_predicted: np.ndarray
     bias_floor: np.ndarray
 
@@ -48,14 +64,16 @@ def attention_error_vs_length(rng, W, *, lengths, num_sequences: int, key_cov, q
                               value_noise: float, progress: bool = False) -> LengthConvergenceResult:
     """RMSE of bilinear attention (ex-attn) as an estimate of ``m_z(q) = z^T q`` in (M3), for every ``W``.
 
-    All parameters ``W`` are evaluated on the same sequences (a fresh ``z`` and fresh tokens per sequence).
+    Each sequence (a fresh ``z`` and fresh tokens) is drawn at the largest length; every length ``L`` uses its
+    first ``L`` tokens, and every parameter ``W`` the same sequences. The score of token ``l`` under ``W_i`` is
+    ``k_l^T (W_i^T q)``, so one product with the ``[d, n_W]`` matrix of the ``W_i^T q`` scores every parameter.
 
     Args:
         rng: ``numpy.random.Generator``.
         W: ``[n_W, d, d]`` attention parameters to compare.
         lengths: increasing sequence lengths ``L``; num_sequences: sequences per length.
         key_cov: ``Sigma`` ``[d, d]``; query: ``q`` ``[d]``; value_noise: ``sigma_v``.
-        progress: show a tqdm bar over lengths.
+        progress: show a tqdm bar over chunks of sequences.
     """
     check_rng(rng)
     W = as_float64_array(W, "W")
@@ -66,31 +84,35 @@ def attention_error_vs_length(rng, W, *, lengths, num_sequences: int, key_cov, q
     lengths = int_grid(lengths, "lengths")
     s = positive_int(num_sequences, "num_sequences")
     value_noise = nonnegative(value_noise, "value_noise")
-    sq_err = np.zeros((W.shape[0], lengths.size))
-    qt = torch.from_numpy(q[None, None, :])
-    for j, L in enumerate(tqdm(lengths, desc="E2 lengths", disable=not progress)):
-        for size in _chunks(s, int(L)):
-            z, keys, values = sample_linear_key_value(rng, size, int(L), cov, value_noise)
-            target = z @ q
-            keys_t, values_t = torch.from_numpy(keys), torch.from_numpy(values)
-            for i in range(W.shape[0]):
-                est = bilinear_attention(qt, keys_t, values_t, torch.from_numpy(W[i]))[:, 0].numpy()
-                sq_err[i, j] += np.sum((est - target) ** 2)
+    longest = int(lengths[-1])
+    query_dirs = np.einsum("iab,a->bi", W, q)  # column i: W_i^T q, so that score_l = k_l^T W_i^T q
+    sums = np.zeros((lengths.size, W.shape[0]))
+    sums2 = np.zeros_like(sums)
+    with serial_blas():
+        for size in tqdm(list(_chunks(s, longest, W.shape[0])), desc="E2 sequences", disable=not progress):
+            z, keys, values = sample_linear_key_value(rng, size, longest, cov, value_noise)
+            est = prefix_softmax_averages(keys @ query_dirs, values, lengths)  # [size, n_L, n_W]
+            sq = (est - (z @ q)[:, None, None]) ** 2
+            sums += sq.sum(axis=0)
+            sums2 += (sq**2).sum(axis=0)
+    mse, mse_se = _mean_and_se(sums.T, sums2.T, s)
+    rmse = np.sqrt(mse)
     predicted = np.stack([predicted_attention_mse(w, q, cov, value_noise, lengths) for w in W])
     floor = np.array([np.linalg.norm(cov @ w.T @ q - q) for w in W])
-    return LengthConvergenceResult(lengths=lengths, W=W, rmse=np.sqrt(sq_err / s), rmse_predicted=np.sqrt(predicted),
-                                   bias_floor=floor)
+    return LengthConvergenceResult(lengths=lengths, W=W, rmse=rmse, rmse_se=mse_se / (2.0 * rmse),
+                                   rmse_predicted=np.sqrt(predicted), bias_floor=floor)
 
 
 @dataclass(frozen=True)
 class BandwidthResult:
     """E2b on (M4). ``mse[j, b]``: mean squared error of Gaussian-kernel attention (ex-nw) with bandwidth
-    ``bandwidths[b]`` against ``sin(z q)`` at length ``lengths[j]``; ``h_star[j]``, ``mse_star[j]`` its minimiser
-    on the grid and the minimum."""
+    ``bandwidths[b]`` against ``sin(z q)`` at length ``lengths[j]``, ``mse_se[j, b]`` its standard error;
+    ``h_star[j]``, ``mse_star[j]`` its minimiser on the grid and the minimum."""
 
     lengths: np.ndarray
     bandwidths: np.ndarray
     mse: np.ndarray
+    mse_se: np.ndarray
     h_star: np.ndarray
     mse_star: np.ndarray
 
@@ -99,7 +121,7 @@ def bandwidth_experiment(rng, *, lengths, bandwidths, num_sequences: int, query:
                          progress: bool = False) -> BandwidthResult:
     """Bandwidth-tuned Gaussian-kernel attention (ex-nw) in (M4): the optimal bandwidth and error versus ``L``.
 
-    All bandwidths are evaluated on the same sequences.
+    All bandwidths and lengths are evaluated on the same sequences (prefixes of the longest).
     """
     check_rng(rng)
     lengths = int_grid(lengths, "lengths")
@@ -107,19 +129,19 @@ def bandwidth_experiment(rng, *, lengths, bandwidths, num_sequences: int, query:
     s = positive_int(num_sequences, "num_sequences")
     q = float(as_float64_array(query, "query"))
     value_noise = nonnegative(value_noise, "value_noise")
-    sq_err = np.zeros((lengths.size, hs.size))
-    qt = torch.tensor([[[q]]], dtype=torch.float64)
-    for j, L in enumerate(tqdm(lengths, desc="E2b lengths", disable=not progress)):
-        for size in _chunks(s, int(L)):
-            z, keys, values = sample_sine_key_value(rng, size, int(L), value_noise)
-            target = np.sin(z * q)
-            keys_t, values_t = torch.from_numpy(keys[..., None]), torch.from_numpy(values)
-            for b, h in enumerate(hs):
-                est = gaussian_smoothing_attention(qt, keys_t, values_t, float(h))[:, 0].numpy()
-                sq_err[j, b] += np.sum((est - target) ** 2)
-    mse = sq_err / s
+    longest = int(lengths[-1])
+    inv_two_h2 = 0.5 / hs**2
+    sums = np.zeros((lengths.size, hs.size))
+    sums2 = np.zeros_like(sums)
+    for size in tqdm(list(_chunks(s, longest, hs.size)), desc="E2b sequences", disable=not progress):
+        z, keys, values = sample_sine_key_value(rng, size, longest, value_noise)
+        scores = -((keys - q) ** 2)[..., None] * inv_two_h2  # [size, L, n_h]
+        sq = (prefix_softmax_averages(scores, values, lengths) - np.sin(z * q)[:, None, None]) ** 2
+        sums += sq.sum(axis=0)
+        sums2 += (sq**2).sum(axis=0)
+    mse, mse_se = _mean_and_se(sums, sums2, s)
     best = mse.argmin(axis=1)
-    return BandwidthResult(lengths=lengths, bandwidths=hs, mse=mse, h_star=hs[best],
+    return BandwidthResult(lengths=lengths, bandwidths=hs, mse=mse, mse_se=mse_se, h_star=hs[best],
                            mse_star=mse[np.arange(lengths.size), best])
 
 
@@ -148,17 +170,54 @@ def smoothing_bias_floor(queries, bandwidth: float, z_low: float = 0.5, z_high: 
 class CmeComparisonResult:
     """E2c on (M4). Mean squared errors over ``num_sequences`` sequences and the query grid ``queries``:
     ``mse_cme[j]`` of CME attention (ex-cme) with ``lambda = ridge_scale / sqrt(L)`` and ``mse_softmax[j]`` of
-    Gaussian-kernel softmax attention (ex-nw), both with the same fixed bandwidth, at length ``lengths[j]``."""
+    Gaussian-kernel softmax attention (ex-nw), both with the same fixed bandwidth, at length ``lengths[j]``;
+    ``mse_cme_se`` and ``mse_softmax_se`` their standard errors over sequences."""
 
     lengths: np.ndarray
     queries: np.ndarray
     mse_cme: np.ndarray
     mse_softmax: np.ndarray
+    mse_cme_se: np.ndarray
+    mse_softmax_se: np.ndarray
+
+
+#: CME attention factorises at most this many Gram-matrix entries at once (sequences x L x L).
+_GRAM_ENTRIES_PER_CHUNK = 1 << 23
+
+
+def _cme_estimates(keys, values, queries, bandwidth: float, ridge: float) -> np.ndarray:
+    """CME attention (ex-cme) for a batch of sequences: ``alpha^T g(q)`` with ``(G + L lambda I) alpha = v``.
+
+    The Gram matrix is symmetric positive definite, so ``v^T (G + L lambda I)^{-1} g(q)`` needs one Cholesky
+    factorisation and one right-hand side ``v`` per sequence, whatever the number of queries.
+
+    Args:
+        keys, values: ``[S, L]`` (scalar keys); queries: ``[Q]``; bandwidth ``h``; ridge ``lambda``.
+
+    Returns:
+        ``[S, Q]``.
+    """
+    length = keys.shape[1]
+    out = np.empty((keys.shape[0], queries.size))
+    step = max(1, _GRAM_ENTRIES_PER_CHUNK // (length * length))
+    scale = -0.5 / bandwidth**2
+    for start in range(0, keys.shape[0], step):
+        k, v = keys[start:start + step], values[start:start + step]
+        gram = np.exp(scale * (k[:, :, None] - k[:, None, :]) ** 2)
+        gram[:, np.arange(length), np.arange(length)] += length * ridge
+        chol = np.linalg.cholesky(gram)
+        alpha = cho_solve((chol, True), v[..., None])[..., 0]
+        cross = np.exp(scale * (k[:, :, None] - queries[None, None, :]) ** 2)  # [s, L, Q]
+        out[start:start + step] = np.matmul(alpha[:, None, :], cross)[:, 0]
+    return out
 
 
 def cme_vs_softmax_experiment(rng, *, lengths, num_sequences: int, queries, bandwidth: float,
                               ridge_scale: float, value_noise: float, progress: bool = False) -> CmeComparisonResult:
-    """Kernel CME attention (consistent: ``lambda -> 0``) against fixed-bandwidth softmax attention (biased)."""
+    """Kernel CME attention (consistent: ``lambda -> 0``) against fixed-bandwidth softmax attention (biased).
+
+    Both estimators see the same sequences, and every length uses the first ``L`` tokens of the longest.
+    """
     check_rng(rng)
     lengths = int_grid(lengths, "lengths")
     s = positive_int(num_sequences, "num_sequences")
@@ -168,18 +227,17 @@ def cme_vs_softmax_experiment(rng, *, lengths, num_sequences: int, queries, band
     h = positive_real(bandwidth, "bandwidth")
     c = positive_real(ridge_scale, "ridge_scale")
     value_noise = nonnegative(value_noise, "value_noise")
-    qt = torch.from_numpy(qs[None, :, None])
-    mse_cme, mse_soft = [], []
-    for L in tqdm(lengths, desc="E2c lengths", disable=not progress):
-        err_cme = err_soft = 0.0
-        for _ in range(s):
-            z, keys, values = sample_sine_key_value(rng, 1, int(L), value_noise)
-            target = np.sin(z[:, None] * qs[None, :])
-            keys_t, values_t = torch.from_numpy(keys[..., None]), torch.from_numpy(values)
-            est_cme = cme_attention(qt, keys_t, values_t, h, c / np.sqrt(L)).numpy()
-            est_soft = gaussian_smoothing_attention(qt, keys_t, values_t, h).numpy()
-            err_cme += np.sum((est_cme - target) ** 2)
-            err_soft += np.sum((est_soft - target) ** 2)
-        mse_cme.append(err_cme / (s * qs.size))
-        mse_soft.append(err_soft / (s * qs.size))
-    return CmeComparisonResult(lengths=lengths, queries=qs, mse_cme=np.array(mse_cme), mse_softmax=np.array(mse_soft))
+    z, keys, values = sample_sine_key_value(rng, s, int(lengths[-1]), value_noise)
+    target = np.sin(z[:, None] * qs[None, :])  # [S, Q]
+    scores = -0.5 * (keys[:, :, None] - qs[None, None, :]) ** 2 / (h * h)  # [S, L, Q]
+    soft = prefix_softmax_averages(scores, values, lengths)  # [S, n_L, Q]
+    per_seq_soft = np.mean((soft - target[:, None, :]) ** 2, axis=2)  # [S, n_L]: mean over the queries
+    per_seq_cme = np.empty_like(per_seq_soft)
+    with serial_blas():
+        for j, L in enumerate(tqdm(lengths, desc="E2c lengths", disable=not progress)):
+            est = _cme_estimates(keys[:, :L], values[:, :L], qs, h, c / np.sqrt(L))
+            per_seq_cme[:, j] = np.mean((est - target) ** 2, axis=1)
+    cme, cme_se = _mean_and_se(per_seq_cme.sum(axis=0), (per_seq_cme**2).sum(axis=0), s)
+    soft_mse, soft_se = _mean_and_se(per_seq_soft.sum(axis=0), (per_seq_soft**2).sum(axis=0), s)
+    return CmeComparisonResult(lengths=lengths, queries=qs, mse_cme=cme, mse_softmax=soft_mse, mse_cme_se=cme_se,
+                               mse_softmax_se=soft_se)

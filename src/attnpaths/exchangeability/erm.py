@@ -10,7 +10,8 @@ Objectives [DERIVED; the paper's exact objectives could not be checked]:
 Both have the same population minimiser as ``L -> inf``, ``W = Sigma^{-1}`` (ex-tilt); at finite ``L`` the
 minimiser ``W*_L`` is a softened (higher-temperature) version of it.
 
-The gradient used by L-BFGS is (ex-grad): ``d Attn / dW = sum_l a_l (v_l - Attn) q k_l^T``.
+The fits use a trust-region Newton method with the exact gradient (ex-grad),
+``d Attn / dW = sum_l a_l (v_l - Attn) q k_l^T``, and the exact Hessian (see :func:`_risk_terms`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from scipy.optimize import minimize
 from tqdm import tqdm
 
 from .._validation import as_float64_array
-from ..attention import softmax_over_keys
-from ._checks import as_tensor, check_rng, int_grid, nonnegative, positive_int
+from ._checks import as_tensor, check_rng, int_grid, nonnegative, positive_int, serial_blas
 from .latent_models import sample_linear_key_value
 
 MODES = ("supervised", "masked")
@@ -53,14 +53,9 @@ class AttentionRegressionData:
             )
 
 
-def sample_task(rng, mode: str, num_sequences: int, length: int, key_cov, value_noise: float,
-                label_noise: float = 0.1) -> AttentionRegressionData:
-    """Draw ``N`` examples of the supervised (ex-erm-sup) or masked (ex-erm-ssl) task on (M3).
-
-    ``length`` is the number of tokens drawn per sequence: the supervised context has ``L`` tokens and an
-    extra query ``q ~ N(0, Sigma)``; the masked context has ``L - 1`` tokens (token 1 is the query).
-    ``label_noise`` is used by the supervised task only.
-    """
+def _sample_task_arrays(rng, mode: str, num_sequences: int, length: int, key_cov, value_noise: float,
+                        label_noise: float):
+    """:func:`sample_task` as numpy arrays ``(queries, keys, values, targets)``."""
     check_rng(rng)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -77,7 +72,111 @@ def sample_task(rng, mode: str, num_sequences: int, length: int, key_cov, value_
         queries = rng.standard_normal((n, cov.shape[0])) @ np.linalg.cholesky(cov).T
         targets = np.einsum("nd,nd->n", queries, z) + label_noise * rng.standard_normal(n)
         data = (queries, keys, values, targets)
+    return data
+
+
+def sample_task(rng, mode: str, num_sequences: int, length: int, key_cov, value_noise: float,
+                label_noise: float = 0.1) -> AttentionRegressionData:
+    """Draw ``N`` examples of the supervised (ex-erm-sup) or masked (ex-erm-ssl) task on (M3).
+
+    ``length`` is the number of tokens drawn per sequence: the supervised context has ``L`` tokens and an
+    extra query ``q ~ N(0, Sigma)``; the masked context has ``L - 1`` tokens (token 1 is the query).
+    ``label_noise`` is used by the supervised task only.
+    """
+    data = _sample_task_arrays(rng, mode, num_sequences, length, key_cov, value_noise, label_noise)
     return AttentionRegressionData(*(torch.from_numpy(np.ascontiguousarray(a)) for a in data))
+
+
+#: The risk is accumulated over chunks of at most this many tokens (sequences x context length).
+_TOKENS_PER_CHUNK = 1 << 18
+
+
+@dataclass(frozen=True)
+class _Arrays:
+    """The examples as numpy arrays laid out for :func:`_risk_terms`: ``queries`` ``[N, d]``, ``keys_t``
+    ``[N, d, L]`` (keys transposed, so that each coordinate is contiguous over the tokens), ``values`` ``[N, L]``,
+    ``targets`` ``[N]``."""
+
+    queries: np.ndarray
+    keys_t: np.ndarray
+    values: np.ndarray
+    targets: np.ndarray
+
+    @classmethod
+    def of(cls, data: AttentionRegressionData) -> "_Arrays":
+        return cls.from_arrays(data.queries.numpy(), data.keys.numpy(), data.values.numpy(), data.targets.numpy())
+
+    @classmethod
+    def from_arrays(cls, queries, keys, values, targets) -> "_Arrays":
+        return cls(np.ascontiguousarray(queries), np.ascontiguousarray(keys.transpose(0, 2, 1)),
+                   np.ascontiguousarray(values), np.ascontiguousarray(targets))
+
+    def prefix(self, context: int) -> "_Arrays":
+        """The same examples with the first ``context`` tokens of every context."""
+        return _Arrays(self.queries, self.keys_t[:, :, :context], self.values[:, :context], self.targets)
+
+
+def _check_W(W, d: int) -> np.ndarray:
+    W = np.asarray(as_tensor(W, "W"))
+    if W.shape != (d, d):
+        raise ValueError(f"W must have shape [{d}, {d}], got {tuple(W.shape)}")
+    return W
+
+
+def _risk_terms(W: np.ndarray, data: _Arrays, order: int):
+    """Risk (order 0), its gradient (1) and its Hessian (2) in ``W``, in one pass over the tokens; order 3 adds
+    the per-example gradients ``g_i = 2 r_i vec(q_i c_i^T)`` (``[N, d^2]``), for sandwich standard errors.
+
+    With ``a_l = softmax_l(q^T W k_l)``, the read-out ``o = E_a[v]`` is an exponential-family mean in the
+    statistic ``q k_l^T``. Its gradient is the covariance ``q c^T`` with ``c = E_a[(v - o)(k - E_a k)]`` (ex-grad),
+    and its Hessian is the third central moment ``(q q^T) (x) M`` with
+    ``M = E_a[(v - o)(k - E_a k)(k - E_a k)^T]``. For the risk ``R = mean_i (o_i - y_i)^2`` this gives
+    ``grad R = (2/N) sum_i r_i q_i c_i^T`` and
+    ``hess R = (2/N) sum_i [vec(q_i c_i^T) vec(q_i c_i^T)^T + r_i (q_i q_i^T) (x) M_i]`` with ``r_i = o_i - y_i``
+    (``vec`` row-major, the order of ``W.reshape(-1)``). The moments are products of the ``[N, 2, L]`` weights
+    ``(e_l, e_l v_l)`` with the keys and their outer products, normalised by ``Z = sum_l e_l``.
+    """
+    n, d, L = data.keys_t.shape
+    risk = 0.0
+    grad = np.zeros((d, d))
+    hess = np.zeros((d, d, d, d))
+    scores = np.zeros((n, d * d)) if order == 3 else None
+    step = max(1, _TOKENS_PER_CHUNK // L)
+    for start in range(0, n, step):
+        stop = start + step
+        q, kt = data.queries[start:stop], data.keys_t[start:stop]
+        v, y = data.values[start:stop], data.targets[start:stop]
+        m = q.shape[0]
+        weights = np.empty((m, 2, L))  # unnormalised softmax weights e_l and e_l v_l
+        e = weights[:, 0]
+        np.matmul((q @ W)[:, None, :], kt, out=e[:, None, :])  # scores q^T W k_l
+        e -= e.max(axis=1, keepdims=True)
+        np.exp(e, out=e)
+        np.multiply(e, v, out=weights[:, 1])
+        sums = weights.sum(axis=2)  # [m, 2]: Z and Z o
+        out = sums[:, 1] / sums[:, 0]
+        resid = out - y
+        risk += float(resid @ resid)
+        if order == 0:
+            continue
+        weights_t = weights.transpose(0, 2, 1)
+        norm = sums[:, None, :1]
+        first = np.matmul(kt, weights_t) / norm  # [m, d, 2]: E_a[k], E_a[v k]
+        k_mean = first[:, :, 0]
+        c = first[:, :, 1] - out[:, None] * k_mean  # Cov_a(v, k)
+        grad += (q * resid[:, None]).T @ c
+        if order == 1:
+            continue
+        outer = (kt[:, :, None, :] * kt[:, None, :, :]).reshape(m, d * d, L)
+        second = (np.matmul(outer, weights_t) / norm).reshape(m, d, d, 2)  # E_a[k k^T], E_a[v k k^T]
+        M = (second[..., 1] - out[:, None, None] * second[..., 0] - c[:, :, None] * k_mean[:, None, :]
+             - k_mean[:, :, None] * c[:, None, :])
+        jac = q[:, :, None] * c[:, None, :]  # [m, d, d]: d o_i / d W
+        hess += np.einsum("nab,ncd->abcd", jac, jac) + np.einsum("n,na,nc,nbd->abcd", resid, q, q, M)
+        if order == 3:
+            scores[start:stop] = 2.0 * resid[:, None] * jac.reshape(m, d * d)
+    terms = (risk / n, grad * (2.0 / n), hess.reshape(d * d, d * d) * (2.0 / n))
+    return terms + (scores,) if order == 3 else terms
 
 
 def attention_risk_and_gradient(W, data: AttentionRegressionData):
@@ -89,45 +188,102 @@ def attention_risk_and_gradient(W, data: AttentionRegressionData):
     Returns:
         ``(risk, gradient)``: a float and a ``[d, d]`` numpy array.
     """
-    W = as_tensor(W, "W")
-    d = data.keys.shape[-1]
-    if W.shape != (d, d):
-        raise ValueError(f"W must have shape [{d}, {d}], got {tuple(W.shape)}")
-    # (ex-attn) with one query per sequence, written with batched products (this is the hot loop of the fits)
-    scores = torch.bmm(data.keys, (data.queries @ W).unsqueeze(-1))  # [N, L, 1]: q^T W k_l
-    a = softmax_over_keys(scores)[..., 0]  # [N, L]
-    out = (a * data.values).sum(-1)
-    resid = out - data.targets
-    coeff = a * (data.values - out[:, None]) * resid[:, None]  # [N, L]
-    grad = data.queries.T @ torch.bmm(coeff.unsqueeze(1), data.keys)[:, 0] * (2.0 / resid.shape[0])
-    return float(resid.pow(2).mean()), grad.numpy()
+    risk, grad, _ = _risk_terms(_check_W(W, data.keys.shape[-1]), _Arrays.of(data), order=1)
+    return risk, grad
+
+
+def attention_risk_gradient_hessian(W, data: AttentionRegressionData):
+    """Empirical risk, its gradient ``[d, d]`` and its Hessian ``[d^2, d^2]`` in ``W`` (row-major ``vec(W)``).
+
+    See :func:`_risk_terms` for the formulas (exponential-family moments of the attention weights).
+    """
+    return _risk_terms(_check_W(W, data.keys.shape[-1]), _Arrays.of(data), order=2)
 
 
 def attention_risk(W, data: AttentionRegressionData) -> float:
     """Empirical risk of ``W`` on ``data`` (ex-erm-sup / ex-erm-ssl)."""
-    return attention_risk_and_gradient(W, data)[0]
+    return _risk_terms(_check_W(W, data.keys.shape[-1]), _Arrays.of(data), order=0)[0]
 
 
-def fit_attention_parameter(data: AttentionRegressionData, *, initial=None, max_iter: int = 500,
-                            gradient_tol: float = 1e-9, relative_tol: float = 1e-14) -> np.ndarray:
-    """Minimise the empirical risk over ``W`` by L-BFGS from ``initial`` (default ``W = 0``), until every
-    gradient entry is below ``gradient_tol`` or the relative decrease of the risk is below ``relative_tol``.
+@dataclass(frozen=True)
+class AttentionFit:
+    """A fitted parameter ``W`` ``[d, d]``, its empirical risk, the largest gradient entry there, the number
+    of Newton iterations and (when requested) ``influence`` ``[N, d^2]``, the influence of each example,
+    ``psi_i = -H^{-1} g_i`` (``H`` the Hessian, ``g_i`` the example's gradient), so that
+    ``vec(W) - vec(W_population) ~ mean_i psi_i``; ``None`` otherwise. The sandwich covariance of ``vec(W)`` over
+    draws of the examples is :attr:`covariance` ``= psi^T psi / N^2``, and two fits on the same examples have the
+    cross-covariance ``psi_1^T psi_2 / N^2``."""
 
-    Returns:
-        the fitted ``W`` ``[d, d]``.
+    W: np.ndarray
+    risk: float
+    max_gradient: float
+    iterations: int
+    influence: np.ndarray | None = None
+
+    @property
+    def covariance(self) -> np.ndarray | None:
+        if self.influence is None:
+            return None
+        return self.influence.T @ self.influence / self.influence.shape[0] ** 2
+
+
+def fit_attention(data: AttentionRegressionData, *, initial=None, max_iter: int = 200,
+                  gradient_tol: float = 1e-9, influence: bool = False) -> AttentionFit:
+    """Minimise the empirical risk over ``W`` by a trust-region Newton method with the exact Hessian
+    (``scipy.optimize.minimize(method="trust-exact")``), from ``initial`` (default ``W = 0``).
+
+    The risk is not convex in ``W``; the trust region makes every step decrease it, also where the Hessian is
+    indefinite. With ``d^2`` parameters the Hessian costs about as much as the gradient and the iteration
+    converges quadratically near the minimiser, in a handful of passes over the data. The fit has converged
+    when the gradient norm is below ``gradient_tol``, or when the Hessian is positive definite and the Newton
+    decrement ``g^T H^{-1} g`` is below ``1e-12`` times the risk (the next step would change the risk by less than
+    its rounding error; the trust region then stops before ``gradient_tol``). With ``influence=True`` the
+    result carries the examples' influences (see :class:`AttentionFit`).
+
+    Raises:
+        ValueError: if the iteration stops without converging within ``max_iter`` iterations.
     """
-    d = data.keys.shape[-1]
+    return _fit(_Arrays.of(data), initial=initial, max_iter=max_iter, gradient_tol=gradient_tol,
+                influence=influence)
+
+
+def _fit(data: _Arrays, *, initial=None, max_iter: int = 200, gradient_tol: float = 1e-9,
+         influence: bool = False) -> AttentionFit:
+    d = data.keys_t.shape[1]
     w0 = np.zeros(d * d) if initial is None else as_float64_array(initial, "initial").reshape(-1)
     if w0.size != d * d:
         raise ValueError(f"initial must have shape [{d}, {d}], got {np.shape(initial)}")
     max_iter = positive_int(max_iter, "max_iter")
+    cache = {}
 
-    def objective(flat):
-        risk, grad = attention_risk_and_gradient(flat.reshape(d, d), data)
-        return risk, grad.reshape(-1)
+    def terms(flat):
+        key = flat.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = _risk_terms(flat.reshape(d, d), data, order=2)
+        return cache[key]
 
-    fit = minimize(objective, w0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": gradient_tol, "ftol": relative_tol})
-    return fit.x.reshape(d, d)
+    fit = minimize(lambda x: (terms(x)[0], terms(x)[1].reshape(-1)), w0, jac=True, hess=lambda x: terms(x)[2],
+                   method="trust-exact", options={"maxiter": max_iter, "gtol": gradient_tol})
+    risk, grad, hess = terms(fit.x)
+    g = grad.reshape(-1)
+    if np.linalg.norm(g) > gradient_tol:
+        eigval = np.linalg.eigvalsh(hess)
+        decrement = float(g @ np.linalg.solve(hess, g)) if eigval[0] > 0 else np.inf
+        if not decrement <= 1e-12 * risk:
+            raise ValueError(f"the fit did not converge in max_iter={max_iter} iterations ({fit.message})")
+    psi = None
+    if influence:
+        _, _, hess, scores = _risk_terms(fit.x.reshape(d, d), data, order=3)
+        psi = -np.linalg.solve(hess, scores.T).T
+    return AttentionFit(W=fit.x.reshape(d, d), risk=risk, max_gradient=float(np.abs(grad).max()), iterations=fit.nit,
+                        influence=psi)
+
+
+def fit_attention_parameter(data: AttentionRegressionData, *, initial=None, max_iter: int = 200,
+                            gradient_tol: float = 1e-9) -> np.ndarray:
+    """The minimiser ``W`` ``[d, d]`` of the empirical risk found by :func:`fit_attention`."""
+    return fit_attention(data, initial=initial, max_iter=max_iter, gradient_tol=gradient_tol).W
 
 
 @dataclass(frozen=True)
@@ -137,7 +293,10 @@ class ErmResult:
     * ``W_reference[j]`` ``[d, d]``: ``W*_L``, the minimiser of the risk on the ``test_size`` test sequences of
       length ``lengths[j]`` (so that every excess below is >= 0 up to the optimiser's tolerance);
     * ``approximation[j] = |W*_L - Sigma^{-1}|_F`` and ``temperature[j] = <W*_L, Sigma^{-1}> / |Sigma^{-1}|^2``
-      (the ``c_L`` of ``W*_L ~ c_L Sigma^{-1}``);
+      (the ``c_L`` of ``W*_L ~ c_L Sigma^{-1}``); ``approximation_cov`` ``[J, J]`` the covariance of the
+      approximation terms over draws of the test set (delta method on the joint sandwich covariance of the
+      ``W*_L``, which share the test sequences, see :class:`AttentionFit`), ``approximation_se`` its diagonal's
+      square root and ``temperature_se`` the standard error of ``c_L``;
     * ``excess[j, k, r] = R(W_hat_N) - R(W*_L)`` on the test set, for ``N = sample_sizes[k]``, repetition ``r``;
       ``excess_mean[j, k]`` its mean over repetitions.
     """
@@ -147,19 +306,30 @@ class ErmResult:
     sample_sizes: np.ndarray
     W_reference: np.ndarray
     approximation: np.ndarray
+    approximation_cov: np.ndarray
+    approximation_se: np.ndarray
     temperature: np.ndarray
+    temperature_se: np.ndarray
     excess: np.ndarray
     excess_mean: np.ndarray
+
+
+def _context_length(mode: str, length: int) -> int:
+    """Context tokens of a sequence of ``length`` tokens: all of them (supervised) or all but the query (masked)."""
+    return length if mode == "supervised" else length - 1
 
 
 def erm_experiment(rng, mode: str, *, lengths, sample_sizes, repetitions: int, test_size: int, key_cov,
                    value_noise: float, label_noise: float = 0.1, progress: bool = False) -> ErmResult:
     """Run E3: approximation term ``|W*_L - Sigma^{-1}|`` and excess test risk of ERM versus ``N`` and ``L``.
 
-    For each ``L`` a large test set is drawn and ``W*_L`` is fitted on it; the excess risk of ``W_hat_N``
-    (fitted on ``N`` fresh sequences) is ``R_test(W_hat_N) - R_test(W*_L)``. Taking the reference minimiser on
-    the test set itself pairs the two risks: the excess is a non-negative quadratic form in
-    ``W_hat_N - W*_L`` instead of a difference of two noisy risks (the per-example loss is heavy-tailed,
+    The test set of ``test_size`` sequences is drawn at the largest length, and every length ``L`` uses the first
+    ``L`` tokens of each sequence, which by exchangeability is a sequence of length ``L`` (common random numbers
+    across ``L``: the reference fits ``W*_L`` are compared on the same sequences). For each ``L``, ``W*_L`` is
+    fitted on the test set, and the excess risk of ``W_hat_N``, fitted from ``W = 0`` on an independent training
+    set of ``N`` sequences for every ``L``, ``N`` and repetition, is ``R_test(W_hat_N) - R_test(W*_L)``. Taking the
+    reference minimiser on the test set itself pairs the two risks: the excess is a non-negative quadratic form
+    in ``W_hat_N - W*_L`` instead of a difference of two noisy risks (the per-example loss is heavy-tailed,
     because queries in the tails of ``N(0, Sigma)`` have a tiny effective sample size). The price is an
     in-sample optimism of ``R_test(W*_L)`` of order ``1 / test_size``.
     """
@@ -169,26 +339,95 @@ def erm_experiment(rng, mode: str, *, lengths, sample_sizes, repetitions: int, t
     reps = positive_int(repetitions, "repetitions")
     cov = as_float64_array(key_cov, "key_cov")
     target = np.linalg.inv(cov)
-    w_ref, excess = [], np.zeros((lengths.size, sizes.size, reps))
     test_size = positive_int(test_size, "test_size")
-    bar = tqdm(total=lengths.size * (1 + sizes.size * reps), desc=f"E3 {mode} fits", disable=not progress)
-    for j, L in enumerate(lengths):
-        task = dict(mode=mode, length=int(L), key_cov=cov, value_noise=value_noise, label_noise=label_noise)
-        test = sample_task(rng, num_sequences=test_size, **task)
-        w_star = fit_attention_parameter(test)
-        bar.update()
-        risk_star = attention_risk(w_star, test)
-        for k, n in enumerate(sizes):
-            for r in range(reps):
-                w_hat = fit_attention_parameter(sample_task(rng, num_sequences=int(n), **task))
-                excess[j, k, r] = attention_risk(w_hat, test) - risk_star
-                bar.update()
-        w_ref.append(w_star)
+    value_noise = nonnegative(value_noise, "value_noise")
+    task = dict(mode=mode, key_cov=cov, value_noise=value_noise, label_noise=label_noise)
+    J = lengths.size
+    w_ref = np.zeros((J,) + cov.shape)
+    influence = np.zeros((J, test_size, cov.size))
+    risk_ref = np.zeros(J)
+    excess = np.zeros((J, sizes.size, reps))
+    bar = tqdm(total=J * (1 + sizes.size * reps), desc=f"E3 {mode} fits", disable=not progress)
+    with serial_blas():
+        test = _Arrays.from_arrays(*_sample_task_arrays(rng, num_sequences=test_size, length=int(lengths[-1]), **task))
+        for j, L in enumerate(lengths):
+            fit = _fit(test.prefix(_context_length(mode, int(L))), influence=True)
+            w_ref[j], influence[j], risk_ref[j] = fit.W, fit.influence, fit.risk
+            bar.update()
+        for j, L in enumerate(lengths):
+            test_L = test.prefix(_context_length(mode, int(L)))
+            for k, n in enumerate(sizes):
+                for r in range(reps):
+                    train = _Arrays.from_arrays(*_sample_task_arrays(rng, num_sequences=int(n), length=int(L), **task))
+                    excess[j, k, r] = _risk_terms(_fit(train).W, test_L, order=0)[0] - risk_ref[j]
+                    bar.update()
     bar.close()
-    w_ref = np.array(w_ref)
+    gap = (w_ref - target).reshape(J, -1)
+    approximation = np.linalg.norm(gap, axis=1)
+    # influence of each test sequence on each approximation term (gradient of |W - Sigma^{-1}|_F is gap / norm)
+    approx_influence = np.einsum("ja,jna->jn", gap / approximation[:, None], influence)
+    approx_cov = approx_influence @ approx_influence.T / test_size**2
+    temp_influence = influence @ target.reshape(-1) / np.sum(target**2)  # [J, n]
     return ErmResult(
-        mode=mode, lengths=lengths, sample_sizes=sizes, W_reference=w_ref,
-        approximation=np.linalg.norm(w_ref - target, axis=(1, 2)),
+        mode=mode, lengths=lengths, sample_sizes=sizes, W_reference=w_ref, approximation=approximation,
+        approximation_cov=approx_cov, approximation_se=np.sqrt(np.diag(approx_cov)),
         temperature=np.einsum("jab,ab->j", w_ref, target) / np.sum(target**2),
+        temperature_se=np.sqrt(np.sum(temp_influence**2, axis=1)) / test_size,
         excess=excess, excess_mean=excess.mean(axis=2),
+    )
+
+
+@dataclass(frozen=True)
+class ErmTrends:
+    """Log-log trends of one :class:`ErmResult`, each with its standard error (``*_se``).
+
+    * ``approximation_slope``: least-squares slope of ``log |W*_L - Sigma^{-1}|`` in ``log L``; its standard
+      error comes from ``approximation_cov`` (delta method), which accounts for the shared test set.
+    * ``sample_size_slope``: slope of ``log excess`` in ``log N``, pooled over the lengths (one intercept per
+      ``L``); ``length_slope``: slope of ``log excess`` in ``log L``, pooled over the sample sizes (one intercept
+      per ``N``). Every excess comes from its own training set, so these are ordinary least-squares fits to
+      ``J K R`` independent points (given the test set), with the usual standard errors from the residuals.
+    """
+
+    approximation_slope: float
+    approximation_slope_se: float
+    sample_size_slope: float
+    sample_size_slope_se: float
+    length_slope: float
+    length_slope_se: float
+
+
+def _pooled_slope(y: np.ndarray, x: np.ndarray) -> tuple[float, float]:
+    """Slope of ``y[g, i]`` on ``x[g, i]`` with one intercept per group ``g``, and its standard error."""
+    xc = x - x.mean(axis=1, keepdims=True)
+    yc = y - y.mean(axis=1, keepdims=True)
+    sxx = float(np.sum(xc**2))
+    slope = float(np.sum(xc * yc) / sxx)
+    dof = y.size - y.shape[0] - 1
+    if dof < 1:
+        return slope, float("nan")
+    return slope, float(np.sqrt(np.sum((yc - slope * xc) ** 2) / dof / sxx))
+
+
+def erm_trends(result: ErmResult) -> ErmTrends:
+    """The trends of ``result`` in ``L`` and ``N`` (see :class:`ErmTrends`).
+
+    Raises:
+        ValueError: if an excess risk is not positive (no logarithm).
+    """
+    J, K, R = result.excess.shape
+    if np.any(result.excess <= 0):
+        raise ValueError("erm_trends needs positive excess risks")
+    log_l = np.log(result.lengths.astype(float))
+    weights = (log_l - log_l.mean()) / np.sum((log_l - log_l.mean()) ** 2)  # slope = weights @ log(approx)
+    log_cov = result.approximation_cov / np.outer(result.approximation, result.approximation)
+    y = np.log(result.excess)
+    log_n = np.broadcast_to(np.log(result.sample_sizes.astype(float))[None, :, None], y.shape)
+    n_slope, n_se = _pooled_slope(y.reshape(J, K * R), log_n.reshape(J, K * R))
+    l_slope, l_se = _pooled_slope(y.transpose(1, 0, 2).reshape(K, J * R),
+                                  np.broadcast_to(log_l[None, :, None], (K, J, R)).reshape(K, J * R))
+    return ErmTrends(
+        approximation_slope=float(weights @ np.log(result.approximation)),
+        approximation_slope_se=float(np.sqrt(weights @ log_cov @ weights)),
+        sample_size_slope=n_slope, sample_size_slope_se=n_se, length_slope=l_slope, length_slope_se=l_se,
     )

@@ -9,6 +9,9 @@ is the second-to-last axis). Shapes: a batch of ``S`` sequences of ``L`` tokens 
 * (ex-cme)    ``v^T (G + L lambda I)^{-1} g(q)``, ``G_ij = kappa(k_i, k_j)``, ``g_i = kappa(k_i, q)``  CME attention
 * (ex-mse)    large-L error of (ex-attn) in model (M3), derived by self-normalised importance sampling:
   ``E[(Attn_W - z^T q)^2] ~ |(Sigma W^T - I) q|^2 + exp(q^T W Sigma W^T q) (|Sigma W^T q|^2 + tr Sigma + sigma_v^2) / L``
+
+The experiments use the numpy kernel :func:`prefix_softmax_averages`, which evaluates the softmax read-out of
+every prefix length of a sequence in one pass (it equals the torch functions above up to rounding; see the tests).
 """
 
 from __future__ import annotations
@@ -126,6 +129,50 @@ def cme_attention(queries, keys, values, bandwidth: float, ridge: float) -> torc
     chol = torch.linalg.cholesky(gram)
     weights = torch.cholesky_solve(cross, chol)  # [..., L, Q]
     return torch.einsum("...lt,...l->...t", weights, v)
+
+
+def prefix_softmax_averages(scores, values, lengths) -> np.ndarray:
+    """Softmax read-outs over the first ``L`` tokens, for every ``L`` in ``lengths``, in one pass (ex-attn, ex-nw).
+
+    ``out[s, j, a] = sum_{l < L_j} softmax_l(scores[s, :L_j, a]) values[s, l]``: column ``a`` holds the scores
+    of one parameter or query. In an exchangeable model the first ``L`` tokens of a longer sequence are a
+    sequence of length ``L``, so one long sequence serves every length (common random numbers across ``L``).
+    The tokens are processed in blocks between consecutive lengths, each with its own max-shift, and the blocks
+    are merged like a streaming log-sum-exp: one exponential per score, and no overflow or underflow of the
+    normaliser whatever the scale of the scores.
+
+    Args:
+        scores: ``[S, L_max, A]`` float64; values: ``[S, L_max]`` float64 (scalar values);
+        lengths: strictly increasing integers in ``[1, L_max]``.
+
+    Returns:
+        ``[S, len(lengths), A]``.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    if scores.ndim != 3 or values.shape != scores.shape[:2]:
+        raise ValueError(f"scores must be [S, L, A] and values [S, L], got {scores.shape} and {values.shape}")
+    lengths = np.asarray(lengths)
+    if (lengths.ndim != 1 or lengths.size == 0 or not np.issubdtype(lengths.dtype, np.integer) or lengths[0] < 1
+            or lengths[-1] > scores.shape[1] or np.any(np.diff(lengths) <= 0)):
+        raise ValueError(f"lengths must be strictly increasing integers in [1, {scores.shape[1]}], got {lengths!r}")
+    num, _, arms = scores.shape
+    out = np.empty((num, lengths.size, arms))
+    run_max = np.full((num, arms), -np.inf)
+    run_norm = np.zeros((num, arms))
+    run_sum = np.zeros((num, arms))
+    start = 0
+    for j, stop in enumerate(lengths):
+        block = scores[:, start:stop]
+        new_max = np.maximum(run_max, block.max(axis=1))
+        weights = np.exp(block - new_max[:, None, :])
+        rescale = np.exp(run_max - new_max)  # 0 for the first block (run_max = -inf)
+        run_norm = run_norm * rescale + weights.sum(axis=1)
+        run_sum = run_sum * rescale + np.matmul(values[:, None, start:stop], weights)[:, 0]
+        run_max = new_max
+        out[:, j] = run_sum / run_norm
+        start = stop
+    return out
 
 
 def tilted_key_mean(W, query, key_cov) -> np.ndarray:
