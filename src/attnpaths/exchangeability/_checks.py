@@ -75,13 +75,9 @@ def serial_blas():
 
     The experiments factorise or multiply many independent small matrices; splitting each of them over threads
     costs more than it gains, and with ``OMP_NUM_THREADS=2`` on a loaded 2-core machine OpenBLAS's threaded
-    ``potrf``/``gesv`` were measured 20-60 times slower than on one thread. Without ``threadpoolctl`` (installed
-    with scikit-learn) this does nothing.
+    ``potrf``/``gesv`` were measured 20-60 times slower than on one thread.
     """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        yield
-        return
+    from threadpoolctl import threadpool_limits
+
     with threadpool_limits(limits=1, user_api="blas"):
         yield
