@@ -9,6 +9,7 @@ With ``xi_pi(x)`` the path features of :func:`attnpaths.paths.path_features`:
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ._validation import as_float64_tensor
@@ -91,8 +92,6 @@ def pc_label_overlap(kernel, y, num_components: int | None = None):
     Returns:
         ``(overlaps, eigenvalues)``, numpy arrays of length ``num_components``.
     """
-    import numpy as np
-
     K = np.asarray(as_float64_tensor(kernel, "kernel"))
     labels = np.asarray(as_float64_tensor(y, "y"))
     if K.ndim != 2 or K.shape[0] != K.shape[1] or labels.shape != (K.shape[0],):
