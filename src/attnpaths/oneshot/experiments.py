@@ -1,0 +1,773 @@
+"""The experiments of the one-shot chapter (Fig. 3 and its appendix, spec §3b, §4.3, §5, §6.1, §6.2) and the
+claim verdicts of spec §7.1 items 1, 2, 4, 7 and 8.
+
+Building blocks, each usable on its own:
+
+* :class:`OneShotNetwork`, :func:`draw_episodes`, :func:`episode_features`: the theory network (the trained
+  model's query/key maps, 16 paths), the episodes of every split and their path features (spec S4);
+* :func:`theory_grid`, :func:`gp_grid`: the theory (S6, S8) and its GP limit (S9) on a grid of widths and
+  temperatures, evaluated on the validation, test and out-of-distribution episodes;
+* :func:`select_temperature`, :func:`selected`: the temperature per width, chosen on ONE split (the
+  validation episodes in the chapter; the test episodes reproduce the authors' choice, spec §9 item 16);
+* :class:`PruningEvaluator`, :func:`single_head_drops`, :func:`pruning_sets`, :func:`pruning_curve`,
+  :func:`random_orders`, :func:`score_order`: pruning of the gradient-descent model (spec §2.8);
+* :func:`head_relabelings`, :func:`pattern_similarity`, :func:`spearman_permutation_test`: the statistics
+  behind the verdicts;
+* ``verdict_*``: one function per claim that the stand-in data may or may not support. Each returns a dict
+  with ``holds`` (bool), ``statement`` and ``measured`` (text with the numbers) and the numbers themselves,
+  and never raises on a contradiction: whether a claim of the paper holds on our data is a result, shown
+  in the chapter's claims table. Claims about our own implementation (theory = posterior samples, ``U ->
+  U_GP``) are hard checks: :func:`attnpaths.hmc.experiments.check_samples_match_theory` and
+  :func:`attnpaths.hmc.experiments.check_gp_limit_approach`, which raise ``ClaimViolation``.
+
+The generic pieces of :mod:`attnpaths.hmc.experiments` (``PathData``, ``sample_posterior``,
+``pc_overlaps``, ``paired_accuracy_sd`` and the ``check_*`` functions) are reused through
+:class:`OneShotNetwork`, which offers the attributes they read from a network (``attention``, ``heads``,
+``path_names``, ``plot_order``, ``name``). Every ``U`` here is in the flat path order (``h_1`` slowest),
+which is also the figure order of this task (path label ``"h1,h2"``, 1-based, spec §4.3).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from .._validation import as_float64_array
+from ..attention import Attention
+from ..hmc import experiments as hmc_ex
+from ..paths import all_paths, path_features
+from ..theory import CertificateWarning, classification_accuracy, solve
+from .digits import DigitPairs
+from .imagesets import ImageDataset
+from .model import SumHeadTransformer
+from .sequences import SequenceEncoder, Sequences, digit_sequences, sample_sequences
+
+#: Widths of Fig. 3b (spec §3b, config.csv).
+PAPER_WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+#: Temperatures of the authors' grid (spec §3b, config.csv).
+PAPER_TEMPERATURES = (0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)
+#: Temperatures among which the authors pick the GP line's (spec §3b, ``forced_temperature``).
+PAPER_GP_TEMPERATURES = (0.025, 0.05, 0.075, 0.1, 0.25)
+#: Training examples of the theory and test episodes (spec §3b).
+PAPER_NUM_TRAIN = 600
+PAPER_NUM_TEST = 1000
+#: The authors' GD model: test accuracy and single-head pruning drops (points, heads in ascending score order),
+#: typed into their PLOT_head_scores_vs_performance_drop.py (spec §6.1, Fig. 3e); quoted for comparison only.
+AUTHORS_BASE_ACCURACY = 0.838
+AUTHORS_SINGLE_HEAD_DROPS = (2.0, 0.8, 4.3, 8.4, 7.8, 7.3, 9.5, 8.9)
+#: Splits on which the theory's predictors are evaluated.
+EVALUATION_SPLITS = ("validation", "test", "ood")
+
+
+def _count(value, name: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    return int(value)
+
+
+def _increasing(values, name: str, *, integer: bool) -> tuple:
+    try:
+        values = tuple(values)
+    except TypeError as err:
+        raise ValueError(f"{name} must be a sequence of numbers, got {values!r}") from err
+    kind = numbers.Integral if integer else numbers.Real
+    if not values or any(isinstance(v, bool) or not isinstance(v, kind) or not v > 0 for v in values):
+        raise ValueError(f"{name} must be a non-empty sequence of positive {'integers' if integer else 'numbers'}, "
+                         f"got {values!r}")
+    if list(values) != sorted(set(values)):
+        raise ValueError(f"{name} must be strictly increasing, got {values!r}")
+    return tuple(int(v) if integer else float(v) for v in values)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the theory network and the episodes
+
+
+@dataclass(frozen=True)
+class OneShotNetwork:
+    """The theory network of the one-shot task (spec §4.3): the trained model's query/key maps as fixed
+    attention (qk form, average pooling), ``L = 2`` layers of ``H = 4`` heads, 16 paths.
+
+    It offers what :mod:`attnpaths.hmc.experiments` reads from a network, so that its ``PathData``,
+    ``sample_posterior`` and ``pc_overlaps`` serve this task unchanged.
+    """
+
+    attention: Attention
+    name: str = "one-shot"
+
+    def __post_init__(self):
+        if not isinstance(self.attention, Attention):
+            raise ValueError(f"attention must be an attnpaths.attention.Attention, got {type(self.attention).__name__}")
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        return self.attention.heads
+
+    @property
+    def num_paths(self) -> int:
+        return self.attention.num_paths
+
+    @property
+    def path_names(self) -> tuple[str, ...]:
+        """``"h1,h2"`` with 1-based heads, in flat path order (spec §4.3)."""
+        return tuple(",".join(str(h + 1) for h in path) for path in all_paths(self.heads))
+
+    @property
+    def plot_order(self) -> tuple[int, ...]:
+        """Figures show the paths in flat order."""
+        return tuple(range(self.num_paths))
+
+
+@dataclass(frozen=True, eq=False)
+class Episodes:
+    """The episodes of one chapter run.
+
+    Attributes:
+        train: ``P`` class-sorted episodes of the training classes (the theory's training set).
+        validation: class-sorted episodes of the validation classes (temperature selection).
+        test: class-sorted episodes of the test classes (reported accuracies).
+        ood: out-of-distribution digit episodes (or None).
+    """
+
+    train: Sequences
+    validation: Sequences
+    test: Sequences
+    ood: Sequences | None = None
+
+    def split(self, name: str) -> Sequences:
+        if name not in ("train",) + EVALUATION_SPLITS:
+            raise ValueError(f"split must be one of {('train',) + EVALUATION_SPLITS}, got {name!r}")
+        value = getattr(self, name)
+        if value is None:
+            raise ValueError(f"split {name!r} was not drawn")
+        return value
+
+
+def class_sorted_sequences(classes, n: int, encoder: SequenceEncoder, rng: np.random.Generator) -> Sequences:
+    """``n`` episodes of one split, the first ``n/2`` with ``y = +1`` then ``n/2`` with ``y = -1`` (spec §3b).
+
+    Draws episodes in blocks of ``n`` until each target has ``n/2`` of them, then keeps the first ``n/2`` of
+    each (in the order drawn), so the result depends only on ``rng``'s state and ``n``.
+    """
+    n = _count(n, "n", 2)
+    if n % 2:
+        raise ValueError(f"n must be even (half of each target), got {n}")
+    blocks = []
+    while True:
+        blocks.append(sample_sequences(classes, n, encoder, rng))
+        y = torch.cat([b.y for b in blocks])
+        if min(int((y > 0).sum()), int((y < 0).sum())) >= n // 2:
+            break
+    merged = blocks[0] if len(blocks) == 1 else Sequences(
+        torch.cat([b.x for b in blocks]), y, np.concatenate([b.images for b in blocks]),
+        np.concatenate([b.label_tokens for b in blocks]), np.concatenate([b.classes for b in blocks]),
+    )
+    return merged.class_sorted(n)
+
+
+def draw_episodes(
+    dataset: ImageDataset,
+    encoder: SequenceEncoder,
+    *,
+    num_train: int = PAPER_NUM_TRAIN,
+    num_validation: int = PAPER_NUM_TEST,
+    num_test: int = PAPER_NUM_TEST,
+    seed: int = 0,
+    digits: DigitPairs | None = None,
+) -> Episodes:
+    """Training, validation and test episodes from the disjoint class splits, and the OOD digit episodes.
+
+    Each split has its own stream ``numpy.random.default_rng(SeedSequence(seed).spawn(3)[k])`` (k = 0, 1, 2
+    for train, validation, test), so changing one split's size changes no other split.
+
+    Args:
+        dataset: the class splits; encoder: the trained model's frozen token encoding.
+        num_train: ``P``; num_validation, num_test: episodes per split (even).
+        seed: the seed of the three streams.
+        digits: out-of-distribution digit pairs (:func:`attnpaths.oneshot.digits.load_digit_pairs`), or None.
+    """
+    seed = _count(seed, "seed", 0)
+    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)]
+    return Episodes(
+        train=class_sorted_sequences(dataset.train, num_train, encoder, rngs[0]),
+        validation=class_sorted_sequences(dataset.validation, num_validation, encoder, rngs[1]),
+        test=class_sorted_sequences(dataset.test, num_test, encoder, rngs[2]),
+        ood=None if digits is None else digit_sequences(digits, encoder),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class EpisodeFeatures:
+    """Path features (spec S4) of every split under one network.
+
+    Attributes:
+        network: the :class:`OneShotNetwork`.
+        features: ``{split: [B, N0, n_paths]}``; ``y``: ``{split: [B]}`` (float64 tensors).
+    """
+
+    network: OneShotNetwork
+    features: dict
+    y: dict
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        return tuple(s for s in EVALUATION_SPLITS if s in self.features)
+
+    def path_data(self, split: str = "test") -> hmc_ex.PathData:
+        """The training features with one evaluation split as ``PathData`` (for the HMC chapter's tools)."""
+        if split not in self.splits:
+            raise ValueError(f"split must be one of {self.splits}, got {split!r}")
+        return hmc_ex.PathData(network=self.network, features=self.features["train"], y=self.y["train"],
+                               features_test=self.features[split], y_test=self.y[split])
+
+
+def episode_features(episodes: Episodes, attention: Attention) -> EpisodeFeatures:
+    """Path features of the training, validation, test and (if drawn) OOD episodes."""
+    network = OneShotNetwork(attention)
+    names = ("train",) + tuple(s for s in EVALUATION_SPLITS if getattr(episodes, s) is not None)
+    features = {s: path_features(episodes.split(s).x, attention) for s in names}
+    y = {s: episodes.split(s).y.to(torch.float64) for s in names}
+    return EpisodeFeatures(network, features, y)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the theory on a grid of widths and temperatures
+
+
+@dataclass(frozen=True, eq=False)
+class TemperatureGrid:
+    """The theory (or its GP limit) at every (width, temperature).
+
+    Attributes:
+        widths: ``[n_w]`` (``inf`` for the GP limit); temperatures: ``[n_T]``.
+        accuracy: ``{split: [n_w, n_T]}`` accuracy of the mean predictor (S8).
+        mse: ``{split: [n_w, n_T]}`` mean squared error ``<(f - y)^2>`` of the mean predictor.
+        means: ``{split: [n_w, n_T, B]}`` the mean predictors.
+        U: ``[n_w, n_T, n, n]`` the minimising ``U_1`` (flat path order).
+        converged: ``[n_w, n_T]`` the solver's certificate; solve_seconds: ``[n_w, n_T]``.
+        warm_started: ``[n_w, n_T]`` whether the point started from the neighbouring temperature's minimiser;
+        iterations: ``[n_w, n_T]`` Newton iterations.
+    """
+
+    widths: np.ndarray
+    temperatures: np.ndarray
+    accuracy: dict
+    mse: dict
+    means: dict = field(repr=False)
+    U: np.ndarray = field(repr=False)
+    converged: np.ndarray = field(repr=False)
+    solve_seconds: np.ndarray = field(repr=False)
+    warm_started: np.ndarray = field(repr=False)
+    iterations: np.ndarray = field(repr=False)
+
+    def index(self, width) -> int:
+        hits = np.flatnonzero(self.widths == width)
+        if hits.size == 0:
+            raise ValueError(f"width must be one of the solved widths {self.widths.tolist()}, got {width!r}")
+        return int(hits[0])
+
+
+def _solve_point(data: EpisodeFeatures, width, temperature, initial, max_iterations):
+    with warnings.catch_warnings():
+        # an uncertified point is kept, marked in `converged` and never selected (select_temperature)
+        warnings.simplefilter("ignore", CertificateWarning)
+        return solve(data.features["train"], data.y["train"], heads=data.network.heads, widths=width,
+                     temperature=temperature, initial=initial, max_iterations=max_iterations, on_failure="warn")
+
+
+def _grid(data: EpisodeFeatures, widths, temperatures, progress: bool, desc: str, warm_start: bool,
+          max_iterations: int) -> TemperatureGrid:
+    splits = data.splits
+    n_w, n_T = len(widths), len(temperatures)
+    acc = {s: np.zeros((n_w, n_T)) for s in splits}
+    mse = {s: np.zeros((n_w, n_T)) for s in splits}
+    means = {s: np.zeros((n_w, n_T, data.y[s].shape[0])) for s in splits}
+    n = data.network.num_paths
+    U = np.zeros((n_w, n_T, n, n))
+    converged = np.zeros((n_w, n_T), dtype=bool)
+    warm = np.zeros((n_w, n_T), dtype=bool)
+    iterations = np.zeros((n_w, n_T), dtype=int)
+    seconds = np.zeros((n_w, n_T))
+    bar = tqdm(total=n_w * n_T, desc=desc, disable=not progress, leave=False)
+    for i, width in enumerate(widths):
+        previous = None
+        # from the highest temperature down: the minimiser moves smoothly with T, so the solution at the
+        # previous temperature is a close starting point (the GP values are the start when there is none)
+        for j in reversed(range(n_T)):
+            start = time.perf_counter()
+            initial = previous if (warm_start and math.isfinite(width)) else None
+            sol = _solve_point(data, width, temperatures[j], initial, max_iterations)
+            if initial is not None and not sol.converged:
+                initial = None
+                sol = _solve_point(data, width, temperatures[j], None, max_iterations)
+            seconds[i, j] = time.perf_counter() - start
+            warm[i, j] = initial is not None
+            iterations[i, j] = sol.iterations
+            previous = [torch.as_tensor(u) for u in sol.U_layers] if sol.converged else None
+            U[i, j] = sol.U
+            converged[i, j] = sol.converged
+            for s in splits:
+                mean = sol.predict(data.features[s])[0]
+                labels = data.y[s].numpy()
+                means[s][i, j] = mean
+                acc[s][i, j] = classification_accuracy(mean, labels)
+                mse[s][i, j] = float(np.mean((mean - labels) ** 2))
+            bar.update()
+    bar.close()
+    return TemperatureGrid(np.array(widths, dtype=float), np.array(temperatures, dtype=float), acc, mse, means, U,
+                           converged, seconds, warm, iterations)
+
+
+def theory_grid(data: EpisodeFeatures, widths=PAPER_WIDTHS, temperatures=PAPER_TEMPERATURES, *,
+                warm_start: bool = True, max_iterations: int = 200, progress: bool = True) -> TemperatureGrid:
+    """Solve the theory (S6) at every width and temperature; evaluate the mean predictor (S8) on every split.
+
+    With ``warm_start`` the temperatures of one width are solved from the highest down, each starting from
+    the previous certified minimiser (a start that fails to certify is retried from the GP values, the
+    solver's default start). The minimiser is the same when the action has one minimum; the chapter checks
+    this at the selected points against a start from the GP values.
+
+    A point whose minimiser is not certified (the solver's gradient or Hessian test fails) keeps the
+    solver's last iterate and is marked ``False`` in ``converged``; :func:`selected` never chooses it.
+    """
+    widths = _increasing(widths, "widths", integer=True)
+    temperatures = _increasing(temperatures, "temperatures", integer=False)
+    max_iterations = _count(max_iterations, "max_iterations", 1)
+    return _grid(data, widths, temperatures, progress, "theory (N, T)", warm_start, max_iterations)
+
+
+def gp_grid(data: EpisodeFeatures, temperatures=PAPER_GP_TEMPERATURES) -> TemperatureGrid:
+    """The GP limit (S9, ``U = I``) at every temperature, as a one-width :class:`TemperatureGrid`."""
+    temperatures = _increasing(temperatures, "temperatures", integer=False)
+    return _grid(data, (math.inf,), temperatures, False, "GP", False, 1)
+
+
+def select_temperature(accuracy, mse=None, allowed=None) -> np.ndarray:
+    """Index of the chosen temperature for every width: the highest accuracy; ties go to the lower mean
+    squared error (if given), then to the lower temperature.
+
+    Args:
+        accuracy: ``[n_w, n_T]`` accuracies on the selection split; mse: ``[n_w, n_T]`` or None.
+        allowed: bool ``[n_w, n_T]`` the points that may be chosen (default all); every width needs one.
+
+    Returns:
+        int ``[n_w]``.
+    """
+    acc = as_float64_array(accuracy, "accuracy")
+    if acc.ndim != 2 or acc.shape[1] < 1:
+        raise ValueError(f"accuracy must have shape [n_w, n_T], got {acc.shape}")
+    err = np.zeros_like(acc) if mse is None else as_float64_array(mse, "mse")
+    if err.shape != acc.shape:
+        raise ValueError(f"mse must have the shape of accuracy {acc.shape}, got {err.shape}")
+    ok = np.ones(acc.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    if ok.shape != acc.shape:
+        raise ValueError(f"allowed must have the shape of accuracy {acc.shape}, got {ok.shape}")
+    if not ok.any(axis=1).all():
+        raise ValueError(f"allowed must leave at least one temperature for every width (none for rows "
+                         f"{np.flatnonzero(~ok.any(axis=1)).tolist()})")
+    chosen = []
+    for a, e, m in zip(acc, err, ok):
+        # lexicographic: highest accuracy, then lowest mse, then lowest temperature index
+        chosen.append(min(np.flatnonzero(m), key=lambda j: (-a[j], e[j], j)))
+    return np.array(chosen, dtype=int)
+
+
+def selected(grid: TemperatureGrid, on: str = "validation") -> dict:
+    """The grid at the temperature chosen on split ``on`` for every width (:func:`select_temperature`),
+    among the certified points.
+
+    Returns:
+        ``{"on", "index": [n_w], "temperature": [n_w], "accuracy": {split: [n_w]}, "mse": {split: [n_w]},
+        "U": [n_w, n, n], "means": {split: [n_w, B]}}``.
+    """
+    if on not in grid.accuracy:
+        raise ValueError(f"on must be one of the evaluated splits {tuple(grid.accuracy)}, got {on!r}")
+    idx = select_temperature(grid.accuracy[on], grid.mse[on], grid.converged)
+    rows = np.arange(len(idx))
+    return {
+        "on": on,
+        "index": idx,
+        "temperature": grid.temperatures[idx],
+        "accuracy": {s: a[rows, idx] for s, a in grid.accuracy.items()},
+        "mse": {s: m[rows, idx] for s, m in grid.mse.items()},
+        "U": grid.U[rows, idx],
+        "means": {s: m[rows, idx] for s, m in grid.means.items()},
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
+# pruning the gradient-descent model (spec §2.8)
+
+
+def all_heads(heads) -> list[tuple[int, int]]:
+    """Every ``(layer, head)`` pair, 0-based, layer-major (the order of :func:`attnpaths.head_scores.head_labels`)."""
+    return [(l, h) for l, n in enumerate(heads) for h in range(n)]
+
+
+@torch.no_grad()
+def path_outputs(model: SumHeadTransformer, x: torch.Tensor, *, batch_size: int = 256) -> torch.Tensor:
+    """The GD model's output split into its attention paths, without the head-sum factors ``F^{-1/2}``.
+
+    The model is linear in its value weights, so ``f(x) = sum_pi (prod_l c_l[h_l]) g_pi(x)`` with
+    ``g_pi(x) = mean_t [V^(L,h_L) Omega^(L,h_L) ... V^(1,h_1) Omega^(1,h_1) V0 x]_t . a`` and ``c_l[h]`` the
+    factor of head ``h`` in layer ``l``: ``F^{-1/2}`` unpruned, and after pruning 0 for a dropped head and
+    ``(F - n_dropped)^{-1/2}`` for a kept one (spec §2.8). Computed in float64.
+
+    Args:
+        x: ``[B, N0, T]`` episodes.
+
+    Returns:
+        float64 ``[B, F^L]``, paths in flat order (``h_1`` slowest).
+    """
+    chunks = []
+    V0 = model.input_layer.detach().double()
+    values = model.values.detach().double()
+    readout = model.readout.detach().double()
+    for start in range(0, x.shape[0], batch_size):
+        xb = x[start : start + batch_size].double()
+        omega = model.attention_matrices(xb).double()  # [B, L, F, T_key, T_query]
+        stream = torch.einsum("bit,ni->btn", xb, V0)[:, None]  # [B, paths so far, T, N]
+        for layer in range(model.num_layers):
+            # new[b, (p, h), t] = V^(l,h) sum_s Omega^(l,h)_{s t} stream[b, p, s]
+            mixed = torch.einsum("bhst,bpsn->bphtn", omega[:, layer], stream)
+            stream = torch.einsum("bphtn,hmn->bphtm", mixed, values[layer]).flatten(1, 2)
+        chunks.append(stream.mean(dim=2) @ readout)
+    return torch.cat(chunks) if chunks else torch.zeros(0, model.num_heads**model.num_layers, dtype=torch.float64)
+
+
+def head_factors(heads, pruned=()) -> np.ndarray:
+    """Per-path factor ``prod_l c_l[h_l]`` of :func:`path_outputs` with the heads ``pruned`` dropped.
+
+    Returns:
+        float64 ``[prod_l H_l]`` in flat path order.
+    """
+    heads = tuple(int(h) for h in heads)
+    keep = [np.ones(H) for H in heads]
+    for pair in pruned:
+        l, h = (int(v) for v in pair)
+        if not (0 <= l < len(heads) and 0 <= h < heads[l]):
+            raise ValueError(f"pruned must hold 0-based (layer, head) pairs within heads={heads}, got {pair!r}")
+        keep[l][h] = 0.0
+    if any(k.sum() == 0 for k in keep):
+        raise ValueError(f"pruned must leave at least one head in every layer, got {list(pruned)!r}")
+    factors = [k / np.sqrt(k.sum()) for k in keep]
+    out = factors[0]
+    for f in factors[1:]:
+        out = np.multiply.outer(out, f).ravel()
+    return out
+
+
+class PruningEvaluator:
+    """Accuracy of the gradient-descent model on fixed episodes with a set of heads pruned (memoised).
+
+    The episodes' path outputs (:func:`path_outputs`) are computed once; the output with any set of heads
+    pruned is then their combination with :func:`head_factors`, so a pruning curve costs no forward pass.
+
+    Args:
+        model: the trained :class:`~attnpaths.oneshot.model.SumHeadTransformer`.
+        sequences: the episodes on which every accuracy is measured.
+    """
+
+    def __init__(self, model: SumHeadTransformer, sequences: Sequences):
+        if not isinstance(model, SumHeadTransformer):
+            raise ValueError(f"model must be a SumHeadTransformer, got {type(model).__name__}")
+        self.model = model
+        self.sequences = sequences
+        self.heads = (model.num_heads,) * model.num_layers
+        self.paths = path_outputs(model, sequences.x).numpy()
+        self.labels = sequences.y.numpy().astype(np.float64)
+        self._cache: dict[frozenset, float] = {}
+
+    def outputs(self, pruned=()) -> np.ndarray:
+        """Model outputs ``[B]`` with the heads ``pruned`` dropped."""
+        return self.paths @ head_factors(self.heads, pruned)
+
+    def __call__(self, pruned=()) -> float:
+        key = frozenset((int(l), int(h)) for l, h in pruned)
+        if key not in self._cache:
+            self._cache[key] = float(np.mean(np.sign(self.outputs(sorted(key))) == self.labels))
+        return self._cache[key]
+
+
+def single_head_drops(evaluator: PruningEvaluator) -> dict:
+    """Accuracy with each single head pruned, and the drop from the unpruned model (spec Fig. 3e).
+
+    Returns:
+        ``{"base": float, "accuracy": [L, H], "drop": [L, H]}`` (drops in accuracy fraction, positive = worse).
+    """
+    base = evaluator()
+    L, H = len(evaluator.heads), max(evaluator.heads)
+    acc = np.full((L, H), np.nan)
+    for l, h in all_heads(evaluator.heads):
+        acc[l, h] = evaluator([(l, h)])
+    return {"base": base, "accuracy": acc, "drop": base - acc}
+
+
+def pruning_sets(order, heads) -> list[tuple[tuple[int, int], ...]]:
+    """Cumulative sets of pruned heads along ``order``: set ``k`` holds the first ``k`` heads of ``order``
+    that can be pruned, a head being skipped when it is the last one left in its layer (the model needs
+    one head per layer). ``k`` runs from 0 to ``sum(H_l - 1)``.
+
+    Args:
+        order: a permutation of :func:`all_heads` ``(heads)``.
+        heads: ``(H_1, ..., H_L)``.
+    """
+    heads = tuple(int(h) for h in heads)
+    order = [tuple(int(v) for v in pair) for pair in order]
+    if sorted(order) != all_heads(heads):
+        raise ValueError(f"order must be a permutation of every (layer, head) pair of heads={heads}, got {order!r}")
+    left = list(heads)
+    pruned: list[tuple[int, int]] = []
+    sets = [()]
+    for l, h in order:
+        if left[l] > 1:
+            left[l] -= 1
+            pruned.append((l, h))
+            sets.append(tuple(pruned))
+    return sets
+
+
+def pruning_curve(evaluator: PruningEvaluator, order) -> np.ndarray:
+    """Accuracy after pruning ``k = 0, 1, ...`` heads along ``order`` (:func:`pruning_sets`)."""
+    return np.array([evaluator(s) for s in pruning_sets(order, evaluator.heads)])
+
+
+def score_order(scores) -> list[tuple[int, int]]:
+    """Heads in ascending head score (S11), ties in layer-major order.
+
+    Args:
+        scores: ``[L, H]`` (:func:`attnpaths.head_scores.head_scores`).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    heads = [(l, h) for l in range(scores.shape[0]) for h in range(scores.shape[1]) if np.isfinite(scores[l, h])]
+    return sorted(heads, key=lambda lh: (scores[lh], lh))
+
+
+def random_orders(heads, num_orders: int, rng: np.random.Generator) -> list[list[tuple[int, int]]]:
+    """``num_orders`` uniformly random orders of all heads, drawn from ``rng``."""
+    num_orders = _count(num_orders, "num_orders", 1)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    pairs = all_heads(heads)
+    return [[pairs[i] for i in rng.permutation(len(pairs))] for _ in range(num_orders)]
+
+
+# --------------------------------------------------------------------------------------------------------
+# statistics behind the verdicts
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share their mean rank), 0-based."""
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(values.size)
+    sorted_values = values[order]
+    i = 0
+    while i < values.size:
+        j = i
+        while j + 1 < values.size and sorted_values[j + 1] == sorted_values[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2
+        i = j + 1
+    return ranks
+
+
+def spearman_permutation_test(a, b) -> dict:
+    """Spearman rank correlation of ``a`` and ``b`` and its exact one-sided permutation p-value
+    ``P(rho_perm >= rho)`` over all ``n!`` pairings (``n <= 9``).
+
+    Returns:
+        ``{"rho", "p_value", "n"}``.
+    """
+    a, b = as_float64_array(a, "a").ravel(), as_float64_array(b, "b").ravel()
+    if a.shape != b.shape or a.size < 3:
+        raise ValueError(f"a and b must hold the same number (>= 3) of values, got {a.size} and {b.size}")
+    if a.size > 9:
+        raise ValueError(f"the exact permutation test enumerates n! pairings: n must be <= 9, got {a.size}")
+    ra, rb = _ranks(a), _ranks(b)
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    norm = np.sqrt((ra @ ra) * (rb @ rb))
+    if norm == 0:
+        return {"rho": 0.0, "p_value": 1.0, "n": int(a.size)}
+    rho = float(ra @ rb / norm)
+    perms = np.array(list(itertools.permutations(range(a.size))))
+    null = (rb[perms] @ ra) / norm
+    return {"rho": rho, "p_value": float(np.mean(null >= rho - 1e-12)), "n": int(a.size)}
+
+
+def head_relabelings(heads) -> np.ndarray:
+    """Every relabelling of the heads within each layer, as a permutation of the flat path index.
+
+    Path ``(h_1, ..., h_L)`` is sent to ``(sigma_1(h_1), ..., sigma_L(h_L))``; paths that share a head keep
+    sharing one. Returns int ``[prod_l H_l!, n_paths]`` (the identity first).
+    """
+    heads = tuple(int(h) for h in heads)
+    paths = all_paths(heads)
+    index = {p: k for k, p in enumerate(paths)}
+    out = []
+    for sigmas in itertools.product(*(itertools.permutations(range(H)) for H in heads)):
+        out.append([index[tuple(s[h] for s, h in zip(sigmas, p))] for p in paths])
+    return np.array(out, dtype=int)
+
+
+def pattern_similarity(U_a, U_b, heads) -> dict:
+    """How similar the patterns of two order parameters are (Fig. 3c: theory vs gradient descent).
+
+    Each matrix is divided by its largest magnitude; the statistic is the Pearson correlation of their
+    upper triangles (diagonal included). Its null distribution relabels the heads of ``U_b`` within each
+    layer (:func:`head_relabelings`), which keeps every structural feature of ``U_b`` (diagonal, paths
+    sharing a head) and only breaks which head is which; ``p_value`` is the fraction of relabellings with a
+    correlation at least as large as the observed one (the identity included, so ``p >= 1 / n_relabellings``).
+
+    Returns:
+        ``{"pearson", "pearson_offdiagonal", "p_value", "num_relabelings", "null_max"}``.
+    """
+    A, B = as_float64_array(U_a, "U_a"), as_float64_array(U_b, "U_b")
+    if A.ndim != 2 or A.shape != B.shape or A.shape[0] != A.shape[1]:
+        raise ValueError(f"U_a and U_b must be square matrices of the same shape, got {A.shape} and {B.shape}")
+    A, B = A / np.abs(A).max(), B / np.abs(B).max()
+    iu = np.triu_indices(A.shape[0])
+    off = np.triu_indices(A.shape[0], k=1)
+
+    def corr(x, y):
+        x, y = x - x.mean(), y - y.mean()
+        d = np.sqrt((x @ x) * (y @ y))
+        return float(x @ y / d) if d > 0 else 0.0
+
+    perms = head_relabelings(heads)
+    if perms.shape[1] != A.shape[0]:
+        raise ValueError(f"heads={tuple(heads)} gives {perms.shape[1]} paths, U has {A.shape[0]}")
+    observed = corr(A[iu], B[iu])
+    null = np.array([corr(A[iu], B[np.ix_(p, p)][iu]) for p in perms])
+    return {
+        "pearson": observed,
+        "pearson_offdiagonal": corr(A[off], B[off]),
+        "p_value": float(np.mean(null >= observed - 1e-12)),
+        "num_relabelings": int(len(perms)),
+        "null_max": float(null[1:].max()) if len(null) > 1 else observed,
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
+# verdicts: claims of the paper that the stand-in data may or may not support (never raise)
+
+
+def _verdict(claim: str, statement: str, holds: bool, measured: str, **numbers) -> dict:
+    return {"claim": claim, "statement": statement, "holds": bool(holds),
+            "verdict": "holds" if holds else "does not hold on the stand-in", "measured": measured, **numbers}
+
+
+def verdict_finite_width_advantage(widths, accuracy, gp_accuracy: float, *, paired_sd: float = 0.0) -> dict:
+    """Claim 1: the finite-width theory beats the GP limit at the smallest width and approaches it as ``N``
+    grows (:func:`attnpaths.hmc.experiments.check_finite_width_advantage`, turned into a verdict).
+
+    Args:
+        paired_sd: test-set standard deviation of the difference at the smallest width
+            (:func:`attnpaths.hmc.experiments.paired_accuracy_sd`), reported as the margin's scale.
+    """
+    widths = [int(w) for w in np.asarray(widths)]
+    acc = as_float64_array(accuracy, "accuracy")
+    margin, gap = float(acc[0] - gp_accuracy), float(acc[-1] - gp_accuracy)
+    try:
+        hmc_ex.check_finite_width_advantage(widths, acc, gp_accuracy)
+        holds, detail = True, ""
+    except hmc_ex.ClaimViolation as err:
+        holds, detail = False, str(err)
+    measured = (f"A(N={widths[0]}) - A_GP = {margin:+.3f} ({margin / paired_sd:+.1f} paired sd); "
+                f"A(N={widths[-1]}) - A_GP = {gap:+.3f}" if paired_sd > 0 else
+                f"A(N={widths[0]}) - A_GP = {margin:+.3f}; A(N={widths[-1]}) - A_GP = {gap:+.3f}")
+    return _verdict("1", "finite width beats the GP limit and approaches it as N grows", holds, measured,
+                    margin_smallest_N=margin, gap_largest_N=gap, paired_sd=float(paired_sd),
+                    significant=bool(paired_sd > 0 and margin > 2 * paired_sd), detail=detail)
+
+
+def verdict_kernel_alignment(overlaps_fw, overlaps_gp, *, k: int = 5) -> dict:
+    """Claim 4: at small ``N`` the leading kernel PCs are better aligned with the labels than the GP
+    kernel's (:func:`attnpaths.hmc.experiments.check_kernel_alignment`, as a verdict)."""
+    fw, gp = as_float64_array(overlaps_fw, "overlaps_fw"), as_float64_array(overlaps_gp, "overlaps_gp")
+    frac = (hmc_ex.label_fraction(fw, k), hmc_ex.label_fraction(gp, k))
+    best = (float(fw[:k].max()), float(gp[:k].max()))
+    try:
+        hmc_ex.check_kernel_alignment(fw, gp, k=k)
+        holds, detail = True, ""
+    except hmc_ex.ClaimViolation as err:
+        holds, detail = False, str(err)
+    measured = (f"label fraction of the first {k} PCs {frac[0]:.3f} (finite width) vs {frac[1]:.3f} (GP); "
+                f"largest overlap {best[0]:.3f} vs {best[1]:.3f}")
+    return _verdict("4", "finite width aligns the leading kernel PCs with the labels", holds, measured,
+                    label_fraction=frac, max_overlap=best, k=int(k), detail=detail)
+
+
+def verdict_head_scores_predict_drops(scores, drops, *, num_low: int = 2) -> dict:
+    """Claim 7, single heads (Fig. 3e): heads with low theory scores cost little accuracy when pruned.
+
+    Testable form: the Spearman correlation between head score and single-head pruning drop is positive,
+    and the ``num_low`` lowest-score heads drop less, on average, than the other heads. The exact one-sided
+    permutation p-value of the correlation is reported (with 8 heads it cannot be small unless the ranks
+    agree closely).
+
+    Args:
+        scores, drops: ``[L, H]`` (or flat) head scores and accuracy drops (positive = worse).
+    """
+    s, d = np.asarray(scores, dtype=np.float64).ravel(), np.asarray(drops, dtype=np.float64).ravel()
+    keep = np.isfinite(s) & np.isfinite(d)
+    s, d = s[keep], d[keep]
+    num_low = _count(num_low, "num_low", 1)
+    test = spearman_permutation_test(s, d)
+    low = np.argsort(s, kind="stable")[:num_low]
+    rest = np.setdiff1d(np.arange(s.size), low)
+    mean_low, mean_rest = float(d[low].mean()), float(d[rest].mean())
+    holds = test["rho"] > 0 and mean_low < mean_rest
+    measured = (f"Spearman rho(score, drop) = {test['rho']:+.2f} (one-sided p = {test['p_value']:.2f}); mean drop "
+                f"of the {num_low} lowest-score heads {mean_low:.3f} vs {mean_rest:.3f} for the others")
+    return _verdict("7a", "low-score heads cost little accuracy when pruned singly", holds, measured,
+                    spearman=test["rho"], p_value=test["p_value"], mean_drop_low=mean_low, mean_drop_rest=mean_rest,
+                    num_low=num_low)
+
+
+def verdict_pruning_order(score_curve, random_curves) -> dict:
+    """Claim 7, cumulative pruning (Fig. 3f): pruning in ascending head-score order keeps more accuracy
+    than pruning in a random order.
+
+    Testable form: the score order's accuracy, averaged over ``k = 1..K`` pruned heads, exceeds the mean of
+    the random orders' averages; also reported: the fraction of random orders that do at least as well.
+
+    Args:
+        score_curve: ``[K + 1]`` accuracies (k = 0..K); random_curves: ``[n_orders, K + 1]``.
+    """
+    sc = as_float64_array(score_curve, "score_curve")
+    rc = as_float64_array(random_curves, "random_curves")
+    if rc.ndim != 2 or rc.shape[1] != sc.size or sc.size < 2:
+        raise ValueError(f"random_curves must have shape [n_orders, {sc.size}], got {rc.shape}")
+    score_mean = float(sc[1:].mean())
+    random_means = rc[:, 1:].mean(axis=1)
+    gain = float(score_mean - random_means.mean())
+    beaten_by = float(np.mean(random_means >= score_mean))
+    holds = gain > 0
+    measured = (f"mean accuracy over 1..{sc.size - 1} pruned heads {score_mean:.3f} (score order) vs "
+                f"{random_means.mean():.3f} (mean of {rc.shape[0]} random orders, gain {gain:+.3f}); "
+                f"{beaten_by:.0%} of random orders do at least as well")
+    return _verdict("7b", "pruning in ascending head-score order beats random pruning orders", holds, measured,
+                    score_order_mean=score_mean, random_order_mean=float(random_means.mean()), gain=gain,
+                    fraction_random_at_least_as_good=beaten_by)
+
+
+def verdict_pattern_transfer(U_theory, U_gd, heads, *, alpha: float = 0.05) -> dict:
+    """Claim 8: the theory's ``U`` pattern transfers qualitatively to the gradient-descent weights (Fig. 3c).
+
+    Testable form: the correlation of the two normalised patterns (:func:`pattern_similarity`) is positive
+    and larger than under all but a fraction ``alpha`` of the head relabellings.
+    """
+    sim = pattern_similarity(U_theory, U_gd, heads)
+    holds = sim["pearson"] > 0 and sim["p_value"] < alpha
+    measured = (f"correlation of the patterns {sim['pearson']:+.2f} (off-diagonal {sim['pearson_offdiagonal']:+.2f}); "
+                f"head-relabelling p = {sim['p_value']:.3f} over {sim['num_relabelings']} relabellings")
+    return _verdict("8", "the theory's U pattern transfers to the gradient-descent weights", holds, measured,
+                    alpha=float(alpha), **sim)

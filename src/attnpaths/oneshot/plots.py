@@ -1,0 +1,163 @@
+"""Figures of the one-shot chapter (Fig. 3 and its appendix) that the HMC chapter's figures do not cover.
+
+Accuracy vs ``N``, ``U`` heat maps and PC overlaps reuse :mod:`attnpaths.hmc.plots` (the authors' plotting
+conventions, spec §6). Every function returns the :class:`matplotlib.figure.Figure` it drew and computes
+nothing that is not plotted: the numbers come from :mod:`attnpaths.oneshot.experiments`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib import pyplot as plt
+
+from ..hmc import plots as hmc_plots
+from .sequences import Sequences
+
+SCORE_COLOR = "tab:blue"
+DROP_COLOR = "tab:red"
+
+
+def task_episodes(num_sequences: int, num_episodes: int = 3) -> list[int]:
+    """Indices of the episodes that :func:`plot_task` shows from a class-sorted set: alternately the next
+    episode of the first half (``y = +1``) and of the second half (``y = -1``)."""
+    half = num_sequences // 2
+    return [i // 2 + (half if i % 2 else 0) for i in range(min(int(num_episodes), num_sequences))]
+
+
+def plot_task(episodes: Sequences, *, num_episodes: int = 3, token_example: int = 0):
+    """Fig. 3a from data: a few episodes (support A, support B, query; label tokens and target) and the token
+    features ``x`` of one episode (rows: features; columns: the tokens, image by image)."""
+    picks = task_episodes(len(episodes), num_episodes)
+    num_episodes = len(picks)
+    fig = plt.figure(figsize=(10.5, 1.05 * num_episodes + 0.9), layout="constrained")
+    left, right = fig.subfigures(1, 2, width_ratios=(1.0, 1.25))
+    axes = left.subplots(num_episodes, 3, squeeze=False)
+    names = ("support", "support", "query")
+    for row, k in enumerate(picks):
+        for col in range(3):
+            ax = axes[row, col]
+            ax.imshow(episodes.images[k, col], cmap="gray", vmin=0, vmax=1, interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            token = int(episodes.label_tokens[k, col])
+            label = f"{names[col]}, label {token}" if token < 2 else f"query, y = {int(episodes.y[k]):+d}"
+            ax.set_title(label, fontsize=7)
+    left.suptitle("episodes: two labelled supports, one query", fontsize=9)
+    ax = right.subplots()
+    x = episodes.x[picks[token_example]].numpy()
+    vmax = np.abs(x).max()
+    image = ax.imshow(x, aspect="auto", cmap="RdBu_r", vmin=-vmax, vmax=vmax, interpolation="nearest")
+    tokens_per_image = x.shape[1] // 3
+    for boundary in (tokens_per_image, 2 * tokens_per_image):
+        ax.axvline(boundary - 0.5, color="k", linewidth=0.8)
+    ax.set_xlabel("token (16 patches per image: support, support, query)")
+    ax.set_ylabel("feature")
+    ax.set_title(f"token features x of the first episode ({x.shape[0]} x {x.shape[1]})", fontsize=9)
+    right.colorbar(image, ax=ax, shrink=0.8)
+    return fig
+
+
+def plot_order_parameters(matrices, titles, names, *, limits=None):
+    """``U`` heat maps side by side (Fig. 3c), symmetric colour scales ``+-limits`` (default ``max|U|`` of
+    each panel), path-labelled axes (:func:`attnpaths.hmc.plots.plot_order_parameters` without numbers, small
+    rotated tick labels)."""
+    fig = hmc_plots.plot_order_parameters(matrices, titles, names, annotate=False, limits=limits)
+    fig.set_size_inches(3.3 * len(matrices), 3.1)
+    for ax in fig.axes[: len(matrices)]:  # the image axes (their colour bars come after them)
+        ax.tick_params(labelsize=6)
+        ax.tick_params(axis="x", labelrotation=90)
+    return fig
+
+
+def plot_head_scores_and_drops(labels, scores, drops, *, base_accuracy=None):
+    """Fig. 3e: head scores (blue bars, left axis) and the accuracy drop when the head alone is pruned
+    (red bars, right axis, in %), heads sorted by ascending score.
+
+    Args:
+        labels: head labels ``"(l)h"``; scores, drops: same length (drops as fractions).
+    """
+    scores, drops = np.asarray(scores, dtype=float), np.asarray(drops, dtype=float)
+    order = np.argsort(scores, kind="stable")
+    fig, ax = plt.subplots(figsize=(5.2, 3.0), layout="constrained")
+    k = np.arange(len(order))
+    ax.bar(k - 0.2, scores[order], width=0.4, color=SCORE_COLOR, label="head score")
+    ax.set_ylabel("Score", color=SCORE_COLOR)
+    ax.set_xticks(k, [labels[i] for i in order])
+    ax.set_xlabel("head \"(layer) index\", in ascending score")
+    twin = ax.twinx()
+    twin.bar(k + 0.2, 100 * drops[order], width=0.4, color=DROP_COLOR, label="drop when pruned")
+    twin.set_ylabel("Drop (%)", color=DROP_COLOR)
+    twin.axhline(0, color="k", linewidth=0.5)
+    title = "Head scores and performance drop"
+    if base_accuracy is not None:
+        title += f" (unpruned: {100 * base_accuracy:.1f} %)"
+    ax.set_title(title, fontsize=9)
+    handles = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+    ax.legend(handles, ["head score (theory, max = 1)", "drop when pruned alone (GD model)"], fontsize=6.5,
+              loc="upper left")
+    return fig
+
+
+def plot_cumulative_pruning(score_curve, random_curves, *, score_labels=None):
+    """Fig. 3f: accuracy after pruning ``k`` heads in ascending score order (blue) against random orders
+    (grey lines; black: their mean, band: +-1 sd).
+
+    Args:
+        score_curve: ``[K + 1]``; random_curves: ``[n_orders, K + 1]`` (fractions).
+        score_labels: optional labels of the heads pruned at steps ``1..K`` along the score order.
+    """
+    sc = 100 * np.asarray(score_curve, dtype=float)
+    rc = 100 * np.asarray(random_curves, dtype=float)
+    k = np.arange(sc.size)
+    fig, ax = plt.subplots(figsize=(5.2, 3.2), layout="constrained")
+    for curve in rc:
+        ax.plot(k, curve, color="0.75", linewidth=0.6, zorder=1)
+    mean, sd = rc.mean(axis=0), rc.std(axis=0, ddof=1) if rc.shape[0] > 1 else np.zeros(sc.size)
+    ax.fill_between(k, mean - sd, mean + sd, color="0.5", alpha=0.25, linewidth=0, zorder=2,
+                    label=f"random orders, mean +- sd ({rc.shape[0]} orders)")
+    ax.plot(k, mean, color="k", linewidth=1.2, zorder=3, label="random orders, mean")
+    ax.plot(k, sc, color=SCORE_COLOR, marker="o", markersize=4, linewidth=1.5, zorder=4,
+            label="ascending head score")
+    if score_labels is not None:
+        for step, label in enumerate(score_labels, start=1):
+            ax.annotate(label, (step, sc[step]), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=6,
+                        color=SCORE_COLOR)
+    ax.set_xticks(k)
+    ax.set_xlabel("number of pruned heads")
+    ax.set_ylabel("A (%)")
+    ax.set_title("Accuracy of the GD model after pruning heads", fontsize=9)
+    ax.legend(fontsize=6.5, loc="lower left")
+    return fig
+
+
+def plot_temperature_grid(widths, temperatures, accuracy, chosen, *, converged=None, titles=None):
+    """Accuracy of the theory over the (N, T) grid, one heat map per split, with the temperature chosen for
+    every width marked (one marker style per selection rule).
+
+    Args:
+        accuracy: ``{split: [n_w, n_T]}``; chosen: ``{rule label: int [n_w]}`` indices into ``temperatures``.
+        converged: optional bool ``[n_w, n_T]``; uncertified points are hatched out.
+    """
+    widths, temperatures = list(widths), list(temperatures)
+    splits = list(accuracy)
+    fig, axes = plt.subplots(1, len(splits), figsize=(3.6 * len(splits), 3.5), layout="constrained", squeeze=False)
+    markers = ("o", "x", "+", "s")
+    for ax, split in zip(axes[0], splits):
+        a = 100 * np.asarray(accuracy[split], dtype=float)
+        image = ax.imshow(a.T, origin="lower", aspect="auto", cmap="viridis")
+        if converged is not None:
+            bad = ~np.asarray(converged, dtype=bool)
+            for i, j in zip(*np.nonzero(bad)):
+                ax.text(i, j, "n.c.", ha="center", va="center", fontsize=5, color="w")
+        for (label, idx), marker in zip(chosen.items(), markers):
+            ax.plot(np.arange(len(widths)), np.asarray(idx), marker=marker, linestyle="none", color="tab:red",
+                    markersize=6 if marker == "o" else 7, markerfacecolor="none", label=label)
+        ax.set_xticks(range(len(widths)), [str(int(w)) for w in widths], rotation=90, fontsize=7)
+        ax.set_yticks(range(len(temperatures)), [f"{t:g}" for t in temperatures], fontsize=7)
+        ax.set_xlabel("N")
+        ax.set_ylabel("T")
+        ax.set_title((titles or {}).get(split, split), fontsize=9)
+        fig.colorbar(image, ax=ax, shrink=0.8, label="A (%)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=len(labels))
+    return fig

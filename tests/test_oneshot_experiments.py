@@ -1,0 +1,301 @@
+"""Tests of attnpaths.oneshot.experiments: temperature selection uses only the selection split, the theory
+grid and its warm starts, pruning orders and sets, the statistics behind the verdicts, and the verdicts
+themselves (each must say "does not hold" on data that contradict its claim, and never raise)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+from attnpaths.attention import Attention, AttentionLayer
+from attnpaths.hmc import experiments as hmc_ex
+from attnpaths.oneshot import experiments as ex
+from attnpaths.oneshot.imagesets import ImageClasses
+from attnpaths.oneshot.model import SumHeadTransformer
+from attnpaths.oneshot.sequences import SequenceEncoder
+from attnpaths.oneshot.training import accuracy as model_accuracy
+from attnpaths.paths import all_paths
+from attnpaths.theory import classification_accuracy, solve
+
+from helpers import random_problem
+
+
+def tiny_attention(heads=(2, 2), n0=6, g=3, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    layers = tuple(AttentionLayer(Q=torch.randn(h, g, n0, generator=gen, dtype=torch.float64),
+                                  K=torch.randn(h, g, n0, generator=gen, dtype=torch.float64)) for h in heads)
+    return Attention(layers, readout="average_pooling")
+
+
+@pytest.fixture(scope="module")
+def features():
+    """Random path features with label structure for train / validation / test (2 x 2 heads, 4 paths)."""
+    feats, ys = {}, {}
+    for split, (P, seed) in {"train": (24, 0), "validation": (30, 1), "test": (30, 2)}.items():
+        xi, y = random_problem(P=P, n0=6, heads=(2, 2), seed=seed)
+        feats[split], ys[split] = xi, y
+    return ex.EpisodeFeatures(ex.OneShotNetwork(tiny_attention()), feats, ys)
+
+
+@pytest.fixture(scope="module")
+def grid(features):
+    return ex.theory_grid(features, widths=(5, 50), temperatures=(0.1, 0.5, 1.0), progress=False)
+
+
+# ------------------------------------------------------------------------------------------------ network
+def test_one_shot_network_names_paths_like_the_authors():
+    net = ex.OneShotNetwork(tiny_attention(heads=(4, 4), n0=5))
+    assert net.heads == (4, 4) and net.num_paths == 16
+    assert net.path_names[:5] == ("1,1", "1,2", "1,3", "1,4", "2,1")  # h1 slowest, 1-based
+    assert net.plot_order == tuple(range(16))
+    with pytest.raises(ValueError, match="attention"):
+        ex.OneShotNetwork("not attention")
+
+
+# ------------------------------------------------------------------------------------------------ episodes
+def blob_classes(n_classes, seed):
+    rng = np.random.default_rng(seed)
+    images = rng.uniform(size=(n_classes, 4, 16, 16)).astype(np.float32)
+    return ImageClasses(images, tuple(f"b{seed}-{k}" for k in range(n_classes)), ("blobs",) * n_classes)
+
+
+def test_class_sorted_sequences_are_balanced_and_reproducible():
+    classes = blob_classes(5, 0)
+    encoder = SequenceEncoder.create(np.random.default_rng(0), patch_size=4, image_size=16)
+    a = ex.class_sorted_sequences(classes, 40, encoder, np.random.default_rng(3))
+    b = ex.class_sorted_sequences(classes, 40, encoder, np.random.default_rng(3))
+    assert torch.equal(a.x, b.x)
+    assert a.y[:20].eq(1).all() and a.y[20:].eq(-1).all()
+    with pytest.raises(ValueError, match="even"):
+        ex.class_sorted_sequences(classes, 7, encoder, np.random.default_rng(0))
+
+
+# ------------------------------------------------------------------------------------------------ theory grid
+def test_grid_matches_independent_solves_and_warm_starts_find_the_same_minimum(features, grid):
+    assert grid.converged.all()
+    assert grid.warm_started[:, :-1].all() and not grid.warm_started[:, -1].any()  # highest T starts from GP
+    for i, w in enumerate((5, 50)):
+        for j, T in enumerate((0.1, 0.5, 1.0)):
+            sol = solve(features.features["train"], features.y["train"], heads=(2, 2), widths=w, temperature=T)
+            np.testing.assert_allclose(grid.U[i, j], sol.U, atol=1e-7)
+            mean = sol.predict(features.features["test"])[0]
+            np.testing.assert_allclose(grid.means["test"][i, j], mean, atol=1e-7)
+            assert grid.accuracy["test"][i, j] == classification_accuracy(mean, features.y["test"].numpy())
+
+
+def test_gp_grid_is_the_identity_order_parameter(features):
+    gp = ex.gp_grid(features, (0.1, 0.5))
+    assert gp.widths.tolist() == [math.inf]
+    np.testing.assert_allclose(gp.U[0, 0], np.eye(4))
+
+
+@pytest.mark.parametrize("bad", [(), (5, 5), (0, 5), (5.5,)])
+def test_theory_grid_rejects_bad_widths(features, bad):
+    with pytest.raises(ValueError, match="widths"):
+        ex.theory_grid(features, widths=bad, temperatures=(0.1,), progress=False)
+
+
+# ------------------------------------------------------------------------------------------------ selection
+def test_select_temperature_takes_the_best_then_lowest_mse_then_lowest_temperature():
+    acc = np.array([[0.6, 0.8, 0.7], [0.9, 0.9, 0.9], [0.5, 0.7, 0.7]])
+    mse = np.array([[1.0, 1.0, 1.0], [0.5, 0.4, 0.4], [1.0, 0.9, 0.3]])
+    assert ex.select_temperature(acc, mse).tolist() == [1, 1, 2]
+    assert ex.select_temperature(acc).tolist() == [1, 0, 1]
+    allowed = np.array([[True, False, True], [True, True, True], [True, True, True]])
+    assert ex.select_temperature(acc, mse, allowed)[0] == 2
+    with pytest.raises(ValueError, match="allowed"):
+        ex.select_temperature(acc, mse, np.zeros_like(acc, dtype=bool))
+
+
+def test_selection_on_validation_never_looks_at_the_test_split(grid):
+    chosen = ex.selected(grid, on="validation")
+    # scramble the test split's accuracies and errors: the validation choice cannot change
+    rng = np.random.default_rng(0)
+    scrambled = ex.TemperatureGrid(
+        grid.widths, grid.temperatures,
+        {**grid.accuracy, "test": rng.uniform(size=grid.accuracy["test"].shape)},
+        {**grid.mse, "test": rng.uniform(size=grid.mse["test"].shape)},
+        grid.means, grid.U, grid.converged, grid.solve_seconds, grid.warm_started, grid.iterations,
+    )
+    again = ex.selected(scrambled, on="validation")
+    assert again["index"].tolist() == chosen["index"].tolist()
+    np.testing.assert_array_equal(again["temperature"], chosen["temperature"])
+    np.testing.assert_array_equal(chosen["index"], ex.select_temperature(grid.accuracy["validation"],
+                                                                         grid.mse["validation"], grid.converged))
+    # the reported test accuracy is the test split at the validation-chosen temperature
+    rows = np.arange(len(grid.widths))
+    np.testing.assert_array_equal(chosen["accuracy"]["test"], grid.accuracy["test"][rows, chosen["index"]])
+    # the authors' rule picks the best test accuracy: never below the validation rule on the test split
+    assert np.all(ex.selected(grid, on="test")["accuracy"]["test"] >= chosen["accuracy"]["test"])
+    with pytest.raises(ValueError, match="on must be"):
+        ex.selected(grid, on="train")
+
+
+def test_selection_skips_uncertified_points(grid):
+    converged = grid.converged.copy()
+    best = ex.selected(grid, on="validation")["index"]
+    converged[0, best[0]] = False
+    masked = ex.TemperatureGrid(grid.widths, grid.temperatures, grid.accuracy, grid.mse, grid.means, grid.U,
+                                converged, grid.solve_seconds, grid.warm_started, grid.iterations)
+    assert ex.selected(masked, on="validation")["index"][0] != best[0]
+
+
+# ------------------------------------------------------------------------------------------------ pruning
+def test_pruning_sets_never_empty_a_layer_and_grow_one_head_at_a_time():
+    heads = (4, 4)
+    order = [(0, 0), (0, 1), (0, 2), (0, 3), (1, 3), (1, 2), (1, 1), (1, 0)]
+    sets = ex.pruning_sets(order, heads)
+    assert len(sets) == 1 + 3 + 3
+    assert sets[0] == () and all(len(s) == k for k, s in enumerate(sets))
+    assert all(sets[k][:-1] == sets[k - 1] for k in range(1, len(sets)))
+    assert (0, 3) not in sets[-1] and (1, 0) not in sets[-1]  # the last head of each layer is skipped
+    for s in sets:
+        for layer in range(2):
+            assert sum(1 for l, _ in s if l == layer) <= heads[layer] - 1
+    with pytest.raises(ValueError, match="permutation"):
+        ex.pruning_sets(order[:-1], heads)
+
+
+def test_random_orders_are_reproducible_permutations():
+    a = ex.random_orders((4, 4), 10, np.random.default_rng(5))
+    b = ex.random_orders((4, 4), 10, np.random.default_rng(5))
+    assert a == b
+    assert all(sorted(o) == ex.all_heads((4, 4)) for o in a)
+    assert len({tuple(o) for o in a}) > 1
+    with pytest.raises(ValueError, match="rng"):
+        ex.random_orders((4, 4), 2, 0)
+    with pytest.raises(ValueError, match="num_orders"):
+        ex.random_orders((4, 4), 0, np.random.default_rng(0))
+
+
+def test_score_order_is_ascending_with_layer_major_ties():
+    scores = np.array([[0.5, 0.2, 1.0], [0.2, 0.9, np.nan]])
+    assert ex.score_order(scores) == [(0, 1), (1, 0), (0, 0), (1, 1), (0, 2)]
+
+
+def test_path_outputs_reproduce_the_model_with_any_heads_pruned():
+    model = SumHeadTransformer(16, 8, 4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    classes = blob_classes(6, 1)
+    encoder = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
+    seqs = ex.class_sorted_sequences(classes, 60, encoder, np.random.default_rng(2))
+    g = ex.path_outputs(model, seqs.x, batch_size=7)
+    assert g.shape == (60, 9)
+    for pruned in ([], [(1, 2)], [(0, 0), (0, 2), (1, 1)]):
+        expected = model(seqs.x, drop_heads=pruned).detach()
+        torch.testing.assert_close(g @ torch.as_tensor(ex.head_factors((3, 3), pruned)), expected,
+                                   rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="at least one head"):
+        ex.head_factors((3, 3), [(0, 0), (0, 1), (0, 2)])
+
+
+def test_pruning_evaluator_measures_the_model_with_heads_dropped():
+    model = SumHeadTransformer(16, 8, 4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    classes = blob_classes(6, 1)
+    encoder = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
+    seqs = ex.class_sorted_sequences(classes, 60, encoder, np.random.default_rng(2))
+    evaluator = ex.PruningEvaluator(model, seqs)
+    single = ex.single_head_drops(evaluator)
+    assert single["base"] == model_accuracy(model, seqs)
+    assert single["accuracy"][1, 2] == model_accuracy(model, seqs, drop_heads=[(1, 2)])
+    np.testing.assert_array_equal(single["drop"], single["base"] - single["accuracy"])
+    order = ex.all_heads((3, 3))
+    curve = ex.pruning_curve(evaluator, order)
+    assert curve.shape == (5,) and curve[0] == single["base"] and curve[1] == single["accuracy"][0, 0]
+    assert curve[3] == model_accuracy(model, seqs, drop_heads=[(0, 0), (0, 1), (1, 0)])  # (0, 2) is skipped
+    assert evaluator([(0, 1), (0, 0)]) == evaluator([(0, 0), (0, 1)])  # a set, whatever its order
+
+
+# ------------------------------------------------------------------------------------------------ statistics
+def test_spearman_permutation_test_is_exact():
+    a = np.array([0.1, 0.4, 0.2, 0.9, 0.5])
+    same = ex.spearman_permutation_test(a, 2 * a + 1)
+    assert same["rho"] == pytest.approx(1.0) and same["p_value"] == pytest.approx(1 / math.factorial(5))
+    reverse = ex.spearman_permutation_test(a, -a)
+    assert reverse["rho"] == pytest.approx(-1.0) and reverse["p_value"] == pytest.approx(1.0)
+    b = np.array([3.0, 1.0, 2.0, 2.0, 5.0])  # with a tie
+    assert ex.spearman_permutation_test(a, b)["rho"] == pytest.approx(spearmanr(a, b).statistic)
+    with pytest.raises(ValueError, match="n must be <= 9"):
+        ex.spearman_permutation_test(np.arange(10.0), np.arange(10.0))
+
+
+def test_head_relabelings_permute_paths_and_keep_shared_heads():
+    perms = ex.head_relabelings((3, 2))
+    assert perms.shape == (math.factorial(3) * math.factorial(2), 6)
+    assert perms[0].tolist() == list(range(6))
+    paths = all_paths((3, 2))
+    for p in perms:
+        assert sorted(p) == list(range(6))
+        # two paths share their layer-1 head iff their images do
+        for i in range(6):
+            for j in range(6):
+                assert (paths[i][0] == paths[j][0]) == (paths[p[i]][0] == paths[p[j]][0])
+
+
+def test_pattern_similarity_finds_a_pattern_and_its_relabelling():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((4, 4))
+    U = A @ A.T + np.eye(4)
+    same = ex.pattern_similarity(U, 3 * U, (2, 2))
+    assert same["pearson"] == pytest.approx(1.0) and same["p_value"] == pytest.approx(1 / 4)
+    p = ex.head_relabelings((2, 2))[3]
+    moved = ex.pattern_similarity(U, U[np.ix_(p, p)], (2, 2))
+    assert moved["pearson"] < 1 and moved["null_max"] == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------------------------ verdicts
+def test_verdict_finite_width_advantage():
+    good = ex.verdict_finite_width_advantage([10, 100, 1000], [0.85, 0.82, 0.80], 0.79, paired_sd=0.01)
+    assert good["holds"] and good["verdict"] == "holds" and good["significant"]
+    assert good["margin_smallest_N"] == pytest.approx(0.06)
+    bad = ex.verdict_finite_width_advantage([10, 100, 1000], [0.75, 0.78, 0.79], 0.79)
+    assert not bad["holds"] and bad["verdict"] == "does not hold on the stand-in" and "claim 1" in bad["detail"]
+
+
+def test_verdict_kernel_alignment():
+    fw, gp = np.array([0.1, 0.6, 0.3, 0.1, 0.1]), np.array([0.1, 0.2, 0.2, 0.1, 0.1])
+    assert ex.verdict_kernel_alignment(fw, gp, k=3)["holds"]
+    assert not ex.verdict_kernel_alignment(gp, fw, k=3)["holds"]
+
+
+def test_verdict_head_scores_predict_drops():
+    scores = np.array([[0.2, 0.4, 0.6, 0.8], [0.3, 0.5, 0.7, 1.0]])
+    assert ex.verdict_head_scores_predict_drops(scores, 0.1 * scores)["holds"]
+    reversed_ = ex.verdict_head_scores_predict_drops(scores, -scores)
+    assert not reversed_["holds"] and reversed_["spearman"] == pytest.approx(-1.0)
+    assert reversed_["p_value"] == pytest.approx(1.0)
+
+
+def test_verdict_pruning_order():
+    random_curves = np.array([[0.8, 0.7, 0.6], [0.8, 0.75, 0.65], [0.8, 0.72, 0.5]])
+    better = ex.verdict_pruning_order([0.8, 0.79, 0.75], random_curves)
+    assert better["holds"] and better["fraction_random_at_least_as_good"] == 0
+    worse = ex.verdict_pruning_order([0.8, 0.6, 0.4], random_curves)
+    assert not worse["holds"] and worse["gain"] < 0
+    with pytest.raises(ValueError, match="random_curves"):
+        ex.verdict_pruning_order([0.8, 0.7], random_curves)
+
+
+def test_verdict_pattern_transfer():
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((4, 4))
+    U = A @ A.T + 0.1 * np.eye(4)
+    assert not ex.verdict_pattern_transfer(U, U, (2, 2))["holds"]  # p >= 1/4 with only 4 relabellings
+    assert ex.verdict_pattern_transfer(U, U, (2, 2), alpha=0.3)["holds"]
+    B = rng.standard_normal((16, 16))
+    V = B @ B.T
+    assert ex.verdict_pattern_transfer(V, V, (4, 4))["holds"]
+    assert not ex.verdict_pattern_transfer(V, -V, (4, 4))["holds"]
+
+
+# ------------------------------------------------------------------------------------------------ reuse
+def test_hmc_sampler_and_checks_run_on_one_shot_features(features, grid):
+    """The HMC chapter's posterior sampling and claim-2 check work unchanged with the one-shot network."""
+    data = features.path_data("test")
+    k, j = 0, 1
+    point = hmc_ex.sample_posterior(data, 5, 0.5, torch.Generator().manual_seed(0), num_warmup=5, num_samples=20,
+                                    num_chains=2, progress=False)
+    assert point.U.shape == (4, 4) and 0 <= point.accuracy <= 1
+    hmc_ex.check_samples_match_theory(point, grid.means["test"][k, j], grid.accuracy["test"][k, j], grid.U[k, j],
+                                      z_U=20.0)
