@@ -289,6 +289,18 @@ def test_verdict_pattern_transfer():
     assert not ex.verdict_pattern_transfer(V, -V, (4, 4))["holds"]
 
 
+
+def test_enforce_verdicts_raises_for_an_enforced_claim_that_fails_only():
+    random_curves = np.array([[0.8, 0.7, 0.6], [0.8, 0.75, 0.65]])
+    verdicts = {"7b": ex.verdict_pruning_order([0.8, 0.6, 0.4], random_curves),
+                "4": ex.verdict_kernel_alignment([0.1, 0.6, 0.3], [0.1, 0.2, 0.2], k=3)}
+    assert ex.enforce_verdicts(verdicts, ["4"]) == ["4"]
+    assert ex.enforce_verdicts(verdicts, []) == []
+    with pytest.raises(hmc_ex.ClaimViolation, match=r"claim 7b \(pruning .*gain -"):
+        ex.enforce_verdicts(verdicts, ["4", "7b"])
+    with pytest.raises(ValueError, match="enforce_claims"):
+        ex.enforce_verdicts(verdicts, ["9"])
+
 # ------------------------------------------------------------------------------------------------ reuse
 def test_hmc_sampler_and_checks_run_on_one_shot_features(features, grid):
     """The HMC chapter's posterior sampling and claim-2 check work unchanged with the one-shot network."""

@@ -771,3 +771,28 @@ def verdict_pattern_transfer(U_theory, U_gd, heads, *, alpha: float = 0.05) -> d
                 f"head-relabelling p = {sim['p_value']:.3f} over {sim['num_relabelings']} relabellings")
     return _verdict("8", "the theory's U pattern transfers to the gradient-descent weights", holds, measured,
                     alpha=float(alpha), **sim)
+
+
+def enforce_verdicts(verdicts: dict, keys) -> list[str]:
+    """Raise :class:`attnpaths.hmc.experiments.ClaimViolation` for the first verdict in ``keys`` that does not hold.
+
+    The chapter computes a verdict for every claim of the paper in every profile; a profile names the claims
+    its model is large enough to test (the paper profile: all of them), and a contradiction of one of those
+    stops the run with the claim and its measured numbers.
+
+    Args:
+        verdicts: ``{key: verdict}`` as returned by the ``verdict_*`` functions.
+        keys: the claims to enforce, each a key of ``verdicts``.
+
+    Returns:
+        The enforced keys, in the order given.
+    """
+    keys = [str(k) for k in keys]
+    unknown = [k for k in keys if k not in verdicts]
+    if unknown:
+        raise ValueError(f"enforce_claims must name claims among {sorted(verdicts)}, got unknown {unknown}")
+    for key in keys:
+        v = verdicts[key]
+        if not v["holds"]:
+            raise hmc_ex.ClaimViolation(f"claim {key} ({v['statement']}) contradicted: {v['measured']}")
+    return keys
