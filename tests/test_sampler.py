@@ -14,6 +14,7 @@ from scipy import stats
 
 from attnpaths.benchmarks import sampler as benchmark
 from attnpaths.network import AttentionNetwork, NetworkWeights
+from attnpaths.benchmarks.record import committed_record_path, read_record
 from attnpaths.sampler import PosteriorSampler, effective_sample_size, split_chains, split_rhat
 from test_network import random_attention, random_inputs
 
@@ -183,6 +184,35 @@ def test_effective_sample_size_of_ar1_chains(phi):
     assert torch.all((ess / expected - 1).abs() < 0.15), ess
 
 
+def test_effective_sample_size_is_positive_and_capped_for_short_antithetic_chains():
+    # one split pair of two draws each, perfectly alternating: lag-1 autocorrelation below -1, tau <= 0
+    chains = torch.tensor([[1.0, -1.0, 1.2, -1.2]], dtype=torch.float64)[..., None]
+    ess = effective_sample_size(chains)
+    assert ess.item() == pytest.approx(4 * math.log10(4))
+
+
+def test_committed_benchmark_record_is_complete_and_consistent():
+    record = read_record(committed_record_path("sampler"))
+    report = record["report"]
+    assert record["benchmark"] == "sampler" and record["command"].startswith("python -m attnpaths bench sampler")
+    assert record["commit"] is not None and len(record["commit"]) == 40
+    ratio = report["gibbs"]["min_predictor_ess_per_s"] / report["nuts"]["min_predictor_ess_per_s"]
+    assert report["ess_per_s_ratio"] == pytest.approx(ratio)
+    for name in ("gibbs", "nuts"):
+        summary = report[name]
+        assert summary["min_predictor_ess_per_s"] == pytest.approx(summary["min_predictor_ess"] / summary["wall_time_s"])
+
+
+def test_reading_a_missing_or_incomplete_record_names_the_file(tmp_path):
+    with pytest.raises(ValueError, match="no benchmark record at .*nothing.json"):
+        read_record(tmp_path / "nothing.json")
+    (tmp_path / "partial.json").write_text('{"benchmark": "sampler"}')
+    with pytest.raises(ValueError, match="partial.json is missing the keys"):
+        read_record(tmp_path / "partial.json")
+    with pytest.raises(ValueError, match="name"):
+        committed_record_path("../sampler")
+
+
 def test_split_rhat_flags_disagreeing_chains_and_trends():
     g = torch.Generator().manual_seed(8)
     chains = ar1_chains(g, num_chains=4, num_draws=2000, phi=0.5)
@@ -235,12 +265,19 @@ def test_invalid_arguments_raise_value_errors_naming_them():
         effective_sample_size(torch.zeros(2, 3))
 
 
-def test_benchmark_entry_point_runs_at_tiny_sizes(capsys):
-    report = benchmark.main(
-        ["--data", "random", "--width", "2", "--num-train", "6", "--num-test", "4", "--input-width", "5",
-         "--num-tokens", "3", "--num-warmup", "10", "--num-samples", "10", "--gibbs-warmup", "10",
-         "--gibbs-samples", "20", "--num-chains", "2", "--temperature", "0.5"]
-    )
+def test_benchmark_entry_point_runs_at_tiny_sizes_and_writes_its_record(capsys, tmp_path):
+    output = tmp_path / "records" / "bench.json"
+    argv = ["--data", "random", "--width", "2", "--num-train", "6", "--num-test", "4", "--input-width", "5",
+            "--num-tokens", "3", "--num-warmup", "10", "--num-samples", "10", "--gibbs-warmup", "10",
+            "--gibbs-samples", "20", "--num-chains", "2", "--temperature", "0.5", "--output", str(output)]
+    report = benchmark.main(argv)
+    record = read_record(output)
+    assert record["benchmark"] == "sampler" and record["command"] == "python -m attnpaths bench sampler " + " ".join(argv)
+    assert record["report"]["ess_per_s_ratio"] == pytest.approx(report["ess_per_s_ratio"])
+    assert record["machine"]["cpu_count"] >= 1 and record["versions"]["torch"] == torch.__version__
+    # every NUTS iteration evaluates the potential at least once (one leapfrog step); one step size per chain
+    assert report["nuts"]["potential_evaluations_per_iteration"] >= 1
+    assert len(report["nuts"]["step_sizes"]) == 2 and all(h > 0 for h in report["nuts"]["step_sizes"])
     assert set(report) >= {"gibbs", "nuts", "ess_per_s_ratio", "max_mean_predictor_z", "sizes"}
     assert report["sizes"]["widths"] == [2, 2, 2]
     assert (report["gibbs"]["num_samples"], report["nuts"]["num_samples"]) == (20, 10)

@@ -88,7 +88,9 @@ def effective_sample_size(samples) -> torch.Tensor:
 
     Autocorrelations are combined over split chains, ``rho_t = 1 - (W - mean_chains acov_t) / var_plus``,
     and summed in pairs with Geyer's initial positive and monotone sequence. As in Stan, the estimate is
-    capped at ``M log10(M)`` for ``M`` total draws (antithetic chains cannot be trusted beyond it).
+    capped at ``M log10(M)`` for ``M`` total draws (antithetic chains cannot be trusted beyond it); the cap
+    is applied to the autocorrelation time, ``tau >= 1 / log10(M)``, so that very short or strongly
+    antithetic chains (``tau <= 0``) get the cap, not a negative size.
     """
     z = split_chains(samples)
     m, n = z.shape[:2]
@@ -109,8 +111,7 @@ def effective_sample_size(samples) -> torch.Tensor:
     monotone = torch.cummin(torch.where(keep > 0, pairs, torch.full_like(pairs, math.inf)), dim=0).values
     tau = -1 + 2 * (torch.where(keep > 0, monotone, torch.zeros_like(pairs))).sum(dim=0)
     total = m * n
-    ess = total / tau
-    ess = torch.minimum(ess, torch.full_like(ess, total * math.log10(total)))
+    ess = total / torch.clamp(tau, min=1 / math.log10(total))
     ess = torch.where(var_plus > 0, ess, torch.full_like(ess, math.nan))
     return ess.reshape(z.shape[2:])
 

@@ -86,30 +86,59 @@ def _layer_sizes(arch: Architecture) -> list[int]:
     return [arch.layer_size(layer) for layer in range(1, arch.num_layers + 1)]
 
 
-class _CholeskyCoordinates:
-    """Coordinates ``theta`` of all ``U_l`` and the exact chain rule from full-matrix derivatives."""
+class CholeskyCoordinates:
+    """Log-Cholesky coordinates ``theta`` of positive-definite matrices ``U_l = L_l L_l^T`` (one block per
+    layer): the strictly lower entries of ``L_l`` as they are, the diagonal ones as their logarithms. Every
+    ``theta`` gives positive-definite matrices, so an optimiser or sampler working in ``theta`` never leaves the
+    domain of the action. ``theta`` may carry leading batch axes: ``[..., D]`` with
+    ``D = sum_l n_l (n_l + 1) / 2``.
+    """
 
     def __init__(self, sizes: list[int]):
-        self.sizes = sizes
-        self.index = [torch.tril_indices(n, n) for n in sizes]
+        self.sizes = list(sizes)
+        self.index = [torch.tril_indices(n, n) for n in self.sizes]
         self.counts = [idx.shape[1] for idx in self.index]
+        self.dimension = sum(self.counts)
+        # [count, n * n] 0/1 matrices placing the lower-triangular entries into a flattened n x n matrix
+        self._placement = []
+        for n, (rows, cols) in zip(self.sizes, self.index):
+            place = torch.zeros(rows.numel(), n * n, dtype=torch.float64)
+            place[torch.arange(rows.numel()), rows * n + cols] = 1.0
+            self._placement.append(place)
 
     def factors(self, theta: torch.Tensor) -> list[torch.Tensor]:
+        """``[L_1, ..., L_L]``, each ``[..., n_l, n_l]`` lower triangular with a positive diagonal."""
         out = []
-        for part, n, (rows, cols) in zip(torch.split(theta, self.counts), self.sizes, self.index):
+        for part, n, (rows, cols), place in zip(torch.split(theta, self.counts, dim=-1), self.sizes, self.index,
+                                                self._placement):
             entries = torch.where(rows == cols, torch.exp(part), part)
-            out.append(torch.zeros(n, n, dtype=torch.float64).index_put((rows, cols), entries))
+            out.append((entries @ place).reshape(*theta.shape[:-1], n, n))
         return out
 
     def matrices(self, theta: torch.Tensor) -> list[torch.Tensor]:
-        return [chol @ chol.T for chol in self.factors(theta)]
+        """``[U_1, ..., U_L]``, each ``[..., n_l, n_l]``."""
+        return [chol @ chol.transpose(-1, -2) for chol in self.factors(theta)]
 
     def coordinates(self, U_layers: list[torch.Tensor]) -> torch.Tensor:
+        """Inverse of :meth:`matrices`: ``theta [..., D]`` of positive-definite ``U_l [..., n_l, n_l]``."""
         parts = []
         for U, (rows, cols) in zip(U_layers, self.index):
-            entries = torch.linalg.cholesky(U)[rows, cols]
+            entries = torch.linalg.cholesky(U)[..., rows, cols]
             parts.append(torch.where(rows == cols, torch.log(entries), entries))
-        return torch.cat(parts)
+        return torch.cat(parts, dim=-1)
+
+    def log_jacobian(self, theta: torch.Tensor) -> torch.Tensor:
+        """``log |d(U_1, ..., U_L) / d theta|`` up to a constant, ``[...]``: the density of ``theta`` is that of
+        the matrices (over their distinct entries) times this Jacobian.
+
+        ``|dU / dL| = 2^n prod_i L_ii^(n - i + 1)`` (``i`` from 1) and ``dL_ii / dtheta_ii = L_ii``, so
+        ``log |dU / dtheta| = sum_i (n - i + 2) theta_ii + n log 2``.
+        """
+        total = torch.zeros(theta.shape[:-1], dtype=theta.dtype)
+        for part, n, (rows, cols) in zip(torch.split(theta, self.counts, dim=-1), self.sizes, self.index):
+            powers = torch.where(rows == cols, n - rows + 1, 0).to(theta.dtype)  # rows is 0-based here
+            total = total + part @ powers
+        return total
 
     def chain_rule(self, theta, gradients, hessian_U):
         """Gradient and Hessian in ``theta`` from derivatives with respect to the full matrices.
@@ -191,7 +220,7 @@ class _Action:
         return float(torch.linalg.vector_norm(grad_sym)), float(torch.linalg.eigvalsh((hess_sym + hess_sym.T) / 2)[0])
 
 
-def _newton(action: _Action, coords: _CholeskyCoordinates, theta, tolerance: float, max_iterations: int):
+def _newton(action: _Action, coords: CholeskyCoordinates, theta, tolerance: float, max_iterations: int):
     """Damped Newton in log-Cholesky coordinates with an eigenvalue-modified Hessian and backtracking.
 
     Every trial point is a valid ``theta``, hence gives positive-definite ``U_l``: the action is finite at
@@ -383,7 +412,7 @@ def solve(
         return _solution(X, labels, arch, temperature, U_layers, U_a, en.value, math.inf, math.nan, math.nan, True, 0)
 
     action = _Action(X, labels, arch, temperature)
-    coords = _CholeskyCoordinates(_layer_sizes(arch))
+    coords = CholeskyCoordinates(_layer_sizes(arch))
     start = gp_order_parameters(arch)[0] if initial is None else _check_initial(initial, arch)
     theta, iterations, success, message, (gradients, hess) = _newton(
         action, coords, coords.coordinates(start), gradient_tolerance, max_iterations

@@ -17,20 +17,23 @@ Command line (``python -m attnpaths.benchmarks.sampler --help``): the defaults c
 N = 10 posterior of the 4-path HMC network (``--data hmc``, P = 100, T = 0.01, 100 test points; 1 chain,
 NUTS 50 + 50 iterations, Gibbs 100 + 1000 sweeps); ``--data random`` uses random inputs of the same sizes.
 At T = 0.01 NUTS adapts to step sizes of about 4e-3 and mostly builds trees of the maximal depth 10, so
-the default run takes about 25 minutes (one thread; NUTS is nearly all of it). On a shared 2-core machine
-the Gibbs sampler's ESS per second of f came out about 3e3 times NUTS's; the NUTS ESS from 50 draws is
-itself rough, so read such a ratio as an order of magnitude.
+the default run takes about 25 minutes (one thread; NUTS is nearly all of it). The NUTS ESS from 50 draws is
+itself rough, so read the ratio as an order of magnitude. The report is written with its provenance
+(:mod:`attnpaths.benchmarks.record`) to ``--output``; the reproducibility chapter shows the committed record.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import torch
 
 from ..network import AttentionNetwork, NetworkWeights
 from ..sampler import PosteriorSampler, PosteriorSamples
+from .record import committed_record_path, make_record, write_record
 
 
 def potential_energy(network: AttentionNetwork, x, y, temperature: float):
@@ -81,10 +84,14 @@ def run_nuts(
     target_accept_prob: float = 0.8,
     max_tree_depth: int = 10,
     progress: bool = False,
+    stats: dict | None = None,
 ) -> PosteriorSamples:
     """Sample the posterior with pyro's NUTS (adaptive step size, diagonal mass matrix; numpyro's defaults).
 
-    Chains run one after the other (no worker processes), each initialised with a prior draw.
+    Chains run one after the other (no worker processes), each initialised with a prior draw. If ``stats`` is
+    a dict, it receives ``"potential_evaluations"`` (calls of the potential energy, all chains, warm-up
+    included: one per leapfrog step plus the tree's initial points) and ``"step_sizes"`` (the adapted step
+    size of each chain), which explain NUTS's cost per draw.
 
     Returns:
         :class:`~attnpaths.sampler.PosteriorSamples` (``[num_chains, num_samples, ...]``), so the same
@@ -94,7 +101,14 @@ def run_nuts(
 
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    energy = potential_energy(network, x, y, temperature)
+    potential = potential_energy(network, x, y, temperature)
+    calls = [0]
+
+    def energy(params):
+        calls[0] += 1
+        return potential(params)
+
+    step_sizes = []
     input_weights, overlaps = [], []
     start = time.perf_counter()
     for _ in range(num_chains):
@@ -110,12 +124,15 @@ def run_nuts(
                 disable_progbar=not progress,
             )
             mcmc.run()
+        step_sizes.append(float(kernel.step_size))
         drawn = mcmc.get_samples()
         weights = NetworkWeights(
             V0=drawn["V_0"], V=tuple(drawn[f"V_{l}"] for l in range(1, network.num_layers + 1)), a=drawn["a"]
         )
         input_weights.append(network.path_input_weights(weights))
         overlaps.append(network.sampled_order_parameter(weights, per_sample=True))
+    if stats is not None:
+        stats.update(potential_evaluations=calls[0], step_sizes=step_sizes)
     return PosteriorSamples(
         path_input_weights=torch.stack(input_weights),
         order_parameters=torch.stack(overlaps),
@@ -169,7 +186,8 @@ def compare_samplers(
 
     Returns:
         dict with ``"gibbs"`` and ``"nuts"`` summaries (wall time, min / median predictor ESS, max R-hat,
-        ESS per second, sampled U), ``"ess_per_s_ratio"`` (Gibbs / NUTS), ``"max_mean_predictor_z"``
+        ESS per second, sampled U; for NUTS also ``potential_evaluations_per_iteration`` and the adapted
+        ``step_sizes``), ``"ess_per_s_ratio"`` (Gibbs / NUTS), ``"max_mean_predictor_z"``
         (largest difference of the two mean predictors in units of their combined Monte-Carlo standard
         error: a check that both sample the same posterior) and the sizes.
     """
@@ -185,7 +203,9 @@ def compare_samplers(
             num_chains,
             progress=progress,
         )
-        nuts = run_nuts(network, x, y, temperature, generator, num_warmup, num_samples, num_chains, progress=progress)
+        nuts_stats = {}
+        nuts = run_nuts(network, x, y, temperature, generator, num_warmup, num_samples, num_chains, progress=progress,
+                        stats=nuts_stats)
     finally:
         torch.set_num_threads(previous_threads)
     runs = {"gibbs": gibbs, "nuts": nuts}
@@ -202,6 +222,9 @@ def compare_samplers(
         },
         **{name: _summary(runs[name], diagnostics[name]) for name in runs},
     }
+    iterations = num_chains * (num_warmup + num_samples)
+    report["nuts"]["potential_evaluations_per_iteration"] = nuts_stats["potential_evaluations"] / iterations
+    report["nuts"]["step_sizes"] = nuts_stats["step_sizes"]
     report["ess_per_s_ratio"] = report["gibbs"]["min_predictor_ess_per_s"] / report["nuts"]["min_predictor_ess_per_s"]
     # Monte-Carlo standard error of each mean predictor from its own ESS (at least one draw's worth)
     squared_errors = [
@@ -261,6 +284,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (pinned for comparable ratios)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument(
+        "--output", default=os.path.join("_build", "results", "bench_sampler.json"),
+        help="where to write the report with its provenance (attnpaths.benchmarks.record); the book reads the "
+             "committed record " + str(committed_record_path("sampler")),
+    )
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     generator = torch.Generator().manual_seed(args.seed)
     if args.data == "hmc":
@@ -277,6 +306,8 @@ def main(argv=None) -> dict:
         num_threads=args.threads, progress=args.progress,
     )
     _print_report(report)
+    path = write_record(make_record("sampler", argv, report), args.output)
+    print(f"record written to {path}")
     return report
 
 

@@ -303,22 +303,27 @@ def plot_head_scores(widths, scores, labels, *, ax=None):
     return fig
 
 
-def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, num_paths=None, ax=None):
+def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, exact=None, num_paths=None, ax=None):
     """``N (U_sampled - U_theory) / U_theory`` on the diagonal vs ``N``: a shift of order ``1/N`` is a level
-    line. Error bars ``N * errors`` (Monte-Carlo standard errors); dashed: ``+-(n + 1)``, the scale that the
-    comparison of claim 2 allows (:func:`attnpaths.hmc.experiments.finite_width_epsilon`)."""
+    line. Error bars ``N * errors`` (Monte-Carlo standard errors); ``exact`` (same shape as ``relative_shift``):
+    the shift of the exact posterior mean (:mod:`attnpaths.order_parameter_posterior`), drawn as lines;
+    dashed: ``+-(n + 1)``, the scale of the Wishart correction (:func:`attnpaths.hmc.experiments.finite_width_epsilon`)."""
     fig, ax = _axes(ax, (5.2, 3.0))
     widths = np.asarray(widths, dtype=float)
     scaled = widths[:, None] * np.asarray(relative_shift)
     for k, name in enumerate(names):
+        color = PATH_COLORS.get(name, "k")
         offset = widths * (1 + 0.04 * (k - (len(names) - 1) / 2))  # side by side, so the bars stay readable
         yerr = None if errors is None else widths * np.asarray(errors)[:, k]
-        ax.errorbar(offset, scaled[:, k], yerr=yerr, fmt="o-", color=PATH_COLORS.get(name, "k"), markersize=4,
-                    capsize=2, linewidth=1, label=f"U_{name}{name}")
+        ax.errorbar(offset, scaled[:, k], yerr=yerr, fmt="o", color=color, markersize=4, capsize=2,
+                    linewidth=1, label=f"U_{name}{name} sampled")
+        if exact is not None:
+            ax.plot(widths, widths * np.asarray(exact)[:, k], "-", color=color, linewidth=1.2,
+                    label=f"U_{name}{name} exact mean")
     if num_paths is not None:
         for sign in (1, -1):
             ax.axhline(sign * (num_paths + 1), color="k", linestyle="--", linewidth=1,
-                       label="allowed scale $\\pm(n+1)$" if sign > 0 else None)
+                       label="scale $\\pm(n+1)$" if sign > 0 else None)
     ax.axhline(0, color="gray", linewidth=0.6)
     ax.set_xscale("log")
     ax.set_xlabel("N")

@@ -1,0 +1,95 @@
+"""Benchmark records: a benchmark's report saved as JSON together with where and how it was measured.
+
+A benchmark takes far longer than a chapter (the sampler comparison: about 25 minutes), so the book does not
+run it; the reproducibility chapter reads the *committed* record of the last run instead
+(``attnpaths/benchmarks/records/<name>.json``, shipped with the package) and shows its provenance next to its
+numbers. ``python -m attnpaths bench sampler --output PATH`` writes a new record; writing it over the
+committed one is how the book's numbers are refreshed.
+
+Record layout (JSON object)::
+
+    {"benchmark": name, "command": "python -m attnpaths bench ...", "finished_utc": ISO 8601,
+     "commit": git commit of the measured sources (or null outside a git checkout), "commit_dirty": bool | null,
+     "machine": {"platform", "processor", "cpu_count", "load_average_1min"}, "versions": {"python", "torch", ...},
+     "report": the benchmark's own report}
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+RECORDS_DIR = Path(__file__).with_name("records")
+REQUIRED_KEYS = ("benchmark", "command", "finished_utc", "commit", "machine", "versions", "report")
+VERSIONED_PACKAGES = ("numpy", "scipy", "torch", "pyro-ppl")
+
+
+def committed_record_path(name: str) -> Path:
+    """Path of the record shipped with the package for benchmark ``name``."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be a benchmark module name (an identifier), got {name!r}")
+    return RECORDS_DIR / f"{name}.json"
+
+
+def _git_commit(directory: Path) -> tuple[str | None, bool | None]:
+    """``(commit, dirty)`` of the git checkout holding ``directory``; ``(None, None)`` outside one."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=directory,
+                                capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None, None
+    return commit, bool(status.strip())
+
+
+def make_record(name: str, argv: list[str], report: dict) -> dict:
+    """Wrap ``report`` with its provenance: command line, finishing time, git commit, machine and versions."""
+    committed_record_path(name)  # validates the name
+    commit, dirty = _git_commit(Path(__file__).parent)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    versions = {"python": platform.python_version()}
+    for package in VERSIONED_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "benchmark": name,
+        "command": " ".join(["python -m attnpaths bench", name, *argv]),
+        "finished_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit,
+        "commit_dirty": dirty,
+        "machine": {"platform": platform.platform(), "processor": platform.machine(),
+                    "cpu_count": os.cpu_count(), "load_average_1min": load},
+        "versions": versions,
+        "report": report,
+    }
+
+
+def write_record(record: dict, path) -> Path:
+    """Write ``record`` (from :func:`make_record`) as indented JSON; creates the folder. Returns the path."""
+    missing = [key for key in REQUIRED_KEYS if key not in record]
+    if missing:
+        raise ValueError(f"record is missing the keys {missing}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def read_record(path) -> dict:
+    """Read a record; ``ValueError`` naming the file if it is missing or lacks one of the required keys."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no benchmark record at {path}: run the benchmark with --output {path}")
+    record = json.loads(path.read_text())
+    missing = [key for key in REQUIRED_KEYS if key not in record]
+    if missing:
+        raise ValueError(f"benchmark record {path} is missing the keys {missing}")
+    return record

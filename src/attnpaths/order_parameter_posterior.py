@@ -1,0 +1,268 @@
+"""The exact posterior of the order parameters at finite width, and samples from it.
+
+The theory (:func:`attnpaths.theory.solve`) is the saddle point of the action ``S`` (spec S6), exact as
+``N, P -> infinity``. At finite ``N`` the posterior *mean* of the sampled order parameter (S10) differs from the
+saddle point by ``O(1/N)``. For the deep linear networks of this theory that difference can be computed
+exactly, without a further approximation [DERIVED here, not from the paper]:
+
+* given the weights above layer ``l``, the ``N_l`` columns of the layer's path weights are i.i.d. Gaussian,
+  so ``U_l`` given ``U_{l+1}`` is Wishart with ``N_l`` degrees of freedom in ``n_l = H_l ... H_L`` dimensions
+  and scale ``s_l (I_{H_l} kron U_{l+1}) / N_l`` (``s_L U_a I / N_L`` for the last layer; ``U_a`` is
+  ``s_a chi^2_{N_a} / N_a``);
+* given ``U_1``, integrating out the input weights ``V0`` leaves the Gaussian likelihood of the labels with
+  kernel ``K(U_1)``: ``exp(-S_en(U_1) / 2)`` exactly.
+
+So ``(U_1, ..., U_L, U_a)`` has the density ``exp(-S_exact / 2)`` with
+
+    S_exact = S_en(U_1) + S_ent(U_1, ..., U_L, U_a) + sum_l (n_l + 1) log det U_l + 2 log U_a,      (E1)
+
+where ``S_ent`` is the entropy of spec S6 with ``U_a`` kept as a variable (S7 is its stationarity condition):
+the Wishart log-density carries ``(N_l - n_l - 1) log det U_l`` where the saddle-point action has
+``N_l log det U_l``. The saddle point of ``S`` is the ``N -> infinity`` limit; the mean of (E1) is the finite-``N``
+posterior mean, which the network's posterior samples must reproduce within Monte-Carlo error at every ``N``.
+
+:func:`sample_order_parameters` samples (E1) in log-Cholesky coordinates (``D = sum_l n_l (n_l + 1) / 2 + 1``
+dimensions, 14 for two layers of two heads) with many random-walk Metropolis chains run in parallel, the
+proposal shaped by the Hessian at the mode. Each step costs one ``P x P`` Cholesky factorisation per chain.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ._validation import as_float64_tensor, positive_real
+from .action import Architecture, pre_kernel_tensor
+from .kernels import scaled_features
+from .paths import check_num_paths
+from .sampler import effective_sample_size, split_rhat
+from .theory import CholeskyCoordinates, architecture, solve
+
+
+def exact_action(
+    X: torch.Tensor,
+    y: torch.Tensor,
+    arch: Architecture,
+    temperature: float,
+    U_layers: list[torch.Tensor],
+    U_a: torch.Tensor,
+    *,
+    pre_kernels: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``S_exact`` of (E1): minus twice the log posterior density of the order parameters, up to a constant.
+
+    Args:
+        X: ``[P, N0, n_paths]`` scaled features (:func:`attnpaths.kernels.scaled_features`).
+        y: ``[P]`` labels.
+        arch: finite widths ``(N_1, ..., N_L, N_a)`` with ``N_l >= n_l``.
+        temperature: ``T > 0``.
+        U_layers: ``[U_1, ..., U_L]``, each ``[B, n_l, n_l]`` positive definite.
+        U_a: ``[B]`` positive.
+        pre_kernels: optional :func:`attnpaths.action.pre_kernel_tensor` of ``X`` (faster when ``P <= N0``).
+
+    Returns:
+        ``[B]``. Differentiable in torch.
+    """
+    L = arch.num_layers
+    s, N, H = arch.variances, arch.widths, arch.heads
+    U_1 = U_layers[0]
+    B, P = U_1.shape[0], X.shape[0]
+    if pre_kernels is not None:
+        K = (U_1.reshape(B, -1) @ pre_kernels.reshape(P * P, -1).T).reshape(B, P, P)
+    else:
+        K = torch.einsum("pia,bac,qic->bpq", X, U_1, X)
+    chol = torch.linalg.cholesky(K + temperature * torch.eye(P, dtype=torch.float64))
+    alpha = torch.cholesky_solve(y.expand(B, P)[..., None], chol)[..., 0]
+    value = 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1) + (y * alpha).sum(-1)
+
+    def logdet(U):
+        return 2.0 * torch.log(torch.diagonal(torch.linalg.cholesky(U), dim1=-2, dim2=-1)).sum(-1)
+
+    log_U_a = torch.log(U_a)
+    value = value + N[-1] * (U_a / s[-1] - log_U_a) + 2.0 * log_U_a
+    U_L = U_layers[-1]
+    value = value + N[L - 1] * (torch.diagonal(U_L, dim1=-2, dim2=-1).sum(-1) / (s[L] * U_a)
+                                - logdet(U_L) + H[L - 1] * log_U_a) + (U_L.shape[-1] + 1) * logdet(U_L)
+    for layer in range(1, L):
+        U_l, U_next = U_layers[layer - 1], U_layers[layer]
+        rest = U_l.shape[-1] // H[layer - 1]  # partial trace over the head index (the slowest), batched
+        reduced = U_l.reshape(-1, H[layer - 1], rest, H[layer - 1], rest).diagonal(dim1=1, dim2=3).sum(-1)
+        cross = torch.diagonal(torch.linalg.solve(U_next, reduced), dim1=-2, dim2=-1).sum(-1) / s[layer]
+        value = value + N[layer - 1] * (cross - logdet(U_l) + H[layer - 1] * logdet(U_next)) + (U_l.shape[-1] + 1) * logdet(U_l)
+    return value
+
+
+@dataclass(frozen=True)
+class OrderParameterSamples:
+    """Samples of (E1) and their summaries (``U_1`` only: the order parameter that S10 samples).
+
+    Attributes:
+        U: ``[C, S, n, n]`` samples of ``U_1`` (chains, stored draws).
+        mean: ``[n, n]`` posterior mean; ``mc_se``: ``[n, n]`` its Monte-Carlo standard error
+            (posterior standard deviation over the root of the effective sample size).
+        ess, rhat: ``[n, n]`` effective sample size and split R-hat of every entry.
+        mode: ``[n, n]`` ``U_1`` at the mode of (E1).
+        acceptance: mean Metropolis acceptance rate.
+        wall_time_s: time of the whole computation (mode, warm-up, sampling).
+    """
+
+    U: np.ndarray
+    mean: np.ndarray
+    mc_se: np.ndarray
+    ess: np.ndarray
+    rhat: np.ndarray
+    mode: np.ndarray
+    acceptance: float
+    wall_time_s: float
+
+
+class _Target:
+    """``log p(theta) = -S_exact / 2 + log |dU / dtheta|`` in log-Cholesky coordinates (``U_a = exp(last)``)."""
+
+    def __init__(self, X, y, arch, temperature):
+        self.X, self.y, self.arch, self.temperature = X, y, arch, temperature
+        P, n0, n = X.shape
+        self.pre_kernels = pre_kernel_tensor(X) if P <= n0 and P * P * n * n <= 5e7 else None
+        self.coords = CholeskyCoordinates([arch.layer_size(l) for l in range(1, arch.num_layers + 1)])
+        self.dimension = self.coords.dimension + 1
+
+    def split(self, theta):
+        return self.coords.matrices(theta[..., :-1]), torch.exp(theta[..., -1])
+
+    def log_density(self, theta):
+        U_layers, U_a = self.split(theta)
+        S = exact_action(self.X, self.y, self.arch, self.temperature, U_layers, U_a, pre_kernels=self.pre_kernels)
+        return -0.5 * S + self.coords.log_jacobian(theta[..., :-1]) + theta[..., -1]
+
+    def theta(self, U_layers, U_a: float):
+        return torch.cat([self.coords.coordinates([torch.as_tensor(U, dtype=torch.float64) for U in U_layers]),
+                          torch.tensor([math.log(U_a)], dtype=torch.float64)])
+
+
+def _mode(target: _Target, theta: torch.Tensor, max_iterations: int = 50):
+    """Newton's method on ``-log p`` with backtracking; returns ``(theta, Hessian of -log p)``."""
+
+    def negative(t):
+        return -target.log_density(t[None])[0]
+
+    for _ in range(max_iterations):
+        t = theta.clone().requires_grad_(True)
+        value = negative(t)
+        (gradient,) = torch.autograd.grad(value, t)
+        hessian = torch.autograd.functional.hessian(negative, theta)
+        eigenvalues, vectors = torch.linalg.eigh(hessian)
+        if float(gradient.norm()) < 1e-9 or (eigenvalues[0] > 0 and float(gradient @ torch.linalg.solve(hessian, gradient)) < 1e-16):
+            return theta, hessian
+        step = -vectors @ ((vectors.T @ gradient) / eigenvalues.abs().clamp_min(1e-8))
+        step = step * min(1.0, 2.0 / float(step.norm()))
+        scale = 1.0
+        while scale > 1e-10 and float(negative(theta + scale * step)) > float(value.detach()):
+            scale /= 2
+        theta = theta + scale * step
+    raise RuntimeError(
+        f"the order-parameter posterior has no mode in log-Cholesky coordinates within {max_iterations} Newton "
+        "steps: at small widths (small N_a above all) its density there is a funnel towards U = 0, which these "
+        "Metropolis chains cannot sample; use larger widths")
+
+
+def sample_order_parameters(
+    features,
+    y,
+    *,
+    heads,
+    widths,
+    temperature: float,
+    generator: torch.Generator,
+    variances=1.0,
+    num_chains: int = 64,
+    num_warmup: int = 500,
+    num_samples: int = 400,
+    thin: int = 5,
+    progress: bool = True,
+) -> OrderParameterSamples:
+    """Sample the exact finite-width posterior (E1) of the order parameters.
+
+    Random-walk Metropolis in the ``D`` log-Cholesky coordinates, ``num_chains`` chains in parallel, each
+    started from the Laplace approximation at the mode (a Gaussian with the inverse Hessian of ``-log p``) and
+    proposing ``N(0, (2.38^2 / D) H^{-1})`` steps, the scale that is optimal for Gaussian targets.
+
+    Args:
+        features: ``[P, N0, n_paths]`` path features (as for :func:`attnpaths.theory.solve`).
+        y: ``[P]`` labels.
+        heads: ``(H_1, ..., H_L)``.
+        widths: a number or ``(N_1, ..., N_L, N_a)``, finite, with ``N_l >= n_l = H_l ... H_L``.
+        temperature: ``T > 0``.
+        generator: source of all randomness.
+        variances: as for :func:`attnpaths.theory.solve`.
+        num_chains, num_warmup, num_samples, thin: chains; Metropolis steps discarded per chain; draws stored
+            per chain; steps between stored draws.
+        progress: tqdm bar over the steps.
+
+    Returns:
+        :class:`OrderParameterSamples`.
+    """
+    start = time.perf_counter()
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    for name, value, low in (("num_chains", num_chains, 2), ("num_warmup", num_warmup, 0),
+                             ("num_samples", num_samples, 4), ("thin", thin, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    X_raw = as_float64_tensor(features, "features")
+    if X_raw.ndim != 3:
+        raise ValueError(f"features must have shape [P, N0, n_paths], got {tuple(X_raw.shape)}")
+    heads = check_num_paths(X_raw.shape[2], heads)
+    arch = architecture(heads, widths, variances)
+    if arch.gp_limit:
+        raise ValueError("widths must be finite: in the GP limit the order parameters do not fluctuate")
+    for layer in range(1, arch.num_layers + 1):
+        if arch.widths[layer - 1] < arch.layer_size(layer):
+            raise ValueError(f"widths: N_{layer} = {arch.widths[layer - 1]:g} must be at least n_{layer} = "
+                             f"{arch.layer_size(layer)} for U_{layer} to have a density")
+    temperature = positive_real(temperature, "temperature")
+    labels = as_float64_tensor(y, "y")
+    X = scaled_features(X_raw, arch.variances[0])
+    target = _Target(X, labels, arch, temperature)
+
+    saddle = solve(X_raw, labels, heads=heads, widths=widths, temperature=temperature, variances=variances,
+                   on_failure="raise")
+    theta, hessian = _mode(target, target.theta(saddle.U_layers, saddle.U_a))
+    factor = torch.linalg.cholesky(torch.linalg.inv(hessian))
+    dimension = target.dimension
+    step_factor = factor * (2.38 / math.sqrt(dimension))
+
+    def normal(*shape):
+        return torch.randn(*shape, generator=generator, dtype=torch.float64)
+
+    state = theta + normal(num_chains, dimension) @ factor.T
+    log_p = target.log_density(state)
+    stored, accepted = [], 0.0
+    total = num_warmup + num_samples * thin
+    for step in tqdm(range(total), desc=f"order-parameter posterior N={arch.widths[0]:g}", disable=not progress):
+        proposal = state + normal(num_chains, dimension) @ step_factor.T
+        log_p_proposal = target.log_density(proposal)
+        accept = torch.log(torch.rand(num_chains, generator=generator, dtype=torch.float64)) < log_p_proposal - log_p
+        state = torch.where(accept[:, None], proposal, state)
+        log_p = torch.where(accept, log_p_proposal, log_p)
+        if step >= num_warmup:
+            accepted += float(accept.to(torch.float64).mean())
+            if (step - num_warmup) % thin == thin - 1:
+                stored.append(target.split(state)[0][0])
+    U = torch.stack(stored, dim=1)  # [C, S, n, n]
+    ess = effective_sample_size(U)
+    sd = U.reshape(-1, *U.shape[2:]).std(dim=0)
+    return OrderParameterSamples(
+        U=U.numpy(),
+        mean=U.mean(dim=(0, 1)).numpy(),
+        mc_se=(sd / torch.sqrt(ess)).numpy(),
+        ess=ess.numpy(),
+        rhat=split_rhat(U).numpy(),
+        mode=target.split(theta)[0][0].detach().numpy(),
+        acceptance=accepted / (num_samples * thin),
+        wall_time_s=time.perf_counter() - start,
+    )

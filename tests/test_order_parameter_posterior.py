@@ -1,0 +1,123 @@
+"""The exact finite-width posterior of the order parameters, (E1) of attnpaths.order_parameter_posterior."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import norm
+
+from attnpaths.network import AttentionNetwork
+from attnpaths.order_parameter_posterior import exact_action, sample_order_parameters
+from attnpaths.sampler import PosteriorSampler
+from attnpaths.theory import CholeskyCoordinates, architecture, solve
+from helpers import random_problem
+from test_network import random_attention, random_inputs
+
+# N_1 >= n_1 = 4, N_2 >= n_2 = 2: the Wishart densities exist; N_a large enough for (E1) to have a mode in
+# log-Cholesky coordinates (at smaller widths the density there is a funnel towards U = 0)
+WIDTHS = (10, 12, 10)
+VARIANCES = (0.5, 1.5, 0.8, 2.0)
+Z = norm.ppf(1 - 0.01 / (2 * 10))  # 1 % family-wise over the 10 distinct entries of a 4 x 4 U
+
+
+def test_log_jacobian_of_the_cholesky_coordinates_matches_autograd():
+    coords = CholeskyCoordinates([3, 2])
+    theta = torch.randn(coords.dimension, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+
+    def distinct_entries(t):
+        return torch.cat([U[tuple(torch.tril_indices(n, n))] for U, n in zip(coords.matrices(t), coords.sizes)])
+
+    jacobian = torch.autograd.functional.jacobian(distinct_entries, theta)
+    expected = torch.linalg.slogdet(jacobian).logabsdet - (3 + 2) * math.log(2)  # the constant n log 2 per block
+    assert coords.log_jacobian(theta).item() == pytest.approx(expected.item(), abs=1e-10)
+    batch = torch.stack([theta, 0.5 * theta])
+    assert torch.allclose(coords.coordinates(coords.matrices(batch)), batch)
+
+
+def hierarchical_wishart_draws(generator, num_draws, widths=WIDTHS, variances=VARIANCES):
+    """``U_1`` drawn the way the network builds it: ``U_a = s_a chi^2 / N_a``, then Gaussian columns layer by
+    layer (heads (2, 2), path index h_1 slowest)."""
+    N1, N2, Na = widths
+    _, s1, s2, sa = variances
+    draws = []
+    for _ in range(num_draws):
+        a = torch.randn(Na, generator=generator, dtype=torch.float64)
+        U_a = sa * (a @ a) / Na
+        u = torch.randn(N2, 2, generator=generator, dtype=torch.float64) * torch.sqrt(s2 * U_a)
+        U_2 = u.T @ u / N2
+        cov = torch.kron(torch.eye(2, dtype=torch.float64), s1 * U_2)
+        e = torch.randn(N1, 4, generator=generator, dtype=torch.float64) @ torch.linalg.cholesky(cov).T
+        draws.append(e.T @ e / N1)
+    return torch.stack(draws)
+
+
+def test_without_information_in_the_data_the_exact_posterior_is_the_prior_of_the_network():
+    # at a huge temperature the likelihood is flat: (E1) reduces to the hierarchical Wishart prior, whose mean
+    # is U_GP and whose spread the direct construction gives; the saddle-point density (no (n + 1) log det
+    # terms) would give a different spread, and a wrong degree of freedom a different mean
+    xi, y = random_problem(P=6, n0=3, heads=(2, 2), seed=1)
+    samples = sample_order_parameters(xi, y, heads=(2, 2), widths=WIDTHS, temperature=1e9, variances=VARIANCES,
+                                      generator=torch.Generator().manual_seed(2), num_chains=64, num_warmup=1000,
+                                      num_samples=1000, thin=4, progress=False)
+    prior = hierarchical_wishart_draws(torch.Generator().manual_seed(3), 20000)
+    prior_mean, prior_sd = prior.mean(0).numpy(), prior.std(0).numpy()
+    U_gp = VARIANCES[1] * VARIANCES[2] * VARIANCES[3] * np.eye(4)
+    assert np.allclose(prior_mean, U_gp, atol=4 * prior_sd.max() / math.sqrt(20000))
+    se = np.sqrt(samples.mc_se**2 + prior_sd**2 / 20000)
+    assert np.all(np.abs(samples.mean - prior_mean) <= Z * se), (samples.mean, prior_mean, se)
+    sampled_sd = samples.U.reshape(-1, 4, 4).std(axis=0)
+    assert np.allclose(sampled_sd, prior_sd, rtol=0.15), (sampled_sd, prior_sd)
+    assert samples.rhat.max() < 1.1 and 0.1 < samples.acceptance < 0.5
+
+
+def test_exact_mean_matches_the_networks_gibbs_samples_and_differs_from_the_saddle_point():
+    g = torch.Generator().manual_seed(4)
+    network = AttentionNetwork(random_attention(g, (2, 2), 4), widths=WIDTHS, variances=VARIANCES)
+    x = random_inputs(g, 8, 4, 3)
+    y = torch.cat([torch.ones(4), -torch.ones(4)]).double()
+    features = network.features(x)
+    temperature = 0.05
+    exact = sample_order_parameters(features, y, heads=(2, 2), widths=WIDTHS, temperature=temperature,
+                                    variances=VARIANCES, generator=torch.Generator().manual_seed(5), num_chains=32,
+                                    num_warmup=300, num_samples=300, thin=4, progress=False)
+    gibbs = PosteriorSampler(network, y, temperature, features=features).run(
+        torch.Generator().manual_seed(6), 200, 2500, num_chains=4, progress=False)
+    diagnostics = gibbs.diagnostics(features)
+    U_gibbs = gibbs.order_parameter().numpy()
+    sd = gibbs.order_parameters.flatten(0, 1).std(dim=0).numpy()
+    se = np.sqrt(sd**2 / diagnostics["order_parameter_ess"].numpy() + exact.mc_se**2)
+    assert np.all(np.abs(U_gibbs - exact.mean) <= Z * se), (U_gibbs, exact.mean, se)
+    # the saddle point is a different (N -> infinity) quantity: the exact mean resolves its O(1/N) distance
+    saddle = solve(features, y, heads=(2, 2), widths=WIDTHS, temperature=temperature, variances=VARIANCES)
+    assert np.any(np.abs(saddle.U - exact.mean) > Z * exact.mc_se), (saddle.U, exact.mean, exact.mc_se)
+
+
+def test_exact_action_is_the_saddle_point_action_plus_the_wishart_terms():
+    xi, y = random_problem(P=10, n0=4, heads=(2, 2), seed=2)
+    arch = architecture((2, 2), WIDTHS, VARIANCES)
+    sol = solve(xi, y, heads=(2, 2), widths=WIDTHS, temperature=0.1, variances=VARIANCES)
+    from attnpaths.kernels import scaled_features
+
+    X = scaled_features(torch.as_tensor(xi), VARIANCES[0])
+    U_layers = [torch.as_tensor(U)[None] for U in sol.U_layers]
+    U_a = torch.tensor([sol.U_a], dtype=torch.float64)
+    value = exact_action(X, y, arch, 0.1, U_layers, U_a).item()
+    logdets = [torch.linalg.slogdet(U[0]).logabsdet.item() for U in U_layers]
+    wishart = (4 + 1) * logdets[0] + (2 + 1) * logdets[1] + 2 * math.log(sol.U_a)
+    assert value == pytest.approx(sol.action + wishart, rel=1e-10)
+
+
+def test_invalid_arguments_raise_value_errors_naming_them():
+    xi, y = random_problem(P=6, n0=3, heads=(2, 2))
+    kwargs = dict(heads=(2, 2), temperature=0.1, generator=torch.Generator().manual_seed(0), progress=False)
+    with pytest.raises(ValueError, match="widths must be finite"):
+        sample_order_parameters(xi, y, widths=math.inf, **kwargs)
+    with pytest.raises(ValueError, match="N_1 = 3 must be at least n_1 = 4"):
+        sample_order_parameters(xi, y, widths=3, **kwargs)
+    with pytest.raises(RuntimeError, match="no mode"):
+        sample_order_parameters(xi, y, widths=(5, 3, 2), **{**kwargs, "temperature": 1e9})
+    with pytest.raises(ValueError, match="num_chains"):
+        sample_order_parameters(xi, y, widths=5, num_chains=1, **kwargs)
+    with pytest.raises(ValueError, match="generator"):
+        sample_order_parameters(xi, y, widths=5, **{**kwargs, "generator": 0})
