@@ -80,40 +80,49 @@ def readout_order_parameter(U_L: torch.Tensor, arch: Architecture) -> torch.Tens
     H_L, N_L, N_a = arch.heads[-1], arch.widths[-2], arch.widths[-1]
     sL, sa = arch.variances[-2], arch.variances[-1]
     beta = sa * (H_L * N_L / N_a - 1.0)
-    gamma = N_L * sa * torch.trace(U_L) / (N_a * sL)
+    gamma = N_L * sa * torch.diagonal(U_L, dim1=-2, dim2=-1).sum(dim=-1) / (N_a * sL)
     return (-beta + torch.sqrt(beta * beta + 4.0 * gamma)) / 2.0
 
 
 def partial_trace_over_head(U: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """``Utilde[rho, rho'] = sum_h U[(h, rho), (h, rho')]`` with ``h`` the slowest index (spec S6)."""
-    rest = U.shape[0] // num_heads
-    return U.reshape(num_heads, rest, num_heads, rest).diagonal(dim1=0, dim2=2).sum(dim=-1)
+    """``Utilde[rho, rho'] = sum_h U[(h, rho), (h, rho')]`` with ``h`` the slowest index (spec S6).
+    ``U`` may carry leading batch axes: ``[..., n, n] -> [..., n / H, n / H]``."""
+    rest = U.shape[-1] // num_heads
+    return U.reshape(*U.shape[:-2], num_heads, rest, num_heads, rest).diagonal(dim1=-4, dim2=-2).sum(dim=-1)
 
 
 def _logdet_pd(U: torch.Tensor) -> torch.Tensor:
-    return 2.0 * torch.log(torch.diagonal(torch.linalg.cholesky(U))).sum()
+    return 2.0 * torch.log(torch.diagonal(torch.linalg.cholesky(U), dim1=-2, dim2=-1)).sum(dim=-1)
 
 
-def entropy(U_layers: list[torch.Tensor], arch: Architecture) -> torch.Tensor:
-    """Entropic part ``S_ent`` of the action (spec S6), with ``U_a`` from (S7). Differentiable in torch.
+def _trace(U: torch.Tensor) -> torch.Tensor:
+    return torch.diagonal(U, dim1=-2, dim2=-1).sum(dim=-1)
+
+
+def entropy(U_layers: list[torch.Tensor], arch: Architecture, U_a: torch.Tensor | None = None) -> torch.Tensor:
+    """Entropic part ``S_ent`` of the action (spec S6). Differentiable in torch.
 
     Args:
-        U_layers: ``[U_1, ..., U_L]``, symmetric positive definite, ``U_l`` of shape ``[n_l, n_l]``.
+        U_layers: ``[U_1, ..., U_L]``, symmetric positive definite, ``U_l`` of shape ``[..., n_l, n_l]`` (leading
+            batch axes allowed, the same for every layer).
+        U_a: the readout's order parameter, ``[...]``; default: its closed form (S7) at ``U_L``, where ``S_ent``
+            is stationary in ``U_a``.
 
     Returns:
-        scalar tensor.
+        ``[...]`` (a scalar tensor without batch axes).
     """
     L = arch.num_layers
     s, N, H = arch.variances, arch.widths, arch.heads
     U_L = U_layers[-1]
-    U_a = readout_order_parameter(U_L, arch)
+    if U_a is None:
+        U_a = readout_order_parameter(U_L, arch)
     log_U_a = torch.log(U_a)
     value = N[-1] * (U_a / s[-1] - log_U_a)
-    value = value + N[L - 1] * (torch.trace(U_L) / (s[L] * U_a) - _logdet_pd(U_L) + H[L - 1] * log_U_a)
+    value = value + N[L - 1] * (_trace(U_L) / (s[L] * U_a) - _logdet_pd(U_L) + H[L - 1] * log_U_a)
     for layer in range(1, L):  # layers 1..L-1
         U_l, U_next = U_layers[layer - 1], U_layers[layer]
         reduced = partial_trace_over_head(U_l, H[layer - 1])
-        cross = torch.trace(torch.linalg.solve(U_next, reduced)) / s[layer]
+        cross = _trace(torch.linalg.solve(U_next, reduced)) / s[layer]
         value = value + N[layer - 1] * (cross - _logdet_pd(U_l) + H[layer - 1] * _logdet_pd(U_next))
     return value
 

@@ -37,7 +37,7 @@ import torch
 from tqdm import tqdm
 
 from ._validation import as_float64_tensor, positive_real
-from .action import Architecture, pre_kernel_tensor
+from .action import Architecture, entropy, pre_kernel_tensor
 from .kernels import scaled_features
 from .paths import check_num_paths
 from .sampler import effective_sample_size, split_rhat
@@ -68,33 +68,22 @@ def exact_action(
     Returns:
         ``[B]``. Differentiable in torch.
     """
-    L = arch.num_layers
-    s, N, H = arch.variances, arch.widths, arch.heads
     U_1 = U_layers[0]
     B, P = U_1.shape[0], X.shape[0]
     if pre_kernels is not None:
         K = (U_1.reshape(B, -1) @ pre_kernels.reshape(P * P, -1).T).reshape(B, P, P)
     else:
         K = torch.einsum("pia,bac,qic->bpq", X, U_1, X)
+    # S_en of spec S6 for a batch of U_1 (action.energy computes it, with derivatives, for one)
     chol = torch.linalg.cholesky(K + temperature * torch.eye(P, dtype=torch.float64))
     alpha = torch.cholesky_solve(y.expand(B, P)[..., None], chol)[..., 0]
     value = 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1) + (y * alpha).sum(-1)
-
-    def logdet(U):
-        return 2.0 * torch.log(torch.diagonal(torch.linalg.cholesky(U), dim1=-2, dim2=-1)).sum(-1)
-
-    log_U_a = torch.log(U_a)
-    value = value + N[-1] * (U_a / s[-1] - log_U_a) + 2.0 * log_U_a
-    U_L = U_layers[-1]
-    value = value + N[L - 1] * (torch.diagonal(U_L, dim1=-2, dim2=-1).sum(-1) / (s[L] * U_a)
-                                - logdet(U_L) + H[L - 1] * log_U_a) + (U_L.shape[-1] + 1) * logdet(U_L)
-    for layer in range(1, L):
-        U_l, U_next = U_layers[layer - 1], U_layers[layer]
-        rest = U_l.shape[-1] // H[layer - 1]  # partial trace over the head index (the slowest), batched
-        reduced = U_l.reshape(-1, H[layer - 1], rest, H[layer - 1], rest).diagonal(dim1=1, dim2=3).sum(-1)
-        cross = torch.diagonal(torch.linalg.solve(U_next, reduced), dim1=-2, dim2=-1).sum(-1) / s[layer]
-        value = value + N[layer - 1] * (cross - logdet(U_l) + H[layer - 1] * logdet(U_next)) + (U_l.shape[-1] + 1) * logdet(U_l)
-    return value
+    value = value + entropy(U_layers, arch, U_a)
+    # the Wishart densities' (N_l - n_l - 1) log det U_l where the action has N_l log det U_l; U_a: n = 1
+    for U in U_layers:
+        value = value + (U.shape[-1] + 1) * 2.0 * torch.log(torch.diagonal(torch.linalg.cholesky(U), dim1=-2,
+                                                                            dim2=-1)).sum(-1)
+    return value + 2.0 * torch.log(U_a)
 
 
 @dataclass(frozen=True)
