@@ -8,8 +8,9 @@ committed one is how the book's numbers are refreshed.
 
 Record layout (JSON object)::
 
-    {"benchmark": name, "command": "python -m attnpaths bench ...", "finished_utc": ISO 8601,
-     "commit": git commit of the measured sources (or null outside a git checkout), "commit_dirty": bool | null,
+    {"benchmark": name, "command": "python -m attnpaths bench ...", "started_utc", "finished_utc": ISO 8601,
+     "commit": git commit of the measured sources when the run started (null outside a git checkout),
+     "commit_dirty": bool | null (uncommitted changes to tracked files at the start),
      "machine": {"platform", "processor", "cpu_count", "load_average_1min"}, "versions": {"python", "torch", ...},
      "report": the benchmark's own report}
 """
@@ -48,11 +49,11 @@ def _git_commit(directory: Path) -> tuple[str | None, bool | None]:
     return commit, bool(status.strip())
 
 
-def make_record(name: str, argv: list[str], report: dict) -> dict:
-    """Wrap ``report`` with its provenance: command line, finishing time, git commit, machine and versions."""
+def start_record(name: str, argv: list[str]) -> dict:
+    """Provenance taken when a benchmark starts (so that it names the code that ran, even if the checkout
+    changes while it runs): command line, start time, git commit and dirty flag, machine, versions."""
     committed_record_path(name)  # validates the name
     commit, dirty = _git_commit(Path(__file__).parent)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     versions = {"python": platform.python_version()}
     for package in VERSIONED_PACKAGES:
         try:
@@ -62,14 +63,24 @@ def make_record(name: str, argv: list[str], report: dict) -> dict:
     return {
         "benchmark": name,
         "command": " ".join(["python -m attnpaths bench", name, *argv]),
-        "finished_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "started_utc": _now(),
         "commit": commit,
         "commit_dirty": dirty,
-        "machine": {"platform": platform.platform(), "processor": platform.machine(),
-                    "cpu_count": os.cpu_count(), "load_average_1min": load},
+        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count()},
         "versions": versions,
-        "report": report,
     }
+
+
+def make_record(started: dict, report: dict) -> dict:
+    """The record: the provenance from :func:`start_record`, the finishing time, the 1-minute load average at
+    the end and the benchmark's ``report``."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    machine = dict(started["machine"], load_average_1min=load)
+    return {**started, "machine": machine, "finished_utc": _now(), "report": report}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def write_record(record: dict, path) -> Path:

@@ -33,7 +33,7 @@ import torch
 
 from ..network import AttentionNetwork, NetworkWeights
 from ..sampler import PosteriorSampler, PosteriorSamples
-from .record import committed_record_path, make_record, write_record
+from .record import committed_record_path, make_record, start_record, write_record
 
 
 def potential_energy(network: AttentionNetwork, x, y, temperature: float):
@@ -291,6 +291,7 @@ def main(argv=None) -> dict:
     )
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    started = start_record("sampler", argv)
     generator = torch.Generator().manual_seed(args.seed)
     if args.data == "hmc":
         attention, x, y, x_test, y_test = _hmc_inputs(args.num_train, args.num_test)
@@ -306,7 +307,7 @@ def main(argv=None) -> dict:
         num_threads=args.threads, progress=args.progress,
     )
     _print_report(report)
-    path = write_record(make_record("sampler", argv, report), args.output)
+    path = write_record(make_record(started, report), args.output)
     print(f"record written to {path}")
     return report
 
