@@ -266,6 +266,23 @@ def test_claim2_finite_width_term_is_what_allows_an_O_1_over_N_shift():
         ex.check_samples_match_theory(shifted, theory_mean, 0.9, theory_U, finite_width=False)
 
 
+def test_claim2_with_the_exact_mean_is_a_pure_monte_carlo_comparison_with_it():
+    theory_U = np.diag([2.0, 1.0])
+    theory_mean = np.array([1.0, -1.0, 0.5, -0.5])
+    exact_U = theory_U * 1.05  # the finite-width mean, 5 % above the saddle point
+    exact = ex.ExactOrderParameter(width=100, U=exact_U, U_se=np.full((2, 2), 0.002), mode=exact_U, diagnostics={})
+    # samples at the exact mean pass, although they are 50 standard errors from the saddle point
+    near = _point(exact_U + 0.005, U_se=0.002)
+    out = ex.check_samples_match_theory(near, theory_mean, 0.9, theory_U, exact=exact)
+    assert out["U_reference"] == "exact" and out["epsilon"] == 0.0 and out["U_worst_ratio"] < 1
+    np.testing.assert_allclose(out["saddle_shift"], exact_U - theory_U)
+    # samples at the saddle point fail: the (n + 1) / N allowance is not applied against the exact mean
+    with pytest.raises(ex.ClaimViolation, match=r"sampled U agrees.*vs exact 2\.1000"):
+        ex.check_samples_match_theory(_point(theory_U, U_se=0.002), theory_mean, 0.9, theory_U, exact=exact)
+    with pytest.raises(ValueError, match="exact must be the exact mean at N=10"):
+        ex.check_samples_match_theory(_point(exact_U, 0.002, width=10), theory_mean, 0.9, theory_U, exact=exact)
+
+
 def test_claim2_sign_changes_explained_by_the_sampled_U_are_allowed():
     theory_U = np.eye(2)
     theory_mean = np.array([0.01, -1.0, 0.5, -0.5])

@@ -22,8 +22,9 @@ import json
 import os
 import platform
 import subprocess
-from importlib import metadata
 from pathlib import Path
+
+from ..book.cache import environment
 
 RECORDS_DIR = Path(__file__).with_name("records")
 REQUIRED_KEYS = ("benchmark", "command", "finished_utc", "commit", "machine", "versions", "report")
@@ -54,12 +55,7 @@ def start_record(name: str, argv: list[str]) -> dict:
     changes while it runs): command line, start time, git commit and dirty flag, machine, versions."""
     committed_record_path(name)  # validates the name
     commit, dirty = _git_commit(Path(__file__).parent)
-    versions = {"python": platform.python_version()}
-    for package in VERSIONED_PACKAGES:
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
+    versions = environment(VERSIONED_PACKAGES)
     return {
         "benchmark": name,
         "command": " ".join(["python -m attnpaths bench", name, *argv]),

@@ -36,10 +36,11 @@ def package_digest(package_dir) -> str:
     return digest.hexdigest()
 
 
-def environment() -> dict:
-    """Python and numerical-library versions that enter every key."""
+def environment(packages=NUMERIC_LIBRARIES) -> dict:
+    """Versions of Python and of ``packages`` (``None`` for one not installed); by default the numerical
+    libraries, whose versions enter every key."""
     versions = {"python": platform.python_version()}
-    for name in NUMERIC_LIBRARIES:
+    for name in packages:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
