@@ -1,0 +1,402 @@
+"""Claims as statistical tests: one verdict type for every chapter.
+
+A claim of the book is a statement about a measured quantity together with a test that a wrong result
+would fail. Every check of every chapter returns a :class:`Verdict`: what is claimed, where the claim comes
+from, the statistic, the test and its criterion, the level with its multiple-comparison correction, the
+measured value with its p-value or z-score, and one of three outcomes (:class:`Outcome`):
+
+* ``holds``: the claim is supported at the stated level;
+* ``not significant``: the data neither support nor contradict it at that level;
+* ``contradicted``: the data contradict it at that level.
+
+Constructors for the tests the book uses:
+
+* :func:`directional_z`: a one-sided z-test of the sign of an estimate with a standard error (e.g. a paired
+  accuracy difference on one test set);
+* :func:`replicate_t`: a one-sided t-test of the mean of independent replicates (e.g. one difference per
+  independently drawn data set);
+* :func:`permutation`: a claim decided by two one-sided permutation p-values (greater, smaller);
+* :func:`equivalence`: agreement of estimates with references within a stated margin, entry by entry
+  (two one-sided tests, TOST, with a Bonferroni correction over the entries);
+* :func:`replicate_equivalence`: agreement of the mean of a few independent replicates with a reference
+  within a stated margin (TOST with Student's t);
+* :func:`exact`: a deterministic inequality between numbers that carry no sampling error at fixed inputs.
+
+:func:`enforce` turns the verdicts a profile requires into a single :class:`ClaimViolation`;
+:func:`claims_table` renders verdicts as a Markdown table whose every cell comes from the verdicts' fields.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+from ._validation import as_float64_array
+
+
+class ClaimViolation(AssertionError):
+    """A run does not support a claim that its profile requires; the message names each such claim."""
+
+
+class Outcome(str, enum.Enum):
+    """The three outcomes of a claim's test."""
+
+    HOLDS = "holds"
+    NOT_SIGNIFICANT = "not significant"
+    CONTRADICTED = "contradicted"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one claim's test.
+
+    Attributes:
+        claim: identifier, unique within a chapter (e.g. ``"1"``, ``"2 N=10"``, ``"E2a"``).
+        statement: the claim in words.
+        source: where the claim comes from (e.g. ``"paper, Fig. 2c caption"``, ``"output of the authors'
+            code"``, ``"derived in this book"``).
+        statistic: name of the measured statistic.
+        test: the test and its criterion for each outcome, in words.
+        level: the family-wise significance level of the test, or ``None`` for an exact comparison of
+            deterministic numbers.
+        correction: the multiple-comparison correction applied to reach ``level`` (``"none"`` if a single test).
+        value: the measured statistic.
+        p_value: p-value of the test in the claim's direction (``None`` when the test reports a z-score only
+            or is exact).
+        z: standardised statistic (``None`` where it has no meaning).
+        outcome: :class:`Outcome`.
+        measured: the measured numbers in words.
+    """
+
+    claim: str
+    statement: str
+    source: str
+    statistic: str
+    test: str
+    level: float | None
+    correction: str
+    value: float
+    p_value: float | None
+    z: float | None
+    outcome: Outcome
+    measured: str
+
+    def __post_init__(self):
+        if not isinstance(self.outcome, Outcome):
+            raise ValueError(f"outcome must be an Outcome, got {self.outcome!r}")
+        if self.level is not None and not 0 < self.level < 1:
+            raise ValueError(f"level must be in (0, 1) or None, got {self.level!r}")
+
+    @property
+    def holds(self) -> bool:
+        return self.outcome is Outcome.HOLDS
+
+    @property
+    def level_text(self) -> str:
+        """The level in words: ``"1 % (Bonferroni over 10 entries)"`` or ``"exact"``."""
+        if self.level is None:
+            return "exact (no sampling error at fixed inputs)"
+        pct = f"{100 * self.level:g} %"
+        return pct if self.correction == "none" else f"{pct} ({self.correction})"
+
+    def sentence(self) -> str:
+        """One sentence stating the verdict, generated from the fields."""
+        evidence = []
+        if self.z is not None:
+            evidence.append(f"z = {self.z:+.2f}")
+        if self.p_value is not None:
+            evidence.append(f"p = {self.p_value:.2g}")
+        evidence.append(f"level {self.level_text}")
+        return (f"Claim {self.claim} ({self.statement}): {self.outcome.value}. {self.measured} "
+                f"[{self.test}; {', '.join(evidence)}].")
+
+    def to_dict(self) -> dict:
+        """Plain values for a results file (the outcome as its text)."""
+        out = asdict(self)
+        out["outcome"] = self.outcome.value
+        return out
+
+
+# --------------------------------------------------------------------------------------------------------
+# thresholds
+
+
+def _level(level) -> float:
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+    return float(level)
+
+
+def _count(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def bonferroni_z(num_tests: int, level: float = 0.01, *, two_sided: bool = True) -> float:
+    """Gaussian threshold keeping the chance of any false alarm among ``num_tests`` tests below ``level``:
+    ``Phi^{-1}(1 - level / (2 num_tests))`` (two-sided) or ``Phi^{-1}(1 - level / num_tests)`` (one-sided)."""
+    num_tests = _count(num_tests, "num_tests")
+    level = _level(level)
+    return float(stats.norm.isf(level / (2 * num_tests if two_sided else num_tests)))
+
+
+def _correction(num_tests: int, what: str) -> str:
+    return "none" if num_tests == 1 else f"Bonferroni over {num_tests} {what}"
+
+
+def _three_way(p_holds: float, p_contradicts: float, level: float) -> Outcome:
+    if p_holds < level:
+        return Outcome.HOLDS
+    if p_contradicts < level:
+        return Outcome.CONTRADICTED
+    return Outcome.NOT_SIGNIFICANT
+
+
+# --------------------------------------------------------------------------------------------------------
+# constructors
+
+
+def directional_z(claim: str, statement: str, *, source: str, statistic: str, estimate: float, se: float,
+                  level: float = 0.01, num_tests: int = 1, measured: str = "") -> Verdict:
+    """The claim "``estimate > 0``", tested with a one-sided z-test of standard error ``se``.
+
+    ``z = estimate / se``; holds when ``z > z_c``, contradicted when ``z < -z_c``, with
+    ``z_c = Phi^{-1}(1 - level / num_tests)`` (``num_tests`` one-sided tests share the family level).
+    """
+    level, num_tests = _level(level), _count(num_tests, "num_tests")
+    estimate = float(estimate)
+    if not (math.isfinite(se) and se > 0):
+        raise ValueError(f"se must be a finite number > 0, got {se!r}")
+    z = estimate / float(se)
+    alpha = level / num_tests
+    outcome = _three_way(float(stats.norm.sf(z)), float(stats.norm.cdf(z)), alpha)
+    test = (f"one-sided z-test of {statistic} > 0 (standard error {se:.3g}): holds if z > {stats.norm.isf(alpha):.2f}, "
+            f"contradicted if z < -{stats.norm.isf(alpha):.2f}")
+    return Verdict(claim, statement, source, statistic, test, level, _correction(num_tests, "tests"), estimate,
+                   float(stats.norm.sf(z)), z, outcome, measured or f"{statistic} = {estimate:+.4g}.")
+
+
+def replicate_t(claim: str, statement: str, *, source: str, statistic: str, differences, level: float = 0.01,
+                num_tests: int = 1, measured: str = "") -> Verdict:
+    """The claim "the mean of ``differences`` is > 0", tested with a one-sided one-sample t-test over
+    independent replicates (``differences``: ``[n]``, ``n >= 2``, e.g. one per independently drawn data set).
+
+    Holds when the one-sided p-value of "mean > 0" is below ``level / num_tests``; contradicted when that of
+    "mean < 0" is. Identical replicates (zero spread) are decided by their sign.
+    """
+    level, num_tests = _level(level), _count(num_tests, "num_tests")
+    d = as_float64_array(differences, "differences").ravel()
+    if d.size < 2:
+        raise ValueError(f"differences must hold at least 2 replicates, got {d.size}")
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    n = d.size
+    if sd == 0:
+        t = math.copysign(math.inf, mean) if mean != 0 else 0.0
+    else:
+        t = mean / (sd / math.sqrt(n))
+    p_greater, p_less = float(stats.t.sf(t, n - 1)), float(stats.t.cdf(t, n - 1))
+    alpha = level / num_tests
+    outcome = _three_way(p_greater, p_less, alpha)
+    test = (f"one-sided t-test over {n} independent replicates of mean {statistic} > 0: holds if p < {alpha:.3g}, "
+            f"contradicted if the opposite one-sided p < {alpha:.3g}")
+    return Verdict(claim, statement, source, statistic, test, level, _correction(num_tests, "tests"), mean,
+                   p_greater, t if math.isfinite(t) else None, outcome,
+                   measured or f"mean {statistic} = {mean:+.4g} (sd {sd:.3g} over {n} replicates).")
+
+
+def permutation(claim: str, statement: str, *, source: str, statistic: str, value: float, p_greater: float,
+                p_smaller: float, test: str, level: float = 0.05, measured: str = "") -> Verdict:
+    """A claim decided by permutation p-values: holds when ``p_greater`` (the chance, under the null, of a
+    statistic at least as large as ``value``) is below ``level``; contradicted when ``p_smaller`` is."""
+    level = _level(level)
+    for name, p in (("p_greater", p_greater), ("p_smaller", p_smaller)):
+        if not 0 <= p <= 1:
+            raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+    outcome = _three_way(float(p_greater), float(p_smaller), level)
+    return Verdict(claim, statement, source, statistic, f"{test}: holds if p < {level:g}, contradicted if the "
+                   f"opposite p < {level:g}", level, "none", float(value), float(p_greater), None, outcome,
+                   measured or f"{statistic} = {value:+.4g}.")
+
+
+def permutation_p_values(observed: float, null) -> tuple[float, float]:
+    """Monte-Carlo permutation p-values ``((1 + #{null >= observed}) / (1 + m), (1 + #{null <= observed}) / (1 + m))``
+    of an observed statistic against ``m`` draws of its null distribution (the observed value counted once,
+    so a p-value is never 0)."""
+    null = as_float64_array(null, "null").ravel()
+    if null.size < 1:
+        raise ValueError("null must hold at least one draw")
+    observed = float(observed)
+    m = null.size
+    return (1 + int(np.sum(null >= observed))) / (1 + m), (1 + int(np.sum(null <= observed))) / (1 + m)
+
+
+def equivalence(claim: str, statement: str, *, source: str, statistic: str, deviation, se, margin,
+                level: float = 0.01, measured: str = "") -> Verdict:
+    """Agreement within a margin, entry by entry (two one-sided tests with a Bonferroni correction).
+
+    Args:
+        deviation: ``[...]`` estimate minus reference, one value per compared entry.
+        se: ``[...]`` (or scalar) standard errors of ``deviation`` (Monte-Carlo errors; > 0).
+        margin: ``[...]`` (or scalar) the largest deviation that counts as agreement (> 0).
+
+    With ``z_c = Phi^{-1}(1 - level / m)`` over the ``m`` entries: holds when every entry's interval
+    ``|deviation| + z_c se`` lies inside its margin; contradicted when some entry's ``|deviation| - z_c se``
+    exceeds its margin; not significant otherwise. The statistic is the largest ``|deviation| / margin``; ``z``
+    is the largest ``(|deviation| - margin) / se``.
+    """
+    level = _level(level)
+    d = as_float64_array(deviation, "deviation")
+    s = np.broadcast_to(as_float64_array(se, "se"), d.shape)
+    m = np.broadcast_to(as_float64_array(margin, "margin"), d.shape)
+    if d.size < 1:
+        raise ValueError("deviation must hold at least one entry")
+    if np.any(s <= 0):
+        raise ValueError("se must be > 0 for every entry")
+    if np.any(m <= 0):
+        raise ValueError("margin must be > 0 for every entry")
+    zc = bonferroni_z(d.size, level, two_sided=False)
+    excess = np.abs(d) - m
+    if np.any(excess - zc * s > 0):
+        outcome = Outcome.CONTRADICTED
+    elif np.all(excess + zc * s < 0):
+        outcome = Outcome.HOLDS
+    else:
+        outcome = Outcome.NOT_SIGNIFICANT
+    ratio = np.abs(d) / m
+    test = (f"two one-sided tests per entry against the margin, z = {zc:.2f}: holds if every |deviation| + z se "
+            f"< margin, contradicted if some |deviation| - z se > margin")
+    return Verdict(claim, statement, source, statistic, test, level, _correction(d.size, "entries"),
+                   float(ratio.max()), None, float((excess / s).max()), outcome,
+                   measured or f"largest |deviation| / margin = {ratio.max():.3g}.")
+
+
+def replicate_equivalence(claim: str, statement: str, *, source: str, statistic: str, replicates,
+                          reference: float, margin: float, level: float = 0.01, measured: str = "") -> Verdict:
+    """Agreement of the mean of independent replicates with ``reference`` within ``margin``: two one-sided
+    t-tests (TOST) with ``n - 1`` degrees of freedom, for claims measured on a few replicates (e.g. one value
+    per independently drawn network), where :func:`equivalence`'s Gaussian threshold would be too lenient.
+
+    With ``t_c = t_{n-1}^{-1}(1 - level)`` and ``se = sd / sqrt(n)``: holds when
+    ``|mean - reference| + t_c se < margin``; contradicted when ``|mean - reference| - t_c se > margin``; not
+    significant otherwise. Identical replicates (zero spread) are decided by ``|mean - reference|`` against
+    ``margin``. The statistic is ``|mean - reference| / margin``; ``z`` is the t statistic
+    ``(|mean - reference| - margin) / se``.
+
+    Args:
+        replicates: ``[n]``, ``n >= 2``.
+        reference: the value the mean is claimed to equal; margin: the largest deviation that counts as
+            agreement (> 0).
+    """
+    level = _level(level)
+    r = as_float64_array(replicates, "replicates").ravel()
+    if r.size < 2:
+        raise ValueError(f"replicates must hold at least 2 values, got {r.size}")
+    reference = float(as_float64_array(reference, "reference"))
+    margin = float(as_float64_array(margin, "margin"))
+    if not margin > 0:
+        raise ValueError(f"margin must be > 0, got {margin!r}")
+    n = r.size
+    mean, sd = float(r.mean()), float(r.std(ddof=1))
+    dev = abs(mean - reference)
+    tc = float(stats.t.isf(level, n - 1))
+    if sd == 0:
+        p_holds, p_contra, t = (0.0, 1.0, None) if dev < margin else ((1.0, 0.0, None) if dev > margin else (1.0, 1.0, None))
+    else:
+        se = sd / math.sqrt(n)
+        t = (dev - margin) / se
+        p_holds, p_contra = float(stats.t.cdf(t, n - 1)), float(stats.t.sf(t, n - 1))
+    outcome = _three_way(p_holds, p_contra, level)
+    test = (f"two one-sided t-tests over {n} independent replicates against the margin {margin:.3g}, t = {tc:.2f}: "
+            f"holds if |mean - {reference:.4g}| + t se < margin, contradicted if |mean - {reference:.4g}| - t se > margin")
+    return Verdict(claim, statement, source, statistic, test, level, "none", dev / margin, p_holds, t, outcome,
+                   measured or f"mean {statistic} = {mean:.4g} (sd {sd:.3g} over {n} replicates; reference "
+                               f"{reference:.4g}).")
+
+
+def exact(claim: str, statement: str, *, source: str, statistic: str, value: float, criterion: str,
+          satisfied: bool, measured: str = "") -> Verdict:
+    """A deterministic claim: numbers computed without sampling error at fixed inputs (e.g. the theory at
+    a fixed data set). Holds when ``satisfied``, contradicted otherwise; ``level`` is ``None``."""
+    outcome = Outcome.HOLDS if satisfied else Outcome.CONTRADICTED
+    return Verdict(claim, statement, source, statistic, f"exact comparison: holds if {criterion}", None, "none",
+                   float(value), None, None, outcome, measured or f"{statistic} = {value:+.4g}.")
+
+
+def all_of(claim: str, statement: str, *, source: str, parts, measured: str = "") -> Verdict:
+    """A claim made of several parts that must all hold, each already tested at ``level / k`` (build the
+    parts with ``num_tests=k``): holds when every part holds, contradicted when any part is contradicted, not
+    significant otherwise. The statistic, p-value and z are those of the weakest part (the largest p-value
+    among the parts that do not hold, else among all)."""
+    parts = list(parts)
+    if not parts or any(not isinstance(p, Verdict) for p in parts):
+        raise ValueError("parts must be a non-empty list of Verdict objects")
+    levels = {p.level for p in parts}
+    if len(levels) != 1:
+        raise ValueError(f"parts must share one family level, got {sorted(map(str, levels))}")
+    if any(p.outcome is Outcome.CONTRADICTED for p in parts):
+        outcome = Outcome.CONTRADICTED
+    elif all(p.holds for p in parts):
+        outcome = Outcome.HOLDS
+    else:
+        outcome = Outcome.NOT_SIGNIFICANT
+    candidates = [p for p in parts if not p.holds] or parts
+    weakest = max(candidates, key=lambda p: -math.inf if p.p_value is None else p.p_value)
+    test = "every part holds: " + "; ".join(f"({i + 1}) {p.statistic}: {p.test}" for i, p in enumerate(parts))
+    level = parts[0].level
+    correction = "none" if len(parts) == 1 else f"Bonferroni over {len(parts)} parts"
+    return Verdict(claim, statement, source, weakest.statistic, test, level, correction, weakest.value,
+                   weakest.p_value, weakest.z, outcome, measured or " ".join(p.measured for p in parts))
+
+
+# --------------------------------------------------------------------------------------------------------
+# enforcing and showing
+
+
+def enforce(verdicts, required) -> list[str]:
+    """Raise :class:`ClaimViolation` unless every verdict whose claim id is in ``required`` holds.
+
+    Args:
+        verdicts: iterable of :class:`Verdict`.
+        required: claim ids that must hold in this profile (a profile whose models are too small to test a
+            claim leaves it out; its verdict is still computed and shown).
+
+    Returns:
+        The required claim ids, in the order given. All failing claims are named in one message.
+    """
+    verdicts = list(verdicts)
+    if any(not isinstance(v, Verdict) for v in verdicts):
+        raise ValueError("verdicts must all be Verdict objects")
+    by_id = {v.claim: v for v in verdicts}
+    if len(by_id) != len(verdicts):
+        raise ValueError("claim ids must be unique among the verdicts")
+    required = [str(k) for k in required]
+    unknown = [k for k in required if k not in by_id]
+    if unknown:
+        raise ValueError(f"required must name claims among {sorted(by_id)}, got unknown {unknown}")
+    failing = [by_id[k] for k in required if not by_id[k].holds]
+    if failing:
+        raise ClaimViolation("required claims not supported:\n" + "\n".join(v.sentence() for v in failing))
+    return required
+
+
+def claims_table(verdicts) -> str:
+    """A Markdown table of verdicts: claim, statement, source, test, level, measured, outcome."""
+    rows = ["| claim | statement | source | test and criterion | level | measured | outcome |",
+            "|---|---|---|---|---|---|---|"]
+    for v in verdicts:
+        cells = [v.claim, v.statement, v.source, v.test, v.level_text, v.measured, f"**{v.outcome.value}**"]
+        rows.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows)
+
+
+def outcome_counts(verdicts) -> dict[str, int]:
+    """How many verdicts have each outcome: ``{"holds": k1, "not significant": k2, "contradicted": k3}``."""
+    counts = {o.value: 0 for o in Outcome}
+    for v in verdicts:
+        counts[v.outcome.value] += 1
+    return counts

@@ -1,0 +1,219 @@
+"""The paper's claims about finite width against the Gaussian-process limit, as tests (any task).
+
+Each function returns a :class:`attnpaths.claims.Verdict`; the task chapters (hidden Markov chains, one-shot
+images) call them on their own numbers:
+
+* :func:`finite_width_advantage`: at small width the theory's predictor is more accurate than the GP limit
+  (paired z-test on one test set);
+* :func:`finite_width_advantage_over_data_sets`: the same, and the advantage shrinks as ``N`` grows, over
+  independently drawn data sets (t-tests over the data sets);
+* :func:`gp_limit_approach`: the order parameter ``U`` moves towards its GP value as ``N`` grows;
+* :func:`kernel_alignment`: at small width the kernel's leading principal components carry more of the
+  labels than the GP kernel's;
+* :func:`sample_agreement`: posterior samples of the finite network agree with a reference (the theory or the
+  exact finite-width mean of ``U``) within stated margins.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import as_float64_array
+from .claims import Verdict, all_of, directional_z, equivalence, exact, replicate_t
+
+#: Where the claims come from (the paper's body text was not available: abstract and captions).
+SOURCE_ADVANTAGE = "paper (abstract; captions of Fig. 1d, 2c, 3b)"
+SOURCE_SAMPLES = "paper (captions of Fig. 2c, 2e, 3b, 3c: theory vs samples)"
+SOURCE_GP_LIMIT = "derived in this book (the GP limit of the action)"
+SOURCE_ALIGNMENT = "paper (captions of Fig. 1c, 2d, 3d)"
+
+
+def paired_accuracy_sd(mean_a, mean_b, labels) -> float:
+    """Test-set standard deviation of ``A_b - A_a`` for two predictors on the SAME test points.
+
+    Only the test points that one predictor gets right and the other wrong ("discordant", ``n_d`` of them)
+    move the difference; if both predictors were equally accurate each would move it by ``+-1/n`` with equal
+    probability (McNemar), so ``sd = sqrt(n_d) / n``.
+
+    Args:
+        mean_a, mean_b, labels: ``[n]`` predictions (their signs are the predicted labels) and labels ``+-1``.
+    """
+    labels = as_float64_array(labels, "labels")
+    right_a = np.sign(as_float64_array(mean_a, "mean_a")) == labels
+    right_b = np.sign(as_float64_array(mean_b, "mean_b")) == labels
+    if right_a.shape != labels.shape or right_b.shape != labels.shape:
+        raise ValueError("mean_a, mean_b and labels must have the same shape")
+    return float(np.sqrt(np.sum(right_a != right_b)) / labels.size)
+
+
+def _accuracy(mean, labels) -> float:
+    return float(np.mean(np.sign(mean) == labels))
+
+
+def finite_width_advantage(claim: str, *, theory_mean, gp_mean, labels, width: int, level: float = 0.01,
+                           where: str = "") -> Verdict:
+    """Claim: at width ``width`` the theory's mean predictor is more accurate than the GP limit's.
+
+    Args:
+        theory_mean, gp_mean, labels: ``[n_test]`` predictions of the two predictors and the labels.
+
+    Test: one-sided paired z-test of ``A(N) - A_GP`` on the test set, standard error
+    :func:`paired_accuracy_sd` (at least ``1 / n_test``).
+    """
+    labels = as_float64_array(labels, "labels")
+    a, g = _accuracy(as_float64_array(theory_mean, "theory_mean"), labels), _accuracy(as_float64_array(gp_mean, "gp_mean"), labels)
+    se = max(paired_accuracy_sd(gp_mean, theory_mean, labels), 1.0 / labels.size)
+    stat = f"A(N={width}) - A_GP"
+    return directional_z(claim, f"finite width beats the GP limit{where}", source=SOURCE_ADVANTAGE, statistic=stat,
+                         estimate=a - g, se=se, level=level,
+                         measured=f"A(N={width}) = {a:.3f} vs A_GP = {g:.3f} on {labels.size} test points{where}.")
+
+
+def finite_width_advantage_over_data_sets(claim: str, *, accuracy_small, accuracy_large, gp_accuracy,
+                                          widths: tuple[int, int], level: float = 0.01, where: str = "") -> Verdict:
+    """Claim: over independently drawn data sets, the theory beats the GP limit at the smallest width, and
+    the gap shrinks by the largest width.
+
+    Args:
+        accuracy_small, accuracy_large, gp_accuracy: ``[n_sets]`` theory accuracy at the smallest and largest
+            width and the GP accuracy, per data set.
+        widths: ``(N_min, N_max)``.
+
+    Test: two one-sided t-tests over the data sets, Bonferroni over the two: mean ``A(N_min) - A_GP > 0`` and
+    mean ``|A(N_min) - A_GP| - |A(N_max) - A_GP| > 0``.
+    """
+    small = as_float64_array(accuracy_small, "accuracy_small")
+    large = as_float64_array(accuracy_large, "accuracy_large")
+    gp = as_float64_array(gp_accuracy, "gp_accuracy")
+    if not small.shape == large.shape == gp.shape or small.ndim != 1:
+        raise ValueError(f"accuracy_small, accuracy_large and gp_accuracy must be [n_sets] arrays of one shape, got "
+                         f"{small.shape}, {large.shape}, {gp.shape}")
+    n_min, n_max = (int(w) for w in widths)
+    parts = [
+        replicate_t(claim, "advantage", source=SOURCE_ADVANTAGE, statistic=f"A(N={n_min}) - A_GP",
+                    differences=small - gp, level=level, num_tests=2),
+        replicate_t(claim, "approach", source=SOURCE_ADVANTAGE,
+                    statistic=f"|A(N={n_min}) - A_GP| - |A(N={n_max}) - A_GP|",
+                    differences=np.abs(small - gp) - np.abs(large - gp), level=level, num_tests=2),
+    ]
+    return all_of(claim, f"finite width beats the GP limit and approaches it as N grows{where}",
+                  source=SOURCE_ADVANTAGE, parts=parts,
+                  measured=(f"Over {small.size} data sets: mean A(N={n_min}) - A_GP = {np.mean(small - gp):+.3f}, "
+                            f"mean A(N={n_max}) - A_GP = {np.mean(large - gp):+.3f}{where}."))
+
+
+def _distance(U, u_gp: float) -> np.ndarray:
+    return np.linalg.norm(U - u_gp * np.eye(U.shape[-1]), axis=(-2, -1))
+
+
+def gp_limit_approach(claim: str, *, U_small, U_large, widths: tuple[int, int], u_gp: float = 1.0,
+                      level: float = 0.01, where: str = "") -> Verdict:
+    """Claim: the order parameter moves towards its GP value ``u_gp I`` as ``N`` grows.
+
+    Args:
+        U_small, U_large: ``[n_sets, n, n]`` the theory's ``U`` at the smallest and the largest width, one per
+            independently drawn data set, or ``[n, n]`` for a single data set.
+        widths: ``(N_min, N_max)``.
+
+    Test: with several data sets, a one-sided t-test of the mean of ``||U(N_min) - U_GP||_F -
+    ||U(N_max) - U_GP||_F > 0``; with one data set (deterministic numbers), the exact inequality.
+    """
+    small, large = as_float64_array(U_small, "U_small"), as_float64_array(U_large, "U_large")
+    if small.shape != large.shape or small.ndim not in (2, 3) or small.shape[-1] != small.shape[-2]:
+        raise ValueError(f"U_small and U_large must be [n_sets, n, n] or [n, n] of one shape, got {small.shape}, "
+                         f"{large.shape}")
+    n_min, n_max = (int(w) for w in widths)
+    statement = f"U tends to its GP value as N grows{where}"
+    stat = f"||U(N={n_min}) - U_GP|| - ||U(N={n_max}) - U_GP||"
+    d_small, d_large = _distance(small, u_gp), _distance(large, u_gp)
+    if small.ndim == 2:
+        diff = float(d_small - d_large)
+        return exact(claim, statement, source=SOURCE_GP_LIMIT, statistic=stat, value=diff,
+                     criterion=f"{stat} > 0", satisfied=diff > 0,
+                     measured=f"||U - U_GP||_F = {d_small:.3f} at N={n_min}, {d_large:.3f} at N={n_max}{where}.")
+    return replicate_t(claim, statement, source=SOURCE_GP_LIMIT, statistic=stat, differences=d_small - d_large,
+                       level=level,
+                       measured=(f"Mean ||U - U_GP||_F over {small.shape[0]} data sets: {d_small.mean():.3f} at "
+                                 f"N={n_min}, {d_large.mean():.3f} at N={n_max}{where}."))
+
+
+def kernel_alignment(claim: str, *, fraction_fw, fraction_gp, k: int, width: int, level: float = 0.01,
+                     where: str = "") -> Verdict:
+    """Claim: at width ``width`` the first ``k`` principal components of the training kernel carry a larger
+    fraction of ``|y|^2`` than those of the GP kernel.
+
+    Args:
+        fraction_fw, fraction_gp: ``[n_sets]`` label fractions (one per data set) or scalars (one data set).
+
+    Test: a one-sided t-test over data sets of the mean difference ``> 0``; with one data set, the exact
+    inequality.
+    """
+    fw, gp = as_float64_array(fraction_fw, "fraction_fw"), as_float64_array(fraction_gp, "fraction_gp")
+    if fw.shape != gp.shape or fw.ndim > 1:
+        raise ValueError(f"fraction_fw and fraction_gp must be scalars or [n_sets] arrays of one shape, got {fw.shape}, "
+                         f"{gp.shape}")
+    statement = f"finite width aligns the leading kernel PCs with the labels{where}"
+    stat = f"label fraction of the first {k} PCs, N={width} minus GP"
+    if fw.ndim == 0:
+        diff = float(fw - gp)
+        return exact(claim, statement, source=SOURCE_ALIGNMENT, statistic=stat, value=diff, criterion=f"{stat} > 0",
+                     satisfied=diff > 0, measured=f"label fraction {float(fw):.3f} (N={width}) vs {float(gp):.3f} (GP){where}.")
+    return replicate_t(claim, statement, source=SOURCE_ALIGNMENT, statistic=stat, differences=fw - gp, level=level,
+                       measured=(f"Mean label fraction of the first {k} PCs over {fw.size} data sets: {fw.mean():.3f} "
+                                 f"(N={width}) vs {gp.mean():.3f} (GP){where}."))
+
+
+def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, reference_U_se=None,
+                     margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01,
+                     reference: str = "the theory", where: str = "") -> Verdict:
+    """Claim: posterior samples of the finite network agree with a reference at every sampled width.
+
+    Args:
+        points: sampled widths, each with ``width``, ``accuracy`` and ``accuracy_mc_sd`` (the sampled mean
+            predictor's test accuracy and its Monte-Carlo standard deviation), ``U`` ``[n, n]`` and ``U_se``
+            ``[n, n]`` (sampled order parameter and its Monte-Carlo standard error), e.g.
+            :class:`attnpaths.hmc.experiments.SampledPoint`.
+        reference_accuracy: ``{width: accuracy}`` of the reference predictor.
+        reference_U: ``{width: [n, n]}`` reference order parameters (the theory's saddle point or the exact
+            finite-width posterior mean).
+        reference_U_se: ``{width: [n, n]}`` Monte-Carlo errors of ``reference_U`` (``None``: exact numbers).
+        margin_accuracy: agreement margin of the accuracy (absolute).
+        margin_U: agreement margin of ``U_ij`` relative to ``sqrt(U_ii U_jj)`` of the reference.
+
+    Test: :func:`attnpaths.claims.equivalence` over every sampled width's accuracy and distinct ``U``
+    entries together (Bonferroni over all of them): holds when each lies within its margin beyond
+    Monte-Carlo doubt, contradicted when one lies outside it beyond Monte-Carlo doubt.
+    """
+    points = list(points)
+    if not points:
+        raise ValueError("points must hold at least one sampled width")
+    deviation, se, margin, names = [], [], [], []
+    for p in points:
+        w = int(p.width)
+        if w not in reference_accuracy or w not in reference_U:
+            raise ValueError(f"reference_accuracy and reference_U must hold the sampled width {w}")
+        deviation.append(float(p.accuracy) - float(reference_accuracy[w]))
+        se.append(max(float(p.accuracy_mc_sd), 1e-12))
+        margin.append(float(margin_accuracy))
+        names.append(f"accuracy at N={w}")
+        ref = as_float64_array(reference_U[w], f"reference_U[{w}]")
+        U, U_se = as_float64_array(p.U, "U"), as_float64_array(p.U_se, "U_se")
+        if ref.shape != U.shape:
+            raise ValueError(f"reference_U[{w}] must have the sampled shape {U.shape}, got {ref.shape}")
+        ref_se = (np.zeros_like(ref) if reference_U_se is None
+                  else as_float64_array(reference_U_se[w], f"reference_U_se[{w}]"))
+        scale = np.sqrt(np.abs(np.outer(np.diag(ref), np.diag(ref))))
+        iu = np.triu_indices(U.shape[0])
+        deviation.extend((U - ref)[iu])
+        se.extend(np.maximum(np.sqrt(U_se**2 + ref_se**2)[iu], 1e-12))
+        margin.extend(margin_U * scale[iu])
+        names.extend(f"U[{i},{j}] at N={w}" for i, j in zip(*iu))
+    deviation, se, margin = np.array(deviation), np.array(se), np.array(margin)
+    worst = int(np.argmax(np.abs(deviation) / margin))
+    acc_dev = deviation[[n.startswith("accuracy") for n in names]]
+    measured = (f"Largest |deviation| / margin {abs(deviation[worst]) / margin[worst]:.2f} ({names[worst]}: "
+                f"deviation {deviation[worst]:+.4f}, margin {margin[worst]:.4f}, Monte-Carlo se {se[worst]:.4f}); "
+                f"largest accuracy difference {np.abs(acc_dev).max():.4f}{where}.")
+    return equivalence(claim, f"posterior samples agree with {reference}{where}", source=SOURCE_SAMPLES,
+                       statistic="largest |sampled - reference| / margin", deviation=deviation, se=se, margin=margin,
+                       level=level, measured=measured)

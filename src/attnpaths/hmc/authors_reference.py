@@ -1,0 +1,288 @@
+"""Agreement of the HMC theory with numbers produced by running the authors' theory code.
+
+``authors_code_reference.json`` (package data) holds the outputs of the authors' public theory code on the
+HMC task (its ``about`` field says how they were produced); they are outputs of that code, not numbers
+printed in the paper. This module loads them (:func:`load_authors_reference`), recomputes the package's
+counterparts in the reference's configuration (:func:`reference_quantities`) and compares the two, row by
+row, each within the precision the reference's printed digits allow (:func:`compare_with_authors`).
+
+Precisions (the half-width of the interval a printed value stands for, plus what the authors' solver leaves):
+
+* accuracies (percent of the 1000 test sequences, rounded to 0.1): :data:`ACCURACY_HALF_UNIT`;
+* ``U``, ``U_a``, the layer-2 order parameter, kernel-PC overlaps and head scores (rounded to 3 decimals):
+  :data:`VALUE_HALF_UNIT`; for the order parameters themselves (``U``, ``U_a``, layer-2 ``U``) plus
+  :data:`ADAM_ENDPOINT_DISTANCE`, the distance between the authors' Adam endpoint and the exact minimum that
+  the reference states at ``N = 10``. It is applied to every run: with the same gradient tolerance an
+  endpoint lies at most about ``tolerance / curvature`` from the minimum, and the 4-path network at
+  ``N = 10`` is the flattest of all runs (smallest Hessian eigenvalue of ``S / N`` at the minimum 0.013,
+  against at least 0.025 at the other widths and at least 0.17 for the 2-path network; Adam also needs the
+  most steps there);
+* the action: half the last printed digit plus :func:`adam_action_excess`, what an endpoint that close to
+  the minimum with that gradient adds to ``S / N``.
+
+Convention of the action: the reference's ``action_over_width_at_minimum`` is ``S / N``, the package's action
+(:attr:`attnpaths.theory.TheorySolution.action`, (S6), no constants added) divided by the common width
+``N`` of all layers (the authors' loss is the action divided by the largest width).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+from .._validation import as_float64_array, positive_real
+from .data import paper_test_set, paper_train_set
+from .experiments import (
+    NOISY_SIGMA_PERP,
+    PAPER_TEMPERATURE,
+    TheoryCurve,
+    gp_lines,
+    head_score_curve,
+    path_data,
+    pc_overlaps,
+    theory_curve,
+)
+from .networks import four_path_network, two_path_network
+
+#: File name of the reference, package data of :mod:`attnpaths.hmc`.
+REFERENCE_FILE = "authors_code_reference.json"
+#: Half of the last rounded digit of an accuracy in percent (rounded to 0.1 percentage points).
+ACCURACY_HALF_UNIT = 0.05
+#: Half of the last rounded digit of ``U``, ``U_a``, overlaps and head scores (rounded to 3 decimals).
+VALUE_HALF_UNIT = 5e-4
+#: The reference's bound on the distance between the authors' Adam endpoint and the exact minimum.
+ADAM_ENDPOINT_DISTANCE = 2.1e-4
+#: The gradient tolerance at which the authors' Adam stops (``max |grad| < 1e-5`` of the loss ``S / N``).
+ADAM_GRADIENT_TOLERANCE = 1e-5
+#: Number of test sequences behind the reference's accuracies.
+REFERENCE_NUM_TEST = 1000
+#: Number of training sequences of the reference's runs.
+REFERENCE_NUM_TRAIN = 100
+#: Width of the reference's kernel-PC overlaps.
+PC_WIDTH = 10
+
+_GP_KEYS = {"all": "all paths", "g": "path g", "g+d": "paths g+d"}
+_NETWORKS = {"four_path": ("g", "d", "a1", "a2"), "two_path_sigma_perp_5": ("g", "d")}
+
+
+@dataclass(frozen=True)
+class AuthorsCodeRow:
+    """One number of the authors' code next to the package's.
+
+    Attributes:
+        network: ``"four_path"`` or ``"two_path_sigma_perp_5"`` (the reference's keys).
+        quantity: e.g. ``"accuracy (%)"``, ``"U_gd"``, ``"U_a"``, ``"S/N"``, ``"GP accuracy (%), path g"``,
+            ``"PC 3 overlap, GP"``, ``"head score, layer 2 blank"``.
+        width: ``N`` (every layer); ``None`` for a GP-limit quantity.
+        authors: the reference's (rounded) value.
+        package: the package's value, in the same units.
+        precision: the largest ``|authors - package|`` the rounding and the authors' solver allow.
+        within: ``|authors - package| <= precision``.
+    """
+
+    network: str
+    quantity: str
+    width: int | None
+    authors: float
+    package: float
+    precision: float
+    within: bool
+
+    @property
+    def difference(self) -> float:
+        """``|authors - package|``."""
+        return abs(self.authors - self.package)
+
+    @property
+    def ratio(self) -> float:
+        """``|authors - package| / precision`` (at most 1 for a row within its precision)."""
+        return self.difference / self.precision
+
+
+def load_authors_reference() -> dict:
+    """The reference (package data ``attnpaths/hmc/authors_code_reference.json``) as a dict.
+
+    Keys: ``about`` (provenance), ``path_order``, ``four_path``, ``two_path_sigma_perp_5`` (each with
+    ``widths`` ``[7]``, ``theory_accuracy_percent`` ``[7]``, ``gp_accuracy_percent``, ``U`` (entry name ->
+    ``[7]``, figure order g, d, a1, a2), ``U_a`` ``[7]``; the 4-path network also ``U_layer2``,
+    ``action_over_width_at_minimum``, ``kernel_pc_label_overlap_first10``, ``head_scores``) and
+    ``original_solver_cost``.
+    """
+    text = resources.files("attnpaths.hmc").joinpath(REFERENCE_FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def adam_action_excess(num_parameters: int) -> float:
+    """Bound on ``S / N`` at the authors' Adam endpoint minus its minimum.
+
+    Near the minimum ``x*`` the loss is quadratic, ``S(x) / N = S* / N + (x - x*)^T H (x - x*) / 2`` with
+    gradient ``g = H (x - x*)``, so the excess is ``g . (x - x*) / 2 <= num_parameters * max|g| * max|x - x*| / 2``
+    with ``max|g| <`` :data:`ADAM_GRADIENT_TOLERANCE` (the authors' stopping rule) and ``max|x - x*| <=``
+    :data:`ADAM_ENDPOINT_DISTANCE` (the parameters Adam moves are the entries of the order parameters).
+
+    Args:
+        num_parameters: entries of the order parameters (``n_1^2 + n_2^2``; 20 for the 4-path network).
+    """
+    if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) or num_parameters < 1:
+        raise ValueError(f"num_parameters must be an integer >= 1, got {num_parameters!r}")
+    return num_parameters * ADAM_GRADIENT_TOLERANCE * ADAM_ENDPOINT_DISTANCE / 2
+
+
+def _printed_half_unit(values) -> float:
+    """Half of the last digit of the printed values (the longest decimal expansion among them: JSON drops
+    trailing zeros, so ``8.42037115`` printed to 9 decimals reads with 8)."""
+    decimals = max(len(repr(float(v)).split(".")[1]) if "e" not in repr(float(v)) else 0 for v in values)
+    return 0.5 * 10.0**-decimals
+
+
+def _check_curve(curve, name: str, widths, names) -> None:
+    if not isinstance(curve, TheoryCurve):
+        raise ValueError(f"{name} must be a TheoryCurve, got {type(curve).__name__}")
+    missing = [w for w in widths if w not in curve.widths]
+    if missing:
+        raise ValueError(f"{name} must be solved at the reference widths {list(widths)}, missing {missing}")
+    if tuple(curve.names) != tuple(names):
+        raise ValueError(f"{name} must have the paths {names} (figure order), got {curve.names}")
+    num_test = {p.test_mean.shape[0] for p in curve.points}
+    if num_test != {REFERENCE_NUM_TEST}:
+        raise ValueError(f"{name} must be evaluated on the reference's {REFERENCE_NUM_TEST} test sequences, got "
+                         f"{sorted(num_test)}")
+
+
+def _entry(key: str, names) -> tuple[int, int]:
+    for i, a in enumerate(names):
+        if key.startswith(a) and key[len(a):] in names:
+            return i, names.index(key[len(a):])
+    raise ValueError(f"reference entry U[{key!r}] does not name two paths of {names}")
+
+
+def compare_with_authors(
+    four_path: TheoryCurve, two_path: TheoryCurve, gp_accuracy: dict, overlaps: dict, head_scores,
+    *, reference: dict | None = None,
+) -> list[AuthorsCodeRow]:
+    """Every number of the reference next to the package's, each with its precision (see the module).
+
+    Args:
+        four_path: :func:`~attnpaths.hmc.experiments.theory_curve` of the 4-path network on the authors' data
+            (train seed 27, ``P = 100``; test seed 59, 1000 sequences) at ``T = 0.01``, solved at least at the
+            reference's widths; ``U`` ``[n_w, 4, 4]`` in figure order g, d, a1, a2.
+        two_path: the same for the 2-path network on the ``sigma_perp = 5`` data; ``U`` ``[n_w, 2, 2]``.
+        gp_accuracy: :func:`~attnpaths.hmc.experiments.gp_lines` on the authors' data, ``{"all", "g", "g+d"}``
+            accuracies as fractions.
+        overlaps: :func:`~attnpaths.hmc.experiments.pc_overlaps` at ``N = 10`` (4-path network), with
+            ``"finite_width"`` and ``"gp"`` ``[k]``, ``k >= 10``.
+        head_scores: :func:`~attnpaths.hmc.experiments.head_score_curve` of ``four_path``, ``[n_w, 2, 2]``
+            (layer, head) in the order of ``four_path.widths``.
+        reference: default :func:`load_authors_reference`.
+
+    Returns:
+        one :class:`AuthorsCodeRow` per reference number (accuracies, GP accuracies, ``U`` entries, ``U_a``;
+        for the 4-path network also the layer-2 ``U``, ``S / N``, PC overlaps and head scores).
+    """
+    reference = load_authors_reference() if reference is None else reference
+    if not isinstance(reference, dict) or any(key not in reference for key in _NETWORKS):
+        raise ValueError(f"reference must be a dict with the keys {list(_NETWORKS)}")
+    curves = {"four_path": four_path, "two_path_sigma_perp_5": two_path}
+    for (key, names), name in zip(_NETWORKS.items(), ("four_path", "two_path")):
+        _check_curve(curves[key], name, reference[key]["widths"], names)
+    if not isinstance(gp_accuracy, dict) or not set(_GP_KEYS) <= set(gp_accuracy):
+        raise ValueError(f"gp_accuracy must be a dict with the keys {list(_GP_KEYS)}, got {gp_accuracy!r}")
+    if not isinstance(overlaps, dict) or any(key not in overlaps for key in ("finite_width", "gp")):
+        raise ValueError("overlaps must be the dict of pc_overlaps, with the keys 'finite_width' and 'gp'")
+    fw_overlaps = as_float64_array(overlaps["finite_width"], "overlaps['finite_width']")
+    gp_overlaps = as_float64_array(overlaps["gp"], "overlaps['gp']")
+    scores = as_float64_array(head_scores, "head_scores")
+    if scores.shape != (len(four_path.widths), 2, 2):
+        raise ValueError(f"head_scores must have shape [{len(four_path.widths)}, 2, 2] (the widths of four_path), "
+                         f"got {scores.shape}")
+
+    rows: list[AuthorsCodeRow] = []
+
+    def add(network, quantity, width, authors, package, precision):
+        authors, package = float(authors), float(package)
+        rows.append(AuthorsCodeRow(network, quantity, None if width is None else int(width), authors, package,
+                                   float(precision), bool(abs(authors - package) <= precision)))
+
+    u_precision = VALUE_HALF_UNIT + ADAM_ENDPOINT_DISTANCE
+    for key, names in _NETWORKS.items():
+        ref, curve = reference[key], curves[key]
+        for k, width in enumerate(ref["widths"]):
+            i = curve.index(width)
+            add(key, "accuracy (%)", width, ref["theory_accuracy_percent"][k], 100 * curve.accuracy[i],
+                ACCURACY_HALF_UNIT)
+            for entry, values in ref["U"].items():
+                a, b = _entry(entry, names)
+                add(key, f"U_{entry}", width, values[k], curve.U[i, a, b], u_precision)
+            add(key, "U_a", width, ref["U_a"][k], curve.points[i].solution.U_a, u_precision)
+        for line, label in _GP_KEYS.items():
+            if label in ref["gp_accuracy_percent"]:
+                package = gp_accuracy[line] if key == "four_path" else curve.gp_accuracy
+                add(key, f"GP accuracy (%), {label}", None, ref["gp_accuracy_percent"][label], 100 * package,
+                    ACCURACY_HALF_UNIT)
+
+    key, ref = "four_path", reference["four_path"]
+    heads = ref["U_layer2"]["head_order"].split("[")[1].rstrip("]").split(", ")
+    for width, matrix in ref["U_layer2"].items():
+        if width == "head_order":
+            continue
+        U2 = four_path.points[four_path.index(int(width))].solution.U_layers[1]
+        for a in range(2):
+            for b in range(a, 2):
+                add(key, f"U_layer2[{heads[a]}, {heads[b]}]", int(width), matrix[a][b], U2[a, b], u_precision)
+    actions = ref["action_over_width_at_minimum"]
+    action_precision = _printed_half_unit(actions.values()) + adam_action_excess(
+        sum(U.size for U in four_path.points[0].solution.U_layers))
+    for width, value in actions.items():
+        N = int(width)
+        add(key, "S/N", N, value, four_path.points[four_path.index(N)].solution.action / N, action_precision)
+    for label, package in (("N=10", fw_overlaps), ("GP", gp_overlaps)):
+        authors = ref["kernel_pc_label_overlap_first10"][label]
+        if package.shape[0] < len(authors):
+            raise ValueError(f"overlaps must hold at least {len(authors)} PCs, got {package.shape[0]}")
+        for j, value in enumerate(authors):
+            add(key, f"PC {j + 1} overlap, {label}", PC_WIDTH if label == "N=10" else None, value, package[j],
+                VALUE_HALF_UNIT)
+    order = ref["head_scores"]["order"]
+    for width, values in ref["head_scores"].items():
+        if width == "order":
+            continue
+        flat = scores[four_path.index(int(width))].reshape(-1)
+        for name, value, package in zip(order, values, flat):
+            add(key, f"head score, {name}", int(width), value, package, VALUE_HALF_UNIT)
+    return rows
+
+
+def reference_quantities(reference: dict | None = None, *, temperature: float = PAPER_TEMPERATURE) -> dict:
+    """The package's inputs of :func:`compare_with_authors` in the reference's configuration: the authors'
+    training set (``P = 100``) and test set (1000 sequences), the reference's widths, ``T = temperature``.
+
+    Returns:
+        ``{"four_path", "two_path", "gp_accuracy", "overlaps", "head_scores"}`` (keyword arguments of
+        :func:`compare_with_authors`); about 7 solves per network plus the three GP lines.
+    """
+    reference = load_authors_reference() if reference is None else reference
+    temperature = positive_real(temperature, "temperature")
+    train, test = paper_train_set(REFERENCE_NUM_TRAIN), paper_test_set(REFERENCE_NUM_TEST)
+    data4 = path_data(four_path_network(train), train, test)
+    four = theory_curve(data4, reference["four_path"]["widths"], temperature, progress=False)
+    train2 = paper_train_set(REFERENCE_NUM_TRAIN, sigma_perp=NOISY_SIGMA_PERP)
+    test2 = paper_test_set(REFERENCE_NUM_TEST, sigma_perp=NOISY_SIGMA_PERP)
+    data2 = path_data(two_path_network(train2), train2, test2)
+    two = theory_curve(data2, reference["two_path_sigma_perp_5"]["widths"], temperature, progress=False)
+    num_pcs = len(reference["four_path"]["kernel_pc_label_overlap_first10"]["GP"])
+    return {
+        "four_path": four,
+        "two_path": two,
+        "gp_accuracy": gp_lines(train, test, temperature),
+        "overlaps": pc_overlaps(data4, four.U_flat[four.index(PC_WIDTH)], num_pcs),
+        "head_scores": head_score_curve(four, data4.network.heads),
+    }
+
+
+def worst_row(rows) -> AuthorsCodeRow:
+    """The row with the largest ``|difference| / precision``."""
+    rows = list(rows)
+    if not rows or not all(isinstance(r, AuthorsCodeRow) for r in rows):
+        raise ValueError("rows must be a non-empty list of AuthorsCodeRow")
+    return max(rows, key=lambda r: r.ratio)
