@@ -1,30 +1,23 @@
-"""The experiments of the one-shot chapter (Fig. 3 and its appendix, spec §3b, §4.3, §5, §6.1, §6.2) and the
-claim verdicts of spec §7.1 items 1, 2, 4, 7 and 8.
+"""The experiments of the one-shot chapter (Fig. 3 and its appendix); its claims are tested by
+:mod:`attnpaths.finite_width_claims` and :mod:`attnpaths.oneshot.claims`.
 
 Building blocks, each usable on its own:
 
 * :class:`OneShotNetwork`, :func:`draw_episodes`, :func:`episode_features`: the theory network (the trained
-  model's query/key maps, 16 paths), the episodes of every split and their path features (spec S4);
+  model's query/key maps, 16 paths), the episodes of every split and their path features (S4);
 * :func:`theory_grid`, :func:`gp_grid`: the theory (S6, S8) and its GP limit (S9) on a grid of widths and
   temperatures, evaluated on the validation, test and out-of-distribution episodes;
 * :func:`select_temperature`, :func:`selected`: the temperature per width, chosen on ONE split (the
-  validation episodes in the chapter; the test episodes reproduce the authors' choice, spec §9 item 16);
+  validation episodes in the chapter; the test episodes reproduce the authors' choice);
 * :class:`PruningEvaluator`, :func:`single_head_drops`, :func:`pruning_sets`, :func:`pruning_curve`,
-  :func:`random_orders`, :func:`score_order`: pruning of the gradient-descent model (spec §2.8);
+  :func:`random_orders`, :func:`score_order`: pruning of the gradient-descent model;
 * :func:`head_relabelings`, :func:`pattern_similarity`, :func:`spearman_permutation_test`: the statistics
-  behind the verdicts;
-* ``verdict_*``: one function per claim that the stand-in data may or may not support. Each returns a dict
-  with ``holds`` (bool), ``statement`` and ``measured`` (text with the numbers) and the numbers themselves,
-  and never raises on a contradiction: whether a claim of the paper holds on our data is a result, shown
-  in the chapter's claims table. Claims about our own implementation (theory = posterior samples, ``U ->
-  U_GP``) are hard checks: :func:`attnpaths.hmc.experiments.check_samples_match_theory` and
-  :func:`attnpaths.hmc.experiments.check_gp_limit_approach`, which raise ``ClaimViolation``.
+  behind the claims about the trained model.
 
-The generic pieces of :mod:`attnpaths.hmc.experiments` (``PathData``, ``sample_posterior``,
-``pc_overlaps``, ``paired_accuracy_sd`` and the ``check_*`` functions) are reused through
-:class:`OneShotNetwork`, which offers the attributes they read from a network (``attention``, ``heads``,
-``path_names``, ``plot_order``, ``name``). Every ``U`` here is in the flat path order (``h_1`` slowest),
-which is also the figure order of this task (path label ``"h1,h2"``, 1-based, spec §4.3).
+The generic pieces of :mod:`attnpaths.hmc.experiments` (``PathData``, ``sample_posterior``, ``pc_overlaps``)
+are reused through :class:`OneShotNetwork`, which offers the attributes they read from a network
+(``attention``, ``heads``, ``path_names``, ``plot_order``, ``name``). Every ``U`` here is in the flat path
+order (``h_1`` slowest), which is also the figure order of this task (path label ``"h1,h2"``, 1-based).
 """
 
 from __future__ import annotations
@@ -627,7 +620,8 @@ def pattern_similarity(U_a, U_b, heads) -> dict:
     correlation at least as large as the observed one (the identity included, so ``p >= 1 / n_relabellings``).
 
     Returns:
-        ``{"pearson", "pearson_offdiagonal", "p_value", "num_relabelings", "null_max"}``.
+        ``{"pearson", "pearson_offdiagonal", "p_value", "num_relabelings", "null_max", "null"}`` (``null``:
+        ``[num_relabelings]`` the correlation under every relabelling, the identity first).
     """
     A, B = as_float64_array(U_a, "U_a"), as_float64_array(U_b, "U_b")
     if A.ndim != 2 or A.shape != B.shape or A.shape[0] != A.shape[1]:
@@ -652,147 +646,5 @@ def pattern_similarity(U_a, U_b, heads) -> dict:
         "p_value": float(np.mean(null >= observed - 1e-12)),
         "num_relabelings": int(len(perms)),
         "null_max": float(null[1:].max()) if len(null) > 1 else observed,
+        "null": null,
     }
-
-
-# --------------------------------------------------------------------------------------------------------
-# verdicts: claims of the paper that the stand-in data may or may not support (never raise)
-
-
-def _verdict(claim: str, statement: str, holds: bool, measured: str, **numbers) -> dict:
-    return {"claim": claim, "statement": statement, "holds": bool(holds),
-            "verdict": "holds" if holds else "does not hold on the stand-in", "measured": measured, **numbers}
-
-
-def verdict_finite_width_advantage(widths, accuracy, gp_accuracy: float, *, paired_sd: float = 0.0) -> dict:
-    """Claim 1: the finite-width theory beats the GP limit at the smallest width and approaches it as ``N``
-    grows (:func:`attnpaths.hmc.experiments.check_finite_width_advantage`, turned into a verdict).
-
-    Args:
-        paired_sd: test-set standard deviation of the difference at the smallest width
-            (:func:`attnpaths.hmc.experiments.paired_accuracy_sd`), reported as the margin's scale.
-    """
-    widths = [int(w) for w in np.asarray(widths)]
-    acc = as_float64_array(accuracy, "accuracy")
-    margin, gap = float(acc[0] - gp_accuracy), float(acc[-1] - gp_accuracy)
-    try:
-        hmc_ex.check_finite_width_advantage(widths, acc, gp_accuracy)
-        holds, detail = True, ""
-    except hmc_ex.ClaimViolation as err:
-        holds, detail = False, str(err)
-    measured = (f"A(N={widths[0]}) - A_GP = {margin:+.3f} ({margin / paired_sd:+.1f} paired sd); "
-                f"A(N={widths[-1]}) - A_GP = {gap:+.3f}" if paired_sd > 0 else
-                f"A(N={widths[0]}) - A_GP = {margin:+.3f}; A(N={widths[-1]}) - A_GP = {gap:+.3f}")
-    return _verdict("1", "finite width beats the GP limit and approaches it as N grows", holds, measured,
-                    margin_smallest_N=margin, gap_largest_N=gap, paired_sd=float(paired_sd),
-                    significant=bool(paired_sd > 0 and margin > 2 * paired_sd), detail=detail)
-
-
-def verdict_kernel_alignment(overlaps_fw, overlaps_gp, *, k: int = 5) -> dict:
-    """Claim 4: at small ``N`` the leading kernel PCs are better aligned with the labels than the GP
-    kernel's (:func:`attnpaths.hmc.experiments.check_kernel_alignment`, as a verdict)."""
-    fw, gp = as_float64_array(overlaps_fw, "overlaps_fw"), as_float64_array(overlaps_gp, "overlaps_gp")
-    frac = (hmc_ex.label_fraction(fw, k), hmc_ex.label_fraction(gp, k))
-    best = (float(fw[:k].max()), float(gp[:k].max()))
-    try:
-        hmc_ex.check_kernel_alignment(fw, gp, k=k)
-        holds, detail = True, ""
-    except hmc_ex.ClaimViolation as err:
-        holds, detail = False, str(err)
-    measured = (f"label fraction of the first {k} PCs {frac[0]:.3f} (finite width) vs {frac[1]:.3f} (GP); "
-                f"largest overlap {best[0]:.3f} vs {best[1]:.3f}")
-    return _verdict("4", "finite width aligns the leading kernel PCs with the labels", holds, measured,
-                    label_fraction=frac, max_overlap=best, k=int(k), detail=detail)
-
-
-def verdict_head_scores_predict_drops(scores, drops, *, num_low: int = 2) -> dict:
-    """Claim 7, single heads (Fig. 3e): heads with low theory scores cost little accuracy when pruned.
-
-    Testable form: the Spearman correlation between head score and single-head pruning drop is positive,
-    and the ``num_low`` lowest-score heads drop less, on average, than the other heads. The exact one-sided
-    permutation p-value of the correlation is reported (with 8 heads it cannot be small unless the ranks
-    agree closely).
-
-    Args:
-        scores, drops: ``[L, H]`` (or flat) head scores and accuracy drops (positive = worse).
-    """
-    s, d = np.asarray(scores, dtype=np.float64).ravel(), np.asarray(drops, dtype=np.float64).ravel()
-    keep = np.isfinite(s) & np.isfinite(d)
-    s, d = s[keep], d[keep]
-    num_low = _count(num_low, "num_low", 1)
-    test = spearman_permutation_test(s, d)
-    low = np.argsort(s, kind="stable")[:num_low]
-    rest = np.setdiff1d(np.arange(s.size), low)
-    mean_low, mean_rest = float(d[low].mean()), float(d[rest].mean())
-    holds = test["rho"] > 0 and mean_low < mean_rest
-    measured = (f"Spearman rho(score, drop) = {test['rho']:+.2f} (one-sided p = {test['p_value']:.2f}); mean drop "
-                f"of the {num_low} lowest-score heads {mean_low:.3f} vs {mean_rest:.3f} for the others")
-    return _verdict("7a", "low-score heads cost little accuracy when pruned singly", holds, measured,
-                    spearman=test["rho"], p_value=test["p_value"], mean_drop_low=mean_low, mean_drop_rest=mean_rest,
-                    num_low=num_low)
-
-
-def verdict_pruning_order(score_curve, random_curves) -> dict:
-    """Claim 7, cumulative pruning (Fig. 3f): pruning in ascending head-score order keeps more accuracy
-    than pruning in a random order.
-
-    Testable form: the score order's accuracy, averaged over ``k = 1..K`` pruned heads, exceeds the mean of
-    the random orders' averages; also reported: the fraction of random orders that do at least as well.
-
-    Args:
-        score_curve: ``[K + 1]`` accuracies (k = 0..K); random_curves: ``[n_orders, K + 1]``.
-    """
-    sc = as_float64_array(score_curve, "score_curve")
-    rc = as_float64_array(random_curves, "random_curves")
-    if rc.ndim != 2 or rc.shape[1] != sc.size or sc.size < 2:
-        raise ValueError(f"random_curves must have shape [n_orders, {sc.size}], got {rc.shape}")
-    score_mean = float(sc[1:].mean())
-    random_means = rc[:, 1:].mean(axis=1)
-    gain = float(score_mean - random_means.mean())
-    beaten_by = float(np.mean(random_means >= score_mean))
-    holds = gain > 0
-    measured = (f"mean accuracy over 1..{sc.size - 1} pruned heads {score_mean:.3f} (score order) vs "
-                f"{random_means.mean():.3f} (mean of {rc.shape[0]} random orders, gain {gain:+.3f}); "
-                f"{beaten_by:.0%} of random orders do at least as well")
-    return _verdict("7b", "pruning in ascending head-score order beats random pruning orders", holds, measured,
-                    score_order_mean=score_mean, random_order_mean=float(random_means.mean()), gain=gain,
-                    fraction_random_at_least_as_good=beaten_by)
-
-
-def verdict_pattern_transfer(U_theory, U_gd, heads, *, alpha: float = 0.05) -> dict:
-    """Claim 8: the theory's ``U`` pattern transfers qualitatively to the gradient-descent weights (Fig. 3c).
-
-    Testable form: the correlation of the two normalised patterns (:func:`pattern_similarity`) is positive
-    and larger than under all but a fraction ``alpha`` of the head relabellings.
-    """
-    sim = pattern_similarity(U_theory, U_gd, heads)
-    holds = sim["pearson"] > 0 and sim["p_value"] < alpha
-    measured = (f"correlation of the patterns {sim['pearson']:+.2f} (off-diagonal {sim['pearson_offdiagonal']:+.2f}); "
-                f"head-relabelling p = {sim['p_value']:.3f} over {sim['num_relabelings']} relabellings")
-    return _verdict("8", "the theory's U pattern transfers to the gradient-descent weights", holds, measured,
-                    alpha=float(alpha), **sim)
-
-
-def enforce_verdicts(verdicts: dict, keys) -> list[str]:
-    """Raise :class:`attnpaths.hmc.experiments.ClaimViolation` for the first verdict in ``keys`` that does not hold.
-
-    The chapter computes a verdict for every claim of the paper in every profile; a profile names the claims
-    its model is large enough to test (the paper profile: all of them), and a contradiction of one of those
-    stops the run with the claim and its measured numbers.
-
-    Args:
-        verdicts: ``{key: verdict}`` as returned by the ``verdict_*`` functions.
-        keys: the claims to enforce, each a key of ``verdicts``.
-
-    Returns:
-        The enforced keys, in the order given.
-    """
-    keys = [str(k) for k in keys]
-    unknown = [k for k in keys if k not in verdicts]
-    if unknown:
-        raise ValueError(f"enforce_claims must name claims among {sorted(verdicts)}, got unknown {unknown}")
-    for key in keys:
-        v = verdicts[key]
-        if not v["holds"]:
-            raise hmc_ex.ClaimViolation(f"claim {key} ({v['statement']}) contradicted: {v['measured']}")
-    return keys

@@ -1,0 +1,92 @@
+"""Claims about the trained one-shot model (Fig. 3c, e, f), as tests.
+
+Each function returns a :class:`attnpaths.claims.Verdict` decided by permutation p-values:
+
+* :func:`head_scores_predict_drops`: heads with low theory scores cost little accuracy when pruned singly
+  (Spearman correlation of score and drop, exact permutation test over all pairings);
+* :func:`pruning_order`: pruning heads in ascending score order keeps more accuracy than random orders
+  (rank of the score order among the random orders);
+* :func:`pattern_transfer`: the theory's order-parameter pattern is found in the gradient-descent weights
+  (correlation of the patterns against every relabelling of the heads within their layers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import as_float64_array
+from ..claims import Verdict, permutation, permutation_p_values
+from .experiments import pattern_similarity, spearman_permutation_test
+
+SOURCE_PRUNING = "paper (abstract; captions of Fig. 3e, 3f)"
+SOURCE_PATTERN = "paper (abstract; Fig. 3c)"
+
+
+def head_scores_predict_drops(claim: str, *, scores, drops, level: float = 0.05) -> Verdict:
+    """Claim: heads with low theory scores cost little accuracy when pruned singly (Fig. 3e).
+
+    Args:
+        scores, drops: ``[L, H]`` (or flat) head scores and single-head accuracy drops (positive = worse);
+            non-finite entries are left out.
+
+    Test: the Spearman correlation ``rho`` of score and drop; exact one-sided permutation p-values over all
+    ``n!`` pairings of the heads: holds if ``P(rho_perm >= rho) < level``, contradicted if
+    ``P(rho_perm <= rho) < level``.
+    """
+    s, d = np.asarray(scores, dtype=np.float64).ravel(), np.asarray(drops, dtype=np.float64).ravel()
+    keep = np.isfinite(s) & np.isfinite(d)
+    s, d = s[keep], d[keep]
+    greater = spearman_permutation_test(s, d)
+    smaller = spearman_permutation_test(s, -d)  # P(rho_perm <= rho) = P(-rho_perm >= -rho)
+    return permutation(
+        claim, "low-score heads cost little accuracy when pruned singly", source=SOURCE_PRUNING,
+        statistic="Spearman rho(head score, single-head drop)", value=greater["rho"], p_greater=greater["p_value"],
+        p_smaller=smaller["p_value"], level=level,
+        test=f"exact permutation test over all {greater['n']}! pairings of scores and drops",
+        measured=f"Spearman rho = {greater['rho']:+.2f} over {greater['n']} heads.")
+
+
+def pruning_order(claim: str, *, score_curve, random_curves, level: float = 0.05) -> Verdict:
+    """Claim: pruning heads in ascending head-score order keeps more accuracy than pruning in random orders
+    (Fig. 3f).
+
+    Args:
+        score_curve: ``[K + 1]`` accuracies after pruning ``k = 0..K`` heads in score order.
+        random_curves: ``[n_orders, K + 1]`` the same for random orders.
+
+    Test: the statistic is the accuracy averaged over ``k = 1..K``; its Monte-Carlo permutation p-values
+    against the random orders (:func:`attnpaths.claims.permutation_p_values`; with ``n_orders`` random orders
+    the smallest attainable p is ``1 / (n_orders + 1)``).
+    """
+    sc = as_float64_array(score_curve, "score_curve")
+    rc = as_float64_array(random_curves, "random_curves")
+    if rc.ndim != 2 or rc.shape[1] != sc.size or sc.size < 2:
+        raise ValueError(f"random_curves must have shape [n_orders, {sc.size}], got {rc.shape}")
+    observed, null = float(sc[1:].mean()), rc[:, 1:].mean(axis=1)
+    p_greater, p_smaller = permutation_p_values(observed, null)
+    return permutation(
+        claim, "pruning in ascending head-score order beats random pruning orders", source=SOURCE_PRUNING,
+        statistic=f"accuracy averaged over 1..{sc.size - 1} pruned heads", value=observed, p_greater=p_greater,
+        p_smaller=p_smaller, level=level,
+        test=f"rank among {rc.shape[0]} random pruning orders (Monte-Carlo permutation p-value)",
+        measured=(f"mean accuracy over 1..{sc.size - 1} pruned heads {observed:.3f} (score order) vs {null.mean():.3f} "
+                  f"(mean of {rc.shape[0]} random orders); {np.mean(null >= observed):.0%} of random orders do at "
+                  f"least as well."))
+
+
+def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = 0.05) -> Verdict:
+    """Claim: the theory's ``U`` pattern is found in the gradient-descent weights (Fig. 3c).
+
+    Test: the Pearson correlation of the two normalised patterns (:func:`attnpaths.oneshot.experiments.
+    pattern_similarity`) against all relabellings of the heads within their layers (the identity included):
+    holds if the fraction with a correlation at least as large is below ``level``, contradicted if the
+    fraction with one at most as large is.
+    """
+    sim = pattern_similarity(U_theory, U_gd, heads)
+    p_smaller = float(np.mean(np.asarray(sim["null"]) <= sim["pearson"] + 1e-12))
+    return permutation(
+        claim, "the theory's U pattern transfers to the gradient-descent weights", source=SOURCE_PATTERN,
+        statistic="Pearson correlation of the normalised U patterns", value=sim["pearson"],
+        p_greater=sim["p_value"], p_smaller=p_smaller, level=level,
+        test=f"permutation test over all {sim['num_relabelings']} relabellings of the heads within their layers",
+        measured=(f"correlation of the patterns {sim['pearson']:+.2f} (off-diagonal {sim['pearson_offdiagonal']:+.2f})."))
