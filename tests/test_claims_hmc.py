@@ -147,6 +147,20 @@ def test_sample_agreement_on_real_samples_and_the_exact_mean_scaled_by_1_2(sampl
     assert wrong.outcome is CONTRADICTED
 
 
+def test_saddle_point_agreement_at_large_width_and_a_wrong_action():
+    U = np.array([[1.3, -0.05], [-0.05, 1.2]])
+    exact = {10: ex.ExactOrderParameter(width=10, U=2 * U, U_se=np.full((2, 2), 0.01), mode=U, diagnostics={}),
+             100: ex.ExactOrderParameter(width=100, U=U * 1.01, U_se=np.full((2, 2), 0.005), mode=U, diagnostics={})}
+    # N = 10 is left out: (n + 1) / N = 0.3 exceeds half the margin, so its large shift is not tested
+    ok = fw.saddle_point_agreement("2b", exact=exact, theory_U={10: U, 100: U}, num_paths=2)
+    assert ok.outcome is HOLDS and "N = 100" in ok.measured and "N=10:" not in ok.measured
+    # a theory whose U is 20 % off at N = 100 (e.g. a wrong energy term) is contradicted
+    wrong = fw.saddle_point_agreement("2b", exact=exact, theory_U={10: U, 100: 1.2 * U}, num_paths=2)
+    assert wrong.outcome is CONTRADICTED
+    with pytest.raises(ValueError, match="N >= 60"):
+        fw.saddle_point_agreement("2b", exact={10: exact[10]}, theory_U={10: U}, num_paths=2)
+
+
 # ------------------------------------------------------------------------------------------------ claim 5
 def test_gp_ordering_holds_in_order_and_is_contradicted_when_swapped():
     rng = np.random.default_rng(4)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 from scipy import stats
@@ -119,6 +119,21 @@ class Verdict:
         out = asdict(self)
         out["outcome"] = self.outcome.value
         return out
+
+    @classmethod
+    def from_dict(cls, record: dict) -> "Verdict":
+        """The verdict stored by :meth:`to_dict` (e.g. read back from a chapter's results file)."""
+        names = [f.name for f in fields(cls)]
+        missing = [n for n in names if n not in record]
+        if missing:
+            raise ValueError(f"record must hold every field of a verdict, missing {missing}")
+        values = {n: record[n] for n in names}
+        try:
+            values["outcome"] = Outcome(record["outcome"])
+        except ValueError as err:
+            raise ValueError(f"record['outcome'] must be one of {[o.value for o in Outcome]}, "
+                             f"got {record['outcome']!r}") from err
+        return cls(**values)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -11,7 +11,9 @@ images) call them on their own numbers:
 * :func:`kernel_alignment`: at small width the kernel's leading principal components carry more of the
   labels than the GP kernel's;
 * :func:`sample_agreement`: posterior samples of the finite network agree with a reference (the theory or the
-  exact finite-width mean of ``U``) within stated margins.
+  exact finite-width mean of ``U``) within stated margins;
+* :func:`saddle_point_agreement`: the theory's ``U`` agrees with the exact finite-width mean of ``U`` at widths
+  where the finite-width shift is small.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ SOURCE_ADVANTAGE = "paper (abstract; captions of Fig. 1d, 2c, 3b)"
 SOURCE_SAMPLES = "paper (captions of Fig. 2c, 2e, 3b, 3c: theory vs samples)"
 SOURCE_GP_LIMIT = "derived in this book (the GP limit of the action)"
 SOURCE_ALIGNMENT = "paper (captions of Fig. 1c, 2d, 3d)"
+SOURCE_SADDLE = "derived in this book (the saddle point of the action)"
 
 
 def paired_accuracy_sd(mean_a, mean_b, labels) -> float:
@@ -217,3 +220,42 @@ def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, ref
     return equivalence(claim, f"posterior samples agree with {reference}{where}", source=SOURCE_SAMPLES,
                        statistic="largest |sampled - reference| / margin", deviation=deviation, se=se, margin=margin,
                        level=level, measured=measured)
+
+
+def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margin_U: float = 0.1,
+                           level: float = 0.01, where: str = "") -> Verdict:
+    """Claim: the theory's ``U`` (the saddle point of the action) is the large-width limit of the exact
+    finite-width posterior mean of ``U``.
+
+    Args:
+        exact: ``{width: e}`` with ``e.U`` and ``e.U_se`` ``[n, n]``, the exact finite-width posterior mean and
+            its Monte-Carlo error (:func:`attnpaths.hmc.experiments.exact_order_parameter`).
+        theory_U: ``{width: [n, n]}`` the theory's ``U`` at the same widths.
+        num_paths: ``n``, which sets the scale ``(n + 1) / N`` of the finite-width shift
+            (:func:`attnpaths.hmc.experiments.finite_width_epsilon`).
+
+    Test: :func:`attnpaths.claims.equivalence` of ``U_theory - U_exact`` against the margin ``margin_U
+    sqrt(U_ii U_jj)``, at the widths where the finite-width scale ``(n + 1) / N`` is at most half the margin
+    (there the saddle point must already agree); raises ``ValueError`` when no width qualifies.
+    """
+    widths = sorted(w for w in exact if (num_paths + 1) / w <= margin_U / 2)
+    if not widths:
+        raise ValueError(f"exact must hold a width N with (n + 1) / N <= margin_U / 2 = {margin_U / 2:g} "
+                         f"(N >= {2 * (num_paths + 1) / margin_U:g}), got {sorted(exact)}")
+    deviation, se, margin, names = [], [], [], []
+    for w in widths:
+        ref = as_float64_array(exact[w].U, f"exact[{w}].U")
+        U = as_float64_array(theory_U[w], f"theory_U[{w}]")
+        iu = np.triu_indices(ref.shape[0])
+        deviation.extend((U - ref)[iu])
+        se.extend(np.maximum(as_float64_array(exact[w].U_se, f"exact[{w}].U_se")[iu], 1e-12))
+        margin.extend(margin_U * np.sqrt(np.abs(np.outer(np.diag(ref), np.diag(ref))))[iu])
+        names.extend(f"U[{i},{j}] at N={w}" for i, j in zip(*iu))
+    deviation, se, margin = np.array(deviation), np.array(se), np.array(margin)
+    worst = int(np.argmax(np.abs(deviation) / margin))
+    return equivalence(
+        claim, f"the theory's U is the large-N limit of the exact finite-width mean{where}", source=SOURCE_SADDLE,
+        statistic="largest |U_theory - U_exact| / margin", deviation=deviation, se=se, margin=margin, level=level,
+        measured=(f"At N = {', '.join(map(str, widths))}: largest |U_theory - U_exact| / margin "
+                  f"{abs(deviation[worst]) / margin[worst]:.2f} ({names[worst]}: deviation {deviation[worst]:+.4f}, "
+                  f"margin {margin[worst]:.4f}, Monte-Carlo se {se[worst]:.4f}){where}."))
