@@ -1,5 +1,5 @@
-"""The runner on tiny throw-away books: caching, failures, interruption, timings (each execution starts a
-kernel, so the books are small and executed books are copied rather than executed again)."""
+"""The runner on tiny throw-away books: caching, failures, interruption, kills, the build lock, timings (each
+execution starts a kernel, so the books are small and executed books are copied rather than executed again)."""
 
 import json
 import os
@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -53,6 +54,58 @@ def book(executed_book, tmp_path):
 
 def executed(outcomes):
     return [o.chapter for o in outcomes if o.executed]
+
+
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_cli(root, *args, **kwargs):
+    """Start ``python -m attnpaths ARGS`` in ``root`` in its own process group, with SIGINT at its default
+    disposition: a background job of a shell (``pytest &``, ``nohup``) inherits SIGINT ignored, and a Ctrl-C
+    sent by a test would be lost."""
+    return subprocess.Popen([sys.executable, "-m", "attnpaths", *args], cwd=root, text=True,
+                            start_new_session=True, preexec_fn=_default_sigint, **kwargs)
+
+
+def wait_for(condition, process, timeout_s=120):
+    """Poll ``condition()`` until it holds; fails if ``process`` ends first or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert process.poll() is None, f"the process ended with status {process.returncode} first"
+        assert time.monotonic() < deadline, f"waited {timeout_s} s"
+        time.sleep(0.2)
+
+
+def descendants(pid):
+    """PIDs of the living descendants of ``pid`` (Linux /proc)."""
+    try:
+        children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
+    return children + [d for c in children for d in descendants(c)]
+
+
+def alive(pid):
+    """Whether ``pid`` is a living process (a zombie counts as ended)."""
+    try:
+        return not Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return False
+
+
+def kill_all(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def snapshot(book, chapter):
+    """The bytes of a chapter's results file, executed notebook and the timings file."""
+    paths = (book.results_file(chapter), book.executed_notebook(f"book/{chapter}"), book.timings)
+    return {path: path.read_bytes() for path in paths}
 
 
 def test_results_notebooks_and_parameter_record(executed_book):
@@ -126,7 +179,10 @@ def test_failing_chapter_names_itself_shows_the_error_and_leaves_no_result(book)
         runner.run_book(book, "smoke")
     message = str(info.value)
     assert info.value.chapter == "gamma"
-    assert "chapter 'gamma' (book/gamma.md) failed in the cell [" in message
+    assert ("chapter 'gamma' (book/gamma.md) with the parameters k=1, profile='smoke', results_dir='_build/results' "
+            "failed in the cell [") in message
+    assert info.value.parameters == {"k": 1, "profile": "smoke", "results_dir": "_build/results"}
+    assert "Traceback (most recent call last)" in message and "Cell In[" in message  # the kernel's traceback
     assert "raise ValueError('k is too small: ' + str(k))" in message  # the failing cell's code
     assert "ValueError: k is too small: 1" in message and message.count("k is too small: 1") == 1
     assert "# Parameters" not in message  # the failing cell, not another one
@@ -139,12 +195,73 @@ def test_failing_chapter_names_itself_shows_the_error_and_leaves_no_result(book)
     assert executed(runner.run_book(book, "smoke")) == ["gamma"]
 
 
-def test_chapter_without_results_file_fails(book):
+def test_chapter_without_results_file_fails_and_keeps_the_previous_one(book):
+    before = snapshot(book, "beta")
     source = book.root / "book" / "beta.md"
     source.write_text(source.read_text().replace("write_results('beta', profile, {}, values, results_dir)", "pass"))
-    with pytest.raises(ChapterFailed, match="wrote no results file _build/results/beta.json"):
+    with pytest.raises(ChapterFailed, match="wrote no results file _build/results/beta.json") as info:
         runner.run_book(book, "smoke")
-    assert not (book.results_dir / "beta.json").exists()
+    assert "The previous results file _build/results/beta.json is unchanged." in str(info.value)
+    assert snapshot(book, "beta") == before
+    assert not any(book.build_dir.glob(".run-*"))
+
+
+def test_failed_run_keeps_the_previous_results_and_names_its_parameters(book):
+    """A chapter that wrote its results file and then failed: its new results are not taken, the last good
+    ones stay, and the message names the chapter, its parameters and the traceback."""
+    before = snapshot(book, "beta")
+    write_chapter(book.root, "beta", "m = 2", """
+        from attnpaths.results import write_results
+        write_results('beta', profile, {}, {'m': -1}, results_dir)
+        values = {'m': m}
+        assert m > 2, f'm must exceed 2, got {m}'
+        """, profiles={"smoke": {}, "paper": {"m": 5}})
+    with pytest.raises(ChapterFailed) as info:
+        runner.run_chapter(book, "beta", "smoke", {"m": 2}, force=True)
+    message = str(info.value)
+    assert message.startswith("chapter 'beta' (book/beta.md) with the parameters m=2, profile='smoke', "
+                              "results_dir='_build/results' failed in the cell [")
+    assert "assert m > 2, f'm must exceed 2, got {m}'" in message  # the failing cell
+    assert "AssertionError: m must exceed 2, got 2" in message
+    assert "The previous results file _build/results/beta.json is unchanged." in message
+    assert snapshot(book, "beta") == before
+    assert read_results("beta", book.results_dir)["values"] == {"m": 2}
+    assert not any(book.build_dir.glob(".run-*"))
+
+
+def test_killed_run_keeps_the_previous_results_and_leaves_nothing_running(book):
+    """SIGKILL of the command while its chapter runs, after the chapter has written its new results file:
+    the last good results, executed notebook and timings stay byte for byte, the worker and the kernel end,
+    and the next run removes the killed run's working folder."""
+    before = snapshot(book, "beta")
+    reached = book.root / "reached"
+    write_chapter(book.root, "beta", "m = 2", f"""
+        import pathlib, time
+        from attnpaths.results import write_results
+        write_results('beta', profile, {{}}, {{'m': -1}}, results_dir)
+        pathlib.Path({str(reached)!r}).write_text('written')
+        time.sleep(120)
+        values = {{'m': m}}
+        """, profiles={"smoke": {}, "paper": {"m": 5}})
+    process = start_cli(book.root, "run", "beta", "--force", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children = []
+    try:
+        wait_for(reached.is_file, process)
+        children = descendants(process.pid)  # the worker and its kernel
+        assert len(children) >= 2, children
+        process.kill()
+        process.wait(timeout=30)
+        assert snapshot(book, "beta") == before
+        assert read_results("beta", book.results_dir)["values"] == {"m": 2}
+        deadline = time.monotonic() + 30
+        while any(alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(alive(pid) for pid in children), "the killed run's worker or kernel is still running"
+    finally:
+        kill_all([process.pid, *children])
+    assert any(book.build_dir.glob(".run-beta-*"))  # the killed run could not clean up
+    assert executed([runner.run_chapter(book, "alpha", "smoke")]) == []
+    assert not any(book.build_dir.glob(".run-*"))
 
 
 def test_interrupted_run_resumes_without_redoing_finished_chapters(book):
@@ -152,15 +269,21 @@ def test_interrupted_run_resumes_without_redoing_finished_chapters(book):
     write_toc(book.root, ["alpha", "slow", "beta"])
     source = book.root / "book" / "beta.md"
     source.write_text(source.read_text().replace("smoke: {}", "smoke: {m: 3}"))  # beta is stale too
-    process = subprocess.Popen([sys.executable, "-m", "attnpaths", "book", "--no-html"], cwd=book.root,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not any(book.build_dir.glob(".run-slow-*/output.ipynb")):  # papermill has started the cells
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-        time.sleep(0.5)
-    time.sleep(2)
-    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole process group
-    out, err = process.communicate(timeout=60)
+    # as in a background job of a shell (`pytest &`, nohup), where SIGINT is inherited as ignored
+    default = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        process = start_cli(book.root, "book", "--no-html", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    finally:
+        signal.signal(signal.SIGINT, default)
+    try:
+        wait_for(lambda: any(book.build_dir.glob(".run-slow-*/output.ipynb")), process)  # the cells have started
+        time.sleep(2)
+        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole process group
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
     assert process.returncode == 130, (out, err)
     assert "alpha: up to date" in out and "slow: executing" in out and "beta: executing" not in out
     assert "interrupted" in err
@@ -170,3 +293,62 @@ def test_interrupted_run_resumes_without_redoing_finished_chapters(book):
     write_chapter(book.root, "slow", "", "values = {}")
     assert executed(runner.run_book(book, "smoke")) == ["slow", "beta"]
     assert json.loads((book.results_dir / "beta.json").read_text())["values"] == {"m": 3}
+
+
+def test_second_run_waits_for_the_first_and_names_it(book):
+    """Two `run --force` of one chapter at once: the second waits, naming the lock and the first's PID, and
+    the executions do not overlap."""
+    log = book.root / "executions.log"
+    write_chapter(book.root, "beta", "m = 2", f"""
+        import time
+        with open({str(log)!r}, 'a') as handle:
+            handle.write('start\\n')
+        time.sleep(3)
+        with open({str(log)!r}, 'a') as handle:
+            handle.write('end\\n')
+        values = {{'m': m}}
+        """, profiles={"smoke": {}, "paper": {"m": 5}})
+    first_out, second_out = book.root / "first.out", book.root / "second.out"
+    with open(first_out, "w") as out1, open(second_out, "w") as out2:
+        first = start_cli(book.root, "run", "beta", "--force", stdout=out1, stderr=subprocess.STDOUT)
+        second = None
+        try:
+            wait_for(lambda: log.is_file(), first)  # the first holds the lock and executes
+            second = start_cli(book.root, "run", "beta", "--force", stdout=out2, stderr=subprocess.STDOUT)
+            assert first.wait(timeout=120) == 0, first_out.read_text()
+            assert second.wait(timeout=120) == 0, second_out.read_text()
+        finally:
+            kill_all([p.pid for p in (first, second) if p is not None and p.poll() is None])
+    waited = second_out.read_text()
+    assert (f"waiting for the build lock _build/.lock of this checkout, held by PID {first.pid} "
+            f"({Path(sys.executable).name} -m attnpaths run beta --force, since ") in waited, waited
+    assert "got the build lock _build/.lock after waiting" in waited
+    assert log.read_text().split() == ["start", "end", "start", "end"]  # one after the other
+    assert book.lock.read_text() == ""  # released: no holder recorded
+
+
+def test_lock_of_a_killed_holder_does_not_block(book):
+    """A run waiting for the lock goes on as soon as the process holding it is killed."""
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+import time
+from pathlib import Path
+from attnpaths.book.layout import BookLayout, book_lock
+with book_lock(BookLayout(Path({str(book.root)!r}))):
+    print('held', flush=True)
+    time.sleep(300)
+"""], stdout=subprocess.PIPE, text=True)
+    waiting_out = book.root / "waiting.out"
+    waiting = None
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with open(waiting_out, "w") as out:
+            waiting = start_cli(book.root, "run", "beta", stdout=out, stderr=subprocess.STDOUT)
+        named = f"held by PID {holder.pid} ({Path(sys.executable).name} -c "
+        wait_for(lambda: named in waiting_out.read_text(), waiting, timeout_s=60)
+        holder.kill()
+        holder.wait()
+        assert waiting.wait(timeout=60) == 0, waiting_out.read_text()
+    finally:
+        kill_all([p.pid for p in (holder, waiting) if p is not None and p.poll() is None])
+    out = waiting_out.read_text()
+    assert "got the build lock _build/.lock after waiting" in out and "beta: up to date" in out, out

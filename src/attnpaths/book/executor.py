@@ -1,9 +1,13 @@
 """Execute one chapter with papermill.
 
 The chapter runs in a worker process (:mod:`attnpaths.book.worker`) with the repository root as working
-directory. Nothing half-written is ever taken for a result: the chapter's old results file is removed before
-it starts and again if it fails, and the executed notebook is written to a temporary file, stamped with its
-cache key and renamed into place only when every cell succeeded and the results file exists.
+directory, in a private working folder ``_build/.run-<chapter>-*``. Nothing half-written is ever taken for a
+result, and the last good result survives a failed, interrupted or killed run: the chapter writes its results
+file into the working folder (:data:`attnpaths.results.STAGING_ENV`), and only when every cell succeeded and
+the results file exists are the results file and then the executed notebook, stamped with its cache key,
+renamed into place (the notebook last: a run killed in between leaves the new results file with the old
+notebook, whose key makes the chapter stale if anything changed). The worker ends when the executor's process
+dies, and its kernel with it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..results import atomic_write_text
+from ..results import STAGING_ENV, atomic_write_text
 from . import worker
 from .cache import EXECUTION_METADATA
 from .chapters import Chapter
@@ -36,11 +40,13 @@ KERNEL_ENVIRONMENT = {
 
 
 class ChapterFailed(RuntimeError):
-    """A chapter raised an error; the message names the chapter and shows the failing cell and its error."""
+    """A chapter raised an error; the message names the chapter and its parameters and shows the failing cell
+    and its traceback. ``parameters`` holds the complete parameters of the failed execution."""
 
-    def __init__(self, chapter: str, message: str):
+    def __init__(self, chapter: str, message: str, parameters: dict | None = None):
         super().__init__(message)
         self.chapter = chapter
+        self.parameters = dict(parameters or {})
 
 
 @dataclass(frozen=True)
@@ -63,45 +69,70 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
                     overrides: dict | None = None, progress_bar: bool = False) -> Execution:
     """Execute ``chapter`` with the complete ``parameters`` (see :func:`~attnpaths.book.chapters.resolve_parameters`).
 
-    Writes ``layout.executed_notebook(chapter.docname)`` and expects the chapter to write its results file in
-    ``parameters["results_dir"]``. Raises :class:`ChapterFailed` when a cell fails, the worker fails, or the
-    chapter writes no results file; a failed run leaves its partly executed notebook in
-    ``layout.failed_dir`` and no results file.
+    On success, replaces the chapter's results file in ``parameters["results_dir"]`` (which the chapter writes,
+    staged in the working folder) and then ``layout.executed_notebook(chapter.docname)``. Raises
+    :class:`ChapterFailed` when a cell fails, the worker fails, or the chapter writes no results file; a
+    failed, interrupted or killed run changes neither file (a failed one leaves its partly executed notebook in
+    ``layout.failed_dir``).
     """
     if not chapter.is_notebook:
         raise ValueError(f"chapter must be a notebook chapter, got the page {chapter.name!r}")
     results = layout.root / parameters["results_dir"] / f"{chapter.name}.json"
-    results.unlink(missing_ok=True)
     layout.build_dir.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(dir=layout.build_dir, prefix=f".run-{chapter.name}-"))
+    workdir = Path(tempfile.mkdtemp(dir=layout.build_dir, prefix=f"{RUN_FOLDER_PREFIX}{chapter.name}-"))
     try:
         input_path, output_path, error_path = (workdir / n for n in ("input.ipynb", "output.ipynb", "error.json"))
+        staging_dir = workdir / "results"
+        staging_dir.mkdir()
         nbformat.write(chapter.notebook, input_path)
         spec = workdir / "spec.json"
         spec.write_text(json.dumps({"input": str(input_path), "output": str(output_path), "parameters": parameters,
                                     "cwd": str(layout.root), "progress_bar": progress_bar,
-                                    "error_file": str(error_path)}))
-        status, wall_s, peak_rss_mib = _run_worker(spec, layout.root)
+                                    "error_file": str(error_path), "parent_pid": os.getpid()}))
+        staging = {STAGING_ENV: json.dumps({"results_dir": str(results.parent.resolve()),
+                                            "staging_dir": str(staging_dir.resolve())})}
+        status, wall_s, peak_rss_mib = _run_worker(spec, layout.root, staging)
         if status != 0:
-            results.unlink(missing_ok=True)
-            raise ChapterFailed(chapter.name, _failure_message(layout, chapter, status, output_path, error_path))
-        if not results.is_file():
-            raise ChapterFailed(chapter.name, f"chapter {chapter.name!r} ({layout.relative(chapter.source)}) ran "
-                                f"without error but wrote no results file {layout.relative(results)}: it must end "
-                                "with attnpaths.results.write_results(...)")
+            raise ChapterFailed(chapter.name, _failure_message(layout, chapter, parameters, status, output_path,
+                                                               error_path, results), parameters)
+        staged = staging_dir / results.name
+        if not staged.is_file():
+            raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran without error but wrote no "
+                                f"results file {layout.relative(results)}: it must end with "
+                                f"attnpaths.results.write_results(...).{_kept_note(layout, results)}", parameters)
+        others = sorted(p.name for p in staging_dir.iterdir() if p != staged)
+        if others:
+            raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} wrote results files of other "
+                                f"chapters into {layout.relative(results.parent)}: {', '.join(others)}; a chapter "
+                                f"writes only its own, {results.name}.{_kept_note(layout, results)}", parameters)
         execution = Execution(chapter=chapter.name, profile=parameters["profile"], parameters=parameters,
                               overrides=dict(overrides or {}), cache_key=cache_key,
                               wall_s=round(wall_s, 3), peak_rss_mib=round(peak_rss_mib, 1))
         notebook = nbformat.read(output_path, as_version=4)
         _show_injected_like_parameters(notebook)
         notebook.metadata[EXECUTION_METADATA] = execution.as_dict()
-        atomic_write_text(layout.executed_notebook(chapter.docname), nbformat.writes(notebook))
+        notebook_text = nbformat.writes(notebook)
+        atomic_write_text(results, staged.read_text())
+        atomic_write_text(layout.executed_notebook(chapter.docname), notebook_text)
         return execution
-    except BaseException:
-        results.unlink(missing_ok=True)
-        raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+RUN_FOLDER_PREFIX = ".run-"
+"""Prefix of the working folders of running chapters in ``_build/``: ``.run-<chapter>-<random>``."""
+
+
+def remove_stale_run_folders(layout: BookLayout) -> list[Path]:
+    """Remove the working folders of killed runs from ``layout.build_dir``; returns their paths. Call it only
+    while holding the build lock (:func:`~attnpaths.book.layout.book_lock`): a live run's folder belongs to
+    the lock's holder."""
+    if not layout.build_dir.is_dir():
+        return []
+    stale = sorted(p for p in layout.build_dir.glob(f"{RUN_FOLDER_PREFIX}*") if p.is_dir())
+    for folder in stale:
+        shutil.rmtree(folder)
+    return stale
 
 
 DISPLAY_TAGS = ("remove-cell", "remove-input", "remove-output", "hide-cell", "hide-input", "hide-output")
@@ -118,9 +149,10 @@ def _show_injected_like_parameters(notebook) -> None:
         injected["tags"] = [*injected["tags"], *(t for t in shown if t not in injected["tags"])]
 
 
-def _run_worker(spec: Path, cwd: Path) -> tuple[int, float, float]:
-    """Run the worker; returns (exit status, wall time in s, peak resident memory of worker and kernel in MiB)."""
-    env = {**os.environ, **KERNEL_ENVIRONMENT}
+def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float, float]:
+    """Run the worker with ``environment`` added to its environment (which its kernel inherits); returns (exit
+    status, wall time in s, peak resident memory of worker and kernel in MiB)."""
+    env = {**os.environ, **KERNEL_ENVIRONMENT, **environment}
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", worker.__name__, str(spec)], cwd=cwd, env=env)
     try:
@@ -138,15 +170,30 @@ def _run_worker(spec: Path, cwd: Path) -> tuple[int, float, float]:
     return process.returncode, time.perf_counter() - start, usage.ru_maxrss / 1024.0
 
 
-def _failure_message(layout: BookLayout, chapter: Chapter, status: int, output_path: Path, error_path: Path) -> str:
-    """Name the chapter, show the failing cell and its error, and keep the partly executed notebook."""
-    head = f"chapter {chapter.name!r} ({layout.relative(chapter.source)}) failed"
-    kept = ""
+def _head(layout: BookLayout, chapter: Chapter, parameters: dict) -> str:
+    """The first words of a failure message: the chapter, its source and the parameters it ran with."""
+    values = ", ".join(f"{name}={value!r}" for name, value in parameters.items())
+    return f"chapter {chapter.name!r} ({layout.relative(chapter.source)}) with the parameters {values}"
+
+
+def _kept_note(layout: BookLayout, results: Path) -> str:
+    """What a failed run left of the chapter's results: the previous file, unchanged, or none."""
+    if results.is_file():
+        return f"\nThe previous results file {layout.relative(results)} is unchanged."
+    return f"\nThere is no results file {layout.relative(results)}: none was written."
+
+
+def _failure_message(layout: BookLayout, chapter: Chapter, parameters: dict, status: int, output_path: Path,
+                     error_path: Path, results: Path) -> str:
+    """Name the chapter and its parameters, show the failing cell and its traceback, keep the partly executed
+    notebook."""
+    head = f"{_head(layout, chapter, parameters)} failed"
+    kept = _kept_note(layout, results)
     if output_path.is_file():
         failed = layout.failed_dir / f"{chapter.name}.ipynb"
         failed.parent.mkdir(parents=True, exist_ok=True)
         os.replace(output_path, failed)
-        kept = f"\nThe partly executed notebook is {layout.relative(failed)}."
+        kept += f"\nThe partly executed notebook is {layout.relative(failed)}."
     if not error_path.is_file():
         return f"{head}: the worker process ended with status {status} before reporting an error.{kept}"
     record = json.loads(error_path.read_text())

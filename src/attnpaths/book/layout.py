@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import fcntl
+import json
+import os
+import shlex
+import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,18 +109,81 @@ def find_root(start=None) -> Path:
     raise FileNotFoundError(f"no book here: neither {start} nor a folder above it holds _toc.yml and _config.yml")
 
 
+LOCK_POLL_S = 0.2
+"""How often a run waiting for the build lock tries again."""
+
+
 @contextmanager
 def book_lock(layout: BookLayout, progress: Progress = silent):
-    """Hold the checkout's build lock, ``_build/.lock`` (waits, saying so, while another run holds it), so that
-    two runs or builds in the same checkout never interleave. Not re-entrant: take it once per operation."""
+    """Hold the checkout's build lock, ``_build/.lock``, so that two runs or builds in the same checkout never
+    interleave. Not re-entrant: take it once per operation.
+
+    The lock is an advisory ``flock`` on the file, which the operating system releases when its holder ends,
+    however it ends: the lock of a killed process never blocks. The holder records its PID, command and start
+    time in the file. While another process holds the lock, this one waits and says so through ``progress``,
+    naming the lock file and the holder's PID and command (again if the holder changes), then says when it got
+    the lock.
+    """
     layout.build_dir.mkdir(parents=True, exist_ok=True)
-    with open(layout.lock, "w") as handle:
+    fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT, 0o644)  # never truncated before it is held
+    try:
+        _acquire(fd, layout, progress)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            progress(f"waiting for another run in this checkout to finish (lock {layout.relative(layout.lock)})")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
+            command = shlex.join([Path(sys.orig_argv[0]).name, *sys.orig_argv[1:]])
+            holder = {"pid": os.getpid(), "command": command, "since": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _parse_holder(text: str) -> dict | None:
+    try:
+        holder = json.loads(text)
+    except ValueError:  # empty (free, or being written)
+        return None
+    return holder if isinstance(holder, dict) and {"pid", "command", "since"} <= holder.keys() else None
+
+
+def _describe(holder: dict | None) -> str:
+    if holder is None:
+        return "another process (it has not recorded its PID yet)"
+    try:
+        os.kill(holder["pid"], 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    except PermissionError:  # exists, owned by another user
+        alive = True
+    state = "" if alive else "; it has ended, but a process it started still holds the lock"
+    return f"PID {holder['pid']} ({holder['command']}, since {holder['since']}{state})"
+
+
+def _acquire(fd: int, layout: BookLayout, progress: Progress) -> None:
+    """Take the lock on ``fd``, polling every :data:`LOCK_POLL_S` while another process holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    lock = layout.relative(layout.lock)
+    start, reported, last = time.monotonic(), False, None
+    while True:
+        holder = _parse_holder(os.pread(fd, 65536, 0).decode(errors="replace"))
+        waited = time.monotonic() - start
+        # the holder writes its record right after taking the lock: give it a second before naming no one
+        if holder is not None and holder != last or not reported and waited > 1.0:
+            progress(f"waiting for the build lock {lock} of this checkout, held by {_describe(holder)} ...")
+            reported, last = True, holder
+        time.sleep(LOCK_POLL_S)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            continue
+    if reported:
+        progress(f"got the build lock {lock} after waiting {time.monotonic() - start:.1f} s")

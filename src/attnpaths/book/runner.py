@@ -2,7 +2,10 @@
 
 A report chapter (front matter ``attnpaths: {report: true}``, e.g. ``reproducibility``) shows the results
 and run times of the chapters before it, so its key includes their keys: it runs again whenever one of them
-did. Runs hold the checkout's build lock (:func:`~attnpaths.book.layout.book_lock`).
+did. Runs hold the checkout's build lock (:func:`~attnpaths.book.layout.book_lock`): a second run in the same
+checkout waits for the first, naming the PID that holds the lock. Holding it, a run removes the working
+folders that killed runs left in ``_build/``. A chapter's results file, executed notebook and timing are
+replaced only when it succeeded (:mod:`attnpaths.book.executor`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 from ..results import atomic_write_text
 from .cache import EXECUTION_METADATA, chapter_key, environment, package_digest, stored_key
 from .chapters import Chapter, book_chapters, find_chapter, resolve_parameters
-from .executor import Execution, execute_chapter
+from .executor import Execution, execute_chapter, remove_stale_run_folders
 from .layout import TIMINGS_FILE, BookLayout, Progress, book_lock, silent
 
 
@@ -101,6 +104,7 @@ def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Pr
     """Execute every stale chapter of the toc for ``profile``, in order; stops at the first failure
     (:class:`~attnpaths.book.executor.ChapterFailed`). ``force`` re-executes every chapter."""
     with book_lock(layout, progress):
+        remove_stale_run_folders(layout)
         chapters = notebook_chapters(layout)
         package, env = package_digest(layout.package_dir), environment()
         results_dir = layout.relative(layout.results_dir)
@@ -118,6 +122,7 @@ def run_chapter(layout: BookLayout, name: str, profile: str, overrides: dict | N
     """Execute one chapter for ``profile`` with validated ``overrides`` (skipped when its cached execution
     has the same key, unless ``force``)."""
     with book_lock(layout, progress):
+        remove_stale_run_folders(layout)
         chapters = notebook_chapters(layout)
         chapter = find_chapter(chapters, name)
         parameters = resolve_parameters(chapter, profile, overrides, results_dir=layout.relative(layout.results_dir))

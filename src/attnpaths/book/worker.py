@@ -2,19 +2,37 @@
 
 The executor starts one worker per chapter, so that the operating system reports the peak memory of the
 chapter (worker and kernel) when it ends. SPEC holds ``input``, ``output`` (notebook paths), ``parameters``,
-``cwd``, ``progress_bar`` and ``error_file``. Exit status: 0 success; 3 a cell raised (``error_file`` holds
-the cell index and the error); 4 anything else failed (``error_file`` holds the traceback).
+``cwd``, ``progress_bar``, ``error_file`` and ``parent_pid`` (the executor's process; when it is missing, the
+worker's parent at its start). Exit status: 0 success; 3 a cell raised (``error_file`` holds the cell index
+and the error); 4 anything else failed (``error_file`` holds the traceback); 5 the executor's process died
+(killed): the worker ends at once, and the kernel, which watches the worker, ends within a second, so a
+killed run leaves no chapter running.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+import time
 import traceback
 from pathlib import Path
 
 CELL_FAILED = 3
 WORKER_FAILED = 4
+ORPHANED = 5
+PARENT_POLL_S = 0.2
+
+
+def _end_with_parent(parent_pid: int) -> None:
+    """Exit (status :data:`ORPHANED`) as soon as the process ``parent_pid`` is no longer this one's parent."""
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
+        os._exit(ORPHANED)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 def _kernel_manager_class():
@@ -38,6 +56,8 @@ def main(argv=None) -> int:
     """Execute the notebook described by the spec file ``argv[0]``; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
     spec = json.loads(Path(argv[0]).read_text())
+    # a spec without parent_pid comes from an executor started before this checkout was updated
+    _end_with_parent(spec.get("parent_pid", os.getppid()))
     error_file = Path(spec["error_file"])
     try:
         import papermill
