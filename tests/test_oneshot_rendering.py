@@ -101,3 +101,16 @@ def test_resize_keeps_constant_images_and_mean():
     assert out.shape == (3, 32, 32) and out.dtype == np.float32
     np.testing.assert_allclose(out[0], 0.25, atol=1e-6)
     np.testing.assert_allclose(out.mean(axis=(1, 2)), images.mean(axis=(1, 2)), atol=0.02)
+
+
+def test_scaled_distortion_keeps_the_default_at_one_and_shrinks_the_ranges():
+    assert CONFIG.scaled(1) is CONFIG and CONFIG.scaled(1.0).as_dict() == DistortionConfig().as_dict()
+    half = CONFIG.scaled(0.5)
+    assert half.rotation_degrees == CONFIG.rotation_degrees / 2 and half.shift == CONFIG.shift / 2
+    assert half.elastic_amplitude == CONFIG.elastic_amplitude / 2 and half.stroke_threshold == CONFIG.stroke_threshold
+    assert half.scale_range == pytest.approx((1 - (1 - CONFIG.scale_range[0]) / 2, 1 + (CONFIG.scale_range[1] - 1) / 2))
+    rng = np.random.default_rng(0)
+    none = np.array([rendering.sample_distortion(rng, CONFIG.scaled(0)) for _ in range(20)])
+    assert np.allclose(none[:, :6], IDENTITY_DISTORTION[:6])
+    with pytest.raises(ValueError, match="factor"):
+        CONFIG.scaled(-0.1)

@@ -15,7 +15,7 @@ The font face is chosen by the caller (``datasets``); everything here is font-ag
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from PIL import Image
@@ -75,6 +75,22 @@ class DistortionConfig:
 
     def as_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    def scaled(self, factor: float) -> DistortionConfig:
+        """The geometric distortions times ``factor``: the deviations of ``scale_range`` from 1, the aspect
+        jitter, rotation, shear, shift and elastic amplitude; glyph box, stroke and supersampling unchanged.
+        ``factor = 1`` returns this configuration itself (same parameters, same cache key); 0 keeps only
+        the font face and the stroke thickness of each instance."""
+        if isinstance(factor, bool) or not factor >= 0:
+            raise ValueError(f"factor must be a number >= 0, got {factor!r}")
+        if factor == 1:
+            return self
+        lo, hi = self.scale_range
+        return replace(
+            self, scale_range=(1 + factor * (lo - 1), 1 + factor * (hi - 1)), aspect_jitter=factor * self.aspect_jitter,
+            rotation_degrees=factor * self.rotation_degrees, shear=factor * self.shear, shift=factor * self.shift,
+            elastic_amplitude=factor * self.elastic_amplitude,
+        )
 
 
 #: No distortion at all, mid-way stroke threshold (the shape as the font draws it).
