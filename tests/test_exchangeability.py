@@ -8,11 +8,11 @@ from scipy.stats import multivariate_normal
 
 from attnpaths.exchangeability.convergence import _cme_estimates, attention_error_vs_length, smoothing_bias_floor
 from attnpaths.exchangeability.erm import (
-    ErmResult,
+    approximation_terms,
     attention_risk,
     attention_risk_and_gradient,
     attention_risk_gradient_hessian,
-    erm_trends,
+    erm_experiment,
     fit_attention,
     fit_attention_parameter,
     sample_task,
@@ -27,7 +27,7 @@ from attnpaths.exchangeability.estimators import (
     prefix_softmax_averages,
     tilted_key_mean,
 )
-from attnpaths.exchangeability.fitting import loglog_slope
+from attnpaths.exchangeability.fitting import loglog_slope, loglog_slope_with_se
 from attnpaths.exchangeability.latent_models import (
     concept_posterior,
     gaussian_posterior,
@@ -211,23 +211,46 @@ def test_fit_sandwich_covariance_matches_the_spread_of_refits():
     assert np.all(spread / sandwich > 0.5) and np.all(spread / sandwich < 2.0), spread / sandwich
 
 
-def test_erm_trends_recover_power_laws():
-    rng = _rng(15)
-    lengths, sizes = np.array([8, 32, 128, 512]), np.array([50, 200, 800])
-    noise = 0.3 * rng.standard_normal((4, 3, 5))
-    excess = 2.0 * sizes[None, :, None] ** -0.9 * lengths[:, None, None] ** -0.3 * np.exp(noise)
+def test_loglog_slope_with_se_is_the_delta_method():
+    lengths = np.array([8.0, 32.0, 128.0, 512.0])
     approx = 3.0 * lengths**-0.4
-    result = ErmResult(mode="supervised", lengths=lengths, sample_sizes=sizes, W_reference=np.zeros((4, 2, 2)),
-                       approximation=approx, approximation_cov=np.diag((0.01 * approx) ** 2),
-                       approximation_se=0.01 * approx, temperature=np.ones(4), temperature_se=np.zeros(4),
-                       excess=excess, excess_mean=excess.mean(axis=2))
-    trends = erm_trends(result)
-    assert trends.approximation_slope == pytest.approx(-0.4)
+    slope, se = loglog_slope_with_se(lengths, approx, np.diag((0.01 * approx) ** 2))
+    assert slope == pytest.approx(-0.4)
     log_l = np.log(lengths)
-    assert trends.approximation_slope_se == pytest.approx(0.01 / np.sqrt(np.sum((log_l - log_l.mean()) ** 2)))
-    assert abs(trends.sample_size_slope + 0.9) < 4 * trends.sample_size_slope_se
-    assert abs(trends.length_slope + 0.3) < 4 * trends.length_slope_se
-    assert 0.02 < trends.sample_size_slope_se < 0.1 and 0.01 < trends.length_slope_se < 0.06
+    assert se == pytest.approx(0.01 / np.sqrt(np.sum((log_l - log_l.mean()) ** 2)))
+    # perfectly correlated errors of equal relative size shift every point alike: the slope does not move
+    _, se_corr = loglog_slope_with_se(lengths, approx, 1e-4 * np.outer(approx, approx))
+    assert se_corr == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(ValueError, match="cov"):
+        loglog_slope_with_se(lengths, approx, np.eye(3))
+
+
+def test_approximation_terms_delta_method():
+    W = np.stack([2.0 * np.eye(2), 1.5 * np.eye(2)])
+    cov = np.zeros((2, 4, 2, 4))
+    cov[0, 0, 0, 0] = cov[0, 3, 0, 3] = 0.01  # variance 0.01 on the diagonal entries of the first fit
+    dist, dcov = approximation_terms(W, cov, np.eye(2))
+    np.testing.assert_allclose(dist, [np.sqrt(2.0), np.sqrt(0.5)])
+    # the gradient of |W - I|_F at W = 2I is (1, 0, 0, 1) / sqrt(2): variance (0.01 + 0.01) / 2
+    np.testing.assert_allclose(dcov, [[0.01, 0.0], [0.0, 0.0]], atol=1e-15)
+    with pytest.raises(ValueError, match="equals the target"):
+        approximation_terms(W, cov, 2.0 * np.eye(2))
+
+
+def test_erm_experiment_holds_the_reference_out_of_the_test_set():
+    kwargs = dict(lengths=[4, 16], sample_sizes=[30], repetitions=2, test_size=300, reference_size=400,
+                  key_cov=SIGMA, value_noise=0.5)
+    res = erm_experiment(_rng(21), "masked", **kwargs)
+    assert res.W_reference.shape == (2, 2, 2) and res.reference_cov.shape == (2, 4, 2, 4)
+    assert res.excess.shape == (2, 1, 2) and np.all(np.isfinite(res.excess))
+    assert np.all(res.approximation_se > 0) and np.all(res.temperature_se > 0)
+    # the reference set comes first from the generator and is fitted alone: refitting it reproduces W*_L
+    rng = _rng(21)
+    reference = sample_task(rng, "masked", 400, 16, SIGMA, 0.5)
+    prefix = type(reference)(reference.queries, reference.keys[:, :3], reference.values[:, :3], reference.targets)
+    np.testing.assert_allclose(fit_attention_parameter(prefix), res.W_reference[0], atol=1e-8)
+    with pytest.raises(ValueError, match="reference_size"):
+        erm_experiment(_rng(21), "masked", **{**kwargs, "reference_size": 0})
 
 
 def test_fit_reaches_a_stationary_point_below_the_desired_parameter_risk():

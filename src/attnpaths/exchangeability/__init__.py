@@ -2,7 +2,7 @@
 
 Companion code for the book chapters ``exchangeability`` (Zhang, Liu, Cai, Wang, Wang, arXiv:2212.14852) and
 ``related`` (results R1-R5 of other papers). Equation labels (ex-...) refer to the chapters; the tags
-[SRC], [SRC-2] and [DERIVED] follow the chapter brief: only the abstract of arXiv:2212.14852 could be
+[SRC], [SRC-2] and [DERIVED] are those of the chapters: only the abstract of arXiv:2212.14852 could be
 checked, so every concrete rate, parameter and objective here is a derivation of ours, not the paper's theorem.
 
 Modules, one job each:
@@ -15,5 +15,6 @@ Modules, one job each:
 * :mod:`.erm`          E3, empirical risk minimisation of the attention parameter (supervised and masked);
 * :mod:`.transfer`     E4, masked pretraining to downstream regression: a condition-number proxy;
 * :mod:`.rank_collapse` R1, :mod:`.lipschitz` R2-R3, :mod:`.measures` R4, :mod:`.bayesian_attention` R5;
-* :mod:`.fitting`      log-log slopes.
+* :mod:`.fitting`      log-log slopes, with standard errors from the covariance of the fitted points;
+* :mod:`.verdicts`     the chapters' claims as statistical tests (:class:`attnpaths.claims.Verdict`).
 """

@@ -32,6 +32,13 @@ def nonnegative(value, name: str) -> float:
     return float(value)
 
 
+def finite_real(value, name: str) -> float:
+    """A finite real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    return float(value)
+
+
 def int_grid(values, name: str, minimum: int = 1) -> np.ndarray:
     """A non-empty, strictly increasing sequence of integers >= ``minimum``."""
     try:

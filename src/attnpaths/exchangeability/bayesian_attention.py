@@ -65,13 +65,16 @@ class BayesianAttentionResult:
     """R5. ``max_weight_diff`` and ``max_output_diff``: largest difference between the Bayes posterior (ex-bayes)
     and softmax attention, and between the posterior mean of the values and the attention output, over all
     trials; ``rates`` and ``window[i]``: mean effective window ``exp(H)`` under the geometric prior with rate
-    ``rates[i]``; ``window_uniform``: the same under the uniform prior."""
+    ``rates[i]``; ``window_uniform``: the same under the uniform prior; ``window_trials[t, i]`` and
+    ``window_uniform_trials[t]`` the windows of trial ``t`` (independent trials, each under every prior)."""
 
     max_weight_diff: float
     max_output_diff: float
     rates: np.ndarray
     window: np.ndarray
     window_uniform: float
+    window_trials: np.ndarray
+    window_uniform_trials: np.ndarray
 
 
 def _entropy(p):
@@ -102,4 +105,5 @@ def bayesian_attention_experiment(rng, *, num_tokens: int = 16, dim: int = 8, ke
         for i, lp in enumerate(priors):
             windows[t, i] = np.exp(_entropy(parent_posterior(query, keys, sigma, lp)))
     return BayesianAttentionResult(max_weight_diff=w_diff, max_output_diff=o_diff, rates=rates,
-                                   window=windows.mean(axis=0), window_uniform=float(uniform.mean()))
+                                   window=windows.mean(axis=0), window_uniform=float(uniform.mean()),
+                                   window_trials=windows, window_uniform_trials=uniform)

@@ -24,7 +24,7 @@ from scipy.linalg import cho_solve
 from tqdm import tqdm
 
 from .._validation import as_float64_array, positive_real
-from ._checks import check_rng, int_grid, nonnegative, positive_int, real_grid, serial_blas
+from ._checks import check_rng, finite_real, int_grid, nonnegative, positive_int, real_grid, serial_blas
 from .estimators import predicted_attention_mse, prefix_softmax_averages
 from .latent_models import sample_linear_key_value, sample_sine_key_value
 
@@ -50,10 +50,16 @@ class LengthConvergenceResult:
     """E2 on (M3). ``rmse[i, j]``: root mean squared error of ``Attn_{W_i}(q; X)`` against ``z^T q`` over
     ``num_sequences`` sequences of length ``lengths[j]``; ``rmse_se[i, j]`` its standard error (delta method:
     the standard error of the mean squared error divided by ``2 rmse``); ``rmse_predicted[i, j]`` the square
-    root of (ex-mse); ``bias_floor[i] = |(Sigma W_i^T - I) q|``, the large-L limit of the RMSE."""
+    root of (ex-mse); ``bias_floor[i] = |(Sigma W_i^T - I) q|``, the large-L limit of the RMSE. ``mse[i, j]``
+    is the mean squared error itself and ``mse_cov[i, j, i', j']`` the covariance of the estimates ``mse[i, j]``
+    and ``mse[i', j']`` over draws of the sequences (all parameters and lengths share the sequences, so their
+    errors are correlated: this gives the standard errors of slopes in ``L`` and of paired differences between
+    parameters)."""
 
     lengths: np.ndarray
     W: np.ndarray
+    mse: np.ndarray
+    mse_cov: np.ndarray
     rmse: np.ndarray
     rmse_se: np.ndarray
     rmse_predicted: np.ndarray
@@ -86,28 +92,34 @@ def attention_error_vs_length(rng, W, *, lengths, num_sequences: int, key_cov, q
     value_noise = nonnegative(value_noise, "value_noise")
     longest = int(lengths[-1])
     query_dirs = np.einsum("iab,a->bi", W, q)  # column i: W_i^T q, so that score_l = k_l^T W_i^T q
-    sums = np.zeros((lengths.size, W.shape[0]))
-    sums2 = np.zeros_like(sums)
+    n_w, n_l = W.shape[0], lengths.size
+    sums = np.zeros(n_w * n_l)
+    cross = np.zeros((n_w * n_l, n_w * n_l))
     with serial_blas():
-        for size in tqdm(list(_chunks(s, longest, W.shape[0])), desc="E2 sequences", disable=not progress):
+        for size in tqdm(list(_chunks(s, longest, n_w)), desc="E2 sequences", disable=not progress):
             z, keys, values = sample_linear_key_value(rng, size, longest, cov, value_noise)
             est = prefix_softmax_averages(keys @ query_dirs, values, lengths)  # [size, n_L, n_W]
-            sq = (est - (z @ q)[:, None, None]) ** 2
+            sq = ((est - (z @ q)[:, None, None]) ** 2).transpose(0, 2, 1).reshape(size, -1)  # [size, n_W n_L]
             sums += sq.sum(axis=0)
-            sums2 += (sq**2).sum(axis=0)
-    mse, mse_se = _mean_and_se(sums.T, sums2.T, s)
+            cross += sq.T @ sq
+    mean = sums / s
+    cov_mean = (cross / s - np.outer(mean, mean)) * s / max(s - 1, 1) / s  # covariance of the means
+    mse = mean.reshape(n_w, n_l)
+    mse_cov = cov_mean.reshape(n_w, n_l, n_w, n_l)
+    mse_se = np.sqrt(np.maximum(np.diag(cov_mean), 0.0)).reshape(n_w, n_l)
     rmse = np.sqrt(mse)
     predicted = np.stack([predicted_attention_mse(w, q, cov, value_noise, lengths) for w in W])
     floor = np.array([np.linalg.norm(cov @ w.T @ q - q) for w in W])
-    return LengthConvergenceResult(lengths=lengths, W=W, rmse=rmse, rmse_se=mse_se / (2.0 * rmse),
-                                   rmse_predicted=np.sqrt(predicted), bias_floor=floor)
+    return LengthConvergenceResult(lengths=lengths, W=W, mse=mse, mse_cov=mse_cov, rmse=rmse,
+                                   rmse_se=mse_se / (2.0 * rmse), rmse_predicted=np.sqrt(predicted), bias_floor=floor)
 
 
 @dataclass(frozen=True)
 class BandwidthResult:
     """E2b on (M4). ``mse[j, b]``: mean squared error of Gaussian-kernel attention (ex-nw) with bandwidth
     ``bandwidths[b]`` against ``sin(z q)`` at length ``lengths[j]``, ``mse_se[j, b]`` its standard error;
-    ``h_star[j]``, ``mse_star[j]`` its minimiser on the grid and the minimum."""
+    ``h_star[j]``, ``mse_star[j]`` its minimiser on the grid and the minimum; ``sq_error[s, j, b]`` the squared
+    error of sequence ``s`` (the sequences are independent; resampling them gives bootstrap standard errors)."""
 
     lengths: np.ndarray
     bandwidths: np.ndarray
@@ -115,6 +127,7 @@ class BandwidthResult:
     mse_se: np.ndarray
     h_star: np.ndarray
     mse_star: np.ndarray
+    sq_error: np.ndarray
 
 
 def bandwidth_experiment(rng, *, lengths, bandwidths, num_sequences: int, query: float, value_noise: float,
@@ -131,18 +144,24 @@ def bandwidth_experiment(rng, *, lengths, bandwidths, num_sequences: int, query:
     value_noise = nonnegative(value_noise, "value_noise")
     longest = int(lengths[-1])
     inv_two_h2 = 0.5 / hs**2
-    sums = np.zeros((lengths.size, hs.size))
-    sums2 = np.zeros_like(sums)
+    per_sequence = []
     for size in tqdm(list(_chunks(s, longest, hs.size)), desc="E2b sequences", disable=not progress):
         z, keys, values = sample_sine_key_value(rng, size, longest, value_noise)
         scores = -((keys - q) ** 2)[..., None] * inv_two_h2  # [size, L, n_h]
-        sq = (prefix_softmax_averages(scores, values, lengths) - np.sin(z * q)[:, None, None]) ** 2
-        sums += sq.sum(axis=0)
-        sums2 += (sq**2).sum(axis=0)
-    mse, mse_se = _mean_and_se(sums, sums2, s)
-    best = mse.argmin(axis=1)
-    return BandwidthResult(lengths=lengths, bandwidths=hs, mse=mse, mse_se=mse_se, h_star=hs[best],
-                           mse_star=mse[np.arange(lengths.size), best])
+        per_sequence.append((prefix_softmax_averages(scores, values, lengths) - np.sin(z * q)[:, None, None]) ** 2)
+    sq = np.concatenate(per_sequence)
+    mse, mse_se = _mean_and_se(sq.sum(axis=0), (sq**2).sum(axis=0), s)
+    h_star, mse_star = grid_minimum(mse, hs)
+    return BandwidthResult(lengths=lengths, bandwidths=hs, mse=mse, mse_se=mse_se, h_star=h_star,
+                           mse_star=mse_star, sq_error=sq)
+
+
+def grid_minimum(mse, bandwidths):
+    """Minimiser and minimum over the bandwidth grid of each row of ``mse`` ``[..., n_h]``: returns
+    ``(h_star, mse_star)``, both ``[...]``."""
+    mse = np.asarray(mse, dtype=np.float64)
+    best = mse.argmin(axis=-1)
+    return np.asarray(bandwidths)[best], np.take_along_axis(mse, best[..., None], axis=-1)[..., 0]
 
 
 def smoothing_bias_floor(queries, bandwidth: float, z_low: float = 0.5, z_high: float = 2.0,
@@ -169,9 +188,11 @@ def smoothing_bias_floor(queries, bandwidth: float, z_low: float = 0.5, z_high: 
 @dataclass(frozen=True)
 class CmeComparisonResult:
     """E2c on (M4). Mean squared errors over ``num_sequences`` sequences and the query grid ``queries``:
-    ``mse_cme[j]`` of CME attention (ex-cme) with ``lambda = ridge_scale / sqrt(L)`` and ``mse_softmax[j]`` of
-    Gaussian-kernel softmax attention (ex-nw), both with the same fixed bandwidth, at length ``lengths[j]``;
-    ``mse_cme_se`` and ``mse_softmax_se`` their standard errors over sequences."""
+    ``mse_cme[j]`` of CME attention (ex-cme) with ``lambda = ridge_scale L^ridge_exponent`` and ``mse_softmax[j]``
+    of Gaussian-kernel softmax attention (ex-nw), both with the same fixed bandwidth, at length ``lengths[j]``;
+    ``mse_cme_se`` and ``mse_softmax_se`` their standard errors over sequences; ``sq_error_cme[s, j]`` and
+    ``sq_error_softmax[s, j]`` the error of sequence ``s`` (mean over the queries; the sequences are
+    independent replicates)."""
 
     lengths: np.ndarray
     queries: np.ndarray
@@ -179,6 +200,8 @@ class CmeComparisonResult:
     mse_softmax: np.ndarray
     mse_cme_se: np.ndarray
     mse_softmax_se: np.ndarray
+    sq_error_cme: np.ndarray
+    sq_error_softmax: np.ndarray
 
 
 #: CME attention factorises at most this many Gram-matrix entries at once (sequences x L x L).
@@ -213,10 +236,12 @@ def _cme_estimates(keys, values, queries, bandwidth: float, ridge: float) -> np.
 
 
 def cme_vs_softmax_experiment(rng, *, lengths, num_sequences: int, queries, bandwidth: float,
-                              ridge_scale: float, value_noise: float, progress: bool = False) -> CmeComparisonResult:
-    """Kernel CME attention (consistent: ``lambda -> 0``) against fixed-bandwidth softmax attention (biased).
+                              ridge_scale: float, value_noise: float, ridge_exponent: float = -0.5,
+                              progress: bool = False) -> CmeComparisonResult:
+    """Kernel CME attention (consistent when ``lambda -> 0``) against fixed-bandwidth softmax attention (biased).
 
-    Both estimators see the same sequences, and every length uses the first ``L`` tokens of the longest.
+    The ridge is ``lambda = ridge_scale * L**ridge_exponent`` (default ``L^{-1/2}``). Both estimators see the
+    same sequences, and every length uses the first ``L`` tokens of the longest.
     """
     check_rng(rng)
     lengths = int_grid(lengths, "lengths")
@@ -226,6 +251,7 @@ def cme_vs_softmax_experiment(rng, *, lengths, num_sequences: int, queries, band
         raise ValueError(f"queries must be a non-empty 1-D array of scalar queries, got shape {qs.shape}")
     h = positive_real(bandwidth, "bandwidth")
     c = positive_real(ridge_scale, "ridge_scale")
+    ridge_exponent = finite_real(ridge_exponent, "ridge_exponent")
     value_noise = nonnegative(value_noise, "value_noise")
     z, keys, values = sample_sine_key_value(rng, s, int(lengths[-1]), value_noise)
     target = np.sin(z[:, None] * qs[None, :])  # [S, Q]
@@ -235,9 +261,9 @@ def cme_vs_softmax_experiment(rng, *, lengths, num_sequences: int, queries, band
     per_seq_cme = np.empty_like(per_seq_soft)
     with serial_blas():
         for j, L in enumerate(tqdm(lengths, desc="E2c lengths", disable=not progress)):
-            est = _cme_estimates(keys[:, :L], values[:, :L], qs, h, c / np.sqrt(L))
+            est = _cme_estimates(keys[:, :L], values[:, :L], qs, h, c * float(L) ** ridge_exponent)
             per_seq_cme[:, j] = np.mean((est - target) ** 2, axis=1)
     cme, cme_se = _mean_and_se(per_seq_cme.sum(axis=0), (per_seq_cme**2).sum(axis=0), s)
     soft_mse, soft_se = _mean_and_se(per_seq_soft.sum(axis=0), (per_seq_soft**2).sum(axis=0), s)
     return CmeComparisonResult(lengths=lengths, queries=qs, mse_cme=cme, mse_softmax=soft_mse, mse_cme_se=cme_se,
-                               mse_softmax_se=soft_se)
+                               mse_softmax_se=soft_se, sq_error_cme=per_seq_cme, sq_error_softmax=per_seq_soft)

@@ -290,21 +290,25 @@ def fit_attention_parameter(data: AttentionRegressionData, *, initial=None, max_
 class ErmResult:
     """E3 for one objective (``mode``).
 
-    * ``W_reference[j]`` ``[d, d]``: ``W*_L``, the minimiser of the risk on the ``test_size`` test sequences of
-      length ``lengths[j]`` (so that every excess below is >= 0 up to the optimiser's tolerance);
+    * ``W_reference[j]`` ``[d, d]``: ``W*_L``, the minimiser of the empirical risk on ``reference_size`` reference
+      sequences of length ``lengths[j]``, held out from the test set;
     * ``approximation[j] = |W*_L - Sigma^{-1}|_F`` and ``temperature[j] = <W*_L, Sigma^{-1}> / |Sigma^{-1}|^2``
-      (the ``c_L`` of ``W*_L ~ c_L Sigma^{-1}``); ``approximation_cov`` ``[J, J]`` the covariance of the
-      approximation terms over draws of the test set (delta method on the joint sandwich covariance of the
-      ``W*_L``, which share the test sequences, see :class:`AttentionFit`), ``approximation_se`` its diagonal's
-      square root and ``temperature_se`` the standard error of ``c_L``;
-    * ``excess[j, k, r] = R(W_hat_N) - R(W*_L)`` on the test set, for ``N = sample_sizes[k]``, repetition ``r``;
-      ``excess_mean[j, k]`` its mean over repetitions.
+      (the ``c_L`` of ``W*_L ~ c_L Sigma^{-1}``); ``reference_cov`` ``[J, d^2, J, d^2]`` the covariance of the
+      ``vec(W*_L)`` over draws of the reference set (sandwich, from the influences of the reference sequences,
+      which all lengths share, see :class:`AttentionFit`); ``approximation_cov`` ``[J, J]`` the covariance of the
+      approximation terms (delta method), ``approximation_se`` its diagonal's square root and ``temperature_se``
+      the standard error of ``c_L``;
+    * ``excess[j, k, r] = R_test(W_hat_N) - R_test(W*_L)`` on the test set, for ``N = sample_sizes[k]``,
+      repetition ``r``; ``excess_mean[j, k]`` its mean over repetitions. ``W_hat_N`` and ``W*_L`` are both fitted
+      on data independent of the test set, so the excess estimates the difference of their population risks
+      and can be negative.
     """
 
     mode: str
     lengths: np.ndarray
     sample_sizes: np.ndarray
     W_reference: np.ndarray
+    reference_cov: np.ndarray
     approximation: np.ndarray
     approximation_cov: np.ndarray
     approximation_se: np.ndarray
@@ -319,19 +323,34 @@ def _context_length(mode: str, length: int) -> int:
     return length if mode == "supervised" else length - 1
 
 
-def erm_experiment(rng, mode: str, *, lengths, sample_sizes, repetitions: int, test_size: int, key_cov,
-                   value_noise: float, label_noise: float = 0.1, progress: bool = False) -> ErmResult:
+def approximation_terms(W_reference, reference_cov, target):
+    """Distances ``|W*_L - target|_F`` ``[J]`` of reference fits ``W_reference`` ``[J, d, d]`` to ``target``
+    ``[d, d]``, and their covariance ``[J, J]`` (delta method on ``reference_cov`` ``[J, d^2, J, d^2]``)."""
+    W = as_float64_array(W_reference, "W_reference")
+    target = as_float64_array(target, "target")
+    if W.ndim != 3 or W.shape[1:] != target.shape:
+        raise ValueError(f"W_reference must be [J, d, d] and target [d, d], got {W.shape} and {target.shape}")
+    J = W.shape[0]
+    gap = (W - target).reshape(J, -1)
+    dist = np.linalg.norm(gap, axis=1)
+    if np.any(dist == 0):
+        raise ValueError("a reference fit equals the target: the distance has no derivative there")
+    grad = gap / dist[:, None]  # derivative of |W - target|_F in vec(W)
+    cov = as_float64_array(reference_cov, "reference_cov").reshape(J, gap.shape[1], J, gap.shape[1])
+    return dist, np.einsum("ja,jakb,kb->jk", grad, cov, grad)
+
+
+def erm_experiment(rng, mode: str, *, lengths, sample_sizes, repetitions: int, test_size: int, reference_size: int,
+                   key_cov, value_noise: float, label_noise: float = 0.1, progress: bool = False) -> ErmResult:
     """Run E3: approximation term ``|W*_L - Sigma^{-1}|`` and excess test risk of ERM versus ``N`` and ``L``.
 
-    The test set of ``test_size`` sequences is drawn at the largest length, and every length ``L`` uses the first
-    ``L`` tokens of each sequence, which by exchangeability is a sequence of length ``L`` (common random numbers
-    across ``L``: the reference fits ``W*_L`` are compared on the same sequences). For each ``L``, ``W*_L`` is
-    fitted on the test set, and the excess risk of ``W_hat_N``, fitted from ``W = 0`` on an independent training
-    set of ``N`` sequences for every ``L``, ``N`` and repetition, is ``R_test(W_hat_N) - R_test(W*_L)``. Taking the
-    reference minimiser on the test set itself pairs the two risks: the excess is a non-negative quadratic form
-    in ``W_hat_N - W*_L`` instead of a difference of two noisy risks (the per-example loss is heavy-tailed,
-    because queries in the tails of ``N(0, Sigma)`` have a tiny effective sample size). The price is an
-    in-sample optimism of ``R_test(W*_L)`` of order ``1 / test_size``.
+    Three independent data sets, each drawn at the largest length: a reference set of ``reference_size``
+    sequences, on which the reference minimiser ``W*_L`` is fitted; a test set of ``test_size`` sequences, on
+    which every risk is measured; and, for every ``L``, ``N`` and repetition, a training set of ``N`` sequences,
+    on which ``W_hat_N`` is fitted from ``W = 0``. Every length ``L`` uses the first ``L`` tokens of the
+    reference and test sequences, which by exchangeability form sequences of length ``L`` (common random numbers
+    across ``L``). The excess risk ``R_test(W_hat_N) - R_test(W*_L)`` is a paired difference on the test set,
+    and no fit has seen the test set.
     """
     check_rng(rng)
     lengths = int_grid(lengths, "lengths", minimum=2)
@@ -340,19 +359,24 @@ def erm_experiment(rng, mode: str, *, lengths, sample_sizes, repetitions: int, t
     cov = as_float64_array(key_cov, "key_cov")
     target = np.linalg.inv(cov)
     test_size = positive_int(test_size, "test_size")
+    reference_size = positive_int(reference_size, "reference_size")
     value_noise = nonnegative(value_noise, "value_noise")
     task = dict(mode=mode, key_cov=cov, value_noise=value_noise, label_noise=label_noise)
     J = lengths.size
     w_ref = np.zeros((J,) + cov.shape)
-    influence = np.zeros((J, test_size, cov.size))
+    influence = np.zeros((J, reference_size, cov.size))
     risk_ref = np.zeros(J)
     excess = np.zeros((J, sizes.size, reps))
+    longest = int(lengths[-1])
     bar = tqdm(total=J * (1 + sizes.size * reps), desc=f"E3 {mode} fits", disable=not progress)
     with serial_blas():
-        test = _Arrays.from_arrays(*_sample_task_arrays(rng, num_sequences=test_size, length=int(lengths[-1]), **task))
+        reference = _Arrays.from_arrays(*_sample_task_arrays(rng, num_sequences=reference_size, length=longest, **task))
+        test = _Arrays.from_arrays(*_sample_task_arrays(rng, num_sequences=test_size, length=longest, **task))
         for j, L in enumerate(lengths):
-            fit = _fit(test.prefix(_context_length(mode, int(L))), influence=True)
-            w_ref[j], influence[j], risk_ref[j] = fit.W, fit.influence, fit.risk
+            context = _context_length(mode, int(L))
+            fit = _fit(reference.prefix(context), influence=True)
+            w_ref[j], influence[j] = fit.W, fit.influence
+            risk_ref[j] = _risk_terms(fit.W, test.prefix(context), order=0)[0]
             bar.update()
         for j, L in enumerate(lengths):
             test_L = test.prefix(_context_length(mode, int(L)))
@@ -362,72 +386,14 @@ def erm_experiment(rng, mode: str, *, lengths, sample_sizes, repetitions: int, t
                     excess[j, k, r] = _risk_terms(_fit(train).W, test_L, order=0)[0] - risk_ref[j]
                     bar.update()
     bar.close()
-    gap = (w_ref - target).reshape(J, -1)
-    approximation = np.linalg.norm(gap, axis=1)
-    # influence of each test sequence on each approximation term (gradient of |W - Sigma^{-1}|_F is gap / norm)
-    approx_influence = np.einsum("ja,jna->jn", gap / approximation[:, None], influence)
-    approx_cov = approx_influence @ approx_influence.T / test_size**2
+    # joint sandwich covariance of the vec(W*_L): the lengths share the reference sequences
+    reference_cov = np.einsum("jna,knb->jakb", influence, influence) / reference_size**2
+    approximation, approx_cov = approximation_terms(w_ref, reference_cov, target)
     temp_influence = influence @ target.reshape(-1) / np.sum(target**2)  # [J, n]
     return ErmResult(
-        mode=mode, lengths=lengths, sample_sizes=sizes, W_reference=w_ref, approximation=approximation,
-        approximation_cov=approx_cov, approximation_se=np.sqrt(np.diag(approx_cov)),
+        mode=mode, lengths=lengths, sample_sizes=sizes, W_reference=w_ref, reference_cov=reference_cov,
+        approximation=approximation, approximation_cov=approx_cov, approximation_se=np.sqrt(np.diag(approx_cov)),
         temperature=np.einsum("jab,ab->j", w_ref, target) / np.sum(target**2),
-        temperature_se=np.sqrt(np.sum(temp_influence**2, axis=1)) / test_size,
+        temperature_se=np.sqrt(np.sum(temp_influence**2, axis=1)) / reference_size,
         excess=excess, excess_mean=excess.mean(axis=2),
-    )
-
-
-@dataclass(frozen=True)
-class ErmTrends:
-    """Log-log trends of one :class:`ErmResult`, each with its standard error (``*_se``).
-
-    * ``approximation_slope``: least-squares slope of ``log |W*_L - Sigma^{-1}|`` in ``log L``; its standard
-      error comes from ``approximation_cov`` (delta method), which accounts for the shared test set.
-    * ``sample_size_slope``: slope of ``log excess`` in ``log N``, pooled over the lengths (one intercept per
-      ``L``); ``length_slope``: slope of ``log excess`` in ``log L``, pooled over the sample sizes (one intercept
-      per ``N``). Every excess comes from its own training set, so these are ordinary least-squares fits to
-      ``J K R`` independent points (given the test set), with the usual standard errors from the residuals.
-    """
-
-    approximation_slope: float
-    approximation_slope_se: float
-    sample_size_slope: float
-    sample_size_slope_se: float
-    length_slope: float
-    length_slope_se: float
-
-
-def _pooled_slope(y: np.ndarray, x: np.ndarray) -> tuple[float, float]:
-    """Slope of ``y[g, i]`` on ``x[g, i]`` with one intercept per group ``g``, and its standard error."""
-    xc = x - x.mean(axis=1, keepdims=True)
-    yc = y - y.mean(axis=1, keepdims=True)
-    sxx = float(np.sum(xc**2))
-    slope = float(np.sum(xc * yc) / sxx)
-    dof = y.size - y.shape[0] - 1
-    if dof < 1:
-        return slope, float("nan")
-    return slope, float(np.sqrt(np.sum((yc - slope * xc) ** 2) / dof / sxx))
-
-
-def erm_trends(result: ErmResult) -> ErmTrends:
-    """The trends of ``result`` in ``L`` and ``N`` (see :class:`ErmTrends`).
-
-    Raises:
-        ValueError: if an excess risk is not positive (no logarithm).
-    """
-    J, K, R = result.excess.shape
-    if np.any(result.excess <= 0):
-        raise ValueError("erm_trends needs positive excess risks")
-    log_l = np.log(result.lengths.astype(float))
-    weights = (log_l - log_l.mean()) / np.sum((log_l - log_l.mean()) ** 2)  # slope = weights @ log(approx)
-    log_cov = result.approximation_cov / np.outer(result.approximation, result.approximation)
-    y = np.log(result.excess)
-    log_n = np.broadcast_to(np.log(result.sample_sizes.astype(float))[None, :, None], y.shape)
-    n_slope, n_se = _pooled_slope(y.reshape(J, K * R), log_n.reshape(J, K * R))
-    l_slope, l_se = _pooled_slope(y.transpose(1, 0, 2).reshape(K, J * R),
-                                  np.broadcast_to(log_l[None, :, None], (K, J, R)).reshape(K, J * R))
-    return ErmTrends(
-        approximation_slope=float(weights @ np.log(result.approximation)),
-        approximation_slope_se=float(np.sqrt(weights @ log_cov @ weights)),
-        sample_size_slope=n_slope, sample_size_slope_se=n_se, length_slope=l_slope, length_slope_se=l_se,
     )

@@ -69,11 +69,14 @@ def jacobian_spectral_norm(fn, x) -> float:
 @dataclass(frozen=True)
 class ScalingResult:
     """R2. ``dot_product[i]`` and ``l2[i]``: the largest Jacobian spectral norm over ``num_draws`` random inputs
-    (one token at the origin) and weights, for inputs scaled by ``scales[i]``."""
+    (one token at the origin) and weights, for inputs scaled by ``scales[i]``; ``dot_product_draws[k, i]`` and
+    ``l2_draws[k, i]`` the norms of draw ``k`` (independent draws, each followed over all scales)."""
 
     scales: np.ndarray
     dot_product: np.ndarray
     l2: np.ndarray
+    dot_product_draws: np.ndarray
+    l2_draws: np.ndarray
 
 
 def input_scaling_experiment(rng, *, scales=(1, 2, 4, 8, 16, 32), num_tokens: int = 6, width: int = 3,
@@ -94,7 +97,8 @@ def input_scaling_experiment(rng, *, scales=(1, 2, 4, 8, 16, 32), num_tokens: in
         for i, t in enumerate(scales):
             dp[k, i] = jacobian_spectral_norm(lambda y: dot_product_self_attention(y, weights), t * x)
             l2[k, i] = jacobian_spectral_norm(lambda y: l2_self_attention(y, weights), t * x)
-    return ScalingResult(scales=scales, dot_product=dp.max(axis=0), l2=l2.max(axis=0))
+    return ScalingResult(scales=scales, dot_product=dp.max(axis=0), l2=l2.max(axis=0), dot_product_draws=dp,
+                         l2_draws=l2)
 
 
 def bare_attention(x, A) -> torch.Tensor:
@@ -160,11 +164,13 @@ def random_disk_tokens(rng, num_tokens: int, radius: float) -> torch.Tensor:
 @dataclass(frozen=True)
 class SequenceLengthResult:
     """R3. Jacobian spectral norms of (ex-bare) with ``A = I`` at each ``num_tokens[i]``: ``adversarial[i]`` on
-    :func:`adversarial_tokens`, ``random[i]`` the mean over ``repetitions`` uniform draws in the disk."""
+    :func:`adversarial_tokens`, ``random[i]`` the mean over ``repetitions`` uniform draws in the disk and
+    ``random_draws[r, i]`` the norm of draw ``r`` (independent draws)."""
 
     num_tokens: np.ndarray
     adversarial: np.ndarray
     random: np.ndarray
+    random_draws: np.ndarray
 
 
 def sequence_length_experiment(rng, *, num_tokens=(4, 8, 16, 32, 64, 128, 256, 512), radius: float = 6.0,
@@ -180,5 +186,5 @@ def sequence_length_experiment(rng, *, num_tokens=(4, 8, 16, 32, 64, 128, 256, 5
         return float(torch.linalg.matrix_norm(bare_attention_jacobian(x, eye).reshape(2 * n, 2 * n), ord=2))
 
     adv = [norm(adversarial_tokens(int(n), radius)) for n in ns]
-    rnd = [np.mean([norm(random_disk_tokens(rng, int(n), radius)) for _ in range(reps)]) for n in ns]
-    return SequenceLengthResult(num_tokens=ns, adversarial=np.array(adv), random=np.array(rnd))
+    rnd = np.array([[norm(random_disk_tokens(rng, int(n), radius)) for _ in range(reps)] for n in ns]).T  # [reps, n]
+    return SequenceLengthResult(num_tokens=ns, adversarial=np.array(adv), random=rnd.mean(axis=0), random_draws=rnd)

@@ -53,7 +53,7 @@ class MeasureResult:
     trials); ``ratio_max[i]`` and ``ratio_mean[i]`` the largest and the mean of
     ``max_q |Gamma(mu)(q) - Gamma(nu)(q)| / W1(mu, nu)`` over ``num_trials`` pairs of independent uniform samples
     of ``num_atoms[i]`` points in ``[-1, 1]^2``; ``w1_mean[i]`` and ``delta_mean[i]`` the mean ``W1`` and mean
-    output change."""
+    output change; ``w1[i, t]`` and ``delta[i, t]`` the values of trial ``t`` (independent trials)."""
 
     num_atoms: np.ndarray
     duplication_diff: float
@@ -61,6 +61,8 @@ class MeasureResult:
     ratio_mean: np.ndarray
     w1_mean: np.ndarray
     delta_mean: np.ndarray
+    w1: np.ndarray
+    delta: np.ndarray
 
 
 def measure_lipschitz_experiment(rng, *, num_atoms=(8, 32, 128, 512), num_trials: int = 30,
@@ -75,7 +77,7 @@ def measure_lipschitz_experiment(rng, *, num_atoms=(8, 32, 128, 512), num_trials
     trials, nq = positive_int(num_trials, "num_trials"), positive_int(num_queries, "num_queries")
     d = 2
     A, V = (m / np.linalg.norm(m, 2) for m in rng.standard_normal((2, d, d)))
-    dup, ratio, ratio_mean, w1s, deltas = 0.0, [], [], [], []
+    dup, ratio, ratio_mean, w1s, deltas, w1_trials, delta_trials = 0.0, [], [], [], [], [], []
     for n in ns:
         r_n, w_n, d_n = [], [], []
         for _ in range(trials):
@@ -92,6 +94,8 @@ def measure_lipschitz_experiment(rng, *, num_atoms=(8, 32, 128, 512), num_trials
         ratio_mean.append(np.mean(r_n))
         w1s.append(np.mean(w_n))
         deltas.append(np.mean(d_n))
+        w1_trials.append(w_n)
+        delta_trials.append(d_n)
     return MeasureResult(num_atoms=ns, duplication_diff=dup, ratio_max=np.array(ratio),
                          ratio_mean=np.array(ratio_mean), w1_mean=np.array(w1s),
-                         delta_mean=np.array(deltas))
+                         delta_mean=np.array(deltas), w1=np.array(w1_trials), delta=np.array(delta_trials))

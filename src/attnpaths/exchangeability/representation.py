@@ -51,7 +51,9 @@ class GaussianRepresentationResult:
     ``risk_first_token`` (posterior from the first token only, a non-sufficient statistic),
     ``risk_flat_ls`` (least squares on all ``L d`` raw coordinates, fitted on an independent training set),
     their theory values, and the largest change of each prediction under a random permutation of the tokens
-    (``perm_diff_posterior``, ``perm_diff_flat_ls``).
+    (``perm_diff_posterior``, ``perm_diff_flat_ls``). ``sq_error_posterior``, ``sq_error_first_token`` and
+    ``sq_error_flat_ls`` ``[len(lengths), num_sequences]`` are the squared test errors of each predictor on the
+    same test sequences (for standard errors of the risks and of their paired differences).
     """
 
     lengths: np.ndarray
@@ -62,6 +64,9 @@ class GaussianRepresentationResult:
     risk_flat_ls: np.ndarray
     perm_diff_posterior: np.ndarray
     perm_diff_flat_ls: np.ndarray
+    sq_error_posterior: np.ndarray
+    sq_error_first_token: np.ndarray
+    sq_error_flat_ls: np.ndarray
 
 
 def _permute_tokens(rng, x):
@@ -101,21 +106,23 @@ def gaussian_representation_experiment(rng, *, lengths=(1, 4, 16, 64), num_seque
             design = x_tr.reshape(n, -1)
             coef = solve(design.T @ design, design.T @ y_tr, assume_a="pos")
             flat = x_te.reshape(n, -1) @ coef
-            out["post"].append(np.mean((y_te - mean @ u) ** 2))
-            out["first"].append(np.mean((y_te - first @ u) ** 2))
-            out["flat"].append(np.mean((y_te - flat) ** 2))
+            out["post"].append((y_te - mean @ u) ** 2)
+            out["first"].append((y_te - first @ u) ** 2)
+            out["flat"].append((y_te - flat) ** 2)
             x_perm = _permute_tokens(rng, x_te)
             out["perm_post"].append(np.max(np.abs(gaussian_posterior(x_perm, tau, sigma)[0] - mean)))
             out["perm_flat"].append(np.max(np.abs(x_perm.reshape(n, -1) @ coef - flat)))
+    sq = {k: np.array(out[k]) for k in ("post", "first", "flat")}
     return GaussianRepresentationResult(
         lengths=lengths,
-        risk_posterior=np.array(out["post"]),
+        risk_posterior=sq["post"].mean(axis=1),
         risk_posterior_theory=gaussian_risk_theory(u, lengths, tau, sigma, label_noise),
-        risk_first_token=np.array(out["first"]),
+        risk_first_token=sq["first"].mean(axis=1),
         risk_first_token_theory=np.full(lengths.shape, gaussian_risk_theory(u, 1, tau, sigma, label_noise)),
-        risk_flat_ls=np.array(out["flat"]),
+        risk_flat_ls=sq["flat"].mean(axis=1),
         perm_diff_posterior=np.array(out["perm_post"]),
         perm_diff_flat_ls=np.array(out["perm_flat"]),
+        sq_error_posterior=sq["post"], sq_error_first_token=sq["first"], sq_error_flat_ls=sq["flat"],
     )
 
 
@@ -126,15 +133,18 @@ class ConceptPosteriorResult:
     ``accuracy[i]`` and ``confidence[i]`` (mean largest posterior probability) for ``lengths[i]``;
     ``calibration_se[i] = sqrt(sum_n c_n (1 - c_n)) / N``, the standard deviation of ``accuracy - confidence``
     if the posterior is calibrated (the hits are then independent Bernoulli(``c_n``) given the confidences
-    ``c_n``); ``perm_diff[i]`` the largest change of the posterior under a permutation of the tokens; a reliability
-    table pooled over all lengths: ``bin_confidence``, ``bin_accuracy``, ``bin_count`` per confidence bin
-    (``bin_edges``); ``means`` the drawn concept means ``[K, d]``.
+    ``c_n``); ``accuracy_se[i] = sqrt(a (1 - a) / N)`` the binomial standard error of the accuracy over the
+    ``N = num_sequences`` independent sequences; ``perm_diff[i]`` the largest change of the posterior under a
+    permutation of the tokens; a reliability table pooled over all lengths: ``bin_confidence``,
+    ``bin_accuracy``, ``bin_count`` per confidence bin (``bin_edges``); ``means`` the drawn concept means
+    ``[K, d]``.
     """
 
     lengths: np.ndarray
     accuracy: np.ndarray
     confidence: np.ndarray
     calibration_se: np.ndarray
+    accuracy_se: np.ndarray
     perm_diff: np.ndarray
     bin_edges: np.ndarray
     bin_confidence: np.ndarray
@@ -172,6 +182,8 @@ def concept_posterior_experiment(rng, *, lengths=(1, 2, 4, 8, 16, 32), num_seque
     with np.errstate(invalid="ignore"):
         bin_conf = np.bincount(idx, weights=all_conf, minlength=num_bins) / count
         bin_acc = np.bincount(idx, weights=all_hit.astype(float), minlength=num_bins) / count
-    return ConceptPosteriorResult(lengths=lengths, accuracy=np.array(acc), confidence=np.array(conf),
-                                  calibration_se=np.array(conf_se), perm_diff=np.array(perm), bin_edges=edges,
+    acc = np.array(acc)
+    return ConceptPosteriorResult(lengths=lengths, accuracy=acc, confidence=np.array(conf),
+                                  calibration_se=np.array(conf_se), accuracy_se=np.sqrt(acc * (1 - acc) / n),
+                                  perm_diff=np.array(perm), bin_edges=edges,
                                   bin_confidence=bin_conf, bin_accuracy=bin_acc, bin_count=count, means=means)

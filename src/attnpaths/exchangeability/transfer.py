@@ -48,13 +48,17 @@ class TransferResult:
     """E4. For each ``condition_numbers[c]``: ``downstream_excess[c, j]`` the test mean squared error of the
     linear head's prediction of ``z_j`` (j = 0 strong, j = 1 weak direction), ``ratio[c]`` weak / strong,
     ``ratio_predicted[c]`` from (ex-mse), and ``pretrain_excess[c]`` the masked-prediction excess
-    ``E[(Attn_W(k_1; X_{2:L}) - z^T k_1)^2]``."""
+    ``E[(Attn_W(k_1; X_{2:L}) - z^T k_1)^2]``. The per-sequence squared errors behind them,
+    ``downstream_sq[c, i, j]`` on the held-out half and ``pretrain_sq[c, i]`` on all sequences, give standard
+    errors; every ``kappa`` uses the same draws, so differences across ``kappa`` are paired."""
 
     condition_numbers: np.ndarray
     downstream_excess: np.ndarray
     ratio: np.ndarray
     ratio_predicted: np.ndarray
     pretrain_excess: np.ndarray
+    downstream_sq: np.ndarray
+    pretrain_sq: np.ndarray
 
 
 def transfer_experiment(rng, *, condition_numbers=(1, 2, 4, 8, 16), length: int = 512,
@@ -99,9 +103,11 @@ def transfer_experiment(rng, *, condition_numbers=(1, 2, 4, 8, 16), length: int 
         design = np.column_stack([np.ones(n), readout[:, :2]])
         y = z + label_noise * xi
         coef, *_ = np.linalg.lstsq(design[:half], y[:half], rcond=None)
-        down.append(np.mean((design[half:] @ coef - z[half:]) ** 2, axis=0))
+        down.append((design[half:] @ coef - z[half:]) ** 2)
         masked_target = np.sum(z * root * g[:, :, 0], axis=1)  # z^T k_1
-        pre.append(np.mean((readout[:, 2] - masked_target) ** 2))
-    down = np.array(down)
+        pre.append((readout[:, 2] - masked_target) ** 2)
+    down_sq, pre_sq = np.array(down), np.array(pre)
+    down = down_sq.mean(axis=1)
     return TransferResult(condition_numbers=kappas, downstream_excess=down, ratio=down[:, 1] / down[:, 0],
-                          ratio_predicted=predicted_transfer_ratio(kappas, value_noise), pretrain_excess=np.array(pre))
+                          ratio_predicted=predicted_transfer_ratio(kappas, value_noise),
+                          pretrain_excess=pre_sq.mean(axis=1), downstream_sq=down_sq, pretrain_sq=pre_sq)

@@ -1,0 +1,213 @@
+"""Tests of attnpaths.claims: every constructor reaches its three outcomes, thresholds, enforce, the table."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from attnpaths.claims import (
+    ClaimViolation,
+    Outcome,
+    Verdict,
+    bonferroni_z,
+    claims_table,
+    directional_z,
+    enforce,
+    equivalence,
+    exact,
+    outcome_counts,
+    permutation,
+    permutation_p_values,
+    replicate_equivalence,
+    replicate_t,
+)
+
+H, NS, C = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
+COMMON = dict(source="test", statistic="x")
+
+
+def test_bonferroni_thresholds():
+    assert bonferroni_z(1, 0.05) == pytest.approx(stats.norm.isf(0.025))
+    assert bonferroni_z(1, 0.05, two_sided=False) == pytest.approx(stats.norm.isf(0.05))
+    assert bonferroni_z(10, 0.01) == pytest.approx(stats.norm.isf(0.0005))
+    assert bonferroni_z(10, 0.01, two_sided=False) == pytest.approx(stats.norm.isf(0.001))
+    assert bonferroni_z(20, 0.01) > bonferroni_z(2, 0.01)
+    for bad in (dict(num_tests=0), dict(num_tests=1.5), dict(num_tests=True)):
+        with pytest.raises(ValueError, match="num_tests"):
+            bonferroni_z(level=0.01, **bad)
+    for level in (0, 1, -0.1, 1.5, True, "0.01"):
+        with pytest.raises(ValueError, match="level"):
+            bonferroni_z(3, level)
+
+
+@pytest.mark.parametrize("estimate, expected", [(3.0, H), (0.5, NS), (-3.0, C)])
+def test_directional_z_outcomes(estimate, expected):
+    v = directional_z("c", "s", estimate=estimate, se=1.0, level=0.01, **COMMON)
+    assert v.outcome is expected
+    assert v.z == pytest.approx(estimate)
+    assert v.p_value == pytest.approx(stats.norm.sf(estimate))
+    assert v.level == 0.01 and v.correction == "none"
+
+
+def test_directional_z_bonferroni_over_tests():
+    # z = 2.5 clears the one-sided 1 % threshold 2.33 of a single test but not 2.88 of five tests
+    assert directional_z("c", "s", estimate=2.5, se=1.0, **COMMON).outcome is H
+    five = directional_z("c", "s", estimate=2.5, se=1.0, num_tests=5, **COMMON)
+    assert five.outcome is NS and five.correction == "Bonferroni over 5 tests"
+    assert directional_z("c", "s", estimate=-2.9, se=1.0, num_tests=5, **COMMON).outcome is C
+    for se in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="se"):
+            directional_z("c", "s", estimate=1.0, se=se, **COMMON)
+
+
+@pytest.mark.parametrize("shift, expected", [(2.0, H), (0.0, NS), (-2.0, C)])
+def test_replicate_t_outcomes(shift, expected):
+    d = shift + np.array([-0.5, 0.2, 0.4, -0.1, 0.0, 0.3, -0.3, 0.1])
+    v = replicate_t("c", "s", differences=d, **COMMON)
+    assert v.outcome is expected
+    t = d.mean() / (d.std(ddof=1) / np.sqrt(d.size))
+    assert v.z == pytest.approx(t) and v.p_value == pytest.approx(stats.t.sf(t, d.size - 1))
+
+
+def test_replicate_t_zero_spread_and_bad_input():
+    assert replicate_t("c", "s", differences=[1.0, 1.0], **COMMON).outcome is H
+    assert replicate_t("c", "s", differences=[-1.0, -1.0], **COMMON).outcome is C
+    assert replicate_t("c", "s", differences=[0.0, 0.0], **COMMON).outcome is NS
+    with pytest.raises(ValueError, match="at least 2"):
+        replicate_t("c", "s", differences=[1.0], **COMMON)
+    with pytest.raises(ValueError, match="finite"):
+        replicate_t("c", "s", differences=[1.0, math.nan], **COMMON)
+    # two tests share the level: a p-value between level / 2 and level is no longer enough
+    d = np.array([0.1, 0.25, 0.05, 0.2, 0.15, 0.0, 0.3, -0.05, 0.1, 0.12])
+    p = stats.t.sf(d.mean() / (d.std(ddof=1) / np.sqrt(d.size)), d.size - 1)
+    level = 2.0 * p * 0.9  # p < level, p > level / 2
+    assert replicate_t("c", "s", differences=d, level=level, **COMMON).outcome is H
+    assert replicate_t("c", "s", differences=d, level=level, num_tests=2, **COMMON).outcome is NS
+
+
+@pytest.mark.parametrize("p_greater, p_smaller, expected", [(0.001, 0.999, H), (0.3, 0.7, NS), (0.999, 0.001, C)])
+def test_permutation_outcomes(p_greater, p_smaller, expected):
+    v = permutation("c", "s", value=1.0, p_greater=p_greater, p_smaller=p_smaller, test="perm", level=0.01, **COMMON)
+    assert v.outcome is expected and v.p_value == p_greater
+
+
+def test_permutation_p_values_and_bad_input():
+    null = np.arange(99.0)
+    assert permutation_p_values(200.0, null) == (1 / 100, 1.0)
+    assert permutation_p_values(-1.0, null) == (1.0, 1 / 100)
+    assert permutation_p_values(49.0, null) == ((1 + 50) / 100, (1 + 50) / 100)
+    with pytest.raises(ValueError, match="null"):
+        permutation_p_values(1.0, [])
+    with pytest.raises(ValueError, match="p_greater"):
+        permutation("c", "s", value=1.0, p_greater=1.5, p_smaller=0.1, test="perm", **COMMON)
+    with pytest.raises(ValueError, match="p_smaller"):
+        permutation("c", "s", value=1.0, p_greater=0.1, p_smaller=-0.1, test="perm", **COMMON)
+
+
+@pytest.mark.parametrize("deviation, expected", [([0.01, -0.02], H), ([0.08, 0.0], NS), ([0.2, 0.0], C)])
+def test_equivalence_outcomes(deviation, expected):
+    v = equivalence("c", "s", deviation=deviation, se=0.01, margin=0.1, level=0.01, **COMMON)
+    assert v.outcome is expected
+    assert v.value == pytest.approx(np.max(np.abs(deviation)) / 0.1)
+    assert v.correction == "Bonferroni over 2 entries"
+
+
+def test_equivalence_bonferroni_and_bad_input():
+    zc1, zc50 = bonferroni_z(1, 0.01, two_sided=False), bonferroni_z(50, 0.01, two_sided=False)
+    dev = 0.1 - 0.5 * (zc1 + zc50) * 0.01  # inside the margin by a z between the one-entry and 50-entry thresholds
+    assert equivalence("c", "s", deviation=[dev], se=0.01, margin=0.1, **COMMON).outcome is H
+    assert equivalence("c", "s", deviation=np.full(50, dev), se=0.01, margin=0.1, **COMMON).outcome is NS
+    for kwargs, match in ((dict(deviation=[], se=1.0, margin=1.0), "deviation"),
+                          (dict(deviation=[0.1], se=0.0, margin=1.0), "se"),
+                          (dict(deviation=[0.1], se=1.0, margin=0.0), "margin"),
+                          (dict(deviation=[0.1, 0.2], se=[1.0, 1.0, 1.0], margin=1.0), None)):
+        with pytest.raises(ValueError, match=match):
+            equivalence("c", "s", **kwargs, **COMMON)
+
+
+@pytest.mark.parametrize("offset, expected", [(0.02, H), (0.45, NS), (1.5, C)])
+def test_replicate_equivalence_outcomes(offset, expected):
+    r = 3.0 + offset + np.array([-0.1, 0.05, 0.1, -0.05, 0.0, 0.08, -0.08, 0.02])
+    v = replicate_equivalence("c", "s", replicates=r, reference=3.0, margin=0.5, **COMMON)
+    assert v.outcome is expected
+    assert v.value == pytest.approx(abs(r.mean() - 3.0) / 0.5)
+
+
+def test_replicate_equivalence_uses_student_t_and_zero_spread():
+    # with 3 replicates the t threshold (6.96 at 1 %) is far above the Gaussian one (2.33)
+    r = np.array([0.0, 0.1, -0.1])
+    se = r.std(ddof=1) / np.sqrt(3)
+    margin = 4.0 * se  # |mean| + 2.33 se < margin, but |mean| + 6.96 se > margin
+    assert equivalence("c", "s", deviation=[r.mean()], se=se, margin=margin, **COMMON).outcome is H
+    assert replicate_equivalence("c", "s", replicates=r, reference=0.0, margin=margin, **COMMON).outcome is NS
+    assert replicate_equivalence("c", "s", replicates=[2.0, 2.0], reference=2.1, margin=0.5, **COMMON).outcome is H
+    assert replicate_equivalence("c", "s", replicates=[2.0, 2.0], reference=3.0, margin=0.5, **COMMON).outcome is C
+    for kwargs, match in ((dict(replicates=[1.0], reference=0.0, margin=1.0), "at least 2"),
+                          (dict(replicates=[1.0, 2.0], reference=0.0, margin=0.0), "margin"),
+                          (dict(replicates=[1.0, 2.0], reference=0.0, margin=1.0, level=0.0), "level")):
+        with pytest.raises(ValueError, match=match):
+            replicate_equivalence("c", "s", **kwargs, **COMMON)
+
+
+def test_exact_outcomes():
+    held = exact("c", "s", value=0.3, criterion="x < 1", satisfied=True, **COMMON)
+    broken = exact("c", "s", value=3.0, criterion="x < 1", satisfied=False, **COMMON)
+    assert held.outcome is H and broken.outcome is C
+    assert held.level is None and "exact" in held.level_text and held.p_value is None
+    # an exact claim has no third outcome
+    assert {exact("c", "s", value=0.0, criterion="", satisfied=s, **COMMON).outcome for s in (True, False)} == {H, C}
+
+
+def test_verdict_validation_sentence_and_dict():
+    with pytest.raises(ValueError, match="outcome"):
+        Verdict("c", "s", "src", "x", "t", 0.01, "none", 1.0, None, None, "holds", "m")
+    with pytest.raises(ValueError, match="level"):
+        Verdict("c", "s", "src", "x", "t", 1.5, "none", 1.0, None, None, H, "m")
+    v = directional_z("E9", "the effect is positive", estimate=3.0, se=1.0, num_tests=2, **COMMON)
+    sentence = v.sentence()
+    assert sentence.startswith("Claim E9 (the effect is positive): holds.")
+    assert "z = +3.00" in sentence and "Bonferroni over 2 tests" in sentence
+    d = v.to_dict()
+    assert d["outcome"] == "holds" and d["claim"] == "E9" and isinstance(d["outcome"], str)
+
+
+def _verdicts():
+    return [directional_z("A", "a", estimate=3.0, se=1.0, **COMMON),
+            directional_z("B", "b", estimate=0.0, se=1.0, **COMMON),
+            directional_z("C", "c", estimate=-3.0, se=1.0, **COMMON)]
+
+
+def test_enforce_names_every_failing_claim():
+    vs = _verdicts()
+    assert enforce(vs, ["A"]) == ["A"]
+    assert enforce(vs, []) == []
+    with pytest.raises(ClaimViolation) as err:
+        enforce(vs, ["A", "B", "C"])
+    message = str(err.value)
+    assert "Claim B (b): not significant" in message and "Claim C (c): contradicted" in message
+    assert "Claim A" not in message
+    assert isinstance(err.value, AssertionError)
+
+
+def test_enforce_rejects_bad_input():
+    vs = _verdicts()
+    with pytest.raises(ValueError, match="unknown"):
+        enforce(vs, ["A", "Z"])
+    with pytest.raises(ValueError, match="unique"):
+        enforce(vs + [vs[0]], ["A"])
+    with pytest.raises(ValueError, match="Verdict"):
+        enforce(vs + ["A"], ["A"])
+
+
+def test_claims_table_escapes_pipes_and_counts():
+    v = directional_z("A|1", "|x| grows", estimate=3.0, se=1.0, measured="|dev| = 3", **COMMON)
+    table = claims_table([v] + _verdicts()[1:])
+    lines = table.splitlines()
+    assert len(lines) == 5 and lines[0].startswith("| claim |")
+    # every row has the same number of unescaped cell separators as the header
+    header_cells = lines[0].count("|")
+    for line in lines[2:]:
+        assert line.replace("\\|", "").count("|") == header_cells
+    assert "A\\|1" in lines[2] and "\\|x\\| grows" in lines[2] and "**holds**" in lines[2]
+    assert outcome_counts(_verdicts()) == {"holds": 1, "not significant": 1, "contradicted": 1}
