@@ -1,6 +1,9 @@
-"""Small random problems shared by the theory tests."""
+"""Small random problems shared by the theory tests, and the comparisons of the paper-record tests."""
 
+import numpy as np
 import torch
+
+from attnpaths.results import to_jsonable
 
 
 def random_problem(P=24, n0=6, heads=(2, 2), seed=0, signal=1.5):
@@ -21,3 +24,97 @@ def random_spd(n, seed, scale=1.0):
     g = torch.Generator().manual_seed(seed)
     A = torch.randn(n, n, generator=g, dtype=torch.float64)
     return scale * (A @ A.T / n + torch.eye(n, dtype=torch.float64))
+
+
+# --------------------------------------------------------------------------------------------------------
+# comparisons with the committed paper records (tests/test_paper_records.py)
+
+RECORD_RTOL = 1e-8
+"""Relative tolerance of a deterministic number recomputed from a paper record's parameters."""
+
+RECORD_NOISE_FLOOR = 1e-12
+"""Entries of an array are also allowed this fraction of the array's largest magnitude: an entry that is a
+small difference of large numbers (an off-diagonal U near the GP limit, a tiny PC overlap) carries rounding
+noise of the array's scale, not of its own."""
+
+MC_Z = 5.0
+"""z threshold of a Monte-Carlo estimate compared with a recorded one: ``|a - b| / sqrt(se_a^2 + se_b^2)``
+below it. For a normal estimate a false alarm has probability 5.7e-7 per entry, under 1e-3 for the
+few hundred entries compared."""
+
+
+def _numeric(value):
+    """``value`` as a float64 array when it is a number or a (nested) list of numbers, else ``None``."""
+    if isinstance(value, bool) or isinstance(value, str) or value is None:
+        return None
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    return array
+
+
+def assert_matches_record(chapter, key, recomputed, recorded, *, rtol=RECORD_RTOL, atol=0.0):
+    """Assert that a recomputed value equals the one in ``chapter``'s paper record.
+
+    Numbers and arrays (any nesting of lists) must satisfy ``|a - b| <= rtol |b| + atol +
+    RECORD_NOISE_FLOOR max|b|`` entry by entry, with the same shape; dicts must have the same keys and are
+    compared entry by entry; anything else (strings, bools) must be equal. The error names the chapter, the
+    key (``key`` extended by the dict keys and the array index) and both values.
+
+    Args:
+        chapter: the chapter's name (for the message).
+        key: where the value lies in the record's ``values`` (for the message), e.g. ``"U.10"``.
+        recomputed: the value computed now (numpy and torch values are converted).
+        recorded: the value read from the record.
+        rtol: relative tolerance; atol: absolute tolerance (for rounding-level quantities).
+    """
+    recomputed = to_jsonable(recomputed)
+    if isinstance(recorded, dict) or isinstance(recomputed, dict):
+        assert isinstance(recorded, dict) and isinstance(recomputed, dict), (
+            f"{chapter}: values.{key}: recomputed {type(recomputed).__name__}, recorded {type(recorded).__name__}")
+        assert set(recomputed) == set(recorded), (
+            f"{chapter}: values.{key}: recomputed keys {sorted(recomputed)}, recorded keys {sorted(recorded)}")
+        for name in recorded:
+            assert_matches_record(chapter, f"{key}.{name}", recomputed[name], recorded[name], rtol=rtol, atol=atol)
+        return
+    a, b = _numeric(recomputed), _numeric(recorded)
+    if a is None or b is None:
+        assert recomputed == recorded, f"{chapter}: values.{key}: recomputed {recomputed!r}, recorded {recorded!r}"
+        return
+    assert a.shape == b.shape, f"{chapter}: values.{key}: recomputed shape {a.shape}, recorded shape {b.shape}"
+    if a.size == 0:
+        return
+    both_nan = np.isnan(a) & np.isnan(b)
+    floor = RECORD_NOISE_FLOOR * np.nanmax(np.abs(b)) if np.any(np.isfinite(b)) else 0.0
+    allowed = rtol * np.abs(b) + atol + floor
+    error = np.where(both_nan, 0.0, np.abs(a - b))
+    bad = ~(error <= allowed)
+    if np.any(bad):
+        excess = np.where(bad, np.nan_to_num(error / np.maximum(allowed, 1e-300), nan=np.inf), 0.0)
+        worst = np.unravel_index(int(np.argmax(excess)), a.shape) if a.ndim else ()
+        where = f"[{', '.join(str(int(i)) for i in worst)}]" if a.ndim else ""
+        relative = abs(a[worst] - b[worst]) / abs(b[worst]) if b[worst] != 0 else float("inf")
+        raise AssertionError(
+            f"{chapter}: values.{key}{where} differs from the paper record: recomputed {a[worst].item()!r}, "
+            f"recorded {b[worst].item()!r} (relative difference {relative:.3g}, tolerance rtol={rtol:g}, "
+            f"atol={atol:g}; {int(bad.sum())} of {a.size} entries differ)")
+
+
+def assert_within_mc_error(chapter, key, estimate, estimate_se, recorded, recorded_se, *, z=MC_Z):
+    """Assert that a Monte-Carlo estimate agrees with the recorded one within their combined standard error:
+    ``|a - b| <= z sqrt(se_a^2 + se_b^2)`` entry by entry (``z`` defaults to :data:`MC_Z`). The error names
+    the chapter, the key, the worst entry, both values and its z-score."""
+    a, sa = np.asarray(estimate, dtype=np.float64), np.asarray(estimate_se, dtype=np.float64)
+    b, sb = np.asarray(recorded, dtype=np.float64), np.asarray(recorded_se, dtype=np.float64)
+    assert a.shape == b.shape, f"{chapter}: values.{key}: recomputed shape {a.shape}, recorded shape {b.shape}"
+    scale = np.sqrt(sa**2 + sb**2)
+    zscores = np.where(scale > 0, np.abs(a - b) / np.where(scale > 0, scale, 1.0), np.where(a == b, 0.0, np.inf))
+    if np.all(zscores <= z):
+        return
+    worst = np.unravel_index(int(np.argmax(zscores)), a.shape) if a.ndim else ()
+    where = f"[{', '.join(str(int(i)) for i in worst)}]" if a.ndim else ""
+    raise AssertionError(
+        f"{chapter}: values.{key}{where} differs from the paper record beyond its Monte-Carlo error: recomputed "
+        f"{a[worst].item()!r} +- {sa[worst]:.3g}, recorded {b[worst].item()!r} +- {sb[worst]:.3g} "
+        f"(z = {zscores[worst]:.2f} > {z:g}; {int((zscores > z).sum())} of {a.size} entries)")

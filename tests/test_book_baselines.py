@@ -1,7 +1,8 @@
 """nbval regression tests: every chapter's smoke baseline (``tests/baselines``) must match the chapter's code,
 and re-executing it must reproduce the key numbers printed by its ``nbval-check-output`` cells.
 
-Refresh the baselines after a deliberate change with ``python -m attnpaths refresh-baselines``.
+Refresh the baselines after a deliberate change with ``python -m attnpaths refresh-baselines``, which shows
+what changed, then the same command with ``--accept``, which writes them.
 """
 
 import os
@@ -20,7 +21,7 @@ from conftest import ROOT
 
 LAYOUT = BookLayout(ROOT)
 CHAPTERS = notebook_chapters(LAYOUT)
-REFRESH = "refresh them with: python -m attnpaths refresh-baselines"
+REFRESH = "see what changed with: python -m attnpaths refresh-baselines; write it with: ... --accept"
 NOT_LINKED = {"_build", ".git", "tests", ".pytest_cache"}
 
 

@@ -38,8 +38,9 @@ def committed_record_path(name: str) -> Path:
     return RECORDS_DIR / f"{name}.json"
 
 
-def _git_commit(directory: Path) -> tuple[str | None, bool | None]:
-    """``(commit, dirty)`` of the git checkout holding ``directory``; ``(None, None)`` outside one."""
+def git_commit(directory) -> tuple[str | None, bool | None]:
+    """``(commit, dirty)`` of the git checkout holding ``directory``: the ``HEAD`` commit and whether tracked
+    files have uncommitted changes; ``(None, None)`` outside a checkout."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True,
                                 check=True).stdout.strip()
@@ -54,12 +55,12 @@ def start_record(name: str, argv: list[str]) -> dict:
     """Provenance taken when a benchmark starts (so that it names the code that ran, even if the checkout
     changes while it runs): command line, start time, git commit and dirty flag, machine, versions."""
     committed_record_path(name)  # validates the name
-    commit, dirty = _git_commit(Path(__file__).parent)
+    commit, dirty = git_commit(Path(__file__).parent)
     versions = environment(VERSIONED_PACKAGES)
     return {
         "benchmark": name,
         "command": " ".join(["python -m attnpaths bench", name, *argv]),
-        "started_utc": _now(),
+        "started_utc": utc_now(),
         "commit": commit,
         "commit_dirty": dirty,
         "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count()},
@@ -72,10 +73,11 @@ def make_record(started: dict, report: dict) -> dict:
     the end and the benchmark's ``report``."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     machine = dict(started["machine"], load_average_1min=load)
-    return {**started, "machine": machine, "finished_utc": _now(), "report": report}
+    return {**started, "machine": machine, "finished_utc": utc_now(), "report": report}
 
 
-def _now() -> str:
+def utc_now() -> str:
+    """The current UTC time in ISO 8601, to the second."""
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 

@@ -1,21 +1,27 @@
 """The nbval regression baselines: smoke-profile executed notebooks under ``tests/baselines/``.
 
-``python -m attnpaths refresh-baselines`` runs the smoke profile and stores each executed chapter stripped
-to what nbval needs: the code, the tags, and the outputs of the cells tagged ``nbval-check-output`` (the
-rounded key numbers that ``pytest`` compares in ``--nbval-lax`` mode).
+``python -m attnpaths refresh-baselines`` runs the smoke profile and compares each executed chapter with its
+baseline: ``tests/baselines/<chapter>.ipynb``, the notebook stripped to what nbval needs (the code, the tags,
+and the outputs of the cells tagged ``nbval-check-output``: the rounded key numbers that ``pytest`` compares
+in ``--nbval-lax`` mode), and ``tests/baselines/<chapter>.json``, the chapter's smoke results file. It shows
+what changed (:func:`baseline_update`) and writes the new baselines only when told to accept them
+(:func:`write_baseline`).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 from ..results import atomic_write_text
+from .cache import EXECUTION_METADATA
 from .chapters import Chapter, resolve_parameters
 from .layout import BookLayout
+from .numeric_diff import compare_json, compare_lines
 
 CHECK_TAG = "nbval-check-output"
 INJECTED_TAG = "injected-parameters"
@@ -41,13 +47,148 @@ def strip_for_baseline(notebook):
 
 
 def baseline_path(layout: BookLayout, chapter: Chapter) -> Path:
+    """The chapter's nbval baseline notebook, ``tests/baselines/<chapter>.ipynb``."""
     return layout.baselines_dir / f"{chapter.name}.ipynb"
 
 
-def write_baseline(layout: BookLayout, chapter: Chapter) -> Path:
-    """Store the chapter's executed notebook (which must be a smoke run) as its baseline."""
-    notebook = nbformat.read(layout.executed_notebook(chapter.docname), as_version=4)
-    return atomic_write_text(baseline_path(layout, chapter), nbformat.writes(strip_for_baseline(notebook)))
+def results_baseline_path(layout: BookLayout, chapter: Chapter) -> Path:
+    """The chapter's smoke results at its last accepted baseline, ``tests/baselines/<chapter>.json``."""
+    return layout.baselines_dir / f"{chapter.name}.json"
+
+
+def checked_output_lines(notebook) -> list[list[str]]:
+    """The text printed by each cell tagged ``nbval-check-output`` (streams and plain-text results), one
+    list of lines per cell, in order."""
+    cells = [c for c in notebook.cells if c.cell_type == "code" and CHECK_TAG in c.metadata.get("tags", [])]
+    out = []
+    for cell in cells:
+        text = ""
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                text += output.get("text", "")
+            elif "data" in output:
+                text += output["data"].get("text/plain", "") + "\n"
+            elif output.get("output_type") == "error":
+                text += f"{output.get('ename')}: {output.get('evalue')}\n"
+        out.append(text.splitlines())
+    return out
+
+
+@dataclass(frozen=True)
+class BaselineUpdate:
+    """A chapter's new baseline, compared with the stored one (see :func:`baseline_update`).
+
+    Attributes:
+        chapter: the chapter's name.
+        notebook_text: the new baseline notebook (stripped, as written to ``<chapter>.ipynb``).
+        results_text: the new smoke results file (as written to ``<chapter>.json``).
+        changed: whether either differs from the stored baseline (run times and other volatile values of the
+            results file left out) or a stored file is missing.
+        report: lines of text saying what changed, for people to read before accepting.
+    """
+
+    chapter: str
+    notebook_text: str
+    results_text: str
+    changed: bool
+    report: list[str]
+
+
+def _executed_smoke_notebook(layout: BookLayout, chapter: Chapter):
+    path = layout.executed_notebook(chapter.docname)
+    if not path.is_file():
+        raise FileNotFoundError(f"chapter {chapter.name!r} has no executed notebook at {layout.relative(path)}: "
+                                f"run `python -m attnpaths run {chapter.name}`")
+    notebook = nbformat.read(path, as_version=4)
+    profile = notebook.metadata.get(EXECUTION_METADATA, {}).get("profile")
+    if profile != "smoke":
+        raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} was executed with the {profile!r} "
+                         "profile; baselines hold the smoke profile")
+    return notebook
+
+
+def _smoke_results_text(layout: BookLayout, chapter: Chapter) -> str:
+    path = layout.results_file(chapter.name)
+    if not path.is_file():
+        raise FileNotFoundError(f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
+                                f"run `python -m attnpaths run {chapter.name}`")
+    text = path.read_text()
+    profile = json.loads(text).get("profile")
+    if profile != "smoke":
+        raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} holds the {profile!r} profile's "
+                         "results; baselines hold the smoke profile")
+    return text
+
+
+def _notebook_report(layout: BookLayout, path: Path, old, new) -> list[str]:
+    """What differs between two stripped notebooks: code cells, parameters, printed check lines."""
+    lines = []
+    old_code, new_code = code_cells(old), code_cells(new)
+    if old_code != new_code:
+        changed = [i for i, (a, b) in enumerate(zip(old_code, new_code)) if a != b]
+        if len(old_code) != len(new_code):
+            lines.append(f"  code: {len(old_code)} code cells before, {len(new_code)} now")
+        if changed:
+            lines.append(f"  code: code cells {changed} changed")
+    old_parameters = old.metadata.get("papermill", {}).get("parameters", {})
+    new_parameters = new.metadata.get("papermill", {}).get("parameters", {})
+    parameters = compare_json(old_parameters, new_parameters)
+    if parameters.changed:
+        lines += ["  " + line for line in parameters.report("parameters")]
+    old_checked, new_checked = checked_output_lines(old), checked_output_lines(new)
+    if len(old_checked) != len(new_checked):
+        lines.append(f"  {CHECK_TAG} cells: {len(old_checked)} before, {len(new_checked)} now")
+    for number, (before, after) in enumerate(zip(old_checked, new_checked), start=1):
+        difference = compare_lines(before, after)
+        if difference:
+            lines.append(f"  printed by {CHECK_TAG} cell {number} of {len(new_checked)}:")
+            lines += ["  " + line for line in difference]
+    for number, after in enumerate(new_checked[len(old_checked):], start=len(old_checked) + 1):
+        lines.append(f"  printed by the new {CHECK_TAG} cell {number}:")
+        lines += [f"    + {line}" for line in after]
+    if not lines:
+        lines.append("  the notebook's other content changed (metadata or non-checked cells)")
+    return [f"{layout.relative(path)}:"] + lines
+
+
+def baseline_update(layout: BookLayout, chapter: Chapter) -> BaselineUpdate:
+    """Compare the chapter's executed smoke notebook and results file with its stored baseline.
+
+    The report shows, for the notebook, the code cells and parameters that changed and the old and new lines
+    printed by the ``nbval-check-output`` cells (with the relative change of each changed number), and for
+    the results file every changed number with its relative change (see
+    :func:`~attnpaths.book.numeric_diff.compare_json`). Raises ``FileNotFoundError`` when the chapter has no
+    executed notebook or results file, ``ValueError`` when they are not from a smoke run.
+    """
+    notebook_text = nbformat.writes(strip_for_baseline(_executed_smoke_notebook(layout, chapter)))
+    results_text = _smoke_results_text(layout, chapter)
+    report, changed = [], False
+    path, results_path = baseline_path(layout, chapter), results_baseline_path(layout, chapter)
+    if not path.is_file():
+        report.append(f"{layout.relative(path)}: new baseline")
+        changed = True
+    elif path.read_text() != notebook_text:
+        report += _notebook_report(layout, path, nbformat.read(path, as_version=4),
+                                   nbformat.reads(notebook_text, as_version=4))
+        changed = True
+    if not results_path.is_file():
+        report.append(f"{layout.relative(results_path)}: new baseline of the results file")
+        changed = True
+    else:
+        comparison = compare_json(json.loads(results_path.read_text()), json.loads(results_text))
+        report += comparison.report(f"{layout.relative(results_path)}")
+        changed = changed or comparison.changed
+    return BaselineUpdate(chapter=chapter.name, notebook_text=notebook_text, results_text=results_text,
+                          changed=changed, report=report)
+
+
+def write_baseline(layout: BookLayout, chapter: Chapter, update: BaselineUpdate) -> list[Path]:
+    """Write the chapter's new baseline notebook and results file from :func:`baseline_update`; returns the
+    two paths."""
+    if update.chapter != chapter.name:
+        raise ValueError(f"update must be the baseline update of chapter {chapter.name!r}, got {update.chapter!r}'s")
+    return [atomic_write_text(baseline_path(layout, chapter), update.notebook_text),
+            atomic_write_text(results_baseline_path(layout, chapter), update.results_text)]
 
 
 def code_cells(notebook) -> list[str]:

@@ -3,11 +3,16 @@
 - ``book --profile {smoke,paper}``: execute the stale chapters (in toc order) and build ``_build/html``;
 - ``run CHAPTER [--profile P] [--set NAME=VALUE ...]``: execute one chapter, overrides checked first;
 - ``status --profile P``: list the chapters that ``book`` would execute;
-- ``refresh-baselines``: run the smoke profile and store the nbval baselines in ``tests/baselines``;
+- ``refresh-baselines [--accept]``: run the smoke profile, show how each chapter's nbval baseline in
+  ``tests/baselines`` would change, and write the changed ones with ``--accept``;
+- ``record-paper [CHAPTER ...] [--accept] [--no-execute]``: execute the stale chapters' paper profile, show how
+  each chapter's paper record in ``tests/paper_records`` would change, and write it (a record whose numbers
+  changed only with ``--accept``; a chapter whose run fails gets none, the others still do);
 - ``bench NAME [ARGS ...]``: run ``attnpaths.benchmarks.NAME.main(ARGS)``.
 
 Progress goes to standard output, one line per chapter with its wall time; errors to standard error with
-exit status 1 (a chapter or the build failed), 2 (bad arguments) or 130 (interrupted).
+exit status 1 (a chapter or the build failed, or baselines or records changed and were not accepted),
+2 (bad arguments) or 130 (interrupted).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import sys
 import time
 from importlib.util import find_spec
 
-from . import baselines, runner, site
+from . import baselines, paper_records, runner, site
 from .chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
 from .executor import ChapterFailed
 from .layout import BookLayout, find_root
@@ -48,7 +53,16 @@ def _parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="list the chapters that `book` would execute")
     status.add_argument("--profile", choices=PROFILES, default="smoke")
 
-    commands.add_parser("refresh-baselines", help="run the smoke profile and store the nbval baselines in tests/baselines")
+    refresh = commands.add_parser("refresh-baselines", help="run the smoke profile and show how the nbval baselines in "
+                                  "tests/baselines would change; --accept writes them")
+    refresh.add_argument("--accept", action="store_true", help="write the changed baselines")
+
+    record = commands.add_parser("record-paper", help="execute the stale chapters' paper profile and show how their "
+                                 "records in tests/paper_records would change; --accept writes changed numbers")
+    record.add_argument("chapters", nargs="*", metavar="CHAPTER", help="chapters to record (default: every chapter)")
+    record.add_argument("--accept", action="store_true", help="also write the records whose numbers changed")
+    record.add_argument("--no-execute", action="store_true",
+                        help="record the results files as they are, executing nothing")
 
     bench = commands.add_parser("bench", help="run the benchmark attnpaths.benchmarks.NAME")
     bench.add_argument("name", help="benchmark module name")
@@ -92,15 +106,70 @@ def _book(layout: BookLayout, profile: str, force: bool, html: bool) -> None:
              f"(total {time.perf_counter() - start:.1f} s)")
 
 
-def _refresh_baselines(layout: BookLayout) -> None:
+def _refresh_baselines(layout: BookLayout, accept: bool) -> int:
     runner.run_book(layout, "smoke", progress=_say, progress_bar=sys.stderr.isatty())
+    changed = []
     for chapter in runner.notebook_chapters(layout):
-        path = baselines.write_baseline(layout, chapter)
-        _say(f"baseline {layout.relative(path)} written")
+        update = baselines.baseline_update(layout, chapter)
+        _say(f"baseline of {chapter.name}: " + ("CHANGED" if update.changed else "unchanged"))
+        for line in update.report:
+            _say("  " + line)
+        if update.changed:
+            changed.append((chapter, update))
+    if not changed:
+        _say("every baseline is up to date")
+        return 0
+    if not accept:
+        print(f"the baselines of {', '.join(c.name for c, _ in changed)} changed (see above) and were not written: "
+              "rerun with --accept to write them", file=sys.stderr)
+        return 1
+    for chapter, update in changed:
+        for path in baselines.write_baseline(layout, chapter, update):
+            _say(f"baseline {layout.relative(path)} written")
+    return 0
+
+
+def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: bool, command: str) -> int:
+    chapters = runner.notebook_chapters(layout)
+    wanted = {find_chapter(chapters, name).name for name in names} if names else {c.name for c in chapters}
+    selected = [c for c in chapters if c.name in wanted]
+    held, failed = [], []
+    for chapter in selected:  # toc order: a report chapter comes after the chapters it reports on
+        if execute:
+            try:
+                runner.run_chapter(layout, chapter.name, "paper", progress=_say, progress_bar=sys.stderr.isatty())
+            except ChapterFailed as err:
+                print(f"error: {err}", file=sys.stderr)
+                failed.append(chapter.name)
+                continue
+        record = paper_records.make_record(layout, chapter, command)
+        path = paper_records.record_path(layout, chapter)
+        if not record["execution"]["current"]:
+            _say(f"note: the paper run of {chapter.name} predates changes to its sources, the package or the "
+                 "library versions (recorded with execution.current = false)")
+        if path.is_file():
+            comparison = paper_records.compare_records(paper_records.read_record(path), record)
+            for line in comparison.report(f"{chapter.name}, against {layout.relative(path)}"):
+                _say(line)
+            if comparison.changed and not accept:
+                held.append(chapter.name)
+                continue
+        else:
+            _say(f"{chapter.name}: new record")
+        paper_records.write_record(layout, chapter, record)
+        _say(f"record {layout.relative(path)} written")
+    if failed:
+        print(f"the paper runs of {', '.join(failed)} failed (see above): their records were not made",
+              file=sys.stderr)
+    if held:
+        print(f"the numbers of {', '.join(held)} changed (see above): their records were not written; rerun with "
+              "--accept to write them", file=sys.stderr)
+    return 1 if failed or held else 0
 
 
 def main(argv=None) -> int:
     """Entry point of ``python -m attnpaths``; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
     try:
         if args.command == "bench":
@@ -120,7 +189,10 @@ def main(argv=None) -> int:
             stale = runner.stale_chapters(layout, args.profile)
             _say(f"{args.profile} profile: " + (f"stale: {', '.join(stale)}" if stale else "every chapter is up to date"))
         elif args.command == "refresh-baselines":
-            _refresh_baselines(layout)
+            return _refresh_baselines(layout, args.accept)
+        elif args.command == "record-paper":
+            command = " ".join(["python -m attnpaths", *argv])
+            return _record_paper(layout, args.chapters, args.accept, not args.no_execute, command)
     except ChapterFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

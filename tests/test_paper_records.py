@@ -1,0 +1,501 @@
+"""Regression tests on the paper profile: the committed records ``tests/paper_records/<chapter>.json``.
+
+``python -m attnpaths record-paper`` stores every chapter's paper-profile results with their provenance. The
+tests below recompute, from each record's own parameters and by calling the package functions the chapter
+calls, the numbers that take seconds to compute:
+
+- deterministic numbers (closed forms, theory solves on the seeded data sets, kernels, PC overlaps, head
+  scores, and the seeded simulations of the exchangeability and related chapters, which replay exactly from
+  their seeds) must equal the record within a relative ``RECORD_RTOL`` (``tests/helpers.py``);
+- the theory chapter's Monte-Carlo prior kernels (40000 samples in the paper profile) are estimated again with
+  fewer samples from an independent generator and must agree within ``MC_Z`` combined standard errors.
+
+Numbers that cost minutes (posterior sampling, the gradient-descent model of the one-shot chapter) are not
+recomputed: for them the record is checked to be a well-formed paper record of the chapter's current paper
+profile, which also fixes the claims the run enforced. A chapter without a record is skipped, naming the
+command that makes it.
+"""
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize_scalar
+
+from attnpaths.book.chapters import find_chapter
+from attnpaths.book.layout import BookLayout
+from attnpaths.book.paper_records import read_record, record_path, record_problems
+from attnpaths.book.runner import notebook_chapters
+from conftest import ROOT
+from helpers import MC_Z, assert_matches_record, assert_within_mc_error
+
+LAYOUT = BookLayout(ROOT)
+CHAPTERS = notebook_chapters(LAYOUT)
+ROUNDING = 1e-12
+"""Absolute tolerance of the rounding-level quantities (e.g. the change of a prediction under a permutation
+of the tokens, zero up to rounding)."""
+MC_TEST_SAMPLES = 10000
+"""Samples of the theory chapter's prior-kernel check here (the paper profile uses 40000): about 5 s."""
+
+
+def load_record(name: str) -> dict:
+    """The chapter's paper record, or a skip naming the command that makes it."""
+    path = record_path(LAYOUT, find_chapter(CHAPTERS, name))
+    if not path.is_file():
+        pytest.skip(f"no paper record of chapter {name!r} ({path.relative_to(ROOT)}): make it with "
+                    f"`python -m attnpaths record-paper {name}`")
+    return read_record(path)
+
+
+class Recorded:
+    """A record's parameters and values, and the comparison of recomputed values with them."""
+
+    def __init__(self, name: str):
+        self.chapter = name
+        record = load_record(name)
+        self.parameters = record["execution"]["parameters"]
+        self.values = record["results"]["values"]
+
+    def __getitem__(self, name):
+        return self.parameters[name]
+
+    def value(self, key: str):
+        """The recorded value at a dotted key (``"U.10"``; a dict key containing a dot cannot be reached)."""
+        value = self.values
+        for part in key.split("."):
+            assert isinstance(value, dict) and part in value, f"{self.chapter}: the record has no values.{key}"
+            value = value[part]
+        return value
+
+    def check(self, key: str, recomputed, **tolerances):
+        """Compare ``recomputed`` with the recorded ``values.<key>`` (see ``assert_matches_record``). A dict is
+        compared entry by entry: each of its entries must be in the record, which may hold more."""
+        if not isinstance(recomputed, dict):
+            assert_matches_record(self.chapter, key, recomputed, self.value(key), **tolerances)
+            return
+        recorded = self.value(key)
+        for name, value in recomputed.items():
+            assert name in recorded, f"{self.chapter}: the record has no values.{key}.{name}"
+            assert_matches_record(self.chapter, f"{key}.{name}", value, recorded[name], **tolerances)
+
+    def check_mc(self, key: str, estimate, estimate_se, recorded_se_key: str):
+        """Compare a Monte-Carlo estimate with the recorded one within ``MC_Z`` combined standard errors."""
+        assert_within_mc_error(self.chapter, key, estimate, estimate_se, self.value(key),
+                               self.value(recorded_se_key), z=MC_Z)
+
+
+# --------------------------------------------------------------------------------------------------------
+# every record
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.name for c in CHAPTERS])
+def test_record_is_a_paper_record_of_the_chapter(chapter):
+    """Present, a paper run without overrides, made with the parameters the chapter's paper profile gives now."""
+    problems = record_problems(LAYOUT, chapter, load_record(chapter.name))
+    assert not problems, (f"{record_path(LAYOUT, chapter).relative_to(ROOT)}: " + "; ".join(problems)
+                          + f"\nremake it with: python -m attnpaths record-paper {chapter.name}")
+
+
+ENFORCING = [c for c in CHAPTERS if "enforce_claims" in c.defaults]
+
+
+@pytest.mark.parametrize("chapter", ENFORCING, ids=[c.name for c in ENFORCING])
+def test_recorded_run_enforced_the_chapters_claims(chapter):
+    """The run behind the record enforced (stopped on a contradiction of) the claims that the chapter's paper
+    profile enforces."""
+    record = load_record(chapter.name)
+    enforced = record["execution"]["parameters"].get("enforce_claims")
+    expected = chapter.profiles["paper"].get("enforce_claims", chapter.defaults["enforce_claims"])
+    assert enforced == expected, (f"{chapter.name}: the recorded paper run enforced the claims {enforced}, the "
+                                  f"chapter's paper profile enforces {expected}")
+
+
+# --------------------------------------------------------------------------------------------------------
+# intro and model
+
+
+def test_intro_recomputes():
+    from attnpaths.hmc import experiments as ex
+    from attnpaths.hmc.data import paper_test_set, paper_train_set
+    from attnpaths.hmc.networks import four_path_network
+    from attnpaths.paths import all_paths
+
+    r = Recorded("intro")
+    hmc, image = all_paths(r["hmc_heads"]), all_paths(r["image_heads"])
+    r.check("num_layers", len(r["hmc_heads"]))
+    r.check("hmc_heads_per_layer", r["hmc_heads"][0])
+    r.check("hmc_num_paths", len(hmc))
+    r.check("image_heads_per_layer", r["image_heads"][0])
+    r.check("image_num_paths", len(image))
+    r.check("image_num_path_pairs", len(image) ** 2)
+
+    train, test = paper_train_set(), paper_test_set()
+    headline = ex.theory_curve(ex.path_data(four_path_network(train), train, test), [r["headline_width"]],
+                               ex.PAPER_TEMPERATURE, progress=False)
+    r.check("headline", {"theory_accuracy": headline.accuracy[0], "gp_accuracy": headline.gp_accuracy,
+                         "N": r["headline_width"]})
+
+
+def test_model_recomputes():
+    from attnpaths.attention import AttentionLayer
+    from attnpaths.hmc.data import paper_train_set
+    from attnpaths.hmc.heads import same_token, uniform_attention
+    from attnpaths.hmc.networks import four_path_network
+    from attnpaths.paths import path_attention, path_features
+
+    r = Recorded("model")
+    data = paper_train_set(num_examples=r["num_examples"])
+    task, example = data.task, r["example"]
+    x = data.x[example: example + 1]
+    states = data.hidden_states[example].numpy()
+    heads = {"same-token": same_token(task, seed=127), "uniform": uniform_attention(task, seed=217)}
+    matrices = {name: AttentionLayer(W=W).matrices(x)[0, 0].numpy() for name, W in heads.items()}
+    omega = matrices["same-token"]
+    argmax_key = omega[:, 2:].argmax(axis=0)
+    r.check("example_hidden_states", states)
+    r.check("same_token_stays", int((states[1:] == states[:-1]).sum()))
+    r.check("same_token_attends_previous", int((argmax_key == np.arange(1, len(states))).sum()))
+    r.check("same_token_attends_bos", int((argmax_key == 0).sum()))
+    r.check("uniform_deviation", float(np.abs(matrices["uniform"] - 1 / omega.shape[0]).max()), atol=ROUNDING)
+
+    network = four_path_network(data)
+    omega_paths = path_attention(network.attention.matrices(x))[0].numpy()
+    features = path_features(data.x, network.attention).numpy()
+    direction = (task.v_plus + task.v_minus).numpy()
+    direction = np.concatenate([direction, np.zeros(features.shape[1] - len(direction))])
+    projection = np.einsum("i,pin->pn", direction / np.linalg.norm(direction), features)
+    y = data.y.numpy()
+    separation = {}
+    for i in network.plot_order:
+        a, b = projection[y > 0, i], projection[y < 0, i]
+        separation[network.path_names[i]] = (a.mean() - b.mean()) / np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2)
+    r.check("path_attention_example", {network.path_names[i]: omega_paths[i] for i in network.plot_order})
+    r.check("class_separation", separation)
+
+
+# --------------------------------------------------------------------------------------------------------
+# theory
+
+
+def test_theory_recomputes():
+    from attnpaths.checks import prior_kernel_monte_carlo
+    from attnpaths.hmc.data import paper_test_set, paper_train_set
+    from attnpaths.hmc.networks import four_path_network
+    from attnpaths.kernels import gp_kernel
+    from attnpaths.network import AttentionNetwork
+    from attnpaths.paths import path_features
+    from attnpaths.sweeps import gp_accuracy, width_sweep
+    from attnpaths.theory import solve
+    from attnpaths.theory_claims import local_slopes
+
+    r = Recorded("theory")
+    widths, temperature = r["widths"], r["temperature"]
+    train, test = paper_train_set(num_examples=r["num_train"]), paper_test_set(num_examples=r["num_test"])
+    network = four_path_network(train)
+    order = list(network.plot_order)
+    features = path_features(train.x, network.attention)
+    features_test = path_features(test.x, network.attention)
+    points = width_sweep(features, train.y, features_test, test.y, heads=network.heads, widths=widths,
+                         temperature=temperature, progress=False)
+    distance = np.array([np.abs(p.solution.U - np.eye(4)).max() for p in points])
+    r.check("path_order", [network.path_names[i] for i in order])
+    r.check("U", {str(int(p.width)): p.solution.U[np.ix_(order, order)] for p in points})
+    r.check("theory_accuracy", [p.accuracy for p in points])
+    r.check("gp_accuracy", gp_accuracy(features, train.y, features_test, test.y, heads=network.heads,
+                                       temperature=temperature))
+    r.check("max_distance_to_gp", distance)
+    far = [solve(features, train.y, heads=network.heads, widths=float(w), temperature=temperature)
+           for w in r["asymptotic_widths"]]
+    far_distance = np.array([np.abs(s.U - np.eye(4)).max() for s in far])
+    r.check("asymptotic_max_distance_to_gp", far_distance)
+    all_widths = np.concatenate([np.asarray(widths, float), np.asarray(r["asymptotic_widths"], float)])
+    r.check("local_slopes", local_slopes(all_widths, np.concatenate([distance, far_distance])))
+    r.check("certificate.hessian_min_eigenvalue", [p.solution.hessian_min_eigenvalue for p in points])
+    r.check("certificate.iterations", [p.solution.iterations for p in points])
+
+    mc_examples = r["mc_examples"]
+    inputs = torch.cat([train.x[: mc_examples // 2], train.x[-(mc_examples - mc_examples // 2):]])
+    r.check("prior_kernel.gp_kernel", gp_kernel(path_features(inputs, network.attention)))
+    generator = torch.Generator().manual_seed(r["seed"] + 1)  # independent of the chapter's draws
+    for N in r["mc_widths"]:
+        mean, se = prior_kernel_monte_carlo(AttentionNetwork(network.attention, widths=N), inputs, generator,
+                                            num_samples=min(MC_TEST_SAMPLES, r["mc_samples"]))
+        key = f"prior_kernel.{int(N)}"
+        r.check_mc(f"{key}.mc_kernel", mean.numpy(), se.numpy(), f"{key}.standard_error")
+    # the parameters that the chapter copies into its values
+    r.check("widths", widths)
+    r.check("temperature", temperature)
+    r.check("asymptotic_widths", r["asymptotic_widths"])
+    r.check("mc_samples", r["mc_samples"])
+
+
+# --------------------------------------------------------------------------------------------------------
+# hidden Markov chains (Figure 2)
+
+
+BAND_PREFIX = 2
+"""Data sets of each band recomputed: the first ones (a prefix of the band does not depend on its size)."""
+
+
+def _hmc_network_values(r, prefix, curve, data, band_sets, band_factory, gp_references):
+    """Check the theory curve, U, PC overlaps, ablations and the first data sets of the band of one network."""
+    from attnpaths.hmc import experiments as ex
+
+    temperature, widths = r["temperature"], r["widths"]
+    r.check(f"{prefix}theory_accuracy", {"N": curve.widths, "accuracy": curve.accuracy})
+    r.check(f"{prefix}U", {str(w): curve.U_at(w) for w in widths})
+    r.check(f"{prefix}U_order", list(curve.names))
+    r.check(f"{prefix}pc_overlap", ex.pc_overlaps(data, curve.U_flat[curve.index(r["pc_width"])], r["num_pcs"]))
+    r.check(f"{prefix}ablations", ex.ablation_curves(data, curve, temperature))
+
+    band = ex.data_set_band(band_sets, band_factory, widths, temperature, gp_references=gp_references,
+                            progress=False)
+    recorded = r.value(f"{prefix}band")
+    r.check(f"{prefix}band.widths", band.widths)
+    assert_matches_record(r.chapter, f"{prefix}band.accuracy.per_set[:{len(band_sets)}]", band.accuracy,
+                          recorded["accuracy"]["per_set"][: len(band_sets)])
+    assert set(band.gp) == set(recorded["gp_accuracy"]), f"{r.chapter}: values.{prefix}band.gp_accuracy lines"
+    for line, accuracies in band.gp.items():
+        assert_matches_record(r.chapter, f"{prefix}band.gp_accuracy.{line}.per_set[:{len(band_sets)}]", accuracies,
+                              recorded["gp_accuracy"][line]["per_set"][: len(band_sets)])
+    for stat in ("mean", "min", "max"):  # the summary of the recorded per-set values
+        per_set = np.asarray(recorded["accuracy"]["per_set"])
+        assert_matches_record(r.chapter, f"{prefix}band.accuracy.{stat}", getattr(per_set, stat)(axis=0),
+                              recorded["accuracy"][stat])
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread, as the hmc chapter sets, restored afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_hmc_recomputes(one_torch_thread):
+    from attnpaths.head_scores import head_labels
+    from attnpaths.hmc import experiments as ex
+    from attnpaths.hmc.data import paper_test_set, paper_train_set
+    from attnpaths.hmc.networks import four_path_network, two_path_network
+    from attnpaths.theory import classification_accuracy
+
+    r = Recorded("hmc")
+    widths, temperature, num_train, num_test = r["widths"], r["temperature"], r["num_train"], r["num_test"]
+    prefix_sets = min(BAND_PREFIX, r["num_band_sets"])
+
+    # four paths, the paper's data
+    train, test = paper_train_set(num_train), paper_test_set(num_test)
+    net4 = four_path_network(train)
+    example = 0
+    features = train.features[example]
+    stays = (train.hidden_states[:, 1:] == train.hidden_states[:, :-1]).double().mean(dim=1).numpy()
+    y = train.y.numpy()
+    r.check("stay_fraction", {"y=+1": stays[y > 0].mean(), "y=-1": stays[y < 0].mean()})
+    r.check("task_example", {
+        "hidden_states": train.hidden_states[[0, num_train // 2]].numpy(),
+        "x": train.x[example].numpy(),
+        "along_e_B": torch.einsum("i,it->t", train.task.e_B, features).numpy(),
+        "along_e_A": torch.einsum("i,it->t", train.task.e_A, features).numpy(),
+        "perp_rms": (train.noise_components()["perp"][example].norm(dim=0)
+                     / np.sqrt(train.task.feature_width - 2)).numpy(),
+    })
+    r.check("attention_example", {
+        f"layer{l + 1}_head{h + 1}": layer.matrices(train.x[example][None])[0, h].numpy()
+        for l, layer in enumerate(net4.attention.layers) for h in range(layer.num_heads)
+    })
+
+    data4 = ex.path_data(net4, train, test)
+    curve4 = ex.theory_curve(data4, widths, temperature, progress=False)
+    gp_means = ex.gp_predictions(train, test, temperature)
+    r.check("gp_accuracy", {key: classification_accuracy(mean, test.y.numpy()) for key, mean in gp_means.items()})
+    sets4 = ex.draw_data_sets(prefix_sets, torch.Generator().manual_seed(r["band_seed"]), num_train=num_train,
+                              num_test=num_test)
+    _hmc_network_values(r, "", curve4, data4, sets4, four_path_network, gp_references=True)
+
+    U_pc = curve4.U_flat[curve4.index(r["pc_width"])]
+    kernels = ex.appendix_kernels(data4, U_pc)
+    r.check("kernels", {"N": r["pc_width"], **kernels})
+    shown_y = np.concatenate([np.ones(len(kernels["GP"]) // 2), -np.ones(len(kernels["GP"]) // 2)])
+    r.check("kernel_alignment", {name: ex.centered_alignment(K, shown_y) for name, K in kernels.items()})
+
+    versions = [v for layer in net4.head_versions for v in layer]
+    r.check("head_scores", {"N": curve4.widths, "scores": ex.head_score_curve(curve4, net4.heads),
+                            "labels": [f"{label} ({v})" for label, v in zip(head_labels(net4.heads), versions)]})
+
+    # two paths, noisier data
+    train2 = paper_train_set(num_train, sigma_perp=ex.NOISY_SIGMA_PERP)
+    test2 = paper_test_set(num_test, sigma_perp=ex.NOISY_SIGMA_PERP)
+    data2 = ex.path_data(two_path_network(train2), train2, test2)
+    curve2 = ex.theory_curve(data2, widths, temperature, progress=False)
+    r.check("two_path.gp_accuracy", {"g+d": curve2.gp_accuracy})
+    sets2 = ex.draw_data_sets(prefix_sets, torch.Generator().manual_seed(r["band_seed"] + 1), num_train=num_train,
+                              num_test=num_test, sigma_perp=ex.NOISY_SIGMA_PERP)
+    _hmc_network_values(r, "two_path.", curve2, data2, sets2, two_path_network, gp_references=False)
+
+
+# --------------------------------------------------------------------------------------------------------
+# one-shot images (Figure 3): the GD model takes minutes; only what follows from the recorded U
+
+
+def test_oneshot_head_scores_follow_from_the_recorded_U():
+    from attnpaths.head_scores import head_labels, head_scores
+
+    r = Recorded("oneshot")
+    heads = (r["num_heads"], r["num_heads"])
+    U_theory = r.value("U")[str(r["widths"][0])]
+    r.check("head_scores.labels", head_labels(heads))
+    r.check("head_scores.scores", head_scores(np.asarray(U_theory), heads).ravel())
+    r.check("head_scores_gd", head_scores(np.asarray(r.value("U_gd")), heads).ravel())
+
+
+# --------------------------------------------------------------------------------------------------------
+# exchangeability (E1-E4) and related results (R1-R5): closed forms, and seeded simulations replayed
+
+
+def _rng(seed: int, experiment: int) -> np.random.Generator:
+    return np.random.default_rng([seed, experiment])
+
+
+def test_exchangeability_recomputes():
+    from attnpaths.exchangeability.convergence import (
+        attention_error_vs_length,
+        bandwidth_experiment,
+        cme_vs_softmax_experiment,
+        smoothing_bias_floor,
+    )
+    from attnpaths.exchangeability.erm import MODES, erm_experiment
+    from attnpaths.exchangeability.estimators import predicted_attention_mse, tilted_key_mean
+    from attnpaths.exchangeability.fitting import loglog_slope
+    from attnpaths.exchangeability.representation import (
+        concept_posterior_experiment,
+        gaussian_representation_experiment,
+        gaussian_risk_theory,
+    )
+    from attnpaths.exchangeability.transfer import predicted_transfer_ratio, transfer_experiment
+
+    r = Recorded("exchangeability")
+    seed = r["seed"]
+
+    # E1: the Bayes risks (ex-risk-m1) in closed form, then the seeded experiments
+    readout, tau, sigma, label_noise = (1.0, -1.0, 0.5, 0.0), 1.0, 2.0, 0.1
+    lengths = np.asarray(r["e1_lengths"])
+    r.check("E1_gaussian.risk_posterior_theory", gaussian_risk_theory(readout, lengths, tau, sigma, label_noise))
+    r.check("E1_gaussian.risk_first_token_theory",
+            np.full(lengths.shape, gaussian_risk_theory(readout, 1, tau, sigma, label_noise)))
+    e1 = gaussian_representation_experiment(_rng(seed, 1), lengths=r["e1_lengths"], num_sequences=r["e1_num_sequences"],
+                                            readout=readout, tau=tau, sigma=sigma, label_noise=label_noise)
+    r.check("E1_gaussian", {key: getattr(e1, key) for key in ("lengths", "risk_posterior", "risk_first_token",
+                                                                    "risk_flat_ls")})
+    r.check("E1_gaussian", {"perm_diff_posterior": e1.perm_diff_posterior,
+                                 "perm_diff_flat_ls": e1.perm_diff_flat_ls}, atol=ROUNDING)
+    e1c = concept_posterior_experiment(_rng(seed, 2), lengths=r["e1_concept_lengths"],
+                                       num_sequences=r["e1_num_sequences"], num_concepts=5, dim=3, sigma=1.5)
+    r.check("E1_concepts", {key: getattr(e1c, key) for key in (
+        "lengths", "accuracy", "accuracy_se", "confidence", "calibration_se", "bin_edges", "bin_confidence",
+        "bin_accuracy", "bin_count")} | {"concept_means": e1c.means})
+    r.check("E1_concepts.perm_diff", e1c.perm_diff, atol=ROUNDING)
+
+    # E2: the large-L error (ex-mse), the bias floors and the optimal temperature in closed form, then the
+    # seeded experiments
+    key_cov, query, value_noise = np.array([[1.0, 0.3], [0.3, 0.5]]), np.array([0.5, -0.3]), 0.5
+    inv_cov = np.linalg.inv(key_cov)
+    arms = np.stack([inv_cov, np.eye(2), np.zeros((2, 2))])
+    e2_lengths = np.asarray(r["e2_lengths"])
+    r.check("E2_length.rmse_predicted",
+            [np.sqrt(predicted_attention_mse(W, query, key_cov, value_noise, e2_lengths)) for W in arms])
+    r.check("E2_length.bias_floor", [np.linalg.norm(tilted_key_mean(W, query, key_cov) - query) for W in arms])
+    temperatures = r["e2_temperatures"]
+    small, large = r["e2_temperature_small_length"], r["e2_temperature_large_length"]
+    beta_star = {
+        L: minimize_scalar(lambda b: predicted_attention_mse(b * inv_cov, query, key_cov, value_noise, L),
+                           bounds=(temperatures[0], temperatures[-1]), method="bounded", options={"xatol": 1e-6}).x
+        for L in (small, large)}
+    r.check("E2_temperature.predicted_best_temperature", {str(L): b for L, b in beta_star.items()})
+    m3 = dict(key_cov=key_cov, query=query, value_noise=value_noise)
+    e2 = attention_error_vs_length(_rng(seed, 3), arms, lengths=r["e2_lengths"], num_sequences=r["e2_num_sequences"],
+                                   **m3)
+    r.check("E2_length", {key: getattr(e2, key) for key in ("lengths", "rmse", "rmse_se", "mse", "mse_cov")})
+    fit = e2.lengths >= 64
+    r.check("E2_length.slope_desired_L_ge_64", loglog_slope(e2.lengths[fit], e2.rmse[0, fit]))
+    small_betas = list(temperatures) + [beta_star[small]]
+    e2t_small = attention_error_vs_length(_rng(seed, 9), np.array([b * inv_cov for b in small_betas]), lengths=[small],
+                                          num_sequences=r["e2_temperature_small_sequences"], **m3)
+    e2t_large = attention_error_vs_length(_rng(seed, 10), np.array([b * inv_cov for b in temperatures]),
+                                          lengths=[large], num_sequences=r["e2_num_sequences"], **m3)
+    r.check("E2_temperature", {
+        "temperatures_small": small_betas, "rmse_small": e2t_small.rmse[:, 0], "rmse_se_small": e2t_small.rmse_se[:, 0],
+        "rmse_predicted_small": e2t_small.rmse_predicted[:, 0], "rmse_large": e2t_large.rmse[:, 0],
+        "rmse_se_large": e2t_large.rmse_se[:, 0], "rmse_predicted_large": e2t_large.rmse_predicted[:, 0]})
+
+    # E2b, E2c: bandwidth and CME; the softmax bias floor in closed form
+    e2b = bandwidth_experiment(_rng(seed, 4), lengths=r["e2b_lengths"],
+                               bandwidths=np.geomspace(0.02, 1.0, r["e2b_num_bandwidths"]),
+                               num_sequences=r["e2b_num_sequences"], query=0.7, value_noise=0.3)
+    r.check("E2b_bandwidth", {key: getattr(e2b, key) for key in (
+        "lengths", "bandwidths", "mse", "mse_se", "h_star", "mse_star")} | {
+        "h_star_slope": loglog_slope(e2b.lengths, e2b.h_star),
+        "mse_star_slope": loglog_slope(e2b.lengths, e2b.mse_star)})
+    queries = np.linspace(-1.5, 1.5, 7)
+    r.check("E2c_cme.softmax_bias_floor", smoothing_bias_floor(queries, 0.3))
+    e2c = cme_vs_softmax_experiment(_rng(seed, 5), lengths=r["e2c_lengths"], num_sequences=r["e2c_num_sequences"],
+                                    queries=queries, bandwidth=0.3, ridge_scale=0.1, value_noise=0.3)
+    r.check("E2c_cme", {key: getattr(e2c, key) for key in (
+        "lengths", "queries", "mse_cme", "mse_softmax", "mse_cme_se", "mse_softmax_se")} | {
+        "cme_slope": loglog_slope(e2c.lengths, e2c.mse_cme)})
+
+    # E3: empirical risk minimisation, both objectives
+    for k, mode in enumerate(MODES):
+        res = erm_experiment(_rng(seed, 6 + k), mode, lengths=r["e3_lengths"], sample_sizes=r["e3_sample_sizes"],
+                             repetitions=r["e3_repetitions"], test_size=r["e3_test_size"],
+                             reference_size=r["e3_reference_size"], key_cov=key_cov, value_noise=value_noise)
+        r.check(f"E3_erm.{mode}", dict(
+            lengths=res.lengths, sample_sizes=res.sample_sizes, W_reference=res.W_reference,
+            approximation=res.approximation, approximation_cov=res.approximation_cov, temperature_c_L=res.temperature,
+            temperature_c_L_se=res.temperature_se, excess=res.excess, excess_mean=res.excess_mean))
+
+    # E4: the predicted transfer ratio in closed form, then the seeded experiment
+    kappas = r["e4_condition_numbers"]
+    r.check("E4_transfer.ratio_predicted", predicted_transfer_ratio(kappas, value_noise))
+    e4 = transfer_experiment(_rng(seed, 8), condition_numbers=kappas, length=r["e4_length"],
+                             num_sequences=r["e4_num_sequences"], value_noise=value_noise, label_noise=0.05)
+    r.check("E4_transfer", {key: getattr(e4, key) for key in (
+        "condition_numbers", "downstream_excess", "ratio", "pretrain_excess")} | {
+        "ratio_slope": loglog_slope(e4.condition_numbers, e4.ratio)})
+
+
+def test_related_recomputes():
+    from attnpaths.exchangeability.bayesian_attention import bayesian_attention_experiment
+    from attnpaths.exchangeability.fitting import loglog_slope
+    from attnpaths.exchangeability.lipschitz import input_scaling_experiment, sequence_length_experiment
+    from attnpaths.exchangeability.measures import measure_lipschitz_experiment
+    from attnpaths.exchangeability.rank_collapse import rank_collapse_experiment
+
+    r = Recorded("related")
+    seed = r["seed"]
+    r1 = rank_collapse_experiment(_rng(seed, 1), num_tokens=r["r1_num_tokens"], width=r["r1_width"],
+                                  depth=r["r1_depth"], repetitions=r["r1_repetitions"])
+    # the residuals fall to rounding level within a few layers: their tolerance is relative to the array's scale
+    zero_layer = [int(np.argmax(x < 1e-10)) if np.any(x < 1e-10) else r["r1_depth"] + 1 for x in r1.residual_pure]
+    r.check("R1_rank_collapse", {"residual_pure": r1.residual_pure, "residual_skip": r1.residual_skip,
+                                      "first_layer_below_1e_10": zero_layer})
+    r2 = input_scaling_experiment(_rng(seed, 2), scales=r["r2_scales"], num_tokens=6, width=3,
+                                  num_draws=r["r2_num_draws"])
+    r.check("R2_lipschitz", {key: getattr(r2, key) for key in (
+        "scales", "dot_product", "l2", "dot_product_draws", "l2_draws")} | {
+        "dot_product_growth": r2.dot_product[-1] / r2.dot_product[0]})
+    r3 = sequence_length_experiment(_rng(seed, 3), num_tokens=r["r3_num_tokens"], radius=r["r3_radius"],
+                                    repetitions=r["r3_repetitions"])
+    big = r3.num_tokens >= 64
+    r.check("R3_sqrt_n", {key: getattr(r3, key) for key in ("num_tokens", "adversarial", "random", "random_draws")}
+                 | {"adversarial_slope_n_ge_64": loglog_slope(r3.num_tokens[big], r3.adversarial[big]),
+                    "random_ratio_last_over_128": r3.random[-1] / r3.random[list(r3.num_tokens).index(128)]})
+    r4 = measure_lipschitz_experiment(_rng(seed, 4), num_atoms=r["r4_num_atoms"], num_trials=r["r4_num_trials"],
+                                      num_queries=r["r4_num_queries"])
+    r.check("R4_measures", {key: getattr(r4, key) for key in (
+        "num_atoms", "ratio_max", "ratio_mean", "w1_mean", "delta_mean", "w1", "delta")})
+    r.check("R4_measures.duplication_diff", r4.duplication_diff, atol=ROUNDING)
+    r5 = bayesian_attention_experiment(_rng(seed, 5), num_tokens=16, dim=8, key_norm=2.0, noise=1.0,
+                                       num_trials=r["r5_num_trials"], rates=r["r5_rates"])
+    r.check("R5_bayes", {"rates": r5.rates, "window": r5.window, "window_uniform": r5.window_uniform})
+    r.check("R5_bayes", {"max_weight_diff": r5.max_weight_diff, "max_output_diff": r5.max_output_diff},
+                 atol=ROUNDING)
