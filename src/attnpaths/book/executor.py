@@ -81,20 +81,23 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
     layout.build_dir.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(dir=layout.build_dir, prefix=f"{RUN_FOLDER_PREFIX}{chapter.name}-"))
     try:
-        input_path, output_path, error_path = (workdir / n for n in ("input.ipynb", "output.ipynb", "error.json"))
+        input_path, output_path, error_path, usage_path = (
+            workdir / n for n in ("input.ipynb", "output.ipynb", "error.json", "usage.json"))
         staging_dir = workdir / "results"
         staging_dir.mkdir()
         nbformat.write(chapter.notebook, input_path)
         spec = workdir / "spec.json"
         spec.write_text(json.dumps({"input": str(input_path), "output": str(output_path), "parameters": parameters,
                                     "cwd": str(layout.root), "progress_bar": progress_bar,
-                                    "error_file": str(error_path), "parent_pid": os.getpid()}))
+                                    "error_file": str(error_path), "usage_file": str(usage_path),
+                                    "parent_pid": os.getpid()}))
         staging = {STAGING_ENV: json.dumps({"results_dir": str(results.parent.resolve()),
                                             "staging_dir": str(staging_dir.resolve())})}
-        status, wall_s, peak_rss_mib = _run_worker(spec, layout.root, staging)
+        status, wall_s = _run_worker(spec, layout.root, staging)
         if status != 0:
             raise ChapterFailed(chapter.name, _failure_message(layout, chapter, parameters, status, output_path,
                                                                error_path, results), parameters)
+        peak_rss_mib = json.loads(usage_path.read_text())["peak_rss_kib"] / 1024.0
         staged = staging_dir / results.name
         if not staged.is_file():
             raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran without error but wrote no "
@@ -149,15 +152,14 @@ def _show_injected_like_parameters(notebook) -> None:
         injected["tags"] = [*injected["tags"], *(t for t in shown if t not in injected["tags"])]
 
 
-def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float, float]:
+def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float]:
     """Run the worker with ``environment`` added to its environment (which its kernel inherits); returns (exit
-    status, wall time in s, peak resident memory of worker and kernel in MiB)."""
+    status, wall time in s). The worker itself reports its peak memory (:func:`worker.peak_rss_kib`)."""
     env = {**os.environ, **KERNEL_ENVIRONMENT, **environment}
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", worker.__name__, str(spec)], cwd=cwd, env=env)
     try:
-        # wait4 reports the peak RSS of the worker and of the processes it reaped (the kernel).
-        _, wait_status, usage = os.wait4(process.pid, 0)
+        _, wait_status = os.waitpid(process.pid, 0)
     except BaseException:
         process.terminate()
         try:
@@ -167,7 +169,7 @@ def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float, f
             process.wait()
         raise
     process.returncode = os.waitstatus_to_exitcode(wait_status)
-    return process.returncode, time.perf_counter() - start, usage.ru_maxrss / 1024.0
+    return process.returncode, time.perf_counter() - start
 
 
 def _head(layout: BookLayout, chapter: Chapter, parameters: dict) -> str:

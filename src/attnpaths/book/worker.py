@@ -2,7 +2,8 @@
 
 The executor starts one worker per chapter, so that the operating system reports the peak memory of the
 chapter (worker and kernel) when it ends. SPEC holds ``input``, ``output`` (notebook paths), ``parameters``,
-``cwd``, ``progress_bar``, ``error_file`` and ``parent_pid`` (the executor's process; when it is missing, the
+``cwd``, ``progress_bar``, ``error_file``, ``usage_file`` (where a successful run writes its peak memory,
+:func:`peak_rss_kib`) and ``parent_pid`` (the executor's process; when it is missing, the
 worker's parent at its start). Exit status: 0 success; 3 a cell raised (``error_file`` holds the cell index
 and the error); 4 anything else failed (``error_file`` holds the traceback); 5 the executor's process died
 (killed): the worker ends at once, and the kernel, which watches the worker, ends within a second, so a
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -82,7 +84,27 @@ def main(argv=None) -> int:
             status = WORKER_FAILED
         error_file.write_text(json.dumps(record))
         return status
+    Path(spec["usage_file"]).write_text(json.dumps({"peak_rss_kib": peak_rss_kib()}))
     return 0
+
+
+def peak_rss_kib() -> int:
+    """Peak resident memory, in KiB, of this worker's own program and of the children it reaped (the kernel).
+
+    ``ru_maxrss`` of a process started from a large parent also holds the parent's resident memory at the
+    fork (Linux carries the old address space's high-water mark across ``exec``), so the executor's view of
+    the worker would report the executor's size; ``VmHWM`` is the high-water mark of this program's own
+    address space. The kernel, started from this small worker, is measured by ``RUSAGE_CHILDREN``."""
+    own = 0
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                own = int(line.split()[1])
+    else:  # no procfs (e.g. macOS): the process's own maximum, which there does not carry a parent's size
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // (1024 if sys.platform == "darwin" else 1)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // (1024 if sys.platform == "darwin" else 1)
+    return int(max(own, children))
 
 
 if __name__ == "__main__":
