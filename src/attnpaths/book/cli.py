@@ -10,6 +10,12 @@
   changed only with ``--accept``; a chapter whose run fails gets none, the others still do);
 - ``bench NAME [ARGS ...]``: run ``attnpaths.benchmarks.NAME.main(ARGS)``.
 
+The commands that execute chapters send the chapters' tasks to an engine (:mod:`attnpaths.engine`): by
+default an embedded Dask ``LocalCluster`` with one single-threaded worker process per CPU (and as many
+chapters at a time); ``--scheduler ADDRESS`` (or the environment variable ``ATTNPATHS_SCHEDULER``) uses an
+existing Dask cluster instead; ``--workers 1`` runs everything in the chapters' own processes, one chapter
+after the other. The numbers do not depend on the choice. The engine is printed once.
+
 Progress goes to standard output, one line per chapter with its wall time; errors to standard error with
 exit status 1 (a chapter or the build failed, or baselines or records changed and were not accepted),
 2 (bad arguments) or 130 (interrupted).
@@ -24,6 +30,7 @@ import sys
 import time
 from importlib.util import find_spec
 
+from .. import engine as engine_
 from . import baselines, paper_records, runner, site
 from .chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
 from .executor import ChapterFailed
@@ -32,6 +39,27 @@ from .layout import BookLayout, find_root
 
 def _say(message: str) -> None:
     print(message, flush=True)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def _engine_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("engine (where the chapters' tasks run; the numbers do not depend on it)")
+    where = group.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help=f"address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: "
+                            f"${engine_.SCHEDULER_ENV}, else an embedded LocalCluster)")
+    where.add_argument("--workers", type=_positive_int, metavar="K",
+                       help="worker processes of the embedded cluster (default: one per CPU); 1 runs every "
+                            "task in the chapter's own process, one chapter at a time")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     record.add_argument("--no-execute", action="store_true",
                         help="record the results files as they are, executing nothing")
 
+    for executing in (book, run, refresh, record):
+        _engine_options(executing)
+
     bench = commands.add_parser("bench", help="run the benchmark attnpaths.benchmarks.NAME")
     bench.add_argument("name", help="benchmark module name")
     bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the benchmark's main()")
@@ -91,10 +122,11 @@ def run_benchmark(name: str, argv: list[str]):
     return module.main(argv)
 
 
-def _book(layout: BookLayout, profile: str, force: bool, html: bool) -> None:
+def _book(layout: BookLayout, profile: str, force: bool, html: bool, engine) -> None:
     start = time.perf_counter()
     _say(f"attnpaths book, {profile} profile: executing stale chapters in {layout.relative(layout.executed_dir)}/")
-    outcomes = runner.run_book(layout, profile, force=force, progress=_say, progress_bar=sys.stderr.isatty())
+    outcomes = runner.run_book(layout, profile, force=force, progress=_say, progress_bar=sys.stderr.isatty(),
+                               engine=engine)
     executed = sum(o.executed for o in outcomes)
     _say(f"chapters: {executed} executed, {len(outcomes) - executed} up to date "
          f"({time.perf_counter() - start:.1f} s)")
@@ -106,8 +138,8 @@ def _book(layout: BookLayout, profile: str, force: bool, html: bool) -> None:
              f"(total {time.perf_counter() - start:.1f} s)")
 
 
-def _refresh_baselines(layout: BookLayout, accept: bool) -> int:
-    runner.run_book(layout, "smoke", progress=_say, progress_bar=sys.stderr.isatty())
+def _refresh_baselines(layout: BookLayout, accept: bool, engine) -> int:
+    runner.run_book(layout, "smoke", progress=_say, progress_bar=sys.stderr.isatty(), engine=engine)
     changed = []
     for chapter in runner.notebook_chapters(layout):
         update = baselines.baseline_update(layout, chapter)
@@ -129,7 +161,7 @@ def _refresh_baselines(layout: BookLayout, accept: bool) -> int:
     return 0
 
 
-def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: bool, command: str) -> int:
+def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: bool, command: str, engine) -> int:
     chapters = runner.notebook_chapters(layout)
     wanted = {find_chapter(chapters, name).name for name in names} if names else {c.name for c in chapters}
     selected = [c for c in chapters if c.name in wanted]
@@ -137,7 +169,8 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
     for chapter in selected:  # toc order: a report chapter comes after the chapters it reports on
         if execute:
             try:
-                runner.run_chapter(layout, chapter.name, "paper", progress=_say, progress_bar=sys.stderr.isatty())
+                runner.run_chapter(layout, chapter.name, "paper", progress=_say, progress_bar=sys.stderr.isatty(),
+                                   engine=engine)
             except ChapterFailed as err:
                 print(f"error: {err}", file=sys.stderr)
                 failed.append(chapter.name)
@@ -176,23 +209,27 @@ def main(argv=None) -> int:
             result = run_benchmark(args.name, args.args)
             return result if isinstance(result, int) else 0
         layout = BookLayout(find_root())
-        if args.command == "book":
-            _book(layout, args.profile, args.force, not args.no_html)
-        elif args.command == "run":
-            chapter = find_chapter(runner.notebook_chapters(layout), args.chapter)
-            overrides = parse_assignments(chapter, args.assignments)  # validated before anything runs
-            outcome = runner.run_chapter(layout, chapter.name, args.profile, overrides, force=args.force,
-                                         progress=_say, progress_bar=sys.stderr.isatty())
-            _say(f"results: {layout.relative(layout.results_file(outcome.chapter))}, executed notebook: "
-                 f"{layout.relative(layout.executed_notebook(chapter.docname))}")
-        elif args.command == "status":
+        if args.command == "status":
             stale = runner.stale_chapters(layout, args.profile)
             _say(f"{args.profile} profile: " + (f"stale: {', '.join(stale)}" if stale else "every chapter is up to date"))
-        elif args.command == "refresh-baselines":
-            return _refresh_baselines(layout, args.accept)
-        elif args.command == "record-paper":
-            command = " ".join(["python -m attnpaths", *argv])
-            return _record_paper(layout, args.chapters, args.accept, not args.no_execute, command)
+            return 0
+        if args.command == "run":
+            chapter = find_chapter(runner.notebook_chapters(layout), args.chapter)
+            overrides = parse_assignments(chapter, args.assignments)  # validated before anything runs
+        with engine_.start_engine(args.scheduler, args.workers) as engine:
+            _say(engine.describe())
+            if args.command == "book":
+                _book(layout, args.profile, args.force, not args.no_html, engine)
+            elif args.command == "run":
+                outcome = runner.run_chapter(layout, chapter.name, args.profile, overrides, force=args.force,
+                                             progress=_say, progress_bar=sys.stderr.isatty(), engine=engine)
+                _say(f"results: {layout.relative(layout.results_file(outcome.chapter))}, executed notebook: "
+                     f"{layout.relative(layout.executed_notebook(chapter.docname))}")
+            elif args.command == "refresh-baselines":
+                return _refresh_baselines(layout, args.accept, engine)
+            elif args.command == "record-paper":
+                command = " ".join(["python -m attnpaths", *argv])
+                return _record_paper(layout, args.chapters, args.accept, not args.no_execute, command, engine)
     except ChapterFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,14 +67,16 @@ class Execution:
 
 
 def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cache_key: str,
-                    overrides: dict | None = None, progress_bar: bool = False) -> Execution:
+                    overrides: dict | None = None, progress_bar: bool = False,
+                    environment: dict | None = None) -> Execution:
     """Execute ``chapter`` with the complete ``parameters`` (see :func:`~attnpaths.book.chapters.resolve_parameters`).
 
     On success, replaces the chapter's results file in ``parameters["results_dir"]`` (which the chapter writes,
     staged in the working folder) and then ``layout.executed_notebook(chapter.docname)``. Raises
     :class:`ChapterFailed` when a cell fails, the worker fails, or the chapter writes no results file; a
     failed, interrupted or killed run changes neither file (a failed one leaves its partly executed notebook in
-    ``layout.failed_dir``).
+    ``layout.failed_dir``). ``environment`` is added to the environment of the chapter's kernel (e.g.
+    :attr:`attnpaths.engine.Engine.environment`, which sends its tasks to a Dask cluster).
     """
     if not chapter.is_notebook:
         raise ValueError(f"chapter must be a notebook chapter, got the page {chapter.name!r}")
@@ -93,7 +96,7 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
                                     "parent_pid": os.getpid()}))
         staging = {STAGING_ENV: json.dumps({"results_dir": str(results.parent.resolve()),
                                             "staging_dir": str(staging_dir.resolve())})}
-        status, wall_s = _run_worker(spec, layout.root, staging)
+        status, wall_s = _run_worker(spec, layout.root, {**(environment or {}), **staging})
         if status != 0:
             raise ChapterFailed(chapter.name, _failure_message(layout, chapter, parameters, status, output_path,
                                                                error_path, results), parameters)
@@ -152,24 +155,47 @@ def _show_injected_like_parameters(notebook) -> None:
         injected["tags"] = [*injected["tags"], *(t for t in shown if t not in injected["tags"])]
 
 
+_running: set = set()
+_running_lock = threading.Lock()
+
+
 def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float]:
     """Run the worker with ``environment`` added to its environment (which its kernel inherits); returns (exit
     status, wall time in s). The worker itself reports its peak memory (:func:`worker.peak_rss_kib`)."""
     env = {**os.environ, **KERNEL_ENVIRONMENT, **environment}
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", worker.__name__, str(spec)], cwd=cwd, env=env)
+    with _running_lock:
+        _running.add(process)
     try:
         _, wait_status = os.waitpid(process.pid, 0)
     except BaseException:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(process)
         raise
+    finally:
+        with _running_lock:
+            _running.discard(process)
     process.returncode = os.waitstatus_to_exitcode(wait_status)
     return process.returncode, time.perf_counter() - start
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def stop_running_chapters() -> None:
+    """Terminate the workers of the chapters that other threads of this process are executing (their runs
+    then fail and change no result): what an interrupted concurrent book run does before it ends."""
+    with _running_lock:
+        running = list(_running)
+    for process in running:
+        if process.poll() is None:
+            process.terminate()
 
 
 def _head(layout: BookLayout, chapter: Chapter, parameters: dict) -> str:

@@ -1,5 +1,11 @@
 """Run the book's chapters: those whose cache key changed, in the order of ``_toc.yml``.
 
+With an engine of several workers (:func:`attnpaths.engine.start_engine`), independent chapters execute
+concurrently, as many at a time as the engine has workers, so that their tasks keep the cluster busy; a
+report chapter waits for every chapter before it. Each chapter's kernel receives the engine's environment,
+which sends the chapter's tasks to the cluster. The numbers do not depend on the engine
+(:mod:`attnpaths.engine`), so the cache key does not include it.
+
 A report chapter (front matter ``attnpaths: {report: true}``, e.g. ``reproducibility``) shows the results
 and run times of the chapters before it, so its key includes their keys: it runs again whenever one of them
 did. Runs hold the checkout's build lock (:func:`~attnpaths.book.layout.book_lock`): a second run in the same
@@ -11,14 +17,17 @@ replaced only when it succeeded (:mod:`attnpaths.book.executor`).
 from __future__ import annotations
 
 import json
+import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..results import atomic_write_text
 from .cache import EXECUTION_METADATA, chapter_key, environment, package_digest, stored_key
 from .chapters import Chapter, book_chapters, find_chapter, resolve_parameters
-from .executor import Execution, execute_chapter, remove_stale_run_folders
+from ..engine import Engine
+from .executor import Execution, execute_chapter, remove_stale_run_folders, stop_running_chapters
 from .layout import TIMINGS_FILE, BookLayout, Progress, book_lock, silent
 
 
@@ -74,53 +83,104 @@ def read_timings(results_dir) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def _record_timing(layout: BookLayout, execution: Execution) -> None:
-    """Store the wall time and peak memory of a profile run (runs with overrides are not recorded)."""
-    timings = read_timings(layout.results_dir)
-    timings.setdefault(execution.profile, {})[execution.chapter] = {
-        "wall_s": execution.wall_s, "peak_rss_mib": execution.peak_rss_mib, "cache_key": execution.cache_key,
-        "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }
-    atomic_write_text(layout.timings, json.dumps(timings, indent=1, sort_keys=True) + "\n")
+_timings_lock = threading.Lock()
+
+
+def _record_timing(layout: BookLayout, execution: Execution, engine: Engine | None) -> None:
+    """Store the wall time, peak memory and engine of a profile run (runs with overrides are not recorded).
+    With a cluster engine the peak memory is the chapter's kernel's only: its tasks ran in the workers."""
+    with _timings_lock:
+        timings = read_timings(layout.results_dir)
+        timings.setdefault(execution.profile, {})[execution.chapter] = {
+            "wall_s": execution.wall_s, "peak_rss_mib": execution.peak_rss_mib, "cache_key": execution.cache_key,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "engine": engine.mode if engine else "in-process", "workers": engine.workers if engine else 1,
+        }
+        atomic_write_text(layout.timings, json.dumps(timings, indent=1, sort_keys=True) + "\n")
 
 
 def _run(layout: BookLayout, chapter: Chapter, parameters: dict, key: str, overrides: dict, force: bool,
-         label: str, progress: Progress, progress_bar: bool) -> Outcome:
+         label: str, progress: Progress, progress_bar: bool, engine: Engine | None = None) -> Outcome:
     if not force and is_fresh(layout, chapter, key):
         notebook = json.loads(layout.executed_notebook(chapter.docname).read_text())
         record = notebook["metadata"][EXECUTION_METADATA]
         progress(f"{label} {chapter.name}: up to date (ran in {record['wall_s']:.1f} s)")
         return Outcome(chapter.name, False, record)
     progress(f"{label} {chapter.name}: executing ({parameters['profile']} profile) ...")
-    execution = execute_chapter(layout, chapter, parameters, key, overrides, progress_bar)
+    execution = execute_chapter(layout, chapter, parameters, key, overrides, progress_bar,
+                                environment=engine.environment if engine else None)
     if not overrides:
-        _record_timing(layout, execution)
+        _record_timing(layout, execution, engine)
     progress(f"{label} {chapter.name}: done in {execution.wall_s:.1f} s, peak memory {execution.peak_rss_mib:.0f} MiB")
     return Outcome(chapter.name, True, execution.as_dict())
 
 
 def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Progress = silent,
-             progress_bar: bool = False) -> list[Outcome]:
-    """Execute every stale chapter of the toc for ``profile``, in order; stops at the first failure
-    (:class:`~attnpaths.book.executor.ChapterFailed`). ``force`` re-executes every chapter."""
+             progress_bar: bool = False, engine: Engine | None = None) -> list[Outcome]:
+    """Execute every stale chapter of the toc for ``profile``; ``force`` re-executes every chapter.
+
+    Chapters run in toc order, up to ``engine.workers`` at a time (one at a time without an engine); a
+    report chapter starts when every chapter before it has finished. The first failure
+    (:class:`~attnpaths.book.executor.ChapterFailed`) stops the run: no further chapter starts, the running
+    ones finish, and the failure is raised. Returns the outcomes in toc order.
+    """
     with book_lock(layout, progress):
         remove_stale_run_folders(layout)
         chapters = notebook_chapters(layout)
         package, env = package_digest(layout.package_dir), environment()
         results_dir = layout.relative(layout.results_dir)
         planned = [resolve_parameters(c, profile, results_dir=results_dir) for c in chapters]
-        outcomes = []
-        for number, (chapter, parameters) in enumerate(zip(chapters, planned), start=1):
-            key = current_key(layout, chapter, parameters, chapters, package, env)
-            label = f"[{number}/{len(chapters)}]"
-            outcomes.append(_run(layout, chapter, parameters, key, {}, force, label, progress, progress_bar))
-        return outcomes
+        labels = [f"[{number}/{len(chapters)}]" for number in range(1, len(chapters) + 1)]
+
+        def run(i: int) -> Outcome:
+            # a report chapter's key holds the stored keys of the chapters before it: computed when it starts
+            key = current_key(layout, chapters[i], planned[i], chapters, package, env)
+            return _run(layout, chapters[i], planned[i], key, {}, force, labels[i], progress, progress_bar, engine)
+
+        concurrency = engine.workers if engine is not None else 1
+        if concurrency == 1:
+            return [run(i) for i in range(len(chapters))]
+        return _run_concurrently(chapters, run, concurrency)
+
+
+def _run_concurrently(chapters: list[Chapter], run, concurrency: int) -> list[Outcome]:
+    """``run(i)`` for every chapter, ``concurrency`` at a time, a report chapter after all before it."""
+    outcomes: dict[int, Outcome] = {}
+    pending = list(range(len(chapters)))
+    running: dict = {}
+    failure = None
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="chapter")
+    try:
+        while pending or running:
+            while failure is None and pending and len(running) < concurrency:
+                i = pending[0]
+                if chapters[i].report and (running or any(j < i for j in pending[1:])):
+                    break  # the report waits for every chapter before it
+                pending.pop(0)
+                running[pool.submit(run, i)] = i
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                i = running.pop(future)
+                try:
+                    outcomes[i] = future.result()
+                except Exception as err:
+                    failure = failure or err
+        if failure is not None:
+            raise failure
+        return [outcomes[i] for i in range(len(chapters))]
+    except BaseException:
+        stop_running_chapters()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_chapter(layout: BookLayout, name: str, profile: str, overrides: dict | None = None, force: bool = False,
-                progress: Progress = silent, progress_bar: bool = False) -> Outcome:
+                progress: Progress = silent, progress_bar: bool = False, engine: Engine | None = None) -> Outcome:
     """Execute one chapter for ``profile`` with validated ``overrides`` (skipped when its cached execution
-    has the same key, unless ``force``)."""
+    has the same key, unless ``force``); its tasks go to ``engine`` (in the kernel's process without one)."""
     with book_lock(layout, progress):
         remove_stale_run_folders(layout)
         chapters = notebook_chapters(layout)
@@ -128,4 +188,4 @@ def run_chapter(layout: BookLayout, name: str, profile: str, overrides: dict | N
         parameters = resolve_parameters(chapter, profile, overrides, results_dir=layout.relative(layout.results_dir))
         overrides = {k: parameters[k] for k in (overrides or {})}
         key = current_key(layout, chapter, parameters, chapters, package_digest(layout.package_dir), environment())
-        return _run(layout, chapter, parameters, key, overrides, force, "[1/1]", progress, progress_bar)
+        return _run(layout, chapter, parameters, key, overrides, force, "[1/1]", progress, progress_bar, engine)

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from scipy.stats import norm
-from tqdm import tqdm
 
 from .._validation import as_float64_array, positive_real
 from ..head_scores import head_scores
@@ -38,6 +37,7 @@ from ..network import AttentionNetwork
 from ..order_parameter_posterior import sample_order_parameters
 from ..paths import path_features
 from ..sampler import PosteriorSampler
+from ..engine import map_tasks, task_generator
 from ..sweeps import width_sweep
 from ..theory import classification_accuracy, solve
 from .data import HMCDataset, HMCTask, check_generator
@@ -303,31 +303,32 @@ def data_set_band(
     if pc_width is not None and pc_width not in _widths(widths):
         raise ValueError(f"pc_width must be one of widths {tuple(widths)}, got {pc_width!r}")
     pc_components = _count(pc_components, "pc_components", 1)
-    accuracy, Us, gp = [], [], {key: [] for key in (GP_LINES if gp_references else ("all",))}
-    fractions = {"finite_width": [], "gp": []}
-    names = ()
-    for train, test in tqdm(data_sets, desc="data sets", disable=not progress, leave=False):
-        data = path_data(network_factory(train), train, test)
-        curve = theory_curve(data, widths, temperature, progress=False)
-        accuracy.append(curve.accuracy)
-        Us.append(curve.U)
-        names = curve.names
-        if pc_width is not None:
-            pcs = pc_overlaps(data, curve.U_flat[curve.index(pc_width)], pc_components)
-            fractions["finite_width"].append(label_fraction(pcs["finite_width"], pc_components))
-            fractions["gp"].append(label_fraction(pcs["gp"], pc_components))
-        if gp_references:
-            for key, value in gp_lines(train, test, temperature).items():
-                gp[key].append(value)
-        else:
-            gp["all"].append(curve.gp_accuracy)
+    tasks = [dict(train=train, test=test) for train, test in data_sets]
+    members = map_tasks(band_member, tasks, description="data sets", progress=progress,
+                        shared=dict(network_factory=network_factory, widths=widths, temperature=temperature,
+                                    gp_references=gp_references, pc_width=pc_width, pc_components=pc_components))
+    gp = {key: np.array([m["gp"][key] for m in members]) for key in members[0]["gp"]}
     return Band(
-        widths=np.array(_widths(widths)), accuracy=np.array(accuracy), U=np.array(Us),
-        gp={k: np.array(v) for k, v in gp.items()}, names=names,
+        widths=np.array(_widths(widths)), accuracy=np.array([m["accuracy"] for m in members]),
+        U=np.array([m["U"] for m in members]), gp=gp, names=members[0]["names"],
         label_fraction=None if pc_width is None else {
-            "finite_width": np.array(fractions["finite_width"]), "gp": np.array(fractions["gp"]),
-            "width": int(pc_width), "k": pc_components},
+            "finite_width": np.array([m["label_fraction"][0] for m in members]),
+            "gp": np.array([m["label_fraction"][1] for m in members]), "width": int(pc_width), "k": pc_components},
     )
+
+
+def band_member(train: HMCDataset, test: HMCDataset, network_factory, widths, temperature: float,
+                gp_references: bool, pc_width: int | None, pc_components: int) -> dict:
+    """One data set of :func:`data_set_band` (one task of its sweep): ``{"accuracy": [n_w], "U": [n_w, n, n],
+    "names", "gp": {line: accuracy}, "label_fraction": (finite width, GP) or None}``."""
+    data = path_data(network_factory(train), train, test)
+    curve = theory_curve(data, widths, temperature, progress=False)
+    fractions = None
+    if pc_width is not None:
+        pcs = pc_overlaps(data, curve.U_flat[curve.index(pc_width)], pc_components)
+        fractions = (label_fraction(pcs["finite_width"], pc_components), label_fraction(pcs["gp"], pc_components))
+    gp = gp_lines(train, test, temperature) if gp_references else {"all": curve.gp_accuracy}
+    return {"accuracy": curve.accuracy, "U": curve.U, "names": curve.names, "gp": gp, "label_fraction": fractions}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -482,6 +483,50 @@ def exact_order_parameter(
                      "num_samples": int(draws.U.shape[1]), "min_ess": float(draws.ess.min()),
                      "max_rhat": float(draws.rhat.max()), "acceptance": draws.acceptance},
     )
+
+
+@dataclass(frozen=True)
+class SamplingPlan:
+    """How long to sample at one width: the network's Gibbs sampler (``warmup`` sweeps, ``draws`` kept per
+    chain, ``chains``) and the exact order-parameter posterior (``exact_chains``, ``exact_warmup``,
+    ``exact_draws``, ``exact_thin``; see :func:`exact_order_parameter`)."""
+
+    width: int
+    warmup: int
+    draws: int
+    chains: int
+    exact_chains: int
+    exact_warmup: int
+    exact_draws: int
+    exact_thin: int
+
+
+def sample_width(data: PathData, plan: SamplingPlan, temperature: float, seed: int, network_index: int
+                 ) -> tuple[SampledPoint, ExactOrderParameter]:
+    """Posterior samples of the network (:func:`sample_posterior`) and the exact mean of ``U``
+    (:func:`exact_order_parameter`) at ``plan.width``, both from one generator seeded with
+    :func:`~attnpaths.engine.task_seed` ``(seed, network_index, plan.width)`` (the network's run first)."""
+    generator = task_generator(seed, network_index, plan.width)
+    point = sample_posterior(data, plan.width, temperature, generator, num_warmup=plan.warmup,
+                             num_samples=plan.draws, num_chains=plan.chains, progress=False)
+    exact = exact_order_parameter(data, plan.width, temperature, generator, num_chains=plan.exact_chains,
+                                  num_warmup=plan.exact_warmup, num_samples=plan.exact_draws, thin=plan.exact_thin,
+                                  progress=False)
+    return point, exact
+
+
+def sample_widths(data: PathData, plans, temperature: float, seed: int, network_index: int, *,
+                  progress: bool = True) -> tuple[dict, dict]:
+    """:func:`sample_width` at every plan's width, one task per width (:func:`~attnpaths.engine.map_tasks`).
+
+    Returns:
+        ``({width: SampledPoint}, {width: ExactOrderParameter})`` in the order of ``plans``.
+    """
+    plans = list(plans)
+    results = map_tasks(sample_width, [dict(plan=plan) for plan in plans], description="sampled widths",
+                        shared=dict(data=data, temperature=temperature, seed=seed, network_index=network_index),
+                        progress=progress)
+    return ({p.width: r[0] for p, r in zip(plans, results)}, {p.width: r[1] for p, r in zip(plans, results)})
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from .._validation import as_float64_array
 from ..attention import Attention
+from ..engine import map_tasks, task_generator
 from ..hmc import experiments as hmc_ex
 from ..paths import all_paths, path_features
 from ..theory import CertificateWarning, classification_accuracy, solve
@@ -276,47 +276,48 @@ def _solve_point(data: EpisodeFeatures, width, temperature, initial, max_iterati
                      temperature=temperature, initial=initial, max_iterations=max_iterations, on_failure="warn")
 
 
+def grid_row(data: EpisodeFeatures, width, temperatures, warm_start: bool, max_iterations: int) -> dict:
+    """The theory at one width and every temperature (one task of :func:`theory_grid`): ``{"U": [n_T, n, n],
+    "converged", "warm_started", "iterations", "solve_seconds": [n_T], "means": {split: [n_T, B]}}``."""
+    n_T, n = len(temperatures), data.network.num_paths
+    row = {"U": np.zeros((n_T, n, n)), "converged": np.zeros(n_T, dtype=bool), "warm_started": np.zeros(n_T, dtype=bool),
+           "iterations": np.zeros(n_T, dtype=int), "solve_seconds": np.zeros(n_T),
+           "means": {s: np.zeros((n_T, data.y[s].shape[0])) for s in data.splits}}
+    previous = None
+    # from the highest temperature down: the minimiser moves smoothly with T, so the solution at the
+    # previous temperature is a close starting point (the GP values are the start when there is none)
+    for j in reversed(range(n_T)):
+        start = time.perf_counter()
+        initial = previous if (warm_start and math.isfinite(width)) else None
+        sol = _solve_point(data, width, temperatures[j], initial, max_iterations)
+        if initial is not None and not sol.converged:
+            initial = None
+            sol = _solve_point(data, width, temperatures[j], None, max_iterations)
+        row["solve_seconds"][j] = time.perf_counter() - start
+        row["warm_started"][j] = initial is not None
+        row["iterations"][j] = sol.iterations
+        previous = [torch.as_tensor(u) for u in sol.U_layers] if sol.converged else None
+        row["U"][j] = sol.U
+        row["converged"][j] = sol.converged
+        for s in data.splits:
+            row["means"][s][j] = sol.predict(data.features[s])[0]
+    return row
+
+
 def _grid(data: EpisodeFeatures, widths, temperatures, progress: bool, desc: str, warm_start: bool,
           max_iterations: int) -> TemperatureGrid:
-    splits = data.splits
-    n_w, n_T = len(widths), len(temperatures)
-    acc = {s: np.zeros((n_w, n_T)) for s in splits}
-    mse = {s: np.zeros((n_w, n_T)) for s in splits}
-    means = {s: np.zeros((n_w, n_T, data.y[s].shape[0])) for s in splits}
-    n = data.network.num_paths
-    U = np.zeros((n_w, n_T, n, n))
-    converged = np.zeros((n_w, n_T), dtype=bool)
-    warm = np.zeros((n_w, n_T), dtype=bool)
-    iterations = np.zeros((n_w, n_T), dtype=int)
-    seconds = np.zeros((n_w, n_T))
-    bar = tqdm(total=n_w * n_T, desc=desc, disable=not progress, leave=False)
-    for i, width in enumerate(widths):
-        previous = None
-        # from the highest temperature down: the minimiser moves smoothly with T, so the solution at the
-        # previous temperature is a close starting point (the GP values are the start when there is none)
-        for j in reversed(range(n_T)):
-            start = time.perf_counter()
-            initial = previous if (warm_start and math.isfinite(width)) else None
-            sol = _solve_point(data, width, temperatures[j], initial, max_iterations)
-            if initial is not None and not sol.converged:
-                initial = None
-                sol = _solve_point(data, width, temperatures[j], None, max_iterations)
-            seconds[i, j] = time.perf_counter() - start
-            warm[i, j] = initial is not None
-            iterations[i, j] = sol.iterations
-            previous = [torch.as_tensor(u) for u in sol.U_layers] if sol.converged else None
-            U[i, j] = sol.U
-            converged[i, j] = sol.converged
-            for s in splits:
-                mean = sol.predict(data.features[s])[0]
-                labels = data.y[s].numpy()
-                means[s][i, j] = mean
-                acc[s][i, j] = classification_accuracy(mean, labels)
-                mse[s][i, j] = float(np.mean((mean - labels) ** 2))
-            bar.update()
-    bar.close()
-    return TemperatureGrid(np.array(widths, dtype=float), np.array(temperatures, dtype=float), acc, mse, means, U,
-                           converged, seconds, warm, iterations)
+    rows = map_tasks(grid_row, [dict(width=width) for width in widths], description=desc, progress=progress,
+                     shared=dict(data=data, temperatures=list(temperatures), warm_start=warm_start,
+                                 max_iterations=max_iterations))
+    means = {s: np.stack([r["means"][s] for r in rows]) for s in data.splits}
+    labels = {s: data.y[s].numpy() for s in data.splits}
+    acc = {s: np.array([[classification_accuracy(m, labels[s]) for m in row] for row in means[s]]) for s in means}
+    mse = {s: np.mean((means[s] - labels[s]) ** 2, axis=-1) for s in means}
+    stacked = {key: np.stack([r[key] for r in rows]) for key in ("U", "converged", "solve_seconds", "warm_started",
+                                                                 "iterations")}
+    return TemperatureGrid(np.array(widths, dtype=float), np.array(temperatures, dtype=float), acc, mse, means,
+                           stacked["U"], stacked["converged"], stacked["solve_seconds"], stacked["warm_started"],
+                           stacked["iterations"])
 
 
 def theory_grid(data: EpisodeFeatures, widths=PAPER_WIDTHS, temperatures=PAPER_TEMPERATURES, *,
@@ -394,6 +395,36 @@ def selected(grid: TemperatureGrid, on: str = "validation") -> dict:
         "U": grid.U[rows, idx],
         "means": {s: m[rows, idx] for s, m in grid.means.items()},
     }
+
+
+def sampled_width(data: "hmc_ex.PathData", width: int, temperature: float, seed: int, num_warmup: int,
+                  num_samples: int, num_chains: int) -> "hmc_ex.SampledPoint":
+    """Posterior samples of the network at width ``width`` and its selected ``temperature``
+    (:func:`attnpaths.hmc.experiments.sample_posterior`), from a generator seeded with
+    :func:`~attnpaths.engine.task_seed` ``(seed, width)``: one task of :func:`sample_widths`."""
+    return hmc_ex.sample_posterior(data, width, temperature, task_generator(seed, width), num_warmup=num_warmup,
+                                   num_samples=num_samples, num_chains=num_chains, progress=False)
+
+
+def sample_widths(data: "hmc_ex.PathData", widths, temperatures, seed: int, *, warmup, draws, chains,
+                  progress: bool = True) -> dict:
+    """:func:`sampled_width` at every width (one task per width, :func:`~attnpaths.engine.map_tasks`).
+
+    Args:
+        widths, temperatures, warmup, draws, chains: one entry per sampled width.
+
+    Returns:
+        ``{width: SampledPoint}`` in the order of ``widths``.
+    """
+    columns = (widths, temperatures, warmup, draws, chains)
+    if len({len(c) for c in columns}) != 1:
+        raise ValueError("widths, temperatures, warmup, draws and chains must have one entry per sampled width, got "
+                         f"lengths {[len(c) for c in columns]}")
+    tasks = [dict(width=int(w), temperature=float(T), num_warmup=int(a), num_samples=int(b), num_chains=int(c))
+             for w, T, a, b, c in zip(*columns)]
+    points = map_tasks(sampled_width, tasks, description="sampled widths", shared=dict(data=data, seed=seed),
+                       progress=progress)
+    return {task["width"]: point for task, point in zip(tasks, points)}
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -1,0 +1,303 @@
+"""Where the independent tasks of a sweep run: in this process, or on a Dask cluster.
+
+A sweep (the widths and data sets of a band, the sampled widths of a chapter, the widths of a theory grid,
+the random pruning orders, ...) is a list of tasks, each a call ``function(**arguments)``. :func:`map_tasks`
+runs them and returns their results in task order. Where they run is chosen outside the code that calls
+it, by the environment variable :data:`SCHEDULER_ENV`:
+
+- unset, empty or ``"in-process"``: one after the other in the calling process (a notebook opened by hand,
+  ``python -m attnpaths ... --workers 1``);
+- a Dask scheduler address (``tcp://host:port``): as Dask tasks of a ``dask.distributed.Client`` connected
+  to it (``python -m attnpaths book`` starts an embedded ``LocalCluster`` and sets the variable for the
+  chapters it executes; ``--scheduler ADDRESS`` names an existing cluster instead, see :func:`start_engine`).
+
+The numbers do not depend on that choice, bit for bit: a task's randomness comes from the chapter's seed and
+the task's identity (:func:`task_seed`), never from the order or the place in which it runs, and every task
+runs with one thread in every thread pool (:func:`single_threaded`), so that reductions add in the same order
+in a worker process and in the calling process. A task that raises ends the sweep with :class:`TaskFailed`,
+which names the sweep, the task and its arguments and carries the original traceback; no partial list of
+results is ever returned. A worker that dies mid-task is Dask's to handle: the scheduler runs the task again
+on another worker (and the result is the same, since the task is a pure function of its arguments).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+from tqdm import tqdm
+
+SCHEDULER_ENV = "ATTNPATHS_SCHEDULER"
+"""Environment variable naming where tasks run: a Dask scheduler address, or ``"in-process"``."""
+
+IN_PROCESS = "in-process"
+
+
+class TaskFailed(RuntimeError):
+    """A task of a sweep raised. ``sweep``: the sweep's description; ``index``: the task's position;
+    ``arguments``: a short description of its arguments; ``remote_traceback``: the original traceback (as
+    text; it happened in a worker process when the sweep ran on a cluster). The original exception is the
+    ``__cause__``."""
+
+    def __init__(self, sweep: str, index: int, total: int, arguments: str, remote_traceback: str):
+        self.sweep, self.index, self.arguments, self.remote_traceback = sweep, index, arguments, remote_traceback
+        super().__init__(f"task {index + 1} of {total} of the sweep {sweep!r} failed; its arguments: {arguments}\n"
+                         f"original traceback:\n{remote_traceback.rstrip()}")
+
+
+def task_seed(seed: int, *identity: int) -> int:
+    """A 32-bit seed for one task, from the sweep's ``seed`` and the task's identity (e.g. network index and
+    width): ``SeedSequence([seed, *identity])``. Adding or removing a task changes no other task's stream.
+
+    Raises ``ValueError`` unless ``seed`` and every entry of ``identity`` are non-negative integers.
+    """
+    entropy = [seed, *identity]
+    for value in entropy:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"seed and identity must be non-negative integers, got {tuple(entropy)!r}")
+    return int(np.random.SeedSequence([int(v) for v in entropy]).generate_state(1)[0])
+
+
+def task_generator(seed: int, *identity: int) -> torch.Generator:
+    """A CPU ``torch.Generator`` seeded with :func:`task_seed` ``(seed, *identity)``."""
+    return torch.Generator().manual_seed(task_seed(seed, *identity))
+
+
+_thread_settings = threading.Lock()
+
+
+@contextmanager
+def single_threaded():
+    """Run the body with one thread in torch and in every BLAS/OpenMP pool, restoring the settings after.
+
+    Floating-point sums depend on how a reduction is split between threads; with one thread everywhere a
+    task gives the same bits in any process."""
+    with _thread_settings:
+        previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with threadpool_limits(limits=1):
+                yield
+        finally:
+            torch.set_num_threads(previous)
+
+
+def run_task(function: Callable, arguments: Mapping):
+    """``function(**arguments)`` with one thread (:func:`single_threaded`): the body of every task."""
+    with single_threaded():
+        return function(**arguments)
+
+
+def scheduler_address() -> str | None:
+    """The scheduler address named by :data:`SCHEDULER_ENV`, or ``None`` for in-process execution."""
+    value = os.environ.get(SCHEDULER_ENV, "").strip()
+    return None if value in ("", IN_PROCESS) else value
+
+
+_clients: dict = {}
+
+
+def client_for(address: str):
+    """A ``dask.distributed.Client`` connected to ``address`` (one per address and process, kept open).
+
+    Raises ``ValueError`` naming the address when no scheduler answers there."""
+    from distributed import Client
+
+    client = _clients.get(address)
+    if client is None or client.status not in ("running", "connecting"):
+        try:
+            client = Client(address, timeout="20s", set_as_default=False)
+        except (OSError, TimeoutError) as err:
+            raise ValueError(f"{SCHEDULER_ENV} / --scheduler must be the address of a running Dask scheduler, got "
+                             f"{address!r}: {err}") from err
+        _clients[address] = client
+    return client
+
+
+def _describe(value) -> str:
+    """A short description of one argument: small values by their repr, arrays by shape, others by type."""
+    if isinstance(value, (bool, int, float, str, type(None))) or (
+            isinstance(value, (tuple, list)) and len(value) <= 8 and all(isinstance(v, (int, float)) for v in value)):
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"{type(value).__name__}{list(shape)}"
+    return type(value).__name__
+
+
+def describe_arguments(arguments: Mapping) -> str:
+    """``name=value, ...`` with :func:`_describe` for each value."""
+    return ", ".join(f"{name}={_describe(value)}" for name, value in arguments.items())
+
+
+@dataclass(frozen=True)
+class _Progress:
+    description: str
+    enabled: bool
+
+    def bar(self, total: int):
+        return tqdm(total=total, desc=self.description, disable=not self.enabled, leave=False)
+
+
+def map_tasks(function: Callable, tasks: Sequence[Mapping], *, description: str, shared: Mapping | None = None,
+              progress: bool = True, client=None) -> list:
+    """Run ``function(**shared, **task)`` for every task and return the results in task order.
+
+    Args:
+        function: a function of the package (or any function ``cloudpickle`` can ship); it must be a pure
+            function of its arguments: seeds are arguments (:func:`task_seed`), never global state.
+        tasks: one mapping of keyword arguments per task.
+        shared: keyword arguments common to every task (e.g. the data): on a cluster they are sent to the
+            workers once, not with every task.
+        description: the sweep's name, shown on the progress bar and in errors.
+        progress: a tqdm bar over finished tasks.
+        client: a ``dask.distributed.Client`` to use; by default the one :data:`SCHEDULER_ENV` names, or none
+            (in-process execution).
+
+    Raises:
+        TaskFailed: a task raised (the first failure noticed; the tasks not yet finished are cancelled).
+    """
+    tasks = [dict(t) for t in tasks]
+    shared = dict(shared or {})
+    if not callable(function):
+        raise ValueError(f"function must be callable, got {type(function).__name__}")
+    overlap = sorted(set(shared) & set().union(*tasks))
+    if overlap:
+        raise ValueError(f"shared and tasks must name different arguments, both name {overlap}")
+    if client is None:
+        address = scheduler_address()
+        client = client_for(address) if address is not None else None
+    bar = _Progress(description, progress).bar(len(tasks))
+    try:
+        if client is None:
+            return _in_process(function, tasks, shared, description, bar)
+        return _on_cluster(client, function, tasks, shared, description, bar)
+    finally:
+        bar.close()
+
+
+def _failure(description: str, index: int, tasks: list, err: BaseException) -> TaskFailed:
+    text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    return TaskFailed(description, index, len(tasks), describe_arguments(tasks[index]), text)
+
+
+def _in_process(function, tasks, shared, description, bar) -> list:
+    results = []
+    for index, arguments in enumerate(tasks):
+        try:
+            results.append(run_task(function, {**shared, **arguments}))
+        except Exception as err:
+            raise _failure(description, index, tasks, err) from err
+        bar.update()
+    return results
+
+
+def _on_cluster(client, function, tasks, shared, description, bar) -> list:
+    from distributed import as_completed
+
+    # scattered once; a task's arguments then hold futures, which the worker resolves to the values
+    sent = {name: client.scatter(value, broadcast=False, hash=False) for name, value in shared.items()}
+    futures = [client.submit(run_task, function, {**sent, **arguments}, pure=False) for arguments in tasks]
+    position = {future.key: index for index, future in enumerate(futures)}
+    try:
+        for future in as_completed(futures, loop=client.loop):
+            if future.status == "error":
+                index = position[future.key]
+                err = future.exception()
+                err.__traceback__ = future.traceback()
+                raise _failure(description, index, tasks, err) from err
+            bar.update()
+        return client.gather(futures)
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+
+
+# --------------------------------------------------------------------------------------------------------
+# the engine of a command: embedded cluster, existing cluster, or none
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Where a command's chapters send their tasks: ``mode`` (``"embedded"``, ``"external"`` or
+    ``"in-process"``), ``address`` (the scheduler's, ``None`` in-process), ``workers`` (worker processes;
+    1 in-process), ``dashboard`` (the dashboard's address, ``None`` when there is none)."""
+
+    mode: str
+    address: str | None
+    workers: int
+    dashboard: str | None
+
+    def describe(self) -> str:
+        """One line for the command's output."""
+        if self.mode == IN_PROCESS:
+            return "engine: in-process (tasks run one after the other inside each chapter)"
+        where = "embedded LocalCluster" if self.mode == "embedded" else "existing Dask cluster"
+        dashboard = f", dashboard {self.dashboard}" if self.dashboard else ", no dashboard"
+        return f"engine: {where} at {self.address}, {self.workers} worker process(es) with one thread{dashboard}"
+
+    @property
+    def environment(self) -> dict:
+        """The environment that sends a chapter's tasks to this engine."""
+        return {SCHEDULER_ENV: self.address or IN_PROCESS}
+
+
+def default_workers() -> int:
+    """Worker processes of the embedded cluster: the CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@contextmanager
+def start_engine(scheduler: str | None = None, workers: int | None = None):
+    """The engine of one command, as a context manager yielding an :class:`Engine`.
+
+    Args:
+        scheduler: address of an existing Dask scheduler (default: the value of :data:`SCHEDULER_ENV`, if it
+            names one); with it, ``workers`` must be ``None``.
+        workers: ``1`` runs every task in-process (for debugging); ``k > 1`` starts an embedded
+            ``LocalCluster`` of ``k`` worker processes with one thread each; ``None``: :func:`default_workers`
+            (in-process when that is 1).
+
+    The embedded cluster has no memory limit per worker: a chapter's tasks are sized for the machine, and
+    Dask's pause-and-restart policy would turn one large task into a restart loop.
+    """
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    scheduler = scheduler or scheduler_address()
+    if scheduler is not None:
+        if workers is not None:
+            raise ValueError("workers must not be given with a scheduler: an existing cluster has its own workers")
+        client = client_for(scheduler)
+        info = client.scheduler_info()
+        yield Engine("external", scheduler, len(info.get("workers", {})), client.dashboard_link or None)
+        return
+    workers = default_workers() if workers is None else workers
+    if workers == 1:
+        yield Engine(IN_PROCESS, None, 1, None)
+        return
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=None,
+                      dashboard_address="127.0.0.1:0", host="127.0.0.1") as cluster:
+        dashboard = cluster.dashboard_link if _has_dashboard() else None
+        try:
+            yield Engine("embedded", cluster.scheduler_address, workers, dashboard)
+        finally:
+            client = _clients.pop(cluster.scheduler_address, None)
+            if client is not None:
+                client.close()
+
+
+def _has_dashboard() -> bool:
+    try:
+        import bokeh  # noqa: F401  (the dashboard needs it)
+    except ImportError:
+        return False
+    return True
