@@ -56,3 +56,22 @@ def heads_tuple(heads, name: str = "heads") -> tuple[int, ...]:
     if not heads or any(isinstance(h, bool) or not isinstance(h, numbers.Integral) or h < 1 for h in heads):
         raise ValueError(f"{name} must be a non-empty tuple of positive integers (H_1, ..., H_L), got {heads!r}")
     return tuple(int(h) for h in heads)
+
+
+DEVICES = ("cpu", "cuda")
+
+
+def torch_device(device, name: str = "device") -> torch.device:
+    """Check a compute device choice: ``"cpu"`` or ``"cuda"`` (also a ``torch.device`` of those types, e.g.
+    ``cuda:1``). Asking for CUDA where ``torch.cuda.is_available()`` is false is an error, never a silent
+    fallback to the CPU."""
+    try:
+        resolved = torch.device(device)
+    except (TypeError, RuntimeError) as err:
+        raise ValueError(f"{name} must be one of {DEVICES}, got {device!r}") from err
+    if resolved.type not in DEVICES:
+        raise ValueError(f"{name} must be one of {DEVICES}, got {device!r}")
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}={device!r} asks for a CUDA GPU, but torch.cuda.is_available() is False on this "
+                         f"machine; {name} must be one of {DEVICES} with 'cuda' only where a GPU is available")
+    return resolved

@@ -8,6 +8,7 @@ the build as it is. A chapter's front matter may hold::
       profiles:
         smoke: {}                        # values that override the parameters cell's defaults
         paper: {num_samples: 1000}
+        full: {num_samples: 100000}      # optional profile: only the chapters that list it have it
       report: true                       # optional: the chapter reads the results of the chapters before it
 
 Its ``parameters`` cell (a code cell tagged ``parameters``) holds plain literal assignments, among them
@@ -26,9 +27,16 @@ import yaml
 
 from .layout import BookLayout
 
-PROFILES = ("smoke", "paper")
-"""The execution profiles: ``smoke`` (the whole book in minutes; tests and CI) and ``paper`` (the paper's
-settings)."""
+PROFILES = ("smoke", "paper", "full")
+"""The execution profiles: ``smoke`` (the whole book in minutes; tests and CI), ``paper`` (the paper's
+settings, at sizes that two CPU cores manage) and ``full`` (the authors' model sizes where they exceed the
+``paper`` profile's; for a cluster or GPU, never run by CI)."""
+
+SHARED_PROFILES = ("smoke", "paper")
+"""The profiles every chapter has (a chapter that does not list one runs it with its defaults). Any other
+profile of :data:`PROFILES` exists only in the chapters whose front matter lists it: ``run CHAPTER --profile
+full`` executes such a chapter, and ``book --profile full`` stops before executing anything, naming the first
+chapter without it (:func:`resolve_parameters`)."""
 
 SMOKE_BUDGET_S = 180
 """Time budget of the smoke profile: the whole book executes within it on two CPU cores."""
@@ -174,7 +182,8 @@ def load_chapter(layout: BookLayout, docname: str) -> Chapter:
     if not isinstance(profiles, dict) or set(profiles) - set(PROFILES):
         raise ChapterError(f"chapter {name!r}: 'attnpaths.profiles' must map profile names among {PROFILES} to "
                            f"parameter values, got {profiles!r}")
-    chapter.profiles = {p: check_overrides(chapter, profiles.get(p) or {}, origin=f"profile {p!r}") for p in PROFILES}
+    chapter.profiles = {p: check_overrides(chapter, profiles.get(p) or {}, origin=f"profile {p!r}")
+                        for p in PROFILES if p in SHARED_PROFILES or p in profiles}
     chapter.report = bool(settings.get("report", False))
     return chapter
 
@@ -271,6 +280,10 @@ def resolve_parameters(chapter: Chapter, profile: str, overrides: dict | None = 
     overrides, then ``profile`` and ``results_dir``."""
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    if profile not in chapter.profiles:
+        raise ValueError(f"profile {profile!r} is defined only by some chapters, and chapter {chapter.name!r} does "
+                         f"not define it (its profiles: {', '.join(chapter.profiles)}); execute a chapter that "
+                         f"defines it with: python -m attnpaths run CHAPTER --profile {profile}")
     parameters = dict(chapter.defaults)
     parameters.update(chapter.profiles.get(profile, {}))
     parameters.update(check_overrides(chapter, overrides or {}))

@@ -12,7 +12,8 @@ sum by ``(F - n_dropped)^{-1/2}`` instead of ``F^{-1/2}``, without retraining.
 
 Unlike the Bayesian network of the theory (``attnpaths.network``), the weights carry no ``1/sqrt(N)``
 factors: they follow PyTorch's default ``Linear`` initialisation, uniform in
-``+-1/sqrt(fan_in)``, drawn here from an explicit ``torch.Generator``.
+``+-1/sqrt(fan_in)``, drawn here from an explicit CPU ``torch.Generator`` (in float64, then cast), so a
+seed gives the same initial weights whatever device the model is later moved to (``model.to(device)``).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class SumHeadTransformer(nn.Module):
     def _head_masks(self, drop_heads) -> torch.Tensor:
         """``[L, F]`` per-head factors: 0 for dropped heads, ``(F - n_dropped)^{-1/2}`` otherwise."""
         L, F = self.num_layers, self.num_heads
-        keep = torch.ones(L, F, dtype=torch.bool)
+        keep = torch.ones(L, F, dtype=torch.bool)  # built on the CPU, moved to the weights' device below
         for pair in drop_heads:
             try:
                 layer, head = (int(v) for v in pair)
@@ -99,7 +100,8 @@ class SumHeadTransformer(nn.Module):
         kept = keep.sum(dim=1)
         if (kept == 0).any():
             raise ValueError(f"drop_heads must leave at least one head in every layer, got {list(drop_heads)!r}")
-        return keep.to(self.readout.dtype) / kept.to(self.readout.dtype).sqrt()[:, None]
+        factors = keep.to(self.readout.dtype) / kept.to(self.readout.dtype).sqrt()[:, None]
+        return factors.to(self.readout.device)
 
     def _attention_query_major(self, tokens: torch.Tensor) -> torch.Tensor:
         """Softmax attention ``[B, L, F, T_query, T_key]`` from tokens ``[B, T, N0]``.
@@ -122,19 +124,21 @@ class SumHeadTransformer(nn.Module):
         Returns:
             ``[B, L, F, T, T]``.
         """
-        return self._attention_query_major(x.to(self.readout.dtype).transpose(1, 2)).transpose(-1, -2)
+        x = x.to(device=self.readout.device, dtype=self.readout.dtype)
+        return self._attention_query_major(x.transpose(1, 2)).transpose(-1, -2)
 
     def forward(self, x: torch.Tensor, drop_heads=()) -> torch.Tensor:
         """Outputs ``f(x)``.
 
         Args:
-            x: ``[B, N0, T]`` token features (``SequenceEncoder.encode``).
+            x: ``[B, N0, T]`` token features (``SequenceEncoder.encode``), on any device: they are moved to
+                the weights' device and dtype.
             drop_heads: 0-based ``(layer, head)`` pairs to prune.
 
         Returns:
-            ``[B]``.
+            ``[B]``, on the weights' device.
         """
-        tokens = x.to(self.readout.dtype).transpose(1, 2)  # [B, T, N0]
+        tokens = x.to(device=self.readout.device, dtype=self.readout.dtype).transpose(1, 2)  # [B, T, N0]
         B, T, _ = tokens.shape
         L, F, N = self.values.shape[:3]
         scale = self._head_masks(drop_heads)
@@ -152,7 +156,7 @@ class SumHeadTransformer(nn.Module):
         """The trained query/key maps as the theory's fixed attention (spec S2, qk form with
         ``1/sqrt(G)``, ``readout="average_pooling"``), as float64 copies."""
         layers = tuple(
-            AttentionLayer(Q=self.queries[l].detach().double(), K=self.keys[l].detach().double())
+            AttentionLayer(Q=self.queries[l].detach().cpu().double(), K=self.keys[l].detach().cpu().double())
             for l in range(self.num_layers)
         )
         return Attention(layers, readout="average_pooling")
@@ -164,8 +168,8 @@ class SumHeadTransformer(nn.Module):
         Returns:
             float64 ``[F^L, N]`` in the package's path order (``h_1`` slowest).
         """
-        values = self.values.detach().double()
-        weights = self.readout.detach().double()[None]  # [paths of layers l+1..L, N]
+        values = self.values.detach().cpu().double()
+        weights = self.readout.detach().cpu().double()[None]  # [paths of layers l+1..L, N]
         for layer in reversed(range(self.num_layers)):
             # new[h_l, rho] = weights[rho] @ V^(l, h_l); h_l becomes the slowest path index.
             weights = torch.einsum("rm,hmn->hrn", weights, values[layer]).reshape(-1, values.shape[-1])

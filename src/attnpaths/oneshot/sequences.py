@@ -12,9 +12,11 @@ with a LayerNorm without learned affine (its default, frozen, is the identity), 
 table normalised by its own global mean and standard deviation, and a frozen random ``N(0, 1)``
 label embedding of the tokens 0, 1, 2, shared by the 16 patches of an image.
 
-Difference from the paper: images are 1-channel grayscale, so a patch has ``p^2 = 64`` features; the
-paper repeats the grayscale Omniglot image on 3 channels, so its patches have 192 features that are
-three copies of the same 64 values, which LayerNorm maps to three copies of the same normalised values.
+Channels: the images are grayscale. With ``channels = 1`` (the default) a patch has ``p^2 = 64``
+features. The authors repeat the grayscale Omniglot image on 3 channels before cutting patches
+(einops ``(p1 p2 c)``, channel fastest), so their patches have ``3 p^2 = 192`` features, every pixel three
+times in a row; ``channels = 3`` does the same, which LayerNorm maps to three copies of the same
+normalised values (position code and label embedding then have 192 features of their own).
 """
 
 from __future__ import annotations
@@ -57,14 +59,18 @@ class SequenceEncoder:
         patch_size: side ``p`` of the square patches.
         image_size: side ``S`` of the square images.
         layer_norm_eps: epsilon of the per-token LayerNorm.
+        channels: copies of every grayscale pixel in a patch (1, or 3 as the authors' RGB-repeated images).
     """
 
     label_embedding: np.ndarray
     patch_size: int = 8
     image_size: int = 32
     layer_norm_eps: float = 1e-5
+    channels: int = 1
 
     def __post_init__(self):
+        if isinstance(self.channels, bool) or not isinstance(self.channels, (int, np.integer)) or self.channels < 1:
+            raise ValueError(f"channels must be a positive integer, got {self.channels!r}")
         if self.image_size % self.patch_size:
             raise ValueError(f"patch_size must divide image_size={self.image_size}, got {self.patch_size}")
         emb = np.asarray(self.label_embedding, dtype=np.float64)
@@ -73,16 +79,21 @@ class SequenceEncoder:
         object.__setattr__(self, "label_embedding", emb)
 
     @classmethod
-    def create(cls, rng: np.random.Generator, *, patch_size: int = 8, image_size: int = 32) -> SequenceEncoder:
-        """An encoder with a fresh ``N(0, 1)`` label embedding drawn from ``rng``."""
+    def create(cls, rng: np.random.Generator, *, patch_size: int = 8, image_size: int = 32,
+               channels: int = 1) -> SequenceEncoder:
+        """An encoder with a fresh ``N(0, 1)`` label embedding ``[3, channels * patch_size^2]`` drawn from
+        ``rng``."""
         if not isinstance(patch_size, int) or patch_size < 1:
             raise ValueError(f"patch_size must be a positive integer, got {patch_size!r}")
-        return cls(rng.standard_normal((3, patch_size * patch_size)), patch_size, image_size)
+        if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
+            raise ValueError(f"channels must be a positive integer, got {channels!r}")
+        return cls(rng.standard_normal((3, channels * patch_size * patch_size)), patch_size, image_size,
+                   channels=channels)
 
     @property
     def input_width(self) -> int:
-        """``N0``, features per token."""
-        return self.patch_size**2
+        """``N0 = channels * p^2``, features per token."""
+        return self.channels * self.patch_size**2
 
     @property
     def patches_per_image(self) -> int:
@@ -104,15 +115,16 @@ class SequenceEncoder:
             images: ``[B, 3, S, S]``.
 
         Returns:
-            float64 ``[B, T, p*p]``, tokens image by image, patches row-major.
+            float64 ``[B, T, N0]`` (``N0 = channels * p * p``), tokens image by image, patches row-major,
+            pixels row-major inside a patch with the channel copies of a pixel next to each other.
         """
         images = np.asarray(images, dtype=np.float64)
         B, n, S, _ = images.shape
         p, k = self.patch_size, self.image_size // self.patch_size
         if images.shape[1:] != (3, self.image_size, self.image_size):
             raise ValueError(f"images must have shape [B, 3, {self.image_size}, {self.image_size}], got {images.shape}")
-        tiles = images.reshape(B, n, k, p, k, p).transpose(0, 1, 2, 4, 3, 5)
-        return tiles.reshape(B, n * k * k, p * p)
+        tiles = images.reshape(B, n, k, p, k, p).transpose(0, 1, 2, 4, 3, 5).reshape(B, n * k * k, p * p)
+        return np.repeat(tiles, self.channels, axis=-1) if self.channels > 1 else tiles
 
     def encode(self, images, label_tokens, *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
         """Token features of episodes.
@@ -143,6 +155,7 @@ class SequenceEncoder:
             "patch_size": self.patch_size,
             "image_size": self.image_size,
             "layer_norm_eps": self.layer_norm_eps,
+            "channels": self.channels,
         }
 
     @classmethod
@@ -152,6 +165,7 @@ class SequenceEncoder:
             int(state["patch_size"]),
             int(state["image_size"]),
             float(state["layer_norm_eps"]),
+            int(state.get("channels", 1)),
         )
 
 

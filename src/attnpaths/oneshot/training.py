@@ -5,14 +5,19 @@ Adam step on the mean squared error to ``y = +-1``, and every ``validate_every``
 accuracy on a fixed set of validation episodes (disjoint classes). The weights with the best validation
 accuracy are kept, as the authors keep their best checkpoint.
 
-All randomness comes from ``TrainingConfig.seed`` through explicit generators: a ``torch.Generator``
+All randomness comes from ``TrainingConfig.seed`` through explicit generators: a CPU ``torch.Generator``
 for the initial weights, and three independent ``numpy`` streams (``SeedSequence(seed).spawn(3)``) for
 the label embedding, the training episodes and the validation episodes.
+
+Device: training runs on the CPU by default, or on a CUDA GPU with ``device="cuda"``. Every random draw
+stays on the CPU (weights and episodes are drawn there, then moved), so a seed gives the same initial
+weights and the same batches on both devices, and the trained weights differ only by floating-point
+rounding (float32). The device is not a training parameter: it is not part of the cache key, and the
+returned model is always on the CPU.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -25,6 +30,7 @@ from tqdm import tqdm
 
 from .imagesets import ImageDataset
 from .model import SumHeadTransformer
+from .._validation import torch_device
 from .sequences import SequenceEncoder, Sequences, sample_sequences
 
 FORMAT = "attnpaths.oneshot.trained/1"
@@ -38,7 +44,10 @@ class TrainingConfig:
     8 on 3-channel images (N0 = 192), Adam lr 3e-4, weight decay 5e-5, batch 128, 10 epochs on a GPU.
     Here, to train on two CPU cores in minutes: N = 64, G = 32 on 1-channel patches (N0 = 64), and
     4000 steps of batch 128 (512k episodes) with lr 1e-3, which leaves the initial plateau of the MSE
-    loss much sooner than 3e-4 does.
+    loss much sooner than 3e-4 does. :data:`AUTHORS_TRAINING` holds the authors' sizes and settings.
+
+    ``channels`` is the number of copies of each grayscale pixel in a patch (``N0 = channels *
+    patch_size^2``; see :class:`~attnpaths.oneshot.sequences.SequenceEncoder`).
     """
 
     width: int = 64
@@ -46,6 +55,7 @@ class TrainingConfig:
     num_layers: int = 2
     num_heads: int = 4
     patch_size: int = 8
+    channels: int = 1
     learning_rate: float = 1e-3
     weight_decay: float = 5e-5
     batch_size: int = 128
@@ -55,7 +65,7 @@ class TrainingConfig:
     seed: int = 42
 
     def __post_init__(self):
-        for name in ("width", "qk_width", "num_layers", "num_heads", "patch_size", "batch_size", "steps",
+        for name in ("width", "qk_width", "num_layers", "num_heads", "patch_size", "channels", "batch_size", "steps",
                      "validate_every", "validation_sequences"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -66,6 +76,21 @@ class TrainingConfig:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+
+
+AUTHORS_STEPS_PER_EPOCH = 1028 * 1027 // 2 // 128
+"""Adam steps of one of the authors' epochs: their meta-training loader enumerates every pair of the 1028
+Omniglot training characters once per epoch, in full batches of 128 episodes (4124 steps)."""
+
+AUTHORS_TRAINING = TrainingConfig(
+    width=512, qk_width=128, num_layers=2, num_heads=4, patch_size=8, channels=3, learning_rate=3e-4,
+    weight_decay=5e-5, batch_size=128, steps=10 * AUTHORS_STEPS_PER_EPOCH, validate_every=1000,
+    validation_sequences=1024, seed=42,
+)
+"""The authors' gradient-descent run (``train_2lay_h4_g128_n512.sh``): N = 512, G = 128, 2 layers x 4 heads,
+8x8 patches of 3-channel images (N0 = 192), Adam lr 3e-4, weight decay 5e-5, batch 128, 10 epochs
+(:data:`AUTHORS_STEPS_PER_EPOCH` steps each), validation every 1000 steps. The one-shot chapter's ``full``
+profile trains this configuration."""
 
 
 @dataclass
@@ -92,8 +117,9 @@ class TrainedModel:
 
 @torch.no_grad()
 def predict(model: SumHeadTransformer, x: torch.Tensor, *, drop_heads=(), batch_size: int = 1024) -> torch.Tensor:
-    """Model outputs ``[B]`` for inputs ``x`` ``[B, N0, T]``, in batches, without gradients."""
-    outputs = [model(x[i : i + batch_size], drop_heads=drop_heads) for i in range(0, x.shape[0], batch_size)]
+    """Model outputs ``[B]`` (on the CPU) for inputs ``x`` ``[B, N0, T]``, in batches, without gradients;
+    the batches are computed on the model's device."""
+    outputs = [model(x[i : i + batch_size], drop_heads=drop_heads).cpu() for i in range(0, x.shape[0], batch_size)]
     return torch.cat(outputs) if outputs else x.new_zeros(0)
 
 
@@ -103,37 +129,70 @@ def accuracy(model: SumHeadTransformer, sequences: Sequences, *, drop_heads=()) 
     return float((torch.sign(f).double() == sequences.y.double()).double().mean())
 
 
-def fit(config: TrainingConfig, dataset: ImageDataset, *, progress: bool = True) -> TrainedModel:
-    """Train the model of ``config`` on ``dataset.train`` episodes, validating on ``dataset.validation``.
+def initial_model(config: TrainingConfig, image_size: int) -> tuple[SumHeadTransformer, SequenceEncoder, tuple]:
+    """The untrained model and encoder of ``config`` for images of side ``image_size``, on the CPU.
 
     Returns:
-        a :class:`TrainedModel` holding the best-validation weights.
+        ``(model, encoder, (train_rng, validation_rng))``: the model's weights drawn from
+        ``torch.Generator().manual_seed(config.seed)``, the encoder's label embedding ``[3, N0]`` and the two
+        episode streams from ``SeedSequence(config.seed).spawn(3)`` (see the module docstring).
     """
     encoder_rng, train_rng, validation_rng = (
         np.random.default_rng(s) for s in np.random.SeedSequence(config.seed).spawn(3)
     )
     encoder = SequenceEncoder.create(
-        encoder_rng, patch_size=config.patch_size, image_size=dataset.train.image_size
+        encoder_rng, patch_size=config.patch_size, image_size=image_size, channels=config.channels
     )
     model = SumHeadTransformer(
         encoder.input_width, config.width, config.qk_width, config.num_layers, config.num_heads,
         generator=torch.Generator().manual_seed(config.seed),
     )
+    return model, encoder, (train_rng, validation_rng)
+
+
+def training_step(model: SumHeadTransformer, optimiser: torch.optim.Optimizer, batch: Sequences) -> torch.Tensor:
+    """One Adam step on the mean squared error of ``model(batch.x)`` ``[B]`` to ``batch.y`` ``[B]``, on the
+    model's device; returns the loss before the step (a 0-d tensor on that device)."""
+    device = model.readout.device
+    loss = torch.mean((model(batch.x.to(device)) - batch.y.to(device=device, dtype=torch.float32)) ** 2)
+    optimiser.zero_grad(set_to_none=True)
+    loss.backward()
+    optimiser.step()
+    return loss.detach()
+
+
+def make_optimiser(model: SumHeadTransformer, config: TrainingConfig) -> torch.optim.Adam:
+    """Adam with the learning rate and weight decay of ``config`` (betas 0.9, 0.999)."""
+    return torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+
+
+def fit(config: TrainingConfig, dataset: ImageDataset, *, progress: bool = True, device="cpu") -> TrainedModel:
+    """Train the model of ``config`` on ``dataset.train`` episodes, validating on ``dataset.validation``.
+
+    Args:
+        config: sizes and optimiser settings.
+        dataset: image classes; episodes ``x`` ``[B, N0, T]`` are drawn from its splits on the CPU.
+        progress: show a tqdm bar.
+        device: ``"cpu"`` or ``"cuda"`` (``ValueError`` if CUDA is asked for and unavailable); where the
+            forward, backward and Adam steps run. The random draws do not depend on it.
+
+    Returns:
+        a :class:`TrainedModel` holding the best-validation weights, on the CPU.
+    """
+    device = torch_device(device, "device")
+    model, encoder, (train_rng, validation_rng) = initial_model(config, dataset.train.image_size)
+    model.to(device)
     validation = sample_sequences(
         dataset.validation, config.validation_sequences, encoder, validation_rng, dtype=torch.float32
     )
-    optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    optimiser = make_optimiser(model, config)
     history = {"step": [], "train_loss": [], "validation_accuracy": []}
-    best = (-1.0, 0, copy.deepcopy(model.state_dict()))
+    best = (-1.0, 0, _cpu_state(model))
     running = []
     bar = tqdm(range(1, config.steps + 1), desc="training one-shot model", unit="step", disable=not progress)
     for step in bar:
         batch = sample_sequences(dataset.train, config.batch_size, encoder, train_rng, dtype=torch.float32)
-        loss = torch.mean((model(batch.x) - batch.y.float()) ** 2)
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        optimiser.step()
-        running.append(float(loss.detach()))
+        running.append(float(training_step(model, optimiser, batch)))
         if step % config.validate_every == 0 or step == config.steps:
             val_acc = accuracy(model, validation)
             history["step"].append(step)
@@ -141,10 +200,16 @@ def fit(config: TrainingConfig, dataset: ImageDataset, *, progress: bool = True)
             history["validation_accuracy"].append(val_acc)
             running = []
             if val_acc > best[0]:
-                best = (val_acc, step, copy.deepcopy(model.state_dict()))
+                best = (val_acc, step, _cpu_state(model))
             bar.set_postfix(loss=f"{history['train_loss'][-1]:.3f}", val_acc=f"{val_acc:.3f}")
+    model.to("cpu")
     model.load_state_dict(best[2])
     return TrainedModel(model, encoder, config, dict(dataset.parameters), history, best[1])
+
+
+def _cpu_state(model: SumHeadTransformer) -> dict:
+    """A CPU copy of the model's weights."""
+    return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
 
 
 def save_trained(trained: TrainedModel, path: str) -> None:
@@ -191,9 +256,13 @@ def load_trained(path: str) -> TrainedModel:
 
 
 def model_cache_path(config: TrainingConfig, dataset: ImageDataset, cache_dir: str) -> str:
-    """File name keyed on the training parameters, the data parameters and the torch version."""
+    """File name keyed on the training parameters, the data parameters and the torch version (not on the
+    device). A 1-channel configuration keeps the key it had before ``channels`` existed."""
+    training = asdict(config)
+    if training["channels"] == 1:
+        del training["channels"]
     text = json.dumps(
-        {"training": asdict(config), "data": dataset.parameters, "torch": torch.__version__, "format": FORMAT},
+        {"training": training, "data": dataset.parameters, "torch": torch.__version__, "format": FORMAT},
         sort_keys=True,
     )
     return os.path.join(cache_dir, f"oneshot-model-{hashlib.sha256(text.encode()).hexdigest()[:16]}.pt")
@@ -205,16 +274,19 @@ def load_or_fit(
     *,
     cache_dir: str | None = os.path.join("_build", "cache"),
     progress: bool = True,
+    device="cpu",
 ) -> TrainedModel:
     """The model trained with ``config`` on ``dataset``: loaded from ``cache_dir`` when a file with the
-    same training and data parameters exists, else trained and saved there (``None``: never cached)."""
+    same training and data parameters exists, else trained on ``device`` (see :func:`fit`) and saved there
+    (``None``: never cached). The device is checked even when the model comes from the cache."""
+    torch_device(device, "device")
     if cache_dir is None:
-        return fit(config, dataset, progress=progress)
+        return fit(config, dataset, progress=progress, device=device)
     path = model_cache_path(config, dataset, cache_dir)
     if os.path.exists(path):
         trained = load_trained(path)
         if trained.config == config and trained.data_parameters == dataset.parameters:
             return trained
-    trained = fit(config, dataset, progress=progress)
+    trained = fit(config, dataset, progress=progress, device=device)
     save_trained(trained, path)
     return trained

@@ -1,0 +1,167 @@
+"""Training device option (CPU by default, CUDA on request, a clear error without a GPU), the 3-channel
+token encoding, the one-shot chapter's ``full`` profile (resolved, then run at small sizes), and the
+training benchmark."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attnpaths.benchmarks import training as bench
+from attnpaths.benchmarks.record import read_record
+from attnpaths.book.chapters import book_chapters, find_chapter, resolve_parameters
+from attnpaths.book.layout import BookLayout
+from attnpaths.oneshot import training
+from attnpaths.oneshot.imagesets import ImageClasses, ImageDataset
+from attnpaths.oneshot.sequences import SequenceEncoder
+from attnpaths.oneshot.training import AUTHORS_TRAINING, TrainingConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = TrainingConfig(width=8, qk_width=4, batch_size=16, steps=6, validate_every=3, validation_sequences=32)
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+
+
+def random_classes(n_classes, seed, size=16):
+    rng = np.random.default_rng(seed)
+    images = rng.uniform(size=(n_classes, 4, size, size)).astype(np.float32)
+    return ImageClasses(images, tuple(f"r{seed}-{k}" for k in range(n_classes)), ("random",) * n_classes)
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return ImageDataset(random_classes(6, 0), random_classes(4, 1), random_classes(4, 2), parameters={"source": "r"})
+
+
+def test_cpu_is_the_default_and_the_result_lives_on_the_cpu(dataset):
+    default = training.fit(TINY, dataset, progress=False)
+    explicit = training.fit(TINY, dataset, progress=False, device="cpu")
+    for a, b in zip(default.model.parameters(), explicit.model.parameters()):
+        assert a.device.type == "cpu" and torch.equal(a, b)
+    assert default.history == explicit.history
+
+
+@pytest.mark.parametrize("call", ["fit", "load_or_fit"])
+def test_cuda_without_a_gpu_is_a_clear_error(dataset, monkeypatch, tmp_path, call):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"device='cuda'.*torch\.cuda\.is_available\(\) is False.*'cpu', 'cuda'"):
+        if call == "fit":
+            training.fit(TINY, dataset, progress=False, device="cuda")
+        else:
+            training.load_or_fit(TINY, dataset, progress=False, device="cuda", cache_dir=str(tmp_path))
+
+
+@pytest.mark.parametrize("device", ["tpu", "mps", 3, "gpu"])
+def test_unknown_devices_are_refused(dataset, device):
+    with pytest.raises(ValueError, match=r"device must be one of \('cpu', 'cuda'\)"):
+        training.fit(TINY, dataset, progress=False, device=device)
+
+
+@CUDA
+def test_cuda_training_agrees_with_cpu(dataset):
+    config = replace(TINY, steps=20, validate_every=10)
+    cpu = training.fit(config, dataset, progress=False, device="cpu")
+    gpu = training.fit(config, dataset, progress=False, device="cuda")
+    # same seed: same initial weights and batches; after 20 float32 Adam steps only rounding differs
+    for (name, a), b in zip(cpu.model.named_parameters(), gpu.model.parameters()):
+        assert b.device.type == "cpu"
+        torch.testing.assert_close(b, a, rtol=1e-3, atol=1e-4, msg=name)
+    np.testing.assert_allclose(gpu.history["train_loss"], cpu.history["train_loss"], rtol=1e-3)
+    x = torch.randn(8, cpu.encoder.input_width, cpu.encoder.num_tokens, generator=torch.Generator().manual_seed(0))
+    on_gpu = cpu.model.to("cuda")
+    torch.testing.assert_close(training.predict(on_gpu, x), training.predict(gpu.model, x), rtol=1e-3, atol=1e-4)
+
+
+def test_three_channel_patches_repeat_every_pixel():
+    rng = np.random.default_rng(0)
+    one = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=8)
+    three = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=8, channels=3)
+    assert (one.input_width, three.input_width) == (16, 48) and three.num_tokens == one.num_tokens == 12
+    images = rng.uniform(size=(2, 3, 8, 8))
+    p1, p3 = one.patches(images), three.patches(images)
+    assert np.array_equal(p3, np.repeat(p1, 3, axis=-1))  # channel fastest, as einops '(p1 p2 c)'
+    # LayerNorm of three copies = three copies of the LayerNorm (position and label codes have 48 features)
+    labels = np.tile([0, 1, 2], (2, 1))
+    x = three.encode(images, labels)
+    extra = three.positions()[None] + np.repeat(three.label_embedding[labels], three.patches_per_image, axis=1)
+    normed = x.numpy().transpose(0, 2, 1) - extra
+    assert np.allclose(normed[..., 0::3], normed[..., 1::3]) and np.allclose(normed[..., 0::3], normed[..., 2::3])
+    assert SequenceEncoder.from_state(three.state()).channels == 3
+    with pytest.raises(ValueError, match="channels must be a positive integer"):
+        SequenceEncoder.create(rng, channels=0)
+
+
+def test_one_channel_cache_key_is_unchanged(dataset, tmp_path):
+    # configurations that existed before ``channels`` keep their cached models
+    key = training.model_cache_path(TINY, dataset, str(tmp_path))
+    assert key == training.model_cache_path(replace(TINY, channels=1), dataset, str(tmp_path))
+    assert key != training.model_cache_path(replace(TINY, channels=3), dataset, str(tmp_path))
+
+
+def oneshot_chapter():
+    return find_chapter(book_chapters(BookLayout(ROOT)), "oneshot")
+
+
+def test_full_profile_is_the_authors_run():
+    params = resolve_parameters(oneshot_chapter(), "full")
+    assert (params["model_width"], params["qk_width"], params["num_heads"], params["input_channels"]) == (512, 128, 4, 3)
+    assert (params["image_size"], params["distortion_scale"], params["alphabets"]) == (32, 1.0, [])
+    assert params["widths"] == [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
+    assert params["temperatures"] == [0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5]
+    config = TrainingConfig(width=params["model_width"], qk_width=params["qk_width"], num_heads=params["num_heads"],
+                            channels=params["input_channels"], steps=params["train_steps"],
+                            batch_size=params["batch_size"], learning_rate=params["learning_rate"],
+                            validate_every=params["validate_every"],
+                            validation_sequences=params["validation_sequences"], seed=params["train_seed"])
+    assert config == AUTHORS_TRAINING
+    assert AUTHORS_TRAINING.steps == 10 * 4124
+    assert params["device"] == "cpu"  # the device is chosen with --set device=cuda
+
+
+def test_full_profile_only_in_the_chapters_that_define_it():
+    chapters = [c for c in book_chapters(BookLayout(ROOT)) if c.is_notebook]
+    without = [c for c in chapters if "full" not in c.profiles]
+    assert without, "every chapter defines 'full': the book-wide error path is untested here"
+    with pytest.raises(ValueError, match=r"profile 'full' is defined only by some chapters.*run CHAPTER --profile full"):
+        resolve_parameters(without[0], "full")
+    for chapter in chapters:
+        assert {"smoke", "paper"} <= set(chapter.profiles)
+
+
+def test_full_profile_code_path_at_small_sizes(dataset):
+    """The chapter's training and feature code with the full profile's settings, sizes overridden small."""
+    from attnpaths.oneshot import experiments as ex
+
+    params = resolve_parameters(oneshot_chapter(), "full")
+    config = TrainingConfig(width=16, qk_width=8, num_heads=params["num_heads"], channels=params["input_channels"],
+                            steps=4, batch_size=16, learning_rate=params["learning_rate"], validate_every=2,
+                            validation_sequences=32, seed=params["train_seed"])
+    trained = training.load_or_fit(config, dataset, cache_dir=None, progress=False, device=params["device"])
+    assert trained.encoder.input_width == 3 * trained.encoder.patch_size**2 == trained.model.hyperparameters["input_width"]
+    episodes = ex.draw_episodes(dataset, trained.encoder, num_train=8, num_validation=8, num_test=8, seed=0)
+    data = ex.episode_features(episodes, trained.model.attention())
+    assert np.isfinite(np.asarray(data.features["train"])).all()
+    assert training.accuracy(trained.model, episodes.test) >= 0
+
+
+def test_benchmark_times_a_step_and_projects_the_run():
+    config = replace(TINY, steps=100, validate_every=30)
+    report = bench.time_training(config, steps=2, warmup=1, image_size=16)
+    assert report["device"] == "cpu" and len(report["step_seconds"]) == 2 and report["num_validations"] == 4
+    expected = 100 * report["median_step_s"] + 4 * report["validation_s"]
+    assert report["projected_total_s"] == pytest.approx(expected)
+    json.dumps(report)  # a record must be JSON
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_committed_benchmark_records_describe_the_authors_size(device):
+    path = Path(bench.record_path(device))
+    if not path.is_file():
+        pytest.skip(f"no committed record {path.name}")
+    record = read_record(path)
+    report = record["report"]
+    assert report["device"] == device and report["config"] == training.asdict(AUTHORS_TRAINING)
+    assert (report["sizes"]["width"], report["sizes"]["input_width"], report["sizes"]["num_tokens"]) == (512, 192, 48)
+    assert record["commit"] and report["num_threads"] >= 1
