@@ -22,6 +22,7 @@ on another worker (and the result is the same, since the task is a pure function
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 import traceback
@@ -102,6 +103,20 @@ def scheduler_address() -> str | None:
 
 
 _clients: dict = {}
+CONNECT_TIMEOUT = "20s"
+"""How long :func:`client_for` waits for a scheduler to answer."""
+_chosen_client: contextvars.ContextVar = contextvars.ContextVar("attnpaths_client", default=None)
+
+
+@contextmanager
+def use_client(client):
+    """Send the tasks of every sweep in the body to ``client`` (a ``dask.distributed.Client``), whatever
+    :data:`SCHEDULER_ENV` says: ``with use_client(Client(cluster)): data_set_band(...)``."""
+    token = _chosen_client.set(client)
+    try:
+        yield client
+    finally:
+        _chosen_client.reset(token)
 
 
 def client_for(address: str):
@@ -113,7 +128,7 @@ def client_for(address: str):
     client = _clients.get(address)
     if client is None or client.status not in ("running", "connecting"):
         try:
-            client = Client(address, timeout="20s", set_as_default=False)
+            client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError) as err:
             raise ValueError(f"{SCHEDULER_ENV} / --scheduler must be the address of a running Dask scheduler, got "
                              f"{address!r}: {err}") from err
@@ -159,8 +174,8 @@ def map_tasks(function: Callable, tasks: Sequence[Mapping], *, description: str,
             workers once, not with every task.
         description: the sweep's name, shown on the progress bar and in errors.
         progress: a tqdm bar over finished tasks.
-        client: a ``dask.distributed.Client`` to use; by default the one :data:`SCHEDULER_ENV` names, or none
-            (in-process execution).
+        client: a ``dask.distributed.Client`` to use; by default the one of :func:`use_client`, else the one
+            :data:`SCHEDULER_ENV` names, else none (in-process execution).
 
     Raises:
         TaskFailed: a task raised (the first failure noticed; the tasks not yet finished are cancelled).
@@ -172,6 +187,8 @@ def map_tasks(function: Callable, tasks: Sequence[Mapping], *, description: str,
     overlap = sorted(set(shared) & set().union(*tasks))
     if overlap:
         raise ValueError(f"shared and tasks must name different arguments, both name {overlap}")
+    if client is None:
+        client = _chosen_client.get()
     if client is None:
         address = scheduler_address()
         client = client_for(address) if address is not None else None
@@ -200,11 +217,17 @@ def _in_process(function, tasks, shared, description, bar) -> list:
     return results
 
 
+def _value(value):
+    return value
+
+
 def _on_cluster(client, function, tasks, shared, description, bar) -> list:
     from distributed import as_completed
 
-    # scattered once; a task's arguments then hold futures, which the worker resolves to the values
-    sent = {name: client.scatter(value, broadcast=False, hash=False) for name, value in shared.items()}
+    # each shared value is sent once, as the result of a task that returns it: a task's arguments then hold
+    # its future. Unlike scattered data, which is lost with the worker holding it, a task's result can be
+    # recomputed by the scheduler when a worker dies
+    sent = {name: client.submit(_value, value, pure=False) for name, value in shared.items()}
     futures = [client.submit(run_task, function, {**sent, **arguments}, pure=False) for arguments in tasks]
     position = {future.key: index for index, future in enumerate(futures)}
     try:

@@ -1,0 +1,309 @@
+"""The Dask engine: task order, errors that name the task, seeds from task identity, bit-identical sweeps in one
+process, on one and on two worker processes, a worker killed mid-sweep, and an existing cluster started with
+Dask's own command-line tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import cloudpickle
+import numpy as np
+import pytest
+import torch
+
+from attnpaths import engine
+from attnpaths.hmc import experiments as hmc_ex
+from attnpaths.hmc.networks import four_path_network, two_path_network
+from attnpaths.oneshot import experiments as os_ex
+
+from conftest import write_chapter, write_toc
+
+# the tasks and types defined here travel to the workers by value: the workers cannot import this module
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def _cluster(workers: int):
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=None,
+                           dashboard_address="127.0.0.1:0", host="127.0.0.1")
+    return cluster, Client(cluster, set_as_default=False)
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    cluster, client = _cluster(2)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def one_worker():
+    cluster, client = _cluster(1)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def _square_plus(x, offset):
+    return x * x + offset
+
+
+def _fails_at_three(x):
+    if x == 3:
+        raise ArithmeticError("three is not allowed here")
+    return x
+
+
+# ---------------------------------------------------------------------------------------------------------
+# in-process behaviour
+
+
+def test_map_tasks_keeps_task_order_and_passes_shared_arguments():
+    assert engine.map_tasks(_square_plus, [dict(x=x) for x in (3, 1, 2)], shared=dict(offset=10),
+                            description="squares", progress=False) == [19, 11, 14]
+
+
+def test_a_failing_task_names_the_sweep_its_arguments_and_the_original_traceback():
+    with pytest.raises(engine.TaskFailed) as info:
+        engine.map_tasks(_fails_at_three, [dict(x=x) for x in range(5)], description="counting", progress=False)
+    message = str(info.value)
+    assert "task 4 of 5 of the sweep 'counting'" in message and "x=3" in message
+    assert "ArithmeticError: three is not allowed here" in message and "_fails_at_three" in message
+    assert isinstance(info.value.__cause__, ArithmeticError)
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="shared and tasks must name different arguments"):
+        engine.map_tasks(_square_plus, [dict(x=1, offset=2)], shared=dict(offset=3), description="s")
+    with pytest.raises(ValueError, match="function must be callable"):
+        engine.map_tasks(3, [dict(x=1)], description="s")
+    with pytest.raises(ValueError, match="seed and identity must be non-negative integers"):
+        engine.task_seed(-1, 2)
+    with pytest.raises(ValueError, match="workers must be an integer >= 1"):
+        with engine.start_engine(workers=0):
+            pass
+
+
+def test_task_seeds_depend_on_the_identity_only():
+    assert engine.task_seed(5, 1, 10) == engine.task_seed(5, 1, 10)
+    seeds = {engine.task_seed(5, i, w) for i in range(3) for w in (10, 30, 100)} | {engine.task_seed(6, 0, 10)}
+    assert len(seeds) == 10
+    # the seeds the chapters used before the engine existed, so their numbers did not change
+    assert engine.task_seed(7, 1, 30) == int(np.random.SeedSequence([7, 1, 30]).generate_state(1)[0])
+
+
+def test_single_threaded_restores_the_thread_count():
+    torch.set_num_threads(2)
+    try:
+        with engine.single_threaded():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)
+
+
+def test_the_environment_variable_chooses_the_engine(monkeypatch):
+    monkeypatch.delenv(engine.SCHEDULER_ENV, raising=False)
+    assert engine.scheduler_address() is None
+    monkeypatch.setenv(engine.SCHEDULER_ENV, engine.IN_PROCESS)
+    assert engine.scheduler_address() is None
+    with engine.start_engine(workers=1) as found:
+        assert found.mode == engine.IN_PROCESS and found.environment == {engine.SCHEDULER_ENV: engine.IN_PROCESS}
+    monkeypatch.setattr(engine, "CONNECT_TIMEOUT", "2s")
+    monkeypatch.setenv(engine.SCHEDULER_ENV, "tcp://127.0.0.1:9")  # nothing listens on the discard port
+    with pytest.raises(ValueError, match="must be the address of a running Dask scheduler"):
+        engine.map_tasks(_square_plus, [dict(x=1, offset=0)], description="s", progress=False)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the package's sweeps on real clusters
+
+
+@pytest.fixture(scope="module")
+def hmc_data():
+    sets = hmc_ex.draw_data_sets(3, torch.Generator().manual_seed(4), num_train=30, num_test=60)
+    train, test = sets[0]
+    return sets, hmc_ex.path_data(four_path_network(train), train, test)
+
+
+def _sweeps(hmc_data, client):
+    """Three of the package's sweeps, run with ``client`` (``None``: in-process)."""
+    sets, data = hmc_data
+    band = engine_band(sets, client)
+    plans = [hmc_ex.SamplingPlan(w, 5, 20, 2, 2, 10, 8, 1) for w in (10, 30)]
+    samples = _with_client(client, hmc_ex.sample_widths, data, plans, 0.01, 11, 0, progress=False)
+    return band, samples
+
+
+def _with_client(client, function, *args, **kwargs):
+    """Call ``function`` with its sweeps sent to ``client`` (``None``: in-process)."""
+    if client is None:
+        return function(*args, **kwargs)
+    with engine.use_client(client):
+        return function(*args, **kwargs)
+
+
+def engine_band(sets, client):
+    return _with_client(client, hmc_ex.data_set_band, sets, two_path_network, (10, 100), 0.01, progress=False)
+
+
+def test_sweeps_are_bit_identical_in_process_and_on_one_and_two_workers(hmc_data, one_worker, two_workers):
+    results = {name: _sweeps(hmc_data, client)
+               for name, client in (("in-process", None), ("1 worker", one_worker), ("2 workers", two_workers))}
+    reference_band, (reference_points, reference_exact) = results["in-process"]
+    for name, (band, (points, exact)) in results.items():
+        assert np.array_equal(band.accuracy, reference_band.accuracy), name
+        assert np.array_equal(band.U, reference_band.U), name
+        assert all(np.array_equal(band.gp[k], reference_band.gp[k]) for k in band.gp), name
+        for width in reference_points:
+            for field in ("mean", "sd", "U", "U_se", "kernel_mean"):
+                assert np.array_equal(getattr(points[width], field), getattr(reference_points[width], field)), \
+                    (name, width, field)
+            assert np.array_equal(exact[width].U, reference_exact[width].U), (name, width)
+    # and the sampled widths really were computed apart: different widths give different numbers
+    assert not np.array_equal(reference_points[10].U, reference_points[30].U)
+
+
+def test_a_task_error_on_a_cluster_carries_the_remote_traceback(two_workers):
+    with pytest.raises(engine.TaskFailed) as info:
+        engine.map_tasks(_fails_at_three, [dict(x=x) for x in range(5)], description="counting", progress=False,
+                         client=two_workers)
+    assert "x=3" in str(info.value) and "three is not allowed here" in str(info.value)
+    assert "_fails_at_three" in info.value.remote_traceback
+
+
+def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data):
+    """A real LocalCluster with 2 worker processes; one is killed (SIGKILL) while the sweep runs; the scheduler
+    reruns its tasks and the results equal those of the undisturbed in-process run."""
+    _, data = hmc_data
+    plans = [hmc_ex.SamplingPlan(w, 20, 120, 4, 2, 10, 8, 1) for w in (10, 12, 14, 16, 18, 20)]
+    undisturbed, _ = hmc_ex.sample_widths(data, plans, 0.01, 3, 0, progress=False)
+    cluster, client = _cluster(2)
+    try:
+        pids = client.run(os.getpid)
+        result, errors = {}, []
+
+        def sweep():
+            try:
+                result["points"] = _with_client(client, hmc_ex.sample_widths, data, plans, 0.01, 3, 0,
+                                                progress=False)[0]
+            except BaseException as err:  # reported below
+                errors.append(err)
+
+        thread = threading.Thread(target=sweep)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not client.processing() or not any(client.processing().values()):
+            assert time.monotonic() < deadline, "the sweep never started"
+            time.sleep(0.05)
+        busy = [address for address, keys in client.processing().items() if keys]
+        os.kill(pids[busy[0]], signal.SIGKILL)
+        killed_at = time.monotonic()
+        thread.join(timeout=300)
+        assert not thread.is_alive() and not errors, errors
+        assert time.monotonic() - killed_at > 0  # the sweep finished after the kill
+    finally:
+        client.close()
+        cluster.close()
+    assert list(result["points"]) == list(undisturbed)
+    for width, point in undisturbed.items():
+        assert np.array_equal(result["points"][width].U, point.U)
+        assert np.array_equal(result["points"][width].mean, point.mean)
+
+
+def test_theory_grid_rows_are_identical_on_a_cluster(two_workers):
+    """The one-shot (N, T) grid, one task per width, equals the in-process grid bit for bit."""
+    rng = np.random.default_rng(0)
+    features = {s: torch.as_tensor(rng.standard_normal((n, 6, 4))) for s, n in (("train", 20), ("test", 30))}
+    y = {s: torch.as_tensor(np.sign(rng.standard_normal(f.shape[0]))) for s, f in features.items()}
+    data = os_ex.EpisodeFeatures(network=_TwoByTwo(), features=features, y=y)
+    local = os_ex.theory_grid(data, (10, 100), (0.1, 1.0), progress=False)
+    remote = _with_client(two_workers, os_ex.theory_grid, data, (10, 100), (0.1, 1.0), progress=False)
+    for field in ("U", "converged", "iterations", "warm_started"):
+        assert np.array_equal(getattr(local, field), getattr(remote, field)), field
+    for split in local.means:
+        assert np.array_equal(local.means[split], remote.means[split])
+        assert np.array_equal(local.accuracy[split], remote.accuracy[split])
+
+
+class _TwoByTwo:
+    """The attention of a network with 2 layers of 2 heads: what the theory grid needs of a network."""
+
+    heads = (2, 2)
+    num_paths = 4
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a chapter through the command line, on each engine
+
+
+CHAPTER_BODY = """
+import numpy as np, torch
+from attnpaths.hmc import experiments as ex
+from attnpaths.hmc.networks import two_path_network
+sets = ex.draw_data_sets(2, torch.Generator().manual_seed(seed), num_train=30, num_test=60)
+band = ex.data_set_band(sets, two_path_network, (10, 100), 0.01, progress=False)
+values = {"accuracy": band.accuracy.tolist(), "U": band.U.tolist(), "gp": band.gp["all"].tolist()}
+"""
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != engine.SCHEDULER_ENV}
+    return subprocess.run([sys.executable, "-m", "attnpaths", *args], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def _results(root: Path) -> dict:
+    return json.loads((root / "_build" / "results" / "band.json").read_text())["values"]
+
+
+def test_a_chapter_gives_the_same_results_on_an_existing_cluster_and_embedded(tiny_book, tmp_path_factory):
+    """A scheduler and two workers started with `python -m dask scheduler|worker` on loopback; the chapter runs
+    against --scheduler, on the embedded cluster and in-process, and its results files are identical."""
+    root = tiny_book.root
+    write_chapter(root, "band", "seed = 3", CHAPTER_BODY)
+    write_toc(root, ["band"])
+    scheduler_file = tmp_path_factory.mktemp("dask") / "scheduler.json"
+    dask = [sys.executable, "-m", "dask"]
+    processes = [subprocess.Popen([*dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                   "--scheduler-file", str(scheduler_file)], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.is_file():
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.2)
+        processes += [subprocess.Popen([*dask, "worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1",
+                                        "--no-dashboard", "--memory-limit", "0"], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL) for _ in range(2)]
+        address = json.loads(scheduler_file.read_text())["address"]
+        from distributed import Client
+
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=60)
+        external = _cli(root, "run", "band", "--scheduler", address, "--force")
+        assert external.returncode == 0, external.stderr
+        assert f"existing Dask cluster at {address}, 2 worker process(es)" in external.stdout
+        on_cluster = _results(root)
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=30)
+    embedded = _cli(root, "run", "band", "--workers", "2", "--force")
+    assert embedded.returncode == 0, embedded.stderr
+    assert "embedded LocalCluster" in embedded.stdout
+    assert _results(root) == on_cluster
+    in_process = _cli(root, "run", "band", "--workers", "1", "--force")
+    assert in_process.returncode == 0 and "engine: in-process" in in_process.stdout
+    assert _results(root) == on_cluster
+    assert len(on_cluster["accuracy"]) == 2 and on_cluster["accuracy"][0] != on_cluster["accuracy"][1]
