@@ -129,8 +129,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's own)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--commit", default=None,
-                        help="commit of the measured sources, recorded when the run has no git checkout to read it "
-                             "from (e.g. a copy of the tree on a GPU machine)")
+                        help="commit of the measured sources, recorded instead of what git reads where it runs (for a "
+                             "copy of the tree on another machine, whose git metadata may be missing or stale)")
     parser.add_argument("--output", default=None,
                         help="where to write the record (default: _build/results/bench_training_DEVICE.json); "
                              "the book reads the committed records training_cpu.json and training_cuda.json in "
@@ -141,8 +141,8 @@ def main(argv=None) -> dict:
         torch.set_num_threads(args.threads)
     device = torch_device(args.device, "--device")
     started = start_record("training", argv)
-    if started["commit"] is None and args.commit:
-        started.update(commit=args.commit, commit_note="given with --commit: no git checkout where it ran")
+    if args.commit and args.commit != started["commit"]:
+        started.update(commit=args.commit, commit_note=f"given with --commit; git where it ran read {started['commit']}")
     report = time_training(replace(AUTHORS_TRAINING), device=device, steps=args.steps, seed=args.seed)
     output = args.output or os.path.join("_build", "results", f"bench_training_{device.type}.json")
     path = write_record(make_record(started, report), output)
