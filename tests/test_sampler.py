@@ -15,11 +15,8 @@ from scipy import stats
 from attnpaths.benchmarks import sampler as benchmark
 from attnpaths.network import AttentionNetwork, NetworkWeights
 from attnpaths.benchmarks.record import committed_record_path, read_record
-from attnpaths.sampler import PosteriorSampler, effective_sample_size, split_chains, split_rhat
-from test_network import random_attention, random_inputs
-
-# False-alarm rate of each statistical comparison below (the whole file stays far below 1 %).
-ALPHA = 1e-4
+from attnpaths.sampler import PosteriorSampler, effective_sample_size, split_rhat
+from helpers import ALPHA, Z_MAX, random_attention, random_inputs
 
 
 def tiny_problem(seed=0, widths=(2, 3, 2), variances=(0.5, 1.5, 0.8, 2.0), num_examples=6):
@@ -222,7 +219,42 @@ def test_split_rhat_flags_disagreeing_chains_and_trends():
     # a single chain with a trend: only the split into halves can see it
     trend = chains[:1] + torch.linspace(0, 3, 2000, dtype=torch.float64)[None, :, None]
     assert torch.all(split_rhat(trend) > 1.1)
-    assert split_chains(chains).shape == (8, 1000, 3)
+    # too short half-chains (fewer than 4 draws) have no R-hat
+    assert torch.all(torch.isnan(split_rhat(chains[:, :7])))
+
+
+# Split R-hat and ESS of the AR(1) chains ar1_chains(Generator().manual_seed(11), C, S, phi), entries 0-2,
+# computed by the package's own implementation that ArviZ replaced (attnpaths.sampler at commit 1c620f5).
+REPLACED_IMPLEMENTATION = {
+    # (phi, C, S): (ESS, split R-hat)
+    (0.0, 4, 1000): ([3767.7551214887317, 4352.169680962128, 3912.5486616379626],
+                     [1.0000626003213031, 0.9997369927011078, 1.0000215836525193]),
+    (0.5, 4, 1000): ([1326.2732663258403, 1619.3626375037493, 1274.2171192460744],
+                     [1.0020348124363119, 1.0013815191634765, 1.002030392981599]),
+    (0.9, 4, 1000): ([140.64987818567027, 227.3267151595422, 160.1691343411207],
+                     [1.0166857173064239, 1.0157360850077377, 1.0174794987660691]),
+    (-0.3, 4, 1000): ([7081.993753134319, 10458.14372908021, 7614.016837337658],
+                      [0.9995778381113307, 0.9993895533790434, 0.999544519876713]),
+    (0.5, 2, 200): ([59.618902196871126, 117.85407124784228, 95.80488768350989],
+                    [1.0542553090299804, 1.0189229203637657, 1.0316439889766835]),
+}
+
+
+@pytest.mark.parametrize("phi, num_chains, num_draws", list(REPLACED_IMPLEMENTATION))
+def test_diagnostics_agree_with_the_replaced_implementation(phi, num_chains, num_draws):
+    """Split R-hat is the same number. ESS (ArviZ's "mean" method) differs in two documented ways: ArviZ
+    sets the lag-0 autocorrelation to 1 where the replaced code used ``1 - W / (n var_plus)``, and, as Stan,
+    adds the even autocorrelation of the first non-positive pair when it is positive. Both only increase
+    the autocorrelation time ``tau = M / ESS``: by ``2 W / (n var_plus) ~ 2 / n`` (``n`` draws per
+    half-chain) plus one autocorrelation estimate at a lag where the chains have decorrelated, below
+    ``Z_MAX`` of its standard error ``sqrt(tau / M)``."""
+    chains = ar1_chains(torch.Generator().manual_seed(11), num_chains, num_draws, phi)
+    old_ess, old_rhat = (torch.tensor(v, dtype=torch.float64) for v in REPLACED_IMPLEMENTATION[phi, num_chains, num_draws])
+    torch.testing.assert_close(split_rhat(chains), old_rhat, rtol=1e-12, atol=0.0)
+    total, per_half = num_chains * num_draws, num_draws // 2
+    old_tau, tau = total / old_ess, total / effective_sample_size(chains)
+    assert torch.all(tau >= old_tau), (tau, old_tau)
+    assert torch.all(tau - old_tau <= 2 / (per_half - 1) + Z_MAX * torch.sqrt(old_tau / total)), (tau, old_tau)
 
 
 # -- the sampler's API -------------------------------------------------------------------------------------

@@ -26,9 +26,10 @@ Samples are stored compactly as the path input weights ``w_pi = e_pi V0 / sqrt(N
 (``[n_paths, N0]`` per sample, independent of the width), with which ``f(x) = sum_{pi,i} w_{pi i} xi_{i pi}(x)``
 on any inputs, and as the sampled order parameter ``e_pi . e_pi' / N_1`` of each sample (S10).
 
-Diagnostics follow Vehtari, Gelman, Simpson, Carpenter & Buerkner (2021), "Rank-normalization, folding,
-and localization: an improved R-hat", Bayesian Analysis 16(2): split chains, Geyer's initial monotone
-sequence for the effective sample size; R-hat without rank normalisation (Gelman et al., BDA3, §11.4).
+Diagnostics are ArviZ's (``effective_sample_size``, ``split_rhat``), following Vehtari, Gelman, Simpson,
+Carpenter & Buerkner (2021), "Rank-normalization, folding, and localization: an improved R-hat", Bayesian
+Analysis 16(2): split chains, Geyer's initial monotone sequence for the effective sample size; R-hat
+without rank normalisation (Gelman et al., BDA3, §11.4).
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ from __future__ import annotations
 import math
 import numbers
 import time
+import warnings
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -46,7 +49,7 @@ from .network import AttentionNetwork, NetworkWeights, predictor_from_input_weig
 
 
 # ------------------------------------------------------------------------------------------------------
-# convergence diagnostics
+# convergence diagnostics (ArviZ)
 # ------------------------------------------------------------------------------------------------------
 def _check_chains(samples, name: str = "samples") -> torch.Tensor:
     samples = as_float64_tensor(samples, name)
@@ -55,65 +58,53 @@ def _check_chains(samples, name: str = "samples") -> torch.Tensor:
     return samples
 
 
-def split_chains(samples) -> torch.Tensor:
-    """Split every chain into its first and second half (the middle draw of an odd length is dropped).
+def _arviz():
+    """ArviZ, imported on first use (it takes seconds) without its import-time notice of a coming refactor
+    (a ``FutureWarning``, which would reach an executed chapter's stderr)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz
 
-    Args:
-        samples: ``[C, S, ...]``.
+    return arviz
 
-    Returns:
-        ``[2C, S // 2, ...]``.
-    """
-    samples = _check_chains(samples)
-    half = samples.shape[1] // 2
-    return torch.cat([samples[:, :half], samples[:, samples.shape[1] - half :]], dim=0)
+
+def _per_entry(diagnostic, draws: np.ndarray, method: str) -> torch.Tensor:
+    """ArviZ's ``diagnostic(chains [C, S], method=method)`` of every entry of ``draws [C, S, ...]``."""
+    flat = draws.reshape(*draws.shape[:2], -1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # constant entries: NaN, as documented
+        values = [float(diagnostic(flat[:, :, j], method=method)) for j in range(flat.shape[2])]
+    return torch.tensor(values, dtype=torch.float64).reshape(draws.shape[2:])
 
 
 def split_rhat(samples) -> torch.Tensor:
-    """Split R-hat (Gelman et al., BDA3 eq. 11.4 on split chains) of every entry, shape ``samples.shape[2:]``.
+    """Split R-hat (Gelman et al., BDA3 eq. 11.4 on split chains) of every entry, shape ``samples.shape[2:]``,
+    for ``samples [C, S >= 8, ...]``.
 
-    Values near 1 mean the (half-)chains agree; Vehtari et al. (2021) recommend R-hat < 1.01.
-    Entries that are constant within every half-chain give NaN.
+    ArviZ's R-hat without its default rank normalisation, applied to the first and second half of every
+    chain: ``arviz.rhat(halves, method="identity")``, the same number as ``arviz.rhat(method="split")``,
+    which however refuses a single chain (the two halves of one chain are a valid comparison: they see a
+    trend). Values near 1 mean the half-chains agree; Vehtari et al. (2021) recommend R-hat < 1.01.
+    Half-chains of fewer than 4 draws, and entries constant within every half-chain, give NaN.
     """
-    z = split_chains(samples)
-    n = z.shape[1]
-    within = z.var(dim=1).mean(dim=0)
-    between = n * z.mean(dim=1).var(dim=0)
-    pooled = (n - 1) / n * within + between / n
-    return torch.sqrt(pooled / within)
+    draws = _check_chains(samples).detach().cpu().numpy()
+    half = draws.shape[1] // 2  # the middle draw of an odd length is dropped
+    if half < 4:  # ArviZ would log a shape warning and give NaN
+        return torch.full(draws.shape[2:], math.nan, dtype=torch.float64)
+    halves = np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0)
+    return _per_entry(_arviz().rhat, halves, "identity")
 
 
 def effective_sample_size(samples) -> torch.Tensor:
-    """Effective sample size of every entry (Vehtari et al. 2021, eqs. 10-13), shape ``samples.shape[2:]``.
+    """Effective sample size of the mean of every entry (Vehtari et al. 2021, eqs. 10-13), shape
+    ``samples.shape[2:]``, for ``samples [C, S >= 4, ...]``.
 
-    Autocorrelations are combined over split chains, ``rho_t = 1 - (W - mean_chains acov_t) / var_plus``,
-    and summed in pairs with Geyer's initial positive and monotone sequence. As in Stan, the estimate is
-    capped at ``M log10(M)`` for ``M`` total draws (antithetic chains cannot be trusted beyond it); the cap
-    is applied to the autocorrelation time, ``tau >= 1 / log10(M)``, so that very short or strongly
-    antithetic chains (``tau <= 0``) get the cap, not a negative size.
+    ``arviz.ess(method="mean")``: split chains, autocorrelations combined over them, summed in pairs with
+    Geyer's initial positive and monotone sequence (as in Stan), without the rank normalisation of ArviZ's
+    default ``"bulk"``. The estimate is capped at ``M log10(M)`` for ``M`` total draws (antithetic chains
+    cannot be trusted beyond it), so very short or strongly antithetic chains get the cap, not a negative
+    size. Entries that are constant over all draws get ``M``.
     """
-    z = split_chains(samples)
-    m, n = z.shape[:2]
-    flat = z.reshape(m, n, -1)
-    centred = flat - flat.mean(dim=1, keepdim=True)
-    # autocovariance at every lag through a zero-padded FFT (biased estimator, divided by n)
-    size = 2 ** math.ceil(math.log2(2 * n))
-    spectrum = torch.fft.rfft(centred, n=size, dim=1)
-    acov = torch.fft.irfft(spectrum * spectrum.conj(), n=size, dim=1)[:, :n] / n  # [m, n, D]
-    within = (acov[:, 0] * n / (n - 1)).mean(dim=0)
-    var_plus = within * (n - 1) / n + (flat.mean(dim=1).var(dim=0) if m > 1 else 0.0)
-    rho = 1 - (within - acov.mean(dim=0)) / var_plus  # [n, D], rho[0] = 1
-    num_pairs = n // 2
-    pairs = rho[: 2 * num_pairs].reshape(num_pairs, 2, -1).sum(dim=1)  # P_k = rho_2k + rho_2k+1
-    # initial positive sequence: keep pairs up to the first non-positive one
-    keep = torch.cumprod((pairs > 0).to(torch.float64), dim=0)
-    # initial monotone sequence: running minimum of the kept pairs
-    monotone = torch.cummin(torch.where(keep > 0, pairs, torch.full_like(pairs, math.inf)), dim=0).values
-    tau = -1 + 2 * (torch.where(keep > 0, monotone, torch.zeros_like(pairs))).sum(dim=0)
-    total = m * n
-    ess = total / torch.clamp(tau, min=1 / math.log10(total))
-    ess = torch.where(var_plus > 0, ess, torch.full_like(ess, math.nan))
-    return ess.reshape(z.shape[2:])
+    return _per_entry(_arviz().ess, _check_chains(samples).detach().cpu().numpy(), "mean")
 
 
 # ------------------------------------------------------------------------------------------------------
