@@ -1,9 +1,43 @@
-"""Small random problems shared by the theory tests, and the comparisons of the paper-record tests."""
+"""What the test modules share: the statistical thresholds, small random problems and networks, tiny
+throw-away books, and the comparisons of the paper-record tests. Test modules import from here, never
+from one another or from ``conftest``."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 
+from attnpaths.attention import Attention, AttentionLayer
+from attnpaths.claims import bonferroni_z
 from attnpaths.results import to_jsonable
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository root."""
+
+# --------------------------------------------------------------------------------------------------------
+# statistical thresholds
+
+Z_MAX = 4.0
+"""z bound of one Monte-Carlo comparison (one entry): a two-sided normal tail of 6.3e-5, so a file with a
+handful of such checks stays well below a 1e-3 false-alarm rate, while the errors they guard against
+(factors of H or N, swapped classes, a wrong normalisation) sit at tens of standard errors."""
+
+ALPHA = 1e-4
+"""False-alarm rate (p-value threshold) of one statistical test that gives a p-value (KS, chi-square)."""
+
+
+def family_z(num_entries: int, family_alpha: float = 0.01) -> float:
+    """Two-sided Bonferroni z bound that keeps the family-wise false-alarm rate of ``num_entries``
+    comparisons at ``family_alpha``."""
+    return bonferroni_z(num_entries, family_alpha)
+
+
+# --------------------------------------------------------------------------------------------------------
+# random problems, attention and inputs
 
 
 def random_problem(P=24, n0=6, heads=(2, 2), seed=0, signal=1.5):
@@ -24,6 +58,59 @@ def random_spd(n, seed, scale=1.0):
     g = torch.Generator().manual_seed(seed)
     A = torch.randn(n, n, generator=g, dtype=torch.float64)
     return scale * (A @ A.T / n + torch.eye(n, dtype=torch.float64))
+
+
+def random_attention(generator, heads, input_width, readout="last_token"):
+    """Attention with random bilinear (W-form) heads; W ~ N(0, 1) / N0 keeps the scores O(1), so the
+    softmax is neither flat nor one-hot."""
+    layers = tuple(
+        AttentionLayer(
+            W=torch.randn(H, input_width, input_width, generator=generator, dtype=torch.float64) / input_width
+        )
+        for H in heads
+    )
+    return Attention(layers, readout)
+
+
+def random_inputs(generator, num, input_width, num_tokens):
+    return torch.randn(num, input_width, num_tokens, generator=generator, dtype=torch.float64)
+
+
+# --------------------------------------------------------------------------------------------------------
+# tiny throw-away books (the runner's, CLI's, cache's and engine's tests)
+
+FRONT_MATTER = {
+    "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst", "format_version": 0.13}},
+    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+}
+
+
+def write_chapter(root: Path, name: str, parameters: str, body: str, profiles: dict | None = None,
+                  report: bool = False) -> Path:
+    """Write ``book/<name>.md``: a MyST notebook with a parameters cell (``profile`` and ``results_dir`` are
+    added), then ``body`` as one code cell, then a cell writing the results ``values`` defined by ``body``."""
+    meta = dict(FRONT_MATTER)
+    settings = {"profiles": profiles or {"smoke": {}, "paper": {}}}
+    if report:
+        settings["report"] = True
+    meta["attnpaths"] = settings
+    parameters = textwrap.dedent(parameters).strip()
+    parameters = (parameters + "\n" if parameters else "") + 'profile = "smoke"\nresults_dir = "_build/results"'
+    text = (f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n\n# Chapter {name}\n\n"
+            f"```{{code-cell}} ipython3\n:tags: [parameters]\n\n{parameters}\n```\n\n"
+            f"```{{code-cell}} ipython3\n{textwrap.dedent(body).strip()}\n```\n\n"
+            "```{code-cell} ipython3\nfrom attnpaths.results import write_results\n"
+            f"write_results({name!r}, profile, {{}}, values, results_dir)\n```\n")
+    path = root / "book" / f"{name}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def write_toc(root: Path, names: list[str]) -> None:
+    """A ``_toc.yml`` listing ``book/<name>`` in order (the first is the root)."""
+    toc = {"format": "jb-book", "root": f"book/{names[0]}", "chapters": [{"file": f"book/{n}"} for n in names[1:]]}
+    (root / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
 
 
 # --------------------------------------------------------------------------------------------------------

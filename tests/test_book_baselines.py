@@ -17,7 +17,7 @@ from attnpaths.book.baselines import CHECK_TAG, baseline_differences, baseline_p
 from attnpaths.book.executor import KERNEL_ENVIRONMENT
 from attnpaths.book.layout import BookLayout
 from attnpaths.book.runner import notebook_chapters
-from conftest import ROOT
+from helpers import ROOT
 
 LAYOUT = BookLayout(ROOT)
 CHAPTERS = notebook_chapters(LAYOUT)

@@ -11,12 +11,13 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from attnpaths.book.chapters import toc_docnames
-from conftest import ROOT
+from helpers import ROOT
 
 DOCNAMES = toc_docnames(ROOT / "_toc.yml")
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -76,9 +77,23 @@ def open_page(browser, url):
     WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState") == "complete")
 
 
+def first_heading(docname):
+    """The text of the first level-1 heading of ``book/<docname>.md``."""
+    source = (ROOT / f"{docname}.md").read_text()
+    return next(line[2:].strip() for line in source.splitlines() if line.startswith("# "))
+
+
 def test_index_leads_to_the_first_chapter(browser, site_url):
     open_page(browser, f"{site_url}/index.html")
-    WebDriverWait(browser, 30).until(lambda b: b.current_url.endswith(f"{DOCNAMES[0]}.html"))
+    first = f"{site_url}/{DOCNAMES[0]}.html"
+    try:
+        WebDriverWait(browser, 30).until(lambda b: b.current_url == first)
+    except TimeoutException:
+        pass  # the assertion below reports where the index led
+    assert browser.current_url == first, f"index.html led to {browser.current_url}, not to {first}"
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState") == "complete")
+    heading = browser.find_element(By.CSS_SELECTOR, "article h1").text
+    assert heading.rstrip("#").strip() == first_heading(DOCNAMES[0]), heading
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)

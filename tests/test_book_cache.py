@@ -8,7 +8,7 @@ import pytest
 from attnpaths.book import runner
 from attnpaths.book.cache import EXECUTION_METADATA, chapter_key, environment, package_digest, stored_key
 from attnpaths.book.chapters import book_chapters, resolve_parameters
-from conftest import write_chapter, write_toc
+from helpers import write_chapter, write_toc
 
 
 @pytest.fixture

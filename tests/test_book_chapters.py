@@ -4,7 +4,7 @@ import pytest
 
 from attnpaths.book.chapters import (ChapterError, ParameterError, book_chapters, parse_assignments,
                                      resolve_parameters, toc_docnames)
-from conftest import ROOT, write_chapter, write_toc
+from helpers import ROOT, write_chapter, write_toc
 
 PARAMETERS = """
 num_samples = 10

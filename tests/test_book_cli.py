@@ -6,7 +6,7 @@ import types
 import pytest
 
 from attnpaths.book.cli import main, run_benchmark
-from conftest import write_chapter, write_toc
+from helpers import write_chapter, write_toc
 
 
 @pytest.fixture

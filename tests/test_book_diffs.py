@@ -14,7 +14,7 @@ from attnpaths.book.cache import EXECUTION_METADATA
 from attnpaths.book.executor import ChapterFailed
 from attnpaths.book.numeric_diff import compare_json, compare_lines, is_volatile
 from attnpaths.results import write_results
-from conftest import write_chapter, write_toc
+from helpers import write_chapter, write_toc
 
 # --------------------------------------------------------------------------------------------------------
 # numeric_diff

@@ -18,7 +18,7 @@ from attnpaths.book.cli import main
 from attnpaths.book.executor import ChapterFailed
 from attnpaths.book.layout import BookLayout
 from attnpaths.results import read_results
-from conftest import write_chapter, write_toc
+from helpers import write_chapter, write_toc
 
 ALLOCATED_MIB = 400
 

@@ -23,7 +23,7 @@ from attnpaths.hmc import experiments as hmc_ex
 from attnpaths.hmc.networks import four_path_network, two_path_network
 from attnpaths.oneshot import experiments as os_ex
 
-from conftest import write_chapter, write_toc
+from helpers import write_chapter, write_toc
 
 # the tasks and types defined here travel to the workers by value: the workers cannot import this module
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

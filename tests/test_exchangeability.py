@@ -38,6 +38,7 @@ from attnpaths.exchangeability.latent_models import (
 )
 from attnpaths.exchangeability.representation import concept_posterior_experiment, gaussian_risk_theory
 from attnpaths.exchangeability.transfer import _diag_cov, predicted_transfer_ratio, transfer_experiment
+from helpers import Z_MAX
 
 SIGMA = np.array([[1.0, 0.3], [0.3, 0.5]])
 QUERY = np.array([0.5, -0.3])
@@ -297,7 +298,7 @@ def test_transfer_experiment_equals_direct_attention_on_the_same_draws():
 def test_concept_posterior_is_calibrated_within_its_standard_error():
     res = concept_posterior_experiment(_rng(17), lengths=[1, 4], num_sequences=4000)
     assert np.all(res.calibration_se > 0) and np.all(res.calibration_se < 0.5 / np.sqrt(4000) + 1e-12)
-    assert np.all(np.abs(res.accuracy - res.confidence) < 4 * res.calibration_se)
+    assert np.all(np.abs(res.accuracy - res.confidence) < Z_MAX * res.calibration_se)
 
 
 def test_risk_theory_and_transfer_ratio_limits():

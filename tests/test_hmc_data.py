@@ -7,11 +7,11 @@ import torch
 
 from attnpaths.hmc import HMCTask, markov_optionE, paper_test_set, paper_train_set
 from attnpaths.hmc.data import TEST_SEED, TRAIN_SEED
+from helpers import Z_MAX
 
-# Statistical checks accept deviations up to Z_MAX standard errors: for a correct generator a failure has
-# probability ~6e-5 per check, while the smallest error they guard against (e.g. swapping the two classes'
-# probabilities, or a noise strength on the wrong direction) is tens of standard errors away.
-Z_MAX = 4.0
+# Statistical checks accept deviations up to Z_MAX standard errors, while the smallest error they guard
+# against (e.g. swapping the two classes' probabilities, or a noise strength on the wrong direction) is tens
+# of standard errors away.
 
 
 def generator(seed):

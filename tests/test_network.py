@@ -6,30 +6,9 @@ import math
 import pytest
 import torch
 
-from attnpaths.attention import Attention, AttentionLayer
 from attnpaths.kernels import gp_kernel
 from attnpaths.network import AttentionNetwork, NetworkWeights
-
-# Per-entry z-score bound for Monte-Carlo comparisons: a two-sided normal tail of 6e-5 per entry, so a
-# handful of entries stays well below a 1e-3 false-alarm rate while normalisation errors (factors of
-# H or N) sit at tens of standard errors.
-Z_MAX = 4.0
-
-
-def random_attention(generator, heads, input_width, readout="last_token"):
-    """Attention with random bilinear (W-form) heads; W ~ N(0, 1) / N0 keeps the scores O(1), so the
-    softmax is neither flat nor one-hot."""
-    layers = tuple(
-        AttentionLayer(
-            W=torch.randn(H, input_width, input_width, generator=generator, dtype=torch.float64) / input_width
-        )
-        for H in heads
-    )
-    return Attention(layers, readout)
-
-
-def random_inputs(generator, num, input_width, num_tokens):
-    return torch.randn(num, input_width, num_tokens, generator=generator, dtype=torch.float64)
+from helpers import Z_MAX, random_attention, random_inputs
 
 
 def max_z_score(samples, expected):

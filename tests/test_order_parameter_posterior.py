@@ -5,20 +5,18 @@ import math
 import numpy as np
 import pytest
 import torch
-from scipy.stats import norm
 
 from attnpaths.network import AttentionNetwork
 from attnpaths.order_parameter_posterior import exact_action, sample_order_parameters
 from attnpaths.sampler import PosteriorSampler
 from attnpaths.theory import CholeskyCoordinates, architecture, solve
-from helpers import random_problem
-from test_network import random_attention, random_inputs
+from helpers import Z_MAX, family_z, random_attention, random_inputs, random_problem
 
 # N_1 >= n_1 = 4, N_2 >= n_2 = 2: the Wishart densities exist; N_a large enough for (E1) to have a mode in
 # log-Cholesky coordinates (at smaller widths the density there is a funnel towards U = 0)
 WIDTHS = (10, 12, 10)
 VARIANCES = (0.5, 1.5, 0.8, 2.0)
-Z = norm.ppf(1 - 0.01 / (2 * 10))  # 1 % family-wise over the 10 distinct entries of a 4 x 4 U
+Z = family_z(10)  # 1 % family-wise over the 10 distinct entries of a 4 x 4 U
 
 
 def test_log_jacobian_of_the_cholesky_coordinates_matches_autograd():
@@ -63,7 +61,7 @@ def test_without_information_in_the_data_the_exact_posterior_is_the_prior_of_the
     prior = hierarchical_wishart_draws(torch.Generator().manual_seed(3), 20000)
     prior_mean, prior_sd = prior.mean(0).numpy(), prior.std(0).numpy()
     U_gp = VARIANCES[1] * VARIANCES[2] * VARIANCES[3] * np.eye(4)
-    assert np.allclose(prior_mean, U_gp, atol=4 * prior_sd.max() / math.sqrt(20000))
+    assert np.allclose(prior_mean, U_gp, atol=Z_MAX * prior_sd.max() / math.sqrt(20000))
     se = np.sqrt(samples.mc_se**2 + prior_sd**2 / 20000)
     assert np.all(np.abs(samples.mean - prior_mean) <= Z * se), (samples.mean, prior_mean, se)
     sampled_sd = samples.U.reshape(-1, 4, 4).std(axis=0)

@@ -25,8 +25,7 @@ from attnpaths.book.chapters import find_chapter
 from attnpaths.book.layout import BookLayout
 from attnpaths.book.paper_records import read_record, record_path, record_problems
 from attnpaths.book.runner import notebook_chapters
-from conftest import ROOT
-from helpers import MC_Z, assert_matches_record, assert_within_mc_error
+from helpers import MC_Z, ROOT, assert_matches_record, assert_within_mc_error
 
 LAYOUT = BookLayout(ROOT)
 CHAPTERS = notebook_chapters(LAYOUT)
