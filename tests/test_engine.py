@@ -307,3 +307,41 @@ def test_a_chapter_gives_the_same_results_on_an_existing_cluster_and_embedded(ti
     assert in_process.returncode == 0 and "engine: in-process" in in_process.stdout
     assert _results(root) == on_cluster
     assert len(on_cluster["accuracy"]) == 2 and on_cluster["accuracy"][0] != on_cluster["accuracy"][1]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the benchmarks of the engine, at tiny size
+
+
+def test_projected_makespan_schedules_longest_first():
+    from attnpaths.benchmarks.sweep import projected_makespan
+
+    assert projected_makespan([1, 1, 2], 2) == 2  # in the given order it would be 3
+    assert projected_makespan([3, 3, 2, 2, 2], 2) == 7
+    assert projected_makespan([5, 1, 1], 8) == 5
+    assert projected_makespan([1.0] * 8, 1) == 8
+
+
+def test_bench_sweep_records_identical_runs_and_speedups(tmp_path):
+    from attnpaths.benchmarks import sweep
+
+    output = tmp_path / "sweep.json"
+    assert sweep.main(["--num-sets", "2", "--workers", "1", "2", "--project", "1", "2", "--output",
+                       str(output)]) == 0
+    report = json.loads(output.read_text())["report"]
+    assert [r["workers"] for r in report["runs"]] == [1, 2]
+    assert all(r["identical_to_first_run"] for r in report["runs"]) and report["num_tasks"] == 2
+    assert report["speedup"]["1"] == 1.0 and report["speedup"]["2"] > 0
+    assert report["projection"]["2"]["makespan_s"] == pytest.approx(max(report["runs"][0]["task_seconds"]), abs=1e-3)
+
+
+def test_bench_book_runs_the_book_with_each_engine(tiny_book):
+    from attnpaths.benchmarks.book import run_book
+
+    write_chapter(tiny_book.root, "alpha", "", "values = {'a': 1}")
+    write_toc(tiny_book.root, ["alpha"])
+    for workers in (1, 2):
+        run = run_book(tiny_book.root, "smoke", workers)
+        assert run["workers"] == workers and run["wall_s"] > 0
+        assert run["chapters"]["alpha"]["engine"] == ("in-process" if workers == 1 else "embedded")
+        assert run["chapters"]["alpha"]["workers"] == workers

@@ -26,6 +26,7 @@ import contextvars
 import os
 import threading
 import traceback
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -227,8 +228,12 @@ def _on_cluster(client, function, tasks, shared, description, bar) -> list:
     # each shared value is sent once, as the result of a task that returns it: a task's arguments then hold
     # its future. Unlike scattered data, which is lost with the worker holding it, a task's result can be
     # recomputed by the scheduler when a worker dies
-    sent = {name: client.submit(_value, value, pure=False) for name, value in shared.items()}
-    futures = [client.submit(run_task, function, {**sent, **arguments}, pure=False) for arguments in tasks]
+    with warnings.catch_warnings():
+        # Dask advises against graphs over 10 MB because repeated data should be sent once; here every task's
+        # own arguments are unique to it (e.g. its data set) and shared ones are already sent once
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        sent = {name: client.submit(_value, value, pure=False) for name, value in shared.items()}
+        futures = [client.submit(run_task, function, {**sent, **arguments}, pure=False) for arguments in tasks]
     position = {future.key: index for index, future in enumerate(futures)}
     try:
         for future in as_completed(futures, loop=client.loop):

@@ -1,0 +1,71 @@
+"""Benchmark: the whole book executed in one process per chapter, one chapter at a time, against the embedded
+Dask cluster, on the same machine and commit.
+
+``python -m attnpaths bench book [--profile paper] [--workers 1 2] [--output PATH]`` runs
+``python -m attnpaths book --profile P --force --no-html --workers K`` for every ``K`` in turn (``K = 1``: every
+task in the chapters' own processes, one chapter after the other; ``K > 1``: an embedded ``LocalCluster`` of
+``K`` single-threaded workers with ``K`` chapters at a time) and records each run's wall time and the
+per-chapter wall times and peak memory the runner stored. The record (``records/book.json`` by default)
+carries the provenance of :mod:`attnpaths.benchmarks.record`; the reproducibility chapter reads it.
+
+The one-shot chapter caches its trained model in ``_build/cache``: the record says, per run, whether the
+cache held files when the run started (a run that trains the model takes minutes longer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..book.chapters import PROFILES
+from ..book.layout import BookLayout, find_root
+from ..book.runner import read_timings
+from .record import committed_record_path, make_record, start_record, write_record
+
+
+def run_book(root: Path, profile: str, workers: int) -> dict:
+    """Execute every chapter of the book at ``root`` with ``workers`` (forced); returns the run's record."""
+    layout = BookLayout(root)
+    cache = layout.build_dir / "cache"
+    cache_warm = cache.is_dir() and any(cache.iterdir())
+    start = time.perf_counter()
+    completed = subprocess.run([sys.executable, "-m", "attnpaths", "book", "--profile", profile, "--force",
+                                "--no-html", "--workers", str(workers)], cwd=root, capture_output=True, text=True)
+    wall_s = time.perf_counter() - start
+    if completed.returncode != 0:
+        raise RuntimeError(f"the book run with --workers {workers} failed (status {completed.returncode}):\n"
+                           f"{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}")
+    timings = read_timings(layout.results_dir).get(profile, {})
+    return {"workers": workers, "wall_s": round(wall_s, 2), "model_cache_warm_at_start": cache_warm,
+            "engine_line": next((line for line in completed.stdout.splitlines() if line.startswith("engine:")), ""),
+            "chapters": {name: {k: entry[k] for k in ("wall_s", "peak_rss_mib", "engine", "workers") if k in entry}
+                         for name, entry in timings.items()}}
+
+
+def main(argv=None) -> int:
+    """Entry point of ``python -m attnpaths bench book``."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = argparse.ArgumentParser(prog="python -m attnpaths bench book", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", choices=PROFILES, default="paper")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], metavar="K",
+                        help="engines to compare, by worker count (default: 1 2)")
+    parser.add_argument("--output", type=Path, default=committed_record_path("book"))
+    args = parser.parse_args(argv)
+    if any(k < 1 for k in args.workers):
+        parser.error(f"--workers must be integers >= 1, got {args.workers}")
+    started = start_record("book", argv)
+    root = find_root()
+    runs = []
+    for workers in args.workers:
+        print(f"book, {args.profile} profile, --workers {workers} ...", flush=True)
+        runs.append(run_book(root, args.profile, workers))
+        print(f"  {runs[-1]['wall_s']:.0f} s", flush=True)
+    report = {"profile": args.profile, "runs": runs}
+    if len(runs) >= 2 and runs[0]["workers"] == 1:
+        report["speedup"] = {str(r["workers"]): round(runs[0]["wall_s"] / r["wall_s"], 3) for r in runs[1:]}
+    path = write_record(make_record(started, report), args.output)
+    print(f"record written to {path}")
+    return 0
