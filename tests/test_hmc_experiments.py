@@ -135,7 +135,10 @@ def test_centered_alignment():
     y = np.array([1.0, 1.0, -1.0, -1.0])
     assert math.isclose(ex.centered_alignment(np.outer(y, y) + 3.0, y), 1.0)  # a constant offset is centred away
     assert ex.centered_alignment(np.ones((4, 4)), y) == 0.0
-    assert abs(ex.centered_alignment(np.diag([1.0, 2.0, 3.0, 4.0]), y)) < 1
+    # y is centred (H y = y), so <K_c, y y^T> = y^T K y = 1 + 2 + 3 + 4 = 10, and ||K_c||_F^2 = tr(K H K H)
+    # = tr K^2 - 2 (1^T K^2 1) / 4 + (1^T K 1)^2 / 16 = 30 - 15 + 6.25 for K = diag(1, 2, 3, 4)
+    expected = 10 / (math.sqrt(30 - 15 + 6.25) * 4)
+    assert math.isclose(ex.centered_alignment(np.diag([1.0, 2.0, 3.0, 4.0]), y), expected, rel_tol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------ MC errors
