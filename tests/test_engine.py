@@ -23,7 +23,7 @@ from attnpaths.hmc import experiments as hmc_ex
 from attnpaths.hmc.networks import four_path_network, two_path_network
 from attnpaths.oneshot import experiments as os_ex
 
-from helpers import write_chapter, write_toc
+from helpers import random_attention, random_inputs, write_chapter, write_toc
 
 # the tasks and types defined here travel to the workers by value: the workers cannot import this module
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -345,3 +345,36 @@ def test_bench_book_runs_the_book_with_each_engine(tiny_book):
         assert run["workers"] == workers and run["wall_s"] > 0
         assert run["chapters"]["alpha"]["engine"] == ("in-process" if workers == 1 else "embedded")
         assert run["chapters"]["alpha"]["workers"] == workers
+
+
+def test_submitted_tasks_run_lazily_in_process_and_at_once_on_a_cluster(two_workers):
+    calls = []
+
+    def record_call(x):
+        calls.append(x)
+        return x * 2
+
+    pending = engine.submit(record_call, description="lazy", x=4)
+    assert calls == []  # in-process: nothing ran yet
+    assert pending.result() == 8 and calls == [4] and pending.wall_s >= 0 and pending.cpu_s >= 0
+    assert pending.result() == 8 and calls == [4]  # once
+    remote = [engine.submit(_square_plus, description="squares", client=two_workers, x=x, offset=1) for x in (2, 3)]
+    assert [p.result() for p in remote] == [5, 10]
+    failing = engine.submit(_fails_at_three, description="counting", client=two_workers, x=3)
+    with pytest.raises(engine.TaskFailed, match="'counting' failed; its arguments: x=3"):
+        failing.result()
+
+
+def test_the_prior_kernel_check_is_identical_on_a_cluster(two_workers):
+    from attnpaths.checks import prior_kernel_at_widths
+
+    generator = torch.Generator().manual_seed(1)
+    attention = random_attention(generator, (2, 2), 3)
+    x = random_inputs(generator, 5, 3, 4)
+    local = prior_kernel_at_widths(attention, x, (3, 30), 7, num_samples=200)
+    with engine.use_client(two_workers):
+        remote = prior_kernel_at_widths(attention, x, (3, 30), 7, num_samples=200)
+    assert list(local) == [3, 30]
+    for width in local:
+        assert torch.equal(local[width][0], remote[width][0]) and torch.equal(local[width][1], remote[width][1])
+    assert not torch.equal(local[3][0], local[30][0])

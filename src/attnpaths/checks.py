@@ -7,6 +7,7 @@ import numbers
 import torch
 from tqdm import tqdm
 
+from .engine import map_tasks, task_generator
 from .network import AttentionNetwork
 
 
@@ -54,3 +55,25 @@ def prior_kernel_monte_carlo(
     mean = total / num_samples
     variance = (total_sq / num_samples - mean**2) * num_samples / (num_samples - 1)
     return mean, (variance / num_samples).sqrt()
+
+
+def prior_kernel_at_widths(attention, x, widths, seed: int, *, num_samples: int, progress: bool = False) -> dict:
+    """:func:`prior_kernel_monte_carlo` of the network with ``attention`` at every width, one task per width
+    (:func:`attnpaths.engine.map_tasks`), each drawing from a generator seeded with
+    :func:`~attnpaths.engine.task_seed` ``(seed, width)``.
+
+    Args:
+        attention: the network's attention (fixed); x: ``[B, N0, T]`` inputs; widths: widths ``N`` (every layer).
+
+    Returns:
+        ``{width: (mean, standard_error)}``, both ``[B, B]``, in the order of ``widths``.
+    """
+    widths = [int(w) for w in widths]
+    estimates = map_tasks(_prior_kernel_at_width, [dict(width=w) for w in widths], description="prior kernel",
+                          shared=dict(attention=attention, x=x, seed=seed, num_samples=num_samples), progress=progress)
+    return dict(zip(widths, estimates))
+
+
+def _prior_kernel_at_width(attention, x, width: int, seed: int, num_samples: int):
+    return prior_kernel_monte_carlo(AttentionNetwork(attention, widths=width), x, task_generator(seed, width),
+                                    num_samples=num_samples)

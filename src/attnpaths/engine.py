@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
+import time
 import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -246,6 +247,63 @@ def _on_cluster(client, function, tasks, shared, description, bar) -> list:
         return client.gather(futures)
     finally:
         client.cancel([f for f in futures if not f.done()])
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A task's result with the wall-clock and CPU seconds it took where it ran."""
+
+    value: object
+    wall_s: float
+    cpu_s: float
+
+
+def run_timed(function: Callable, arguments: Mapping) -> Timed:
+    """:func:`run_task`, timed where it runs."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = run_task(function, arguments)
+    return Timed(value, time.perf_counter() - wall, time.process_time() - cpu)
+
+
+class Pending:
+    """One task submitted with :func:`submit`: :meth:`result` waits for it (in-process: runs it then).
+
+    After :meth:`result`, ``wall_s`` and ``cpu_s`` hold the seconds the task took where it ran."""
+
+    def __init__(self, function: Callable, arguments: dict, description: str, client):
+        self._function, self._arguments, self.description = function, arguments, description
+        self._future = client.submit(run_timed, function, arguments, pure=False) if client is not None else None
+        self._timed: Timed | None = None
+        self.wall_s = self.cpu_s = None
+
+    def result(self):
+        """The task's return value; :class:`TaskFailed` if it raised."""
+        if self._timed is None:
+            try:
+                if self._future is None:
+                    self._timed = run_timed(self._function, self._arguments)
+                else:
+                    self._timed = self._future.result()
+            except Exception as err:
+                text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+                raise TaskFailed(self.description, 0, 1, describe_arguments(self._arguments), text) from err
+            self.wall_s, self.cpu_s = self._timed.wall_s, self._timed.cpu_s
+        return self._timed.value
+
+
+def submit(function: Callable, *, description: str, client=None, **arguments) -> Pending:
+    """Submit one task ``function(**arguments)`` (e.g. one of a chapter's independent experiments) and
+    return at once: on a cluster it starts now, so several submitted tasks run at the same time;
+    in-process it runs when its :meth:`Pending.result` is first asked for. The engine is chosen as in
+    :func:`map_tasks`."""
+    if not callable(function):
+        raise ValueError(f"function must be callable, got {type(function).__name__}")
+    if client is None:
+        client = _chosen_client.get()
+    if client is None:
+        address = scheduler_address()
+        client = client_for(address) if address is not None else None
+    return Pending(function, dict(arguments), description, client)
 
 
 # --------------------------------------------------------------------------------------------------------
