@@ -315,3 +315,26 @@ def test_benchmark_entry_point_runs_at_tiny_sizes_and_writes_its_record(capsys, 
     assert (report["gibbs"]["num_samples"], report["nuts"]["num_samples"]) == (20, 10)
     assert report["gibbs"]["num_chains"] == report["nuts"]["num_chains"] == 2
     assert "ESS/s ratio" in capsys.readouterr().out
+
+
+def test_cuda_is_refused_where_there_is_no_gpu(monkeypatch):
+    network, x, y, _ = tiny_problem()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="device='cuda' asks for a CUDA GPU"):
+        PosteriorSampler(network, y, 0.5, x=x, device="cuda")
+    with pytest.raises(ValueError, match="device must be one of"):
+        PosteriorSampler(network, y, 0.5, x=x, device="tpu")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_chains_on_cuda_equal_the_cpu_chains_to_rounding():
+    """Same seed, same draws (taken on the CPU): a few sweeps on the GPU give the CPU's samples to rounding."""
+    network, x, y, _ = tiny_problem()
+    runs = {}
+    for device in ("cpu", "cuda"):
+        sampler = PosteriorSampler(network, y, 0.5, x=x, device=device)
+        runs[device] = sampler.run(torch.Generator().manual_seed(3), 2, 5, num_chains=4, progress=False)
+    for name in ("path_input_weights", "order_parameters"):
+        cpu, gpu = getattr(runs["cpu"], name), getattr(runs["cuda"], name)
+        assert gpu.device.type == "cpu"  # samples come back as CPU tensors
+        torch.testing.assert_close(gpu, cpu, rtol=1e-9, atol=1e-10)

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ._validation import as_float64_tensor, positive_real
+from ._validation import as_float64_tensor, positive_real, torch_device
 from .network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
 
 
@@ -228,13 +228,18 @@ class PosteriorSampler:
             (:meth:`scale_move`). They leave the posterior invariant and speed up the mixing of the
             weight norms at small T (4-path HMC network, N = 10, T = 0.01: ESS of ``|a|^2`` from 23 to 370
             per 5600 draws); the sampled U and the predictor mix at about the same rate with or without.
+        device: ``"cpu"`` (default) or ``"cuda"`` (a ``ValueError`` where no GPU is available): where the
+            chains' linear algebra runs. Random numbers come from the caller's CPU generator on every device
+            and the stored samples are CPU tensors, so a device changes the numbers only by rounding (and,
+            rarely, through a scale move's accept decision that rounding flips).
 
     Cost per sweep: ``O(P n_paths N_l N_{l+1})`` per layer to route the data through the current weights,
     plus ``O(P^2 n_paths N + P^3)`` per block for the ``P x P`` solve.
     """
 
     def __init__(
-        self, network: AttentionNetwork, y, temperature, *, x=None, features=None, scale_moves: bool = True
+        self, network: AttentionNetwork, y, temperature, *, x=None, features=None, scale_moves: bool = True,
+        device="cpu",
     ):
         if not isinstance(network, AttentionNetwork):
             raise ValueError(f"network must be an AttentionNetwork, got {type(network).__name__}")
@@ -248,10 +253,15 @@ class PosteriorSampler:
                 f"y must have shape [{self.features.shape[0]}] (one label per example), got {tuple(self.y.shape)}"
             )
         self.temperature = positive_real(temperature, "temperature")
+        self.device = torch_device(device)
+        # the chains' linear algebra runs on the device; random numbers are drawn on the CPU from the caller's
+        # generator and moved there, so one seed gives the same draws on every device
+        self._features_on_device = self.features.to(self.device)
+        self._y_on_device = self.y.to(self.device)
         self.scale_moves = bool(scale_moves)
         self.result: PosteriorSamples | None = None
         self._blocks = self._make_blocks()
-        self._same_head = [block.same_head for block in self._blocks]
+        self._same_head = [block.same_head.to(self.device) for block in self._blocks]
 
     # -- block bookkeeping ----------------------------------------------------------------------------
     def _make_blocks(self) -> list[_Block]:
@@ -269,7 +279,7 @@ class PosteriorSampler:
         weights = self.network.check_weights(weights)
         if weights.sample_shape == ():
             raise ValueError("weights must carry a leading chain axis [C]")
-        return [weights.V0[:, None], *weights.V, weights.a[:, None, None, :]]
+        return [b.to(self.device) for b in (weights.V0[:, None], *weights.V, weights.a[:, None, None, :])]
 
     @staticmethod
     def _to_weights(blocks: list[torch.Tensor]) -> NetworkWeights:
@@ -292,7 +302,7 @@ class PosteriorSampler:
     def _rights(self, blocks: list[torch.Tensor], upto: int) -> list[torch.Tensor]:
         """Data routed through blocks ``0..b-1`` for every block ``b <= upto``: ``[C, P, n, in_b]``."""
         C = blocks[0].shape[0]
-        rights = [self.features.transpose(1, 2)[None].expand(C, -1, -1, -1)]
+        rights = [self._features_on_device.transpose(1, 2)[None].expand(C, -1, -1, -1)]
         for b in range(upto):
             spec = self._blocks[b]
             rights.append(spec.coef * self._apply(blocks[b], rights[-1], spec.split))
@@ -303,6 +313,10 @@ class PosteriorSampler:
         spec = self._blocks[b]
         return spec.coef * self._apply_transposed(blocks[b], left, spec.split)
 
+    def _normal(self, generator: torch.Generator, *shape) -> torch.Tensor:
+        """Standard normal draws from the CPU ``generator``, on the sampler's device."""
+        return torch.randn(shape, generator=generator, dtype=torch.float64).to(self.device)
+
     def _draw_block(self, b: int, W_shape, left, right, generator) -> torch.Tensor:
         """Exact draw of block ``b`` from its Gaussian conditional (Matheron's rule, see module doc)."""
         spec = self._blocks[b]
@@ -312,11 +326,11 @@ class PosteriorSampler:
         # s Phi Phi^T = s c^2 sum_{pi, pi' same head} (left_pi . left_pi') (right_pi(x^mu) . right_pi'(x^nu))
         mixed = torch.einsum("cpq,cnqi->cnpi", overlap, right)
         gram = s * c**2 * torch.einsum("cmpi,cnpi->cmn", right, mixed)
-        prior_draw = torch.randn((C, *W_shape), generator=generator, dtype=torch.float64) * math.sqrt(s)
-        noise = torch.randn((C, P), generator=generator, dtype=torch.float64)
+        prior_draw = self._normal(generator, C, *W_shape) * math.sqrt(s)
+        noise = self._normal(generator, C, P)
         prior_output = c * torch.einsum("cpi,cmpi->cm", self._apply_transposed(prior_draw, left, spec.split), right)
-        residual = self.y - prior_output - math.sqrt(T) * noise
-        chol = torch.linalg.cholesky(gram + T * torch.eye(P, dtype=torch.float64))
+        residual = self._y_on_device - prior_output - math.sqrt(T) * noise
+        chol = torch.linalg.cholesky(gram + T * torch.eye(P, dtype=torch.float64, device=self.device))
         alpha = torch.cholesky_solve(residual[..., None], chol)[..., 0]  # [C, P]
         # Phi^T alpha = c sum_pi E_{h(pi)} (x) left_pi (sum_mu alpha_mu right_pi(x^mu))
         routed = torch.einsum("cm,cmpi->cpi", alpha, right).reshape(C, *spec.split, -1)
@@ -328,7 +342,7 @@ class PosteriorSampler:
         blocks = list(blocks)
         last = len(blocks) - 1
         rights = self._rights(blocks, upto=last)
-        left = torch.ones((blocks[0].shape[0], self.network.num_paths, 1), dtype=torch.float64)
+        left = torch.ones((blocks[0].shape[0], self.network.num_paths, 1), dtype=torch.float64, device=self.device)
         for b in range(last, -1, -1):
             blocks[b] = self._draw_block(b, blocks[b].shape[1:], left, rights[b], generator)
             if b > 0:
@@ -365,14 +379,14 @@ class PosteriorSampler:
             # mode e^v = (lam + root) / psi, written without cancellation for either sign of lam
             mode = torch.log((lam + root) / psi) if lam >= 0 else torch.log(chi / (root - lam))
             sd = 1 / torch.sqrt((chi * torch.exp(-mode) + psi * torch.exp(mode)) / 2)
-            proposal = mode + sd * torch.randn(C, generator=generator, dtype=torch.float64)
+            proposal = mode + sd * self._normal(generator, C)
             current = torch.zeros_like(proposal)  # the current state is c = 1
 
             def log_proposal(v):
                 return -0.5 * ((v - mode) / sd) ** 2
 
             log_ratio = log_density(proposal) - log_density(current) + log_proposal(current) - log_proposal(proposal)
-            uniform = torch.rand(C, generator=generator, dtype=torch.float64)
+            uniform = torch.rand(C, generator=generator, dtype=torch.float64).to(self.device)
             v = torch.where(torch.log(uniform) < log_ratio, proposal, current)
             c = torch.exp(v / 2)
             blocks[b] = upper * c[:, None, None, None]
@@ -406,7 +420,7 @@ class PosteriorSampler:
         b = names.index(block)
         blocks = self._to_blocks(weights)
         right = self._rights(blocks, upto=b)[b]
-        left = torch.ones((blocks[0].shape[0], self.network.num_paths, 1), dtype=torch.float64)
+        left = torch.ones((blocks[0].shape[0], self.network.num_paths, 1), dtype=torch.float64, device=self.device)
         for above in range(len(blocks) - 1, b, -1):
             left = self._left_below(blocks, above, left)
         blocks[b] = self._draw_block(b, blocks[b].shape[1:], left, right, generator)

@@ -402,6 +402,7 @@ def sample_posterior(
     num_samples: int,
     num_chains: int,
     progress: bool = True,
+    device="cpu",
 ) -> SampledPoint:
     """Sample the finite network's posterior at width ``N`` (blocked Gibbs, :mod:`attnpaths.sampler`).
 
@@ -411,10 +412,11 @@ def sample_posterior(
         temperature: likelihood variance ``T``.
         generator: the source of all randomness of the run.
         num_warmup, num_samples, num_chains: sweeps discarded per chain, draws kept per chain, chains.
+        device: where the sampler's linear algebra runs (:class:`~attnpaths.sampler.PosteriorSampler`).
     """
     width = _count(width, "width", 1)
     network = AttentionNetwork(data.network.attention, width)
-    sampler = PosteriorSampler(network, data.y, temperature, features=data.features)
+    sampler = PosteriorSampler(network, data.y, temperature, features=data.features, device=device)
     samples = sampler.run(generator, num_warmup, num_samples, num_chains, progress=progress)
     diag = samples.diagnostics(data.features_test)
     mean = samples.predict(data.features_test).numpy()

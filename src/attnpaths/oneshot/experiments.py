@@ -398,20 +398,21 @@ def selected(grid: TemperatureGrid, on: str = "validation") -> dict:
 
 
 def sampled_width(data: "hmc_ex.PathData", width: int, temperature: float, seed: int, num_warmup: int,
-                  num_samples: int, num_chains: int) -> "hmc_ex.SampledPoint":
+                  num_samples: int, num_chains: int, device="cpu") -> "hmc_ex.SampledPoint":
     """Posterior samples of the network at width ``width`` and its selected ``temperature``
     (:func:`attnpaths.hmc.experiments.sample_posterior`), from a generator seeded with
     :func:`~attnpaths.engine.task_seed` ``(seed, width)``: one task of :func:`sample_widths`."""
     return hmc_ex.sample_posterior(data, width, temperature, task_generator(seed, width), num_warmup=num_warmup,
-                                   num_samples=num_samples, num_chains=num_chains, progress=False)
+                                   num_samples=num_samples, num_chains=num_chains, progress=False, device=device)
 
 
 def sample_widths(data: "hmc_ex.PathData", widths, temperatures, seed: int, *, warmup, draws, chains,
-                  progress: bool = True) -> dict:
+                  progress: bool = True, device="cpu") -> dict:
     """:func:`sampled_width` at every width (one task per width, :func:`~attnpaths.engine.map_tasks`).
 
     Args:
         widths, temperatures, warmup, draws, chains: one entry per sampled width.
+        device: where the sampler's linear algebra runs (``"cpu"`` or ``"cuda"``).
 
     Returns:
         ``{width: SampledPoint}`` in the order of ``widths``.
@@ -422,8 +423,8 @@ def sample_widths(data: "hmc_ex.PathData", widths, temperatures, seed: int, *, w
                          f"lengths {[len(c) for c in columns]}")
     tasks = [dict(width=int(w), temperature=float(T), num_warmup=int(a), num_samples=int(b), num_chains=int(c))
              for w, T, a, b, c in zip(*columns)]
-    points = map_tasks(sampled_width, tasks, description="sampled widths", shared=dict(data=data, seed=seed),
-                       progress=progress)
+    points = map_tasks(sampled_width, tasks, description="sampled widths",
+                       shared=dict(data=data, seed=seed, device=device), progress=progress)
     return {task["width"]: point for task, point in zip(tasks, points)}
 
 
