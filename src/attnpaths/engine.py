@@ -1,7 +1,7 @@
 """Where the independent tasks of a sweep run: in this process, or on a Dask cluster.
 
-A sweep (the widths and data sets of a band, the sampled widths of a chapter, the widths of a theory grid,
-the random pruning orders, ...) is a list of tasks, each a call ``function(**arguments)``. :func:`map_tasks`
+A sweep (the data sets of a band, the sampled widths of a chapter, the widths of a theory grid, ...) is a
+list of tasks, each a call ``function(**arguments)``. :func:`map_tasks`
 runs them and returns their results in task order. Where they run is chosen outside the code that calls
 it, by the environment variable :data:`SCHEDULER_ENV`:
 
@@ -335,6 +335,21 @@ class Engine:
         return {SCHEDULER_ENV: self.address or IN_PROCESS}
 
 
+def worker_config() -> dict:
+    """Dask settings of the embedded cluster's workers, measured on the hmc band sweep (``bench sweep``).
+
+    Dask sets ``MALLOC_TRIM_THRESHOLD_`` in its workers to return memory to the system early; setting it
+    turns off glibc's adaptive mmap threshold, so every temporary array above 128 KiB is mapped and unmapped
+    again: the sweep's tasks took 1.5 times as long in a worker as in-process, with a large system time.
+    The workers' statistical profiler samples the running task's stack every 10 ms, holding the interpreter
+    lock: another few percent, for a dashboard view this project does not need."""
+    import dask
+
+    environment = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
+    environment.pop("MALLOC_TRIM_THRESHOLD_", None)
+    return {"distributed.nanny.pre-spawn-environ": environment, "distributed.worker.profile.enabled": False}
+
+
 def default_workers() -> int:
     """Worker processes of the embedded cluster: the CPUs this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -368,10 +383,12 @@ def start_engine(scheduler: str | None = None, workers: int | None = None):
     if workers == 1:
         yield Engine(IN_PROCESS, None, 1, None)
         return
+    import dask
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=None,
-                      dashboard_address="127.0.0.1:0", host="127.0.0.1") as cluster:
+    with dask.config.set(worker_config()), LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, memory_limit=None,
+            dashboard_address="127.0.0.1:0", host="127.0.0.1") as cluster:
         dashboard = cluster.dashboard_link if _has_dashboard() else None
         try:
             yield Engine("embedded", cluster.scheduler_address, workers, dashboard)
