@@ -150,6 +150,17 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
+def _resolve_client(client):
+    """``client`` if given, else the one of :func:`use_client`, else the one :data:`SCHEDULER_ENV` names, else
+    ``None`` (in-process)."""
+    if client is None:
+        client = _chosen_client.get()
+    if client is None:
+        address = scheduler_address()
+        client = client_for(address) if address is not None else None
+    return client
+
+
 def describe_arguments(arguments: Mapping) -> str:
     """``name=value, ...`` with :func:`_describe` for each value."""
     return ", ".join(f"{name}={_describe(value)}" for name, value in arguments.items())
@@ -189,11 +200,7 @@ def map_tasks(function: Callable, tasks: Sequence[Mapping], *, description: str,
     overlap = sorted(set(shared) & set().union(*tasks))
     if overlap:
         raise ValueError(f"shared and tasks must name different arguments, both name {overlap}")
-    if client is None:
-        client = _chosen_client.get()
-    if client is None:
-        address = scheduler_address()
-        client = client_for(address) if address is not None else None
+    client = _resolve_client(client)
     bar = _Progress(description, progress).bar(len(tasks))
     try:
         if client is None:
@@ -298,11 +305,7 @@ def submit(function: Callable, *, description: str, client=None, **arguments) ->
     :func:`map_tasks`."""
     if not callable(function):
         raise ValueError(f"function must be callable, got {type(function).__name__}")
-    if client is None:
-        client = _chosen_client.get()
-    if client is None:
-        address = scheduler_address()
-        client = client_for(address) if address is not None else None
+    client = _resolve_client(client)
     return Pending(function, dict(arguments), description, client)
 
 
