@@ -378,3 +378,12 @@ def test_the_prior_kernel_check_is_identical_on_a_cluster(two_workers):
     for width in local:
         assert torch.equal(local[width][0], remote[width][0]) and torch.equal(local[width][1], remote[width][1])
     assert not torch.equal(local[3][0], local[30][0])
+
+
+def test_the_sweep_benchmark_notices_a_changed_bit():
+    from attnpaths.benchmarks.sweep import same_member
+
+    member = {"accuracy": np.array([0.5, 0.75]), "U": np.eye(2), "gp": {"all": 0.5}, "label_fraction": (0.1, 0.2)}
+    assert same_member(member, dict(member))
+    assert not same_member(member, dict(member, U=np.eye(2) + np.nextafter(0, 1)))
+    assert not same_member(member, dict(member, gp={"all": np.nextafter(0.5, 1)}))

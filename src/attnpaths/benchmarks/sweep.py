@@ -36,6 +36,13 @@ def timed_band_member(**arguments) -> tuple[dict, float]:
     return member, time.perf_counter() - start
 
 
+def same_member(a: dict, b: dict) -> bool:
+    """Whether two results of :func:`attnpaths.hmc.experiments.band_member` hold the same numbers, bit for bit
+    (accuracy, U, GP accuracies and label fractions)."""
+    return (np.array_equal(a["accuracy"], b["accuracy"]) and np.array_equal(a["U"], b["U"])
+            and a["gp"] == b["gp"] and a["label_fraction"] == b["label_fraction"])
+
+
 def projected_makespan(task_seconds, workers: int) -> float:
     """Wall time of ``task_seconds`` scheduled longest first on ``workers`` identical workers."""
     loads = [0.0] * workers
@@ -78,12 +85,12 @@ def main(argv=None) -> int:
                 client.wait_for_workers(workers, timeout=120)
                 client.run(lambda: __import__("attnpaths.hmc.experiments"))  # imports are not part of the sweep
             results, wall_s = run_sweep(args.num_sets, args.seed, client)
-        accuracy = np.array([member["accuracy"] for member, _ in results])
+        members = [member for member, _ in results]
         if reference is None:
-            reference = accuracy
+            reference = members
         runs.append({"workers": workers, "engine": chosen.mode, "wall_s": round(wall_s, 3),
                      "task_seconds": [round(s, 4) for _, s in results],
-                     "identical_to_first_run": bool(np.array_equal(accuracy, reference))})
+                     "identical_to_first_run": all(same_member(a, b) for a, b in zip(members, reference))})
         print(f"sweep of {args.num_sets} tasks on {workers} worker(s): {wall_s:.1f} s", flush=True)
     base = runs[0]
     tasks = base["task_seconds"]
