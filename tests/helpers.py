@@ -88,7 +88,8 @@ FRONT_MATTER = {
 def write_chapter(root: Path, name: str, parameters: str, body: str, profiles: dict | None = None,
                   report: bool = False) -> Path:
     """Write ``book/<name>.md``: a MyST notebook with a parameters cell (``profile`` and ``results_dir`` are
-    added), then ``body`` as one code cell, then a cell writing the results ``values`` defined by ``body``."""
+    added), then ``body`` as one code cell, then a cell recording the results ``values`` defined by ``body``
+    (:class:`attnpaths.book.recorder.ChapterRecorder`) and writing the results file."""
     meta = dict(FRONT_MATTER)
     settings = {"profiles": profiles or {"smoke": {}, "paper": {}}}
     if report:
@@ -99,8 +100,9 @@ def write_chapter(root: Path, name: str, parameters: str, body: str, profiles: d
     text = (f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n\n# Chapter {name}\n\n"
             f"```{{code-cell}} ipython3\n:tags: [parameters]\n\n{parameters}\n```\n\n"
             f"```{{code-cell}} ipython3\n{textwrap.dedent(body).strip()}\n```\n\n"
-            "```{code-cell} ipython3\nfrom attnpaths.results import write_results\n"
-            f"write_results({name!r}, profile, {{}}, values, results_dir)\n```\n")
+            "```{code-cell} ipython3\nfrom attnpaths.book.recorder import ChapterRecorder\n"
+            f"recorder = ChapterRecorder({name!r}, globals())\n"
+            "for key, value in values.items():\n    recorder.record(key, value)\nrecorder.write()\n```\n")
     path = root / "book" / f"{name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -198,12 +198,29 @@ def test_failing_chapter_names_itself_shows_the_error_and_leaves_no_result(book)
 def test_chapter_without_results_file_fails_and_keeps_the_previous_one(book):
     before = snapshot(book, "beta")
     source = book.root / "book" / "beta.md"
-    source.write_text(source.read_text().replace("write_results('beta', profile, {}, values, results_dir)", "pass"))
+    source.write_text(source.read_text().replace("recorder.write()", "pass"))
     with pytest.raises(ChapterFailed, match="wrote no results file _build/results/beta.json") as info:
         runner.run_book(book, "smoke")
     assert "The previous results file _build/results/beta.json is unchanged." in str(info.value)
     assert snapshot(book, "beta") == before
     assert not any(book.build_dir.glob(".run-*"))
+
+
+def test_results_with_other_parameters_than_the_run_are_refused(book):
+    """A chapter that writes its results with a hand-kept parameter list missing one parameter fails, naming it;
+    the last good results stay."""
+    before = snapshot(book, "beta")
+    write_chapter(book.root, "beta", "m = 2\nk = 3", """
+        from attnpaths.results import write_results
+        write_results('beta', profile, {'m': m}, {'m': m}, results_dir)
+        values = {'m': m}
+        """, profiles={"smoke": {}, "paper": {"m": 5}})
+    source = book.root / "book" / "beta.md"
+    source.write_text(source.read_text().replace("recorder.write()", "pass"))
+    with pytest.raises(ChapterFailed, match=r"recorded other parameters than it ran with \(profile 'smoke'; "
+                                            r"differing: k\)"):
+        runner.run_chapter(book, "beta", "smoke", force=True)
+    assert snapshot(book, "beta") == before
 
 
 def test_failed_run_keeps_the_previous_results_and_names_its_parameters(book):

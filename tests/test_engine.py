@@ -387,3 +387,13 @@ def test_the_sweep_benchmark_notices_a_changed_bit():
     assert same_member(member, dict(member))
     assert not same_member(member, dict(member, U=np.eye(2) + np.nextafter(0, 1)))
     assert not same_member(member, dict(member, gp={"all": np.nextafter(0.5, 1)}))
+
+
+def test_experiment_generators_are_independent_streams_of_the_chapter_seed():
+    from attnpaths.engine import experiment_generator
+
+    first = experiment_generator(7, 1).random(4)
+    assert np.array_equal(first, np.random.default_rng([7, 1]).random(4))
+    assert not np.array_equal(first, experiment_generator(7, 2).random(4))
+    with pytest.raises(ValueError, match="non-negative integers"):
+        experiment_generator(7, -1)

@@ -399,6 +399,15 @@ def enforce(verdicts, required) -> list[str]:
     return required
 
 
+_MARKDOWN_SPECIAL = "\\*_`$[]<>"
+
+
+def escape_markdown(text) -> str:
+    """``text`` with the characters that Markdown or MyST would interpret (emphasis, code, math, links, HTML)
+    escaped by a backslash, so that a verdict's words render as written."""
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
+
+
 def claims_table(verdicts) -> str:
     """A Markdown table of verdicts: claim, statement, source, test, level, measured, outcome."""
     rows = ["| claim | statement | source | test and criterion | level | measured | outcome |",

@@ -73,6 +73,19 @@ def task_generator(seed: int, *identity: int) -> torch.Generator:
     return torch.Generator().manual_seed(task_seed(seed, *identity))
 
 
+def experiment_generator(seed: int, *identity: int) -> np.random.Generator:
+    """A numpy ``Generator`` for one experiment of a chapter, ``default_rng([seed, *identity])``: independent
+    streams for experiments that share the chapter's ``seed``, whatever order or place they run in.
+
+    Raises ``ValueError`` unless ``seed`` and every entry of ``identity`` are non-negative integers.
+    """
+    entropy = [seed, *identity]
+    for value in entropy:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"seed and identity must be non-negative integers, got {tuple(entropy)!r}")
+    return np.random.default_rng([int(v) for v in entropy])
+
+
 _thread_settings = threading.Lock()
 
 

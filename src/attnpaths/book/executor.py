@@ -27,10 +27,10 @@ from pathlib import Path
 
 import nbformat
 
-from ..results import STAGING_ENV, atomic_write_text
+from ..results import STAGING_ENV, atomic_write_text, to_jsonable
 from . import worker
 from .cache import EXECUTION_METADATA
-from .chapters import Chapter
+from .chapters import INJECTED, Chapter
 from .layout import BookLayout
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -111,6 +111,7 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
             raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} wrote results files of other "
                                 f"chapters into {layout.relative(results.parent)}: {', '.join(others)}; a chapter "
                                 f"writes only its own, {results.name}.{_kept_note(layout, results)}", parameters)
+        _check_recorded_parameters(layout, chapter, parameters, staged, results)
         execution = Execution(chapter=chapter.name, profile=parameters["profile"], parameters=parameters,
                               overrides=dict(overrides or {}), cache_key=cache_key,
                               wall_s=round(wall_s, 3), peak_rss_mib=round(peak_rss_mib, 1))
@@ -123,6 +124,26 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
         return execution
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _check_recorded_parameters(layout: BookLayout, chapter: Chapter, parameters: dict, staged: Path,
+                               results: Path) -> None:
+    """Raise :class:`ChapterFailed` unless the staged results file records exactly the parameters the chapter
+    ran with (all of them but the run parameters ``profile`` and ``results_dir``), and the profile."""
+    try:
+        record = json.loads(staged.read_text())
+    except ValueError as err:
+        raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} wrote an unreadable results file: "
+                            f"{err}.{_kept_note(layout, results)}", parameters) from err
+    expected = to_jsonable({k: v for k, v in parameters.items() if k not in INJECTED})
+    recorded = record.get("parameters")
+    if record.get("profile") != parameters["profile"] or recorded != expected:
+        recorded = recorded if isinstance(recorded, dict) else {}
+        differ = sorted(k for k in expected.keys() | recorded.keys() if expected.get(k, ...) != recorded.get(k, ...))
+        raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} recorded other parameters than it "
+                            f"ran with (profile {record.get('profile')!r}; differing: {', '.join(differ) or 'none'}): "
+                            "write the results with attnpaths.book.recorder.ChapterRecorder, which reads them from "
+                            f"the parameters cell.{_kept_note(layout, results)}", parameters)
 
 
 RUN_FOLDER_PREFIX = ".run-"

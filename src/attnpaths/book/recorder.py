@@ -1,0 +1,158 @@
+"""A chapter's bookkeeping in one object: numbers glued for the prose and kept in the results file.
+
+A chapter creates one :class:`ChapterRecorder` right after its parameters cell::
+
+    rec = ChapterRecorder("hmc", globals())
+    rec.glue("P", num_train)                    # {glue:text}`hmc_P` in the prose, values["glued"]["P"]
+    rec.record("band", band4)                    # a dataclass, dict, array ... in values["band"]
+    rec.claims(*verdicts)                        # values["verdicts"], a glued sentence per claim
+    rec.write()                                  # <results_dir>/hmc.json
+
+Its parameters are read, never listed by hand: the names assigned in the chapter's parameters cell (the
+cell tagged ``parameters`` of ``book/<chapter>.md``), with the values they have when the recorder is created,
+that is after papermill's injected overrides. The book's executor checks that the parameters in the results
+file are exactly the ones it ran the chapter with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import jupytext
+from IPython.display import Markdown
+from myst_nb import glue as _glue
+
+from ..claims import Verdict, claims_table, escape_markdown
+from ..results import to_jsonable, write_results
+from .chapters import INJECTED, parameters_cell
+
+def glue_name(text: str) -> str:
+    """A glue key made of ``text``: every character that is not a letter, digit or underscore becomes ``_``."""
+    return re.sub(r"\W", "_", text)
+
+
+def chapter_source(chapter: str, start=None) -> Path:
+    """The MyST source of ``chapter``: ``book/<chapter>.md`` below the working directory (the executor runs
+    chapters from the repository root), or ``<chapter>.md`` in it (a reader's notebook server started in
+    ``book/``). Raises ``FileNotFoundError`` naming both places when there is neither."""
+    start = Path.cwd() if start is None else Path(start)
+    candidates = [start / "book" / f"{chapter}.md", start / f"{chapter}.md"]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"no source of chapter {chapter!r} at {' or '.join(map(str, candidates))}: "
+                            "run the chapter from the repository root or from book/")
+
+
+def parameter_names(chapter: str, start=None) -> list[str]:
+    """Names assigned in the parameters cell of ``chapter``'s source, in order."""
+    source = chapter_source(chapter, start)
+    return list(parameters_cell(jupytext.read(source), chapter))
+
+
+def _jsonable(value):
+    """:func:`~attnpaths.results.to_jsonable`, with dataclasses first turned into dicts of their fields and
+    objects with a ``to_dict()`` method into its result."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = value.to_dict() if hasattr(value, "to_dict") else dataclasses.asdict(value)
+    elif isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    elif isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return to_jsonable(value)
+
+
+class ChapterRecorder:
+    """Glue and record a chapter's numbers, claims and run times; write its results file.
+
+    Args:
+        chapter: the chapter's name (its source is ``book/<chapter>.md``, its results file ``<chapter>.json``).
+        namespace: the chapter's global namespace (``globals()``) after its parameters cell.
+        prefix: prefix of every glue key (default ``"<chapter>_"``), so that keys are unique in the book.
+    """
+
+    def __init__(self, chapter: str, namespace: dict, *, prefix: str | None = None):
+        names = parameter_names(chapter)
+        missing = [name for name in (*INJECTED, *names) if name not in namespace]
+        if missing:
+            raise ValueError(f"namespace must hold the chapter's parameters; missing: {', '.join(missing)}")
+        self.chapter = chapter
+        self.prefix = f"{chapter}_" if prefix is None else prefix
+        self.profile = namespace["profile"]
+        self.results_dir = namespace["results_dir"]
+        self.parameters = {name: _jsonable(namespace[name]) for name in names if name not in INJECTED}
+        self.values: dict = {}
+        self.verdicts: list[Verdict] = []
+        self.run_seconds: dict[str, float] = {}
+        self.run_cpu_seconds: dict[str, float] = {}
+
+    def glue(self, name: str, value, *, record: bool = True):
+        """Glue ``value`` as ``<prefix><name>`` for the prose and, unless ``record`` is false, keep it in
+        ``values["glued"][name]``. Returns ``value``."""
+        _glue(self.prefix + name, value, display=False)
+        if record:
+            self.values.setdefault("glued", {})[name] = _jsonable(value)
+        return value
+
+    def markdown(self, name: str, text: str) -> str:
+        """Glue Markdown ``text`` (a sentence or table built from computed numbers) as ``<prefix><name>``."""
+        _glue(self.prefix + name, Markdown(text), display=False)
+        return text
+
+    def figure(self, name: str, figure):
+        """Glue a matplotlib ``figure`` as ``<prefix><name>`` (placed by a ``{glue:figure}`` directive with its
+        caption) and close it, so it is not shown a second time where it was made."""
+        from matplotlib import pyplot as plt
+
+        _glue(self.prefix + name, figure, display=False)
+        plt.close(figure)
+        return figure
+
+    def record(self, name: str, value):
+        """Keep ``value`` (number, array, tensor, dict, list, dataclass) as ``values[name]``. Returns ``value``."""
+        self.values[name] = _jsonable(value)
+        return value
+
+    def claims(self, *verdicts: Verdict, sentences: bool = True) -> list[Verdict]:
+        """Keep ``verdicts`` (written as ``values["verdicts"]``) and, if ``sentences``, glue each one's sentence
+        as ``<prefix>claim_<claim>`` (non-identifier characters of the claim turned into ``_``)."""
+        for verdict in verdicts:
+            if not isinstance(verdict, Verdict):
+                raise ValueError(f"verdicts must be attnpaths.claims.Verdict objects, got {type(verdict).__name__}")
+            if any(v.claim == verdict.claim for v in self.verdicts):
+                raise ValueError(f"claim {verdict.claim!r} is recorded twice in chapter {self.chapter!r}")
+            self.verdicts.append(verdict)
+            if sentences:
+                self.markdown(f"claim_{glue_name(verdict.claim)}", escape_markdown(verdict.sentence()))
+        return list(verdicts)
+
+    def claims_table(self, name: str = "claims_table", *, escape: bool = True) -> str:
+        """Glue the Markdown table of every claim recorded so far as ``<prefix><name>``; with ``escape``
+        false, the claims' words keep their Markdown and math (for claims written with ``$...$``)."""
+        verdicts = self.verdicts
+        if escape:
+            fields = ("claim", "statement", "source", "test", "measured")
+            verdicts = [dataclasses.replace(v, **{f: escape_markdown(getattr(v, f)) for f in fields})
+                        for v in verdicts]
+        return self.markdown(name, claims_table(verdicts))
+
+    def wait(self, name: str, **pending) -> dict:
+        """Results of the submitted tasks ``pending`` (:func:`attnpaths.engine.submit`, keyword -> task), as a
+        dict with the same keys; their wall-clock and CPU seconds, where they ran, summed under ``name``."""
+        results = {key: task.result() for key, task in pending.items()}
+        self.run_seconds[name] = sum(task.wall_s for task in pending.values())
+        self.run_cpu_seconds[name] = sum(task.cpu_s for task in pending.values())
+        return results
+
+    def write(self) -> Path:
+        """Write ``<results_dir>/<chapter>.json`` (see :func:`attnpaths.results.write_results`) with the
+        parameters, the recorded values, the verdicts and the run times, and return its path."""
+        values = dict(self.values)
+        if self.verdicts:
+            values["verdicts"] = [v.to_dict() for v in self.verdicts]
+        if self.run_seconds:
+            values["run_seconds"] = dict(self.run_seconds)
+            values["run_cpu_seconds"] = dict(self.run_cpu_seconds)
+        return write_results(self.chapter, self.profile, self.parameters, values, self.results_dir)

@@ -1,0 +1,81 @@
+"""The chapters' recorder: parameters read from the parameters cell, glued numbers kept, claims, results file."""
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from attnpaths.book.recorder import ChapterRecorder, glue_name, parameter_names
+from attnpaths.claims import Outcome, Verdict
+from helpers import write_chapter
+
+
+@dataclass
+class Point:
+    width: int
+    accuracy: np.ndarray
+
+
+def verdict(claim, outcome=Outcome.HOLDS):
+    return Verdict(claim=claim, statement="a *bold* claim with $x$", source="here", statistic="s", test="t",
+                   level=0.01, correction="none", value=1.0, p_value=0.001, z=3.1, outcome=outcome, measured="m")
+
+
+@pytest.fixture
+def chapter(tmp_path, monkeypatch):
+    write_chapter(tmp_path, "alpha", "n = 3\nwidths = [10, 100]\nlevel = 0.01", "values = {}")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_parameters_come_from_the_parameters_cell_with_their_values_after_overrides(chapter):
+    assert parameter_names("alpha") == ["n", "widths", "level", "profile", "results_dir"]
+    namespace = {"n": 5, "widths": (10, 1000), "level": 0.01, "profile": "paper", "results_dir": "out",
+                 "unrelated": 1}
+    recorder = ChapterRecorder("alpha", namespace)
+    assert recorder.parameters == {"n": 5, "widths": [10, 1000], "level": 0.01}
+    assert (recorder.profile, recorder.results_dir, recorder.prefix) == ("paper", "out", "alpha_")
+    with pytest.raises(ValueError, match="missing: widths"):
+        ChapterRecorder("alpha", {"n": 5, "level": 0.01, "profile": "paper", "results_dir": "out"})
+
+
+def test_a_chapter_source_is_found_from_the_root_or_from_book(chapter, monkeypatch):
+    monkeypatch.chdir(chapter / "book")
+    assert parameter_names("alpha")[0] == "n"
+    with pytest.raises(FileNotFoundError, match="no source of chapter 'beta'"):
+        parameter_names("beta")
+
+
+def test_glued_recorded_claims_and_run_times_reach_the_results_file(chapter):
+    namespace = {"n": 3, "widths": [10, 100], "level": 0.01, "profile": "smoke", "results_dir": "out"}
+    recorder = ChapterRecorder("alpha", namespace, prefix="al_")
+    assert recorder.glue("gain", np.float64(0.25)) == 0.25
+    recorder.glue("label", "four paths", record=False)
+    recorder.record("point", Point(width=10, accuracy=np.array([0.5, 0.75])))
+    recorder.claims(verdict("1"), verdict("2 N=10", Outcome.NOT_SIGNIFICANT))
+    with pytest.raises(ValueError, match="claim '1' is recorded twice"):
+        recorder.claims(verdict("1"))
+    table = recorder.claims_table()
+    assert "a \\*bold\\* claim with \\$x\\$" in table and table.count("\n") == 3
+
+    class Task:
+        def __init__(self, value, wall, cpu):
+            self.value, self.wall_s, self.cpu_s = value, wall, cpu
+
+        def result(self):
+            return self.value
+
+    assert recorder.wait("E1", a=Task(1, 2.0, 1.5), b=Task(2, 3.0, 2.5)) == {"a": 1, "b": 2}
+    record = json.loads(recorder.write().read_text())
+    assert record["parameters"] == {"n": 3, "widths": [10, 100], "level": 0.01}
+    assert record["profile"] == "smoke"
+    values = record["values"]
+    assert values["glued"] == {"gain": 0.25}
+    assert values["point"] == {"width": 10, "accuracy": [0.5, 0.75]}
+    assert [v["claim"] for v in values["verdicts"]] == ["1", "2 N=10"]
+    assert values["run_seconds"] == {"E1": 5.0} and values["run_cpu_seconds"] == {"E1": 4.0}
+
+
+def test_glue_names_are_identifiers():
+    assert glue_name("2 N=10 (4-paths)") == "2_N_10__4_paths_"
