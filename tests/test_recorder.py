@@ -79,3 +79,15 @@ def test_glued_recorded_claims_and_run_times_reach_the_results_file(chapter):
 
 def test_glue_names_are_identifiers():
     assert glue_name("2 N=10 (4-paths)") == "2_N_10__4_paths_"
+
+
+def test_a_recorded_value_can_be_glued_under_its_own_or_another_name(chapter, monkeypatch):
+    glued = {}
+    monkeypatch.setattr("attnpaths.book.recorder._glue", lambda name, value, display: glued.update({name: value}))
+    namespace = {"n": 3, "widths": [10, 100], "level": 0.01, "profile": "smoke", "results_dir": "out"}
+    recorder = ChapterRecorder("alpha", namespace)
+    recorder.record("stays", 4, glue=True)
+    recorder.record("attends_bos", 2, glue="bos")
+    recorder.record("hidden", 1)
+    assert glued == {"alpha_stays": 4, "alpha_bos": 2}
+    assert recorder.values == {"stays": 4, "attends_bos": 2, "hidden": 1}

@@ -110,9 +110,13 @@ class ChapterRecorder:
         plt.close(figure)
         return figure
 
-    def record(self, name: str, value):
-        """Keep ``value`` (number, array, tensor, dict, list, dataclass) as ``values[name]``. Returns ``value``."""
+    def record(self, name: str, value, *, glue: bool | str = False):
+        """Keep ``value`` (number, array, tensor, dict, list, dataclass) as ``values[name]`` and, if ``glue`` is
+        true, glue it for the prose as ``<prefix><name>`` (or ``<prefix><glue>`` when ``glue`` is a string).
+        Returns ``value``."""
         self.values[name] = _jsonable(value)
+        if glue:
+            _glue(self.prefix + (glue if isinstance(glue, str) else name), value, display=False)
         return value
 
     def claims(self, *verdicts: Verdict, sentences: bool = True) -> list[Verdict]:

@@ -331,3 +331,53 @@ def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, exact
     ax.set_title("finite-width shift of the diagonal of U", fontsize=10)
     ax.legend(fontsize=7, ncols=2)
     return fig
+
+
+# --------------------------------------------------------------------------------------------------------
+# The model chapter: heads and paths on one sequence
+
+
+def plot_head_matrices(matrices: dict):
+    """Attention matrices of several heads on one sequence, side by side with one colour bar.
+
+    Args:
+        matrices: ``{head name: [T+1, T+1] matrix}`` (key ``s`` down, query ``t`` across, token 0 = BOS).
+    """
+    fig, axes = plt.subplots(1, len(matrices), figsize=(3.2 * len(matrices), 3.8), layout="constrained")
+    axes = np.atleast_1d(axes)
+    for ax, (name, m) in zip(axes, matrices.items()):
+        image = ax.imshow(np.asarray(m), cmap="viridis", vmin=0, vmax=1, origin="upper")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("query token $t$")
+    axes[0].set_ylabel("key token $s$")
+    fig.colorbar(image, ax=axes, shrink=0.8, label=r"$\Omega_{st}$")
+    return fig
+
+
+def plot_path_features(network: HMCNetwork, path_attention, projection, y, *, direction_label: str):
+    """Left: the path attention vectors of one sequence; right: histograms of the path features of a data set
+    projected on one direction, by class.
+
+    Args:
+        network: the network (path names, colours, labels and plotting order).
+        path_attention: ``[paths, T+1]`` path attention of one sequence.
+        projection: ``[P, paths]`` projected path features; y: ``[P]`` labels ``+-1``.
+        direction_label: the direction's name for the axis label (TeX allowed).
+    """
+    path_attention, projection, y = np.asarray(path_attention), np.asarray(projection), np.asarray(y)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+    for i in network.plot_order:
+        axes[0].plot(path_attention[i], "o-", ms=3, color=network.path_colors[i],
+                     label=f"{network.path_names[i]} ({network.path_labels[i]})")
+    axes[0].set(xlabel="token $s$ (0 = BOS)", ylabel=r"$\omega_{\pi,s}$", title="path attention, one sequence")
+    axes[0].legend(fontsize=7)
+    for i in network.plot_order:
+        name = network.path_names[i]
+        for sign, style in ((1, "-"), (-1, "--")):
+            axes[1].hist(projection[y * sign > 0, i], bins=25, histtype="step", color=network.path_colors[i],
+                         lw=1.5, ls=style, label=f"{name}, y={sign:+d}")
+    axes[1].set(xlabel=rf"$\xi_\pi(x) \cdot {direction_label}$", ylabel="sequences",
+                title=f"path features along ${direction_label}$")
+    axes[1].legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,85 @@
+"""What the heads and paths of the hidden-Markov-chain network do to a sequence.
+
+Used by the model chapter to show, on data from the task's generator, that the same-token head attends to the
+previous token exactly when the hidden state stays, and how the path features separate the two classes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import as_float64_array
+
+
+def strongest_keys(omega) -> np.ndarray:
+    """For each query token ``t >= 2`` (the first visible token after BOS has no previous token), the key
+    with the largest attention weight.
+
+    Args:
+        omega: ``[T+1, T+1]`` attention matrix of one sequence, key ``s`` down, query ``t`` across, token 0 = BOS.
+    Returns:
+        ``[T-1]`` integer key indices for the queries ``t = 2, ..., T``.
+    """
+    omega = as_float64_array(omega, "omega")
+    if omega.ndim != 2 or omega.shape[0] != omega.shape[1] or omega.shape[0] < 3:
+        raise ValueError(f"omega must be a square [T+1, T+1] matrix with T >= 2, got shape {omega.shape}")
+    return omega[:, 2:].argmax(axis=0)
+
+
+def same_token_targets(omega, hidden_states) -> dict:
+    """Where the same-token head puts its largest weight on one sequence, against its hidden states.
+
+    Args:
+        omega: ``[T+1, T+1]`` attention matrix of the head on the sequence (token 0 = BOS).
+        hidden_states: ``[T]`` hidden states ``s_t = +-1`` of the sequence.
+    Returns:
+        ``{"stays": number of t with s_t = s_{t-1}, "attends_previous": queries whose largest weight is on
+        token t-1, "attends_bos": queries whose largest weight is on BOS, "previous_exactly_when_stays": bool}``.
+    """
+    states = np.asarray(hidden_states)
+    keys = strongest_keys(omega)
+    if len(states) != len(keys) + 1:
+        raise ValueError(f"hidden_states must have T = {len(keys) + 1} entries for this omega, got {len(states)}")
+    stay = states[1:] == states[:-1]
+    to_previous = keys == np.arange(1, len(states))
+    return {"stays": int(stay.sum()), "attends_previous": int(to_previous.sum()),
+            "attends_bos": int((keys == 0).sum()), "previous_exactly_when_stays": bool(np.array_equal(to_previous, stay))}
+
+
+def project_path_features(features, direction) -> np.ndarray:
+    """Path features projected on a unit vector along ``direction`` (zero-padded to the feature width).
+
+    Args:
+        features: ``[P, N0, paths]`` path features ({eq}`eq-path-features`).
+        direction: ``[d]`` direction in the first ``d <= N0`` input coordinates.
+    Returns:
+        ``[P, paths]`` projections.
+    """
+    features = as_float64_array(features, "features")
+    direction = as_float64_array(direction, "direction")
+    if features.ndim != 3 or direction.ndim != 1 or len(direction) > features.shape[1]:
+        raise ValueError(f"features must be [P, N0, paths] and direction [d] with d <= N0, got shapes "
+                         f"{features.shape} and {direction.shape}")
+    padded = np.concatenate([direction, np.zeros(features.shape[1] - len(direction))])
+    return np.einsum("i,pin->pn", padded / np.linalg.norm(direction), features)
+
+
+def class_separation(projection, y) -> np.ndarray:
+    """Difference of the class means of each column of ``projection`` in pooled-standard-deviation units.
+
+    Args:
+        projection: ``[P, paths]``; y: ``[P]`` labels ``+-1``.
+    Returns:
+        ``[paths]``: ``(mean_{y=+1} - mean_{y=-1}) / sqrt((var_{y=+1} + var_{y=-1}) / 2)`` (unbiased variances).
+    """
+    projection = as_float64_array(projection, "projection")
+    y = np.asarray(y)
+    if projection.ndim != 2 or y.shape != projection.shape[:1]:
+        raise ValueError(f"projection must be [P, paths] and y [P], got shapes {projection.shape} and {y.shape}")
+    if (y > 0).sum() < 2 or (y < 0).sum() < 2:
+        raise ValueError("y must hold at least two examples of each class +1 and -1")
+    separation = np.empty(projection.shape[1])
+    for i in range(projection.shape[1]):  # column by column: the same sums as for one path at a time
+        a, b = projection[y > 0, i], projection[y < 0, i]
+        separation[i] = (a.mean() - b.mean()) / np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2)
+    return separation
