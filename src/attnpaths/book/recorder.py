@@ -24,7 +24,7 @@ import jupytext
 from IPython.display import Markdown
 from myst_nb import glue as _glue
 
-from ..claims import Verdict, claims_table, escape_markdown
+from ..claims import Verdict, claims_table, escape_markdown, outcome_counts
 from ..results import to_jsonable, write_results
 from .chapters import INJECTED, parameters_cell
 
@@ -141,6 +141,20 @@ class ChapterRecorder:
             verdicts = [dataclasses.replace(v, **{f: escape_markdown(getattr(v, f)) for f in fields})
                         for v in verdicts]
         return self.markdown(name, claims_table(verdicts))
+
+    def summarize_claims(self, enforced, *, escape: bool = True) -> dict[str, int]:
+        """Glue the claims table (see :meth:`claims_table`), the number of claims with each outcome
+        (``claims_holds``, ``claims_not_significant``, ``claims_contradicted``), their total
+        (``claims_total``) and the number that the run's profile requires (``claims_enforced``), and record
+        the required claims as ``values["enforced_claims"]``. Returns the counts by outcome."""
+        self.claims_table(escape=escape)
+        counts = outcome_counts(self.verdicts)
+        for outcome, count in counts.items():
+            self.glue(f"claims_{glue_name(outcome)}", int(count))
+        self.glue("claims_total", len(self.verdicts))
+        self.glue("claims_enforced", len(enforced))
+        self.record("enforced_claims", list(enforced))
+        return counts
 
     def wait(self, name: str, **pending) -> dict:
         """Results of the submitted tasks ``pending`` (:func:`attnpaths.engine.submit`, keyword -> task), as a
