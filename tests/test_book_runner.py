@@ -206,6 +206,17 @@ def test_chapter_without_results_file_fails_and_keeps_the_previous_one(book):
     assert not any(book.build_dir.glob(".run-*"))
 
 
+def test_a_chapter_kernel_runs_with_one_thread_in_every_pool(book):
+    """The kernel's numbers do not depend on the machine's cores: torch and the BLAS pools have one thread."""
+    write_chapter(book.root, "beta", "m = 2", """
+        import torch
+        from threadpoolctl import threadpool_info
+        values = {'torch': torch.get_num_threads(), 'pools': sorted({p['num_threads'] for p in threadpool_info()})}
+        """)
+    runner.run_chapter(book, "beta", "smoke", force=True)
+    assert read_results("beta", book.results_dir)["values"] == {"torch": 1, "pools": [1]}
+
+
 def test_results_with_other_parameters_than_the_run_are_refused(book):
     """A chapter that writes its results with a hand-kept parameter list missing one parameter fails, naming it;
     the last good results stay."""
