@@ -91,6 +91,7 @@ class TimingTable:
     timings: dict
 
     def markdown(self) -> str:
+        """The table as a MyST pipe table."""
         return markdown_table(self.header, self.rows)
 
 
@@ -262,6 +263,7 @@ class EngineBenchmarks:
     summary: dict
 
     def markdown(self) -> str:
+        """The table (when a record has runs) followed by the notes, as one MyST paragraph."""
         table = markdown_table(["what", "workers", "engine", "wall time"], self.rows) + "\n\n" if self.rows else ""
         return table + " ".join(self.notes)
 
@@ -293,7 +295,8 @@ def engine_benchmarks(book_record: dict | None, sweep_record: dict | None) -> En
                          f"{run['wall_s']:.1f} s (speed-up {report['speedup'][str(run['workers'])]:.2f})"])
         projection = ", ".join(f"{k} workers {v['speedup']:.1f}" for k, v in report["projection"].items())
         identical = "yes" if all(r["identical_to_first_run"] for r in report["runs"]) else "**no**"
-        notes.append(f"Sweep: {inline_code(sweep_record['command'])}, commit {(sweep_record['commit'] or 'unknown')[:10]}, "
+        commit = (sweep_record["commit"] or "unknown")[:10]
+        notes.append(f"Sweep: {inline_code(sweep_record['command'])}, commit {commit}, "
                      f"{sweep_record['finished_utc'][:10]}; every run gave the same numbers as the first: {identical}. "
                      "Projected speed-up from the measured task times (longest task first on each free worker, no "
                      f"communication): {projection}.")
