@@ -221,3 +221,44 @@ def predicted_attention_mse(W, query, key_cov, value_noise: float, length) -> np
     bias_sq = float(np.sum((m - q) ** 2))
     ess_factor = math.exp(float(a @ cov @ a))
     return bias_sq + ess_factor * (float(m @ m) + float(np.trace(cov)) + value_noise**2) / L
+
+
+def predicted_best_temperature(query, key_cov, value_noise: float, length, *, bounds,
+                               tolerance: float = 1e-6) -> float:
+    """The temperature factor ``beta*`` that minimises the predicted error (ex-mse) of ``W = beta Sigma^{-1}``
+    at sequence length ``length``, in model (M3): ``argmin_{beta in bounds} MSE(beta Sigma^{-1}, L)``.
+
+    At ``beta = 1`` the bias of (ex-mse) vanishes; a smaller ``beta`` adds a bias but lowers the variance
+    factor ``exp(beta^2 q^T Sigma^{-1} q)``, so ``beta* < 1`` at finite ``L`` and ``beta* -> 1`` as ``L -> inf``.
+    Bounded scalar minimisation (``scipy.optimize.minimize_scalar``, method ``"bounded"``).
+
+    Args:
+        query: ``[d]``; key_cov: ``Sigma`` ``[d, d]``; value_noise: ``sigma_v >= 0``; length: ``L > 0``.
+        bounds: ``(low, high)`` with ``0 <= low < high``, the interval searched.
+        tolerance: absolute tolerance on ``beta`` (``xatol``), ``> 0``.
+
+    Returns:
+        ``beta*`` as a float.
+    """
+    from scipy.optimize import minimize_scalar
+
+    try:
+        low, high = (float(b) for b in bounds)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"bounds must be a pair (low, high) of real numbers, got {bounds!r}") from err
+    if not (np.isfinite(low) and np.isfinite(high) and 0 <= low < high):
+        raise ValueError(f"bounds must satisfy 0 <= low < high, got {bounds!r}")
+    tolerance = positive_real(tolerance, "tolerance")
+    if np.ndim(length) != 0:
+        raise ValueError(f"length must be one positive number, got {length!r}")
+    cov = np.asarray(as_tensor(key_cov, "key_cov"))
+    if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
+        raise ValueError(f"key_cov must be a square matrix [d, d], got shape {cov.shape}")
+    try:
+        inv_cov = np.linalg.inv(cov)
+    except np.linalg.LinAlgError as err:
+        raise ValueError("key_cov must be an invertible covariance matrix") from err
+    predicted_attention_mse(inv_cov, query, key_cov, value_noise, length)  # checks the arguments
+    result = minimize_scalar(lambda b: predicted_attention_mse(b * inv_cov, query, key_cov, value_noise, length),
+                             bounds=(low, high), method="bounded", options={"xatol": tolerance})
+    return float(result.x)

@@ -1,0 +1,318 @@
+"""The reproducibility chapter's report: the environment, the profiles, the chapters' run times and claims,
+and the committed benchmark records, as Markdown tables and summaries.
+
+Each function reads what the book has produced (the chapters' sources, ``_build/results/_timings.json``,
+the results files, the benchmark records under ``attnpaths/benchmarks/records``) and returns plain data or
+Markdown; the chapter glues them for its prose (:class:`~attnpaths.book.recorder.ChapterRecorder`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from dataclasses import dataclass
+from importlib import metadata
+
+from scipy.stats import norm
+
+from ..benchmarks.record import committed_record_path, read_record
+from ..claims import Verdict, outcome_counts
+from ..results import read_results
+from .chapters import INJECTED, Chapter, book_chapters
+from .layout import BookLayout
+
+
+def markdown_table(header, rows) -> str:
+    """A MyST pipe table: ``header`` (cells) then one line per row of ``rows`` (each cell through ``str``)."""
+    header = list(header)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        row = list(row)
+        if len(row) != len(header):
+            raise ValueError(f"rows must have {len(header)} cells like the header, got {row!r}")
+        lines.append("| " + " | ".join(str(cell) for cell in row) + " |")
+    return "\n".join(lines)
+
+
+def reported_chapters(layout: BookLayout, this_chapter: str) -> list[Chapter]:
+    """The executed chapters (MyST notebooks) of the book before ``this_chapter``, in the order of the table of
+    contents. Raises ``ValueError`` unless ``this_chapter`` is the last executed chapter (a report chapter
+    runs after every chapter it reports on)."""
+    chapters = [c for c in book_chapters(layout) if c.is_notebook]
+    if not chapters or chapters[-1].name != this_chapter:
+        last = chapters[-1].name if chapters else None
+        raise ValueError(f"this_chapter must be the book's last executed chapter ({last!r}), got {this_chapter!r}")
+    return chapters[:-1]
+
+
+def package_versions(packages) -> dict[str, str]:
+    """``{"python": version, package: installed version, ...}`` for the distribution names ``packages``."""
+    return {"python": platform.python_version(), **{name: metadata.version(name) for name in packages}}
+
+
+def machine_description() -> dict:
+    """The machine: ``platform``, ``processor``, ``cpu_count`` and ``torch_threads`` (PyTorch's intra-op
+    threads in this process)."""
+    import torch
+
+    return {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads()}
+
+
+def profile_differences(chapters, profiles) -> list[list[str]]:
+    """One row ``[chapter, `name`, `value in profiles[0]`, ...]`` per parameter (executor-set ones left out)
+    whose value differs between the ``profiles`` (a profile a chapter does not list runs its defaults)."""
+    rows = []
+    for chapter in chapters:
+        for name, default in chapter.defaults.items():
+            if name in INJECTED:
+                continue
+            values = [chapter.profiles.get(p, {}).get(name, default) for p in profiles]
+            if len({repr(v) for v in values}) > 1:
+                rows.append([chapter.name, f"`{name}`", *(f"`{v!r}`" for v in values)])
+    return rows
+
+
+@dataclass(frozen=True)
+class TimingTable:
+    """The chapters' last run times per profile (see :func:`timing_table`).
+
+    Attributes:
+        header: the table's header cells: ``chapter``, then wall time and peak memory per profile.
+        rows: one row per chapter (``"not run"`` where a chapter has no entry), then the totals.
+        totals: ``{profile: seconds}``, the sum of the chapters' wall times, ``None`` unless every chapter ran.
+        timings: ``{profile: {chapter: entry or None}}``, the entries the table shows.
+    """
+
+    header: list[str]
+    rows: list[list[str]]
+    totals: dict
+    timings: dict
+
+    def markdown(self) -> str:
+        """The table as a MyST pipe table."""
+        return markdown_table(self.header, self.rows)
+
+
+def timing_table(chapters, timings: dict, profiles) -> TimingTable:
+    """Wall time and peak memory of the last run of each chapter in each profile, and each profile's total.
+
+    Args:
+        chapters: the chapters to show, in order.
+        timings: ``{profile: {chapter: {"wall_s", "peak_rss_mib", ...}}}`` (:func:`attnpaths.book.runner.read_timings`).
+        profiles: the profiles, one pair of columns each.
+    """
+    profiles = list(profiles)
+    shown = {p: {c.name: timings.get(p, {}).get(c.name) for c in chapters} for p in profiles}
+    rows = []
+    for chapter in chapters:
+        row = [chapter.name]
+        for p in profiles:
+            entry = shown[p][chapter.name]
+            row += [f"{entry['wall_s']:.1f}", f"{entry['peak_rss_mib']:.0f}"] if entry else ["not run", "not run"]
+        rows.append(row)
+    totals = {}
+    for p in profiles:
+        entries = list(shown[p].values())
+        totals[p] = sum(e["wall_s"] for e in entries) if all(entries) else None
+    rows.append(["**total**", *[cell for p in profiles for cell in
+                                ((f"**{totals[p]:.1f}**" if totals[p] is not None else "—"), "")]])
+    header = ["chapter", *[f"{p}: {what}" for p in profiles for what in ("wall time (s)", "peak memory (MiB)")]]
+    return TimingTable(header=header, rows=rows, totals=totals, timings=shown)
+
+
+def total_text(total) -> str:
+    """A profile's total run time for the prose: ``"95 s"``, or ``"not measured yet"`` for ``None``."""
+    return "not measured yet" if total is None else f"{total:.0f} s"
+
+
+def budget_verdict(total, budget_s: float) -> str:
+    """``"within"`` or ``"over"`` the time budget ``budget_s``, ``"not measured yet"`` when ``total`` is ``None``."""
+    if total is None:
+        return "not measured yet"
+    return "within" if total <= budget_s else "over"
+
+
+@dataclass(frozen=True)
+class ChapterClaims:
+    """The verdicts in one chapter's results file and the profile that chapter last ran in."""
+
+    chapter: str
+    profile: str
+    verdicts: list[Verdict]
+
+
+def read_claims(chapters, results_dir) -> list[ChapterClaims]:
+    """The verdicts recorded in the results file of each of ``chapters`` (in order); a chapter without a
+    results file is left out."""
+    claims = []
+    for chapter in chapters:
+        try:
+            record = read_results(chapter.name, results_dir)
+        except FileNotFoundError:
+            continue
+        verdicts = [Verdict.from_dict(v) for v in record["values"].get("verdicts", [])]
+        claims.append(ChapterClaims(chapter.name, record["profile"], verdicts))
+    return claims
+
+
+def claims_rows(claims) -> list[list[str]]:
+    """One row ``[{doc} link to the chapter, profile, claim, statement, level, **outcome**]`` per verdict of
+    ``claims`` (:func:`read_claims`)."""
+    return [[f"{{doc}}`{c.chapter}`", c.profile, v.claim, v.statement, v.level_text, f"**{v.outcome.value}**"]
+            for c in claims for v in c.verdicts]
+
+
+def claim_outcomes(claims) -> tuple[dict, dict]:
+    """``({chapter: {claim: outcome}}, {outcome: count over the book})`` of ``claims`` (:func:`read_claims`)."""
+    by_chapter = {c.chapter: {v.claim: v.outcome.value for v in c.verdicts} for c in claims}
+    return by_chapter, outcome_counts([v for c in claims for v in c.verdicts])
+
+
+def family_z_limit(num_tests: int, level: float = 0.01) -> float:
+    """The two-sided z bound of a Bonferroni test at family-wise ``level`` over ``num_tests`` comparisons:
+    ``Phi^{-1}(1 - level / (2 num_tests))``."""
+    if isinstance(num_tests, bool) or not isinstance(num_tests, int) or num_tests < 1:
+        raise ValueError(f"num_tests must be an integer >= 1, got {num_tests!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    return float(norm.ppf(1 - level / (2 * num_tests)))
+
+
+def predictor_agreement(z: float, z_limit: float) -> str:
+    """How the sampler benchmark's two mean predictors compare, for the prose: ``"they agree"`` when their
+    largest difference, ``z`` combined Monte-Carlo standard errors, is at most the family-wise bound
+    ``z_limit``, else a bold statement that they differ."""
+    if z <= z_limit:
+        return "they agree"
+    return ("**they differ by more than their Monte-Carlo errors allow** (with so few effective NUTS draws the "
+            "NUTS error estimate itself is rough)")
+
+
+def commit_label(commit, dirty) -> str:
+    """A record's commit for the prose: its first ten characters (``"unknown"`` without one), marked when the
+    checkout had local changes."""
+    return (commit or "unknown")[:10] + (" (with local changes)" if dirty else "")
+
+
+def inline_code(text: str) -> str:
+    """``text`` as Markdown inline code, fenced by one backtick more than its longest run of backticks."""
+    text = str(text)
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
+
+
+def committed_record(name: str, *, required: bool = False) -> dict | None:
+    """The benchmark record shipped with the package for benchmark ``name``
+    (:func:`attnpaths.benchmarks.record.committed_record_path`), or ``None`` when it has not been recorded;
+    a ``required`` record that is missing raises ``ValueError`` naming the file and how to make it."""
+    path = committed_record_path(name)
+    return read_record(path) if required or path.is_file() else None
+
+
+def sampler_rows(bench_report: dict) -> list[list[str]]:
+    """The rows of the sampler benchmark's table (blocked Gibbs against NUTS): wall time, chains and draws, ESS
+    of the predictor (smallest, median, per second), split R-hat, ESS of the sampled order parameter and,
+    when recorded, the test accuracy of the mean predictor. ``bench_report`` is the record's ``report``."""
+    gibbs, nuts = bench_report["gibbs"], bench_report["nuts"]
+    rows = [
+        ["wall time (s)", f"{gibbs['wall_time_s']:.1f}", f"{nuts['wall_time_s']:.1f}"],
+        ["chains x stored draws", f"{gibbs['num_chains']} x {gibbs['num_samples']}",
+         f"{nuts['num_chains']} x {nuts['num_samples']}"],
+        ["smallest ESS of f over the test points", f"{gibbs['min_predictor_ess']:.3g}",
+         f"{nuts['min_predictor_ess']:.3g}"],
+        ["median ESS of f", f"{gibbs['median_predictor_ess']:.3g}", f"{nuts['median_predictor_ess']:.3g}"],
+        ["largest split R-hat of f", f"{gibbs['max_predictor_rhat']:.3f}", f"{nuts['max_predictor_rhat']:.3f}"],
+        ["**smallest ESS of f per second**", f"**{gibbs['min_predictor_ess_per_s']:.3g}**",
+         f"**{nuts['min_predictor_ess_per_s']:.3g}**"],
+        ["smallest ESS of the sampled U entries", f"{gibbs['min_order_parameter_ess']:.3g}",
+         f"{nuts['min_order_parameter_ess']:.3g}"],
+    ]
+    if "test_accuracy" in gibbs:
+        rows.append(["test accuracy of the mean predictor", f"{gibbs['test_accuracy']:.3f}",
+                     f"{nuts['test_accuracy']:.3f}"])
+    return rows
+
+
+def sampler_summary(bench: dict, goal: float) -> dict:
+    """What the results file keeps of the sampler benchmark record ``bench``: its provenance (``command``,
+    ``finished_utc``, ``commit``, ``commit_dirty``, ``machine``), the ESS-per-second ratio and the ``goal``,
+    the largest z of the mean predictors, and the Gibbs and NUTS summaries without the sampled draws."""
+    bench_report = bench["report"]
+    return ({key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")}
+            | {"ess_per_s_ratio": bench_report["ess_per_s_ratio"], "goal": goal,
+               "max_mean_predictor_z": bench_report["max_mean_predictor_z"],
+               **{name: {key: value for key, value in bench_report[name].items()
+                         if key != "sampled_order_parameter"} for name in ("gibbs", "nuts")}})
+
+
+def _engine(workers: int) -> str:
+    return "in-process" if workers == 1 else "embedded LocalCluster"
+
+
+@dataclass(frozen=True)
+class EngineBenchmarks:
+    """The engine benchmarks' table (:func:`engine_benchmarks`): ``rows`` (what, workers, engine, wall time),
+    ``notes`` (one Markdown sentence per record: command, commit, date, and what the reader should know) and
+    ``summary`` (what the results file keeps: per record, its commit, date and times)."""
+
+    rows: list[list[str]]
+    notes: list[str]
+    summary: dict
+
+    def markdown(self) -> str:
+        """The table (when a record has runs) followed by the notes, as one MyST paragraph."""
+        table = markdown_table(["what", "workers", "engine", "wall time"], self.rows) + "\n\n" if self.rows else ""
+        return table + " ".join(self.notes)
+
+
+def engine_benchmarks(book_record: dict | None, sweep_record: dict | None) -> EngineBenchmarks:
+    """The book benchmark (the paper-profile book in-process and on the embedded cluster) and the sweep benchmark
+    (the hmc chapter's largest sweep on 1 and 2 workers, with its projected speed-up); a record that is
+    ``None`` (not recorded yet) is named as such in the notes."""
+    rows, notes, summary = [], [], {}
+    if book_record is not None:
+        report = book_record["report"]
+        for run in report["runs"]:
+            rows.append([f"book, {report['profile']} profile", str(run["workers"]), _engine(run["workers"]),
+                         f"{run['wall_s'] / 60:.1f} min"])
+        notes.append(f"Book: {inline_code(book_record['command'])}, commit "
+                     f"{commit_label(book_record['commit'], book_record['commit_dirty'])}, "
+                     f"{book_record['finished_utc'][:10]}, {book_record['machine']['cpu_count']} CPU cores.")
+        if len({r["model_cache_warm_at_start"] for r in report["runs"]}) > 1:
+            notes.append("The runs did not start with the same one-shot model cache: the run without it "
+                         "includes the training of the model.")
+        summary["book"] = {"commit": book_record["commit"], "finished_utc": book_record["finished_utc"],
+                           "wall_s": {str(r["workers"]): r["wall_s"] for r in report["runs"]}}
+    else:
+        notes.append("The book benchmark has not been recorded yet.")
+    if sweep_record is not None:
+        report = sweep_record["report"]
+        for run in report["runs"]:
+            rows.append([f"sweep, {report['num_tasks']} tasks", str(run["workers"]), _engine(run["workers"]),
+                         f"{run['wall_s']:.1f} s (speed-up {report['speedup'][str(run['workers'])]:.2f})"])
+        projection = ", ".join(f"{k} workers {v['speedup']:.1f}" for k, v in report["projection"].items())
+        identical = "yes" if all(r["identical_to_first_run"] for r in report["runs"]) else "**no**"
+        commit = (sweep_record["commit"] or "unknown")[:10]
+        notes.append(f"Sweep: {inline_code(sweep_record['command'])}, commit {commit}, "
+                     f"{sweep_record['finished_utc'][:10]}; every run gave the same numbers as the first: {identical}. "
+                     "Projected speed-up from the measured task times (longest task first on each free worker, no "
+                     f"communication): {projection}.")
+        summary["sweep"] = {"commit": sweep_record["commit"], "finished_utc": sweep_record["finished_utc"],
+                            "speedup": report["speedup"], "projection": report["projection"]}
+    else:
+        notes.append("The sweep benchmark has not been recorded yet.")
+    return EngineBenchmarks(rows=rows, notes=notes, summary=summary)
+
+
+def rerun_example(chapters) -> str | None:
+    """A command that runs one chapter again with another value of a parameter: the first positive integer
+    parameter (executor-set ones left out) of ``chapters``, doubled; ``None`` when no chapter has one."""
+    for chapter in chapters:
+        for name, value in chapter.defaults.items():
+            if name not in INJECTED and type(value) is int and value > 0:
+                return f"python -m attnpaths run {chapter.name} --profile smoke --set {name}={value * 2}"
+    return None
+

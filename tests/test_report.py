@@ -1,0 +1,171 @@
+"""The reproducibility chapter's report builders (attnpaths.book.report): tables from the chapters' sources,
+timings and results files, and from the benchmark records."""
+
+import pytest
+from scipy.stats import norm
+
+from attnpaths.book import report
+from attnpaths.book.chapters import book_chapters
+from attnpaths.claims import Outcome, Verdict
+from attnpaths.results import write_results
+from helpers import write_chapter, write_toc
+
+
+def verdict(claim, outcome=Outcome.HOLDS):
+    return Verdict(claim=claim, statement=f"claim {claim}", source="here", statistic="s", test="t", level=0.01,
+                   correction="none", value=1.0, p_value=0.001, z=3.1, outcome=outcome, measured="m")
+
+
+@pytest.fixture
+def book(tiny_book):
+    root = tiny_book.root
+    write_chapter(root, "intro", "n = 3\nlabel = 'x'", "values = {}", profiles={"smoke": {}, "paper": {"n": 30}})
+    write_chapter(root, "theory", "widths = [10, 100]\nlevel = 0.01", "values = {}",
+                  profiles={"smoke": {}, "paper": {"widths": [10, 1000]}})
+    write_chapter(root, "summary", "", "values = {}", report=True)
+    write_toc(root, ["intro", "theory", "summary"])
+    return tiny_book
+
+
+def test_markdown_table_and_its_row_check():
+    assert report.markdown_table(["a", "b"], [[1, "x"], ("2", 3.5)]) == "| a | b |\n|---|---|\n| 1 | x |\n| 2 | 3.5 |"
+    with pytest.raises(ValueError, match="rows must have 2 cells"):
+        report.markdown_table(["a", "b"], [[1]])
+
+
+def test_reported_chapters_are_those_before_the_last(book):
+    assert [c.name for c in report.reported_chapters(book, "summary")] == ["intro", "theory"]
+    with pytest.raises(ValueError, match="last executed chapter \\('summary'\\), got 'theory'"):
+        report.reported_chapters(book, "theory")
+
+
+def test_profile_differences_show_only_parameters_that_differ(book):
+    chapters = report.reported_chapters(book, "summary")
+    assert report.profile_differences(chapters, ("smoke", "paper")) == [
+        ["intro", "`n`", "`3`", "`30`"],
+        ["theory", "`widths`", "`[10, 100]`", "`[10, 1000]`"],
+    ]
+    assert report.profile_differences(chapters, ("smoke", "smoke")) == []
+
+
+def test_timing_table_totals_only_complete_profiles(book):
+    chapters = report.reported_chapters(book, "summary")
+    timings = {"smoke": {"intro": {"wall_s": 2.04, "peak_rss_mib": 300.4}, "theory": {"wall_s": 10.0,
+                                                                                     "peak_rss_mib": 512.6},
+                         "summary": {"wall_s": 1.0, "peak_rss_mib": 1.0}},
+               "paper": {"theory": {"wall_s": 50.0, "peak_rss_mib": 900.0}}}
+    table = report.timing_table(chapters, timings, ("smoke", "paper"))
+    assert table.totals == {"smoke": pytest.approx(12.04), "paper": None}
+    assert table.rows == [["intro", "2.0", "300", "not run", "not run"], ["theory", "10.0", "513", "50.0", "900"],
+                          ["**total**", "**12.0**", "", "—", ""]]
+    assert table.timings["paper"] == {"intro": None, "theory": timings["paper"]["theory"]}  # this chapter left out
+    assert table.markdown().splitlines()[0] == ("| chapter | smoke: wall time (s) | smoke: peak memory (MiB) | "
+                                                "paper: wall time (s) | paper: peak memory (MiB) |")
+    assert [report.total_text(t) for t in (12.04, None)] == ["12 s", "not measured yet"]
+    assert [report.budget_verdict(t, 180) for t in (180.0, 180.5, None)] == ["within", "over", "not measured yet"]
+
+
+def test_claims_are_read_from_the_results_files_of_the_chapters_that_have_one(book, tmp_path):
+    results = tmp_path / "results"
+    write_results("theory", "paper", {}, {"verdicts": [verdict("T1").to_dict(),
+                                                       verdict("T2", Outcome.NOT_SIGNIFICANT).to_dict()]}, results)
+    write_results("intro", "smoke", {}, {"glued": {}}, results)  # a chapter without claims
+    chapters = book_chapters(book)
+    claims = report.read_claims(chapters, results)  # summary has no results file: left out
+    assert [(c.chapter, c.profile, [v.claim for v in c.verdicts]) for c in claims] == [
+        ("intro", "smoke", []), ("theory", "paper", ["T1", "T2"])]
+    assert report.claims_rows(claims) == [
+        ["{doc}`theory`", "paper", "T1", "claim T1", "1 %", "**holds**"],
+        ["{doc}`theory`", "paper", "T2", "claim T2", "1 %", "**not significant**"]]
+    outcomes, counts = report.claim_outcomes(claims)
+    assert outcomes == {"intro": {}, "theory": {"T1": "holds", "T2": "not significant"}}
+    assert counts == {"holds": 1, "not significant": 1, "contradicted": 0}
+
+
+def test_family_z_limit_is_the_bonferroni_bound():
+    assert report.family_z_limit(100, 0.01) == pytest.approx(3.8906, abs=1e-4)
+    assert report.family_z_limit(1, 0.05) == pytest.approx(norm.ppf(0.975))
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match="num_tests"):
+            report.family_z_limit(bad)
+    with pytest.raises(ValueError, match="level"):
+        report.family_z_limit(10, 1.5)
+
+
+def test_words_for_the_prose():
+    assert report.predictor_agreement(2.97, 3.89) == "they agree"
+    assert report.predictor_agreement(4.2, 3.89).startswith("**they differ")
+    assert report.commit_label("2f4e43ff59ca72e876448109ddcdfc9ccc3de706", False) == "2f4e43ff59"
+    assert report.commit_label(None, True) == "unknown (with local changes)"
+    assert report.inline_code("python -m attnpaths bench sampler") == "`python -m attnpaths bench sampler`"
+    assert report.inline_code("a `b` c") == "``a `b` c``"
+    assert report.inline_code("`x`") == "`` `x` ``"
+
+
+def _sampler_report(with_accuracy=True):
+    summary = dict(wall_time_s=3.8, num_chains=1, num_samples=1000, min_predictor_ess=231.09,
+                   median_predictor_ess=790.2, max_predictor_rhat=1.00557, min_predictor_ess_per_s=60.75,
+                   min_order_parameter_ess=24.33, sampled_order_parameter=[[1.0]])
+    if with_accuracy:
+        summary["test_accuracy"] = 0.97
+    nuts = dict(summary, wall_time_s=737.61, num_samples=50, min_predictor_ess_per_s=0.01185)
+    return {"gibbs": summary, "nuts": nuts, "ess_per_s_ratio": 5127.6, "max_mean_predictor_z": 2.97,
+            "sizes": {"num_test": 100}}
+
+
+def test_sampler_rows_and_summary():
+    rows = report.sampler_rows(_sampler_report())
+    assert len(rows) == 8 and rows[-1] == ["test accuracy of the mean predictor", "0.970", "0.970"]
+    assert rows[0] == ["wall time (s)", "3.8", "737.6"]
+    assert rows[1] == ["chains x stored draws", "1 x 1000", "1 x 50"]
+    assert rows[5] == ["**smallest ESS of f per second**", "**60.8**", "**0.0118**"]
+    assert len(report.sampler_rows(_sampler_report(with_accuracy=False))) == 7
+    bench = {"command": "c", "finished_utc": "2026-11-30T01:59:47+00:00", "commit": "abc", "commit_dirty": False,
+             "machine": {"cpu_count": 2}, "report": _sampler_report()}
+    summary = report.sampler_summary(bench, goal=100)
+    assert summary["goal"] == 100 and summary["ess_per_s_ratio"] == 5127.6 and summary["commit"] == "abc"
+    assert "sampled_order_parameter" not in summary["gibbs"] and summary["nuts"]["num_samples"] == 50
+
+
+def _record(report_, commit="6cc0eecf553bc569334b11c354382641483d9210"):
+    return {"command": "python -m attnpaths bench x", "commit": commit, "commit_dirty": False,
+            "finished_utc": "2026-11-30T22:00:59+00:00", "machine": {"cpu_count": 2}, "report": report_}
+
+
+def test_engine_benchmarks_rows_notes_and_summary():
+    book = _record({"profile": "paper", "runs": [
+        {"workers": 1, "wall_s": 1159.3, "model_cache_warm_at_start": True},
+        {"workers": 2, "wall_s": 752.13, "model_cache_warm_at_start": False}]})
+    sweep = _record({"num_tasks": 20, "speedup": {"1": 1.0, "2": 1.091},
+                     "projection": {"2": {"speedup": 1.997}, "4": {"speedup": 3.981}},
+                     "runs": [{"workers": 1, "wall_s": 41.274, "identical_to_first_run": True},
+                              {"workers": 2, "wall_s": 37.829, "identical_to_first_run": False}]})
+    engines = report.engine_benchmarks(book, sweep)
+    assert engines.rows == [["book, paper profile", "1", "in-process", "19.3 min"],
+                            ["book, paper profile", "2", "embedded LocalCluster", "12.5 min"],
+                            ["sweep, 20 tasks", "1", "in-process", "41.3 s (speed-up 1.00)"],
+                            ["sweep, 20 tasks", "2", "embedded LocalCluster", "37.8 s (speed-up 1.09)"]]
+    assert engines.notes[0] == ("Book: `python -m attnpaths bench x`, commit 6cc0eecf55, 2026-11-30, 2 CPU cores.")
+    assert "did not start with the same one-shot model cache" in engines.notes[1]
+    assert "the same numbers as the first: **no**" in engines.notes[2]
+    assert "2 workers 2.0, 4 workers 4.0." in engines.notes[2]
+    assert engines.summary["book"]["wall_s"] == {"1": 1159.3, "2": 752.13}
+    assert engines.summary["sweep"]["speedup"] == {"1": 1.0, "2": 1.091}
+    assert engines.markdown().startswith("| what | workers | engine | wall time |")
+    empty = report.engine_benchmarks(None, None)
+    assert (empty.rows, empty.summary) == ([], {})
+    assert empty.markdown() == ("The book benchmark has not been recorded yet. "
+                                "The sweep benchmark has not been recorded yet.")
+
+
+def test_committed_records():
+    assert report.committed_record("sampler")["benchmark"] == "sampler"
+    assert report.committed_record("not_recorded") is None
+    with pytest.raises(ValueError, match="no benchmark record"):
+        report.committed_record("not_recorded", required=True)
+
+
+def test_rerun_example_doubles_the_first_positive_integer_parameter(book):
+    chapters = report.reported_chapters(book, "summary")
+    assert report.rerun_example(chapters) == "python -m attnpaths run intro --profile smoke --set n=6"
+    assert report.rerun_example(chapters[1:]) is None  # widths is a list, level a float
