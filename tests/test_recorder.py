@@ -91,3 +91,16 @@ def test_a_recorded_value_can_be_glued_under_its_own_or_another_name(chapter, mo
     recorder.record("hidden", 1)
     assert glued == {"alpha_stays": 4, "alpha_bos": 2}
     assert recorder.values == {"stays": 4, "attends_bos": 2, "hidden": 1}
+
+
+def test_numpy_and_torch_scalars_are_glued_as_python_numbers(chapter, monkeypatch):
+    import torch
+
+    glued = {}
+    monkeypatch.setattr("attnpaths.book.recorder._glue", lambda name, value, display: glued.update({name: value}))
+    namespace = {"n": 3, "widths": [10, 100], "level": 0.01, "profile": "smoke", "results_dir": "out"}
+    recorder = ChapterRecorder("alpha", namespace)
+    recorder.glue("a", np.float64(0.5))
+    recorder.record("b", torch.tensor(2.0, dtype=torch.float64), glue=True)
+    assert type(glued["alpha_a"]) is float and type(glued["alpha_b"]) is float
+    assert f"{glued['alpha_a']:.2f}" == "0.50"

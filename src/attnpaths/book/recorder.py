@@ -21,6 +21,8 @@ import re
 from pathlib import Path
 
 import jupytext
+import numpy as np
+import torch
 from IPython.display import Markdown
 from myst_nb import glue as _glue
 
@@ -64,6 +66,16 @@ def _jsonable(value):
     return to_jsonable(value)
 
 
+def _plain(value):
+    """A numpy or torch scalar as the Python number it holds (the prose's formats, e.g. ``:.2f``, are applied
+    to the glued text representation, which for ``np.float64(0.5)`` is not a number); anything else as is."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.item()
+    return value
+
+
 class ChapterRecorder:
     """Glue and record a chapter's numbers, claims and run times; write its results file.
 
@@ -91,7 +103,7 @@ class ChapterRecorder:
     def glue(self, name: str, value, *, record: bool = True):
         """Glue ``value`` as ``<prefix><name>`` for the prose and, unless ``record`` is false, keep it in
         ``values["glued"][name]``. Returns ``value``."""
-        _glue(self.prefix + name, value, display=False)
+        _glue(self.prefix + name, _plain(value), display=False)
         if record:
             self.values.setdefault("glued", {})[name] = _jsonable(value)
         return value
@@ -116,7 +128,7 @@ class ChapterRecorder:
         Returns ``value``."""
         self.values[name] = _jsonable(value)
         if glue:
-            _glue(self.prefix + (glue if isinstance(glue, str) else name), value, display=False)
+            _glue(self.prefix + (glue if isinstance(glue, str) else name), _plain(value), display=False)
         return value
 
     def claims(self, *verdicts: Verdict, sentences: bool = True) -> list[Verdict]:
