@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from attnpaths.book.cli import main, run_benchmark
+from attnpaths.cli import main, run_benchmark
 from helpers import write_chapter, write_toc
 
 

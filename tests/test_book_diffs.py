@@ -8,7 +8,8 @@ import json
 import nbformat
 import pytest
 
-from attnpaths.book import cli, paper_records, runner
+from attnpaths import cli
+from attnpaths.book import paper_records, runner
 from attnpaths.book.baselines import CHECK_TAG, baseline_path, results_baseline_path
 from attnpaths.book.cache import EXECUTION_METADATA
 from attnpaths.book.executor import ChapterFailed
