@@ -53,12 +53,6 @@ def _digest(package_dir: Path, files, file_hash) -> str:
     return digest.hexdigest()
 
 
-def package_digest(package_dir) -> str:
-    """SHA-256 of every file under ``package_dir`` (relative paths and contents; caches and bytecode left out):
-    what a chapter whose imports cannot be read depends on."""
-    return PackageCode(package_dir).digest_all()
-
-
 def _parse_cell(source: str):
     """The syntax tree of a code cell; lines that are IPython magics or shell escapes (``%``, ``!``) are
     blanked first. ``None`` if it is still not valid Python."""
@@ -205,7 +199,7 @@ class PackageCode:
         return _digest(self.package_dir, self.closure(names), self._hash)
 
     def digest_all(self) -> str:
-        """SHA-256 of the relative paths and contents of every file of the package."""
+        """SHA-256 of the relative paths and contents of every file of the package (bytecode left out)."""
         return _digest(self.package_dir, [p for p in self.package_dir.rglob("*") if _is_package_file(p)],
                        self._hash)
 
@@ -224,7 +218,7 @@ class PackageCode:
 
     def chapter_digest(self, notebook) -> str:
         """The digest of the package code that the notebook can execute (:meth:`digest` of its
-        :meth:`chapter_imports`; :func:`package_digest` of the whole package when those cannot be read)."""
+        :meth:`chapter_imports`; :meth:`digest_all` when those cannot be read)."""
         names = self.chapter_imports(notebook)
         return self.digest_all() if names is None else self.digest(names)
 
