@@ -5,6 +5,7 @@ import os
 import platform
 import re
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -73,3 +74,9 @@ def test_provenance_is_gathered_in_one_module():
     offenders = [path.relative_to(ROOT).as_posix() for path in (ROOT / "src" / "attnpaths").rglob("*.py")
                  if path.name != "provenance.py" and readers.search(path.read_text())]
     assert offenders == []
+
+
+def test_benchmark_records_do_not_load_the_book_machinery():
+    code = "import sys, attnpaths.benchmarks.record; print(sorted(m for m in sys.modules if m.startswith('attnpaths')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "attnpaths.book" not in loaded and "attnpaths.provenance" in loaded
