@@ -4,6 +4,7 @@ from one another or from ``conftest``."""
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -113,6 +114,19 @@ def write_toc(root: Path, names: list[str]) -> None:
     """A ``_toc.yml`` listing ``book/<name>`` in order (the first is the root)."""
     toc = {"format": "jb-book", "root": f"book/{names[0]}", "chapters": [{"file": f"book/{n}"} for n in names[1:]]}
     (root / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+
+
+def copy_repository(destination: Path) -> Path:
+    """Copy the repository's book (``_toc.yml``, ``_config.yml``, ``book/``) and package sources
+    (``src/attnpaths``, without bytecode) to ``destination``, without ``_build``: a checkout that a test may
+    edit or execute. Returns ``destination``."""
+    destination.mkdir(parents=True)
+    for name in ("_toc.yml", "_config.yml"):
+        shutil.copy(ROOT / name, destination / name)
+    shutil.copytree(ROOT / "book", destination / "book")
+    shutil.copytree(ROOT / "src" / "attnpaths", destination / "src" / "attnpaths",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return destination
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -1,12 +1,15 @@
-"""The command line: benchmark dispatch and status (no kernels)."""
+"""The command line: benchmark dispatch, status, the console script and ``python -m attnpaths`` (no kernels)."""
 
+import importlib
+import importlib.util
+import subprocess
 import sys
 import types
 
 import pytest
 
-from attnpaths.book.cli import main, run_benchmark
-from helpers import write_chapter, write_toc
+from attnpaths.cli import main, run_benchmark
+from helpers import ROOT, write_chapter, write_toc
 
 
 @pytest.fixture
@@ -49,3 +52,69 @@ def test_outside_a_book_is_a_clear_error(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["status"]) == 2
     assert "_toc.yml" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------------------
+# the console script `attnpaths` and `python -m attnpaths`
+
+# what pip writes as the console script of an entry point "attnpaths.cli:main" (its module and function are
+# filled in from pyproject.toml below)
+CONSOLE_SCRIPT = """import re
+import sys
+from {module} import {function}
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit({function}())
+"""
+
+
+def project() -> dict:
+    """The ``[project]`` table of ``pyproject.toml``."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        return tomllib.load(handle)["project"]
+
+
+def test_pyproject_declares_the_console_script_and_the_lab_extra():
+    entry = project()["scripts"]["attnpaths"]
+    module, _, function = entry.partition(":")
+    assert getattr(importlib.import_module(module), function) is main
+    assert {"jupyterlab", "jupytext"} <= set(project()["optional-dependencies"]["lab"])
+
+
+def test_the_old_module_is_gone():
+    assert importlib.util.find_spec("attnpaths.book.cli") is None
+
+
+@pytest.fixture
+def two_chapter_book(tiny_book):
+    write_chapter(tiny_book.root, "alpha", "n = 1", "values = {}")
+    write_chapter(tiny_book.root, "beta", "n = 1", "values = {}")
+    write_toc(tiny_book.root, ["alpha", "beta"])
+    return tiny_book
+
+
+def test_the_console_script_runs_the_commands(two_chapter_book, tmp_path):
+    module, _, function = project()["scripts"]["attnpaths"].partition(":")
+    script = tmp_path / "bin" / "attnpaths"
+    script.parent.mkdir()
+    script.write_text(CONSOLE_SCRIPT.format(module=module, function=function))
+    done = subprocess.run([sys.executable, str(script), "status", "--profile", "paper"], cwd=two_chapter_book.root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "paper profile: stale: alpha, beta" in done.stdout
+    usage = subprocess.run([sys.executable, str(script), "run", "--help"], capture_output=True, text=True,
+                           timeout=120)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: attnpaths run ")
+
+
+def test_python_dash_m_runs_the_same_commands(two_chapter_book):
+    done = subprocess.run([sys.executable, "-m", "attnpaths", "status"], cwd=two_chapter_book.root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "smoke profile: stale: alpha, beta" in done.stdout
+    usage = subprocess.run([sys.executable, "-m", "attnpaths", "--help"], capture_output=True, text=True,
+                           timeout=120)
+    assert usage.stdout.startswith("usage: python -m attnpaths ")
+    for command in ("book", "run", "status", "refresh-baselines", "record-paper", "bench"):
+        assert command in usage.stdout

@@ -8,7 +8,8 @@ import json
 import nbformat
 import pytest
 
-from attnpaths.book import cli, paper_records, runner
+from attnpaths import __version__, cli, provenance
+from attnpaths.book import paper_records, runner
 from attnpaths.book.baselines import CHECK_TAG, baseline_path, results_baseline_path
 from attnpaths.book.cache import EXECUTION_METADATA
 from attnpaths.book.executor import ChapterFailed
@@ -178,6 +179,7 @@ def test_record_paper_writes_new_records_with_provenance(tiny_book, no_execution
     assert record["command"] == "python -m attnpaths record-paper"
     assert record["commit"] is None and record["commit_dirty"] is None  # not a git checkout
     assert set(record["versions"]) >= {"python", "numpy", "torch"} and record["recorded_utc"].endswith("+00:00")
+    assert record["machine"] == provenance.machine(load=False) and record["package_version"] == __version__
     assert record["results"]["profile"] == "paper" and record["results"]["values"]["acc"] == 0.9
     assert record["execution"]["parameters"]["n"] == 5 and record["execution"]["overrides"] == {}
     assert paper_records.record_problems(tiny_book, chapters["alpha"], record) == []

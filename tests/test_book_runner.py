@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from attnpaths.book import runner
-from attnpaths.book.cli import main
+from attnpaths.cli import main
 from attnpaths.book.executor import ChapterFailed
 from attnpaths.book.layout import BookLayout
 from attnpaths.results import read_results
@@ -137,8 +137,10 @@ def test_changing_one_parameter_reexecutes_only_that_chapter(book):
     assert read_results("beta", book.results_dir)["values"] == {"m": 4}
 
 
-def test_package_change_makes_every_chapter_stale(book):
-    (book.package_dir / "new_module.py").write_text("VALUE = 1\n")
+def test_package_change_makes_stale_the_chapters_that_execute_it(book):
+    (book.package_dir / "new_module.py").write_text("VALUE = 1\n")  # imported by no chapter
+    assert runner.stale_chapters(book, "smoke") == []
+    (book.package_dir / "__init__.py").write_text("VALUE = 2\n")  # every chapter imports attnpaths.results
     assert runner.stale_chapters(book, "smoke") == ["alpha", "beta"]
 
 

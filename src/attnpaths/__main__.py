@@ -1,8 +1,8 @@
-"""``python -m attnpaths``: the book's command line (see :mod:`attnpaths.book.cli`)."""
+"""``python -m attnpaths``: the package's command line (see :mod:`attnpaths.cli`)."""
 
 import sys
 
-from attnpaths.book.cli import main
+from attnpaths.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,22 +9,20 @@ committed one is how the book's numbers are refreshed.
 Record layout (JSON object)::
 
     {"benchmark": name, "command": "python -m attnpaths bench ...", "started_utc", "finished_utc": ISO 8601,
-     "commit": git commit of the measured sources when the run started (null outside a git checkout),
-     "commit_dirty": bool | null (uncommitted changes to tracked files at the start),
+     "package_version", "commit": git commit of the measured sources when the run started (null outside a
+     git checkout), "commit_dirty": bool | null (uncommitted changes to tracked files at the start),
      "machine": {"platform", "processor", "cpu_count", "load_average_1min"}, "versions": {"python", "torch", ...},
      "report": the benchmark's own report}
+
+The provenance comes from :mod:`attnpaths.provenance`.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
-import os
-import platform
-import subprocess
 from pathlib import Path
 
-from ..book.cache import environment
+from .. import provenance
 
 RECORDS_DIR = Path(__file__).with_name("records")
 REQUIRED_KEYS = ("benchmark", "command", "finished_utc", "commit", "machine", "versions", "report")
@@ -38,47 +36,24 @@ def committed_record_path(name: str) -> Path:
     return RECORDS_DIR / f"{name}.json"
 
 
-def git_commit(directory) -> tuple[str | None, bool | None]:
-    """``(commit, dirty)`` of the git checkout holding ``directory``: the ``HEAD`` commit and whether tracked
-    files have uncommitted changes; ``(None, None)`` outside a checkout."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True,
-                                check=True).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=directory,
-                                capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None, None
-    return commit, bool(status.strip())
-
-
 def start_record(name: str, argv: list[str]) -> dict:
     """Provenance taken when a benchmark starts (so that it names the code that ran, even if the checkout
-    changes while it runs): command line, start time, git commit and dirty flag, machine, versions."""
+    changes while it runs): command line, start time, and :func:`attnpaths.provenance.collect` without the
+    load average (package version, git commit and dirty flag, versions, machine)."""
     committed_record_path(name)  # validates the name
-    commit, dirty = git_commit(Path(__file__).parent)
-    versions = environment(VERSIONED_PACKAGES)
     return {
         "benchmark": name,
         "command": " ".join(["python -m attnpaths bench", name, *argv]),
-        "started_utc": utc_now(),
-        "commit": commit,
-        "commit_dirty": dirty,
-        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count()},
-        "versions": versions,
+        "started_utc": provenance.utc_now(),
+        **provenance.collect(Path(__file__).parent, VERSIONED_PACKAGES, load=False),
     }
 
 
 def make_record(started: dict, report: dict) -> dict:
     """The record: the provenance from :func:`start_record`, the finishing time, the 1-minute load average at
     the end and the benchmark's ``report``."""
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    machine = dict(started["machine"], load_average_1min=load)
-    return {**started, "machine": machine, "finished_utc": utc_now(), "report": report}
-
-
-def utc_now() -> str:
-    """The current UTC time in ISO 8601, to the second."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    machine = dict(started["machine"], load_average_1min=provenance.load_average())
+    return {**started, "machine": machine, "finished_utc": provenance.utc_now(), "report": report}
 
 
 def write_record(record: dict, path) -> Path:

@@ -3,49 +3,224 @@
 A chapter is re-executed only when its key changes. The key hashes
 
 - the chapter's source file,
-- every file of the package sources (``src/attnpaths``; Jupyter Book's own cache would not see them),
+- the package code the chapter can execute (:meth:`PackageCode.chapter_digest`; Jupyter Book's own cache
+  would not see it): the package modules its code cells import, the package modules those import,
+  transitively (with the ``__init__.py`` of every package on the way), and the data files beside them (the
+  files of the folders holding those modules that are not Python sources, with their subfolders that are not
+  packages: e.g. ``hmc/authors_code_reference.json`` for a chapter that imports ``attnpaths.hmc``,
+  ``benchmarks/records/*.json`` for one that imports ``attnpaths.benchmarks.record``). The rest of the
+  package (the command line, modules that only other chapters import) does not enter it,
 - the complete parameters of the execution (profile values, overrides, ``profile``, ``results_dir``),
-- the versions of Python and of the numerical libraries (a new numpy may change the numbers),
+- the versions of Python and of the numerical libraries (:data:`attnpaths.provenance.NUMERIC_LIBRARIES`; a new
+  numpy may change the numbers),
 - for a report chapter, the keys of the chapters before it (it shows their results and run times).
+
+Imports are read from the sources with :mod:`ast` (anywhere in a module, also inside functions), never by
+importing anything. A module loaded by a name computed at run time (``importlib.import_module(name)``) is not
+seen; a code cell that is not valid Python even without its IPython magics makes the chapter depend on every
+file of the package.
 
 The key is stored in the executed notebook's metadata (``metadata.attnpaths_execution.cache_key``).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
-import platform
-from importlib import metadata
 from pathlib import Path
 
-NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib")
+from ..provenance import versions
+
 EXECUTION_METADATA = "attnpaths_execution"
 """Notebook metadata key of the execution record (cache key, profile, overrides, wall time, peak memory)."""
 
+SOURCE_SUFFIX = ".py"
+IGNORED_SUFFIXES = (".pyc", ".pyo")
+IGNORED_FOLDERS = ("__pycache__",)
 
-def package_digest(package_dir) -> str:
-    """SHA-256 of every file under ``package_dir`` (relative paths and contents; caches and bytecode left out)."""
-    package_dir = Path(package_dir)
+
+def _is_package_file(path: Path) -> bool:
+    return path.is_file() and not any(part in IGNORED_FOLDERS for part in path.parts) \
+        and path.suffix not in IGNORED_SUFFIXES
+
+
+def _digest(package_dir: Path, files, file_hash) -> str:
     digest = hashlib.sha256()
-    files = sorted(p for p in package_dir.rglob("*")
-                   if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo"))
-    for path in files:
+    for path in sorted(files):
         digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        digest.update(file_hash(path))
     return digest.hexdigest()
 
 
-def environment(packages=NUMERIC_LIBRARIES) -> dict:
-    """Versions of Python and of ``packages`` (``None`` for one not installed); by default the numerical
-    libraries, whose versions enter every key."""
-    versions = {"python": platform.python_version()}
-    for name in packages:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+def _parse_cell(source: str):
+    """The syntax tree of a code cell; lines that are IPython magics or shell escapes (``%``, ``!``) are
+    blanked first. ``None`` if it is still not valid Python."""
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        pass
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def _statements(node: ast.AST):
+    """Every statement in ``node``, at any depth (function and class bodies, branches, handlers, cases);
+    expressions are not entered, which is where a syntax tree has most of its nodes."""
+    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for child in getattr(node, name, ()):
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                if isinstance(child, ast.stmt):
+                    yield child
+                yield from _statements(child)
+
+
+def imported_names(tree: ast.AST, package: str | None = None) -> set[str]:
+    """Dotted names that the imports in ``tree`` may load: for ``import a.b`` the name ``a.b``; for
+    ``from a.b import c`` both ``a.b`` and ``a.b.c`` (``c`` may be a submodule or an attribute). A relative
+    import is resolved against ``package``, the dotted name of the package holding the module (relative
+    imports are left out when it is ``None``)."""
+    names = set()
+    for node in _statements(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if package is None:
+                    continue
+                parts = package.split(".")
+                if node.level - 1 > len(parts) - 1:
+                    continue  # above the top-level package
+                base = ".".join(parts[:len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+            else:
+                base = node.module
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return names
+
+
+_PARSED: dict[tuple, frozenset] = {}
+"""The imports of the module sources this process has parsed, by (SHA-256 of the source, package): parsing is
+most of the cost of a key, and an unchanged source is not parsed again."""
+
+
+class PackageCode:
+    """The package sources under ``package_dir`` (``src/attnpaths``): which files a chapter can execute, and
+    their digest.
+
+    Files are hashed at most once per instance (a command computes every chapter's key from one instance) and
+    parsed at most once per process while their contents stay the same (parsing the whole package takes about
+    0.2 s).
+    """
+
+    def __init__(self, package_dir):
+        self.package_dir = Path(package_dir)
+        self.name = self.package_dir.name
+        self._imports: dict[Path, frozenset[str]] = {}
+        self._hashes: dict[Path, bytes] = {}
+        self._data: dict[Path, list[Path]] = {}
+
+    def module_files(self, dotted: str) -> list[Path]:
+        """The files that importing the module ``dotted`` executes in this package: the ``__init__.py`` of
+        each package on the way and the module itself (as far as they exist; empty for another package)."""
+        parts = dotted.split(".")
+        if parts[0] != self.name:
+            return []
+        files, folder = [], self.package_dir
+        for part in [None, *parts[1:]]:  # None: the top-level package
+            below = folder if part is None else folder / part
+            if (below / "__init__.py").is_file():  # a package comes before a module of the same name
+                files.append(below / "__init__.py")
+                folder = below
+            else:
+                if part is not None and (folder / f"{part}{SOURCE_SUFFIX}").is_file():
+                    files.append(folder / f"{part}{SOURCE_SUFFIX}")
+                break
+        return files
+
+    def _package_of(self, path: Path) -> str:
+        folder = path.parent
+        return ".".join([self.name, *folder.relative_to(self.package_dir).parts])
+
+    def imports(self, path: Path) -> frozenset[str]:
+        """The dotted names imported by the module at ``path`` (:func:`imported_names`, relative imports
+        resolved); a module that is not valid Python imports nothing (it fails when executed)."""
+        if path not in self._imports:
+            package = self._package_of(path)
+            memo_key = (self._hash(path), package)
+            if memo_key not in _PARSED:
+                try:
+                    tree = ast.parse(path.read_bytes(), filename=str(path))
+                except SyntaxError:
+                    tree = ast.Module(body=[], type_ignores=[])
+                _PARSED[memo_key] = frozenset(imported_names(tree, package))
+            self._imports[path] = _PARSED[memo_key]
+        return self._imports[path]
+
+    def data_files(self, folder: Path) -> list[Path]:
+        """The files in ``folder`` that are not Python sources, with those of its subfolders that are not
+        packages (no ``__init__.py``), at any depth."""
+        if folder not in self._data:
+            found = []
+            for path in sorted(folder.iterdir()):
+                if path.is_dir():
+                    if path.name not in IGNORED_FOLDERS and not (path / "__init__.py").is_file():
+                        found.extend(self.data_files(path))
+                elif _is_package_file(path) and path.suffix != SOURCE_SUFFIX:
+                    found.append(path)
+            self._data[folder] = found
+        return self._data[folder]
+
+    def closure(self, names) -> list[Path]:
+        """Every file of the package that importing the dotted ``names`` can execute or read: the modules
+        (:meth:`module_files`), transitively the package modules they import, and the :meth:`data_files` of
+        the folders holding them. Sorted."""
+        modules: set[Path] = set()
+        pending = [f for name in names for f in self.module_files(name)]
+        while pending:
+            path = pending.pop()
+            if path in modules:
+                continue
+            modules.add(path)
+            pending.extend(f for name in self.imports(path) for f in self.module_files(name) if f not in modules)
+        data = {f for folder in {m.parent for m in modules} for f in self.data_files(folder)}
+        return sorted(modules | data)
+
+    def _hash(self, path: Path) -> bytes:
+        if path not in self._hashes:
+            self._hashes[path] = hashlib.sha256(path.read_bytes()).digest()
+        return self._hashes[path]
+
+    def digest(self, names) -> str:
+        """SHA-256 of the relative paths and contents of :meth:`closure` of ``names``."""
+        return _digest(self.package_dir, self.closure(names), self._hash)
+
+    def digest_all(self) -> str:
+        """SHA-256 of the relative paths and contents of every file of the package (bytecode left out)."""
+        return _digest(self.package_dir, [p for p in self.package_dir.rglob("*") if _is_package_file(p)],
+                       self._hash)
+
+    def chapter_imports(self, notebook) -> set[str] | None:
+        """The dotted names of this package that the notebook's code cells import (``None`` when a code cell
+        is not valid Python even without its magics)."""
+        names = set()
+        for cell in notebook.cells:
+            if cell.cell_type != "code":
+                continue
+            tree = _parse_cell(cell.source)
+            if tree is None:
+                return None
+            names.update(n for n in imported_names(tree) if n == self.name or n.startswith(self.name + "."))
+        return names
+
+    def chapter_digest(self, notebook) -> str:
+        """The digest of the package code that the notebook can execute (:meth:`digest` of its
+        :meth:`chapter_imports`; :meth:`digest_all` when those cannot be read)."""
+        names = self.chapter_imports(notebook)
+        return self.digest_all() if names is None else self.digest(names)
 
 
 def chapter_key(source, parameters: dict, package: str, upstream: tuple = (), env: dict | None = None) -> str:
@@ -54,16 +229,16 @@ def chapter_key(source, parameters: dict, package: str, upstream: tuple = (), en
     Args:
         source: path of the chapter's MyST source.
         parameters: the complete injected parameters (JSON-serialisable).
-        package: :func:`package_digest` of the package sources.
+        package: digest of the package code the chapter can execute (:meth:`PackageCode.chapter_digest`).
         upstream: keys of the chapters a report chapter reads (empty for the others).
-        env: :func:`environment` (computed when ``None``).
+        env: :func:`attnpaths.provenance.versions` of the numerical libraries (computed when ``None``).
     """
     record = {
         "source": hashlib.sha256(Path(source).read_bytes()).hexdigest(),
         "package": package,
         "parameters": parameters,
         "upstream": list(upstream),
-        "environment": environment() if env is None else env,
+        "environment": versions() if env is None else env,
     }
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
 

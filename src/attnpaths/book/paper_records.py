@@ -9,12 +9,13 @@ parameters. A results file of another profile, or of a paper run with ``--set`` 
 Record layout (JSON object)::
 
     {"chapter": name, "command": "python -m attnpaths record-paper ...", "recorded_utc": ISO 8601,
-     "commit": git commit of the checkout when recorded (null outside a git checkout),
+     "package_version", "commit": git commit of the checkout when recorded (null outside a git checkout),
      "commit_dirty": bool | null (uncommitted changes to tracked files then),
      "versions": {"python", "numpy", "scipy", "torch", "matplotlib"} when recorded,
+     "machine": {"platform", "processor", "cpu_count"} when recorded (:mod:`attnpaths.provenance`),
      "execution": {"parameters": every parameter the chapter ran with, "overrides": {}, "wall_s",
-                   "peak_rss_mib", "cache_key", "current": whether the chapter's sources, the package and the
-                   versions were still those of the run when it was recorded},
+                   "peak_rss_mib", "cache_key", "current": whether the chapter's source, the package code it executes
+                   and the versions were still those of the run when it was recorded},
      "results": the results file ({"chapter", "profile": "paper", "parameters", "package_version", "values"})}
 
 The command line replaces a record only when the new one has the same numbers (the provenance is then
@@ -28,9 +29,9 @@ from pathlib import Path
 
 import nbformat
 
-from ..benchmarks.record import git_commit, utc_now
+from .. import provenance
 from ..results import atomic_write_text
-from .cache import EXECUTION_METADATA, environment, package_digest
+from .cache import EXECUTION_METADATA, PackageCode
 from .chapters import Chapter, resolve_parameters
 from .layout import BookLayout
 from .numeric_diff import Comparison, compare_json
@@ -118,16 +119,14 @@ def make_record(layout: BookLayout, chapter: Chapter, command: str) -> dict:
                          f"runs (parameters {differing} differ): run `python -m attnpaths run {chapter.name} "
                          "--profile paper`")
     chapters = notebook_chapters(layout)
-    env = environment()
-    key = current_key(layout, chapter, execution["parameters"], chapters, package_digest(layout.package_dir), env)
-    commit, dirty = git_commit(layout.root)
+    found = provenance.collect(layout.root, load=False)  # a load now says nothing of the run
+    key = current_key(layout, chapter, execution["parameters"], chapters, PackageCode(layout.package_dir),
+                      found["versions"])
     return {
         "chapter": chapter.name,
         "command": command,
-        "recorded_utc": utc_now(),
-        "commit": commit,
-        "commit_dirty": dirty,
-        "versions": env,
+        "recorded_utc": provenance.utc_now(),
+        **found,
         "execution": {
             "parameters": execution["parameters"],
             "overrides": execution.get("overrides", {}),

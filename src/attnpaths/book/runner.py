@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..results import atomic_write_text
-from .cache import EXECUTION_METADATA, chapter_key, environment, package_digest, stored_key
+from ..provenance import versions
+from .cache import EXECUTION_METADATA, PackageCode, chapter_key, stored_key
 from .chapters import Chapter, book_chapters, find_chapter, resolve_parameters
 from ..engine import Engine
 from .executor import Execution, execute_chapter, remove_stale_run_folders, stop_running_chapters
@@ -47,13 +48,16 @@ def notebook_chapters(layout: BookLayout) -> list[Chapter]:
 
 
 def current_key(layout: BookLayout, chapter: Chapter, parameters: dict, chapters: list[Chapter],
-                package: str, env: dict) -> str:
-    """The cache key the chapter would get now (for a report chapter, from the stored keys before it)."""
+                code: PackageCode, env: dict) -> str:
+    """The cache key the chapter would get now (for a report chapter, from the stored keys before it).
+
+    ``code`` reads the package sources under ``layout.package_dir`` (one instance serves every chapter of a
+    command); ``env`` holds the library versions (:func:`attnpaths.provenance.versions`)."""
     upstream = ()
     if chapter.report:
         before = chapters[:[c.name for c in chapters].index(chapter.name)]
         upstream = tuple(stored_key(layout.executed_notebook(c.docname)) for c in before)
-    return chapter_key(chapter.source, parameters, package, upstream, env)
+    return chapter_key(chapter.source, parameters, code.chapter_digest(chapter.notebook), upstream, env)
 
 
 def is_fresh(layout: BookLayout, chapter: Chapter, key: str) -> bool:
@@ -66,11 +70,11 @@ def stale_chapters(layout: BookLayout, profile: str) -> list[str]:
     """Names of the chapters that :func:`run_book` would execute for ``profile`` (a report chapter counts as
     stale when any chapter before it is)."""
     chapters = notebook_chapters(layout)
-    package, env = package_digest(layout.package_dir), environment()
+    code, env = PackageCode(layout.package_dir), versions()
     stale = []
     for chapter in chapters:
         parameters = resolve_parameters(chapter, profile, results_dir=layout.relative(layout.results_dir))
-        key = current_key(layout, chapter, parameters, chapters, package, env)
+        key = current_key(layout, chapter, parameters, chapters, code, env)
         if stale and chapter.report or not is_fresh(layout, chapter, key):
             stale.append(chapter.name)
     return stale
@@ -127,14 +131,14 @@ def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Pr
     with book_lock(layout, progress):
         remove_stale_run_folders(layout)
         chapters = notebook_chapters(layout)
-        package, env = package_digest(layout.package_dir), environment()
+        code, env = PackageCode(layout.package_dir), versions()
         results_dir = layout.relative(layout.results_dir)
         planned = [resolve_parameters(c, profile, results_dir=results_dir) for c in chapters]
         labels = [f"[{number}/{len(chapters)}]" for number in range(1, len(chapters) + 1)]
 
         def run(i: int) -> Outcome:
             # a report chapter's key holds the stored keys of the chapters before it: computed when it starts
-            key = current_key(layout, chapters[i], planned[i], chapters, package, env)
+            key = current_key(layout, chapters[i], planned[i], chapters, code, env)
             return _run(layout, chapters[i], planned[i], key, {}, force, labels[i], progress, progress_bar, engine)
 
         concurrency = engine.workers if engine is not None else 1
@@ -187,5 +191,5 @@ def run_chapter(layout: BookLayout, name: str, profile: str, overrides: dict | N
         chapter = find_chapter(chapters, name)
         parameters = resolve_parameters(chapter, profile, overrides, results_dir=layout.relative(layout.results_dir))
         overrides = {k: parameters[k] for k in (overrides or {})}
-        key = current_key(layout, chapter, parameters, chapters, package_digest(layout.package_dir), environment())
+        key = current_key(layout, chapter, parameters, chapters, PackageCode(layout.package_dir), versions())
         return _run(layout, chapter, parameters, key, overrides, force, "[1/1]", progress, progress_bar, engine)

@@ -1,4 +1,4 @@
-"""Command line of the book: ``python -m attnpaths COMMAND``.
+"""The package's command line: ``attnpaths COMMAND`` (the console script) or ``python -m attnpaths COMMAND``.
 
 - ``book --profile {smoke,paper}``: execute the stale chapters (in toc order) and build ``_build/html``;
 - ``run CHAPTER [--profile P] [--set NAME=VALUE ...]``: execute one chapter, overrides checked first;
@@ -29,12 +29,13 @@ import pkgutil
 import sys
 import time
 from importlib.util import find_spec
+from pathlib import Path
 
-from .. import engine as engine_
-from . import baselines, paper_records, runner, site
-from .chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
-from .executor import ChapterFailed
-from .layout import BookLayout, find_root
+from . import engine as engine_
+from .book import baselines, paper_records, runner, site
+from .book.chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
+from .book.executor import ChapterFailed
+from .book.layout import BookLayout, find_root
 
 
 def _say(message: str) -> None:
@@ -62,8 +63,19 @@ def _engine_options(parser: argparse.ArgumentParser) -> None:
                             "task in the chapter's own process, one chapter at a time")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m attnpaths", description=__doc__.split("\n\n")[0])
+MODULE_PROG = "python -m attnpaths"
+SCRIPT_PROG = "attnpaths"
+"""How the command line is called: as a module, or as the console script that ``pyproject.toml`` declares
+(``[project.scripts]``)."""
+
+
+def _prog() -> str:
+    """The name this process was called by: the console script when ``sys.argv[0]`` is it, else the module."""
+    return SCRIPT_PROG if Path(sys.argv[0]).name == SCRIPT_PROG else MODULE_PROG
+
+
+def _parser(prog: str = MODULE_PROG) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     book = commands.add_parser("book", help="execute what is stale and build the HTML book into _build/html")
@@ -201,9 +213,11 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
 
 
 def main(argv=None) -> int:
-    """Entry point of ``python -m attnpaths``; returns the exit status."""
+    """Entry point of the console script ``attnpaths`` and of ``python -m attnpaths``: runs the command in
+    ``argv`` (default: ``sys.argv[1:]``, named after how the process was called) and returns the exit status."""
+    prog = _prog() if argv is None else MODULE_PROG
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _parser().parse_args(argv)
+    args = _parser(prog).parse_args(argv)
     try:
         if args.command == "bench":
             result = run_benchmark(args.name, args.args)
@@ -228,7 +242,7 @@ def main(argv=None) -> int:
             elif args.command == "refresh-baselines":
                 return _refresh_baselines(layout, args.accept, engine)
             elif args.command == "record-paper":
-                command = " ".join(["python -m attnpaths", *argv])
+                command = " ".join([prog, *argv])
                 return _record_paper(layout, args.chapters, args.accept, not args.no_execute, command, engine)
     except ChapterFailed as err:
         print(f"error: {err}", file=sys.stderr)

@@ -1,0 +1,95 @@
+"""Where and with what a number was computed: the one source of version and environment provenance.
+
+Three consumers record it:
+
+- the chapter cache (:mod:`attnpaths.book.cache`): the versions of Python and of the numerical libraries
+  (:data:`NUMERIC_LIBRARIES`) enter every chapter's cache key, since a new numpy may change the numbers;
+- the benchmark records (:mod:`attnpaths.benchmarks.record`): commit, dirty flag, machine and versions of the
+  run they measured;
+- the paper records (:mod:`attnpaths.book.paper_records`): commit, dirty flag, versions and machine of the
+  paper-profile results they hold.
+
+:func:`collect` gathers the whole block::
+
+    {"package_version": "0.1.0", "commit": "<40 hex digits>" | None, "commit_dirty": bool | None,
+     "versions": {"python": "3.11.9", "numpy": "2.1.0", ...},
+     "machine": {"platform", "processor", "cpu_count", "load_average_1min"}}
+
+Nothing here prints or raises for a missing piece: a library that is not installed has version ``None``, a
+folder outside a git checkout has commit ``None``, a system without a load average reports ``None``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from . import __version__
+
+NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib")
+"""The libraries whose versions can change a chapter's numbers (they enter the chapter cache key)."""
+
+
+def package_version() -> str:
+    """The version of the ``attnpaths`` package whose code is running (``attnpaths.__version__``)."""
+    return __version__
+
+
+def versions(packages=NUMERIC_LIBRARIES) -> dict:
+    """``{"python": version, name: version | None for name in packages}``: the version of Python and of
+    each installed distribution in ``packages`` (``None`` for one that is not installed)."""
+    found = {"python": platform.python_version()}
+    for name in packages:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def git_commit(directory) -> tuple[str | None, bool | None]:
+    """``(commit, dirty)`` of the git checkout holding ``directory``: the ``HEAD`` commit and whether tracked
+    files have uncommitted changes; ``(None, None)`` outside a checkout or without git."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=directory,
+                                capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None, None
+    return commit, bool(status.strip())
+
+
+def load_average() -> float | None:
+    """The 1-minute load average of the machine (``None`` where the system has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def machine(load: bool = True) -> dict:
+    """The machine: ``{"platform", "processor", "cpu_count"}`` and, with ``load``, ``"load_average_1min"``
+    (:func:`load_average`, taken now)."""
+    found = {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count()}
+    if load:
+        found["load_average_1min"] = load_average()
+    return found
+
+
+def utc_now() -> str:
+    """The current UTC time in ISO 8601, to the second (e.g. ``2025-01-31T12:00:00+00:00``)."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def collect(directory=None, packages=NUMERIC_LIBRARIES, load: bool = True) -> dict:
+    """The provenance block (see the module docstring) of code in the git checkout holding ``directory``
+    (default: this package's folder): package version, commit and dirty flag, :func:`versions` of
+    ``packages``, and :func:`machine` (with the load average when ``load``)."""
+    commit, dirty = git_commit(Path(__file__).parent if directory is None else directory)
+    return {"package_version": package_version(), "commit": commit, "commit_dirty": dirty,
+            "versions": versions(packages), "machine": machine(load)}
