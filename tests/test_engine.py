@@ -397,3 +397,12 @@ def test_experiment_generators_are_independent_streams_of_the_chapter_seed():
     assert not np.array_equal(first, experiment_generator(7, 2).random(4))
     with pytest.raises(ValueError, match="non-negative integers"):
         experiment_generator(7, -1)
+
+
+def test_use_one_thread_limits_torch_and_every_pool_of_the_process():
+    script = ("import torch, numpy\nfrom threadpoolctl import threadpool_info\n"
+              "from attnpaths.engine import use_one_thread\nuse_one_thread()\nimport scipy.linalg\n"
+              "print(torch.get_num_threads(), sorted({p['num_threads'] for p in threadpool_info()}))")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split("\n")[0] == "1 [1]"

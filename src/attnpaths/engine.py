@@ -105,6 +105,20 @@ def single_threaded():
             torch.set_num_threads(previous)
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+"""Environment variables that fix the size of the OpenMP and BLAS thread pools a library creates when loaded."""
+
+
+def use_one_thread() -> None:
+    """Use one thread in torch and in every BLAS/OpenMP pool for the rest of the process, pools loaded later
+    included (through :data:`THREAD_VARIABLES`). A chapter calls it first, so that its numbers are the same
+    bit for bit in the book's runs, on any number of workers, and in a reader's notebook."""
+    for name in THREAD_VARIABLES:
+        os.environ[name] = "1"
+    torch.set_num_threads(1)
+    threadpool_limits(limits=1)  # not a context: the limits stay
+
+
 def run_task(function: Callable, arguments: Mapping):
     """``function(**arguments)`` with one thread (:func:`single_threaded`): the body of every task."""
     with single_threaded():

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..engine import THREAD_VARIABLES
 from ..results import STAGING_ENV, atomic_write_text, to_jsonable
 from . import worker
 from .cache import EXECUTION_METADATA
@@ -37,13 +38,10 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 KERNEL_ENVIRONMENT = {
     "TQDM_DISABLE": "1",  # progress bars would land in the notebooks' stderr; the executor reports progress
     "PYDEVD_DISABLE_FILE_VALIDATION": "1",  # silences the debugger's frozen-modules notice of ipykernel
-    # One thread in every pool of the kernel, as in every engine task (attnpaths.engine.single_threaded): how a
-    # reduction is split between threads changes its last bits, and a chapter's numbers must not depend on
-    # how many workers or cores the run has (the theory chapter's solutions differed by 1e-13 between
-    # --workers 1 and 2 before).
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
+    # One thread in every pool of the kernel, as in every engine task and in a chapter that calls
+    # attnpaths.engine.use_one_thread: how a reduction is split between threads changes its last bits (the
+    # theory chapter's solutions differed by 1e-13 between --workers 1 and 2 before).
+    **{name: "1" for name in THREAD_VARIABLES},
 }
 
 

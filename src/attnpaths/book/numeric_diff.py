@@ -26,8 +26,8 @@ MISSING = object()
 VOLATILE_KEYS = frozenset({"cache_key", "finished", "machine", "versions", "timings"})
 """Keys whose whole subtree differs between identical runs (besides the suffixes of :data:`VOLATILE_SUFFIXES`)."""
 
-VOLATILE_SUFFIXES = ("seconds", "_s", "_utc", "rss_mib")
-"""Key endings of run times (``wall_s``, ``solve_seconds``), timestamps and memory use."""
+VOLATILE_SUFFIXES = ("seconds", "_s", "_ms", "_utc", "rss_mib")
+"""Key endings of run times (``wall_s``, ``solve_seconds``, ``median_ms``), timestamps and memory use."""
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?:nan|inf)\b")
 
