@@ -1,5 +1,5 @@
-"""The action (spec S6, S7): closed forms, GP stationarity, analytic derivatives against autograd and
-finite differences."""
+"""The action (eq-action, eq-entropy, eq-readout): closed forms, GP stationarity, analytic derivatives against
+autograd and finite differences."""
 
 import math
 

@@ -1,6 +1,7 @@
 """The built book in a real browser: headless Chromium (Debian's ``chromium`` and ``chromium-driver``, which
 ``.ci/run`` installs) loads every page from a local HTTP server on 127.0.0.1, with every other host
-unreachable, and checks what a reader would see."""
+unreachable, and checks what a reader would see, including that no display equation, table or image of any
+page is wider than its column in a desktop and in a narrow window."""
 
 import functools
 import re
@@ -38,6 +39,53 @@ const done = arguments[arguments.length - 1];
 if (!window.MathJax || !MathJax.startup || !MathJax.startup.promise) { done('MathJax did not start'); }
 else { MathJax.startup.promise.then(() => done('ok'), error => done('MathJax failed: ' + error)); }
 """
+
+WIDE_CONTENT = """
+// Typeset display equations, tables and images that do not fit their column. An element's column is
+// every ancestor up to the article: sticking out of one by more than a pixel is a problem, unless an
+// ancestor in between scrolls horizontally with a visible scrollbar (then that container is checked in its
+// turn). A display equation is measured by its typeset formula (mjx-math), and its own container scrolling
+// does not count: a reader sees the formula cut off at the column's edge.
+const root = document.querySelector('article') || document.body;
+const px = value => parseFloat(value) || 0;
+function contentBox(el) {
+    const r = el.getBoundingClientRect(), cs = getComputedStyle(el);
+    return {left: r.left + px(cs.borderLeftWidth) + px(cs.paddingLeft),
+            right: r.right - px(cs.borderRightWidth) - px(cs.paddingRight)};
+}
+function scrollsVisibly(el) {
+    const cs = getComputedStyle(el);
+    const scrollbar = el.offsetHeight - el.clientHeight - px(cs.borderTopWidth) - px(cs.borderBottomWidth);
+    return ['auto', 'scroll'].includes(cs.overflowX) && el.scrollWidth > el.clientWidth && scrollbar > 0;
+}
+function describe(el) {
+    return el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + [...el.classList].map(c => '.' + c).join('');
+}
+const items = [];
+for (const c of root.querySelectorAll('mjx-container[display="true"]'))
+    items.push(['equation', c.querySelector('mjx-math') || c, c, (c.closest('.math') || c).id + ' ' + c.textContent]);
+for (const t of root.querySelectorAll('table')) items.push(['table', t, t, t.textContent]);
+for (const i of root.querySelectorAll('img')) items.push(['image', i, i, i.getAttribute('src')]);
+const problems = [];
+for (const [kind, measured, outer, text] of items) {
+    if (!measured.getClientRects().length) continue;  // not displayed (a collapsed block)
+    let el = measured;
+    for (let a = kind === 'equation' ? outer : outer.parentElement; a && a !== root.parentElement;
+         a = a.parentElement) {
+        if (a !== outer && scrollsVisibly(a)) { el = a; continue; }
+        const r = el.getBoundingClientRect(), box = contentBox(a);
+        const over = Math.max(r.right - box.right, box.left - r.left);
+        if (over > 1) {
+            problems.push({kind, width: Math.round(r.width), column: Math.round(box.right - box.left),
+                           column_element: describe(a), text: text.replace(/\\s+/g, ' ').trim().slice(0, 70)});
+            break;
+        }
+    }
+}
+return {checked: items.length, problems, window: window.innerWidth};
+"""
+COLUMN_WIDTHS = (1400, 800)
+"""Window widths of the overflow check: a desktop window, and one narrow enough to hide the sidebars."""
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -138,3 +186,46 @@ def test_page_renders(browser, site_url, docname):
 def test_intro_shows_its_figure(browser, site_url):
     open_page(browser, f"{site_url}/{DOCNAMES[0]}.html")
     assert browser.find_elements(By.CSS_SELECTOR, "article figure img")
+
+
+def wide_content(browser, site_url, docname, width):
+    """``{checked, problems, window}`` of :data:`WIDE_CONTENT` on a page shown in a window ``width`` pixels wide,
+    after MathJax has typeset it (the window is set back to the size of the other tests afterwards)."""
+    original = browser.get_window_size()
+    try:
+        browser.set_window_size(width, 1600)
+        open_page(browser, f"{site_url}/{docname}.html")
+        if browser.find_elements(By.CSS_SELECTOR, "article .math"):
+            browser.set_script_timeout(60)
+            assert browser.execute_async_script(WAIT_FOR_MATHJAX) == "ok"
+        return browser.execute_script(WIDE_CONTENT)
+    finally:
+        browser.set_window_size(original["width"], original["height"])
+
+
+@pytest.mark.parametrize("width", COLUMN_WIDTHS)
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_equations_tables_and_images_fit_their_column(browser, site_url, docname, width):
+    found = wide_content(browser, site_url, docname, width)
+    assert found["window"] == width
+    assert not found["problems"], f"{docname} at {width} px: wider than their column: {found['problems']}"
+
+
+def test_the_column_check_sees_what_sticks_out(browser, site_url):
+    """The check itself: on a real page, an injected wide table and a wide display equation are reported; the
+    same table inside a container that scrolls horizontally is not."""
+    open_page(browser, f"{site_url}/{DOCNAMES[0]}.html")
+    baseline = browser.execute_script(WIDE_CONTENT)
+    browser.execute_script("""
+        const article = document.querySelector('article');
+        const block = document.createElement('div');
+        block.innerHTML = '<table id="wide-table"><tr><td style="min-width: 3000px">wide</td></tr></table>'
+            + '<div style="overflow-x: auto"><table id="scrolled-table"><tr><td style="min-width: 3000px">'
+            + 'scrolled</td></tr></table></div>'
+            + '<div class="math"><mjx-container display="true"><mjx-math style="display: inline-block; '
+            + 'width: 3000px">wide formula</mjx-math></mjx-container></div>';
+        article.appendChild(block);""")
+    found = browser.execute_script(WIDE_CONTENT)
+    assert found["checked"] == baseline["checked"] + 3
+    new = [(p["kind"], p["text"]) for p in found["problems"] if p not in baseline["problems"]]
+    assert sorted(new) == [("equation", "wide formula"), ("table", "wide")], new  # the injected formula has no id

@@ -1,4 +1,4 @@
-"""Monte-Carlo prior kernel (spec §7.1 item 9 (iii)) and the width sweep."""
+"""Monte-Carlo prior kernel (sec-prior-kernel) and the width sweep."""
 
 import math
 

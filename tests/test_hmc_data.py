@@ -1,4 +1,4 @@
-"""The HMC data set ``markov_optionE`` (spec §3a): statistics, layout, determinism, the authors' RNG order."""
+"""The HMC data set ``markov_optionE`` (sec-hmc-task): statistics, layout, determinism, the authors' RNG order."""
 
 import math
 

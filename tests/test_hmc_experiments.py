@@ -119,7 +119,7 @@ def test_pc_overlaps_and_kernels_with_identity_are_the_gp(small_data):
     kernels = ex.appendix_kernels(small_data, np.eye(4))
     assert list(kernels) == ["g", "d", "a1", "a2", "GP", "FW"]
     np.testing.assert_allclose(kernels["FW"], kernels["GP"], atol=1e-14)
-    # K_GP is the mean of the same-path kernels (S9)
+    # K_GP is the mean of the same-path kernels (eq-gp)
     np.testing.assert_allclose(kernels["GP"], np.mean([kernels[n] for n in ("g", "d", "a1", "a2")], axis=0), atol=1e-14)
     assert kernels["g"].shape == (20, 20)
 
@@ -166,7 +166,7 @@ def test_sample_posterior_is_reproducible_and_summarised(small_data):
     assert np.array_equal(a.U, b.U) and a.accuracy == b.accuracy
     assert a.U.shape == (4, 4) and np.allclose(a.U, a.U.T)
     assert a.mean.shape == (40,) and np.all(a.mean_se > 0)
-    # the kernel predictor with the sampled U (flat order) is the S8 predictor of that U
+    # the kernel predictor with the sampled U (flat order) is the predictor (eq-predictor) of that U
     inverse = np.argsort(small_data.plot_order)
     expected = ex.mean_predictor(small_data.features, small_data.y, small_data.features_test,
                                  a.U[np.ix_(inverse, inverse)], 0.1)

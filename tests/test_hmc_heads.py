@@ -1,4 +1,4 @@
-"""HMC attention heads (spec §4.1) and networks (spec §4.2)."""
+"""HMC attention heads (sec-model-hmc-heads) and networks (sec-hmc-network)."""
 
 import math
 
@@ -184,7 +184,7 @@ def test_good_path_feature_counts_stays_and_separates_classes(train):
     class_a, class_b = good[:50], good[50:]
     welch_t = (class_a.mean() - class_b.mean()) / (class_a.var() / 50 + class_b.var() / 50).sqrt()
     assert welch_t > 10, welch_t
-    # Mechanism (spec §4.2 [D]): the component counts the "stay" transitions of the hidden chain.
+    # Mechanism (sec-hmc-network): the component counts the "stay" transitions of the hidden chain.
     stays = (train.hidden_states[:, 1:] == train.hidden_states[:, :-1]).sum(1).double()
     assert torch.corrcoef(torch.stack([good, stays]))[0, 1] > 0.9
 

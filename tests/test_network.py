@@ -1,4 +1,5 @@
-"""The finite network (S1, S3) against its path form (S10) and the GP kernel (S9, spec §7.1 item 9 (iii))."""
+"""The finite network (eq-forward) against its path form (eq-path-form) and the GP kernel (eq-gp,
+sec-prior-kernel)."""
 
 import itertools
 import math
@@ -66,7 +67,7 @@ def test_prior_sampling_is_reproducible_and_has_the_prior_variances():
 
 @pytest.mark.parametrize("width, num_samples", [(3, 20000), (20, 4000)])
 def test_prior_second_moment_is_the_gp_kernel_at_finite_width(width, num_samples):
-    # E[f(x) f(x')] = K_GP(x, x') at ANY width (spec §7.1 item 9 (iii)); non-unit variances check that
+    # E[f(x) f(x')] = K_GP(x, x') at ANY width (sec-prior-kernel); non-unit variances check that
     # s0 sits in the pre-kernels and sa s1 .. sL in U_GP.
     g = torch.Generator().manual_seed(4)
     network = AttentionNetwork(random_attention(g, (2, 2), 5), widths=width, variances=(0.5, 2.0, 1.5, 0.7))

@@ -1,4 +1,4 @@
-"""Episodes and their token encoding (spec §3b)."""
+"""Episodes and their token encoding (sec-oneshot-task)."""
 
 import numpy as np
 import pytest

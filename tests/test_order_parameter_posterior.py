@@ -1,4 +1,4 @@
-"""The exact finite-width posterior of the order parameters, (E1) of attnpaths.order_parameter_posterior."""
+"""The exact finite-width posterior of the order parameters (eq-exact-density), attnpaths.order_parameter_posterior."""
 
 import math
 
@@ -12,8 +12,8 @@ from attnpaths.sampler import PosteriorSampler
 from attnpaths.theory import CholeskyCoordinates, architecture, solve
 from helpers import Z_MAX, family_z, random_attention, random_inputs, random_problem
 
-# N_1 >= n_1 = 4, N_2 >= n_2 = 2: the Wishart densities exist; N_a large enough for (E1) to have a mode in
-# log-Cholesky coordinates (at smaller widths the density there is a funnel towards U = 0)
+# N_1 >= n_1 = 4, N_2 >= n_2 = 2: the Wishart densities exist; N_a large enough for (eq-exact-density) to have
+# a mode in log-Cholesky coordinates (at smaller widths the density there is a funnel towards U = 0)
 WIDTHS = (10, 12, 10)
 VARIANCES = (0.5, 1.5, 0.8, 2.0)
 Z = family_z(10)  # 1 % family-wise over the 10 distinct entries of a 4 x 4 U
@@ -51,8 +51,8 @@ def hierarchical_wishart_draws(generator, num_draws, widths=WIDTHS, variances=VA
 
 
 def test_without_information_in_the_data_the_exact_posterior_is_the_prior_of_the_network():
-    # at a huge temperature the likelihood is flat: (E1) reduces to the hierarchical Wishart prior, whose mean
-    # is U_GP and whose spread the direct construction gives; the saddle-point density (no (n + 1) log det
+    # at a huge temperature the likelihood is flat: (eq-exact-density) reduces to the hierarchical Wishart prior,
+    # whose mean is U_GP and whose spread the direct construction gives; the saddle-point density (no (n + 1) log det
     # terms) would give a different spread, and a wrong degree of freedom a different mean
     xi, y = random_problem(P=6, n0=3, heads=(2, 2), seed=1)
     samples = sample_order_parameters(xi, y, heads=(2, 2), widths=WIDTHS, temperature=1e9, variances=VARIANCES,

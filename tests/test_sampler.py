@@ -1,7 +1,7 @@
-"""The exact blocked-Gibbs posterior sampler (spec §5) and its diagnostics.
+"""The exact blocked-Gibbs posterior sampler (sec-hmc-theory) and its diagnostics.
 
 (i)  each block's conditional draw against the closed-form Gaussian conditional, with the design matrix
-     built independently from the layer-by-layer forward (S1);
+     built independently from the layer-by-layer forward (eq-forward);
 (ii) the whole sampler against pyro's NUTS on a tiny network, by a two-sample KS test on f(x*) that must
      also reject a wrong temperature and a wrong prior.
 """

@@ -94,7 +94,7 @@ def test_order_parameter_tends_to_gp_value_as_width_grows():
 
 
 def test_single_path_reduces_to_scalar_deep_linear_network():
-    """L = 1, H = 1, N_1 = N_a = N, unit variances: (S7) gives U_a = sqrt(u), so
+    """L = 1, H = 1, N_1 = N_a = N, unit variances: (eq-readout) gives U_a = sqrt(u), so
     S(u) = N (2 sqrt(u) - log u) + log det(u K0 + T) + y^T (u K0 + T)^{-1} y and the minimiser solves
     N (u^{-1/2} - u^{-1}) + tr((u K0 + T)^{-1} K0) - y^T (u K0 + T)^{-1} K0 (u K0 + T)^{-1} y = 0."""
     xi, y = random_problem(P=20, n0=8, heads=(1,), seed=9, signal=2.0)

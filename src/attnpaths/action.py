@@ -1,8 +1,8 @@
-"""The action S(U) of the order parameters (spec S6, S7) and its derivatives.
+"""The action S(U) of the order parameters (eq-action, eq-entropy, eq-readout) and its derivatives.
 
-Notation (spec §2.3): ``heads = (H_1, ..., H_L)``; ``widths = (N_1, ..., N_L, N_a)`` with ``N_l`` the width
+Notation as in (eq-entropy): ``heads = (H_1, ..., H_L)``; ``widths = (N_1, ..., N_L, N_a)`` with ``N_l`` the width
 of the input of layer ``l`` and ``N_a`` the readout width; ``variances = (s0, s1, ..., sL, sa)``.
-The order parameters are ``U_a`` (a scalar, eliminated in closed form, S7) and the symmetric positive-definite
+The order parameters are ``U_a`` (a scalar, eliminated in closed form, eq-readout) and the symmetric positive-definite
 matrices ``U_L, ..., U_1``; ``U_l`` has linear size ``n_l = H_l H_{l+1} ... H_L`` with the layer-``l`` head the
 slowest index. ``U_1`` (size ``n_paths``) enters the kernel.
 
@@ -54,7 +54,7 @@ class Architecture:
 
 
 def gp_order_parameters(arch: Architecture) -> tuple[list[torch.Tensor], float]:
-    """GP-limit values (spec S9): ``U_a = sa``, ``U_l = sa * s_l * ... * s_L * I``.
+    """GP-limit values (eq-gp): ``U_a = sa``, ``U_l = sa * s_l * ... * s_L * I``.
 
     Returns:
         ``([U_1, ..., U_L], U_a)`` with ``U_l`` of shape ``[n_l, n_l]``.
@@ -69,7 +69,7 @@ def gp_order_parameters(arch: Architecture) -> tuple[list[torch.Tensor], float]:
 
 
 def readout_order_parameter(U_L: torch.Tensor, arch: Architecture) -> torch.Tensor:
-    """Closed-form ``U_a`` (spec S7), the positive root of ``dS/dU_a = 0``:
+    """Closed-form ``U_a`` (eq-readout), the positive root of ``dS/dU_a = 0``:
 
     ``U_a = (-beta + sqrt(beta^2 + 4 gamma)) / 2``, ``beta = sa (H_L N_L / N_a - 1)``,
     ``gamma = N_L sa Tr(U_L) / (N_a sL)``.
@@ -85,7 +85,7 @@ def readout_order_parameter(U_L: torch.Tensor, arch: Architecture) -> torch.Tens
 
 
 def partial_trace_over_head(U: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """``Utilde[rho, rho'] = sum_h U[(h, rho), (h, rho')]`` with ``h`` the slowest index (spec S6).
+    """``Utilde[rho, rho'] = sum_h U[(h, rho), (h, rho')]`` with ``h`` the slowest index (eq-entropy).
     ``U`` may carry leading batch axes: ``[..., n, n] -> [..., n / H, n / H]``."""
     rest = U.shape[-1] // num_heads
     return U.reshape(*U.shape[:-2], num_heads, rest, num_heads, rest).diagonal(dim1=-4, dim2=-2).sum(dim=-1)
@@ -100,12 +100,12 @@ def _trace(U: torch.Tensor) -> torch.Tensor:
 
 
 def entropy(U_layers: list[torch.Tensor], arch: Architecture, U_a: torch.Tensor | None = None) -> torch.Tensor:
-    """Entropic part ``S_ent`` of the action (spec S6). Differentiable in torch.
+    """Entropic part ``S_ent`` of the action (eq-entropy). Differentiable in torch.
 
     Args:
         U_layers: ``[U_1, ..., U_L]``, symmetric positive definite, ``U_l`` of shape ``[..., n_l, n_l]`` (leading
             batch axes allowed, the same for every layer).
-        U_a: the readout's order parameter, ``[...]``; default: its closed form (S7) at ``U_L``, where ``S_ent``
+        U_a: the readout's order parameter, ``[...]``; default: its closed form (eq-readout) at ``U_L``, where ``S_ent``
             is stationary in ``U_a``.
 
     Returns:
@@ -141,7 +141,7 @@ class EnergyTerms:
 
 
 def pre_kernel_tensor(X: torch.Tensor) -> torch.Tensor:
-    """``C[p, q, a, b] = sum_i X[p,i,a] X[q,i,b]`` as a ``[P*P, n*n]`` matrix: ``K(U) = C @ vec(U)`` (spec S5).
+    """``C[p, q, a, b] = sum_i X[p,i,a] X[q,i,b]`` as a ``[P*P, n*n]`` matrix: ``K(U) = C @ vec(U)`` (eq-kernel).
 
     Worth storing when ``P <= N0``: it then replaces every contraction over the feature axis in :func:`energy`.
     """
@@ -158,7 +158,7 @@ def energy(
     order: int = 0,
     pre_kernels: torch.Tensor | None = None,
 ) -> EnergyTerms:
-    """Energy ``S_en = log det G + y^T G^{-1} y``, ``G = K(U_1) + T I`` (spec S6), and derivatives.
+    """Energy ``S_en = log det G + y^T G^{-1} y``, ``G = K(U_1) + T I`` (eq-action), and derivatives.
 
     With ``C_ab = sum_i x_ia x_ib^T`` (``x_ia = X[:, i, a]``) so that ``K = sum_ab U_ab C_ab``:
 
@@ -251,13 +251,13 @@ def _inverse_pair_hessian(left: torch.Tensor, right: torch.Tensor) -> torch.Tens
 
 
 def entropy_derivatives(U_layers: list[torch.Tensor], arch: Architecture, order: int = 2) -> EntropyTerms:
-    """Analytic gradient and Hessian of ``S_ent`` (spec S6) with ``U_a`` eliminated by (S7).
+    """Analytic gradient and Hessian of ``S_ent`` (eq-entropy) with ``U_a`` eliminated by (eq-readout).
 
     Derivatives at symmetric points, entries of each ``U_l`` treated as independent:
 
     * ``d(-log det U)/dU = -U^{-1}``, ``d^2/dU_ab dU_cd = (U^{-1})_bc (U^{-1})_da``;
     * ``d tr(A^{-1} Utilde)/dU_l = I_{H_l} (x) A^{-1}``, ``d/dA = -A^{-1} Utilde A^{-1}``;
-    * the readout term: ``dS/dU_L = N_L (I / (sL U_a) - U_L^{-1})`` (``dS/dU_a = 0`` at (S7)), and
+    * the readout term: ``dS/dU_L = N_L (I / (sL U_a) - U_L^{-1})`` (``dS/dU_a = 0`` at (eq-readout)), and
       ``dU_a / d Tr U_L = c / (2 U_a + beta)`` with ``c = N_L sa / (N_a sL)``.
     """
     L, s, N, H = arch.num_layers, arch.variances, arch.widths, arch.heads

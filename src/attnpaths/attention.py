@@ -1,4 +1,4 @@
-"""Softmax attention with fixed query/key parameters (spec S2) and token readouts.
+"""Softmax attention with fixed query/key parameters (sec-model-network) and token readouts.
 
 Attention at every layer is computed from the *raw* input sequence ``x`` (never from the output of the
 previous layer), with query/key parameters that are fixed, not learned and not integrated over.
@@ -20,12 +20,12 @@ import torch
 
 from ._validation import as_float64_tensor
 
-#: Token readouts applied to the last layer's attention matrix (spec §1.2).
+#: Token readouts applied to the last layer's attention matrix (sec-model-network; ``omega^(L,h)`` of eq-forward).
 READOUTS = ("last_token", "first_token", "average_pooling")
 
 
 def softmax_over_keys(scores: torch.Tensor) -> torch.Tensor:
-    """Normalise attention scores over the key index (spec S2).
+    """Normalise attention scores over the key index (sec-model-network).
 
     Args:
         scores: ``[..., T_key, T_query]`` scores ``A_{s t}``.
@@ -37,7 +37,7 @@ def softmax_over_keys(scores: torch.Tensor) -> torch.Tensor:
 
 
 def token_readout(omega: torch.Tensor, readout: str) -> torch.Tensor:
-    """Reduce the last layer's attention matrix to one attention vector per head (spec §1.2).
+    """Reduce the last layer's attention matrix to one attention vector per head (sec-model-network).
 
     Args:
         omega: ``[..., T, T]`` attention matrices (key, query).
@@ -58,7 +58,7 @@ def token_readout(omega: torch.Tensor, readout: str) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class AttentionLayer:
-    """The fixed query/key parameters of the heads of one attention layer (spec S2).
+    """The fixed query/key parameters of the heads of one attention layer (sec-model-network).
 
     Exactly one of the two forms is given:
 

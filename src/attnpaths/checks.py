@@ -1,4 +1,4 @@
-"""Numerical checks of the theory against finite networks (spec §7.1 item 9)."""
+"""Numerical checks of the theory against finite networks (sec-prior-kernel)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ def prior_kernel_monte_carlo(
     batch_size: int = 1000,
     progress: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Monte-Carlo estimate of the prior kernel ``E[f(x) f(x')]`` over weights drawn from the prior (S3).
+    """Monte-Carlo estimate of the prior kernel ``E[f(x) f(x')]`` over weights drawn from the prior (sec-model-network).
 
-    At any width this expectation equals ``K_GP`` (S9), which checks the normalisations of the forward map
-    (S1) against the kernels (S5).
+    At any width this expectation equals ``K_GP`` (eq-gp), which checks the normalisations of the forward map
+    (eq-forward) against the kernels (eq-kernel).
 
     Args:
         network: the finite network (its widths and variances set the prior).

@@ -1,4 +1,4 @@
-"""Head scores from the order parameter and theory-side pruning of heads (spec S11, §2.8)."""
+"""Head scores from the order parameter and theory-side pruning of heads (sec-head-scores, sec-oneshot-pruning)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def _path_heads(heads: tuple[int, ...]) -> np.ndarray:
 
 
 def head_scores(U, heads, *, normalized: bool = True) -> np.ndarray:
-    """Relevance of every head (spec S11).
+    """Relevance of every head (sec-head-scores).
 
     ``score(l, h) = sum_{pi, pi'} |U_{pi pi'}| 1[pi_l = h or pi'_l = h]``, divided by the largest score when
     ``normalized``.
@@ -45,12 +45,12 @@ def head_scores(U, heads, *, normalized: bool = True) -> np.ndarray:
 
 
 def head_labels(heads) -> list[str]:
-    """Labels ``"(l)h"`` (1-based) in the layer-major order of :func:`head_scores` (spec §4.3)."""
+    """Labels ``"(l)h"`` (1-based) in the layer-major order of :func:`head_scores` (sec-oneshot-pruning)."""
     return [f"({layer + 1}){head + 1}" for layer, n in enumerate(heads_tuple(heads)) for head in range(n)]
 
 
 def prune_order_parameter(U, heads, pruned) -> np.ndarray:
-    """Zero every entry of ``U`` whose row or column path uses a pruned head (spec §2.8).
+    """Zero every entry of ``U`` whose row or column path uses a pruned head (sec-oneshot-pruning).
 
     Args:
         U: ``[n_paths, n_paths]``.

@@ -1,10 +1,10 @@
-"""Path-path kernels, the renormalised kernel K(U) and the GP kernel (spec S5, S9).
+"""Path-path kernels, the renormalised kernel K(U) and the GP kernel (eq-kernel, eq-gp).
 
 With ``xi_pi(x)`` the path features of :func:`attnpaths.paths.path_features`:
 
-* pre-kernels  ``C^{mu nu}_{pi pi'} = (s0/N0) xi_pi(x^mu) . xi_pi'(x^nu)``               (S5)
-* renormalised ``K^{mu nu}(U) = (1/n_paths) sum_{pi pi'} U_{pi pi'} C^{mu nu}_{pi pi'}``   (S5)
-* GP kernel    ``K_GP = K(U_GP)`` with ``U_GP = sa s1 ... sL I``                          (S9)
+* pre-kernels  ``C^{mu nu}_{pi pi'} = (s0/N0) xi_pi(x^mu) . xi_pi'(x^nu)``               (eq-kernel)
+* renormalised ``K^{mu nu}(U) = (1/n_paths) sum_{pi pi'} U_{pi pi'} C^{mu nu}_{pi pi'}``   (eq-kernel)
+* GP kernel    ``K_GP = K(U_GP)`` with ``U_GP = sa s1 ... sL I``                          (eq-gp)
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def scaled_features(features, s0: float = 1.0) -> torch.Tensor:
 
 
 def path_kernels(features_a, features_b=None, *, s0: float = 1.0) -> torch.Tensor:
-    """Pre-kernels ``C[pi, pi', mu, nu]`` (spec S5), without the ``1/n_paths`` factor.
+    """Pre-kernels ``C[pi, pi', mu, nu]`` (eq-kernel), without the ``1/n_paths`` factor.
 
     Args:
         features_a: ``[Pa, N0, n]`` path features.
@@ -44,7 +44,7 @@ def path_kernels(features_a, features_b=None, *, s0: float = 1.0) -> torch.Tenso
 
 
 def renormalized_kernel(features_a, U, features_b=None, *, s0: float = 1.0) -> torch.Tensor:
-    """``K(U)`` between two sets of examples (spec S5), shape ``[Pa, Pb]``.
+    """``K(U)`` between two sets of examples (eq-kernel), shape ``[Pa, Pb]``.
 
     Args:
         features_a: ``[Pa, N0, n]`` path features ``xi``.
@@ -68,7 +68,7 @@ def kernel_from_scaled(xa: torch.Tensor, U: torch.Tensor, xb: torch.Tensor) -> t
 
 
 def gp_kernel(features_a, features_b=None, *, s0: float = 1.0, u_gp: float = 1.0) -> torch.Tensor:
-    """GP-limit kernel ``K_GP = (u_gp / n) sum_pi C_{pi pi}`` (spec S9), shape ``[Pa, Pb]``.
+    """GP-limit kernel ``K_GP = (u_gp / n) sum_pi C_{pi pi}`` (eq-gp), shape ``[Pa, Pb]``.
 
     ``u_gp = sa s1 ... sL`` is the GP value of the order parameter (1 when every variance is 1), see
     :func:`attnpaths.theory.gp_order_parameters`.
@@ -79,7 +79,7 @@ def gp_kernel(features_a, features_b=None, *, s0: float = 1.0, u_gp: float = 1.0
 
 
 def pc_label_overlap(kernel, y, num_components: int | None = None):
-    """Overlap of the kernel's principal components with the labels (spec §6.1, Fig. 2d).
+    """Overlap of the kernel's principal components with the labels (sec-hmc-pcs, Fig. 2d).
 
     ``overlap_k = |u_k . y| / sqrt(P)`` with ``u_k`` the unit eigenvectors of ``kernel`` ranked by eigenvalue,
     largest first (the kernel carries no temperature).

@@ -1,16 +1,16 @@
-"""The finite-width network with fixed attention (spec S1, S3) and its path form (S10).
+"""The finite-width network with fixed attention (eq-forward, sec-model-network) and its path form (eq-path-form).
 
-Model (spec S1), for an input ``x`` of shape ``[N0, T]`` and attention matrices computed from ``x``::
+Model (eq-forward), for an input ``x`` of shape ``[N0, T]`` and attention matrices computed from ``x``::
 
     x^(0)   = V0 x / sqrt(N0)                                                   [N_1, T]
     x^(l)   = sum_h V^(l,h) x^(l-1) Omega^(l,h) / sqrt(H_l N_l),   l < L         [N_{l+1}, T]
     xbar^(L) = sum_h V^(L,h) x^(L-1) omega^(L,h) / sqrt(H_L N_L)                 [N_a]
     f(x)    = a . xbar^(L) / sqrt(N_a)
 
-Gaussian priors (S3): ``V0 ~ N(0, s0)``, ``V^(l,h) ~ N(0, s_l)``, ``a ~ N(0, sa)`` entrywise.
+Gaussian priors (sec-model-network): ``V0 ~ N(0, s0)``, ``V^(l,h) ~ N(0, s_l)``, ``a ~ N(0, sa)`` entrywise.
 
 Path form. Expanding the products, every path ``pi = (h_1, ..., h_L)`` routes the input through
-``xi_pi(x)`` (spec S4) and is read out by its effective weight (S10)::
+``xi_pi(x)`` (eq-path-features) and is read out by its effective weight (eq-path-form)::
 
     e^(L)_{h_L}        = a^T V^(L,h_L) / sqrt(N_a)                               [N_L]
     e^(l)_{h_l..h_L}   = e^(l+1)_{h_{l+1}..h_L} V^(l,h_l) / sqrt(N_{l+1})         [N_l]
@@ -23,7 +23,7 @@ Collecting the normalisations, ``1/sqrt(N0) * prod_l 1/sqrt(H_l N_l) * 1/sqrt(N_
 The row vectors ``w_pi = e^(1)_pi V0 / sqrt(N0 N_1 n_paths)`` (:meth:`AttentionNetwork.path_input_weights`)
 make ``f`` linear in the path features: ``f(x) = sum_{pi, i} w_{pi i} xi_{i pi}(x)``. Under the prior
 ``E[e_pi . e_pi' / N_1] = sa sL ... s1 delta_{pi pi'} = U_GP`` at every width, hence
-``E[f(x) f(x')] = K_GP(x, x')`` (spec §7.1 item 9 (iii)).
+``E[f(x) f(x')] = K_GP(x, x')`` (sec-prior-kernel).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def _broadcast(value, length: int, name: str, kind: str) -> tuple:
 
 
 class AttentionNetwork:
-    """Deep multi-head attention network with fixed attention and Gaussian priors (spec S1, S3).
+    """Deep multi-head attention network with fixed attention and Gaussian priors (eq-forward, sec-model-network).
 
     Args:
         attention: the fixed attention (heads ``(H_1, ..., H_L)``, token readout).
@@ -123,7 +123,7 @@ class AttentionNetwork:
 
     @property
     def gp_order_parameter(self) -> float:
-        """``U_GP = sa sL ... s1`` (spec S9): the prior mean of ``e_pi . e_pi / N_1``."""
+        """``U_GP = sa sL ... s1`` (eq-gp): the prior mean of ``e_pi . e_pi / N_1``."""
         return math.prod(self.variances[1:])
 
     def weight_shapes(self) -> dict[str, tuple[int, ...]]:
@@ -140,7 +140,7 @@ class AttentionNetwork:
 
     # -- prior ---------------------------------------------------------------------------------------
     def sample_prior(self, generator: torch.Generator, num_samples: int | None = None) -> NetworkWeights:
-        """Draw weights from the Gaussian prior (spec S3).
+        """Draw weights from the Gaussian prior (sec-model-network).
 
         Args:
             generator: the source of randomness (CPU ``torch.Generator``).
@@ -183,9 +183,9 @@ class AttentionNetwork:
         values = list(tensors.values())
         return NetworkWeights(V0=values[0], V=tuple(values[1:-1]), a=values[-1])
 
-    # -- layer-by-layer forward (S1) ---------------------------------------------------------------------
+    # -- layer-by-layer forward (eq-forward) ---------------------------------------------------------
     def forward(self, x, weights: NetworkWeights, *, matrices: list[torch.Tensor] | None = None) -> torch.Tensor:
-        """The network output computed layer by layer, literally as in spec S1.
+        """The network output computed layer by layer, literally as in (eq-forward).
 
         Args:
             x: ``[B, N0, T]`` input sequences.
@@ -219,9 +219,9 @@ class AttentionNetwork:
 
     __call__ = forward
 
-    # -- path form (S10) -------------------------------------------------------------------------------------
+    # -- path form (eq-path-form) -----------------------------------------------------------------------
     def path_weights(self, weights: NetworkWeights) -> torch.Tensor:
-        """Effective path weights ``e^(1)_pi`` (spec S10), path order with ``h_1`` slowest.
+        """Effective path weights ``e^(1)_pi`` (eq-path-form), path order with ``h_1`` slowest.
 
         Returns:
             ``[S, n_paths, N_1]`` (or ``[n_paths, N_1]`` without a sample axis).
@@ -239,7 +239,7 @@ class AttentionNetwork:
         return upper[0] if single else upper
 
     def sampled_order_parameter(self, weights: NetworkWeights, *, per_sample: bool = False) -> torch.Tensor:
-        """Sampled order parameter ``U_{pi pi'} = < e_pi . e_pi' / N_1 >`` over weight samples (spec S10).
+        """Sampled order parameter ``U_{pi pi'} = < e_pi . e_pi' / N_1 >`` over weight samples (eq-sampled-u).
 
         Args:
             weights: a batch of weight samples (leading axis ``[S]``) or a single network.

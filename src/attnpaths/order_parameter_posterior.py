@@ -1,9 +1,9 @@
 """The exact posterior of the order parameters at finite width, and samples from it.
 
-The theory (:func:`attnpaths.theory.solve`) is the saddle point of the action ``S`` (spec S6), exact as
-``N, P -> infinity``. At finite ``N`` the posterior *mean* of the sampled order parameter (S10) differs from the
-saddle point by ``O(1/N)``. For the deep linear networks of this theory that difference can be computed
-exactly, without a further approximation [DERIVED here, not from the paper]:
+The theory (:func:`attnpaths.theory.solve`) is the saddle point of the action ``S`` (eq-action), exact as
+``N, P -> infinity``. At finite ``N`` the posterior *mean* of the sampled order parameter (eq-sampled-u)
+differs from the saddle point by ``O(1/N)``. For the deep linear networks of this theory that difference can
+be computed exactly, without a further approximation [DERIVED here, not from the paper]:
 
 * given the weights above layer ``l``, the ``N_l`` columns of the layer's path weights are i.i.d. Gaussian,
   so ``U_l`` given ``U_{l+1}`` is Wishart with ``N_l`` degrees of freedom in ``n_l = H_l ... H_L`` dimensions
@@ -14,16 +14,19 @@ exactly, without a further approximation [DERIVED here, not from the paper]:
 
 So ``(U_1, ..., U_L, U_a)`` has the density ``exp(-S_exact / 2)`` with
 
-    S_exact = S_en(U_1) + S_ent(U_1, ..., U_L, U_a) + sum_l (n_l + 1) log det U_l + 2 log U_a,      (E1)
+    S_exact = S_en(U_1) + S_ent(U_1, ..., U_L, U_a) + sum_l (n_l + 1) log det U_l + 2 log U_a
+                                                                                     (eq-exact-density)
 
-where ``S_ent`` is the entropy of spec S6 with ``U_a`` kept as a variable (S7 is its stationarity condition):
-the Wishart log-density carries ``(N_l - n_l - 1) log det U_l`` where the saddle-point action has
-``N_l log det U_l``. The saddle point of ``S`` is the ``N -> infinity`` limit; the mean of (E1) is the finite-``N``
-posterior mean, which the network's posterior samples must reproduce within Monte-Carlo error at every ``N``.
+where ``S_ent`` is the entropy (eq-entropy) with ``U_a`` kept as a variable (eq-readout is its stationarity
+condition): the Wishart log-density carries ``(N_l - n_l - 1) log det U_l`` where the saddle-point action has
+``N_l log det U_l``. The saddle point of ``S`` is the ``N -> infinity`` limit; the mean of (eq-exact-density)
+is the finite-``N`` posterior mean, which the network's posterior samples must reproduce within Monte-Carlo
+error at every ``N``.
 
-:func:`sample_order_parameters` samples (E1) in log-Cholesky coordinates (``D = sum_l n_l (n_l + 1) / 2 + 1``
-dimensions, 14 for two layers of two heads) with many random-walk Metropolis chains run in parallel, the
-proposal shaped by the Hessian at the mode. Each step costs one ``P x P`` Cholesky factorisation per chain.
+:func:`sample_order_parameters` samples (eq-exact-density) in log-Cholesky coordinates
+(``D = sum_l n_l (n_l + 1) / 2 + 1`` dimensions, 14 for two layers of two heads) with many random-walk
+Metropolis chains run in parallel, the proposal shaped by the Hessian at the mode. Each step costs one
+``P x P`` Cholesky factorisation per chain.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def exact_action(
     *,
     pre_kernels: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``S_exact`` of (E1): minus twice the log posterior density of the order parameters, up to a constant.
+    """``S_exact`` of (eq-exact-density): minus twice the log density of the order parameters, up to a constant.
 
     Args:
         X: ``[P, N0, n_paths]`` scaled features (:func:`attnpaths.kernels.scaled_features`).
@@ -74,7 +77,7 @@ def exact_action(
         K = (U_1.reshape(B, -1) @ pre_kernels.reshape(P * P, -1).T).reshape(B, P, P)
     else:
         K = torch.einsum("pia,bac,qic->bpq", X, U_1, X)
-    # S_en of spec S6 for a batch of U_1 (action.energy computes it, with derivatives, for one)
+    # S_en of (eq-action) for a batch of U_1 (action.energy computes it, with derivatives, for one)
     chol = torch.linalg.cholesky(K + temperature * torch.eye(P, dtype=torch.float64))
     alpha = torch.cholesky_solve(y.expand(B, P)[..., None], chol)[..., 0]
     value = 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1) + (y * alpha).sum(-1)
@@ -88,14 +91,14 @@ def exact_action(
 
 @dataclass(frozen=True)
 class OrderParameterSamples:
-    """Samples of (E1) and their summaries (``U_1`` only: the order parameter that S10 samples).
+    """Samples of (eq-exact-density) and their summaries (``U_1`` only, the order parameter of eq-sampled-u).
 
     Attributes:
         U: ``[C, S, n, n]`` samples of ``U_1`` (chains, stored draws).
         mean: ``[n, n]`` posterior mean; ``mc_se``: ``[n, n]`` its Monte-Carlo standard error
             (posterior standard deviation over the root of the effective sample size).
         ess, rhat: ``[n, n]`` effective sample size and split R-hat of every entry.
-        mode: ``[n, n]`` ``U_1`` at the mode of (E1).
+        mode: ``[n, n]`` ``U_1`` at the mode of (eq-exact-density).
         acceptance: mean Metropolis acceptance rate.
         wall_time_s: time of the whole computation (mode, warm-up, sampling).
     """
@@ -174,7 +177,7 @@ def sample_order_parameters(
     thin: int = 5,
     progress: bool = True,
 ) -> OrderParameterSamples:
-    """Sample the exact finite-width posterior (E1) of the order parameters.
+    """Sample the exact finite-width posterior (eq-exact-density) of the order parameters.
 
     Random-walk Metropolis in the ``D`` log-Cholesky coordinates, ``num_chains`` chains in parallel, each
     started from the Laplace approximation at the mode (a Gaussian with the inverse Hessian of ``-log p``) and

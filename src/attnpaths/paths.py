@@ -1,4 +1,4 @@
-"""Attention paths and path features (spec S4).
+"""Attention paths and path features (eq-path-features).
 
 A path ``pi = (h_1, ..., h_L)`` picks one head per layer. Paths are flattened row-major with ``h_1``
 slowest: ``index(pi) = ((h_1 H_2 + h_2) H_3 + h_3) ...``, the convention of the authors' code.
@@ -32,7 +32,7 @@ def all_paths(heads) -> list[tuple[int, ...]]:
 
 
 def path_attention(matrices: list[torch.Tensor]) -> torch.Tensor:
-    """Path attention vectors ``omega_{pi, s}`` (spec S4), built backwards from the last layer.
+    """Path attention vectors ``omega_{pi, s}`` (eq-path-features), built backwards from the last layer.
 
     Args:
         matrices: ``[Omega_1, ..., Omega_{L-1}, omega_L]`` as returned by :meth:`Attention.matrices`:
@@ -50,7 +50,7 @@ def path_attention(matrices: list[torch.Tensor]) -> torch.Tensor:
 
 
 def path_features(x, attention: Attention, *, batch_size: int = 256) -> torch.Tensor:
-    """Path features ``xi_pi(x) = sum_s x_s omega_{pi, s}(x)`` (spec S4): the raw input routed along path pi.
+    """Path features ``xi_pi(x) = sum_s x_s omega_{pi, s}(x)`` (eq-path-features): the raw input routed along path pi.
 
     Args:
         x: ``[B, N0, T]`` input sequences.

@@ -1,22 +1,22 @@
-"""Exact posterior sampling of the finite network by blocked Gibbs (spec §5, S1, S3, S10).
+"""Exact posterior sampling of the finite network by blocked Gibbs (sec-hmc-theory; eq-forward, eq-sampled-u).
 
-Posterior (S3): Gaussian priors on ``V0, V^(1..L), a`` and likelihood ``y^mu ~ N(f(x^mu), T)``.
+Posterior (sec-model-network): Gaussian priors on ``V0, V^(1..L), a`` and likelihood ``y^mu ~ N(f(x^mu), T)``.
 
 Why Gibbs is exact here. Given all other blocks, the output is linear in one block ``W`` (``V0``, one
 layer's ``V^(l, .)``, or ``a``)::
 
     f(x^mu) = c * sum_pi left_pi^T W[h(pi)] right_pi(x^mu) = <W, phi^mu>
 
-where ``c`` is the block's normalisation in S1, ``h(pi)`` the head that path ``pi`` uses in that layer,
+where ``c`` is the block's normalisation in (eq-forward), ``h(pi)`` the head that path ``pi`` uses in that layer,
 ``left_pi`` the product of the blocks above (read out by ``a``) and ``right_pi(x)`` the blocks below
-applied to the path features ``xi_pi(x)`` (spec S4). So the conditional posterior of the block is the
+applied to the path features ``xi_pi(x)`` (eq-path-features). So the conditional posterior of the block is the
 Gaussian of Bayesian linear regression with prior ``N(0, s I)`` and noise ``T``. It is drawn exactly with
 Matheron's rule (the "sample-then-correct" update of a Gaussian conditional)::
 
     w0 ~ N(0, s I),  eps ~ N(0, I_P)
     w  = w0 + s Phi^T (s Phi Phi^T + T I_P)^{-1} (y - Phi w0 - sqrt(T) eps)
 
-which only needs the ``P x P`` matrix ``s Phi Phi^T`` (for ``V0`` it is the kernel ``K(U)`` of S5 built
+which only needs the ``P x P`` matrix ``s Phi Phi^T`` (for ``V0`` it is the kernel ``K(U)`` of (eq-kernel) built
 with the current effective weights) and products with ``Phi`` / ``Phi^T`` that the path structure makes
 cheap: no matrix of the block's dimension is ever formed. A sweep updates the blocks from the readout
 down to ``V0`` (systematic scan), so it leaves the posterior invariant; chains run in parallel along a
@@ -24,12 +24,12 @@ leading chain axis and start from the prior.
 
 Samples are stored compactly as the path input weights ``w_pi = e_pi V0 / sqrt(N0 N_1 n_paths)``
 (``[n_paths, N0]`` per sample, independent of the width), with which ``f(x) = sum_{pi,i} w_{pi i} xi_{i pi}(x)``
-on any inputs, and as the sampled order parameter ``e_pi . e_pi' / N_1`` of each sample (S10).
+on any inputs, and as the sampled order parameter ``e_pi . e_pi' / N_1`` of each sample (eq-sampled-u).
 
 Diagnostics are ArviZ's (``effective_sample_size``, ``split_rhat``), following Vehtari, Gelman, Simpson,
 Carpenter & Buerkner (2021), "Rank-normalization, folding, and localization: an improved R-hat", Bayesian
 Analysis 16(2): split chains, Geyer's initial monotone sequence for the effective sample size; R-hat
-without rank normalisation (Gelman et al., BDA3, §11.4).
+without rank normalisation (Gelman et al. 2013, Bayesian Data Analysis, 3rd ed., section 11.4).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class PosteriorSamples:
 
     Attributes:
         path_input_weights: ``[C, S, n_paths, N0]`` with ``f(x) = sum_{pi,i} w_{pi i} xi_{i pi}(x)``.
-        order_parameters: ``[C, S, n_paths, n_paths]``, ``e_pi . e_pi' / N_1`` of every sample (S10).
+        order_parameters: ``[C, S, n_paths, n_paths]``, ``e_pi . e_pi' / N_1`` of every sample (eq-sampled-u).
         temperature: the likelihood variance ``T``.
         num_warmup: sweeps discarded per chain before the first stored one.
         wall_time_s: wall-clock time of the whole run (warm-up included).
@@ -148,7 +148,7 @@ class PosteriorSamples:
         return predictor_from_input_weights(self.path_input_weights, self._features(features))
 
     def predict(self, features) -> torch.Tensor:
-        """Posterior mean predictor ``<f(x)>`` over all chains and samples, shape ``[B]`` (spec §5)."""
+        """Posterior mean predictor ``<f(x)>`` over all chains and samples, shape ``[B]`` (sec-hmc-theory)."""
         # f is linear in the path input weights, so their mean gives the mean predictor
         return predictor_from_input_weights(self.path_input_weights.mean(dim=(0, 1)), self._features(features))
 
@@ -157,7 +157,7 @@ class PosteriorSamples:
         return self.predictor_samples(features).flatten(0, 1).var(dim=0)
 
     def order_parameter(self) -> torch.Tensor:
-        """Sampled order parameter ``U = < e_pi . e_pi' / N_1 >`` (spec S10), shape ``[n_paths, n_paths]``."""
+        """Sampled order parameter ``U = < e_pi . e_pi' / N_1 >`` (eq-sampled-u), shape ``[n_paths, n_paths]``."""
         return self.order_parameters.mean(dim=(0, 1))
 
     def diagnostics(self, features=None) -> dict:
@@ -216,14 +216,14 @@ class _Block:
 
 
 class PosteriorSampler:
-    """Exact blocked-Gibbs sampler of the network posterior at temperature ``T`` (spec §5).
+    """Exact blocked-Gibbs sampler of the network posterior at temperature ``T`` (sec-hmc-theory).
 
     Args:
         network: the :class:`~attnpaths.network.AttentionNetwork` (fixed attention, widths, prior variances).
         y: ``[P]`` training labels.
         temperature: ``T > 0``, the likelihood variance.
         x: ``[P, N0, T_seq]`` training inputs, or
-        features: ``[P, N0, n_paths]`` their path features (spec S4); give exactly one of the two.
+        features: ``[P, N0, n_paths]`` their path features (eq-path-features); give exactly one of the two.
         scale_moves: end every sweep with the f-preserving scale moves between neighbouring layers
             (:meth:`scale_move`). They leave the posterior invariant and speed up the mixing of the
             weight norms at small T (4-path HMC network, N = 10, T = 0.01: ESS of ``|a|^2`` from 23 to 370

@@ -52,7 +52,7 @@ def width_sweep(
     progress: bool = True,
     **solve_options,
 ) -> list[WidthPoint]:
-    """Solve the theory (spec S6, S8) at every width and evaluate the mean predictor's test accuracy.
+    """Solve the theory (eq-action, eq-predictor) at every width and evaluate the mean predictor's test accuracy.
 
     Args:
         features: ``[P, N0, n_paths]`` training path features; ``y``: ``[P]``.
@@ -78,6 +78,6 @@ def width_sweep(
 
 
 def gp_accuracy(features, y, features_test, y_test, *, heads, temperature: float, variances=1.0) -> float:
-    """Test accuracy of the GP-limit predictor (spec S9)."""
+    """Test accuracy of the GP-limit predictor (eq-gp)."""
     sol = solve(features, y, heads=heads, widths=math.inf, temperature=temperature, variances=variances)
     return classification_accuracy(sol.predict(features_test)[0], np.asarray(y_test, dtype=np.float64))

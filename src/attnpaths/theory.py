@@ -1,4 +1,4 @@
-"""Minimising the action, the predictor statistics, the GP limit and head scores (spec S6-S9, S11).
+"""Minimising the action (eq-action), predictor statistics (eq-predictor), GP limit (eq-gp), head scores.
 
 Public entry point::
 
@@ -262,13 +262,13 @@ def _newton(action: _Action, coords: CholeskyCoordinates, theta, tolerance: floa
 
 @dataclass(frozen=True)
 class TheorySolution:
-    """Minimiser of the action and the predictor it implies (spec S6, S8).
+    """Minimiser of the action and the predictor it implies (eq-action, eq-predictor).
 
     Attributes:
         U: ``[n_paths, n_paths]`` order parameter ``U_1`` of the kernel (path order ``h_1`` slowest).
         U_layers: ``[U_1, ..., U_L]``, ``U_l`` of shape ``[n_l, n_l]`` (numpy arrays).
-        U_a: scalar readout order parameter (S7).
-        action: ``S`` exactly as in (S6) at the minimum (``inf`` in the GP limit, where the entropy diverges).
+        U_a: scalar readout order parameter (eq-readout).
+        action: ``S`` exactly as in (eq-action) at the minimum (``inf`` in the GP limit, where the entropy diverges).
         energy, entropy: the two parts of the action (``entropy`` is ``inf`` in the GP limit).
         gradient_norm: norm of the gradient of ``S`` in symmetric directions at the returned point.
         hessian_min_eigenvalue: smallest eigenvalue of the Hessian of ``S`` restricted to symmetric
@@ -313,7 +313,7 @@ class TheorySolution:
         return X
 
     def kernel(self, features_a, features_b=None) -> np.ndarray:
-        """Renormalised kernel ``K(U_1)`` (S5) between two sets of examples, ``[Pa, Pb]`` (no temperature)."""
+        """Renormalised kernel ``K(U_1)`` (eq-kernel) between two sets of examples, ``[Pa, Pb]`` (no temperature)."""
         Xa = self._scaled(features_a, "features_a")
         Xb = Xa if features_b is None else self._scaled(features_b, "features_b")
         return kernel_from_scaled(Xa, torch.as_tensor(self.U), Xb).numpy()
@@ -323,7 +323,7 @@ class TheorySolution:
         return kernel_from_scaled(self._X, torch.as_tensor(self.U), self._X).numpy()
 
     def predict(self, features_test, *, batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
-        """Predictor mean and variance (spec S8) on test examples.
+        """Predictor mean and variance (eq-predictor) on test examples.
 
         ``<f(x*)> = k^T (K + T I)^{-1} y`` and ``Var f(x*) = kappa - k^T (K + T I)^{-1} k`` with
         ``k_mu = K(x^mu, x*)`` and ``kappa = K(x*, x*)``.
@@ -350,7 +350,7 @@ class TheorySolution:
 
 
 def classification_accuracy(mean, labels) -> float:
-    """Fraction of examples with ``sign(<f>) == y`` (spec §2.5); an exactly zero prediction counts as wrong."""
+    """Fraction of examples with ``sign(<f>) == y`` (eq-predictor); an exactly zero prediction counts as wrong."""
     mean, labels = np.asarray(mean), np.asarray(labels)
     if mean.shape != labels.shape:
         raise ValueError(f"mean and labels must have the same shape, got {mean.shape} and {labels.shape}")
@@ -374,14 +374,14 @@ def solve(
     max_iterations: int = 200,
     on_failure: str = "warn",
 ) -> TheorySolution:
-    """Minimise the action S(U) (spec S6) and return the order parameters and the predictor (S8).
+    """Minimise the action S(U) (eq-action) and return the order parameters and the predictor (eq-predictor).
 
     Args:
         features: ``[P, N0, n_paths]`` path features ``xi_pi(x^mu)`` (numpy or torch), no normalisation;
             ``n_paths = H_1 ... H_L``, path index ``h_1`` slowest.
         y: ``[P]`` labels.
         heads: ``(H_1, ..., H_L)``.
-        widths: a number (every layer) or ``(N_1, ..., N_L, N_a)``; ``float('inf')`` gives the GP limit (S9).
+        widths: a number (every layer) or ``(N_1, ..., N_L, N_a)``; ``float('inf')`` gives the GP limit (eq-gp).
         temperature: likelihood variance ``T > 0``.
         variances: a number or ``(s0, s1, ..., sL, sa)``.
         initial: optional starting point ``[U_1, ..., U_L]`` (positive definite); default: the GP values.

@@ -1,10 +1,10 @@
-"""Blocked Gibbs (:mod:`attnpaths.sampler`) against pyro's NUTS on the same posterior (spec §5).
+"""Blocked Gibbs (:mod:`attnpaths.sampler`) against pyro's NUTS on the same posterior (sec-hmc-theory).
 
-The authors sample the posterior with NUTS (numpyro, default settings). Here pyro's NUTS (torch based)
-samples the same posterior (S1, S3) and both samplers run in the same process on the same data; the figure of
-merit is the effective sample size per second of wall time of the predictor on test points (the minimum
-over the test points: the slowest-mixing quantity bounds what a run can claim). Both samplers start from
-prior draws.
+The authors sample the posterior with NUTS (numpyro, default settings). Here pyro's NUTS (torch based) samples
+the same posterior (eq-forward, sec-model-network) and both samplers run in the same process on the same data;
+the figure of merit is the effective sample size per second of wall time of the predictor on test points (the
+minimum over the test points: the slowest-mixing quantity bounds what a run can claim). Both samplers start
+from prior draws.
 
 Threads are pinned with ``torch.set_num_threads`` (default 1) for the duration of the comparison, so that
 ratios are comparable between machines and runs; the previous setting is restored afterwards.
@@ -37,10 +37,10 @@ from .record import committed_record_path, make_record, start_record, write_reco
 
 
 def potential_energy(network: AttentionNetwork, x, y, temperature: float):
-    """Negative log posterior density of spec S3 (up to a constant), as a function of the weights.
+    """Negative log posterior density (sec-model-network; up to a constant), as a function of the weights.
 
     ``E(theta) = sum_blocks |W|^2 / (2 s) + |y - f(x; theta)|^2 / (2 T)`` with ``f`` computed layer by layer
-    (:meth:`AttentionNetwork.forward`, spec S1) from attention matrices precomputed once, as in the
+    (:meth:`AttentionNetwork.forward`, eq-forward) from attention matrices precomputed once, as in the
     authors' code: independent of the path algebra that the Gibbs sampler uses. Handing NUTS this
     function (rather than a pyro model) avoids pyro's per-step model tracing, which costs more than the
     network itself at the sizes of the tests.
@@ -176,7 +176,7 @@ def compare_samplers(
     """Run Gibbs and NUTS on the same posterior and compare ESS per second of ``f`` on test points.
 
     Args:
-        network, x, y, temperature: the posterior (spec S1, S3).
+        network, x, y, temperature: the posterior (eq-forward, sec-model-network).
         x_test: ``[B, N0, T_seq]`` test inputs on which the predictor's ESS is measured.
         generator: source of randomness for both samplers.
         num_warmup, num_samples, num_chains: NUTS settings (and the Gibbs ones unless given separately).

@@ -1,9 +1,10 @@
 """Attention through the lens of exchangeability and latent-variable models, and related attention theory.
 
 Companion code for the book chapters ``exchangeability`` (Zhang, Liu, Cai, Wang, Wang, arXiv:2212.14852) and
-``related`` (results R1-R5 of other papers). Equation labels (ex-...) refer to the chapters; the tags
-[SRC], [SRC-2] and [DERIVED] are those of the chapters: only the abstract of arXiv:2212.14852 could be
-checked, so every concrete rate, parameter and objective here is a derivation of ours, not the paper's theorem.
+``related`` (results R1-R5 of other papers). References in parentheses, such as (ex-mse), (rel-bayes) or
+(sec-r3), are the chapters' equation labels and section targets; the tags [SRC], [SRC-2] and [DERIVED] are
+those of the chapters: only the abstract of arXiv:2212.14852 could be checked, so every concrete rate,
+parameter and objective here is a derivation of ours, not the paper's theorem.
 
 Modules, one job each:
 

@@ -2,7 +2,7 @@
 (Singh and Buckley 2023, "Attention as implicit structural inference").
 
 Model [DERIVED instance]: a parent index ``j`` with prior ``pi_j``, and a query ``q | j ~ N(k_j, sigma^2 I)``.
-By Bayes' rule (ex-bayes) ``P(j | q) = pi_j N(q; k_j, sigma^2 I) / sum_m pi_m N(q; k_m, sigma^2 I)``.
+By Bayes' rule (rel-bayes) ``P(j | q) = pi_j N(q; k_j, sigma^2 I) / sum_m pi_m N(q; k_m, sigma^2 I)``.
 With a uniform prior and keys of equal norm this is ``softmax_j(q^T k_j / sigma^2)``, and attention is the
 posterior mean of the values, ``E[v_j | q]``. A geometric prior over the distance to the query position,
 ``pi_j ~ rho (1 - rho)^{i - j}``, adds the bias ``(i - j) log(1 - rho)`` to the scores and shrinks the effective
@@ -24,7 +24,7 @@ from ._checks import check_rng, positive_int, real_grid
 
 
 def parent_posterior(query, keys, noise: float, log_prior=None) -> np.ndarray:
-    """Posterior over the parent index (ex-bayes), computed with Gaussian densities and Bayes' rule.
+    """Posterior over the parent index (rel-bayes), computed with Gaussian densities and Bayes' rule.
 
     Args:
         query: ``[d]``; keys: ``[n, d]``; noise: ``sigma > 0``; log_prior: ``[n]`` (default uniform).
@@ -62,7 +62,7 @@ def geometric_log_prior(num_tokens: int, rate: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BayesianAttentionResult:
-    """R5. ``max_weight_diff`` and ``max_output_diff``: largest difference between the Bayes posterior (ex-bayes)
+    """R5. ``max_weight_diff`` and ``max_output_diff``: largest difference between the Bayes posterior (rel-bayes)
     and softmax attention, and between the posterior mean of the values and the attention output, over all
     trials; ``rates`` and ``window[i]``: mean effective window ``exp(H)`` under the geometric prior with rate
     ``rates[i]``; ``window_uniform``: the same under the uniform prior; ``window_trials[t, i]`` and

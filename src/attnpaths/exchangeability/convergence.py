@@ -170,7 +170,7 @@ def smoothing_bias_floor(queries, bandwidth: float, z_low: float = 0.5, z_high: 
 
     As ``L -> inf`` the weights ``exp(-(q - k)^2 / (2 h^2))`` tilt ``k ~ N(0, 1)`` to ``N(m, s^2)`` with
     ``m = q / (1 + h^2)``, ``s^2 = h^2 / (1 + h^2)``, so the estimate tends to ``sin(z m) exp(-z^2 s^2 / 2)``
-    (ex-floor); the floor is its mean squared distance to ``sin(z q)``, averaged over ``z ~ U[z_low, z_high]``
+    (sec-e2); the floor is its mean squared distance to ``sin(z q)``, averaged over ``z ~ U[z_low, z_high]``
     (Gauss-Legendre quadrature with ``num_nodes`` nodes) and over the queries.
     """
     qs = as_float64_array(queries, "queries").reshape(-1)

@@ -2,15 +2,15 @@
 
 Tokens are columns: ``x`` ``[d, n]``. Maps (all softmaxes are :func:`attnpaths.attention.softmax_over_keys`):
 
-* dot-product (DP) self-attention (ex-dp): ``f(x) = W_V^T x Omega``, ``Omega = softmax_over_keys(
+* dot-product (DP) self-attention (sec-r2): ``f(x) = W_V^T x Omega``, ``Omega = softmax_over_keys(
   (W_K^T x_s) . (W_Q^T x_t) / sqrt(d))`` (an :class:`attnpaths.attention.AttentionLayer` in query/key form);
-* L2 self-attention (ex-l2) of Kim, Papamakarios, Mnih (2021) with tied ``W_Q = W_K``: scores
+* L2 self-attention (rel-l2) of Kim, Papamakarios, Mnih (2021) with tied ``W_Q = W_K``: scores
   ``-|W_Q^T x_t - W_Q^T x_s|^2 / sqrt(d)`` and values ``(W_Q W_Q^T W_V)^T x_s / sqrt(d)``;
-* the bare map of Castin, Ablin, Peyre (2024) (ex-bare): ``f(x)_t = sum_s Omega_{st} x_s`` with scores
-  ``x_t^T A x_s`` (query ``t``, key ``s``), whose Jacobian is available in closed form (ex-jac).
+* the bare map of Castin, Ablin, Peyre (2024) (sec-r3): ``f(x)_t = sum_s Omega_{st} x_s`` with scores
+  ``x_t^T A x_s`` (query ``t``, key ``s``), whose Jacobian is available in closed form (rel-jac).
 
 [SRC] DP attention is not Lipschitz on an unbounded domain, L2 attention is; on a compact set the Lipschitz
-constant of (ex-bare) grows at most like ``sqrt(n)``, and the growth is attained.
+constant of (sec-r3) grows at most like ``sqrt(n)``, and the growth is attained.
 """
 
 from __future__ import annotations
@@ -43,14 +43,14 @@ class SelfAttentionWeights:
 
 
 def dot_product_self_attention(x, weights: SelfAttentionWeights) -> torch.Tensor:
-    """(ex-dp) for tokens ``x`` ``[d, n]``; returns ``[d, n]``. Differentiable in ``x``."""
+    """(sec-r2) for tokens ``x`` ``[d, n]``; returns ``[d, n]``. Differentiable in ``x``."""
     layer = AttentionLayer(Q=weights.query.T[None], K=weights.key.T[None])
     omega = layer.matrices(x[None])[0, 0]
     return weights.value.T @ x @ omega
 
 
 def l2_self_attention(x, weights: SelfAttentionWeights) -> torch.Tensor:
-    """(ex-l2) for tokens ``x`` ``[d, n]``; returns ``[d, n]``. Differentiable in ``x``."""
+    """(rel-l2) for tokens ``x`` ``[d, n]``; returns ``[d, n]``. Differentiable in ``x``."""
     d = x.shape[0]
     proj = weights.query.T @ x  # [d, n]
     sq = (proj.unsqueeze(-1) - proj.unsqueeze(-2)).pow(2).sum(0)  # [n(key), n(query)], symmetric
@@ -81,7 +81,7 @@ class ScalingResult:
 
 def input_scaling_experiment(rng, *, scales=(1, 2, 4, 8, 16, 32), num_tokens: int = 6, width: int = 3,
                              num_draws: int = 30) -> ScalingResult:
-    """Jacobian norms of (ex-dp) and (ex-l2) on inputs ``t x`` with one token at 0, as ``t`` grows.
+    """Jacobian norms of (sec-r2) and (rel-l2) on inputs ``t x`` with one token at 0, as ``t`` grows.
 
     The same draws (inputs and weights) are used for every scale.
     """
@@ -102,13 +102,13 @@ def input_scaling_experiment(rng, *, scales=(1, 2, 4, 8, 16, 32), num_tokens: in
 
 
 def bare_attention(x, A) -> torch.Tensor:
-    """(ex-bare): ``f(x)_t = sum_s softmax_s(x_t^T A x_s) x_s`` for ``x`` ``[d, n]``, ``A`` ``[d, d]``."""
+    """(sec-r3): ``f(x)_t = sum_s softmax_s(x_t^T A x_s) x_s`` for ``x`` ``[d, n]``, ``A`` ``[d, d]``."""
     scores = x.T @ A @ x  # [t(query), s(key)]
     return x @ softmax_over_keys(scores.T)
 
 
 def bare_attention_jacobian(x, A) -> torch.Tensor:
-    """Closed-form Jacobian of (ex-bare) (ex-jac), shape ``[n, d, n, d]`` (output token ``t``, coordinate;
+    """Closed-form Jacobian of (sec-r3) (rel-jac), shape ``[n, d, n, d]`` (output token ``t``, coordinate;
     input token ``k``, coordinate), with ``P_tk = Omega_{kt}`` and ``f_t`` the outputs:
 
     ``J_tk = P_tk (I + (x_k - f_t) x_t^T A) + delta_tk sum_m P_tm (x_m - f_t) x_m^T A^T``.
@@ -131,7 +131,7 @@ def bare_attention_jacobian(x, A) -> torch.Tensor:
 
 
 def adversarial_tokens(num_tokens: int, radius: float) -> torch.Tensor:
-    """Tokens ``[2, n]`` in the disk of radius ``R`` on which (ex-bare) with ``A = I`` has a Jacobian of order
+    """Tokens ``[2, n]`` in the disk of radius ``R`` on which (sec-r3) with ``A = I`` has a Jacobian of order
     ``sqrt(n)`` [DERIVED construction]: ``n - 1`` tokens at ``c = (R/2, 0)`` and one outlier ``p`` on the circle
     ``|p| = R`` with ``c . p = R^2/4 + log(n - 1)``, i.e. ``p = (a, sqrt(R^2 - a^2))`` with
     ``a = R/2 + 2 log(n - 1)/R``, so that each clustered token puts exactly half of its attention on ``p``.
@@ -163,7 +163,7 @@ def random_disk_tokens(rng, num_tokens: int, radius: float) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class SequenceLengthResult:
-    """R3. Jacobian spectral norms of (ex-bare) with ``A = I`` at each ``num_tokens[i]``: ``adversarial[i]`` on
+    """R3. Jacobian spectral norms of (sec-r3) with ``A = I`` at each ``num_tokens[i]``: ``adversarial[i]`` on
     :func:`adversarial_tokens`, ``random[i]`` the mean over ``repetitions`` uniform draws in the disk and
     ``random_draws[r, i]`` the norm of draw ``r`` (independent draws)."""
 
@@ -175,7 +175,7 @@ class SequenceLengthResult:
 
 def sequence_length_experiment(rng, *, num_tokens=(4, 8, 16, 32, 64, 128, 256, 512), radius: float = 6.0,
                                repetitions: int = 3) -> SequenceLengthResult:
-    """Lipschitz constant (Jacobian norm at a point) of (ex-bare) versus ``n``: adversarial and random inputs."""
+    """Lipschitz constant (Jacobian norm at a point) of (sec-r3) versus ``n``: adversarial and random inputs."""
     check_rng(rng)
     ns = int_grid(num_tokens, "num_tokens", minimum=2)
     reps = positive_int(repetitions, "repetitions")

@@ -1,6 +1,6 @@
 """R4: attention as an operator on probability measures (Vuckovic, Baratin, Tachet des Combes 2020, 2021).
 
-For a measure ``mu`` on token space and a query ``q`` (ex-meas):
+For a measure ``mu`` on token space and a query ``q`` (rel-meas):
 ``Gamma(mu)(q) = int exp(q^T A x) V x dmu(x) / int exp(q^T A x) dmu(x)``.
 For an empirical measure ``mu = (1/n) sum_j delta_{x_j}`` this is softmax attention over the tokens ``x_j``, so
 the output depends on the tokens only through ``mu``: duplicating every token changes nothing. [SRC] on a
@@ -21,7 +21,7 @@ from .estimators import bilinear_attention
 
 
 def measure_attention(queries, atoms, A, V) -> np.ndarray:
-    """``Gamma(mu)(q)`` (ex-meas) for the uniform empirical measure on ``atoms``.
+    """``Gamma(mu)(q)`` (rel-meas) for the uniform empirical measure on ``atoms``.
 
     Args:
         queries: ``[Q, d]``; atoms: ``[n, d]``; A, V: ``[d, d]``.
@@ -67,7 +67,7 @@ class MeasureResult:
 
 def measure_lipschitz_experiment(rng, *, num_atoms=(8, 32, 128, 512), num_trials: int = 30,
                                  num_queries: int = 16) -> MeasureResult:
-    """Duplication invariance and the ``W1``-Lipschitz ratio of (ex-meas) on ``[-1, 1]^2`` as ``n`` grows.
+    """Duplication invariance and the ``W1``-Lipschitz ratio of (rel-meas) on ``[-1, 1]^2`` as ``n`` grows.
 
     ``A`` and ``V`` are drawn once (Gaussian, rescaled to spectral norm 1); each trial draws two independent
     uniform samples ``mu``, ``nu`` of ``n`` points and ``num_queries`` queries uniform in the square.

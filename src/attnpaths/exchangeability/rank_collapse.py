@@ -2,7 +2,7 @@
 
 A pure self-attention network (SAN) layer maps tokens ``x`` ``[B, d, n]`` (token ``t`` is column ``t``) to
 ``W_V x Omega`` with ``Omega = softmax_over_keys((W_K x_s) . (W_Q x_t) / sqrt(d))``; the skip-connected layer
-maps ``x`` to ``x + W_V x Omega``. The distance to rank one is the relative residual (ex-res)
+maps ``x`` to ``x + W_V x Omega``. The distance to rank one is the relative residual (sec-r1)
 ``r(x) = |x - xbar 1^T|_F / |x|_F`` with ``xbar`` the mean token. [SRC] the pure SAN output converges doubly
 exponentially to rank one; [SRC-2] the bound ``|res(SAN(X))| <= c |res(X)|^(3^L)`` implies successive
 log-residual ratios ``log r_{l+1} / log r_l -> 3`` as ``r -> 0``.
@@ -24,7 +24,7 @@ from ._checks import as_tensor, check_rng, positive_int
 
 
 def relative_residual(x) -> torch.Tensor:
-    """``|x - xbar 1^T|_F / |x|_F`` (ex-res) for tokens ``x`` ``[..., d, n]``; returns ``[...]``."""
+    """``|x - xbar 1^T|_F / |x|_F`` (sec-r1) for tokens ``x`` ``[..., d, n]``; returns ``[...]``."""
     x = as_tensor(x, "x")
     if x.ndim < 2:
         raise ValueError(f"x must have shape [..., d, n], got {tuple(x.shape)}")
@@ -59,7 +59,7 @@ def _rescale(x: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class RankCollapseResult:
-    """R1. ``residual_pure[r, l]`` and ``residual_skip[r, l]``: relative residual (ex-res) after ``l`` layers
+    """R1. ``residual_pure[r, l]`` and ``residual_skip[r, l]``: relative residual (sec-r1) after ``l`` layers
     (``l = 0`` is the input) in repetition ``r``, without and with skip connections (same weights)."""
 
     residual_pure: np.ndarray

@@ -1,4 +1,4 @@
-"""The hidden-Markov-chain (HMC) sequence classification task (spec §3a, §4.1, §4.2).
+"""The hidden-Markov-chain (HMC) sequence classification task (sec-hmc-task, sec-model-hmc-heads, sec-hmc-network).
 
 * :mod:`~attnpaths.hmc.data`: the data set ``markov_optionE`` (:func:`markov_optionE`,
   :func:`paper_train_set`, :func:`paper_test_set`);

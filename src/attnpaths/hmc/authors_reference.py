@@ -21,7 +21,7 @@ Precisions (the half-width of the interval a printed value stands for, plus what
   the minimum with that gradient adds to ``S / N``.
 
 Convention of the action: the reference's ``action_over_width_at_minimum`` is ``S / N``, the package's action
-(:attr:`attnpaths.theory.TheorySolution.action`, (S6), no constants added) divided by the common width
+(:attr:`attnpaths.theory.TheorySolution.action`, eq-action, no constants added) divided by the common width
 ``N`` of all layers (the authors' loss is the action divided by the largest width).
 """
 

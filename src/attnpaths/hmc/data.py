@@ -1,4 +1,4 @@
-"""Hidden-Markov-chain (HMC) sequence classification data, dataset ``markov_optionE`` (spec §3a).
+"""Hidden-Markov-chain (HMC) sequence classification data, dataset ``markov_optionE`` (sec-hmc-task).
 
 Generative process, per example:
 
@@ -77,7 +77,7 @@ def check_generator(generator) -> torch.Generator:
 
 @dataclass(frozen=True)
 class HMCTask:
-    """Parameters of the HMC task (spec §3a); defaults are the paper's values (Fig. 2c,d).
+    """Parameters of the HMC task (sec-hmc-task); defaults are the paper's values (Fig. 2c,d).
 
     Attributes:
         p_a_plus, p_a_minus: stay probabilities from ``+1`` / ``-1`` of class a (label ``y = +1``).
@@ -159,7 +159,7 @@ def _project(direction: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True, eq=False)
 class HMCDataset:
-    """A class-sorted HMC data set (spec §3a).
+    """A class-sorted HMC data set (sec-hmc-task).
 
     Attributes:
         x: ``[P, N0, T_seq + 1]`` float64 inputs: rows ``0..N_f-1`` features (column 0 = BOS, all zero),
@@ -271,7 +271,7 @@ def markov_optionE(
     sigma_A: float = 1.0,
     sigma_B: float = 1.0,
 ) -> HMCDataset:
-    """Draw the HMC data set ``markov_optionE`` (spec §3a).
+    """Draw the HMC data set ``markov_optionE`` (sec-hmc-task).
 
     Args:
         num_examples: ``P``, even; the first ``P/2`` examples are class a (``y = +1``), the rest class b.
@@ -300,7 +300,7 @@ def _paper_set(seed: int, num_examples: int, parameters: dict) -> HMCDataset:
 
 
 def paper_train_set(num_examples: int = 100, **parameters) -> HMCDataset:
-    """The authors' training set: seed 27, ``P = 100`` (spec §3a item 8).
+    """The authors' training set: seed 27, ``P = 100`` (sec-hmc-task).
 
     ``parameters`` are :class:`HMCTask` fields overriding the paper's defaults, e.g. ``sigma_perp=5.0`` for
     the noisier data of Fig. 2e.
@@ -310,5 +310,5 @@ def paper_train_set(num_examples: int = 100, **parameters) -> HMCDataset:
 
 def paper_test_set(num_examples: int = 1000, **parameters) -> HMCDataset:
     """The authors' test set: seed 59, 1000 examples (500 per class), same ``v_+``, ``v_-`` as the
-    training set (spec §3a items 8-9). ``parameters`` as in :func:`paper_train_set`."""
+    training set (sec-hmc-task). ``parameters`` as in :func:`paper_train_set`."""
     return _paper_set(TEST_SEED, num_examples, parameters)

@@ -3,12 +3,13 @@
 
 Building blocks, each usable on its own:
 
-* :class:`PathData` / :func:`path_data`: a network's path features (spec S4) on a training and a test set;
-* :func:`theory_curve`: the theory (S6, S8) at every width: accuracy, ``U`` in figure order, GP accuracy;
+* :class:`PathData` / :func:`path_data`: a network's path features (eq-path-features) on a training and a test set;
+* :func:`theory_curve`: the theory (eq-action, eq-predictor) at every width: accuracy, ``U`` in figure order,
+  GP accuracy;
 * :func:`gp_lines`: the three GP lines of Fig. 2c (all paths, path g, paths g+d);
 * :func:`draw_data_sets` and :func:`data_set_band`: the same curves over independently drawn training and
   test sets (the spread that one data set cannot show);
-* :func:`sample_posterior`: posterior samples (spec §5) at one width, the sampled accuracy and ``U`` with
+* :func:`sample_posterior`: posterior samples (sec-hmc-theory) at one width, the sampled accuracy and ``U`` with
   their Monte-Carlo errors and the sampler's diagnostics;
 * :func:`diagonal_only`, :func:`evened_diagonal`, :func:`accuracy_with_order_parameter`: the ``U`` ablations of
   the authors' 2-path plotting script;
@@ -43,11 +44,11 @@ from ..theory import classification_accuracy, solve
 from .data import HMCDataset, HMCTask, check_generator
 from .networks import HMCNetwork, four_path_network, good_and_denoising_network, good_path_network
 
-#: Widths of Fig. 2c and 2e (spec §6.1).
+#: Widths of Fig. 2c and 2e (sec-hmc-theory).
 PAPER_WIDTHS = (10, 30, 50, 100, 300, 500, 1000)
-#: Likelihood temperature of every HMC run (spec §4.2).
+#: Likelihood temperature of every HMC run (sec-hmc-theory).
 PAPER_TEMPERATURE = 0.01
-#: The paper's perpendicular noise of Fig. 2e (spec §3a item 5).
+#: The paper's perpendicular noise of Fig. 2e (sec-hmc-task, sec-hmc-two-paths).
 NOISY_SIGMA_PERP = 5.0
 #: Keys of the three GP lines of Fig. 2c.
 GP_LINES = ("all", "g", "g+d")
@@ -84,7 +85,7 @@ def reorder(U, order) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class PathData:
-    """A network's path features on a training and a test set (spec S4).
+    """A network's path features on a training and a test set (eq-path-features).
 
     Attributes:
         network: the :class:`~attnpaths.hmc.networks.HMCNetwork`.
@@ -140,10 +141,10 @@ class TheoryCurve:
 
     Attributes:
         widths: ``[n_w]`` widths ``N`` (every layer).
-        accuracy: ``[n_w]`` test accuracy of the mean predictor (spec S8).
+        accuracy: ``[n_w]`` test accuracy of the mean predictor (eq-predictor).
         U: ``[n_w, n, n]`` order parameters ``U_1`` in figure order (``g, d, a1, a2``).
         U_flat: the same in flat path order (``h_1`` slowest).
-        gp_accuracy: accuracy of the same network in the GP limit (S9).
+        gp_accuracy: accuracy of the same network in the GP limit (eq-gp).
         gp_test_mean: ``[n_test]`` the GP limit's mean predictor on the test set.
         converged: ``[n_w]`` the solver's certificate (gradient small, Hessian positive definite).
         solve_seconds: ``[n_w]``.
@@ -174,7 +175,7 @@ class TheoryCurve:
 
 
 def theory_curve(data: PathData, widths, temperature: float = PAPER_TEMPERATURE, *, progress: bool = True) -> TheoryCurve:
-    """Solve the theory (spec S6) at every width and evaluate the mean predictor (S8) on the test set.
+    """Solve the theory (eq-action) at every width and evaluate the mean predictor (eq-predictor) on the test set.
 
     Args:
         data: path features of the network on a training and a test set.
@@ -208,8 +209,9 @@ def theory_curve(data: PathData, widths, temperature: float = PAPER_TEMPERATURE,
 
 
 def gp_predictions(train: HMCDataset, test: HMCDataset, temperature: float = PAPER_TEMPERATURE) -> dict[str, np.ndarray]:
-    """Test-set mean predictors (S8) of the three GP lines of Fig. 2c: the GP limit (S9) of the 4-path network
-    (``"all"``), of the good path alone (``"g"``) and of the good and denoising paths (``"g+d"``), spec §4.2."""
+    """Test-set mean predictors (eq-predictor) of the three GP lines of Fig. 2c: the GP limit (eq-gp) of the
+    4-path network (``"all"``), of the good path alone (``"g"``) and of the good and denoising paths (``"g+d"``),
+    sec-hmc-theory."""
     temperature = positive_real(temperature, "temperature")
     out = {}
     for key, factory in zip(GP_LINES, (four_path_network, good_path_network, good_and_denoising_network)):
@@ -337,7 +339,7 @@ def band_member(train: HMCDataset, test: HMCDataset, network_factory, widths, te
 
 @dataclass(frozen=True, eq=False)
 class SampledPoint:
-    """Posterior samples at one width, summarised (spec §5, S10).
+    """Posterior samples at one width, summarised (sec-hmc-theory, eq-sampled-u).
 
     Attributes:
         width: ``N``.
@@ -345,9 +347,9 @@ class SampledPoint:
         accuracy_mc_sd: Monte-Carlo standard deviation of :attr:`accuracy` (see :func:`accuracy_mc_sd`).
         mean: ``[P_test]`` sampled mean predictor; ``mean_se``: its Monte-Carlo standard errors
             ``sd / sqrt(ESS)``; ``sd``: posterior standard deviation of ``f`` per test point.
-        kernel_mean: ``[P_test]`` the theory's predictor (S8) evaluated with the SAMPLED ``U`` in place of the
+        kernel_mean: ``[P_test]`` the theory's predictor (eq-predictor) evaluated with the SAMPLED ``U`` in place of the
             minimiser: what the sampled order parameter alone changes in the predictions.
-        U, U_se, U_sd, U_ess: sampled ``U`` (S10), its Monte-Carlo standard error, the posterior standard
+        U, U_se, U_sd, U_ess: sampled ``U`` (eq-sampled-u), its Monte-Carlo standard error, the posterior standard
             deviation of the per-sample overlap and the ESS of each entry, all ``[n, n]`` in figure order.
         diagnostics: plain numbers: ``wall_time_s``, chains, draws, warm-up, min / median predictor ESS,
             max predictor R-hat, min ``U`` ESS, max ``U`` R-hat.
@@ -455,8 +457,8 @@ def sample_posterior(
 
 @dataclass(frozen=True)
 class ExactOrderParameter:
-    """The exact finite-width posterior mean of ``U`` (:mod:`attnpaths.order_parameter_posterior`, (E1)) at one
-    width, in figure order: ``U`` and its Monte-Carlo standard error ``U_se`` (``[n, n]``), ``mode`` (the
+    """The exact finite-width posterior mean of ``U`` (eq-exact-density, :mod:`attnpaths.order_parameter_posterior`)
+    at one width, in figure order: ``U`` and its Monte-Carlo standard error ``U_se`` (``[n, n]``), ``mode`` (the
     density's mode), ``diagnostics`` (``wall_time_s``, chains, draws, ``min_ess``, ``max_rhat``, ``acceptance``)."""
 
     width: int
@@ -470,8 +472,9 @@ def exact_order_parameter(
     data: PathData, width: int, temperature: float, generator: torch.Generator, *, num_chains: int = 32,
     num_warmup: int = 300, num_samples: int = 300, thin: int = 4, progress: bool = True,
 ) -> ExactOrderParameter:
-    """Sample the exact posterior (E1) of the order parameters of ``data``'s network at width ``N`` (every layer)
-    and summarise ``U_1`` in figure order (:func:`attnpaths.order_parameter_posterior.sample_order_parameters`)."""
+    """Sample the exact posterior (eq-exact-density) of the order parameters of ``data``'s network at width
+    ``N`` (every layer) and summarise ``U_1`` in figure order
+    (:func:`attnpaths.order_parameter_posterior.sample_order_parameters`)."""
     width = _count(width, "width", 1)
     draws = sample_order_parameters(
         data.features, data.y, heads=data.network.heads, widths=width, temperature=temperature,
@@ -559,8 +562,8 @@ def evened_diagonal(U, index: int = 0) -> np.ndarray:
 
 
 def mean_predictor(features, y, features_test, U, temperature: float) -> np.ndarray:
-    """Mean predictor (S8) with a GIVEN order parameter ``U`` (flat order), not the minimiser of the action:
-    ``<f(x*)> = k^T (K(U) + T I)^{-1} y`` with the renormalised kernel (S5)."""
+    """Mean predictor (eq-predictor) with a GIVEN order parameter ``U`` (flat order), not the minimiser of the action:
+    ``<f(x*)> = k^T (K(U) + T I)^{-1} y`` with the renormalised kernel (eq-kernel)."""
     temperature = positive_real(temperature, "temperature")
     U = torch.as_tensor(_square(U))
     K = renormalized_kernel(features, U)
@@ -624,7 +627,7 @@ def label_fraction(overlaps, k: int) -> float:
 
 def appendix_kernels(data: PathData, U_flat, examples=None) -> dict[str, np.ndarray]:
     """The kernels of the authors' PLOT_kernels.py on a subset of training examples (no temperature):
-    same-path pre-kernels ``C_pi,pi`` (S5, without ``1/n_paths``) keyed by path name, ``"GP"`` and ``"FW"``
+    same-path pre-kernels ``C_pi,pi`` (eq-kernel, without ``1/n_paths``) keyed by path name, ``"GP"`` and ``"FW"``
     (``K(U_flat)``).
 
     Args:
@@ -655,7 +658,7 @@ def centered_alignment(kernel, y) -> float:
 
 
 def head_score_curve(curve: TheoryCurve, heads) -> np.ndarray:
-    """Normalised head scores (S11) at every width: ``[n_w, L, max(H)]`` from the flat-order ``U``."""
+    """Normalised head scores (sec-head-scores) at every width: ``[n_w, L, max(H)]`` from the flat-order ``U``."""
     return np.stack([head_scores(U, heads) for U in curve.U_flat])
 
 
@@ -669,8 +672,8 @@ def finite_width_epsilon(width, num_paths: int) -> float:
 
     The theory is the saddle point of the action, exact as ``N, P -> infinity``; the posterior mean at
     finite ``N`` differs from it by ``O(1/N)``. The scale chosen: given the layers above, the ``N`` columns
-    of the path weights ``e_pi`` (S10) are i.i.d. Gaussian, so ``U = e e^T / N`` is Wishart in ``n = n_paths``
-    dimensions, whose exact log-density carries ``(N - n - 1) log det U`` where the action (S6) has
+    of the path weights ``e_pi`` (eq-path-form) are i.i.d. Gaussian, so ``U = e e^T / N`` is Wishart in ``n = n_paths``
+    dimensions, whose exact log-density carries ``(N - n - 1) log det U`` where the action (eq-entropy) has
     ``N log det U``: the terms the saddle point drops are of relative size ``(n + 1) / N``. The coefficient
     of the resulting shift is not derived here, so this is a scale, not a bound. Where it is affordable the
     shift is computed exactly instead (:func:`exact_order_parameter`); the HMC chapter shows that the measured

@@ -1,4 +1,4 @@
-"""Hand-built attention heads of the HMC task, bilinear ("W") form (spec §4.1, S2).
+"""Hand-built attention heads of the HMC task, bilinear ("W") form (sec-model-hmc-heads, sec-model-network).
 
 ``W`` in ``R^{N0 x N0}`` acts on tokens ``x = (features [N_f]; one-hot position [T_seq + 1])`` with the KEY
 on the left and the QUERY on the right, ``A_{s t} = x_s^T W x_t``; it is block diagonal,
@@ -97,7 +97,7 @@ def hmc_head(
     position_strength: float = 1.0,
     bos_strength: float | None = None,
 ) -> torch.Tensor:
-    """One HMC attention head ``W`` (spec §4.1), key on the left, query on the right.
+    """One HMC attention head ``W`` (sec-model-hmc-heads), key on the left, query on the right.
 
     Args:
         version: one of :data:`HEAD_VERSIONS`.

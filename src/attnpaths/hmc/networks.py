@@ -1,4 +1,4 @@
-"""The attention networks of the HMC experiments (spec §4.2): heads, paths, names and colours.
+"""The attention networks of the HMC experiments (sec-hmc-network): heads, paths, names and colours.
 
 Paths are named by the roles of their two heads (layer 1, layer 2):
 
@@ -11,7 +11,7 @@ layer-1 head           layer-2 head        name    label             colour
 ``blank``              ``blank``           ``a2``  adversarial #2    tab:purple
 =====================  ==================  ======  ================  ===========
 
-In the 4-path network the flat path order (``h_1`` slowest, spec S4) is ``[g, a1, d, a2]``; figures show
+In the 4-path network the flat path order (``h_1`` slowest, eq-path-form) is ``[g, a1, d, a2]``; figures show
 ``[g, d, a1, a2]`` (:attr:`HMCNetwork.plot_order`). Head seeds are those of the authors' LOOP scripts
 (``seed=7``): layer-1 main head 127, layer-1 blank head 147, layer-2 main head 217, layer-2 blank head 247.
 The perturbation of a network applies to its ``blank`` heads only (``p_I = p_P = p_O = perturbation``).
@@ -123,7 +123,7 @@ def _network(dataset, name: str, label: str, layers, beta: float, perturbation: 
 
 
 def four_path_network(dataset, beta: float = PAPER_BETA, perturbation: float = 1.0) -> HMCNetwork:
-    """The 4-path network of Fig. 2c,d (spec §4.2): layer 1 = [same_token, blank], layer 2 =
+    """The 4-path network of Fig. 2c,d (sec-hmc-network): layer 1 = [same_token, blank], layer 2 =
     [uniform_attention, blank], blank heads perturbed by ``perturbation``; paths ``[g, a1, d, a2]``.
 
     Args:

@@ -1,5 +1,5 @@
-"""Figures of the HMC chapter (Fig. 2 and its appendix), following the authors' plotting conventions
-(spec §6): accuracy in % vs ``N`` on a log axis, theory blue ``x`` joined by a line, samples black dots on
+"""Figures of the HMC chapter (Fig. 2 and its appendix), following the authors' plotting conventions:
+accuracy in % vs ``N`` on a log axis, theory blue ``x`` joined by a line, samples black dots on
 top, GP red horizontal lines; ``U`` heat maps in ``RdBu`` with limits ``+-max|U|`` and tick labels coloured
 by path; PC overlaps as paired bars (finite width blue, GP orange).
 
@@ -289,7 +289,7 @@ def plot_kernels(kernels: dict, *, width=10):
 
 
 def plot_head_scores(widths, scores, labels, *, ax=None):
-    """Normalised head scores (S11) vs ``N``, one line per head."""
+    """Normalised head scores (sec-head-scores) vs ``N``, one line per head."""
     fig, ax = _axes(ax, (5.2, 3.0))
     flat = np.asarray(scores).reshape(len(widths), -1)
     valid = ~np.isnan(flat).any(axis=0)

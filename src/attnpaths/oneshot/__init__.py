@@ -1,4 +1,4 @@
-"""The one-shot (in-context) image classification task of the paper (spec §3b), built offline.
+"""The one-shot (in-context) image classification task of the paper (sec-oneshot-data), built offline.
 
 Modules, one job each:
 

@@ -1,4 +1,4 @@
-"""Image classes for the one-shot task (spec §3b): the rendered Omniglot-like set, cached, or real Omniglot.
+"""Image classes for the one-shot task (sec-oneshot-data): the rendered Omniglot-like set, cached, or real Omniglot.
 
 Omniglot cannot be downloaded here, so the default source draws an Omniglot-like set offline: every
 character of ``glyphs.character_table`` is a class, and each of its instances gets its own font face

@@ -1,4 +1,4 @@
-"""Out-of-distribution test images: the handwritten digits 0 and 1 that scikit-learn ships (spec §3b).
+"""Out-of-distribution test images: the handwritten digits 0 and 1 that scikit-learn ships (sec-oneshot-digits).
 
 The paper tests its Omniglot-trained model on MNIST 0-vs-1; MNIST cannot be downloaded here, so the
 8x8 UCI digits bundled with scikit-learn (``sklearn.datasets.load_digits``, 1797 images, values 0-16)

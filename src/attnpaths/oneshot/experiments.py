@@ -4,9 +4,9 @@
 Building blocks, each usable on its own:
 
 * :class:`OneShotNetwork`, :func:`draw_episodes`, :func:`episode_features`: the theory network (the trained
-  model's query/key maps, 16 paths), the episodes of every split and their path features (S4);
-* :func:`theory_grid`, :func:`gp_grid`: the theory (S6, S8) and its GP limit (S9) on a grid of widths and
-  temperatures, evaluated on the validation, test and out-of-distribution episodes;
+  model's query/key maps, 16 paths), the episodes of every split and their path features (eq-path-features);
+* :func:`theory_grid`, :func:`gp_grid`: the theory (eq-action, eq-predictor) and its GP limit (eq-gp) on a
+  grid of widths and temperatures, evaluated on the validation, test and out-of-distribution episodes;
 * :func:`select_temperature`, :func:`selected`: the temperature per width, chosen on ONE split (the
   validation episodes in the chapter; the test episodes reproduce the authors' choice);
 * :class:`PruningEvaluator`, :func:`single_head_drops`, :func:`pruning_sets`, :func:`pruning_curve`,
@@ -43,17 +43,17 @@ from .imagesets import ImageDataset
 from .model import SumHeadTransformer
 from .sequences import SequenceEncoder, Sequences, digit_sequences, sample_sequences
 
-#: Widths of Fig. 3b (spec §3b, config.csv).
+#: Widths of Fig. 3b (sec-oneshot-theory; the authors' config.csv).
 PAPER_WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
-#: Temperatures of the authors' grid (spec §3b, config.csv).
+#: Temperatures of the authors' grid (sec-oneshot-temperatures; their config.csv).
 PAPER_TEMPERATURES = (0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)
-#: Temperatures among which the authors pick the GP line's (spec §3b, ``forced_temperature``).
+#: Temperatures among which the authors pick the GP line's (sec-oneshot-temperatures, ``forced_temperature``).
 PAPER_GP_TEMPERATURES = (0.025, 0.05, 0.075, 0.1, 0.25)
-#: Training examples of the theory and test episodes (spec §3b).
+#: Training examples of the theory and test episodes (sec-oneshot-theory).
 PAPER_NUM_TRAIN = 600
 PAPER_NUM_TEST = 1000
 #: The authors' GD model: test accuracy and single-head pruning drops (points, heads in ascending score order),
-#: typed into their PLOT_head_scores_vs_performance_drop.py (spec §6.1, Fig. 3e); quoted for comparison only.
+#: typed into their PLOT_head_scores_vs_performance_drop.py (sec-oneshot-pruning, Fig. 3e); quoted for comparison only.
 AUTHORS_BASE_ACCURACY = 0.838
 AUTHORS_SINGLE_HEAD_DROPS = (2.0, 0.8, 4.3, 8.4, 7.8, 7.3, 9.5, 8.9)
 #: Splits on which the theory's predictors are evaluated.
@@ -86,7 +86,7 @@ def _increasing(values, name: str, *, integer: bool) -> tuple:
 
 @dataclass(frozen=True)
 class OneShotNetwork:
-    """The theory network of the one-shot task (spec §4.3): the trained model's query/key maps as fixed
+    """The theory network of the one-shot task (sec-oneshot-theory): the trained model's query/key maps as fixed
     attention (qk form, average pooling), ``L = 2`` layers of ``H = 4`` heads, 16 paths.
 
     It offers what :mod:`attnpaths.hmc.experiments` reads from a network, so that its ``PathData``,
@@ -110,7 +110,7 @@ class OneShotNetwork:
 
     @property
     def path_names(self) -> tuple[str, ...]:
-        """``"h1,h2"`` with 1-based heads, in flat path order (spec §4.3)."""
+        """``"h1,h2"`` with 1-based heads, in flat path order (eq-path-form)."""
         return tuple(",".join(str(h + 1) for h in path) for path in all_paths(self.heads))
 
     @property
@@ -145,7 +145,7 @@ class Episodes:
 
 
 def class_sorted_sequences(classes, n: int, encoder: SequenceEncoder, rng: np.random.Generator) -> Sequences:
-    """``n`` episodes of one split, the first ``n/2`` with ``y = +1`` then ``n/2`` with ``y = -1`` (spec §3b).
+    """``n`` episodes of one split, the first ``n/2`` with ``y = +1`` then ``n/2`` with ``y = -1`` (sec-oneshot-task).
 
     Draws episodes in blocks of ``n`` until each target has ``n/2`` of them, then keeps the first ``n/2`` of
     each (in the order drawn), so the result depends only on ``rng``'s state and ``n``.
@@ -199,7 +199,7 @@ def draw_episodes(
 
 @dataclass(frozen=True, eq=False)
 class EpisodeFeatures:
-    """Path features (spec S4) of every split under one network.
+    """Path features (eq-path-features) of every split under one network.
 
     Attributes:
         network: the :class:`OneShotNetwork`.
@@ -241,7 +241,7 @@ class TemperatureGrid:
 
     Attributes:
         widths: ``[n_w]`` (``inf`` for the GP limit); temperatures: ``[n_T]``.
-        accuracy: ``{split: [n_w, n_T]}`` accuracy of the mean predictor (S8).
+        accuracy: ``{split: [n_w, n_T]}`` accuracy of the mean predictor (eq-predictor).
         mse: ``{split: [n_w, n_T]}`` mean squared error ``<(f - y)^2>`` of the mean predictor.
         means: ``{split: [n_w, n_T, B]}`` the mean predictors.
         U: ``[n_w, n_T, n, n]`` the minimising ``U_1`` (flat path order).
@@ -322,7 +322,8 @@ def _grid(data: EpisodeFeatures, widths, temperatures, progress: bool, desc: str
 
 def theory_grid(data: EpisodeFeatures, widths=PAPER_WIDTHS, temperatures=PAPER_TEMPERATURES, *,
                 warm_start: bool = True, max_iterations: int = 200, progress: bool = True) -> TemperatureGrid:
-    """Solve the theory (S6) at every width and temperature; evaluate the mean predictor (S8) on every split.
+    """Solve the theory (eq-action) at every width and temperature; evaluate the mean predictor (eq-predictor) on
+    every split.
 
     With ``warm_start`` the temperatures of one width are solved from the highest down, each starting from
     the previous certified minimiser (a start that fails to certify is retried from the GP values, the
@@ -339,7 +340,7 @@ def theory_grid(data: EpisodeFeatures, widths=PAPER_WIDTHS, temperatures=PAPER_T
 
 
 def gp_grid(data: EpisodeFeatures, temperatures=PAPER_GP_TEMPERATURES) -> TemperatureGrid:
-    """The GP limit (S9, ``U = I``) at every temperature, as a one-width :class:`TemperatureGrid`."""
+    """The GP limit (eq-gp, ``U = I``) at every temperature, as a one-width :class:`TemperatureGrid`."""
     temperatures = _increasing(temperatures, "temperatures", integer=False)
     return _grid(data, (math.inf,), temperatures, False, "GP", False, 1)
 
@@ -429,7 +430,7 @@ def sample_widths(data: "hmc_ex.PathData", widths, temperatures, seed: int, *, w
 
 
 # --------------------------------------------------------------------------------------------------------
-# pruning the gradient-descent model (spec §2.8)
+# pruning the gradient-descent model (sec-oneshot-pruning)
 
 
 def all_heads(heads) -> list[tuple[int, int]]:
@@ -444,7 +445,7 @@ def path_outputs(model: SumHeadTransformer, x: torch.Tensor, *, batch_size: int 
     The model is linear in its value weights, so ``f(x) = sum_pi (prod_l c_l[h_l]) g_pi(x)`` with
     ``g_pi(x) = mean_t [V^(L,h_L) Omega^(L,h_L) ... V^(1,h_1) Omega^(1,h_1) V0 x]_t . a`` and ``c_l[h]`` the
     factor of head ``h`` in layer ``l``: ``F^{-1/2}`` unpruned, and after pruning 0 for a dropped head and
-    ``(F - n_dropped)^{-1/2}`` for a kept one (spec §2.8). Computed in float64.
+    ``(F - n_dropped)^{-1/2}`` for a kept one (sec-oneshot-pruning). Computed in float64.
 
     Args:
         x: ``[B, N0, T]`` episodes.
@@ -523,7 +524,7 @@ class PruningEvaluator:
 
 
 def single_head_drops(evaluator: PruningEvaluator) -> dict:
-    """Accuracy with each single head pruned, and the drop from the unpruned model (spec Fig. 3e).
+    """Accuracy with each single head pruned, and the drop from the unpruned model (Fig. 3e, sec-oneshot-pruning).
 
     Returns:
         ``{"base": float, "accuracy": [L, H], "drop": [L, H]}`` (drops in accuracy fraction, positive = worse).
@@ -566,7 +567,7 @@ def pruning_curve(evaluator: PruningEvaluator, order) -> np.ndarray:
 
 
 def score_order(scores) -> list[tuple[int, int]]:
-    """Heads in ascending head score (S11), ties in layer-major order.
+    """Heads in ascending head score (sec-head-scores), ties in layer-major order.
 
     Args:
         scores: ``[L, H]`` (:func:`attnpaths.head_scores.head_scores`).

@@ -1,4 +1,4 @@
-"""Alphabets and character tables of the rendered Omniglot-like data set (spec §3b, offline stand-in).
+"""Alphabets and character tables of the rendered Omniglot-like data set (sec-oneshot-data, offline stand-in).
 
 Every alphabet is a set of Unicode code-point ranges. A character enters the table only if at least one
 of the font faces that matplotlib ships really contains it: it must be in the face's character map,

@@ -1,4 +1,4 @@
-"""The gradient-descent-trained model of the one-shot task (spec §3b), whose Q/K the theory borrows.
+"""The gradient-descent-trained model of the one-shot task (sec-oneshot-data), whose Q/K the theory borrows.
 
     h^(0)_t = V0 x0_t                                   V0 in R^{N x N0}  (learned input layer, no bias)
     h^(l)_t = F^{-1/2} sum_h V^(l,h) sum_s h^(l-1)_s Omega^(l,h)_{s t}(x0)      l = 1..L, no residual
@@ -7,7 +7,7 @@
 
 Query and key maps act on the raw input ``x0`` at every layer, never on ``h^(l-1)``; there is no
 normalisation, MLP or nonlinearity besides the softmax, and the loss is the mean squared error to
-``y = +-1``. Pruning (spec §2.8) zeroes the dropped heads of a layer and rescales that layer's head
+``y = +-1``. Pruning (sec-oneshot-pruning) zeroes the dropped heads of a layer and rescales that layer's head
 sum by ``(F - n_dropped)^{-1/2}`` instead of ``F^{-1/2}``, without retraining.
 
 Unlike the Bayesian network of the theory (``attnpaths.network``), the weights carry no ``1/sqrt(N)``
@@ -33,7 +33,7 @@ def _uniform(shape, fan_in: int, generator: torch.Generator, dtype: torch.dtype)
 
 
 class SumHeadTransformer(nn.Module):
-    """``L`` layers of ``F`` summed softmax heads on a learned linear input layer (spec §3b).
+    """``L`` layers of ``F`` summed softmax heads on a learned linear input layer (sec-oneshot-data).
 
     Args:
         input_width: ``N0``, features per token.
@@ -153,7 +153,7 @@ class SumHeadTransformer(nn.Module):
         return h.mean(dim=1) @ self.readout
 
     def attention(self) -> Attention:
-        """The trained query/key maps as the theory's fixed attention (spec S2, qk form with
+        """The trained query/key maps as the theory's fixed attention (sec-model-network, qk form with
         ``1/sqrt(G)``, ``readout="average_pooling"``), as float64 copies."""
         layers = tuple(
             AttentionLayer(Q=self.queries[l].detach().cpu().double(), K=self.keys[l].detach().cpu().double())
@@ -162,8 +162,8 @@ class SumHeadTransformer(nn.Module):
         return Attention(layers, readout="average_pooling")
 
     def path_weights(self) -> torch.Tensor:
-        """Effective weight of every attention path, ``w_pi = a^T V^(L,h_L) ... V^(1,h_1)`` (spec §2.7,
-        gradient-descent version: no normalisation factors).
+        """Effective weight of every attention path, ``w_pi = a^T V^(L,h_L) ... V^(1,h_1)`` (the gradient-descent
+        version of eq-path-form, no normalisation factors; sec-oneshot-order-parameter).
 
         Returns:
             float64 ``[F^L, N]`` in the package's path order (``h_1`` slowest).
@@ -176,7 +176,7 @@ class SumHeadTransformer(nn.Module):
         return weights
 
     def gd_order_parameter(self) -> torch.Tensor:
-        """``U^GD_{pi pi'} = w_pi . w_pi'`` (spec §2.7): float64 ``[F^L, F^L]``; only its pattern is
+        """``U^GD_{pi pi'} = w_pi . w_pi'`` (sec-oneshot-order-parameter): float64 ``[F^L, F^L]``; only its pattern is
         comparable with the theory's U."""
         w = self.path_weights()
         return w @ w.T

@@ -1,4 +1,4 @@
-"""Reader for the real Omniglot data set in its standard folder layout (spec §3b), for machines that have it.
+"""Reader for the real Omniglot data set in its standard folder layout (sec-oneshot-data), for machines that have it.
 
 Layout (as unpacked from the official ``images_background.zip`` / ``images_evaluation.zip``)::
 

@@ -1,7 +1,7 @@
 """Figures of the one-shot chapter (Fig. 3 and its appendix) that the HMC chapter's figures do not cover.
 
 Accuracy vs ``N``, ``U`` heat maps and PC overlaps reuse :mod:`attnpaths.hmc.plots` (the authors' plotting
-conventions, spec §6). Every function returns the :class:`matplotlib.figure.Figure` it drew and computes
+conventions). Every function returns the :class:`matplotlib.figure.Figure` it drew and computes
 nothing that is not plotted: the numbers come from :mod:`attnpaths.oneshot.experiments`.
 """
 

@@ -1,4 +1,4 @@
-"""Turning one glyph bitmap into one hand-drawn-looking grayscale instance (Omniglot stand-in, spec §3b).
+"""Turning one glyph bitmap into one hand-drawn-looking grayscale instance (Omniglot stand-in, sec-oneshot-data).
 
 An instance is drawn on a supersampled canvas and averaged down to ``image_size x image_size``:
 

@@ -1,4 +1,4 @@
-"""One-shot episodes as token sequences (spec §3b): [support A, support B, query] -> x of shape [B, N0, T].
+"""One-shot episodes as token sequences (sec-oneshot-task): [support A, support B, query] -> x of shape [B, N0, T].
 
 An episode shows one support image of each of two classes, with their labels 0 and 1 in random order,
 then a query image of one of the two classes with the "unknown" label token 2; the target is
@@ -199,7 +199,7 @@ class Sequences:
 
     def class_sorted(self, n: int) -> Sequences:
         """The first ``n/2`` episodes with ``y = +1`` followed by the first ``n/2`` with ``y = -1``
-        (the ordering of the theory's training and test sets, spec §3b)."""
+        (the ordering of the theory's training and test sets, sec-oneshot-task)."""
         if not isinstance(n, int) or n < 2 or n % 2:
             raise ValueError(f"n must be an even integer >= 2, got {n!r}")
         y = self.y.numpy()
@@ -267,7 +267,7 @@ def sample_sequences(
 
 
 def digit_sequences(digits: DigitPairs, encoder: SequenceEncoder, *, dtype: torch.dtype = torch.float64) -> Sequences:
-    """Out-of-distribution episodes, one per query image (spec §3b): episode ``i`` shows the
+    """Out-of-distribution episodes, one per query image (sec-oneshot-digits): episode ``i`` shows the
     ``i``-th support image of each digit (cycling through the support pool), labels in the fixed
     order [0, 1, 2], and the ``i``-th query; target -1 for the first digit, +1 for the second."""
     Q, n_support = digits.queries.shape[0], digits.support.shape[1]

@@ -1,4 +1,4 @@
-"""Adam training of the one-shot model (spec §3b) on freshly drawn episodes, and its saved weights.
+"""Adam training of the one-shot model (sec-oneshot-data) on freshly drawn episodes, and its saved weights.
 
 Every step draws a new batch of training episodes (as the authors' meta-data loader does), takes one
 Adam step on the mean squared error to ``y = +-1``, and every ``validate_every`` steps measures the
