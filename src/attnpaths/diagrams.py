@@ -11,7 +11,7 @@ def plot_path_diagram(heads, ax=None):
     """Input tokens -> one head per layer -> readout, one coloured line per attention path.
 
     Args:
-        heads: heads per layer, e.g. ``[2, 2]`` (a path picks one head per layer, {eq}`eq-path-features`).
+        heads: heads per layer, e.g. ``[2, 2]`` (a path picks one head per layer, (eq-path-features)).
         ax: axes to draw on (a new figure of 6.9 x 2.8 inches when ``None``).
     Returns:
         the figure drawn on.

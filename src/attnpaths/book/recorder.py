@@ -3,7 +3,7 @@
 A chapter creates one :class:`ChapterRecorder` right after its parameters cell::
 
     rec = ChapterRecorder("hmc", globals())
-    rec.glue("P", num_train)                    # {glue:text}`hmc_P` in the prose, values["glued"]["P"]
+    rec.glue("P", num_train)                    # glue:text hmc_P in the prose, values["glued"]["P"]
     rec.record("band", band4)                    # a dataclass, dict, array ... in values["band"]
     rec.claims(*verdicts)                        # values["verdicts"], a glued sentence per claim
     rec.write()                                  # <results_dir>/hmc.json

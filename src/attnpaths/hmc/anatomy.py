@@ -50,7 +50,7 @@ def project_path_features(features, direction) -> np.ndarray:
     """Path features projected on a unit vector along ``direction`` (zero-padded to the feature width).
 
     Args:
-        features: ``[P, N0, paths]`` path features ({eq}`eq-path-features`).
+        features: ``[P, N0, paths]`` path features (eq-path-features).
         direction: ``[d]`` direction in the first ``d <= N0`` input coordinates.
     Returns:
         ``[P, paths]`` projections.
