@@ -91,7 +91,7 @@ def test_three_channel_patches_repeat_every_pixel():
     normed = x.numpy().transpose(0, 2, 1) - extra
     assert np.allclose(normed[..., 0::3], normed[..., 1::3]) and np.allclose(normed[..., 0::3], normed[..., 2::3])
     assert SequenceEncoder.from_state(three.state()).channels == 3
-    with pytest.raises(ValueError, match="channels must be a positive integer"):
+    with pytest.raises(ValueError, match="channels must be an integer >= 1"):
         SequenceEncoder.create(rng, channels=0)
 
 
