@@ -146,11 +146,12 @@ def test_bad_inputs_name_the_argument(quantities, reference):
 
 def test_curve_on_other_widths_or_test_set_is_refused(quantities, reference):
     four = quantities["four_path"]
-    fewer = dataclasses.replace(four, widths=four.widths[:3], points=four.points[:3], accuracy=four.accuracy[:3],
-                                U=four.U[:3], U_flat=four.U_flat[:3])
+    fewer = dataclasses.replace(four, widths=four.widths[:3], accuracy={"test": four.accuracy["test"][:3]},
+                                U=four.U[:3], means={"test": four.means["test"][:3]})
     with pytest.raises(ValueError, match="four_path must be solved at the reference widths"):
         ar.compare_with_authors(**dict(quantities, four_path=fewer), reference=reference)
-    short_points = [dataclasses.replace(p, test_mean=p.test_mean[:200]) for p in four.points]
+    short = dataclasses.replace(four, means={"test": four.means["test"][..., :200]})
     with pytest.raises(ValueError, match="four_path must be evaluated on the reference's 1000 test sequences"):
-        ar.compare_with_authors(**dict(quantities, four_path=dataclasses.replace(four, points=short_points)),
-                                reference=reference)
+        ar.compare_with_authors(**dict(quantities, four_path=short), reference=reference)
+    with pytest.raises(ValueError, match="four_path must be a TheorySweep at one temperature with its GP limit"):
+        ar.compare_with_authors(**dict(quantities, four_path=dataclasses.replace(four, gp=None)), reference=reference)

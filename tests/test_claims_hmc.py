@@ -11,6 +11,9 @@ import torch
 from attnpaths import finite_width_claims as fw
 from attnpaths.claims import Outcome
 from attnpaths.hmc import claims as hmc_claims
+from attnpaths.experiments import sampling
+from attnpaths.experiments.path_data import path_data
+from attnpaths.experiments.sweep import theory_sweep
 from attnpaths.hmc import experiments as ex
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network
@@ -96,7 +99,7 @@ def test_kernel_alignment_and_swapped_kernels():
 
 # ------------------------------------------------------------------------------------------------ claim 2
 def _point(U, U_se, *, width=100, accuracy=0.9, accuracy_mc_sd=0.002):
-    return ex.SampledPoint(
+    return sampling.SampledPoint(
         width=width, accuracy=accuracy, accuracy_mc_sd=accuracy_mc_sd, mean=np.ones(4), mean_se=np.full(4, 0.01),
         sd=np.full(4, 0.2), kernel_mean=np.ones(4), U=U, U_se=np.full_like(U, U_se), U_sd=np.full_like(U, 1.0),
         U_ess=np.full_like(U, 100.0), diagnostics={},
@@ -127,19 +130,19 @@ def sampled_small_problem():
     task = HMCTask()
     generator = torch.Generator().manual_seed(3)
     train, test = task.sample(20, generator), task.sample(40, generator)
-    data = ex.path_data(four_path_network(train), train, test)
+    data = path_data(four_path_network(train), train, test)
     T, N = 0.1, 10
-    curve = ex.theory_curve(data, [N], T, progress=False)
-    point = ex.sample_posterior(data, N, T, torch.Generator().manual_seed(1), num_warmup=100, num_samples=2000,
-                                num_chains=2, progress=False)
-    exact = ex.exact_order_parameter(data, N, T, torch.Generator().manual_seed(2), num_chains=32, num_warmup=300,
-                                     num_samples=600, thin=3, progress=False)
+    curve = theory_sweep(data, [N], [T], progress=False)
+    point = sampling.sample_posterior(data, N, T, torch.Generator().manual_seed(1), num_warmup=100,
+                                      num_samples=2000, num_chains=2, progress=False)
+    exact = sampling.exact_order_parameter(data, N, T, torch.Generator().manual_seed(2), num_chains=32,
+                                           num_warmup=300, num_samples=600, thin=3, progress=False)
     return curve, point, exact
 
 
 def test_sample_agreement_on_real_samples_and_the_exact_mean_scaled_by_1_2(sampled_small_problem):
     curve, point, exact = sampled_small_problem
-    kwargs = dict(points=[point], reference_accuracy={10: curve.accuracy[0]}, reference_U_se={10: exact.U_se},
+    kwargs = dict(points=[point], reference_accuracy={10: curve.accuracy["test"][0, 0]}, reference_U_se={10: exact.U_se},
                   margin_accuracy=0.1)
     right = fw.sample_agreement("2", reference_U={10: exact.U}, **kwargs)
     assert right.outcome is not CONTRADICTED
@@ -149,8 +152,9 @@ def test_sample_agreement_on_real_samples_and_the_exact_mean_scaled_by_1_2(sampl
 
 def test_saddle_point_agreement_at_large_width_and_a_wrong_action():
     U = np.array([[1.3, -0.05], [-0.05, 1.2]])
-    exact = {10: ex.ExactOrderParameter(width=10, U=2 * U, U_se=np.full((2, 2), 0.01), mode=U, diagnostics={}),
-             100: ex.ExactOrderParameter(width=100, U=U * 1.01, U_se=np.full((2, 2), 0.005), mode=U, diagnostics={})}
+    exact_mean = sampling.ExactOrderParameter
+    exact = {10: exact_mean(width=10, U=2 * U, U_se=np.full((2, 2), 0.01), mode=U, diagnostics={}),
+             100: exact_mean(width=100, U=U * 1.01, U_se=np.full((2, 2), 0.005), mode=U, diagnostics={})}
     # N = 10 is left out: (n + 1) / N = 0.3 exceeds half the margin, so its large shift is not tested
     ok = fw.saddle_point_agreement("2b", exact=exact, theory_U={10: U, 100: U}, num_paths=2)
     assert ok.outcome is HOLDS and "N = 100" in ok.measured and "N=10:" not in ok.measured

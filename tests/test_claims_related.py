@@ -7,12 +7,12 @@ come out contradicted, and on a deliberately wrong input, where it must come out
 import numpy as np
 import pytest
 
-from attnpaths.claims import Outcome
-from attnpaths.exchangeability import verdicts as V
-from attnpaths.exchangeability.bayesian_attention import bayesian_attention_experiment
-from attnpaths.exchangeability.lipschitz import input_scaling_experiment, sequence_length_experiment
-from attnpaths.exchangeability.measures import measure_lipschitz_experiment
-from attnpaths.exchangeability.rank_collapse import log_residual_ratios, rank_collapse_experiment
+from attnpaths.claims import Outcome, sanity_table
+from attnpaths.related import verdicts as V
+from attnpaths.related.bayesian_attention import bayesian_attention_experiment
+from attnpaths.related.lipschitz import input_scaling_experiment, sequence_length_experiment
+from attnpaths.related.measures import measure_lipschitz_experiment
+from attnpaths.related.rank_collapse import log_residual_ratios, rank_collapse_experiment
 
 
 def _rng(seed):
@@ -100,5 +100,5 @@ def test_r5a_window_against_reversed_rates():
 def test_scale_slopes_and_sanity_table():
     norms = np.array([[1.0, 4.0, 16.0], [2.0, 2.0, 2.0]])
     np.testing.assert_allclose(V.scale_slopes([1, 2, 4], norms), [2.0, 0.0])
-    table = V.sanity_table([("identity", 1.1e-16, 1e-12)])
+    table = sanity_table([("identity", 1.1e-16, 1e-12)])
     assert "| identity | 1.1e-16 | 1e-12 |" in table

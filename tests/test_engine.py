@@ -4,6 +4,7 @@ Dask's own command-line tools."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -19,6 +20,8 @@ import pytest
 import torch
 
 from attnpaths import engine
+from attnpaths.experiments import sampling
+from attnpaths.experiments.path_data import PathData, PathNetwork, path_data
 from attnpaths.hmc import experiments as hmc_ex
 from attnpaths.hmc.networks import four_path_network, two_path_network
 from attnpaths.oneshot import experiments as os_ex
@@ -132,15 +135,15 @@ def test_the_environment_variable_chooses_the_engine(monkeypatch):
 def hmc_data():
     sets = hmc_ex.draw_data_sets(3, torch.Generator().manual_seed(4), num_train=30, num_test=60)
     train, test = sets[0]
-    return sets, hmc_ex.path_data(four_path_network(train), train, test)
+    return sets, path_data(four_path_network(train), train, test)
 
 
 def _sweeps(hmc_data, client):
     """Three of the package's sweeps, run with ``client`` (``None``: in-process)."""
     sets, data = hmc_data
     band = engine_band(sets, client)
-    plans = [hmc_ex.SamplingPlan(w, 5, 20, 2, 2, 10, 8, 1) for w in (10, 30)]
-    samples = _with_client(client, hmc_ex.sample_widths, data, plans, 0.01, 11, 0, progress=False)
+    plans = [sampling.SamplingPlan(w, 5, 20, 2, 2, 10, 8, 1) for w in (10, 30)]
+    samples = _with_client(client, sampling.sample_widths, data, plans, 0.01, 11, 0, progress=False)
     return band, samples
 
 
@@ -185,8 +188,8 @@ def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data):
     """A real LocalCluster with 2 worker processes; one is killed (SIGKILL) while the sweep runs; the scheduler
     reruns its tasks and the results equal those of the undisturbed in-process run."""
     _, data = hmc_data
-    plans = [hmc_ex.SamplingPlan(w, 20, 120, 4, 2, 10, 8, 1) for w in (10, 12, 14, 16, 18, 20)]
-    undisturbed, _ = hmc_ex.sample_widths(data, plans, 0.01, 3, 0, progress=False)
+    plans = [sampling.SamplingPlan(w, 20, 120, 4, 2, 10, 8, 1) for w in (10, 12, 14, 16, 18, 20)]
+    undisturbed, _ = sampling.sample_widths(data, plans, 0.01, 3, 0, progress=False)
     cluster, client = _cluster(2)
     try:
         pids = client.run(os.getpid)
@@ -194,7 +197,7 @@ def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data):
 
         def sweep():
             try:
-                result["points"] = _with_client(client, hmc_ex.sample_widths, data, plans, 0.01, 3, 0,
+                result["points"] = _with_client(client, sampling.sample_widths, data, plans, 0.01, 3, 0,
                                                 progress=False)[0]
             except BaseException as err:  # reported below
                 errors.append(err)
@@ -225,7 +228,8 @@ def test_theory_grid_rows_are_identical_on_a_cluster(two_workers):
     rng = np.random.default_rng(0)
     features = {s: torch.as_tensor(rng.standard_normal((n, 6, 4))) for s, n in (("train", 20), ("test", 30))}
     y = {s: torch.as_tensor(np.sign(rng.standard_normal(f.shape[0]))) for s, f in features.items()}
-    data = os_ex.EpisodeFeatures(network=_TwoByTwo(), features=features, y=y)
+    network = _TwoByTwo(random_attention(torch.Generator().manual_seed(0), (2, 2), 6))
+    data = PathData(network, features["train"], y["train"], {"test": (features["test"], y["test"])})
     local = os_ex.theory_grid(data, (10, 100), (0.1, 1.0), progress=False)
     remote = _with_client(two_workers, os_ex.theory_grid, data, (10, 100), (0.1, 1.0), progress=False)
     for field in ("U", "converged", "iterations", "warm_started"):
@@ -235,11 +239,12 @@ def test_theory_grid_rows_are_identical_on_a_cluster(two_workers):
         assert np.array_equal(local.accuracy[split], remote.accuracy[split])
 
 
-class _TwoByTwo:
-    """The attention of a network with 2 layers of 2 heads: what the theory grid needs of a network."""
+@dataclasses.dataclass(frozen=True)
+class _TwoByTwo(PathNetwork):
+    """A network with 2 layers of 2 heads and named paths: what the theory grid needs of a network."""
 
-    heads = (2, 2)
-    num_paths = 4
+    attention: object
+    path_names: tuple = ("a", "b", "c", "d")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Tests of attnpaths.hmc.experiments: ablations, Monte-Carlo errors, sampling and data-set draws (the claims'
-tests are in test_claims_hmc.py)."""
+"""Tests of attnpaths.hmc.experiments and of the experiment layer on the HMC task: ablations, the theory over
+widths, kernel PCs, Monte-Carlo errors, sampling and data-set draws (the claims' tests are in
+test_claims_hmc.py)."""
 
 import math
 
@@ -8,6 +9,9 @@ import pytest
 import torch
 from scipy.stats import norm
 
+from attnpaths.experiments import kernel_pcs, sampling
+from attnpaths.experiments.path_data import path_data
+from attnpaths.experiments.sweep import theory_sweep
 from attnpaths.hmc import experiments as ex
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network, two_path_network
@@ -23,7 +27,7 @@ def small_data():
     task = HMCTask()
     generator = torch.Generator().manual_seed(3)
     train, test = task.sample(20, generator), task.sample(40, generator)
-    return ex.path_data(four_path_network(train), train, test)
+    return path_data(four_path_network(train), train, test)
 
 
 # ------------------------------------------------------------------------------------------------ ablations
@@ -58,35 +62,38 @@ def test_mean_predictor_with_the_theory_U_is_the_theory_predictor():
     xi, y = random_problem(P=24, heads=(2, 2), seed=4)
     xt, _ = random_problem(P=10, heads=(2, 2), seed=5)
     sol = solve(xi, y, heads=(2, 2), widths=8, temperature=0.1)
-    np.testing.assert_allclose(ex.mean_predictor(xi, y, xt, sol.U, 0.1), sol.predict(xt)[0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(kernel_pcs.mean_predictor(xi, y, xt, sol.U, 0.1), sol.predict(xt)[0], rtol=1e-9, atol=1e-12)
 
 
 def test_ablation_with_identity_is_the_gp(small_data):
-    curve = ex.theory_curve(small_data, [5, 50], 0.01, progress=False)
-    assert ex.accuracy_with_order_parameter(small_data, np.eye(4), 0.01) == curve.gp_accuracy
+    curve = theory_sweep(small_data, [5, 50], [0.01], gp_limit=True, progress=False)
+    assert ex.accuracy_with_order_parameter(small_data, np.eye(4), 0.01) == curve.gp.accuracy["test"][0, 0]
     abl = ex.ablation_curves(small_data, curve, 0.01)
     assert set(abl) == {"theory", "diagonal_only", "evened_diagonal"}
     assert abl["diagonal_only"].shape == (2,)
-    expected = ex.accuracy_with_order_parameter(small_data, ex.diagonal_only(curve.U_flat[0]), 0.01)
+    expected = ex.accuracy_with_order_parameter(small_data, ex.diagonal_only(curve.U[0, 0]), 0.01)
     assert abl["diagonal_only"][0] == expected
+    np.testing.assert_array_equal(abl["theory"], curve.accuracy["test"][:, 0])
+    with pytest.raises(ValueError, match="temperature must be one of"):
+        ex.ablation_curves(small_data, curve, 0.1)
 
 
-# ------------------------------------------------------------------------------------------------ theory curve
-def test_theory_curve_orders_U_for_figures(small_data):
-    curve = ex.theory_curve(small_data, [5, 50], 0.01, progress=False)
-    assert curve.names == ("g", "d", "a1", "a2")
-    order = small_data.plot_order
-    np.testing.assert_array_equal(curve.U, curve.U_flat[:, order][:, :, order])
+# ------------------------------------------------------------------------------------------------ theory over N
+def test_theory_sweep_orders_U_for_figures(small_data):
+    curve = theory_sweep(small_data, [5, 50], [0.01], progress=False)
+    assert curve.names == ("g", "d", "a1", "a2") and curve.gp is None
+    order = small_data.network.plot_order
+    np.testing.assert_array_equal(curve.U_figure, curve.U[:, :, order][:, :, :, order])
+    np.testing.assert_array_equal(curve.U_at(50), curve.U_figure[1, 0])
     assert curve.converged.all()
-    assert curve.U_at(50).shape == (4, 4)
     with pytest.raises(ValueError, match="width must be one of"):
         curve.index(7)
 
 
-@pytest.mark.parametrize("widths", [[], [10, 5], [0, 5], [2.5]])
-def test_theory_curve_rejects_bad_widths(small_data, widths):
+@pytest.mark.parametrize("widths", [[], [10, 5], [0, 5], [2.5], [True, 5]])
+def test_theory_sweep_rejects_bad_widths(small_data, widths):
     with pytest.raises(ValueError, match="widths"):
-        ex.theory_curve(small_data, widths, 0.01, progress=False)
+        theory_sweep(small_data, widths, [0.01], progress=False)
 
 
 # ------------------------------------------------------------------------------------------------ data sets
@@ -109,14 +116,14 @@ def test_path_data_refuses_mismatched_tasks():
     train = HMCTask().sample(2, g)
     test = HMCTask(sigma_perp=5.0).sample(2, g)
     with pytest.raises(ValueError, match="same task"):
-        ex.path_data(two_path_network(train), train, test)
+        path_data(two_path_network(train), train, test)
 
 
 # ------------------------------------------------------------------------------------------------ PCs, kernels
 def test_pc_overlaps_and_kernels_with_identity_are_the_gp(small_data):
-    pcs = ex.pc_overlaps(small_data, np.eye(4), num_components=5)
+    pcs = kernel_pcs.pc_overlaps(small_data, np.eye(4), num_components=5)
     np.testing.assert_allclose(pcs["finite_width"], pcs["gp"], atol=1e-12)
-    kernels = ex.appendix_kernels(small_data, np.eye(4))
+    kernels = kernel_pcs.appendix_kernels(small_data, np.eye(4))
     assert list(kernels) == ["g", "d", "a1", "a2", "GP", "FW"]
     np.testing.assert_allclose(kernels["FW"], kernels["GP"], atol=1e-14)
     # K_GP is the mean of the same-path kernels (eq-gp)
@@ -128,47 +135,47 @@ def test_label_fraction_of_all_components_is_one():
     K = random_spd(8, seed=3).numpy()
     y = np.array([1.0] * 4 + [-1.0] * 4)
     overlaps, _ = pc_label_overlap(K, y)
-    assert math.isclose(ex.label_fraction(overlaps, 8), 1.0, rel_tol=1e-12)
+    assert math.isclose(kernel_pcs.label_fraction(overlaps, 8), 1.0, rel_tol=1e-12)
 
 
 def test_centered_alignment():
     y = np.array([1.0, 1.0, -1.0, -1.0])
-    assert math.isclose(ex.centered_alignment(np.outer(y, y) + 3.0, y), 1.0)  # a constant offset is centred away
-    assert ex.centered_alignment(np.ones((4, 4)), y) == 0.0
+    assert math.isclose(kernel_pcs.centered_alignment(np.outer(y, y) + 3.0, y), 1.0)  # a constant offset is centred away
+    assert kernel_pcs.centered_alignment(np.ones((4, 4)), y) == 0.0
     # y is centred (H y = y), so <K_c, y y^T> = y^T K y = 1 + 2 + 3 + 4 = 10, and ||K_c||_F^2 = tr(K H K H)
     # = tr K^2 - 2 (1^T K^2 1) / 4 + (1^T K 1)^2 / 16 = 30 - 15 + 6.25 for K = diag(1, 2, 3, 4)
     expected = 10 / (math.sqrt(30 - 15 + 6.25) * 4)
-    assert math.isclose(ex.centered_alignment(np.diag([1.0, 2.0, 3.0, 4.0]), y), expected, rel_tol=1e-12)
+    assert math.isclose(kernel_pcs.centered_alignment(np.diag([1.0, 2.0, 3.0, 4.0]), y), expected, rel_tol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------ MC errors
 def test_accuracy_mc_sd():
-    assert ex.accuracy_mc_sd(np.ones(10), np.full(10, 1e-6)) == 0.0
+    assert sampling.accuracy_mc_sd(np.ones(10), np.full(10, 1e-6)) == 0.0
     # a point exactly at zero flips with probability 1/2: sd = sqrt(1/4) / n
-    assert math.isclose(ex.accuracy_mc_sd(np.array([0.0, 5.0]), np.array([1.0, 1e-9])), 0.25)
+    assert math.isclose(sampling.accuracy_mc_sd(np.array([0.0, 5.0]), np.array([1.0, 1e-9])), 0.25)
     p = norm.cdf(-1.0)
-    assert math.isclose(ex.accuracy_mc_sd(np.array([1.0]), np.array([1.0])), math.sqrt(p * (1 - p)))
+    assert math.isclose(sampling.accuracy_mc_sd(np.array([1.0]), np.array([1.0])), math.sqrt(p * (1 - p)))
     with pytest.raises(ValueError, match="mean_se > 0"):
-        ex.accuracy_mc_sd(np.ones(2), np.zeros(2))
+        sampling.accuracy_mc_sd(np.ones(2), np.zeros(2))
 
 
 def test_finite_width_epsilon_is_n_plus_one_over_N():
-    assert ex.finite_width_epsilon(10, 4) == 0.5
+    assert sampling.finite_width_epsilon(10, 4) == 0.5
     with pytest.raises(ValueError, match="width"):
-        ex.finite_width_epsilon(0, 4)
+        sampling.finite_width_epsilon(0, 4)
 
 
 # ------------------------------------------------------------------------------------------------ sampling
 def test_sample_posterior_is_reproducible_and_summarised(small_data):
-    run = lambda: ex.sample_posterior(small_data, 3, 0.1, torch.Generator().manual_seed(5), num_warmup=2,
+    run = lambda: sampling.sample_posterior(small_data, 3, 0.1, torch.Generator().manual_seed(5), num_warmup=2,
                                       num_samples=6, num_chains=2, progress=False)
     a, b = run(), run()
     assert np.array_equal(a.U, b.U) and a.accuracy == b.accuracy
     assert a.U.shape == (4, 4) and np.allclose(a.U, a.U.T)
     assert a.mean.shape == (40,) and np.all(a.mean_se > 0)
-    # the kernel predictor with the sampled U (flat order) is the predictor (eq-predictor) of that U
-    inverse = np.argsort(small_data.plot_order)
-    expected = ex.mean_predictor(small_data.features, small_data.y, small_data.features_test,
+    # the kernel predictor with the sampled U (flat order) is the (eq-predictor) predictor of that U
+    inverse = np.argsort(small_data.network.plot_order)
+    expected = kernel_pcs.mean_predictor(small_data.features, small_data.y, small_data.features_test,
                                  a.U[np.ix_(inverse, inverse)], 0.1)
     np.testing.assert_allclose(a.kernel_mean, expected, rtol=1e-10, atol=1e-12)
     assert a.accuracy == classification_accuracy(a.mean, small_data.y_test.numpy())

@@ -2,6 +2,7 @@
 grid and its warm starts, pruning orders and sets, the statistics behind the verdicts, and the verdicts
 themselves (each must say "does not hold" on data that contradict its claim, and never raise)."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -11,8 +12,9 @@ from scipy.stats import spearmanr
 
 from attnpaths.attention import Attention, AttentionLayer
 from attnpaths.claims import Outcome
+from attnpaths.experiments.path_data import PathData
+from attnpaths.experiments.sampling import sample_posterior
 from attnpaths.finite_width_claims import sample_agreement
-from attnpaths.hmc import experiments as hmc_ex
 from attnpaths.oneshot import experiments as ex
 from attnpaths.oneshot.imagesets import ImageClasses
 from attnpaths.oneshot.model import SumHeadTransformer
@@ -38,7 +40,8 @@ def features():
     for split, (P, seed) in {"train": (24, 0), "validation": (30, 1), "test": (30, 2)}.items():
         xi, y = random_problem(P=P, n0=6, heads=(2, 2), seed=seed)
         feats[split], ys[split] = xi, y
-    return ex.EpisodeFeatures(ex.OneShotNetwork(tiny_attention()), feats, ys)
+    return PathData(ex.OneShotNetwork(tiny_attention()), feats["train"], ys["train"],
+                    {s: (feats[s], ys[s]) for s in ("validation", "test")})
 
 
 @pytest.fixture(scope="module")
@@ -80,11 +83,11 @@ def test_grid_matches_independent_solves_and_warm_starts_find_the_same_minimum(f
     assert grid.warm_started[:, :-1].all() and not grid.warm_started[:, -1].any()  # highest T starts from GP
     for i, w in enumerate((5, 50)):
         for j, T in enumerate((0.1, 0.5, 1.0)):
-            sol = solve(features.features["train"], features.y["train"], heads=(2, 2), widths=w, temperature=T)
+            sol = solve(features.features, features.y, heads=(2, 2), widths=w, temperature=T)
             np.testing.assert_allclose(grid.U[i, j], sol.U, atol=1e-7)
-            mean = sol.predict(features.features["test"])[0]
+            mean = sol.predict(features.features_test)[0]
             np.testing.assert_allclose(grid.means["test"][i, j], mean, atol=1e-7)
-            assert grid.accuracy["test"][i, j] == classification_accuracy(mean, features.y["test"].numpy())
+            assert grid.accuracy["test"][i, j] == classification_accuracy(mean, features.y_test.numpy())
 
 
 def test_gp_grid_is_the_identity_order_parameter(features):
@@ -115,12 +118,9 @@ def test_selection_on_validation_never_looks_at_the_test_split(grid):
     chosen = ex.selected(grid, on="validation")
     # scramble the test split's accuracies and errors: the validation choice cannot change
     rng = np.random.default_rng(0)
-    scrambled = ex.TemperatureGrid(
-        grid.widths, grid.temperatures,
-        {**grid.accuracy, "test": rng.uniform(size=grid.accuracy["test"].shape)},
-        {**grid.mse, "test": rng.uniform(size=grid.mse["test"].shape)},
-        grid.means, grid.U, grid.converged, grid.solve_seconds, grid.warm_started, grid.iterations,
-    )
+    scrambled = dataclasses.replace(
+        grid, accuracy={**grid.accuracy, "test": rng.uniform(size=grid.accuracy["test"].shape)},
+        mse={**grid.mse, "test": rng.uniform(size=grid.mse["test"].shape)})
     again = ex.selected(scrambled, on="validation")
     assert again["index"].tolist() == chosen["index"].tolist()
     np.testing.assert_array_equal(again["temperature"], chosen["temperature"])
@@ -139,8 +139,7 @@ def test_selection_skips_uncertified_points(grid):
     converged = grid.converged.copy()
     best = ex.selected(grid, on="validation")["index"]
     converged[0, best[0]] = False
-    masked = ex.TemperatureGrid(grid.widths, grid.temperatures, grid.accuracy, grid.mse, grid.means, grid.U,
-                                converged, grid.solve_seconds, grid.warm_started, grid.iterations)
+    masked = dataclasses.replace(grid, converged=converged)
     assert ex.selected(masked, on="validation")["index"][0] != best[0]
 
 
@@ -247,12 +246,11 @@ def test_pattern_similarity_finds_a_pattern_and_its_relabelling():
 
 
 # ------------------------------------------------------------------------------------------------ reuse
-def test_hmc_sampler_and_checks_run_on_one_shot_features(features, grid):
-    """The HMC chapter's posterior sampling and the claim-2 test work unchanged with the one-shot network."""
-    data = features.path_data("test")
+def test_layer_sampler_and_checks_run_on_one_shot_features(features, grid):
+    """The experiment layer's posterior sampling and the claim-2 test work with the one-shot network."""
     k, j = 0, 1
-    point = hmc_ex.sample_posterior(data, 5, 0.5, torch.Generator().manual_seed(0), num_warmup=5, num_samples=20,
-                                    num_chains=2, progress=False)
+    point = sample_posterior(features, 5, 0.5, torch.Generator().manual_seed(0), num_warmup=5, num_samples=20,
+                             num_chains=2, progress=False)
     assert point.U.shape == (4, 4) and 0 <= point.accuracy <= 1
     verdict = sample_agreement("2", points=[point], reference_accuracy={5: grid.accuracy["test"][k, j]},
                                reference_U={5: grid.U[k, j]})

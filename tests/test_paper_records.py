@@ -113,6 +113,8 @@ def test_recorded_run_enforced_the_chapters_claims(chapter):
 
 
 def test_intro_recomputes():
+    from attnpaths.experiments.path_data import path_data
+    from attnpaths.experiments.sweep import theory_sweep
     from attnpaths.hmc import experiments as ex
     from attnpaths.hmc.data import paper_test_set, paper_train_set
     from attnpaths.hmc.networks import four_path_network
@@ -128,10 +130,10 @@ def test_intro_recomputes():
     r.check("image_num_path_pairs", len(image) ** 2)
 
     train, test = paper_train_set(), paper_test_set()
-    headline = ex.theory_curve(ex.path_data(four_path_network(train), train, test), [r["headline_width"]],
-                               ex.PAPER_TEMPERATURE, progress=False)
-    r.check("headline", {"theory_accuracy": headline.accuracy[0], "gp_accuracy": headline.gp_accuracy,
-                         "N": r["headline_width"]})
+    headline = theory_sweep(path_data(four_path_network(train), train, test), [r["headline_width"]],
+                            [ex.PAPER_TEMPERATURE], gp_limit=True, progress=False)
+    r.check("headline", {"theory_accuracy": headline.accuracy["test"][0, 0],
+                         "gp_accuracy": headline.gp.accuracy["test"][0, 0], "N": r["headline_width"]})
 
 
 def test_model_recomputes():
@@ -177,12 +179,13 @@ def test_model_recomputes():
 
 def test_theory_recomputes():
     from attnpaths.checks import prior_kernel_monte_carlo
+    from attnpaths.experiments.path_data import path_data
+    from attnpaths.experiments.sweep import theory_sweep
     from attnpaths.hmc.data import paper_test_set, paper_train_set
     from attnpaths.hmc.networks import four_path_network
     from attnpaths.kernels import gp_kernel
     from attnpaths.network import AttentionNetwork
     from attnpaths.paths import path_features
-    from attnpaths.sweeps import gp_accuracy, width_sweep
     from attnpaths.theory import solve
     from attnpaths.theory_claims import local_slopes
 
@@ -191,16 +194,14 @@ def test_theory_recomputes():
     train, test = paper_train_set(num_examples=r["num_train"]), paper_test_set(num_examples=r["num_test"])
     network = four_path_network(train)
     order = list(network.plot_order)
-    features = path_features(train.x, network.attention)
-    features_test = path_features(test.x, network.attention)
-    points = width_sweep(features, train.y, features_test, test.y, heads=network.heads, widths=widths,
-                         temperature=temperature, progress=False)
-    distance = np.array([np.abs(p.solution.U - np.eye(4)).max() for p in points])
+    data = path_data(network, train, test)
+    features = data.features
+    sweep = theory_sweep(data, widths, [temperature], gp_limit=True, progress=False)
+    distance = np.array([np.abs(U - np.eye(4)).max() for U in sweep.U[:, 0]])
     r.check("path_order", [network.path_names[i] for i in order])
-    r.check("U", {str(int(p.width)): p.solution.U[np.ix_(order, order)] for p in points})
-    r.check("theory_accuracy", [p.accuracy for p in points])
-    r.check("gp_accuracy", gp_accuracy(features, train.y, features_test, test.y, heads=network.heads,
-                                       temperature=temperature))
+    r.check("U", {str(int(w)): sweep.U[k, 0][np.ix_(order, order)] for k, w in enumerate(sweep.widths)})
+    r.check("theory_accuracy", sweep.accuracy["test"][:, 0])
+    r.check("gp_accuracy", sweep.gp.accuracy["test"][0, 0])
     r.check("max_distance_to_gp", distance)
     far = [solve(features, train.y, heads=network.heads, widths=float(w), temperature=temperature)
            for w in r["asymptotic_widths"]]
@@ -208,8 +209,8 @@ def test_theory_recomputes():
     r.check("asymptotic_max_distance_to_gp", far_distance)
     all_widths = np.concatenate([np.asarray(widths, float), np.asarray(r["asymptotic_widths"], float)])
     r.check("local_slopes", local_slopes(all_widths, np.concatenate([distance, far_distance])))
-    r.check("certificate.hessian_min_eigenvalue", [p.solution.hessian_min_eigenvalue for p in points])
-    r.check("certificate.iterations", [p.solution.iterations for p in points])
+    r.check("certificate.hessian_min_eigenvalue", sweep.hessian_min_eigenvalue[:, 0])
+    r.check("certificate.iterations", sweep.iterations[:, 0])
 
     mc_examples = r["mc_examples"]
     inputs = torch.cat([train.x[: mc_examples // 2], train.x[-(mc_examples - mc_examples // 2):]])
@@ -237,13 +238,14 @@ BAND_PREFIX = 2
 
 def _hmc_network_values(r, prefix, curve, data, band_sets, band_factory, gp_references):
     """Check the theory curve, U, PC overlaps, ablations and the first data sets of the band of one network."""
+    from attnpaths.experiments.kernel_pcs import pc_overlaps
     from attnpaths.hmc import experiments as ex
 
     temperature, widths = r["temperature"], r["widths"]
-    r.check(f"{prefix}theory_accuracy", {"N": curve.widths, "accuracy": curve.accuracy})
+    r.check(f"{prefix}theory_accuracy", {"N": curve.widths, "accuracy": curve.accuracy["test"][:, 0]})
     r.check(f"{prefix}U", {str(w): curve.U_at(w) for w in widths})
     r.check(f"{prefix}U_order", list(curve.names))
-    r.check(f"{prefix}pc_overlap", ex.pc_overlaps(data, curve.U_flat[curve.index(r["pc_width"])], r["num_pcs"]))
+    r.check(f"{prefix}pc_overlap", pc_overlaps(data, curve.U[curve.index(r["pc_width"]), 0], r["num_pcs"]))
     r.check(f"{prefix}ablations", ex.ablation_curves(data, curve, temperature))
 
     band = ex.data_set_band(band_sets, band_factory, widths, temperature, gp_references=gp_references,
@@ -272,6 +274,9 @@ def one_torch_thread():
 
 
 def test_hmc_recomputes(one_torch_thread):
+    from attnpaths.experiments import kernel_pcs
+    from attnpaths.experiments.path_data import path_data
+    from attnpaths.experiments.sweep import head_score_curve, theory_sweep
     from attnpaths.head_scores import head_labels
     from attnpaths.hmc import experiments as ex
     from attnpaths.hmc.data import paper_test_set, paper_train_set
@@ -303,30 +308,30 @@ def test_hmc_recomputes(one_torch_thread):
         for l, layer in enumerate(net4.attention.layers) for h in range(layer.num_heads)
     })
 
-    data4 = ex.path_data(net4, train, test)
-    curve4 = ex.theory_curve(data4, widths, temperature, progress=False)
+    data4 = path_data(net4, train, test)
+    curve4 = theory_sweep(data4, widths, [temperature], progress=False)
     gp_means = ex.gp_predictions(train, test, temperature)
     r.check("gp_accuracy", {key: classification_accuracy(mean, test.y.numpy()) for key, mean in gp_means.items()})
     sets4 = ex.draw_data_sets(prefix_sets, torch.Generator().manual_seed(r["band_seed"]), num_train=num_train,
                               num_test=num_test)
     _hmc_network_values(r, "", curve4, data4, sets4, four_path_network, gp_references=True)
 
-    U_pc = curve4.U_flat[curve4.index(r["pc_width"])]
-    kernels = ex.appendix_kernels(data4, U_pc)
+    U_pc = curve4.U[curve4.index(r["pc_width"]), 0]
+    kernels = kernel_pcs.appendix_kernels(data4, U_pc)
     r.check("kernels", {"N": r["pc_width"], **kernels})
     shown_y = np.concatenate([np.ones(len(kernels["GP"]) // 2), -np.ones(len(kernels["GP"]) // 2)])
-    r.check("kernel_alignment", {name: ex.centered_alignment(K, shown_y) for name, K in kernels.items()})
+    r.check("kernel_alignment", {name: kernel_pcs.centered_alignment(K, shown_y) for name, K in kernels.items()})
 
     versions = [v for layer in net4.head_versions for v in layer]
-    r.check("head_scores", {"N": curve4.widths, "scores": ex.head_score_curve(curve4, net4.heads),
+    r.check("head_scores", {"N": curve4.widths, "scores": head_score_curve(curve4, net4.heads),
                             "labels": [f"{label} ({v})" for label, v in zip(head_labels(net4.heads), versions)]})
 
     # two paths, noisier data
     train2 = paper_train_set(num_train, sigma_perp=ex.NOISY_SIGMA_PERP)
     test2 = paper_test_set(num_test, sigma_perp=ex.NOISY_SIGMA_PERP)
-    data2 = ex.path_data(two_path_network(train2), train2, test2)
-    curve2 = ex.theory_curve(data2, widths, temperature, progress=False)
-    r.check("two_path.gp_accuracy", {"g+d": curve2.gp_accuracy})
+    data2 = path_data(two_path_network(train2), train2, test2)
+    curve2 = theory_sweep(data2, widths, [temperature], gp_limit=True, progress=False)
+    r.check("two_path.gp_accuracy", {"g+d": curve2.gp.accuracy["test"][0, 0]})
     sets2 = ex.draw_data_sets(prefix_sets, torch.Generator().manual_seed(r["band_seed"] + 1), num_train=num_train,
                               num_test=num_test, sigma_perp=ex.NOISY_SIGMA_PERP)
     _hmc_network_values(r, "two_path.", curve2, data2, sets2, two_path_network, gp_references=False)
@@ -463,11 +468,11 @@ def test_exchangeability_recomputes():
 
 
 def test_related_recomputes():
-    from attnpaths.exchangeability.bayesian_attention import bayesian_attention_experiment
+    from attnpaths.related.bayesian_attention import bayesian_attention_experiment
     from attnpaths.exchangeability.fitting import loglog_slope
-    from attnpaths.exchangeability.lipschitz import input_scaling_experiment, sequence_length_experiment
-    from attnpaths.exchangeability.measures import measure_lipschitz_experiment
-    from attnpaths.exchangeability.rank_collapse import rank_collapse_experiment
+    from attnpaths.related.lipschitz import input_scaling_experiment, sequence_length_experiment
+    from attnpaths.related.measures import measure_lipschitz_experiment
+    from attnpaths.related.rank_collapse import rank_collapse_experiment
 
     r = Recorded("related")
     seed = r["seed"]

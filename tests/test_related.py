@@ -1,4 +1,4 @@
-"""Tests of the related-results code (R1-R5) in attnpaths.exchangeability."""
+"""Tests of the related-results code (R1-R5), attnpaths.related."""
 
 import math
 
@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths.exchangeability.bayesian_attention import (
+from attnpaths.related.bayesian_attention import (
     geometric_log_prior,
     parent_posterior,
     softmax_attention_weights,
 )
-from attnpaths.exchangeability.lipschitz import (
+from attnpaths.related.lipschitz import (
     SelfAttentionWeights,
     adversarial_tokens,
     bare_attention,
@@ -20,8 +20,8 @@ from attnpaths.exchangeability.lipschitz import (
     jacobian_spectral_norm,
     l2_self_attention,
 )
-from attnpaths.exchangeability.measures import measure_attention, wasserstein1_uniform
-from attnpaths.exchangeability.rank_collapse import RandomSelfAttention, log_residual_ratios, relative_residual
+from attnpaths.related.measures import measure_attention, wasserstein1_uniform
+from attnpaths.related.rank_collapse import RandomSelfAttention, log_residual_ratios, relative_residual
 
 
 def _rng(seed=0):

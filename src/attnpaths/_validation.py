@@ -21,8 +21,9 @@ def as_float64_tensor(value, name: str) -> torch.Tensor:
     return tensor
 
 
-def as_float64_array(value, name: str) -> np.ndarray:
-    """Return ``value`` as a finite float64 numpy array (torch tensors are detached and moved to CPU)."""
+def as_float64_array(value, name: str, *, ndim: int | None = None, nonempty: bool = False) -> np.ndarray:
+    """Return ``value`` as a finite float64 numpy array (torch tensors are detached and moved to CPU), with
+    ``ndim`` dimensions when given and at least one entry when ``nonempty``."""
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu().numpy()
     try:
@@ -31,6 +32,10 @@ def as_float64_array(value, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be a numeric array, got {type(value).__name__}") from err
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {array.shape}")
+    if nonempty and array.size == 0:
+        raise ValueError(f"{name} must hold at least one value, got shape {array.shape}")
     return array
 
 
@@ -79,3 +84,114 @@ def torch_device(device, name: str = "device") -> torch.device:
     if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
         raise ValueError(f"{name}={device!r} names a GPU that does not exist ({torch.cuda.device_count()} visible)")
     return resolved
+
+
+# --------------------------------------------------------------------------------------------------------
+# numbers
+
+
+def int_at_least(value, name: str, least: int = 1) -> int:
+    """Check that ``value`` is an integer (not a bool) ``>= least``; numpy integers are accepted."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    return int(value)
+
+
+def positive_int(value, name: str) -> int:
+    """Check that ``value`` is an integer ``>= 1``."""
+    return int_at_least(value, name, 1)
+
+
+def even_int(value, name: str, least: int = 2) -> int:
+    """Check that ``value`` is an even integer ``>= least``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least or value % 2:
+        raise ValueError(f"{name} must be an even integer >= {least}, got {value!r}")
+    return int(value)
+
+
+def finite_real(value, name: str) -> float:
+    """Check that ``value`` is a finite real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    return float(value)
+
+
+def nonnegative_real(value, name: str) -> float:
+    """Check that ``value`` is a finite real number ``>= 0``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite real number >= 0, got {value!r}")
+    return float(value)
+
+
+def probability(value, name: str, *, open_interval: bool = False) -> float:
+    """Check that ``value`` is a probability in ``[0, 1]`` (in ``(0, 1)`` when ``open_interval``, e.g. a test's
+    level)."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and (
+        0.0 < float(value) < 1.0 if open_interval else 0.0 <= float(value) <= 1.0)
+    if not ok:
+        raise ValueError(f"{name} must be a probability in {'(0, 1)' if open_interval else '[0, 1]'}, got {value!r}")
+    return float(value)
+
+
+# --------------------------------------------------------------------------------------------------------
+# grids
+
+
+def increasing_ints(values, name: str, least: int = 1) -> np.ndarray:
+    """Check a non-empty, strictly increasing sequence of integers ``>= least``; returns int64 ``[n]``."""
+    try:
+        items = list(values)
+    except TypeError as err:
+        raise ValueError(f"{name} must be a sequence of integers >= {least}, got {values!r}") from err
+    arr = np.asarray(items)
+    if (arr.ndim != 1 or arr.size == 0 or any(isinstance(v, (bool, np.bool_)) for v in items)
+            or not np.issubdtype(arr.dtype, np.integer) or np.any(arr < least) or np.any(np.diff(arr) <= 0)):
+        raise ValueError(f"{name} must be a non-empty, strictly increasing sequence of integers >= {least}, "
+                         f"got {values!r}")
+    return arr.astype(np.int64)
+
+
+def increasing_reals(values, name: str, *, positive: bool = True) -> np.ndarray:
+    """Check a non-empty, strictly increasing sequence of finite reals (``> 0`` when ``positive``); returns
+    float64 ``[n]``."""
+    try:
+        items = list(values)
+        arr = np.asarray(items, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a sequence of real numbers, got {values!r}") from err
+    if (arr.ndim != 1 or arr.size == 0 or any(isinstance(v, (bool, np.bool_)) for v in items)
+            or not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0) or (positive and np.any(arr <= 0))):
+        kind = "positive " if positive else ""
+        raise ValueError(f"{name} must be a non-empty, strictly increasing sequence of finite {kind}reals, "
+                         f"got {values!r}")
+    return arr
+
+
+# --------------------------------------------------------------------------------------------------------
+# arrays and generators
+
+
+def square_matrix(value, name: str) -> np.ndarray:
+    """Check a finite square matrix; returns it as float64 ``[n, n]``."""
+    array = as_float64_array(value, name)
+    if array.ndim != 2 or array.shape[0] != array.shape[1]:
+        raise ValueError(f"{name} must be a square [n, n] matrix, got shape {array.shape}")
+    return array
+
+
+def numpy_generator(rng, name: str = "rng") -> np.random.Generator:
+    """Check that ``rng`` is a ``numpy.random.Generator`` (randomness is always passed in, never global)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"{name} must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def torch_generator(generator, name: str = "generator", *, cpu: bool = False) -> torch.Generator:
+    """Check that ``generator`` is a ``torch.Generator`` (on the CPU when ``cpu``)."""
+    if cpu:
+        if not isinstance(generator, torch.Generator) or generator.device.type != "cpu":
+            raise ValueError(f"{name} must be a CPU torch.Generator, e.g. torch.Generator().manual_seed(27), "
+                             f"got {generator!r}")
+    elif not isinstance(generator, torch.Generator):
+        raise ValueError(f"{name} must be a torch.Generator, got {type(generator).__name__}")
+    return generator

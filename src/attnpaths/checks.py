@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import numbers
-
 import torch
 from tqdm import tqdm
 
+from ._validation import int_at_least, positive_int
 from .engine import map_tasks, task_generator
 from .network import AttentionNetwork
 
@@ -35,10 +34,8 @@ def prior_kernel_monte_carlo(
     Returns:
         ``(mean, standard_error)``, both ``[B, B]``: the sample mean of ``f(x) f(x')`` and its standard error.
     """
-    if isinstance(num_samples, bool) or not isinstance(num_samples, numbers.Integral) or num_samples < 2:
-        raise ValueError(f"num_samples must be an int >= 2, got {num_samples!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    int_at_least(num_samples, "num_samples", 2)
+    positive_int(batch_size, "batch_size")
     features = network.features(x)
     total = torch.zeros(features.shape[0], features.shape[0], dtype=torch.float64)
     total_sq = torch.zeros_like(total)

@@ -23,11 +23,13 @@ Constructors for the tests the book uses:
 * :func:`exact`: a deterministic inequality between numbers that carry no sampling error at fixed inputs.
 
 :func:`enforce` turns the verdicts a profile requires into a single :class:`ClaimViolation`;
-:func:`claims_table` renders verdicts as a Markdown table whose every cell comes from the verdicts' fields.
+:func:`claims_table` renders verdicts as a Markdown table whose every cell comes from the verdicts' fields
+(:func:`markdown_claims_table` and :func:`markdown_sentence` escape the text for Markdown first).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from dataclasses import asdict, dataclass, fields
@@ -35,7 +37,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 from scipy import stats
 
-from ._validation import as_float64_array
+from ._validation import as_float64_array, positive_int, probability
 
 
 class ClaimViolation(AssertionError):
@@ -140,23 +142,15 @@ class Verdict:
 # thresholds
 
 
-def _level(level) -> float:
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
-    return float(level)
-
-
-def _count(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
+#: The family-wise level of a claim's test unless its chapter says otherwise.
+LEVEL = 0.01
 
 
 def bonferroni_z(num_tests: int, level: float = 0.01, *, two_sided: bool = True) -> float:
     """Gaussian threshold keeping the chance of any false alarm among ``num_tests`` tests below ``level``:
     ``Phi^{-1}(1 - level / (2 num_tests))`` (two-sided) or ``Phi^{-1}(1 - level / num_tests)`` (one-sided)."""
-    num_tests = _count(num_tests, "num_tests")
-    level = _level(level)
+    num_tests = positive_int(num_tests, "num_tests")
+    level = probability(level, "level", open_interval=True)
     return float(stats.norm.isf(level / (2 * num_tests if two_sided else num_tests)))
 
 
@@ -183,7 +177,7 @@ def directional_z(claim: str, statement: str, *, source: str, statistic: str, es
     ``z = estimate / se``; holds when ``z > z_c``, contradicted when ``z < -z_c``, with
     ``z_c = Phi^{-1}(1 - level / num_tests)`` (``num_tests`` one-sided tests share the family level).
     """
-    level, num_tests = _level(level), _count(num_tests, "num_tests")
+    level, num_tests = probability(level, "level", open_interval=True), positive_int(num_tests, "num_tests")
     estimate = float(estimate)
     if not (math.isfinite(se) and se > 0):
         raise ValueError(f"se must be a finite number > 0, got {se!r}")
@@ -204,7 +198,7 @@ def replicate_t(claim: str, statement: str, *, source: str, statistic: str, diff
     Holds when the one-sided p-value of "mean > 0" is below ``level / num_tests``; contradicted when that of
     "mean < 0" is. Identical replicates (zero spread) are decided by their sign.
     """
-    level, num_tests = _level(level), _count(num_tests, "num_tests")
+    level, num_tests = probability(level, "level", open_interval=True), positive_int(num_tests, "num_tests")
     d = as_float64_array(differences, "differences").ravel()
     if d.size < 2:
         raise ValueError(f"differences must hold at least 2 replicates, got {d.size}")
@@ -228,10 +222,9 @@ def permutation(claim: str, statement: str, *, source: str, statistic: str, valu
                 p_smaller: float, test: str, level: float = 0.05, measured: str = "") -> Verdict:
     """A claim decided by permutation p-values: holds when ``p_greater`` (the chance, under the null, of a
     statistic at least as large as ``value``) is below ``level``; contradicted when ``p_smaller`` is."""
-    level = _level(level)
+    level = probability(level, "level", open_interval=True)
     for name, p in (("p_greater", p_greater), ("p_smaller", p_smaller)):
-        if not 0 <= p <= 1:
-            raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+        probability(p, name)
     outcome = _three_way(float(p_greater), float(p_smaller), level)
     return Verdict(claim, statement, source, statistic, f"{test}: holds if p < {level:g}, contradicted if the "
                    f"opposite p < {level:g}", level, "none", float(value), float(p_greater), None, outcome,
@@ -264,7 +257,7 @@ def equivalence(claim: str, statement: str, *, source: str, statistic: str, devi
     exceeds its margin; not significant otherwise. The statistic is the largest ``|deviation| / margin``; ``z``
     is the largest ``(|deviation| - margin) / se``.
     """
-    level = _level(level)
+    level = probability(level, "level", open_interval=True)
     d = as_float64_array(deviation, "deviation")
     s = np.broadcast_to(as_float64_array(se, "se"), d.shape)
     m = np.broadcast_to(as_float64_array(margin, "margin"), d.shape)
@@ -307,7 +300,7 @@ def replicate_equivalence(claim: str, statement: str, *, source: str, statistic:
         reference: the value the mean is claimed to equal; margin: the largest deviation that counts as
             agreement (> 0).
     """
-    level = _level(level)
+    level = probability(level, "level", open_interval=True)
     r = as_float64_array(replicates, "replicates").ravel()
     if r.size < 2:
         raise ValueError(f"replicates must hold at least 2 values, got {r.size}")
@@ -399,15 +392,6 @@ def enforce(verdicts, required) -> list[str]:
     return required
 
 
-_MARKDOWN_SPECIAL = "\\*_`$[]<>"
-
-
-def escape_markdown(text) -> str:
-    """``text`` with the characters that Markdown or MyST would interpret (emphasis, code, math, links, HTML)
-    escaped by a backslash, so that a verdict's words render as written."""
-    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
-
-
 def claims_table(verdicts) -> str:
     """A Markdown table of verdicts: claim, statement, source, test, level, measured, outcome."""
     rows = ["| claim | statement | source | test and criterion | level | measured | outcome |",
@@ -416,6 +400,35 @@ def claims_table(verdicts) -> str:
         cells = [v.claim, v.statement, v.source, v.test, v.level_text, v.measured, f"**{v.outcome.value}**"]
         rows.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows)
+
+
+_MARKDOWN_SPECIAL = "\\*_`$[]<>"
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` with the characters that Markdown or MyST would interpret (emphasis, code, math, links, HTML)
+    escaped by a backslash, so that a verdict's words render as written."""
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
+
+
+def markdown_sentence(verdict: Verdict) -> str:
+    """:meth:`Verdict.sentence`, escaped for Markdown."""
+    return escape_markdown(verdict.sentence())
+
+
+def markdown_claims_table(verdicts) -> str:
+    """:func:`claims_table` of ``verdicts`` with every text field escaped for Markdown."""
+    text_fields = ("claim", "statement", "source", "test", "measured")
+    return claims_table([dataclasses.replace(v, **{f: escape_markdown(getattr(v, f)) for f in text_fields})
+                         for v in verdicts])
+
+
+def sanity_table(rows) -> str:
+    """A Markdown table of sanity identities (not claims): ``rows`` of ``(identity, largest deviation, bound)``."""
+    lines = ["| identity (not a claim) | largest deviation | asserted bound |", "|---|---|---|"]
+    for name, dev, bound in rows:
+        lines.append(f"| {name} | {dev:.1e} | {bound:.0e} |")
+    return "\n".join(lines)
 
 
 def outcome_counts(verdicts) -> dict[str, int]:

@@ -37,6 +37,8 @@ import torch
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
+from ._validation import positive_int
+
 SCHEDULER_ENV = "ATTNPATHS_SCHEDULER"
 """Environment variable naming where tasks run: a Dask scheduler address, or ``"in-process"``."""
 
@@ -399,8 +401,8 @@ def start_engine(scheduler: str | None = None, workers: int | None = None):
     The embedded cluster has no memory limit per worker: a chapter's tasks are sized for the machine, and
     Dask's pause-and-restart policy would turn one large task into a restart loop.
     """
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    if workers is not None:
+        positive_int(workers, "workers")
     scheduler = scheduler or scheduler_address()
     if scheduler is not None:
         if workers is not None:

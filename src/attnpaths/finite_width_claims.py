@@ -175,7 +175,7 @@ def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, ref
         points: sampled widths, each with ``width``, ``accuracy`` and ``accuracy_mc_sd`` (the sampled mean
             predictor's test accuracy and its Monte-Carlo standard deviation), ``U`` ``[n, n]`` and ``U_se``
             ``[n, n]`` (sampled order parameter and its Monte-Carlo standard error), e.g.
-            :class:`attnpaths.hmc.experiments.SampledPoint`.
+            :class:`attnpaths.experiments.sampling.SampledPoint`.
         reference_accuracy: ``{width: accuracy}`` of the reference predictor.
         reference_U: ``{width: [n, n]}`` reference order parameters (the theory's saddle point or the exact
             finite-width posterior mean).
@@ -229,10 +229,10 @@ def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margi
 
     Args:
         exact: ``{width: e}`` with ``e.U`` and ``e.U_se`` ``[n, n]``, the exact finite-width posterior mean and
-            its Monte-Carlo error (:func:`attnpaths.hmc.experiments.exact_order_parameter`).
+            its Monte-Carlo error (:func:`attnpaths.experiments.sampling.exact_order_parameter`).
         theory_U: ``{width: [n, n]}`` the theory's ``U`` at the same widths.
         num_paths: ``n``, which sets the scale ``(n + 1) / N`` of the finite-width shift
-            (:func:`attnpaths.hmc.experiments.finite_width_epsilon`).
+            (:func:`attnpaths.experiments.sampling.finite_width_epsilon`).
 
     Test: :func:`attnpaths.claims.equivalence` of ``U_theory - U_exact`` against the margin ``margin_U
     sqrt(U_ii U_jj)``, at the widths where the finite-width scale ``(n + 1) / N`` is at most half the margin

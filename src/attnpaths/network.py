@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validation import as_float64_tensor, positive_real
+from ._validation import as_float64_tensor, positive_int, positive_real, torch_generator
 from .attention import Attention
 from .paths import path_features
 
@@ -149,14 +149,8 @@ class AttentionNetwork:
         Returns:
             :class:`NetworkWeights` with leading axis ``[S]`` (absent when ``num_samples`` is ``None``).
         """
-        if not isinstance(generator, torch.Generator):
-            raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-        if num_samples is None:
-            lead = ()
-        elif isinstance(num_samples, bool) or not isinstance(num_samples, numbers.Integral) or num_samples < 1:
-            raise ValueError(f"num_samples must be a positive int or None, got {num_samples!r}")
-        else:
-            lead = (int(num_samples),)
+        torch_generator(generator)
+        lead = () if num_samples is None else (positive_int(num_samples, "num_samples"),)
         drawn = [
             torch.randn(lead + shape, generator=generator, dtype=torch.float64) * math.sqrt(s)
             for shape, s in zip(self.weight_shapes().values(), self.variances)

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ._validation import as_float64_tensor, positive_real
+from ._validation import as_float64_tensor, int_at_least, positive_real, torch_generator
 from .action import Architecture, entropy, pre_kernel_tensor
 from .kernels import scaled_features
 from .paths import check_num_paths
@@ -199,12 +199,10 @@ def sample_order_parameters(
         :class:`OrderParameterSamples`.
     """
     start = time.perf_counter()
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    torch_generator(generator)
     for name, value, low in (("num_chains", num_chains, 2), ("num_warmup", num_warmup, 0),
                              ("num_samples", num_samples, 4), ("thin", thin, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        int_at_least(value, name, low)
     X_raw = as_float64_tensor(features, "features")
     if X_raw.ndim != 3:
         raise ValueError(f"features must have shape [P, N0, n_paths], got {tuple(X_raw.shape)}")

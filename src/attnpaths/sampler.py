@@ -35,7 +35,6 @@ without rank normalisation (Gelman et al. 2013, Bayesian Data Analysis, 3rd ed.,
 from __future__ import annotations
 
 import math
-import numbers
 import time
 import warnings
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ._validation import as_float64_tensor, positive_real, torch_device
+from ._validation import as_float64_tensor, int_at_least, positive_real, torch_device, torch_generator
 from .network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
 
 
@@ -450,16 +449,14 @@ class PosteriorSampler:
         Returns:
             :class:`PosteriorSamples` (also kept as ``self.result`` for :meth:`predict`).
         """
-        if not isinstance(generator, torch.Generator):
-            raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        torch_generator(generator)
         for name, value, least in (
             ("num_warmup", num_warmup, 0),
             ("num_samples", num_samples, 1),
             ("num_chains", num_chains, 1),
             ("thinning", thinning, 1),
         ):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-                raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+            int_at_least(value, name, least)
         start = time.perf_counter()
         blocks = self._to_blocks(self.network.sample_prior(generator, num_chains))
         input_weights, overlaps = [], []

@@ -16,20 +16,13 @@ from .claims import Verdict, equivalence, exact
 SRC_DERIVED = "derived in this book (expansion of the action around the entropy's minimum)"
 
 
-def _vector(value, name: str) -> np.ndarray:
-    arr = as_float64_array(value, name)
-    if arr.ndim != 1 or arr.size < 1:
-        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
-    return arr
-
-
 def certificate_verdict(widths, gradient_norms, hessian_min_eigenvalues, *,
                         gradient_tolerance: float = 1e-8) -> Verdict:
     """T1: every solution is a strict local minimum of the action: gradient norm below ``gradient_tolerance``
     and smallest eigenvalue of the Hessian (symmetric directions) above 0, at every width."""
-    w = _vector(widths, "widths")
-    g = _vector(gradient_norms, "gradient_norms")
-    e = _vector(hessian_min_eigenvalues, "hessian_min_eigenvalues")
+    w = as_float64_array(widths, "widths", ndim=1, nonempty=True)
+    g = as_float64_array(gradient_norms, "gradient_norms", ndim=1, nonempty=True)
+    e = as_float64_array(hessian_min_eigenvalues, "hessian_min_eigenvalues", ndim=1, nonempty=True)
     if not (w.shape == g.shape == e.shape):
         raise ValueError("widths, gradient_norms and hessian_min_eigenvalues must have the same length")
     ok = bool(np.all(g < gradient_tolerance) and np.all(e > 0))
@@ -44,7 +37,8 @@ def certificate_verdict(widths, gradient_norms, hessian_min_eigenvalues, *,
 def monotone_approach_verdict(widths, distance) -> Verdict:
     """T2: the order parameter approaches its GP value monotonically: ``max |U - U_GP|`` decreases strictly
     along the increasing widths."""
-    w, d = _vector(widths, "widths"), _vector(distance, "distance")
+    w = as_float64_array(widths, "widths", ndim=1, nonempty=True)
+    d = as_float64_array(distance, "distance", ndim=1, nonempty=True)
     if w.shape != d.shape or w.size < 2:
         raise ValueError("widths and distance must have the same length >= 2")
     order = np.argsort(w)
@@ -60,7 +54,8 @@ def monotone_approach_verdict(widths, distance) -> Verdict:
 
 def local_slopes(widths, distance) -> np.ndarray:
     """Log-log slopes of ``distance`` between consecutive increasing ``widths``: ``[n - 1]``."""
-    w, d = _vector(widths, "widths"), _vector(distance, "distance")
+    w = as_float64_array(widths, "widths", ndim=1, nonempty=True)
+    d = as_float64_array(distance, "distance", ndim=1, nonempty=True)
     if w.shape != d.shape or w.size < 2 or np.any(np.diff(w) <= 0) or np.any(d <= 0) or np.any(w <= 0):
         raise ValueError("widths must increase strictly, distance be positive, both of the same length >= 2")
     return np.diff(np.log(d)) / np.diff(np.log(w))
@@ -75,7 +70,7 @@ def width_exponent_verdict(widths, distance, *, expected: float = -1.0, margin: 
     relative order ``1/N``.
     """
     slopes = local_slopes(widths, distance)
-    w = _vector(widths, "widths")
+    w = as_float64_array(widths, "widths", ndim=1, nonempty=True)
     slope = float(slopes[-1])
     return exact("T3", f"the order parameter approaches its GP value as N^({expected:g}) at large width",
                  source=SRC_DERIVED, statistic=f"log-log slope of max|U - U_GP| between N = {w[-2]:g} and {w[-1]:g}",
@@ -97,7 +92,7 @@ def prior_kernel_verdict(widths, mc_means, mc_ses, gp_kernel, *, margin_fraction
     """
     K = as_float64_array(gp_kernel, "gp_kernel")
     means, ses = as_float64_array(mc_means, "mc_means"), as_float64_array(mc_ses, "mc_ses")
-    w = _vector(widths, "widths")
+    w = as_float64_array(widths, "widths", ndim=1, nonempty=True)
     if K.ndim != 2 or means.shape != (w.size,) + K.shape or ses.shape != means.shape:
         raise ValueError(f"mc_means and mc_ses must be [{w.size}, {K.shape[0]}, {K.shape[0]}]")
     iu = np.triu_indices(K.shape[0])

@@ -31,6 +31,7 @@ import time
 
 import torch
 
+from .._validation import torch_generator
 from ..network import AttentionNetwork, NetworkWeights
 from ..sampler import PosteriorSampler, PosteriorSamples
 from .record import committed_record_path, make_record, start_record, write_record
@@ -99,8 +100,7 @@ def run_nuts(
     """
     from pyro.infer import MCMC, NUTS
 
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    torch_generator(generator)
     potential = potential_energy(network, x, y, temperature)
     calls = [0]
 

@@ -24,7 +24,7 @@ from dataclasses import asdict, replace
 import numpy as np
 import torch
 
-from .._validation import torch_device
+from .._validation import int_at_least, torch_device
 from ..oneshot.imagesets import ImageClasses
 from ..oneshot.sequences import sample_sequences
 from ..oneshot.training import AUTHORS_TRAINING, TrainingConfig, accuracy, initial_model, make_optimiser, training_step
@@ -74,9 +74,8 @@ def time_training(
         "projected_total_hours"}``.
     """
     device = torch_device(device, "device")
-    for name, value in (("steps", steps), ("warmup", warmup)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "steps" else 0):
-            raise ValueError(f"{name} must be a {'positive' if name == 'steps' else 'non-negative'} integer, got {value!r}")
+    int_at_least(steps, "steps", 1)
+    int_at_least(warmup, "warmup", 0)
     rng = np.random.default_rng(seed)
     classes = _random_classes(image_size, rng)
     model, encoder, _ = initial_model(config, image_size)

@@ -26,7 +26,7 @@ import torch
 from IPython.display import Markdown
 from myst_nb import glue as _glue
 
-from ..claims import Verdict, claims_table, escape_markdown, outcome_counts
+from ..claims import Verdict, claims_table, markdown_claims_table, markdown_sentence, outcome_counts
 from ..results import to_jsonable, write_results
 from .chapters import INJECTED, parameters_cell
 
@@ -141,18 +141,14 @@ class ChapterRecorder:
                 raise ValueError(f"claim {verdict.claim!r} is recorded twice in chapter {self.chapter!r}")
             self.verdicts.append(verdict)
             if sentences:
-                self.markdown(f"claim_{glue_name(verdict.claim)}", escape_markdown(verdict.sentence()))
+                self.markdown(f"claim_{glue_name(verdict.claim)}", markdown_sentence(verdict))
         return list(verdicts)
 
     def claims_table(self, name: str = "claims_table", *, escape: bool = True) -> str:
         """Glue the Markdown table of every claim recorded so far as ``<prefix><name>``; with ``escape``
         false, the claims' words keep their Markdown and math (for claims written with ``$...$``)."""
-        verdicts = self.verdicts
-        if escape:
-            fields = ("claim", "statement", "source", "test", "measured")
-            verdicts = [dataclasses.replace(v, **{f: escape_markdown(getattr(v, f)) for f in fields})
-                        for v in verdicts]
-        return self.markdown(name, claims_table(verdicts))
+        table = markdown_claims_table(self.verdicts) if escape else claims_table(self.verdicts)
+        return self.markdown(name, table)
 
     def summarize_claims(self, enforced, *, escape: bool = True) -> dict[str, int]:
         """Glue the claims table (see :meth:`claims_table`), the number of claims with each outcome

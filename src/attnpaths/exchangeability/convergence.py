@@ -23,8 +23,17 @@ import numpy as np
 from scipy.linalg import cho_solve
 from tqdm import tqdm
 
-from .._validation import as_float64_array, positive_real
-from ._checks import check_rng, finite_real, int_grid, nonnegative, positive_int, real_grid, serial_blas
+from .._validation import (
+    as_float64_array,
+    finite_real,
+    increasing_ints,
+    increasing_reals,
+    nonnegative_real,
+    numpy_generator,
+    positive_int,
+    positive_real,
+)
+from .threads import serial_blas
 from .estimators import predicted_attention_mse, prefix_softmax_averages
 from .latent_models import sample_linear_key_value, sample_sine_key_value
 
@@ -81,15 +90,15 @@ def attention_error_vs_length(rng, W, *, lengths, num_sequences: int, key_cov, q
         key_cov: ``Sigma`` ``[d, d]``; query: ``q`` ``[d]``; value_noise: ``sigma_v``.
         progress: show a tqdm bar over chunks of sequences.
     """
-    check_rng(rng)
+    numpy_generator(rng)
     W = as_float64_array(W, "W")
     q = as_float64_array(query, "query")
     cov = as_float64_array(key_cov, "key_cov")
     if q.ndim != 1 or W.ndim != 3 or W.shape[1:] != (q.size, q.size) or cov.shape != (q.size, q.size):
         raise ValueError(f"W must be [n_W, d, d], key_cov [d, d] and query [d]; got {W.shape}, {cov.shape}, {q.shape}")
-    lengths = int_grid(lengths, "lengths")
+    lengths = increasing_ints(lengths, "lengths")
     s = positive_int(num_sequences, "num_sequences")
-    value_noise = nonnegative(value_noise, "value_noise")
+    value_noise = nonnegative_real(value_noise, "value_noise")
     longest = int(lengths[-1])
     query_dirs = np.einsum("iab,a->bi", W, q)  # column i: W_i^T q, so that score_l = k_l^T W_i^T q
     n_w, n_l = W.shape[0], lengths.size
@@ -136,12 +145,12 @@ def bandwidth_experiment(rng, *, lengths, bandwidths, num_sequences: int, query:
 
     All bandwidths and lengths are evaluated on the same sequences (prefixes of the longest).
     """
-    check_rng(rng)
-    lengths = int_grid(lengths, "lengths")
-    hs = real_grid(bandwidths, "bandwidths")
+    numpy_generator(rng)
+    lengths = increasing_ints(lengths, "lengths")
+    hs = increasing_reals(bandwidths, "bandwidths")
     s = positive_int(num_sequences, "num_sequences")
     q = float(as_float64_array(query, "query"))
-    value_noise = nonnegative(value_noise, "value_noise")
+    value_noise = nonnegative_real(value_noise, "value_noise")
     longest = int(lengths[-1])
     inv_two_h2 = 0.5 / hs**2
     per_sequence = []
@@ -243,8 +252,8 @@ def cme_vs_softmax_experiment(rng, *, lengths, num_sequences: int, queries, band
     The ridge is ``lambda = ridge_scale * L**ridge_exponent`` (default ``L^{-1/2}``). Both estimators see the
     same sequences, and every length uses the first ``L`` tokens of the longest.
     """
-    check_rng(rng)
-    lengths = int_grid(lengths, "lengths")
+    numpy_generator(rng)
+    lengths = increasing_ints(lengths, "lengths")
     s = positive_int(num_sequences, "num_sequences")
     qs = as_float64_array(queries, "queries")
     if qs.ndim != 1 or qs.size == 0:
@@ -252,7 +261,7 @@ def cme_vs_softmax_experiment(rng, *, lengths, num_sequences: int, queries, band
     h = positive_real(bandwidth, "bandwidth")
     c = positive_real(ridge_scale, "ridge_scale")
     ridge_exponent = finite_real(ridge_exponent, "ridge_exponent")
-    value_noise = nonnegative(value_noise, "value_noise")
+    value_noise = nonnegative_real(value_noise, "value_noise")
     z, keys, values = sample_sine_key_value(rng, s, int(lengths[-1]), value_noise)
     target = np.sin(z[:, None] * qs[None, :])  # [S, Q]
     scores = -0.5 * (keys[:, :, None] - qs[None, None, :]) ** 2 / (h * h)  # [S, L, Q]

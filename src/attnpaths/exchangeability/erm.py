@@ -23,8 +23,15 @@ import torch
 from scipy.optimize import minimize
 from tqdm import tqdm
 
-from .._validation import as_float64_array
-from ._checks import as_tensor, check_rng, int_grid, nonnegative, positive_int, serial_blas
+from .._validation import (
+    as_float64_array,
+    as_float64_tensor,
+    increasing_ints,
+    nonnegative_real,
+    numpy_generator,
+    positive_int,
+)
+from .threads import serial_blas
 from .latent_models import sample_linear_key_value
 
 MODES = ("supervised", "masked")
@@ -42,7 +49,7 @@ class AttentionRegressionData:
 
     def __post_init__(self):
         for name in ("queries", "keys", "values", "targets"):
-            object.__setattr__(self, name, as_tensor(getattr(self, name), name))
+            object.__setattr__(self, name, as_float64_tensor(getattr(self, name), name))
         if self.keys.ndim != 3:
             raise ValueError(f"keys must have shape [N, L, d], got {tuple(self.keys.shape)}")
         n, L, d = self.keys.shape
@@ -56,11 +63,11 @@ class AttentionRegressionData:
 def _sample_task_arrays(rng, mode: str, num_sequences: int, length: int, key_cov, value_noise: float,
                         label_noise: float):
     """:func:`sample_task` as numpy arrays ``(queries, keys, values, targets)``."""
-    check_rng(rng)
+    numpy_generator(rng)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     n, L = positive_int(num_sequences, "num_sequences"), positive_int(length, "length")
-    label_noise = nonnegative(label_noise, "label_noise")
+    label_noise = nonnegative_real(label_noise, "label_noise")
     if mode == "masked":
         if L < 2:
             raise ValueError(f"length must be >= 2 for the masked task, got {L}")
@@ -117,7 +124,7 @@ class _Arrays:
 
 
 def _check_W(W, d: int) -> np.ndarray:
-    W = np.asarray(as_tensor(W, "W"))
+    W = np.asarray(as_float64_tensor(W, "W"))
     if W.shape != (d, d):
         raise ValueError(f"W must have shape [{d}, {d}], got {tuple(W.shape)}")
     return W
@@ -352,15 +359,15 @@ def erm_experiment(rng, mode: str, *, lengths, sample_sizes, repetitions: int, t
     across ``L``). The excess risk ``R_test(W_hat_N) - R_test(W*_L)`` is a paired difference on the test set,
     and no fit has seen the test set.
     """
-    check_rng(rng)
-    lengths = int_grid(lengths, "lengths", minimum=2)
-    sizes = int_grid(sample_sizes, "sample_sizes")
+    numpy_generator(rng)
+    lengths = increasing_ints(lengths, "lengths", 2)
+    sizes = increasing_ints(sample_sizes, "sample_sizes")
     reps = positive_int(repetitions, "repetitions")
     cov = as_float64_array(key_cov, "key_cov")
     target = np.linalg.inv(cov)
     test_size = positive_int(test_size, "test_size")
     reference_size = positive_int(reference_size, "reference_size")
-    value_noise = nonnegative(value_noise, "value_noise")
+    value_noise = nonnegative_real(value_noise, "value_noise")
     task = dict(mode=mode, key_cov=cov, value_noise=value_noise, label_noise=label_noise)
     J = lengths.size
     w_ref = np.zeros((J,) + cov.shape)

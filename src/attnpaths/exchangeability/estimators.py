@@ -21,14 +21,13 @@ import math
 import numpy as np
 import torch
 
-from .._validation import positive_real
+from .._validation import as_float64_tensor, nonnegative_real, positive_real
 from ..attention import softmax_over_keys
-from ._checks import as_tensor, nonnegative
 
 
 def _keys_queries(queries, keys, name_q: str = "queries", name_k: str = "keys"):
-    q = as_tensor(queries, name_q)
-    k = as_tensor(keys, name_k)
+    q = as_float64_tensor(queries, name_q)
+    k = as_float64_tensor(keys, name_k)
     if q.ndim < 2 or k.ndim < 2 or q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"{name_q} [..., Q, d] and {name_k} [..., L, d] must share the key dimension d, "
@@ -39,7 +38,7 @@ def _keys_queries(queries, keys, name_q: str = "queries", name_k: str = "keys"):
 
 def _apply_weights(weights: torch.Tensor, values) -> torch.Tensor:
     """``out[..., t(, :)] = sum_l weights[..., l, t] values[..., l(, :)]``."""
-    v = as_tensor(values, "values")
+    v = as_float64_tensor(values, "values")
     if v.ndim == weights.ndim - 1:  # scalar values [..., L]
         return torch.einsum("...lt,...l->...t", weights, v)
     if v.ndim == weights.ndim:  # vector values [..., L, dv]
@@ -59,7 +58,7 @@ def bilinear_attention_weights(queries, keys, W) -> torch.Tensor:
         ``[..., L, Q]`` weights, summing to one over the key index ``l``.
     """
     q, k = _keys_queries(queries, keys)
-    W = as_tensor(W, "W")
+    W = as_float64_tensor(W, "W")
     if W.shape != (q.shape[-1], q.shape[-1]):
         raise ValueError(f"W must have shape [{q.shape[-1]}, {q.shape[-1]}], got {tuple(W.shape)}")
     scores = torch.einsum("...td,de,...le->...lt", q, W, k)
@@ -120,7 +119,7 @@ def cme_attention(queries, keys, values, bandwidth: float, ridge: float) -> torc
     """
     lam = positive_real(ridge, "ridge")
     q, k = _keys_queries(queries, keys)
-    v = as_tensor(values, "values")
+    v = as_float64_tensor(values, "values")
     if v.shape != k.shape[:-1]:
         raise ValueError(f"values must have shape {tuple(k.shape[:-1])} (one scalar per key), got {tuple(v.shape)}")
     length = k.shape[-2]
@@ -184,9 +183,9 @@ def tilted_key_mean(W, query, key_cov) -> np.ndarray:
 
 
 def _check_m3(W, query, key_cov):
-    W = np.asarray(as_tensor(W, "W"))
-    q = np.asarray(as_tensor(query, "query"))
-    cov = np.asarray(as_tensor(key_cov, "key_cov"))
+    W = np.asarray(as_float64_tensor(W, "W"))
+    q = np.asarray(as_float64_tensor(query, "query"))
+    cov = np.asarray(as_float64_tensor(key_cov, "key_cov"))
     d = q.shape[0] if q.ndim == 1 else -1
     if q.ndim != 1 or W.shape != (d, d) or cov.shape != (d, d):
         raise ValueError(
@@ -212,7 +211,7 @@ def predicted_attention_mse(W, query, key_cov, value_noise: float, length) -> np
         the predicted MSE, same shape as ``length``.
     """
     W, q, cov = _check_m3(W, query, key_cov)
-    value_noise = nonnegative(value_noise, "value_noise")
+    value_noise = nonnegative_real(value_noise, "value_noise")
     L = np.asarray(length, dtype=np.float64)
     if np.any(~np.isfinite(L)) or np.any(L <= 0):
         raise ValueError(f"length must be positive, got {length!r}")
@@ -251,7 +250,7 @@ def predicted_best_temperature(query, key_cov, value_noise: float, length, *, bo
     tolerance = positive_real(tolerance, "tolerance")
     if np.ndim(length) != 0:
         raise ValueError(f"length must be one positive number, got {length!r}")
-    cov = np.asarray(as_tensor(key_cov, "key_cov"))
+    cov = np.asarray(as_float64_tensor(key_cov, "key_cov"))
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
         raise ValueError(f"key_cov must be a square matrix [d, d], got shape {cov.shape}")
     try:

@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import as_float64_array, positive_real
-from ._checks import check_rng, nonnegative, positive_int
+from .._validation import as_float64_array, nonnegative_real, numpy_generator, positive_int, positive_real
 from .estimators import bilinear_attention_weights
 
 
@@ -28,7 +27,7 @@ def sample_gaussian_tokens(rng, num_sequences: int, length: int, dim: int, tau: 
     Returns:
         ``z`` ``[N, d]`` and tokens ``x`` ``[N, L, d]``.
     """
-    check_rng(rng)
+    numpy_generator(rng)
     n, L, d = (positive_int(v, k) for v, k in ((num_sequences, "num_sequences"), (length, "length"), (dim, "dim")))
     tau, sigma = positive_real(tau, "tau"), positive_real(sigma, "sigma")
     z = tau * rng.standard_normal((n, d))
@@ -56,7 +55,7 @@ def gaussian_posterior(x, tau: float, sigma: float):
 
 def random_concept_means(rng, num_concepts: int, dim: int) -> np.ndarray:
     """Concept means ``mu_j ~ N(0, I_d)`` for (M2), shape ``[K, d]``."""
-    check_rng(rng)
+    numpy_generator(rng)
     return rng.standard_normal((positive_int(num_concepts, "num_concepts"), positive_int(dim, "dim")))
 
 
@@ -66,7 +65,7 @@ def sample_concept_tokens(rng, num_sequences: int, length: int, means, sigma: fl
     Returns:
         ``z`` ``[N]`` (integers in ``0..K-1``) and tokens ``x`` ``[N, L, d]``.
     """
-    check_rng(rng)
+    numpy_generator(rng)
     means = as_float64_array(means, "means")
     if means.ndim != 2:
         raise ValueError(f"means must have shape [K, d], got {means.shape}")
@@ -107,7 +106,7 @@ def sample_linear_key_value(rng, num_sequences: int, length: int, key_cov, value
     Returns:
         ``z`` ``[S, d]``, keys ``[S, L, d]``, values ``[S, L]``.
     """
-    check_rng(rng)
+    numpy_generator(rng)
     cov = as_float64_array(key_cov, "key_cov")
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
         raise ValueError(f"key_cov must be a square [d, d] matrix, got {cov.shape}")
@@ -116,7 +115,7 @@ def sample_linear_key_value(rng, num_sequences: int, length: int, key_cov, value
     except np.linalg.LinAlgError as err:
         raise ValueError("key_cov must be symmetric positive definite") from err
     s, L = positive_int(num_sequences, "num_sequences"), positive_int(length, "length")
-    sigma_v = nonnegative(value_noise, "value_noise")
+    sigma_v = nonnegative_real(value_noise, "value_noise")
     d = cov.shape[0]
     z = rng.standard_normal((s, d))
     keys = rng.standard_normal((s, L, d)) @ chol.T
@@ -131,9 +130,9 @@ def sample_sine_key_value(rng, num_sequences: int, length: int, value_noise: flo
     Returns:
         ``z`` ``[S]``, keys ``[S, L]``, values ``[S, L]``.
     """
-    check_rng(rng)
+    numpy_generator(rng)
     s, L = positive_int(num_sequences, "num_sequences"), positive_int(length, "length")
-    sigma_v = nonnegative(value_noise, "value_noise")
+    sigma_v = nonnegative_real(value_noise, "value_noise")
     if not (np.isfinite(z_low) and np.isfinite(z_high) and z_low < z_high):
         raise ValueError(f"z_low < z_high must be finite, got z_low={z_low!r}, z_high={z_high!r}")
     z = rng.uniform(z_low, z_high, size=s)

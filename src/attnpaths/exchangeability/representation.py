@@ -15,8 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve
 
-from .._validation import as_float64_array, positive_real
-from ._checks import check_rng, int_grid, nonnegative, positive_int, serial_blas
+from .._validation import (
+    as_float64_array,
+    increasing_ints,
+    nonnegative_real,
+    numpy_generator,
+    positive_int,
+    positive_real,
+)
+from .threads import serial_blas
 from .latent_models import (
     concept_posterior,
     gaussian_posterior,
@@ -85,14 +92,14 @@ def gaussian_representation_experiment(rng, *, lengths=(1, 4, 16, 64), num_seque
     ``1 + L tau^2 / sigma^2`` is small, so this is the least-squares solution up to rounding, at a fraction of the
     cost of an SVD.
     """
-    check_rng(rng)
-    lengths = int_grid(lengths, "lengths")
+    numpy_generator(rng)
+    lengths = increasing_ints(lengths, "lengths")
     n = positive_int(num_sequences, "num_sequences")
     u = as_float64_array(readout, "readout")
     if u.ndim != 1:
         raise ValueError(f"readout must be a vector [d], got shape {u.shape}")
     tau, sigma = positive_real(tau, "tau"), positive_real(sigma, "sigma")
-    label_noise = nonnegative(label_noise, "label_noise")
+    label_noise = nonnegative_real(label_noise, "label_noise")
     d = u.shape[0]
     out = {k: [] for k in ("post", "first", "flat", "perm_post", "perm_flat")}
     with serial_blas():
@@ -157,8 +164,8 @@ def concept_posterior_experiment(rng, *, lengths=(1, 2, 4, 8, 16, 32), num_seque
                                  num_concepts: int = 5, dim: int = 3, sigma: float = 1.5,
                                  num_bins: int = 10) -> ConceptPosteriorResult:
     """Run E1 on (M2): the posterior (ex-post-m2), computed as attention, predicts the concept and is calibrated."""
-    check_rng(rng)
-    lengths = int_grid(lengths, "lengths")
+    numpy_generator(rng)
+    lengths = increasing_ints(lengths, "lengths")
     n = positive_int(num_sequences, "num_sequences")
     num_bins = positive_int(num_bins, "num_bins")
     sigma = positive_real(sigma, "sigma")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import check_rng, nonnegative, positive_int, real_grid
+from .._validation import increasing_reals, nonnegative_real, numpy_generator, positive_int
 from .estimators import predicted_attention_mse
 
 
@@ -31,8 +31,8 @@ def predicted_transfer_ratio(condition_numbers, value_noise: float) -> np.ndarra
     with variance ``e (lambda_i + tr Sigma + sigma_v^2) / (L lambda_i)``; the ratio of the two variances is
     ``kappa (1/kappa + tr Sigma + sigma_v^2) / (1 + tr Sigma + sigma_v^2)`` (independent of ``L``).
     """
-    kappas = real_grid(condition_numbers, "condition_numbers")
-    value_noise = nonnegative(value_noise, "value_noise")
+    kappas = increasing_reals(condition_numbers, "condition_numbers")
+    value_noise = nonnegative_real(value_noise, "value_noise")
     out = []
     for kappa in kappas:
         cov = _diag_cov(kappa)
@@ -75,14 +75,14 @@ def transfer_experiment(rng, *, condition_numbers=(1, 2, 4, 8, 16), length: int 
     and ``E = sum_l a_l eps_l``, computed once (ex-attn, ex-rep). The comparison across ``kappa`` is then
     paired, and costs one pass over the tokens.
     """
-    check_rng(rng)
-    kappas = real_grid(condition_numbers, "condition_numbers")
+    numpy_generator(rng)
+    kappas = increasing_reals(condition_numbers, "condition_numbers")
     L = positive_int(length, "length")
     n = positive_int(num_sequences, "num_sequences")
     if n < 8 or L < 2:
         raise ValueError(f"num_sequences must be >= 8 and length >= 2, got {num_sequences!r} and {length!r}")
-    value_noise = nonnegative(value_noise, "value_noise")
-    label_noise = nonnegative(label_noise, "label_noise")
+    value_noise = nonnegative_real(value_noise, "value_noise")
+    label_noise = nonnegative_real(label_noise, "label_noise")
     half = n // 2
     z = rng.standard_normal((n, 2))
     g = rng.standard_normal((n, 2, L))  # whitened keys, coordinate-major

@@ -1,4 +1,4 @@
-"""The claims of the chapters ``exchangeability`` (E1-E4) and ``related`` (R1-R5) as statistical tests.
+"""The claims of the chapter ``exchangeability`` (E1-E4) as statistical tests.
 
 Each function turns measured numbers into an :class:`attnpaths.claims.Verdict`: the chapters call them on their
 experiments' results, and the tests call them on deliberately wrong inputs (a wrong closed form, a wrong
@@ -12,26 +12,11 @@ value, never from a calibration run.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from .._validation import as_float64_array
-from ..claims import (
-    Verdict,
-    claims_table,
-    directional_z,
-    equivalence,
-    exact,
-    permutation,
-    permutation_p_values,
-    replicate_equivalence,
-    replicate_t,
-)
-from ._checks import check_rng, positive_int
+from .._validation import as_float64_array, numpy_generator, positive_int
+from ..claims import LEVEL, Verdict, directional_z, equivalence, replicate_t
 from .fitting import loglog_slope, loglog_slope_with_se
-
-LEVEL = 0.01
 
 # where the claims come from (the labels of the chapters: [SRC] the paper's abstract, [SRC-2] a secondary summary)
 SRC_SUFFICIENT = ("derived in this book (standard statistics): our instance of the abstract's claim [SRC] of a "
@@ -48,13 +33,6 @@ SRC_LENGTH_FREE = ("one-sided consequence, derived in this book, of the abstract
                    "generalisation error is independent of input sizes")
 SRC_PROXY = ("derived in this book from (ex-mse); a proxy for the abstract's condition number [SRC], whose "
              "definition could not be checked")
-
-
-def _vector(value, name: str, *, ndim: int = 1) -> np.ndarray:
-    arr = as_float64_array(value, name)
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
-    return arr
 
 
 def _paired(a, b, name_a: str, name_b: str) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +52,7 @@ def all_positive(claim: str, statement: str, *, source: str, statistic: str, est
     ``Phi^{-1}(1 - level / m)``; contradicted when it falls below the negative threshold (some entry is
     significantly negative); not significant otherwise.
     """
-    est, se = _vector(estimates, "estimates"), _vector(ses, "ses")
+    est, se = as_float64_array(estimates, "estimates", ndim=1), as_float64_array(ses, "ses", ndim=1)
     if est.shape != se.shape or est.size == 0 or len(labels) != est.size:
         raise ValueError("estimates, ses and labels must have the same non-zero length")
     z = est / se
@@ -96,8 +74,8 @@ def bayes_risk_verdict(lengths, sq_error, theory, *, margin: float = 0.05, level
     Args:
         lengths: ``[J]``; sq_error: ``[J, n]`` squared test errors; theory: ``[J]`` the closed-form risk.
     """
-    lengths, theory = _vector(lengths, "lengths"), _vector(theory, "theory")
-    sq = _vector(sq_error, "sq_error", ndim=2)
+    lengths, theory = as_float64_array(lengths, "lengths", ndim=1), as_float64_array(theory, "theory", ndim=1)
+    sq = as_float64_array(sq_error, "sq_error", ndim=2)
     risk, se = sq.mean(axis=1), sq.std(axis=1, ddof=1) / np.sqrt(sq.shape[1])
     dev = risk / theory - 1
     return equivalence(
@@ -127,7 +105,7 @@ def richer_statistic_verdict(sq_error_richer, sq_error_posterior, *, level: floa
 def first_token_verdict(lengths, sq_error_first, sq_error_posterior, *, level: float = LEVEL) -> Verdict:
     """E1.3: the posterior of the first token alone (not sufficient) predicts worse than the full posterior: the
     paired risk difference, summed over the lengths ``L > 1`` (at ``L = 1`` the two coincide), is > 0."""
-    lengths = _vector(lengths, "lengths")
+    lengths = as_float64_array(lengths, "lengths", ndim=1)
     keep = lengths > 1
     if not np.any(keep):
         raise ValueError("lengths must include some L > 1")
@@ -146,7 +124,7 @@ def calibration_verdict(lengths, accuracy, confidence, calibration_se, *, margin
                         level: float = LEVEL) -> Verdict:
     """E1.4: the concept posterior (ex-post-m2), computed as attention, is calibrated: its accuracy equals its mean
     confidence at every ``L``, within ``margin`` (absolute)."""
-    acc, conf = _vector(accuracy, "accuracy"), _vector(confidence, "confidence")
+    acc, conf = as_float64_array(accuracy, "accuracy", ndim=1), as_float64_array(confidence, "confidence", ndim=1)
     gap = acc - conf
     return equivalence(
         "E1.4", f"the concept posterior computed as attention is calibrated: accuracy = mean confidence within "
@@ -158,7 +136,8 @@ def calibration_verdict(lengths, accuracy, confidence, calibration_se, *, margin
 def concept_accuracy_verdict(lengths, accuracy, accuracy_se, *, level: float = LEVEL) -> Verdict:
     """E1.5: the posterior's mode recovers the concept more often at the largest ``L`` than at the smallest
     (independent sequences at each ``L``; binomial standard errors)."""
-    lengths, acc, se = _vector(lengths, "lengths"), _vector(accuracy, "accuracy"), _vector(accuracy_se, "accuracy_se")
+    lengths = as_float64_array(lengths, "lengths", ndim=1)
+    acc, se = as_float64_array(accuracy, "accuracy", ndim=1), as_float64_array(accuracy_se, "accuracy_se", ndim=1)
     gain = float(acc[-1] - acc[0])
     gain_se = float(np.hypot(se[-1], se[0]))
     return directional_z(
@@ -179,8 +158,9 @@ def mse_agreement_verdict(lengths, rmse, rmse_se, predicted, *, min_length: int 
 
     (ex-mse) drops terms of relative order ``1/L``; the margin is the precision the claim asserts.
     """
-    lengths = _vector(lengths, "lengths")
-    rmse, se, pred = _vector(rmse, "rmse"), _vector(rmse_se, "rmse_se"), _vector(predicted, "predicted")
+    lengths = as_float64_array(lengths, "lengths", ndim=1)
+    rmse, se = as_float64_array(rmse, "rmse", ndim=1), as_float64_array(rmse_se, "rmse_se", ndim=1)
+    pred = as_float64_array(predicted, "predicted", ndim=1)
     keep = lengths >= min_length
     if not np.any(keep):
         raise ValueError(f"no length >= min_length={min_length}")
@@ -213,7 +193,7 @@ def attention_rate_verdict(lengths, mse, mse_cov, *, min_length: int = 64, expec
         lengths: ``[J]``; mse: ``[J]`` mean squared errors; mse_cov: ``[J, J]`` their covariance (the lengths
             share the sequences). The RMSE's slope is half that of the MSE.
     """
-    lengths, mse = _vector(lengths, "lengths"), _vector(mse, "mse")
+    lengths, mse = as_float64_array(lengths, "lengths", ndim=1), as_float64_array(mse, "mse", ndim=1)
     cov = as_float64_array(mse_cov, "mse_cov")
     keep = lengths >= min_length
     rmse = np.sqrt(mse[keep])
@@ -231,7 +211,8 @@ def bias_floor_verdict(labels, rmse, rmse_se, floors, *, margin: float = 0.10, l
     Args:
         labels: one name per parameter; rmse, rmse_se: ``[m]`` at the largest ``L``; floors: ``[m]``.
     """
-    rmse, se, floors = _vector(rmse, "rmse"), _vector(rmse_se, "rmse_se"), _vector(floors, "floors")
+    rmse, se = as_float64_array(rmse, "rmse", ndim=1), as_float64_array(rmse_se, "rmse_se", ndim=1)
+    floors = as_float64_array(floors, "floors", ndim=1)
     return equivalence(
         "E2.3", f"W = I and W = 0 are not consistent: at the largest L their RMSE sits at the derived bias floor "
         f"|(Sigma W^T - I) q| within {100 * margin:g} %", source=SRC_TILT, statistic="RMSE / floor - 1",
@@ -252,7 +233,7 @@ def temperature_optimum_verdict(temperatures, mse, mse_cov, *, length: int, leve
     Args:
         temperatures: ``[B]`` grid containing 1.0; mse: ``[B]``; mse_cov: ``[B, B]``.
     """
-    betas, mse = _vector(temperatures, "temperatures"), _vector(mse, "mse")
+    betas, mse = as_float64_array(temperatures, "temperatures", ndim=1), as_float64_array(mse, "mse", ndim=1)
     cov = as_float64_array(mse_cov, "mse_cov")
     hits = np.flatnonzero(np.isclose(betas, 1.0))
     if hits.size != 1:
@@ -297,8 +278,8 @@ def bandwidth_rate_verdicts(rng, lengths, bandwidths, sq_error, *, h_exponent: f
     """
     from .convergence import grid_minimum
 
-    check_rng(rng)
-    lengths, hs = _vector(lengths, "lengths"), _vector(bandwidths, "bandwidths")
+    numpy_generator(rng)
+    lengths, hs = as_float64_array(lengths, "lengths", ndim=1), as_float64_array(bandwidths, "bandwidths", ndim=1)
     sq = as_float64_array(sq_error, "sq_error")
     if sq.ndim != 3 or sq.shape[1:] != (lengths.size, hs.size):
         raise ValueError(f"sq_error must be [S, {lengths.size}, {hs.size}], got {sq.shape}")
@@ -332,8 +313,8 @@ def cme_decrease_verdict(lengths, sq_error_cme, *, level: float = LEVEL) -> Verd
     Args:
         lengths: ``[J]``; sq_error_cme: ``[S, J]`` per-sequence errors (each sequence's prefixes).
     """
-    lengths = _vector(lengths, "lengths")
-    sq = _vector(sq_error_cme, "sq_error_cme", ndim=2)
+    lengths = as_float64_array(lengths, "lengths", ndim=1)
+    sq = as_float64_array(sq_error_cme, "sq_error_cme", ndim=2)
     return replicate_t(
         "E2c.1", f"the error of CME attention (ex-cme) with ridge ~ L^-1/2 falls with L (L = {int(lengths[-1])} "
         f"against L = {int(lengths[0])})", source=SRC_CME, statistic="per-sequence MSE(smallest L) - MSE(largest L)",
@@ -344,8 +325,8 @@ def cme_decrease_verdict(lengths, sq_error_cme, *, level: float = LEVEL) -> Verd
 def cme_vs_softmax_verdict(length: int, sq_error_cme_last, sq_error_softmax_last, *, level: float = LEVEL) -> Verdict:
     """E2c.2: at the largest ``L``, CME attention beats softmax attention with the same fixed bandwidth (paired
     per-sequence errors, t-test over independent sequences)."""
-    cme = _vector(sq_error_cme_last, "sq_error_cme_last")
-    soft = _vector(sq_error_softmax_last, "sq_error_softmax_last")
+    cme = as_float64_array(sq_error_cme_last, "sq_error_cme_last", ndim=1)
+    soft = as_float64_array(sq_error_softmax_last, "sq_error_softmax_last", ndim=1)
     return replicate_t(
         "E2c.2", f"at L = {length} CME attention has a lower error than fixed-bandwidth softmax attention",
         source=SRC_CME, statistic="per-sequence MSE(softmax) - MSE(CME)", differences=soft - cme, level=level,
@@ -374,7 +355,7 @@ def sample_size_verdict(mode: str, sample_sizes, excess, *, level: float = LEVEL
     Args:
         excess: ``[J, K, R]``.
     """
-    sizes = _vector(sample_sizes, "sample_sizes")
+    sizes = as_float64_array(sample_sizes, "sample_sizes", ndim=1)
     ex = as_float64_array(excess, "excess")
     if ex.ndim != 3 or ex.shape[1] != sizes.size:
         raise ValueError(f"excess must be [J, {sizes.size}, R], got {ex.shape}")
@@ -394,7 +375,7 @@ def length_verdict(mode: str, lengths, excess, *, level: float = LEVEL) -> Verdi
     Args:
         excess: ``[J, K, R]``.
     """
-    lengths = _vector(lengths, "lengths")
+    lengths = as_float64_array(lengths, "lengths", ndim=1)
     ex = as_float64_array(excess, "excess")
     if ex.ndim != 3 or ex.shape[0] != lengths.size:
         raise ValueError(f"excess must be [{lengths.size}, K, R], got {ex.shape}")
@@ -410,8 +391,8 @@ def length_verdict(mode: str, lengths, excess, *, level: float = LEVEL) -> Verdi
 def softening_verdict(mode: str, lengths, temperature, temperature_se, *, level: float = LEVEL) -> Verdict:
     """E3.4: at every finite ``L`` the large-sample minimiser is a softer attention than ``Sigma^{-1}``:
     ``c_L < 1`` (one-sided z-tests, Bonferroni over the lengths)."""
-    lengths, c = _vector(lengths, "lengths"), _vector(temperature, "temperature")
-    se = _vector(temperature_se, "temperature_se")
+    lengths, c = as_float64_array(lengths, "lengths", ndim=1), as_float64_array(temperature, "temperature", ndim=1)
+    se = as_float64_array(temperature_se, "temperature_se", ndim=1)
     return all_positive(
         f"E3.4-{mode}", f"{mode}: at every L the large-sample minimiser is a softened Sigma^-1 (c_L < 1)",
         source="derived in this book (the variance term of ex-mse favours softer attention at finite L)",
@@ -431,7 +412,8 @@ def transfer_ratio_verdict(condition_numbers, downstream_sq, predicted, *, margi
         condition_numbers: ``[C]``; downstream_sq: ``[C, n, 2]`` per-sequence squared errors (strong, weak);
         predicted: ``[C]``.
     """
-    kappas, pred = _vector(condition_numbers, "condition_numbers"), _vector(predicted, "predicted")
+    kappas = as_float64_array(condition_numbers, "condition_numbers", ndim=1)
+    pred = as_float64_array(predicted, "predicted", ndim=1)
     sq = as_float64_array(downstream_sq, "downstream_sq")
     if sq.ndim != 3 or sq.shape[0] != kappas.size or sq.shape[2] != 2:
         raise ValueError(f"downstream_sq must be [{kappas.size}, n, 2], got {sq.shape}")
@@ -454,8 +436,8 @@ def transfer_ratio_verdict(condition_numbers, downstream_sq, predicted, *, margi
 def pretraining_verdict(condition_numbers, pretrain_sq, *, level: float = LEVEL) -> Verdict:
     """E4.2: the masked-pretraining excess does not grow with ``kappa``; tested as: it is lower at the largest
     ``kappa`` than at ``kappa = 1`` (paired: the same draws at every ``kappa``)."""
-    kappas = _vector(condition_numbers, "condition_numbers")
-    sq = _vector(pretrain_sq, "pretrain_sq", ndim=2)
+    kappas = as_float64_array(condition_numbers, "condition_numbers", ndim=1)
+    sq = as_float64_array(pretrain_sq, "pretrain_sq", ndim=2)
     diff, se = _paired(sq[0], sq[-1], "pretrain_sq[0]", "pretrain_sq[-1]")
     return directional_z(
         "E4.2", f"the masked-pretraining excess does not grow with the condition number (tested as: lower at "
@@ -463,165 +445,3 @@ def pretraining_verdict(condition_numbers, pretrain_sq, *, level: float = LEVEL)
         source="derived in this book (masked prediction weighs latent errors by Sigma)",
         statistic="pretraining excess(first kappa) - excess(last kappa)", estimate=float(diff), se=float(se),
         level=level, measured=f"pretraining excess {sq[0].mean():.4f} -> {sq[-1].mean():.4f}.")
-
-
-# --------------------------------------------------------------------------------------------------------
-# R1-R5: related results
-
-
-def collapse_exponent_verdict(per_network_ratios, *, exponent: float = 3.0, margin: float = 1.0,
-                              level: float = LEVEL) -> Verdict:
-    """R1a: pure self-attention collapses doubly exponentially with the bound's exponent: the mean (over
-    independent networks) of each network's mean log-residual ratio equals ``exponent`` within ``margin``
-    (1: an exponential collapse gives ratios near 1, a collapse with exponent 3 near 3).
-
-    Args:
-        per_network_ratios: list of 1-D arrays, the ratios of each network (empty arrays are skipped).
-    """
-    means = np.array([np.mean(r) for r in per_network_ratios if np.size(r) > 0])
-    if means.size < 2:
-        raise ValueError("need log-residual ratios from at least 2 networks")
-    return replicate_equivalence(
-        "R1a", f"pure self-attention loses rank doubly exponentially: successive log-residual ratios equal the "
-        f"bound's exponent {exponent:g} within {margin:g}",
-        source="[SRC] Dong et al. 2021 (doubly exponential collapse); exponent from the bound (rel-rank-bound), "
-               "[SRC-2], read asymptotically in this book",
-        statistic="per-network mean of log r_{l+1} / log r_l", replicates=means, reference=exponent, margin=margin,
-        level=level)
-
-
-def skip_verdict(final_residuals, *, floor: float = 1e-2, level: float = LEVEL) -> Verdict:
-    """R1b: with skip connections the output does not degenerate: the mean over independent networks of
-    ``log10`` of the final relative residual is above ``log10(floor)``."""
-    r = _vector(final_residuals, "final_residuals")
-    logs = np.log10(np.maximum(r, 1e-300))
-    return replicate_t(
-        "R1b", f"with skip connections the output stays away from rank one: the final relative residual is above "
-        f"{floor:g} (log10, mean over networks)",
-        source="[SRC] Dong et al. 2021 (skip connections stop the degeneration)",
-        statistic=f"log10 final residual - log10 {floor:g}", differences=logs - np.log10(floor), level=level,
-        measured=f"final residuals {r.min():.3g} to {r.max():.3g}.")
-
-
-def scale_slopes(scales, norms) -> np.ndarray:
-    """Per-draw log-log slope of the Jacobian norm between the two largest input scales: ``[draws]``."""
-    t = _vector(scales, "scales")
-    J = _vector(norms, "norms", ndim=2)
-    return np.log(J[:, -1] / J[:, -2]) / np.log(t[-1] / t[-2])
-
-
-def growth_exponent_verdict(claim: str, statement: str, *, source: str, scales, norms, exponent: float,
-                            margin: float = 0.5, level: float = LEVEL) -> Verdict:
-    """R2a/R2b: the Jacobian norm grows like ``t^exponent`` at large input scales ``t``: the per-draw slopes
-    between the two largest scales (independent draws) have mean ``exponent`` within ``margin``."""
-    slopes = scale_slopes(scales, norms)
-    return replicate_equivalence(claim, statement, source=source,
-                                 statistic="log-log slope of the Jacobian norm between the two largest scales",
-                                 replicates=slopes, reference=exponent, margin=margin, level=level)
-
-
-def adversarial_rate_verdict(num_tokens, norms, *, min_tokens: int = 64, exponent: float = 0.5,
-                             margin: float = 0.125) -> Verdict:
-    """R3a: on the adversarial construction (deterministic, no sampling error) the Jacobian norm grows like
-    ``n^exponent``: the log-log slope over ``n >= min_tokens`` is within ``margin`` (0.125: closer to 1/2 than to
-    the exponent 1/4 reported on real data)."""
-    n, J = _vector(num_tokens, "num_tokens"), _vector(norms, "norms")
-    keep = n >= min_tokens
-    slope = loglog_slope(n[keep], J[keep])
-    return exact(
-        "R3a", f"on a compact set the Jacobian norm of self-attention can grow like sqrt(n): on the adversarial "
-        f"tokens the log-log slope is {exponent:g} within {margin:g}",
-        source="[SRC] Castin et al. 2024 (the sqrt(n) bound is attained); the construction is derived in this book",
-        statistic=f"log-log slope of the Jacobian norm for n >= {min_tokens}", value=slope,
-        criterion=f"|slope - {exponent:g}| < {margin:g}", satisfied=abs(slope - exponent) < margin,
-        measured=f"slope {slope:+.3f}.")
-
-
-def random_input_verdict(num_tokens, draws, *, n_from: int, n_to: int, level: float = LEVEL) -> Verdict:
-    """R3b: on random tokens in the disk the Jacobian norm levels off: per independent draw,
-    ``log J(n_to) - log J(n_from)`` has mean 0 within ``log(n_to / n_from) / 4``, half the change of a
-    ``sqrt(n)`` growth."""
-    n = list(_vector(num_tokens, "num_tokens").astype(int))
-    J = _vector(draws, "draws", ndim=2)
-    d = np.log(J[:, n.index(n_to)]) - np.log(J[:, n.index(n_from)])
-    margin = np.log(n_to / n_from) / 4
-    return replicate_equivalence(
-        "R3b", f"on random tokens the Jacobian norm does not grow with n (n = {n_from} to {n_to}: log-change 0 "
-        f"within {margin:.3f}, half that of sqrt(n))",
-        source="[SRC] Castin et al. 2024 (mean-field bounds independent of n); our random-token instance",
-        statistic=f"log J(n = {n_to}) - log J(n = {n_from})", replicates=d, reference=0.0, margin=margin,
-        level=level)
-
-
-def w1_lipschitz_verdict(rng, num_atoms, delta, distance, *, num_permutations: int = 2000,
-                         level: float = LEVEL) -> Verdict:
-    """R4a: attention is Lipschitz in ``W1`` on a compact domain: the ratio of output change to ``W1`` distance
-    does not grow with ``n``; tested as: its mean over independent trials is larger at the smallest ``n`` than
-    at the largest (permutation test of the difference of means).
-
-    Args:
-        num_atoms: ``[J]``; delta, distance: ``[J, T]`` output changes and distances per trial.
-    """
-    check_rng(rng)
-    ns = _vector(num_atoms, "num_atoms")
-    ratio = as_float64_array(delta, "delta") / as_float64_array(distance, "distance")
-    first, last = ratio[0], ratio[-1]
-    observed = float(first.mean() - last.mean())
-    pooled = np.concatenate([first, last])
-    null = np.empty(positive_int(num_permutations, "num_permutations"))
-    for b in range(null.size):
-        perm = rng.permutation(pooled)
-        null[b] = perm[: first.size].mean() - perm[first.size:].mean()
-    p_greater, p_smaller = permutation_p_values(observed, null)
-    return permutation(
-        "R4a", f"attention is Lipschitz in W1 on a compact domain: the ratio |Delta Gamma| / W1 does not grow "
-        f"with n (tested as: larger at n = {int(ns[0])} than at n = {int(ns[-1])})",
-        source="[SRC] Vuckovic et al. 2020, 2021 (Lipschitz on compact domains); [SRC-2] the metric W1",
-        statistic="mean ratio (smallest n) - mean ratio (largest n)", value=observed, p_greater=p_greater,
-        p_smaller=p_smaller, test=f"permutation test of the difference of means over trials ({null.size} permutations)",
-        level=level,
-        measured=f"mean ratio {first.mean():.3f} (n = {int(ns[0])}) -> {last.mean():.3f} (n = {int(ns[-1])}).")
-
-
-def window_verdict(rates, window_trials, *, level: float = LEVEL) -> Verdict:
-    """R5a: a geometric prior over positions narrows the effective context window as its rate grows: per trial,
-    ``window(smallest rate) - window(largest rate) > 0`` (t-test over independent trials)."""
-    rates = _vector(rates, "rates")
-    w = _vector(window_trials, "window_trials", ndim=2)
-    return replicate_t(
-        "R5a", f"a geometric prior over positions narrows the effective window exp H as its rate grows (rate "
-        f"{rates[0]:g} against {rates[-1]:g})",
-        source="[SRC] Singh and Buckley 2023 (a geometric prior scales the context window); instance derived in "
-               "this book",
-        statistic="window(smallest rate) - window(largest rate)", differences=w[:, 0] - w[:, -1], level=level,
-        measured=f"mean window {w[:, 0].mean():.2f} -> {w[:, -1].mean():.2f} tokens.")
-
-
-_MARKDOWN_SPECIAL = "\\*_`$[]<>"
-
-
-def escape_markdown(text: str) -> str:
-    """``text`` with the characters that Markdown or MyST would interpret (emphasis, code, math, links, HTML)
-    escaped by a backslash, so that a verdict's words render as written."""
-    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
-
-
-def markdown_sentence(verdict: Verdict) -> str:
-    """:meth:`Verdict.sentence`, escaped for Markdown."""
-    return escape_markdown(verdict.sentence())
-
-
-def markdown_claims_table(verdicts) -> str:
-    """:func:`attnpaths.claims.claims_table` of ``verdicts`` with every text field escaped for Markdown."""
-    fields = ("claim", "statement", "source", "test", "measured")
-    return claims_table([dataclasses.replace(v, **{f: escape_markdown(getattr(v, f)) for f in fields})
-                         for v in verdicts])
-
-
-def sanity_table(rows) -> str:
-    """A Markdown table of sanity identities (not claims): ``rows`` of ``(identity, largest deviation, bound)``."""
-    lines = ["| identity (not a claim) | largest deviation | asserted bound |", "|---|---|---|"]
-    for name, dev, bound in rows:
-        lines.append(f"| {name} | {dev:.1e} | {bound:.0e} |")
-    return "\n".join(lines)
-

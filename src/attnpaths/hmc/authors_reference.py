@@ -31,18 +31,12 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-from .._validation import as_float64_array, positive_real
+from .._validation import as_float64_array, positive_int, positive_real
+from ..experiments.kernel_pcs import pc_overlaps
+from ..experiments.path_data import path_data
+from ..experiments.sweep import TheorySweep, head_score_curve, theory_sweep
 from .data import paper_test_set, paper_train_set
-from .experiments import (
-    NOISY_SIGMA_PERP,
-    PAPER_TEMPERATURE,
-    TheoryCurve,
-    gp_lines,
-    head_score_curve,
-    path_data,
-    pc_overlaps,
-    theory_curve,
-)
+from .experiments import NOISY_SIGMA_PERP, PAPER_TEMPERATURE, gp_lines
 from .networks import four_path_network, two_path_network
 
 #: File name of the reference, package data of :mod:`attnpaths.hmc`.
@@ -124,8 +118,7 @@ def adam_action_excess(num_parameters: int) -> float:
     Args:
         num_parameters: entries of the order parameters (``n_1^2 + n_2^2``; 20 for the 4-path network).
     """
-    if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) or num_parameters < 1:
-        raise ValueError(f"num_parameters must be an integer >= 1, got {num_parameters!r}")
+    num_parameters = positive_int(num_parameters, "num_parameters")
     return num_parameters * ADAM_GRADIENT_TOLERANCE * ADAM_ENDPOINT_DISTANCE / 2
 
 
@@ -137,17 +130,18 @@ def _printed_half_unit(values) -> float:
 
 
 def _check_curve(curve, name: str, widths, names) -> None:
-    if not isinstance(curve, TheoryCurve):
-        raise ValueError(f"{name} must be a TheoryCurve, got {type(curve).__name__}")
+    if not isinstance(curve, TheorySweep) or curve.temperatures.size != 1 or curve.gp is None:
+        raise ValueError(f"{name} must be a TheorySweep at one temperature with its GP limit, got "
+                         f"{type(curve).__name__}")
     missing = [w for w in widths if w not in curve.widths]
     if missing:
         raise ValueError(f"{name} must be solved at the reference widths {list(widths)}, missing {missing}")
     if tuple(curve.names) != tuple(names):
         raise ValueError(f"{name} must have the paths {names} (figure order), got {curve.names}")
-    num_test = {p.test_mean.shape[0] for p in curve.points}
-    if num_test != {REFERENCE_NUM_TEST}:
+    num_test = curve.means["test"].shape[-1]
+    if num_test != REFERENCE_NUM_TEST:
         raise ValueError(f"{name} must be evaluated on the reference's {REFERENCE_NUM_TEST} test sequences, got "
-                         f"{sorted(num_test)}")
+                         f"{num_test}")
 
 
 def _entry(key: str, names) -> tuple[int, int]:
@@ -158,21 +152,21 @@ def _entry(key: str, names) -> tuple[int, int]:
 
 
 def compare_with_authors(
-    four_path: TheoryCurve, two_path: TheoryCurve, gp_accuracy: dict, overlaps: dict, head_scores,
+    four_path: TheorySweep, two_path: TheorySweep, gp_accuracy: dict, overlaps: dict, head_scores,
     *, reference: dict | None = None,
 ) -> list[AuthorsCodeRow]:
     """Every number of the reference next to the package's, each with its precision (see the module).
 
     Args:
-        four_path: :func:`~attnpaths.hmc.experiments.theory_curve` of the 4-path network on the authors' data
-            (train seed 27, ``P = 100``; test seed 59, 1000 sequences) at ``T = 0.01``, solved at least at the
-            reference's widths; ``U`` ``[n_w, 4, 4]`` in figure order g, d, a1, a2.
-        two_path: the same for the 2-path network on the ``sigma_perp = 5`` data; ``U`` ``[n_w, 2, 2]``.
+        four_path: :func:`~attnpaths.experiments.sweep.theory_sweep` of the 4-path network on the authors' data
+            (train seed 27, ``P = 100``; test seed 59, 1000 sequences) at ``T = 0.01`` with its GP limit, solved
+            at least at the reference's widths; figure order g, d, a1, a2.
+        two_path: the same for the 2-path network on the ``sigma_perp = 5`` data (paths g, d).
         gp_accuracy: :func:`~attnpaths.hmc.experiments.gp_lines` on the authors' data, ``{"all", "g", "g+d"}``
             accuracies as fractions.
-        overlaps: :func:`~attnpaths.hmc.experiments.pc_overlaps` at ``N = 10`` (4-path network), with
+        overlaps: :func:`~attnpaths.experiments.kernel_pcs.pc_overlaps` at ``N = 10`` (4-path network), with
             ``"finite_width"`` and ``"gp"`` ``[k]``, ``k >= 10``.
-        head_scores: :func:`~attnpaths.hmc.experiments.head_score_curve` of ``four_path``, ``[n_w, 2, 2]``
+        head_scores: :func:`~attnpaths.experiments.sweep.head_score_curve` of ``four_path``, ``[n_w, 2, 2]``
             (layer, head) in the order of ``four_path.widths``.
         reference: default :func:`load_authors_reference`.
 
@@ -209,15 +203,16 @@ def compare_with_authors(
         ref, curve = reference[key], curves[key]
         for k, width in enumerate(ref["widths"]):
             i = curve.index(width)
-            add(key, "accuracy (%)", width, ref["theory_accuracy_percent"][k], 100 * curve.accuracy[i],
+            add(key, "accuracy (%)", width, ref["theory_accuracy_percent"][k], 100 * curve.accuracy["test"][i, 0],
                 ACCURACY_HALF_UNIT)
+            U = curve.U_at(width)
             for entry, values in ref["U"].items():
                 a, b = _entry(entry, names)
-                add(key, f"U_{entry}", width, values[k], curve.U[i, a, b], u_precision)
-            add(key, "U_a", width, ref["U_a"][k], curve.points[i].solution.U_a, u_precision)
+                add(key, f"U_{entry}", width, values[k], U[a, b], u_precision)
+            add(key, "U_a", width, ref["U_a"][k], curve.U_a[i, 0], u_precision)
         for line, label in _GP_KEYS.items():
             if label in ref["gp_accuracy_percent"]:
-                package = gp_accuracy[line] if key == "four_path" else curve.gp_accuracy
+                package = gp_accuracy[line] if key == "four_path" else curve.gp.accuracy["test"][0, 0]
                 add(key, f"GP accuracy (%), {label}", None, ref["gp_accuracy_percent"][label], 100 * package,
                     ACCURACY_HALF_UNIT)
 
@@ -226,16 +221,16 @@ def compare_with_authors(
     for width, matrix in ref["U_layer2"].items():
         if width == "head_order":
             continue
-        U2 = four_path.points[four_path.index(int(width))].solution.U_layers[1]
+        U2 = four_path.U_layers[1][four_path.index(int(width)), 0]
         for a in range(2):
             for b in range(a, 2):
                 add(key, f"U_layer2[{heads[a]}, {heads[b]}]", int(width), matrix[a][b], U2[a, b], u_precision)
     actions = ref["action_over_width_at_minimum"]
     action_precision = _printed_half_unit(actions.values()) + adam_action_excess(
-        sum(U.size for U in four_path.points[0].solution.U_layers))
+        sum(U[0, 0].size for U in four_path.U_layers))
     for width, value in actions.items():
         N = int(width)
-        add(key, "S/N", N, value, four_path.points[four_path.index(N)].solution.action / N, action_precision)
+        add(key, "S/N", N, value, four_path.action[four_path.index(N), 0] / N, action_precision)
     for label, package in (("N=10", fw_overlaps), ("GP", gp_overlaps)):
         authors = ref["kernel_pc_label_overlap_first10"][label]
         if package.shape[0] < len(authors):
@@ -265,17 +260,18 @@ def reference_quantities(reference: dict | None = None, *, temperature: float = 
     temperature = positive_real(temperature, "temperature")
     train, test = paper_train_set(REFERENCE_NUM_TRAIN), paper_test_set(REFERENCE_NUM_TEST)
     data4 = path_data(four_path_network(train), train, test)
-    four = theory_curve(data4, reference["four_path"]["widths"], temperature, progress=False)
+    four = theory_sweep(data4, reference["four_path"]["widths"], [temperature], gp_limit=True, progress=False)
     train2 = paper_train_set(REFERENCE_NUM_TRAIN, sigma_perp=NOISY_SIGMA_PERP)
     test2 = paper_test_set(REFERENCE_NUM_TEST, sigma_perp=NOISY_SIGMA_PERP)
     data2 = path_data(two_path_network(train2), train2, test2)
-    two = theory_curve(data2, reference["two_path_sigma_perp_5"]["widths"], temperature, progress=False)
+    two = theory_sweep(data2, reference["two_path_sigma_perp_5"]["widths"], [temperature], gp_limit=True,
+                       progress=False)
     num_pcs = len(reference["four_path"]["kernel_pc_label_overlap_first10"]["GP"])
     return {
         "four_path": four,
         "two_path": two,
         "gp_accuracy": gp_lines(train, test, temperature),
-        "overlaps": pc_overlaps(data4, four.U_flat[four.index(PC_WIDTH)], num_pcs),
+        "overlaps": pc_overlaps(data4, four.U[four.index(PC_WIDTH), 0], num_pcs),
         "head_scores": head_score_curve(four, data4.network.heads),
     }
 

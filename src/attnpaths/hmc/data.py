@@ -36,43 +36,15 @@ opt_einsum installed) and on the BLAS library.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import torch
 
+from .._validation import even_int, nonnegative_real, positive_int, probability, torch_generator
+
 #: Seeds of the authors' training and test sets (``seed_everything`` in ``prepare_dataset_markov_optionE``).
 TRAIN_SEED = 27
 TEST_SEED = 59
-
-
-def _probability(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) <= 1.0:
-        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
-    return float(value)
-
-
-def _noise_strength(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) < math.inf:
-        raise ValueError(f"{name} must be a finite real number >= 0, got {value!r}")
-    return float(value)
-
-
-def _positive_int(value, name: str, *, even: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1 or (even and value % 2):
-        kind = "an even integer >= 2" if even else "an integer >= 1"
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
-    return int(value)
-
-
-def check_generator(generator) -> torch.Generator:
-    """Check that ``generator`` is a CPU ``torch.Generator`` (the authors draw all data on the CPU)."""
-    if not isinstance(generator, torch.Generator) or generator.device.type != "cpu":
-        raise ValueError(
-            "generator must be a CPU torch.Generator, e.g. torch.Generator().manual_seed(27), "
-            f"got {generator!r}"
-        )
-    return generator
 
 
 @dataclass(frozen=True)
@@ -101,11 +73,11 @@ class HMCTask:
 
     def __post_init__(self):
         for name in ("p_a_plus", "p_a_minus", "p_b_plus", "p_b_minus"):
-            object.__setattr__(self, name, _probability(getattr(self, name), name))
-        object.__setattr__(self, "seq_len", _positive_int(self.seq_len, "seq_len"))
-        object.__setattr__(self, "feature_width", _positive_int(self.feature_width, "feature_width", even=True))
+            object.__setattr__(self, name, probability(getattr(self, name), name))
+        object.__setattr__(self, "seq_len", positive_int(self.seq_len, "seq_len"))
+        object.__setattr__(self, "feature_width", even_int(self.feature_width, "feature_width"))
         for name in ("sigma_perp", "sigma_A", "sigma_B"):
-            object.__setattr__(self, name, _noise_strength(getattr(self, name), name))
+            object.__setattr__(self, name, nonnegative_real(getattr(self, name), name))
 
     @property
     def num_tokens(self) -> int:
@@ -232,12 +204,8 @@ def _hidden_states(task: HMCTask, num_examples: int, generator: torch.Generator)
 
 
 def _sample(task: HMCTask, num_examples: int, generator: torch.Generator, seed: int | None = None) -> HMCDataset:
-    if isinstance(num_examples, bool) or not isinstance(num_examples, numbers.Integral) or num_examples < 2 \
-            or num_examples % 2:
-        raise ValueError(
-            f"num_examples (P) must be an even integer >= 2 (half per class), got {num_examples!r}"
-        )
-    check_generator(generator)
+    even_int(num_examples, "num_examples (P, half per class)")
+    torch_generator(generator, cpu=True)
     num_examples = int(num_examples)
     states = _hidden_states(task, num_examples, generator)
     clean = torch.where((states == 1).unsqueeze(1), task.v_plus[None, :, None], task.v_minus[None, :, None])

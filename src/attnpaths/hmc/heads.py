@@ -37,7 +37,7 @@ import numbers
 
 import torch
 
-from .._validation import positive_real
+from .._validation import finite_real, nonnegative_real, positive_real
 from .data import HMCDataset, HMCTask
 
 #: The head versions of ``generate_attention_weights_markov_optionE``.
@@ -53,12 +53,6 @@ def _as_task(task) -> HMCTask:
     if isinstance(task, HMCTask):
         return task
     raise ValueError(f"task must be an HMCTask or an HMCDataset, got {type(task).__name__}")
-
-
-def _perturbation(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) < math.inf:
-        raise ValueError(f"{name} must be a finite real number >= 0, got {value!r}")
-    return float(value)
 
 
 def default_bos_strength(informative_strength: float = 1.0, position_strength: float = 1.0) -> float:
@@ -121,14 +115,13 @@ def hmc_head(
         raise ValueError(f"version must be one of {HEAD_VERSIONS}, got {version!r}")
     task = _as_task(task)
     beta = positive_real(beta, "beta")
-    p_I, p_P, p_O = (_perturbation(v, n) for v, n in ((p_I, "p_I"), (p_P, "p_P"), (p_O, "p_O")))
+    p_I, p_P, p_O = (nonnegative_real(v, n) for v, n in ((p_I, "p_I"), (p_P, "p_P"), (p_O, "p_O")))
     informative_strength = positive_real(informative_strength, "informative_strength")
     position_strength = positive_real(position_strength, "position_strength")
     if bos_strength is None:
         bos_strength = default_bos_strength(informative_strength, position_strength)
-    elif isinstance(bos_strength, bool) or not isinstance(bos_strength, numbers.Real) \
-            or not math.isfinite(bos_strength):
-        raise ValueError(f"bos_strength must be a finite real number or None, got {bos_strength!r}")
+    else:
+        bos_strength = finite_real(bos_strength, "bos_strength")
     perturbed = p_I > 0 or p_P > 0 or p_O > 0
     if perturbed and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
         raise ValueError(f"seed must be an integer >= 0 when a perturbation (p_I, p_P, p_O) is > 0, got {seed!r}")

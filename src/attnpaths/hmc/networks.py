@@ -23,9 +23,11 @@ from dataclasses import dataclass
 
 import torch
 
+from .._validation import nonnegative_real
 from ..attention import Attention, AttentionLayer
+from ..experiments.path_data import PathNetwork
 from ..paths import all_paths
-from .heads import PAPER_BETA, _as_task, _perturbation, hmc_head
+from .heads import PAPER_BETA, _as_task, hmc_head
 
 #: Order of the paths in every figure.
 PLOT_ORDER_NAMES = ("g", "d", "a1", "a2")
@@ -51,8 +53,8 @@ _GOOD_AND_DENOISING_LAYERS = ((_GOOD_HEAD, _DENOISING_HEAD), (_UNIFORM_HEAD,))
 
 
 @dataclass(frozen=True, eq=False)
-class HMCNetwork:
-    """A 2-layer HMC attention network with named paths.
+class HMCNetwork(PathNetwork):
+    """A 2-layer HMC attention network with named paths (a :class:`~attnpaths.experiments.path_data.PathNetwork`).
 
     Attributes:
         name: identifier, e.g. ``"four_path"``.
@@ -75,14 +77,6 @@ class HMCNetwork:
     perturbation: float
 
     @property
-    def heads(self) -> tuple[int, ...]:
-        return self.attention.heads
-
-    @property
-    def num_paths(self) -> int:
-        return self.attention.num_paths
-
-    @property
     def plot_order(self) -> tuple[int, ...]:
         """Flat path indices in figure order ``[g, d, a1, a2]`` (paths the network lacks are skipped):
         ``features[..., plot_order]`` or ``U[plot_order][:, plot_order]`` reorders for plotting."""
@@ -101,7 +95,7 @@ class HMCNetwork:
 
 def _network(dataset, name: str, label: str, layers, beta: float, perturbation: float) -> HMCNetwork:
     task = _as_task(dataset)
-    perturbation = _perturbation(perturbation, "perturbation")
+    perturbation = nonnegative_real(perturbation, "perturbation")
     weights = []
     for layer in layers:
         layer_weights = []

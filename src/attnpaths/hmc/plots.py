@@ -1,10 +1,12 @@
-"""Figures of the HMC chapter (Fig. 2 and its appendix), following the authors' plotting conventions:
-accuracy in % vs ``N`` on a log axis, theory blue ``x`` joined by a line, samples black dots on
-top, GP red horizontal lines; ``U`` heat maps in ``RdBu`` with limits ``+-max|U|`` and tick labels coloured
-by path; PC overlaps as paired bars (finite width blue, GP orange).
+"""Figures of the HMC chapter (Fig. 2 and its appendix) in the authors' plotting conventions: the
+task and the network drawn from data, the three GP lines' styles and the paths' colours, kernels, head scores
+and the finite-width shift of ``U``. Accuracy vs ``N``, ``U`` heat maps and PC overlaps are drawn by
+:mod:`attnpaths.experiments.plots`; :func:`plot_accuracy` and :func:`plot_order_parameters` add this task's
+styles to them.
 
 Every function returns the :class:`matplotlib.figure.Figure` it drew (or draws on the ``ax`` it is given) and
-computes nothing that is not plotted: the numbers come from :mod:`attnpaths.hmc.experiments`.
+computes nothing that is not plotted: the numbers come from :mod:`attnpaths.experiments` and
+:mod:`attnpaths.hmc.experiments`.
 """
 
 from __future__ import annotations
@@ -15,22 +17,14 @@ from matplotlib import pyplot as plt
 from matplotlib.colors import PowerNorm
 from matplotlib.patches import FancyBboxPatch
 
+from ..experiments import plots as layer_plots
+from ..experiments.plots import figure_and_axes
+from ..paths import all_paths
 from .data import HMCDataset
 from .networks import PATH_COLORS, PATH_LABELS, HMCNetwork
 
-THEORY_COLOR = "tab:blue"
-GP_COLOR = "tab:red"
-FW_BAR_COLOR = "tab:blue"
-GP_BAR_COLOR = "tab:orange"
 #: line styles of the three GP lines of Fig. 2c
 GP_STYLES = {"all": ("solid", "all paths, GP"), "g": ("dashed", "path g, GP"), "g+d": ("dotted", "paths g+d, GP")}
-
-
-def _axes(ax, figsize):
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
-        return fig, ax
-    return ax.figure, ax
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -131,8 +125,6 @@ def plot_network(network: HMCNetwork, x_example):
                     ha="center", va="center", fontsize=6.5, zorder=4)
     ax.text(0, height / 2, "input x\n(tokens)", ha="center", va="center", fontsize=8)
     ax.text(L + 1.15, height / 2, "last-token\nreadout a\n-> f(x)", ha="center", va="center", fontsize=8)
-    from ..paths import all_paths
-
     paths = all_paths(network.heads)
     spread = np.linspace(-0.12, 0.12, len(paths)) if len(paths) > 1 else [0.0]
     for k, (path, name) in enumerate(zip(paths, network.path_names)):
@@ -172,101 +164,21 @@ def plot_network(network: HMCNetwork, x_example):
 # accuracy vs N (Fig. 2c top, 2e)
 
 
-def plot_accuracy(
-    widths, theory, *, gp=None, band=None, gp_band=None, sampled=None, title="Classification accuracy",
-    theory_label="all paths, theory", sampled_label="all paths, sampled", theory_style="solid", gp_styles=None,
-    extra=None, ax=None,
-):
-    """Accuracy (%) vs ``N``.
-
-    Args:
-        widths, theory: the theory curve on the paper's data set (fractions in [0, 1]).
-        gp: ``{key: accuracy}`` GP lines (keys of :data:`GP_STYLES`, or any key with ``gp_styles``).
-        band: ``(low, high)`` arrays over widths: the spread of the theory over independent data sets.
-        gp_band: ``{key: (low, high)}`` the same for GP lines.
-        sampled: ``(widths, accuracy, mc_sd)`` posterior-sample points (black dots with Monte-Carlo error bars).
-        extra: list of ``(accuracy, label, color, linestyle)`` further theory-like curves (ablations).
-    """
-    fig, ax = _axes(ax, (5.2, 3.4))
-    styles = dict(GP_STYLES, **(gp_styles or {}))
-    widths = np.asarray(widths)
-    if band is not None:
-        ax.fill_between(widths, 100 * np.asarray(band[0]), 100 * np.asarray(band[1]), color=THEORY_COLOR,
-                        alpha=0.18, linewidth=0, label="theory, spread over data sets")
-    ax.plot(widths, 100 * np.asarray(theory), color=THEORY_COLOR, marker="x", linestyle=theory_style,
-            linewidth=1, markersize=5, label=theory_label)
-    for accuracy, label, color, linestyle in extra or []:
-        ax.plot(widths, 100 * np.asarray(accuracy), color=color, marker="x", linestyle=linestyle, linewidth=1,
-                markersize=5, label=label)
-    for key, value in (gp or {}).items():
-        linestyle, label = styles[key]
-        ax.axhline(100 * value, color=GP_COLOR, linestyle=linestyle, linewidth=1, label=label)
-        if gp_band and key in gp_band:
-            low, high = gp_band[key]
-            ax.axhspan(100 * low, 100 * high, color=GP_COLOR, alpha=0.08, linewidth=0)
-    if sampled is not None:
-        w, acc, err = (np.asarray(v) for v in sampled)
-        ax.errorbar(w, 100 * acc, yerr=100 * err, fmt="o", color="k", markersize=4, capsize=2, zorder=10,
-                    label=sampled_label)
-    ax.set_xscale("log")
-    ax.set_xlabel("N")
-    ax.set_ylabel("A (%)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=6.5, loc="upper right")
-    return fig
+def plot_accuracy(widths, theory, *, gp_styles=None, **options):
+    """Accuracy (%) vs ``N`` (:func:`attnpaths.experiments.plots.plot_accuracy`) with the GP lines of Fig. 2c
+    styled as the authors' (:data:`GP_STYLES`; ``gp_styles`` adds or overrides keys)."""
+    return layer_plots.plot_accuracy(widths, theory, gp_styles=dict(GP_STYLES, **(gp_styles or {})), **options)
 
 
 # --------------------------------------------------------------------------------------------------------
 # U heat maps (Fig. 2c bottom, appendix)
 
 
-def _label_ticks(ax, names):
-    ticks = range(len(names))
-    ax.set_xticks(ticks, names)
-    ax.set_yticks(ticks, names)
-    for tick, name in zip(ax.get_xticklabels(), names):
-        tick.set_color(PATH_COLORS.get(name, "k"))
-    for tick, name in zip(ax.get_yticklabels(), names):
-        tick.set_color(PATH_COLORS.get(name, "k"))
-
-
 def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: bool = True):
-    """One ``U`` heat map per matrix (``RdBu``), path-labelled axes.
-
-    Args:
-        limits: colour limit ``+-v`` per panel (default ``max|U|`` of each panel).
-    """
-    matrices = [np.asarray(U) for U in matrices]
-    fig, axes = plt.subplots(1, len(matrices), figsize=(2.6 * len(matrices), 2.6), layout="constrained",
-                             squeeze=False)
-    limits = [np.abs(U).max() for U in matrices] if limits is None else list(limits)
-    for ax, U, title, vmax in zip(axes[0], matrices, titles, limits):
-        image = ax.imshow(U, cmap="RdBu", vmin=-vmax, vmax=vmax)
-        _label_ticks(ax, names)
-        ax.set_title(title, fontsize=9)
-        if annotate:
-            for (i, j), value in np.ndenumerate(U):
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6.5,
-                        color="white" if abs(value) > 0.6 * vmax else "k")
-        fig.colorbar(image, ax=ax, shrink=0.8)
-    return fig
-
-
-# --------------------------------------------------------------------------------------------------------
-# Fig. 2d
-
-
-def plot_pc_overlap(finite_width, gp, *, width=10, ax=None):
-    """Paired bars: overlap of the kernel PCs with the labels, finite width (blue) vs GP (orange)."""
-    fig, ax = _axes(ax, (5.2, 3.0))
-    k = np.arange(1, len(finite_width) + 1)
-    ax.bar(k - 0.175, finite_width, width=0.35, color=FW_BAR_COLOR, label=f"N = {width}")
-    ax.bar(k + 0.175, gp, width=0.35, color=GP_BAR_COLOR, label="GP limit")
-    ax.set_xlabel("PC rank")
-    ax.set_ylabel("Overlap")
-    ax.set_title("overlap of kernel PCs with task labels", fontsize=10)
-    ax.legend(fontsize=7)
-    return fig
+    """One ``U`` heat map per matrix (:func:`attnpaths.experiments.plots.plot_order_parameters`), tick labels
+    coloured by path (:data:`~attnpaths.hmc.networks.PATH_COLORS`)."""
+    return layer_plots.plot_order_parameters(matrices, titles, names, limits=limits, annotate=annotate,
+                                             colors=PATH_COLORS)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -290,7 +202,7 @@ def plot_kernels(kernels: dict, *, width=10):
 
 def plot_head_scores(widths, scores, labels, *, ax=None):
     """Normalised head scores (sec-head-scores) vs ``N``, one line per head."""
-    fig, ax = _axes(ax, (5.2, 3.0))
+    fig, ax = figure_and_axes(ax, (5.2, 3.0))
     flat = np.asarray(scores).reshape(len(widths), -1)
     valid = ~np.isnan(flat).any(axis=0)
     for column, label in zip(np.flatnonzero(valid), labels):
@@ -307,8 +219,8 @@ def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, exact
     """``N (U_sampled - U_theory) / U_theory`` on the diagonal vs ``N``: a shift of order ``1/N`` is a level
     line. Error bars ``N * errors`` (Monte-Carlo standard errors); ``exact`` (same shape as ``relative_shift``):
     the shift of the exact posterior mean (:mod:`attnpaths.order_parameter_posterior`), drawn as lines;
-    dashed: ``+-(n + 1)``, the scale of the Wishart correction (:func:`attnpaths.hmc.experiments.finite_width_epsilon`)."""
-    fig, ax = _axes(ax, (5.2, 3.0))
+    dashed: ``+-(n + 1)``, the scale of the Wishart correction (:func:`attnpaths.experiments.sampling.finite_width_epsilon`)."""
+    fig, ax = figure_and_axes(ax, (5.2, 3.0))
     widths = np.asarray(widths, dtype=float)
     scaled = widths[:, None] * np.asarray(relative_shift)
     for k, name in enumerate(names):
@@ -330,6 +242,56 @@ def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, exact
     ax.set_ylabel("N (sampled - theory) / theory")
     ax.set_title("finite-width shift of the diagonal of U", fontsize=10)
     ax.legend(fontsize=7, ncols=2)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------------
+# The model chapter: heads and paths on one sequence
+
+
+def plot_head_matrices(matrices: dict):
+    """Attention matrices of several heads on one sequence, side by side with one colour bar.
+
+    Args:
+        matrices: ``{head name: [T+1, T+1] matrix}`` (key ``s`` down, query ``t`` across, token 0 = BOS).
+    """
+    fig, axes = plt.subplots(1, len(matrices), figsize=(3.2 * len(matrices), 3.8), layout="constrained")
+    axes = np.atleast_1d(axes)
+    for ax, (name, m) in zip(axes, matrices.items()):
+        image = ax.imshow(np.asarray(m), cmap="viridis", vmin=0, vmax=1, origin="upper")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("query token $t$")
+    axes[0].set_ylabel("key token $s$")
+    fig.colorbar(image, ax=axes, shrink=0.8, label=r"$\Omega_{st}$")
+    return fig
+
+
+def plot_path_features(network: HMCNetwork, path_attention, projection, y, *, direction_label: str):
+    """Left: the path attention vectors of one sequence; right: histograms of the path features of a data set
+    projected on one direction, by class.
+
+    Args:
+        network: the network (path names, colours, labels and plotting order).
+        path_attention: ``[paths, T+1]`` path attention of one sequence.
+        projection: ``[P, paths]`` projected path features; y: ``[P]`` labels ``+-1``.
+        direction_label: the direction's name for the axis label (TeX allowed).
+    """
+    path_attention, projection, y = np.asarray(path_attention), np.asarray(projection), np.asarray(y)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+    for i in network.plot_order:
+        axes[0].plot(path_attention[i], "o-", ms=3, color=network.path_colors[i],
+                     label=f"{network.path_names[i]} ({network.path_labels[i]})")
+    axes[0].set(xlabel="token $s$ (0 = BOS)", ylabel=r"$\omega_{\pi,s}$", title="path attention, one sequence")
+    axes[0].legend(fontsize=7)
+    for i in network.plot_order:
+        name = network.path_names[i]
+        for sign, style in ((1, "-"), (-1, "--")):
+            axes[1].hist(projection[y * sign > 0, i], bins=25, histtype="step", color=network.path_colors[i],
+                         lw=1.5, ls=style, label=f"{name}, y={sign:+d}")
+    axes[1].set(xlabel=rf"$\xi_\pi(x) \cdot {direction_label}$", ylabel="sequences",
+                title=f"path features along ${direction_label}$")
+    axes[1].legend(fontsize=6, ncol=2)
+    fig.tight_layout()
     return fig
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import scipy
 from tqdm import tqdm
 
+from .._validation import int_at_least
 from . import glyphs
 from .imagesets import SPLITS, ImageClasses, ImageDataset
 from .omniglot import read_omniglot
@@ -55,16 +56,13 @@ class GlyphDatasetConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if not isinstance(self.instances_per_class, int) or self.instances_per_class < 2:
-            raise ValueError(f"instances_per_class must be an integer >= 2, got {self.instances_per_class!r}")
-        if not isinstance(self.image_size, int) or self.image_size < 8:
-            raise ValueError(f"image_size must be an integer >= 8, got {self.image_size!r}")
+        int_at_least(self.instances_per_class, "instances_per_class", 2)
+        int_at_least(self.image_size, "image_size", 8)
         if self.alphabets is not None:
             object.__setattr__(self, "alphabets", tuple(self.alphabets))
             for name in self.alphabets:
                 glyphs.alphabet_by_name(name)
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        int_at_least(self.seed, "seed", 0)
 
     def parameters(self) -> dict:
         """Everything that determines the arrays, as plain JSON-able values (the cache key's input)."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.datasets import load_digits
 
+from .._validation import int_at_least
 from .rendering import resize_images
 
 
@@ -48,8 +49,7 @@ def load_digit_pairs(digits: tuple[int, int] = (0, 1), *, image_size: int = 32, 
     digits = tuple(int(d) for d in digits)
     if len(digits) != 2 or digits[0] == digits[1] or not all(0 <= d <= 9 for d in digits):
         raise ValueError(f"digits must be two distinct digits in 0..9, got {digits!r}")
-    if not isinstance(image_size, int) or image_size < 8:
-        raise ValueError(f"image_size must be an integer >= 8, got {image_size!r}")
+    int_at_least(image_size, "image_size", 8)
     data = load_digits()
     images = data.images.astype(np.float32) / 16.0
     if invert:

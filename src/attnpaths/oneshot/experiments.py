@@ -14,30 +14,27 @@ Building blocks, each usable on its own:
 * :func:`head_relabelings`, :func:`pattern_similarity`, :func:`spearman_permutation_test`: the statistics
   behind the claims about the trained model.
 
-The generic pieces of :mod:`attnpaths.hmc.experiments` (``PathData``, ``sample_posterior``, ``pc_overlaps``)
-are reused through :class:`OneShotNetwork`, which offers the attributes they read from a network
-(``attention``, ``heads``, ``path_names``, ``plot_order``, ``name``). Every ``U`` here is in the flat path
-order (``h_1`` slowest), which is also the figure order of this task (path label ``"h1,h2"``, 1-based).
+The theory grid, the samples and the kernel PCs run on the experiment layer (:mod:`attnpaths.experiments`):
+:class:`OneShotNetwork` is a :class:`~attnpaths.experiments.path_data.PathNetwork` and the episodes' path
+features a :class:`~attnpaths.experiments.path_data.PathData`. Every ``U`` here is in the flat path order
+(``h_1`` slowest), which is also the figure order of this task (path label ``"h1,h2"``, 1-based).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import numbers
-import time
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from .._validation import as_float64_array
+from .._validation import as_float64_array, even_int, int_at_least, numpy_generator, positive_int
 from ..attention import Attention
-from ..engine import map_tasks, task_generator
-from ..hmc import experiments as hmc_ex
+from ..experiments import sampling
+from ..experiments.path_data import PathData, PathNetwork
+from ..experiments.sweep import TheorySweep, theory_sweep
 from ..paths import all_paths, path_features
-from ..theory import CertificateWarning, classification_accuracy, solve
 from .digits import DigitPairs
 from .imagesets import ImageDataset
 from .model import SumHeadTransformer
@@ -60,37 +57,14 @@ AUTHORS_SINGLE_HEAD_DROPS = (2.0, 0.8, 4.3, 8.4, 7.8, 7.3, 9.5, 8.9)
 EVALUATION_SPLITS = ("validation", "test", "ood")
 
 
-def _count(value, name: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
-    return int(value)
-
-
-def _increasing(values, name: str, *, integer: bool) -> tuple:
-    try:
-        values = tuple(values)
-    except TypeError as err:
-        raise ValueError(f"{name} must be a sequence of numbers, got {values!r}") from err
-    kind = numbers.Integral if integer else numbers.Real
-    if not values or any(isinstance(v, bool) or not isinstance(v, kind) or not v > 0 for v in values):
-        raise ValueError(f"{name} must be a non-empty sequence of positive {'integers' if integer else 'numbers'}, "
-                         f"got {values!r}")
-    if list(values) != sorted(set(values)):
-        raise ValueError(f"{name} must be strictly increasing, got {values!r}")
-    return tuple(int(v) if integer else float(v) for v in values)
-
-
 # --------------------------------------------------------------------------------------------------------
 # the theory network and the episodes
 
 
 @dataclass(frozen=True)
-class OneShotNetwork:
+class OneShotNetwork(PathNetwork):
     """The theory network of the one-shot task (sec-oneshot-theory): the trained model's query/key maps as fixed
-    attention (qk form, average pooling), ``L = 2`` layers of ``H = 4`` heads, 16 paths.
-
-    It offers what :mod:`attnpaths.hmc.experiments` reads from a network, so that its ``PathData``,
-    ``sample_posterior`` and ``pc_overlaps`` serve this task unchanged.
+    attention (qk form, average pooling), ``L = 2`` layers of ``H = 4`` heads, 16 paths, shown in flat order.
     """
 
     attention: Attention
@@ -101,22 +75,9 @@ class OneShotNetwork:
             raise ValueError(f"attention must be an attnpaths.attention.Attention, got {type(self.attention).__name__}")
 
     @property
-    def heads(self) -> tuple[int, ...]:
-        return self.attention.heads
-
-    @property
-    def num_paths(self) -> int:
-        return self.attention.num_paths
-
-    @property
     def path_names(self) -> tuple[str, ...]:
         """``"h1,h2"`` with 1-based heads, in flat path order (eq-path-form)."""
         return tuple(",".join(str(h + 1) for h in path) for path in all_paths(self.heads))
-
-    @property
-    def plot_order(self) -> tuple[int, ...]:
-        """Figures show the paths in flat order."""
-        return tuple(range(self.num_paths))
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,9 +111,7 @@ def class_sorted_sequences(classes, n: int, encoder: SequenceEncoder, rng: np.ra
     Draws episodes in blocks of ``n`` until each target has ``n/2`` of them, then keeps the first ``n/2`` of
     each (in the order drawn), so the result depends only on ``rng``'s state and ``n``.
     """
-    n = _count(n, "n", 2)
-    if n % 2:
-        raise ValueError(f"n must be even (half of each target), got {n}")
+    n = even_int(n, "n (half of each target)")
     blocks = []
     while True:
         blocks.append(sample_sequences(classes, n, encoder, rng))
@@ -187,7 +146,7 @@ def draw_episodes(
         seed: the seed of the three streams.
         digits: out-of-distribution digit pairs (:func:`attnpaths.oneshot.digits.load_digit_pairs`), or None.
     """
-    seed = _count(seed, "seed", 0)
+    seed = int_at_least(seed, "seed", 0)
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)]
     return Episodes(
         train=class_sorted_sequences(dataset.train, num_train, encoder, rngs[0]),
@@ -197,133 +156,24 @@ def draw_episodes(
     )
 
 
-@dataclass(frozen=True, eq=False)
-class EpisodeFeatures:
-    """Path features (eq-path-features) of every split under one network.
-
-    Attributes:
-        network: the :class:`OneShotNetwork`.
-        features: ``{split: [B, N0, n_paths]}``; ``y``: ``{split: [B]}`` (float64 tensors).
-    """
-
-    network: OneShotNetwork
-    features: dict
-    y: dict
-
-    @property
-    def splits(self) -> tuple[str, ...]:
-        return tuple(s for s in EVALUATION_SPLITS if s in self.features)
-
-    def path_data(self, split: str = "test") -> hmc_ex.PathData:
-        """The training features with one evaluation split as ``PathData`` (for the HMC chapter's tools)."""
-        if split not in self.splits:
-            raise ValueError(f"split must be one of {self.splits}, got {split!r}")
-        return hmc_ex.PathData(network=self.network, features=self.features["train"], y=self.y["train"],
-                               features_test=self.features[split], y_test=self.y[split])
-
-
-def episode_features(episodes: Episodes, attention: Attention) -> EpisodeFeatures:
-    """Path features of the training, validation, test and (if drawn) OOD episodes."""
+def episode_features(episodes: Episodes, attention: Attention) -> PathData:
+    """Path features of the training episodes, and of the validation, test and (if drawn) OOD episodes as the
+    evaluation splits (in that order), under the theory network of ``attention``."""
     network = OneShotNetwork(attention)
     names = ("train",) + tuple(s for s in EVALUATION_SPLITS if getattr(episodes, s) is not None)
     features = {s: path_features(episodes.split(s).x, attention) for s in names}
     y = {s: episodes.split(s).y.to(torch.float64) for s in names}
-    return EpisodeFeatures(network, features, y)
+    return PathData(network, features["train"], y["train"], {s: (features[s], y[s]) for s in names[1:]})
 
 
 # --------------------------------------------------------------------------------------------------------
 # the theory on a grid of widths and temperatures
 
 
-@dataclass(frozen=True, eq=False)
-class TemperatureGrid:
-    """The theory (or its GP limit) at every (width, temperature).
-
-    Attributes:
-        widths: ``[n_w]`` (``inf`` for the GP limit); temperatures: ``[n_T]``.
-        accuracy: ``{split: [n_w, n_T]}`` accuracy of the mean predictor (eq-predictor).
-        mse: ``{split: [n_w, n_T]}`` mean squared error ``<(f - y)^2>`` of the mean predictor.
-        means: ``{split: [n_w, n_T, B]}`` the mean predictors.
-        U: ``[n_w, n_T, n, n]`` the minimising ``U_1`` (flat path order).
-        converged: ``[n_w, n_T]`` the solver's certificate; solve_seconds: ``[n_w, n_T]``.
-        warm_started: ``[n_w, n_T]`` whether the point started from the neighbouring temperature's minimiser;
-        iterations: ``[n_w, n_T]`` Newton iterations.
-    """
-
-    widths: np.ndarray
-    temperatures: np.ndarray
-    accuracy: dict
-    mse: dict
-    means: dict = field(repr=False)
-    U: np.ndarray = field(repr=False)
-    converged: np.ndarray = field(repr=False)
-    solve_seconds: np.ndarray = field(repr=False)
-    warm_started: np.ndarray = field(repr=False)
-    iterations: np.ndarray = field(repr=False)
-
-    def index(self, width) -> int:
-        hits = np.flatnonzero(self.widths == width)
-        if hits.size == 0:
-            raise ValueError(f"width must be one of the solved widths {self.widths.tolist()}, got {width!r}")
-        return int(hits[0])
-
-
-def _solve_point(data: EpisodeFeatures, width, temperature, initial, max_iterations):
-    with warnings.catch_warnings():
-        # an uncertified point is kept, marked in `converged` and never selected (select_temperature)
-        warnings.simplefilter("ignore", CertificateWarning)
-        return solve(data.features["train"], data.y["train"], heads=data.network.heads, widths=width,
-                     temperature=temperature, initial=initial, max_iterations=max_iterations, on_failure="warn")
-
-
-def grid_row(data: EpisodeFeatures, width, temperatures, warm_start: bool, max_iterations: int) -> dict:
-    """The theory at one width and every temperature (one task of :func:`theory_grid`): ``{"U": [n_T, n, n],
-    "converged", "warm_started", "iterations", "solve_seconds": [n_T], "means": {split: [n_T, B]}}``."""
-    n_T, n = len(temperatures), data.network.num_paths
-    row = {"U": np.zeros((n_T, n, n)), "converged": np.zeros(n_T, dtype=bool), "warm_started": np.zeros(n_T, dtype=bool),
-           "iterations": np.zeros(n_T, dtype=int), "solve_seconds": np.zeros(n_T),
-           "means": {s: np.zeros((n_T, data.y[s].shape[0])) for s in data.splits}}
-    previous = None
-    # from the highest temperature down: the minimiser moves smoothly with T, so the solution at the
-    # previous temperature is a close starting point (the GP values are the start when there is none)
-    for j in reversed(range(n_T)):
-        start = time.perf_counter()
-        initial = previous if (warm_start and math.isfinite(width)) else None
-        sol = _solve_point(data, width, temperatures[j], initial, max_iterations)
-        if initial is not None and not sol.converged:
-            initial = None
-            sol = _solve_point(data, width, temperatures[j], None, max_iterations)
-        row["solve_seconds"][j] = time.perf_counter() - start
-        row["warm_started"][j] = initial is not None
-        row["iterations"][j] = sol.iterations
-        previous = [torch.as_tensor(u) for u in sol.U_layers] if sol.converged else None
-        row["U"][j] = sol.U
-        row["converged"][j] = sol.converged
-        for s in data.splits:
-            row["means"][s][j] = sol.predict(data.features[s])[0]
-    return row
-
-
-def _grid(data: EpisodeFeatures, widths, temperatures, progress: bool, desc: str, warm_start: bool,
-          max_iterations: int) -> TemperatureGrid:
-    rows = map_tasks(grid_row, [dict(width=width) for width in widths], description=desc, progress=progress,
-                     shared=dict(data=data, temperatures=list(temperatures), warm_start=warm_start,
-                                 max_iterations=max_iterations))
-    means = {s: np.stack([r["means"][s] for r in rows]) for s in data.splits}
-    labels = {s: data.y[s].numpy() for s in data.splits}
-    acc = {s: np.array([[classification_accuracy(m, labels[s]) for m in row] for row in means[s]]) for s in means}
-    mse = {s: np.mean((means[s] - labels[s]) ** 2, axis=-1) for s in means}
-    stacked = {key: np.stack([r[key] for r in rows]) for key in ("U", "converged", "solve_seconds", "warm_started",
-                                                                 "iterations")}
-    return TemperatureGrid(np.array(widths, dtype=float), np.array(temperatures, dtype=float), acc, mse, means,
-                           stacked["U"], stacked["converged"], stacked["solve_seconds"], stacked["warm_started"],
-                           stacked["iterations"])
-
-
-def theory_grid(data: EpisodeFeatures, widths=PAPER_WIDTHS, temperatures=PAPER_TEMPERATURES, *,
-                warm_start: bool = True, max_iterations: int = 200, progress: bool = True) -> TemperatureGrid:
-    """Solve the theory (eq-action) at every width and temperature; evaluate the mean predictor (eq-predictor) on
-    every split.
+def theory_grid(data: PathData, widths=PAPER_WIDTHS, temperatures=PAPER_TEMPERATURES, *,
+                warm_start: bool = True, max_iterations: int = 200, progress: bool = True) -> TheorySweep:
+    """The theory (eq-action) at every width and temperature, with the mean predictor (eq-predictor) on every split: the
+    :func:`~attnpaths.experiments.sweep.theory_sweep` of the one-shot chapter, one engine task per width.
 
     With ``warm_start`` the temperatures of one width are solved from the highest down, each starting from
     the previous certified minimiser (a start that fails to certify is retried from the GP values, the
@@ -333,16 +183,14 @@ def theory_grid(data: EpisodeFeatures, widths=PAPER_WIDTHS, temperatures=PAPER_T
     A point whose minimiser is not certified (the solver's gradient or Hessian test fails) keeps the
     solver's last iterate and is marked ``False`` in ``converged``; :func:`selected` never chooses it.
     """
-    widths = _increasing(widths, "widths", integer=True)
-    temperatures = _increasing(temperatures, "temperatures", integer=False)
-    max_iterations = _count(max_iterations, "max_iterations", 1)
-    return _grid(data, widths, temperatures, progress, "theory (N, T)", warm_start, max_iterations)
+    return theory_sweep(data, widths, temperatures, warm_start=warm_start, keep_uncertified=True,
+                        max_iterations=max_iterations, on_engine=True, description="theory (N, T)", progress=progress)
 
 
-def gp_grid(data: EpisodeFeatures, temperatures=PAPER_GP_TEMPERATURES) -> TemperatureGrid:
-    """The GP limit (eq-gp, ``U = I``) at every temperature, as a one-width :class:`TemperatureGrid`."""
-    temperatures = _increasing(temperatures, "temperatures", integer=False)
-    return _grid(data, (math.inf,), temperatures, False, "GP", False, 1)
+def gp_grid(data: PathData, temperatures=PAPER_GP_TEMPERATURES) -> TheorySweep:
+    """The GP limit (eq-gp), ``U = I`` at every temperature, as a one-width :class:`TheorySweep`."""
+    return theory_sweep(data, (math.inf,), temperatures, keep_uncertified=True, max_iterations=1, on_engine=True,
+                        description="GP", progress=False)
 
 
 def select_temperature(accuracy, mse=None, allowed=None) -> np.ndarray:
@@ -375,7 +223,7 @@ def select_temperature(accuracy, mse=None, allowed=None) -> np.ndarray:
     return np.array(chosen, dtype=int)
 
 
-def selected(grid: TemperatureGrid, on: str = "validation") -> dict:
+def selected(grid: TheorySweep, on: str = "validation") -> dict:
     """The grid at the temperature chosen on split ``on`` for every width (:func:`select_temperature`),
     among the certified points.
 
@@ -398,18 +246,11 @@ def selected(grid: TemperatureGrid, on: str = "validation") -> dict:
     }
 
 
-def sampled_width(data: "hmc_ex.PathData", width: int, temperature: float, seed: int, num_warmup: int,
-                  num_samples: int, num_chains: int, device="cpu") -> "hmc_ex.SampledPoint":
-    """Posterior samples of the network at width ``width`` and its selected ``temperature``
-    (:func:`attnpaths.hmc.experiments.sample_posterior`), from a generator seeded with
-    :func:`~attnpaths.engine.task_seed` ``(seed, width)``: one task of :func:`sample_widths`."""
-    return hmc_ex.sample_posterior(data, width, temperature, task_generator(seed, width), num_warmup=num_warmup,
-                                   num_samples=num_samples, num_chains=num_chains, progress=False, device=device)
-
-
-def sample_widths(data: "hmc_ex.PathData", widths, temperatures, seed: int, *, warmup, draws, chains,
+def sample_widths(data: PathData, widths, temperatures, seed: int, *, warmup, draws, chains,
                   progress: bool = True, device="cpu") -> dict:
-    """:func:`sampled_width` at every width (one task per width, :func:`~attnpaths.engine.map_tasks`).
+    """Posterior samples of the network at every sampled width and its selected temperature
+    (:func:`attnpaths.experiments.sampling.sample_widths`, one engine task per width, the generator of width
+    ``N`` seeded with :func:`~attnpaths.engine.task_seed` ``(seed, N)``; no exact order-parameter run).
 
     Args:
         widths, temperatures, warmup, draws, chains: one entry per sampled width.
@@ -422,11 +263,10 @@ def sample_widths(data: "hmc_ex.PathData", widths, temperatures, seed: int, *, w
     if len({len(c) for c in columns}) != 1:
         raise ValueError("widths, temperatures, warmup, draws and chains must have one entry per sampled width, got "
                          f"lengths {[len(c) for c in columns]}")
-    tasks = [dict(width=int(w), temperature=float(T), num_warmup=int(a), num_samples=int(b), num_chains=int(c))
-             for w, T, a, b, c in zip(*columns)]
-    points = map_tasks(sampled_width, tasks, description="sampled widths",
-                       shared=dict(data=data, seed=seed, device=device), progress=progress)
-    return {task["width"]: point for task, point in zip(tasks, points)}
+    plans = [sampling.SamplingPlan(int(w), int(a), int(b), int(c)) for w, a, b, c in zip(widths, warmup, draws, chains)]
+    points, _ = sampling.sample_widths(data, plans, [float(T) for T in temperatures], seed, progress=progress,
+                                       device=device)
+    return points
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -579,9 +419,8 @@ def score_order(scores) -> list[tuple[int, int]]:
 
 def random_orders(heads, num_orders: int, rng: np.random.Generator) -> list[list[tuple[int, int]]]:
     """``num_orders`` uniformly random orders of all heads, drawn from ``rng``."""
-    num_orders = _count(num_orders, "num_orders", 1)
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    num_orders = positive_int(num_orders, "num_orders")
+    numpy_generator(rng)
     pairs = all_heads(heads)
     return [[pairs[i] for i in rng.permutation(len(pairs))] for _ in range(num_orders)]
 

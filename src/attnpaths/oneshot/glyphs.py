@@ -21,6 +21,7 @@ import matplotlib
 import numpy as np
 from matplotlib.ft2font import FT2Font, LoadFlags
 
+from .._validation import positive_int
 from .imagesets import SPLITS
 from .rendering import IDENTITY_DISTORTION, DistortionConfig, render_instance
 
@@ -322,8 +323,7 @@ def character_table(
         if isinstance(alphabets, str):
             alphabets = (alphabets,)
         selected = tuple(alphabet_by_name(name) for name in alphabets)
-    if not isinstance(max_per_alphabet, int) or max_per_alphabet < 1:
-        raise ValueError(f"max_per_alphabet must be an integer >= 1, got {max_per_alphabet!r}")
+    positive_int(max_per_alphabet, "max_per_alphabet")
     if not 0 < duplicate_similarity <= 1:
         raise ValueError(f"duplicate_similarity must be in (0, 1], got {duplicate_similarity!r}")
 

@@ -23,6 +23,7 @@ import math
 import torch
 from torch import nn
 
+from .._validation import positive_int
 from ..attention import Attention, AttentionLayer
 
 
@@ -64,8 +65,7 @@ class SumHeadTransformer(nn.Module):
             ("input_width", input_width), ("width", width), ("qk_width", qk_width),
             ("num_layers", num_layers), ("num_heads", num_heads),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            positive_int(value, name)
         self.hyperparameters = {
             "input_width": input_width, "width": width, "qk_width": qk_width,
             "num_layers": num_layers, "num_heads": num_heads,

@@ -19,6 +19,7 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
+from .._validation import int_at_least
 from .imagesets import ImageClasses, ImageDataset
 from .rendering import resize_images
 
@@ -85,8 +86,7 @@ def read_omniglot(
             f"validation_alphabets must be an integer in [0, {len(background) - 1}] for the "
             f"{len(background)} background alphabets, got {validation_alphabets!r}"
         )
-    if not isinstance(instances_per_class, int) or instances_per_class < 2:
-        raise ValueError(f"instances_per_class must be an integer >= 2, got {instances_per_class!r}")
+    int_at_least(instances_per_class, "instances_per_class", 2)
     n_train = len(background) - validation_alphabets
     total = sum(
         len(_subfolders(os.path.join(folders[key], a)))

@@ -1,7 +1,7 @@
-"""Figures of the one-shot chapter (Fig. 3 and its appendix) that the HMC chapter's figures do not cover.
+"""Figures of the one-shot chapter (Fig. 3 and its appendix) that the experiment layer's figures do not cover.
 
-Accuracy vs ``N``, ``U`` heat maps and PC overlaps reuse :mod:`attnpaths.hmc.plots` (the authors' plotting
-conventions). Every function returns the :class:`matplotlib.figure.Figure` it drew and computes
+Accuracy vs ``N``, ``U`` heat maps and PC overlaps are drawn by :mod:`attnpaths.experiments.plots` (the authors'
+plotting conventions). Every function returns the :class:`matplotlib.figure.Figure` it drew and computes
 nothing that is not plotted: the numbers come from :mod:`attnpaths.oneshot.experiments`.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
-from ..hmc import plots as hmc_plots
+from ..experiments import plots as layer_plots
 from .sequences import Sequences
 
 SCORE_COLOR = "tab:blue"
@@ -59,9 +59,9 @@ def plot_task(episodes: Sequences, *, num_episodes: int = 3, token_example: int 
 
 def plot_order_parameters(matrices, titles, names, *, limits=None):
     """``U`` heat maps side by side (Fig. 3c), symmetric colour scales ``+-limits`` (default ``max|U|`` of
-    each panel), path-labelled axes (:func:`attnpaths.hmc.plots.plot_order_parameters` without numbers, small
-    rotated tick labels)."""
-    fig = hmc_plots.plot_order_parameters(matrices, titles, names, annotate=False, limits=limits)
+    each panel), path-labelled axes (:func:`attnpaths.experiments.plots.plot_order_parameters` without numbers,
+    small rotated tick labels)."""
+    fig = layer_plots.plot_order_parameters(matrices, titles, names, annotate=False, limits=limits)
     fig.set_size_inches(3.3 * len(matrices), 3.1)
     for ax in fig.axes[: len(matrices)]:  # the image axes (their colour bars come after them)
         ax.tick_params(labelsize=6)

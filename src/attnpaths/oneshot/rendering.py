@@ -21,6 +21,8 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
+from .._validation import positive_int
+
 #: Names of the per-instance distortion parameters, in the order of :func:`sample_distortion`'s output.
 DISTORTION_NAMES = ("scale", "aspect", "rotation", "shear", "shift_y", "shift_x", "stroke_threshold")
 
@@ -70,8 +72,7 @@ class DistortionConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.elastic_smoothness <= 0:
             raise ValueError(f"elastic_smoothness must be > 0, got {self.elastic_smoothness!r}")
-        if not isinstance(self.supersampling, int) or self.supersampling < 1:
-            raise ValueError(f"supersampling must be an integer >= 1, got {self.supersampling!r}")
+        positive_int(self.supersampling, "supersampling")
 
     def as_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .._validation import int_at_least, positive_int
 from .digits import DigitPairs
 from .imagesets import ImageClasses
 
@@ -69,8 +70,7 @@ class SequenceEncoder:
     channels: int = 1
 
     def __post_init__(self):
-        if isinstance(self.channels, bool) or not isinstance(self.channels, (int, np.integer)) or self.channels < 1:
-            raise ValueError(f"channels must be a positive integer, got {self.channels!r}")
+        positive_int(self.channels, "channels")
         if self.image_size % self.patch_size:
             raise ValueError(f"patch_size must divide image_size={self.image_size}, got {self.patch_size}")
         emb = np.asarray(self.label_embedding, dtype=np.float64)
@@ -83,10 +83,8 @@ class SequenceEncoder:
                channels: int = 1) -> SequenceEncoder:
         """An encoder with a fresh ``N(0, 1)`` label embedding ``[3, channels * patch_size^2]`` drawn from
         ``rng``."""
-        if not isinstance(patch_size, int) or patch_size < 1:
-            raise ValueError(f"patch_size must be a positive integer, got {patch_size!r}")
-        if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
-            raise ValueError(f"channels must be a positive integer, got {channels!r}")
+        positive_int(patch_size, "patch_size")
+        positive_int(channels, "channels")
         return cls(rng.standard_normal((3, channels * patch_size * patch_size)), patch_size, image_size,
                    channels=channels)
 
@@ -221,8 +219,7 @@ def sample_episodes(classes: ImageClasses, n: int, rng: np.random.Generator):
     C, I = classes.num_classes, classes.instances_per_class
     if C < 2 or I < 2:
         raise ValueError(f"classes must hold >= 2 classes with >= 2 instances each, got {C} x {I}")
-    if not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n must be a non-negative integer, got {n!r}")
+    int_at_least(n, "n", 0)
     first = rng.integers(C, size=n)
     second = (first + rng.integers(1, C, size=n)) % C
     support_class = np.stack([first, second], axis=1)

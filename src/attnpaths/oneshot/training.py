@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from .imagesets import ImageDataset
 from .model import SumHeadTransformer
-from .._validation import torch_device
+from .._validation import int_at_least, positive_int, torch_device
 from .sequences import SequenceEncoder, Sequences, sample_sequences
 
 FORMAT = "attnpaths.oneshot.trained/1"
@@ -67,15 +67,12 @@ class TrainingConfig:
     def __post_init__(self):
         for name in ("width", "qk_width", "num_layers", "num_heads", "patch_size", "channels", "batch_size", "steps",
                      "validate_every", "validation_sequences"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            positive_int(getattr(self, name), name)
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
         if not self.weight_decay >= 0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        int_at_least(self.seed, "seed", 0)
 
 
 AUTHORS_STEPS_PER_EPOCH = 1028 * 1027 // 2 // 128

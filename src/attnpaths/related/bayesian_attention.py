@@ -18,9 +18,15 @@ import torch
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
-from .._validation import as_float64_array, positive_real
+from .._validation import (
+    as_float64_array,
+    increasing_reals,
+    numpy_generator,
+    positive_int,
+    positive_real,
+    probability,
+)
 from ..attention import softmax_over_keys
-from ._checks import check_rng, positive_int, real_grid
 
 
 def parent_posterior(query, keys, noise: float, log_prior=None) -> np.ndarray:
@@ -54,8 +60,7 @@ def softmax_attention_weights(query, keys, noise: float) -> np.ndarray:
 def geometric_log_prior(num_tokens: int, rate: float) -> np.ndarray:
     """``log pi_j`` with ``pi_j ~ rho (1 - rho)^{n - 1 - j}`` (query at the last position), normalised; shape ``[n]``."""
     n = positive_int(num_tokens, "num_tokens")
-    if not 0 < rate < 1:
-        raise ValueError(f"rate must be in (0, 1), got {rate!r}")
+    rate = probability(rate, "rate", open_interval=True)
     log_pi = (n - 1 - np.arange(n)) * np.log1p(-rate)
     return log_pi - logsumexp(log_pi)
 
@@ -85,10 +90,10 @@ def bayesian_attention_experiment(rng, *, num_tokens: int = 16, dim: int = 8, ke
                                   noise: float = 1.0, num_trials: int = 200,
                                   rates=(0.01, 0.03, 0.1, 0.3, 0.6, 0.9)) -> BayesianAttentionResult:
     """Compare Bayes' rule with softmax attention on equal-norm keys; sweep the geometric prior's rate."""
-    check_rng(rng)
+    numpy_generator(rng)
     n, d, trials = positive_int(num_tokens, "num_tokens"), positive_int(dim, "dim"), positive_int(num_trials, "num_trials")
     r, sigma = positive_real(key_norm, "key_norm"), positive_real(noise, "noise")
-    rates = real_grid(rates, "rates")
+    rates = increasing_reals(rates, "rates")
     priors = [geometric_log_prior(n, float(rho)) for rho in rates]
     w_diff = o_diff = 0.0
     windows, uniform = np.zeros((trials, rates.size)), np.zeros(trials)

@@ -18,14 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import as_float64_array
+from .._validation import as_float64_array, as_float64_tensor, numpy_generator, positive_int
 from ..attention import AttentionLayer
-from ._checks import as_tensor, check_rng, positive_int
 
 
 def relative_residual(x) -> torch.Tensor:
     """``|x - xbar 1^T|_F / |x|_F`` (sec-r1) for tokens ``x`` ``[..., d, n]``; returns ``[...]``."""
-    x = as_tensor(x, "x")
+    x = as_float64_tensor(x, "x")
     if x.ndim < 2:
         raise ValueError(f"x must have shape [..., d, n], got {tuple(x.shape)}")
     res = x - x.mean(dim=-1, keepdim=True)
@@ -42,7 +41,7 @@ class RandomSelfAttention:
     @classmethod
     def draw(cls, rng, width: int) -> "RandomSelfAttention":
         """``W_Q, W_K, W_V`` with i.i.d. ``N(0, 1/d)`` entries."""
-        check_rng(rng)
+        numpy_generator(rng)
         d = positive_int(width, "width")
         wq, wk, wv = (torch.from_numpy(rng.standard_normal((d, d)) / np.sqrt(d)) for _ in range(3))
         return cls(AttentionLayer(Q=wq[None], K=wk[None]), wv)
@@ -69,7 +68,7 @@ class RankCollapseResult:
 def rank_collapse_experiment(rng, *, num_tokens: int = 32, width: int = 64, depth: int = 12,
                              repetitions: int = 5) -> RankCollapseResult:
     """Propagate Gaussian tokens ``[width, num_tokens]`` through ``depth`` random layers, with and without skips."""
-    check_rng(rng)
+    numpy_generator(rng)
     n, d = positive_int(num_tokens, "num_tokens"), positive_int(width, "width")
     depth, reps = positive_int(depth, "depth"), positive_int(repetitions, "repetitions")
     pure, skip = np.zeros((reps, depth + 1)), np.zeros((reps, depth + 1))

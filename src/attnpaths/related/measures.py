@@ -15,9 +15,8 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from .._validation import as_float64_array
-from ._checks import as_tensor, check_rng, int_grid, positive_int
-from .estimators import bilinear_attention
+from .._validation import as_float64_array, as_float64_tensor, increasing_ints, numpy_generator, positive_int
+from ..exchangeability.estimators import bilinear_attention
 
 
 def measure_attention(queries, atoms, A, V) -> np.ndarray:
@@ -31,8 +30,8 @@ def measure_attention(queries, atoms, A, V) -> np.ndarray:
     """
     atoms = as_float64_array(atoms, "atoms")
     V = as_float64_array(V, "V")
-    out = bilinear_attention(as_tensor(queries, "queries")[None], as_tensor(atoms, "atoms")[None],
-                             torch.from_numpy(atoms @ V.T)[None], as_tensor(A, "A"))
+    out = bilinear_attention(as_float64_tensor(queries, "queries")[None], as_float64_tensor(atoms, "atoms")[None],
+                             torch.from_numpy(atoms @ V.T)[None], as_float64_tensor(A, "A"))
     return out[0].numpy()
 
 
@@ -72,8 +71,8 @@ def measure_lipschitz_experiment(rng, *, num_atoms=(8, 32, 128, 512), num_trials
     ``A`` and ``V`` are drawn once (Gaussian, rescaled to spectral norm 1); each trial draws two independent
     uniform samples ``mu``, ``nu`` of ``n`` points and ``num_queries`` queries uniform in the square.
     """
-    check_rng(rng)
-    ns = int_grid(num_atoms, "num_atoms")
+    numpy_generator(rng)
+    ns = increasing_ints(num_atoms, "num_atoms")
     trials, nq = positive_int(num_trials, "num_trials"), positive_int(num_queries, "num_queries")
     d = 2
     A, V = (m / np.linalg.norm(m, 2) for m in rng.standard_normal((2, d, d)))

@@ -21,9 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import positive_real
+from .._validation import (
+    as_float64_tensor,
+    increasing_ints,
+    increasing_reals,
+    numpy_generator,
+    positive_int,
+    positive_real,
+)
 from ..attention import AttentionLayer, softmax_over_keys
-from ._checks import as_tensor, check_rng, int_grid, positive_int, real_grid
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,7 @@ class SelfAttentionWeights:
     @classmethod
     def draw(cls, rng, width: int) -> "SelfAttentionWeights":
         """I.i.d. ``N(0, 1/d)`` entries."""
-        check_rng(rng)
+        numpy_generator(rng)
         d = positive_int(width, "width")
         return cls(*(torch.from_numpy(rng.standard_normal((d, d)) / math.sqrt(d)) for _ in range(3)))
 
@@ -61,7 +67,7 @@ def l2_self_attention(x, weights: SelfAttentionWeights) -> torch.Tensor:
 
 def jacobian_spectral_norm(fn, x) -> float:
     """Spectral norm of the Jacobian of ``vec(fn(x))`` in ``vec(x)`` (automatic differentiation)."""
-    x = as_tensor(x, "x")
+    x = as_float64_tensor(x, "x")
     jac = torch.autograd.functional.jacobian(fn, x).reshape(x.numel(), x.numel())
     return float(torch.linalg.matrix_norm(jac, ord=2))
 
@@ -85,8 +91,8 @@ def input_scaling_experiment(rng, *, scales=(1, 2, 4, 8, 16, 32), num_tokens: in
 
     The same draws (inputs and weights) are used for every scale.
     """
-    check_rng(rng)
-    scales = real_grid(scales, "scales")
+    numpy_generator(rng)
+    scales = increasing_reals(scales, "scales")
     n, d = positive_int(num_tokens, "num_tokens"), positive_int(width, "width")
     draws = positive_int(num_draws, "num_draws")
     dp, l2 = np.zeros((draws, scales.size)), np.zeros((draws, scales.size))
@@ -113,8 +119,8 @@ def bare_attention_jacobian(x, A) -> torch.Tensor:
 
     ``J_tk = P_tk (I + (x_k - f_t) x_t^T A) + delta_tk sum_m P_tm (x_m - f_t) x_m^T A^T``.
     """
-    x = as_tensor(x, "x")
-    A = as_tensor(A, "A")
+    x = as_float64_tensor(x, "x")
+    A = as_float64_tensor(A, "A")
     d, n = x.shape
     if A.shape != (d, d):
         raise ValueError(f"A must have shape [{d}, {d}], got {tuple(A.shape)}")
@@ -153,7 +159,7 @@ def adversarial_tokens(num_tokens: int, radius: float) -> torch.Tensor:
 
 def random_disk_tokens(rng, num_tokens: int, radius: float) -> torch.Tensor:
     """``n`` tokens uniform in the disk of radius ``R``, shape ``[2, n]``."""
-    check_rng(rng)
+    numpy_generator(rng)
     n = positive_int(num_tokens, "num_tokens")
     R = positive_real(radius, "radius")
     r = R * np.sqrt(rng.random(n))
@@ -176,8 +182,8 @@ class SequenceLengthResult:
 def sequence_length_experiment(rng, *, num_tokens=(4, 8, 16, 32, 64, 128, 256, 512), radius: float = 6.0,
                                repetitions: int = 3) -> SequenceLengthResult:
     """Lipschitz constant (Jacobian norm at a point) of (sec-r3) versus ``n``: adversarial and random inputs."""
-    check_rng(rng)
-    ns = int_grid(num_tokens, "num_tokens", minimum=2)
+    numpy_generator(rng)
+    ns = increasing_ints(num_tokens, "num_tokens", 2)
     reps = positive_int(repetitions, "repetitions")
     eye = torch.eye(2, dtype=torch.float64)
 

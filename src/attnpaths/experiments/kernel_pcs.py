@@ -1,0 +1,93 @@
+"""The renormalised kernel ``K(U)`` (eq-kernel) at a given order parameter ``U`` (flat path order): the mean
+predictor it implies (eq-predictor), its principal components against the labels (Fig. 2d), the kernels of the
+appendix figures, and centred kernel-target alignment."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._validation import as_float64_array, positive_int, positive_real, square_matrix
+from ..kernels import gp_kernel, path_kernels, pc_label_overlap, renormalized_kernel
+from .path_data import PathData
+
+
+def mean_predictor(features, y, features_test, U, temperature: float) -> np.ndarray:
+    """Mean predictor (eq-predictor) with a GIVEN order parameter ``U`` (flat order), not the minimiser of the action:
+    ``<f(x*)> = k^T (K(U) + T I)^{-1} y`` with the renormalised kernel (eq-kernel).
+
+    Args:
+        features: ``[P, N0, n]`` training path features; y: ``[P]``; features_test: ``[B, N0, n]``;
+        U: ``[n, n]``.
+
+    Returns:
+        ``[B]``.
+    """
+    temperature = positive_real(temperature, "temperature")
+    U = torch.as_tensor(square_matrix(U, "U"))
+    K = renormalized_kernel(features, U)
+    k = renormalized_kernel(features_test, U, features)
+    labels = torch.as_tensor(y, dtype=torch.float64)
+    if labels.shape != (K.shape[0],):
+        raise ValueError(f"y must have shape [{K.shape[0]}], got {tuple(labels.shape)}")
+    chol = torch.linalg.cholesky(K + temperature * torch.eye(K.shape[0], dtype=torch.float64))
+    return (k @ torch.cholesky_solve(labels[:, None], chol))[:, 0].numpy()
+
+
+def pc_overlaps(data: PathData, U_flat, num_components: int = 30) -> dict:
+    """Overlap of the training kernel's PCs with the labels (Fig. 2d): ``K(U_flat)`` vs ``K_GP``.
+
+    Returns:
+        ``{"finite_width": [k], "gp": [k], "eigenvalues_finite_width": [k], "eigenvalues_gp": [k],
+        "first_pc_mean_direction": (fw, gp)}``; the last is ``|u_1 . 1| / sqrt(P)``, the cosine between the
+        leading PC and the all-examples direction.
+    """
+    num_components = positive_int(num_components, "num_components")
+    K_fw = renormalized_kernel(data.features, torch.as_tensor(square_matrix(U_flat, "U_flat")))
+    K_gp = gp_kernel(data.features)
+    fw, fw_eig = pc_label_overlap(K_fw, data.y, num_components)
+    gp, gp_eig = pc_label_overlap(K_gp, data.y, num_components)
+    ones = torch.ones_like(data.y)
+    mean_direction = (float(pc_label_overlap(K_fw, ones, 1)[0][0]), float(pc_label_overlap(K_gp, ones, 1)[0][0]))
+    return {"finite_width": fw, "gp": gp, "eigenvalues_finite_width": fw_eig, "eigenvalues_gp": gp_eig,
+            "first_pc_mean_direction": mean_direction}
+
+
+def label_fraction(overlaps, k: int) -> float:
+    """Fraction of ``|y|^2`` carried by the first ``k`` PCs: ``sum_{j<k} overlap_j^2`` (overlaps of
+    :func:`pc_overlaps`, normalised by ``sqrt(P)``)."""
+    overlaps = as_float64_array(overlaps, "overlaps")
+    k = positive_int(k, "k")
+    return float(np.sum(overlaps[:k] ** 2))
+
+
+def appendix_kernels(data: PathData, U_flat, examples=None) -> dict[str, np.ndarray]:
+    """The kernels of the authors' PLOT_kernels.py on a subset of training examples (no temperature):
+    same-path pre-kernels ``C_pi,pi`` (eq-kernel, without ``1/n_paths``) keyed by path name in figure order, ``"GP"``
+    and ``"FW"`` (``K(U_flat)``).
+
+    Args:
+        examples: training example indices (default: 0-24 and 75-99, 25 of each class, as in the script).
+    """
+    if examples is None:
+        P = data.features.shape[0]
+        examples = list(range(0, min(25, P // 2))) + list(range(P - min(25, P // 2), P))
+    xi = data.features[list(examples)]
+    C = path_kernels(xi)
+    out = {data.network.path_names[i]: C[i, i].numpy() for i in data.network.plot_order}
+    out["GP"] = gp_kernel(xi).numpy()
+    out["FW"] = renormalized_kernel(xi, torch.as_tensor(square_matrix(U_flat, "U_flat"))).numpy()
+    return out
+
+
+def centered_alignment(kernel, y) -> float:
+    """Centred kernel-target alignment ``<K_c, y y^T>_F / (||K_c||_F |y|^2)`` with ``K_c = H K H``,
+    ``H = I - 1 1^T / P`` (Cortes, Mohri and Rostamizadeh 2012): 1 when the centred kernel is proportional to
+    ``y y^T``, near 0 when it ignores the labels."""
+    K = square_matrix(kernel, "kernel")
+    y = as_float64_array(y, "y")
+    if y.shape != (K.shape[0],):
+        raise ValueError(f"y must have shape [{K.shape[0]}], got {y.shape}")
+    Kc = K - K.mean(axis=0) - K.mean(axis=1)[:, None] + K.mean()
+    norm = np.linalg.norm(Kc) * (y @ y)
+    return float(y @ Kc @ y / norm) if norm > 0 else 0.0

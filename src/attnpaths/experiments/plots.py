@@ -1,0 +1,120 @@
+"""The figures that every task draws, following the authors' plotting conventions: accuracy in %
+vs ``N`` on a log axis (theory blue ``x`` joined by a line, samples black dots on top, GP red horizontal
+lines), ``U`` heat maps in ``RdBu`` with limits ``+-max|U|`` and path-labelled axes, PC overlaps as paired bars
+(finite width blue, GP orange).
+
+Every function returns the :class:`matplotlib.figure.Figure` it drew (or draws on the ``ax`` it is given) and
+computes nothing that is not plotted. A task passes its own styles (GP line styles, path colours).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib import pyplot as plt
+
+THEORY_COLOR = "tab:blue"
+GP_COLOR = "tab:red"
+FW_BAR_COLOR = "tab:blue"
+GP_BAR_COLOR = "tab:orange"
+
+
+def figure_and_axes(ax, figsize):
+    """``(figure, ax)``: a new figure of size ``figsize`` when ``ax`` is None, else ``ax`` and its figure."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+        return fig, ax
+    return ax.figure, ax
+
+
+def plot_accuracy(
+    widths, theory, *, gp=None, band=None, gp_band=None, sampled=None, title="Classification accuracy",
+    theory_label="all paths, theory", sampled_label="all paths, sampled", theory_style="solid", gp_styles=None,
+    extra=None, ax=None,
+):
+    """Accuracy (%) vs ``N``.
+
+    Args:
+        widths, theory: the theory curve (fractions in [0, 1]).
+        gp: ``{key: accuracy}`` GP lines, drawn with ``gp_styles[key] = (linestyle, label)`` (default: solid,
+            labelled by the key).
+        band: ``(low, high)`` arrays over widths: the spread of the theory over independent data sets.
+        gp_band: ``{key: (low, high)}`` the same for GP lines.
+        sampled: ``(widths, accuracy, mc_sd)`` posterior-sample points (black dots with Monte-Carlo error bars).
+        extra: list of ``(accuracy, label, color, linestyle)`` further theory-like curves (ablations).
+    """
+    fig, ax = figure_and_axes(ax, (5.2, 3.4))
+    styles = gp_styles or {}
+    widths = np.asarray(widths)
+    if band is not None:
+        ax.fill_between(widths, 100 * np.asarray(band[0]), 100 * np.asarray(band[1]), color=THEORY_COLOR,
+                        alpha=0.18, linewidth=0, label="theory, spread over data sets")
+    ax.plot(widths, 100 * np.asarray(theory), color=THEORY_COLOR, marker="x", linestyle=theory_style,
+            linewidth=1, markersize=5, label=theory_label)
+    for accuracy, label, color, linestyle in extra or []:
+        ax.plot(widths, 100 * np.asarray(accuracy), color=color, marker="x", linestyle=linestyle, linewidth=1,
+                markersize=5, label=label)
+    for key, value in (gp or {}).items():
+        linestyle, label = styles.get(key, ("solid", key))
+        ax.axhline(100 * value, color=GP_COLOR, linestyle=linestyle, linewidth=1, label=label)
+        if gp_band and key in gp_band:
+            low, high = gp_band[key]
+            ax.axhspan(100 * low, 100 * high, color=GP_COLOR, alpha=0.08, linewidth=0)
+    if sampled is not None:
+        w, acc, err = (np.asarray(v) for v in sampled)
+        ax.errorbar(w, 100 * acc, yerr=100 * err, fmt="o", color="k", markersize=4, capsize=2, zorder=10,
+                    label=sampled_label)
+    ax.set_xscale("log")
+    ax.set_xlabel("N")
+    ax.set_ylabel("A (%)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=6.5, loc="upper right")
+    return fig
+
+
+def label_ticks(ax, names, colors=None):
+    """Path names on both axes of a ``U`` heat map, each coloured by ``colors[name]`` (default black)."""
+    colors = colors or {}
+    ticks = range(len(names))
+    ax.set_xticks(ticks, names)
+    ax.set_yticks(ticks, names)
+    for tick, name in zip(ax.get_xticklabels(), names):
+        tick.set_color(colors.get(name, "k"))
+    for tick, name in zip(ax.get_yticklabels(), names):
+        tick.set_color(colors.get(name, "k"))
+
+
+def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: bool = True, colors=None):
+    """One ``U`` heat map per matrix (``RdBu``), path-labelled axes.
+
+    Args:
+        limits: colour limit ``+-v`` per panel (default ``max|U|`` of each panel).
+        annotate: write each entry's value in its cell.
+        colors: ``{path name: colour}`` of the tick labels (default black).
+    """
+    matrices = [np.asarray(U) for U in matrices]
+    fig, axes = plt.subplots(1, len(matrices), figsize=(2.6 * len(matrices), 2.6), layout="constrained",
+                             squeeze=False)
+    limits = [np.abs(U).max() for U in matrices] if limits is None else list(limits)
+    for ax, U, title, vmax in zip(axes[0], matrices, titles, limits):
+        image = ax.imshow(U, cmap="RdBu", vmin=-vmax, vmax=vmax)
+        label_ticks(ax, names, colors)
+        ax.set_title(title, fontsize=9)
+        if annotate:
+            for (i, j), value in np.ndenumerate(U):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6.5,
+                        color="white" if abs(value) > 0.6 * vmax else "k")
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    return fig
+
+
+def plot_pc_overlap(finite_width, gp, *, width=10, ax=None):
+    """Paired bars: overlap of the kernel PCs with the labels, finite width (blue) vs GP (orange) (Fig. 2d)."""
+    fig, ax = figure_and_axes(ax, (5.2, 3.0))
+    k = np.arange(1, len(finite_width) + 1)
+    ax.bar(k - 0.175, finite_width, width=0.35, color=FW_BAR_COLOR, label=f"N = {width}")
+    ax.bar(k + 0.175, gp, width=0.35, color=GP_BAR_COLOR, label="GP limit")
+    ax.set_xlabel("PC rank")
+    ax.set_ylabel("Overlap")
+    ax.set_title("overlap of kernel PCs with task labels", fontsize=10)
+    ax.legend(fontsize=7)
+    return fig

@@ -1,0 +1,259 @@
+"""Posterior samples at given widths: the finite network's weights (blocked Gibbs, :mod:`attnpaths.sampler`,
+eq-sampled-u) and the exact finite-width density of the order parameters (:mod:`attnpaths.order_parameter_posterior`,
+(eq-exact-density)), each summarised with its Monte-Carlo errors and the sampler's diagnostics.
+
+``U`` matrices returned here are in figure order (the network's :attr:`~.path_data.PathNetwork.plot_order`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.stats import norm
+
+from .._validation import as_float64_array, positive_int, positive_real
+from ..engine import map_tasks, task_generator
+from ..network import AttentionNetwork
+from ..order_parameter_posterior import sample_order_parameters
+from ..sampler import PosteriorSampler
+from ..theory import classification_accuracy
+from .kernel_pcs import mean_predictor
+from .path_data import PathData, reorder
+
+
+@dataclass(frozen=True, eq=False)
+class SampledPoint:
+    """Posterior samples at one width, summarised (eq-sampled-u).
+
+    Attributes:
+        width: ``N``.
+        accuracy: accuracy of the sampled mean predictor on the test set.
+        accuracy_mc_sd: Monte-Carlo standard deviation of :attr:`accuracy` (see :func:`accuracy_mc_sd`).
+        mean: ``[P_test]`` sampled mean predictor; ``mean_se``: its Monte-Carlo standard errors
+            ``sd / sqrt(ESS)``; ``sd``: posterior standard deviation of ``f`` per test point.
+        kernel_mean: ``[P_test]`` the theory's predictor (eq-predictor) evaluated with the SAMPLED ``U`` in place of the
+            minimiser: what the sampled order parameter alone changes in the predictions.
+        U, U_se, U_sd, U_ess: sampled ``U`` (eq-sampled-u), its Monte-Carlo standard error, the posterior standard
+            deviation of the per-sample overlap and the ESS of each entry, all ``[n, n]`` in figure order.
+        diagnostics: plain numbers: ``wall_time_s``, chains, draws, warm-up, min / median predictor ESS,
+            max predictor R-hat, min ``U`` ESS, max ``U`` R-hat.
+    """
+
+    width: int
+    accuracy: float
+    accuracy_mc_sd: float
+    mean: np.ndarray
+    mean_se: np.ndarray
+    sd: np.ndarray
+    kernel_mean: np.ndarray
+    U: np.ndarray
+    U_se: np.ndarray
+    U_sd: np.ndarray
+    U_ess: np.ndarray
+    diagnostics: dict
+
+
+def accuracy_mc_sd(mean, mean_se) -> float:
+    """Monte-Carlo standard deviation of the accuracy of a sampled mean predictor.
+
+    A test point's sampled mean ``m_i`` carries a Monte-Carlo error ``se_i``; with a Gaussian error its sign
+    differs from the sign of the exact posterior mean with probability ``p_i = Phi(-|m_i| / se_i)``, and the
+    accuracy moves by ``1 / n`` each time, independently across points, so
+    ``sd = sqrt(sum_i p_i (1 - p_i)) / n``.
+
+    Args:
+        mean: ``[n]`` sampled mean predictor; ``mean_se``: ``[n]`` its standard errors (> 0).
+    """
+    mean = as_float64_array(mean, "mean")
+    se = as_float64_array(mean_se, "mean_se")
+    if mean.shape != se.shape or mean.ndim != 1 or np.any(se <= 0):
+        raise ValueError("mean and mean_se must be [n] arrays with mean_se > 0")
+    p = norm.cdf(-np.abs(mean) / se)
+    return float(np.sqrt(np.sum(p * (1 - p))) / mean.size)
+
+
+def _usable_ess(ess: np.ndarray) -> np.ndarray:
+    """ESS floored at 1: very short runs can give a non-positive or undefined estimate (Geyer's initial
+    sequence ends at its first pair), for which one effective draw is the conservative reading."""
+    return np.where(np.isfinite(ess) & (ess >= 1), ess, 1.0)
+
+
+def sample_posterior(
+    data: PathData,
+    width: int,
+    temperature: float,
+    generator: torch.Generator,
+    *,
+    num_warmup: int,
+    num_samples: int,
+    num_chains: int,
+    progress: bool = True,
+    device="cpu",
+) -> SampledPoint:
+    """Sample the finite network's posterior at width ``N`` (blocked Gibbs, :mod:`attnpaths.sampler`).
+
+    Args:
+        data: path features (training data condition the posterior; the ``"test"`` split gives the accuracy).
+        width: ``N`` (every layer).
+        temperature: likelihood variance ``T``.
+        generator: the source of all randomness of the run.
+        num_warmup, num_samples, num_chains: sweeps discarded per chain, draws kept per chain, chains.
+        device: where the sampler's linear algebra runs (:class:`~attnpaths.sampler.PosteriorSampler`).
+    """
+    width = positive_int(width, "width")
+    network = AttentionNetwork(data.network.attention, width)
+    sampler = PosteriorSampler(network, data.y, temperature, features=data.features, device=device)
+    samples = sampler.run(generator, num_warmup, num_samples, num_chains, progress=progress)
+    diag = samples.diagnostics(data.features_test)
+    mean = samples.predict(data.features_test).numpy()
+    sd = samples.predictor_variance(data.features_test).sqrt().numpy()
+    ess = _usable_ess(diag["predictor_ess"].numpy())
+    mean_se = sd / np.sqrt(ess)
+    order = data.network.plot_order
+    U_ess = _usable_ess(diag["order_parameter_ess"].numpy())
+    U_sd = samples.order_parameters.flatten(0, 1).std(dim=0).numpy()
+    U_flat = samples.order_parameter().numpy()
+    return SampledPoint(
+        width=width,
+        accuracy=classification_accuracy(mean, data.y_test.numpy()),
+        accuracy_mc_sd=accuracy_mc_sd(mean, mean_se),
+        mean=mean,
+        mean_se=mean_se,
+        sd=sd,
+        kernel_mean=mean_predictor(data.features, data.y, data.features_test, U_flat, temperature),
+        U=reorder(U_flat, order),
+        U_se=reorder(U_sd / np.sqrt(U_ess), order),
+        U_sd=reorder(U_sd, order),
+        U_ess=reorder(U_ess, order),
+        diagnostics={
+            "wall_time_s": samples.wall_time_s,
+            "num_chains": samples.num_chains,
+            "num_samples": samples.num_samples,
+            "num_warmup": samples.num_warmup,
+            "min_predictor_ess": float(ess.min()),
+            "median_predictor_ess": float(np.median(ess)),
+            "max_predictor_rhat": float(diag["max_predictor_rhat"]),
+            "min_U_ess": float(U_ess.min()),
+            "max_U_rhat": float(diag["order_parameter_rhat"].max()),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class ExactOrderParameter:
+    """The exact finite-width posterior mean of ``U`` (:mod:`attnpaths.order_parameter_posterior`, (eq-exact-density)) at one
+    width, in figure order: ``U`` and its Monte-Carlo standard error ``U_se`` (``[n, n]``), ``mode`` (the
+    density's mode), ``diagnostics`` (``wall_time_s``, chains, draws, ``min_ess``, ``max_rhat``, ``acceptance``)."""
+
+    width: int
+    U: np.ndarray
+    U_se: np.ndarray
+    mode: np.ndarray
+    diagnostics: dict
+
+
+def exact_order_parameter(
+    data: PathData, width: int, temperature: float, generator: torch.Generator, *, num_chains: int = 32,
+    num_warmup: int = 300, num_samples: int = 300, thin: int = 4, progress: bool = True,
+) -> ExactOrderParameter:
+    """Sample the exact posterior (eq-exact-density) of the order parameters of ``data``'s network at width ``N`` (every layer)
+    and summarise ``U_1`` in figure order (:func:`attnpaths.order_parameter_posterior.sample_order_parameters`)."""
+    width = positive_int(width, "width")
+    draws = sample_order_parameters(
+        data.features, data.y, heads=data.network.heads, widths=width, temperature=temperature,
+        generator=generator, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin,
+        progress=progress,
+    )
+    order = data.network.plot_order
+    return ExactOrderParameter(
+        width=width, U=reorder(draws.mean, order), U_se=reorder(draws.mc_se, order), mode=reorder(draws.mode, order),
+        diagnostics={"wall_time_s": draws.wall_time_s, "num_chains": int(draws.U.shape[0]),
+                     "num_samples": int(draws.U.shape[1]), "min_ess": float(draws.ess.min()),
+                     "max_rhat": float(draws.rhat.max()), "acceptance": draws.acceptance},
+    )
+
+
+@dataclass(frozen=True)
+class SamplingPlan:
+    """How long to sample at one width: the network's Gibbs sampler (``warmup`` sweeps, ``draws`` kept per
+    chain, ``chains``) and, unless ``exact_chains`` is None, the exact order-parameter posterior
+    (``exact_chains``, ``exact_warmup``, ``exact_draws``, ``exact_thin``; see :func:`exact_order_parameter`)."""
+
+    width: int
+    warmup: int
+    draws: int
+    chains: int
+    exact_chains: int | None = None
+    exact_warmup: int = 300
+    exact_draws: int = 300
+    exact_thin: int = 4
+
+
+def sample_width(data: PathData, plan: SamplingPlan, temperature: float, seed: int, identity: tuple = (),
+                 device="cpu") -> tuple[SampledPoint, ExactOrderParameter | None]:
+    """Posterior samples of the network (:func:`sample_posterior`) and, if planned, the exact mean of ``U``
+    (:func:`exact_order_parameter`) at ``plan.width``, both from one generator seeded with
+    :func:`~attnpaths.engine.task_seed` ``(seed, *identity, plan.width)`` (the network's run first): one task of
+    :func:`sample_widths`."""
+    generator = task_generator(seed, *identity, plan.width)
+    point = sample_posterior(data, plan.width, temperature, generator, num_warmup=plan.warmup,
+                             num_samples=plan.draws, num_chains=plan.chains, progress=False, device=device)
+    if plan.exact_chains is None:
+        return point, None
+    exact = exact_order_parameter(data, plan.width, temperature, generator, num_chains=plan.exact_chains,
+                                  num_warmup=plan.exact_warmup, num_samples=plan.exact_draws, thin=plan.exact_thin,
+                                  progress=False)
+    return point, exact
+
+
+def sample_widths(data: PathData, plans, temperature, seed: int, *identity: int, progress: bool = True,
+                  device="cpu") -> tuple[dict, dict]:
+    """:func:`sample_width` at every plan's width, one task per width (:func:`~attnpaths.engine.map_tasks`).
+
+    Args:
+        plans: :class:`SamplingPlan` per width.
+        temperature: ``T`` of every width, or a sequence with one ``T`` per plan.
+        seed, identity: the generator of width ``N`` is seeded with ``task_seed(seed, *identity, N)`` (e.g.
+            ``identity = (network_index,)`` when several networks are sampled with one seed).
+        device: where the sampler's linear algebra runs (``"cpu"`` or ``"cuda"``).
+
+    Returns:
+        ``({width: SampledPoint}, {width: ExactOrderParameter})`` in the order of ``plans`` (the second only for
+        the plans with an exact run).
+    """
+    plans = list(plans)
+    if not plans or not all(isinstance(p, SamplingPlan) for p in plans):
+        raise ValueError(f"plans must be a non-empty list of SamplingPlan, got {plans!r}")
+    try:
+        temperatures = [float(T) for T in temperature]
+    except TypeError:
+        temperatures = [temperature] * len(plans)
+    if len(temperatures) != len(plans):
+        raise ValueError(f"temperature must be one number or one per plan ({len(plans)}), got {len(temperatures)}")
+    temperatures = [positive_real(T, "temperature") for T in temperatures]
+    results = map_tasks(sample_width, [dict(plan=plan, temperature=T) for plan, T in zip(plans, temperatures)],
+                        description="sampled widths", progress=progress,
+                        shared=dict(data=data, seed=seed, identity=tuple(identity), device=device))
+    points = {p.width: r[0] for p, r in zip(plans, results)}
+    exact = {p.width: r[1] for p, r in zip(plans, results) if r[1] is not None}
+    return points, exact
+
+
+def finite_width_epsilon(width, num_paths: int) -> float:
+    """``(n + 1) / N``: the relative scale of the finite-width difference between the theory's ``U`` and the
+    posterior mean of ``U`` (a scale for figures, never a test tolerance).
+
+    The theory is the saddle point of the action, exact as ``N, P -> infinity``; the posterior mean at
+    finite ``N`` differs from it by ``O(1/N)``. The scale chosen: given the layers above, the ``N`` columns
+    of the path weights ``e_pi`` (eq-sampled-u) are i.i.d. Gaussian, so ``U = e e^T / N`` is Wishart in ``n = n_paths``
+    dimensions, whose exact log-density carries ``(N - n - 1) log det U`` where the action (eq-action) has
+    ``N log det U``: the terms the saddle point drops are of relative size ``(n + 1) / N``. The coefficient
+    of the resulting shift is not derived here, so this is a scale, not a bound. Where it is affordable the
+    shift is computed exactly instead (:func:`exact_order_parameter`); the HMC chapter shows that the measured
+    shifts are of this order.
+    """
+    width = positive_int(width, "width")
+    num_paths = positive_int(num_paths, "num_paths")
+    return (num_paths + 1) / width

@@ -1,0 +1,182 @@
+"""Tests of the experiment layer (attnpaths.experiments): networks with named paths and their path data, the
+one theory sweep over widths and temperatures, posterior sampling at planned widths, and the shared figures.
+The layer on the tasks' own networks is tested in test_hmc_experiments.py and test_oneshot_experiments.py."""
+
+import dataclasses
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from attnpaths.engine import task_generator
+from attnpaths.experiments import plots, sampling
+from attnpaths.experiments.path_data import PathData, PathNetwork, path_data, reorder
+from attnpaths.experiments.sweep import head_score_curve, theory_sweep
+from attnpaths.theory import classification_accuracy, solve
+
+from helpers import random_attention, random_inputs, random_problem
+
+matplotlib.use("Agg")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Named(PathNetwork):
+    """A network of 2 x 2 random heads with its paths named and shown in reverse order."""
+
+    attention: object
+    path_names: tuple = ("p", "q", "r", "s")
+
+    @property
+    def plot_order(self):
+        return (3, 2, 1, 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Draw:
+    """A data set: inputs and labels."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+
+
+@pytest.fixture(scope="module")
+def network():
+    return Named(random_attention(torch.Generator().manual_seed(0), (2, 2), 6))
+
+
+@pytest.fixture(scope="module")
+def data(network):
+    """Random path features with label structure (P = 24 training, 30 test and 30 validation examples)."""
+    (xi, y), (xt, yt), (xv, yv) = (random_problem(P=P, n0=6, heads=(2, 2), seed=s) for P, s in ((24, 0), (30, 2),
+                                                                                                 (30, 1)))
+    return PathData(network, xi, y, {"validation": (xv, yv), "test": (xt, yt)})
+
+
+# ------------------------------------------------------------------------------------------------ path data
+def test_a_path_network_derives_heads_paths_and_figure_order(network):
+    assert network.heads == (2, 2) and network.num_paths == 4
+    assert network.plot_names == ("s", "r", "q", "p")
+    U = np.arange(16.0).reshape(4, 4)
+    np.testing.assert_array_equal(reorder(U, network.plot_order), U[::-1, ::-1])
+
+
+def test_path_data_computes_every_split_in_the_given_order(network):
+    g = torch.Generator().manual_seed(1)
+    train, test, extra = (Draw(random_inputs(g, n, 6, 5), torch.ones(n, dtype=torch.float32)) for n in (4, 3, 2))
+    data = path_data(network, train, test, extra=extra)
+    assert data.splits == ("test", "extra") and data.num_test == 3
+    assert data.features.shape == (4, 6, 4) and data.y.dtype == torch.float64
+    np.testing.assert_array_equal(data.evaluation["extra"][0], path_data(network, extra, test).features)
+
+
+def test_path_data_refuses_what_is_not_a_named_network_or_a_data_set(network, data):
+    g = torch.Generator().manual_seed(1)
+    sets = [Draw(random_inputs(g, 2, 6, 5), torch.ones(2)) for _ in range(2)]
+    with pytest.raises(ValueError, match="network must be a PathNetwork"):
+        path_data(network.attention, *sets)
+    with pytest.raises(ValueError, match="test must be a data set"):
+        path_data(network, sets[0], torch.ones(2, 6, 5))
+    with pytest.raises(ValueError, match="'test' split"):
+        PathData(network, data.features, data.y, {"validation": data.evaluation["validation"]})
+    with pytest.raises(ValueError, match="the test split must hold features"):
+        PathData(network, data.features, data.y, {"test": (data.features_test[..., :2], data.y_test)})
+
+
+# ------------------------------------------------------------------------------------------------ theory sweep
+def test_a_sweep_is_the_solver_at_every_point_and_the_gp_row_is_its_limit(data):
+    sweep = theory_sweep(data, [5, 500, math.inf], [0.1], gp_limit=True, progress=False)
+    assert sweep.widths.tolist() == [5, 500, math.inf] and sweep.temperatures.tolist() == [0.1]
+    assert sweep.names == ("s", "r", "q", "p") and sweep.converged.all()
+    for k, width in enumerate((5, 500, math.inf)):
+        sol = solve(data.features, data.y, heads=(2, 2), widths=width, temperature=0.1)
+        np.testing.assert_array_equal(sweep.U[k, 0], sol.U)
+        np.testing.assert_array_equal(sweep.U_layers[1][k, 0], sol.U_layers[1])
+        assert sweep.U_a[k, 0] == sol.U_a and sweep.iterations[k, 0] == sol.iterations
+        for split in ("validation", "test"):
+            mean = sol.predict(data.evaluation[split][0])[0]
+            np.testing.assert_array_equal(sweep.means[split][k, 0], mean)
+            labels = data.evaluation[split][1].numpy()
+            assert sweep.accuracy[split][k, 0] == classification_accuracy(mean, labels)
+            assert sweep.mse[split][k, 0] == np.mean((mean - labels) ** 2)
+    np.testing.assert_array_equal(sweep.U[-1, 0], np.eye(4))
+    assert sweep.gp.widths.tolist() == [math.inf] and sweep.gp.gp is None
+    np.testing.assert_array_equal(sweep.gp.means["test"][0, 0], sweep.means["test"][-1, 0])
+    np.testing.assert_array_equal(sweep.U_at(5), sweep.U[0, 0][::-1, ::-1])
+
+
+def test_temperatures_of_one_sweep_are_independent_solves_unless_warm_started(data):
+    grid = theory_sweep(data, [5, 50], [0.1, 1.0], progress=False)
+    assert not grid.warm_started.any()
+    for j, T in enumerate((0.1, 1.0)):
+        alone = theory_sweep(data, [5, 50], [T], progress=False)
+        np.testing.assert_array_equal(grid.U[:, j], alone.U[:, 0])
+        np.testing.assert_array_equal(grid.means["test"][:, j], alone.means["test"][:, 0])
+    warm = theory_sweep(data, [5, 50], [0.1, 1.0], warm_start=True, progress=False)
+    assert warm.warm_started[:, 0].all() and not warm.warm_started[:, 1].any()
+    np.testing.assert_allclose(warm.U, grid.U, atol=1e-7)
+    with pytest.raises(ValueError, match="temperature must be given"):
+        grid.U_at(5)
+    np.testing.assert_array_equal(grid.U_at(5, 1.0), grid.U_figure[0, 1])
+    with pytest.raises(ValueError, match="temperature must be one of"):
+        grid.temperature_index(0.5)
+
+
+def test_engine_tasks_give_the_numbers_of_the_loop(data):
+    loop = theory_sweep(data, [5, 50], [0.1, 1.0], warm_start=True, progress=False)
+    tasks = theory_sweep(data, [5, 50], [0.1, 1.0], warm_start=True, on_engine=True, progress=False)
+    for field in ("U", "U_a", "action", "converged", "iterations", "warm_started"):
+        np.testing.assert_allclose(getattr(tasks, field), getattr(loop, field), rtol=1e-12, err_msg=field)
+    np.testing.assert_allclose(tasks.means["validation"], loop.means["validation"], rtol=1e-12, atol=1e-14)
+
+
+def test_an_uncertified_point_is_kept_only_when_asked(data):
+    with pytest.raises(RuntimeError, match="not certified"):
+        theory_sweep(data, [5], [0.1], max_iterations=1, progress=False)
+    kept = theory_sweep(data, [5], [0.1], max_iterations=1, keep_uncertified=True, progress=False)
+    assert not kept.converged[0, 0] and kept.iterations[0, 0] == 1
+
+
+@pytest.mark.parametrize("widths, temperatures, match", [
+    ([], [0.1], "widths"), ([5, 5], [0.1], "widths"), ([math.inf, 5], [0.1], "widths"), (5, [0.1], "widths"),
+    ([5], [], "temperatures"), ([5], [1.0, 0.1], "temperatures"), ([5], [0.0], "temperatures"),
+])
+def test_a_sweep_refuses_bad_grids(data, widths, temperatures, match):
+    with pytest.raises(ValueError, match=match):
+        theory_sweep(data, widths, temperatures, progress=False)
+
+
+def test_head_scores_over_widths(data):
+    sweep = theory_sweep(data, [5, 50], [0.1], progress=False)
+    scores = head_score_curve(sweep, (2, 2))
+    assert scores.shape == (2, 2, 2) and np.nanmax(scores[0]) == 1.0
+
+
+# ------------------------------------------------------------------------------------------------ sampling
+def test_planned_widths_are_sampled_from_the_task_seed_of_their_identity(data):
+    plans = [sampling.SamplingPlan(3, 2, 6, 2), sampling.SamplingPlan(12, 2, 6, 2, 2, 4, 4, 1)]
+    points, exact = sampling.sample_widths(data, plans, [0.1, 0.5], 7, 2, progress=False)
+    assert list(points) == [3, 12] and list(exact) == [12] and exact[12].U.shape == (4, 4)
+    alone = sampling.sample_posterior(data, 3, 0.1, task_generator(7, 2, 3), num_warmup=2, num_samples=6,
+                                      num_chains=2, progress=False)
+    np.testing.assert_array_equal(points[3].U, alone.U)
+    np.testing.assert_array_equal(points[3].mean, alone.mean)
+    other, _ = sampling.sample_widths(data, plans[:1], 0.1, 7, progress=False)
+    assert not np.array_equal(other[3].U, points[3].U)  # another identity, another stream
+    with pytest.raises(ValueError, match="one per plan"):
+        sampling.sample_widths(data, plans, [0.1], 7, progress=False)
+    with pytest.raises(ValueError, match="plans"):
+        sampling.sample_widths(data, [3], 0.1, 7, progress=False)
+
+
+# ------------------------------------------------------------------------------------------------ figures
+def test_figures_take_the_task_styles():
+    fig = plots.plot_accuracy([10, 100], [0.7, 0.8], gp={"GP": 0.6, "all": 0.5},
+                              gp_styles={"all": ("dashed", "all paths, GP")})
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert lines["all paths, GP"].get_linestyle() == "--" and lines["GP"].get_linestyle() == "-"
+    fig = plots.plot_order_parameters([np.eye(2)], ["U"], ["g", "d"], colors={"g": "tab:green"})
+    colors = [tick.get_color() for tick in fig.axes[0].get_xticklabels()]
+    assert colors == ["tab:green", "k"]
+    matplotlib.pyplot.close("all")
