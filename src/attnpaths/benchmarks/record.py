@@ -11,7 +11,8 @@ Record layout (JSON object)::
     {"benchmark": name, "command": "python -m attnpaths bench ...", "started_utc", "finished_utc": ISO 8601,
      "commit": git commit of the measured sources when the run started (null outside a git checkout),
      "commit_dirty": bool | null (uncommitted changes to tracked files at the start),
-     "machine": {"platform", "processor", "cpu_count", "load_average_1min"}, "versions": {"python", "torch", ...},
+     "machine": {"platform", "processor", "cpu_count", "load_average_1min_start", "load_average_1min" (at the
+                 end)}, "versions": {"python", "torch", ...},
      "report": the benchmark's own report}
 """
 
@@ -51,19 +52,22 @@ def git_commit(directory) -> tuple[str | None, bool | None]:
     return commit, bool(status.strip())
 
 
-def start_record(name: str, argv: list[str]) -> dict:
+def start_record(name: str, argv: list[str], packages=VERSIONED_PACKAGES) -> dict:
     """Provenance taken when a benchmark starts (so that it names the code that ran, even if the checkout
-    changes while it runs): command line, start time, git commit and dirty flag, machine, versions."""
+    changes while it runs): command line, start time, git commit and dirty flag, machine (with the 1-minute
+    load average at the start), versions of Python and of ``packages``."""
     committed_record_path(name)  # validates the name
     commit, dirty = git_commit(Path(__file__).parent)
-    versions = environment(VERSIONED_PACKAGES)
+    versions = environment(packages)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return {
         "benchmark": name,
         "command": " ".join(["python -m attnpaths bench", name, *argv]),
         "started_utc": utc_now(),
         "commit": commit,
         "commit_dirty": dirty,
-        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count()},
+        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count(),
+                    "load_average_1min_start": load},
         "versions": versions,
     }
 
