@@ -174,6 +174,10 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tiny_run, capsys):
         assert report["ess_per_s_ratio"][precision] == pytest.approx(
             gibbs["min_predictor_ess_per_s"] / nuts["min_predictor_ess_per_s"]
         )
+        assert report["ess_per_cpu_s_ratio"][precision] == pytest.approx(
+            gibbs["min_predictor_ess_per_cpu_s"] / nuts["min_predictor_ess_per_cpu_s"]
+        )
+        assert len(nuts["chain_cpu_times_s"]) == 2 and all(t > 0 for t in nuts["chain_cpu_times_s"])
         # every iteration takes at least one leapfrog step; one adapted step size per chain
         assert nuts["potential_evaluations_per_iteration"] >= 1
         assert len(nuts["step_sizes"]) == 2 and all(h > 0 for h in nuts["step_sizes"])
@@ -207,3 +211,30 @@ def test_same_key_same_chains_and_budget_stops_after_one_round(tiny_run):
         bench.run_numpyro_nuts(network, x, y, 0.5, 0, network.features(x_test), num_warmup=2, round_samples=2)
     with pytest.raises(ValueError, match="max_samples must be an int >= 10"):
         bench.run_numpyro_nuts(network, x, y, 0.5, jax.random.PRNGKey(0), network.features(x_test), max_samples=5)
+
+
+# -- the committed record ------------------------------------------------------------------------------------
+def test_committed_record_is_complete_and_consistent():
+    from attnpaths.benchmarks.record import committed_record_path
+
+    record = read_record(committed_record_path("numpyro_nuts"))
+    report = record["report"]
+    assert record["command"].startswith("python -m attnpaths bench numpyro_nuts")
+    assert record["commit"] is not None and len(record["commit"]) == 40 and record["commit_dirty"] is False
+    assert record["versions"]["numpyro"] and record["versions"]["jax"]
+    assert report["sizes"] == {**report["sizes"], "widths": [10, 10, 10], "num_train": 100, "temperature": 0.01}
+    gibbs = report["gibbs"]
+    for precision in bench.PRECISIONS:
+        nuts = report[f"nuts_{precision}"]
+        assert nuts["draw_dtype"] == precision
+        for summary in (gibbs, nuts):
+            assert summary["wall_time_s"] == pytest.approx(sum(summary["chain_wall_times_s"]))
+            assert summary["min_predictor_ess_per_s"] == pytest.approx(summary["min_predictor_ess"] / summary["wall_time_s"])
+        assert report["ess_per_s_ratio"][precision] == pytest.approx(
+            gibbs["min_predictor_ess_per_s"] / nuts["min_predictor_ess_per_s"]
+        )
+        repeats = report["ess_per_s_ratio_repeats"][precision]
+        assert repeats == {**repeats, **bench.ratio_over_repeats(gibbs["per_chain_min_predictor_ess_per_s"],
+                                                                 nuts["per_chain_min_predictor_ess_per_s"])}
+        assert nuts["rhat_history"][-1]["draws_per_chain"] == nuts["num_samples"]
+        assert nuts["converged"] == (nuts["stop_reason"] == "rhat") == (nuts["max_predictor_rhat"] <= nuts["rhat_target"])

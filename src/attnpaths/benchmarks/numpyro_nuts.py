@@ -16,7 +16,8 @@ says which, with the R-hat after every round.
 Wall times. Chains run one after the other in one process (numpyro's default when the machine has one
 device), each timed on its own: the ESS per second of a sampler is the ESS of all its chains over the sum
 of their wall times, warm-up (Gibbs: burn-in) included. JAX's one-off compilation of the NUTS step is timed
-separately and not charged to the chains.
+separately and not charged to the chains. The process's CPU time during each chain is recorded too: on a
+machine shared with other work, the ESS per CPU second is the less load-dependent figure.
 
 Uncertainty of the ratio: spread over independent repeats. Every chain is an independent run (its own
 prior start, warm-up and adaptation), so each gives an estimate ``min_b ESS_c(b) / t_c`` of a sampler's
@@ -170,6 +171,7 @@ class NutsRun:
         dtype: the precision asked for.
         draw_dtype: the precision of the weights the chains produced (a check that JAX ran in ``dtype``).
         chain_wall_times_s: ``[C]`` wall time of each chain (prior draw, initialisation, warm-up, sampling).
+        chain_cpu_times_s: ``[C]`` CPU time of the process during each chain (all its threads).
         compile_time_s: JAX's compilation of the NUTS step (once per run, not in the chains' times).
         step_sizes: ``[C]`` adapted step sizes.
         potential_evaluations: ``[C]`` leapfrog steps (gradient evaluations of the potential), warm-up included.
@@ -185,6 +187,7 @@ class NutsRun:
     dtype: str
     draw_dtype: str
     chain_wall_times_s: list[float]
+    chain_cpu_times_s: list[float]
     compile_time_s: float
     step_sizes: list[float]
     potential_evaluations: list[int]
@@ -272,14 +275,14 @@ def run_numpyro_nuts(
         potential = jax_potential_energy(network, x, y, temperature, dtype)
         kernel = NUTS(potential_fn=potential, target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth)
         start = time.perf_counter()
-        chains, wall_times = [], [0.0] * num_chains
+        chains, wall_times, cpu_times = [], [0.0] * num_chains, [0.0] * num_chains
         evaluations = [0] * num_chains
         draws = [[] for _ in range(num_chains)]
         bar = tqdm(total=num_chains * (num_warmup + round_samples), desc=f"NUTS ({dtype})", disable=not progress,
                    leave=False)
 
         def advance(c: int, state, iterations: int, keep: bool):
-            began = time.perf_counter()
+            began, cpu_began = time.perf_counter(), time.process_time()
             for _ in range(iterations):
                 state = step(state)
                 jax.block_until_ready(state)
@@ -291,6 +294,7 @@ def run_numpyro_nuts(
                     )
                 bar.update()
             wall_times[c] += time.perf_counter() - began
+            cpu_times[c] += time.process_time() - cpu_began
             return state
 
         def initial_state(c: int):
@@ -309,9 +313,10 @@ def run_numpyro_nuts(
         step = jax.jit(lambda s: kernel.sample(s, (), {})).lower(initial_state(0)).compile()
         compile_time = time.perf_counter() - began
         for c in range(num_chains):
-            began = time.perf_counter()
+            began, cpu_began = time.perf_counter(), time.process_time()
             state = initial_state(c)
             wall_times[c] += time.perf_counter() - began
+            cpu_times[c] += time.process_time() - cpu_began
             chains.append(advance(c, state, num_warmup, keep=False))
         step_sizes = [float(state.adapt_state.step_size) for state in chains]
 
@@ -357,6 +362,7 @@ def run_numpyro_nuts(
         dtype=dtype,
         draw_dtype=str(draws[0][0][0]["a"].dtype),
         chain_wall_times_s=wall_times,
+        chain_cpu_times_s=cpu_times,
         compile_time_s=compile_time,
         step_sizes=step_sizes,
         potential_evaluations=evaluations,
@@ -394,15 +400,20 @@ def _stack(draws: list[dict], name: str) -> torch.Tensor:
 def run_gibbs_chains(
     network: AttentionNetwork, x, y, temperature: float, generator: torch.Generator, num_warmup: int,
     num_samples: int, num_chains: int, *, progress: bool = False,
-) -> tuple[PosteriorSamples, list[float]]:
+) -> tuple[PosteriorSamples, list[float], list[float]]:
     """``num_chains`` independent single-chain Gibbs runs (each timed alone), stacked along the chain axis.
 
     Returns:
-        ``(samples [C, S, ...], wall times [C])``; ``samples.wall_time_s`` is their sum.
+        ``(samples [C, S, ...], wall times [C], CPU times of the process [C])``; ``samples.wall_time_s`` is the
+        sum of the wall times.
     """
     num_chains = _int_at_least(num_chains, "num_chains", 1)
     sampler = PosteriorSampler(network, y, temperature, x=x)
-    runs = [sampler.run(generator, num_warmup, num_samples, 1, progress=progress) for _ in range(num_chains)]
+    runs, cpu_times = [], []
+    for _ in range(num_chains):
+        cpu_began = time.process_time()
+        runs.append(sampler.run(generator, num_warmup, num_samples, 1, progress=progress))
+        cpu_times.append(time.process_time() - cpu_began)
     times = [run.wall_time_s for run in runs]
     samples = PosteriorSamples(
         path_input_weights=torch.cat([run.path_input_weights for run in runs]),
@@ -411,7 +422,7 @@ def run_gibbs_chains(
         num_warmup=num_warmup,
         wall_time_s=sum(times),
     )
-    return samples, times
+    return samples, times, cpu_times
 
 
 def per_chain_min_ess_per_s(samples: PosteriorSamples, wall_times, features) -> list[float]:
@@ -446,6 +457,15 @@ def ratio_over_repeats(gibbs: list[float], nuts: list[float]) -> dict:
     }
 
 
+def _cpu_summary(summary: dict, cpu_times: list[float]) -> dict:
+    """CPU-time fields of a sampler's summary: less sensitive than wall time to other work on the machine."""
+    return {
+        "chain_cpu_times_s": cpu_times,
+        "cpu_time_s": sum(cpu_times),
+        "min_predictor_ess_per_cpu_s": summary["min_predictor_ess"] / sum(cpu_times),
+    }
+
+
 def mean_predictor_z(a: PosteriorSamples, b: PosteriorSamples, features) -> float:
     """Largest difference of two samplers' mean predictors over the test points in units of their combined
     Monte-Carlo standard error (each from its own ESS, at least one draw's worth)."""
@@ -471,8 +491,9 @@ def compare(
     Returns:
         the report: ``sizes``, ``gibbs`` and ``nuts_<precision>`` summaries (wall time, min / median predictor
         ESS, max R-hat, ESS per second, per-chain estimates; for NUTS also the stopping rule's history and
-        outcome, step sizes, gradient evaluations, compile time), ``ess_per_s_ratio`` and
-        ``ess_per_s_ratio_repeats`` (Gibbs / NUTS, per precision) and ``max_mean_predictor_z`` (per precision).
+        outcome, step sizes, gradient evaluations, compile time), ``ess_per_s_ratio``, ``ess_per_cpu_s_ratio``
+        and ``ess_per_s_ratio_repeats`` (Gibbs / NUTS, per precision) and ``max_mean_predictor_z`` (per
+        precision).
     """
     jax, _ = require_numpyro()
     precisions = tuple(_check_precision(p) for p in precisions)
@@ -480,7 +501,7 @@ def compare(
     torch.set_num_threads(num_threads)
     try:
         features = network.features(x_test)
-        gibbs, gibbs_times = run_gibbs_chains(
+        gibbs, gibbs_times, gibbs_cpu_times = run_gibbs_chains(
             network, x, y, temperature, torch.Generator().manual_seed(seed), gibbs_warmup, gibbs_samples,
             num_chains, progress=progress,
         )
@@ -508,12 +529,13 @@ def compare(
         },
         "gibbs": _summary(gibbs, gibbs.diagnostics(features)),
         "ess_per_s_ratio": {},
+        "ess_per_cpu_s_ratio": {},
         "ess_per_s_ratio_repeats": {},
         "max_mean_predictor_z": {},
     }
     gibbs_per_chain = per_chain_min_ess_per_s(gibbs, gibbs_times, features)
     report["gibbs"].update(num_warmup=gibbs_warmup, chain_wall_times_s=gibbs_times,
-                           per_chain_min_predictor_ess_per_s=gibbs_per_chain)
+                           per_chain_min_predictor_ess_per_s=gibbs_per_chain, **_cpu_summary(report["gibbs"], gibbs_cpu_times))
     for p, run in nuts.items():
         summary = _summary(run.samples, run.samples.diagnostics(features))
         iterations = num_chains * run.iterations
@@ -521,6 +543,7 @@ def compare(
             num_warmup=num_warmup,
             draw_dtype=run.draw_dtype,
             chain_wall_times_s=run.chain_wall_times_s,
+            **_cpu_summary(summary, run.chain_cpu_times_s),
             per_chain_min_predictor_ess_per_s=per_chain_min_ess_per_s(run.samples, run.chain_wall_times_s, features),
             compile_time_s=run.compile_time_s,
             step_sizes=run.step_sizes,
@@ -537,6 +560,9 @@ def compare(
         )
         report[f"nuts_{p}"] = summary
         report["ess_per_s_ratio"][p] = report["gibbs"]["min_predictor_ess_per_s"] / summary["min_predictor_ess_per_s"]
+        report["ess_per_cpu_s_ratio"][p] = (
+            report["gibbs"]["min_predictor_ess_per_cpu_s"] / summary["min_predictor_ess_per_cpu_s"]
+        )
         report["ess_per_s_ratio_repeats"][p] = ratio_over_repeats(
             gibbs_per_chain, summary["per_chain_min_predictor_ess_per_s"]
         )
@@ -616,7 +642,7 @@ def _print_report(report: dict) -> None:
     columns = ["gibbs"] + [name for name in report if name.startswith("nuts_")]
     keys = ("wall_time_s", "num_chains", "num_samples", "min_predictor_ess", "median_predictor_ess",
             "max_predictor_rhat", "min_predictor_ess_per_s", "min_order_parameter_ess", "test_accuracy",
-            "potential_evaluations_per_iteration", "compile_time_s")
+            "min_predictor_ess_per_cpu_s", "potential_evaluations_per_iteration", "compile_time_s")
     print(f"{'':36s}" + "".join(f"{name:>16s}" for name in columns))
     for key in keys:
         cells = [f"{report[name][key]:16.4g}" if key in report[name] else f"{'':16s}" for name in columns]
@@ -629,7 +655,8 @@ def _print_report(report: dict) -> None:
         summary = report[name]
         print(f"NUTS {precision}: stopped by {summary['stop_reason']} after {summary['num_samples']} draws per chain "
               f"(max R-hat {summary['max_predictor_rhat']:.4g}, target {summary['rhat_target']}); "
-              f"ESS/s ratio Gibbs / NUTS {report['ess_per_s_ratio'][precision]:.3g}{spread}; "
+              f"ESS/s ratio Gibbs / NUTS {report['ess_per_s_ratio'][precision]:.3g}{spread} "
+              f"(per CPU second {report['ess_per_cpu_s_ratio'][precision]:.3g}); "
               f"max |<f>_Gibbs - <f>_NUTS| / MC error {report['max_mean_predictor_z'][precision]:.3g}")
 
 
