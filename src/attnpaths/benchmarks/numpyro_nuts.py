@@ -31,6 +31,13 @@ Threads: torch is pinned to ``--threads`` (default 1) during the run, and XLA to
 Needs the optional dependencies of the ``bench`` extra (``pip install -e .[bench]``: jax, numpyro).
 ``jax_enable_x64`` is switched on only around the float64 runs and restored afterwards.
 
+Cost. At ``T = 0.01`` the adapted step sizes are about 4e-3 to 1e-2 and NUTS builds trees of 500-1000 leapfrog
+steps, each a gradient of the layer-by-layer potential (about 2-3 ms in float64 on one core, somewhat less
+in float32): an iteration takes seconds, so the warm-up alone of a few chains takes minutes and R-hat <= 1.01
+needs hours on such a machine; hence the time budget. A short warm-up can leave a chain with a step size too
+large for the posterior's narrow directions: ``mean_accept_prob`` far below the target and ``divergences``
+in the report show it.
+
 Command line: ``python -m attnpaths bench numpyro_nuts --help``. The report, with its provenance
 (:mod:`attnpaths.benchmarks.record`), is written to ``--output``.
 """
