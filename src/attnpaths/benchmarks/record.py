@@ -11,7 +11,8 @@ Record layout (JSON object)::
     {"benchmark": name, "command": "python -m attnpaths bench ...", "started_utc", "finished_utc": ISO 8601,
      "package_version", "commit": git commit of the measured sources when the run started (null outside a
      git checkout), "commit_dirty": bool | null (uncommitted changes to tracked files at the start),
-     "machine": {"platform", "processor", "cpu_count", "load_average_1min"}, "versions": {"python", "torch", ...},
+     "machine": {"platform", "processor", "cpu_count", "load_average_1min_start", "load_average_1min" (at the
+                 end)}, "versions": {"python", "torch", ...},
      "report": the benchmark's own report}
 
 The provenance comes from :mod:`attnpaths.provenance`.
@@ -36,16 +37,19 @@ def committed_record_path(name: str) -> Path:
     return RECORDS_DIR / f"{name}.json"
 
 
-def start_record(name: str, argv: list[str]) -> dict:
+def start_record(name: str, argv: list[str], packages=VERSIONED_PACKAGES) -> dict:
     """Provenance taken when a benchmark starts (so that it names the code that ran, even if the checkout
-    changes while it runs): command line, start time, and :func:`attnpaths.provenance.collect` without the
-    load average (package version, git commit and dirty flag, versions, machine)."""
+    changes while it runs): command line, start time, and :func:`attnpaths.provenance.collect` for the
+    versions of Python and of ``packages`` (package version, git commit and dirty flag, machine with the
+    1-minute load average at the start)."""
     committed_record_path(name)  # validates the name
+    collected = provenance.collect(Path(__file__).parent, packages, load=False)
+    collected["machine"] = dict(collected["machine"], load_average_1min_start=provenance.load_average())
     return {
         "benchmark": name,
         "command": " ".join(["python -m attnpaths bench", name, *argv]),
         "started_utc": provenance.utc_now(),
-        **provenance.collect(Path(__file__).parent, VERSIONED_PACKAGES, load=False),
+        **collected,
     }
 
 

@@ -8,14 +8,12 @@ Markdown; the chapter glues them for its prose (:class:`~attnpaths.book.recorder
 
 from __future__ import annotations
 
-import os
-import platform
 import re
 from dataclasses import dataclass
-from importlib import metadata
 
 from scipy.stats import norm
 
+from .. import provenance
 from ..benchmarks.record import committed_record_path, read_record
 from ..claims import Verdict, outcome_counts
 from ..results import read_results
@@ -47,17 +45,17 @@ def reported_chapters(layout: BookLayout, this_chapter: str) -> list[Chapter]:
 
 
 def package_versions(packages) -> dict[str, str]:
-    """``{"python": version, package: installed version, ...}`` for the distribution names ``packages``."""
-    return {"python": platform.python_version(), **{name: metadata.version(name) for name in packages}}
+    """``{"python": version, package: installed version, ...}`` for the distribution names ``packages``
+    (:func:`attnpaths.provenance.versions`)."""
+    return provenance.versions(packages)
 
 
 def machine_description() -> dict:
-    """The machine: ``platform``, ``processor``, ``cpu_count`` and ``torch_threads`` (PyTorch's intra-op
-    threads in this process)."""
+    """The machine (:func:`attnpaths.provenance.machine`, without the load) and ``torch_threads`` (PyTorch's
+    intra-op threads in this process)."""
     import torch
 
-    return {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count(),
-            "torch_threads": torch.get_num_threads()}
+    return {**provenance.machine(load=False), "torch_threads": torch.get_num_threads()}
 
 
 def profile_differences(chapters, profiles) -> list[list[str]]:
