@@ -169,3 +169,25 @@ def test_rerun_example_doubles_the_first_positive_integer_parameter(book):
     chapters = report.reported_chapters(book, "summary")
     assert report.rerun_example(chapters) == "python -m attnpaths run intro --profile smoke --set n=6"
     assert report.rerun_example(chapters[1:]) is None  # widths is a list, level a float
+
+
+def test_numpyro_rows_show_each_run_and_the_ratio_with_its_interval():
+    def run(accept, rhat, ess_per_s, stop="time_budget"):
+        return {"num_chains": 2, "num_samples": 30, "wall_time_s": 100.0, "max_predictor_rhat": rhat,
+                "stop_reason": stop, "rhat_target": 1.01, "mean_accept_prob": [accept, 0.25], "divergences": [3, 10],
+                "potential_evaluations_per_iteration": 512.0, "min_predictor_ess_per_s": ess_per_s}
+
+    bench_report = {"gibbs": run(1.0, 1.004, 30.0), "nuts_float64": run(0.5, 2.3, 0.01),
+                    "nuts_float32": run(0.9, 1.009, 0.03, stop="rhat"),
+                    "ess_per_s_ratio": {"float64": 3000.0, "float32": 1000.0},
+                    "ess_per_s_ratio_repeats": {"float64": {"interval_68": [2000.0, 4500.0]},
+                                                "float32": {"interval_68": [700.0, 1500.0]}}}
+    rows = {row[0]: row[1:] for row in report.numpyro_rows(bench_report)}
+    assert rows["largest split R-hat of f"] == ["1.004", "2.300", "1.009"]
+    assert rows["stopped by"][1:] == ["time budget (R-hat target 1.01)", "R-hat target 1.01 reached"]
+    assert rows["Gibbs / NUTS ratio (68 % interval over chains)"][1:] == ["3e+03 (2e+03 to 4.5e+03)",
+                                                                           "1e+03 (700 to 1.5e+03)"]
+    assert rows["**smallest ESS of f per second**"] == ["**30**", "**0.01**", "**0.03**"]
+    assert rows["divergent transitions per chain"] == ["none", "3, 10", "3, 10"]
+    assert rows["mean acceptance probability per chain (target 0.8)"][1] == "0.50, 0.25"
+    assert report.committed_record("numpyro_nuts")["report"]["nuts_float64"]["rhat_target"] == 1.01

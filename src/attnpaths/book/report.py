@@ -314,3 +314,39 @@ def rerun_example(chapters) -> str | None:
                 return f"python -m attnpaths run {chapter.name} --profile smoke --set {name}={value * 2}"
     return None
 
+
+
+NUMPYRO_RUNS = ("gibbs", "nuts_float64", "nuts_float32")
+STOP_REASONS = {"rhat": "R-hat target {target} reached", "time_budget": "time budget (R-hat target {target})",
+                "max_samples": "draw limit (R-hat target {target})"}
+
+
+def numpyro_rows(bench_report: dict) -> list[list[str]]:
+    """The rows of the table of the benchmark against numpyro's NUTS (blocked Gibbs, NUTS in float64, NUTS in
+    float32): chains and draws, wall time, the largest split R-hat of the predictor against the target, why
+    NUTS stopped, acceptance and divergences, gradient evaluations per iteration, the smallest ESS of the
+    predictor per second, and the Gibbs/NUTS ratio with its 68 % interval over chains. ``bench_report`` is the
+    ``report`` of the ``numpyro_nuts`` record."""
+    gibbs, f64, f32 = (bench_report[name] for name in NUMPYRO_RUNS)
+
+    def nuts(key, fmt):  # a number, or one per chain
+        return [", ".join(format(v, fmt) for v in (r[key] if isinstance(r[key], list) else [r[key]]))
+                for r in (f64, f32)]
+
+    def ratio(precision):
+        repeats = bench_report["ess_per_s_ratio_repeats"][precision]
+        low, high = repeats["interval_68"]
+        return f"{bench_report['ess_per_s_ratio'][precision]:.3g} ({low:.3g} to {high:.3g})"
+
+    return [
+        ["chains x stored draws", *(f"{r['num_chains']} x {r['num_samples']}" for r in (gibbs, f64, f32))],
+        ["wall time (s)", *(f"{r['wall_time_s']:.0f}" for r in (gibbs, f64, f32))],
+        ["largest split R-hat of f", *(f"{r['max_predictor_rhat']:.3f}" for r in (gibbs, f64, f32))],
+        ["stopped by", "fixed length", *(STOP_REASONS[r["stop_reason"]].format(target=r["rhat_target"])
+                                         for r in (f64, f32))],
+        ["mean acceptance probability per chain (target 0.8)", "exact draws", *nuts("mean_accept_prob", ".2f")],
+        ["divergent transitions per chain", "none", *nuts("divergences", "d")],
+        ["gradient evaluations per iteration", "none", *nuts("potential_evaluations_per_iteration", ".0f")],
+        ["**smallest ESS of f per second**", *(f"**{r['min_predictor_ess_per_s']:.3g}**" for r in (gibbs, f64, f32))],
+        ["Gibbs / NUTS ratio (68 % interval over chains)", "", ratio("float64"), ratio("float32")],
+    ]
