@@ -51,19 +51,23 @@ def r2():
     return input_scaling_experiment(_rng(3), scales=[1, 4, 16, 32], num_tokens=6, width=3, num_draws=6)
 
 
-def _growth(claim, norms, r2, exponent, margin):
-    return V.growth_exponent_verdict(claim, "s", source="test", scales=r2.scales, norms=norms, exponent=exponent,
-                                     margin=margin)
-
-
 def test_r2a_dot_product_growth_against_l2_attention(r2):
-    _ok(_growth("R2a", r2.dot_product_draws, r2, 2.0, 1.0))
-    _bad(_growth("R2a", r2.l2_draws, r2, 2.0, 1.0))
+    _ok(V.dot_product_growth_verdict(r2.scales, r2.dot_product_draws))
+    _bad(V.dot_product_growth_verdict(r2.scales, r2.l2_draws))
 
 
 def test_r2b_l2_bounded_against_dot_product_attention(r2):
-    _ok(_growth("R2b", r2.l2_draws, r2, 0.0, 0.5))
-    _bad(_growth("R2b", r2.dot_product_draws, r2, 0.0, 0.5))
+    _ok(V.l2_growth_verdict(r2.scales, r2.l2_draws))
+    _bad(V.l2_growth_verdict(r2.scales, r2.dot_product_draws))
+
+
+def test_r2_claims_state_their_exponent_and_margin(r2):
+    dot, l2 = V.dot_product_growth_verdict(r2.scales, r2.dot_product_draws), V.l2_growth_verdict(r2.scales, r2.l2_draws)
+    assert (dot.claim, l2.claim) == ("R2a", "R2b")
+    assert "slope 2 within 1)" in dot.statement and "slope 0 within 0.5)" in l2.statement
+    # the margin is part of the claim: a much tighter one is stated, and six draws cannot show the slope within it
+    tight = V.dot_product_growth_verdict(r2.scales, r2.dot_product_draws, margin=1e-4)
+    assert "within 0.0001)" in tight.statement and tight.outcome is Outcome.NOT_SIGNIFICANT
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ which changes neither the rank nor the relative residual) so that the attention 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,3 +103,35 @@ def log_residual_ratios(residuals, *, below: float = 0.1, above: float = 1e-12) 
         raise ValueError(f"need 0 < above < below < 1, got above={above!r}, below={below!r}")
     keep = (r[:-1] <= below) & (r[:-1] > 0) & (r[1:] >= above)
     return np.log(r[1:][keep]) / np.log(r[:-1][keep])
+
+
+def network_log_ratios(residuals, *, below: float = 0.1, above: float = 1e-12) -> list[np.ndarray]:
+    """:func:`log_residual_ratios` of each network: the ratios ``log r_{l+1} / log r_l`` (sec-r1) of every row.
+
+    Args:
+        residuals: ``[networks, depth + 1]`` relative residuals, one network per row (e.g.
+            ``RankCollapseResult.residual_pure``).
+        below, above: the asymptotic regime, as in :func:`log_residual_ratios`.
+
+    Returns:
+        one ``[m_r]`` array per network, in row order (``m_r`` may be 0).
+    """
+    rows = as_float64_array(residuals, "residuals", ndim=2)
+    return [log_residual_ratios(row, below=below, above=above) for row in rows]
+
+
+def first_layer_below(residuals, threshold: float = 1e-10) -> np.ndarray:
+    """The first layer at which each network's relative residual (sec-r1) is below ``threshold``.
+
+    Args:
+        residuals: ``[networks, depth + 1]`` relative residuals (layer 0 is the input).
+        threshold: a number in ``(0, 1)``.
+
+    Returns:
+        ``[networks]`` integer layers; ``depth + 1`` for a network that never goes below ``threshold``.
+    """
+    r = as_float64_array(residuals, "residuals", ndim=2)
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not 0 < threshold < 1:
+        raise ValueError(f"threshold must be a number in (0, 1), got {threshold!r}")
+    below = r < threshold
+    return np.where(below.any(axis=1), np.argmax(below, axis=1), r.shape[1])

@@ -66,6 +66,35 @@ def growth_exponent_verdict(claim: str, statement: str, *, source: str, scales, 
                                  replicates=slopes, reference=exponent, margin=margin, level=level)
 
 
+def dot_product_growth_verdict(scales, norms, *, margin: float = 1.0, level: float = LEVEL) -> Verdict:
+    """R2a: dot-product self-attention (sec-r2) is not Lipschitz: its Jacobian norm grows like ``t^2`` with the
+    input scale ``t`` (:func:`growth_exponent_verdict` with exponent 2; ``margin`` 1 is half the distance
+    from 2 to a bounded norm).
+
+    Args:
+        scales: ``[S]`` increasing input scales; norms: ``[draws, S]`` Jacobian norms per independent draw.
+    """
+    return growth_exponent_verdict(
+        "R2a", f"dot-product self-attention is not Lipschitz: its Jacobian norm grows like t^2 with the input "
+        f"scale t (slope 2 within {margin:g})", source="[SRC] Kim et al. 2021 (not Lipschitz on an unbounded "
+        "domain); the exponent 2 is derived in this book", scales=scales, norms=norms, exponent=2.0, margin=margin,
+        level=level)
+
+
+def l2_growth_verdict(scales, norms, *, margin: float = 0.5, level: float = LEVEL) -> Verdict:
+    """R2b: L2 self-attention (rel-l2) is Lipschitz: its Jacobian norm does not grow with the input scale
+    (:func:`growth_exponent_verdict` with exponent 0; ``margin`` 0.5 is half the distance from 0 to a linear
+    growth).
+
+    Args:
+        scales: ``[S]`` increasing input scales; norms: ``[draws, S]`` Jacobian norms per independent draw.
+    """
+    return growth_exponent_verdict(
+        "R2b", f"L2 self-attention is Lipschitz: its Jacobian norm does not grow with the input scale (slope 0 "
+        f"within {margin:g})", source="[SRC] Kim et al. 2021 (L2 self-attention is Lipschitz)", scales=scales,
+        norms=norms, exponent=0.0, margin=margin, level=level)
+
+
 def adversarial_rate_verdict(num_tokens, norms, *, min_tokens: int = 64, exponent: float = 0.5,
                              margin: float = 0.125) -> Verdict:
     """R3a: on the adversarial construction (deterministic, no sampling error) the Jacobian norm grows like
