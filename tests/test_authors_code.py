@@ -155,3 +155,37 @@ def test_curve_on_other_widths_or_test_set_is_refused(quantities, reference):
         ar.compare_with_authors(**dict(quantities, four_path=short), reference=reference)
     with pytest.raises(ValueError, match="four_path must be a TheorySweep at one temperature with its GP limit"):
         ar.compare_with_authors(**dict(quantities, four_path=dataclasses.replace(four, gp=None)), reference=reference)
+
+
+# ------------------------------------------------------------------------------------ as the chapter shows it
+def test_chapter_curves_in_the_reference_configuration_must_be_the_compared_ones(quantities):
+    four, two = quantities["four_path"], quantities["two_path"]
+    same = dict(num_train=ar.REFERENCE_NUM_TRAIN, num_test=ar.REFERENCE_NUM_TEST, temperature=PAPER_TEMPERATURE)
+    assert ar.chapter_mismatches(four, two, quantities, **same) == []
+    # the chapter's 2-path U 0.1 % off at every width: each width is named
+    scaled = dataclasses.replace(two, U=two.U * 1.001)
+    mismatches = ar.chapter_mismatches(four, scaled, quantities, **same)
+    assert len(mismatches) == len(two.widths) and all(m.startswith("two_path U at N=") for m in mismatches)
+    # a chapter in another configuration (its smoke test set) is not compared
+    assert ar.chapter_mismatches(four, scaled, quantities, **dict(same, num_test=200)) == []
+    with pytest.raises(ValueError, match="inputs"):
+        ar.chapter_mismatches(four, two, {"four_path": four}, **same)
+    with pytest.raises(ValueError, match="atol"):
+        ar.chapter_mismatches(four, two, quantities, **same, atol=0.0)
+
+
+def test_the_comparison_as_text(rows):
+    assert ar.disagreements(rows) == []
+    row = next(r for r in rows if r.quantity == "U_gd" and r.width == 10 and r.network == "four_path")
+    off = dataclasses.replace(row, package=row.authors + 0.01, within=False)
+    (text,) = ar.disagreements([off, row])
+    assert text.startswith("four_path U_gd N=10: authors ") and "> precision 0.00071" in text
+    assert ar.row_description(row) == "4 paths, U_gd at N = 10"
+    gp_row = next(r for r in rows if r.width is None and r.network == "two_path_sigma_perp_5")
+    assert ar.row_description(gp_row) == "2 paths, noisier data, GP accuracy (%), paths g+d"
+    lines = ar.markdown_table(rows).split("\n")
+    assert len(lines) == len(rows) + 2 and all(line.count(" | ") == 5 for line in lines[2:])
+    action = next(line for line in lines if "S/N | 10 |" in line)
+    package = action.split(" | ")[3]
+    assert len(package.split(".")[1]) == 10  # S/N to 1e-10
+    assert any(line.startswith("| 2 paths, noisier data: GP accuracy (%), paths g+d | GP |") for line in lines)

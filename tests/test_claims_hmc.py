@@ -227,3 +227,88 @@ def test_claims_on_real_theory_curves_hold_and_fail_with_widths_reversed():
     assert fw.finite_width_advantage_over_data_sets("1", **adv, **args).outcome is not CONTRADICTED
     swapped = dict(adv, accuracy_small=band.gp["all"] - (band.accuracy[:, 0] - band.gp["all"]))
     assert fw.finite_width_advantage_over_data_sets("1", **swapped, **args).outcome is CONTRADICTED
+
+
+# ------------------------------------------------------------------------------------------------ the chapter's claims
+def _fake_run(label, names, rng, *, n_sets=6, n_test=400, U_scale=1.0, gp_lines=("all", "g", "g+d")):
+    """A NetworkRun whose numbers support every claim: a theory above its GP line on every data set, U raised for
+    g and d and suppressed for the adversarial paths at N = 10, samples and exact means that agree."""
+    from types import SimpleNamespace
+
+    n = len(names)
+    widths = np.array([10, 100, 1000])
+    U_small = np.diag([12.0, 7.0, 0.4, 0.5][:n])
+    U_small[0, 1] = U_small[1, 0] = -4.0
+    U_theory = {10: U_small, 100: np.eye(n) + (U_small - np.eye(n)) / 10, 1000: np.eye(n) + (U_small - np.eye(n)) / 100}
+    y = np.where(np.arange(n_test) < n_test // 2, 1.0, -1.0)
+    right = lambda k: np.where(np.arange(n_test) < k, y, -y)  # noqa: E731
+    curve = SimpleNamespace(
+        widths=widths, names=tuple(names), U=np.stack([U_theory[w] for w in widths])[:, None],
+        index=lambda w: int(np.flatnonzero(widths == w)[0]), U_at=lambda w: U_theory[int(w)],
+        means={"test": np.stack([right(380), right(360), right(345)])[:, None]},
+        accuracy={"test": np.array([[0.95], [0.9], [0.8625]])},
+        gp=SimpleNamespace(means={"test": right(340)[None, None]}))
+    noise = lambda scale, shape: scale * rng.standard_normal(shape)  # noqa: E731
+    band_U = np.stack([np.stack([U_theory[10] + noise(0.05, (n, n)), U_theory[1000] + noise(0.01, (n, n))], axis=0)
+                       for _ in range(n_sets)])
+    band_U = (band_U + np.swapaxes(band_U, -1, -2)) / 2
+    gp_all = 0.8 + noise(0.01, n_sets)
+    band = SimpleNamespace(
+        accuracy=np.stack([gp_all + 0.1 + noise(0.01, n_sets), gp_all + 0.005 + noise(0.003, n_sets)], axis=1),
+        gp={line: gp_all + shift + noise(0.005 * (shift > 0), n_sets)
+            for line, shift in zip(gp_lines, (0.0, 0.05, 0.08))},
+        U=band_U, names=tuple(names),
+        label_fraction={"finite_width": 0.6 + noise(0.02, n_sets), "gp": 0.3 + noise(0.02, n_sets)})
+    samples = {w: sampling.SampledPoint(
+        width=w, accuracy=float(curve.accuracy["test"][curve.index(w), 0]), accuracy_mc_sd=0.001, mean=np.ones(4),
+        mean_se=np.full(4, 0.01), sd=np.ones(4), kernel_mean=np.ones(4), U=U_scale * U_theory[w],
+        U_se=np.full((n, n), 0.001), U_sd=np.ones((n, n)), U_ess=np.full((n, n), 1000.0), diagnostics={})
+        for w in (10, 100)}
+    exact = {w: sampling.ExactOrderParameter(width=w, U=U_theory[w], U_se=np.full((n, n), 0.001), mode=U_theory[w],
+                                             diagnostics={}) for w in (10, 100)}
+    return ex.NetworkRun(label, curve, band, samples, exact, y)
+
+
+def test_figure_verdicts_are_the_chapters_claims_in_order_and_see_a_wrong_input():
+    rng = np.random.default_rng(6)
+    four = _fake_run("4 paths", ("g", "d", "a1", "a2"), rng)
+    two = _fake_run("2 paths", ("g", "d"), rng, gp_lines=("all",))  # its band has its own GP limit only
+    options = dict(pc_width=10, alignment_pcs=5, level=0.01, margin_accuracy=0.02, margin_U=0.1)
+    verdicts = hmc_claims.figure_verdicts(four, two, **options)
+    assert [v.claim for v in verdicts] == [
+        "1 (4 paths)", "1 (2 paths)", "1 (authors' data, 4 paths)", "1 (authors' data, 2 paths)", "2 (4 paths)",
+        "2 (2 paths)", "2b (4 paths)", "2b (2 paths)", "3 (4 paths)", "3 (2 paths)", "4", "5", "6 (4 paths)",
+        "6 (2 paths)"]
+    assert all(v.outcome is HOLDS for v in verdicts), [v.sentence() for v in verdicts if v.outcome is not HOLDS]
+    # each verdict is the claim's own test on the right inputs
+    assert verdicts[0] == fw.finite_width_advantage_over_data_sets(
+        "1 (4 paths)", accuracy_small=four.band.accuracy[:, 0], accuracy_large=four.band.accuracy[:, -1],
+        gp_accuracy=four.band.gp["all"], widths=(10, 1000), where=", 4 paths")
+    assert verdicts[3] == fw.finite_width_advantage(
+        "1 (authors' data, 2 paths)", theory_mean=two.curve.means["test"][0, 0],
+        gp_mean=two.curve.gp.means["test"][0, 0], labels=two.test_labels, width=10, where=", authors' data set, 2 paths")
+    assert verdicts[13] == hmc_claims.path_interplay("6 (2 paths)", U_small=two.band.U[:, 0], U_large=two.band.U[:, -1],
+                                                     names=("g", "d"), widths=(10, 1000), where=", 2 paths")
+    # samples of the 2-path network 20 % off the exact mean: its claim 2 is contradicted, nothing else moves
+    off = _fake_run("2 paths", ("g", "d"), np.random.default_rng(7), U_scale=1.2, gp_lines=("all",))
+    moved = {v.claim: v.outcome for v in hmc_claims.figure_verdicts(four, off, **options)}
+    assert moved.pop("2 (2 paths)") is CONTRADICTED and set(moved.values()) == {HOLDS}
+    # the networks swapped: claim 5 needs the 4-path network's three GP lines
+    with pytest.raises(ValueError, match="'g'"):
+        hmc_claims.figure_verdicts(two, four, **options)
+    with pytest.raises(ValueError, match="NetworkRun"):
+        hmc_claims.figure_verdicts(four, {"label": "2 paths"}, **options)
+
+
+def test_saddle_point_ratios_and_their_reading():
+    from attnpaths.claims import bonferroni_z
+
+    rng = np.random.default_rng(8)
+    run = _fake_run("4 paths", ("g", "d", "a1", "a2"), rng)
+    # the samples sit on the saddle point: ratio 0
+    assert hmc_claims.saddle_point_ratios([run]) == {"4 paths": 0.0}
+    shifted = _fake_run("2 paths", ("g", "d"), rng, U_scale=1.01)  # U_gg = 12.12 at N = 10: 120 standard errors
+    ratio = hmc_claims.saddle_point_ratios([shifted], level=0.01)["2 paths"]
+    assert math.isclose(ratio, 0.12 / 0.001 / bonferroni_z(2 * 3, 0.01))
+    assert "resolve" in hmc_claims.saddle_point_reading(ratio)
+    assert "hide" in hmc_claims.saddle_point_reading(0.5)

@@ -170,6 +170,101 @@ def test_planned_widths_are_sampled_from_the_task_seed_of_their_identity(data):
         sampling.sample_widths(data, [3], 0.1, 7, progress=False)
 
 
+def test_sampling_plans_pair_the_lists_and_share_the_exact_run():
+    plans = sampling.sampling_plans([10, 100], [200, 20], [100, 20], [4, 2], exact_chains=16, exact_warmup=30,
+                                    exact_draws=15, exact_thin=3)
+    assert plans == [sampling.SamplingPlan(10, 200, 100, 4, 16, 30, 15, 3),
+                     sampling.SamplingPlan(100, 20, 20, 2, 16, 30, 15, 3)]
+    assert sampling.sampling_plans([10], [5], [6], [2])[0].exact_chains is None
+    with pytest.raises(ValueError, match="one value per sampled width"):
+        sampling.sampling_plans([10, 100], [200], [100, 20], [4, 2])
+    with pytest.raises(ValueError, match="chains"):
+        sampling.sampling_plans([10], [5], [6], [0])
+    with pytest.raises(ValueError, match="exact_thin"):
+        sampling.sampling_plans([10], [5], [6], [2], exact_chains=4, exact_thin=0)
+
+
+def _point(width, U, *, accuracy=0.9, se=0.05):
+    return sampling.SampledPoint(
+        width=width, accuracy=accuracy, accuracy_mc_sd=0.01, mean=np.ones(3), mean_se=np.full(3, 0.1), sd=np.ones(3),
+        kernel_mean=np.ones(3), U=U, U_se=np.full_like(U, se), U_sd=np.full_like(U, 0.5), U_ess=np.full_like(U, 100.0),
+        diagnostics={"wall_time_s": 1.25, "num_chains": 4, "num_samples": 100, "num_warmup": 200,
+                     "min_predictor_ess": 105.2, "median_predictor_ess": 368.0, "max_predictor_rhat": 1.0441,
+                     "min_U_ess": 7.4, "max_U_rhat": 1.1})
+
+
+def _exact(width, U, *, se=0.02):
+    return sampling.ExactOrderParameter(width=width, U=U, U_se=np.full_like(U, se), mode=U - 0.1, diagnostics={
+        "wall_time_s": 4.04, "num_chains": 16, "num_samples": 150, "min_ess": 80.3, "max_rhat": 1.1372,
+        "acceptance": 0.3})
+
+
+def test_records_of_sampled_widths():
+    U = np.array([[2.0, -0.5], [-0.5, 1.0]])
+    points = {10: _point(10, U, accuracy=0.9), 100: _point(100, U + 0.1, accuracy=0.8)}
+    assert sampling.sampled_accuracy_record(points) == {"N": [10, 100], "accuracy": [0.9, 0.8], "mc_sd": [0.01, 0.01]}
+    sampler = sampling.sampler_record(points)
+    assert list(sampler) == ["10", "100"] and sampler["10"]["min_U_ess"] == 7.4
+    np.testing.assert_array_equal(sampler["100"]["U_mc_se"], points[100].U_se)
+    exact = sampling.exact_record({10: _exact(10, U)})
+    assert exact["10"]["acceptance"] == 0.3 and np.array_equal(exact["10"]["mode"], U - 0.1)
+    np.testing.assert_array_equal(exact["10"]["U_mc_se"], np.full((2, 2), 0.02))
+    reference = {10: 0.92, 100: 0.75}
+    assert math.isclose(sampling.largest_accuracy_difference(points, reference), 0.05)
+    with pytest.raises(ValueError, match="missing \\[100\\]"):
+        sampling.largest_accuracy_difference(points, {10: 0.9})
+
+
+def test_saddle_point_z_and_finite_width_shift():
+    theory = np.array([[2.0, -0.5], [-0.5, 1.0]])
+    sampled = theory + np.array([[0.2, 0.0], [0.0, -0.1]])  # 4 and 2 standard errors of 0.05
+    points = {10: _point(10, sampled), 100: _point(100, theory)}
+    z = sampling.saddle_point_z_max(points, {10: theory, 100: theory})
+    assert math.isclose(z[10], 4.0) and z[100] == 0.0
+    with pytest.raises(ValueError, match="theory_U"):
+        sampling.saddle_point_z_max(points, {10: theory})
+    exacts = {10: _exact(10, theory * 1.05), 100: _exact(100, theory)}
+    shift = sampling.finite_width_shift(points, exacts, {10: theory, 100: theory})
+    assert shift["N"] == [10, 100] and shift["epsilon"] == [0.3, 0.03]
+    np.testing.assert_allclose(shift["relative_diagonal_shift"], [[0.1, -0.1], [0.0, 0.0]])
+    np.testing.assert_allclose(shift["relative_mc_se"], [[0.025, 0.05], [0.025, 0.05]])
+    np.testing.assert_allclose(shift["exact_relative_diagonal_shift"], [[0.05, 0.05], [0.0, 0.0]], atol=1e-15)
+    np.testing.assert_allclose(shift["exact_relative_mc_se"], [[0.01, 0.02], [0.01, 0.02]])
+    with pytest.raises(ValueError, match="exacts and theory_U"):
+        sampling.finite_width_shift(points, {10: exacts[10]}, {10: theory, 100: theory})
+
+
+def test_exact_density_dimension_counts_the_distinct_entries():
+    assert sampling.exact_density_dimension((2, 2)) == 10 + 3 + 1  # U_1 4 x 4, U_2 2 x 2, U_a
+    assert sampling.exact_density_dimension((3,)) == 6 + 1
+    assert sampling.exact_density_dimension((2, 2, 2)) == 36 + 10 + 3 + 1
+    with pytest.raises(ValueError, match="heads"):
+        sampling.exact_density_dimension((2, 0))
+
+
+def test_diagnostics_table_has_one_line_per_network_and_width():
+    U = np.eye(2)
+    table = sampling.diagnostics_table({"4 paths": ({10: _point(10, U), 100: _point(100, U)},
+                                                    {10: _exact(10, U), 100: _exact(100, U)}),
+                                        "2 paths": ({10: _point(10, U)}, {10: _exact(10, U)})})
+    lines = table.split("\n")
+    assert len(lines) == 2 + 3 and all(line.count("|") == 9 for line in lines)
+    assert lines[2] == "| 4 paths | 10 | 4 x 100 (200) | 105 / 368 | 1.044 | 7 | 1.2 | 16 x 150, 80, 1.137, 4.0 |"
+    assert lines[4].startswith("| 2 paths | 10 |")
+    with pytest.raises(ValueError, match="exact run at every sampled width, missing \\[100\\]"):
+        sampling.diagnostics_table({"x": ({10: _point(10, U), 100: _point(100, U)}, {10: _exact(10, U)})})
+
+
+def test_kernel_alignments_of_named_kernels():
+    from attnpaths.experiments.kernel_pcs import kernel_alignments
+
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    alignment = kernel_alignments({"labels": np.outer(y, y), "identity": np.eye(4), "flipped": -np.outer(y, y)}, y)
+    assert list(alignment) == ["labels", "identity", "flipped"]
+    assert math.isclose(alignment["labels"], 1.0) and math.isclose(alignment["flipped"], -1.0)
+    assert math.isclose(alignment["identity"], 1 / math.sqrt(3))  # y' H y / (|H|_F |y|^2), H = I - 11'/4
+
+
 # ------------------------------------------------------------------------------------------------ figures
 def test_figures_take_the_task_styles():
     fig = plots.plot_accuracy([10, 100], [0.7, 0.8], gp={"GP": 0.6, "all": 0.5},

@@ -182,3 +182,96 @@ def test_sample_posterior_is_reproducible_and_summarised(small_data):
     assert {"wall_time_s", "min_predictor_ess", "max_predictor_rhat", "min_U_ess", "max_U_rhat"} <= set(a.diagnostics)
     assert a.diagnostics["num_chains"] == 2 and a.diagnostics["num_samples"] == 6
     np.testing.assert_allclose(a.U_se, a.U_sd / np.sqrt(a.U_ess))
+
+
+# ------------------------------------------------------------------------------------------------ the chapter's records
+def _sampled(width, U, *, accuracy=0.9):
+    return sampling.SampledPoint(
+        width=width, accuracy=accuracy, accuracy_mc_sd=0.01, mean=np.ones(3), mean_se=np.full(3, 0.1),
+        sd=np.ones(3), kernel_mean=np.ones(3), U=U, U_se=np.full_like(U, 0.05), U_sd=np.full_like(U, 0.5),
+        U_ess=np.full_like(U, 100.0), diagnostics={"wall_time_s": 1.0, "num_chains": 2})
+
+
+def _exact(width, U):
+    return sampling.ExactOrderParameter(width=width, U=U, U_se=np.full_like(U, 0.02), mode=U - 0.1,
+                                        diagnostics={"wall_time_s": 2.0, "min_ess": 50.0})
+
+
+def test_network_record_holds_the_curve_band_and_samples(small_data):
+    curve = theory_sweep(small_data, [5, 50], [0.1], progress=False)
+    sets = ex.draw_data_sets(2, torch.Generator().manual_seed(4), num_train=20, num_test=30)
+    band = ex.data_set_band(sets, four_path_network, [5, 50], 0.1, progress=False)
+    samples = {5: _sampled(5, curve.U_at(5) + 0.1)}
+    exact = {5: _exact(5, curve.U_at(5) + 0.05)}
+    record = ex.network_record(curve, band, samples, exact)
+    assert set(record) == {"theory_accuracy", "sampled_accuracy", "U", "U_sampled", "U_order", "sampler", "U_exact",
+                           "band"}
+    np.testing.assert_array_equal(record["theory_accuracy"]["accuracy"], curve.accuracy["test"][:, 0])
+    assert list(record["U"]) == ["5", "50"] and np.array_equal(record["U"]["50"], curve.U_at(50))
+    assert record["U_order"] == ["g", "d", "a1", "a2"]
+    assert record["sampled_accuracy"] == {"N": [5], "accuracy": [0.9], "mc_sd": [0.01]}
+    assert np.array_equal(record["U_sampled"]["5"], samples[5].U)
+    assert record["sampler"]["5"]["num_chains"] == 2 and np.array_equal(record["sampler"]["5"]["U_mc_se"],
+                                                                         samples[5].U_se)
+    assert np.array_equal(record["U_exact"]["5"]["mode"], exact[5].mode) and record["U_exact"]["5"]["min_ess"] == 50
+    assert record["band"]["num_sets"] == 2
+    two_temperatures = theory_sweep(small_data, [5], [0.1, 0.2], progress=False)
+    with pytest.raises(ValueError, match="one temperature"):
+        ex.network_record(two_temperatures, band, samples, exact)
+    with pytest.raises(ValueError, match="band"):
+        ex.network_record(curve, band.summary(), samples, exact)
+
+
+def test_least_relevant_head_skips_missing_heads():
+    assert ex.least_relevant_head([[1.0, 0.5], [0.2, 0.7]], ["a", "b", "c", "d"]) == ("c", 0.2)
+    # layer 1 has one head: the labels are those of the heads that exist
+    assert ex.least_relevant_head([[1.0, np.nan], [0.3, 0.1]], ["a", "b", "c"]) == ("c", 0.1)
+    assert ex.least_relevant_head([[0.05, np.nan], [0.3, 0.1]], ["a", "b", "c"]) == ("a", 0.05)
+    with pytest.raises(ValueError, match="one label per head"):
+        ex.least_relevant_head([[1.0, 0.5], [0.2, 0.7]], ["a", "b", "c"])
+
+
+# ------------------------------------------------------------------------------------------------ figures
+def test_accuracy_with_band_shades_the_data_set_range_and_draws_the_samples(small_data):
+    from matplotlib import pyplot as plt
+
+    from attnpaths.hmc import plots
+
+    curve = theory_sweep(small_data, [5, 50], [0.1], progress=False)
+    band = ex.Band(widths=np.array([5, 50]), accuracy=np.array([[0.7, 0.6], [0.8, 0.65]]), U=np.zeros((2, 2, 4, 4)),
+                   gp={"all": np.array([0.55, 0.6])}, names=("g", "d", "a1", "a2"))
+    fig = plots.plot_accuracy_with_band(curve, band, {5: _sampled(5, np.eye(4), accuracy=0.75)}, {"all": 0.58})
+    ax = fig.axes[0]
+    theory_range = [c for c in ax.collections if c.get_label() == "theory, spread over data sets"][0]
+    np.testing.assert_allclose(theory_range.get_paths()[0].vertices[:, 1].max(), 80.0)
+    np.testing.assert_allclose(theory_range.get_paths()[0].vertices[:, 1].min(), 60.0)
+    gp_span = [p for p in ax.patches if p.get_alpha() == 0.08][0]  # the GP band: 55 % to 60 %
+    np.testing.assert_allclose([gp_span.get_y(), gp_span.get_y() + gp_span.get_height()], [55.0, 60.0])
+    sampled = [c for c in ax.containers if c.get_label() == "all paths, sampled"][0]
+    np.testing.assert_allclose(sampled.lines[0].get_xydata(), [[5.0, 75.0]])
+    plt.close(fig)
+
+
+def test_ablation_panels_and_sampled_order_parameters():
+    from matplotlib import pyplot as plt
+
+    from attnpaths.hmc import plots
+
+    ablation = {"theory": np.array([0.9, 0.8]), "diagonal_only": np.array([0.85, 0.8]),
+                "evened_diagonal": np.array([0.6, 0.79])}
+    fig = plots.plot_ablations([([10, 100], ablation, {"all": 0.7}, "4 paths"), ([10, 100], ablation, {}, "2 paths")])
+    assert [ax.get_title() for ax in fig.axes] == ["4 paths", "2 paths"]
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    np.testing.assert_allclose(lines["diag(U) -> U_gg"].get_ydata(), [60.0, 79.0])
+    np.testing.assert_allclose(lines["U -> diag(U)"].get_ydata(), [85.0, 80.0])
+    plt.close(fig)
+    theory, exact = np.array([[2.0, -1.0], [-1.0, 1.5]]), np.array([[2.2, -1.1], [-1.1, 1.6]])
+    sampled = exact + np.array([[0.1, 0.0], [0.0, -0.3]])
+    fig = plots.plot_sampled_order_parameters(theory, exact, sampled, ["g", "d"], width=10)
+    heat_maps = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in heat_maps] == ["theory (saddle), N=10", "exact mean, N=10", "sampled, N=10",
+                                                    "sampled - exact, N=10"]
+    np.testing.assert_allclose([ax.images[0].get_clim() for ax in heat_maps[:3]], [(-2.3, 2.3)] * 3)
+    np.testing.assert_allclose(heat_maps[3].images[0].get_clim(), (-0.3, 0.3))
+    np.testing.assert_allclose(heat_maps[3].images[0].get_array(), sampled - exact)
+    plt.close(fig)

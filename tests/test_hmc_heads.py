@@ -200,3 +200,12 @@ def test_reference_networks(train):
     assert torch.equal(gd.attention.layers[0].W[1], four_path_network(train).attention.layers[0].W[1])
     with pytest.raises(ValueError, match="perturbation"):
         four_path_network(train, perturbation=-1.0)
+
+
+def test_head_version_labels_name_layer_head_and_version(train):
+    from attnpaths.hmc.networks import head_version_labels
+
+    assert head_version_labels(four_path_network(train)) == [
+        "(1)1 (same_token)", "(1)2 (blank)", "(2)1 (uniform_attention)", "(2)2 (blank)"]
+    assert head_version_labels(two_path_network(train)) == ["(1)1 (same_token)", "(1)2 (blank)",
+                                                            "(2)1 (uniform_attention)"]

@@ -91,3 +91,9 @@ def centered_alignment(kernel, y) -> float:
     Kc = K - K.mean(axis=0) - K.mean(axis=1)[:, None] + K.mean()
     norm = np.linalg.norm(Kc) * (y @ y)
     return float(y @ Kc @ y / norm) if norm > 0 else 0.0
+
+
+def kernel_alignments(kernels: dict, y) -> dict[str, float]:
+    """:func:`centered_alignment` of every kernel of ``kernels`` (``{name: [P, P]}``, e.g. those of
+    :func:`appendix_kernels`) with the labels ``y`` (``[P]``) of the same examples: ``{name: alignment}``."""
+    return {name: centered_alignment(K, y) for name, K in kernels.items()}

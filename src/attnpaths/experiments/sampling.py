@@ -2,6 +2,10 @@
 eq-sampled-u) and the exact finite-width density of the order parameters (:mod:`attnpaths.order_parameter_posterior`,
 (eq-exact-density)), each summarised with its Monte-Carlo errors and the sampler's diagnostics.
 
+A chapter plans its widths with :func:`sampling_plans`, records the results with :func:`sampled_accuracy_record`,
+:func:`sampler_record` and :func:`exact_record`, compares them with the saddle point
+(:func:`saddle_point_z_max`, :func:`finite_width_shift`) and shows :func:`diagnostics_table`.
+
 ``U`` matrices returned here are in figure order (the network's :attr:`~.path_data.PathNetwork.plot_order`).
 """
 
@@ -13,7 +17,7 @@ import numpy as np
 import torch
 from scipy.stats import norm
 
-from .._validation import as_float64_array, positive_int, positive_real
+from .._validation import as_float64_array, heads_tuple, positive_int, positive_real
 from ..engine import map_tasks, task_generator
 from ..network import AttentionNetwork
 from ..order_parameter_posterior import sample_order_parameters
@@ -257,3 +261,148 @@ def finite_width_epsilon(width, num_paths: int) -> float:
     width = positive_int(width, "width")
     num_paths = positive_int(num_paths, "num_paths")
     return (num_paths + 1) / width
+
+
+# --------------------------------------------------------------------------------------------------------
+# plans, summaries and tables of sampled widths (a chapter's results file and its sampler table)
+
+
+def sampling_plans(widths, warmup, draws, chains, *, exact_chains: int | None = None, exact_warmup: int = 300,
+                   exact_draws: int = 300, exact_thin: int = 4) -> list[SamplingPlan]:
+    """One :class:`SamplingPlan` per sampled width, from a chapter's parameter lists.
+
+    Args:
+        widths, warmup, draws, chains: one entry per sampled width ``N``: the network sampler's warm-up sweeps,
+            draws kept per chain and chains.
+        exact_chains, exact_warmup, exact_draws, exact_thin: the exact order-parameter run of every width
+            (:func:`exact_order_parameter`); ``exact_chains=None`` plans none.
+    """
+    widths, warmup, draws, chains = (list(v) for v in (widths, warmup, draws, chains))
+    if not widths or not len(warmup) == len(draws) == len(chains) == len(widths):
+        raise ValueError(f"warmup, draws and chains must give one value per sampled width ({len(widths)} widths), "
+                         f"got {len(warmup)}, {len(draws)} and {len(chains)}")
+    exact = {} if exact_chains is None else dict(
+        exact_chains=positive_int(exact_chains, "exact_chains"),
+        exact_warmup=positive_int(exact_warmup, "exact_warmup"),
+        exact_draws=positive_int(exact_draws, "exact_draws"), exact_thin=positive_int(exact_thin, "exact_thin"))
+    return [SamplingPlan(positive_int(w, "widths"), positive_int(a, "warmup"), positive_int(d, "draws"),
+                         positive_int(c, "chains"), **exact)
+            for w, a, d, c in zip(widths, warmup, draws, chains)]
+
+
+def sampled_accuracy_record(points: dict) -> dict:
+    """``{"N": [n_s], "accuracy": [n_s], "mc_sd": [n_s]}``: the sampled mean predictor's test accuracy and its
+    Monte-Carlo standard deviation (:func:`accuracy_mc_sd`) at every sampled width of ``points``
+    (``{width: SampledPoint}``, as returned by :func:`sample_widths`)."""
+    return {"N": list(points), "accuracy": [p.accuracy for p in points.values()],
+            "mc_sd": [p.accuracy_mc_sd for p in points.values()]}
+
+
+def sampler_record(points: dict) -> dict:
+    """Per sampled width (key ``str(N)``): the sampler's diagnostics (:attr:`SampledPoint.diagnostics`) with the
+    ESS (``U_ess``) and the Monte-Carlo standard error (``U_mc_se``) of every entry of the sampled ``U``
+    (eq-sampled-u), ``[n, n]`` in figure order."""
+    return {str(w): dict(p.diagnostics, U_ess=p.U_ess, U_mc_se=p.U_se) for w, p in points.items()}
+
+
+def exact_record(exacts: dict) -> dict:
+    """Per width (key ``str(N)``) of ``exacts`` (``{width: ExactOrderParameter}``): the exact posterior mean of
+    ``U`` (eq-exact-density), its Monte-Carlo standard error ``U_mc_se``, the density's ``mode`` (all
+    ``[n, n]``, figure order) and the Metropolis run's diagnostics."""
+    return {str(w): {"U": e.U, "U_mc_se": e.U_se, "mode": e.mode, **e.diagnostics} for w, e in exacts.items()}
+
+
+def largest_accuracy_difference(points: dict, reference_accuracy: dict) -> float:
+    """``max_N |A_sampled(N) - A_reference(N)|`` over the sampled widths of ``points``.
+
+    Args:
+        points: ``{width: SampledPoint}``; reference_accuracy: ``{width: accuracy}`` holding every sampled width
+            (e.g. the theory's accuracy, eq-predictor).
+    """
+    missing = [w for w in points if w not in reference_accuracy]
+    if not points or missing:
+        raise ValueError(f"reference_accuracy must hold every sampled width {list(points)}, missing {missing}")
+    return float(max(abs(p.accuracy - reference_accuracy[w]) for w, p in points.items()))
+
+
+def saddle_point_z_max(points: dict, theory_U: dict) -> dict:
+    """Per sampled width, the largest ``|U_sampled - U_theory| / se`` over the entries of ``U``: how many
+    Monte-Carlo standard errors the samples (eq-sampled-u) lie from the saddle point (eq-action).
+
+    Args:
+        points: ``{width: SampledPoint}``; theory_U: ``{width: [n, n]}`` the theory's ``U`` in figure order,
+            holding every sampled width.
+    Returns:
+        ``{width: z}``.
+    """
+    missing = [w for w in points if w not in theory_U]
+    if missing:
+        raise ValueError(f"theory_U must hold every sampled width {list(points)}, missing {missing}")
+    return {w: float(np.abs((p.U - theory_U[w]) / p.U_se).max()) for w, p in points.items()}
+
+
+def finite_width_shift(points: dict, exacts: dict, theory_U: dict) -> dict:
+    """The diagonal of ``U`` at every sampled width relative to the saddle point, for the network's samples
+    (eq-sampled-u) and for the exact posterior mean (eq-exact-density): ``U_ii / U_theory,ii - 1``, an
+    ``O(1/N)`` shift (:func:`finite_width_epsilon`).
+
+    Args:
+        points: ``{width: SampledPoint}``; exacts: ``{width: ExactOrderParameter}`` and theory_U:
+            ``{width: [n, n]}`` (figure order), both holding every sampled width.
+    Returns:
+        ``{"N": [n_s], "relative_diagonal_shift": [n_s, n], "relative_mc_se": [n_s, n],
+        "exact_relative_diagonal_shift": [n_s, n], "exact_relative_mc_se": [n_s, n], "epsilon": [n_s]}``, the
+        standard errors relative to the theory's diagonal and ``epsilon = (n + 1) / N``.
+    """
+    widths = list(points)
+    missing = [w for w in widths if w not in exacts or w not in theory_U]
+    if not widths or missing:
+        raise ValueError(f"exacts and theory_U must hold every sampled width {widths}, missing {missing}")
+    theory_diag = np.array([np.diag(theory_U[w]) for w in widths])
+
+    def diagonal(matrices):
+        return np.array([np.diag(m) for m in matrices])
+
+    return {
+        "N": widths,
+        "relative_diagonal_shift": diagonal(points[w].U for w in widths) / theory_diag - 1,
+        "relative_mc_se": diagonal(points[w].U_se for w in widths) / theory_diag,
+        "exact_relative_diagonal_shift": diagonal(exacts[w].U for w in widths) / theory_diag - 1,
+        "exact_relative_mc_se": diagonal(exacts[w].U_se for w in widths) / theory_diag,
+        "epsilon": [finite_width_epsilon(w, theory_diag.shape[1]) for w in widths],
+    }
+
+
+def exact_density_dimension(heads) -> int:
+    """Number of free numbers of the exact order-parameter density (eq-exact-density): the distinct entries
+    of every symmetric ``U_l`` (size ``n_l = H_l ... H_L``) and the scalar ``U_a``,
+    ``sum_l n_l (n_l + 1) / 2 + 1``."""
+    heads = heads_tuple(heads)
+    sizes = [int(np.prod(heads[l:])) for l in range(len(heads))]
+    return sum(n * (n + 1) // 2 for n in sizes) + 1
+
+
+def diagnostics_table(runs: dict) -> str:
+    """Markdown table of the sampler diagnostics (sec-hmc-sampler): per network and sampled width, the network
+    sampler's chains, draws and warm-up, the min / median ESS and max split R-hat of the test predictions, the
+    min ESS of ``U`` and the wall time, and the exact-density run's chains, draws, min ESS, max R-hat and time.
+
+    Args:
+        runs: ``{network label: (points, exacts)}`` with ``points`` ``{width: SampledPoint}`` and ``exacts``
+            ``{width: ExactOrderParameter}`` holding every sampled width.
+    """
+    lines = ["| network | N | chains x draws (warm-up) | min / median ESS of f | max R-hat of f | min ESS of U "
+             "| wall time (s) | exact mean: chains x draws, min ESS, max R-hat, time (s) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, (points, exacts) in runs.items():
+        missing = [w for w in points if w not in exacts]
+        if missing:
+            raise ValueError(f"runs[{name!r}] must have an exact run at every sampled width, missing {missing}")
+        for w, p in points.items():
+            d, e = p.diagnostics, exacts[w].diagnostics
+            lines.append(f"| {name} | {w} | {d['num_chains']} x {d['num_samples']} ({d['num_warmup']}) | "
+                         f"{d['min_predictor_ess']:.0f} / {d['median_predictor_ess']:.0f} | "
+                         f"{d['max_predictor_rhat']:.3f} | "
+                         f"{d['min_U_ess']:.0f} | {d['wall_time_s']:.1f} | {e['num_chains']} x {e['num_samples']}, "
+                         f"{e['min_ess']:.0f}, {e['max_rhat']:.3f}, {e['wall_time_s']:.1f} |")
+    return "\n".join(lines)

@@ -1,14 +1,17 @@
 """What the heads and paths of the hidden-Markov-chain network do to a sequence.
 
 Used by the model chapter to show, on data from the task's generator, that the same-token head attends to the
-previous token exactly when the hidden state stays, and how the path features separate the two classes.
+previous token exactly when the hidden state stays, and how the path features separate the two classes; and by
+the HMC chapter for the numbers behind Fig. 2a and 2b (:func:`task_example`, :func:`stay_fraction`,
+:func:`attention_matrices`).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
-from .._validation import as_float64_array
+from .._validation import as_float64_array, int_at_least
 
 
 def strongest_keys(omega) -> np.ndarray:
@@ -83,3 +86,68 @@ def class_separation(projection, y) -> np.ndarray:
         a, b = projection[y > 0, i], projection[y < 0, i]
         separation[i] = (a.mean() - b.mean()) / np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2)
     return separation
+
+
+def task_example(data, example: int = 0) -> dict:
+    """The numbers behind Fig. 2a (sec-hmc-task): the hidden states of the first sequence of each class and one
+    sequence's input split along the task's three noise directions.
+
+    Args:
+        data: an :class:`~attnpaths.hmc.data.HMCDataset` (class-sorted: ``y = +1`` for the first ``P/2``).
+        example: index of the sequence whose input is returned.
+    Returns:
+        ``{"hidden_states": [2, T] of the sequences 0 and P/2, "x": [N0, T+1] the input of ``example``,
+        "along_e_B": [T] e_B . x_t (the hidden state, +-|v| / sqrt(2), plus sigma_B noise), "along_e_A": [T]
+        e_A . x_t, "perp_rms": [T] |eta_perp,t| / sqrt(N_f - 2)}`` (root-mean-square out-of-plane noise per
+        direction, about ``sigma_perp``).
+    """
+    P = data.num_examples
+    example = int_at_least(example, "example", 0)
+    if example >= P:
+        raise ValueError(f"example must be an index in [0, {P}), got {example!r}")
+    task = data.task
+    features = data.features[example]  # [N_f, T]
+    return {
+        "hidden_states": data.hidden_states[[0, P // 2]].numpy(),
+        "x": data.x[example].numpy(),
+        "along_e_B": torch.einsum("i,it->t", task.e_B, features).numpy(),
+        "along_e_A": torch.einsum("i,it->t", task.e_A, features).numpy(),
+        "perp_rms": (data.noise_components()["perp"][example].norm(dim=0) / np.sqrt(task.feature_width - 2)).numpy(),
+    }
+
+
+def stay_fraction(data) -> dict[str, float]:
+    """Fraction of transitions ``s_{t-1} -> s_t`` in which the hidden state stays, averaged over the sequences of
+    each class (sec-hmc-task: the stay probability, 0.7 for ``y = +1`` and 0.3 for ``y = -1`` in the paper).
+
+    Args:
+        data: an :class:`~attnpaths.hmc.data.HMCDataset` with sequences of both classes.
+    Returns:
+        ``{"y=+1": fraction, "y=-1": fraction}``: the mean over the class's sequences of each sequence's
+        fraction of staying transitions.
+    """
+    y = data.y.numpy()
+    if not ((y > 0).any() and (y < 0).any()):
+        raise ValueError("data must hold sequences of both classes y = +1 and y = -1")
+    states = data.hidden_states
+    stays = (states[:, 1:] == states[:, :-1]).double().mean(dim=1).numpy()
+    return {"y=+1": float(stays[y > 0].mean()), "y=-1": float(stays[y < 0].mean())}
+
+
+def attention_matrices(network, x) -> dict[str, np.ndarray]:
+    """Every head's attention matrix on one sequence (Fig. 2b, right).
+
+    Args:
+        network: a network with ``attention.layers`` (e.g. :func:`~attnpaths.hmc.networks.four_path_network`).
+        x: ``[N0, T+1]`` one input sequence.
+    Returns:
+        ``{"layer<l>_head<h>": [T+1, T+1]}`` (key ``s`` down, query ``t`` across; ``l``, ``h`` from 1), each
+        column summing to one.
+    """
+    x = torch.as_tensor(x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be one sequence [N0, T+1], got shape {tuple(x.shape)}")
+    return {
+        f"layer{l + 1}_head{h + 1}": layer.matrices(x[None])[0, h].numpy()
+        for l, layer in enumerate(network.attention.layers) for h in range(layer.num_heads)
+    }

@@ -282,3 +282,73 @@ def worst_row(rows) -> AuthorsCodeRow:
     if not rows or not all(isinstance(r, AuthorsCodeRow) for r in rows):
         raise ValueError("rows must be a non-empty list of AuthorsCodeRow")
     return max(rows, key=lambda r: r.ratio)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the comparison as the chapter shows it
+
+
+#: How the chapter names the reference's networks.
+NETWORK_LABELS = {"four_path": "4 paths", "two_path_sigma_perp_5": "2 paths, noisier data"}
+
+
+def chapter_mismatches(four_path: TheorySweep, two_path: TheorySweep, inputs: dict, *, num_train: int, num_test: int,
+                       temperature: float, atol: float = 1e-10) -> list[str]:
+    """Widths at which a chapter's own theory curves differ from those compared with the authors' code.
+
+    When the chapter runs in the reference's configuration (``num_train`` = :data:`REFERENCE_NUM_TRAIN`,
+    ``num_test`` = :data:`REFERENCE_NUM_TEST`, ``temperature`` = the paper's), its curves must give the ``U`` of
+    ``inputs`` (:func:`reference_quantities`) at every width both solved; in another configuration there is
+    nothing to compare.
+
+    Args:
+        four_path, two_path: the chapter's curves (figure order, one temperature).
+        inputs: :func:`reference_quantities`.
+        atol: the largest absolute difference of an entry of ``U`` taken as the same solution.
+
+    Returns:
+        one description per (network, width) whose ``U`` differs by more than ``atol`` (empty: none).
+    """
+    atol = positive_real(atol, "atol")
+    if not isinstance(inputs, dict) or any(key not in inputs for key in ("four_path", "two_path")):
+        raise ValueError("inputs must be the dict of reference_quantities, with the keys 'four_path' and 'two_path'")
+    if (num_train, num_test, temperature) != (REFERENCE_NUM_TRAIN, REFERENCE_NUM_TEST, PAPER_TEMPERATURE):
+        return []
+    mismatches = []
+    for name, chapter, compared in (("four_path", four_path, inputs["four_path"]),
+                                    ("two_path", two_path, inputs["two_path"])):
+        for w in sorted(set(chapter.widths.tolist()) & set(compared.widths.tolist())):
+            difference = float(abs(chapter.U_at(w) - compared.U_at(w)).max())
+            if not difference <= atol:
+                mismatches.append(f"{name} U at N={w}: largest difference {difference:.3g} > {atol:.0e}")
+    return mismatches
+
+
+def disagreements(rows) -> list[str]:
+    """One description per row outside its precision (empty: every row agrees with the authors' code)."""
+    return [f"{r.network} {r.quantity} N={r.width}: authors {r.authors}, package {r.package:.6g}, |difference| "
+            f"{r.difference:.3g} > precision {r.precision:.3g}" for r in rows if not r.within]
+
+
+def row_description(row: AuthorsCodeRow) -> str:
+    """``"<network label>, <quantity>[ at N = <width>]"``, e.g. ``"4 paths, U_gd at N = 10"``."""
+    return (f"{NETWORK_LABELS[row.network]}, {row.quantity}"
+            + ("" if row.width is None else f" at N = {row.width}"))
+
+
+def _package_text(row: AuthorsCodeRow) -> str:
+    if row.quantity == "S/N":
+        return f"{row.package:.10f}"
+    return f"{row.package:.2f}" if "accuracy" in row.quantity else f"{row.package:.5f}"
+
+
+def markdown_table(rows) -> str:
+    """Markdown table of the comparison, one line per row: network and quantity, ``N`` (``GP`` for a GP-limit
+    quantity), the authors' value, the package's (to the digits that the precision makes meaningful:
+    accuracies to 0.01, ``S/N`` to 1e-10, the rest to 1e-5), ``|difference|`` and the precision."""
+    lines = ["| quantity | N | authors' code | this package | \\|difference\\| | precision |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {NETWORK_LABELS[r.network]}: {r.quantity} | {'GP' if r.width is None else r.width} | "
+                     f"{r.authors:.10g} | {_package_text(r)} | {r.difference:.1e} | {r.precision:.2g} |")
+    return "\n".join(lines)

@@ -3,14 +3,20 @@
 Both are read off the outputs of the authors' code (the GP lines and the ``U`` panels of Fig. 2c), not
 quoted from the paper's text. Each function returns a :class:`attnpaths.claims.Verdict`; the tests run over
 independently drawn data sets (one replicate per data set), so they speak of the task, not of one draw.
+
+:func:`figure_verdicts` assembles every claim of the chapter from these two and the finite-width claims of
+:mod:`attnpaths.finite_width_claims`; :func:`saddle_point_ratios` measures how far the network's samples lie
+from the saddle point, which is why claim 2 compares them with the exact finite-width mean instead.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import finite_width_claims as fw
 from .._validation import as_float64_array
-from ..claims import Verdict, all_of, replicate_t
+from ..claims import Verdict, all_of, bonferroni_z, replicate_t
+from ..experiments.sampling import saddle_point_z_max
 
 SOURCE_GP_ORDER = "output of the authors' code (the GP lines of Fig. 2c)"
 SOURCE_INTERPLAY = "output of the authors' code (the U panels of Fig. 2c, 2e)"
@@ -82,3 +88,113 @@ def path_interplay(claim: str, *, U_small, U_large, names, widths: tuple[int, in
                   source=SOURCE_INTERPLAY, parts=parts,
                   measured=(f"Mean over {small.shape[0]} data sets at N={n_min}: {means}, U_gd = {small[:, g, d].mean():.2f} "
                             f"(N={n_max}: {large[:, g, d].mean():.3f}){where}."))
+
+
+# --------------------------------------------------------------------------------------------------------
+# every claim of the chapter, and how far the samples lie from the saddle point
+
+
+def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: float = 0.01,
+                    margin_accuracy: float = 0.02, margin_U: float = 0.1) -> list[Verdict]:
+    """The claims of Fig. 2 (sec-hmc-theory, sec-hmc-pcs, sec-hmc-two-paths), each a test, in the chapter's order:
+    1 over data sets and on the authors' data, 2 (samples against the exact finite-width mean of ``U``,
+    eq-exact-density), 2b (saddle point against that mean), 3, 4, 5 and 6.
+
+    Args:
+        four, two: :class:`~attnpaths.hmc.experiments.NetworkRun` of the 4-path network and of the 2-path network
+            on the noisier data; their labels name the claims (e.g. ``"1 (4 paths)"``). Claims 4 and 5 use the
+            4-path network's band (its PC label fractions and its three GP lines).
+        pc_width, alignment_pcs: width and number of leading kernel PCs of claim 4.
+        level: family-wise level of every claim.
+        margin_accuracy, margin_U: agreement margins of claims 2 and 2b.
+
+    Returns:
+        14 verdicts: ``1 (<four>)``, ``1 (<two>)``, ``1 (authors' data, <four>)``, ``1 (authors' data, <two>)``,
+        ``2 (...)`` and ``2b (...)`` for both, ``3 (...)`` for both, ``4``, ``5``, ``6 (...)`` for both.
+    """
+    runs = (four, two)
+    for run in runs:
+        if not all(hasattr(run, name) for name in ("label", "curve", "band", "samples", "exact", "test_labels")):
+            raise ValueError(f"four and two must be NetworkRun objects, got {type(run).__name__}")
+    extent = {run.label: (int(run.curve.widths[0]), int(run.curve.widths[-1])) for run in runs}
+
+    def where(run, prefix=""):
+        return f", {prefix}{run.label}"
+
+    def advantage(run):
+        n_min, n_max = extent[run.label]
+        return fw.finite_width_advantage_over_data_sets(
+            f"1 ({run.label})", accuracy_small=run.band.accuracy[:, 0], accuracy_large=run.band.accuracy[:, -1],
+            gp_accuracy=run.band.gp["all"], widths=(n_min, n_max), level=level, where=where(run))
+
+    def authors_data_advantage(run):
+        n_min = extent[run.label][0]
+        k = run.curve.index(n_min)
+        return fw.finite_width_advantage(
+            f"1 (authors' data, {run.label})", theory_mean=run.curve.means["test"][k, 0],
+            gp_mean=run.curve.gp.means["test"][0, 0], labels=run.test_labels, width=n_min, level=level,
+            where=where(run, "authors' data set, "))
+
+    def samples_agree(run):
+        curve = run.curve
+        return fw.sample_agreement(
+            f"2 ({run.label})", points=run.samples.values(),
+            reference_accuracy={w: curve.accuracy["test"][curve.index(w), 0] for w in run.samples},
+            reference_U={w: e.U for w, e in run.exact.items()},
+            reference_U_se={w: e.U_se for w, e in run.exact.items()},
+            margin_accuracy=margin_accuracy, margin_U=margin_U, level=level,
+            reference="the exact finite-width mean of U and the theory's accuracy", where=where(run))
+
+    def saddle_agrees(run):
+        return fw.saddle_point_agreement(
+            f"2b ({run.label})", exact=run.exact, theory_U={w: run.curve.U_at(w) for w in run.exact},
+            num_paths=len(run.curve.names), margin_U=margin_U, level=level, where=where(run))
+
+    def approach(run):
+        return fw.gp_limit_approach(f"3 ({run.label})", U_small=run.band.U[:, 0], U_large=run.band.U[:, -1],
+                                    widths=extent[run.label], level=level, where=where(run))
+
+    def interplay(run):
+        return path_interplay(f"6 ({run.label})", U_small=run.band.U[:, 0], U_large=run.band.U[:, -1],
+                              names=run.band.names, widths=extent[run.label], level=level, where=where(run))
+
+    return [
+        *(advantage(run) for run in runs),
+        *(authors_data_advantage(run) for run in runs),
+        *(samples_agree(run) for run in runs),
+        *(saddle_agrees(run) for run in runs),
+        *(approach(run) for run in runs),
+        fw.kernel_alignment("4", fraction_fw=four.band.label_fraction["finite_width"],
+                            fraction_gp=four.band.label_fraction["gp"], k=alignment_pcs, width=pc_width, level=level),
+        gp_ordering("5", gp_accuracy=four.band.gp, level=level),
+        *(interplay(run) for run in runs),
+    ]
+
+
+def saddle_point_ratios(runs, level: float = 0.01) -> dict[str, float]:
+    """How far the network's samples lie from the saddle point, per network: the largest z-score of a sampled
+    entry of ``U`` against the theory's ``U`` (:func:`~attnpaths.experiments.sampling.saddle_point_z_max`, over
+    the distinct entries and the sampled widths) divided by the two-sided Bonferroni threshold over those
+    entries and widths at ``level``. Above 1, the samples resolve the ``O(1/N)`` difference between the saddle
+    point and the posterior mean (eq-exact-density).
+
+    Args:
+        runs: :class:`~attnpaths.hmc.experiments.NetworkRun` objects (their ``label``, ``curve`` and ``samples``).
+    Returns:
+        ``{label: ratio}``.
+    """
+    ratios = {}
+    for run in runs:
+        z_max = saddle_point_z_max(run.samples, {w: run.curve.U_at(w) for w in run.samples})
+        n = run.curve.U.shape[-1]
+        threshold = bonferroni_z(len(run.samples) * n * (n + 1) // 2, level)
+        ratios[run.label] = max(z_max.values()) / threshold
+    return ratios
+
+
+def saddle_point_reading(ratio: float) -> str:
+    """What a :func:`saddle_point_ratios` ratio says about the comparison of the samples with the exact mean."""
+    if ratio > 1:
+        return ("these runs resolve the O(1/N) difference between the saddle point and the posterior mean, which is "
+                "why U is compared with the exact mean.")
+    return "at these run lengths the Monte-Carlo error would also hide the finite-width difference."

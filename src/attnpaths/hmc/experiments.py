@@ -9,7 +9,9 @@ this task does:
 * :func:`draw_data_sets` and :func:`data_set_band`: the theory over independently drawn training and test
   sets (the spread that one data set cannot show);
 * :func:`diagonal_only`, :func:`evened_diagonal`, :func:`accuracy_with_order_parameter`,
-  :func:`ablation_curves`: the ``U`` ablations of the authors' 2-path plotting script.
+  :func:`ablation_curves`: the ``U`` ablations of the authors' 2-path plotting script;
+* :func:`network_record`, :class:`NetworkRun` and :func:`least_relevant_head`: one network's results record,
+  what its claims are tested on (:func:`attnpaths.hmc.claims.figure_verdicts`) and its least relevant head.
 
 Orders. ``U`` matrices of the ablations are in the flat path order (``h_1`` slowest); the band's ``U`` is in
 figure order (``g, d, a1, a2``, the paths the network has).
@@ -26,6 +28,7 @@ import torch
 
 from .._validation import increasing_ints, positive_int, positive_real, square_matrix, torch_generator
 from ..engine import map_tasks
+from ..experiments import sampling
 from ..experiments.kernel_pcs import label_fraction, mean_predictor, pc_overlaps
 from ..experiments.path_data import PathData, path_data
 from ..experiments.sweep import TheorySweep, theory_sweep
@@ -215,3 +218,76 @@ def ablation_curves(data: PathData, sweep: TheorySweep, temperature: float = PAP
             [accuracy_with_order_parameter(data, evened_diagonal(U, g), temperature) for U in U_flat]
         ),
     }
+
+
+# --------------------------------------------------------------------------------------------------------
+# one network of Fig. 2: its results record, its run for the claims, its least relevant head
+
+
+def network_record(curve: TheorySweep, band: Band, samples: dict, exact: dict) -> dict:
+    """The results-file record of one network of Fig. 2 (sec-hmc-theory, sec-hmc-two-paths).
+
+    Args:
+        curve: the theory over widths at one temperature (:func:`~attnpaths.experiments.sweep.theory_sweep`).
+        band: the same network over independently drawn data sets (:func:`data_set_band`).
+        samples, exact: ``{width: SampledPoint}`` and ``{width: ExactOrderParameter}``
+            (:func:`~attnpaths.experiments.sampling.sample_widths`).
+
+    Returns:
+        ``{"theory_accuracy": {"N", "accuracy"}, "sampled_accuracy": {"N", "accuracy", "mc_sd"}, "U": {N: [n, n]},
+        "U_sampled": {N: [n, n]}, "U_order": path names, "sampler": {N: diagnostics}, "U_exact": {N: ...},
+        "band": Band.summary()}``, every ``U`` in figure order (``U_order``).
+    """
+    if not isinstance(curve, TheorySweep) or curve.temperatures.size != 1:
+        raise ValueError(f"curve must be a TheorySweep at one temperature, got {type(curve).__name__}")
+    if not isinstance(band, Band):
+        raise ValueError(f"band must be a Band (data_set_band), got {type(band).__name__}")
+    return {
+        "theory_accuracy": {"N": curve.widths, "accuracy": curve.accuracy["test"][:, 0]},
+        "sampled_accuracy": sampling.sampled_accuracy_record(samples),
+        "U": {str(w): curve.U_at(w) for w in curve.widths},
+        "U_sampled": {str(w): p.U for w, p in samples.items()},
+        "U_order": list(curve.names),
+        "sampler": sampling.sampler_record(samples),
+        "U_exact": sampling.exact_record(exact),
+        "band": band.summary(),
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class NetworkRun:
+    """What the claims of Fig. 2 are tested on for one network (:func:`attnpaths.hmc.claims.figure_verdicts`).
+
+    Attributes:
+        label: e.g. ``"4 paths"`` (the claims' ids and sentences name it).
+        curve: the theory over widths at one temperature on the authors' data, with its GP limit.
+        band: the theory over independently drawn data sets (:func:`data_set_band`).
+        samples: ``{width: SampledPoint}``; exact: ``{width: ExactOrderParameter}`` on the authors' data.
+        test_labels: ``[P_test]`` the labels of the authors' test set.
+    """
+
+    label: str
+    curve: TheorySweep
+    band: Band
+    samples: dict
+    exact: dict
+    test_labels: np.ndarray
+
+
+def least_relevant_head(scores, labels) -> tuple[str, float]:
+    """The head with the lowest score and that score (sec-head-scores).
+
+    Args:
+        scores: ``[L, max(H)]`` head scores at one width (``nan`` where a layer has fewer heads), e.g. one row of
+            :func:`~attnpaths.experiments.sweep.head_score_curve`.
+        labels: one label per head in layer-major order (the non-``nan`` entries of ``scores``).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    labels = list(labels)
+    valid = ~np.isnan(scores)
+    if scores.ndim != 2 or not valid.any() or len(labels) != int(valid.sum()):
+        raise ValueError(f"scores must be [L, max(H)] with one label per head ({int(valid.sum())}), got shape "
+                         f"{scores.shape} and {len(labels)} labels")
+    low = np.unravel_index(np.nanargmin(scores), scores.shape)
+    position = int(valid.reshape(-1)[: np.ravel_multi_index(low, scores.shape)].sum())
+    return labels[position], float(scores[low])

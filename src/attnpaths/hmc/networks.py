@@ -26,6 +26,7 @@ import torch
 from .._validation import nonnegative_real
 from ..attention import Attention, AttentionLayer
 from ..experiments.path_data import PathNetwork
+from ..head_scores import head_labels
 from ..paths import all_paths
 from .heads import PAPER_BETA, _as_task, hmc_head
 
@@ -145,3 +146,11 @@ def two_path_network(dataset, beta: float = PAPER_BETA, perturbation: float = 0.
     """The 2-path network of Fig. 2e (with ``sigma_perp = 5`` data): the layout of
     :func:`good_and_denoising_network` with an unperturbed blank head (exactly uniform attention)."""
     return _network(dataset, "two_path", "paths g+d", _GOOD_AND_DENOISING_LAYERS, beta, perturbation)
+
+
+def head_version_labels(network: HMCNetwork) -> list[str]:
+    """One label per head, ``"(l)h (version)"`` (layer and head 1-based, :func:`attnpaths.head_scores.head_labels`,
+    then the head's version, e.g. ``"(1)1 (same_token)"``), in the layer-major order of the head scores
+    (sec-head-scores)."""
+    versions = [version for layer in network.head_versions for version in layer]
+    return [f"{label} ({version})" for label, version in zip(head_labels(network.heads), versions)]

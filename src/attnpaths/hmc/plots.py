@@ -170,6 +170,48 @@ def plot_accuracy(widths, theory, *, gp_styles=None, **options):
     return layer_plots.plot_accuracy(widths, theory, gp_styles=dict(GP_STYLES, **(gp_styles or {})), **options)
 
 
+def plot_accuracy_with_band(curve, band, samples, gp, *, band_line: str = "all", **options):
+    """Fig. 2c (top) and 2e: the theory's accuracy vs ``N`` on the authors' data, its range over independently
+    drawn data sets (shaded), the posterior samples (black dots, bars = Monte-Carlo standard deviation) and the
+    GP lines (:func:`plot_accuracy`).
+
+    Args:
+        curve: the theory over widths at one temperature (:class:`~attnpaths.experiments.sweep.TheorySweep`).
+        band: the same network over independently drawn data sets (:class:`~attnpaths.hmc.experiments.Band`):
+            ``accuracy`` ``[n_sets, n_w]`` gives the theory's range, ``gp["all"]`` ``[n_sets]`` the range of the
+            network's own GP limit, shaded around the GP line ``band_line``.
+        samples: ``{width: SampledPoint}`` (:func:`~attnpaths.experiments.sampling.sample_widths`).
+        gp: ``{line: accuracy}`` GP lines (keys of :data:`GP_STYLES` get the authors' styles).
+        options: further options of :func:`attnpaths.experiments.plots.plot_accuracy` (title, labels, styles).
+    """
+    return plot_accuracy(
+        curve.widths, curve.accuracy["test"][:, 0], gp=gp,
+        band=(band.accuracy.min(axis=0), band.accuracy.max(axis=0)),
+        gp_band={band_line: (band.gp["all"].min(), band.gp["all"].max())},
+        sampled=(list(samples), [p.accuracy for p in samples.values()], [p.accuracy_mc_sd for p in samples.values()]),
+        **options,
+    )
+
+
+def plot_ablations(panels):
+    """The ablations of ``U`` (appendix), one panel per network: the accuracy with the theory's ``U`` (blue), with
+    ``U`` replaced by its diagonal (green, dashed) and with every diagonal entry set to ``U_gg`` (orange, dashed),
+    and the network's GP line.
+
+    Args:
+        panels: list of ``(widths, ablation, gp, title)``: ``widths`` ``[n_w]``; ``ablation`` the dict of
+            :func:`~attnpaths.hmc.experiments.ablation_curves` (``"theory"``, ``"diagonal_only"``,
+            ``"evened_diagonal"``, each ``[n_w]``); ``gp`` ``{line: accuracy}``; ``title`` the panel's title.
+    """
+    panels = list(panels)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.4), layout="constrained", squeeze=False)
+    for ax, (widths, ablation, gp, title) in zip(axes[0], panels):
+        plot_accuracy(widths, ablation["theory"], gp=gp, title=title, theory_label="theory",
+                      extra=[(ablation["diagonal_only"], "U -> diag(U)", "tab:green", "--"),
+                             (ablation["evened_diagonal"], "diag(U) -> U_gg", "tab:orange", "--")], ax=ax)
+    return fig
+
+
 # --------------------------------------------------------------------------------------------------------
 # U heat maps (Fig. 2c bottom, appendix)
 
@@ -183,6 +225,24 @@ def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: boo
 
 # --------------------------------------------------------------------------------------------------------
 # appendix
+
+
+def plot_sampled_order_parameters(theory_U, exact_U, sampled_U, names, *, width):
+    """Four ``U`` heat maps at one width (appendix): the theory's saddle point, the exact posterior mean
+    (eq-exact-density), the sampled ``U`` (eq-sampled-u) on one colour scale ``+-max|U|`` of the three, and the
+    sampled minus the exact mean on its own scale.
+
+    Args:
+        theory_U, exact_U, sampled_U: ``[n, n]`` in figure order (rows and columns ``names``); width: ``N``.
+    """
+    matrices = [np.asarray(theory_U), np.asarray(exact_U), np.asarray(sampled_U)]
+    matrices.append(matrices[2] - matrices[1])
+    titles = [f"theory (saddle), N={width}", f"exact mean, N={width}", f"sampled, N={width}",
+              f"sampled - exact, N={width}"]
+    common = max(np.abs(m).max() for m in matrices[:3])
+    return plot_order_parameters(matrices, titles, names, limits=[common] * 3 + [np.abs(matrices[3]).max()])
+
+
 
 
 def plot_kernels(kernels: dict, *, width=10):
