@@ -3,6 +3,7 @@ grid and its warm starts, pruning orders and sets, the statistics behind the ver
 themselves (each must say "does not hold" on data that contradict its claim, and never raise)."""
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -217,8 +218,44 @@ def test_spearman_permutation_test_is_exact():
     assert reverse["rho"] == pytest.approx(-1.0) and reverse["p_value"] == pytest.approx(1.0)
     b = np.array([3.0, 1.0, 2.0, 2.0, 5.0])  # with a tie
     assert ex.spearman_permutation_test(a, b)["rho"] == pytest.approx(spearmanr(a, b).statistic)
+    assert ex.spearman_permutation_test(a, np.full(5, 2.0)) == {"rho": 0.0, "p_value": 1.0, "n": 5}
     with pytest.raises(ValueError, match="n must be <= 9"):
         ex.spearman_permutation_test(np.arange(10.0), np.arange(10.0))
+
+
+# (a, b, rho, p-value) computed by the package's former own implementation (its own average ranks and an
+# enumeration of every pairing, counting permuted rho >= rho - 1e-12): the scipy-based test gives the same
+# p-values, exactly, with ties, rho = 0 and both signs
+SPEARMAN_REFERENCE = [
+    ([1.0, 0.0, 2.0], [2.0, 1.0, 1.0], 0.0, 0.6666666666666666),
+    ([0.3, 0.1, 0.4, 0.2], [1.0, 0.0, 0.5, 0.2], 0.8, 0.16666666666666666),
+    ([2.0, 3.0, 3.0, 2.0], [3.0, 2.0, 3.0, 3.0], -0.5773502691896258, 1.0),
+    ([0.1, 0.4, 0.2, 0.9, 0.5], [3.0, 1.0, 2.0, 2.0, 5.0], -0.051298917604257706, 0.55),
+    ([2.0, 2.0, 5.0, 5.0, 2.0, 3.0], [1.0, 5.0, 1.0, 0.0, 1.0, 0.0], -0.6166666666666667, 0.95),
+    ([4.0, 2.0, 4.0, 0.0, 2.0, 4.0, 3.0], [6.0, 3.0, 4.0, 2.0, 1.0, 6.0, 3.0], 0.8860760232362956, 0.009523809523809525),
+    ([0.62, 0.05, 0.31, 1.0, 0.47, 0.12, 0.88, 0.2], [0.025, 0.004, 0.031, 0.079, 0.043, 0.008, 0.066, 0.017],
+     0.9285714285714286, 0.0011160714285714285),
+    ([0.62, 0.05, 0.31, 1.0, 0.47, 0.12, 0.88, 0.2],
+     [-0.025, -0.004, -0.031, -0.079, -0.043, -0.008, -0.066, -0.017], -0.9285714285714286, 0.9994295634920635),
+]
+
+
+@pytest.mark.parametrize("a, b, rho, p_value", SPEARMAN_REFERENCE)
+def test_spearman_permutation_test_reproduces_the_former_p_values(a, b, rho, p_value):
+    result = ex.spearman_permutation_test(a, b)
+    assert result["p_value"] == p_value
+    assert result["rho"] == pytest.approx(rho, abs=1e-14)
+    assert result["n"] == len(a)
+
+
+def test_spearman_permutation_test_counts_ties_of_rho_exactly():
+    # every pairing of 4 distinct values against a tied b: the p-value is the fraction of the 24 pairings
+    # whose rho is at least the observed one, counted with rational arithmetic
+    a, b = np.array([0.4, 0.1, 0.3, 0.2]), np.array([1.0, 1.0, 2.0, 3.0])
+    ra, rb = np.array([3, 0, 2, 1]) * 2 - 3, np.array([1, 1, 4, 6]) - 3  # twice the centred average ranks
+    observed = ra @ rb
+    count = sum(ra[list(p)] @ rb >= observed for p in itertools.permutations(range(4)))
+    assert ex.spearman_permutation_test(a, b)["p_value"] == count / 24
 
 
 def test_head_relabelings_permute_paths_and_keep_shared_heads():

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy import stats
 
 from .._validation import as_float64_array, even_int, int_at_least, numpy_generator, positive_int
 from ..attention import Attention
@@ -429,42 +430,34 @@ def random_orders(heads, num_orders: int, rng: np.random.Generator) -> list[list
 # statistics behind the verdicts
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share their mean rank), 0-based."""
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(values.size)
-    sorted_values = values[order]
-    i = 0
-    while i < values.size:
-        j = i
-        while j + 1 < values.size and sorted_values[j + 1] == sorted_values[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2
-        i = j + 1
-    return ranks
-
-
 def spearman_permutation_test(a, b) -> dict:
     """Spearman rank correlation of ``a`` and ``b`` and its exact one-sided permutation p-value
     ``P(rho_perm >= rho)`` over all ``n!`` pairings (``n <= 9``).
 
+    ``rho`` is :func:`scipy.stats.spearmanr`; the p-value is :func:`scipy.stats.permutation_test` with
+    ``permutation_type="pairings"`` and ``n_resamples = n!`` (every pairing: exact). Its test statistic is
+    the sum of products of the centred average ranks (:func:`scipy.stats.rankdata`), ``rho`` times a
+    normalisation that no pairing changes: it orders the pairings as ``rho`` does, and it is exact in floating
+    point (the centred ranks are multiples of 1/2), so pairings with the same ``rho`` tie exactly.
+
+    Args:
+        a, b: ``[n]`` values (``3 <= n <= 9``).
+
     Returns:
-        ``{"rho", "p_value", "n"}``.
+        ``{"rho", "p_value", "n"}``; ``rho = 0`` and ``p_value = 1`` when ``a`` or ``b`` is constant.
     """
     a, b = as_float64_array(a, "a").ravel(), as_float64_array(b, "b").ravel()
     if a.shape != b.shape or a.size < 3:
         raise ValueError(f"a and b must hold the same number (>= 3) of values, got {a.size} and {b.size}")
     if a.size > 9:
         raise ValueError(f"the exact permutation test enumerates n! pairings: n must be <= 9, got {a.size}")
-    ra, rb = _ranks(a), _ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    norm = np.sqrt((ra @ ra) * (rb @ rb))
-    if norm == 0:
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
         return {"rho": 0.0, "p_value": 1.0, "n": int(a.size)}
-    rho = float(ra @ rb / norm)
-    perms = np.array(list(itertools.permutations(range(a.size))))
-    null = (rb[perms] @ ra) / norm
-    return {"rho": rho, "p_value": float(np.mean(null >= rho - 1e-12)), "n": int(a.size)}
+    ra, rb = (stats.rankdata(v, method="average") - 1 for v in (a, b))
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    test = stats.permutation_test((ra,), lambda x, axis: np.sum(x * rb, axis=axis), permutation_type="pairings",
+                                  alternative="greater", n_resamples=math.factorial(a.size), vectorized=True)
+    return {"rho": float(stats.spearmanr(a, b).statistic), "p_value": float(test.pvalue), "n": int(a.size)}
 
 
 def head_relabelings(heads) -> np.ndarray:
