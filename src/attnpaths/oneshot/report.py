@@ -29,8 +29,8 @@ def _percent(fraction) -> str:
 
 
 class StageClock:
-    """Wall-clock seconds of a chapter's stages (sec-oneshot-data to sec-oneshot-pruning), measured between
-    laps: :meth:`lap` ``(stage)`` charges the time since the clock started or since the previous lap to
+    """Wall-clock seconds of the stages of a chapter run (data, training, episodes, theory, sampling,
+    pruning), measured between laps: :meth:`lap` ``(stage)`` charges the time since the clock started or since the previous lap to
     ``stage``; :meth:`lap` ``()`` starts a new interval without charging one."""
 
     def __init__(self):
