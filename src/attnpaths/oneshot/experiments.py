@@ -298,7 +298,7 @@ def warm_start_differences(data: PathData, grid: TheorySweep, selection: dict, w
 
 
 def order_parameter_summary(U) -> dict:
-    """Where ``U`` lies relative to its GP value ``I`` (eq-gp; sec-oneshot-order-parameter).
+    """Where ``U`` lies relative to its GP value ``I`` (eq-gp, sec-oneshot-order-parameter).
 
     Args:
         U: ``[n, n]`` order parameter.
