@@ -50,3 +50,62 @@ def test_pattern_transfer_holds_for_the_same_pattern_and_is_contradicted_when_ne
     A = rng.standard_normal((4, 4))
     U = A @ A.T + 0.1 * np.eye(4)
     assert os_claims.pattern_transfer("8", U_theory=U, U_gd=U, heads=(2, 2)).outcome is NS
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the finite-width claims applied to the one-shot grid
+
+
+def _sweep(U, converged, temperatures=(0.1, 0.5)):
+    """A TheorySweep at the widths (10, 1000) with the given U [2, n_T, n, n] (only what the claims read)."""
+    from attnpaths.experiments.sweep import TheorySweep
+
+    U = np.asarray(U, dtype=float)
+    shape = U.shape[:2]
+    zeros = np.zeros(shape)
+    return TheorySweep(widths=np.array([10, 1000]), temperatures=np.array(temperatures), U=U, U_layers=(U,),
+                       U_a=zeros, action=zeros, gradient_norm=zeros, hessian_min_eigenvalue=zeros + 1,
+                       converged=np.asarray(converged, dtype=bool), iterations=zeros, warm_started=zeros,
+                       solve_seconds=zeros, means={}, accuracy={"test": zeros}, mse={"test": zeros},
+                       names=("1,1", "1,2"), plot_order=(0, 1))
+
+
+def test_gp_limit_approach_on_grid_tests_every_certified_temperature():
+    far, near = np.array([[1.5, 0.3], [0.3, 0.6]]), np.array([[1.01, 0.0], [0.0, 0.99]])
+    approach = _sweep([[far, far], [near, near]], [[True, True], [True, True]])
+    verdict = os_claims.gp_limit_approach_on_grid("3", approach)
+    assert verdict.outcome is HOLDS and "2 parts" in verdict.correction and "(T=0.5)" in verdict.measured
+    # U moving away from I at one temperature contradicts the claim
+    away = _sweep([[far, near], [near, far]], [[True, True], [True, True]])
+    assert os_claims.gp_limit_approach_on_grid("3", away).outcome is CONTRADICTED
+    # ... unless that temperature has an uncertified point: it is left out
+    partly = _sweep([[far, near], [near, far]], [[True, True], [True, False]])
+    left = os_claims.gp_limit_approach_on_grid("3", partly)
+    assert left.outcome is HOLDS and "(T=0.5)" not in left.measured
+    with pytest.raises(ValueError, match="certified"):
+        os_claims.gp_limit_approach_on_grid("3", _sweep([[far, far], [near, near]], [[True, False], [False, True]]))
+
+
+def test_sample_agreements_compare_each_sampled_width_with_the_selected_saddle_point():
+    from types import SimpleNamespace
+
+    U = np.array([[1.0, 0.2], [0.2, 0.8]])
+    grid = _sweep([[U, U], [U, U]], [[True, True], [True, True]])
+    selection = {"accuracy": {"test": np.array([0.80, 0.85])}, "U": np.array([U, U])}
+    se = np.full((2, 2), 1e-4)
+
+    def point(width, accuracy, U_sampled):
+        return SimpleNamespace(width=width, accuracy=accuracy, accuracy_mc_sd=1e-4, U=U_sampled, U_se=se)
+
+    good = {10: point(10, 0.80, U), 1000: point(1000, 0.851, U + 0.001)}
+    verdicts = os_claims.sample_agreements("2", good, selection=selection, grid=grid, margin_accuracy=0.02,
+                                           margin_U=0.1)
+    assert [v.claim for v in verdicts] == ["2 (N=10)", "2 (N=1000)"]
+    assert all(v.outcome is HOLDS for v in verdicts)
+    # U scaled by 1.2 at N=1000, and an accuracy 5 points off at N=10: each width's claim is contradicted alone
+    bad = {10: point(10, 0.75, U), 1000: point(1000, 0.85, 1.2 * U)}
+    verdicts = os_claims.sample_agreements("2", bad, selection=selection, grid=grid, margin_accuracy=0.02, margin_U=0.1)
+    assert [v.outcome for v in verdicts] == [CONTRADICTED, CONTRADICTED]
+    with pytest.raises(ValueError, match="width"):
+        os_claims.sample_agreements("2", {20: point(20, 0.8, U)}, selection=selection, grid=grid,
+                                    margin_accuracy=0.02, margin_U=0.1)

@@ -3,6 +3,7 @@ grid and its warm starts, pruning orders and sets, the statistics behind the ver
 themselves (each must say "does not hold" on data that contradict its claim, and never raise)."""
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -100,6 +101,29 @@ def test_gp_grid_is_the_identity_order_parameter(features):
 def test_theory_grid_rejects_bad_widths(features, bad):
     with pytest.raises(ValueError, match="widths"):
         ex.theory_grid(features, widths=bad, temperatures=(0.1,), progress=False)
+
+
+def test_warm_start_differences_measure_the_distance_to_a_start_from_the_gp_values(features, grid):
+    sel = ex.selected(grid, on="validation")
+    diffs = ex.warm_start_differences(features, grid, sel, (5, 50))
+    assert set(diffs) == {5, 50} and max(diffs.values()) < 1e-6
+    # a selection whose U is off by 0.01 in one entry is caught, by that amount
+    shifted = dict(sel, U=sel["U"].copy())
+    shifted["U"][1, 0, 1] += 0.01
+    moved = ex.warm_start_differences(features, grid, shifted, (5, 50))
+    assert moved[5] == diffs[5] and moved[50] == pytest.approx(0.01, abs=1e-6)
+    with pytest.raises(ValueError, match="width"):
+        ex.warm_start_differences(features, grid, sel, (7,))
+
+
+def test_order_parameter_summary_locates_U_relative_to_the_gp_value():
+    U = np.array([[2.0, -0.5, 0.1], [-0.5, 1.0, 0.3], [0.1, 0.3, 0.5]])
+    summary = ex.order_parameter_summary(U)
+    assert summary == pytest.approx({"diagonal_min": 0.5, "diagonal_max": 2.0, "offdiagonal_min": -0.5,
+                                     "offdiagonal_max": 0.3, "distance_to_gp": math.sqrt(1 + 0.25 + 2 * 0.35)})
+    assert ex.order_parameter_summary(np.eye(4))["distance_to_gp"] == 0.0
+    with pytest.raises(ValueError, match="square"):
+        ex.order_parameter_summary(np.ones((2, 3)))
 
 
 # ------------------------------------------------------------------------------------------------ selection
@@ -208,6 +232,51 @@ def test_pruning_evaluator_measures_the_model_with_heads_dropped():
     assert evaluator([(0, 1), (0, 0)]) == evaluator([(0, 0), (0, 1)])  # a set, whatever its order
 
 
+@pytest.fixture(scope="module")
+def pruning_setup():
+    model = SumHeadTransformer(16, 8, 4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    encoder = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
+    seqs = ex.class_sorted_sequences(blob_classes(6, 1), 60, encoder, np.random.default_rng(2))
+    return model, ex.PruningEvaluator(model, seqs)
+
+
+def test_prune_heads_gathers_the_single_drops_and_the_pruning_curves(pruning_setup):
+    _, evaluator = pruning_setup
+    scores = np.array([[0.5, 0.1, 0.9], [1.0, 0.3, 0.2]])
+    result = ex.prune_heads(evaluator, scores, 4, np.random.default_rng(5))
+    single = ex.single_head_drops(evaluator)
+    assert result.labels == ["(1)1", "(1)2", "(1)3", "(2)1", "(2)2", "(2)3"] and result.num_episodes == 60
+    assert result.base_accuracy == single["base"]
+    np.testing.assert_array_equal(result.single_head_drop, single["drop"])
+    assert result.score_order == [(0, 1), (1, 2), (1, 1), (0, 0), (0, 2), (1, 0)]
+    np.testing.assert_array_equal(result.score_curve, ex.pruning_curve(evaluator, result.score_order))
+    orders = ex.random_orders((3, 3), 4, np.random.default_rng(5))
+    assert result.random_orders == orders
+    np.testing.assert_array_equal(result.random_curves[2], ex.pruning_curve(evaluator, orders[2]))
+    # along the score order (1)2, (2)3, (2)2 are pruned; (1)1 next, then (1)3 is the last of layer 1: skipped
+    assert result.score_order_pruned == ["(1)2", "(2)3", "(2)2", "(1)1"]
+    record = result.to_dict()
+    assert record["score_order"] == ["(1)2", "(2)3", "(2)2", "(1)1", "(1)3", "(2)1"]
+    assert record["random_order_sd"] == pytest.approx(result.random_curves.std(axis=0, ddof=1))
+    assert record["single_head_accuracy"].shape == (6,)
+    drops = single["drop"].ravel()
+    assert [label for label, _ in result.largest_drops(2)] == [result.labels[i] for i in np.argsort(-drops)[:2]]
+    assert result.largest_drops(1)[0][1] == drops.max()
+    with pytest.raises(ValueError, match="scores"):
+        ex.prune_heads(evaluator, scores[:, :2], 4, np.random.default_rng(5))
+
+
+def test_path_decomposition_errors_are_rounding_and_catch_a_wrong_decomposition(pruning_setup):
+    model, evaluator = pruning_setup
+    sets = [[], [(0, 0)], [(1, 2), (0, 1)]]
+    checks = ex.path_decomposition_errors(evaluator, sets)
+    assert [c["pruned"] for c in checks] == [[], [(0, 0)], [(1, 2), (0, 1)]]
+    assert all(c["output"] < 1e-10 * c["scale"] and c["accuracy"] == 0 for c in checks)
+    wrong = ex.PruningEvaluator(model, evaluator.sequences)
+    wrong.paths = 2 * wrong.paths  # every path's output doubled
+    assert ex.path_decomposition_errors(wrong, [[]])[0]["output"] == pytest.approx(checks[0]["scale"])
+
+
 # ------------------------------------------------------------------------------------------------ statistics
 def test_spearman_permutation_test_is_exact():
     a = np.array([0.1, 0.4, 0.2, 0.9, 0.5])
@@ -217,8 +286,44 @@ def test_spearman_permutation_test_is_exact():
     assert reverse["rho"] == pytest.approx(-1.0) and reverse["p_value"] == pytest.approx(1.0)
     b = np.array([3.0, 1.0, 2.0, 2.0, 5.0])  # with a tie
     assert ex.spearman_permutation_test(a, b)["rho"] == pytest.approx(spearmanr(a, b).statistic)
+    assert ex.spearman_permutation_test(a, np.full(5, 2.0)) == {"rho": 0.0, "p_value": 1.0, "n": 5}
     with pytest.raises(ValueError, match="n must be <= 9"):
         ex.spearman_permutation_test(np.arange(10.0), np.arange(10.0))
+
+
+# (a, b, rho, p-value) computed by the package's former own implementation (its own average ranks and an
+# enumeration of every pairing, counting permuted rho >= rho - 1e-12): the scipy-based test gives the same
+# p-values, exactly, with ties, rho = 0 and both signs
+SPEARMAN_REFERENCE = [
+    ([1.0, 0.0, 2.0], [2.0, 1.0, 1.0], 0.0, 0.6666666666666666),
+    ([0.3, 0.1, 0.4, 0.2], [1.0, 0.0, 0.5, 0.2], 0.8, 0.16666666666666666),
+    ([2.0, 3.0, 3.0, 2.0], [3.0, 2.0, 3.0, 3.0], -0.5773502691896258, 1.0),
+    ([0.1, 0.4, 0.2, 0.9, 0.5], [3.0, 1.0, 2.0, 2.0, 5.0], -0.051298917604257706, 0.55),
+    ([2.0, 2.0, 5.0, 5.0, 2.0, 3.0], [1.0, 5.0, 1.0, 0.0, 1.0, 0.0], -0.6166666666666667, 0.95),
+    ([4.0, 2.0, 4.0, 0.0, 2.0, 4.0, 3.0], [6.0, 3.0, 4.0, 2.0, 1.0, 6.0, 3.0], 0.8860760232362956, 0.009523809523809525),
+    ([0.62, 0.05, 0.31, 1.0, 0.47, 0.12, 0.88, 0.2], [0.025, 0.004, 0.031, 0.079, 0.043, 0.008, 0.066, 0.017],
+     0.9285714285714286, 0.0011160714285714285),
+    ([0.62, 0.05, 0.31, 1.0, 0.47, 0.12, 0.88, 0.2],
+     [-0.025, -0.004, -0.031, -0.079, -0.043, -0.008, -0.066, -0.017], -0.9285714285714286, 0.9994295634920635),
+]
+
+
+@pytest.mark.parametrize("a, b, rho, p_value", SPEARMAN_REFERENCE)
+def test_spearman_permutation_test_reproduces_the_former_p_values(a, b, rho, p_value):
+    result = ex.spearman_permutation_test(a, b)
+    assert result["p_value"] == p_value
+    assert result["rho"] == pytest.approx(rho, abs=1e-14)
+    assert result["n"] == len(a)
+
+
+def test_spearman_permutation_test_counts_ties_of_rho_exactly():
+    # every pairing of 4 distinct values against a tied b: the p-value is the fraction of the 24 pairings
+    # whose rho is at least the observed one, counted with rational arithmetic
+    a, b = np.array([0.4, 0.1, 0.3, 0.2]), np.array([1.0, 1.0, 2.0, 3.0])
+    ra, rb = np.array([3, 0, 2, 1]) * 2 - 3, np.array([1, 1, 4, 6]) - 3  # twice the centred average ranks
+    observed = ra @ rb
+    count = sum(ra[list(p)] @ rb >= observed for p in itertools.permutations(range(4)))
+    assert ex.spearman_permutation_test(a, b)["p_value"] == count / 24
 
 
 def test_head_relabelings_permute_paths_and_keep_shared_heads():

@@ -8,14 +8,19 @@ Each function returns a :class:`attnpaths.claims.Verdict` decided by permutation
   (rank of the score order among the random orders);
 * :func:`pattern_transfer`: the theory's order-parameter pattern is found in the gradient-descent weights
   (correlation of the patterns against every relabelling of the heads within their layers).
+
+The chapter's claims about the theory are those of :mod:`attnpaths.finite_width_claims`, applied to the
+one-shot grid by :func:`gp_limit_approach_on_grid` and :func:`sample_agreements`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import finite_width_claims as fw_claims
 from .._validation import as_float64_array
-from ..claims import Verdict, permutation, permutation_p_values
+from ..claims import Verdict, all_of, permutation, permutation_p_values
+from ..experiments.sweep import TheorySweep
 from .experiments import pattern_similarity, spearman_permutation_test
 
 SOURCE_PRUNING = "paper (abstract; captions of Fig. 3e, 3f)"
@@ -90,3 +95,44 @@ def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = 0.05) 
         p_greater=sim["p_value"], p_smaller=p_smaller, level=level,
         test=f"permutation test over all {sim['num_relabelings']} relabellings of the heads within their layers",
         measured=(f"correlation of the patterns {sim['pearson']:+.2f} (off-diagonal {sim['pearson_offdiagonal']:+.2f})."))
+
+
+def gp_limit_approach_on_grid(claim: str, grid: TheorySweep) -> Verdict:
+    """Claim: ``U`` tends to its GP value as ``N`` grows, at every temperature of ``grid`` whose points are
+    certified at every width (sec-oneshot-theory): one exact comparison of ``||U - I||_F`` at the smallest and
+    the largest width per such temperature (:func:`attnpaths.finite_width_claims.gp_limit_approach`, parts
+    ``"<claim> (T=...)"``), all of which must hold.
+
+    Raises ``ValueError`` when no temperature is certified at every width (the claim cannot be tested).
+    """
+    if not isinstance(grid, TheorySweep):
+        raise ValueError(f"grid must be a TheorySweep, got {type(grid).__name__}")
+    widths = (int(grid.widths[0]), int(grid.widths[-1]))
+    parts = [fw_claims.gp_limit_approach(f"{claim} (T={T:g})", U_small=grid.U[0, j], U_large=grid.U[-1, j],
+                                         widths=widths, where=f" (T={T:g})")
+             for j, T in enumerate(grid.temperatures) if grid.converged[:, j].all()]
+    if not parts:
+        raise ValueError("grid must have a temperature with certified points at every width: claim "
+                         f"{claim} cannot be tested")
+    return all_of(claim, "U tends to its GP value as N grows, at every certified temperature",
+                  source=fw_claims.SOURCE_GP_LIMIT, parts=parts)
+
+
+def sample_agreements(claim: str, samples: dict, *, selection: dict, grid: TheorySweep, margin_accuracy: float,
+                      margin_U: float, level: float = 0.01) -> list[Verdict]:
+    """Claims ``"<claim> (N=...)"``, one per sampled width: the posterior samples at the selected temperature
+    agree with the theory's saddle point there, accuracy within ``margin_accuracy`` and every distinct entry
+    of ``U`` within ``margin_U`` of ``sqrt(U_ii U_jj)`` (:func:`attnpaths.finite_width_claims.sample_agreement`).
+
+    Args:
+        samples: ``{width: SampledPoint}`` (:func:`attnpaths.oneshot.experiments.sample_widths`).
+        selection: :func:`attnpaths.oneshot.experiments.selected` ``(grid, ...)``, the reference.
+    """
+    verdicts = []
+    for w, point in samples.items():
+        k = grid.index(w)
+        verdicts.append(fw_claims.sample_agreement(
+            f"{claim} (N={w})", points=[point], reference_accuracy={w: selection["accuracy"]["test"][k]},
+            reference_U={w: selection["U"][k]}, margin_accuracy=margin_accuracy, margin_U=margin_U, level=level,
+            reference="the theory's saddle point", where=f" at N={w}"))
+    return verdicts

@@ -9,8 +9,11 @@ Building blocks, each usable on its own:
   grid of widths and temperatures, evaluated on the validation, test and out-of-distribution episodes;
 * :func:`select_temperature`, :func:`selected`: the temperature per width, chosen on ONE split (the
   validation episodes in the chapter; the test episodes reproduce the authors' choice);
+* :func:`warm_start_differences`, :func:`order_parameter_summary`: a check of the grid's minimisers and
+  where the selected ``U`` lies relative to its GP value;
 * :class:`PruningEvaluator`, :func:`single_head_drops`, :func:`pruning_sets`, :func:`pruning_curve`,
-  :func:`random_orders`, :func:`score_order`: pruning of the gradient-descent model;
+  :func:`random_orders`, :func:`score_order`: pruning of the gradient-descent model; :func:`prune_heads`
+  (a :class:`PruningResult`) all of Figs. 3e and 3f, :func:`path_decomposition_errors` its check;
 * :func:`head_relabelings`, :func:`pattern_similarity`, :func:`spearman_permutation_test`: the statistics
   behind the claims about the trained model.
 
@@ -24,21 +27,26 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from scipy import stats
 
 from .._validation import as_float64_array, even_int, int_at_least, numpy_generator, positive_int
 from ..attention import Attention
 from ..experiments import sampling
 from ..experiments.path_data import PathData, PathNetwork
 from ..experiments.sweep import TheorySweep, theory_sweep
+from ..head_scores import head_labels
 from ..paths import all_paths, path_features
+from ..theory import solve
 from .digits import DigitPairs
 from .imagesets import ImageDataset
 from .model import SumHeadTransformer
 from .sequences import SequenceEncoder, Sequences, digit_sequences, sample_sequences
+from .training import accuracy as model_accuracy
+from .training import predict
 
 #: Widths of Fig. 3b (sec-oneshot-theory; the authors' config.csv).
 PAPER_WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
@@ -269,6 +277,45 @@ def sample_widths(data: PathData, widths, temperatures, seed: int, *, warmup, dr
     return points
 
 
+def warm_start_differences(data: PathData, grid: TheorySweep, selection: dict, widths) -> dict[int, float]:
+    """How far the warm-started minimiser of :func:`theory_grid` lies from the one reached from the GP values
+    (the solver's default start), at the selected point of every width in ``widths`` (sec-oneshot-temperatures).
+
+    Args:
+        selection: :func:`selected` ``(grid, ...)``; widths: solved widths of ``grid``.
+
+    Returns:
+        ``{width: max_ij |U_ij(from GP values) - U_ij(selected)|}``; the solve from the GP values must certify
+        its minimiser (``on_failure="raise"``).
+    """
+    out = {}
+    for w in widths:
+        k = grid.index(w)
+        reference = solve(data.features, data.y, heads=data.network.heads, widths=w,
+                          temperature=float(selection["temperature"][k]), on_failure="raise")
+        out[int(w)] = float(np.abs(reference.U - selection["U"][k]).max())
+    return out
+
+
+def order_parameter_summary(U) -> dict:
+    """Where ``U`` lies relative to its GP value ``I`` (eq-gp, sec-oneshot-order-parameter).
+
+    Args:
+        U: ``[n, n]`` order parameter.
+
+    Returns:
+        ``{"diagonal_min", "diagonal_max", "offdiagonal_min", "offdiagonal_max", "distance_to_gp"}``, the last
+        ``||U - I||_F``.
+    """
+    U = as_float64_array(U, "U")
+    if U.ndim != 2 or U.shape[0] != U.shape[1] or U.shape[0] < 2:
+        raise ValueError(f"U must be a square matrix of size >= 2, got shape {U.shape}")
+    diagonal, off = np.diag(U), U[~np.eye(U.shape[0], dtype=bool)]
+    return {"diagonal_min": float(diagonal.min()), "diagonal_max": float(diagonal.max()),
+            "offdiagonal_min": float(off.min()), "offdiagonal_max": float(off.max()),
+            "distance_to_gp": float(np.linalg.norm(U - np.eye(U.shape[0])))}
+
+
 # --------------------------------------------------------------------------------------------------------
 # pruning the gradient-descent model (sec-oneshot-pruning)
 
@@ -425,46 +472,141 @@ def random_orders(heads, num_orders: int, rng: np.random.Generator) -> list[list
     return [[pairs[i] for i in rng.permutation(len(pairs))] for _ in range(num_orders)]
 
 
+def path_decomposition_errors(evaluator: PruningEvaluator, pruned_sets) -> list[dict]:
+    """How far the path decomposition of :class:`PruningEvaluator` (float64) lies from the model's own forward
+    pass (float32, :func:`attnpaths.oneshot.training.predict`), for every set of pruned heads in ``pruned_sets``.
+
+    Returns:
+        one ``{"pruned", "output", "scale", "accuracy"}`` per set: the largest output difference, the largest
+        output magnitude of the forward pass and the accuracy difference.
+    """
+    out = []
+    for pruned in pruned_sets:
+        pruned = [tuple(int(v) for v in pair) for pair in pruned]
+        direct = predict(evaluator.model, evaluator.sequences.x, drop_heads=pruned).double().numpy()
+        out.append({"pruned": pruned, "output": float(np.abs(evaluator.outputs(pruned) - direct).max()),
+                    "scale": float(np.abs(direct).max()),
+                    "accuracy": abs(evaluator(pruned) - model_accuracy(evaluator.model, evaluator.sequences,
+                                                                       drop_heads=pruned))})
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class PruningResult:
+    """Pruning the gradient-descent model without retraining (Figs. 3e and 3f, sec-oneshot-pruning).
+
+    Attributes:
+        heads: ``(H_1, ..., H_L)``; labels: head labels ``"(l)h"`` in layer-major order.
+        num_episodes: episodes on which every accuracy is measured.
+        scores: ``[L, H]`` the theory's head scores (sec-head-scores).
+        base_accuracy: the unpruned model's accuracy.
+        single_head_accuracy, single_head_drop: ``[L, H]`` accuracy with one head pruned, and its drop.
+        score_order: heads ``(l, h)`` in ascending score; score_curve: ``[K + 1]`` accuracy after pruning
+            ``k = 0..K`` heads along it (:func:`pruning_curve`).
+        random_orders: random orders of the heads; random_curves: ``[n_orders, K + 1]`` their curves.
+    """
+
+    heads: tuple
+    labels: list
+    num_episodes: int
+    scores: np.ndarray
+    base_accuracy: float
+    single_head_accuracy: np.ndarray
+    single_head_drop: np.ndarray
+    score_order: list
+    score_curve: np.ndarray
+    random_orders: list
+    random_curves: np.ndarray
+    _label_of: dict = field(init=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_label_of", dict(zip(all_heads(self.heads), self.labels)))
+
+    def label(self, head) -> str:
+        """The label of ``head``, a 0-based ``(layer, head)`` pair."""
+        return self._label_of[tuple(int(v) for v in head)]
+
+    @property
+    def score_order_pruned(self) -> list[str]:
+        """Labels of the heads pruned at steps ``1..K`` along the score order (a layer's last head is skipped)."""
+        return [self.label(s[-1]) for s in pruning_sets(self.score_order, self.heads)[1:]]
+
+    def largest_drops(self, k: int) -> list[tuple[str, float]]:
+        """The ``k`` heads whose pruning alone costs the most accuracy: ``(label, drop)``, largest first."""
+        drops = self.single_head_drop.ravel()
+        return [(self.labels[i], float(drops[i])) for i in np.argsort(-drops)[: positive_int(k, "k")]]
+
+    def to_dict(self) -> dict:
+        """The results-file form: accuracies and drops flat in label order, orders as labels."""
+        return {
+            "num_episodes": self.num_episodes, "base_accuracy": self.base_accuracy,
+            "single_head_accuracy": self.single_head_accuracy.ravel(),
+            "single_head_drop": self.single_head_drop.ravel(), "labels": self.labels,
+            "score_order": [self.label(lh) for lh in self.score_order],
+            "score_order_pruned": self.score_order_pruned,
+            "score_order_accuracy": self.score_curve,
+            "random_orders": [[self.label(lh) for lh in o] for o in self.random_orders],
+            "random_order_accuracy": self.random_curves,
+            "random_order_mean": self.random_curves.mean(axis=0),
+            "random_order_sd": self.random_curves.std(axis=0, ddof=1),
+        }
+
+
+def prune_heads(evaluator: PruningEvaluator, scores, num_random_orders: int, rng: np.random.Generator) -> PruningResult:
+    """Figs. 3e and 3f: the accuracy drop of every head pruned alone (:func:`single_head_drops`), the pruning
+    curve along ascending head score (:func:`score_order`, :func:`pruning_curve`) and those of
+    ``num_random_orders`` random orders drawn from ``rng`` (:func:`random_orders`).
+
+    Args:
+        evaluator: the model and its episodes; scores: ``[L, H]`` head scores (sec-head-scores).
+    """
+    scores = as_float64_array(scores, "scores")
+    heads = evaluator.heads
+    if scores.shape != (len(heads), max(heads)):
+        raise ValueError(f"scores must have shape {(len(heads), max(heads))} (layers, heads), got {scores.shape}")
+    single = single_head_drops(evaluator)
+    order = score_order(scores)
+    orders = random_orders(heads, num_random_orders, rng)
+    return PruningResult(
+        heads=tuple(heads), labels=head_labels(heads), num_episodes=len(evaluator.sequences), scores=scores,
+        base_accuracy=single["base"], single_head_accuracy=single["accuracy"], single_head_drop=single["drop"],
+        score_order=order, score_curve=pruning_curve(evaluator, order), random_orders=orders,
+        random_curves=np.array([pruning_curve(evaluator, o) for o in orders]),
+    )
+
+
 # --------------------------------------------------------------------------------------------------------
 # statistics behind the verdicts
-
-
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share their mean rank), 0-based."""
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(values.size)
-    sorted_values = values[order]
-    i = 0
-    while i < values.size:
-        j = i
-        while j + 1 < values.size and sorted_values[j + 1] == sorted_values[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2
-        i = j + 1
-    return ranks
 
 
 def spearman_permutation_test(a, b) -> dict:
     """Spearman rank correlation of ``a`` and ``b`` and its exact one-sided permutation p-value
     ``P(rho_perm >= rho)`` over all ``n!`` pairings (``n <= 9``).
 
+    ``rho`` is :func:`scipy.stats.spearmanr`; the p-value is :func:`scipy.stats.permutation_test` with
+    ``permutation_type="pairings"`` and ``n_resamples = n!`` (every pairing: exact). Its test statistic is
+    the sum of products of the centred average ranks (:func:`scipy.stats.rankdata`), ``rho`` times a
+    normalisation that no pairing changes: it orders the pairings as ``rho`` does, and it is exact in floating
+    point (the centred ranks are multiples of 1/2), so pairings with the same ``rho`` tie exactly.
+
+    Args:
+        a, b: ``[n]`` values (``3 <= n <= 9``).
+
     Returns:
-        ``{"rho", "p_value", "n"}``.
+        ``{"rho", "p_value", "n"}``; ``rho = 0`` and ``p_value = 1`` when ``a`` or ``b`` is constant.
     """
     a, b = as_float64_array(a, "a").ravel(), as_float64_array(b, "b").ravel()
     if a.shape != b.shape or a.size < 3:
         raise ValueError(f"a and b must hold the same number (>= 3) of values, got {a.size} and {b.size}")
     if a.size > 9:
         raise ValueError(f"the exact permutation test enumerates n! pairings: n must be <= 9, got {a.size}")
-    ra, rb = _ranks(a), _ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    norm = np.sqrt((ra @ ra) * (rb @ rb))
-    if norm == 0:
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
         return {"rho": 0.0, "p_value": 1.0, "n": int(a.size)}
-    rho = float(ra @ rb / norm)
-    perms = np.array(list(itertools.permutations(range(a.size))))
-    null = (rb[perms] @ ra) / norm
-    return {"rho": rho, "p_value": float(np.mean(null >= rho - 1e-12)), "n": int(a.size)}
+    ra, rb = (stats.rankdata(v, method="average") - 1 for v in (a, b))
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    test = stats.permutation_test((ra,), lambda x, axis: np.sum(x * rb, axis=axis), permutation_type="pairings",
+                                  alternative="greater", n_resamples=math.factorial(a.size), vectorized=True)
+    return {"rho": float(stats.spearmanr(a, b).statistic), "p_value": float(test.pvalue), "n": int(a.size)}
 
 
 def head_relabelings(heads) -> np.ndarray:

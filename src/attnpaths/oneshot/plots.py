@@ -24,9 +24,21 @@ def task_episodes(num_sequences: int, num_episodes: int = 3) -> list[int]:
     return [i // 2 + (half if i % 2 else 0) for i in range(min(int(num_episodes), num_sequences))]
 
 
+def task_example(episodes: Sequences, *, num_episodes: int = 3) -> dict:
+    """The data that :func:`plot_task` shows: ``{"episodes": indices, "images": [k, 3, S, S], "y": [k],
+    "label_tokens": [k, 3], "x": [N0, T]}`` (``x``: the token features of the first episode shown)."""
+    shown = task_episodes(len(episodes), num_episodes)
+    return {"episodes": shown, "images": episodes.images[shown], "y": episodes.y[shown],
+            "label_tokens": episodes.label_tokens[shown], "x": episodes.x[shown[0]]}
+
+
 def plot_task(episodes: Sequences, *, num_episodes: int = 3, token_example: int = 0):
     """Fig. 3a from data: a few episodes (support A, support B, query; label tokens and target) and the token
-    features ``x`` of one episode (rows: features; columns: the tokens, image by image)."""
+    features ``x`` of one episode (rows: features; columns: the tokens, image by image).
+
+    Args:
+        episodes: class-sorted episodes (the episodes shown: :func:`task_episodes`).
+    """
     picks = task_episodes(len(episodes), num_episodes)
     num_episodes = len(picks)
     fig = plt.figure(figsize=(10.5, 1.05 * num_episodes + 0.9), layout="constrained")
@@ -66,6 +78,53 @@ def plot_order_parameters(matrices, titles, names, *, limits=None):
     for ax in fig.axes[: len(matrices)]:  # the image axes (their colour bars come after them)
         ax.tick_params(labelsize=6)
         ax.tick_params(axis="x", labelrotation=90)
+    return fig
+
+
+def plot_order_parameter_comparison(U_theory, U_sampled, U_gd, names, *, width):
+    """Fig. 3c: the theory's and the sampled ``U`` at width ``width`` on one shared symmetric colour scale, and
+    the gradient-descent model's path-weight overlaps on its own scale (:func:`plot_order_parameters`).
+
+    Args:
+        U_theory, U_sampled, U_gd: ``[n, n]`` in flat path order; names: ``n`` path names.
+    """
+    U_theory, U_sampled, U_gd = (np.asarray(U, dtype=float) for U in (U_theory, U_sampled, U_gd))
+    common = float(max(np.abs(U_theory).max(), np.abs(U_sampled).max()))
+    return plot_order_parameters([U_theory, U_sampled, U_gd],
+                                 [f"theory, N={width}", f"sampled, N={width}", "gradient descent"], names,
+                                 limits=[common, common, float(np.abs(U_gd).max())])
+
+
+def plot_accuracy_vs_width(widths, theory, *, theory_test_rule, gp, gp_test_rule, sampled_widths, sampled,
+                           sampled_sd):
+    """Fig. 3b: test accuracy vs ``N`` of the theory with the temperature chosen on the validation episodes
+    (blue) and on the test episodes (grey dashed), the GP limit with both rules (red solid and dotted) and the
+    posterior samples (black dots, Monte-Carlo sd bars) (:func:`attnpaths.experiments.plots.plot_accuracy`).
+
+    Args:
+        widths: ``[n_w]``; theory, theory_test_rule: ``[n_w]`` accuracies (fractions); gp, gp_test_rule: floats;
+        sampled_widths, sampled, sampled_sd: ``[n_s]`` the sampled widths, accuracies and their sd.
+    """
+    return layer_plots.plot_accuracy(
+        widths, theory, gp={"GP": gp, "GP_test": gp_test_rule},
+        gp_styles={"GP": ("solid", "GP"), "GP_test": ("dotted", "GP, T chosen on test")},
+        sampled=(sampled_widths, sampled, sampled_sd),
+        extra=[(theory_test_rule, "RN, theory, T chosen on test", "tab:gray", "--")],
+        title="A vs N, in distribution", theory_label="RN, theory", sampled_label="RN, sampled",
+    )
+
+
+def plot_ood_accuracy(widths, theory, *, gp, gd_model):
+    """Accuracy vs ``N`` on the out-of-distribution digit episodes (sec-oneshot-digits): the theory (blue), the
+    GP limit (red) and the gradient-descent model (green dashed).
+
+    Args:
+        widths, theory: ``[n_w]`` (fractions); gp, gd_model: floats.
+    """
+    fig = layer_plots.plot_accuracy(widths, theory, gp={"GP": gp}, gp_styles={"GP": ("solid", "GP")},
+                                    title="A vs N, ood (digits 0 vs 1)", theory_label="RN, theory")
+    fig.axes[0].axhline(100 * gd_model, color="tab:green", linestyle="--", linewidth=1, label="GD model")
+    fig.axes[0].legend(fontsize=6.5, loc="lower right")
     return fig
 
 

@@ -1,0 +1,144 @@
+"""The one-shot chapter's descriptions and tables, made from its results: the data set, the measured cost of
+the authors' training, the temperatures chosen per width, the sampler's diagnostics and the time per stage.
+
+Every function returns plain data or MyST Markdown (pipe tables, bullet lists) and computes nothing that it
+does not show; the chapter glues the Markdown for its prose
+(:meth:`attnpaths.book.recorder.ChapterRecorder.markdown`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..benchmarks.record import read_record
+from .digits import DigitPairs
+from .imagesets import SPLITS, ImageDataset
+
+DIGITS_SOURCE = "sklearn.datasets.load_digits"
+
+
+def _table(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines.extend("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)
+    return "\n".join(lines)
+
+
+def _percent(fraction) -> str:
+    return f"{100 * float(fraction):.1f} %"
+
+
+class StageClock:
+    """Wall-clock seconds of the stages of a chapter run (data, training, episodes, theory, sampling,
+    pruning), measured between laps: :meth:`lap` ``(stage)`` charges the time since the clock started or since the previous lap to
+    ``stage``; :meth:`lap` ``()`` starts a new interval without charging one."""
+
+    def __init__(self):
+        self.started = self.last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, stage: str | None = None) -> float:
+        """Seconds since the previous lap, charged to ``stage`` (none: not charged)."""
+        now = time.perf_counter()
+        elapsed, self.last = now - self.last, now
+        if stage is not None:
+            self.seconds[stage] = elapsed
+        return elapsed
+
+    def total(self) -> float:
+        """Seconds since the clock started."""
+        return time.perf_counter() - self.started
+
+
+def data_set_description(dataset: ImageDataset, digits: DigitPairs, *, instances_per_class: int, seed: int) -> dict:
+    """The data set of a chapter run (sec-oneshot-data): its source, image size, per split the alphabets and
+    the number of classes, and the out-of-distribution digits.
+
+    Returns:
+        ``{"source", "instances_per_class", "image_size", "seed", "splits": {split: {"alphabets",
+        "num_alphabets", "num_classes"}}, "ood": {"digits", "support_per_digit", "queries", "source"}}``.
+    """
+    splits = {}
+    for split in SPLITS:
+        classes = dataset.split(split)
+        names = sorted(set(classes.alphabets))
+        splits[split] = {"alphabets": names, "num_alphabets": len(names), "num_classes": classes.num_classes}
+    return {"source": dataset.parameters.get("source"), "instances_per_class": instances_per_class,
+            "image_size": dataset.train.image_size, "seed": seed, "splits": splits,
+            "ood": {"digits": list(digits.digits), "support_per_digit": int(digits.support.shape[1]),
+                    "queries": int(digits.queries.shape[0]), "source": DIGITS_SOURCE}}
+
+
+def training_cost(record_paths) -> tuple[str, dict]:
+    """The measured cost of the authors' training run (``python -m attnpaths bench training``), one bullet per
+    device with the measurement's provenance, or the command that measures it where no record exists.
+
+    Args:
+        record_paths: ``{device: path of its benchmark record}`` (``"cpu"``, ``"cuda"``).
+
+    Returns:
+        ``(markdown, costs)``, ``costs[device] = {"median_step_s", "validation_s", "projected_total_hours",
+        "commit"}`` for every measured device.
+    """
+    lines, costs = [], {}
+    for device, path in record_paths.items():
+        if not Path(path).is_file():
+            lines.append(f"- {device.upper()}: not measured yet (`python -m attnpaths bench training "
+                         f"--device {device} --output {path}`).")
+            continue
+        record = read_record(path)
+        run = record["report"]
+        where = run["device_name"] or f"{record['machine']['cpu_count']} CPU cores"
+        lines.append(
+            f"- {device.upper()} ({where}, {run['num_threads']} torch threads, torch "
+            f"{record['versions'].get('torch')}, commit {(record['commit'] or 'unknown')[:10]}"
+            f"{' with local changes' if record.get('commit_dirty') else ''}, "
+            f"{record['finished_utc'][:10]}): {run['median_step_s']:.3g} s a step (median of "
+            f"{run['timed_steps']}), {run['validation_s']:.3g} s a validation pass; "
+            f"{run['config']['steps']} steps and {run['num_validations']} validations: "
+            f"**{run['projected_total_hours']:.3g} hours**.")
+        costs[device] = {"median_step_s": run["median_step_s"], "validation_s": run["validation_s"],
+                         "projected_total_hours": run["projected_total_hours"], "commit": record["commit"]}
+    return "\n".join(lines), costs
+
+
+def temperature_table(widths, selection: dict, test_selection: dict, gp_selection: dict,
+                      gp_test_selection: dict) -> str:
+    """Per width, and for the GP limit: the temperature chosen on the validation episodes with the test and
+    validation accuracy there, and the temperature chosen on the test episodes (the authors' rule) with the
+    test accuracy there (sec-oneshot-theory).
+
+    Args:
+        widths: ``[n_w]``; selection, test_selection: :func:`attnpaths.oneshot.experiments.selected` of the
+            grid on the validation and the test episodes; gp_selection, gp_test_selection: the same of the GP
+            limit.
+    """
+    rows = [[w, f"{selection['temperature'][k]:g}", _percent(selection["accuracy"]["test"][k]),
+             _percent(selection["accuracy"]["validation"][k]), f"{test_selection['temperature'][k]:g}",
+             _percent(test_selection["accuracy"]["test"][k])] for k, w in enumerate(widths)]
+    rows.append(["GP", f"{gp_selection['temperature'][0]:g}", _percent(gp_selection["accuracy"]["test"][0]),
+                 _percent(gp_selection["accuracy"]["validation"][0]), f"{gp_test_selection['temperature'][0]:g}",
+                 _percent(gp_test_selection["accuracy"]["test"][0])])
+    return _table(["N", "T (validation)", "A test", "A validation", "T (test, authors' rule)", "A test"], rows)
+
+
+def sampler_table(samples: dict, temperatures) -> str:
+    """The posterior sampler's diagnostics per sampled width: chains, draws and warm-up, ESS and split R-hat of
+    the predictor over the test episodes, the smallest ESS of an entry of ``U`` and the wall time.
+
+    Args:
+        samples: ``{width: SampledPoint}``; temperatures: the temperature of each, in the same order.
+    """
+    rows = []
+    for (w, point), T in zip(samples.items(), temperatures):
+        d = point.diagnostics
+        rows.append([w, f"{T:g}", f"{d['num_chains']} x {d['num_samples']} ({d['num_warmup']})",
+                     f"{d['min_predictor_ess']:.0f} / {d['median_predictor_ess']:.0f}",
+                     f"{d['max_predictor_rhat']:.3f}", f"{d['min_U_ess']:.0f}", f"{d['wall_time_s']:.1f}"])
+    return _table(["N", "T", "chains x draws (warm-up)", "min / median ESS of f", "max R-hat of f", "min ESS of U",
+                   "wall time (s)"], rows)
+
+
+def stage_table(seconds: dict) -> str:
+    """Wall time per stage (``{stage: seconds}``, underscores shown as spaces)."""
+    return _table(["stage", "wall time (s)"], [[k.replace("_", " "), f"{v:.1f}"] for k, v in seconds.items()])
