@@ -312,3 +312,266 @@ def entropy_derivatives(U_layers: list[torch.Tensor], arch: Architecture, order:
             add_block(i, i + 1, N_l * mixed / s_l)
             add_block(i + 1, i, N_l * mixed.permute(2, 3, 0, 1) / s_l)
     return EntropyTerms(float(value), gradients, hess)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the solver's representation: derivatives in an orthonormal basis of symmetric matrices
+
+
+class SymmetricBasis:
+    """Orthonormal basis of the symmetric ``n x n`` matrices: ``E_k = e_a e_a^T`` for ``a = b`` and
+    ``(e_a e_b^T + e_b e_a^T) / sqrt(2)`` for ``a < b``, ``(a, b) = (rows[k], cols[k])`` in the order of
+    ``torch.triu_indices(n, n)``. The coordinates of a symmetric ``D`` are ``d_k = <E_k, D> = c_k D_ab`` with
+    ``c_k = 1`` on the diagonal and ``sqrt(2)`` off it; ``size = n (n + 1) / 2``.
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+        self.rows, self.cols = torch.triu_indices(n, n)
+        self.size = self.rows.numel()
+        self.diagonal = self.rows == self.cols
+        self.weights = torch.where(self.diagonal, torch.ones((), dtype=torch.float64),
+                                   torch.full((), 2.0**0.5, dtype=torch.float64))
+        self._projection = None
+
+    def coordinates(self, D: torch.Tensor) -> torch.Tensor:
+        """``[..., n, n]`` symmetric -> ``[..., size]``; for the gradient of a function of symmetric matrices
+        with the entries treated as independent, the gradient in these coordinates."""
+        return D[..., self.rows, self.cols] * self.weights
+
+    def matrix(self, d: torch.Tensor) -> torch.Tensor:
+        """Inverse of :meth:`coordinates` for a gradient: ``g_ab = g_ba = d_k / c_k``, ``[n, n]``."""
+        out = torch.zeros(self.n, self.n, dtype=d.dtype)
+        values = d / self.weights
+        out[self.rows, self.cols] = values
+        out[self.cols, self.rows] = values
+        return out
+
+    def project(self, hessian: torch.Tensor) -> torch.Tensor:
+        """``[n, n, n, n]`` second derivatives (entries independent) -> ``[size, size]`` in this basis:
+        ``H_kl = sum E_k[a,b] H[a,b,c,d] E_l[c,d]``."""
+        if self._projection is None:
+            self._projection = _projection_indices([self.n], [self.rows], [self.cols], [self.weights])
+        index, weights = self._projection
+        return torch.take(hessian, index).sum(dim=0) * weights
+
+
+def _projection_indices(sizes, rows, cols, weights):
+    """Flat indices into a ``[n, n, n, n]`` array (``n = sum(sizes)``, the layers' matrices on the diagonal) of
+    the four entries ``(a,b,c,d), (b,a,c,d), (a,b,d,c), (b,a,d,c)`` that a pair of symmetric basis matrices
+    picks, and the weights ``c_k c_l / 4``: ``([4, D, D], [D, D])`` over the concatenated bases."""
+    offsets = [0]
+    for n in sizes:
+        offsets.append(offsets[-1] + n)
+    total = offsets[-1]
+    a = torch.cat([r + o for r, o in zip(rows, offsets)])
+    b = torch.cat([c + o for c, o in zip(cols, offsets)])
+    w = torch.cat(list(weights))
+    A, B, C, D = a[:, None], b[:, None], a[None, :], b[None, :]
+
+    def flat(i, j, k, l):
+        return ((i * total + j) * total + k) * total + l
+
+    index = torch.stack([flat(A, B, C, D), flat(B, A, C, D), flat(A, B, D, C), flat(B, A, D, C)])
+    return index, w[:, None] * w[None, :] / 4
+
+
+def _pair(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+    """``T[a, b, c, d] = left[b, c] right[d, a]`` (as :func:`_inverse_pair_hessian`)."""
+    return right.T[:, None, None, :] * left[None, :, :, None]
+
+
+def entropy_terms(factors: list[torch.Tensor], arch: Architecture, order: int = 2):
+    """``S_ent`` (spec S6, ``U_a`` eliminated by S7) at ``U_l = F_l F_l^T`` and its derivatives with respect to
+    the full matrices ``U_l`` (entries treated as independent), as :func:`entropy_derivatives` computes them,
+    from the factors (``log det U_l = 2 sum_i log F_ii``, ``U_l^{-1}`` from ``F_l``).
+
+    Args:
+        factors: ``[F_1, ..., F_L]``, lower triangular with a positive diagonal, ``F_l`` of shape ``[n_l, n_l]``.
+        order: 0 (value), 1 (and the gradients) or 2 (and the Hessian).
+
+    Returns:
+        ``(value, [dS/dU_l] ([n_l, n_l]) or None, blocks or None)``: ``blocks`` lists ``((i, j), T)`` with
+        ``T[a, b, c, d] = d^2 S_ent / dU_i[a, b] dU_j[c, d]`` (0-based layers; a block and its transpose are both
+        listed; blocks of the same pair add up).
+    """
+    L, s, N, H = arch.num_layers, arch.variances, arch.widths, arch.heads
+    logdets = [2.0 * torch.log(torch.diagonal(F)).sum() for F in factors]
+    F_L = factors[-1]
+    trace_L = (F_L * F_L).sum()
+    sL, sa, N_L, N_a, H_L = s[L], s[-1], N[L - 1], N[-1], H[L - 1]
+    beta = sa * (H_L * N_L / N_a - 1.0)
+    gamma = N_L * sa * trace_L / (N_a * sL)
+    U_a = (-beta + torch.sqrt(beta * beta + 4.0 * gamma)) / 2.0
+    value = N_a * (U_a / sa - torch.log(U_a)) + N_L * (trace_L / (sL * U_a) - logdets[-1] + H_L * torch.log(U_a))
+    for i in range(L - 1):
+        value = value + N[i] * (H[i] * logdets[i + 1] - logdets[i])
+    if order == 0:
+        for i in range(L - 1):
+            F, G = factors[i], factors[i + 1]
+            # Tr(U_{l+1}^{-1} Utilde_l) = sum_h |F_{l+1}^{-1} F_l[rows of head h]|^2
+            blocks = F.reshape(H[i], G.shape[0], F.shape[1]).transpose(0, 1).reshape(G.shape[0], -1)
+            value = value + N[i] * (torch.linalg.solve_triangular(G, blocks, upper=False) ** 2).sum() / s[i + 1]
+        return float(value), None, None
+    inverses = [torch.cholesky_inverse(F).contiguous() for F in factors]
+    sizes = [F.shape[0] for F in factors]
+    eye_L = torch.eye(sizes[-1], dtype=torch.float64)
+    gradients = [torch.zeros(n, n, dtype=torch.float64) for n in sizes]
+    gradients[-1] += N_L * (eye_L / (sL * U_a) - inverses[-1])
+    couplings = []
+    for i in range(L - 1):
+        B_inv, A_inv, n_heads, s_l, N_l = inverses[i], inverses[i + 1], H[i], s[i + 1], N[i]
+        reduced = partial_trace_over_head(factors[i] @ factors[i].T, n_heads)
+        W = A_inv @ reduced @ A_inv
+        value = value + N_l * torch.trace(A_inv @ reduced) / s_l
+        gradients[i] += N_l * (torch.kron(torch.eye(n_heads, dtype=torch.float64), A_inv) / s_l - B_inv)
+        gradients[i + 1] += N_l * (-W / s_l + n_heads * A_inv)
+        couplings.append(W)
+    if order == 1:
+        return float(value), gradients, None
+    blocks = []
+    dUa_dtrace = (N_L * sa / (N_a * sL)) / (2.0 * U_a + beta)
+    readout = (-N_L / (sL * U_a**2) * dUa_dtrace) * (eye_L[:, :, None, None] * eye_L[None, None, :, :])
+    blocks.append(((L - 1, L - 1), readout + N_L * _pair(inverses[-1], inverses[-1])))
+    for i in range(L - 1):
+        B_inv, A_inv, W, n_heads, s_l, N_l = inverses[i], inverses[i + 1], couplings[i], H[i], s[i + 1], N[i]
+        blocks.append(((i, i), N_l * _pair(B_inv, B_inv)))
+        blocks.append(((i + 1, i + 1), N_l * ((_pair(A_inv, W) + _pair(W, A_inv)) / s_l
+                                              - n_heads * _pair(A_inv, A_inv))))
+        # d^2 / dB[(h,r),(g,q)] dA[c,d] = -delta_hg A_inv[q,c] A_inv[d,r] / s_l
+        m = sizes[i + 1]
+        eye_h = torch.eye(n_heads, dtype=torch.float64)
+        mixed = (-(N_l / s_l) * eye_h[:, None, :, None, None, None] * A_inv[None, None, None, :, :, None]
+                 * A_inv.T[None, :, None, None, None, :]).reshape(sizes[i], sizes[i], m, m)
+        blocks.append(((i, i + 1), mixed))
+        blocks.append(((i + 1, i), mixed.permute(2, 3, 0, 1)))
+    return float(value), gradients, blocks
+
+
+@dataclass(frozen=True)
+class EnergyPoint:
+    """``S_en`` at one ``U_1``: the value and what its derivatives reuse (``chol = chol(K + T I)``,
+    ``alpha = (K + T I)^{-1} y``)."""
+
+    value: float
+    chol: torch.Tensor
+    alpha: torch.Tensor
+
+
+class EnergyEvaluator:
+    """``S_en = log det G + y^T G^{-1} y``, ``G = K(U_1) + T I`` (spec S6), for one data set, with its gradient
+    and Hessian (those of :func:`energy`, ``T1``, ``T2``, ``T3`` there) through one of two contractions:
+
+    * sample space (few examples): the kernels of the symmetric basis directions (:class:`SymmetricBasis`),
+      ``S_k = K(E_k)`` (``[P, P]`` each, stored once), give ``K = sum_k u_k S_k`` and, in that basis,
+      ``d^2 S_en / du_k du_l = -tr(G^{-1} S_k G^{-1} S_l) + 2 (S_k alpha)^T G^{-1} (S_l alpha)``;
+    * feature space (more examples than input features): with ``B = chol(G)^{-1} X`` and
+      ``M[i,a,j,b] = sum_p B[p,i,a] B[p,j,b]``, ``tr(G^{-1} C_ab G^{-1} C_cd) = sum_ij M[i,a,j,d] M[i,b,j,c]``,
+      a Gram matrix over the pairs ``(i, j)``; ``M`` is symmetric, so only its blocks ``i <= j`` are formed.
+
+    Args:
+        X: ``[P, N0, n]`` scaled features (:func:`attnpaths.kernels.scaled_features`).
+        y: ``[P]`` labels.
+        temperature: ``T > 0``.
+        route: ``"sample"``, ``"feature"`` or None (the one with fewer operations per Hessian; sample space
+            only while its stored kernels hold at most ``max_stored`` numbers).
+    """
+
+    def __init__(self, X: torch.Tensor, y: torch.Tensor, temperature: float, route: str | None = None,
+                 max_stored: float = 5e7):
+        P, n0, n = X.shape
+        self.X, self.y, self.temperature = X, y, float(temperature)
+        self.basis = SymmetricBasis(n)
+        m = self.basis.size
+        if route is None:
+            sample_cost = 2.0 * P**3 * m + 2.0 * P * P * m * m
+            feature_cost = 3.0 * P * P * n0 * n + 1.2 * P * (n0 * n) ** 2 + 1.2 * n0 * n0 * n**4
+            route = "sample" if sample_cost <= feature_cost and P * P * m <= max_stored else "feature"
+        if route not in ("sample", "feature"):
+            raise ValueError(f"route must be 'sample', 'feature' or None, got {route!r}")
+        self.route = route
+        self.num_examples, self.input_width, self.num_paths = P, n0, n
+        if route == "sample":
+            by_path = X.permute(2, 0, 1).reshape(n * P, n0)
+            products = (by_path @ by_path.T).reshape(n, P, n, P)  # [a, p, b, q] = (C_ab)_pq
+            picked = products[self.basis.rows, :, self.basis.cols, :]  # [k, p, q]
+            directions = (picked + picked.transpose(1, 2)) * (self.basis.weights / 2)[:, None, None]
+            self.directions = directions.permute(1, 2, 0).reshape(P * P, m).contiguous()  # [(p, q), k] = S_k[p, q]
+        else:
+            self.flat = X.reshape(P, n0 * n)
+            # blocks of the input axis for the i <= j blocks of M (about 256 rows of M per block)
+            size = max(1, min(n0, 256 // n))
+            self.chunks = [(start, min(start + size, n0)) for start in range(0, n0, size)]
+
+    def point(self, factor: torch.Tensor) -> EnergyPoint | None:
+        """``S_en`` at ``U_1 = factor factor^T``; None where ``G`` is not numerically positive definite."""
+        P = self.num_examples
+        if self.route == "sample":
+            u = self.basis.coordinates(factor @ factor.T)
+            G = (self.directions @ u).reshape(P, P)
+        else:
+            routed = (self.X @ factor).reshape(P, -1)
+            G = routed @ routed.T
+        G.diagonal().add_(self.temperature)
+        chol, info = torch.linalg.cholesky_ex(G)
+        if int(info) != 0:
+            return None
+        alpha = torch.cholesky_solve(self.y.reshape(P, 1), chol).reshape(P)
+        value = float(2.0 * torch.log(torch.diagonal(chol)).sum() + self.y @ alpha)
+        if not math.isfinite(value):
+            return None
+        return EnergyPoint(value, chol, alpha)
+
+    def derivatives(self, point: EnergyPoint, order: int = 2):
+        """Derivatives of ``S_en`` at ``point``: ``(gradient [n, n], hessian)`` with the gradient with respect
+        to the entries of ``U_1`` (treated as independent) and the Hessian (``order`` 2, else None) either as
+        ``[n, n, n, n]`` entries (feature space) or ``[m, m]`` in the symmetric basis (sample space); see
+        :attr:`route`."""
+        if self.route == "sample":
+            return self._sample_space(point, order)
+        return self._feature_space(point, order)
+
+    def _sample_space(self, point, order):
+        P, m = self.num_examples, self.basis.size
+        inverse = torch.cholesky_inverse(point.chol)
+        by_row = self.directions.reshape(P, P * m)
+        v = (point.alpha @ by_row).reshape(P, m)  # v[:, k] = S_k alpha
+        gradient = self.basis.matrix(inverse.reshape(-1) @ self.directions - point.alpha @ v)
+        if order < 2:
+            return gradient, None
+        D = (inverse @ by_row).reshape(P, P, m)  # D[:, :, k] = G^{-1} S_k
+        t1 = D.reshape(P * P, m).T @ D.transpose(0, 1).reshape(P * P, m)
+        whitened = torch.linalg.solve_triangular(point.chol, v, upper=False)
+        hessian = 2.0 * (whitened.T @ whitened) - t1
+        return gradient, (hessian + hessian.T) / 2
+
+    def _feature_space(self, point, order):
+        P, n0, n = self.X.shape
+        B = torch.linalg.solve_triangular(point.chol, self.flat, upper=False).reshape(P, n0, n)
+        w = (point.alpha @ self.flat).reshape(n0, n)
+        if order < 2:
+            by_path = B.reshape(P * n0, n)
+            return by_path.T @ by_path - w.T @ w, None
+        pieces = [B[:, i0:i1].reshape(P, -1) for i0, i1 in self.chunks]
+        gram_diagonal = torch.zeros(n * n, n * n, dtype=torch.float64)
+        gram_off = torch.zeros(n * n, n * n, dtype=torch.float64)
+        t2 = torch.zeros(n, n, n, n, dtype=torch.float64)
+        gradient = -(w.T @ w)
+        for I, (i0, i1) in enumerate(self.chunks):
+            for J in range(I, len(self.chunks)):
+                j0, j1 = self.chunks[J]
+                block = (pieces[I].T @ pieces[J]).reshape(i1 - i0, n, j1 - j0, n)
+                pairs = block.permute(0, 2, 1, 3).reshape(-1, n * n)  # rows (i, j), columns (a, d): M[i,a,j,d]
+                t2_block = torch.einsum("ia,ibjc,jd->abcd", w[i0:i1], block, w[j0:j1])
+                if i0 == j0:
+                    gram_diagonal += pairs.T @ pairs
+                    t2 += t2_block
+                    gradient += torch.diagonal(block, dim1=0, dim2=2).sum(dim=-1)
+                else:
+                    gram_off += pairs.T @ pairs
+                    t2 += t2_block + t2_block.permute(3, 2, 1, 0)
+        # the pairs (j, i) of the blocks i < j: swap a <-> d and b <-> c
+        off = gram_off.reshape(n, n, n, n)
+        gram = gram_diagonal.reshape(n, n, n, n) + off + off.permute(1, 0, 3, 2)
+        t1 = gram.permute(0, 2, 3, 1)  # t1[a,b,c,d] = sum_ij M[i,a,j,d] M[i,b,j,c]
+        return gradient, t2 + t2.permute(2, 3, 0, 1) - t1

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from ._validation import as_float64_tensor, heads_tuple, positive_real
-from .action import Architecture, energy, entropy_derivatives, pre_kernel_tensor, gp_order_parameters, readout_order_parameter
+from .action import (Architecture, EnergyEvaluator, SymmetricBasis, _projection_indices, energy, entropy_terms,
+                     gp_order_parameters, readout_order_parameter)
 from .kernels import kernel_from_scaled, scaled_features
 from .paths import check_num_paths
 
@@ -171,7 +172,7 @@ def _symmetric_basis(n: int) -> torch.Tensor:
     rows, cols = torch.triu_indices(n, n)
     basis = torch.zeros(n * n, rows.numel(), dtype=torch.float64)
     k = torch.arange(rows.numel())
-    weight = torch.where(rows == cols, 1.0, 2.0**-0.5).to(torch.float64)
+    weight = torch.where(rows == cols, torch.ones((), dtype=torch.float64), torch.full((), 2.0**-0.5, dtype=torch.float64))
     basis[rows * n + cols, k] = weight
     basis[cols * n + rows, k] = weight
     return basis
@@ -181,79 +182,236 @@ def _symmetric_basis(n: int) -> torch.Tensor:
 # the action and its Newton minimisation
 
 
+class _Point:
+    """The action at one ``theta``: the block-diagonal factor of the ``U_l = F_l F_l^T``, the energy's
+    factorisation and the two parts of ``S``."""
+
+    __slots__ = ("theta", "factor", "energy", "entropy", "value")
+
+    def __init__(self, theta, factor, energy_point, entropy_value):
+        self.theta, self.factor, self.energy, self.entropy = theta, factor, energy_point, entropy_value
+        self.value = entropy_value + energy_point.value
+
+
+class _Derivatives:
+    """Gradient and Hessian of ``S`` at a :class:`_Point`, in ``theta`` (the solver's) and in the orthonormal
+    symmetric bases of the ``U_l`` (the certificate's)."""
+
+    __slots__ = ("gradient", "hessian", "gradient_sym", "hessian_sym")
+
+    def __init__(self, gradient, hessian, gradient_sym, hessian_sym):
+        self.gradient, self.hessian = gradient, hessian
+        self.gradient_sym, self.hessian_sym = gradient_sym, hessian_sym
+
+
 class _Action:
-    """``S`` and its derivatives with respect to the full matrices ``U_1, ..., U_L``."""
+    """``S`` on log-Cholesky coordinates ``theta``, with its exact gradient and Hessian there.
+
+    The derivatives with respect to the matrices (:class:`attnpaths.action.EnergyEvaluator`,
+    :func:`attnpaths.action.entropy_terms`) are taken to the orthonormal symmetric bases of the ``U_l``
+    (:class:`attnpaths.action.SymmetricBasis`, the certificate's coordinates), then to ``theta`` by the chain rule
+    of :meth:`CholeskyCoordinates.chain_rule` written for these bases: ``dU/dtheta_t`` is symmetric, with
+    coordinates ``J[k, t]``, and ``d^2 S / dtheta_t dtheta_u = (J^T H J)_tu + sum_ab g_ab d^2 U_ab / dtheta_t dtheta_u``.
+    All layers are handled at once, as the diagonal blocks of one block-diagonal factor.
+    """
 
     def __init__(self, X: torch.Tensor, y: torch.Tensor, arch: Architecture, temperature: float):
         self.X, self.y, self.arch, self.temperature = X, y, arch, temperature
-        # with fewer examples than input features, the P x P path-pair kernels are the cheaper representation
-        P, n0, n = X.shape
-        self.pre_kernels = pre_kernel_tensor(X) if P <= n0 and P * P * n * n <= 5e7 else None
+        self.energy = EnergyEvaluator(X, y, temperature)
+        sizes = _layer_sizes(arch)
+        self.sizes = sizes
+        self.coords = CholeskyCoordinates(sizes)
+        self.offsets = [0]
+        for n in sizes:
+            self.offsets.append(self.offsets[-1] + n)
+        total = self.total = self.offsets[-1]
+        bases = [self.energy.basis] + [SymmetricBasis(n) for n in sizes[1:]]
+        self.basis_size = [basis.size for basis in bases]
+        # theta: entries (i_t, j_t) of the block-diagonal factor; symmetric basis: entries (a_k, b_k), weight c_k
+        i = torch.cat([rows + o for (rows, _), o in zip(self.coords.index, self.offsets)])
+        j = torch.cat([cols + o for (_, cols), o in zip(self.coords.index, self.offsets)])
+        a = torch.cat([basis.rows + o for basis, o in zip(bases, self.offsets)])
+        b = torch.cat([basis.cols + o for basis, o in zip(bases, self.offsets)])
+        self.theta_flat = i * total + j
+        self.on_diagonal = i == j
+        self.basis_flat = a * total + b
+        self.basis_weights = torch.cat([basis.weights for basis in bases])
+        # J[k, t] = c_k s_t (delta(a_k, i_t) F[b_k, j_t] + delta(b_k, i_t) F[a_k, j_t])
+        self.a_is_i = (a[:, None] == i[None, :]).to(torch.float64) * self.basis_weights[:, None]
+        self.b_is_i = (b[:, None] == i[None, :]).to(torch.float64) * self.basis_weights[:, None]
+        self.b_j = b[:, None] * total + j[None, :]
+        self.a_j = a[:, None] * total + j[None, :]
+        # curvature: sum_ab g_ab d^2 U_ab / dL_t dL_u = delta(j_t, j_u) (g + g^T)[i_t, i_u]
+        self.same_column = (j[:, None] == j[None, :]).to(torch.float64)
+        self.i_i = i[:, None] * total + i[None, :]
+        self.projection = _projection_indices(sizes, [basis.rows for basis in bases], [basis.cols for basis in bases],
+                                              [basis.weights for basis in bases])
 
-    def _energy(self, U1, order):
-        return energy(self.X, self.y, U1, self.temperature, order=order, pre_kernels=self.pre_kernels)
+    def factors(self, theta: torch.Tensor) -> torch.Tensor:
+        """The block-diagonal ``[n, n]`` matrix of the factors ``F_l`` (``U_l = F_l F_l^T``), ``n = sum_l n_l``."""
+        F = torch.zeros(self.total * self.total, dtype=torch.float64)
+        F[self.theta_flat] = torch.where(self.on_diagonal, torch.exp(theta), theta)
+        return F.reshape(self.total, self.total)
+
+    def layers(self, F: torch.Tensor) -> list[torch.Tensor]:
+        """The diagonal blocks ``[F_1, ..., F_L]`` of a block-diagonal matrix."""
+        return [F[o:e, o:e] for o, e in zip(self.offsets, self.offsets[1:])]
+
+    def point(self, theta: torch.Tensor) -> _Point | None:
+        """The action at ``theta``; None where it is not finite (``K + T I`` numerically singular)."""
+        F = self.factors(theta)
+        factors = self.layers(F)
+        energy_point = self.energy.point(factors[0])
+        if energy_point is None:
+            return None
+        entropy_value = entropy_terms(factors, self.arch, order=0)[0]
+        if not math.isfinite(entropy_value):
+            return None
+        return _Point(theta, F, energy_point, entropy_value)
 
     def parts(self, U_layers) -> tuple[float, float]:
-        """``(S_ent, S_en)``."""
-        return (
-            entropy_derivatives(U_layers, self.arch, order=0).value,
-            self._energy(U_layers[0], 0).value,
-        )
+        """``(S_ent, S_en)`` at ``[U_1, ..., U_L]``."""
+        point = self.point(self.coords.coordinates(U_layers))
+        return point.entropy, point.energy.value
 
-    def derivatives(self, U_layers):
-        """``(S, [dS/dU_l], d^2 S/dU dU)`` with the Hessian over the concatenated row-major entries."""
-        ent = entropy_derivatives(U_layers, self.arch, order=2)
-        en = self._energy(U_layers[0], 2)
-        gradients = list(ent.gradients)
-        gradients[0] = gradients[0] + en.gradient
-        n1 = U_layers[0].shape[0] ** 2
-        hess = ent.hessian.clone()
-        hess[:n1, :n1] += en.hessian.reshape(n1, n1)
-        return ent.value + en.value, gradients, hess
+    def derivatives(self, point: _Point) -> _Derivatives:
+        """Gradient and Hessian of ``S`` at ``point``."""
+        F, n = point.factor, self.total
+        factors = self.layers(F)
+        en_gradient, en_hessian = self.energy.derivatives(point.energy, order=2)
+        _, gradients, blocks = entropy_terms(factors, self.arch, order=2)
+        gradient_U = torch.zeros(n, n, dtype=torch.float64)
+        hessian_U = torch.zeros(n, n, n, n, dtype=torch.float64)
+        for (o, e), g in zip(zip(self.offsets, self.offsets[1:]), gradients):
+            gradient_U[o:e, o:e] = g
+        gradient_U[: self.sizes[0], : self.sizes[0]] += en_gradient
+        for (li, lj), block in blocks:
+            oi, ei, oj, ej = self.offsets[li], self.offsets[li + 1], self.offsets[lj], self.offsets[lj + 1]
+            hessian_U[oi:ei, oi:ei, oj:ej, oj:ej] += block
+        m1 = self.basis_size[0]
+        if en_hessian.dim() == 4:
+            hessian_U[: self.sizes[0], : self.sizes[0], : self.sizes[0], : self.sizes[0]] += en_hessian
+        index, weights = self.projection
+        hess_sym = torch.take(hessian_U, index).sum(dim=0) * weights
+        if en_hessian.dim() == 2:
+            hess_sym[:m1, :m1] += en_hessian
+        grad_sym = torch.take(gradient_U, self.basis_flat) * self.basis_weights
+        scale = torch.where(self.on_diagonal, torch.take(F, self.theta_flat), torch.ones((), dtype=torch.float64))
+        jac = (self.a_is_i * torch.take(F, self.b_j) + self.b_is_i * torch.take(F, self.a_j)) * scale
+        gradient = grad_sym @ jac
+        hessian = jac.T @ hess_sym @ jac
+        hessian += self.same_column * (2.0 * torch.take(gradient_U, self.i_i)) * (scale[:, None] * scale[None, :])
+        hessian.diagonal().add_(torch.where(self.on_diagonal, gradient, torch.zeros((), dtype=torch.float64)))
+        return _Derivatives(gradient, (hessian + hessian.T) / 2, grad_sym, hess_sym)
 
     @staticmethod
-    def certificate(gradients, hess) -> tuple[float, float]:
+    def certificate(derivatives: _Derivatives) -> tuple[float, float]:
         """Gradient norm and smallest Hessian eigenvalue of ``S`` in symmetric directions of every ``U_l``."""
-        basis = torch.block_diag(*[_symmetric_basis(g.shape[0]) for g in gradients])
-        grad_sym = basis.T @ torch.cat([g.reshape(-1) for g in gradients])
-        hess_sym = basis.T @ hess @ basis
-        return float(torch.linalg.vector_norm(grad_sym)), float(torch.linalg.eigvalsh((hess_sym + hess_sym.T) / 2)[0])
+        hess = derivatives.hessian_sym
+        return (float(torch.linalg.vector_norm(derivatives.gradient_sym)),
+                float(torch.linalg.eigvalsh((hess + hess.T) / 2)[0]))
 
 
-def _newton(action: _Action, coords: CholeskyCoordinates, theta, tolerance: float, max_iterations: int):
-    """Damped Newton in log-Cholesky coordinates with an eigenvalue-modified Hessian and backtracking.
-
-    Every trial point is a valid ``theta``, hence gives positive-definite ``U_l``: the action is finite at
-    every point evaluated. Returns ``(theta, iterations, success, message, derivatives at theta)``.
+def _trust_region_step(coefficients: np.ndarray, eigenvalues: np.ndarray, radius: float) -> np.ndarray:
+    """Minimiser of ``g.p + p.H p / 2`` over ``|p| <= radius``, in the eigenbasis of ``H``
+    (``coefficients = V^T g``): ``p = -(H + sigma I)^{-1} g`` with the smallest ``sigma >= max(0, -lambda_min)``
+    that keeps ``|p| <= radius`` (the secular equation ``1/|p(sigma)| = 1/radius``, solved by Newton's
+    method), plus a multiple of the lowest eigenvector in the "hard case" where ``g`` has no component along it.
     """
-    value, gradients, hess_U = action.derivatives(coords.matrices(theta))
+    lowest = eigenvalues[0]
+    g2 = coefficients * coefficients
+    if lowest > 0:
+        step = -coefficients / eigenvalues
+        if float(step @ step) <= radius * radius:
+            return step
+    sigma_min = max(0.0, -lowest)
+    # hard case: no gradient along the lowest eigenvectors and the step at sigma_min is inside the region
+    scale = max(1.0, float(np.abs(eigenvalues).max()))
+    degenerate = eigenvalues - lowest <= 1e-12 * scale
+    if float(g2[degenerate].sum()) <= 1e-30 * max(float(g2.sum()), 1e-300):
+        shifted = eigenvalues[~degenerate] + sigma_min
+        step = np.zeros_like(coefficients)
+        step[~degenerate] = -coefficients[~degenerate] / shifted
+        missing = radius * radius - float(step @ step)
+        if missing >= 0:
+            step[np.flatnonzero(degenerate)[0]] += math.sqrt(missing)
+            return step
+    sigma = sigma_min + 1e-12 * scale
+    for _ in range(100):
+        shifted = eigenvalues + sigma
+        norm2 = float((g2 / shifted**2).sum())
+        norm = math.sqrt(norm2)
+        if abs(norm - radius) <= 1e-6 * radius:
+            break
+        derivative = float((g2 / shifted**3).sum())  # -d|p|^2/dsigma / 2
+        new_sigma = sigma + (norm2 / derivative) * (norm - radius) / radius
+        sigma = new_sigma if new_sigma > sigma_min else (sigma + sigma_min) / 2
+    step = -coefficients / (eigenvalues + sigma)
+    norm = math.sqrt(float(step @ step))
+    return step * (radius / norm) if norm > radius else step
+
+
+_TRACE = None
+
+
+def _newton(action: _Action, theta, tolerance: float, max_iterations: int, radius: float = 2.0):
+    """Trust-region Newton method in log-Cholesky coordinates with the exact Hessian.
+
+    Each iteration minimises the quadratic model of ``S`` within a ball of radius ``radius`` around ``theta``
+    (:func:`_trust_region_step`, which also moves along directions of negative curvature), and accepts the
+    step when ``S`` decreases by at least a tenth of the model's prediction (or, near the minimum, where the
+    decrease is below rounding, when ``S`` does not increase by more than a few ulps). The radius doubles
+    after a step that reached it with a good prediction and shrinks to a quarter of a step whose prediction
+    was poor. Every trial point is a valid ``theta``, hence gives positive-definite ``U_l``.
+
+    Returns:
+        ``(point, iterations, success, message, derivatives at the point)``.
+    """
+    point = action.point(theta)
+    if point is None:
+        raise ValueError("initial must give a finite action (K(U_1) + T I positive definite)")
+    derivatives = action.derivatives(point)
+    eps = torch.finfo(torch.float64).eps
     for iteration in range(max_iterations + 1):
-        gradient, hess = coords.chain_rule(theta, gradients, hess_U)
-        if float(torch.linalg.vector_norm(gradient)) < tolerance:
-            return theta, iteration, True, "gradient norm below tolerance", (gradients, hess_U)
+        gradient = derivatives.gradient
+        gradient_norm = float(torch.linalg.vector_norm(gradient))
+        if gradient_norm < tolerance:
+            return point, iteration, True, "gradient norm below tolerance", derivatives
         if iteration == max_iterations:
             break
-        eigenvalues, vectors = torch.linalg.eigh(hess)
-        floor = 1e-10 * max(1.0, float(eigenvalues.abs().max()))
-        step = -vectors @ ((vectors.T @ gradient) / eigenvalues.abs().clamp_min(floor))
-        # far from the minimum a full step could overflow exp(theta): cap its length
-        step_norm = float(torch.linalg.vector_norm(step))
-        if step_norm > 2.0:
-            step = step * (2.0 / step_norm)
-        slope = float(gradient @ step)
-        # near the minimum the decrease is below rounding: accept steps within a few ulps of the action
-        slack = 64 * torch.finfo(torch.float64).eps * abs(value)
-        t = 1.0
-        while t > 1e-12:
-            trial = theta + t * step
-            if sum(action.parts(coords.matrices(trial))) <= value + 1e-4 * t * slope + slack:
+        eigenvalues, vectors = torch.linalg.eigh(derivatives.hessian)
+        lam, V = eigenvalues.numpy(), vectors.numpy()
+        coefficients = V.T @ gradient.numpy()
+        # rounding of S: a few ulps accepted on any step; below ``noise`` the change of S is not resolved, and a
+        # step of a positive-definite model is judged by the gradient norm instead
+        slack = 64 * eps * abs(point.value)
+        noise = 1e-10 * max(1.0, abs(point.value))
+        trial_derivatives = None
+        while True:
+            step = _trust_region_step(coefficients, lam, radius)
+            length = math.sqrt(float(step @ step))
+            predicted = -float(coefficients @ step + 0.5 * (lam * step) @ step)
+            trial = action.point(point.theta + torch.from_numpy(V @ step))
+            decrease = -math.inf if trial is None else point.value - trial.value
+            if _TRACE is not None:
+                _TRACE.append((iteration, radius, length, predicted, decrease))
+            if decrease >= 0.1 * predicted - slack:
                 break
-            t /= 2
-        else:
-            return theta, iteration, False, "the line search could not decrease the action", (gradients, hess_U)
-        theta = trial
-        value, gradients, hess_U = action.derivatives(coords.matrices(theta))
-    return theta, max_iterations, False, f"no convergence in {max_iterations} iterations", (gradients, hess_U)
+            if trial is not None and predicted < noise and lam[0] > 0 and decrease > -noise:
+                trial_derivatives = action.derivatives(trial)
+                if float(torch.linalg.vector_norm(trial_derivatives.gradient)) < gradient_norm:
+                    break
+                trial_derivatives = None
+            radius = 0.25 * length
+            if radius < 1e-12:
+                return point, iteration, False, "the trust region collapsed: no step decreases the action", derivatives
+        if predicted > noise and decrease > 0.75 * predicted and length > 0.99 * radius:
+            radius *= 2.0
+        elif predicted > noise and decrease < 0.25 * predicted:
+            radius = 0.25 * length
+        point = trial
+        derivatives = action.derivatives(point) if trial_derivatives is None else trial_derivatives
+    return point, max_iterations, False, f"no convergence in {max_iterations} iterations", derivatives
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -412,14 +570,13 @@ def solve(
         return _solution(X, labels, arch, temperature, U_layers, U_a, en.value, math.inf, math.nan, math.nan, True, 0)
 
     action = _Action(X, labels, arch, temperature)
-    coords = CholeskyCoordinates(_layer_sizes(arch))
     start = gp_order_parameters(arch)[0] if initial is None else _check_initial(initial, arch)
-    theta, iterations, success, message, (gradients, hess) = _newton(
-        action, coords, coords.coordinates(start), gradient_tolerance, max_iterations
+    point, iterations, success, message, derivatives = _newton(
+        action, action.coords.coordinates(start), gradient_tolerance, max_iterations
     )
-    U_layers = coords.matrices(theta)
-    grad_norm, min_eig = action.certificate(gradients, hess)
-    ent, en = action.parts(U_layers)
+    U_layers = [F @ F.T for F in action.layers(point.factor)]
+    grad_norm, min_eig = action.certificate(derivatives)
+    ent, en = point.entropy, point.energy.value
     U_a = float(readout_order_parameter(U_layers[-1], arch))
     converged = success and min_eig > 0
     if not converged:
@@ -430,7 +587,8 @@ def solve(
         if on_failure == "raise":
             raise RuntimeError(message)
         warnings.warn(message, CertificateWarning, stacklevel=2)
-    return _solution(X, labels, arch, temperature, U_layers, U_a, en, ent, grad_norm, min_eig, converged, iterations)
+    return _solution(X, labels, arch, temperature, U_layers, U_a, en, ent, grad_norm, min_eig, converged, iterations,
+                     factorization=(point.energy.chol, point.energy.alpha))
 
 
 def _check_initial(initial, arch: Architecture) -> list[torch.Tensor]:
@@ -448,11 +606,15 @@ def _check_initial(initial, arch: Architecture) -> list[torch.Tensor]:
     return out
 
 
-def _solution(X, y, arch, temperature, U_layers, U_a, energy_value, entropy_value, grad_norm, min_eig, converged, nit):
+def _solution(X, y, arch, temperature, U_layers, U_a, energy_value, entropy_value, grad_norm, min_eig, converged, nit,
+              factorization=None):
     U1 = U_layers[0]
-    G = kernel_from_scaled(X, U1, X) + temperature * torch.eye(X.shape[0], dtype=torch.float64)
-    chol = torch.linalg.cholesky(G)
-    alpha = torch.cholesky_solve(y.reshape(-1, 1), chol).reshape(-1)
+    if factorization is None:
+        G = kernel_from_scaled(X, U1, X) + temperature * torch.eye(X.shape[0], dtype=torch.float64)
+        chol = torch.linalg.cholesky(G)
+        alpha = torch.cholesky_solve(y.reshape(-1, 1), chol).reshape(-1)
+    else:
+        chol, alpha = factorization
     return TheorySolution(
         U=U1.numpy().copy(),
         U_layers=[U.numpy().copy() for U in U_layers],
