@@ -347,33 +347,32 @@ class SymmetricBasis:
         out[self.cols, self.rows] = values
         return out
 
-    def project(self, hessian: torch.Tensor) -> torch.Tensor:
-        """``[n, n, n, n]`` second derivatives (entries independent) -> ``[size, size]`` in this basis:
-        ``H_kl = sum E_k[a,b] H[a,b,c,d] E_l[c,d]``."""
-        if self._projection is None:
-            self._projection = _projection_indices([self.n], [self.rows], [self.cols], [self.weights])
-        index, weights = self._projection
-        return torch.take(hessian, index).sum(dim=0) * weights
+    def project(self, hessian: torch.Tensor, other: "SymmetricBasis | None" = None) -> torch.Tensor:
+        """``[n, n, n', n']`` second derivatives (entries independent) -> ``[size, other.size]`` in this basis and
+        ``other`` (default: this one): ``H_kl = sum E_k[a,b] H[a,b,c,d] E'_l[c,d]``."""
+        other = self if other is None else other
+        symmetric = symmetrized(hessian)
+        picked = symmetric.reshape(self.n * self.n, -1).index_select(0, self.rows * self.n + self.cols)
+        picked = picked.index_select(1, other.rows * other.n + other.cols)
+        return picked * (self.weights[:, None] * other.weights[None, :])
+
+    def entries(self, hessian: torch.Tensor, other: "SymmetricBasis | None" = None) -> torch.Tensor:
+        """Inverse of :meth:`project`: the symmetrised ``[n, n, n', n']`` entries of a Hessian given in the bases,
+        ``H[a,b,c,d] = H[b,a,c,d] = H[a,b,d,c] = H_kl / (c_k c_l)``."""
+        other = self if other is None else other
+        out = torch.zeros(self.n, self.n, other.n, other.n, dtype=hessian.dtype)
+        values = hessian / (self.weights[:, None] * other.weights[None, :])
+        a, b, c, d = self.rows[:, None], self.cols[:, None], other.rows[None, :], other.cols[None, :]
+        for index in ((a, b, c, d), (b, a, c, d), (a, b, d, c), (b, a, d, c)):
+            out[index] = values
+        return out
 
 
-def _projection_indices(sizes, rows, cols, weights):
-    """Flat indices into a ``[n, n, n, n]`` array (``n = sum(sizes)``, the layers' matrices on the diagonal) of
-    the four entries ``(a,b,c,d), (b,a,c,d), (a,b,d,c), (b,a,d,c)`` that a pair of symmetric basis matrices
-    picks, and the weights ``c_k c_l / 4``: ``([4, D, D], [D, D])`` over the concatenated bases."""
-    offsets = [0]
-    for n in sizes:
-        offsets.append(offsets[-1] + n)
-    total = offsets[-1]
-    a = torch.cat([r + o for r, o in zip(rows, offsets)])
-    b = torch.cat([c + o for c, o in zip(cols, offsets)])
-    w = torch.cat(list(weights))
-    A, B, C, D = a[:, None], b[:, None], a[None, :], b[None, :]
-
-    def flat(i, j, k, l):
-        return ((i * total + j) * total + k) * total + l
-
-    index = torch.stack([flat(A, B, C, D), flat(B, A, C, D), flat(A, B, D, C), flat(B, A, D, C)])
-    return index, w[:, None] * w[None, :] / 4
+def symmetrized(hessian: torch.Tensor) -> torch.Tensor:
+    """``(H[a,b,c,d] + H[b,a,c,d] + H[a,b,d,c] + H[b,a,d,c]) / 4``: the part of an entries-independent second
+    derivative that acts on symmetric matrices."""
+    half = hessian + hessian.transpose(0, 1)
+    return (half + half.transpose(2, 3)) / 4
 
 
 def _pair(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
@@ -392,60 +391,67 @@ def entropy_terms(factors: list[torch.Tensor], arch: Architecture, order: int = 
 
     Returns:
         ``(value, [dS/dU_l] ([n_l, n_l]) or None, blocks or None)``: ``blocks`` lists ``((i, j), T)`` with
-        ``T[a, b, c, d] = d^2 S_ent / dU_i[a, b] dU_j[c, d]`` (0-based layers; a block and its transpose are both
-        listed; blocks of the same pair add up).
+        ``T[a, b, c, d] = d^2 S_ent / dU_i[a, b] dU_j[c, d]`` for 0-based layers ``i <= j`` (the blocks ``j > i``
+        are their transposes; blocks of the same pair add up).
     """
     L, s, N, H = arch.num_layers, arch.variances, arch.widths, arch.heads
-    logdets = [2.0 * torch.log(torch.diagonal(F)).sum() for F in factors]
+    logdets = [2.0 * float(torch.log(torch.diagonal(F)).sum()) for F in factors]
     F_L = factors[-1]
-    trace_L = (F_L * F_L).sum()
+    trace_L = float((F_L * F_L).sum())
     sL, sa, N_L, N_a, H_L = s[L], s[-1], N[L - 1], N[-1], H[L - 1]
     beta = sa * (H_L * N_L / N_a - 1.0)
     gamma = N_L * sa * trace_L / (N_a * sL)
-    U_a = (-beta + torch.sqrt(beta * beta + 4.0 * gamma)) / 2.0
-    value = N_a * (U_a / sa - torch.log(U_a)) + N_L * (trace_L / (sL * U_a) - logdets[-1] + H_L * torch.log(U_a))
+    U_a = (-beta + math.sqrt(beta * beta + 4.0 * gamma)) / 2.0
+    value = N_a * (U_a / sa - math.log(U_a)) + N_L * (trace_L / (sL * U_a) - logdets[-1] + H_L * math.log(U_a))
     for i in range(L - 1):
-        value = value + N[i] * (H[i] * logdets[i + 1] - logdets[i])
+        value += N[i] * (H[i] * logdets[i + 1] - logdets[i])
     if order == 0:
         for i in range(L - 1):
             F, G = factors[i], factors[i + 1]
             # Tr(U_{l+1}^{-1} Utilde_l) = sum_h |F_{l+1}^{-1} F_l[rows of head h]|^2
             blocks = F.reshape(H[i], G.shape[0], F.shape[1]).transpose(0, 1).reshape(G.shape[0], -1)
-            value = value + N[i] * (torch.linalg.solve_triangular(G, blocks, upper=False) ** 2).sum() / s[i + 1]
-        return float(value), None, None
-    inverses = [torch.cholesky_inverse(F).contiguous() for F in factors]
-    sizes = [F.shape[0] for F in factors]
-    eye_L = torch.eye(sizes[-1], dtype=torch.float64)
-    gradients = [torch.zeros(n, n, dtype=torch.float64) for n in sizes]
-    gradients[-1] += N_L * (eye_L / (sL * U_a) - inverses[-1])
+            value += N[i] * float(torch.linalg.solve_triangular(G, blocks, upper=False).square().sum()) / s[i + 1]
+        return value, None, None
+    inverses = [torch.cholesky_inverse(F) for F in factors]
+    gradients = [None] * L
+
+    def add(layer, term):
+        gradients[layer] = term if gradients[layer] is None else gradients[layer] + term
+
+    last = -N_L * inverses[-1]
+    last.diagonal().add_(N_L / (sL * U_a))
+    add(L - 1, last)
     couplings = []
     for i in range(L - 1):
         B_inv, A_inv, n_heads, s_l, N_l = inverses[i], inverses[i + 1], H[i], s[i + 1], N[i]
         reduced = partial_trace_over_head(factors[i] @ factors[i].T, n_heads)
         W = A_inv @ reduced @ A_inv
-        value = value + N_l * torch.trace(A_inv @ reduced) / s_l
-        gradients[i] += N_l * (torch.kron(torch.eye(n_heads, dtype=torch.float64), A_inv) / s_l - B_inv)
-        gradients[i + 1] += N_l * (-W / s_l + n_heads * A_inv)
+        value += N_l * float((A_inv * reduced).sum()) / s_l
+        add(i, (N_l / s_l) * torch.block_diag(*[A_inv] * n_heads) - N_l * B_inv)
+        add(i + 1, (N_l * n_heads) * A_inv - (N_l / s_l) * W)
         couplings.append(W)
     if order == 1:
-        return float(value), gradients, None
+        return value, gradients, None
     blocks = []
+    n = F_L.shape[0]
+    last = N_L * _pair(inverses[-1], inverses[-1])
+    # the curvature through U_a: d^2 / dU_aa dU_cc of N_L Tr(U_L) / (sL U_a(Tr U_L)) at dS/dU_a = 0
     dUa_dtrace = (N_L * sa / (N_a * sL)) / (2.0 * U_a + beta)
-    readout = (-N_L / (sL * U_a**2) * dUa_dtrace) * (eye_L[:, :, None, None] * eye_L[None, None, :, :])
-    blocks.append(((L - 1, L - 1), readout + N_L * _pair(inverses[-1], inverses[-1])))
+    a, c = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    last[a, a, c, c] -= N_L / (sL * U_a**2) * dUa_dtrace
+    blocks.append(((L - 1, L - 1), last))
     for i in range(L - 1):
         B_inv, A_inv, W, n_heads, s_l, N_l = inverses[i], inverses[i + 1], couplings[i], H[i], s[i + 1], N[i]
         blocks.append(((i, i), N_l * _pair(B_inv, B_inv)))
-        blocks.append(((i + 1, i + 1), N_l * ((_pair(A_inv, W) + _pair(W, A_inv)) / s_l
-                                              - n_heads * _pair(A_inv, A_inv))))
+        blocks.append(((i + 1, i + 1), (N_l / s_l) * (_pair(A_inv, W) + _pair(W, A_inv))
+                       - (N_l * n_heads) * _pair(A_inv, A_inv)))
         # d^2 / dB[(h,r),(g,q)] dA[c,d] = -delta_hg A_inv[q,c] A_inv[d,r] / s_l
-        m = sizes[i + 1]
-        eye_h = torch.eye(n_heads, dtype=torch.float64)
-        mixed = (-(N_l / s_l) * eye_h[:, None, :, None, None, None] * A_inv[None, None, None, :, :, None]
-                 * A_inv.T[None, :, None, None, None, :]).reshape(sizes[i], sizes[i], m, m)
-        blocks.append(((i, i + 1), mixed))
-        blocks.append(((i + 1, i), mixed.permute(2, 3, 0, 1)))
-    return float(value), gradients, blocks
+        m = A_inv.shape[0]
+        per_head = -(N_l / s_l) * _pair(A_inv, A_inv)  # [r, q, c, d] = A_inv[q,c] A_inv[d,r]
+        mixed = torch.zeros(n_heads, m, n_heads, m, m, m, dtype=torch.float64)
+        mixed[torch.arange(n_heads), :, torch.arange(n_heads)] = per_head
+        blocks.append(((i, i + 1), mixed.reshape(n_heads * m, n_heads * m, m, m)))
+    return value, gradients, blocks
 
 
 @dataclass(frozen=True)
@@ -493,8 +499,9 @@ class EnergyEvaluator:
         self.num_examples, self.input_width, self.num_paths = P, n0, n
         if route == "sample":
             by_path = X.permute(2, 0, 1).reshape(n * P, n0)
-            products = (by_path @ by_path.T).reshape(n, P, n, P)  # [a, p, b, q] = (C_ab)_pq
-            picked = products[self.basis.rows, :, self.basis.cols, :]  # [k, p, q]
+            # (C_ab)_pq for a <= b, one row block of the symmetric product at a time: [k, p, q] in basis order
+            picked = torch.cat([(by_path[a * P : (a + 1) * P] @ by_path[a * P :].T).reshape(P, n - a, P).transpose(0, 1)
+                                for a in range(n)])
             directions = (picked + picked.transpose(1, 2)) * (self.basis.weights / 2)[:, None, None]
             self.directions = directions.permute(1, 2, 0).reshape(P * P, m).contiguous()  # [(p, q), k] = S_k[p, q]
         else:
@@ -523,10 +530,9 @@ class EnergyEvaluator:
         return EnergyPoint(value, chol, alpha)
 
     def derivatives(self, point: EnergyPoint, order: int = 2):
-        """Derivatives of ``S_en`` at ``point``: ``(gradient [n, n], hessian)`` with the gradient with respect
-        to the entries of ``U_1`` (treated as independent) and the Hessian (``order`` 2, else None) either as
-        ``[n, n, n, n]`` entries (feature space) or ``[m, m]`` in the symmetric basis (sample space); see
-        :attr:`route`."""
+        """Derivatives of ``S_en`` at ``point`` with respect to the entries of ``U_1`` (treated as independent):
+        ``(gradient [n, n], hessian [n, n, n, n])`` (the Hessian for ``order`` 2, else None; from the sample
+        space, symmetrised as :func:`symmetrized`)."""
         if self.route == "sample":
             return self._sample_space(point, order)
         return self._feature_space(point, order)
@@ -543,7 +549,7 @@ class EnergyEvaluator:
         t1 = D.reshape(P * P, m).T @ D.transpose(0, 1).reshape(P * P, m)
         whitened = torch.linalg.solve_triangular(point.chol, v, upper=False)
         hessian = 2.0 * (whitened.T @ whitened) - t1
-        return gradient, (hessian + hessian.T) / 2
+        return gradient, self.basis.entries((hessian + hessian.T) / 2)
 
     def _feature_space(self, point, order):
         P, n0, n = self.X.shape

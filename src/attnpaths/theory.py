@@ -8,9 +8,9 @@ Public entry point::
 
 The minimiser works on log-Cholesky coordinates ``U_l = L_l L_l^T`` (``L_l`` lower triangular with a positive,
 exponentiated diagonal), so every iterate is positive definite by construction and no step can produce NaN.
-It is a damped Newton method with the exact Hessian: the derivatives of the energy and of the entropy with
-respect to the matrices ``U_l`` are analytic (:func:`attnpaths.action.energy`,
-:func:`attnpaths.action.entropy_derivatives`) and the chain rule to the Cholesky coordinates is exact.
+It is a trust-region Newton method with the exact Hessian: the derivatives of the energy and of the entropy
+with respect to the matrices ``U_l`` are analytic (:class:`attnpaths.action.EnergyEvaluator`,
+:func:`attnpaths.action.entropy_terms`) and the chain rule to the Cholesky coordinates is exact.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from ._validation import as_float64_tensor, heads_tuple, positive_real
-from .action import (Architecture, EnergyEvaluator, SymmetricBasis, _projection_indices, energy, entropy_terms,
-                     gp_order_parameters, readout_order_parameter)
+from .action import (Architecture, EnergyEvaluator, SymmetricBasis, energy, entropy_terms, gp_order_parameters,
+                     readout_order_parameter, symmetrized)
 from .kernels import kernel_from_scaled, scaled_features
 from .paths import check_num_paths
 
@@ -167,107 +167,78 @@ class CholeskyCoordinates:
         return gradient, (hess + hess.T) / 2
 
 
-def _symmetric_basis(n: int) -> torch.Tensor:
-    """Orthonormal basis of symmetric ``n x n`` matrices as columns of an ``[n*n, n(n+1)/2]`` matrix."""
-    rows, cols = torch.triu_indices(n, n)
-    basis = torch.zeros(n * n, rows.numel(), dtype=torch.float64)
-    k = torch.arange(rows.numel())
-    weight = torch.where(rows == cols, torch.ones((), dtype=torch.float64), torch.full((), 2.0**-0.5, dtype=torch.float64))
-    basis[rows * n + cols, k] = weight
-    basis[cols * n + rows, k] = weight
-    return basis
-
-
 # --------------------------------------------------------------------------------------------------------
 # the action and its Newton minimisation
 
 
 class _Point:
-    """The action at one ``theta``: the block-diagonal factor of the ``U_l = F_l F_l^T``, the energy's
-    factorisation and the two parts of ``S``."""
+    """The action at one ``theta``: the block-diagonal matrix of the factors ``F_l`` (``U_l = F_l F_l^T``), the
+    energy's factorisation and the two parts of ``S``."""
 
-    __slots__ = ("theta", "factor", "energy", "entropy", "value")
+    __slots__ = ("theta", "factor", "factors", "energy", "entropy", "value")
 
-    def __init__(self, theta, factor, energy_point, entropy_value):
-        self.theta, self.factor, self.energy, self.entropy = theta, factor, energy_point, entropy_value
+    def __init__(self, theta, factor, factors, energy_point, entropy_value):
+        self.theta, self.factor, self.factors = theta, factor, factors
+        self.energy, self.entropy = energy_point, entropy_value
         self.value = entropy_value + energy_point.value
 
 
 class _Derivatives:
-    """Gradient and Hessian of ``S`` at a :class:`_Point`, in ``theta`` (the solver's) and in the orthonormal
-    symmetric bases of the ``U_l`` (the certificate's)."""
+    """Gradient and Hessian of ``S`` at a :class:`_Point` in ``theta``, with what the certificate needs: the
+    gradient and the Hessian with respect to the entries of the block-diagonal matrix of the ``U_l`` (the latter
+    symmetrised in each pair of indices)."""
 
-    __slots__ = ("gradient", "hessian", "gradient_sym", "hessian_sym")
+    __slots__ = ("gradient", "hessian", "gradient_U", "hessian_U")
 
-    def __init__(self, gradient, hessian, gradient_sym, hessian_sym):
-        self.gradient, self.hessian = gradient, hessian
-        self.gradient_sym, self.hessian_sym = gradient_sym, hessian_sym
+    def __init__(self, gradient, hessian, gradient_U, hessian_U):
+        self.gradient, self.hessian, self.gradient_U, self.hessian_U = gradient, hessian, gradient_U, hessian_U
 
 
 class _Action:
     """``S`` on log-Cholesky coordinates ``theta``, with its exact gradient and Hessian there.
 
-    The derivatives with respect to the matrices (:class:`attnpaths.action.EnergyEvaluator`,
-    :func:`attnpaths.action.entropy_terms`) are taken to the orthonormal symmetric bases of the ``U_l``
-    (:class:`attnpaths.action.SymmetricBasis`, the certificate's coordinates), then to ``theta`` by the chain rule
-    of :meth:`CholeskyCoordinates.chain_rule` written for these bases: ``dU/dtheta_t`` is symmetric, with
-    coordinates ``J[k, t]``, and ``d^2 S / dtheta_t dtheta_u = (J^T H J)_tu + sum_ab g_ab d^2 U_ab / dtheta_t dtheta_u``.
-    All layers are handled at once, as the diagonal blocks of one block-diagonal factor.
+    The layers are the diagonal blocks of one block-diagonal matrix ``U = F F^T``. The derivatives with respect to
+    its entries (:class:`attnpaths.action.EnergyEvaluator`, :func:`attnpaths.action.entropy_terms`) are carried to
+    ``theta`` by the chain rule of :meth:`CholeskyCoordinates.chain_rule`, contracted with ``F`` instead of a
+    Jacobian: with ``dU / dtheta_t = s_t (e_i f_j^T + f_j e_i^T)`` (``(i, j)`` the entry of ``theta_t``, ``f_j``
+    the ``j``-th column of ``F``, ``s_t = F_ii`` on the diagonal, else 1) and ``H`` symmetrised in each pair of
+    indices, ``d^2 S / dtheta_t dtheta_u = 4 s_t s_u sum_bd F[b, j_t] H[i_t, b, i_u, d] F[d, j_u]
+    + 2 s_t s_u delta(j_t, j_u) g[i_t, i_u] (+ dS/dtheta_t if t = u is diagonal)`` and ``dS/dtheta_t = 2 s_t (g F)_ij``.
     """
 
     def __init__(self, X: torch.Tensor, y: torch.Tensor, arch: Architecture, temperature: float):
         self.X, self.y, self.arch, self.temperature = X, y, arch, temperature
         self.energy = EnergyEvaluator(X, y, temperature)
-        sizes = _layer_sizes(arch)
-        self.sizes = sizes
+        self.sizes = sizes = _layer_sizes(arch)
         self.coords = CholeskyCoordinates(sizes)
+        self.bases = [self.energy.basis] + [SymmetricBasis(n) for n in sizes[1:]]
         self.offsets = [0]
         for n in sizes:
             self.offsets.append(self.offsets[-1] + n)
-        total = self.total = self.offsets[-1]
-        bases = [self.energy.basis] + [SymmetricBasis(n) for n in sizes[1:]]
-        self.basis_size = [basis.size for basis in bases]
-        # theta: entries (i_t, j_t) of the block-diagonal factor; symmetric basis: entries (a_k, b_k), weight c_k
+        n = self.total = self.offsets[-1]
         i = torch.cat([rows + o for (rows, _), o in zip(self.coords.index, self.offsets)])
         j = torch.cat([cols + o for (_, cols), o in zip(self.coords.index, self.offsets)])
-        a = torch.cat([basis.rows + o for basis, o in zip(bases, self.offsets)])
-        b = torch.cat([basis.cols + o for basis, o in zip(bases, self.offsets)])
-        self.theta_flat = i * total + j
         self.on_diagonal = i == j
-        self.basis_flat = a * total + b
-        self.basis_weights = torch.cat([basis.weights for basis in bases])
-        # J[k, t] = c_k s_t (delta(a_k, i_t) F[b_k, j_t] + delta(b_k, i_t) F[a_k, j_t])
-        self.a_is_i = (a[:, None] == i[None, :]).to(torch.float64) * self.basis_weights[:, None]
-        self.b_is_i = (b[:, None] == i[None, :]).to(torch.float64) * self.basis_weights[:, None]
-        self.b_j = b[:, None] * total + j[None, :]
-        self.a_j = a[:, None] * total + j[None, :]
-        # curvature: sum_ab g_ab d^2 U_ab / dL_t dL_u = delta(j_t, j_u) (g + g^T)[i_t, i_u]
+        self.entry = i * n + j  # theta_t -> F[i_t, j_t]
+        self.transposed_entry = j * n + i
         self.same_column = (j[:, None] == j[None, :]).to(torch.float64)
-        self.i_i = i[:, None] * total + i[None, :]
-        self.projection = _projection_indices(sizes, [basis.rows for basis in bases], [basis.cols for basis in bases],
-                                              [basis.weights for basis in bases])
-
-    def factors(self, theta: torch.Tensor) -> torch.Tensor:
-        """The block-diagonal ``[n, n]`` matrix of the factors ``F_l`` (``U_l = F_l F_l^T``), ``n = sum_l n_l``."""
-        F = torch.zeros(self.total * self.total, dtype=torch.float64)
-        F[self.theta_flat] = torch.where(self.on_diagonal, torch.exp(theta), theta)
-        return F.reshape(self.total, self.total)
-
-    def layers(self, F: torch.Tensor) -> list[torch.Tensor]:
-        """The diagonal blocks ``[F_1, ..., F_L]`` of a block-diagonal matrix."""
-        return [F[o:e, o:e] for o, e in zip(self.offsets, self.offsets[1:])]
+        self.row_pairs = i[:, None] * n + i[None, :]
+        self.zero = torch.zeros((), dtype=torch.float64)
+        self.one = torch.ones((), dtype=torch.float64)
 
     def point(self, theta: torch.Tensor) -> _Point | None:
         """The action at ``theta``; None where it is not finite (``K + T I`` numerically singular)."""
-        F = self.factors(theta)
-        factors = self.layers(F)
+        F = torch.zeros(self.total * self.total, dtype=torch.float64)
+        F[self.entry] = torch.where(self.on_diagonal, torch.exp(theta), theta)
+        F = F.reshape(self.total, self.total)
+        factors = [F[o:e, o:e] for o, e in zip(self.offsets, self.offsets[1:])]
         energy_point = self.energy.point(factors[0])
         if energy_point is None:
             return None
         entropy_value = entropy_terms(factors, self.arch, order=0)[0]
         if not math.isfinite(entropy_value):
             return None
-        return _Point(theta, F, energy_point, entropy_value)
+        return _Point(theta, F, factors, energy_point, entropy_value)
 
     def parts(self, U_layers) -> tuple[float, float]:
         """``(S_ent, S_en)`` at ``[U_1, ..., U_L]``."""
@@ -276,40 +247,40 @@ class _Action:
 
     def derivatives(self, point: _Point) -> _Derivatives:
         """Gradient and Hessian of ``S`` at ``point``."""
-        F, n = point.factor, self.total
-        factors = self.layers(F)
+        F, n, o = point.factor, self.total, self.offsets
         en_gradient, en_hessian = self.energy.derivatives(point.energy, order=2)
-        _, gradients, blocks = entropy_terms(factors, self.arch, order=2)
-        gradient_U = torch.zeros(n, n, dtype=torch.float64)
-        hessian_U = torch.zeros(n, n, n, n, dtype=torch.float64)
-        for (o, e), g in zip(zip(self.offsets, self.offsets[1:]), gradients):
-            gradient_U[o:e, o:e] = g
-        gradient_U[: self.sizes[0], : self.sizes[0]] += en_gradient
-        for (li, lj), block in blocks:
-            oi, ei, oj, ej = self.offsets[li], self.offsets[li + 1], self.offsets[lj], self.offsets[lj + 1]
-            hessian_U[oi:ei, oi:ei, oj:ej, oj:ej] += block
-        m1 = self.basis_size[0]
-        if en_hessian.dim() == 4:
-            hessian_U[: self.sizes[0], : self.sizes[0], : self.sizes[0], : self.sizes[0]] += en_hessian
-        index, weights = self.projection
-        hess_sym = torch.take(hessian_U, index).sum(dim=0) * weights
-        if en_hessian.dim() == 2:
-            hess_sym[:m1, :m1] += en_hessian
-        grad_sym = torch.take(gradient_U, self.basis_flat) * self.basis_weights
-        scale = torch.where(self.on_diagonal, torch.take(F, self.theta_flat), torch.ones((), dtype=torch.float64))
-        jac = (self.a_is_i * torch.take(F, self.b_j) + self.b_is_i * torch.take(F, self.a_j)) * scale
-        gradient = grad_sym @ jac
-        hessian = jac.T @ hess_sym @ jac
-        hessian += self.same_column * (2.0 * torch.take(gradient_U, self.i_i)) * (scale[:, None] * scale[None, :])
-        hessian.diagonal().add_(torch.where(self.on_diagonal, gradient, torch.zeros((), dtype=torch.float64)))
-        return _Derivatives(gradient, (hessian + hessian.T) / 2, grad_sym, hess_sym)
+        _, gradients, terms = entropy_terms(point.factors, self.arch, order=2)
+        g = torch.block_diag(*gradients)
+        g[: o[1], : o[1]] += en_gradient
+        H = torch.zeros(n, n, n, n, dtype=torch.float64)
+        H[: o[1], : o[1], : o[1], : o[1]] = en_hessian
+        for (i, j), block in terms:
+            H[o[i] : o[i + 1], o[i] : o[i + 1], o[j] : o[j + 1], o[j] : o[j + 1]] += block
+            if i != j:
+                H[o[j] : o[j + 1], o[j] : o[j + 1], o[i] : o[i + 1], o[i] : o[i + 1]] += block.permute(2, 3, 0, 1)
+        H = symmetrized(H)
+        scale = torch.where(self.on_diagonal, torch.take(F, self.entry), self.one)
+        gradient = 2.0 * scale * torch.take(g @ F, self.entry)
+        Z = (H.reshape(-1, n) @ F).reshape(n, n, n * n).transpose(0, 1).reshape(n, -1)  # [b, (i, i', j')]
+        Y = (F.T @ Z).reshape(n * n, n * n)  # [(j, i), (i', j')]
+        hessian = Y.index_select(0, self.transposed_entry).index_select(1, self.entry)
+        hessian = 4.0 * hessian + (2.0 * self.same_column) * torch.take(g, self.row_pairs)
+        hessian = hessian * (scale[:, None] * scale[None, :])
+        hessian.diagonal().add_(torch.where(self.on_diagonal, gradient, self.zero))
+        return _Derivatives(gradient, (hessian + hessian.T) / 2, g, H)
 
-    @staticmethod
-    def certificate(derivatives: _Derivatives) -> tuple[float, float]:
-        """Gradient norm and smallest Hessian eigenvalue of ``S`` in symmetric directions of every ``U_l``."""
-        hess = derivatives.hessian_sym
-        return (float(torch.linalg.vector_norm(derivatives.gradient_sym)),
-                float(torch.linalg.eigvalsh((hess + hess.T) / 2)[0]))
+    def certificate(self, derivatives: _Derivatives) -> tuple[float, float]:
+        """Gradient norm and smallest Hessian eigenvalue of ``S`` in symmetric directions of every ``U_l``
+        (the orthonormal bases of :class:`attnpaths.action.SymmetricBasis`)."""
+        o, g, H = self.offsets, derivatives.gradient_U, derivatives.hessian_U
+        gradient = torch.cat([basis.coordinates(g[o[l] : o[l + 1], o[l] : o[l + 1]])
+                              for l, basis in enumerate(self.bases)])
+        rows = []
+        for i, bi in enumerate(self.bases):
+            rows.append(torch.cat([bi.project(H[o[i] : o[i + 1], o[i] : o[i + 1], o[j] : o[j + 1], o[j] : o[j + 1]], bj)
+                                   for j, bj in enumerate(self.bases)], dim=1))
+        hess = torch.cat(rows)
+        return (float(torch.linalg.vector_norm(gradient)), float(torch.linalg.eigvalsh((hess + hess.T) / 2)[0]))
 
 
 def _trust_region_step(coefficients: np.ndarray, eigenvalues: np.ndarray, radius: float) -> np.ndarray:
@@ -351,18 +322,52 @@ def _trust_region_step(coefficients: np.ndarray, eigenvalues: np.ndarray, radius
     return step * (radius / norm) if norm > radius else step
 
 
-_TRACE = None
+class _Model:
+    """The quadratic model ``g.p + p.H p / 2`` of one iteration and its trust-region steps. Large Hessians are
+    first factored by Cholesky (a Newton step inside the region needs nothing more); the eigendecomposition,
+    which also handles negative curvature, is computed when a step needs it."""
+
+    def __init__(self, gradient: torch.Tensor, hessian: torch.Tensor, eigen_limit: int = 400):
+        self.gradient, self.hessian = gradient, hessian
+        self.eigen = None
+        self.newton = None
+        if gradient.numel() > eigen_limit:
+            chol, info = torch.linalg.cholesky_ex(hessian)
+            if int(info) == 0:
+                self.newton = -torch.cholesky_solve(gradient[:, None], chol)[:, 0]
+
+    def step(self, radius: float) -> tuple[torch.Tensor, float, float]:
+        """``(step, its length, predicted decrease)`` for the region of radius ``radius``."""
+        if self.newton is not None:
+            length = float(torch.linalg.vector_norm(self.newton))
+            if length <= radius:
+                return self.newton, length, -0.5 * float(self.gradient @ self.newton)
+        if self.eigen is None:
+            eigenvalues, vectors = torch.linalg.eigh(self.hessian)
+            self.eigen = (eigenvalues.numpy(), vectors.numpy(), vectors.numpy().T @ self.gradient.numpy())
+        lam, V, coefficients = self.eigen
+        step = _trust_region_step(coefficients, lam, radius)
+        predicted = -float(coefficients @ step + 0.5 * (lam * step) @ step)
+        return torch.from_numpy(V @ step), math.sqrt(float(step @ step)), predicted
+
+    def positive_definite(self) -> bool:
+        if self.newton is not None:
+            return True
+        if self.eigen is None:
+            self.step(math.inf)
+        return bool(self.eigen[0][0] > 0)
 
 
 def _newton(action: _Action, theta, tolerance: float, max_iterations: int, radius: float = 2.0):
     """Trust-region Newton method in log-Cholesky coordinates with the exact Hessian.
 
     Each iteration minimises the quadratic model of ``S`` within a ball of radius ``radius`` around ``theta``
-    (:func:`_trust_region_step`, which also moves along directions of negative curvature), and accepts the
-    step when ``S`` decreases by at least a tenth of the model's prediction (or, near the minimum, where the
-    decrease is below rounding, when ``S`` does not increase by more than a few ulps). The radius doubles
-    after a step that reached it with a good prediction and shrinks to a quarter of a step whose prediction
-    was poor. Every trial point is a valid ``theta``, hence gives positive-definite ``U_l``.
+    (:func:`_trust_region_step`, which also follows directions of negative curvature) and accepts the step when
+    ``S`` decreases by at least a tenth of the model's prediction. Near the minimum the decrease of ``S`` falls
+    below the rounding of its evaluation: a step whose predicted decrease is below that level, from a
+    positive-definite model, is accepted when it lowers the gradient norm. The radius doubles after a step that
+    reached it with a good prediction and shrinks to a quarter of a step whose prediction was poor. Every trial
+    point is a valid ``theta``, hence gives positive-definite ``U_l``.
 
     Returns:
         ``(point, iterations, success, message, derivatives at the point)``.
@@ -373,31 +378,23 @@ def _newton(action: _Action, theta, tolerance: float, max_iterations: int, radiu
     derivatives = action.derivatives(point)
     eps = torch.finfo(torch.float64).eps
     for iteration in range(max_iterations + 1):
-        gradient = derivatives.gradient
-        gradient_norm = float(torch.linalg.vector_norm(gradient))
+        gradient_norm = float(torch.linalg.vector_norm(derivatives.gradient))
         if gradient_norm < tolerance:
             return point, iteration, True, "gradient norm below tolerance", derivatives
         if iteration == max_iterations:
             break
-        eigenvalues, vectors = torch.linalg.eigh(derivatives.hessian)
-        lam, V = eigenvalues.numpy(), vectors.numpy()
-        coefficients = V.T @ gradient.numpy()
-        # rounding of S: a few ulps accepted on any step; below ``noise`` the change of S is not resolved, and a
-        # step of a positive-definite model is judged by the gradient norm instead
+        model = _Model(derivatives.gradient, derivatives.hessian)
+        # rounding of S: a few ulps are accepted on any step; below ``noise`` a change of S is not resolved
         slack = 64 * eps * abs(point.value)
         noise = 1e-10 * max(1.0, abs(point.value))
         trial_derivatives = None
         while True:
-            step = _trust_region_step(coefficients, lam, radius)
-            length = math.sqrt(float(step @ step))
-            predicted = -float(coefficients @ step + 0.5 * (lam * step) @ step)
-            trial = action.point(point.theta + torch.from_numpy(V @ step))
+            step, length, predicted = model.step(radius)
+            trial = action.point(point.theta + step)
             decrease = -math.inf if trial is None else point.value - trial.value
-            if _TRACE is not None:
-                _TRACE.append((iteration, radius, length, predicted, decrease))
             if decrease >= 0.1 * predicted - slack:
                 break
-            if trial is not None and predicted < noise and lam[0] > 0 and decrease > -noise:
+            if trial is not None and predicted < noise and decrease > -noise and model.positive_definite():
                 trial_derivatives = action.derivatives(trial)
                 if float(torch.linalg.vector_norm(trial_derivatives.gradient)) < gradient_norm:
                     break
@@ -562,7 +559,7 @@ def solve(
     temperature = positive_real(temperature, "temperature")
     if on_failure not in ("warn", "raise"):
         raise ValueError(f"on_failure must be 'warn' or 'raise', got {on_failure!r}")
-    X = scaled_features(X_raw, arch.variances[0])
+    X = X_raw * (arch.variances[0] / (X_raw.shape[1] * X_raw.shape[2])) ** 0.5  # scaled_features, validated above
 
     if arch.gp_limit:
         U_layers, U_a = gp_order_parameters(arch)
@@ -574,7 +571,7 @@ def solve(
     point, iterations, success, message, derivatives = _newton(
         action, action.coords.coordinates(start), gradient_tolerance, max_iterations
     )
-    U_layers = [F @ F.T for F in action.layers(point.factor)]
+    U_layers = [F @ F.T for F in point.factors]
     grad_norm, min_eig = action.certificate(derivatives)
     ent, en = point.entropy, point.energy.value
     U_a = float(readout_order_parameter(U_layers[-1], arch))
