@@ -282,9 +282,16 @@ def test_large_models_take_the_same_newton_step_through_cholesky():
     gradient = torch.randn(12, generator=g, dtype=torch.float64)
     by_eigen, by_cholesky = _Model(gradient, H), _Model(gradient, H, eigen_limit=0)
     assert by_cholesky.newton is not None and by_eigen.newton is None
-    for radius in (1e3, 1e-2):
-        (p1, l1, d1), (p2, l2, d2) = by_eigen.step(radius), by_cholesky.step(radius)
-        assert torch.allclose(p1, p2, rtol=1e-9, atol=1e-12) and l1 == pytest.approx(l2) and d1 == pytest.approx(d2)
+    (p1, l1, d1), (p2, l2, d2) = by_eigen.step(1e3), by_cholesky.step(1e3)  # the Newton step
+    assert torch.allclose(p1, p2, rtol=1e-9, atol=1e-12) and l1 == pytest.approx(l2) and d1 == pytest.approx(d2)
+    assert by_cholesky.newton_step_size() == pytest.approx(by_eigen.newton_step_size(), rel=1e-9)
+    # inside a small region: conjugate gradients reach the boundary with at least the Cauchy point's decrease
+    for model in (by_cholesky, _Model(gradient, H - 8.0 * torch.eye(12, dtype=torch.float64), eigen_limit=0)):
+        step, length, predicted = model.step(1e-2)
+        assert length == pytest.approx(1e-2, rel=1e-9)
+        g = model.gradient
+        cauchy = -(1e-2 / float(torch.linalg.vector_norm(g))) * g
+        assert predicted >= -float(g @ cauchy + 0.5 * cauchy @ (model.hessian @ cauchy)) * (1 - 1e-12)
     assert by_cholesky.positive_definite() and by_eigen.positive_definite()
     assert not _Model(gradient, -H, eigen_limit=0).positive_definite()
 
@@ -328,3 +335,16 @@ def test_solution_reuses_the_final_factorisation_for_predictions():
     k = renormalized_kernel(xt, sol.U, xi).numpy()
     mean, _ = sol.predict(xt)
     np.testing.assert_allclose(mean, k @ np.linalg.solve(K + 0.1 * np.eye(30), y.numpy()), rtol=1e-9, atol=1e-12)
+
+
+def test_the_steps_for_large_hessians_find_the_same_minimum(monkeypatch):
+    import attnpaths.theory as theory
+
+    xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=5)
+    reference = solve(xi, y, heads=(2, 2), widths=10, temperature=0.05)
+    large = theory._Model
+    monkeypatch.setattr(theory, "_Model", lambda g, H: large(g, H, eigen_limit=0))  # Cholesky and CG steps
+    other = solve(xi, y, heads=(2, 2), widths=10, temperature=0.05)
+    assert other.converged and other.gradient_norm < 1e-8
+    np.testing.assert_allclose(other.U, reference.U, rtol=0, atol=1e-10)
+    assert other.hessian_min_eigenvalue == pytest.approx(reference.hessian_min_eigenvalue, rel=1e-9)

@@ -332,7 +332,13 @@ class SymmetricBasis:
         self.diagonal = self.rows == self.cols
         self.weights = torch.where(self.diagonal, torch.ones((), dtype=torch.float64),
                                    torch.full((), 2.0**0.5, dtype=torch.float64))
-        self._projection = None
+        # position k of the entry (a, b) or (b, a) of a symmetric matrix, and c_k
+        position = torch.zeros(n, n, dtype=torch.long)
+        position[self.rows, self.cols] = torch.arange(self.size)
+        position[self.cols, self.rows] = torch.arange(self.size)
+        self._position = position
+        self._entry_weights = self.weights[position]
+        self._entries = None
 
     def coordinates(self, D: torch.Tensor) -> torch.Tensor:
         """``[..., n, n]`` symmetric -> ``[..., size]``; for the gradient of a function of symmetric matrices
@@ -341,11 +347,7 @@ class SymmetricBasis:
 
     def matrix(self, d: torch.Tensor) -> torch.Tensor:
         """Inverse of :meth:`coordinates` for a gradient: ``g_ab = g_ba = d_k / c_k``, ``[n, n]``."""
-        out = torch.zeros(self.n, self.n, dtype=d.dtype)
-        values = d / self.weights
-        out[self.rows, self.cols] = values
-        out[self.cols, self.rows] = values
-        return out
+        return d[self._position] / self._entry_weights
 
     def project(self, hessian: torch.Tensor, other: "SymmetricBasis | None" = None) -> torch.Tensor:
         """``[n, n, n', n']`` second derivatives (entries independent) -> ``[size, other.size]`` in this basis and
@@ -359,13 +361,15 @@ class SymmetricBasis:
     def entries(self, hessian: torch.Tensor, other: "SymmetricBasis | None" = None) -> torch.Tensor:
         """Inverse of :meth:`project`: the symmetrised ``[n, n, n', n']`` entries of a Hessian given in the bases,
         ``H[a,b,c,d] = H[b,a,c,d] = H[a,b,d,c] = H_kl / (c_k c_l)``."""
-        other = self if other is None else other
-        out = torch.zeros(self.n, self.n, other.n, other.n, dtype=hessian.dtype)
-        values = hessian / (self.weights[:, None] * other.weights[None, :])
-        a, b, c, d = self.rows[:, None], self.cols[:, None], other.rows[None, :], other.cols[None, :]
-        for index in ((a, b, c, d), (b, a, c, d), (a, b, d, c), (b, a, d, c)):
-            out[index] = values
-        return out
+        if other is None and self._entries is not None:
+            index, weights = self._entries
+        else:
+            other_ = self if other is None else other
+            index = self._position.reshape(self.n, self.n, 1, 1) * other_.size + other_._position
+            weights = self._entry_weights.reshape(self.n, self.n, 1, 1) * other_._entry_weights
+            if other is None:
+                self._entries = (index, weights)
+        return torch.take(hessian, index) / weights
 
 
 def symmetrized(hessian: torch.Tensor) -> torch.Tensor:
@@ -559,25 +563,28 @@ class EnergyEvaluator:
             by_path = B.reshape(P * n0, n)
             return by_path.T @ by_path - w.T @ w, None
         pieces = [B[:, i0:i1].reshape(P, -1) for i0, i1 in self.chunks]
-        gram_diagonal = torch.zeros(n * n, n * n, dtype=torch.float64)
-        gram_off = torch.zeros(n * n, n * n, dtype=torch.float64)
-        t2 = torch.zeros(n, n, n, n, dtype=torch.float64)
+        diagonal_pairs, off_pairs = [], []
+        Q = torch.zeros(n0, n, n, n, dtype=torch.float64)  # Q[i,b,c,d] = sum_j M[i,b,j,c] w[j,d]
         gradient = -(w.T @ w)
         for I, (i0, i1) in enumerate(self.chunks):
             for J in range(I, len(self.chunks)):
                 j0, j1 = self.chunks[J]
-                block = (pieces[I].T @ pieces[J]).reshape(i1 - i0, n, j1 - j0, n)
-                pairs = block.permute(0, 2, 1, 3).reshape(-1, n * n)  # rows (i, j), columns (a, d): M[i,a,j,d]
-                t2_block = torch.einsum("ia,ibjc,jd->abcd", w[i0:i1], block, w[j0:j1])
-                if i0 == j0:
-                    gram_diagonal += pairs.T @ pairs
-                    t2 += t2_block
+                block = (pieces[I].T @ pieces[J]).reshape(i1 - i0, n, j1 - j0, n)  # M[i,b,j,c]
+                pairs = block.permute(0, 2, 1, 3).reshape(-1, n * n)  # rows (i, j), columns (b, c)
+                Q[i0:i1] += (block.permute(0, 1, 3, 2).reshape(-1, j1 - j0) @ w[j0:j1]).reshape(i1 - i0, n, n, n)
+                if I == J:
+                    diagonal_pairs.append(pairs)
                     gradient += torch.diagonal(block, dim1=0, dim2=2).sum(dim=-1)
                 else:
-                    gram_off += pairs.T @ pairs
-                    t2 += t2_block + t2_block.permute(3, 2, 1, 0)
-        # the pairs (j, i) of the blocks i < j: swap a <-> d and b <-> c
-        off = gram_off.reshape(n, n, n, n)
-        gram = gram_diagonal.reshape(n, n, n, n) + off + off.permute(1, 0, 3, 2)
+                    off_pairs.append(pairs)
+                    # the pairs (j, i): Q[j,b,c,d] += sum_i M[i,c,j,b] w[i,d]
+                    Q[j0:j1] += (block.permute(2, 3, 1, 0).reshape(-1, i1 - i0) @ w[i0:i1]).reshape(j1 - j0, n, n, n)
+        pairs = torch.cat(diagonal_pairs)
+        gram = (pairs.T @ pairs).reshape(n, n, n, n)
+        if off_pairs:
+            pairs = torch.cat(off_pairs)
+            off = (pairs.T @ pairs).reshape(n, n, n, n)
+            gram = gram + off + off.permute(1, 0, 3, 2)  # the pairs (j, i) of the blocks i < j: a <-> d, b <-> c
         t1 = gram.permute(0, 2, 3, 1)  # t1[a,b,c,d] = sum_ij M[i,a,j,d] M[i,b,j,c]
+        t2 = (w.T @ Q.reshape(n0, -1)).reshape(n, n, n, n)  # sum_ij w[i,a] M[i,b,j,c] w[j,d]
         return gradient, t2 + t2.permute(2, 3, 0, 1) - t1
