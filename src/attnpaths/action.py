@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .kernels import kernel_from_scaled
@@ -372,15 +373,15 @@ class SymmetricBasis:
         return torch.take(hessian, index) / weights
 
 
-def symmetrized(hessian: torch.Tensor) -> torch.Tensor:
+def symmetrized(hessian):
     """``(H[a,b,c,d] + H[b,a,c,d] + H[a,b,d,c] + H[b,a,d,c]) / 4``: the part of an entries-independent second
-    derivative that acts on symmetric matrices."""
-    half = hessian + hessian.transpose(0, 1)
-    return (half + half.transpose(2, 3)) / 4
+    derivative that acts on symmetric matrices (a torch tensor or a numpy array)."""
+    half = hessian + hessian.swapaxes(0, 1)
+    return (half + half.swapaxes(2, 3)) / 4
 
 
-def _pair(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
-    """``T[a, b, c, d] = left[b, c] right[d, a]`` (as :func:`_inverse_pair_hessian`)."""
+def _pair(left, right):
+    """``T[a, b, c, d] = left[b, c] right[d, a]`` (as :func:`_inverse_pair_hessian`; numpy or torch arrays)."""
     return right.T[:, None, None, :] * left[None, :, :, None]
 
 
@@ -416,32 +417,36 @@ def entropy_terms(factors: list[torch.Tensor], arch: Architecture, order: int = 
             blocks = F.reshape(H[i], G.shape[0], F.shape[1]).transpose(0, 1).reshape(G.shape[0], -1)
             value += N[i] * float(torch.linalg.solve_triangular(G, blocks, upper=False).square().sum()) / s[i + 1]
         return value, None, None
-    inverses = [torch.cholesky_inverse(F) for F in factors]
+    # small matrices: numpy, whose operations cost a fraction of torch's dispatch on arrays of this size
+    inverses = [torch.cholesky_inverse(F).numpy() for F in factors]
+    factors = [F.numpy() for F in factors]
     gradients = [None] * L
 
     def add(layer, term):
         gradients[layer] = term if gradients[layer] is None else gradients[layer] + term
 
     last = -N_L * inverses[-1]
-    last.diagonal().add_(N_L / (sL * U_a))
+    last[np.diag_indices_from(last)] += N_L / (sL * U_a)
     add(L - 1, last)
     couplings = []
     for i in range(L - 1):
         B_inv, A_inv, n_heads, s_l, N_l = inverses[i], inverses[i + 1], H[i], s[i + 1], N[i]
-        reduced = partial_trace_over_head(factors[i] @ factors[i].T, n_heads)
+        m = A_inv.shape[0]
+        U_i = factors[i] @ factors[i].T
+        reduced = np.trace(U_i.reshape(n_heads, m, n_heads, m), axis1=0, axis2=2)
         W = A_inv @ reduced @ A_inv
         value += N_l * float((A_inv * reduced).sum()) / s_l
-        add(i, (N_l / s_l) * torch.block_diag(*[A_inv] * n_heads) - N_l * B_inv)
+        add(i, (N_l / s_l) * np.kron(np.eye(n_heads), A_inv) - N_l * B_inv)
         add(i + 1, (N_l * n_heads) * A_inv - (N_l / s_l) * W)
         couplings.append(W)
     if order == 1:
-        return value, gradients, None
+        return value, [torch.from_numpy(g) for g in gradients], None
     blocks = []
     n = F_L.shape[0]
     last = N_L * _pair(inverses[-1], inverses[-1])
     # the curvature through U_a: d^2 / dU_aa dU_cc of N_L Tr(U_L) / (sL U_a(Tr U_L)) at dS/dU_a = 0
     dUa_dtrace = (N_L * sa / (N_a * sL)) / (2.0 * U_a + beta)
-    a, c = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    a, c = np.arange(n)[:, None], np.arange(n)[None, :]
     last[a, a, c, c] -= N_L / (sL * U_a**2) * dUa_dtrace
     blocks.append(((L - 1, L - 1), last))
     for i in range(L - 1):
@@ -451,11 +456,12 @@ def entropy_terms(factors: list[torch.Tensor], arch: Architecture, order: int = 
                        - (N_l * n_heads) * _pair(A_inv, A_inv)))
         # d^2 / dB[(h,r),(g,q)] dA[c,d] = -delta_hg A_inv[q,c] A_inv[d,r] / s_l
         m = A_inv.shape[0]
-        per_head = -(N_l / s_l) * _pair(A_inv, A_inv)  # [r, q, c, d] = A_inv[q,c] A_inv[d,r]
-        mixed = torch.zeros(n_heads, m, n_heads, m, m, m, dtype=torch.float64)
-        mixed[torch.arange(n_heads), :, torch.arange(n_heads)] = per_head
+        mixed = np.zeros((n_heads, m, n_heads, m, m, m))
+        heads = np.arange(n_heads)
+        mixed[heads, :, heads] = -(N_l / s_l) * _pair(A_inv, A_inv)  # [r, q, c, d] = A_inv[q,c] A_inv[d,r]
         blocks.append(((i, i + 1), mixed.reshape(n_heads * m, n_heads * m, m, m)))
-    return value, gradients, blocks
+    return value, [torch.from_numpy(g) for g in gradients], [(pair, torch.from_numpy(np.ascontiguousarray(block)))
+                                                            for pair, block in blocks]
 
 
 @dataclass(frozen=True)
@@ -501,6 +507,7 @@ class EnergyEvaluator:
             raise ValueError(f"route must be 'sample', 'feature' or None, got {route!r}")
         self.route = route
         self.num_examples, self.input_width, self.num_paths = P, n0, n
+        self._buffers = None
         if route == "sample":
             by_path = X.permute(2, 0, 1).reshape(n * P, n0)
             # (C_ab)_pq for a <= b, one row block of the symmetric product at a time: [k, p, q] in basis order
@@ -549,8 +556,12 @@ class EnergyEvaluator:
         gradient = self.basis.matrix(inverse.reshape(-1) @ self.directions - point.alpha @ v)
         if order < 2:
             return gradient, None
-        D = (inverse @ by_row).reshape(P, P, m)  # D[:, :, k] = G^{-1} S_k
-        t1 = D.reshape(P * P, m).T @ D.transpose(0, 1).reshape(P * P, m)
+        if self._buffers is None:  # reused: fresh large arrays cost page faults on every call
+            self._buffers = (torch.empty(P, P * m, dtype=torch.float64), torch.empty(P, P, m, dtype=torch.float64))
+        D, transposed = self._buffers
+        torch.matmul(inverse, by_row, out=D)  # D[p, (q, k)] = (G^{-1} S_k)[p, q]
+        transposed.copy_(D.reshape(P, P, m).transpose(0, 1))
+        t1 = D.reshape(P * P, m).T @ transposed.reshape(P * P, m)
         whitened = torch.linalg.solve_triangular(point.chol, v, upper=False)
         hessian = 2.0 * (whitened.T @ whitened) - t1
         return gradient, self.basis.entries((hessian + hessian.T) / 2)

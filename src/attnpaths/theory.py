@@ -218,18 +218,17 @@ class _Action:
         n = self.total = self.offsets[-1]
         i = torch.cat([rows + o for (rows, _), o in zip(self.coords.index, self.offsets)])
         j = torch.cat([cols + o for (_, cols), o in zip(self.coords.index, self.offsets)])
-        self.on_diagonal = i == j
-        self.entry = i * n + j  # theta_t -> F[i_t, j_t]
-        self.transposed_entry = j * n + i
-        self.same_column = (j[:, None] == j[None, :]).to(torch.float64)
-        self.row_pairs = i[:, None] * n + i[None, :]
-        self.zero = torch.zeros((), dtype=torch.float64)
-        self.one = torch.ones((), dtype=torch.float64)
+        self.on_diagonal = (i == j).numpy()
+        self.entry = (i * n + j).numpy()  # theta_t -> F[i_t, j_t]
+        self.transposed_entry = (j * n + i).numpy()
+        self.same_column = (j[:, None] == j[None, :]).to(torch.float64).numpy()
+        self.row_pairs = (i[:, None] * n + i[None, :]).numpy()
+        self._theta_entry, self._theta_diagonal = torch.from_numpy(self.entry), torch.from_numpy(self.on_diagonal)
 
     def point(self, theta: torch.Tensor) -> _Point | None:
         """The action at ``theta``; None where it is not finite (``K + T I`` numerically singular)."""
         F = torch.zeros(self.total * self.total, dtype=torch.float64)
-        F[self.entry] = torch.where(self.on_diagonal, torch.exp(theta), theta)
+        F[self._theta_entry] = torch.where(self._theta_diagonal, torch.exp(theta), theta)
         F = F.reshape(self.total, self.total)
         factors = [F[o:e, o:e] for o, e in zip(self.offsets, self.offsets[1:])]
         energy_point = self.energy.point(factors[0])
@@ -247,27 +246,33 @@ class _Action:
 
     def derivatives(self, point: _Point) -> _Derivatives:
         """Gradient and Hessian of ``S`` at ``point``."""
-        F, n, o = point.factor, self.total, self.offsets
+        n, o = self.total, self.offsets
         en_gradient, en_hessian = self.energy.derivatives(point.energy, order=2)
         _, gradients, terms = entropy_terms(point.factors, self.arch, order=2)
-        g = torch.block_diag(*gradients)
-        g[: o[1], : o[1]] += en_gradient
-        H = torch.zeros(n, n, n, n, dtype=torch.float64)
-        H[: o[1], : o[1], : o[1], : o[1]] = en_hessian
+        # numpy for the small arrays (a fraction of torch's cost per operation), torch for the products
+        F = point.factor.numpy()
+        g = np.zeros((n, n))
+        for (start, end), gradient_l in zip(zip(o, o[1:]), gradients):
+            g[start:end, start:end] = gradient_l.numpy()
+        g[: o[1], : o[1]] += en_gradient.numpy()
+        H = np.zeros((n, n, n, n))
+        H[: o[1], : o[1], : o[1], : o[1]] = en_hessian.numpy()
         for (i, j), block in terms:
+            block = block.numpy()
             H[o[i] : o[i + 1], o[i] : o[i + 1], o[j] : o[j + 1], o[j] : o[j + 1]] += block
             if i != j:
-                H[o[j] : o[j + 1], o[j] : o[j + 1], o[i] : o[i + 1], o[i] : o[i + 1]] += block.permute(2, 3, 0, 1)
+                H[o[j] : o[j + 1], o[j] : o[j + 1], o[i] : o[i + 1], o[i] : o[i + 1]] += block.transpose(2, 3, 0, 1)
         H = symmetrized(H)
-        scale = torch.where(self.on_diagonal, torch.take(F, self.entry), self.one)
-        gradient = 2.0 * scale * torch.take(g @ F, self.entry)
-        Z = (H.reshape(-1, n) @ F).reshape(n, n, n * n).transpose(0, 1).reshape(n, -1)  # [b, (i, i', j')]
-        Y = (F.T @ Z).reshape(n * n, n * n)  # [(j, i), (i', j')]
-        hessian = Y.index_select(0, self.transposed_entry).index_select(1, self.entry)
-        hessian = 4.0 * hessian + (2.0 * self.same_column) * torch.take(g, self.row_pairs)
-        hessian = hessian * (scale[:, None] * scale[None, :])
-        hessian.diagonal().add_(torch.where(self.on_diagonal, gradient, self.zero))
-        return _Derivatives(gradient, (hessian + hessian.T) / 2, g, H)
+        scale = np.where(self.on_diagonal, F.reshape(-1)[self.entry], 1.0)
+        gradient = 2.0 * scale * (g @ F).reshape(-1)[self.entry]
+        Ft = torch.from_numpy(F)
+        Z = (torch.from_numpy(H.reshape(-1, n)) @ Ft).reshape(n, n, n * n).transpose(0, 1).reshape(n, -1)
+        Y = (Ft.T @ Z).numpy().reshape(n * n, n * n)  # [(j, i), (i', j')]: F[b,j] H[i,b,i',d] F[d,j'] summed
+        hessian = Y[self.transposed_entry[:, None], self.entry[None, :]]
+        hessian = (4.0 * hessian + (2.0 * self.same_column) * g.reshape(-1)[self.row_pairs]) * np.outer(scale, scale)
+        hessian[np.diag_indices_from(hessian)] += np.where(self.on_diagonal, gradient, 0.0)
+        return _Derivatives(torch.from_numpy(gradient), torch.from_numpy((hessian + hessian.T) / 2),
+                            torch.from_numpy(g), torch.from_numpy(H))
 
     def certificate(self, derivatives: _Derivatives) -> tuple[float, float]:
         """Gradient norm and smallest Hessian eigenvalue of ``S`` in symmetric directions of every ``U_l``
