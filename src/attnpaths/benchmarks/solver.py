@@ -21,7 +21,7 @@ Adam on the image problem takes minutes; ``--adam-time-limit`` stops it, and the
 
 **Growth.** Solve time against ``P`` (the 4-path HMC network, ``N = 10``, ``T = 0.01``) and against the number of
 paths (2 layers of 2, 4, 8 random bilinear heads on HMC sequences of 7 tokens with 8 features, ``N0 = 16``,
-``P = 200``), with log-log exponents fitted to the time per Newton iteration (:func:`fit_exponent`) and a
+``P = 200``, ``T = 0.1``; two runs each, the 64-path one takes minutes), with log-log exponents fitted to the time per Newton iteration (:func:`fit_exponent`) and a
 two-term cost model (:func:`fit_two_terms`) whose terms are the expected ones: ``P^2`` (kernel, whitening and
 contractions over the examples) and ``P^3`` (Cholesky factorisation, and the Hessian's products in the sample
 space) against ``P``; ``n^4`` (the Hessian of ``D ~ n^2 / 2`` order-parameter entries has ``D^2`` entries) and
@@ -180,10 +180,11 @@ def paths_problem(heads_per_layer: int, num_train: int = 200, *, seq_len: int = 
 # timing and fits
 
 
-def time_solver(features, y, heads, width, temperature: float, repeats: int) -> dict:
-    """Median wall time of :func:`attnpaths.theory.solve` over ``repeats`` runs (after one unmeasured run),
-    with the iterations and the certificate of the solution."""
-    solution = solve(features, y, heads=heads, widths=width, temperature=temperature)
+def time_solver(features, y, heads, width, temperature: float, repeats: int, warmup: bool = True) -> dict:
+    """Median wall time of :func:`attnpaths.theory.solve` over ``repeats`` runs (after one unmeasured run if
+    ``warmup``), with the iterations and the certificate of the solution."""
+    if warmup:
+        solve(features, y, heads=heads, widths=width, temperature=temperature)
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -256,12 +257,12 @@ def compare(name: str, problem, width, temperature: float, repeats: int, adam_re
     return report
 
 
-def growth(label: str, sizes, problems, width, temperature: float, repeats: int, exponents) -> dict:
+def growth(label: str, sizes, problems, width, temperature: float, repeats: int, exponents, warmup: bool = True) -> dict:
     """Solve times over a family of problems and the fits of :func:`fit_exponent` and :func:`fit_two_terms`."""
     rows = []
     for size, problem in zip(sizes, problems):
         features, y, heads = problem()
-        timed = time_solver(features, y, heads, width, temperature, repeats)
+        timed = time_solver(features, y, heads, width, temperature, repeats, warmup)
         timed.pop("solution")
         rows.append({label: size, "num_train": int(features.shape[0]), "input_width": int(features.shape[1]),
                      "heads": list(heads), **timed})
@@ -284,7 +285,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--adam-repeats", type=int, default=None, help="Adam runs on the HMC problem (default 3)")
     parser.add_argument("--adam-lr", type=float, default=0.1)
     parser.add_argument("--adam-max-steps", type=int, default=50000)
-    parser.add_argument("--adam-time-limit", type=float, default=600.0, help="seconds per Adam run at most")
+    parser.add_argument("--adam-time-limit", type=float, default=300.0, help="seconds per Adam run at most")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (pinned, restored afterwards)")
     parser.add_argument("--cache-dir", default=os.path.join("_build", "cache"), help="rendered glyphs cache")
     parser.add_argument("--output", type=Path, default=committed_record_path("solver"))
@@ -319,11 +320,11 @@ def main(argv=None) -> dict:
             sizes_P = [20, 30, 40] if quick else [100, 200, 400, 800, 1400, 2000]
             by_examples = growth("P", sizes_P, [lambda P=P: hmc_problem(P) for P in sizes_P], 10, 0.01,
                                  max(1, repeats // 7), (3.0, 2.0))
-            print("growth with the number of paths (2 layers of H heads, N0 = 16, P = 200)", flush=True)
-            heads = [2, 3] if quick else [2, 4, 8]
+            heads, num_paths_train = ([2, 3], 20) if quick else ([2, 4, 8], 200)
+            print(f"growth with the number of paths (2 layers of H heads, N0 = 16, P = {num_paths_train})", flush=True)
             by_paths = growth("paths", [h * h for h in heads],
-                              [lambda h=h: paths_problem(h, 20 if quick else 200) for h in heads], 10, 0.01,
-                              1 if quick else 3, (6.0, 4.0))
+                              [lambda h=h: paths_problem(h, num_paths_train) for h in heads], 10, 0.1,
+                              1 if quick else 2, (6.0, 4.0), warmup=False)
     finally:
         torch.set_num_threads(previous_threads)
     report = {
