@@ -28,14 +28,16 @@ def test_exponent_fit_recovers_known_exponents():
 
 def test_two_term_fit_recovers_the_crossover():
     sizes = np.array([100, 200, 400, 800, 1600, 3200], dtype=float)
-    a, b = 2e-9, 1e-6  # a P^3 = b P^2 at P = 500
-    fit = bench.fit_two_terms(sizes, a * sizes**3 + b * sizes**2, (3.0, 2.0))
-    assert fit["coefficients"] == pytest.approx([a, b], rel=1e-6)
+    a, b, c = 2e-9, 1e-6, 3e-3  # a P^3 = b P^2 at P = 500, and a constant cost
+    fit = bench.fit_two_terms(sizes, a * sizes**3 + b * sizes**2 + c, (3.0, 2.0))
+    assert fit["coefficients"] == pytest.approx([a, b, c], rel=1e-6)
+    assert bench.fit_two_terms(sizes, a * sizes**3 + b * sizes**2, (3.0, 2.0), constant=False)["coefficients"] == \
+        pytest.approx([a, b], rel=1e-6)
     assert fit["crossover"] == pytest.approx(500.0, rel=1e-6)
     assert fit["share_of_the_higher_term"][0] < 0.5 < fit["share_of_the_higher_term"][-1]
     assert fit["crossover_within_sizes"]
     # one term alone: no crossover within the sizes (at most a rounding-sized higher term)
-    alone = bench.fit_two_terms(sizes, b * sizes**2, (3.0, 2.0))
+    alone = bench.fit_two_terms(sizes, b * sizes**2, (3.0, 2.0), constant=False)
     assert not alone["crossover_within_sizes"] and max(alone["share_of_the_higher_term"]) < 1e-9
     with pytest.raises(ValueError, match="exponents"):
         bench.fit_two_terms(sizes, sizes, (2.0, 3.0))
@@ -79,7 +81,8 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys):
         label = "P" if key == "examples" else "paths"
         assert [row[label] for row in growth["rows"]] == sizes
         assert growth["expected_exponents"] == exponents and math.isfinite(growth["exponent_per_iteration"])
-        assert all(row["converged"] for row in growth["rows"])
+        assert math.isfinite(growth["exponent_per_iteration_largest_two"])
+        assert all(row["converged"] and row["energy_route"] in ("sample", "feature") for row in growth["rows"])
         assert set(growth["two_terms"]) >= {"coefficients", "crossover", "share_of_the_higher_term"}
     assert "record written to" in capsys.readouterr().out
 

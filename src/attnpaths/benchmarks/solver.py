@@ -25,8 +25,9 @@ paths (2 layers of 2, 4, 8 random bilinear heads on HMC sequences of 7 tokens wi
 two-term cost model (:func:`fit_two_terms`) whose terms are the expected ones: ``P^2`` (kernel, whitening and
 contractions over the examples) and ``P^3`` (Cholesky factorisation, and the Hessian's products in the sample
 space) against ``P``; ``n^4`` (the Hessian of ``D ~ n^2 / 2`` order-parameter entries has ``D^2`` entries) and
-``n^6`` (its eigendecomposition, ``D^3``) against the number of paths ``n``. The crossover is where the two terms
-of the fit are equal.
+``n^6`` (its factorisation, ``D^3``) against the number of paths ``n``, with a constant for the operations on small
+arrays where there are enough sizes. The crossover is where the two growing terms of the fit are equal; the exponent
+between the two largest sizes shows which term the largest problems are in.
 
 The machine's load is recorded at the start and at the end (:mod:`attnpaths.benchmarks.record`): wall times on
 a shared machine are noisy, and the record says so.
@@ -45,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..action import entropy, gp_order_parameters
+from ..action import EnergyEvaluator, entropy, gp_order_parameters
 from ..kernels import kernel_from_scaled, scaled_features
 from ..theory import CertificateWarning, architecture, solve
 from .record import committed_record_path, make_record, start_record, write_record
@@ -205,12 +206,13 @@ def fit_exponent(sizes, seconds) -> float:
     return float(np.polyfit(np.log(sizes), np.log(seconds), 1)[0])
 
 
-def fit_two_terms(sizes, seconds, exponents: tuple[float, float]) -> dict:
-    """Non-negative least squares of ``t = a size^p + b size^q`` (``(p, q) = exponents``, ``p > q``), in relative
-    error (each equation divided by its ``t``).
+def fit_two_terms(sizes, seconds, exponents: tuple[float, float], constant: bool = True) -> dict:
+    """Non-negative least squares of ``t = a size^p + b size^q (+ c)`` (``(p, q) = exponents``, ``p > q``; ``c``
+    the cost that does not grow, operations on small arrays), in relative error (each equation divided by its
+    ``t``).
 
     Returns:
-        ``{"coefficients": [a, b], "crossover": size where a size^p = b size^q (None when a or b is 0),
+        ``{"coefficients": [a, b(, c)], "crossover": size where a size^p = b size^q (None when a or b is 0),
         "crossover_within_sizes": whether it lies between the smallest and the largest size,
         "share_of_the_higher_term": [a size^p / t_fit per size]}``.
     """
@@ -220,14 +222,16 @@ def fit_two_terms(sizes, seconds, exponents: tuple[float, float]) -> dict:
     p, q = exponents
     if not p > q:
         raise ValueError(f"exponents must be (p, q) with p > q, got {exponents}")
-    design = np.stack([sizes**p, sizes**q], axis=1) / seconds[:, None]
-    (a, b), _ = nnls(design, np.ones_like(seconds))
+    columns = [sizes**p, sizes**q] + ([np.ones_like(sizes)] if constant else [])
+    coefficients, _ = nnls(np.stack(columns, axis=1) / seconds[:, None], np.ones_like(seconds))
+    a, b = coefficients[:2]
     crossover = float((b / a) ** (1.0 / (p - q))) if a > 0 and b > 0 else None
-    fitted = a * sizes**p + b * sizes**q
+    fitted = np.stack(columns, axis=1) @ coefficients
     share = np.where(fitted > 0, a * sizes**p / np.where(fitted > 0, fitted, 1.0), 0.0)
     within = crossover is not None and bool(sizes.min() <= crossover <= sizes.max())
-    return {"exponents": [p, q], "coefficients": [float(a), float(b)], "crossover": crossover,
-            "crossover_within_sizes": within, "share_of_the_higher_term": [float(s) for s in share]}
+    return {"exponents": [p, q], "constant": constant, "coefficients": [float(c) for c in coefficients],
+            "crossover": crossover, "crossover_within_sizes": within,
+            "share_of_the_higher_term": [float(x) for x in share]}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -264,16 +268,18 @@ def growth(label: str, sizes, problems, width, temperature: float, repeats: int,
         features, y, heads = problem()
         timed = time_solver(features, y, heads, width, temperature, repeats, warmup)
         timed.pop("solution")
-        rows.append({label: size, "num_train": int(features.shape[0]), "input_width": int(features.shape[1]),
-                     "heads": list(heads), **timed})
+        P, n0, n = features.shape
+        rows.append({label: size, "num_train": int(P), "input_width": int(n0), "heads": list(heads),
+                     "energy_route": EnergyEvaluator.cheaper_route(P, n0, n), **timed})
         print(f"  {label}={size}: {timed['ms']:.1f} ms, {timed['iterations']} iterations "
-              f"({timed['ms_per_iteration']:.2f} ms each)", flush=True)
+              f"({timed['ms_per_iteration']:.2f} ms each, {rows[-1]['energy_route']} space)", flush=True)
     per_iteration = [r["ms_per_iteration"] for r in rows]
     return {"width": width, "temperature": temperature, "rows": rows,
             "exponent_per_iteration": fit_exponent(sizes, per_iteration),
+            "exponent_per_iteration_largest_two": fit_exponent(sizes[-2:], per_iteration[-2:]),
             "exponent_per_solve": fit_exponent(sizes, [r["ms"] for r in rows]),
             "expected_exponents": list(exponents),
-            "two_terms": fit_two_terms(sizes, per_iteration, exponents)}
+            "two_terms": fit_two_terms(sizes, per_iteration, exponents, constant=len(sizes) > 3)}
 
 
 def main(argv=None) -> dict:
@@ -335,7 +341,8 @@ def main(argv=None) -> dict:
     for key, fit in (("examples", by_examples), ("paths", by_paths)):
         two = fit["two_terms"]
         where = "none in the fit" if two["crossover"] is None else f"{two['crossover']:.3g}"
-        print(f"{key}: exponent {fit['exponent_per_iteration']:.2f} per iteration "
+        print(f"{key}: exponent {fit['exponent_per_iteration']:.2f} per iteration over all sizes, "
+              f"{fit['exponent_per_iteration_largest_two']:.2f} between the largest two "
               f"(terms {two['exponents']}, crossover at {where})")
     path = write_record(make_record(started, report), args.output)
     print(f"record written to {path}")
