@@ -149,3 +149,103 @@ def test_action_gradient_matches_finite_differences():
         numeric = (plus - minus) / (2 * h)
         analytic = sum(float((G * D).sum()) for G, D in zip(gradients, directions))
         assert numeric == pytest.approx(analytic, rel=1e-6, abs=1e-6)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the solver's representation (EnergyEvaluator, entropy_terms, SymmetricBasis)
+
+
+def test_symmetric_basis_is_orthonormal_and_projects_hessians():
+    from attnpaths.action import SymmetricBasis, symmetrized
+
+    def dense(basis):  # the basis matrices E_k as columns
+        out = torch.zeros(basis.n**2, basis.size, dtype=torch.float64)
+        for k, (a, b) in enumerate(zip(basis.rows.tolist(), basis.cols.tolist())):
+            E = torch.zeros(basis.n, basis.n, dtype=torch.float64)
+            E[a, b] = E[b, a] = 1.0 if a == b else 2.0**-0.5
+            out[:, k] = E.reshape(-1)
+        return out
+
+    basis, other = SymmetricBasis(3), SymmetricBasis(2)
+    dense_other = dense(other)
+    dense = dense(basis)
+    assert torch.allclose(dense.T @ dense, torch.eye(basis.size, dtype=torch.float64), rtol=0, atol=1e-15)
+    g = torch.Generator().manual_seed(0)
+    H = torch.randn(3, 3, 2, 2, generator=g, dtype=torch.float64)
+    projected = basis.project(H, other)
+    assert torch.allclose(projected, dense.T @ H.reshape(9, 4) @ dense_other, rtol=0, atol=1e-14)
+    assert torch.allclose(basis.entries(projected, other), symmetrized(H), rtol=0, atol=1e-14)
+    S = random_spd(3, seed=1)
+    assert torch.allclose(basis.coordinates(S), dense.T @ S.reshape(-1), rtol=0, atol=1e-14)
+    assert torch.allclose(basis.matrix(basis.coordinates(S)), S, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("heads, widths, variances", ARCHITECTURES)
+def test_entropy_terms_from_factors_equal_entropy_derivatives(heads, widths, variances):
+    from attnpaths.action import entropy_terms
+
+    arch = architecture(heads, widths, variances)
+    U_layers = _random_layers(arch, seed=11)
+    sizes = [U.shape[0] for U in U_layers]
+    factors = [torch.linalg.cholesky(U) for U in U_layers]
+    reference = entropy_derivatives(U_layers, arch, order=2)
+    value0, _, _ = entropy_terms(factors, arch, order=0)
+    value, gradients, blocks = entropy_terms(factors, arch, order=2)
+    assert value0 == pytest.approx(reference.value, rel=1e-13) and value == pytest.approx(reference.value, rel=1e-13)
+    for g, expected in zip(gradients, reference.gradients):
+        assert torch.allclose(g, expected, rtol=1e-12, atol=1e-12)
+    offsets = [0]
+    for n in sizes:
+        offsets.append(offsets[-1] + n * n)
+    assembled = torch.zeros_like(reference.hessian)
+    for (i, j), block in blocks:
+        assert i <= j
+        rows, cols = slice(offsets[i], offsets[i + 1]), slice(offsets[j], offsets[j + 1])
+        assembled[rows, cols] += block.reshape(sizes[i] ** 2, sizes[j] ** 2)
+        if i != j:
+            assembled[cols, rows] += block.reshape(sizes[i] ** 2, sizes[j] ** 2).T
+    proj = _sym_projector(sizes)
+    assert torch.allclose(proj @ assembled @ proj, proj @ reference.hessian @ proj, rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("P, n0, n", [(9, 4, 3), (5, 11, 2), (12, 30, 4), (40, 7, 16)])
+def test_energy_evaluator_matches_autograd_on_both_routes(P, n0, n):
+    from attnpaths.action import EnergyEvaluator, symmetrized
+
+    xi, y = random_problem(P=P, n0=n0, heads=(n,), seed=P)
+    X = scaled_features(xi)
+    U = random_spd(n, seed=5)
+    T = 0.05
+
+    def f(flat):
+        G = kernel_from_scaled(X, flat.reshape(n, n), X) + T * torch.eye(P, dtype=torch.float64)
+        return torch.logdet(G) + y @ torch.linalg.solve(G, y)
+
+    flat = U.reshape(-1)
+    expected_gradient = jacrev(f)(flat).reshape(n, n)
+    expected_hessian = symmetrized(hessian(f)(flat).reshape(n, n, n, n))
+    scale = float(expected_hessian.abs().max())
+    for route in ("sample", "feature"):
+        evaluator = EnergyEvaluator(X, y, T, route=route)
+        point = evaluator.point(torch.linalg.cholesky(U))
+        assert point.value == pytest.approx(float(f(flat)), rel=1e-12)
+        gradient, none = evaluator.derivatives(point, order=1)
+        assert none is None and torch.allclose(gradient, expected_gradient, rtol=1e-10, atol=1e-10)
+        gradient, second = evaluator.derivatives(point, order=2)
+        assert torch.allclose(gradient, expected_gradient, rtol=1e-10, atol=1e-10)
+        assert torch.allclose(symmetrized(second), expected_hessian, rtol=0, atol=1e-10 * scale)
+    # the route with fewer operations: sample space for few examples and many features, else features
+    assert EnergyEvaluator(X, y, T).route == ("sample" if (P, n0) in [(5, 11), (12, 30)] else "feature")
+    with pytest.raises(ValueError, match="route"):
+        EnergyEvaluator(X, y, T, route="pairs")
+
+
+def test_energy_evaluator_has_no_point_where_the_energy_is_not_finite():
+    from attnpaths.action import EnergyEvaluator
+
+    xi, y = random_problem(P=6, n0=3, heads=(2,), seed=0)
+    for route in ("sample", "feature"):
+        evaluator = EnergyEvaluator(scaled_features(xi), y, 1e-320, route=route)
+        assert evaluator.point(torch.eye(2, dtype=torch.float64)) is not None
+        # K = 0: y^T (1e-320 I)^{-1} y overflows
+        assert evaluator.point(torch.zeros(2, 2, dtype=torch.float64)) is None

@@ -188,3 +188,163 @@ def test_pc_overlap_and_accuracy():
     overlaps, eigenvalues = pc_label_overlap(K, y, 2)
     assert overlaps[0] == pytest.approx(1.0) and eigenvalues[0] > eigenvalues[1]
     assert classification_accuracy(np.array([0.5, -0.1, -2, 0.0]), y) == 0.5
+
+
+# --------------------------------------------------------------------------------------------------------
+# the minimiser: derivatives in log-Cholesky coordinates, trust-region steps, rounding at the minimum
+
+
+def _theta_action(action):
+    """S as a differentiable function of theta (autograd reference for _Action.derivatives)."""
+    from attnpaths.action import entropy
+    from attnpaths.kernels import kernel_from_scaled
+
+    coords = action.coords
+    P = action.X.shape[0]
+
+    def S(theta):
+        layers = coords.matrices(theta)
+        G = kernel_from_scaled(action.X, layers[0], action.X) + action.temperature * torch.eye(P, dtype=torch.float64)
+        return entropy(layers, action.arch) + torch.logdet(G) + action.y @ torch.linalg.solve(G, action.y)
+
+    return S
+
+
+@pytest.mark.parametrize("heads, P, n0, widths", [((2, 2), 12, 30, (8, 30, 12)), ((2, 2), 30, 6, 5),
+                                                  ((3, 2, 2), 25, 9, (5, 8, 9, 4)), ((4,), 20, 3, 7)])
+def test_action_derivatives_in_theta_match_autograd(heads, P, n0, widths):
+    from torch.func import hessian, jacrev
+
+    from attnpaths.kernels import scaled_features
+    from attnpaths.theory import _Action
+
+    xi, y = random_problem(P=P, n0=n0, heads=heads, seed=3)
+    arch = architecture_of(heads, widths)
+    action = _Action(scaled_features(xi, arch.variances[0]), y, arch, 0.07)
+    assert action.energy.route == ("sample" if n0 > P else "feature")
+    layers = [random_spd(arch.layer_size(l), 5 + l) for l in range(1, arch.num_layers + 1)]
+    theta = action.coords.coordinates(layers)
+    point = action.point(theta)
+    derivatives = action.derivatives(point)
+    S = _theta_action(action)
+    assert point.value == pytest.approx(float(S(theta)), rel=1e-12)
+    expected_hessian = hessian(S)(theta)
+    assert torch.allclose(derivatives.gradient, jacrev(S)(theta), rtol=1e-9, atol=1e-9)
+    assert torch.allclose(derivatives.hessian, expected_hessian, rtol=0, atol=1e-9 * float(expected_hessian.abs().max()))
+
+
+def architecture_of(heads, widths):
+    from attnpaths.theory import architecture
+
+    return architecture(heads, widths, (1.0, 1.3) + (0.7, 1.1, 0.9, 1.2)[: len(heads)])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_trust_region_step_solves_its_subproblem(seed):
+    """The step satisfies the optimality conditions of min g.p + p.H p / 2 over |p| <= radius:
+    (H + sigma I) p = -g with H + sigma I positive semi-definite, sigma >= 0 and sigma (radius - |p|) = 0."""
+    from attnpaths.theory import _trust_region_step
+
+    rng = np.random.default_rng(seed)
+    d = 7
+    eigenvalues = np.sort(rng.standard_normal(d) * 3 + (2.5 if seed % 2 else 0.0))
+    coefficients = rng.standard_normal(d)
+    if seed == 4:
+        coefficients[eigenvalues == eigenvalues[0]] = 0.0  # the hard case
+        eigenvalues[0] = -abs(eigenvalues[0]) - 1.0
+    for radius in (1e-3, 0.3, 2.0, 50.0):
+        step = _trust_region_step(coefficients, eigenvalues, radius)
+        length = np.linalg.norm(step)
+        assert length <= radius * (1 + 1e-6)
+        # sigma from the components with a gradient: p_i = -g_i / (lambda_i + sigma)
+        with_gradient = np.abs(coefficients) > 0
+        sigma = np.median(-coefficients[with_gradient] / step[with_gradient] - eigenvalues[with_gradient])
+        assert sigma >= -1e-8 * max(1.0, abs(eigenvalues).max())
+        assert eigenvalues[0] + sigma >= -1e-6 * max(1.0, abs(eigenvalues).max())
+        # (the secular equation is solved to 1e-6 of the radius, so the components agree to a few 1e-6)
+        assert np.allclose((eigenvalues + sigma)[with_gradient] * step[with_gradient], -coefficients[with_gradient],
+                           rtol=1e-5, atol=1e-9)
+        if sigma > 1e-8:
+            assert length == pytest.approx(radius, rel=1e-5)
+        # no point of a random sample inside the region has a lower model value
+        model = lambda p: coefficients @ p + 0.5 * (eigenvalues * p) @ p  # noqa: E731
+        trial = rng.standard_normal((500, d))
+        trial *= (radius * rng.uniform(0, 1, (500, 1)) ** (1 / d)) / np.linalg.norm(trial, axis=1, keepdims=True)
+        assert min(model(p) for p in trial) >= model(step) - 1e-9 * max(1.0, abs(model(step)))
+
+
+def test_large_models_take_the_same_newton_step_through_cholesky():
+    from attnpaths.theory import _Model
+
+    g = torch.Generator().manual_seed(2)
+    A = torch.randn(12, 12, generator=g, dtype=torch.float64)
+    H = A @ A.T + torch.eye(12, dtype=torch.float64)
+    gradient = torch.randn(12, generator=g, dtype=torch.float64)
+    by_eigen, by_cholesky = _Model(gradient, H), _Model(gradient, H, eigen_limit=0)
+    assert by_cholesky.newton is not None and by_eigen.newton is None
+    (p1, l1, d1), (p2, l2, d2) = by_eigen.step(1e3), by_cholesky.step(1e3)  # the Newton step
+    assert torch.allclose(p1, p2, rtol=1e-9, atol=1e-12) and l1 == pytest.approx(l2) and d1 == pytest.approx(d2)
+    assert by_cholesky.newton_step_size() == pytest.approx(by_eigen.newton_step_size(), rel=1e-9)
+    # inside a small region: conjugate gradients reach the boundary with at least the Cauchy point's decrease
+    for model in (by_cholesky, _Model(gradient, H - 8.0 * torch.eye(12, dtype=torch.float64), eigen_limit=0)):
+        step, length, predicted = model.step(1e-2)
+        assert length == pytest.approx(1e-2, rel=1e-9)
+        g = model.gradient
+        cauchy = -(1e-2 / float(torch.linalg.vector_norm(g))) * g
+        assert predicted >= -float(g @ cauchy + 0.5 * cauchy @ (model.hessian @ cauchy)) * (1 - 1e-12)
+    assert by_cholesky.positive_definite() and by_eigen.positive_definite()
+    assert not _Model(gradient, -H, eigen_limit=0).positive_definite()
+
+
+def test_minimiser_converges_where_the_action_is_known_only_to_rounding():
+    """Near the minimum the decrease of S is below the rounding of its evaluation. With S perturbed by a
+    deterministic error of up to 1e-11 |S| at every evaluation (far above the ulps the ratio test tolerates),
+    from a start 1e-7 away from the minimum (a predicted decrease of about 3e-12, below the error), the
+    iteration still reaches the gradient tolerance, judging the step by the gradient norm; the ratio test
+    alone rejects every step there until the trust region collapses."""
+    import zlib
+
+    from attnpaths.kernels import scaled_features
+    from attnpaths.theory import _Action, _newton, architecture
+
+    xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=5)
+    reference = solve(xi, y, heads=(2, 2), widths=10, temperature=0.05, gradient_tolerance=1e-11)
+    action = _Action(scaled_features(xi), y, architecture((2, 2), 10, 1.0), 0.05)
+    exact_point = action.point
+
+    def noisy_point(theta):
+        point = exact_point(theta)
+        if point is not None:  # a pseudo-random function of the point, in [-1, 1]
+            point.value += 1e-11 * abs(point.value) * ((zlib.crc32(theta.numpy().tobytes()) % 2001) - 1000) / 1000
+        return point
+
+    action.point = noisy_point
+    minimum = action.coords.coordinates([torch.as_tensor(U) for U in reference.U_layers])
+    start = minimum + 1e-7 * torch.randn(minimum.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    point, iterations, success, message, derivatives = _newton(action, start, 1e-10, 100)
+    assert success, message
+    assert float(torch.linalg.vector_norm(derivatives.gradient)) < 1e-10
+    assert np.abs((point.factors[0] @ point.factors[0].T).numpy() - reference.U).max() < 1e-10
+
+
+def test_solution_reuses_the_final_factorisation_for_predictions():
+    xi, y = random_problem(P=30, n0=5, heads=(2, 2), seed=8)
+    xt, _ = random_problem(P=7, n0=5, heads=(2, 2), seed=9)
+    sol = solve(xi, y, heads=(2, 2), widths=10, temperature=0.1)
+    K = renormalized_kernel(xi, sol.U).numpy()
+    k = renormalized_kernel(xt, sol.U, xi).numpy()
+    mean, _ = sol.predict(xt)
+    np.testing.assert_allclose(mean, k @ np.linalg.solve(K + 0.1 * np.eye(30), y.numpy()), rtol=1e-9, atol=1e-12)
+
+
+def test_the_steps_for_large_hessians_find_the_same_minimum(monkeypatch):
+    import attnpaths.theory as theory
+
+    xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=5)
+    reference = solve(xi, y, heads=(2, 2), widths=10, temperature=0.05)
+    large = theory._Model
+    monkeypatch.setattr(theory, "_Model", lambda g, H: large(g, H, eigen_limit=0))  # Cholesky and CG steps
+    other = solve(xi, y, heads=(2, 2), widths=10, temperature=0.05)
+    assert other.converged and other.gradient_norm < 1e-8
+    np.testing.assert_allclose(other.U, reference.U, rtol=0, atol=1e-10)
+    assert other.hessian_min_eigenvalue == pytest.approx(reference.hessian_min_eigenvalue, rel=1e-9)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .kernels import kernel_from_scaled
@@ -312,3 +313,297 @@ def entropy_derivatives(U_layers: list[torch.Tensor], arch: Architecture, order:
             add_block(i, i + 1, N_l * mixed / s_l)
             add_block(i + 1, i, N_l * mixed.permute(2, 3, 0, 1) / s_l)
     return EntropyTerms(float(value), gradients, hess)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the solver's representation: derivatives in an orthonormal basis of symmetric matrices
+
+
+class SymmetricBasis:
+    """Orthonormal basis of the symmetric ``n x n`` matrices: ``E_k = e_a e_a^T`` for ``a = b`` and
+    ``(e_a e_b^T + e_b e_a^T) / sqrt(2)`` for ``a < b``, ``(a, b) = (rows[k], cols[k])`` in the order of
+    ``torch.triu_indices(n, n)``. The coordinates of a symmetric ``D`` are ``d_k = <E_k, D> = c_k D_ab`` with
+    ``c_k = 1`` on the diagonal and ``sqrt(2)`` off it; ``size = n (n + 1) / 2``.
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+        self.rows, self.cols = torch.triu_indices(n, n)
+        self.size = self.rows.numel()
+        self.diagonal = self.rows == self.cols
+        self.weights = torch.where(self.diagonal, torch.ones((), dtype=torch.float64),
+                                   torch.full((), 2.0**0.5, dtype=torch.float64))
+        # position k of the entry (a, b) or (b, a) of a symmetric matrix, and c_k
+        position = torch.zeros(n, n, dtype=torch.long)
+        position[self.rows, self.cols] = torch.arange(self.size)
+        position[self.cols, self.rows] = torch.arange(self.size)
+        self._position = position
+        self._entry_weights = self.weights[position]
+        self._entries = None
+
+    def coordinates(self, D: torch.Tensor) -> torch.Tensor:
+        """``[..., n, n]`` symmetric -> ``[..., size]``; for the gradient of a function of symmetric matrices
+        with the entries treated as independent, the gradient in these coordinates."""
+        return D[..., self.rows, self.cols] * self.weights
+
+    def matrix(self, d: torch.Tensor) -> torch.Tensor:
+        """Inverse of :meth:`coordinates` for a gradient: ``g_ab = g_ba = d_k / c_k``, ``[n, n]``."""
+        return d[self._position] / self._entry_weights
+
+    def project(self, hessian: torch.Tensor, other: "SymmetricBasis | None" = None) -> torch.Tensor:
+        """``[n, n, n', n']`` second derivatives (entries independent) -> ``[size, other.size]`` in this basis and
+        ``other`` (default: this one): ``H_kl = sum E_k[a,b] H[a,b,c,d] E'_l[c,d]``."""
+        other = self if other is None else other
+        symmetric = symmetrized(hessian)
+        picked = symmetric.reshape(self.n * self.n, -1).index_select(0, self.rows * self.n + self.cols)
+        picked = picked.index_select(1, other.rows * other.n + other.cols)
+        return picked * (self.weights[:, None] * other.weights[None, :])
+
+    def entries(self, hessian: torch.Tensor, other: "SymmetricBasis | None" = None) -> torch.Tensor:
+        """Inverse of :meth:`project`: the symmetrised ``[n, n, n', n']`` entries of a Hessian given in the bases,
+        ``H[a,b,c,d] = H[b,a,c,d] = H[a,b,d,c] = H_kl / (c_k c_l)``."""
+        if other is None and self._entries is not None:
+            index, weights = self._entries
+        else:
+            other_ = self if other is None else other
+            index = self._position.reshape(self.n, self.n, 1, 1) * other_.size + other_._position
+            weights = self._entry_weights.reshape(self.n, self.n, 1, 1) * other_._entry_weights
+            if other is None:
+                self._entries = (index, weights)
+        return torch.take(hessian, index) / weights
+
+
+def symmetrized(hessian):
+    """``(H[a,b,c,d] + H[b,a,c,d] + H[a,b,d,c] + H[b,a,d,c]) / 4``: the part of an entries-independent second
+    derivative that acts on symmetric matrices (a torch tensor or a numpy array)."""
+    half = hessian + hessian.swapaxes(0, 1)
+    return (half + half.swapaxes(2, 3)) / 4
+
+
+def _pair(left, right):
+    """``T[a, b, c, d] = left[b, c] right[d, a]`` (as :func:`_inverse_pair_hessian`; numpy or torch arrays)."""
+    return right.T[:, None, None, :] * left[None, :, :, None]
+
+
+def entropy_terms(factors: list[torch.Tensor], arch: Architecture, order: int = 2):
+    """``S_ent`` (spec S6, ``U_a`` eliminated by S7) at ``U_l = F_l F_l^T`` and its derivatives with respect to
+    the full matrices ``U_l`` (entries treated as independent), as :func:`entropy_derivatives` computes them,
+    from the factors (``log det U_l = 2 sum_i log F_ii``, ``U_l^{-1}`` from ``F_l``).
+
+    Args:
+        factors: ``[F_1, ..., F_L]``, lower triangular with a positive diagonal, ``F_l`` of shape ``[n_l, n_l]``.
+        order: 0 (value), 1 (and the gradients) or 2 (and the Hessian).
+
+    Returns:
+        ``(value, [dS/dU_l] ([n_l, n_l]) or None, blocks or None)``: ``blocks`` lists ``((i, j), T)`` with
+        ``T[a, b, c, d] = d^2 S_ent / dU_i[a, b] dU_j[c, d]`` for 0-based layers ``i <= j`` (the blocks ``j > i``
+        are their transposes; blocks of the same pair add up).
+    """
+    L, s, N, H = arch.num_layers, arch.variances, arch.widths, arch.heads
+    logdets = [2.0 * float(torch.log(torch.diagonal(F)).sum()) for F in factors]
+    F_L = factors[-1]
+    trace_L = float((F_L * F_L).sum())
+    sL, sa, N_L, N_a, H_L = s[L], s[-1], N[L - 1], N[-1], H[L - 1]
+    beta = sa * (H_L * N_L / N_a - 1.0)
+    gamma = N_L * sa * trace_L / (N_a * sL)
+    U_a = (-beta + math.sqrt(beta * beta + 4.0 * gamma)) / 2.0
+    value = N_a * (U_a / sa - math.log(U_a)) + N_L * (trace_L / (sL * U_a) - logdets[-1] + H_L * math.log(U_a))
+    for i in range(L - 1):
+        value += N[i] * (H[i] * logdets[i + 1] - logdets[i])
+    if order == 0:
+        for i in range(L - 1):
+            F, G = factors[i], factors[i + 1]
+            # Tr(U_{l+1}^{-1} Utilde_l) = sum_h |F_{l+1}^{-1} F_l[rows of head h]|^2
+            blocks = F.reshape(H[i], G.shape[0], F.shape[1]).transpose(0, 1).reshape(G.shape[0], -1)
+            value += N[i] * float(torch.linalg.solve_triangular(G, blocks, upper=False).square().sum()) / s[i + 1]
+        return value, None, None
+    # small matrices: numpy, whose operations cost a fraction of torch's dispatch on arrays of this size
+    inverses = [torch.cholesky_inverse(F).numpy() for F in factors]
+    factors = [F.numpy() for F in factors]
+    gradients = [None] * L
+
+    def add(layer, term):
+        gradients[layer] = term if gradients[layer] is None else gradients[layer] + term
+
+    last = -N_L * inverses[-1]
+    last[np.diag_indices_from(last)] += N_L / (sL * U_a)
+    add(L - 1, last)
+    couplings = []
+    for i in range(L - 1):
+        B_inv, A_inv, n_heads, s_l, N_l = inverses[i], inverses[i + 1], H[i], s[i + 1], N[i]
+        m = A_inv.shape[0]
+        U_i = factors[i] @ factors[i].T
+        reduced = np.trace(U_i.reshape(n_heads, m, n_heads, m), axis1=0, axis2=2)
+        W = A_inv @ reduced @ A_inv
+        value += N_l * float((A_inv * reduced).sum()) / s_l
+        add(i, (N_l / s_l) * np.kron(np.eye(n_heads), A_inv) - N_l * B_inv)
+        add(i + 1, (N_l * n_heads) * A_inv - (N_l / s_l) * W)
+        couplings.append(W)
+    if order == 1:
+        return value, [torch.from_numpy(g) for g in gradients], None
+    blocks = []
+    n = F_L.shape[0]
+    last = N_L * _pair(inverses[-1], inverses[-1])
+    # the curvature through U_a: d^2 / dU_aa dU_cc of N_L Tr(U_L) / (sL U_a(Tr U_L)) at dS/dU_a = 0
+    dUa_dtrace = (N_L * sa / (N_a * sL)) / (2.0 * U_a + beta)
+    a, c = np.arange(n)[:, None], np.arange(n)[None, :]
+    last[a, a, c, c] -= N_L / (sL * U_a**2) * dUa_dtrace
+    blocks.append(((L - 1, L - 1), last))
+    for i in range(L - 1):
+        B_inv, A_inv, W, n_heads, s_l, N_l = inverses[i], inverses[i + 1], couplings[i], H[i], s[i + 1], N[i]
+        blocks.append(((i, i), N_l * _pair(B_inv, B_inv)))
+        blocks.append(((i + 1, i + 1), (N_l / s_l) * (_pair(A_inv, W) + _pair(W, A_inv))
+                       - (N_l * n_heads) * _pair(A_inv, A_inv)))
+        # d^2 / dB[(h,r),(g,q)] dA[c,d] = -delta_hg A_inv[q,c] A_inv[d,r] / s_l
+        m = A_inv.shape[0]
+        mixed = np.zeros((n_heads, m, n_heads, m, m, m))
+        heads = np.arange(n_heads)
+        mixed[heads, :, heads] = -(N_l / s_l) * _pair(A_inv, A_inv)  # [r, q, c, d] = A_inv[q,c] A_inv[d,r]
+        blocks.append(((i, i + 1), mixed.reshape(n_heads * m, n_heads * m, m, m)))
+    return value, [torch.from_numpy(g) for g in gradients], [(pair, torch.from_numpy(np.ascontiguousarray(block)))
+                                                            for pair, block in blocks]
+
+
+@dataclass(frozen=True)
+class EnergyPoint:
+    """``S_en`` at one ``U_1``: the value and what its derivatives reuse (``chol = chol(K + T I)``,
+    ``alpha = (K + T I)^{-1} y``)."""
+
+    value: float
+    chol: torch.Tensor
+    alpha: torch.Tensor
+
+
+class EnergyEvaluator:
+    """``S_en = log det G + y^T G^{-1} y``, ``G = K(U_1) + T I`` (spec S6), for one data set, with its gradient
+    and Hessian (those of :func:`energy`, ``T1``, ``T2``, ``T3`` there) through one of two contractions:
+
+    * sample space (few examples): the kernels of the symmetric basis directions (:class:`SymmetricBasis`),
+      ``S_k = K(E_k)`` (``[P, P]`` each, stored once), give ``K = sum_k u_k S_k`` and, in that basis,
+      ``d^2 S_en / du_k du_l = -tr(G^{-1} S_k G^{-1} S_l) + 2 (S_k alpha)^T G^{-1} (S_l alpha)``;
+    * feature space (more examples than input features): with ``B = chol(G)^{-1} X`` and
+      ``M[i,a,j,b] = sum_p B[p,i,a] B[p,j,b]``, ``tr(G^{-1} C_ab G^{-1} C_cd) = sum_ij M[i,a,j,d] M[i,b,j,c]``,
+      a Gram matrix over the pairs ``(i, j)``; ``M`` is symmetric, so only its blocks ``i <= j`` are formed.
+
+    Args:
+        X: ``[P, N0, n]`` scaled features (:func:`attnpaths.kernels.scaled_features`).
+        y: ``[P]`` labels.
+        temperature: ``T > 0``.
+        route: ``"sample"``, ``"feature"`` or None (the one with fewer operations per Hessian; sample space
+            only while its stored kernels hold at most ``max_stored`` numbers).
+    """
+
+    def __init__(self, X: torch.Tensor, y: torch.Tensor, temperature: float, route: str | None = None,
+                 max_stored: float = 5e7):
+        P, n0, n = X.shape
+        self.X, self.y, self.temperature = X, y, float(temperature)
+        self.basis = SymmetricBasis(n)
+        m = self.basis.size
+        if route is None:
+            route = self.cheaper_route(P, n0, n, max_stored)
+        if route not in ("sample", "feature"):
+            raise ValueError(f"route must be 'sample', 'feature' or None, got {route!r}")
+        self.route = route
+        self.num_examples, self.input_width, self.num_paths = P, n0, n
+        self._buffers = None
+        if route == "sample":
+            by_path = X.permute(2, 0, 1).reshape(n * P, n0)
+            # (C_ab)_pq for a <= b, one row block of the symmetric product at a time: [k, p, q] in basis order
+            picked = torch.cat([(by_path[a * P : (a + 1) * P] @ by_path[a * P :].T).reshape(P, n - a, P).transpose(0, 1)
+                                for a in range(n)])
+            directions = (picked + picked.transpose(1, 2)) * (self.basis.weights / 2)[:, None, None]
+            self.directions = directions.permute(1, 2, 0).reshape(P * P, m).contiguous()  # [(p, q), k] = S_k[p, q]
+        else:
+            self.flat = X.reshape(P, n0 * n)
+            # blocks of the input axis for the i <= j blocks of M (about 256 rows of M per block)
+            size = max(1, min(n0, 256 // n))
+            self.chunks = [(start, min(start + size, n0)) for start in range(0, n0, size)]
+
+    @staticmethod
+    def cheaper_route(P: int, n0: int, n: int, max_stored: float = 5e7) -> str:
+        """The route with fewer operations per Hessian for ``P`` examples of ``n0`` features on ``n`` paths:
+        about ``2 P^3 m + 2 P^2 m^2`` (``m = n (n + 1) / 2``) in the sample space against
+        ``3 P^2 n0 n + 1.2 P (n0 n)^2 + 1.2 n0^2 n^4`` in the feature space (the factors 1.2: the blocks ``i <= j``)."""
+        m = n * (n + 1) // 2
+        sample_cost = 2.0 * P**3 * m + 2.0 * P * P * m * m
+        feature_cost = 3.0 * P * P * n0 * n + 1.2 * P * (n0 * n) ** 2 + 1.2 * n0 * n0 * n**4
+        return "sample" if sample_cost <= feature_cost and P * P * m <= max_stored else "feature"
+
+    def point(self, factor: torch.Tensor) -> EnergyPoint | None:
+        """``S_en`` at ``U_1 = factor factor^T``; None where ``G`` is not numerically positive definite."""
+        P = self.num_examples
+        if self.route == "sample":
+            u = self.basis.coordinates(factor @ factor.T)
+            G = (self.directions @ u).reshape(P, P)
+        else:
+            routed = (self.X @ factor).reshape(P, -1)
+            G = routed @ routed.T
+        G.diagonal().add_(self.temperature)
+        chol, info = torch.linalg.cholesky_ex(G)
+        if int(info) != 0:
+            return None
+        alpha = torch.cholesky_solve(self.y.reshape(P, 1), chol).reshape(P)
+        value = float(2.0 * torch.log(torch.diagonal(chol)).sum() + self.y @ alpha)
+        if not math.isfinite(value):
+            return None
+        return EnergyPoint(value, chol, alpha)
+
+    def derivatives(self, point: EnergyPoint, order: int = 2):
+        """Derivatives of ``S_en`` at ``point`` with respect to the entries of ``U_1`` (treated as independent):
+        ``(gradient [n, n], hessian [n, n, n, n])`` (the Hessian for ``order`` 2, else None; from the sample
+        space, symmetrised as :func:`symmetrized`)."""
+        if self.route == "sample":
+            return self._sample_space(point, order)
+        return self._feature_space(point, order)
+
+    def _sample_space(self, point, order):
+        P, m = self.num_examples, self.basis.size
+        inverse = torch.cholesky_inverse(point.chol)
+        by_row = self.directions.reshape(P, P * m)
+        v = (point.alpha @ by_row).reshape(P, m)  # v[:, k] = S_k alpha
+        gradient = self.basis.matrix(inverse.reshape(-1) @ self.directions - point.alpha @ v)
+        if order < 2:
+            return gradient, None
+        if self._buffers is None:  # reused: fresh large arrays cost page faults on every call
+            self._buffers = (torch.empty(P, P * m, dtype=torch.float64), torch.empty(P, P, m, dtype=torch.float64))
+        D, transposed = self._buffers
+        torch.matmul(inverse, by_row, out=D)  # D[p, (q, k)] = (G^{-1} S_k)[p, q]
+        transposed.copy_(D.reshape(P, P, m).transpose(0, 1))
+        t1 = D.reshape(P * P, m).T @ transposed.reshape(P * P, m)
+        whitened = torch.linalg.solve_triangular(point.chol, v, upper=False)
+        hessian = 2.0 * (whitened.T @ whitened) - t1
+        return gradient, self.basis.entries((hessian + hessian.T) / 2)
+
+    def _feature_space(self, point, order):
+        P, n0, n = self.X.shape
+        B = torch.linalg.solve_triangular(point.chol, self.flat, upper=False).reshape(P, n0, n)
+        w = (point.alpha @ self.flat).reshape(n0, n)
+        if order < 2:
+            by_path = B.reshape(P * n0, n)
+            return by_path.T @ by_path - w.T @ w, None
+        pieces = [B[:, i0:i1].reshape(P, -1) for i0, i1 in self.chunks]
+        diagonal_pairs, off_pairs = [], []
+        Q = torch.zeros(n0, n, n, n, dtype=torch.float64)  # Q[i,b,c,d] = sum_j M[i,b,j,c] w[j,d]
+        gradient = -(w.T @ w)
+        for I, (i0, i1) in enumerate(self.chunks):
+            for J in range(I, len(self.chunks)):
+                j0, j1 = self.chunks[J]
+                block = (pieces[I].T @ pieces[J]).reshape(i1 - i0, n, j1 - j0, n)  # M[i,b,j,c]
+                pairs = block.permute(0, 2, 1, 3).reshape(-1, n * n)  # rows (i, j), columns (b, c)
+                Q[i0:i1] += (block.permute(0, 1, 3, 2).reshape(-1, j1 - j0) @ w[j0:j1]).reshape(i1 - i0, n, n, n)
+                if I == J:
+                    diagonal_pairs.append(pairs)
+                    gradient += torch.diagonal(block, dim1=0, dim2=2).sum(dim=-1)
+                else:
+                    off_pairs.append(pairs)
+                    # the pairs (j, i): Q[j,b,c,d] += sum_i M[i,c,j,b] w[i,d]
+                    Q[j0:j1] += (block.permute(2, 3, 1, 0).reshape(-1, i1 - i0) @ w[i0:i1]).reshape(j1 - j0, n, n, n)
+        pairs = torch.cat(diagonal_pairs)
+        gram = (pairs.T @ pairs).reshape(n, n, n, n)
+        if off_pairs:
+            pairs = torch.cat(off_pairs)
+            off = (pairs.T @ pairs).reshape(n, n, n, n)
+            gram = gram + off + off.permute(1, 0, 3, 2)  # the pairs (j, i) of the blocks i < j: a <-> d, b <-> c
+        t1 = gram.permute(0, 2, 3, 1)  # t1[a,b,c,d] = sum_ij M[i,a,j,d] M[i,b,j,c]
+        t2 = (w.T @ Q.reshape(n0, -1)).reshape(n, n, n, n)  # sum_ij w[i,a] M[i,b,j,c] w[j,d]
+        return gradient, t2 + t2.permute(2, 3, 0, 1) - t1

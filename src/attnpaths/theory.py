@@ -8,9 +8,9 @@ Public entry point::
 
 The minimiser works on log-Cholesky coordinates ``U_l = L_l L_l^T`` (``L_l`` lower triangular with a positive,
 exponentiated diagonal), so every iterate is positive definite by construction and no step can produce NaN.
-It is a damped Newton method with the exact Hessian: the derivatives of the energy and of the entropy with
-respect to the matrices ``U_l`` are analytic (:func:`attnpaths.action.energy`,
-:func:`attnpaths.action.entropy_derivatives`) and the chain rule to the Cholesky coordinates is exact.
+It is a trust-region Newton method with the exact Hessian: the derivatives of the energy and of the entropy
+with respect to the matrices ``U_l`` are analytic (:class:`attnpaths.action.EnergyEvaluator`,
+:func:`attnpaths.action.entropy_terms`) and the chain rule to the Cholesky coordinates is exact.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from ._validation import as_float64_tensor, heads_tuple, positive_real
-from .action import Architecture, energy, entropy_derivatives, pre_kernel_tensor, gp_order_parameters, readout_order_parameter
+from .action import (Architecture, EnergyEvaluator, SymmetricBasis, energy, entropy_terms, gp_order_parameters,
+                     readout_order_parameter, symmetrized)
 from .kernels import kernel_from_scaled, scaled_features
 from .paths import check_num_paths
 
@@ -166,94 +167,315 @@ class CholeskyCoordinates:
         return gradient, (hess + hess.T) / 2
 
 
-def _symmetric_basis(n: int) -> torch.Tensor:
-    """Orthonormal basis of symmetric ``n x n`` matrices as columns of an ``[n*n, n(n+1)/2]`` matrix."""
-    rows, cols = torch.triu_indices(n, n)
-    basis = torch.zeros(n * n, rows.numel(), dtype=torch.float64)
-    k = torch.arange(rows.numel())
-    weight = torch.where(rows == cols, 1.0, 2.0**-0.5).to(torch.float64)
-    basis[rows * n + cols, k] = weight
-    basis[cols * n + rows, k] = weight
-    return basis
-
-
 # --------------------------------------------------------------------------------------------------------
 # the action and its Newton minimisation
 
 
+class _Point:
+    """The action at one ``theta``: the block-diagonal matrix of the factors ``F_l`` (``U_l = F_l F_l^T``), the
+    energy's factorisation and the two parts of ``S``."""
+
+    __slots__ = ("theta", "factor", "factors", "energy", "entropy", "value")
+
+    def __init__(self, theta, factor, factors, energy_point, entropy_value):
+        self.theta, self.factor, self.factors = theta, factor, factors
+        self.energy, self.entropy = energy_point, entropy_value
+        self.value = entropy_value + energy_point.value
+
+
+class _Derivatives:
+    """Gradient and Hessian of ``S`` at a :class:`_Point` in ``theta``, with what the certificate needs: the
+    gradient and the Hessian with respect to the entries of the block-diagonal matrix of the ``U_l`` (the latter
+    symmetrised in each pair of indices)."""
+
+    __slots__ = ("gradient", "hessian", "gradient_U", "hessian_U")
+
+    def __init__(self, gradient, hessian, gradient_U, hessian_U):
+        self.gradient, self.hessian, self.gradient_U, self.hessian_U = gradient, hessian, gradient_U, hessian_U
+
+
 class _Action:
-    """``S`` and its derivatives with respect to the full matrices ``U_1, ..., U_L``."""
+    """``S`` on log-Cholesky coordinates ``theta``, with its exact gradient and Hessian there.
+
+    The layers are the diagonal blocks of one block-diagonal matrix ``U = F F^T``. The derivatives with respect to
+    its entries (:class:`attnpaths.action.EnergyEvaluator`, :func:`attnpaths.action.entropy_terms`) are carried to
+    ``theta`` by the chain rule of :meth:`CholeskyCoordinates.chain_rule`, contracted with ``F`` instead of a
+    Jacobian: with ``dU / dtheta_t = s_t (e_i f_j^T + f_j e_i^T)`` (``(i, j)`` the entry of ``theta_t``, ``f_j``
+    the ``j``-th column of ``F``, ``s_t = F_ii`` on the diagonal, else 1) and ``H`` symmetrised in each pair of
+    indices, ``d^2 S / dtheta_t dtheta_u = 4 s_t s_u sum_bd F[b, j_t] H[i_t, b, i_u, d] F[d, j_u]
+    + 2 s_t s_u delta(j_t, j_u) g[i_t, i_u] (+ dS/dtheta_t if t = u is diagonal)`` and ``dS/dtheta_t = 2 s_t (g F)_ij``.
+    """
 
     def __init__(self, X: torch.Tensor, y: torch.Tensor, arch: Architecture, temperature: float):
         self.X, self.y, self.arch, self.temperature = X, y, arch, temperature
-        # with fewer examples than input features, the P x P path-pair kernels are the cheaper representation
-        P, n0, n = X.shape
-        self.pre_kernels = pre_kernel_tensor(X) if P <= n0 and P * P * n * n <= 5e7 else None
+        self.energy = EnergyEvaluator(X, y, temperature)
+        self.sizes = sizes = _layer_sizes(arch)
+        self.coords = CholeskyCoordinates(sizes)
+        self.bases = [self.energy.basis] + [SymmetricBasis(n) for n in sizes[1:]]
+        self.offsets = [0]
+        for n in sizes:
+            self.offsets.append(self.offsets[-1] + n)
+        n = self.total = self.offsets[-1]
+        i = torch.cat([rows + o for (rows, _), o in zip(self.coords.index, self.offsets)])
+        j = torch.cat([cols + o for (_, cols), o in zip(self.coords.index, self.offsets)])
+        self.on_diagonal = (i == j).numpy()
+        self.entry = (i * n + j).numpy()  # theta_t -> F[i_t, j_t]
+        self.transposed_entry = (j * n + i).numpy()
+        self.same_column = (j[:, None] == j[None, :]).to(torch.float64).numpy()
+        self.row_pairs = (i[:, None] * n + i[None, :]).numpy()
+        self._theta_entry, self._theta_diagonal = torch.from_numpy(self.entry), torch.from_numpy(self.on_diagonal)
 
-    def _energy(self, U1, order):
-        return energy(self.X, self.y, U1, self.temperature, order=order, pre_kernels=self.pre_kernels)
+    def point(self, theta: torch.Tensor) -> _Point | None:
+        """The action at ``theta``; None where it is not finite (``K + T I`` numerically singular)."""
+        F = torch.zeros(self.total * self.total, dtype=torch.float64)
+        F[self._theta_entry] = torch.where(self._theta_diagonal, torch.exp(theta), theta)
+        F = F.reshape(self.total, self.total)
+        factors = [F[o:e, o:e] for o, e in zip(self.offsets, self.offsets[1:])]
+        energy_point = self.energy.point(factors[0])
+        if energy_point is None:
+            return None
+        entropy_value = entropy_terms(factors, self.arch, order=0)[0]
+        if not math.isfinite(entropy_value):
+            return None
+        return _Point(theta, F, factors, energy_point, entropy_value)
 
     def parts(self, U_layers) -> tuple[float, float]:
-        """``(S_ent, S_en)``."""
-        return (
-            entropy_derivatives(U_layers, self.arch, order=0).value,
-            self._energy(U_layers[0], 0).value,
-        )
+        """``(S_ent, S_en)`` at ``[U_1, ..., U_L]``."""
+        point = self.point(self.coords.coordinates(U_layers))
+        return point.entropy, point.energy.value
 
-    def derivatives(self, U_layers):
-        """``(S, [dS/dU_l], d^2 S/dU dU)`` with the Hessian over the concatenated row-major entries."""
-        ent = entropy_derivatives(U_layers, self.arch, order=2)
-        en = self._energy(U_layers[0], 2)
-        gradients = list(ent.gradients)
-        gradients[0] = gradients[0] + en.gradient
-        n1 = U_layers[0].shape[0] ** 2
-        hess = ent.hessian.clone()
-        hess[:n1, :n1] += en.hessian.reshape(n1, n1)
-        return ent.value + en.value, gradients, hess
+    def derivatives(self, point: _Point) -> _Derivatives:
+        """Gradient and Hessian of ``S`` at ``point``."""
+        n, o = self.total, self.offsets
+        en_gradient, en_hessian = self.energy.derivatives(point.energy, order=2)
+        _, gradients, terms = entropy_terms(point.factors, self.arch, order=2)
+        # numpy for the small arrays (a fraction of torch's cost per operation), torch for the products
+        F = point.factor.numpy()
+        g = np.zeros((n, n))
+        for (start, end), gradient_l in zip(zip(o, o[1:]), gradients):
+            g[start:end, start:end] = gradient_l.numpy()
+        g[: o[1], : o[1]] += en_gradient.numpy()
+        H = np.zeros((n, n, n, n))
+        H[: o[1], : o[1], : o[1], : o[1]] = en_hessian.numpy()
+        for (i, j), block in terms:
+            block = block.numpy()
+            H[o[i] : o[i + 1], o[i] : o[i + 1], o[j] : o[j + 1], o[j] : o[j + 1]] += block
+            if i != j:
+                H[o[j] : o[j + 1], o[j] : o[j + 1], o[i] : o[i + 1], o[i] : o[i + 1]] += block.transpose(2, 3, 0, 1)
+        H = symmetrized(H)
+        scale = np.where(self.on_diagonal, F.reshape(-1)[self.entry], 1.0)
+        gradient = 2.0 * scale * (g @ F).reshape(-1)[self.entry]
+        Ft = torch.from_numpy(F)
+        Z = (torch.from_numpy(H.reshape(-1, n)) @ Ft).reshape(n, n, n * n).transpose(0, 1).reshape(n, -1)
+        Y = (Ft.T @ Z).numpy().reshape(n * n, n * n)  # [(j, i), (i', j')]: F[b,j] H[i,b,i',d] F[d,j'] summed
+        hessian = Y[self.transposed_entry[:, None], self.entry[None, :]]
+        hessian = (4.0 * hessian + (2.0 * self.same_column) * g.reshape(-1)[self.row_pairs]) * np.outer(scale, scale)
+        hessian[np.diag_indices_from(hessian)] += np.where(self.on_diagonal, gradient, 0.0)
+        return _Derivatives(torch.from_numpy(gradient), torch.from_numpy((hessian + hessian.T) / 2),
+                            torch.from_numpy(g), torch.from_numpy(H))
 
-    @staticmethod
-    def certificate(gradients, hess) -> tuple[float, float]:
-        """Gradient norm and smallest Hessian eigenvalue of ``S`` in symmetric directions of every ``U_l``."""
-        basis = torch.block_diag(*[_symmetric_basis(g.shape[0]) for g in gradients])
-        grad_sym = basis.T @ torch.cat([g.reshape(-1) for g in gradients])
-        hess_sym = basis.T @ hess @ basis
-        return float(torch.linalg.vector_norm(grad_sym)), float(torch.linalg.eigvalsh((hess_sym + hess_sym.T) / 2)[0])
+    def certificate(self, derivatives: _Derivatives) -> tuple[float, float]:
+        """Gradient norm and smallest Hessian eigenvalue of ``S`` in symmetric directions of every ``U_l``
+        (the orthonormal bases of :class:`attnpaths.action.SymmetricBasis`)."""
+        o, g, H = self.offsets, derivatives.gradient_U, derivatives.hessian_U
+        gradient = torch.cat([basis.coordinates(g[o[l] : o[l + 1], o[l] : o[l + 1]])
+                              for l, basis in enumerate(self.bases)])
+        rows = []
+        for i, bi in enumerate(self.bases):
+            rows.append(torch.cat([bi.project(H[o[i] : o[i + 1], o[i] : o[i + 1], o[j] : o[j + 1], o[j] : o[j + 1]], bj)
+                                   for j, bj in enumerate(self.bases)], dim=1))
+        hess = torch.cat(rows)
+        return (float(torch.linalg.vector_norm(gradient)), float(torch.linalg.eigvalsh((hess + hess.T) / 2)[0]))
 
 
-def _newton(action: _Action, coords: CholeskyCoordinates, theta, tolerance: float, max_iterations: int):
-    """Damped Newton in log-Cholesky coordinates with an eigenvalue-modified Hessian and backtracking.
-
-    Every trial point is a valid ``theta``, hence gives positive-definite ``U_l``: the action is finite at
-    every point evaluated. Returns ``(theta, iterations, success, message, derivatives at theta)``.
+def _trust_region_step(coefficients: np.ndarray, eigenvalues: np.ndarray, radius: float) -> np.ndarray:
+    """Minimiser of ``g.p + p.H p / 2`` over ``|p| <= radius``, in the eigenbasis of ``H``
+    (``coefficients = V^T g``): ``p = -(H + sigma I)^{-1} g`` with the smallest ``sigma >= max(0, -lambda_min)``
+    that keeps ``|p| <= radius`` (the secular equation ``1/|p(sigma)| = 1/radius``, solved by Newton's
+    method), plus a multiple of the lowest eigenvector in the "hard case" where ``g`` has no component along it.
     """
-    value, gradients, hess_U = action.derivatives(coords.matrices(theta))
+    lowest = eigenvalues[0]
+    g2 = coefficients * coefficients
+    if lowest > 0:
+        step = -coefficients / eigenvalues
+        if float(step @ step) <= radius * radius:
+            return step
+    sigma_min = max(0.0, -lowest)
+    # hard case: no gradient along the lowest eigenvectors and the step at sigma_min is inside the region
+    scale = max(1.0, float(np.abs(eigenvalues).max()))
+    degenerate = eigenvalues - lowest <= 1e-12 * scale
+    if float(g2[degenerate].sum()) <= 1e-30 * max(float(g2.sum()), 1e-300):
+        shifted = eigenvalues[~degenerate] + sigma_min
+        step = np.zeros_like(coefficients)
+        step[~degenerate] = -coefficients[~degenerate] / shifted
+        missing = radius * radius - float(step @ step)
+        if missing >= 0:
+            step[np.flatnonzero(degenerate)[0]] += math.sqrt(missing)
+            return step
+    sigma = sigma_min + 1e-12 * scale
+    for _ in range(100):
+        shifted = eigenvalues + sigma
+        norm2 = float((g2 / shifted**2).sum())
+        norm = math.sqrt(norm2)
+        if abs(norm - radius) <= 1e-6 * radius:
+            break
+        derivative = float((g2 / shifted**3).sum())  # -d|p|^2/dsigma / 2
+        new_sigma = sigma + (norm2 / derivative) * (norm - radius) / radius
+        sigma = new_sigma if new_sigma > sigma_min else (sigma + sigma_min) / 2
+    step = -coefficients / (eigenvalues + sigma)
+    norm = math.sqrt(float(step @ step))
+    return step * (radius / norm) if norm > radius else step
+
+
+def _steihaug(gradient: torch.Tensor, hessian: torch.Tensor, radius: float) -> torch.Tensor:
+    """Truncated conjugate gradients for ``min g.p + p.H p / 2`` over ``|p| <= radius`` (Steihaug): CG on
+    ``H p = -g`` from ``p = 0``, stopped at the boundary of the region or along a direction of non-positive
+    curvature (followed to the boundary), or at a residual below ``min(0.5, sqrt|g|) |g|``."""
+
+    def to_boundary(p, d):
+        pd, dd, pp = float(p @ d), float(d @ d), float(p @ p)
+        return p + ((-pd + math.sqrt(pd * pd + dd * (radius * radius - pp))) / dd) * d
+
+    p = torch.zeros_like(gradient)
+    r = gradient.clone()
+    d = -r
+    rr = float(r @ r)
+    stop = min(0.5, math.sqrt(math.sqrt(rr))) * math.sqrt(rr)
+    for _ in range(gradient.numel()):
+        Hd = hessian @ d
+        curvature = float(d @ Hd)
+        if curvature <= 0:
+            return to_boundary(p, d)
+        alpha = rr / curvature
+        following = p + alpha * d
+        if float(torch.linalg.vector_norm(following)) >= radius:
+            return to_boundary(p, d)
+        p = following
+        r = r + alpha * Hd
+        rr_next = float(r @ r)
+        if math.sqrt(rr_next) < stop:
+            break
+        d = -r + (rr_next / rr) * d
+        rr = rr_next
+    return p
+
+
+class _Model:
+    """The quadratic model ``g.p + p.H p / 2`` of one iteration and its trust-region steps: the exact minimiser
+    in the region through the eigendecomposition of ``H`` (:func:`_trust_region_step`) while ``H`` is small;
+    a large ``H`` is factored by Cholesky (a Newton step inside the region needs nothing more), else the step
+    comes from truncated conjugate gradients (:func:`_steihaug`), which need only products with ``H``."""
+
+    def __init__(self, gradient: torch.Tensor, hessian: torch.Tensor, eigen_limit: int = 400):
+        self.gradient, self.hessian = gradient, hessian
+        self.eigen = None
+        self.newton = None
+        self.large = gradient.numel() > eigen_limit
+        if self.large:
+            chol, info = torch.linalg.cholesky_ex(hessian)
+            if int(info) == 0:
+                self.newton = -torch.cholesky_solve(gradient[:, None], chol)[:, 0]
+
+    def step(self, radius: float) -> tuple[torch.Tensor, float, float]:
+        """``(step, its length, predicted decrease)`` for the region of radius ``radius``."""
+        if self.large:
+            if self.newton is not None and float(torch.linalg.vector_norm(self.newton)) <= radius:
+                step = self.newton
+            else:
+                step = _steihaug(self.gradient, self.hessian, radius)
+            predicted = -float(self.gradient @ step + 0.5 * step @ (self.hessian @ step))
+            return step, float(torch.linalg.vector_norm(step)), predicted
+        if self.eigen is None:
+            eigenvalues, vectors = torch.linalg.eigh(self.hessian)
+            self.eigen = (eigenvalues.numpy(), vectors.numpy(), vectors.numpy().T @ self.gradient.numpy())
+        lam, V, coefficients = self.eigen
+        step = _trust_region_step(coefficients, lam, radius)
+        predicted = -float(coefficients @ step + 0.5 * (lam * step) @ step)
+        return torch.from_numpy(V @ step), math.sqrt(float(step @ step)), predicted
+
+    def positive_definite(self) -> bool:
+        if self.large:
+            return self.newton is not None
+        if self.eigen is None:
+            self.step(math.inf)
+        return bool(self.eigen[0][0] > 0)
+
+    def newton_step_size(self) -> float:
+        """Largest entry of the Newton step ``-H^{-1} g`` (``inf`` where ``H`` is not positive definite)."""
+        if not self.positive_definite():
+            return math.inf
+        if self.newton is not None:
+            return float(self.newton.abs().max())
+        lam, V, coefficients = self.eigen
+        return float(np.abs(V @ (coefficients / lam)).max())
+
+
+def _newton(action: _Action, theta, tolerance: float, max_iterations: int, radius: float = 2.0,
+            refine: float = 1e-12):
+    """Trust-region Newton method in log-Cholesky coordinates with the exact Hessian.
+
+    Each iteration minimises the quadratic model of ``S`` within a ball of radius ``radius`` around ``theta``
+    (:func:`_trust_region_step`, which also follows directions of negative curvature) and accepts the step when
+    ``S`` decreases by at least a tenth of the model's prediction. Near the minimum the decrease of ``S`` falls
+    below the rounding of its evaluation: a step whose predicted decrease is below that level, from a
+    positive-definite model, is accepted when it lowers the gradient norm. The radius doubles after a step that
+    reached it with a good prediction and shrinks to a quarter of a step whose prediction was poor. Every trial
+    point is a valid ``theta``, hence gives positive-definite ``U_l``. The iteration stops at a gradient norm
+    below ``tolerance``; where the Newton step from there still moves some coordinate by more than ``refine``, it
+    first takes one more step and keeps it if it lowers the gradient norm (so that the result does not depend on
+    how far below the tolerance the last step happened to land).
+
+    Returns:
+        ``(point, iterations, success, message, derivatives at the point)``.
+    """
+    point = action.point(theta)
+    if point is None:
+        raise ValueError("initial must give a finite action (K(U_1) + T I positive definite)")
+    derivatives = action.derivatives(point)
+    eps = torch.finfo(torch.float64).eps
+    converged = None
     for iteration in range(max_iterations + 1):
-        gradient, hess = coords.chain_rule(theta, gradients, hess_U)
-        if float(torch.linalg.vector_norm(gradient)) < tolerance:
-            return theta, iteration, True, "gradient norm below tolerance", (gradients, hess_U)
+        gradient_norm = float(torch.linalg.vector_norm(derivatives.gradient))
+        model = _Model(derivatives.gradient, derivatives.hessian)
+        if gradient_norm < tolerance:
+            # one more step where the minimum is still farther than ``refine`` and the step lowers the gradient
+            # (a saddle point stops here too: the certificate tells)
+            if converged is not None or not model.newton_step_size() > refine or iteration == max_iterations:
+                return point, iteration, True, "gradient norm below tolerance", derivatives
+            converged = (point, iteration, derivatives)
         if iteration == max_iterations:
             break
-        eigenvalues, vectors = torch.linalg.eigh(hess)
-        floor = 1e-10 * max(1.0, float(eigenvalues.abs().max()))
-        step = -vectors @ ((vectors.T @ gradient) / eigenvalues.abs().clamp_min(floor))
-        # far from the minimum a full step could overflow exp(theta): cap its length
-        step_norm = float(torch.linalg.vector_norm(step))
-        if step_norm > 2.0:
-            step = step * (2.0 / step_norm)
-        slope = float(gradient @ step)
-        # near the minimum the decrease is below rounding: accept steps within a few ulps of the action
-        slack = 64 * torch.finfo(torch.float64).eps * abs(value)
-        t = 1.0
-        while t > 1e-12:
-            trial = theta + t * step
-            if sum(action.parts(coords.matrices(trial))) <= value + 1e-4 * t * slope + slack:
+        # rounding of S: a few ulps are accepted on any step; below ``noise`` a change of S is not resolved
+        slack = 64 * eps * abs(point.value)
+        noise = 1e-10 * max(1.0, abs(point.value))
+        trial_derivatives = None
+        while True:
+            step, length, predicted = model.step(radius)
+            trial = action.point(point.theta + step)
+            decrease = -math.inf if trial is None else point.value - trial.value
+            if decrease >= 0.1 * predicted - slack:
                 break
-            t /= 2
-        else:
-            return theta, iteration, False, "the line search could not decrease the action", (gradients, hess_U)
-        theta = trial
-        value, gradients, hess_U = action.derivatives(coords.matrices(theta))
-    return theta, max_iterations, False, f"no convergence in {max_iterations} iterations", (gradients, hess_U)
+            if trial is not None and predicted < noise and decrease > -noise and model.positive_definite():
+                trial_derivatives = action.derivatives(trial)
+                if float(torch.linalg.vector_norm(trial_derivatives.gradient)) < gradient_norm:
+                    break
+                trial_derivatives = None
+            radius = 0.25 * length
+            if converged is not None:  # the refining step was not resolved: the point below the tolerance stands
+                point, iteration, derivatives = converged
+                return point, iteration, True, "gradient norm below tolerance", derivatives
+            if radius < 1e-12:
+                return point, iteration, False, "the trust region collapsed: no step decreases the action", derivatives
+        if predicted > noise and decrease > 0.75 * predicted and length > 0.99 * radius:
+            radius *= 2.0
+        elif predicted > noise and decrease < 0.25 * predicted:
+            radius = 0.25 * length
+        point = trial
+        derivatives = action.derivatives(point) if trial_derivatives is None else trial_derivatives
+        if converged is not None and not float(torch.linalg.vector_norm(derivatives.gradient)) < gradient_norm:
+            point, iteration, derivatives = converged
+            return point, iteration, True, "gradient norm below tolerance", derivatives
+    return point, max_iterations, False, f"no convergence in {max_iterations} iterations", derivatives
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -404,7 +626,7 @@ def solve(
     temperature = positive_real(temperature, "temperature")
     if on_failure not in ("warn", "raise"):
         raise ValueError(f"on_failure must be 'warn' or 'raise', got {on_failure!r}")
-    X = scaled_features(X_raw, arch.variances[0])
+    X = X_raw * (arch.variances[0] / (X_raw.shape[1] * X_raw.shape[2])) ** 0.5  # scaled_features, validated above
 
     if arch.gp_limit:
         U_layers, U_a = gp_order_parameters(arch)
@@ -412,14 +634,13 @@ def solve(
         return _solution(X, labels, arch, temperature, U_layers, U_a, en.value, math.inf, math.nan, math.nan, True, 0)
 
     action = _Action(X, labels, arch, temperature)
-    coords = CholeskyCoordinates(_layer_sizes(arch))
     start = gp_order_parameters(arch)[0] if initial is None else _check_initial(initial, arch)
-    theta, iterations, success, message, (gradients, hess) = _newton(
-        action, coords, coords.coordinates(start), gradient_tolerance, max_iterations
+    point, iterations, success, message, derivatives = _newton(
+        action, action.coords.coordinates(start), gradient_tolerance, max_iterations
     )
-    U_layers = coords.matrices(theta)
-    grad_norm, min_eig = action.certificate(gradients, hess)
-    ent, en = action.parts(U_layers)
+    U_layers = [F @ F.T for F in point.factors]
+    grad_norm, min_eig = action.certificate(derivatives)
+    ent, en = point.entropy, point.energy.value
     U_a = float(readout_order_parameter(U_layers[-1], arch))
     converged = success and min_eig > 0
     if not converged:
@@ -430,7 +651,8 @@ def solve(
         if on_failure == "raise":
             raise RuntimeError(message)
         warnings.warn(message, CertificateWarning, stacklevel=2)
-    return _solution(X, labels, arch, temperature, U_layers, U_a, en, ent, grad_norm, min_eig, converged, iterations)
+    return _solution(X, labels, arch, temperature, U_layers, U_a, en, ent, grad_norm, min_eig, converged, iterations,
+                     factorization=(point.energy.chol, point.energy.alpha))
 
 
 def _check_initial(initial, arch: Architecture) -> list[torch.Tensor]:
@@ -448,11 +670,15 @@ def _check_initial(initial, arch: Architecture) -> list[torch.Tensor]:
     return out
 
 
-def _solution(X, y, arch, temperature, U_layers, U_a, energy_value, entropy_value, grad_norm, min_eig, converged, nit):
+def _solution(X, y, arch, temperature, U_layers, U_a, energy_value, entropy_value, grad_norm, min_eig, converged, nit,
+              factorization=None):
     U1 = U_layers[0]
-    G = kernel_from_scaled(X, U1, X) + temperature * torch.eye(X.shape[0], dtype=torch.float64)
-    chol = torch.linalg.cholesky(G)
-    alpha = torch.cholesky_solve(y.reshape(-1, 1), chol).reshape(-1)
+    if factorization is None:
+        G = kernel_from_scaled(X, U1, X) + temperature * torch.eye(X.shape[0], dtype=torch.float64)
+        chol = torch.linalg.cholesky(G)
+        alpha = torch.cholesky_solve(y.reshape(-1, 1), chol).reshape(-1)
+    else:
+        chol, alpha = factorization
     return TheorySolution(
         U=U1.numpy().copy(),
         U_layers=[U.numpy().copy() for U in U_layers],
