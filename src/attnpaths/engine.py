@@ -38,7 +38,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 SCHEDULER_ENV = "ATTNPATHS_SCHEDULER"
-"""Environment variable naming where tasks run: a Dask scheduler address, or ``"in-process"``."""
+"""Environment variable naming where tasks run (a Dask scheduler address, or ``"in-process"``)."""
 
 IN_PROCESS = "in-process"
 
@@ -189,7 +189,7 @@ def _resolve_client(client):
 
 
 def describe_arguments(arguments: Mapping) -> str:
-    """``name=value, ...`` with :func:`_describe` for each value."""
+    """``name=value, ...`` with ``_describe`` for each value."""
     return ", ".join(f"{name}={_describe(value)}" for name, value in arguments.items())
 
 

@@ -76,10 +76,12 @@ class HMCNetwork:
 
     @property
     def heads(self) -> tuple[int, ...]:
+        """Heads per layer ``(H_1, ..., H_L)`` of the network's attention."""
         return self.attention.heads
 
     @property
     def num_paths(self) -> int:
+        """Number of attention paths ``H_1 * ... * H_L``."""
         return self.attention.num_paths
 
     @property

@@ -74,6 +74,7 @@ class DistortionConfig:
             raise ValueError(f"supersampling must be an integer >= 1, got {self.supersampling!r}")
 
     def as_dict(self) -> dict:
+        """The parameters as a JSON-ready dict (tuples become lists)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     def scaled(self, factor: float) -> DistortionConfig:
