@@ -204,3 +204,25 @@ def test_a_broken_role_or_a_missing_docstring_fails_the_build(tmp_path, monkeypa
     assert "api_demo_bad.undocumented has no docstring" in message
     warnings = [line for line in message.splitlines() if "WARNING" in line]
     assert len(warnings) == 2, warnings  # the role naming a documented function resolves
+
+
+def test_the_build_reads_the_package_of_its_checkout(tiny_book):
+    """Sphinx imports the package from the checkout's ``src`` (before any other copy on the path), and the
+    HTML counts as out of date when a package source changes (its API pages are made from the docstrings)."""
+    env = site.sphinx_environment(tiny_book, {"PYTHONPATH": "/elsewhere", "HOME": "/home"})
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(tiny_book.root / "src"), "/elsewhere"]
+    assert env["HOME"] == "/home"
+    (tiny_book.root / "book").mkdir()
+    (tiny_book.root / "book" / "notes.md").write_text("# Notes\n")
+    (tiny_book.root / "_toc.yml").write_text("format: jb-book\nroot: book/notes\n")
+    chapters = book_chapters(tiny_book)
+    before = site.source_digest(tiny_book, chapters)
+    module = tiny_book.package_dir / "module.py"
+    module.write_text('"""A module."""\n')
+    after_new = site.source_digest(tiny_book, chapters)
+    module.write_text('"""A module, documented differently."""\n')
+    edited = site.source_digest(tiny_book, chapters)
+    assert len({before, after_new, edited}) == 3
+    (tiny_book.package_dir / "__pycache__").mkdir()
+    (tiny_book.package_dir / "__pycache__" / "stale.py").write_text("")  # bytecode folders do not count
+    assert site.source_digest(tiny_book, chapters) == edited
