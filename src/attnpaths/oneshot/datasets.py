@@ -106,8 +106,8 @@ def render_glyph_dataset(config: GlyphDatasetConfig = GlyphDatasetConfig(), *, p
     """Render the Omniglot-like set (no cache; see :func:`load_glyph_dataset`).
 
     Returns:
-        an :class:`~attnpaths.oneshot.imagesets.ImageDataset` whose splits hold float32 images ``[C, I, S, S]`` with values
-        ``k / 255``.
+        an :class:`~attnpaths.oneshot.imagesets.ImageDataset` whose splits hold float32 images
+        ``[C, I, S, S]`` with values ``k / 255``.
     """
     characters = glyphs.character_table(
         config.alphabets,
