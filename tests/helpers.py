@@ -4,6 +4,7 @@ from one another or from ``conftest``."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -18,6 +19,19 @@ from attnpaths.results import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository root."""
+
+API_INDEX = "book/api/index"
+"""The API reference's page: its autosummary lists name the modules that have an API page."""
+
+API_PAGES_DIR = "book/api/generated"
+"""Where the build puts the API pages (``<module>.html``), relative to the HTML root."""
+
+_AUTOSUMMARY_ENTRY = re.compile(r"^ {3}(attnpaths(?:\.\w+)+)[ \t]*$", re.M)
+
+
+def api_modules() -> list[str]:
+    """The modules listed in the autosummary lists of ``book/api/index.md``, in order."""
+    return _AUTOSUMMARY_ENTRY.findall((ROOT / f"{API_INDEX}.md").read_text())
 
 # --------------------------------------------------------------------------------------------------------
 # statistical thresholds

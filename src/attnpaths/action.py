@@ -39,14 +39,17 @@ class Architecture:
 
     @property
     def num_layers(self) -> int:
+        """Number of attention layers ``L``."""
         return len(self.heads)
 
     @property
     def num_paths(self) -> int:
+        """Number of attention paths ``H_1 * ... * H_L``."""
         return math.prod(self.heads)
 
     @property
     def gp_limit(self) -> bool:
+        """Whether the widths are infinite (the GP limit, eq-gp)."""
         return math.isinf(self.widths[0])
 
     def layer_size(self, layer: int) -> int:

@@ -94,10 +94,12 @@ class AttentionLayer:
 
     @property
     def num_heads(self) -> int:
+        """Number of heads ``H`` of the layer."""
         return (self.W if self.W is not None else self.Q).shape[0]
 
     @property
     def input_width(self) -> int:
+        """Width ``N0`` of the raw input that the scores read."""
         return (self.W if self.W is not None else self.Q).shape[-1]
 
     def scores(self, x: torch.Tensor) -> torch.Tensor:
@@ -137,14 +139,17 @@ class Attention:
 
     @property
     def heads(self) -> tuple[int, ...]:
+        """Heads per layer ``(H_1, ..., H_L)``."""
         return tuple(layer.num_heads for layer in self.layers)
 
     @property
     def num_paths(self) -> int:
+        """Number of attention paths ``H_1 * ... * H_L``."""
         return math.prod(self.heads)
 
     @property
     def input_width(self) -> int:
+        """Width ``N0`` of the raw input."""
         return self.layers[0].input_width
 
     def matrices(self, x: torch.Tensor) -> list[torch.Tensor]:

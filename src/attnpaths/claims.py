@@ -95,11 +95,12 @@ class Verdict:
 
     @property
     def holds(self) -> bool:
+        """Whether the outcome is :attr:`Outcome.HOLDS`."""
         return self.outcome is Outcome.HOLDS
 
     @property
     def level_text(self) -> str:
-        """The level in words: ``"1 % (Bonferroni over 10 entries)"`` or ``"exact"``."""
+        """The level in words, e.g. ``"1 % (Bonferroni over 10 entries)"`` or ``"exact"``."""
         if self.level is None:
             return "exact (no sampling error at fixed inputs)"
         pct = f"{100 * self.level:g} %"

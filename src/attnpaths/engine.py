@@ -40,7 +40,7 @@ from tqdm import tqdm
 from ._validation import positive_int
 
 SCHEDULER_ENV = "ATTNPATHS_SCHEDULER"
-"""Environment variable naming where tasks run: a Dask scheduler address, or ``"in-process"``."""
+"""Environment variable naming where tasks run (a Dask scheduler address, or ``"in-process"``)."""
 
 IN_PROCESS = "in-process"
 
@@ -191,7 +191,7 @@ def _resolve_client(client):
 
 
 def describe_arguments(arguments: Mapping) -> str:
-    """``name=value, ...`` with :func:`_describe` for each value."""
+    """``name=value, ...`` with ``_describe`` for each value."""
     return ", ".join(f"{name}={_describe(value)}" for name, value in arguments.items())
 
 

@@ -71,7 +71,7 @@ def gp_kernel(features_a, features_b=None, *, s0: float = 1.0, u_gp: float = 1.0
     """GP-limit kernel ``K_GP = (u_gp / n) sum_pi C_{pi pi}`` (eq-gp), shape ``[Pa, Pb]``.
 
     ``u_gp = sa s1 ... sL`` is the GP value of the order parameter (1 when every variance is 1), see
-    :func:`attnpaths.theory.gp_order_parameters`.
+    :func:`attnpaths.action.gp_order_parameters`.
     """
     xa = as_float64_tensor(features_a, "features_a")
     n = xa.shape[-1]

@@ -107,18 +107,22 @@ class AttentionNetwork:
     # -- sizes -------------------------------------------------------------------------------------
     @property
     def heads(self) -> tuple[int, ...]:
+        """Heads per layer ``(H_1, ..., H_L)``."""
         return self.attention.heads
 
     @property
     def num_layers(self) -> int:
+        """Number of attention layers ``L``."""
         return len(self.heads)
 
     @property
     def num_paths(self) -> int:
+        """Number of attention paths ``H_1 * ... * H_L``."""
         return self.attention.num_paths
 
     @property
     def input_width(self) -> int:
+        """Width ``N0`` of the raw input."""
         return self.attention.input_width
 
     @property

@@ -35,8 +35,9 @@ def path_attention(matrices: list[torch.Tensor]) -> torch.Tensor:
     """Path attention vectors ``omega_{pi, s}`` (eq-path-features), built backwards from the last layer.
 
     Args:
-        matrices: ``[Omega_1, ..., Omega_{L-1}, omega_L]`` as returned by :meth:`Attention.matrices`:
-            ``Omega_l`` of shape ``[B, H_l, T, T]`` (key, query) and ``omega_L`` of shape ``[B, H_L, T]``.
+        matrices: ``[Omega_1, ..., Omega_{L-1}, omega_L]`` as returned by
+            :meth:`Attention.matrices <attnpaths.attention.Attention.matrices>`: ``Omega_l`` of shape
+            ``[B, H_l, T, T]`` (key, query) and ``omega_L`` of shape ``[B, H_L, T]``.
 
     Returns:
         ``[B, n_paths, T]`` with ``n_paths = H_1 ... H_L`` in flat path order.

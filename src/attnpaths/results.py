@@ -23,7 +23,7 @@ import torch
 from . import __version__
 
 STAGING_ENV = "ATTNPATHS_RESULTS_STAGING"
-"""Environment variable set by the book's executor for a chapter's kernel: a JSON object
+"""Environment variable that the book's executor sets for a chapter's kernel, holding the JSON object
 ``{"results_dir": ABSOLUTE PATH, "staging_dir": ABSOLUTE PATH}``. :func:`write_results` puts a results file
 meant for ``results_dir`` into ``staging_dir`` instead, and :func:`read_results` reads a file staged there
 before the one in ``results_dir``; other folders are used as given."""

@@ -129,10 +129,12 @@ class PosteriorSamples:
 
     @property
     def num_chains(self) -> int:
+        """Number of chains ``C``."""
         return self.path_input_weights.shape[0]
 
     @property
     def num_samples(self) -> int:
+        """Number of kept samples per chain ``S``."""
         return self.path_input_weights.shape[1]
 
     def _features(self, features) -> torch.Tensor:
@@ -394,7 +396,7 @@ class PosteriorSampler:
 
     def scale_move(self, weights: NetworkWeights, generator: torch.Generator) -> NetworkWeights:
         """Apply the scale moves between neighbouring blocks (readout down to ``V0``) that every sweep ends
-        with when ``scale_moves`` is on (see :meth:`_rescale`); the output f is unchanged.
+        with when ``scale_moves`` is on (see ``_rescale``); the output f is unchanged.
 
         Args:
             weights: the current weights of ``C`` chains (leading axis ``[C]``).
@@ -411,7 +413,7 @@ class PosteriorSampler:
             generator: the source of randomness.
 
         Returns:
-            new :class:`NetworkWeights` (``[C]`` leading axis) with only ``block`` changed.
+            new :class:`~attnpaths.network.NetworkWeights` (``[C]`` leading axis) with only ``block`` changed.
         """
         names = [spec.name for spec in self._blocks]
         if block not in names:

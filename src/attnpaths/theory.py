@@ -518,14 +518,17 @@ class TheorySolution:
 
     @property
     def heads(self) -> tuple[int, ...]:
+        """Heads per layer ``(H_1, ..., H_L)``."""
         return self.arch.heads
 
     @property
     def widths(self) -> tuple[float, ...]:
+        """Widths ``(N_1, ..., N_L, N_a)`` (all ``inf`` in the GP limit)."""
         return self.arch.widths
 
     @property
     def variances(self) -> tuple[float, ...]:
+        """Prior variances ``(s0, s1, ..., sL, sa)``."""
         return self.arch.variances
 
     def _scaled(self, features, name: str) -> torch.Tensor:

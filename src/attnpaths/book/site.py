@@ -5,6 +5,10 @@ notebooks at their toc paths (``book/intro.ipynb``), and :func:`sync_sources` co
 (pages such as ``book/references.md``, ``book/references.bib``, images) next to them. Jupyter Book then
 builds it with the root's ``_config.yml`` and ``_toc.yml`` (the one source of truth), notebooks not
 executed again (``execute_notebooks: off``), warnings as errors, into ``_build/html``.
+
+The API pages (``book/api/``) are generated from the docstrings of the package: Sphinx imports ``attnpaths``
+from the checkout being built (``<root>/src`` comes first on its ``PYTHONPATH``), and the package sources are
+part of what the HTML is built from (:func:`source_digest`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import filecmp
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -68,16 +73,37 @@ def sync_sources(layout: BookLayout, chapters: list[Chapter]) -> None:
             path.rmdir()
 
 
+def _package_sources(layout: BookLayout) -> dict[str, Path]:
+    """The package's Python sources, ``{relative path: file}``: the API pages are made from their docstrings."""
+    if not layout.package_dir.is_dir():
+        return {}
+    return {path.relative_to(layout.root).as_posix(): path for path in sorted(layout.package_dir.rglob("*.py"))
+            if not set(IGNORED) & set(path.parts)}
+
+
 def source_digest(layout: BookLayout, chapters: list[Chapter]) -> str:
-    """Hash of everything the HTML is built from: config, toc, executed notebooks and the book's other files."""
+    """Hash of everything the HTML is built from: config, toc, executed notebooks, the book's other files and
+    the package sources (the API pages)."""
     digest = hashlib.sha256()
-    inputs = {"_config.yml": layout.config, "_toc.yml": layout.toc, **_book_files(layout, chapters)}
+    inputs = {"_config.yml": layout.config, "_toc.yml": layout.toc, **_book_files(layout, chapters),
+              **_package_sources(layout)}
     inputs.update({f"{c.docname}.ipynb": layout.executed_notebook(c.docname) for c in chapters if c.is_notebook})
     for relative in sorted(inputs):
         digest.update(relative.encode() + b"\0")
         path = inputs[relative]
         digest.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"missing")
     return digest.hexdigest()
+
+
+def sphinx_environment(layout: BookLayout, environ=None) -> dict[str, str]:
+    """The environment of the Sphinx build: ``environ`` (default ``os.environ``) with the checkout's ``src``
+    first on ``PYTHONPATH`` when it holds the package, so that autodoc documents the sources being built, not
+    another installed copy."""
+    env = dict(os.environ if environ is None else environ)
+    if layout.package_dir.is_dir():
+        src = str(layout.package_dir.parent)
+        env["PYTHONPATH"] = os.pathsep.join([src, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    return env
 
 
 def build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Path:
@@ -92,7 +118,7 @@ def _build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Pa
     command = [sys.executable, "-c", JUPYTER_BOOK, "build", str(layout.executed_dir),
                "--path-output", str(layout.root), "--config", str(layout.config), "--toc", str(layout.toc),
                "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
-    done = subprocess.run(command, cwd=layout.root, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=layout.root, capture_output=True, text=True, env=sphinx_environment(layout))
     if done.returncode != 0:
         output = ANSI_ESCAPE.sub("", f"{done.stdout}\n{done.stderr}").strip()
         raise BuildFailed(f"the Sphinx build failed (warnings are errors):\n{output}")

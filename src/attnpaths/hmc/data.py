@@ -153,14 +153,17 @@ class HMCDataset:
 
     @property
     def num_examples(self) -> int:
+        """Number of sequences ``P``."""
         return self.x.shape[0]
 
     @property
     def v_plus(self) -> torch.Tensor:
+        """The task's ``v_+``, shape ``[N_f]`` (:attr:`HMCTask.v_plus`)."""
         return self.task.v_plus
 
     @property
     def v_minus(self) -> torch.Tensor:
+        """The task's ``v_-``, shape ``[N_f]`` (:attr:`HMCTask.v_minus`)."""
         return self.task.v_minus
 
     @property

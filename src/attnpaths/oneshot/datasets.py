@@ -75,6 +75,7 @@ class GlyphDatasetConfig:
         return params
 
     def cache_key(self) -> str:
+        """16 hex digits of the SHA-256 of :meth:`parameters`: the name of the cached data set."""
         text = json.dumps(self.parameters(), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -103,8 +104,8 @@ def render_glyph_dataset(config: GlyphDatasetConfig = GlyphDatasetConfig(), *, p
     """Render the Omniglot-like set (no cache; see :func:`load_glyph_dataset`).
 
     Returns:
-        an :class:`ImageDataset` whose splits hold float32 images ``[C, I, S, S]`` with values
-        ``k / 255``.
+        an :class:`~attnpaths.oneshot.imagesets.ImageDataset` whose splits hold float32 images
+        ``[C, I, S, S]`` with values ``k / 255``.
     """
     characters = glyphs.character_table(
         config.alphabets,

@@ -1,5 +1,5 @@
-"""Containers for the image classes of the one-shot task: one split (:class:`ImageClasses`) and the three
-disjoint splits with their generation parameters (:class:`ImageDataset`)."""
+"""Containers for the image classes of the one-shot task: one split (:class:`~attnpaths.oneshot.imagesets.ImageClasses`)
+and the three disjoint splits with their generation parameters (:class:`~attnpaths.oneshot.imagesets.ImageDataset`)."""
 
 from __future__ import annotations
 
@@ -38,14 +38,17 @@ class ImageClasses:
 
     @property
     def num_classes(self) -> int:
+        """Number of classes ``C``."""
         return self.images.shape[0]
 
     @property
     def instances_per_class(self) -> int:
+        """Number of instances ``I`` of each class."""
         return self.images.shape[1]
 
     @property
     def image_size(self) -> int:
+        """Side ``S`` of the square images, in pixels."""
         return self.images.shape[-1]
 
 
@@ -59,6 +62,7 @@ class ImageDataset:
     parameters: dict = field(default_factory=dict)
 
     def split(self, name: str) -> ImageClasses:
+        """The classes of the split ``name`` (one of ``train``, ``validation``, ``test``)."""
         if name not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {name!r}")
         return getattr(self, name)

@@ -79,10 +79,12 @@ class SumHeadTransformer(nn.Module):
 
     @property
     def num_layers(self) -> int:
+        """Number of attention layers ``L``."""
         return self.hyperparameters["num_layers"]
 
     @property
     def num_heads(self) -> int:
+        """Number of heads per layer ``F`` (summed, not concatenated)."""
         return self.hyperparameters["num_heads"]
 
     def _head_masks(self, drop_heads) -> torch.Tensor:

@@ -75,6 +75,7 @@ class DistortionConfig:
         positive_int(self.supersampling, "supersampling")
 
     def as_dict(self) -> dict:
+        """The parameters as a JSON-ready dict (tuples become lists)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     def scaled(self, factor: float) -> DistortionConfig:

@@ -95,6 +95,7 @@ class SequenceEncoder:
 
     @property
     def patches_per_image(self) -> int:
+        """Number of ``p x p`` patches of one image, ``(S / p)^2``."""
         return (self.image_size // self.patch_size) ** 2
 
     @property
@@ -158,6 +159,7 @@ class SequenceEncoder:
 
     @classmethod
     def from_state(cls, state: dict) -> SequenceEncoder:
+        """The encoder saved by :meth:`state` (the inverse of :meth:`state`)."""
         return cls(
             np.asarray(state["label_embedding"], dtype=np.float64),
             int(state["patch_size"]),
@@ -189,6 +191,7 @@ class Sequences:
         return self.x.shape[0]
 
     def subset(self, index) -> Sequences:
+        """The episodes at ``index`` (an index array or a boolean mask over the ``B`` episodes)."""
         index = np.asarray(index)
         return Sequences(
             self.x[torch.as_tensor(index)], self.y[torch.as_tensor(index)],

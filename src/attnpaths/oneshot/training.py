@@ -76,8 +76,8 @@ class TrainingConfig:
 
 
 AUTHORS_STEPS_PER_EPOCH = 1028 * 1027 // 2 // 128
-"""Adam steps of one of the authors' epochs: their meta-training loader enumerates every pair of the 1028
-Omniglot training characters once per epoch, in full batches of 128 episodes (4124 steps)."""
+"""Adam steps in one of the authors' epochs (4124 steps), as their meta-training loader enumerates every pair
+of the 1028 Omniglot training characters once per epoch, in full batches of 128 episodes."""
 
 AUTHORS_TRAINING = TrainingConfig(
     width=512, qk_width=128, num_layers=2, num_heads=4, patch_size=8, channels=3, learning_rate=3e-4,
