@@ -123,3 +123,26 @@ def test_bad_network_arguments_raise_value_errors_naming_them(clean, layers, goo
 def test_bad_head_specs_raise_value_errors_naming_them(kwargs, match):
     with pytest.raises(ValueError, match=match):
         HeadSpec(**kwargs)
+
+
+def test_depth_figures_draw_every_path_and_every_bar(train):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from attnpaths.hmc import depth_plots
+
+    net = three_layer_network(train)
+    fig = depth_plots.plot_coded_network(net)
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == net.num_paths
+    assert [line.get_color() for line in lines].count(depth_plots.GOOD_COLOR) == 1
+    plt.close(fig)
+    fig = depth_plots.plot_path_separation(net.path_names, {"a": np.arange(8.0), "b": -np.arange(8.0)}, good="ssu")
+    assert len(fig.axes[0].patches) == 16
+    assert fig.axes[0].get_xticklabels()[0].get_color() == depth_plots.GOOD_COLOR
+    plt.close(fig)
+    fig = depth_plots.plot_order_parameters([np.eye(8), 2 * np.eye(8)], ["x", "y"], net.path_names)
+    assert len(fig.axes) == 4  # two heat maps, two colour bars
+    plt.close(fig)

@@ -22,7 +22,7 @@ import dataclasses
 import numpy as np
 from scipy import stats
 
-from ._validation import as_float64_array, probability
+from ._validation import as_float64_array, positive_real, probability
 from .claims import Outcome, Verdict
 from . import finite_width_claims as fw
 
@@ -91,7 +91,7 @@ def largest_cross_weight(U) -> tuple[float, tuple[int, int]]:
 
 
 def cross_path_weights(claim: str, *, widths, theory_U, sampled_U, sampled_U_se, sampled_width: int,
-                       level: float = 0.01, names=None, where: str = "") -> Verdict:
+                       u_gp: float = 1.0, level: float = 0.01, names=None, where: str = "") -> Verdict:
     """Claim: cross-path weights (off-diagonal ``U``) appear only at finite width: the finite network's posterior
     carries them at a small width, and the theory's vanish towards the GP limit, where ``U`` is diagonal
     (eq-gp).
@@ -102,6 +102,7 @@ def cross_path_weights(claim: str, *, widths, theory_U, sampled_U, sampled_U_se,
         sampled_U, sampled_U_se: ``[n, n]`` the sampled ``U`` (eq-sampled-u) at ``sampled_width`` and its
             Monte-Carlo standard errors.
         sampled_width: one of ``widths``.
+        u_gp: the GP value of the diagonal, ``U_GP = u_gp I`` (eq-gp), the unit of the cross weights in part 2.
         names: path names (for the message), default the indices.
 
     Test, two parts:
@@ -110,9 +111,11 @@ def cross_path_weights(claim: str, *, widths, theory_U, sampled_U, sampled_U_se,
        ``|U_ij| / sqrt(U_ii U_jj)`` at ``sampled_width`` (chosen from the theory, so the samples are not
        searched for their largest entry) is tested in the samples with the theory's sign: one-sided z-test of
        ``z = sign(U^theory_ij) U^sampled_ij / se``; it holds if ``z > z_c``, is contradicted if ``z < -z_c``;
-    2. vanishing (exact, the theory carries no sampling error): the largest normalised cross weight ``r(N)``
-       of the theory falls strictly with ``N``, and by the largest width at least as fast as ``1 / sqrt(N)``,
-       ``r(N_max) <= r(N_min) sqrt(N_min / N_max)`` (the action predicts ``1 / N``).
+    2. vanishing (exact, the theory carries no sampling error): the theory's largest cross weight
+       ``c(N) = max_{i != j} |U_ij| / u_gp`` falls strictly with ``N``, and from the smallest to the largest width
+       at least as fast as ``1 / sqrt(N)``, ``c(N_max) <= c(N_min) sqrt(N_min / N_max)`` (the action predicts
+       ``1 / N`` as ``N -> infinity``, where the entropy's curvature dominates; at moderate widths the
+       approach can be slower).
 
     Holds when both parts hold; contradicted when either is contradicted; not significant otherwise.
     """
@@ -130,8 +133,10 @@ def cross_path_weights(claim: str, *, widths, theory_U, sampled_U, sampled_U_se,
     hits = np.flatnonzero(widths == sampled_width)
     if hits.size == 0:
         raise ValueError(f"sampled_width must be one of the widths {widths.tolist()}, got {sampled_width!r}")
+    u_gp = positive_real(u_gp, "u_gp")
     names = [str(k) for k in range(U.shape[1])] if names is None else [str(n) for n in names]
-    ratios = np.array([largest_cross_weight(u)[0] for u in U])
+    off_diagonal = ~np.eye(U.shape[1], dtype=bool)
+    ratios = np.array([np.abs(u[off_diagonal]).max() / u_gp for u in U])
     _, (i, j) = largest_cross_weight(U[hits[0]])
     sign = np.sign(U[hits[0], i, j])
     z = float(sign * sampled[i, j] / max(se[i, j], 1e-12))
@@ -149,12 +154,12 @@ def cross_path_weights(claim: str, *, widths, theory_U, sampled_U, sampled_U_se,
     entry = f"U[{names[i]},{names[j]}]"
     test = (f"(1) one-sided z-test of the sampled {entry} at N={int(sampled_width)} with the theory's sign (the "
             f"theory's largest normalised cross weight there): holds if z > {zc:.2f}, contradicted if "
-            f"z < -{zc:.2f}; (2) exact: r(N) = max |U_ij| / sqrt(U_ii U_jj), i != j, of the theory falls strictly "
-            f"with N and r(N={n_max}) <= r(N={n_min}) sqrt({n_min}/{n_max}); holds if both hold")
+            f"z < -{zc:.2f}; (2) exact: c(N) = max |U_ij| / U_GP, i != j, of the theory falls strictly with N and "
+            f"c(N={n_max}) <= c(N={n_min}) sqrt({n_min}/{n_max}); holds if both hold")
     measured = (f"Sampled {entry} at N={int(sampled_width)}: {sampled[i, j]:+.3f} +- {se[i, j]:.3f} (theory "
-                f"{U[hits[0], i, j]:+.3f}); theory r(N) = "
+                f"{U[hits[0], i, j]:+.3f}); theory c(N) = "
                 + ", ".join(f"{r:.3f}" for r in ratios) + f" at N = {', '.join(str(int(w)) for w in widths)} "
                 f"(0 in the GP limit){where}.")
     return Verdict(claim, f"cross-path weights appear only at finite width{where}", SOURCE,
-                   f"z of the sampled {entry}; r(N)", test, level, "none (part 2 is exact)", z,
+                   f"z of the sampled {entry}; c(N)", test, level, "none (part 2 is exact)", z,
                    float(stats.norm.sf(z)), z, outcome, measured)
