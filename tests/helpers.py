@@ -4,6 +4,7 @@ from one another or from ``conftest``."""
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import textwrap
@@ -12,9 +13,12 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
+from scipy import stats
 
 from attnpaths.attention import Attention, AttentionLayer
 from attnpaths.claims import bonferroni_z
+from attnpaths.network import AttentionNetwork, NetworkWeights
+from attnpaths.sampler import PosteriorSampler
 from attnpaths.results import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,3 +239,114 @@ def assert_within_mc_error(chapter, key, estimate, estimate_se, recorded, record
         f"{chapter}: values.{key}{where} differs from the paper record beyond its Monte-Carlo error: recomputed "
         f"{a[worst].item()!r} +- {sa[worst]:.3g}, recorded {b[worst].item()!r} +- {sb[worst]:.3g} "
         f"(z = {zscores[worst]:.2f} > {z:g}; {int((zscores > z).sum())} of {a.size} entries)")
+
+
+# --------------------------------------------------------------------------------------------------------
+# the posterior sampler's checks (tests/test_sampler.py for two layers, tests/test_sampler_depth.py deeper)
+
+
+def sampler_problem(seed=0, heads=(2, 2), widths=(2, 3, 2), variances=(0.5, 1.5, 0.8, 2.0), num_examples=6,
+                    input_width=4, num_tokens=3):
+    """A tiny network with random attention (``heads`` per layer; ``widths`` and ``variances`` as
+    :class:`~attnpaths.network.AttentionNetwork` takes them), random inputs ``x`` ``[num_examples, input_width,
+    num_tokens]``, class-sorted labels ``+-1`` and the generator that drew them (for further draws)."""
+    g = torch.Generator().manual_seed(seed)
+    network = AttentionNetwork(random_attention(g, heads, input_width), widths=widths, variances=variances)
+    x = random_inputs(g, num_examples, input_width, num_tokens)
+    y = torch.cat([torch.ones(num_examples // 2), -torch.ones(num_examples - num_examples // 2)]).double()
+    return network, x, y, g
+
+
+def design_matrix(network, x, weights, block):
+    """``Phi[mu, j]``: the output on ``x^mu`` with ``block`` set to the j-th unit tensor (f is linear in it),
+    computed by the layer-by-layer forward (eq-forward), independently of the sampler."""
+    tensors = weights.as_dict()
+    shape = tensors[block].shape
+    columns = []
+    for j in range(tensors[block].numel()):
+        unit = torch.zeros(tensors[block].numel(), dtype=torch.float64)
+        unit[j] = 1.0
+        changed = dict(tensors, **{block: unit.reshape(shape)})
+        values = list(changed.values())
+        columns.append(network.forward(x, NetworkWeights(values[0], tuple(values[1:-1]), values[-1])))
+    return torch.stack(columns, dim=1)
+
+
+def gaussian_mismatch(draws, mean, cov):
+    """chi-square statistics (and their degrees of freedom) of draws ``[M, d]`` against ``N(mean, cov)``.
+
+    After whitening, ``M |mean z|^2 ~ chi2(d)`` and ``(M/2) |cov z - I|_F^2 ~ chi2(d(d+1)/2)`` for large M.
+    """
+    M, d = draws.shape
+    chol = torch.linalg.cholesky(cov)
+    z = torch.linalg.solve_triangular(chol, (draws - mean).T, upper=False).T
+    mean_stat = M * (z.mean(0) ** 2).sum().item()
+    cov_stat = M / 2 * ((torch.cov(z.T, correction=0) - torch.eye(d, dtype=torch.float64)) ** 2).sum().item()
+    return (mean_stat, d), (cov_stat, d * (d + 1) // 2)
+
+
+def rejects(statistics):
+    """Whether any ``(statistic, degrees of freedom)`` pair exceeds its chi-square quantile at :data:`ALPHA`."""
+    return any(stat > stats.chi2.ppf(1 - ALPHA, df) for stat, df in statistics)
+
+
+def conditional_draw_mismatch(network, x, y, generator, block, temperature, num_draws=20000):
+    """Draw ``block`` ``num_draws`` times from :meth:`PosteriorSampler.conditional_draw` given one prior draw
+    of the other blocks (which must come back untouched) and compare the draws with the closed-form Gaussian
+    conditional of Bayesian linear regression (prior ``N(0, s I)``, ``y ~ N(Phi w, T I)``, ``Phi`` from
+    :func:`design_matrix`).
+
+    Returns:
+        ``(statistics at temperature T, statistics against the conditional at 2 T)``, each as
+        :func:`gaussian_mismatch` gives them (:func:`rejects` decides).
+    """
+    sampler = PosteriorSampler(network, y, temperature, x=x)
+    fixed = network.sample_prior(generator)
+    copies = NetworkWeights(
+        fixed.V0.expand(num_draws, *fixed.V0.shape),
+        tuple(v.expand(num_draws, *v.shape) for v in fixed.V),
+        fixed.a.expand(num_draws, *fixed.a.shape),
+    )
+    new = sampler.conditional_draw(block, copies, generator)
+    for name, tensor in new.as_dict().items():  # the other blocks are untouched
+        if name != block:
+            assert torch.equal(tensor, copies.as_dict()[name]), f"conditional_draw({block!r}) changed {name}"
+    draws = new.as_dict()[block].reshape(num_draws, -1)
+    phi = design_matrix(network, x, fixed, block)
+    s = network.variances[list(network.weight_shapes()).index(block)]
+
+    def posterior(T):
+        precision = torch.eye(phi.shape[1], dtype=torch.float64) / s + phi.T @ phi / T
+        cov = torch.linalg.inv(precision)
+        return cov @ phi.T @ y / T, cov
+
+    return gaussian_mismatch(draws, *posterior(temperature)), gaussian_mismatch(draws, *posterior(2 * temperature))
+
+
+def ks_pvalues(samples_a, samples_b, ess_a, ess_b):
+    """Two-sample KS p-values per column of ``[S, B]`` samples, with the effective sample sizes in
+    place of the (autocorrelated) draw counts (asymptotic Kolmogorov distribution)."""
+    pvalues = []
+    for j in range(samples_a.shape[1]):
+        d = stats.ks_2samp(samples_a[:, j].numpy(), samples_b[:, j].numpy()).statistic
+        n_eff = 1 / (1 / ess_a[j].item() + 1 / ess_b[j].item())
+        pvalues.append(stats.kstwobign.sf(d * math.sqrt(n_eff)))
+    return torch.tensor(pvalues)
+
+
+def gibbs_against_nuts_pvalues(network, x, y, features, nuts, temperature, variance, *, seed=2, num_warmup=50,
+                               num_samples=500, num_chains=4):
+    """KS p-values (:func:`ks_pvalues`) of ``f`` on ``features`` between NUTS samples ``nuts`` of ``network``'s
+    posterior and blocked-Gibbs samples of the same attention with prior variance ``variance`` at
+    ``temperature`` (a wrong posterior when these differ from the NUTS run's). Asserts that both runs carry
+    enough effective samples for the comparison to mean something."""
+    gibbs_network = AttentionNetwork(network.attention, network.widths, variance)
+    sampler = PosteriorSampler(gibbs_network, y, temperature, x=x)
+    gibbs = sampler.run(torch.Generator().manual_seed(seed), num_warmup, num_samples, num_chains=num_chains,
+                        progress=False)
+    nuts_ess = nuts.diagnostics(features)["predictor_ess"]
+    gibbs_diagnostics = gibbs.diagnostics(features)
+    assert nuts_ess.min() > 100, "too few effective NUTS samples for a meaningful comparison"
+    assert gibbs_diagnostics["max_predictor_rhat"] < 1.01
+    return ks_pvalues(gibbs.predictor_samples(features).flatten(0, 1), nuts.predictor_samples(features).flatten(0, 1),
+                      gibbs_diagnostics["predictor_ess"], nuts_ess)

@@ -337,6 +337,32 @@ def test_hmc_recomputes(one_torch_thread):
     _hmc_network_values(r, "two_path.", curve2, data2, sets2, two_path_network, gp_references=False)
 
 
+def test_depth_recomputes(one_torch_thread):
+    """The depth chapter: the class separation of every path and the theory (accuracy, U of every layer) of both
+    networks at every width, from the record's parameters. The posterior samples and the exact means of U cost
+    minutes and are not recomputed."""
+    from attnpaths.experiments.path_data import path_data
+    from attnpaths.experiments.sweep import theory_sweep
+    from attnpaths.hmc.data import paper_test_set, paper_train_set
+    from attnpaths.hmc.deep_networks import path_class_separation, three_layer_network, wide_network
+
+    r = Recorded("depth")
+    widths, temperature = r["widths"], r["temperature"]
+    train, test = paper_train_set(r["num_train"]), paper_test_set(r["num_test"])
+    networks = {"3 layers": three_layer_network(train), "4 + 2 heads": wide_network(train),
+                "3 layers, authors' layer-1 head": three_layer_network(train, bos_to_bos=False)}
+    data = {key: path_data(net, train, test) for key, net in networks.items()}
+    r.check("class_separation", {key: dict(zip(net.path_names, path_class_separation(data[key].features, train.y,
+                                                                                      train)))
+                                 for key, net in networks.items()})
+    for key, tag in (("3 layers", "deep"), ("4 + 2 heads", "wide")):
+        curve = theory_sweep(data[key], widths, [temperature], gp_limit=True, progress=False)
+        r.check(f"{tag}_theory", {"N": curve.widths, "accuracy": curve.accuracy["test"][:, 0],
+                                  "U": {str(w): curve.U_at(w) for w in widths}})
+        r.check(f"{tag}_gp_accuracy", curve.gp.accuracy["test"][0, 0])
+        r.check(f"{tag}_path_order", list(curve.names))
+
+
 # --------------------------------------------------------------------------------------------------------
 # one-shot images (Figure 3): the GD model takes minutes; only what follows from the recorded U
 

@@ -13,85 +13,32 @@ import torch
 from scipy import stats
 
 from attnpaths.benchmarks import sampler as benchmark
-from attnpaths.network import AttentionNetwork, NetworkWeights
+from attnpaths.network import AttentionNetwork
 from attnpaths.benchmarks.record import committed_record_path, read_record
 from attnpaths.sampler import PosteriorSampler, effective_sample_size, split_rhat
-from helpers import ALPHA, Z_MAX, random_attention, random_inputs
-
-
-def tiny_problem(seed=0, widths=(2, 3, 2), variances=(0.5, 1.5, 0.8, 2.0), num_examples=6):
-    g = torch.Generator().manual_seed(seed)
-    network = AttentionNetwork(random_attention(g, (2, 2), 4), widths=widths, variances=variances)
-    x = random_inputs(g, num_examples, 4, 3)
-    y = torch.cat([torch.ones(num_examples // 2), -torch.ones(num_examples - num_examples // 2)]).double()
-    return network, x, y, g
-
-
-def design_matrix(network, x, weights, block):
-    """``Phi[mu, j]``: the output on ``x^mu`` with ``block`` set to the j-th unit tensor (f is linear in it)."""
-    tensors = weights.as_dict()
-    shape = tensors[block].shape
-    columns = []
-    for j in range(tensors[block].numel()):
-        unit = torch.zeros(tensors[block].numel(), dtype=torch.float64)
-        unit[j] = 1.0
-        changed = dict(tensors, **{block: unit.reshape(shape)})
-        values = list(changed.values())
-        columns.append(network.forward(x, NetworkWeights(values[0], tuple(values[1:-1]), values[-1])))
-    return torch.stack(columns, dim=1)
-
-
-def gaussian_mismatch(draws, mean, cov):
-    """chi-square statistics (and their degrees of freedom) of draws ``[M, d]`` against ``N(mean, cov)``.
-
-    After whitening, ``M |mean z|^2 ~ chi2(d)`` and ``(M/2) |cov z - I|_F^2 ~ chi2(d(d+1)/2)`` for large M.
-    """
-    M, d = draws.shape
-    chol = torch.linalg.cholesky(cov)
-    z = torch.linalg.solve_triangular(chol, (draws - mean).T, upper=False).T
-    mean_stat = M * (z.mean(0) ** 2).sum().item()
-    cov_stat = M / 2 * ((torch.cov(z.T, correction=0) - torch.eye(d, dtype=torch.float64)) ** 2).sum().item()
-    return (mean_stat, d), (cov_stat, d * (d + 1) // 2)
-
-
-def rejects(statistics):
-    return any(stat > stats.chi2.ppf(1 - ALPHA, df) for stat, df in statistics)
+from helpers import (
+    ALPHA,
+    Z_MAX,
+    conditional_draw_mismatch,
+    gibbs_against_nuts_pvalues,
+    random_inputs,
+    rejects,
+    sampler_problem,
+)
 
 
 @pytest.mark.parametrize("block", ["a", "V_2", "V_1", "V_0"])
 def test_conditional_draw_is_the_exact_gaussian_conditional(block):
-    network, x, y, g = tiny_problem()
-    temperature = 0.3
-    sampler = PosteriorSampler(network, y, temperature, x=x)
-    fixed = network.sample_prior(g)
-    num_draws = 20000
-    copies = NetworkWeights(
-        fixed.V0.expand(num_draws, *fixed.V0.shape),
-        tuple(v.expand(num_draws, *v.shape) for v in fixed.V),
-        fixed.a.expand(num_draws, *fixed.a.shape),
-    )
-    new = sampler.conditional_draw(block, copies, g)
-    for name, tensor in new.as_dict().items():  # the other blocks are untouched
-        if name != block:
-            assert torch.equal(tensor, copies.as_dict()[name])
-    draws = new.as_dict()[block].reshape(num_draws, -1)
-    # Bayesian linear regression: prior N(0, s I), y ~ N(Phi w, T I)
-    phi = design_matrix(network, x, fixed, block)
-    s = network.variances[list(network.weight_shapes()).index(block)]
-
-    def posterior(T):
-        precision = torch.eye(phi.shape[1], dtype=torch.float64) / s + phi.T @ phi / T
-        cov = torch.linalg.inv(precision)
-        return cov @ phi.T @ y / T, cov
-
-    assert not rejects(gaussian_mismatch(draws, *posterior(temperature)))
-    assert rejects(gaussian_mismatch(draws, *posterior(2 * temperature)))
+    network, x, y, g = sampler_problem()
+    matches, wrong_temperature = conditional_draw_mismatch(network, x, y, g, block, temperature=0.3)
+    assert not rejects(matches)
+    assert rejects(wrong_temperature)
 
 
 def test_scale_move_preserves_the_output_and_leaves_the_prior_invariant():
     # The move only involves the prior (f is unchanged), so applied to independent prior draws it must
     # return prior draws: |W|^2 / s ~ chi2(dim W) for every block.
-    network, x, y, g = tiny_problem(widths=(2, 5, 3))
+    network, x, y, g = sampler_problem(widths=(2, 5, 3))
     sampler = PosteriorSampler(network, y, 0.1, x=x)
     before = network.sample_prior(g, 20000)
     after = sampler.scale_move(before, g)
@@ -116,21 +63,10 @@ def nuts_problem():
     f is compared on the eight training inputs, where the fit, hence the temperature, shows most
     directly, and on two unseen inputs.
     """
-    network, x, y, g = tiny_problem(seed=1, widths=3, variances=1.0, num_examples=8)
+    network, x, y, g = sampler_problem(seed=1, widths=3, variances=1.0, num_examples=8)
     points = torch.cat([x, random_inputs(g, 2, 4, 3)])
     nuts = benchmark.run_nuts(network, x, y, NUTS_TEMPERATURE, g, num_warmup=100, num_samples=300)
     return network, x, y, network.features(points), nuts
-
-
-def ks_pvalues(samples_a, samples_b, ess_a, ess_b):
-    """Two-sample KS p-values per column of ``[S, B]`` samples, with the effective sample sizes in
-    place of the (autocorrelated) draw counts (asymptotic Kolmogorov distribution)."""
-    pvalues = []
-    for j in range(samples_a.shape[1]):
-        d = stats.ks_2samp(samples_a[:, j].numpy(), samples_b[:, j].numpy()).statistic
-        n_eff = 1 / (1 / ess_a[j].item() + 1 / ess_b[j].item())
-        pvalues.append(stats.kstwobign.sf(d * math.sqrt(n_eff)))
-    return torch.tensor(pvalues)
 
 
 @pytest.mark.parametrize(
@@ -142,19 +78,8 @@ def test_gibbs_agrees_with_nuts_and_the_comparison_detects_wrong_posteriors(
     nuts_problem, temperature_factor, variance, same_posterior
 ):
     network, x, y, test_features, nuts = nuts_problem
-    gibbs_network = AttentionNetwork(network.attention, network.widths, variance)
-    sampler = PosteriorSampler(gibbs_network, y, temperature_factor * NUTS_TEMPERATURE, x=x)
-    gibbs = sampler.run(torch.Generator().manual_seed(2), 50, 500, num_chains=4, progress=False)
-    nuts_ess = nuts.diagnostics(test_features)["predictor_ess"]
-    gibbs_diagnostics = gibbs.diagnostics(test_features)
-    assert nuts_ess.min() > 100, "too few effective NUTS samples for a meaningful comparison"
-    assert gibbs_diagnostics["max_predictor_rhat"] < 1.01
-    pvalues = ks_pvalues(
-        gibbs.predictor_samples(test_features).flatten(0, 1),
-        nuts.predictor_samples(test_features).flatten(0, 1),
-        gibbs_diagnostics["predictor_ess"],
-        nuts_ess,
-    )
+    pvalues = gibbs_against_nuts_pvalues(network, x, y, test_features, nuts, temperature_factor * NUTS_TEMPERATURE,
+                                         variance)
     # Bonferroni over the test points
     assert bool((pvalues.min() * len(pvalues)) > ALPHA) == same_posterior
 
@@ -259,7 +184,7 @@ def test_diagnostics_agree_with_the_replaced_implementation(phi, num_chains, num
 
 # -- the sampler's API -------------------------------------------------------------------------------------
 def test_run_is_reproducible_and_predicts_from_inputs_or_features():
-    network, x, y, g = tiny_problem(seed=3)
+    network, x, y, g = sampler_problem(seed=3)
     x_test = random_inputs(g, 5, 4, 3)
     runs = []
     for _ in range(2):
@@ -279,7 +204,7 @@ def test_run_is_reproducible_and_predicts_from_inputs_or_features():
 
 
 def test_invalid_arguments_raise_value_errors_naming_them():
-    network, x, y, g = tiny_problem()
+    network, x, y, g = sampler_problem()
     with pytest.raises(ValueError, match="temperature"):
         PosteriorSampler(network, y, 0.0, x=x)
     with pytest.raises(ValueError, match="y must"):
@@ -318,7 +243,7 @@ def test_benchmark_entry_point_runs_at_tiny_sizes_and_writes_its_record(capsys, 
 
 
 def test_cuda_is_refused_where_there_is_no_gpu(monkeypatch):
-    network, x, y, _ = tiny_problem()
+    network, x, y, _ = sampler_problem()
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match="device='cuda' asks for a CUDA GPU"):
         PosteriorSampler(network, y, 0.5, x=x, device="cuda")
@@ -329,7 +254,7 @@ def test_cuda_is_refused_where_there_is_no_gpu(monkeypatch):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_chains_on_cuda_equal_the_cpu_chains_to_rounding():
     """Same seed, same draws (taken on the CPU): a few sweeps on the GPU give the CPU's samples to rounding."""
-    network, x, y, _ = tiny_problem()
+    network, x, y, _ = sampler_problem()
     runs = {}
     for device in ("cpu", "cuda"):
         sampler = PosteriorSampler(network, y, 0.5, x=x, device=device)

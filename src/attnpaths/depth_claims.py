@@ -1,0 +1,165 @@
+"""The depth chapter's claims (sec-depth-claims): the finite-width claims asked of networks deeper or wider than the
+paper's, as tests (any task).
+
+* :func:`exact_mean_agreement`: posterior samples of the finite network agree with the exact finite-width mean
+  of ``U`` (eq-exact-density) and with the theory's accuracy, within margins (an equivalence test,
+  :func:`attnpaths.finite_width_claims.sample_agreement`);
+* :func:`finite_width_advantage`: at small width the theory's predictor is more accurate than the GP limit, or
+  not (a paired z-test, :func:`attnpaths.finite_width_claims.finite_width_advantage`);
+* :func:`saddle_point_agreement`: the theory's ``U`` agrees with the exact finite-width mean where the
+  finite-width shift is small (:func:`attnpaths.finite_width_claims.saddle_point_agreement`);
+* :func:`cross_path_weights`: cross-path weights (off-diagonal ``U``) appear at finite width, in the finite
+  network's posterior, and vanish towards the GP limit, where ``U`` is diagonal (eq-gp).
+
+The paper asks these questions of two-layer networks; here they are asked of other networks, so every verdict
+names this book as its source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from scipy import stats
+
+from ._validation import as_float64_array, positive_real, probability
+from .claims import Outcome, Verdict
+from . import finite_width_claims as fw
+
+#: Where the claims of the depth chapter come from.
+SOURCE = "this book, beyond the paper (a finite-width claim asked of another network)"
+
+
+def _sourced(verdict: Verdict) -> Verdict:
+    return dataclasses.replace(verdict, source=SOURCE)
+
+
+def exact_mean_agreement(claim: str, *, points, exact, reference_accuracy, margin_accuracy: float = 0.02,
+                         margin_U: float = 0.1, level: float = 0.01, where: str = "") -> Verdict:
+    """Claim: at every width with an exact finite-width mean of ``U``, the network's posterior samples agree
+    with it (each distinct entry within ``margin_U`` of ``sqrt(U_ii U_jj)``) and the sampled accuracy agrees
+    with the theory's (within ``margin_accuracy``).
+
+    Args:
+        points: ``{width: SampledPoint}`` (:func:`attnpaths.experiments.sampling.sample_widths`); only the
+            widths in ``exact`` are tested.
+        exact: ``{width: ExactOrderParameter}`` (``U``, ``U_se``), at least one width.
+        reference_accuracy: ``{width: accuracy}`` of the theory.
+
+    Test: :func:`attnpaths.finite_width_claims.sample_agreement` (two one-sided tests per number, Bonferroni
+    over all of them).
+    """
+    if not exact:
+        raise ValueError("exact must hold the exact finite-width mean of U at one width at least")
+    missing = sorted(set(exact) - set(points))
+    if missing:
+        raise ValueError(f"points must hold a sampled width for every exact width, missing {missing}")
+    return _sourced(fw.sample_agreement(
+        claim, points=[points[w] for w in sorted(exact)], reference_accuracy=reference_accuracy,
+        reference_U={w: e.U for w, e in exact.items()}, reference_U_se={w: e.U_se for w, e in exact.items()},
+        margin_accuracy=margin_accuracy, margin_U=margin_U, level=level,
+        reference="the exact finite-width mean of U and the theory's accuracy", where=where))
+
+
+def finite_width_advantage(claim: str, *, theory_mean, gp_mean, labels, width: int, level: float = 0.01,
+                           where: str = "") -> Verdict:
+    """Claim: at width ``width`` the theory's mean predictor is more accurate than the GP limit's (paired
+    one-sided z-test on the test set, :func:`attnpaths.finite_width_claims.finite_width_advantage`)."""
+    return _sourced(fw.finite_width_advantage(claim, theory_mean=theory_mean, gp_mean=gp_mean, labels=labels,
+                                              width=width, level=level, where=where))
+
+
+def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margin_U: float = 0.1,
+                           level: float = 0.01, where: str = "") -> Verdict:
+    """Claim: the theory's ``U`` (the saddle point of the action) agrees with the exact finite-width mean of
+    ``U`` at the widths where the finite-width scale ``(n + 1) / N`` is at most half the margin
+    (:func:`attnpaths.finite_width_claims.saddle_point_agreement`)."""
+    return _sourced(fw.saddle_point_agreement(claim, exact=exact, theory_U=theory_U, num_paths=num_paths,
+                                              margin_U=margin_U, level=level, where=where))
+
+
+def largest_cross_weight(U) -> tuple[float, tuple[int, int]]:
+    """The largest normalised cross-path weight ``max_{i<j} |U_ij| / sqrt(U_ii U_jj)`` of ``U`` ``[n, n]`` (``n >= 2``)
+    and its entry ``(i, j)``."""
+    U = as_float64_array(U, "U")
+    if U.ndim != 2 or U.shape[0] != U.shape[1] or U.shape[0] < 2 or np.any(np.diag(U) <= 0):
+        raise ValueError(f"U must be an [n, n] matrix with n >= 2 and a positive diagonal, got shape {U.shape}")
+    ratio = np.abs(U) / np.sqrt(np.outer(np.diag(U), np.diag(U)))
+    i, j = np.triu_indices(U.shape[0], k=1)
+    k = int(np.argmax(ratio[i, j]))
+    return float(ratio[i[k], j[k]]), (int(i[k]), int(j[k]))
+
+
+def cross_path_weights(claim: str, *, widths, theory_U, sampled_U, sampled_U_se, sampled_width: int,
+                       u_gp: float = 1.0, level: float = 0.01, names=None, where: str = "") -> Verdict:
+    """Claim: cross-path weights (off-diagonal ``U``) appear only at finite width: the finite network's posterior
+    carries them at a small width, and the theory's vanish towards the GP limit, where ``U`` is diagonal
+    (eq-gp).
+
+    Args:
+        widths: ``[n_w]`` strictly increasing widths of the theory (at least two).
+        theory_U: ``[n_w, n, n]`` the theory's ``U`` at these widths.
+        sampled_U, sampled_U_se: ``[n, n]`` the sampled ``U`` (eq-sampled-u) at ``sampled_width`` and its
+            Monte-Carlo standard errors.
+        sampled_width: one of ``widths``.
+        u_gp: the GP value of the diagonal, ``U_GP = u_gp I`` (eq-gp), the unit of the cross weights in part 2.
+        names: path names (for the message), default the indices.
+
+    Test, two parts:
+
+    1. presence (level ``level``): the entry ``(i, j)`` with the theory's largest normalised cross weight
+       ``|U_ij| / sqrt(U_ii U_jj)`` at ``sampled_width`` (chosen from the theory, so the samples are not
+       searched for their largest entry) is tested in the samples with the theory's sign: one-sided z-test of
+       ``z = sign(U^theory_ij) U^sampled_ij / se``; it holds if ``z > z_c``, is contradicted if ``z < -z_c``;
+    2. vanishing (exact, the theory carries no sampling error): the theory's largest cross weight
+       ``c(N) = max_{i != j} |U_ij| / u_gp`` falls strictly with ``N``, and from the smallest to the largest width
+       at least as fast as ``1 / sqrt(N)``, ``c(N_max) <= c(N_min) sqrt(N_min / N_max)`` (the action predicts
+       ``1 / N`` as ``N -> infinity``, where the entropy's curvature dominates; at moderate widths the
+       approach can be slower).
+
+    Holds when both parts hold; contradicted when either is contradicted; not significant otherwise.
+    """
+    level = probability(level, "level", open_interval=True)
+    widths = as_float64_array(widths, "widths")
+    U = as_float64_array(theory_U, "theory_U")
+    if widths.ndim != 1 or widths.size < 2 or np.any(np.diff(widths) <= 0):
+        raise ValueError(f"widths must be at least two strictly increasing widths, got {widths.tolist()}")
+    if U.ndim != 3 or U.shape[0] != widths.size or U.shape[1] != U.shape[2]:
+        raise ValueError(f"theory_U must be [{widths.size}, n, n], got {U.shape}")
+    sampled, se = as_float64_array(sampled_U, "sampled_U"), as_float64_array(sampled_U_se, "sampled_U_se")
+    if sampled.shape != U.shape[1:] or se.shape != U.shape[1:]:
+        raise ValueError(f"sampled_U and sampled_U_se must be [{U.shape[1]}, {U.shape[1]}], got {sampled.shape}, "
+                         f"{se.shape}")
+    hits = np.flatnonzero(widths == sampled_width)
+    if hits.size == 0:
+        raise ValueError(f"sampled_width must be one of the widths {widths.tolist()}, got {sampled_width!r}")
+    u_gp = positive_real(u_gp, "u_gp")
+    names = [str(k) for k in range(U.shape[1])] if names is None else [str(n) for n in names]
+    off_diagonal = ~np.eye(U.shape[1], dtype=bool)
+    ratios = np.array([np.abs(u[off_diagonal]).max() / u_gp for u in U])
+    _, (i, j) = largest_cross_weight(U[hits[0]])
+    sign = np.sign(U[hits[0], i, j])
+    z = float(sign * sampled[i, j] / max(se[i, j], 1e-12))
+    zc = float(stats.norm.isf(level))
+    presence = Outcome.HOLDS if z > zc else (Outcome.CONTRADICTED if z < -zc else Outcome.NOT_SIGNIFICANT)
+    n_min, n_max = int(widths[0]), int(widths[-1])
+    bound = ratios[0] * np.sqrt(widths[0] / widths[-1])
+    vanishing = bool(np.all(np.diff(ratios) < 0) and ratios[-1] <= bound)
+    if presence is Outcome.CONTRADICTED or not vanishing:
+        outcome = Outcome.CONTRADICTED
+    elif presence is Outcome.HOLDS:
+        outcome = Outcome.HOLDS
+    else:
+        outcome = Outcome.NOT_SIGNIFICANT
+    entry = f"U[{names[i]},{names[j]}]"
+    test = (f"(1) one-sided z-test of the sampled {entry} at N={int(sampled_width)} with the theory's sign (the "
+            f"theory's largest normalised cross weight there): holds if z > {zc:.2f}, contradicted if "
+            f"z < -{zc:.2f}; (2) exact: c(N) = max |U_ij| / U_GP, i != j, of the theory falls strictly with N and "
+            f"c(N={n_max}) <= c(N={n_min}) sqrt({n_min}/{n_max}); holds if both hold")
+    measured = (f"Sampled {entry} at N={int(sampled_width)}: {sampled[i, j]:+.3f} +- {se[i, j]:.3f} (theory "
+                f"{U[hits[0], i, j]:+.3f}); theory c(N) = "
+                + ", ".join(f"{r:.3f}" for r in ratios) + f" at N = {', '.join(str(int(w)) for w in widths)} "
+                f"(0 in the GP limit){where}.")
+    return Verdict(claim, f"cross-path weights appear only at finite width{where}", SOURCE,
+                   f"z of the sampled {entry}; c(N)", test, level, "none (part 2 is exact)", z,
+                   float(stats.norm.sf(z)), z, outcome, measured)

@@ -1,0 +1,152 @@
+"""Power tests of the depth chapter's claims (attnpaths.depth_claims): each claim runs on a correct input, where it
+must hold, and on deliberately wrong inputs, where it must say "contradicted"; the source of every verdict is
+this book, not the paper."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnpaths import depth_claims as dc
+from attnpaths.claims import Outcome
+from attnpaths.experiments import sampling
+from attnpaths.experiments.path_data import path_data
+from attnpaths.experiments.sweep import theory_sweep
+from attnpaths.hmc.data import HMCTask
+from attnpaths.hmc.deep_networks import three_layer_network
+
+HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
+
+
+def _point(U, se, width=30, accuracy=0.9):
+    U = np.asarray(U, dtype=float)
+    return sampling.SampledPoint(width=width, accuracy=accuracy, accuracy_mc_sd=0.002, mean=np.zeros(3),
+                                 mean_se=np.ones(3), sd=np.ones(3), kernel_mean=np.zeros(3), U=U,
+                                 U_se=np.full(U.shape, se), U_sd=np.ones(U.shape), U_ess=np.ones(U.shape),
+                                 diagnostics={})
+
+
+def _exact(U, se, width=30):
+    U = np.asarray(U, dtype=float)
+    return sampling.ExactOrderParameter(width=width, U=U, U_se=np.full(U.shape, se), mode=U, diagnostics={})
+
+
+# ------------------------------------------------------------------------------------ (a) exact mean of U
+def test_exact_mean_agreement_holds_within_the_margin_and_fails_for_a_U_scaled_by_1_2():
+    U = np.array([[3.0, -0.8, 0.1], [-0.8, 1.5, 0.0], [0.1, 0.0, 0.9]])
+    points = {10: _point(2 * U, 0.01, width=10), 30: _point(U + 0.01, 0.01)}
+    ok = dc.exact_mean_agreement("a", points=points, exact={30: _exact(U, 0.01)}, reference_accuracy={30: 0.9})
+    assert ok.outcome is HOLDS and ok.source == dc.SOURCE
+    assert "N=10" not in ok.measured  # only the widths with an exact mean are compared
+    wrong = dc.exact_mean_agreement("a", points=points, exact={30: _exact(1.2 * U, 0.01)},
+                                    reference_accuracy={30: 0.9})
+    assert wrong.outcome is CONTRADICTED
+    off = dc.exact_mean_agreement("a", points=points, exact={30: _exact(U, 0.01)}, reference_accuracy={30: 0.85})
+    assert off.outcome is CONTRADICTED
+    short = dc.exact_mean_agreement("a", points={30: _point(U, 0.5)}, exact={30: _exact(U, 0.5)},
+                                    reference_accuracy={30: 0.9})
+    assert short.outcome is NS
+    with pytest.raises(ValueError, match="missing \\[100\\]"):
+        dc.exact_mean_agreement("a", points=points, exact={100: _exact(U, 0.01, 100)}, reference_accuracy={100: 0.9})
+    with pytest.raises(ValueError, match="exact must hold"):
+        dc.exact_mean_agreement("a", points=points, exact={}, reference_accuracy={})
+
+
+# ------------------------------------------------------------------------------------ (b) finite width vs GP
+def test_finite_width_advantage_in_both_directions():
+    rng = np.random.default_rng(0)
+    y = np.where(rng.random(1000) < 0.5, 1.0, -1.0)
+    theory = np.where(np.arange(1000) < 950, y, -y)
+    gp = np.where(np.arange(1000) < 840, y, -y)
+    better = dc.finite_width_advantage("b", theory_mean=theory, gp_mean=gp, labels=y, width=10)
+    assert better.outcome is HOLDS and better.source == dc.SOURCE
+    # the GP better than the theory (the inputs swapped): contradicted, a finding the chapter would report
+    assert dc.finite_width_advantage("b", theory_mean=gp, gp_mean=theory, labels=y, width=10).outcome is CONTRADICTED
+
+
+def test_saddle_point_agreement_keeps_only_large_widths_and_rejects_a_wrong_action():
+    U = np.diag([2.0, 1.2, 0.9])
+    exact = {30: _exact(2 * U, 0.01), 300: _exact(1.01 * U, 0.005, width=300)}
+    ok = dc.saddle_point_agreement("d", exact=exact, theory_U={30: U, 300: U}, num_paths=3)
+    assert ok.outcome is HOLDS and "N = 300" in ok.measured and ok.source == dc.SOURCE
+    wrong = dc.saddle_point_agreement("d", exact=exact, theory_U={30: U, 300: 1.2 * U}, num_paths=3)
+    assert wrong.outcome is CONTRADICTED
+
+
+# ------------------------------------------------------------------------------------ (c) cross-path weights
+def _theory_U(widths, cross=-2.0):
+    """U(N) = I + (D + C) / N: cross weight decaying as 1 / N."""
+    n = 3
+    out = []
+    for N in widths:
+        U = np.eye(n) + np.diag([8.0, 1.0, 0.5]) * 10 / N
+        U[0, 1] = U[1, 0] = cross * 10 / N
+        out.append(U)
+    return np.array(out)
+
+
+def test_largest_cross_weight_is_normalised_by_the_diagonal():
+    U = np.array([[4.0, 1.0, 0.0], [1.0, 1.0, -0.9], [0.0, -0.9, 1.0]])
+    assert dc.largest_cross_weight(U) == (pytest.approx(0.9), (1, 2))
+    with pytest.raises(ValueError, match="positive diagonal"):
+        dc.largest_cross_weight(-np.eye(2))
+
+
+def test_cross_path_weights_hold_at_finite_width_and_are_contradicted_by_wrong_inputs():
+    widths = [10, 30, 100, 300, 1000]
+    U = _theory_U(widths)
+    sampled = U[0] * 1.1
+    args = dict(widths=widths, sampled_width=10, names=["g", "x", "y"])
+    ok = dc.cross_path_weights("c", theory_U=U, sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1), **args)
+    assert ok.outcome is HOLDS and "U[g,x]" in ok.measured and ok.z > 10
+    # samples whose cross weight has the opposite sign beyond doubt
+    flipped = sampled.copy()
+    flipped[0, 1] = flipped[1, 0] = -sampled[0, 1]
+    assert dc.cross_path_weights("c", theory_U=U, sampled_U=flipped, sampled_U_se=np.full((3, 3), 0.1),
+                                 **args).outcome is CONTRADICTED
+    # a theory whose cross weights grow with N (the widths reversed): contradicted
+    assert dc.cross_path_weights("c", theory_U=U[::-1], sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1),
+                                 **args).outcome is CONTRADICTED
+    # cross weights that do not vanish (constant in N): contradicted
+    constant = np.repeat(U[:1], len(widths), axis=0)
+    assert dc.cross_path_weights("c", theory_U=constant, sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1),
+                                 **args).outcome is CONTRADICTED
+    # samples of a network without cross weights (the GP value) and large errors: not significant
+    assert dc.cross_path_weights("c", theory_U=U, sampled_U=np.eye(3), sampled_U_se=np.full((3, 3), 0.5),
+                                 **args).outcome is NS
+    with pytest.raises(ValueError, match="sampled_width"):
+        dc.cross_path_weights("c", theory_U=U, sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1),
+                              widths=widths, sampled_width=20)
+
+
+@pytest.fixture(scope="module")
+def deep_small_problem():
+    """The 3-layer network on a small HMC problem (P = 20, T = 0.1): theory, network samples at N = 30 and the
+    exact finite-width mean of U there."""
+    task = HMCTask()
+    generator = torch.Generator().manual_seed(5)
+    train, test = task.sample(20, generator), task.sample(40, generator)
+    data = path_data(three_layer_network(train), train, test)
+    T, N = 0.1, 30
+    curve = theory_sweep(data, [N, 100, 1000], [T], progress=False)
+    point = sampling.sample_posterior(data, N, T, torch.Generator().manual_seed(1), num_warmup=100,
+                                      num_samples=1000, num_chains=2, progress=False)
+    exact = sampling.exact_order_parameter(data, N, T, torch.Generator().manual_seed(2), num_chains=32,
+                                           num_warmup=400, num_samples=300, thin=4, progress=False)
+    return curve, point, exact
+
+
+def test_depth_claims_on_real_samples_of_the_three_layer_network(deep_small_problem):
+    curve, point, exact = deep_small_problem
+    kwargs = dict(points={30: point}, reference_accuracy={30: curve.accuracy["test"][0, 0]}, margin_accuracy=0.1)
+    assert dc.exact_mean_agreement("a", exact={30: exact}, **kwargs).outcome is not CONTRADICTED
+    scaled = dataclass_replace(exact, U=1.5 * exact.U)
+    assert dc.exact_mean_agreement("a", exact={30: scaled}, **kwargs).outcome is CONTRADICTED
+    cross = dc.cross_path_weights("c", widths=curve.widths, theory_U=curve.U_figure[:, 0], sampled_U=point.U,
+                                  sampled_U_se=point.U_se, sampled_width=30)
+    assert cross.outcome is not CONTRADICTED
+
+
+def dataclass_replace(value, **changes):
+    import dataclasses
+
+    return dataclasses.replace(value, **changes)
