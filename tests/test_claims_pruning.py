@@ -40,6 +40,9 @@ def test_a_ranking_by_true_importance_holds_against_random_orders_and_a_reversed
     good = pr_claims.ranking_comparison("P4", theory_auc=auc["true"], other_auc=auc["random"], other="random",
                                         num_tests=4)
     assert good.outcome is HOLDS and good.value > 0 and good.p_value < 0.05 / 4
+    # the interval stated with the verdict is the one that decides it: above 0 when the claim holds
+    low = float(good.measured.split("97.5 % interval ")[1].split(" to ")[0])
+    assert low > 0
     bad = pr_claims.ranking_comparison("P4", theory_auc=auc["reversed"], other_auc=auc["random"], other="random",
                                        num_tests=4)
     assert bad.outcome is CONTRADICTED and bad.value < 0

@@ -321,6 +321,13 @@ def test_evaluator_curves_and_areas():
     np.testing.assert_allclose(curve_auc(np.array([[1.0, 0.0], [0.5, 0.5]])), [0.5, 0.5])
     with pytest.raises(ValueError, match="curves"):
         curve_auc([0.7])
+    # three layers: every layer's input is kept per set of heads pruned before it
+    deep = head_model(stack(layers=3))
+    evaluator = HeadMaskEvaluator(deep, x, y)
+    for pruned in ([(0, 1), (2, 0)], [(1, 3), (0, 1)], [(0, 2), (1, 0), (1, 1), (2, 3)]):
+        with torch.no_grad():
+            direct = deep.outputs(x, pruning_mask(deep.heads, pruned)).numpy()
+        np.testing.assert_allclose(evaluator.outputs(pruned), direct, rtol=0, atol=1e-12)
 
 
 def test_mean_interval_is_students_t():
@@ -351,3 +358,17 @@ def test_sweep_is_one_task_per_seed_and_reproducible(small_split):
         pruning_sweep(num_seeds=2, temperatures=[0.1], **{**arguments, "theory_examples": len(train) + 1})
     with pytest.raises(ValueError, match="temperatures"):
         pruning_sweep(num_seeds=2, temperatures=[1.0, 0.1], **arguments)
+
+
+@pytest.mark.parametrize("make", [stack, sum_heads])
+def test_attention_error_measures_the_views_agreement_with_the_model(make):
+    from attnpaths.pruning.adapters import attention_error
+
+    model = make().float()
+    x = inputs()
+    assert attention_error(model, x) < 1e-12  # the view copies the float32 weights exactly into float64
+    frozen = head_model(model)
+    with torch.no_grad():  # the model changes after its view was taken: the view no longer computes its attention
+        (model.layers[0].in_proj_weight if make is stack else model.queries).mul_(1.5)
+    assert attention_error(model, x) < 1e-12
+    assert attention_error(model, x, view=frozen) > 1e-3

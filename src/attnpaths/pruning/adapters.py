@@ -23,6 +23,7 @@ as the model does:
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -44,6 +45,8 @@ class HeadModel:
     heads: tuple[int, ...]
     input_width: int
     readout = "average_pooling"
+    #: whether every layer's attention is computed from the raw input alone (not from the previous layer)
+    attention_from_input = False
 
     @property
     def num_layers(self) -> int:
@@ -138,12 +141,16 @@ class HeadModel:
             heads_out = self._heads(index, h, self._attention(index, h, x))
             h = self._combine(index, heads_out, mask[:, index, : self.heads[index]])
         last = self.num_layers - 1
-        heads_out = self._heads(last, h, self._attention(last, h, x))
+        return self._last_terms(self._heads(last, h, self._attention(last, h, x)))
+
+    def _last_terms(self, heads_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(terms [B, H_L], offset [B])`` of :meth:`last_layer_terms` from the last layer's head outputs."""
+        last = self.num_layers - 1
         H = self.heads[last]
         offset = self._readout(self._combine(last, heads_out, torch.zeros(1, H, dtype=torch.float64)))
-        terms = torch.stack([self._readout(self._combine(last, heads_out, torch.eye(H, dtype=torch.float64)[k : k + 1]))
-                             for k in range(H)], dim=1) - offset[:, None]
-        return terms, offset
+        unit = torch.eye(H, dtype=torch.float64)
+        terms = torch.stack([self._readout(self._combine(last, heads_out, unit[k : k + 1])) for k in range(H)], dim=1)
+        return terms - offset[:, None], offset
 
     def value_norms(self) -> np.ndarray:
         """``[L, H]``: the Frobenius norm of each head's value map into the next layer."""
@@ -180,6 +187,8 @@ class SumHeadModel(HeadModel):
         self.readout_weights = model.readout.detach().cpu().double()
         self.heads = (model.num_heads,) * model.num_layers
         self.input_width = int(self.input_layer.shape[1])
+
+    attention_from_input = True
 
     def _embed(self, x):
         return torch.einsum("ni,bit->bnt", self.input_layer, x)  # [B, N, T]
@@ -284,6 +293,33 @@ def head_model(model) -> HeadModel:
         return MultiheadStackModel(model)
     raise ValueError(f"model must be a SumHeadTransformer, a MultiheadAttentionStack or a HeadModel, got "
                      f"{type(model).__name__}")
+
+
+def attention_error(model, x, view: HeadModel | None = None) -> float:
+    """Largest absolute difference between the attention of a frozen view (default :func:`head_model`
+    ``(model)``) and the model's own,
+    in float64 (a copy of the model): ``SumHeadTransformer.attention_matrices``, or the per-head weights that
+    each ``torch.nn.MultiheadAttention`` layer returns with ``need_weights=True, average_attn_weights=False``
+    (each layer fed the module's own output of the layer before).
+
+    Args:
+        model: a :class:`~attnpaths.oneshot.model.SumHeadTransformer` or
+            :class:`~attnpaths.pruning.models.MultiheadAttentionStack`; x: ``[B, N0, T]``.
+        view: the view to check (e.g. one taken before the model's weights changed).
+    """
+    view = head_model(model) if view is None else view
+    x = view._input(x)
+    reference = copy.deepcopy(model).to(device="cpu", dtype=torch.float64).eval()
+    with torch.no_grad():
+        ours = view.layer_attention(x)
+        if isinstance(reference, SumHeadTransformer):
+            theirs = list(reference.attention_matrices(x).unbind(dim=1))
+        else:
+            h, theirs = reference.embed(x.transpose(1, 2)), []
+            for layer in reference.layers:
+                h, weights = layer(h, h, h, need_weights=True, average_attn_weights=False)
+                theirs.append(weights.transpose(-1, -2))  # [B, H, T_query, T_key] -> (key, query)
+    return max(float((a - b).abs().max()) for a, b in zip(ours, theirs))
 
 
 def pruning_mask(heads, pruned=(), *, rescale: bool = False) -> torch.Tensor:

@@ -42,9 +42,11 @@ def ranking_comparison(claim: str, *, theory_auc, other_auc, other: str, level: 
         raise ValueError(f"theory_auc and other_auc must hold the same number (>= 2) of seeds, got {a.size} and {b.size}")
     positive_int(num_tests, "num_tests")
     difference = a - b
-    interval = mean_interval(difference, 1 - level / num_tests) if difference.std() > 0 else None
-    ci = (f" ({100 * (1 - level / num_tests):.4g} % interval {interval['low']:+.3f} to {interval['high']:+.3f})"
-          if interval else "")
+    # the two-sided interval whose bounds decide the two one-sided tests: holds iff it lies above 0,
+    # contradicted iff it lies below 0
+    coverage = 1 - 2 * level / num_tests
+    interval = mean_interval(difference, coverage) if difference.std() > 0 and coverage > 0 else None
+    ci = f" ({100 * coverage:.4g} % interval {interval['low']:+.3f} to {interval['high']:+.3f})" if interval else ""
     measured = (f"AUC {a.mean():.3f} (theory) vs {b.mean():.3f} ({RANKING_NAMES[other]}), mean difference "
                 f"{difference.mean():+.3f}{ci}, theory ahead on {int((difference > 0).sum())} of {a.size} seeds.")
     return replicate_t(claim, f"pruning by the theory's head score keeps more accuracy than {RANKING_NAMES[other]}{where}",

@@ -26,7 +26,7 @@ from ..engine import map_tasks, task_seed
 from ..oneshot.experiments import pruning_sets, random_orders
 from ..paths import path_features
 from ..theory import classification_accuracy, parse_widths
-from .adapters import head_model, pruning_mask
+from .adapters import attention_error, head_model, pruning_mask
 from .digits import PatchDigits
 from .rankings import attention_entropy, gradient_head_importance, pruning_order, theory_head_ranking, value_norms
 from .training import ModelTraining, train_model
@@ -47,9 +47,9 @@ class HeadMaskEvaluator:
     """Test accuracy of a trained model with a set of heads pruned (their outputs multiplied by 0, no
     retraining), memoised by the set.
 
-    The output depends linearly on the last layer's head mask (:meth:`~.adapters.HeadModel.last_layer_terms`):
-    the model runs once per set of pruned heads in the earlier layers, and every pruning of the last layer is
-    a dot product.
+    The model runs layer by layer and keeps every layer's input for each set of heads pruned before it; the
+    output depends linearly on the last layer's head mask (:meth:`~.adapters.HeadModel.last_layer_terms`), so
+    every pruning of the last layer is a dot product.
 
     Args:
         model: the trained model or its :class:`~.adapters.HeadModel`.
@@ -58,24 +58,46 @@ class HeadMaskEvaluator:
 
     def __init__(self, model, x, y):
         self.model = head_model(model)
-        self.x = torch.as_tensor(x, dtype=torch.float64)
+        self.x = self.model._input(x)
         self.labels = np.asarray(y, dtype=np.float64)
         if self.labels.shape != (self.x.shape[0],):
             raise ValueError(f"y must have shape [B] = [{self.x.shape[0]}], got {self.labels.shape}")
         self.heads = self.model.heads
-        self._terms: dict[frozenset, tuple[np.ndarray, np.ndarray]] = {}
+        with torch.no_grad():
+            self._inputs: dict = {(0, frozenset()): self.model._embed(self.x)}  # (layer, pruned before it) -> input
+        self._heads_out: dict = {}
+        self._attention: dict = {}
+        self._terms: dict = {}
         self._cache: dict[frozenset, float] = {}
+
+    def _layer_heads(self, layer: int, before: frozenset) -> torch.Tensor:
+        """The heads' outputs of ``layer`` with the heads ``before`` (in earlier layers) pruned."""
+        if (layer, before) not in self._heads_out:
+            h = self._layer_input(layer, before)
+            key = layer if self.model.attention_from_input else (layer, before)
+            if key not in self._attention:
+                self._attention[key] = self.model._attention(layer, h, self.x)
+            self._heads_out[(layer, before)] = self.model._heads(layer, h, self._attention[key])
+        return self._heads_out[(layer, before)]
+
+    def _layer_input(self, layer: int, before: frozenset) -> torch.Tensor:
+        """The input of ``layer`` with the heads ``before`` (in earlier layers) pruned."""
+        if (layer, before) not in self._inputs:
+            earlier = frozenset(lh for lh in before if lh[0] < layer - 1)
+            mask = pruning_mask(self.heads, before)[layer - 1, : self.heads[layer - 1]][None]
+            self._inputs[(layer, before)] = self.model._combine(layer - 1, self._layer_heads(layer - 1, earlier), mask)
+        return self._inputs[(layer, before)]
 
     def outputs(self, pruned=()) -> np.ndarray:
         """Model outputs ``[B]`` with the ``(layer, head)`` pairs ``pruned`` (0-based) pruned."""
         mask = pruning_mask(self.heads, pruned)
         last = len(self.heads) - 1
-        earlier = frozenset((int(l), int(h)) for l, h in pruned if int(l) < last)
-        if earlier not in self._terms:
+        before = frozenset((int(l), int(h)) for l, h in pruned if int(l) < last)
+        if before not in self._terms:
             with torch.no_grad():
-                terms, offset = self.model.last_layer_terms(self.x, mask)
-            self._terms[earlier] = (terms.numpy(), offset.numpy())
-        terms, offset = self._terms[earlier]
+                terms, offset = self.model._last_terms(self._layer_heads(last, before))
+            self._terms[before] = (terms.numpy(), offset.numpy())
+        terms, offset = self._terms[before]
         return terms @ mask[last, : self.heads[last]].numpy() + offset
 
     def __call__(self, pruned=()) -> float:
@@ -134,7 +156,7 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigit
         a dict of plain values: ``scores`` ``{ranking: [L, H]}``, ``orders`` ``{ranking: [(l, h), ...]}``,
         ``curves`` ``[n_rankings, K + 1]`` (rows in :data:`RANKINGS` order), ``random_orders``,
         ``random_curves`` ``[num_random_orders, K + 1]``, ``train_loss`` (mean of the last tenth of the
-        steps), ``theory`` (chosen temperature, certificate, iterations, test accuracy of its predictor
+        steps), ``attention_error`` (:func:`~.adapters.attention_error` on the test images), ``theory`` (chosen temperature, certificate, iterations, test accuracy of its predictor
         eq-predictor), ``theory_scan`` (``temperatures``, ``action``, ``converged`` and ``curves`` ``[n_T, K + 1]``:
         the pruning curve of the theory's ranking at every temperature), ``seconds``.
     """
@@ -143,6 +165,7 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigit
     model, history = train_model(training, train, task_seed(seed, seed_index, 0), device=device)
     view = head_model(model)
     seconds["training"] = time.perf_counter() - start
+    frozen_error = attention_error(model, test.x)
 
     start = time.perf_counter()
     theory = theory_head_ranking(view, train.x[:theory_examples], train.y[:theory_examples], theory_width,
@@ -167,7 +190,7 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigit
     loss = history["loss"]
     return {
         "scores": scores, "orders": orders, "curves": curves, "random_orders": randoms, "random_curves": random_curves,
-        "train_loss": float(loss[-max(1, loss.size // 10):].mean()),
+        "train_loss": float(loss[-max(1, loss.size // 10):].mean()), "attention_error": frozen_error,
         "theory": {"temperature": theory.temperature, "converged": bool(theory.solution.converged), "iterations": int(theory.solution.iterations),
                    "gradient_norm": float(theory.solution.gradient_norm),
                    "hessian_min_eigenvalue": float(theory.solution.hessian_min_eigenvalue),
@@ -204,7 +227,7 @@ class PruningSweep:
         curves: ``[S, n_rankings, K + 1]`` test accuracy after pruning ``k`` heads along each ranking.
         random_curves: ``[S, R, K + 1]`` the same along ``R`` random orders per seed.
         scores: ``{ranking: [S, L, H]}``; orders: ``{ranking: [S][(l, h), ...]}``; random_orders: ``[S][R][...]``.
-        train_loss: ``[S]``; theory: ``{key: [S]}`` (chosen temperature, certificate, iterations, test accuracy of
+        train_loss: ``[S]``; attention_error: ``[S]`` (:func:`~.adapters.attention_error`); theory: ``{key: [S]}`` (chosen temperature, certificate, iterations, test accuracy of
             the theory's predictor); theory_scan: ``{"temperatures": [n_T], "action", "converged": [S, n_T],
             "curves": [S, n_T, K + 1]}``, the theory's ranking at every temperature; seconds: ``{stage: [S]}``.
     """
@@ -217,6 +240,7 @@ class PruningSweep:
     orders: dict
     random_orders: list
     train_loss: np.ndarray
+    attention_error: np.ndarray
     theory: dict
     theory_scan: dict
     seconds: dict
@@ -246,6 +270,28 @@ class PruningSweep:
     def order_labels(self, ranking: str) -> list[list[str]]:
         """Each seed's pruning order along ``ranking`` as ``"(l)h"`` labels."""
         return [_order_labels(order) for order in self.orders[ranking]]
+
+
+def auc_table(auc: dict, *, confidence: float = 0.95) -> str:
+    """A Markdown table of the area under the pruning curve (eq-pruning-auc, in %) of every ranking (rows) for
+    every model (columns): the mean over seeds and its two-sided Student-t confidence interval.
+
+    Args:
+        auc: ``{model label: {ranking: [S]}}``.
+    """
+    models = list(auc)
+    rankings = list(dict.fromkeys(name for by_ranking in auc.values() for name in by_ranking))
+    lines = ["| ranking | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
+    for name in rankings:
+        cells = []
+        for model in models:
+            if name not in auc[model]:
+                cells.append("")
+                continue
+            interval = mean_interval(100 * np.asarray(auc[model][name], dtype=float), confidence)
+            cells.append(f"{interval['mean']:.1f} [{interval['low']:.1f}, {interval['high']:.1f}]")
+        lines.append(f"| {RANKING_NAMES[name]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTraining, num_seeds: int, seed: int,
@@ -283,6 +329,7 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
         scores={name: np.stack([r["scores"][name] for r in rows]) for name in RANKINGS},
         orders={name: [r["orders"][name] for r in rows] for name in RANKINGS},
         random_orders=[r["random_orders"] for r in rows], train_loss=np.array([r["train_loss"] for r in rows]),
+        attention_error=np.array([r["attention_error"] for r in rows]),
         theory={key: np.array([r["theory"][key] for r in rows]) for key in rows[0]["theory"]},
         theory_scan={"temperatures": np.array(temperatures),
                      **{key: np.stack([r["theory_scan"][key] for r in rows]) for key in ("action", "converged", "curves")}},
@@ -290,5 +337,5 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
     )
 
 
-__all__ = ["RANKINGS", "RANKING_NAMES", "HeadMaskEvaluator", "PruningSweep", "curve_auc",
+__all__ = ["RANKINGS", "RANKING_NAMES", "HeadMaskEvaluator", "PruningSweep", "auc_table", "curve_auc",
            "mean_interval", "pruning_curve", "pruning_sweep", "run_seed"]

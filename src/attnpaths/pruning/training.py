@@ -23,6 +23,8 @@ from .models import MultiheadAttentionStack
 #: ``"multihead"``: :class:`~.models.MultiheadAttentionStack` (``torch.nn.MultiheadAttention`` layers);
 #: ``"sum_heads"``: :class:`~attnpaths.oneshot.model.SumHeadTransformer` (query/key on the raw input).
 ARCHITECTURES = ("multihead", "sum_heads")
+#: Their names in figures and tables.
+ARCHITECTURE_NAMES = {"multihead": "MultiheadAttention stack", "sum_heads": "summed-head transformer"}
 
 
 @dataclass(frozen=True)
