@@ -372,3 +372,20 @@ def test_attention_error_measures_the_views_agreement_with_the_model(make):
         (model.layers[0].in_proj_weight if make is stack else model.queries).mul_(1.5)
     assert attention_error(model, x) < 1e-12
     assert attention_error(model, x, view=frozen) > 1e-3
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_training_on_the_gpu_matches_the_cpu_up_to_float32_rounding(small_split):
+    train, _ = small_split
+    config = ModelTraining(width=8, num_heads=2, steps=20, batch_size=32)
+    cpu, _ = train_model(config, train, 4)
+    gpu, _ = train_model(config, train, 4, device="cuda")
+    for p, q in zip(cpu.parameters(), gpu.parameters()):
+        assert q.device.type == "cpu"
+        torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
+
+
+def test_training_refuses_a_device_it_cannot_use(small_split):
+    train, _ = small_split
+    with pytest.raises(ValueError, match="device"):
+        train_model(ModelTraining(steps=1), train, 0, device="tpu")

@@ -18,7 +18,12 @@ as the model does:
   features (eq-path-features) of the model's *frozen* attention;
 * ``outputs(x, mask)``: the model's output with head ``(l, h)``'s output multiplied by ``mask[..., l, h]``
   (``1``: the model itself; ``0``: the head pruned). The mask may carry a batch axis, so that the gradient of
-  each example's loss with respect to it is one backward pass (eq-michel-importance).
+  each example's loss with respect to it is one backward pass (eq-michel-importance);
+* ``last_layer_terms(x, mask)``: the output as a linear function of the last layer's head mask, which it is
+  (mean pooling and a linear readout follow the last layer), so that pruning curves cost few forward passes.
+
+:func:`attention_error` measures a view's agreement with the model's own attention; :func:`pruning_mask` builds
+the mask that prunes a set of heads.
 """
 
 from __future__ import annotations
@@ -180,6 +185,8 @@ class SumHeadModel(HeadModel):
     layer outputs ``h^(l) = F^{-1/2} sum_h mask[l, h] V^(l,h) h^(l-1) Omega^(l,h)``. With the mask of
     :func:`pruning_mask` ``(..., rescale=True)`` this is the model's own ``drop_heads`` pruning."""
 
+    attention_from_input = True
+
     def __init__(self, model: SumHeadTransformer):
         self.attention = model.attention()
         self.input_layer = model.input_layer.detach().cpu().double()
@@ -187,8 +194,6 @@ class SumHeadModel(HeadModel):
         self.readout_weights = model.readout.detach().cpu().double()
         self.heads = (model.num_heads,) * model.num_layers
         self.input_width = int(self.input_layer.shape[1])
-
-    attention_from_input = True
 
     def _embed(self, x):
         return torch.einsum("ni,bit->bnt", self.input_layer, x)  # [B, N, T]

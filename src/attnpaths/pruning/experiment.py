@@ -140,7 +140,8 @@ def _order_labels(order) -> list[str]:
 
 
 def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigits, training: ModelTraining,
-             theory_width, temperatures, theory_examples: int, num_random_orders: int, device="cpu") -> dict:
+             theory_width, temperatures, theory_examples: int, num_random_orders: int, max_iterations: int = 200,
+             device="cpu") -> dict:
     """One training seed: train a model, rank its heads by every method of :data:`RANKINGS`, prune along
     each ranking and along random orders (one task of :func:`pruning_sweep`).
 
@@ -169,7 +170,7 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigit
 
     start = time.perf_counter()
     theory = theory_head_ranking(view, train.x[:theory_examples], train.y[:theory_examples], theory_width,
-                                 temperatures)
+                                 temperatures, max_iterations=max_iterations)
     theory_mean, _ = theory.solution.predict(path_features(test.x, view))
     seconds["theory"] = time.perf_counter() - start
 
@@ -295,8 +296,8 @@ def auc_table(auc: dict, *, confidence: float = 0.95) -> str:
 
 
 def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTraining, num_seeds: int, seed: int,
-                  theory_width, temperatures, theory_examples: int, num_random_orders: int, device="cpu",
-                  progress: bool = True) -> PruningSweep:
+                  theory_width, temperatures, theory_examples: int, num_random_orders: int,
+                  max_iterations: int = 200, device="cpu", progress: bool = True) -> PruningSweep:
     """:func:`run_seed` for ``seed_index = 0..num_seeds - 1``, one :func:`attnpaths.engine.map_tasks` task each.
 
     Args:
@@ -306,6 +307,8 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
             increasing sequence, the one with the smallest action chosen per seed.
         theory_examples: training images the theory is solved on (the first ones of ``train``).
         num_random_orders: random pruning orders per seed.
+        max_iterations: the theory solver's Newton iteration cap (a point that does not certify within it is
+            marked and never chosen).
         device: where the models are trained (``"cpu"`` or ``"cuda"``).
     """
     num_seeds = int_at_least(num_seeds, "num_seeds", 2)
@@ -316,10 +319,11 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
     parse_widths(theory_width, training.num_layers)
     temperatures = [float(T) for T in increasing_reals(temperatures, "temperatures")]
     positive_int(num_random_orders, "num_random_orders")
+    max_iterations = positive_int(max_iterations, "max_iterations")
     torch_device(device, "device")
     shared = dict(seed=seed, train=train, test=test, training=training, theory_width=theory_width,
                   temperatures=temperatures, theory_examples=theory_examples,
-                  num_random_orders=num_random_orders, device=str(device))
+                  num_random_orders=num_random_orders, max_iterations=max_iterations, device=str(device))
     rows = map_tasks(run_seed, [dict(seed_index=i) for i in range(num_seeds)], shared=shared,
                      description="pruning: training seeds", progress=progress)
     heads = (training.num_heads,) * training.num_layers
