@@ -53,7 +53,7 @@ def plot_auc(auc: dict, *, confidence: float = 0.95):
         names = list(by_ranking)
         values = 100 * np.stack([np.asarray(by_ranking[n], dtype=float) for n in names])  # [rankings, S]
         x = np.arange(len(names))
-        ax.plot(x, values, color="0.8", linewidth=0.6, zorder=1)
+        ax.plot(x + 0.12, values, color="0.8", linewidth=0.6, zorder=1)
         for i, name in enumerate(names):
             interval = mean_interval(values[i], confidence)
             ax.scatter(np.full(values.shape[1], i) + 0.12, values[i], s=9, color=COLORS[name], alpha=0.6, zorder=2)
@@ -87,6 +87,8 @@ def plot_temperature_scan(temperatures, theory_auc: dict, reference_auc: dict, *
             ax.axhline(100 * np.mean(reference), color=COLORS[name], linestyle="--" if name == "random" else ":",
                        linewidth=1.2, label=RANKING_NAMES[name])
         ax.set_xscale("log")
+        ax.set_xticks(temperatures, [f"{T:g}" for T in temperatures])
+        ax.minorticks_off()
         ax.set_xlabel("temperature $T$ of the theory")
         ax.set_title(model, fontsize=9)
         ax.grid(alpha=0.3)
