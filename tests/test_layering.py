@@ -11,7 +11,7 @@ import attnpaths
 
 PACKAGE = Path(attnpaths.__file__).parent
 TASKS = ("hmc", "oneshot")
-SUBJECTS = ("hmc", "oneshot", "exchangeability", "related")
+SUBJECTS = ("hmc", "oneshot", "exchangeability", "related", "pruning")
 CORE = ("attention", "paths", "kernels", "action", "theory", "head_scores", "network", "sampler",
         "order_parameter_posterior", "engine", "claims", "finite_width_claims", "_validation", "checks")
 

@@ -1,0 +1,355 @@
+"""Frozen float64 views of trained attention models: their attention matrices, their head-masked outputs and
+their heads' value maps, whatever the model (sec-pruning-models).
+
+Two kinds of trained model are read:
+
+* :class:`attnpaths.oneshot.model.SumHeadTransformer`, the package's vision transformer, whose query/key maps
+  act on the raw input at every layer (the theory's network, sec-model-network);
+* :class:`attnpaths.pruning.models.MultiheadAttentionStack`, a plain stack of ``torch.nn.MultiheadAttention``
+  layers, whose layer-``l`` attention is computed from the output of layer ``l - 1``.
+
+:func:`head_model` returns a :class:`HeadModel`, a copy of the model's weights in float64 that computes, exactly
+as the model does:
+
+* ``layer_attention(x)``: every head's attention matrix ``Omega^(l,h)[b, s, t]`` (key ``s``, query ``t``,
+  normalised over keys, the convention of :mod:`attnpaths.attention`);
+* ``matrices(x)``: the same in the form of :meth:`attnpaths.attention.Attention.matrices` (the last layer
+  reduced by the average-pooling readout), so that :func:`attnpaths.paths.path_features` builds the path
+  features (eq-path-features) of the model's *frozen* attention;
+* ``outputs(x, mask)``: the model's output with head ``(l, h)``'s output multiplied by ``mask[..., l, h]``
+  (``1``: the model itself; ``0``: the head pruned). The mask may carry a batch axis, so that the gradient of
+  each example's loss with respect to it is one backward pass (eq-michel-importance);
+* ``last_layer_terms(x, mask)``: the output as a linear function of the last layer's head mask, which it is
+  (mean pooling and a linear readout follow the last layer), so that pruning curves cost few forward passes.
+
+:func:`attention_error` measures a view's agreement with the model's own attention; :func:`pruning_mask` builds
+the mask that prunes a set of heads.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import torch
+
+from .._validation import as_float64_tensor
+from ..attention import Attention
+from ..oneshot.model import SumHeadTransformer
+from .models import MultiheadAttentionStack
+
+
+class HeadModel:
+    """A trained model's weights, frozen in float64, with its attention and its head-masked output.
+
+    Attributes (set by the subclasses): ``heads`` ``(H_1, ..., H_L)``; ``input_width`` ``N0``; ``readout``
+    ``"average_pooling"`` (every model here mean-pools its last layer's tokens).
+    """
+
+    heads: tuple[int, ...]
+    input_width: int
+    readout = "average_pooling"
+    #: whether every layer's attention is computed from the raw input alone (not from the previous layer)
+    attention_from_input = False
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.heads)
+
+    @property
+    def num_paths(self) -> int:
+        """``H_1 ... H_L``, the number of attention paths (eq-path-features)."""
+        return math.prod(self.heads)
+
+    def _input(self, x) -> torch.Tensor:
+        x = as_float64_tensor(x, "x")
+        if x.ndim != 3 or x.shape[1] != self.input_width:
+            raise ValueError(f"x must have shape [B, {self.input_width}, T], got {tuple(x.shape)}")
+        return x
+
+    def _mask(self, mask, batch: int) -> torch.Tensor:
+        """``mask`` as float64 ``[B or 1, L, H]`` (``None``: all ones); keeps its autograd graph."""
+        L, H = self.num_layers, max(self.heads)
+        if mask is None:
+            return torch.ones(1, L, H, dtype=torch.float64)
+        mask = torch.as_tensor(mask)
+        if mask.ndim == 2:
+            mask = mask[None]
+        if mask.ndim != 3 or mask.shape[1:] != (L, H) or mask.shape[0] not in (1, batch):
+            raise ValueError(f"mask must have shape [{L}, {H}] or [B, {L}, {H}] with B = {batch}, got "
+                             f"{tuple(mask.shape)}")
+        return mask.to(torch.float64)
+
+    def layer_attention(self, x, mask=None) -> list[torch.Tensor]:
+        """Every layer's attention matrices, computed as the model computes them.
+
+        Args:
+            x: ``[B, N0, T]``.
+            mask: optional head mask ``[L, H]`` or ``[B, L, H]`` applied to the heads' outputs before the
+                attention of the following layers is computed (it changes nothing where the attention acts
+                on the raw input).
+
+        Returns:
+            ``[Omega_1, ..., Omega_L]``, each float64 ``[B, H_l, T, T]`` (key, query), softmax over keys.
+        """
+        x = self._input(x)
+        mask = self._mask(mask, x.shape[0])
+        h, omegas = self._embed(x), []
+        for index in range(self.num_layers):
+            omegas.append(self._attention(index, h, x))
+            h = self._combine(index, self._heads(index, h, omegas[-1]), mask[:, index, : self.heads[index]])
+        return omegas
+
+    def matrices(self, x) -> list[torch.Tensor]:
+        """The unmasked model's attention in the form of :meth:`attnpaths.attention.Attention.matrices`:
+        ``[Omega_1, ..., Omega_{L-1}, omega_L]`` with ``omega_L`` ``[B, H_L, T]`` the average over queries."""
+        with torch.no_grad():
+            out = self.layer_attention(x)
+        out[-1] = out[-1].mean(dim=-1)
+        return out
+
+    def outputs(self, x, mask=None) -> torch.Tensor:
+        """The model's output with each head's output multiplied by its mask entry.
+
+        Args:
+            x: ``[B, N0, T]``.
+            mask: ``[L, H]`` or ``[B, L, H]`` (``None``: every head kept, the model's own output).
+
+        Returns:
+            float64 ``[B]`` (differentiable with respect to ``mask``).
+        """
+        x = self._input(x)
+        mask = self._mask(mask, x.shape[0])
+        h = self._embed(x)
+        for index in range(self.num_layers):
+            heads_out = self._heads(index, h, self._attention(index, h, x))
+            h = self._combine(index, heads_out, mask[:, index, : self.heads[index]])
+        return self._readout(h)
+
+    def last_layer_terms(self, x, mask=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The output as a function of the last layer's head mask, which it depends on linearly (the last layer
+        is followed by mean pooling and a linear readout): ``outputs(x, mask) = terms @ mask[L-1] + offset``
+        for any last-layer mask, the earlier layers masked by ``mask``.
+
+        Args:
+            x: ``[B, N0, T]``; mask: ``[L, H]`` or ``[B, L, H]`` (its last layer is not used).
+
+        Returns:
+            ``(terms [B, H_L], offset [B])``, float64: head ``h``'s contribution and the output with the last
+            layer's heads all masked (its output bias, if any).
+        """
+        x = self._input(x)
+        mask = self._mask(mask, x.shape[0])
+        h = self._embed(x)
+        for index in range(self.num_layers - 1):
+            heads_out = self._heads(index, h, self._attention(index, h, x))
+            h = self._combine(index, heads_out, mask[:, index, : self.heads[index]])
+        last = self.num_layers - 1
+        return self._last_terms(self._heads(last, h, self._attention(last, h, x)))
+
+    def _last_terms(self, heads_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(terms [B, H_L], offset [B])`` of :meth:`last_layer_terms` from the last layer's head outputs."""
+        last = self.num_layers - 1
+        H = self.heads[last]
+        offset = self._readout(self._combine(last, heads_out, torch.zeros(1, H, dtype=torch.float64)))
+        unit = torch.eye(H, dtype=torch.float64)
+        terms = torch.stack([self._readout(self._combine(last, heads_out, unit[k : k + 1])) for k in range(H)], dim=1)
+        return terms - offset[:, None], offset
+
+    def value_norms(self) -> np.ndarray:
+        """``[L, H]``: the Frobenius norm of each head's value map into the next layer."""
+        raise NotImplementedError
+
+    # one layer at a time: _embed(x) -> h; per layer _attention -> Omega, _heads -> the heads' outputs,
+    # _combine(mask) -> the next h; _readout(h) -> f
+    def _embed(self, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _attention(self, index: int, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _heads(self, index: int, h: torch.Tensor, omega: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _combine(self, index: int, heads_out: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _readout(self, h: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class SumHeadModel(HeadModel):
+    """:class:`~attnpaths.oneshot.model.SumHeadTransformer` in float64 (sec-oneshot-data): attention from the raw
+    input through the trained query/key maps (:meth:`~attnpaths.oneshot.model.SumHeadTransformer.attention`),
+    layer outputs ``h^(l) = F^{-1/2} sum_h mask[l, h] V^(l,h) h^(l-1) Omega^(l,h)``. With the mask of
+    :func:`pruning_mask` ``(..., rescale=True)`` this is the model's own ``drop_heads`` pruning."""
+
+    attention_from_input = True
+
+    def __init__(self, model: SumHeadTransformer):
+        self.attention = model.attention()
+        self.input_layer = model.input_layer.detach().cpu().double()
+        self.values = model.values.detach().cpu().double()  # [L, F, N, N]
+        self.readout_weights = model.readout.detach().cpu().double()
+        self.heads = (model.num_heads,) * model.num_layers
+        self.input_width = int(self.input_layer.shape[1])
+
+    def _embed(self, x):
+        return torch.einsum("ni,bit->bnt", self.input_layer, x)  # [B, N, T]
+
+    def _attention(self, index, h, x):
+        return self.attention.layers[index].matrices(x)  # from the raw input
+
+    def _heads(self, index, h, omega):
+        # [B, F, N, T]: V^(l,h) sum_s h_s Omega^(l,h)_{s t}
+        return torch.einsum("hmn,bns,bhst->bhmt", self.values[index], h, omega)
+
+    def _combine(self, index, heads_out, mask):
+        return torch.einsum("bh,bhmt->bmt", mask.expand(heads_out.shape[0], -1), heads_out) / math.sqrt(self.heads[index])
+
+    def _readout(self, h):
+        return h.mean(dim=2) @ self.readout_weights
+
+    def value_norms(self) -> np.ndarray:
+        return torch.linalg.matrix_norm(self.values).numpy()
+
+
+def _f64(tensor):
+    """A detached float64 CPU copy of ``tensor`` (``None`` stays ``None``)."""
+    return None if tensor is None else tensor.detach().cpu().double()
+
+
+class MultiheadStackModel(HeadModel):
+    """:class:`~attnpaths.pruning.models.MultiheadAttentionStack` in float64 (sec-pruning-models): each layer
+    recomputes what ``torch.nn.MultiheadAttention`` computes (eval mode, self-attention, no attention mask),
+    from the layer's packed input projection ``in_proj_weight`` (queries, keys, values, in that order, each
+    split into ``H`` heads of ``d = D / H`` rows), its biases and its output projection:
+    ``Omega^(l,h)_{s t} = softmax_s((W_q^h h_t + b_q^h) . (W_k^h h_s + b_k^h) / sqrt(d))`` and
+    ``h^(l) = W_o [mask[l, 1] o^1; ...; mask[l, H] o^H] + b_o`` with ``o^h_t = sum_s Omega^(l,h)_{s t}
+    (W_v^h h_s + b_v^h)``."""
+
+    def __init__(self, model: MultiheadAttentionStack):
+        self.embed = model.embed.weight.detach().cpu().double()  # [D, N0]
+        self.readout_weights = model.readout.weight.detach().cpu().double()[0]  # [D]
+        self.layers = []
+        for index, layer in enumerate(model.layers):
+            if not layer._qkv_same_embed_dim or layer.bias_k is not None or layer.add_zero_attn:
+                raise ValueError(f"model.layers[{index}] must be a self-attention MultiheadAttention with one packed "
+                                 "input projection, no bias_k/bias_v and no add_zero_attn")
+            self.layers.append({"in_weight": _f64(layer.in_proj_weight), "in_bias": _f64(layer.in_proj_bias),
+                                "out_weight": _f64(layer.out_proj.weight), "out_bias": _f64(layer.out_proj.bias),
+                                "num_heads": int(layer.num_heads)})
+        self.heads = tuple(layer["num_heads"] for layer in self.layers)
+        self.input_width = int(self.embed.shape[1])
+        self.width = int(self.embed.shape[0])
+
+    def _embed(self, x):
+        return torch.einsum("di,bit->btd", self.embed, x)  # [B, T, D]
+
+    def _split(self, index, h):
+        """Queries, keys and values ``[B, H, T, d]`` of layer ``index`` from its input ``h`` ``[B, T, D]``."""
+        layer = self.layers[index]
+        B, T, _ = h.shape
+        H = layer["num_heads"]
+        projected = h @ layer["in_weight"].T
+        if layer["in_bias"] is not None:
+            projected = projected + layer["in_bias"]
+        return [part.reshape(B, T, H, self.width // H).transpose(1, 2) for part in projected.split(self.width, dim=-1)]
+
+    def _attention(self, index, h, x):
+        q, k, _ = self._split(index, h)
+        d = q.shape[-1]
+        return torch.softmax((q * math.sqrt(1.0 / d)) @ k.transpose(-1, -2), dim=-1).transpose(-1, -2)  # key, query
+
+    def _heads(self, index, h, omega):
+        v = self._split(index, h)[2]
+        return omega.transpose(-1, -2) @ v  # [B, H, T, d]
+
+    def _combine(self, index, heads_out, mask):
+        layer = self.layers[index]
+        B, H, T, d = heads_out.shape
+        out = (heads_out * mask[:, :, None, None]).transpose(1, 2).reshape(B, T, H * d) @ layer["out_weight"].T
+        return out + layer["out_bias"] if layer["out_bias"] is not None else out
+
+    def _readout(self, h):
+        return h.mean(dim=1) @ self.readout_weights
+
+    def value_norms(self) -> np.ndarray:
+        L, H = self.num_layers, max(self.heads)
+        norms = np.full((L, H), np.nan)
+        for l, layer in enumerate(self.layers):
+            d = self.width // layer["num_heads"]
+            W_v = layer["in_weight"][2 * self.width:]
+            for h in range(layer["num_heads"]):
+                block = slice(h * d, (h + 1) * d)
+                norms[l, h] = float(torch.linalg.matrix_norm(layer["out_weight"][:, block] @ W_v[block]))
+        return norms
+
+
+def head_model(model) -> HeadModel:
+    """The frozen float64 view of a trained ``model`` (:class:`~attnpaths.oneshot.model.SumHeadTransformer` or
+    :class:`~attnpaths.pruning.models.MultiheadAttentionStack`); a :class:`HeadModel` is returned as it is."""
+    if isinstance(model, HeadModel):
+        return model
+    if isinstance(model, SumHeadTransformer):
+        return SumHeadModel(model)
+    if isinstance(model, MultiheadAttentionStack):
+        return MultiheadStackModel(model)
+    raise ValueError(f"model must be a SumHeadTransformer, a MultiheadAttentionStack or a HeadModel, got "
+                     f"{type(model).__name__}")
+
+
+def attention_error(model, x, view: HeadModel | None = None) -> float:
+    """Largest absolute difference between the attention of a frozen view (default :func:`head_model`
+    ``(model)``) and the model's own,
+    in float64 (a copy of the model): ``SumHeadTransformer.attention_matrices``, or the per-head weights that
+    each ``torch.nn.MultiheadAttention`` layer returns with ``need_weights=True, average_attn_weights=False``
+    (each layer fed the module's own output of the layer before).
+
+    Args:
+        model: a :class:`~attnpaths.oneshot.model.SumHeadTransformer` or
+            :class:`~attnpaths.pruning.models.MultiheadAttentionStack`; x: ``[B, N0, T]``.
+        view: the view to check (e.g. one taken before the model's weights changed).
+    """
+    view = head_model(model) if view is None else view
+    x = view._input(x)
+    reference = copy.deepcopy(model).to(device="cpu", dtype=torch.float64).eval()
+    with torch.no_grad():
+        ours = view.layer_attention(x)
+        if isinstance(reference, SumHeadTransformer):
+            theirs = list(reference.attention_matrices(x).unbind(dim=1))
+        else:
+            h, theirs = reference.embed(x.transpose(1, 2)), []
+            for layer in reference.layers:
+                h, weights = layer(h, h, h, need_weights=True, average_attn_weights=False)
+                theirs.append(weights.transpose(-1, -2))  # [B, H, T_query, T_key] -> (key, query)
+    return max(float((a - b).abs().max()) for a, b in zip(ours, theirs))
+
+
+def pruning_mask(heads, pruned=(), *, rescale: bool = False) -> torch.Tensor:
+    """The head mask ``[L, max(H)]`` that prunes the heads ``pruned`` (0-based ``(layer, head)`` pairs).
+
+    Pruned heads get 0 and kept heads 1; with ``rescale``, the kept heads of a layer with ``n`` of its ``H_l``
+    heads pruned get ``sqrt(H_l / (H_l - n))``, which turns the ``H_l^{-1/2}`` head sum of
+    :class:`~attnpaths.oneshot.model.SumHeadTransformer` into its ``drop_heads`` rescaling by
+    ``(H_l - n)^{-1/2}`` (sec-oneshot-pruning). Entries beyond a layer's heads are 0.
+    """
+    heads = tuple(int(h) for h in heads)
+    mask = torch.zeros(len(heads), max(heads), dtype=torch.float64)
+    for l, H in enumerate(heads):
+        mask[l, :H] = 1.0
+    for pair in pruned:
+        try:
+            l, h = (int(v) for v in pair)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"pruned must hold (layer, head) pairs, got {pair!r}") from err
+        if not (0 <= l < len(heads) and 0 <= h < heads[l]):
+            raise ValueError(f"pruned must hold 0-based (layer, head) pairs within heads={heads}, got {pair!r}")
+        mask[l, h] = 0.0
+    if rescale:
+        kept = mask.sum(dim=1)
+        if (kept == 0).any():
+            raise ValueError(f"pruned must leave at least one head in every layer to rescale, got {list(pruned)!r}")
+        mask = mask * torch.sqrt(torch.tensor(heads, dtype=torch.float64) / kept)[:, None]
+    return mask

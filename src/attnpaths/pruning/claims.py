@@ -1,0 +1,74 @@
+"""The pruning chapter's claims: the theory's head ranking against each other ranking, as tests (sec-pruning-verdicts).
+
+For each comparison the statistic is, per training seed, the difference of the areas under the two pruning
+curves (eq-pruning-auc), ``AUC(theory) - AUC(other)``, both measured on the same trained model and test set;
+the test is a one-sided paired t-test over the seeds (:func:`attnpaths.claims.replicate_t`) with a Bonferroni
+correction over every comparison of the chapter: "holds" when the theory's ranking keeps significantly more
+accuracy, "contradicted" when it keeps significantly less, "not significant" otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import as_float64_array, positive_int
+from ..claims import Verdict, replicate_t
+from .experiment import RANKING_NAMES, mean_interval
+
+SOURCE = "question of this book: is the theory's head score a better pruning guide than the usual rankings?"
+#: The rankings the theory's is compared with, in the chapter's order.
+COMPARISONS = ("michel", "entropy", "norm", "random")
+
+
+def ranking_comparison(claim: str, *, theory_auc, other_auc, other: str, level: float = 0.05, num_tests: int = 1,
+                       where: str = "") -> Verdict:
+    """Claim: pruning along the theory's head score keeps more test accuracy than pruning along ``other``.
+
+    Args:
+        theory_auc, other_auc: ``[S]`` areas under the pruning curves (eq-pruning-auc) of the same ``S``
+            trained models (paired by seed); for random orders, each seed's mean over its orders.
+        other: the compared ranking's key (:data:`attnpaths.pruning.experiment.RANKING_NAMES`).
+        level: family-wise level; num_tests: the comparisons sharing it (Bonferroni).
+        where: text appended to the statement (e.g. the model).
+
+    Test: one-sided paired t-test over seeds of the mean of ``AUC(theory) - AUC(other)``; holds if
+    ``p < level / num_tests``, contradicted if the opposite one-sided ``p < level / num_tests``.
+    """
+    if other not in RANKING_NAMES or other == "theory":
+        raise ValueError(f"other must be one of {[k for k in RANKING_NAMES if k != 'theory']}, got {other!r}")
+    a = as_float64_array(theory_auc, "theory_auc", ndim=1)
+    b = as_float64_array(other_auc, "other_auc", ndim=1)
+    if a.shape != b.shape or a.size < 2:
+        raise ValueError(f"theory_auc and other_auc must hold the same number (>= 2) of seeds, got {a.size} and {b.size}")
+    positive_int(num_tests, "num_tests")
+    difference = a - b
+    # the two-sided interval whose bounds decide the two one-sided tests: holds iff it lies above 0,
+    # contradicted iff it lies below 0
+    coverage = 1 - 2 * level / num_tests
+    interval = mean_interval(difference, coverage) if difference.std() > 0 and coverage > 0 else None
+    ci = f" ({100 * coverage:.4g} % interval {interval['low']:+.3f} to {interval['high']:+.3f})" if interval else ""
+    measured = (f"AUC {a.mean():.3f} (theory) vs {b.mean():.3f} ({RANKING_NAMES[other]}), mean difference "
+                f"{difference.mean():+.3f}{ci}, theory ahead on {int((difference > 0).sum())} of {a.size} seeds.")
+    return replicate_t(claim, f"pruning by the theory's head score keeps more accuracy than {RANKING_NAMES[other]}{where}",
+                       source=SOURCE, statistic="AUC(theory) - AUC(" + RANKING_NAMES[other] + ")",
+                       differences=difference, level=level, num_tests=num_tests, measured=measured)
+
+
+def ranking_verdicts(auc: dict, *, prefix: str = "P", level: float = 0.05, num_tests: int | None = None,
+                     where: str = "", others=COMPARISONS) -> list[Verdict]:
+    """One :func:`ranking_comparison` per ranking of ``others``, claims ``"<prefix>1"``, ``"<prefix>2"``, ...
+
+    Args:
+        auc: ``{ranking: [S]}`` with ``"theory"`` and every key of ``others``
+            (:meth:`attnpaths.pruning.experiment.PruningSweep.auc`).
+        num_tests: the Bonferroni count (default: ``len(others)``; the chapter passes the number of comparisons
+            over all its models).
+    """
+    others = tuple(others)
+    missing = [k for k in ("theory", *others) if k not in auc]
+    if missing:
+        raise ValueError(f"auc must hold the areas of 'theory' and of {list(others)}, missing {missing}")
+    num_tests = len(others) if num_tests is None else positive_int(num_tests, "num_tests")
+    return [ranking_comparison(f"{prefix}{i + 1}", theory_auc=np.asarray(auc["theory"]), other_auc=np.asarray(auc[k]),
+                               other=k, level=level, num_tests=num_tests, where=where)
+            for i, k in enumerate(others)]

@@ -1,0 +1,345 @@
+"""Pruning trained models along each ranking, over training seeds (sec-pruning-curves).
+
+* :class:`HeadMaskEvaluator`: a trained model's test accuracy with a set of heads pruned (their outputs set
+  to 0, no retraining), memoised;
+* :func:`pruning_curve`, :func:`curve_auc`: accuracy after pruning ``k = 0..K`` heads along an order (the
+  last head of a layer is never pruned, :func:`attnpaths.oneshot.experiments.pruning_sets`), and the area
+  under that curve (eq-pruning-auc);
+* :func:`run_seed`: one training seed: train, rank the heads by every method, prune along every ranking and
+  along random orders (one engine task);
+* :func:`pruning_sweep`: every training seed on the engine (:func:`attnpaths.engine.map_tasks`), collected in
+  a :class:`PruningSweep`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy import stats
+
+from .._validation import increasing_reals, int_at_least, positive_int, probability, torch_device
+from ..engine import map_tasks, task_seed
+from ..oneshot.experiments import pruning_sets, random_orders
+from ..paths import path_features
+from ..theory import classification_accuracy, parse_widths
+from .adapters import attention_error, head_model, pruning_mask
+from .digits import PatchDigits
+from .rankings import attention_entropy, gradient_head_importance, pruning_order, theory_head_ranking, value_norms
+from .training import ModelTraining, train_model
+
+#: The rankings compared, in the chapter's order; ``"random"`` (random orders) is the fifth line.
+RANKINGS = ("theory", "michel", "entropy", "norm")
+#: Their names in figures and tables.
+RANKING_NAMES = {
+    "theory": "theory head score",
+    "michel": "gradient importance (Michel et al.)",
+    "entropy": "attention entropy",
+    "norm": "value-weight norm",
+    "random": "random orders",
+}
+
+
+class HeadMaskEvaluator:
+    """Test accuracy of a trained model with a set of heads pruned (their outputs multiplied by 0, no
+    retraining), memoised by the set.
+
+    The model runs layer by layer and keeps every layer's input for each set of heads pruned before it; the
+    output depends linearly on the last layer's head mask (:meth:`~.adapters.HeadModel.last_layer_terms`), so
+    every pruning of the last layer is a dot product.
+
+    Args:
+        model: the trained model or its :class:`~.adapters.HeadModel`.
+        x: ``[B, N0, T]``; y: ``[B]`` labels ``+-1``.
+    """
+
+    def __init__(self, model, x, y):
+        self.model = head_model(model)
+        self.x = self.model._input(x)
+        self.labels = np.asarray(y, dtype=np.float64)
+        if self.labels.shape != (self.x.shape[0],):
+            raise ValueError(f"y must have shape [B] = [{self.x.shape[0]}], got {self.labels.shape}")
+        self.heads = self.model.heads
+        with torch.no_grad():
+            self._inputs: dict = {(0, frozenset()): self.model._embed(self.x)}  # (layer, pruned before it) -> input
+        self._heads_out: dict = {}
+        self._attention: dict = {}
+        self._terms: dict = {}
+        self._cache: dict[frozenset, float] = {}
+
+    def _layer_heads(self, layer: int, before: frozenset) -> torch.Tensor:
+        """The heads' outputs of ``layer`` with the heads ``before`` (in earlier layers) pruned."""
+        if (layer, before) not in self._heads_out:
+            h = self._layer_input(layer, before)
+            key = layer if self.model.attention_from_input else (layer, before)
+            if key not in self._attention:
+                self._attention[key] = self.model._attention(layer, h, self.x)
+            self._heads_out[(layer, before)] = self.model._heads(layer, h, self._attention[key])
+        return self._heads_out[(layer, before)]
+
+    def _layer_input(self, layer: int, before: frozenset) -> torch.Tensor:
+        """The input of ``layer`` with the heads ``before`` (in earlier layers) pruned."""
+        if (layer, before) not in self._inputs:
+            earlier = frozenset(lh for lh in before if lh[0] < layer - 1)
+            mask = pruning_mask(self.heads, before)[layer - 1, : self.heads[layer - 1]][None]
+            self._inputs[(layer, before)] = self.model._combine(layer - 1, self._layer_heads(layer - 1, earlier), mask)
+        return self._inputs[(layer, before)]
+
+    def outputs(self, pruned=()) -> np.ndarray:
+        """Model outputs ``[B]`` with the ``(layer, head)`` pairs ``pruned`` (0-based) pruned."""
+        mask = pruning_mask(self.heads, pruned)
+        last = len(self.heads) - 1
+        before = frozenset((int(l), int(h)) for l, h in pruned if int(l) < last)
+        if before not in self._terms:
+            with torch.no_grad():
+                terms, offset = self.model._last_terms(self._layer_heads(last, before))
+            self._terms[before] = (terms.numpy(), offset.numpy())
+        terms, offset = self._terms[before]
+        return terms @ mask[last, : self.heads[last]].numpy() + offset
+
+    def __call__(self, pruned=()) -> float:
+        """Fraction of examples with ``sign(f) == y`` after pruning the ``(layer, head)`` pairs ``pruned``."""
+        key = frozenset((int(l), int(h)) for l, h in pruned)
+        if key not in self._cache:
+            self._cache[key] = classification_accuracy(self.outputs(sorted(key)), self.labels)
+        return self._cache[key]
+
+
+def pruning_curve(evaluator: HeadMaskEvaluator, order) -> np.ndarray:
+    """Accuracy after pruning ``k = 0, 1, ..., K`` heads along ``order`` (``K = sum_l (H_l - 1)``; a head is
+    skipped when it is the last one of its layer, :func:`attnpaths.oneshot.experiments.pruning_sets`).
+
+    Returns:
+        float64 ``[K + 1]``.
+    """
+    return np.array([evaluator(s) for s in pruning_sets(order, evaluator.heads)])
+
+
+def curve_auc(curves) -> np.ndarray:
+    """Normalised area under accuracy-vs-heads-pruned curves (eq-pruning-auc): the trapezoidal area over
+    ``k = 0..K`` divided by ``K``, an accuracy between 0 and 1.
+
+    Args:
+        curves: ``[..., K + 1]`` with ``K >= 1``.
+
+    Returns:
+        ``[...]``.
+    """
+    curves = np.asarray(curves, dtype=np.float64)
+    if curves.ndim < 1 or curves.shape[-1] < 2:
+        raise ValueError(f"curves must have a last axis of K + 1 >= 2 points, got shape {curves.shape}")
+    return np.trapezoid(curves, axis=-1) / (curves.shape[-1] - 1)
+
+
+def _order_labels(order) -> list[str]:
+    """``"(l)h"`` (1-based) for each head of ``order``, the labels of :func:`attnpaths.head_scores.head_labels`."""
+    return [f"({l + 1}){h + 1}" for l, h in order]
+
+
+def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigits, training: ModelTraining,
+             theory_width, temperatures, theory_examples: int, num_random_orders: int, max_iterations: int = 200,
+             device="cpu") -> dict:
+    """One training seed: train a model, rank its heads by every method of :data:`RANKINGS`, prune along
+    each ranking and along random orders (one task of :func:`pruning_sweep`).
+
+    The model's initial weights and mini-batches come from ``task_seed(seed, seed_index, 0)``, the random
+    pruning orders from ``task_seed(seed, seed_index, 1)`` (:func:`attnpaths.engine.task_seed`). The theory
+    (eq-head-score) is solved on the first ``theory_examples`` training images at every temperature of
+    ``temperatures``, and ranks the heads at the one with the smallest action (:func:`~.rankings.theory_head_ranking`);
+    the gradient importance
+    (eq-michel-importance) and the attention entropy (eq-attention-entropy) are measured on every training
+    image; the pruning curves on the test images.
+
+    Returns:
+        a dict of plain values: ``scores`` ``{ranking: [L, H]}``, ``orders`` ``{ranking: [(l, h), ...]}``,
+        ``curves`` ``[n_rankings, K + 1]`` (rows in :data:`RANKINGS` order), ``random_orders``,
+        ``random_curves`` ``[num_random_orders, K + 1]``, ``train_loss`` (mean of the last tenth of the
+        steps), ``attention_error`` (:func:`~.adapters.attention_error` on the test images), ``theory`` (chosen temperature, certificate, iterations, test accuracy of its predictor
+        eq-predictor), ``theory_scan`` (``temperatures``, ``action``, ``converged`` and ``curves`` ``[n_T, K + 1]``:
+        the pruning curve of the theory's ranking at every temperature), ``seconds``.
+    """
+    seconds = {}
+    start = time.perf_counter()
+    model, history = train_model(training, train, task_seed(seed, seed_index, 0), device=device)
+    view = head_model(model)
+    seconds["training"] = time.perf_counter() - start
+    frozen_error = attention_error(model, test.x)
+
+    start = time.perf_counter()
+    theory = theory_head_ranking(view, train.x[:theory_examples], train.y[:theory_examples], theory_width,
+                                 temperatures, max_iterations=max_iterations)
+    theory_mean, _ = theory.solution.predict(path_features(test.x, view))
+    seconds["theory"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    scores = {"theory": theory.scores, "michel": gradient_head_importance(view, train.x, train.y),
+              "entropy": attention_entropy(view, train.x), "norm": value_norms(view)}
+    orders = {"theory": theory.order, "michel": pruning_order(scores["michel"]),
+              "entropy": pruning_order(scores["entropy"], prune_first="highest"), "norm": pruning_order(scores["norm"])}
+    seconds["baselines"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    evaluator = HeadMaskEvaluator(view, test.x, test.y)
+    curves = np.stack([pruning_curve(evaluator, orders[name]) for name in RANKINGS])
+    randoms = random_orders(view.heads, num_random_orders, np.random.default_rng(task_seed(seed, seed_index, 1)))
+    random_curves = np.stack([pruning_curve(evaluator, order) for order in randoms])
+    scan_curves = np.stack([pruning_curve(evaluator, pruning_order(scores_T)) for scores_T in theory.scan["scores"]])
+    seconds["pruning"] = time.perf_counter() - start
+    loss = history["loss"]
+    return {
+        "scores": scores, "orders": orders, "curves": curves, "random_orders": randoms, "random_curves": random_curves,
+        "train_loss": float(loss[-max(1, loss.size // 10):].mean()), "attention_error": frozen_error,
+        "theory": {"temperature": theory.temperature, "converged": bool(theory.solution.converged), "iterations": int(theory.solution.iterations),
+                   "gradient_norm": float(theory.solution.gradient_norm),
+                   "hessian_min_eigenvalue": float(theory.solution.hessian_min_eigenvalue),
+                   "test_accuracy": classification_accuracy(theory_mean, test.y.numpy())},
+        "theory_scan": {"temperatures": theory.scan["temperatures"], "action": theory.scan["action"],
+                        "converged": theory.scan["converged"], "curves": scan_curves},
+        "seconds": seconds,
+    }
+
+
+def mean_interval(values, confidence: float = 0.95, axis: int = 0) -> dict:
+    """Mean over ``axis`` and its two-sided Student-t confidence interval (``n - 1`` degrees of freedom).
+
+    Returns:
+        ``{"mean", "low", "high", "sd", "n"}`` (arrays over the remaining axes).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    probability(confidence, "confidence", open_interval=True)
+    n = values.shape[axis]
+    if n < 2:
+        raise ValueError(f"values must hold at least 2 replicates along axis {axis}, got {n}")
+    mean, sd = values.mean(axis=axis), values.std(axis=axis, ddof=1)
+    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
+    return {"mean": mean, "low": mean - half, "high": mean + half, "sd": sd, "n": int(n)}
+
+
+@dataclass(frozen=True, eq=False)
+class PruningSweep:
+    """Every training seed's rankings and pruning curves.
+
+    Attributes:
+        rankings: the ranking names (:data:`RANKINGS`).
+        heads: ``(H_1, ..., H_L)``.
+        curves: ``[S, n_rankings, K + 1]`` test accuracy after pruning ``k`` heads along each ranking.
+        random_curves: ``[S, R, K + 1]`` the same along ``R`` random orders per seed.
+        scores: ``{ranking: [S, L, H]}``; orders: ``{ranking: [S][(l, h), ...]}``; random_orders: ``[S][R][...]``.
+        train_loss: ``[S]``; attention_error: ``[S]`` (:func:`~.adapters.attention_error`); theory: ``{key: [S]}`` (chosen temperature, certificate, iterations, test accuracy of
+            the theory's predictor); theory_scan: ``{"temperatures": [n_T], "action", "converged": [S, n_T],
+            "curves": [S, n_T, K + 1]}``, the theory's ranking at every temperature; seconds: ``{stage: [S]}``.
+    """
+
+    rankings: tuple
+    heads: tuple
+    curves: np.ndarray
+    random_curves: np.ndarray
+    scores: dict
+    orders: dict
+    random_orders: list
+    train_loss: np.ndarray
+    attention_error: np.ndarray
+    theory: dict
+    theory_scan: dict
+    seconds: dict
+
+    @property
+    def num_seeds(self) -> int:
+        return int(self.curves.shape[0])
+
+    @property
+    def base_accuracy(self) -> np.ndarray:
+        """``[S]`` test accuracy of each unpruned model."""
+        return self.curves[:, 0, 0]
+
+    def curves_by_ranking(self) -> dict:
+        """``{ranking: [S, K + 1]}``, with ``"random"`` the mean curve of each seed's random orders."""
+        out = {name: self.curves[:, i] for i, name in enumerate(self.rankings)}
+        out["random"] = self.random_curves.mean(axis=1)
+        return out
+
+    def auc(self) -> dict:
+        """``{ranking: [S]}`` area under each seed's curve (eq-pruning-auc); ``"random"``: each seed's mean over
+        its random orders (the expected area of a random order)."""
+        out = {name: curve_auc(self.curves[:, i]) for i, name in enumerate(self.rankings)}
+        out["random"] = curve_auc(self.random_curves).mean(axis=1)
+        return out
+
+    def order_labels(self, ranking: str) -> list[list[str]]:
+        """Each seed's pruning order along ``ranking`` as ``"(l)h"`` labels."""
+        return [_order_labels(order) for order in self.orders[ranking]]
+
+
+def auc_table(auc: dict, *, confidence: float = 0.95) -> str:
+    """A Markdown table of the area under the pruning curve (eq-pruning-auc, in %) of every ranking (rows) for
+    every model (columns): the mean over seeds and its two-sided Student-t confidence interval.
+
+    Args:
+        auc: ``{model label: {ranking: [S]}}``.
+    """
+    models = list(auc)
+    rankings = list(dict.fromkeys(name for by_ranking in auc.values() for name in by_ranking))
+    lines = ["| ranking | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
+    for name in rankings:
+        cells = []
+        for model in models:
+            if name not in auc[model]:
+                cells.append("")
+                continue
+            interval = mean_interval(100 * np.asarray(auc[model][name], dtype=float), confidence)
+            cells.append(f"{interval['mean']:.1f} [{interval['low']:.1f}, {interval['high']:.1f}]")
+        lines.append(f"| {RANKING_NAMES[name]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTraining, num_seeds: int, seed: int,
+                  theory_width, temperatures, theory_examples: int, num_random_orders: int,
+                  max_iterations: int = 200, device="cpu", progress: bool = True) -> PruningSweep:
+    """:func:`run_seed` for ``seed_index = 0..num_seeds - 1``, one :func:`attnpaths.engine.map_tasks` task each.
+
+    Args:
+        train, test: the training and test images; training: the model and its optimiser.
+        num_seeds: ``S >= 2`` training seeds; seed: the sweep's seed (:func:`attnpaths.engine.task_seed`).
+        theory_width: the theory's width ``N`` (eq-action); temperatures: its temperatures ``T``, a strictly
+            increasing sequence, the one with the smallest action chosen per seed.
+        theory_examples: training images the theory is solved on (the first ones of ``train``).
+        num_random_orders: random pruning orders per seed.
+        max_iterations: the theory solver's Newton iteration cap (a point that does not certify within it is
+            marked and never chosen).
+        device: where the models are trained (``"cpu"`` or ``"cuda"``).
+    """
+    num_seeds = int_at_least(num_seeds, "num_seeds", 2)
+    seed = int_at_least(seed, "seed", 0)
+    theory_examples = positive_int(theory_examples, "theory_examples")
+    if theory_examples > len(train):
+        raise ValueError(f"theory_examples must be at most the {len(train)} training images, got {theory_examples}")
+    parse_widths(theory_width, training.num_layers)
+    temperatures = [float(T) for T in increasing_reals(temperatures, "temperatures")]
+    positive_int(num_random_orders, "num_random_orders")
+    max_iterations = positive_int(max_iterations, "max_iterations")
+    torch_device(device, "device")
+    shared = dict(seed=seed, train=train, test=test, training=training, theory_width=theory_width,
+                  temperatures=temperatures, theory_examples=theory_examples,
+                  num_random_orders=num_random_orders, max_iterations=max_iterations, device=str(device))
+    rows = map_tasks(run_seed, [dict(seed_index=i) for i in range(num_seeds)], shared=shared,
+                     description="pruning: training seeds", progress=progress)
+    heads = (training.num_heads,) * training.num_layers
+    return PruningSweep(
+        rankings=RANKINGS, heads=heads,
+        curves=np.stack([r["curves"] for r in rows]), random_curves=np.stack([r["random_curves"] for r in rows]),
+        scores={name: np.stack([r["scores"][name] for r in rows]) for name in RANKINGS},
+        orders={name: [r["orders"][name] for r in rows] for name in RANKINGS},
+        random_orders=[r["random_orders"] for r in rows], train_loss=np.array([r["train_loss"] for r in rows]),
+        attention_error=np.array([r["attention_error"] for r in rows]),
+        theory={key: np.array([r["theory"][key] for r in rows]) for key in rows[0]["theory"]},
+        theory_scan={"temperatures": np.array(temperatures),
+                     **{key: np.stack([r["theory_scan"][key] for r in rows]) for key in ("action", "converged", "curves")}},
+        seconds={key: np.array([r["seconds"][key] for r in rows]) for key in rows[0]["seconds"]},
+    )
+
+
+__all__ = ["RANKINGS", "RANKING_NAMES", "HeadMaskEvaluator", "PruningSweep", "auc_table", "curve_auc",
+           "mean_interval", "pruning_curve", "pruning_sweep", "run_seed"]

@@ -1,0 +1,207 @@
+"""Head rankings of a trained model: the theory's head score and the baselines practitioners use (sec-pruning-rankings).
+
+* :func:`theory_head_ranking`: freeze the trained model's attention, build the path features of a data set
+  (eq-path-features), minimise the action at a width and temperature (eq-action) and score every head by the
+  order parameter ``U`` it touches (eq-head-score);
+* :func:`gradient_head_importance`: the expected absolute gradient of the loss with respect to a head-mask
+  variable, normalised per layer (Michel, Levy and Neubig 2019; eq-michel-importance);
+* :func:`attention_entropy`: the mean entropy of each head's attention over keys (eq-attention-entropy);
+* :func:`value_norms`: the norm of each head's value map (eq-value-norm).
+
+Every function takes the trained model itself (:class:`attnpaths.oneshot.model.SumHeadTransformer` or
+:class:`attnpaths.pruning.models.MultiheadAttentionStack`) or its :class:`~.adapters.HeadModel`, and works in
+float64 on the CPU. :func:`pruning_order` turns scores into the order in which heads are pruned.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validation import as_float64_tensor, increasing_reals, positive_int, positive_real
+from ..head_scores import head_scores
+from ..oneshot.experiments import score_order
+from ..paths import path_features
+from ..theory import CertificateWarning, TheorySolution, solve
+from .adapters import HeadModel, head_model
+
+
+def pruning_order(scores, *, prune_first: str = "lowest") -> list[tuple[int, int]]:
+    """Heads ``(layer, head)`` (0-based) in the order in which they are pruned: ascending ``scores`` when
+    ``prune_first="lowest"``, descending when ``"highest"``; ties in layer-major order; non-finite entries
+    (layers with fewer heads) left out.
+
+    Args:
+        scores: ``[L, max(H)]``.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim != 2:
+        raise ValueError(f"scores must have shape [L, H], got {scores.shape}")
+    if prune_first not in ("lowest", "highest"):
+        raise ValueError(f"prune_first must be 'lowest' or 'highest', got {prune_first!r}")
+    return score_order(scores if prune_first == "lowest" else -scores)
+
+
+@dataclass(frozen=True, eq=False)
+class TheoryRanking:
+    """The theory's head scores of a trained model and the pruning order they give.
+
+    Attributes:
+        scores: ``[L, max(H)]`` head scores (eq-head-score), normalised to a largest score of 1.
+        order: every head ``(layer, head)``, 0-based, in ascending score: the pruning order.
+        solution: the theory at the minimum (:class:`attnpaths.theory.TheorySolution`) at the chosen
+            temperature: ``U`` ``[n_paths, n_paths]``, its certificate, and the predictor (eq-predictor) on new
+            path features.
+        heads: ``(H_1, ..., H_L)``.
+        temperature: the temperature of ``solution``.
+        scan: every temperature tried, ``{"temperatures": [n_T], "action": [n_T], "converged": [n_T],
+            "scores": [n_T, L, max(H)]}`` (a single entry when one temperature was given).
+    """
+
+    scores: np.ndarray
+    order: list
+    solution: TheorySolution
+    heads: tuple
+    temperature: float
+    scan: dict
+
+    @property
+    def U(self) -> np.ndarray:
+        """``[n_paths, n_paths]`` the order parameter ``U_1`` in flat path order (``h_1`` slowest)."""
+        return self.solution.U
+
+
+def theory_head_ranking(model, x, y, width, temperature, *, variances=1.0, max_iterations: int = 200) -> TheoryRanking:
+    """Rank the heads of a trained model by the theory's head score.
+
+    The model's attention is frozen as the model computes it (:func:`~.adapters.head_model`): the attention
+    matrices ``Omega^(l,h)(x)`` of every input, from the trained query/key weights. The path features
+    ``xi_pi(x^mu)`` of the data (eq-path-features) define the theory's network with that fixed attention and
+    learned values; the action ``S(U)`` (eq-action) is minimised at ``width`` and ``temperature``
+    (:func:`attnpaths.theory.solve`), and head ``(l, h)`` scores ``sum_{pi, pi'} |U_{pi pi'}|`` over the path
+    pairs that pass through it (eq-head-score, :func:`attnpaths.head_scores.head_scores`). Heads are pruned
+    in ascending score.
+
+    Given several temperatures, the theory is solved at each and the one with the smallest action at its
+    certified minimum is kept: ``S`` at the minimum is the saddle-point estimate of ``-2 log`` of the
+    evidence ``p(y | x, T)`` up to terms that do not depend on ``T`` (sec-pruning-rankings), so the choice
+    uses the training data only.
+
+    Args:
+        model: a trained :class:`~attnpaths.oneshot.model.SumHeadTransformer` or
+            :class:`~attnpaths.pruning.models.MultiheadAttentionStack`, or its :class:`~.adapters.HeadModel`.
+        x: ``[P, N0, T]`` the theory's training inputs (the raw input tokens of the model).
+        y: ``[P]`` their labels (``+-1``).
+        width: ``N`` of every layer (a number >= 1), or ``(N_1, ..., N_L, N_a)``.
+        temperature: ``T > 0``, the likelihood variance, or a strictly increasing sequence of them.
+        variances: prior variances, a number or ``(s0, s1, ..., sL, sa)``.
+        max_iterations: Newton iteration cap of the solver.
+
+    Returns:
+        :class:`TheoryRanking`. Raises ``RuntimeError`` when no temperature gives a certified minimum.
+    """
+    view = head_model(model)
+    if np.ndim(temperature) == 0:
+        temperatures = [positive_real(temperature, "temperature")]
+    else:
+        temperatures = [float(T) for T in increasing_reals(temperature, "temperature")]
+    x = as_float64_tensor(x, "x")
+    features = path_features(x, view)  # [P, N0, n_paths]; the view has the interface of an Attention
+    solutions = []
+    for T in temperatures:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CertificateWarning)  # an uncertified point is marked, never chosen
+            solutions.append(solve(features, y, heads=view.heads, widths=width, temperature=T, variances=variances,
+                                   max_iterations=max_iterations, on_failure="warn"))
+    certified = [i for i, s in enumerate(solutions) if s.converged]
+    if not certified:
+        raise RuntimeError(f"the action's minimiser is not certified at any temperature of {temperatures} "
+                           f"(width {width!r})")
+    best = min(certified, key=lambda i: solutions[i].action)
+    all_scores = np.stack([head_scores(s.U, view.heads) for s in solutions])
+    scan = {"temperatures": np.array(temperatures), "action": np.array([s.action for s in solutions]),
+            "converged": np.array([s.converged for s in solutions]), "scores": all_scores}
+    return TheoryRanking(scores=all_scores[best], order=pruning_order(all_scores[best]), solution=solutions[best],
+                         heads=view.heads, temperature=temperatures[best], scan=scan)
+
+
+def gradient_head_importance(model, x, y, *, normalize: bool = True, batch_size: int = 512) -> np.ndarray:
+    """Michel, Levy and Neubig (2019)'s head importance (eq-michel-importance).
+
+    Each head's output is multiplied by a mask variable ``xi_{l,h}`` (1 in the trained model); the importance
+    is the mean over examples of ``|d loss(x^mu) / d xi_{l,h}|`` at ``xi = 1``, with the model's training loss
+    ``(f(x^mu) - y^mu)^2``, and, when ``normalize``, divided by its Euclidean norm over the heads of the layer.
+
+    Args:
+        model: a trained model or its :class:`~.adapters.HeadModel`.
+        x: ``[P, N0, T]``; y: ``[P]``.
+        batch_size: examples per backward pass (memory only).
+
+    Returns:
+        float64 ``[L, max(H)]`` (``nan`` beyond a layer's heads).
+    """
+    view = head_model(model)
+    x = as_float64_tensor(x, "x")
+    y = as_float64_tensor(y, "y")
+    if y.shape != x.shape[:1]:
+        raise ValueError(f"y must have shape [P] = [{x.shape[0]}], got {tuple(y.shape)}")
+    positive_int(batch_size, "batch_size")
+    L, H = view.num_layers, max(view.heads)
+    total = torch.zeros(L, H, dtype=torch.float64)
+    for start in range(0, x.shape[0], batch_size):
+        xb, yb = x[start:start + batch_size], y[start:start + batch_size]
+        mask = torch.ones(xb.shape[0], L, H, dtype=torch.float64, requires_grad=True)
+        loss = ((view.outputs(xb, mask) - yb) ** 2).sum()  # sum of per-example losses: per-example gradients
+        (gradient,) = torch.autograd.grad(loss, mask)
+        total += gradient.abs().sum(dim=0)
+    importance = (total / x.shape[0]).numpy()
+    importance = _beyond_heads_nan(importance, view.heads)
+    if normalize:
+        norms = np.sqrt(np.nansum(importance**2, axis=1, keepdims=True))
+        importance = importance / np.where(norms > 0, norms, 1.0)
+    return importance
+
+
+def attention_entropy(model, x) -> np.ndarray:
+    """Mean entropy (nats) of each head's attention over keys, over examples and queries
+    (eq-attention-entropy): ``-<sum_s Omega_{s t} log Omega_{s t}>``. Uniform attention over ``T`` tokens has
+    entropy ``log T``, attention on one token 0.
+
+    Args:
+        model: a trained model or its :class:`~.adapters.HeadModel`; x: ``[B, N0, T]``.
+
+    Returns:
+        float64 ``[L, max(H)]`` (``nan`` beyond a layer's heads).
+    """
+    view = head_model(model)
+    with torch.no_grad():
+        matrices = view.layer_attention(x)
+    out = np.full((view.num_layers, max(view.heads)), np.nan)
+    for l, omega in enumerate(matrices):
+        entropy = -torch.special.xlogy(omega, omega).sum(dim=-2)  # [B, H, T_query]
+        out[l, : omega.shape[1]] = entropy.mean(dim=(0, 2)).numpy()
+    return out
+
+
+def value_norms(model) -> np.ndarray:
+    """Frobenius norm of each head's value map into the next layer (eq-value-norm): ``|V^(l,h)|`` for the
+    summed-head model, ``|W_o^h W_v^h|`` for a ``MultiheadAttention`` layer.
+
+    Returns:
+        float64 ``[L, max(H)]``.
+    """
+    return np.asarray(head_model(model).value_norms(), dtype=np.float64)
+
+
+def _beyond_heads_nan(values: np.ndarray, heads) -> np.ndarray:
+    values = values.copy()
+    for l, H in enumerate(heads):
+        values[l, H:] = np.nan
+    return values
+
+
+__all__ = ["HeadModel", "TheoryRanking", "attention_entropy", "gradient_head_importance", "pruning_order",
+           "theory_head_ranking", "value_norms"]

@@ -1,0 +1,89 @@
+"""Power tests of the pruning chapter's claims (attnpaths.pruning.claims): each comparison must hold when the
+theory's ranking is the better pruning guide and say "contradicted" when it is deliberately reversed."""
+
+import numpy as np
+import pytest
+
+from attnpaths.claims import Outcome
+from attnpaths.oneshot.experiments import all_heads, pruning_sets, random_orders
+from attnpaths.pruning import pruning_order
+from attnpaths.pruning import claims as pr_claims
+from attnpaths.pruning.experiment import curve_auc
+
+HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
+HEADS = (4, 4)
+SHAPE = (2, 4)  # [L, H]
+
+
+def simulated_auc(seed: int, num_seeds: int = 8, num_random: int = 20):
+    """Areas under pruning curves of simulated models whose heads have known importances: a model's accuracy
+    falls by the importance of every head it loses (plus seed-to-seed noise in the importances). Rankings:
+    the true order (least important first), the reversed true order, a noisy estimate, random orders."""
+    rng = np.random.default_rng(seed)
+    out = {"true": [], "reversed": [], "noisy": [], "random": []}
+    for _ in range(num_seeds):
+        importance = np.abs(rng.normal(0.04, 0.03, size=SHAPE))
+
+        def curve(order):
+            return np.array([0.95 - sum(importance[lh] for lh in pruned) for pruned in pruning_sets(order, HEADS)])
+
+        truth = pruning_order(importance)
+        out["true"].append(curve_auc(curve(truth)))
+        out["reversed"].append(curve_auc(curve(pruning_order(importance, prune_first="highest"))))
+        out["noisy"].append(curve_auc(curve(pruning_order(importance + rng.normal(0, 0.01, size=SHAPE)))))
+        out["random"].append(np.mean([curve_auc(curve(o)) for o in random_orders(HEADS, num_random, rng)]))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def test_a_ranking_by_true_importance_holds_against_random_orders_and_a_reversed_one_is_contradicted():
+    auc = simulated_auc(0)
+    good = pr_claims.ranking_comparison("P4", theory_auc=auc["true"], other_auc=auc["random"], other="random",
+                                        num_tests=4)
+    assert good.outcome is HOLDS and good.value > 0 and good.p_value < 0.05 / 4
+    # the interval stated with the verdict is the one that decides it: above 0 when the claim holds
+    low = float(good.measured.split("97.5 % interval ")[1].split(" to ")[0])
+    assert low > 0
+    bad = pr_claims.ranking_comparison("P4", theory_auc=auc["reversed"], other_auc=auc["random"], other="random",
+                                       num_tests=4)
+    assert bad.outcome is CONTRADICTED and bad.value < 0
+    # against a good baseline (a noisy estimate of the importances), the reversed ranking is contradicted too
+    versus = pr_claims.ranking_comparison("P1", theory_auc=auc["reversed"], other_auc=auc["noisy"], other="michel",
+                                          num_tests=4)
+    assert versus.outcome is CONTRADICTED
+    assert "on 0 of 8 seeds" in versus.measured
+
+
+def test_equal_rankings_are_not_significant_and_bonferroni_costs_power():
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.7, 0.8, size=6)
+    noise = pr_claims.ranking_comparison("P2", theory_auc=base + rng.normal(0, 0.01, 6), other_auc=base,
+                                         other="entropy")
+    assert noise.outcome is NS
+    # a small consistent advantage: significant alone, not after a correction over many comparisons
+    small = base + 0.01 + rng.normal(0, 0.008, 6)
+    alone = pr_claims.ranking_comparison("P3", theory_auc=small, other_auc=base, other="norm", level=0.05)
+    corrected = pr_claims.ranking_comparison("P3", theory_auc=small, other_auc=base, other="norm", level=0.05,
+                                             num_tests=200)
+    assert alone.outcome is HOLDS and corrected.outcome is NS
+    assert corrected.correction == "Bonferroni over 200 tests"
+
+
+def test_ranking_verdicts_names_each_comparison_and_checks_its_input():
+    auc = simulated_auc(1, num_seeds=6)
+    verdicts = pr_claims.ranking_verdicts({"theory": auc["reversed"], "michel": auc["true"], "entropy": auc["noisy"],
+                                           "norm": auc["noisy"], "random": auc["random"]}, prefix="M", num_tests=8,
+                                          where=" (simulated)")
+    assert [v.claim for v in verdicts] == ["M1", "M2", "M3", "M4"]
+    assert all(v.outcome is CONTRADICTED for v in verdicts)
+    assert "gradient importance" in verdicts[0].statement and verdicts[0].statement.endswith("(simulated)")
+    assert all(v.correction == "Bonferroni over 8 tests" for v in verdicts)
+    with pytest.raises(ValueError, match="auc must hold"):
+        pr_claims.ranking_verdicts({"theory": auc["true"]})
+    with pytest.raises(ValueError, match="other must be"):
+        pr_claims.ranking_comparison("P1", theory_auc=auc["true"], other_auc=auc["true"], other="theory")
+    with pytest.raises(ValueError, match="same number"):
+        pr_claims.ranking_comparison("P1", theory_auc=auc["true"], other_auc=auc["true"][:3], other="norm")
+
+
+def test_the_simulation_orders_every_head():
+    assert sorted(pruning_order(np.arange(8.0).reshape(SHAPE))) == all_heads(HEADS)

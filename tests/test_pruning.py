@@ -1,0 +1,391 @@
+"""Theory-guided head pruning (attnpaths.pruning): the frozen views compute each model's attention and output
+exactly, the rankings compute what they claim, and the pruning curves and the sweep are reproducible."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnpaths.head_scores import head_scores
+from attnpaths.oneshot.experiments import all_heads
+from attnpaths.oneshot.model import SumHeadTransformer
+from attnpaths.paths import all_paths, path_features
+from attnpaths.pruning import (MultiheadAttentionStack, attention_entropy, gradient_head_importance, head_model,
+                               pruning_mask, pruning_order, theory_head_ranking, value_norms)
+from attnpaths.pruning.adapters import MultiheadStackModel, SumHeadModel
+from attnpaths.pruning.digits import digit_patches, train_test_split
+from attnpaths.pruning.experiment import (HeadMaskEvaluator, curve_auc, mean_interval, pruning_curve, pruning_sweep,
+                                          run_seed)
+from attnpaths.pruning.training import ModelTraining, train_model
+from attnpaths.theory import solve
+
+N0, T = 10, 7
+
+
+def stack(seed=0, bias=False, heads=4, width=12, layers=2):
+    model = MultiheadAttentionStack(N0, width, heads, layers, bias=bias, generator=torch.Generator().manual_seed(seed),
+                                    dtype=torch.float64)
+    if bias:  # non-zero biases, so that the test sees them
+        g = torch.Generator().manual_seed(seed + 100)
+        with torch.no_grad():
+            for layer in model.layers:
+                layer.in_proj_bias.copy_(torch.randn(layer.in_proj_bias.shape, generator=g, dtype=torch.float64))
+                layer.out_proj.bias.copy_(torch.randn(layer.out_proj.bias.shape, generator=g, dtype=torch.float64))
+    return model.eval()
+
+
+def sum_heads(seed=0, heads=3):
+    return SumHeadTransformer(N0, 8, 5, 2, heads, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def inputs(batch=6, seed=1):
+    return torch.randn(batch, N0, T, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def module_attention(model, x):
+    """Each layer's attention from the module itself (need_weights=True, per head), in the (key, query) convention,
+    with the module's own outputs feeding the next layer."""
+    h = model.embed(x.transpose(1, 2))
+    out = []
+    for layer in model.layers:
+        h, weights = layer(h, h, h, need_weights=True, average_attn_weights=False)  # [B, H, T_query, T_key]
+        out.append(weights.transpose(-1, -2))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ the views
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_multihead_view_computes_the_modules_attention_and_output_to_1e_12(bias):
+    model, x = stack(bias=bias), inputs()
+    view = head_model(model)
+    assert isinstance(view, MultiheadStackModel) and view.heads == (4, 4) and view.input_width == N0
+    with torch.no_grad():
+        expected = module_attention(model, x)
+        ours = view.layer_attention(x)
+        for a, b in zip(ours, expected):
+            assert a.shape == (6, 4, T, T)
+            assert (a - b).abs().max() < 1e-12
+            torch.testing.assert_close(a.sum(dim=-2), torch.ones(6, 4, T, dtype=torch.float64))
+        assert (view.outputs(x) - model(x)).abs().max() < 1e-12
+    # the theory's form of the attention: the last layer averaged over queries
+    torch.testing.assert_close(view.matrices(x)[-1], expected[-1].mean(dim=-1), rtol=0, atol=1e-12)
+
+
+def test_masking_a_multihead_head_is_zeroing_its_block_of_the_output_projection():
+    model, x = stack(bias=True), inputs()
+    view = head_model(model)
+    pruned = [(0, 1), (1, 3), (1, 0)]
+    d = 12 // 4
+    with torch.no_grad():
+        for l, h in pruned:
+            model.layers[l].out_proj.weight[:, h * d:(h + 1) * d] = 0.0
+        assert (view.outputs(x, pruning_mask(view.heads, pruned)) - model(x)).abs().max() < 1e-12
+        # the pruned model's second-layer attention is recomputed from the pruned first layer
+        masked = view.layer_attention(x, pruning_mask(view.heads, pruned))
+        for a, b in zip(masked, module_attention(model, x)):
+            assert (a - b).abs().max() < 1e-12
+
+
+def test_sum_head_view_is_the_model_and_its_drop_heads_pruning():
+    model, x = sum_heads(), inputs()
+    view = head_model(model)
+    assert isinstance(view, SumHeadModel) and view.heads == (3, 3)
+    with torch.no_grad():
+        omega = model.attention_matrices(x)
+        for l, a in enumerate(view.layer_attention(x)):
+            assert (a - omega[:, l]).abs().max() < 1e-12
+        assert (view.outputs(x) - model(x)).abs().max() < 1e-12
+        for pruned in ([(0, 0)], [(0, 2), (1, 1)], [(1, 0), (1, 2)]):
+            rescaled = view.outputs(x, pruning_mask(view.heads, pruned, rescale=True))
+            assert (rescaled - model(x, drop_heads=pruned)).abs().max() < 1e-12
+    # its path features are those of the package's own Attention of the model
+    torch.testing.assert_close(path_features(x, view), path_features(x, model.attention()), rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("make", [stack, sum_heads])
+def test_the_output_is_linear_in_the_last_layers_mask(make):
+    view, x = head_model(make()), inputs()
+    rng = np.random.default_rng(0)
+    H = max(view.heads)
+    for _ in range(3):
+        mask = torch.as_tensor(rng.normal(size=(6, 2, H)))
+        terms, offset = view.last_layer_terms(x, mask)
+        assert terms.shape == (6, H)
+        expected = view.outputs(x, mask)
+        assert (torch.einsum("bh,bh->b", terms, mask[:, -1]) + offset - expected).abs().max() < 1e-12
+
+
+def test_the_frozen_multihead_stack_without_biases_is_a_sum_over_attention_paths():
+    """f(x) = sum_pi e_pi . xi_pi(x) with the path features of the frozen attention (eq-path-features) and
+    e_pi = (a^T W_o2^h2 W_v2^h2 W_o1^h1 W_v1^h1 E)^T (eq-path-form): the theory's network."""
+    model, x = stack(bias=False), inputs()
+    view = head_model(model)
+    xi = path_features(x, view)  # [B, N0, paths]
+    d = 12 // 4
+    a = model.readout.weight.detach()[0]
+
+    def head_map(layer, h):
+        W_v = layer.in_proj_weight.detach()[24:][h * d:(h + 1) * d]
+        return layer.out_proj.weight.detach()[:, h * d:(h + 1) * d] @ W_v
+
+    weights = torch.stack([a @ head_map(model.layers[1], h2) @ head_map(model.layers[0], h1) @ model.embed.weight.detach()
+                           for h1, h2 in all_paths(view.heads)])  # [paths, N0]
+    torch.testing.assert_close(torch.einsum("pi,bip->b", weights, xi), model(x).detach(), rtol=1e-10, atol=1e-12)
+
+
+def test_head_model_and_masks_refuse_what_they_cannot_read():
+    with pytest.raises(ValueError, match="model must be"):
+        head_model(torch.nn.Linear(3, 3))
+    odd = stack()
+    odd.layers[0] = torch.nn.MultiheadAttention(12, 4, add_zero_attn=True, batch_first=True, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"model.layers\[0\]"):
+        head_model(odd)
+    view = head_model(stack())
+    with pytest.raises(ValueError, match="x must have shape"):
+        view.outputs(torch.zeros(2, N0 + 1, T))
+    with pytest.raises(ValueError, match="mask must have shape"):
+        view.outputs(inputs(), torch.ones(3, 4))
+    with pytest.raises(ValueError, match="pruned must hold 0-based"):
+        pruning_mask((4, 4), [(2, 0)])
+    with pytest.raises(ValueError, match="at least one head"):
+        pruning_mask((2, 2), [(0, 0), (0, 1)], rescale=True)
+    with pytest.raises(ValueError, match="width must be a multiple"):
+        MultiheadAttentionStack(N0, 10, 4, generator=torch.Generator())
+
+
+def test_the_stack_draws_its_weights_from_its_generator_and_leaves_the_global_state_alone():
+    state = torch.random.get_rng_state()
+    a, b = stack(seed=3), stack(seed=3)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.equal(p, q)
+    assert not torch.equal(stack(seed=4).embed.weight, a.embed.weight)
+
+
+# ------------------------------------------------------------------------------------------------ the rankings
+
+
+def labelled(batch=40, seed=2):
+    x = inputs(batch, seed)
+    y = torch.sign(x[:, 0].mean(dim=1) + 1e-9)
+    return x, y
+
+
+@pytest.mark.parametrize("make", [stack, sum_heads])
+def test_theory_ranking_is_the_head_score_of_the_minimiser_on_the_frozen_attention(make):
+    model = make()
+    x, y = labelled()
+    ranking = theory_head_ranking(model, x, y, 20, 0.5)
+    view = head_model(model)
+    solution = solve(path_features(x, view), y, heads=view.heads, widths=20, temperature=0.5)
+    np.testing.assert_array_equal(ranking.U, solution.U)
+    np.testing.assert_array_equal(ranking.scores, head_scores(solution.U, view.heads))
+    assert np.nanmax(ranking.scores) == 1.0 and ranking.temperature == 0.5
+    assert sorted(ranking.order) == all_heads(view.heads)
+    ordered = [ranking.scores[lh] for lh in ranking.order]
+    assert ordered == sorted(ordered)
+
+
+def test_theory_ranking_keeps_the_temperature_with_the_smallest_certified_action():
+    model = stack()
+    x, y = labelled()
+    ranking = theory_head_ranking(model, x, y, 20, [0.1, 0.5, 2.0])
+    scan = ranking.scan
+    assert scan["converged"].all()
+    best = int(np.argmin(scan["action"]))
+    assert ranking.temperature == scan["temperatures"][best]
+    single = theory_head_ranking(model, x, y, 20, float(scan["temperatures"][best]))
+    np.testing.assert_array_equal(single.scores, ranking.scores)
+    np.testing.assert_array_equal(scan["scores"][best], ranking.scores)
+    with pytest.raises(ValueError, match="temperature"):
+        theory_head_ranking(model, x, y, 20, [0.5, 0.1])
+    with pytest.raises(ValueError, match="temperature"):
+        theory_head_ranking(model, x, y, 20, "0.5")
+
+
+@pytest.mark.parametrize("make", [stack, sum_heads])
+def test_gradient_importance_is_the_mean_absolute_mask_gradient_normalised_per_layer(make):
+    view = head_model(make(bias=True) if make is stack else make())
+    x, y = labelled(12)
+    raw = gradient_head_importance(view, x, y, normalize=False, batch_size=5)
+    # central finite differences of each example's loss in each head's mask variable
+    eps = 1e-6
+    expected = np.zeros_like(raw)
+    with torch.no_grad():
+        for l, h in all_heads(view.heads):
+            step = torch.zeros(2, max(view.heads), dtype=torch.float64)
+            step[l, h] = eps
+            plus = (view.outputs(x, 1 + step) - y) ** 2
+            minus = (view.outputs(x, 1 - step) - y) ** 2
+            expected[l, h] = ((plus - minus) / (2 * eps)).abs().mean()
+    np.testing.assert_allclose(raw, expected, rtol=1e-6, atol=1e-9)
+    normalised = gradient_head_importance(view, x, y)
+    np.testing.assert_allclose(np.linalg.norm(normalised, axis=1), 1.0)
+    np.testing.assert_allclose(normalised * np.linalg.norm(raw, axis=1, keepdims=True), raw)
+
+
+def test_entropy_is_log_T_for_uniform_attention_and_smaller_otherwise():
+    model = sum_heads()
+    with torch.no_grad():
+        model.queries[0] = 0.0  # layer 1 attends uniformly
+    entropy = attention_entropy(model, inputs())
+    np.testing.assert_allclose(entropy[0], math.log(T), rtol=0, atol=1e-12)
+    assert (entropy[1] < math.log(T)).all() and (entropy[1] > 0).all()
+
+
+def test_value_norms_and_orders():
+    model = sum_heads()
+    np.testing.assert_allclose(value_norms(model), torch.linalg.matrix_norm(model.values.detach()).numpy())
+    norms = value_norms(stack())
+    assert norms.shape == (2, 4) and (norms > 0).all()
+    scores = np.array([[0.3, 0.1, 0.2], [0.5, 0.0, 0.4]])
+    assert pruning_order(scores) == [(1, 1), (0, 1), (0, 2), (0, 0), (1, 2), (1, 0)]
+    assert pruning_order(scores, prune_first="highest") == [(1, 0), (1, 2), (0, 0), (0, 2), (0, 1), (1, 1)]
+    with pytest.raises(ValueError, match="prune_first"):
+        pruning_order(scores, prune_first="middle")
+
+
+# ------------------------------------------------------------------------------------------------ data and training
+
+
+def test_digit_patches_are_the_images_cut_into_positioned_patches():
+    from sklearn.datasets import load_digits
+
+    data = digit_patches(2, positive_digits=(7, 5))
+    assert data.x.shape == (1797, 4 + 16, 16) and data.positive_digits == (5, 7)
+    images = load_digits().images / 16.0
+    # token t = row-major patch (t // 4, t % 4): its 2x2 pixels, then one-hot position t
+    for t in (0, 5, 15):
+        r, c = divmod(t, 4)
+        np.testing.assert_array_equal(data.x[:, :4, t].numpy(), images[:, 2 * r:2 * r + 2, 2 * c:2 * c + 2].reshape(-1, 4))
+        np.testing.assert_array_equal(data.x[:, 4:, t].numpy(), np.broadcast_to(np.eye(16)[t], (1797, 16)))
+    np.testing.assert_array_equal(data.y.numpy() > 0, np.isin(data.digits, (5, 7)))
+    assert digit_patches(4).x.shape == (1797, 16 + 4, 4)
+    train, test = train_test_split(data, 97, np.random.default_rng(0))
+    assert len(train) == 1700 and len(test) == 97
+    # the two parts are the whole data set, each image once
+    both = torch.cat([train.x, test.x]).reshape(1797, -1).numpy()
+    np.testing.assert_array_equal(np.sort(both.view([("", both.dtype)] * both.shape[1]).ravel(), axis=0),
+                                  np.sort(data.x.reshape(1797, -1).numpy().view([("", both.dtype)] * both.shape[1]).ravel(), axis=0))
+    with pytest.raises(ValueError, match="patch_size"):
+        digit_patches(3)
+    with pytest.raises(ValueError, match="positive_digits"):
+        digit_patches(2, positive_digits=range(10))
+    with pytest.raises(ValueError, match="num_test"):
+        train_test_split(data, 1797, np.random.default_rng(0))
+
+
+@pytest.fixture(scope="module")
+def small_split():
+    data = digit_patches(4, positive_digits=(0,))
+    return train_test_split(data, 300, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("architecture", ["multihead", "sum_heads"])
+def test_training_is_reproducible_and_learns(small_split, architecture):
+    train, test = small_split
+    config = ModelTraining(architecture=architecture, width=8, qk_width=4, num_heads=2, steps=150, batch_size=64,
+                           learning_rate=1e-2)
+    a, history = train_model(config, train, 5)
+    b, _ = train_model(config, train, 5)
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.equal(p, q)
+    assert history["loss"][-10:].mean() < history["loss"][:10].mean()
+    # 0 vs the other digits: far better than always answering "not 0" (90 %)
+    assert HeadMaskEvaluator(a, test.x, test.y)() > 0.97
+    with pytest.raises(ValueError, match="architecture"):
+        ModelTraining(architecture="lstm")
+    with pytest.raises(ValueError, match="seed"):
+        train_model(config, train, -1)
+
+
+# ------------------------------------------------------------------------------------------------ pruning curves
+
+
+def test_evaluator_curves_and_areas():
+    view = head_model(stack())
+    x, y = labelled(30)
+    evaluator = HeadMaskEvaluator(view, x, y)
+    for pruned in ([], [(1, 2)], [(0, 0), (1, 1), (1, 3)]):
+        with torch.no_grad():
+            direct = view.outputs(x, pruning_mask(view.heads, pruned)).numpy()
+        np.testing.assert_allclose(evaluator.outputs(pruned), direct, rtol=0, atol=1e-12)
+        assert evaluator(pruned) == np.mean(np.sign(direct) == y.numpy())
+    curve = pruning_curve(evaluator, pruning_order(value_norms(view)))
+    assert curve.shape == (7,) and curve[0] == evaluator()
+    assert curve_auc(np.full(7, 0.8)) == pytest.approx(0.8)
+    assert curve_auc([1.0, 0.5, 0.0]) == pytest.approx(0.5)
+    np.testing.assert_allclose(curve_auc(np.array([[1.0, 0.0], [0.5, 0.5]])), [0.5, 0.5])
+    with pytest.raises(ValueError, match="curves"):
+        curve_auc([0.7])
+    # three layers: every layer's input is kept per set of heads pruned before it
+    deep = head_model(stack(layers=3))
+    evaluator = HeadMaskEvaluator(deep, x, y)
+    for pruned in ([(0, 1), (2, 0)], [(1, 3), (0, 1)], [(0, 2), (1, 0), (1, 1), (2, 3)]):
+        with torch.no_grad():
+            direct = deep.outputs(x, pruning_mask(deep.heads, pruned)).numpy()
+        np.testing.assert_allclose(evaluator.outputs(pruned), direct, rtol=0, atol=1e-12)
+
+
+def test_mean_interval_is_students_t():
+    values = np.array([1.0, 2.0, 3.0, 4.0])
+    interval = mean_interval(values, 0.95)
+    half = 3.182446305284263 * values.std(ddof=1) / 2  # t_{3, 0.975}
+    assert interval["mean"] == 2.5 and interval["low"] == pytest.approx(2.5 - half)
+    with pytest.raises(ValueError, match="replicates"):
+        mean_interval([1.0])
+
+
+def test_sweep_is_one_task_per_seed_and_reproducible(small_split):
+    train, test = small_split
+    config = ModelTraining(width=8, num_heads=2, steps=20, batch_size=32)
+    arguments = dict(seed=3, train=train, test=test, training=config, theory_width=10, theory_examples=60,
+                     num_random_orders=4)
+    sweep = pruning_sweep(num_seeds=2, temperatures=[0.1, 1.0], progress=False, **arguments)
+    assert sweep.curves.shape == (2, 4, 3) and sweep.random_curves.shape == (2, 4, 3)
+    assert sweep.theory_scan["curves"].shape == (2, 2, 3)
+    single = run_seed(1, temperatures=[0.1, 1.0], **arguments)
+    np.testing.assert_array_equal(single["curves"], sweep.curves[1])
+    np.testing.assert_array_equal(single["random_curves"], sweep.random_curves[1])
+    auc = sweep.auc()
+    assert set(auc) == {"theory", "michel", "entropy", "norm", "random"}
+    np.testing.assert_allclose(auc["random"], curve_auc(sweep.random_curves).mean(axis=1))
+    assert (sweep.curves[:, :, 0] == sweep.base_accuracy[:, None]).all()
+    with pytest.raises(ValueError, match="theory_examples"):
+        pruning_sweep(num_seeds=2, temperatures=[0.1], **{**arguments, "theory_examples": len(train) + 1})
+    with pytest.raises(ValueError, match="temperatures"):
+        pruning_sweep(num_seeds=2, temperatures=[1.0, 0.1], **arguments)
+
+
+@pytest.mark.parametrize("make", [stack, sum_heads])
+def test_attention_error_measures_the_views_agreement_with_the_model(make):
+    from attnpaths.pruning.adapters import attention_error
+
+    model = make().float()
+    x = inputs()
+    assert attention_error(model, x) < 1e-12  # the view copies the float32 weights exactly into float64
+    frozen = head_model(model)
+    with torch.no_grad():  # the model changes after its view was taken: the view no longer computes its attention
+        (model.layers[0].in_proj_weight if make is stack else model.queries).mul_(1.5)
+    assert attention_error(model, x) < 1e-12
+    assert attention_error(model, x, view=frozen) > 1e-3
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_training_on_the_gpu_matches_the_cpu_up_to_float32_rounding(small_split):
+    train, _ = small_split
+    config = ModelTraining(width=8, num_heads=2, steps=20, batch_size=32)
+    cpu, _ = train_model(config, train, 4)
+    gpu, _ = train_model(config, train, 4, device="cuda")
+    for p, q in zip(cpu.parameters(), gpu.parameters()):
+        assert q.device.type == "cpu"
+        torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
+
+
+def test_training_refuses_a_device_it_cannot_use(small_split):
+    train, _ = small_split
+    with pytest.raises(ValueError, match="device"):
+        train_model(ModelTraining(steps=1), train, 0, device="tpu")
