@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import threading
 from pathlib import Path
 
 from ..provenance import versions
@@ -103,6 +104,7 @@ def imported_names(tree: ast.AST, package: str | None = None) -> set[str]:
 
 
 _PARSED: dict[tuple, frozenset] = {}
+_PARSING = threading.Lock()  # CPython 3.11's parser is not safe to run in several threads at once
 """The imports of the module sources this process has parsed, by (SHA-256 of the source, package): parsing is
 most of the cost of a key, and an unchanged source is not parsed again."""
 
@@ -153,7 +155,8 @@ class PackageCode:
             memo_key = (self._hash(path), package)
             if memo_key not in _PARSED:
                 try:
-                    tree = ast.parse(path.read_bytes(), filename=str(path))
+                    with _PARSING:
+                        tree = ast.parse(path.read_bytes(), filename=str(path))
                 except SyntaxError:
                     tree = ast.Module(body=[], type_ignores=[])
                 _PARSED[memo_key] = frozenset(imported_names(tree, package))

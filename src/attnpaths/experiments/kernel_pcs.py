@@ -38,8 +38,8 @@ def pc_overlaps(data: PathData, U_flat, num_components: int = 30) -> dict:
     """Overlap of the training kernel's PCs with the labels (Fig. 2d): ``K(U_flat)`` vs ``K_GP``.
 
     Returns:
-        ``{"finite_width": [k], "gp": [k], "eigenvalues_finite_width": [k], "eigenvalues_gp": [k],
-        "first_pc_mean_direction": (fw, gp)}``; the last is ``|u_1 . 1| / sqrt(P)``, the cosine between the
+        a dict with ``"finite_width": [k]``, ``"gp": [k]``, ``"eigenvalues_finite_width": [k]``,
+        ``"eigenvalues_gp": [k]`` and ``"first_pc_mean_direction": (fw, gp)``; the last is ``|u_1 . 1| / sqrt(P)``, the cosine between the
         leading PC and the all-examples direction.
     """
     num_components = positive_int(num_components, "num_components")

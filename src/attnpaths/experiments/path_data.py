@@ -36,7 +36,7 @@ class PathNetwork:
 
     @property
     def plot_order(self) -> tuple[int, ...]:
-        """Flat path indices in figure order (default: the flat order): ``U[plot_order][:, plot_order]``
+        """The flat path indices in figure order, by default the flat order; ``U[plot_order][:, plot_order]``
         reorders an order parameter for a figure."""
         return tuple(range(self.num_paths))
 
@@ -98,6 +98,7 @@ class PathData:
 
     @property
     def num_test(self) -> int:
+        """The number of examples of the ``"test"`` split."""
         return self.features_test.shape[0]
 
 

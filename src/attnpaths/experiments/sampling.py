@@ -350,8 +350,9 @@ def finite_width_shift(points: dict, exacts: dict, theory_U: dict) -> dict:
         points: ``{width: SampledPoint}``; exacts: ``{width: ExactOrderParameter}`` and theory_U:
             ``{width: [n, n]}`` (figure order), both holding every sampled width.
     Returns:
-        ``{"N": [n_s], "relative_diagonal_shift": [n_s, n], "relative_mc_se": [n_s, n],
-        "exact_relative_diagonal_shift": [n_s, n], "exact_relative_mc_se": [n_s, n], "epsilon": [n_s]}``, the
+        a dict with ``"N": [n_s]``, ``"relative_diagonal_shift": [n_s, n]``, ``"relative_mc_se": [n_s, n]``,
+        ``"exact_relative_diagonal_shift": [n_s, n]``, ``"exact_relative_mc_se": [n_s, n]`` and
+        ``"epsilon": [n_s]``, the
         standard errors relative to the theory's diagonal and ``epsilon = (n + 1) / N``.
     """
     widths = list(points)

@@ -1,4 +1,4 @@
-"""The theory over widths and temperatures: the one sweep of the book and its result, :class:`TheorySweep`.
+"""The theory over widths and temperatures: the one sweep of the book and its result, ``TheorySweep``.
 
 :func:`theory_sweep` solves the theory (eq-action) at every width ``N`` (every layer) and every temperature ``T``
 of a grid and evaluates the mean predictor (eq-predictor) on every evaluation split of a :class:`~.path_data.PathData`.
@@ -73,7 +73,7 @@ class TheorySweep:
         return int(hits[0])
 
     def temperature_index(self, temperature=None) -> int:
-        """Position of ``temperature`` in :attr:`temperatures`; ``None`` names the only one of a sweep at one
+        """Position of ``temperature`` in ``temperatures``; ``None`` names the only one of a sweep at one
         temperature."""
         if temperature is None:
             if self.temperatures.size != 1:
@@ -87,7 +87,7 @@ class TheorySweep:
 
     @property
     def U_figure(self) -> np.ndarray:
-        """``[n_w, n_T, n, n]``: :attr:`U` in figure order (:attr:`plot_order`)."""
+        """``[n_w, n_T, n, n]``: :attr:`U` in figure order (``plot_order``)."""
         return reorder(self.U, self.plot_order)
 
     def U_at(self, width, temperature=None) -> np.ndarray:
@@ -126,9 +126,9 @@ def sweep_width(data: PathData, width, temperatures, warm_start: bool, keep_unce
     retried from the GP values, the solver's default start).
 
     Returns:
-        ``{"U": [n_T, n, n], "U_layers": [[n_T, n_l, n_l] per layer], "U_a", "action", "gradient_norm",
-        "hessian_min_eigenvalue", "converged", "iterations", "warm_started", "solve_seconds": [n_T],
-        "means": {split: [n_T, B]}}``.
+        a dict with ``"U": [n_T, n, n]``, ``"U_layers": [[n_T, n_l, n_l] per layer]``, the ``[n_T]`` arrays
+        ``"U_a"``, ``"action"``, ``"gradient_norm"``, ``"hessian_min_eigenvalue"``, ``"converged"``,
+        ``"iterations"``, ``"warm_started"``, ``"solve_seconds"``, and ``"means": {split: [n_T, B]}``.
     """
     points = [None] * len(temperatures)
     previous = None

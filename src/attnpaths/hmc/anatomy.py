@@ -36,8 +36,9 @@ def same_token_targets(omega, hidden_states) -> dict:
         omega: ``[T+1, T+1]`` attention matrix of the head on the sequence (token 0 = BOS).
         hidden_states: ``[T]`` hidden states ``s_t = +-1`` of the sequence.
     Returns:
-        ``{"stays": number of t with s_t = s_{t-1}, "attends_previous": queries whose largest weight is on
-        token t-1, "attends_bos": queries whose largest weight is on BOS, "previous_exactly_when_stays": bool}``.
+        the counts ``"stays"``, the number of ``t`` with ``s_t = s_{t-1}``; ``"attends_previous"``, the queries
+        whose largest weight is on token ``t-1``; ``"attends_bos"``, those whose largest weight is on BOS;
+        ``"previous_exactly_when_stays"``, a bool.
     """
     states = np.asarray(hidden_states)
     keys = strongest_keys(omega)
@@ -96,10 +97,11 @@ def task_example(data, example: int = 0) -> dict:
         data: an :class:`~attnpaths.hmc.data.HMCDataset` (class-sorted: ``y = +1`` for the first ``P/2``).
         example: index of the sequence whose input is returned.
     Returns:
-        ``{"hidden_states": [2, T] of the sequences 0 and P/2, "x": [N0, T+1] the input of ``example``,
-        "along_e_B": [T] e_B . x_t (the hidden state, +-|v| / sqrt(2), plus sigma_B noise), "along_e_A": [T]
-        e_A . x_t, "perp_rms": [T] |eta_perp,t| / sqrt(N_f - 2)}`` (root-mean-square out-of-plane noise per
-        direction, about ``sigma_perp``).
+        a dict with ``"hidden_states"`` (``[2, T]``, of the sequences 0 and ``P/2``), ``"x"`` (``[N0, T+1]``,
+        the input of ``example``), ``"along_e_B"`` (``[T]``, ``e_B . x_t``: the hidden state, ``+-|v| / sqrt(2)``,
+        plus ``sigma_B`` noise), ``"along_e_A"`` (``[T]``, ``e_A . x_t``) and ``"perp_rms"`` (``[T]``,
+        ``|eta_perp,t| / sqrt(N_f - 2)``, the root-mean-square out-of-plane noise per direction, about
+        ``sigma_perp``).
     """
     P = data.num_examples
     example = int_at_least(example, "example", 0)

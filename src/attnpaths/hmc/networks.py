@@ -79,7 +79,7 @@ class HMCNetwork(PathNetwork):
 
     @property
     def plot_order(self) -> tuple[int, ...]:
-        """Flat path indices in figure order ``[g, d, a1, a2]`` (paths the network lacks are skipped):
+        """The flat path indices in figure order ``[g, d, a1, a2]``, skipping paths the network lacks;
         ``features[..., plot_order]`` or ``U[plot_order][:, plot_order]`` reorders for plotting."""
         return tuple(self.path_names.index(name) for name in PLOT_ORDER_NAMES if name in self.path_names)
 

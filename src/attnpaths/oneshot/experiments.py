@@ -196,7 +196,7 @@ def theory_grid(data: PathData, widths=PAPER_WIDTHS, temperatures=PAPER_TEMPERAT
 
 
 def gp_grid(data: PathData, temperatures=PAPER_GP_TEMPERATURES) -> TheorySweep:
-    """The GP limit (eq-gp), ``U = I`` at every temperature, as a one-width :class:`TheorySweep`."""
+    """The GP limit (eq-gp), ``U = I`` at every temperature, as a one-width :class:`~attnpaths.experiments.sweep.TheorySweep`."""
     return theory_sweep(data, (math.inf,), temperatures, keep_uncertified=True, max_iterations=1, on_engine=True,
                         description="GP", progress=False)
 

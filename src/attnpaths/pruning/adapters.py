@@ -55,6 +55,7 @@ class HeadModel:
 
     @property
     def num_layers(self) -> int:
+        """The number of attention layers."""
         return len(self.heads)
 
     @property
@@ -212,6 +213,7 @@ class SumHeadModel(HeadModel):
         return h.mean(dim=2) @ self.readout_weights
 
     def value_norms(self) -> np.ndarray:
+        """``[L, H]``: the Frobenius norm of each head's value map into the next layer."""
         return torch.linalg.matrix_norm(self.values).numpy()
 
 
@@ -276,6 +278,8 @@ class MultiheadStackModel(HeadModel):
         return h.mean(dim=1) @ self.readout_weights
 
     def value_norms(self) -> np.ndarray:
+        """``[L, H]``: the Frobenius norm of each head's slice of the value projection (NaN where a layer has
+        fewer heads)."""
         L, H = self.num_layers, max(self.heads)
         norms = np.full((L, H), np.nan)
         for l, layer in enumerate(self.layers):

@@ -80,10 +80,12 @@ class MultiheadAttentionStack(nn.Module):
 
     @property
     def num_layers(self) -> int:
+        """The number of attention layers."""
         return self.hyperparameters["num_layers"]
 
     @property
     def num_heads(self) -> int:
+        """The number of heads of every layer."""
         return self.hyperparameters["num_heads"]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
