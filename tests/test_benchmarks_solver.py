@@ -63,7 +63,7 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys):
     assert torch.get_num_threads() == threads  # restored
     record = read_record(output)
     assert record["benchmark"] == "solver" and record["command"] == "python -m attnpaths bench solver " + " ".join(argv)
-    assert record["machine"]["load_average_1min"] is not None and record["report"]["load_average_1min_at_start"] >= 0
+    assert record["machine"]["load_average_1min"] is not None and record["machine"]["load_average_1min_start"] >= 0
     saved = record["report"]
     assert json.loads(json.dumps(report, default=float)).keys() == saved.keys()
     assert saved["quick"] and saved["threads"] == 1 and saved["targets"] == bench.TARGETS

@@ -54,7 +54,7 @@ def test_chapter_source_changes_only_its_key(book):
 
 
 def test_package_init_changes_every_key(book):
-    before = keys(book)  # every chapter imports attnpaths.results, so executes attnpaths/__init__.py
+    before = keys(book)  # every chapter imports attnpaths.book.recorder, so executes attnpaths/__init__.py
     (book.package_dir / "__init__.py").write_text("VERSION = 2\n")
     after = keys(book)
     assert all(after[name] != before[name] for name in before)
@@ -70,7 +70,7 @@ def write_package(package_dir, files):
 @pytest.fixture
 def importing_book(tiny_book):
     """alpha imports attnpaths.tasks.runs (which imports attnpaths.helper, relatively, inside a function),
-    beta imports nothing but attnpaths.results; the package also holds modules nobody imports and data files."""
+    beta imports nothing but attnpaths.book.recorder; the package also holds modules nobody imports and data files."""
     write_package(tiny_book.package_dir, {
         "helper.py": "X = 1\n",
         "unused.py": "from . import helper\n",
@@ -81,6 +81,7 @@ def importing_book(tiny_book):
         "tasks/records/a.json": "{}\n",
         "tasks/inner/__init__.py": "",
         "tasks/inner/other.json": "[2]\n",
+        "book/__init__.py": "",
     })
     write_chapter(tiny_book.root, "alpha", "n = 3", "%matplotlib inline\nfrom attnpaths.tasks import runs\nvalues = {}")
     write_chapter(tiny_book.root, "beta", "m = 1", "values = {'m': m}")
@@ -97,7 +98,7 @@ def importing_book(tiny_book):
     ("tasks/inner/other.json", set()),  # in a subpackage nobody imports
     ("unused.py", set()),
     ("cli.py", set()),  # imports what alpha imports, but no chapter imports it
-    ("results.py", {"alpha", "beta"}),  # a module every chapter imports, created
+    ("book/recorder.py", {"alpha", "beta"}),  # a module every chapter imports, created
 ])
 def test_a_key_follows_the_package_code_its_chapter_imports(importing_book, edited, stale):
     before = keys(importing_book)

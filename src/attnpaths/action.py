@@ -389,7 +389,7 @@ def _pair(left, right):
 
 
 def entropy_terms(factors: list[torch.Tensor], arch: Architecture, order: int = 2):
-    """``S_ent`` (spec S6, ``U_a`` eliminated by S7) at ``U_l = F_l F_l^T`` and its derivatives with respect to
+    """``S_ent`` (eq-entropy, ``U_a`` eliminated by eq-readout) at ``U_l = F_l F_l^T`` and its derivatives with respect to
     the full matrices ``U_l`` (entries treated as independent), as :func:`entropy_derivatives` computes them,
     from the factors (``log det U_l = 2 sum_i log F_ii``, ``U_l^{-1}`` from ``F_l``).
 
@@ -478,7 +478,7 @@ class EnergyPoint:
 
 
 class EnergyEvaluator:
-    """``S_en = log det G + y^T G^{-1} y``, ``G = K(U_1) + T I`` (spec S6), for one data set, with its gradient
+    """``S_en = log det G + y^T G^{-1} y``, ``G = K(U_1) + T I`` (eq-action), for one data set, with its gradient
     and Hessian (those of :func:`energy`, ``T1``, ``T2``, ``T3`` there) through one of two contractions:
 
     * sample space (few examples): the kernels of the symmetric basis directions (:class:`SymmetricBasis`),

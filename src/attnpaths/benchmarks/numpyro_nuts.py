@@ -1,6 +1,6 @@
 """Blocked Gibbs (:mod:`attnpaths.sampler`) against numpyro's NUTS on JAX, the sampler the authors used.
 
-The authors sample the posterior (S1, S3) with numpyro's NUTS at its default settings (target acceptance
+The authors sample the posterior (sec-model-network) with numpyro's NUTS at its default settings (target acceptance
 0.8, maximal tree depth 10, diagonal mass matrix adapted in windows during the warm-up) in JAX's default
 float32. This benchmark runs that sampler on the CPU, in float64 (the package's precision) and in float32,
 on the same posterior as :func:`attnpaths.benchmarks.sampler.potential_energy`, and compares it with the
@@ -113,11 +113,11 @@ def _check_precision(dtype: str) -> str:
 
 
 def jax_potential_energy(network: AttentionNetwork, x, y, temperature: float, dtype: str = "float64"):
-    """JAX version of :func:`attnpaths.benchmarks.sampler.potential_energy`, the negative log posterior (S3)::
+    """JAX version of :func:`attnpaths.benchmarks.sampler.potential_energy`, the negative log posterior (sec-model-network)::
 
         E(theta) = sum_blocks |W|^2 / (2 s) + |y - f(x; theta)|^2 / (2 T)
 
-    with ``f`` computed layer by layer as in S1 (``x^(0) = V0 x / sqrt(N0)``, ``x^(l) = sum_h V^(l,h)
+    with ``f`` computed layer by layer as in (eq-forward) (``x^(0) = V0 x / sqrt(N0)``, ``x^(l) = sum_h V^(l,h)
     x^(l-1) Omega^(l,h) / sqrt(H_l N_l)``, the last layer read out by the token readout ``omega^(L,h)``,
     ``f = a . xbar^(L) / sqrt(N_a)``) from the attention matrices, computed once (in float64, by torch) and
     then cast to ``dtype`` together with ``x`` and ``y``.
@@ -235,16 +235,16 @@ def run_numpyro_nuts(
     max_tree_depth: int = 10,
     progress: bool = False,
 ) -> NutsRun:
-    """Sample the posterior (S3) with numpyro's NUTS until the predictor's split R-hat reaches ``rhat_target``.
+    """Sample the posterior (sec-model-network) with numpyro's NUTS until the predictor's split R-hat reaches ``rhat_target``.
 
-    Chains run one after the other, each from a prior draw (S3) made with its own key. After ``num_warmup``
+    Chains run one after the other, each from a prior draw (sec-model-network) made with its own key. After ``num_warmup``
     adaptation iterations, rounds of ``round_samples`` draws per chain follow until ``max_b R-hat(f(x_b))
     <= rhat_target`` over the test points, or ``max_samples`` draws per chain, or until the next round would
     end after ``time_budget_s`` (counted from the start of the run; ``None``: no limit). The warm-up and the
     first round always run.
 
     Args:
-        network, x, y, temperature: the posterior (S1, S3).
+        network, x, y, temperature: the posterior (eq-forward, sec-model-network).
         key: JAX PRNG key (``jax.random.PRNGKey(seed)``), the source of all randomness.
         test_features: ``[B, N0, n_paths]`` path features of the test inputs on which R-hat is measured.
         dtype: ``"float64"`` or ``"float32"``; ``jax_enable_x64`` is set accordingly during the run.

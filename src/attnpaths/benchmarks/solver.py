@@ -61,7 +61,7 @@ TARGETS = {"hmc_ms": 5.0, "image_ms": 500.0, "hmc_speedup": 1000.0}
 
 def adam_minimise(features, y, heads, widths, temperature: float, variances=1.0, *, lr: float = 0.1,
                   gradient_tolerance: float = 1e-5, max_steps: int = 50000, time_limit: float | None = None) -> dict:
-    """The authors' minimisation of the action (spec §2.4) on the package's action (S6): one full matrix per
+    """The authors' minimisation of the action on the package's action (eq-action): one full matrix per
     ``U_l`` (``U_1, ..., U_L``), symmetrised as ``(U + U^T) / 2`` at every evaluation, the GP values as start,
     the loss ``(S_ent + S_en) / max(N_1, ..., N_a)``, Adam (default betas) with learning rate ``lr``, stopped
     when the largest entry of the gradient of the loss is below ``gradient_tolerance``.
@@ -303,7 +303,6 @@ def main(argv=None) -> dict:
     adam_repeats = args.adam_repeats or (1 if quick else 3)
     adam = {"lr": args.adam_lr, "max_steps": 20 if quick else args.adam_max_steps, "time_limit": args.adam_time_limit}
     started = start_record("solver", argv)
-    load_at_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
     try:
@@ -334,7 +333,7 @@ def main(argv=None) -> dict:
     finally:
         torch.set_num_threads(previous_threads)
     report = {
-        "threads": args.threads, "quick": quick, "repeats": repeats, "load_average_1min_at_start": load_at_start,
+        "threads": args.threads, "quick": quick, "repeats": repeats,
         "note": "wall times on a machine shared with other work: read them with the load averages",
         "targets": TARGETS, "problems": problems, "growth": {"examples": by_examples, "paths": by_paths},
     }
