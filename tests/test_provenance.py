@@ -40,8 +40,17 @@ def test_commit_and_dirty_flag(tmp_path):
     head = git(tmp_path, "rev-parse", "HEAD")
     (tmp_path / "untracked.txt").write_text("not part of the commit\n")
     assert provenance.git_commit(tmp_path) == (head, False)  # untracked files do not make it dirty
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "r.json").write_text("{}\n")
+    git(tmp_path, "add", "records/r.json")
+    git(tmp_path, "commit", "-q", "-m", "a record")
+    head = git(tmp_path, "rev-parse", "HEAD")
+    (tmp_path / "records" / "r.json").write_text("{\"new\": 1}\n")
+    assert provenance.git_commit(tmp_path / "records") == (head, True)
+    assert provenance.git_commit(tmp_path / "records", ignore=["records"]) == (head, False)  # the folder left out
     (tmp_path / "a.txt").write_text("2\n")
     assert provenance.git_commit(tmp_path / ".") == (head, True)
+    assert provenance.git_commit(tmp_path, ignore=["records"]) == (head, True)  # changes elsewhere still count
 
 
 def test_machine_and_the_whole_block(tmp_path):

@@ -51,14 +51,16 @@ def versions(packages=NUMERIC_LIBRARIES) -> dict:
     return found
 
 
-def git_commit(directory) -> tuple[str | None, bool | None]:
+def git_commit(directory, ignore=()) -> tuple[str | None, bool | None]:
     """``(commit, dirty)`` of the git checkout holding ``directory``: the ``HEAD`` commit and whether tracked
-    files have uncommitted changes; ``(None, None)`` outside a checkout or without git."""
+    files have uncommitted changes, those under the folders ``ignore`` (relative to the checkout's top) left
+    out; ``(None, None)`` outside a checkout or without git."""
+    excluded = [f":(top,exclude){folder}" for folder in ignore]
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True,
                                 check=True).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=directory,
-                                capture_output=True, text=True, check=True).stdout
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)",
+                                 *excluded], cwd=directory, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None, None
     return commit, bool(status.strip())
@@ -86,10 +88,11 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def collect(directory=None, packages=NUMERIC_LIBRARIES, load: bool = True) -> dict:
+def collect(directory=None, packages=NUMERIC_LIBRARIES, load: bool = True, ignore=()) -> dict:
     """The provenance block (see the module docstring) of code in the git checkout holding ``directory``
-    (default: this package's folder): package version, commit and dirty flag, :func:`versions` of
-    ``packages``, and :func:`machine` (with the load average when ``load``)."""
-    commit, dirty = git_commit(Path(__file__).parent if directory is None else directory)
+    (default: this package's folder): package version, commit and dirty flag (changes under the folders
+    ``ignore`` left out, :func:`git_commit`), :func:`versions` of ``packages``, and :func:`machine` (with the
+    load average when ``load``)."""
+    commit, dirty = git_commit(Path(__file__).parent if directory is None else directory, ignore)
     return {"package_version": package_version(), "commit": commit, "commit_dirty": dirty,
             "versions": versions(packages), "machine": machine(load)}

@@ -119,7 +119,9 @@ def make_record(layout: BookLayout, chapter: Chapter, command: str) -> dict:
                          f"runs (parameters {differing} differ): run `python -m attnpaths run {chapter.name} "
                          "--profile paper`")
     chapters = notebook_chapters(layout)
-    found = provenance.collect(layout.root, load=False)  # a load now says nothing of the run
+    # a load now says nothing of the run; the records written before this one do not make the code dirty
+    found = provenance.collect(layout.root, load=False,
+                               ignore=[records_dir(layout).relative_to(layout.root).as_posix()])
     key = current_key(layout, chapter, execution["parameters"], chapters, PackageCode(layout.package_dir),
                       found["versions"])
     return {
