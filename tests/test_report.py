@@ -191,3 +191,61 @@ def test_numpyro_rows_show_each_run_and_the_ratio_with_its_interval():
     assert rows["divergent transitions per chain"] == ["none", "3, 10", "3, 10"]
     assert rows["mean acceptance probability per chain (target 0.8)"][1] == "0.50, 0.25"
     assert report.committed_record("numpyro_nuts")["report"]["nuts_float64"]["rhat_target"] == 1.01
+
+
+def solver_record():
+    """A solver record's shape with made-up numbers: Adam stopped by its limit on the image problem only."""
+    def problem(ms, speedup, lower_bound, heads):
+        return {"num_train": 100, "heads": heads, "width": 10, "temperature": 0.01,
+                "solver": {"ms": ms, "iterations": 7, "ms_per_iteration": ms / 7, "gradient_norm": 1e-12},
+                "adam": {"ms": ms * speedup, "steps": 1000, "converged": not lower_bound, "time_limit_s": 300.0,
+                         "action_excess": 1e-8, "max_abs_difference_U": 1e-4},
+                "speedup": speedup, "speedup_is_lower_bound": lower_bound}
+
+    def series(label, sizes, crossover):
+        rows = [{label: s, "num_train": 200, "ms_per_iteration": 0.01 * s**2} for s in sizes]
+        return {"width": 10, "temperature": 0.1, "rows": rows, "exponent_per_iteration": 2.0,
+                "exponent_per_iteration_largest_two": 2.0, "exponent_per_solve": 2.1, "expected_exponents": [3.0, 2.0],
+                "two_terms": {"exponents": [3.0, 2.0], "constant": False, "coefficients": [0.0 if crossover is None
+                                                                                          else 1e-5, 0.01],
+                              "crossover": crossover, "crossover_within_sizes": crossover is not None}}
+
+    return {"command": "python -m attnpaths bench solver", "finished_utc": "2026-12-01T00:00:00+00:00",
+            "commit": "abc", "commit_dirty": False, "machine": {"cpu_count": 2},
+            "report": {"targets": {"hmc_ms": 5.0}, "problems": {"hmc": problem(20.0, 300.0, False, [2, 2]),
+                                                                 "image": problem(900.0, 330.0, True, [4, 4])},
+                       "growth": {"examples": series("P", [100, 200, 400], None),
+                                  "paths": series("paths", [4, 16, 64], 1000.0)}}}
+
+
+def test_solver_rows_summary_and_crossover_words():
+    record = solver_record()
+    rows = {row[0]: row[1:] for row in report.solver_rows(record["report"])}
+    assert rows["**Adam / solver time**"] == ["**300**", "**>= 330**"]  # only Adam stopped by its limit is a bound
+    assert rows["Adam: time"] == ["6 s", "297 s (stopped at the 300 s limit)"]
+    assert rows["heads per layer"] == ["2 x 2", "4 x 4"] and rows["Newton iterations"] == ["7", "7"]
+    summary = report.solver_summary(record)
+    assert summary["commit"] == "abc" and summary["targets"] == {"hmc_ms": 5.0}
+    assert summary["problems"]["image"] == {"ms": 900.0, "iterations": 7, "adam_ms": 297000.0, "speedup": 330.0,
+                                            "speedup_is_lower_bound": True}
+    assert summary["growth"]["paths"]["two_terms"]["crossover"] == 1000.0
+    assert "beyond the largest size" in report.crossover_text(record["report"]["growth"]["examples"]["two_terms"], "P")
+    assert report.crossover_text(record["report"]["growth"]["paths"]["two_terms"], "paths").endswith(
+        "equal at about 1e+03 paths, within the measured sizes")
+
+
+def test_solver_growth_figure_draws_the_record():
+    from attnpaths.book.benchmark_plots import plot_solver_growth
+
+    growth = solver_record()["report"]["growth"]
+    fig = plot_solver_growth(growth)
+    for ax, (series, key) in zip(fig.axes, (("examples", "P"), ("paths", "paths"))):
+        measured, power_law, two_terms = ax.get_lines()
+        assert list(measured.get_xdata()) == [row[key] for row in growth[series]["rows"]]
+        assert list(measured.get_ydata()) == [row["ms_per_iteration"] for row in growth[series]["rows"]]
+        # the data are an exact power law with exponent 2: the fitted line passes through them
+        assert power_law.get_ydata()[0] == pytest.approx(measured.get_ydata()[0])
+        assert power_law.get_ydata()[-1] == pytest.approx(measured.get_ydata()[-1])
+    # the two-term model b s^2 (+ a s^3 on the paths panel) is drawn with its coefficients
+    assert fig.axes[0].get_lines()[2].get_ydata()[-1] == pytest.approx(0.01 * 400**2)
+    assert fig.axes[1].get_lines()[2].get_ydata()[-1] == pytest.approx(1e-5 * 64**3 + 0.01 * 64**2)

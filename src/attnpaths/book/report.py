@@ -350,3 +350,67 @@ def numpyro_rows(bench_report: dict) -> list[list[str]]:
         ["**smallest ESS of f per second**", *(f"**{r['min_predictor_ess_per_s']:.3g}**" for r in (gibbs, f64, f32))],
         ["Gibbs / NUTS ratio (68 % interval over chains)", "", ratio("float64"), ratio("float32")],
     ]
+
+
+SOLVER_PROBLEMS = {"hmc": "4-path network, hidden Markov chain", "image": "16-path network, image episodes"}
+
+
+def solver_rows(bench_report: dict) -> list[list[str]]:
+    """The rows of the solver benchmark's table, one column per problem of ``bench_report`` (the ``report`` of the
+    ``solver`` record): sizes, Newton iterations, median solve time and time per iteration, the same for Adam
+    (steps, whether it reached its stopping rule), the ratio (a lower bound when Adam was stopped by its time
+    limit), and how far Adam's answer is from the solver's (action excess, largest difference of ``U``)."""
+    problems = [bench_report["problems"][name] for name in SOLVER_PROBLEMS]
+
+    def row(label, cell):
+        return [label, *(cell(p) for p in problems)]
+
+    def adam_time(p):
+        stopped = "" if p["adam"]["converged"] else f" (stopped at the {p['adam']['time_limit_s']:.0f} s limit)"
+        return f"{p['adam']['ms'] / 1e3:.3g} s{stopped}"
+
+    return [
+        row("heads per layer", lambda p: " x ".join(str(h) for h in p["heads"])),
+        row("training examples P", lambda p: str(p["num_train"])),
+        row("width N, temperature T", lambda p: f"{p['width']}, {p['temperature']:g}"),
+        row("Newton iterations", lambda p: str(p["solver"]["iterations"])),
+        row("**solver: median solve time**", lambda p: f"**{p['solver']['ms']:.3g} ms**"),
+        row("solver: time per iteration", lambda p: f"{p['solver']['ms_per_iteration']:.3g} ms"),
+        row("largest gradient at the solver's minimum", lambda p: f"{p['solver']['gradient_norm']:.1e}"),
+        row("Adam: steps", lambda p: str(p["adam"]["steps"])),
+        row("Adam: time", adam_time),
+        row("**Adam / solver time**", lambda p: f"**{'>= ' if p['speedup_is_lower_bound'] else ''}"
+                                                 f"{p['speedup']:.3g}**"),
+        row("Adam's action above the solver's", lambda p: f"{p['adam']['action_excess']:.1e}"),
+        row("largest difference of U (Adam - solver)", lambda p: f"{p['adam']['max_abs_difference_U']:.1e}"),
+    ]
+
+
+def solver_summary(bench: dict) -> dict:
+    """What the results file keeps of the solver benchmark record ``bench``: its provenance (``command``,
+    ``finished_utc``, ``commit``, ``commit_dirty``, ``machine``), the ``targets``, per problem the solver's
+    median ms, iterations and ratio to Adam (``speedup``, ``speedup_is_lower_bound``), and per growth
+    series the fitted exponents and the two-term fit (its crossover)."""
+    bench_report = bench["report"]
+    problems = {name: {"ms": p["solver"]["ms"], "iterations": p["solver"]["iterations"],
+                       "adam_ms": p["adam"]["ms"], "speedup": p["speedup"],
+                       "speedup_is_lower_bound": p["speedup_is_lower_bound"]}
+                for name, p in bench_report["problems"].items()}
+    growth = {name: {key: g[key] for key in ("exponent_per_iteration", "exponent_per_iteration_largest_two",
+                                             "exponent_per_solve", "expected_exponents", "two_terms")}
+              for name, g in bench_report["growth"].items()}
+    return ({key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")}
+            | {"targets": bench_report["targets"], "problems": problems, "growth": growth})
+
+
+def crossover_text(two_terms: dict, unit: str) -> str:
+    """Where the two growing terms of a fit of :func:`attnpaths.benchmarks.solver.fit_two_terms` are equal, in
+    words (``unit`` names the size, e.g. ``"training examples"``)."""
+    p, q = two_terms["exponents"]
+    if two_terms["crossover"] is None:
+        return (f"the fit needs no term in $s^{{{p:g}}}$ over these sizes: the term in $s^{{{q:g}}}$"
+                f"{' and the constant' if two_terms['constant'] else ''} describe them, so the crossover lies beyond "
+                "the largest size")
+    where = "within" if two_terms["crossover_within_sizes"] else "beyond"
+    return (f"the terms in $s^{{{p:g}}}$ and $s^{{{q:g}}}$ are equal at about {two_terms['crossover']:.3g} {unit}, "
+            f"{where} the measured sizes")
