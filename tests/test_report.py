@@ -229,9 +229,11 @@ def test_solver_rows_summary_and_crossover_words():
     assert summary["problems"]["image"] == {"ms": 900.0, "iterations": 7, "adam_ms": 297000.0, "speedup": 330.0,
                                             "speedup_is_lower_bound": True}
     assert summary["growth"]["paths"]["two_terms"]["crossover"] == 1000.0
-    assert "beyond the largest size" in report.crossover_text(record["report"]["growth"]["examples"]["two_terms"], "P")
+    assert report.crossover_text(record["report"]["growth"]["examples"]["two_terms"], "P") == (
+        "the fit needs no term in s³ over these sizes: the term in s² describes them, so the crossover lies beyond "
+        "the largest size")
     assert report.crossover_text(record["report"]["growth"]["paths"]["two_terms"], "paths").endswith(
-        "equal at about 1e+03 paths, within the measured sizes")
+        "the terms in s³ and s² are equal at about 1e+03 paths, within the measured sizes")
 
 
 def test_solver_growth_figure_draws_the_record():

@@ -403,14 +403,20 @@ def solver_summary(bench: dict) -> dict:
             | {"targets": bench_report["targets"], "problems": problems, "growth": growth})
 
 
+def _power(base: str, exponent: float) -> str:
+    """``base`` with ``exponent`` in Unicode superscript digits (glued Markdown renders no TeX)."""
+    digits = str.maketrans("0123456789.-", "⁰¹²³⁴⁵⁶⁷⁸⁹·⁻")
+    return base + format(exponent, "g").translate(digits)
+
+
 def crossover_text(two_terms: dict, unit: str) -> str:
     """Where the two growing terms of a fit of :func:`attnpaths.benchmarks.solver.fit_two_terms` are equal, in
     words (``unit`` names the size, e.g. ``"training examples"``)."""
     p, q = two_terms["exponents"]
     if two_terms["crossover"] is None:
-        return (f"the fit needs no term in $s^{{{p:g}}}$ over these sizes: the term in $s^{{{q:g}}}$"
-                f"{' and the constant' if two_terms['constant'] else ''} describe them, so the crossover lies beyond "
+        return (f"the fit needs no term in {_power('s', p)} over these sizes: the term in {_power('s', q)}"
+                f"{' and the constant describe' if two_terms['constant'] else ' describes'} them, so the crossover lies beyond "
                 "the largest size")
     where = "within" if two_terms["crossover_within_sizes"] else "beyond"
-    return (f"the terms in $s^{{{p:g}}}$ and $s^{{{q:g}}}$ are equal at about {two_terms['crossover']:.3g} {unit}, "
-            f"{where} the measured sizes")
+    return (f"the terms in {_power('s', p)} and {_power('s', q)} are equal at about {two_terms['crossover']:.3g} "
+            f"{unit}, {where} the measured sizes")
