@@ -9,6 +9,7 @@ import pytest
 import torch
 from scipy.stats import norm
 
+from attnpaths.engine import single_threaded
 from attnpaths.experiments import kernel_pcs, sampling
 from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
@@ -109,6 +110,32 @@ def test_draw_data_sets_is_reproducible_and_prefix_stable():
 def test_draw_data_sets_passes_task_parameters():
     sets = ex.draw_data_sets(1, torch.Generator().manual_seed(1), num_train=2, num_test=2, sigma_perp=5.0)
     assert sets[0][0].task.sigma_perp == 5.0 and sets[0][1].task == sets[0][0].task
+
+
+def test_data_set_draws_give_the_pairs_of_draw_data_sets_bit_for_bit():
+    drawn = torch.Generator().manual_seed(9)
+    pairs = ex.draw_data_sets(3, drawn, num_train=4, num_test=6, sigma_perp=5.0)
+    recipes = torch.Generator().manual_seed(9)
+    draws = ex.data_set_draws(3, recipes, num_train=4, num_test=6, sigma_perp=5.0)
+    assert torch.equal(drawn.get_state(), recipes.get_state())  # the generator is left where draw_data_sets leaves it
+    for (train, test), draw in zip(pairs, draws):
+        again_train, again_test = draw.draw()
+        assert torch.equal(again_train.x, train.x) and torch.equal(again_test.x, test.x)
+        assert torch.equal(again_test.noise, test.noise) and again_test.task == test.task
+    assert torch.equal(draws[2].draw()[0].x, pairs[2][0].x)  # drawing one pair does not disturb another
+    assert not torch.equal(draws[0].draw()[0].x, draws[1].draw()[0].x)
+
+
+def test_a_band_from_draws_equals_the_band_from_pairs():
+    # one thread, as in the chapters and in every task: the noise's projections are reductions, whose last bits
+    # depend on how many threads share them
+    with single_threaded():
+        pairs = ex.draw_data_sets(2, torch.Generator().manual_seed(4), num_train=20, num_test=30)
+        draws = ex.data_set_draws(2, torch.Generator().manual_seed(4), num_train=20, num_test=30)
+        a = ex.data_set_band(pairs, four_path_network, [5, 50], 0.1, pc_width=5, progress=False)
+        b = ex.data_set_band(draws, four_path_network, [5, 50], 0.1, pc_width=5, progress=False)
+    assert np.array_equal(a.accuracy, b.accuracy) and np.array_equal(a.U, b.U)
+    assert np.array_equal(a.label_fraction["finite_width"], b.label_fraction["finite_width"])
 
 
 def test_path_data_refuses_mismatched_tasks():

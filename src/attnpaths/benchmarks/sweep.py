@@ -57,7 +57,7 @@ def run_sweep(num_sets: int, seed: int, client=None) -> tuple[list, float]:
     shared = dict(network_factory=four_path_network, widths=ex.PAPER_WIDTHS, temperature=ex.PAPER_TEMPERATURE,
                   gp_references=True, pc_width=100, pc_components=5)
     start = time.perf_counter()
-    results = engine.map_tasks(timed_band_member, [dict(train=a, test=b) for a, b in data_sets],
+    results = engine.map_tasks(timed_band_member, [dict(data_set=pair) for pair in data_sets],
                                description="band (bench)", shared=shared, client=client)
     return results, time.perf_counter() - start
 

@@ -6,8 +6,9 @@ posterior samples, kernel PCs) on the networks of :mod:`attnpaths.hmc.networks`.
 this task does:
 
 * :func:`gp_lines`: the three GP lines of Fig. 2c (all paths, path g, paths g+d);
-* :func:`draw_data_sets` and :func:`data_set_band`: the theory over independently drawn training and test
-  sets (the spread that one data set cannot show);
+* :func:`draw_data_sets` (or :func:`data_set_draws`, the same pairs drawn where they are used) and
+  :func:`data_set_band`: the theory over independently drawn training and test sets (the spread that one data
+  set cannot show);
 * :func:`diagonal_only`, :func:`evened_diagonal`, :func:`accuracy_with_order_parameter`,
   :func:`ablation_curves`: the ``U`` ablations of the authors' 2-path plotting script;
 * :func:`network_record`, :class:`NetworkRun` and :func:`least_relevant_head`: one network's results record,
@@ -80,12 +81,52 @@ def draw_data_sets(
 
     Pair ``k`` is drawn after pair ``k - 1`` (training set first), so a prefix of the list does not depend on
     ``num_sets``. ``task_parameters`` override the paper's :class:`~attnpaths.hmc.data.HMCTask` fields (e.g.
-    ``sigma_perp=5.0``).
+    ``sigma_perp=5.0``). :func:`data_set_draws` gives the same pairs without holding them all in memory.
     """
     num_sets = positive_int(num_sets, "num_sets")
     torch_generator(generator, cpu=True)
     task = HMCTask(**task_parameters)
     return [(task.sample(num_train, generator), task.sample(num_test, generator)) for _ in range(num_sets)]
+
+
+@dataclass(frozen=True, eq=False)
+class DataSetDraw:
+    """One (training, test) pair of :func:`draw_data_sets`, kept as the generator state it is drawn from.
+
+    A pair of the paper's sizes takes about 0.1 GB; the state takes 5 kB. A sweep sends the states to its
+    tasks, which draw their pair (:meth:`draw`) where they run.
+
+    Attributes:
+        state: the CPU generator's state before the pair (``torch.Generator.get_state()``).
+        num_train, num_test: the sizes of the two sets.
+        task: the generation parameters.
+    """
+
+    state: torch.Tensor
+    num_train: int
+    num_test: int
+    task: HMCTask
+
+    def draw(self) -> tuple[HMCDataset, HMCDataset]:
+        """The (training, test) pair, bit for bit the one :func:`draw_data_sets` draws at this place."""
+        generator = torch.Generator()
+        generator.set_state(self.state)
+        return self.task.sample(self.num_train, generator), self.task.sample(self.num_test, generator)
+
+
+def data_set_draws(
+    num_sets: int, generator: torch.Generator, *, num_train: int = 100, num_test: int = 1000, **task_parameters
+) -> list[DataSetDraw]:
+    """The pairs of :func:`draw_data_sets` (same arguments, same generator use) as :class:`DataSetDraw`: each
+    pair is drawn once to advance ``generator`` and then dropped, so that at most one pair is in memory."""
+    num_sets = positive_int(num_sets, "num_sets")
+    torch_generator(generator, cpu=True)
+    task = HMCTask(**task_parameters)
+    draws = []
+    for _ in range(num_sets):
+        draws.append(DataSetDraw(state=generator.get_state(), num_train=num_train, num_test=num_test, task=task))
+        task.sample(num_train, generator), task.sample(num_test, generator)
+    return draws
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,7 +175,8 @@ def data_set_band(
     """Theory curve and GP accuracy of ``network_factory(train)`` on every (training, test) pair.
 
     Args:
-        data_sets: list of ``(train, test)`` pairs (:func:`draw_data_sets`).
+        data_sets: list of ``(train, test)`` pairs (:func:`draw_data_sets`) or of :class:`DataSetDraw`
+            (:func:`data_set_draws`, the same numbers; each task then draws its pair).
         network_factory: e.g. :func:`~attnpaths.hmc.networks.four_path_network`.
         widths, temperature: strictly increasing integer widths and the temperature ``T`` of the theory
             (:func:`attnpaths.experiments.sweep.theory_sweep`).
@@ -149,7 +191,7 @@ def data_set_band(
     if pc_width is not None and pc_width not in checked:
         raise ValueError(f"pc_width must be one of widths {tuple(widths)}, got {pc_width!r}")
     pc_components = positive_int(pc_components, "pc_components")
-    tasks = [dict(train=train, test=test) for train, test in data_sets]
+    tasks = [dict(data_set=data_set) for data_set in data_sets]
     members = map_tasks(band_member, tasks, description="data sets", progress=progress,
                         shared=dict(network_factory=network_factory, widths=widths, temperature=temperature,
                                     gp_references=gp_references, pc_width=pc_width, pc_components=pc_components))
@@ -163,10 +205,12 @@ def data_set_band(
     )
 
 
-def band_member(train: HMCDataset, test: HMCDataset, network_factory, widths, temperature: float,
-                gp_references: bool, pc_width: int | None, pc_components: int) -> dict:
-    """One data set of :func:`data_set_band` (one task of its sweep): ``{"accuracy": [n_w], "U": [n_w, n, n],
-    "names", "gp": {line: accuracy}, "label_fraction": (finite width, GP) or None}``."""
+def band_member(data_set, network_factory, widths, temperature: float, gp_references: bool, pc_width: int | None,
+                pc_components: int) -> dict:
+    """One data set of :func:`data_set_band` (one task of its sweep), a ``(train, test)`` pair or a
+    :class:`DataSetDraw`: ``{"accuracy": [n_w], "U": [n_w, n, n], "names", "gp": {line: accuracy},
+    "label_fraction": (finite width, GP) or None}``."""
+    train, test = data_set.draw() if isinstance(data_set, DataSetDraw) else data_set
     data = path_data(network_factory(train), train, test)
     sweep = theory_sweep(data, widths, [temperature], gp_limit=not gp_references, progress=False)
     fractions = None
