@@ -411,3 +411,14 @@ def test_use_one_thread_limits_torch_and_every_pool_of_the_process():
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.split("\n")[0] == "1 [1]"
+
+
+def test_single_threaded_nests():
+    from attnpaths.engine import single_threaded
+
+    threads = torch.get_num_threads()
+    with single_threaded():
+        with single_threaded():  # a sweep run in-process inside a task
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == threads

@@ -127,13 +127,13 @@ def test_data_set_draws_give_the_pairs_of_draw_data_sets_bit_for_bit():
 
 
 def test_a_band_from_draws_equals_the_band_from_pairs():
-    # one thread, as in the chapters and in every task: the noise's projections are reductions, whose last bits
-    # depend on how many threads share them
+    # the pairs drawn here with one thread, as the tasks draw theirs (every task runs single-threaded): the
+    # noise's projections are reductions, whose last bits depend on how many threads share them
     with single_threaded():
         pairs = ex.draw_data_sets(2, torch.Generator().manual_seed(4), num_train=20, num_test=30)
-        draws = ex.data_set_draws(2, torch.Generator().manual_seed(4), num_train=20, num_test=30)
-        a = ex.data_set_band(pairs, four_path_network, [5, 50], 0.1, pc_width=5, progress=False)
-        b = ex.data_set_band(draws, four_path_network, [5, 50], 0.1, pc_width=5, progress=False)
+    draws = ex.data_set_draws(2, torch.Generator().manual_seed(4), num_train=20, num_test=30)
+    a = ex.data_set_band(pairs, four_path_network, [5, 50], 0.1, pc_width=5, progress=False)
+    b = ex.data_set_band(draws, four_path_network, [5, 50], 0.1, pc_width=5, progress=False)
     assert np.array_equal(a.accuracy, b.accuracy) and np.array_equal(a.U, b.U)
     assert np.array_equal(a.label_fraction["finite_width"], b.label_fraction["finite_width"])
 

@@ -88,7 +88,8 @@ def experiment_generator(seed: int, *identity: int) -> np.random.Generator:
     return np.random.default_rng([int(v) for v in entropy])
 
 
-_thread_settings = threading.Lock()
+# reentrant: a task that runs a sweep in-process nests single_threaded() in its own thread
+_thread_settings = threading.RLock()
 
 
 @contextmanager

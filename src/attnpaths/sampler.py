@@ -67,11 +67,20 @@ def _arviz():
     return arviz
 
 
-def _per_entry(diagnostic, draws: np.ndarray, method: str) -> torch.Tensor:
-    """ArviZ's ``diagnostic(chains [C, S], method=method)`` of every entry of ``draws [C, S, ...]``."""
+def _per_entry(diagnostic, draws: np.ndarray, method: str, halves: int | None = None) -> torch.Tensor:
+    """ArviZ's ``diagnostic(chains [C, S], method=method)`` of every entry of ``draws [C, S, ...]``; with
+    ``halves``, of the ``[2C, halves]`` array of the first and the last ``halves`` draws of every chain, made
+    one entry at a time (no copy of all the draws)."""
     flat = draws.reshape(*draws.shape[:2], -1)
+    last = flat.shape[1] - (halves or 0)
+
+    def chains(j):
+        if halves is None:
+            return flat[:, :, j]
+        return np.concatenate([flat[:, :halves, j], flat[:, last:, j]], axis=0)
+
     with np.errstate(divide="ignore", invalid="ignore"):  # constant entries: NaN, as documented
-        values = [float(diagnostic(flat[:, :, j], method=method)) for j in range(flat.shape[2])]
+        values = [float(diagnostic(chains(j), method=method)) for j in range(flat.shape[2])]
     return torch.tensor(values, dtype=torch.float64).reshape(draws.shape[2:])
 
 
@@ -89,8 +98,7 @@ def split_rhat(samples) -> torch.Tensor:
     half = draws.shape[1] // 2  # the middle draw of an odd length is dropped
     if half < 4:  # ArviZ would log a shape warning and give NaN
         return torch.full(draws.shape[2:], math.nan, dtype=torch.float64)
-    halves = np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0)
-    return _per_entry(_arviz().rhat, halves, "identity")
+    return _per_entry(_arviz().rhat, draws, "identity", halves=half)
 
 
 def effective_sample_size(samples) -> torch.Tensor:
@@ -461,17 +469,22 @@ class PosteriorSampler:
             int_at_least(value, name, least)
         start = time.perf_counter()
         blocks = self._to_blocks(self.network.sample_prior(generator, num_chains))
-        input_weights, overlaps = [], []
-        sweeps = num_warmup + num_samples * thinning
+        input_weights = overlaps = None  # [C, S, ...], allocated at the first stored sample
+        sweeps, stored = num_warmup + num_samples * thinning, 0
         for sweep in tqdm(range(sweeps), desc="Gibbs sweeps", disable=not progress, leave=False):
             blocks = self._sweep(blocks, generator)
             if sweep >= num_warmup and (sweep - num_warmup + 1) % thinning == 0:
                 weights = self._to_weights(blocks)
-                input_weights.append(self.network.path_input_weights(weights))
-                overlaps.append(self.network.sampled_order_parameter(weights, per_sample=True))
+                w = self.network.path_input_weights(weights)
+                u = self.network.sampled_order_parameter(weights, per_sample=True)
+                if input_weights is None:
+                    input_weights = w.new_empty((w.shape[0], num_samples, *w.shape[1:]))
+                    overlaps = u.new_empty((u.shape[0], num_samples, *u.shape[1:]))
+                input_weights[:, stored], overlaps[:, stored] = w, u
+                stored += 1
         self.result = PosteriorSamples(
-            path_input_weights=torch.stack(input_weights, dim=1),
-            order_parameters=torch.stack(overlaps, dim=1),
+            path_input_weights=input_weights,
+            order_parameters=overlaps,
             temperature=self.temperature,
             num_warmup=num_warmup,
             wall_time_s=time.perf_counter() - start,

@@ -21,7 +21,7 @@ from .._validation import as_float64_array, heads_tuple, positive_int, positive_
 from ..engine import map_tasks, task_generator
 from ..network import AttentionNetwork
 from ..order_parameter_posterior import sample_order_parameters
-from ..sampler import PosteriorSampler
+from ..sampler import PosteriorSampler, effective_sample_size, split_rhat
 from ..theory import classification_accuracy
 from .kernel_pcs import mean_predictor
 from .path_data import PathData, reorder
@@ -110,13 +110,17 @@ def sample_posterior(
     network = AttentionNetwork(data.network.attention, width)
     sampler = PosteriorSampler(network, data.y, temperature, features=data.features, device=device)
     samples = sampler.run(generator, num_warmup, num_samples, num_chains, progress=progress)
-    diag = samples.diagnostics(data.features_test)
+    # f on the test set once ([C, S, B], the largest array of a run): its variance and diagnostics, as
+    # samples.predictor_variance and samples.diagnostics compute them
+    predictor = samples.predictor_samples(data.features_test)
     mean = samples.predict(data.features_test).numpy()
-    sd = samples.predictor_variance(data.features_test).sqrt().numpy()
-    ess = _usable_ess(diag["predictor_ess"].numpy())
+    sd = predictor.flatten(0, 1).var(dim=0).sqrt().numpy()
+    ess = _usable_ess(effective_sample_size(predictor).numpy())
+    max_predictor_rhat = float(split_rhat(predictor).max())
+    del predictor
     mean_se = sd / np.sqrt(ess)
     order = data.network.plot_order
-    U_ess = _usable_ess(diag["order_parameter_ess"].numpy())
+    U_ess = _usable_ess(effective_sample_size(samples.order_parameters).numpy())
     U_sd = samples.order_parameters.flatten(0, 1).std(dim=0).numpy()
     U_flat = samples.order_parameter().numpy()
     return SampledPoint(
@@ -138,9 +142,9 @@ def sample_posterior(
             "num_warmup": samples.num_warmup,
             "min_predictor_ess": float(ess.min()),
             "median_predictor_ess": float(np.median(ess)),
-            "max_predictor_rhat": float(diag["max_predictor_rhat"]),
+            "max_predictor_rhat": max_predictor_rhat,
             "min_U_ess": float(U_ess.min()),
-            "max_U_rhat": float(diag["order_parameter_rhat"].max()),
+            "max_U_rhat": float(split_rhat(samples.order_parameters).max()),
         },
     )
 
