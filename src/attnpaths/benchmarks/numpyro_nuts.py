@@ -60,7 +60,7 @@ from tqdm import tqdm
 from ..network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
 from ..sampler import PosteriorSampler, PosteriorSamples, effective_sample_size, split_rhat
 from .record import VERSIONED_PACKAGES, committed_record_path, make_record, start_record, write_record
-from .sampler import _hmc_inputs, _random_inputs, _summary
+from .sampler import SUMMARY_KEYS, _hmc_inputs, _random_inputs, _summary, print_summaries
 
 INSTALL_HINT = 'pip install -e ".[bench]"'
 """How to install the optional dependencies of this benchmark (the ``bench`` extra of ``pyproject.toml``)."""
@@ -643,17 +643,10 @@ def main(argv=None):
 
 
 def _print_report(report: dict) -> None:
-    sizes = report["sizes"]
-    print(f"posterior: P={sizes['num_train']}, N0={sizes['input_width']}, heads={sizes['heads']}, "
-          f"widths={sizes['widths']}, T={sizes['temperature']}, threads={sizes['num_threads']}")
     columns = ["gibbs"] + [name for name in report if name.startswith("nuts_")]
-    keys = ("wall_time_s", "num_chains", "num_samples", "min_predictor_ess", "median_predictor_ess",
-            "max_predictor_rhat", "min_predictor_ess_per_s", "min_order_parameter_ess", "test_accuracy",
-            "min_predictor_ess_per_cpu_s", "potential_evaluations_per_iteration", "compile_time_s")
-    print(f"{'':36s}" + "".join(f"{name:>16s}" for name in columns))
-    for key in keys:
-        cells = [f"{report[name][key]:16.4g}" if key in report[name] else f"{'':16s}" for name in columns]
-        print(f"{key:36s}" + "".join(cells))
+    print_summaries(report["sizes"], {name: report[name] for name in columns},
+                    SUMMARY_KEYS + ("min_predictor_ess_per_cpu_s", "potential_evaluations_per_iteration",
+                                    "compile_time_s"))
     for name in columns[1:]:
         precision = name.removeprefix("nuts_")
         repeats = report["ess_per_s_ratio_repeats"][precision]

@@ -312,16 +312,24 @@ def main(argv=None) -> dict:
     return report
 
 
-def _print_report(report: dict) -> None:
-    sizes = report["sizes"]
+SUMMARY_KEYS = ("wall_time_s", "num_chains", "num_samples", "min_predictor_ess", "median_predictor_ess",
+                "max_predictor_rhat", "min_predictor_ess_per_s", "min_order_parameter_ess", "test_accuracy")
+"""The rows of :func:`print_summaries` (a summary without one of them leaves its cell empty)."""
+
+
+def print_summaries(sizes: dict, summaries: dict, keys=SUMMARY_KEYS) -> None:
+    """Print the posterior's sizes and one column per sampler run (``{column title: summary}``), a row per key."""
     print(f"posterior: P={sizes['num_train']}, N0={sizes['input_width']}, heads={sizes['heads']}, "
           f"widths={sizes['widths']}, T={sizes['temperature']}, threads={sizes['num_threads']}")
-    keys = ("wall_time_s", "num_chains", "num_samples", "min_predictor_ess", "median_predictor_ess",
-            "max_predictor_rhat", "min_predictor_ess_per_s", "min_order_parameter_ess", "test_accuracy")
-    print(f"{'':26s}{'Gibbs':>14s}{'NUTS':>14s}")
+    print(f"{'':36s}" + "".join(f"{name:>16s}" for name in summaries))
     for key in keys:
-        if key in report["gibbs"]:
-            print(f"{key:26s}{report['gibbs'][key]:14.4g}{report['nuts'][key]:14.4g}")
+        if any(key in summary for summary in summaries.values()):
+            cells = [f"{summary[key]:16.4g}" if key in summary else f"{'':16s}" for summary in summaries.values()]
+            print(f"{key:36s}" + "".join(cells))
+
+
+def _print_report(report: dict) -> None:
+    print_summaries(report["sizes"], {"Gibbs": report["gibbs"], "NUTS": report["nuts"]})
     print(f"ESS/s ratio (Gibbs / NUTS): {report['ess_per_s_ratio']:.3g}")
     print(f"max |<f>_Gibbs - <f>_NUTS| / MC standard error over test points: {report['max_mean_predictor_z']:.3g}")
 
