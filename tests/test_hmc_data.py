@@ -127,6 +127,18 @@ def test_same_seed_same_data_different_seed_different_data():
     assert torch.equal(paper_train_set().x, paper_train_set().x)
 
 
+def test_skip_advances_the_generator_exactly_past_one_set():
+    task = HMCTask(seq_len=7, feature_width=4)
+    for size in (2, 20, 40):  # small and large draws (torch fills short and long normal draws differently)
+        drawn, skipped = generator(8), generator(8)
+        task.sample(size, drawn)
+        task.skip(size, skipped)
+        assert torch.equal(drawn.get_state(), skipped.get_state())
+        assert torch.equal(task.sample(6, drawn).x, task.sample(6, skipped).x)
+    with pytest.raises(ValueError, match="num_examples"):
+        task.skip(3, generator(8))
+
+
 def _sequential_reference(num_examples, seq_len, feature_width, probabilities, rand, randn):
     """The authors' call order, one uniform per decision: per example (class a first) s_1 (+1 iff u >= 0.5),
     then seq_len - 1 transitions (stay iff u < p_state); finally one normal draw [P, N_f, T_seq]."""

@@ -15,7 +15,8 @@ from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
 from attnpaths.hmc import experiments as ex
 from attnpaths.hmc.data import HMCTask
-from attnpaths.hmc.networks import four_path_network, two_path_network
+from attnpaths.hmc.networks import (four_path_network, good_and_denoising_network, good_path_network,
+                                    two_path_network)
 from attnpaths.kernels import pc_label_overlap
 from attnpaths.theory import classification_accuracy, solve
 
@@ -136,6 +137,24 @@ def test_a_band_from_draws_equals_the_band_from_pairs():
     b = ex.data_set_band(draws, four_path_network, [5, 50], 0.1, pc_width=5, progress=False)
     assert np.array_equal(a.accuracy, b.accuracy) and np.array_equal(a.U, b.U)
     assert np.array_equal(a.label_fraction["finite_width"], b.label_fraction["finite_width"])
+
+
+def test_gp_lines_read_the_sub_networks_paths_from_the_four_path_features():
+    task = HMCTask()
+    generator = torch.Generator().manual_seed(11)
+    train, test = task.sample(30, generator), task.sample(50, generator)
+    shared = ex.gp_predictions(train, test, 0.01)
+    given = ex.gp_predictions(train, test, 0.01, data=path_data(four_path_network(train), train, test))
+    # each network's own path features, computed from its own attention
+    for key, factory in zip(ex.GP_LINES, (four_path_network, good_path_network, good_and_denoising_network)):
+        own = path_data(factory(train), train, test)
+        alone = solve(own.features, own.y, heads=own.network.heads, widths=math.inf, temperature=0.01)
+        expected = alone.predict(own.features_test)[0]
+        np.testing.assert_allclose(shared[key], expected, rtol=1e-10, atol=1e-12)
+        assert np.array_equal(given[key], shared[key])
+    assert not np.allclose(shared["g"], shared["all"])  # three different lines
+    with pytest.raises(ValueError, match="data must be the path data of four_path_network"):
+        ex.gp_predictions(train, test, 0.01, data=path_data(two_path_network(train), train, test))
 
 
 def test_path_data_refuses_mismatched_tasks():

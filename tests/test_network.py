@@ -54,6 +54,18 @@ def test_path_weights_follow_definition_and_path_order():
     torch.testing.assert_close(overlaps, e @ e.T / 3, rtol=1e-12, atol=1e-12)
 
 
+def test_path_summary_is_the_input_weights_and_overlaps_bit_for_bit():
+    g = torch.Generator().manual_seed(5)
+    network = AttentionNetwork(random_attention(g, (2, 2), 4), widths=(3, 5, 4))
+    weights = network.sample_prior(g, 6)
+    for check in (True, False):
+        w, u = network.path_summary(weights, check=check)
+        assert torch.equal(w, network.path_input_weights(weights))
+        assert torch.equal(u, network.sampled_order_parameter(weights, per_sample=True))
+    with pytest.raises(ValueError, match="must have shape"):
+        network.path_summary(NetworkWeights(V0=weights.V0[:, :2], V=weights.V, a=weights.a))
+
+
 def test_prior_sampling_is_reproducible_and_has_the_prior_variances():
     g = torch.Generator().manual_seed(3)
     network = AttentionNetwork(random_attention(g, (2,), 3), widths=4, variances=(0.5, 2.0, 3.0))

@@ -224,7 +224,9 @@ class AttentionNetwork:
         Returns:
             ``[S, n_paths, N_1]`` (or ``[n_paths, N_1]`` without a sample axis).
         """
-        weights = self.check_weights(weights)
+        return self._path_weights(self.check_weights(weights))
+
+    def _path_weights(self, weights: NetworkWeights) -> torch.Tensor:
         single = weights.sample_shape == ()
         V, a = (weights.V, weights.a) if not single else (tuple(v[None] for v in weights.V), weights.a[None])
         upper = (a / math.sqrt(self.widths[-1]))[:, None, :]  # [S, paths above (none yet), N_{l+1}]
@@ -246,11 +248,13 @@ class AttentionNetwork:
         Returns:
             ``[n_paths, n_paths]`` (or ``[S, n_paths, n_paths]`` when ``per_sample``).
         """
-        e = self.path_weights(weights)
+        overlaps = self._overlaps(self.path_weights(weights))
+        return overlaps if per_sample else overlaps.mean(dim=0)
+
+    def _overlaps(self, e: torch.Tensor) -> torch.Tensor:
         if e.ndim == 2:
             e = e[None]
-        overlaps = e @ e.transpose(-1, -2) / self.widths[0]
-        return overlaps if per_sample else overlaps.mean(dim=0)
+        return e @ e.transpose(-1, -2) / self.widths[0]
 
     def path_input_weights(self, weights: NetworkWeights) -> torch.Tensor:
         """``w_pi = e^(1)_pi V0 / sqrt(N0 N_1 n_paths)``: the predictor is ``f(x) = sum_{pi,i} w_{pi i} xi_{i pi}(x)``.
@@ -259,9 +263,25 @@ class AttentionNetwork:
             ``[S, n_paths, N0]`` (or ``[n_paths, N0]`` without a sample axis).
         """
         weights = self.check_weights(weights)
-        e = self.path_weights(weights)
+        return self._input_weights(weights, self._path_weights(weights))
+
+    def _input_weights(self, weights: NetworkWeights, e: torch.Tensor) -> torch.Tensor:
         norm = math.sqrt(self.input_width * self.widths[0] * self.num_paths)
         return torch.einsum("...pk,...ki->...pi", e, weights.V0) / norm
+
+    def path_summary(self, weights: NetworkWeights, *, check: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`path_input_weights` and the per-sample :meth:`sampled_order_parameter` of a batch of weights, from
+        one computation of the path weights: ``([S, n_paths, N0], [S, n_paths, n_paths])``.
+
+        Args:
+            weights: a batch of weight samples (leading axis ``[S]``).
+            check: check the weights first (:meth:`check_weights`); a sampler storing the weights it drew itself,
+                of the right shapes by construction, skips the check and checks what it stored once at the end.
+        """
+        if check:
+            weights = self.check_weights(weights)
+        e = self._path_weights(weights)
+        return self._input_weights(weights, e), self._overlaps(e)
 
     def forward_from_features(self, features, weights: NetworkWeights) -> torch.Tensor:
         """The predictor in path form, ``f(x) = sum_pi e_pi . V0 xi_pi(x) / sqrt(N0 N_1 n_paths)``.

@@ -44,7 +44,12 @@ import torch
 from tqdm import tqdm
 
 from ._validation import as_float64_tensor, int_at_least, positive_real, torch_device, torch_generator
+from .action import pre_kernel_tensor
 from .network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
+
+
+MAX_PAIR_KERNEL_ENTRIES = 16_000_000
+"""Largest ``P^2 n^2`` for which the sampler stores the path-pair kernels of its training data (128 MB)."""
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -243,7 +248,10 @@ class PosteriorSampler:
             rarely, through a scale move's accept decision that rounding flips).
 
     Cost per sweep: ``O(P n_paths N_l N_{l+1})`` per layer to route the data through the current weights,
-    plus ``O(P^2 n_paths N + P^3)`` per block for the ``P x P`` solve.
+    plus ``O(P^2 n_paths N + P^3)`` per block for the ``P x P`` solve; for ``V0``, whose Gram matrix is
+    ``sum_{pi pi'} (e_pi . e_pi') K_{pi pi'}`` with the fixed kernels ``K_{pi pi'}`` of path pairs, ``O(P^2 n_paths^2)``
+    when those ``P^2 n_paths^2`` numbers are stored (at most :data:`MAX_PAIR_KERNEL_ENTRIES`), else
+    ``O(P^2 n_paths N0)``.
     """
 
     def __init__(
@@ -271,6 +279,12 @@ class PosteriorSampler:
         self.result: PosteriorSamples | None = None
         self._blocks = self._make_blocks()
         self._same_head = [block.same_head.to(self.device) for block in self._blocks]
+        # V0's Gram matrix reads the data only through the fixed kernels of path pairs,
+        # sum_i xi_pi(x^mu)_i xi_pi'(x^nu)_i: stored once (when small), they replace the sweep's largest
+        # contraction, P^2 n N0 per chain, by P^2 n^2
+        P, n0, n = self.features.shape
+        self._pair_kernels = (pre_kernel_tensor(self.features).T.contiguous().to(self.device)
+                              if n < n0 and P * P * n * n <= MAX_PAIR_KERNEL_ENTRIES else None)
 
     # -- block bookkeeping ----------------------------------------------------------------------------
     def _make_blocks(self) -> list[_Block]:
@@ -333,9 +347,12 @@ class PosteriorSampler:
         C, P = right.shape[:2]
         overlap = (left @ left.transpose(1, 2)) * self._same_head[b]  # [C, n, n]
         # s Phi Phi^T = s c^2 sum_{pi, pi' same head} (left_pi . left_pi') (right_pi(x^mu) . right_pi'(x^nu))
-        mixed = torch.einsum("cpq,cnqi->cnpi", overlap, right)
-        gram = s * c**2 * torch.einsum("cmpi,cnpi->cmn", right, mixed)
-        prior_draw = self._normal(generator, C, *W_shape) * math.sqrt(s)
+        if b == 0 and self._pair_kernels is not None:
+            gram = s * c**2 * (overlap.reshape(C, -1) @ self._pair_kernels).reshape(C, P, P)
+        else:
+            mixed = torch.einsum("cpq,cnqi->cnpi", overlap, right)
+            gram = s * c**2 * torch.einsum("cmpi,cnpi->cmn", right, mixed)
+        prior_draw = self._normal(generator, C, *W_shape).mul_(math.sqrt(s))  # in place: blocks can be large
         noise = self._normal(generator, C, P)
         prior_output = c * torch.einsum("cpi,cmpi->cm", self._apply_transposed(prior_draw, left, spec.split), right)
         residual = self._y_on_device - prior_output - math.sqrt(T) * noise
@@ -344,7 +361,7 @@ class PosteriorSampler:
         # Phi^T alpha = c sum_pi E_{h(pi)} (x) left_pi (sum_mu alpha_mu right_pi(x^mu))
         routed = torch.einsum("cm,cmpi->cpi", alpha, right).reshape(C, *spec.split, -1)
         correction = torch.einsum("cahbo,cahbi->choi", left.reshape(C, *spec.split, -1), routed)
-        return prior_draw + s * c * correction
+        return correction.mul_(s * c).add_(prior_draw)
 
     def _sweep(self, blocks: list[torch.Tensor], generator) -> list[torch.Tensor]:
         """One systematic scan from the readout down to ``V0``; returns the new blocks."""
@@ -373,13 +390,15 @@ class PosteriorSampler:
         by an independence Metropolis-Hastings step from its Laplace approximation (exact in the MCMC sense;
         the log-density's tails are lighter than Gaussian, so acceptance stays high).
         """
-        blocks = list(blocks)
         C = blocks[0].shape[0]
+        # the moves only rescale blocks: their squared norms follow the scales, and every block is multiplied
+        # once, by the product of its scales, at the end (blocks can be large)
+        norms = [torch.linalg.vecdot(W.reshape(C, -1), W.reshape(C, -1)) / spec.variance
+                 for W, spec in zip(blocks, self._blocks)]
+        scales = [torch.ones(C, dtype=torch.float64, device=self.device) for _ in blocks]
         for b in range(len(blocks) - 1, 0, -1):
-            upper, lower = blocks[b], blocks[b - 1]
-            psi = (upper**2).reshape(C, -1).sum(dim=1) / self._blocks[b].variance
-            chi = (lower**2).reshape(C, -1).sum(dim=1) / self._blocks[b - 1].variance
-            lam = (upper[0].numel() - lower[0].numel()) / 2
+            psi, chi = norms[b], norms[b - 1]
+            lam = (blocks[b][0].numel() - blocks[b - 1][0].numel()) / 2
 
             def log_density(v):
                 return lam * v - (chi * torch.exp(-v) + psi * torch.exp(v)) / 2
@@ -398,9 +417,9 @@ class PosteriorSampler:
             uniform = torch.rand(C, generator=generator, dtype=torch.float64).to(self.device)
             v = torch.where(torch.log(uniform) < log_ratio, proposal, current)
             c = torch.exp(v / 2)
-            blocks[b] = upper * c[:, None, None, None]
-            blocks[b - 1] = lower / c[:, None, None, None]
-        return blocks
+            scales[b], scales[b - 1] = scales[b] * c, scales[b - 1] / c
+            norms[b], norms[b - 1] = psi * c**2, chi / c**2
+        return [W * scale[:, None, None, None] for W, scale in zip(blocks, scales)]
 
     def scale_move(self, weights: NetworkWeights, generator: torch.Generator) -> NetworkWeights:
         """Apply the scale moves between neighbouring blocks (readout down to ``V0``) that every sweep ends
@@ -474,14 +493,15 @@ class PosteriorSampler:
         for sweep in tqdm(range(sweeps), desc="Gibbs sweeps", disable=not progress, leave=False):
             blocks = self._sweep(blocks, generator)
             if sweep >= num_warmup and (sweep - num_warmup + 1) % thinning == 0:
-                weights = self._to_weights(blocks)
-                w = self.network.path_input_weights(weights)
-                u = self.network.sampled_order_parameter(weights, per_sample=True)
+                w, u = self.network.path_summary(self._to_weights(blocks), check=False)
                 if input_weights is None:
                     input_weights = w.new_empty((w.shape[0], num_samples, *w.shape[1:]))
                     overlaps = u.new_empty((u.shape[0], num_samples, *u.shape[1:]))
                 input_weights[:, stored], overlaps[:, stored] = w, u
                 stored += 1
+        if not (torch.isfinite(input_weights).all() and torch.isfinite(overlaps).all()):
+            raise RuntimeError("the sampler produced non-finite weights: the posterior's linear algebra failed "
+                               f"(temperature {self.temperature}, widths {self.network.widths})")
         self.result = PosteriorSamples(
             path_input_weights=input_weights,
             order_parameters=overlaps,

@@ -270,7 +270,7 @@ def reference_quantities(reference: dict | None = None, *, temperature: float = 
     return {
         "four_path": four,
         "two_path": two,
-        "gp_accuracy": gp_lines(train, test, temperature),
+        "gp_accuracy": gp_lines(train, test, temperature, data=data4),
         "overlaps": pc_overlaps(data4, four.U[four.index(PC_WIDTH), 0], num_pcs),
         "head_scores": head_score_curve(four, data4.network.heads),
     }

@@ -115,6 +115,13 @@ class HMCTask:
         """Draw ``num_examples`` class-sorted examples; see :func:`markov_optionE`."""
         return _sample(self, num_examples, generator)
 
+    def skip(self, num_examples: int, generator: torch.Generator) -> None:
+        """Advance ``generator`` past the data set that :meth:`sample` would draw (the same random numbers, drawn
+        and dropped, without building the set): what comes next is what would follow that set."""
+        even_int(num_examples, "num_examples (P, half per class)")
+        torch_generator(generator, cpu=True)
+        _random_draws(self, int(num_examples), generator)
+
 
 def _unit(vector: torch.Tensor) -> torch.Tensor:
     # torch.dot + sqrt, as in the authors' code, so the directions agree to the last bit.
@@ -189,11 +196,20 @@ class HMCDataset:
         return self.task.sample(num_examples, generator)
 
 
-def _hidden_states(task: HMCTask, num_examples: int, generator: torch.Generator) -> torch.Tensor:
+def _random_draws(task: HMCTask, num_examples: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every random number a data set of ``num_examples`` sequences uses, in the order drawn: the coins of the
+    hidden chains ``[P, T_seq]`` (uniform) and the feature noise ``eta`` ``[P, N_f, T_seq]`` (standard normal)."""
     # One float64 uniform per decision, example by example (s_1 first, then the T_seq - 1 transitions):
     # the authors' order of torch.rand(1) calls. torch's CPU uniform kernel fills a tensor sequentially, so
     # one [P, T_seq] draw is the same stream (checked in tests/test_hmc_data.py).
     coins = torch.rand(num_examples, task.seq_len, generator=generator, dtype=torch.float64)
+    eta = torch.randn(num_examples, task.feature_width, task.seq_len, generator=generator, dtype=torch.float64)
+    return coins, eta
+
+
+def _hidden_states(task: HMCTask, coins: torch.Tensor) -> torch.Tensor:
+    """The hidden chains ``s_t in {+1, -1}`` ``[P, T_seq]`` from their coins ``[P, T_seq]``."""
+    num_examples = coins.shape[0]
     half = num_examples // 2
     stay_plus = torch.tensor([task.p_a_plus] * half + [task.p_b_plus] * half, dtype=torch.float64)
     stay_minus = torch.tensor([task.p_a_minus] * half + [task.p_b_minus] * half, dtype=torch.float64)
@@ -210,10 +226,9 @@ def _sample(task: HMCTask, num_examples: int, generator: torch.Generator, seed: 
     even_int(num_examples, "num_examples (P, half per class)")
     torch_generator(generator, cpu=True)
     num_examples = int(num_examples)
-    states = _hidden_states(task, num_examples, generator)
+    coins, eta = _random_draws(task, num_examples, generator)
+    states = _hidden_states(task, coins)
     clean = torch.where((states == 1).unsqueeze(1), task.v_plus[None, :, None], task.v_minus[None, :, None])
-
-    eta = torch.randn(num_examples, task.feature_width, task.seq_len, generator=generator, dtype=torch.float64)
     along_a = _project(task.e_A, eta)
     along_b = _project(task.e_B, eta)
     # Same grouping of the floating-point operations as the authors' code.

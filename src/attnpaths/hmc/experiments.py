@@ -35,6 +35,7 @@ from ..experiments.path_data import PathData, path_data
 from ..experiments.sweep import TheorySweep, theory_sweep
 from ..theory import classification_accuracy, solve
 from .data import HMCDataset, HMCTask
+from .heads import PAPER_BETA
 from .networks import four_path_network, good_and_denoising_network, good_path_network
 
 #: Widths of Fig. 2c and 2e (sec-hmc-theory).
@@ -51,23 +52,43 @@ GP_LINES = ("all", "g", "g+d")
 # the GP lines of Fig. 2c
 
 
-def gp_predictions(train: HMCDataset, test: HMCDataset, temperature: float = PAPER_TEMPERATURE) -> dict[str, np.ndarray]:
+def gp_predictions(train: HMCDataset, test: HMCDataset, temperature: float = PAPER_TEMPERATURE, *,
+                   data: PathData | None = None) -> dict[str, np.ndarray]:
     """Test-set mean predictors (eq-predictor) of the three GP lines of Fig. 2c: the GP limit (eq-gp) of the
     4-path network (``"all"``), of the good path alone (``"g"``) and of the good and denoising paths (``"g+d"``),
-    sec-hmc-theory."""
+    sec-hmc-theory.
+
+    The three networks share their heads (the same versions, seeds, inverse temperature and perturbation), so the
+    path features (eq-path-features) of ``"g"`` and ``"g+d"`` are the columns of their paths in those of the 4-path
+    network: those are computed once, or taken from ``data``.
+
+    Args:
+        train, test: the training and test sets.
+        data: optional path data of :func:`~attnpaths.hmc.networks.four_path_network` (default settings) on
+            ``train`` and ``test``, when the caller has them already.
+    """
     temperature = positive_real(temperature, "temperature")
+    if data is None:
+        data = path_data(four_path_network(train), train, test)
+    elif not (isinstance(data, PathData) and getattr(data.network, "name", None) == "four_path"
+              and data.network.beta == PAPER_BETA and data.network.perturbation == 1.0):
+        raise ValueError("data must be the path data of four_path_network(train) with its default beta and "
+                         "perturbation")
     out = {}
     for key, factory in zip(GP_LINES, (four_path_network, good_path_network, good_and_denoising_network)):
-        data = path_data(factory(train), train, test)
-        sol = solve(data.features, data.y, heads=data.network.heads, widths=math.inf, temperature=temperature)
-        out[key] = sol.predict(data.features_test)[0]
+        network = factory(train)
+        columns = [data.network.path_names.index(name) for name in network.path_names]
+        sol = solve(data.features[..., columns], data.y, heads=network.heads, widths=math.inf, temperature=temperature)
+        out[key] = sol.predict(data.features_test[..., columns])[0]
     return out
 
 
-def gp_lines(train: HMCDataset, test: HMCDataset, temperature: float = PAPER_TEMPERATURE) -> dict[str, float]:
-    """Test accuracies of the three GP lines of Fig. 2c (see :func:`gp_predictions`)."""
+def gp_lines(train: HMCDataset, test: HMCDataset, temperature: float = PAPER_TEMPERATURE, *,
+             data: PathData | None = None) -> dict[str, float]:
+    """Test accuracies of the three GP lines of Fig. 2c (see :func:`gp_predictions`, also for ``data``)."""
     labels = test.y.numpy()
-    return {key: classification_accuracy(mean, labels) for key, mean in gp_predictions(train, test, temperature).items()}
+    return {key: classification_accuracy(mean, labels)
+            for key, mean in gp_predictions(train, test, temperature, data=data).items()}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -117,15 +138,16 @@ class DataSetDraw:
 def data_set_draws(
     num_sets: int, generator: torch.Generator, *, num_train: int = 100, num_test: int = 1000, **task_parameters
 ) -> list[DataSetDraw]:
-    """The pairs of :func:`draw_data_sets` (same arguments, same generator use) as :class:`DataSetDraw`: each
-    pair is drawn once to advance ``generator`` and then dropped, so that at most one pair is in memory."""
+    """The pairs of :func:`draw_data_sets` (same arguments, same generator use) as :class:`DataSetDraw`: only the
+    random numbers of each pair are drawn here, to advance ``generator`` (:meth:`~attnpaths.hmc.data.HMCTask.skip`);
+    the pairs are built where they are used."""
     num_sets = positive_int(num_sets, "num_sets")
     torch_generator(generator, cpu=True)
     task = HMCTask(**task_parameters)
     draws = []
     for _ in range(num_sets):
         draws.append(DataSetDraw(state=generator.get_state(), num_train=num_train, num_test=num_test, task=task))
-        task.sample(num_train, generator), task.sample(num_test, generator)
+        task.skip(num_train, generator), task.skip(num_test, generator)
     return draws
 
 
@@ -217,7 +239,7 @@ def band_member(data_set, network_factory, widths, temperature: float, gp_refere
     if pc_width is not None:
         pcs = pc_overlaps(data, sweep.U[sweep.index(pc_width), 0], pc_components)
         fractions = (label_fraction(pcs["finite_width"], pc_components), label_fraction(pcs["gp"], pc_components))
-    gp = gp_lines(train, test, temperature) if gp_references else {"all": sweep.gp.accuracy["test"][0, 0]}
+    gp = gp_lines(train, test, temperature, data=data) if gp_references else {"all": sweep.gp.accuracy["test"][0, 0]}
     return {"accuracy": sweep.accuracy["test"][:, 0], "U": sweep.U_figure[:, 0], "names": sweep.names, "gp": gp,
             "label_fraction": fractions}
 
