@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from attnpaths.benchmarks import _fits as fits
 from attnpaths.benchmarks import solver as bench
 from attnpaths.benchmarks.record import committed_record_path, read_record
 from attnpaths.theory import solve
@@ -20,27 +21,27 @@ def test_exponent_fit_recovers_known_exponents():
     sizes = np.array([100, 200, 400, 800, 1600])
     for exponent in (1.0, 2.0, 3.0):
         seconds = 1e-9 * sizes**exponent * np.exp(rng.normal(0, 0.05, sizes.size))  # 5 % timing noise
-        assert bench.fit_exponent(sizes, seconds) == pytest.approx(exponent, abs=0.1)
-    assert bench.fit_exponent([10, 100], [1.0, 100.0]) == pytest.approx(2.0, rel=1e-12)
+        assert fits.fit_exponent(sizes, seconds) == pytest.approx(exponent, abs=0.1)
+    assert fits.fit_exponent([10, 100], [1.0, 100.0]) == pytest.approx(2.0, rel=1e-12)
     with pytest.raises(ValueError, match="sizes and seconds"):
-        bench.fit_exponent([1, 2], [1.0, -1.0])
+        fits.fit_exponent([1, 2], [1.0, -1.0])
 
 
 def test_two_term_fit_recovers_the_crossover():
     sizes = np.array([100, 200, 400, 800, 1600, 3200], dtype=float)
     a, b, c = 2e-9, 1e-6, 3e-3  # a P^3 = b P^2 at P = 500, and a constant cost
-    fit = bench.fit_two_terms(sizes, a * sizes**3 + b * sizes**2 + c, (3.0, 2.0))
+    fit = fits.fit_two_terms(sizes, a * sizes**3 + b * sizes**2 + c, (3.0, 2.0))
     assert fit["coefficients"] == pytest.approx([a, b, c], rel=1e-6)
-    assert bench.fit_two_terms(sizes, a * sizes**3 + b * sizes**2, (3.0, 2.0), constant=False)["coefficients"] == \
+    assert fits.fit_two_terms(sizes, a * sizes**3 + b * sizes**2, (3.0, 2.0), constant=False)["coefficients"] == \
         pytest.approx([a, b], rel=1e-6)
     assert fit["crossover"] == pytest.approx(500.0, rel=1e-6)
     assert fit["share_of_the_higher_term"][0] < 0.5 < fit["share_of_the_higher_term"][-1]
     assert fit["crossover_within_sizes"]
     # one term alone: no crossover within the sizes (at most a rounding-sized higher term)
-    alone = bench.fit_two_terms(sizes, b * sizes**2, (3.0, 2.0), constant=False)
+    alone = fits.fit_two_terms(sizes, b * sizes**2, (3.0, 2.0), constant=False)
     assert not alone["crossover_within_sizes"] and max(alone["share_of_the_higher_term"]) < 1e-9
     with pytest.raises(ValueError, match="exponents"):
-        bench.fit_two_terms(sizes, sizes, (2.0, 3.0))
+        fits.fit_two_terms(sizes, sizes, (2.0, 3.0))
 
 
 def test_adam_reaches_the_solver_minimum_within_its_tolerance():

@@ -251,3 +251,74 @@ def test_solver_growth_figure_draws_the_record():
     # the two-term model b s^2 (+ a s^3 on the paths panel) is drawn with its coefficients
     assert fig.axes[0].get_lines()[2].get_ydata()[-1] == pytest.approx(0.01 * 400**2)
     assert fig.axes[1].get_lines()[2].get_ydata()[-1] == pytest.approx(1e-5 * 64**3 + 0.01 * 64**2)
+
+
+def sampler_growth_record():
+    """A sampler-growth record's shape with made-up numbers: time per sweep ~ size, ESS per second ~ 1 / size; the
+    chains of the largest P did not converge."""
+    def series(label, key, sizes):
+        rows = [{key: s, "ms_per_sweep": 1.0 * s, "wall_time_s": 0.5 * s, "min_predictor_ess": 400.0,
+                 "min_predictor_ess_per_s": 800.0 / s, "min_predictor_ess_per_sweep": 0.25,
+                 "max_predictor_rhat": 1.004, "converged": True} for s in sizes]
+        if label == "examples":
+            rows[-1].update(max_predictor_rhat=1.09, converged=False, min_predictor_ess_per_s=0.1)
+        return {"sizes": sizes, "rows": rows, "exponent_per_sweep": 1.0, "exponent_per_sweep_largest_two": 1.0,
+                "expected_exponents": [2.0, 1.0], "ess_sizes": [r[key] for r in rows if r["converged"]],
+                "exponent_ess_per_s": -1.0, "exponent_ess_per_sweep": 0.0,
+                "two_terms": {"exponents": [2.0, 1.0], "constant": True, "coefficients": [0.0, 1.0, 0.0],
+                              "crossover": None, "crossover_within_sizes": False}}
+
+    return {"command": "python -m attnpaths bench sampler_growth", "finished_utc": "2026-12-01T00:00:00+00:00",
+            "commit": "abc", "commit_dirty": False, "machine": {"cpu_count": 2},
+            "report": {"temperature": 0.01, "chains": 4, "warmup": 100, "samples": 400, "threads": 1,
+                       "growth": {"width": series("width", "width", [10, 100]),
+                                  "examples": series("examples", "num_train", [50, 100, 200])}}}
+
+
+def test_sampler_growth_rows_and_summary():
+    record = sampler_growth_record()
+    rows = report.sampler_growth_rows(record["report"])
+    assert [row[0] for row in rows] == ["N = 10", "N = 100", "P = 50", "P = 100", "P = 200"]
+    assert rows[1] == ["N = 100", "100 ms", "400", "8", "0.25", "1.004"]
+    assert rows[-1][-1] == "1.090 (not converged)"
+    summary = report.sampler_growth_summary(record)
+    assert summary["commit"] == "abc" and (summary["chains"], summary["samples"]) == (4, 400)
+    assert summary["growth"]["examples"]["sizes"] == [50, 100, 200]
+    assert summary["growth"]["examples"]["ess_sizes"] == [50, 100]
+    assert summary["growth"]["width"]["exponent_ess_per_s"] == -1.0 and "rows" not in summary["growth"]["width"]
+
+
+def test_sampler_growth_figure_draws_the_record():
+    from attnpaths.book.benchmark_plots import plot_sampler_growth
+
+    record = sampler_growth_record()["report"]
+    fig = plot_sampler_growth(record)
+    top_left, top_right, bottom_left, bottom_right = fig.axes
+    for ax, series in ((top_left, "width"), (top_right, "examples")):
+        measured, power_law, two_terms = ax.get_lines()
+        rows = record["growth"][series]["rows"]
+        assert list(measured.get_xdata()) == record["growth"][series]["sizes"]
+        assert list(measured.get_ydata()) == [row["ms_per_sweep"] for row in rows]
+        # exact power law with exponent 1: the fitted line and the model b s (in ms) pass through the points
+        assert power_law.get_ydata()[-1] == pytest.approx(measured.get_ydata()[-1])
+        assert two_terms.get_ydata()[0] == pytest.approx(measured.get_ydata()[0])
+        assert two_terms.get_ydata()[-1] == pytest.approx(measured.get_ydata()[-1])
+    measured, power_law = bottom_left.get_lines()  # every width converged; no cost model for the ESS per second
+    assert list(measured.get_ydata()) == [row["min_predictor_ess_per_s"] for row in record["growth"]["width"]["rows"]]
+    assert power_law.get_ydata()[0] == pytest.approx(measured.get_ydata()[0])
+    # the largest P did not converge: drawn apart (open circle), left out of the fitted line
+    measured, power_law, unconverged = bottom_right.get_lines()
+    assert list(measured.get_xdata()) == [50, 100] and list(unconverged.get_xdata()) == [200]
+    assert unconverged.get_markerfacecolor() == "none"
+    assert power_law.get_xdata()[-1] == pytest.approx(100)
+
+
+def test_sampler_mixing_words_name_the_fitted_and_the_unconverged_sizes():
+    growth = sampler_growth_record()["report"]["growth"]
+    assert report.sampler_mixing_text(growth["examples"], "P", "num_train") == (
+        "against P the ESS per kept sweep scales with the exponent 0.00 and the ESS per second with -1.00 (fitted over "
+        "P = 50, 100); the chains at P = 200 did not converge within their sweeps (R-hat 1.090), so their ESS is not "
+        "used")
+    lonely = dict(growth["examples"], ess_sizes=[50], exponent_ess_per_s=None, exponent_ess_per_sweep=None)
+    assert report.sampler_mixing_text(lonely, "P", "num_train").startswith(
+        "against P no exponent is fitted: fewer than two sizes converged (50)")

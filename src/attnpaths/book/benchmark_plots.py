@@ -1,6 +1,8 @@
-"""The reproducibility chapter's figure of the solver benchmark: how the cost of a Newton iteration grows with
-the number of training examples and with the number of paths (``growth`` of the ``solver`` record, written by
-:mod:`attnpaths.benchmarks.solver`). It draws what the record holds and computes only the fitted lines."""
+"""The reproducibility chapter's figures of how costs grow: the solver's time per Newton iteration against the
+number of training examples and of paths (``growth`` of the ``solver`` record, :mod:`attnpaths.benchmarks.solver`)
+and the sampler's time per sweep and ESS per second against the width and the number of training examples (the
+``sampler_growth`` record, :mod:`attnpaths.benchmarks.sampler_growth`). They draw what the records hold and compute
+only the fitted lines."""
 
 from __future__ import annotations
 
@@ -18,9 +20,30 @@ def _power_law(sizes, ms, exponent, grid):
 
 
 def _two_terms(fit: dict, grid):
-    """``a size^p + b size^q (+ c)`` of :func:`attnpaths.benchmarks.solver.fit_two_terms`, on ``grid``."""
+    """``a size^p + b size^q (+ c)`` of :func:`attnpaths.benchmarks._fits.fit_two_terms`, on ``grid``."""
     (p, q), coefficients = fit["exponents"], fit["coefficients"]
     return coefficients[0] * grid**p + coefficients[1] * grid**q + (coefficients[2] if fit["constant"] else 0.0)
+
+
+def _growth_panel(ax, sizes, values, exponent: float, two_terms: dict | None, xlabel: str, ylabel: str, title: str):
+    """One log-log panel: the measured points, the power law of exponent ``exponent`` through them and, given a
+    fit of :func:`attnpaths.benchmarks._fits.fit_two_terms`, its cost model ``a s^p + b s^q (+ c)``."""
+    sizes, values = np.asarray(sizes, dtype=float), np.asarray(values, dtype=float)
+    grid = np.geomspace(sizes.min(), sizes.max(), 100)
+    ax.loglog(sizes, values, "o", color="black", label="measured", zorder=3)
+    ax.loglog(grid, _power_law(sizes, values, exponent, grid), color="tab:blue", linestyle="--",
+              label=f"power law, exponent {exponent:.2f}")
+    if two_terms is not None:
+        p, q = two_terms["exponents"]
+        constant = " + c" if two_terms["constant"] else ""
+        ax.loglog(grid, _two_terms(two_terms, grid), color="tab:orange",
+                  label=f"a s$^{{{p:g}}}$ + b s$^{{{q:g}}}${constant}")
+    ax.set_xticks(sizes, [f"{s:g}" for s in sizes], minor=False)
+    ax.set_xticks([], minor=True)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
 
 
 def plot_solver_growth(growth: dict):
@@ -37,22 +60,43 @@ def plot_solver_growth(growth: dict):
     fig, axes = plt.subplots(1, len(SERIES), figsize=(9.0, 3.6), layout="constrained")
     for ax, (name, (key, xlabel, title)) in zip(axes, SERIES.items()):
         series = growth[name]
-        sizes = np.array([row[key] for row in series["rows"]], dtype=float)
-        ms = np.array([row["ms_per_iteration"] for row in series["rows"]])
-        grid = np.geomspace(sizes.min(), sizes.max(), 100)
-        fitted, two = series["exponent_per_iteration"], series["two_terms"]
-        ax.loglog(sizes, ms, "o", color="black", label="measured", zorder=3)
-        ax.loglog(grid, _power_law(sizes, ms, fitted, grid), color="tab:blue", linestyle="--",
-                  label=f"power law, exponent {fitted:.2f}")
-        p, q = two["exponents"]
-        constant = " + c" if two["constant"] else ""
-        ax.loglog(grid, _two_terms(two, grid), color="tab:orange",
-                  label=f"a s$^{{{p:g}}}$ + b s$^{{{q:g}}}${constant}")
-        ax.set_xticks(sizes, [f"{s:g}" for s in sizes], minor=False)
-        ax.set_xticks([], minor=True)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("time per Newton iteration (ms)")
-        ax.set_title(title.format(width=series["width"], temperature=series["temperature"],
-                                  num_train=series["rows"][0]["num_train"]), fontsize=10)
-        ax.legend(fontsize=8)
+        _growth_panel(ax, [row[key] for row in series["rows"]], [row["ms_per_iteration"] for row in series["rows"]],
+                      series["exponent_per_iteration"], series["two_terms"], xlabel, "time per Newton iteration (ms)",
+                      title.format(width=series["width"], temperature=series["temperature"],
+                                   num_train=series["rows"][0]["num_train"]))
+    return fig
+
+
+SAMPLER_SERIES = {"width": ("width N", "P = 100"), "examples": ("training examples P", "N = 10")}
+
+
+def plot_sampler_growth(report: dict):
+    """The exact sampler's time per sweep (ms, top row, with the two-term cost model) and the smallest ESS per
+    second of the predictor over the test points (bottom row), log-log, against the width ``N`` (left) and the
+    number of training examples ``P`` (right), each with its least-squares power law (for the ESS, over the points
+    whose chains converged; the others are drawn as open circles).
+
+    Args:
+        report: the ``report`` of the ``sampler_growth`` benchmark record.
+
+    Returns:
+        the figure.
+    """
+    fig, axes = plt.subplots(2, len(SAMPLER_SERIES), figsize=(9.0, 6.6), layout="constrained")
+    for column, (name, (xlabel, fixed)) in enumerate(SAMPLER_SERIES.items()):
+        series = report["growth"][name]
+        title = f"4-path network, {fixed}, T = {report['temperature']:g}"
+        rows = series["rows"]
+        _growth_panel(axes[0, column], series["sizes"], [row["ms_per_sweep"] for row in rows],
+                      series["exponent_per_sweep"], series["two_terms"], xlabel, "time per sweep (ms)", title)
+        ax = axes[1, column]
+        trusted = [row["converged"] for row in rows]
+        ess = [row["min_predictor_ess_per_s"] for row in rows]
+        _growth_panel(ax, series["ess_sizes"], [e for e, ok in zip(ess, trusted) if ok], series["exponent_ess_per_s"],
+                      None, xlabel, "smallest ESS of f per second", title)
+        if not all(trusted):
+            ax.loglog([s for s, ok in zip(series["sizes"], trusted) if not ok], [e for e, ok in zip(ess, trusted) if not ok],
+                      "o", markerfacecolor="none", color="black", label="chains not converged")
+            ax.set_xticks(series["sizes"], [f"{s:g}" for s in series["sizes"]], minor=False)
+            ax.legend(fontsize=8)
     return fig

@@ -403,6 +403,48 @@ def solver_summary(bench: dict) -> dict:
             | {"targets": bench_report["targets"], "problems": problems, "growth": growth})
 
 
+def sampler_growth_rows(bench_report: dict) -> list[list[str]]:
+    """The rows of the sampler-growth table, one per measured point of ``bench_report`` (the ``report`` of the
+    ``sampler_growth`` record): the series and its size, the time per sweep, the smallest ESS of the predictor
+    over the test points, that per second and per kept sweep, and the largest split R-hat (marked where the chains
+    did not converge)."""
+    rows = []
+    for name, (label, key) in (("width", ("N", "width")), ("examples", ("P", "num_train"))):
+        for row in bench_report["growth"][name]["rows"]:
+            rows.append([f"{label} = {row[key]}", f"{row['ms_per_sweep']:.3g} ms",
+                         f"{row['min_predictor_ess']:.0f}", f"{row['min_predictor_ess_per_s']:.3g}",
+                         f"{row['min_predictor_ess_per_sweep']:.3g}",
+                         f"{row['max_predictor_rhat']:.3f}" + ("" if row["converged"] else " (not converged)")])
+    return rows
+
+
+def sampler_growth_summary(bench: dict) -> dict:
+    """What the results file keeps of the sampler-growth record ``bench``: its provenance (``command``,
+    ``finished_utc``, ``commit``, ``commit_dirty``, ``machine``), the run's settings and per series the sizes, the
+    fitted exponents of the time per sweep (all sizes, the largest two), the two-term fit, and the exponents of
+    the ESS per second and per sweep over the sizes whose chains converged (``ess_sizes``)."""
+    bench_report = bench["report"]
+    keys = ("sizes", "exponent_per_sweep", "exponent_per_sweep_largest_two", "expected_exponents", "two_terms",
+            "ess_sizes", "exponent_ess_per_s", "exponent_ess_per_sweep")
+    return ({key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")}
+            | {key: bench_report[key] for key in ("temperature", "chains", "warmup", "samples", "threads")}
+            | {"growth": {name: {key: g[key] for key in keys} for name, g in bench_report["growth"].items()}})
+
+
+def sampler_mixing_text(fit: dict, symbol: str, key: str) -> str:
+    """How the ESS per kept sweep and per second scale with the size ``symbol`` (``"N"`` or ``"P"``; ``key`` names it
+    in the rows) in one series of the ``sampler_growth`` record, in words: the fitted exponents over the sizes whose
+    chains converged, and the sizes whose chains did not (their R-hat)."""
+    unconverged = [row for row in fit["rows"] if not row["converged"]]
+    left_out = "".join(f"; the chains at {symbol} = {row[key]} did not converge within their sweeps (R-hat "
+                       f"{row['max_predictor_rhat']:.3f}), so their ESS is not used" for row in unconverged)
+    sizes = ", ".join(str(size) for size in fit["ess_sizes"])
+    if fit["exponent_ess_per_s"] is None:
+        return f"against {symbol} no exponent is fitted: fewer than two sizes converged ({sizes or 'none'}){left_out}"
+    return (f"against {symbol} the ESS per kept sweep scales with the exponent {fit['exponent_ess_per_sweep']:.2f} and "
+            f"the ESS per second with {fit['exponent_ess_per_s']:.2f} (fitted over {symbol} = {sizes}){left_out}")
+
+
 def _power(base: str, exponent: float) -> str:
     """``base`` with ``exponent`` in Unicode superscript digits (glued Markdown renders no TeX)."""
     digits = str.maketrans("0123456789.-", "⁰¹²³⁴⁵⁶⁷⁸⁹·⁻")
@@ -410,7 +452,7 @@ def _power(base: str, exponent: float) -> str:
 
 
 def crossover_text(two_terms: dict, unit: str) -> str:
-    """Where the two growing terms of a fit of :func:`attnpaths.benchmarks.solver.fit_two_terms` are equal, in
+    """Where the two growing terms of a fit of :func:`attnpaths.benchmarks._fits.fit_two_terms` are equal, in
     words (``unit`` names the size, e.g. ``"training examples"``)."""
     p, q = two_terms["exponents"]
     if two_terms["crossover"] is None:
