@@ -74,7 +74,7 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys):
         assert row["solver"]["gradient_norm"] < 1e-8 and row["solver"]["hessian_min_eigenvalue"] > 0
         assert row["speedup"] == pytest.approx(row["adam"]["ms"] / row["solver"]["ms"])
         assert row["speedup_is_lower_bound"] == (not row["adam"]["converged"])
-        assert row["adam"]["steps"] <= 20 and row["adam"]["lr"] == 0.1
+        assert row["adam"]["steps"] <= 20 and row["adam"]["lr"] == 0.1 and row["adam"]["gradient_tolerance"] == 1e-5
         assert len(row["solver"]["ms_all"]) == (2 if name == "hmc" else 1)  # the image problem: a third
     assert saved["problems"]["image"]["input_width"] == 64
     for key, sizes, exponents in (("examples", [20, 30, 40], [3.0, 2.0]), ("paths", [4, 9], [6.0, 4.0])):
@@ -93,6 +93,7 @@ def test_committed_record_is_complete_and_consistent():
     report = record["report"]
     assert record["benchmark"] == "solver" and record["commit"] is not None and not report["quick"]
     for row in report["problems"].values():
+        assert row["adam"]["gradient_tolerance"] > 0 and row["adam"]["lr"] > 0
         assert row["solver"]["converged"] and row["speedup"] == pytest.approx(row["adam"]["ms"] / row["solver"]["ms"])
     assert [row["P"] for row in report["growth"]["examples"]["rows"]] == [100, 200, 400, 800, 1400, 2000]
     assert [row["paths"] for row in report["growth"]["paths"]["rows"]] == [4, 16, 64]

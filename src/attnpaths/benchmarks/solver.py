@@ -255,6 +255,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeats", type=int, default=None, help="solver runs per problem (default 21, quick 3)")
     parser.add_argument("--adam-repeats", type=int, default=None, help="Adam runs on the HMC problem (default 3)")
     parser.add_argument("--adam-lr", type=float, default=0.1)
+    parser.add_argument("--adam-tolerance", type=float, default=1e-5,
+                        help="Adam stops when the largest entry of the gradient of its loss is below this")
     parser.add_argument("--adam-max-steps", type=int, default=50000)
     parser.add_argument("--adam-time-limit", type=float, default=300.0, help="seconds per Adam run at most")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (pinned, restored afterwards)")
@@ -266,7 +268,8 @@ def main(argv=None) -> dict:
     quick = args.quick
     repeats = args.repeats or (2 if quick else 21)
     adam_repeats = args.adam_repeats or (1 if quick else 3)
-    adam = {"lr": args.adam_lr, "max_steps": 20 if quick else args.adam_max_steps, "time_limit": args.adam_time_limit}
+    adam = {"lr": args.adam_lr, "gradient_tolerance": args.adam_tolerance, "max_steps": 20 if quick else args.adam_max_steps,
+            "time_limit": args.adam_time_limit}
     started = start_record("solver", argv)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
