@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib import pyplot as plt
+from matplotlib.ticker import NullFormatter
 
 SERIES = {"examples": ("P", "training examples P", "4-path network, N = {width}, T = {temperature:g}"),
           "paths": ("paths", "paths n", "2 layers of random heads, P = {num_train}, T = {temperature:g}")}
@@ -98,5 +99,6 @@ def plot_sampler_growth(report: dict):
             ax.loglog([s for s, ok in zip(series["sizes"], trusted) if not ok], [e for e, ok in zip(ess, trusted) if not ok],
                       "o", markerfacecolor="none", color="black", label="chains not converged")
             ax.set_xticks(series["sizes"], [f"{s:g}" for s in series["sizes"]], minor=False)
+            ax.xaxis.set_minor_formatter(NullFormatter())  # the sizes alone label the axis
             ax.legend(fontsize=8)
     return fig
