@@ -257,7 +257,8 @@ def sampler_growth_record():
     """A sampler-growth record's shape with made-up numbers: time per sweep ~ size, ESS per second ~ 1 / size; the
     chains of the largest P did not converge."""
     def series(label, key, sizes):
-        rows = [{key: s, "ms_per_sweep": 1.0 * s, "wall_time_s": 0.5 * s, "min_predictor_ess": 400.0,
+        fixed = {"num_train": 100} if key == "width" else {"width": 10}
+        rows = [{key: s, **fixed, "ms_per_sweep": 1.0 * s, "wall_time_s": 0.5 * s, "min_predictor_ess": 400.0,
                  "min_predictor_ess_per_s": 800.0 / s, "min_predictor_ess_per_sweep": 0.25,
                  "max_predictor_rhat": 1.004, "converged": True} for s in sizes]
         if label == "examples":
@@ -294,6 +295,8 @@ def test_sampler_growth_figure_draws_the_record():
     record = sampler_growth_record()["report"]
     fig = plot_sampler_growth(record)
     top_left, top_right, bottom_left, bottom_right = fig.axes
+    assert top_left.get_title() == "4-path network, P = 100, T = 0.01"  # the fixed size, read from the rows
+    assert bottom_right.get_title() == "4-path network, N = 10, T = 0.01"
     for ax, series in ((top_left, "width"), (top_right, "examples")):
         measured, power_law, two_terms = ax.get_lines()
         rows = record["growth"][series]["rows"]

@@ -263,3 +263,24 @@ def test_chains_on_cuda_equal_the_cpu_chains_to_rounding():
         cpu, gpu = getattr(runs["cpu"], name), getattr(runs["cuda"], name)
         assert gpu.device.type == "cpu"  # samples come back as CPU tensors
         torch.testing.assert_close(gpu, cpu, rtol=1e-9, atol=1e-10)
+
+
+def test_stored_pair_kernels_give_the_chains_of_the_direct_gram_matrix(monkeypatch):
+    # V0's Gram matrix from the stored path-pair kernels equals the direct contraction up to rounding: a few
+    # sweeps from the same generator give the same chains
+    from attnpaths import hmc
+    from attnpaths import sampler as sampler_module
+
+    train = hmc.paper_train_set(20)
+    network = AttentionNetwork(hmc.four_path_network(train).attention, widths=6)
+
+    def run():
+        sampler = PosteriorSampler(network, train.y, 0.05, x=train.x)
+        return sampler, sampler.run(torch.Generator().manual_seed(2), 1, 4, 2, progress=False)
+
+    stored, with_kernels = run()
+    monkeypatch.setattr(sampler_module, "MAX_PAIR_KERNEL_ENTRIES", 0)
+    direct, without = run()
+    assert stored._pair_kernels is not None and direct._pair_kernels is None
+    torch.testing.assert_close(with_kernels.path_input_weights, without.path_input_weights, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(with_kernels.order_parameters, without.order_parameters, rtol=1e-9, atol=1e-12)

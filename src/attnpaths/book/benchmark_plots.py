@@ -68,7 +68,8 @@ def plot_solver_growth(growth: dict):
     return fig
 
 
-SAMPLER_SERIES = {"width": ("width N", "P = 100"), "examples": ("training examples P", "N = 10")}
+SAMPLER_SERIES = {"width": ("width N", "P", "num_train"), "examples": ("training examples P", "N", "width")}
+"""Per series of the ``sampler_growth`` record: the axis label, and the size held fixed (its symbol and row key)."""
 
 
 def plot_sampler_growth(report: dict):
@@ -84,10 +85,10 @@ def plot_sampler_growth(report: dict):
         the figure.
     """
     fig, axes = plt.subplots(2, len(SAMPLER_SERIES), figsize=(9.0, 6.6), layout="constrained")
-    for column, (name, (xlabel, fixed)) in enumerate(SAMPLER_SERIES.items()):
+    for column, (name, (xlabel, symbol, key)) in enumerate(SAMPLER_SERIES.items()):
         series = report["growth"][name]
-        title = f"4-path network, {fixed}, T = {report['temperature']:g}"
         rows = series["rows"]
+        title = f"4-path network, {symbol} = {rows[0][key]}, T = {report['temperature']:g}"
         _growth_panel(axes[0, column], series["sizes"], [row["ms_per_sweep"] for row in rows],
                       series["exponent_per_sweep"], series["two_terms"], xlabel, "time per sweep (ms)", title)
         ax = axes[1, column]
