@@ -95,11 +95,13 @@ def test_three_channel_patches_repeat_every_pixel():
         SequenceEncoder.create(rng, channels=0)
 
 
-def test_one_channel_cache_key_is_unchanged(dataset, tmp_path):
-    # configurations that existed before ``channels`` keep their cached models
+def test_cache_key_follows_the_channels_and_the_forward_revision(dataset, tmp_path, monkeypatch):
+    # a model trained on other inputs, or with another evaluation order of the forward pass, is another model
     key = training.model_cache_path(TINY, dataset, str(tmp_path))
     assert key == training.model_cache_path(replace(TINY, channels=1), dataset, str(tmp_path))
     assert key != training.model_cache_path(replace(TINY, channels=3), dataset, str(tmp_path))
+    monkeypatch.setattr(training, "FORWARD_REVISION", training.FORWARD_REVISION + 1)
+    assert key != training.model_cache_path(TINY, dataset, str(tmp_path))
 
 
 def oneshot_chapter():

@@ -265,14 +265,16 @@ def test_chains_on_cuda_equal_the_cpu_chains_to_rounding():
         torch.testing.assert_close(gpu, cpu, rtol=1e-9, atol=1e-10)
 
 
-def test_stored_pair_kernels_give_the_chains_of_the_direct_gram_matrix(monkeypatch):
+@pytest.mark.parametrize("width", [6, 3])
+def test_stored_pair_kernels_give_the_chains_of_the_direct_gram_matrix(monkeypatch, width):
     # V0's Gram matrix from the stored path-pair kernels equals the direct contraction up to rounding: a few
-    # sweeps from the same generator give the same chains
+    # sweeps from the same generator give the same chains. Without the kernels, N_1 = 6 >= 4 paths contracts
+    # the overlaps of the left vectors with the data, N_1 = 3 < 4 paths builds V0's design matrix.
     from attnpaths import hmc
     from attnpaths import sampler as sampler_module
 
     train = hmc.paper_train_set(20)
-    network = AttentionNetwork(hmc.four_path_network(train).attention, widths=6)
+    network = AttentionNetwork(hmc.four_path_network(train).attention, widths=width)
 
     def run():
         sampler = PosteriorSampler(network, train.y, 0.05, x=train.x)

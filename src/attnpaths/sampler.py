@@ -248,10 +248,11 @@ class PosteriorSampler:
             rarely, through a scale move's accept decision that rounding flips).
 
     Cost per sweep: ``O(P n_paths N_l N_{l+1})`` per layer to route the data through the current weights,
-    plus ``O(P^2 n_paths N + P^3)`` per block for the ``P x P`` solve; for ``V0``, whose Gram matrix is
+    plus ``O(P^2 n_paths N + P^3)`` per block for the ``P x P`` solve; for the readout ``O(P^2 N + P^3)`` (its
+    design matrix is the sum of the paths' routed data); for ``V0``, whose Gram matrix is
     ``sum_{pi pi'} (e_pi . e_pi') K_{pi pi'}`` with the fixed kernels ``K_{pi pi'}`` of path pairs, ``O(P^2 n_paths^2)``
     when those ``P^2 n_paths^2`` numbers are stored (at most :data:`MAX_PAIR_KERNEL_ENTRIES`), else
-    ``O(P^2 n_paths N0)``.
+    ``O(P^2 min(n_paths, N_1) N0)``.
     """
 
     def __init__(
@@ -274,6 +275,7 @@ class PosteriorSampler:
         # the chains' linear algebra runs on the device; random numbers are drawn on the CPU from the caller's
         # generator and moved there, so one seed gives the same draws on every device
         self._features_on_device = self.features.to(self.device)
+        self._routed_features = self._features_on_device.transpose(1, 2).contiguous()  # [P, n, N0], V0's right
         self._y_on_device = self.y.to(self.device)
         self.scale_moves = bool(scale_moves)
         self.result: PosteriorSamples | None = None
@@ -325,16 +327,16 @@ class PosteriorSampler:
     def _rights(self, blocks: list[torch.Tensor], upto: int) -> list[torch.Tensor]:
         """Data routed through blocks ``0..b-1`` for every block ``b <= upto``: ``[C, P, n, in_b]``."""
         C = blocks[0].shape[0]
-        rights = [self._features_on_device.transpose(1, 2)[None].expand(C, -1, -1, -1)]
+        rights = [self._routed_features[None].expand(C, -1, -1, -1)]
         for b in range(upto):
             spec = self._blocks[b]
-            rights.append(spec.coef * self._apply(blocks[b], rights[-1], spec.split))
+            rights.append(self._apply(spec.coef * blocks[b], rights[-1], spec.split))
         return rights
 
     def _left_below(self, blocks: list[torch.Tensor], b: int, left: torch.Tensor) -> torch.Tensor:
         """Left vectors of block ``b - 1`` from those of block ``b``: ``c_b W_b[h(pi)]^T left_pi``."""
         spec = self._blocks[b]
-        return spec.coef * self._apply_transposed(blocks[b], left, spec.split)
+        return self._apply_transposed(spec.coef * blocks[b], left, spec.split)
 
     def _normal(self, generator: torch.Generator, *shape) -> torch.Tensor:
         """Standard normal draws from the CPU ``generator``, on the sampler's device."""
@@ -344,22 +346,33 @@ class PosteriorSampler:
         """Exact draw of block ``b`` from its Gaussian conditional (Matheron's rule, see module doc)."""
         spec = self._blocks[b]
         s, c, T = spec.variance, spec.coef, self.temperature
-        C, P = right.shape[:2]
-        overlap = (left @ left.transpose(1, 2)) * self._same_head[b]  # [C, n, n]
-        # s Phi Phi^T = s c^2 sum_{pi, pi' same head} (left_pi . left_pi') (right_pi(x^mu) . right_pi'(x^nu))
+        C, P, n = right.shape[:3]
+        # s Phi Phi^T = s c^2 sum_{pi, pi' same head} (left_pi . left_pi') (right_pi(x^mu) . right_pi'(x^nu)),
+        # summed in the cheapest of three orders (per chain and per P^2): the stored path-pair kernels of V0
+        # (n^2 numbers); for a block without heads (V0, a) whose output is narrower than the number of paths,
+        # the design matrix Phi / c = sum_pi left_pi (x) right_pi itself (out * in; always the readout, out = 1;
+        # V0 when N_1 < n); else the n x n overlaps of the left vectors contracted with the routed data (n * in)
         if b == 0 and self._pair_kernels is not None:
+            overlap = (left @ left.transpose(1, 2)) * self._same_head[b]  # [C, n, n]
             gram = s * c**2 * (overlap.reshape(C, -1) @ self._pair_kernels).reshape(C, P, P)
+        elif spec.split[1] == 1 and left.shape[-1] < n:
+            design = (left.transpose(1, 2)[:, None] @ right).reshape(C, P, -1)  # [C, P, out * in]
+            gram = s * c**2 * (design @ design.transpose(1, 2))
         else:
-            mixed = torch.einsum("cpq,cnqi->cnpi", overlap, right)
-            gram = s * c**2 * torch.einsum("cmpi,cnpi->cmn", right, mixed)
+            overlap = (left @ left.transpose(1, 2)) * self._same_head[b]  # [C, n, n]
+            mixed = (overlap[:, None] @ right).reshape(C, P, -1)  # [C, P, n * in]: sum_pi' overlap right_pi'
+            # an explicit batched matmul: einsum's own order of this contraction is about 1.5x slower
+            gram = s * c**2 * (right.reshape(C, P, -1) @ mixed.transpose(1, 2))
         prior_draw = self._normal(generator, C, *W_shape).mul_(math.sqrt(s))  # in place: blocks can be large
         noise = self._normal(generator, C, P)
-        prior_output = c * torch.einsum("cpi,cmpi->cm", self._apply_transposed(prior_draw, left, spec.split), right)
+        # c Phi w0 = c sum_pi right_pi . (W0[h(pi)]^T left_pi), as matrix-vector products on views of right
+        prior_output = c * (right.reshape(C, P, -1)
+                            @ self._apply_transposed(prior_draw, left, spec.split).reshape(C, -1, 1))[..., 0]
         residual = self._y_on_device - prior_output - math.sqrt(T) * noise
         chol = torch.linalg.cholesky(gram + T * torch.eye(P, dtype=torch.float64, device=self.device))
         alpha = torch.cholesky_solve(residual[..., None], chol)[..., 0]  # [C, P]
         # Phi^T alpha = c sum_pi E_{h(pi)} (x) left_pi (sum_mu alpha_mu right_pi(x^mu))
-        routed = torch.einsum("cm,cmpi->cpi", alpha, right).reshape(C, *spec.split, -1)
+        routed = (alpha[:, None] @ right.reshape(C, P, -1)).reshape(C, *spec.split, -1)
         correction = torch.einsum("cahbo,cahbi->choi", left.reshape(C, *spec.split, -1), routed)
         return correction.mul_(s * c).add_(prior_draw)
 

@@ -27,6 +27,13 @@ from .._validation import positive_int
 from ..attention import Attention, AttentionLayer
 
 
+FORWARD_REVISION = 2
+"""Revision of :meth:`SumHeadTransformer.forward`'s float32 arithmetic. Training amplifies rounding, so a
+model trained with another evaluation order is another model: the revision is part of the trained models'
+cache key (:func:`attnpaths.oneshot.training.model_cache_path`). Revision 2 sums heads and keys in one
+batched matmul and folds the last layer into the mean pooling and the readout."""
+
+
 def _uniform(shape, fan_in: int, generator: torch.Generator, dtype: torch.dtype) -> nn.Parameter:
     bound = 1.0 / math.sqrt(fan_in)
     values = (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1) * bound
@@ -105,20 +112,22 @@ class SumHeadTransformer(nn.Module):
         factors = keep.to(self.readout.dtype) / kept.to(self.readout.dtype).sqrt()[:, None]
         return factors.to(self.readout.device)
 
-    def _attention_query_major(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Softmax attention ``[B, L, F, T_query, T_key]`` from tokens ``[B, T, N0]``.
+    def _layer_attention(self, tokens: torch.Tensor, layer: int) -> torch.Tensor:
+        """Softmax attention of one layer, ``[B, F, T_query, T_key]``, from tokens ``[B, T, N0]``.
 
-        Query-major with keys last, so the softmax and the token mixing are plain batched matmuls.
+        Query-major with keys last, so the softmax runs over the last axis. The ``1/sqrt(G)`` rides on the
+        ``F G N0`` query weights rather than on the ``B F T^2`` logits.
         """
-        B, T, _ = tokens.shape
-        L, F, G = self.queries.shape[:3]
-        queries = (tokens @ self.queries.reshape(L * F * G, -1).T).reshape(B, T, L, F, G).permute(0, 2, 3, 1, 4)
-        keys = (tokens @ self.keys.reshape(L * F * G, -1).T).reshape(B, T, L, F, G).permute(0, 2, 3, 4, 1)
-        return torch.softmax(queries @ keys / (G**0.5), dim=-1)
+        B, T, N0 = tokens.shape
+        F, G = self.queries.shape[1:3]
+        queries = tokens @ (self.queries[layer].reshape(F * G, N0).T * G**-0.5)
+        keys = tokens @ self.keys[layer].reshape(F * G, N0).T
+        logits = queries.reshape(B, T, F, G).transpose(1, 2) @ keys.reshape(B, T, F, G).permute(0, 2, 3, 1)
+        return torch.softmax(logits, dim=-1)
 
     def attention_matrices(self, x: torch.Tensor) -> torch.Tensor:
         """``Omega[b, l, h, s, t]`` (key ``s``, query ``t``, softmax over ``s``) from the raw input, in
-        the package's convention (``attnpaths.attention``).
+        the package's convention (``attnpaths.attention``), as :meth:`forward` computes them.
 
         Args:
             x: ``[B, N0, T]``.
@@ -126,8 +135,9 @@ class SumHeadTransformer(nn.Module):
         Returns:
             ``[B, L, F, T, T]``.
         """
-        x = x.to(device=self.readout.device, dtype=self.readout.dtype)
-        return self._attention_query_major(x.transpose(1, 2)).transpose(-1, -2)
+        tokens = x.to(device=self.readout.device, dtype=self.readout.dtype).transpose(1, 2)
+        layers = [self._layer_attention(tokens, layer) for layer in range(self.num_layers)]
+        return torch.stack(layers, dim=1).transpose(-1, -2)
 
     def forward(self, x: torch.Tensor, drop_heads=()) -> torch.Tensor:
         """Outputs ``f(x)``.
@@ -139,20 +149,29 @@ class SumHeadTransformer(nn.Module):
 
         Returns:
             ``[B]``, on the weights' device.
+
+        Evaluation order (the same function as the module docstring's, summed in another order): in each
+        layer but the last, the value maps act first, ``u_{s h} = c_h V^(l,h) h_s`` for all heads in one
+        matmul, so that the sum over heads and keys is one batched matmul, ``h_t = sum_{s, h}
+        Omega^(l,h)_{s t} u_{s h}``, with no copy of the ``[B, T, F, N]`` activations; the last layer is
+        folded with the mean pooling and the readout, ``f = sum_{h, s} (mean_t Omega^(L,h)_{s t})
+        c_h a.V^(L,h) h_s``, which needs neither its ``N x N`` value maps on every token nor its token
+        mixing. ``c_h`` is the head factor (``F^{-1/2}``, or the pruned layer's).
         """
         tokens = x.to(device=self.readout.device, dtype=self.readout.dtype).transpose(1, 2)  # [B, T, N0]
         B, T, _ = tokens.shape
         L, F, N = self.values.shape[:3]
         scale = self._head_masks(drop_heads)
-        omega = self._attention_query_major(tokens)  # [B, L, F, T, T]
         h = tokens @ self.input_layer.T  # [B, T, N]
-        for layer in range(L):
-            mixed = omega[:, layer] @ h[:, None]  # [B, F, T, N]: sum_s Omega_{s t} h_s per head
-            # sum_h scale_h V^(l,h) mixed_h as one matmul over the stacked (head, in) index; the head
-            # factors ride on the small weight tensor rather than on the activations.
-            weights = (self.values[layer] * scale[layer][:, None, None]).permute(0, 2, 1).reshape(F * N, N)
-            h = mixed.permute(0, 2, 1, 3).reshape(B, T, F * N) @ weights
-        return h.mean(dim=1) @ self.readout
+        for layer in range(L - 1):
+            omega = self._layer_attention(tokens, layer)  # [B, F, t, s]
+            values = (self.values[layer] * scale[layer][:, None, None]).reshape(F * N, N)  # [(h, out), in]
+            u = (h @ values.T).reshape(B, T * F, N)  # [B, (s, h), N]
+            h = omega.permute(0, 2, 3, 1).reshape(B, T, T * F) @ u
+        omega = self._layer_attention(tokens, L - 1)
+        readout = (self.readout @ self.values[L - 1]) * scale[L - 1][:, None]  # [F, N]: c_h a.V^(L,h)
+        z = h @ readout.T  # [B, s, F]
+        return (omega.mean(dim=2) * z.transpose(1, 2)).sum(dim=(1, 2))
 
     def attention(self) -> Attention:
         """The trained query/key maps as the theory's fixed attention (sec-model-network, qk form with

@@ -140,12 +140,13 @@ class SequenceEncoder:
         label_tokens = np.asarray(label_tokens)
         if label_tokens.shape != (tokens.shape[0], 3) or not np.isin(label_tokens, (0, 1, 2)).all():
             raise ValueError(f"label_tokens must be [B, 3] with values in {{0, 1, 2}}, got shape {label_tokens.shape}")
-        mean = tokens.mean(axis=-1, keepdims=True)
-        var = tokens.var(axis=-1, keepdims=True)
-        x = (tokens - mean) / np.sqrt(var + self.layer_norm_eps)
-        x = x + self.positions()[None]
-        x = x + np.repeat(self.label_embedding[label_tokens], self.patches_per_image, axis=1)
-        return torch.from_numpy(x.transpose(0, 2, 1).copy()).to(dtype)
+        # LayerNorm with the arithmetic of np.var (mean of the squared deviations), the deviations computed once
+        B, T, N0 = tokens.shape
+        centred = tokens - tokens.mean(axis=-1, keepdims=True)
+        x = centred / np.sqrt(np.mean(centred * centred, axis=-1, keepdims=True) + self.layer_norm_eps)
+        x += self.positions()[None]
+        x.reshape(B, 3, self.patches_per_image, N0)[...] += self.label_embedding[label_tokens][:, :, None, :]
+        return torch.from_numpy(x).to(dtype).transpose(1, 2).contiguous()
 
     def state(self) -> dict:
         """Everything needed to rebuild the encoder (saved with trained weights)."""

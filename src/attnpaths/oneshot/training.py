@@ -29,7 +29,7 @@ import torch
 from tqdm import tqdm
 
 from .imagesets import ImageDataset
-from .model import SumHeadTransformer
+from .model import FORWARD_REVISION, SumHeadTransformer
 from .._validation import int_at_least, positive_int, torch_device
 from .sequences import SequenceEncoder, Sequences, sample_sequences
 
@@ -253,13 +253,11 @@ def load_trained(path: str) -> TrainedModel:
 
 
 def model_cache_path(config: TrainingConfig, dataset: ImageDataset, cache_dir: str) -> str:
-    """File name keyed on the training parameters, the data parameters and the torch version (not on the
-    device). A 1-channel configuration keeps the key it had before ``channels`` existed."""
-    training = asdict(config)
-    if training["channels"] == 1:
-        del training["channels"]
+    """File name keyed on the training parameters, the data parameters, the torch version and the revision of
+    the model's arithmetic (:data:`~attnpaths.oneshot.model.FORWARD_REVISION`), not on the device."""
     text = json.dumps(
-        {"training": training, "data": dataset.parameters, "torch": torch.__version__, "format": FORMAT},
+        {"training": asdict(config), "data": dataset.parameters, "torch": torch.__version__, "format": FORMAT,
+         "forward_revision": FORWARD_REVISION},
         sort_keys=True,
     )
     return os.path.join(cache_dir, f"oneshot-model-{hashlib.sha256(text.encode()).hexdigest()[:16]}.pt")
