@@ -12,6 +12,7 @@ from attnpaths.claims import (
     Verdict,
     bonferroni_z,
     claims_table,
+    detectable_effect,
     directional_z,
     enforce,
     equivalence,
@@ -48,6 +49,22 @@ def test_directional_z_outcomes(estimate, expected):
     assert v.z == pytest.approx(estimate)
     assert v.p_value == pytest.approx(stats.norm.sf(estimate))
     assert v.level == 0.01 and v.correction == "none"
+
+
+@pytest.mark.parametrize("level, power, num_tests", [(0.01, 0.8, 1), (0.05, 0.9, 1), (0.01, 0.8, 5)])
+def test_detectable_effect_is_held_with_the_stated_power(level, power, num_tests):
+    # simulated estimates of a true effect equal to the detectable one hold with probability `power`
+    se = 0.0087
+    effect = detectable_effect(se, level, power, num_tests=num_tests)
+    estimates = np.random.default_rng(0).normal(effect, se, size=4000)
+    held = np.mean([directional_z("c", "s", estimate=e, se=se, level=level, num_tests=num_tests,
+                                  **COMMON).outcome is H for e in estimates])
+    assert abs(held - power) < 4 * math.sqrt(power * (1 - power) / estimates.size)
+    # the detectable effect scales with the standard error
+    assert detectable_effect(se / 2, level, power, num_tests=num_tests) == pytest.approx(effect / 2)
+    for bad in (dict(se=0.0), dict(se=math.nan), dict(se=1.0, power=1.0), dict(se=1.0, level=0.0)):
+        with pytest.raises(ValueError, match=next(k for k in ("power", "level", "se") if k in bad)):
+            detectable_effect(**bad)
 
 
 def test_directional_z_bonferroni_over_tests():

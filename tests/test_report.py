@@ -82,6 +82,18 @@ def test_claims_are_read_from_the_results_files_of_the_chapters_that_have_one(bo
     assert counts == {"holds": 1, "not significant": 1, "contradicted": 0}
 
 
+def test_the_paper_report_refuses_results_of_another_profile_or_none(book, tmp_path):
+    results = tmp_path / "results"
+    write_results("theory", "paper", {}, {"verdicts": [verdict("T1").to_dict()]}, results)
+    write_results("intro", "smoke", {}, {"glued": {}}, results)
+    chapters = book_chapters(book)
+    with pytest.raises(ValueError, match=r"missing: intro \(smoke profile\), summary \(no results\)"):
+        report.read_claims(chapters, results, profile="paper")
+    write_results("intro", "paper", {}, {"glued": {}}, results)
+    paper = [c for c in chapters if c.name != "summary"]
+    assert [c.profile for c in report.read_claims(paper, results, profile="paper")] == ["paper", "paper"]
+
+
 def test_family_z_limit_is_the_bonferroni_bound():
     assert report.family_z_limit(100, 0.01) == pytest.approx(3.8906, abs=1e-4)
     assert report.family_z_limit(1, 0.05) == pytest.approx(norm.ppf(0.975))

@@ -191,6 +191,17 @@ def directional_z(claim: str, statement: str, *, source: str, statistic: str, es
                    float(stats.norm.sf(z)), z, outcome, measured or f"{statistic} = {estimate:+.4g}.")
 
 
+def detectable_effect(se: float, level: float = 0.01, power: float = 0.8, *, num_tests: int = 1) -> float:
+    """The power check of :func:`directional_z`: the smallest true effect that its one-sided z-test of standard
+    error ``se`` declares to hold with probability ``power``, ``(Phi^{-1}(1 - level / num_tests) +
+    Phi^{-1}(power)) se``. An effect well below it is likely to come out "not significant" even when real."""
+    level, num_tests = probability(level, "level", open_interval=True), positive_int(num_tests, "num_tests")
+    power = probability(power, "power", open_interval=True)
+    if not (math.isfinite(se) and se > 0):
+        raise ValueError(f"se must be a finite number > 0, got {se!r}")
+    return float((stats.norm.isf(level / num_tests) + stats.norm.ppf(power)) * se)
+
+
 def replicate_t(claim: str, statement: str, *, source: str, statistic: str, differences, level: float = 0.01,
                 num_tests: int = 1, measured: str = "") -> Verdict:
     """The claim "the mean of ``differences`` is > 0", tested with a one-sided one-sample t-test over

@@ -330,13 +330,13 @@ class PosteriorSampler:
         rights = [self._routed_features[None].expand(C, -1, -1, -1)]
         for b in range(upto):
             spec = self._blocks[b]
-            rights.append(self._apply(spec.coef * blocks[b], rights[-1], spec.split))
+            rights.append(self._apply(blocks[b], rights[-1], spec.split).mul_(spec.coef))
         return rights
 
     def _left_below(self, blocks: list[torch.Tensor], b: int, left: torch.Tensor) -> torch.Tensor:
         """Left vectors of block ``b - 1`` from those of block ``b``: ``c_b W_b[h(pi)]^T left_pi``."""
         spec = self._blocks[b]
-        return self._apply_transposed(spec.coef * blocks[b], left, spec.split)
+        return self._apply_transposed(blocks[b], left, spec.split).mul_(spec.coef)
 
     def _normal(self, generator: torch.Generator, *shape) -> torch.Tensor:
         """Standard normal draws from the CPU ``generator``, on the sampler's device."""

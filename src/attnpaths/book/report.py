@@ -141,17 +141,30 @@ class ChapterClaims:
     verdicts: list[Verdict]
 
 
-def read_claims(chapters, results_dir) -> list[ChapterClaims]:
-    """The verdicts recorded in the results file of each of ``chapters`` (in order); a chapter without a
-    results file is left out."""
-    claims = []
+def read_claims(chapters, results_dir, profile: str | None = None) -> list[ChapterClaims]:
+    """The verdicts recorded in the results file of each of ``chapters`` (in order).
+
+    Without ``profile``, a chapter without a results file is left out and each chapter reports the profile it
+    last ran in. With ``profile`` (the paper profile's report), every chapter must have a results file of that
+    profile: a ``ValueError`` names those that have none, or one of another profile, and the command that
+    makes them.
+    """
+    claims, missing = [], []
     for chapter in chapters:
         try:
             record = read_results(chapter.name, results_dir)
         except FileNotFoundError:
+            missing.append(f"{chapter.name} (no results)")
+            continue
+        if profile is not None and record["profile"] != profile:
+            missing.append(f"{chapter.name} ({record['profile']} profile)")
             continue
         verdicts = [Verdict.from_dict(v) for v in record["values"].get("verdicts", [])]
         claims.append(ChapterClaims(chapter.name, record["profile"], verdicts))
+    if profile is not None and missing:
+        raise ValueError(f"the {profile} profile's report needs every chapter's {profile}-profile results in "
+                         f"{results_dir}; missing: {', '.join(missing)}: run `python -m attnpaths run <chapter> "
+                         f"--profile {profile}` for each of them first")
     return claims
 
 
