@@ -18,7 +18,8 @@ Matheron's rule (the "sample-then-correct" update of a Gaussian conditional)::
 
 which only needs the ``P x P`` matrix ``s Phi Phi^T`` (for ``V0`` it is the kernel ``K(U)`` of (eq-kernel) built
 with the current effective weights) and products with ``Phi`` / ``Phi^T`` that the path structure makes
-cheap: no matrix of the block's dimension is ever formed. A sweep updates the blocks from the readout
+cheap: ``Phi`` itself is formed only where it is smaller than the routed data (the readout's, and ``V0``'s
+when ``N_1`` is below the number of paths). A sweep updates the blocks from the readout
 down to ``V0`` (systematic scan), so it leaves the posterior invariant; chains run in parallel along a
 leading chain axis and start from the prior.
 
