@@ -16,6 +16,7 @@ from attnpaths.claims import (
     directional_z,
     enforce,
     equivalence,
+    equivalence_power,
     exact,
     outcome_counts,
     permutation,
@@ -65,6 +66,23 @@ def test_detectable_effect_is_held_with_the_stated_power(level, power, num_tests
     for bad in (dict(se=0.0), dict(se=math.nan), dict(se=1.0, power=1.0), dict(se=1.0, level=0.0)):
         with pytest.raises(ValueError, match=next(k for k in ("power", "level", "se") if k in bad)):
             detectable_effect(**bad)
+
+
+@pytest.mark.parametrize("margin_over_se", [3.0, 4.0, 6.0])
+def test_equivalence_power_is_the_chance_of_holding_at_zero_deviation(margin_over_se):
+    # simulated deviations of a correct result (mean 0, the stated standard errors) hold as often as predicted
+    rng = np.random.default_rng(1)
+    se = np.array([0.01, 0.02, 0.05])
+    margin = margin_over_se * se
+    power = equivalence_power(se, margin, 0.01)
+    held = np.mean([equivalence("c", "s", deviation=rng.normal(0, se), se=se, margin=margin, level=0.01,
+                                **COMMON).outcome is H for _ in range(4000)])
+    assert abs(held - power) < 4 * math.sqrt(max(power * (1 - power), 1e-4) / 4000)
+    assert equivalence_power(se, 2.0 * se, 0.01) == 0.0  # margins inside z_c se: it can never hold
+    assert equivalence_power(se / 2, margin, 0.01) > power  # more draws, more power
+    for bad in (dict(se=[0.0, 1.0], margin=1.0), dict(se=[], margin=1.0), dict(se=1.0, margin=0.0)):
+        with pytest.raises(ValueError, match="se|margin"):
+            equivalence_power(**bad)
 
 
 def test_directional_z_bonferroni_over_tests():

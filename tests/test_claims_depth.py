@@ -51,6 +51,19 @@ def test_exact_mean_agreement_holds_within_the_margin_and_fails_for_a_U_scaled_b
         dc.exact_mean_agreement("a", points=points, exact={}, reference_accuracy={})
 
 
+def test_exact_mean_agreement_power_falls_with_the_monte_carlo_errors():
+    # the power check of claim a: high when the errors are small against the margins, ~0 where the test above
+    # is not significant however close the numbers
+    U = np.array([[3.0, -0.8, 0.1], [-0.8, 1.5, 0.0], [0.1, 0.0, 0.9]])
+    kwargs = dict(reference_accuracy={30: 0.9})
+    precise = dc.exact_mean_agreement_power(points={30: _point(U, 0.01)}, exact={30: _exact(U, 0.01)}, **kwargs)
+    noisy = dc.exact_mean_agreement_power(points={30: _point(U, 0.5)}, exact={30: _exact(U, 0.5)}, **kwargs)
+    assert precise > 0.99 and noisy < 0.01
+    with pytest.raises(ValueError, match="missing \\[100\\]"):
+        dc.exact_mean_agreement_power(points={30: _point(U, 0.01)}, exact={100: _exact(U, 0.01, 100)},
+                                      reference_accuracy={100: 0.9})
+
+
 # ------------------------------------------------------------------------------------ (b) finite width vs GP
 def test_finite_width_advantage_in_both_directions():
     rng = np.random.default_rng(0)

@@ -295,6 +295,31 @@ def equivalence(claim: str, statement: str, *, source: str, statistic: str, devi
                    measured or f"largest |deviation| / margin = {ratio.max():.3g}.")
 
 
+def equivalence_power(se, margin, level: float = 0.01) -> float:
+    """The power check of :func:`equivalence`: the probability that it declares agreement when every true
+    deviation is 0 and the estimates are independent Gaussians of standard errors ``se``,
+    ``prod_i max(0, 2 Phi(margin_i / se_i - z_c) - 1)`` with its threshold ``z_c`` over the ``m`` entries.
+
+    Near 0, the margins are too narrow for the Monte-Carlo errors: "not significant" is then the likely outcome
+    even of a correct result, and more draws (smaller ``se``) are needed before the claim can hold.
+
+    Args:
+        se, margin: ``[m]`` (or scalar, broadcast) standard errors and margins of the compared entries (> 0).
+    """
+    level = probability(level, "level", open_interval=True)
+    s = as_float64_array(se, "se")
+    m = as_float64_array(margin, "margin")
+    s, m = np.broadcast_arrays(s, m)
+    if s.size < 1:
+        raise ValueError("se must hold at least one entry")
+    if np.any(~np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError("se must be finite and > 0 for every entry")
+    if np.any(m <= 0):
+        raise ValueError("margin must be > 0 for every entry")
+    zc = bonferroni_z(s.size, level, two_sided=False)
+    return float(np.prod(np.clip(2 * stats.norm.cdf(m / s - zc) - 1, 0.0, 1.0)))
+
+
 def replicate_equivalence(claim: str, statement: str, *, source: str, statistic: str, replicates,
                           reference: float, margin: float, level: float = 0.01, measured: str = "") -> Verdict:
     """Agreement of the mean of independent replicates with ``reference`` within ``margin``: two one-sided

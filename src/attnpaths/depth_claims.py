@@ -34,6 +34,27 @@ def _sourced(verdict: Verdict) -> Verdict:
     return dataclasses.replace(verdict, source=SOURCE)
 
 
+def _exact_widths(points, exact) -> list[int]:
+    if not exact:
+        raise ValueError("exact must hold the exact finite-width mean of U at one width at least")
+    missing = sorted(set(exact) - set(points))
+    if missing:
+        raise ValueError(f"points must hold a sampled width for every exact width, missing {missing}")
+    return sorted(exact)
+
+
+def exact_mean_agreement_power(*, points, exact, reference_accuracy, margin_accuracy: float = 0.02,
+                               margin_U: float = 0.1, level: float = 0.01) -> float:
+    """The power check of :func:`exact_mean_agreement` (same arguments): the probability that its test holds if
+    the samples matched the exact mean and the theory's accuracy exactly, given the Monte-Carlo errors of both
+    (:func:`attnpaths.finite_width_claims.sample_agreement_power`)."""
+    widths = _exact_widths(points, exact)
+    return fw.sample_agreement_power(
+        points=[points[w] for w in widths], reference_accuracy=reference_accuracy,
+        reference_U={w: e.U for w, e in exact.items()}, reference_U_se={w: e.U_se for w, e in exact.items()},
+        margin_accuracy=margin_accuracy, margin_U=margin_U, level=level)
+
+
 def exact_mean_agreement(claim: str, *, points, exact, reference_accuracy, margin_accuracy: float = 0.02,
                          margin_U: float = 0.1, level: float = 0.01, where: str = "") -> Verdict:
     """Claim: at every width with an exact finite-width mean of ``U``, the network's posterior samples agree
@@ -49,13 +70,9 @@ def exact_mean_agreement(claim: str, *, points, exact, reference_accuracy, margi
     Test: :func:`attnpaths.finite_width_claims.sample_agreement` (two one-sided tests per number, Bonferroni
     over all of them).
     """
-    if not exact:
-        raise ValueError("exact must hold the exact finite-width mean of U at one width at least")
-    missing = sorted(set(exact) - set(points))
-    if missing:
-        raise ValueError(f"points must hold a sampled width for every exact width, missing {missing}")
+    widths = _exact_widths(points, exact)
     return _sourced(fw.sample_agreement(
-        claim, points=[points[w] for w in sorted(exact)], reference_accuracy=reference_accuracy,
+        claim, points=[points[w] for w in widths], reference_accuracy=reference_accuracy,
         reference_U={w: e.U for w, e in exact.items()}, reference_U_se={w: e.U_se for w, e in exact.items()},
         margin_accuracy=margin_accuracy, margin_U=margin_U, level=level,
         reference="the exact finite-width mean of U and the theory's accuracy", where=where))

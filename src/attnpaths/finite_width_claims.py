@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import as_float64_array
-from .claims import Verdict, all_of, directional_z, equivalence, exact, replicate_t
+from .claims import Verdict, all_of, directional_z, equivalence, equivalence_power, exact, replicate_t
 
 #: Where the claims come from (the paper's body text was not available: abstract and captions).
 SOURCE_ADVANTAGE = "paper (abstract; captions of Fig. 1d, 2c, 3b)"
@@ -166,27 +166,8 @@ def kernel_alignment(claim: str, *, fraction_fw, fraction_gp, k: int, width: int
                                  f"(N={width}) vs {gp.mean():.3f} (GP){where}."))
 
 
-def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, reference_U_se=None,
-                     margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01,
-                     reference: str = "the theory", where: str = "") -> Verdict:
-    """Claim: posterior samples of the finite network agree with a reference at every sampled width.
-
-    Args:
-        points: sampled widths, each with ``width``, ``accuracy`` and ``accuracy_mc_sd`` (the sampled mean
-            predictor's test accuracy and its Monte-Carlo standard deviation), ``U`` ``[n, n]`` and ``U_se``
-            ``[n, n]`` (sampled order parameter and its Monte-Carlo standard error), e.g.
-            :class:`attnpaths.experiments.sampling.SampledPoint`.
-        reference_accuracy: ``{width: accuracy}`` of the reference predictor.
-        reference_U: ``{width: [n, n]}`` reference order parameters (the theory's saddle point or the exact
-            finite-width posterior mean).
-        reference_U_se: ``{width: [n, n]}`` Monte-Carlo errors of ``reference_U`` (``None``: exact numbers).
-        margin_accuracy: agreement margin of the accuracy (absolute).
-        margin_U: agreement margin of ``U_ij`` relative to ``sqrt(U_ii U_jj)`` of the reference.
-
-    Test: :func:`attnpaths.claims.equivalence` over every sampled width's accuracy and distinct ``U``
-    entries together (Bonferroni over all of them): holds when each lies within its margin beyond
-    Monte-Carlo doubt, contradicted when one lies outside it beyond Monte-Carlo doubt.
-    """
+def _agreement_entries(points, reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U):
+    """``(deviation, se, margin, names)`` of the numbers that :func:`sample_agreement` compares."""
     points = list(points)
     if not points:
         raise ValueError("points must hold at least one sampled width")
@@ -211,7 +192,42 @@ def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, ref
         se.extend(np.maximum(np.sqrt(U_se**2 + ref_se**2)[iu], 1e-12))
         margin.extend(margin_U * scale[iu])
         names.extend(f"U[{i},{j}] at N={w}" for i, j in zip(*iu))
-    deviation, se, margin = np.array(deviation), np.array(se), np.array(margin)
+    return np.array(deviation), np.array(se), np.array(margin), names
+
+
+def sample_agreement_power(*, points, reference_accuracy, reference_U, reference_U_se=None,
+                           margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01) -> float:
+    """The power check of :func:`sample_agreement` with the same arguments: the probability that its test
+    declares agreement if the samples matched the reference exactly, given the Monte-Carlo errors
+    (:func:`attnpaths.claims.equivalence_power`)."""
+    _, se, margin, _ = _agreement_entries(list(points), reference_accuracy, reference_U, reference_U_se,
+                                          margin_accuracy, margin_U)
+    return equivalence_power(se, margin, level)
+
+
+def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, reference_U_se=None,
+                     margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01,
+                     reference: str = "the theory", where: str = "") -> Verdict:
+    """Claim: posterior samples of the finite network agree with a reference at every sampled width.
+
+    Args:
+        points: sampled widths, each with ``width``, ``accuracy`` and ``accuracy_mc_sd`` (the sampled mean
+            predictor's test accuracy and its Monte-Carlo standard deviation), ``U`` ``[n, n]`` and ``U_se``
+            ``[n, n]`` (sampled order parameter and its Monte-Carlo standard error), e.g.
+            :class:`attnpaths.experiments.sampling.SampledPoint`.
+        reference_accuracy: ``{width: accuracy}`` of the reference predictor.
+        reference_U: ``{width: [n, n]}`` reference order parameters (the theory's saddle point or the exact
+            finite-width posterior mean).
+        reference_U_se: ``{width: [n, n]}`` Monte-Carlo errors of ``reference_U`` (``None``: exact numbers).
+        margin_accuracy: agreement margin of the accuracy (absolute).
+        margin_U: agreement margin of ``U_ij`` relative to ``sqrt(U_ii U_jj)`` of the reference.
+
+    Test: :func:`attnpaths.claims.equivalence` over every sampled width's accuracy and distinct ``U``
+    entries together (Bonferroni over all of them): holds when each lies within its margin beyond
+    Monte-Carlo doubt, contradicted when one lies outside it beyond Monte-Carlo doubt.
+    """
+    deviation, se, margin, names = _agreement_entries(points, reference_accuracy, reference_U, reference_U_se,
+                                                      margin_accuracy, margin_U)
     worst = int(np.argmax(np.abs(deviation) / margin))
     acc_dev = deviation[[n.startswith("accuracy") for n in names]]
     measured = (f"Largest |deviation| / margin {abs(deviation[worst]) / margin[worst]:.2f} ({names[worst]}: "
@@ -251,7 +267,6 @@ def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margi
         se.extend(np.maximum(as_float64_array(exact[w].U_se, f"exact[{w}].U_se")[iu], 1e-12))
         margin.extend(margin_U * np.sqrt(np.abs(np.outer(np.diag(ref), np.diag(ref))))[iu])
         names.extend(f"U[{i},{j}] at N={w}" for i, j in zip(*iu))
-    deviation, se, margin = np.array(deviation), np.array(se), np.array(margin)
     worst = int(np.argmax(np.abs(deviation) / margin))
     return equivalence(
         claim, f"the theory's U is the large-N limit of the exact finite-width mean{where}", source=SOURCE_SADDLE,
