@@ -49,6 +49,21 @@ def test_finite_width_advantage_holds_for_a_better_theory_and_is_contradicted_wh
     assert fw.finite_width_advantage("1", theory_mean=near, gp_mean=gp, labels=y, width=10).outcome is NS
 
 
+def test_finite_width_advantage_power_uses_the_test_standard_error():
+    # the power check's se is the one the test divides by; the 2-point advantage above is below what 1000
+    # points detect, four times the points (se halves) bring the detectable advantage down by half
+    rng = np.random.default_rng(0)
+    y, _ = _predictions(1000, 0.95, rng)
+    gp = np.where(np.arange(1000) < 820, y, -y)
+    near = np.where((np.arange(1000) >= 100) & (np.arange(1000) < 940), y, -y)
+    se, detectable = fw.finite_width_advantage_power(theory_mean=near, gp_mean=gp, labels=y, level=0.01)
+    verdict = fw.finite_width_advantage("1", theory_mean=near, gp_mean=gp, labels=y, width=10)
+    assert math.isclose(verdict.z * se, verdict.value) and detectable > verdict.value
+    se4, detectable4 = fw.finite_width_advantage_power(theory_mean=np.tile(near, 4), gp_mean=np.tile(gp, 4),
+                                                       labels=np.tile(y, 4), level=0.01)
+    assert math.isclose(se4, se / 2) and math.isclose(detectable4, detectable / 2)
+
+
 def test_advantage_over_data_sets_needs_both_the_gain_and_the_approach():
     rng = np.random.default_rng(1)
     gp = 0.82 + 0.01 * rng.standard_normal(8)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import as_float64_array
-from .claims import Verdict, all_of, directional_z, equivalence, equivalence_power, exact, replicate_t
+from .claims import (Verdict, all_of, detectable_effect, directional_z, equivalence, equivalence_power, exact,
+                     replicate_t)
 
 #: Where the claims come from (the paper's body text was not available: abstract and captions).
 SOURCE_ADVANTAGE = "paper (abstract; captions of Fig. 1d, 2c, 3b)"
@@ -53,6 +54,20 @@ def _accuracy(mean, labels) -> float:
     return float(np.mean(np.sign(mean) == labels))
 
 
+def _advantage_se(theory_mean, gp_mean, labels) -> float:
+    labels = as_float64_array(labels, "labels")
+    return max(paired_accuracy_sd(gp_mean, theory_mean, labels), 1.0 / labels.size)
+
+
+def finite_width_advantage_power(*, theory_mean, gp_mean, labels, level: float = 0.01,
+                                 power: float = 0.8) -> tuple[float, float]:
+    """The power check of :func:`finite_width_advantage` (same predictions and labels): ``(se, detectable)``,
+    its standard error and the smallest accuracy advantage that its test declares to hold with probability
+    ``power`` (:func:`attnpaths.claims.detectable_effect`)."""
+    se = _advantage_se(theory_mean, gp_mean, labels)
+    return se, detectable_effect(se, level, power)
+
+
 def finite_width_advantage(claim: str, *, theory_mean, gp_mean, labels, width: int, level: float = 0.01,
                            where: str = "") -> Verdict:
     """Claim: at width ``width`` the theory's mean predictor is more accurate than the GP limit's.
@@ -65,7 +80,7 @@ def finite_width_advantage(claim: str, *, theory_mean, gp_mean, labels, width: i
     """
     labels = as_float64_array(labels, "labels")
     a, g = _accuracy(as_float64_array(theory_mean, "theory_mean"), labels), _accuracy(as_float64_array(gp_mean, "gp_mean"), labels)
-    se = max(paired_accuracy_sd(gp_mean, theory_mean, labels), 1.0 / labels.size)
+    se = _advantage_se(theory_mean, gp_mean, labels)
     stat = f"A(N={width}) - A_GP"
     return directional_z(claim, f"finite width beats the GP limit{where}", source=SOURCE_ADVANTAGE, statistic=stat,
                          estimate=a - g, se=se, level=level,
