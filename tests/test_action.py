@@ -193,7 +193,7 @@ def test_entropy_terms_from_factors_equal_entropy_derivatives(heads, widths, var
     value, gradients, blocks = entropy_terms(factors, arch, order=2)
     assert value0 == pytest.approx(reference.value, rel=1e-13) and value == pytest.approx(reference.value, rel=1e-13)
     for g, expected in zip(gradients, reference.gradients):
-        assert torch.allclose(g, expected, rtol=1e-12, atol=1e-12)
+        assert torch.allclose(torch.from_numpy(g), expected, rtol=1e-12, atol=1e-12)
     offsets = [0]
     for n in sizes:
         offsets.append(offsets[-1] + n * n)
@@ -201,6 +201,7 @@ def test_entropy_terms_from_factors_equal_entropy_derivatives(heads, widths, var
     for (i, j), block in blocks:
         assert i <= j
         rows, cols = slice(offsets[i], offsets[i + 1]), slice(offsets[j], offsets[j + 1])
+        block = torch.from_numpy(block)
         assembled[rows, cols] += block.reshape(sizes[i] ** 2, sizes[j] ** 2)
         if i != j:
             assembled[cols, rows] += block.reshape(sizes[i] ** 2, sizes[j] ** 2).T
@@ -208,7 +209,7 @@ def test_entropy_terms_from_factors_equal_entropy_derivatives(heads, widths, var
     assert torch.allclose(proj @ assembled @ proj, proj @ reference.hessian @ proj, rtol=1e-11, atol=1e-11)
 
 
-@pytest.mark.parametrize("P, n0, n", [(9, 4, 3), (5, 11, 2), (12, 30, 4), (40, 7, 16)])
+@pytest.mark.parametrize("P, n0, n", [(9, 4, 3), (5, 11, 2), (12, 30, 4), (40, 7, 16), (320, 3, 2)])
 def test_energy_evaluator_matches_autograd_on_both_routes(P, n0, n):
     from attnpaths.action import EnergyEvaluator, symmetrized
 
@@ -238,6 +239,25 @@ def test_energy_evaluator_matches_autograd_on_both_routes(P, n0, n):
     assert EnergyEvaluator(X, y, T).route == ("sample" if (P, n0) in [(5, 11), (12, 30)] else "feature")
     with pytest.raises(ValueError, match="route"):
         EnergyEvaluator(X, y, T, route="pairs")
+
+
+def test_lower_gram_fills_the_triangle_that_cholesky_reads():
+    """The feature route's kernel computes only the lower triangle of ``A A^T`` (in row blocks); Cholesky must
+    read nothing else: NaN above the diagonal leaves the factor unchanged."""
+    from attnpaths.action import _lower_gram, _row_blocks
+
+    A = torch.randn(23, 7, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    blocks = _row_blocks(23, size=5)
+    assert len(blocks) == 5 and blocks[0][0] == 0 and blocks[-1][1] == 23
+    assert all(r1 - r0 <= 5 and r1 == s0 for (r0, r1), (s0, _) in zip(blocks, blocks[1:]))
+    G = _lower_gram(A, blocks)
+    assert torch.allclose(torch.tril(G), torch.tril(A @ A.T), rtol=1e-14, atol=1e-14)
+    full = A @ A.T + torch.eye(23, dtype=torch.float64)
+    spoiled = full.clone()
+    rows, cols = torch.triu_indices(23, 23, 1)
+    spoiled[rows, cols] = math.nan
+    factor, info = torch.linalg.cholesky_ex(spoiled)
+    assert int(info) == 0 and torch.equal(factor, torch.linalg.cholesky(full))
 
 
 def test_energy_evaluator_has_no_point_where_the_energy_is_not_finite():

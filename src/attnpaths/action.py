@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.linalg.lapack import dtrtri as triangular_inverse
 
 from .kernels import kernel_from_scaled
 
@@ -388,24 +389,29 @@ def _pair(left, right):
     return right.T[:, None, None, :] * left[None, :, :, None]
 
 
-def entropy_terms(factors: list[torch.Tensor], arch: Architecture, order: int = 2):
+def entropy_terms(factors, arch: Architecture, order: int = 2):
     """``S_ent`` (eq-entropy, ``U_a`` eliminated by eq-readout) at ``U_l = F_l F_l^T`` and its derivatives with respect to
     the full matrices ``U_l`` (entries treated as independent), as :func:`entropy_derivatives` computes them,
-    from the factors (``log det U_l = 2 sum_i log F_ii``, ``U_l^{-1}`` from ``F_l``).
+    from the factors (``log det U_l = 2 sum_i log F_ii``, ``U_l^{-1} = F_l^{-T} F_l^{-1}``).
+
+    The matrices are small (``n_l`` is a number of paths), so the work is in numpy, whose operations cost a
+    fraction of torch's dispatch on arrays of this size.
 
     Args:
-        factors: ``[F_1, ..., F_L]``, lower triangular with a positive diagonal, ``F_l`` of shape ``[n_l, n_l]``.
+        factors: ``[F_1, ..., F_L]`` (numpy arrays or torch tensors), lower triangular with a positive diagonal,
+            ``F_l`` of shape ``[n_l, n_l]``.
         order: 0 (value), 1 (and the gradients) or 2 (and the Hessian).
 
     Returns:
-        ``(value, [dS/dU_l] ([n_l, n_l]) or None, blocks or None)``: ``blocks`` lists ``((i, j), T)`` with
-        ``T[a, b, c, d] = d^2 S_ent / dU_i[a, b] dU_j[c, d]`` for 0-based layers ``i <= j`` (the blocks ``j > i``
-        are their transposes; blocks of the same pair add up).
+        ``(value, [dS/dU_l] ([n_l, n_l] numpy arrays) or None, blocks or None)``: ``blocks`` lists ``((i, j), T)``
+        with ``T[a, b, c, d] = d^2 S_ent / dU_i[a, b] dU_j[c, d]`` (numpy) for 0-based layers ``i <= j`` (the blocks
+        ``j > i`` are their transposes; blocks of the same pair add up).
     """
     L, s, N, H = arch.num_layers, arch.variances, arch.widths, arch.heads
-    logdets = [2.0 * float(torch.log(torch.diagonal(F)).sum()) for F in factors]
+    factors = [F.numpy() if isinstance(F, torch.Tensor) else np.asarray(F) for F in factors]
+    logdets = [2.0 * float(np.log(F.diagonal()).sum()) for F in factors]
     F_L = factors[-1]
-    trace_L = float((F_L * F_L).sum())
+    trace_L = float(np.einsum("ij,ij->", F_L, F_L))
     sL, sa, N_L, N_a, H_L = s[L], s[-1], N[L - 1], N[-1], H[L - 1]
     beta = sa * (H_L * N_L / N_a - 1.0)
     gamma = N_L * sa * trace_L / (N_a * sL)
@@ -413,23 +419,23 @@ def entropy_terms(factors: list[torch.Tensor], arch: Architecture, order: int = 
     value = N_a * (U_a / sa - math.log(U_a)) + N_L * (trace_L / (sL * U_a) - logdets[-1] + H_L * math.log(U_a))
     for i in range(L - 1):
         value += N[i] * (H[i] * logdets[i + 1] - logdets[i])
+    # F^{-1} of a triangular factor with a positive diagonal (LAPACK's triangular inverse); U^{-1} = F^{-T} F^{-1}
+    factor_inverses = [triangular_inverse(F, lower=1)[0] for F in factors]
     if order == 0:
         for i in range(L - 1):
-            F, G = factors[i], factors[i + 1]
             # Tr(U_{l+1}^{-1} Utilde_l) = sum_h |F_{l+1}^{-1} F_l[rows of head h]|^2
-            blocks = F.reshape(H[i], G.shape[0], F.shape[1]).transpose(0, 1).reshape(G.shape[0], -1)
-            value += N[i] * float(torch.linalg.solve_triangular(G, blocks, upper=False).square().sum()) / s[i + 1]
+            m = factors[i + 1].shape[0]
+            blocks = factors[i].reshape(H[i], m, -1)
+            value += N[i] * float(np.square(factor_inverses[i + 1] @ blocks).sum()) / s[i + 1]
         return value, None, None
-    # small matrices: numpy, whose operations cost a fraction of torch's dispatch on arrays of this size
-    inverses = [torch.cholesky_inverse(F).numpy() for F in factors]
-    factors = [F.numpy() for F in factors]
+    inverses = [Fi.T @ Fi for Fi in factor_inverses]
     gradients = [None] * L
 
     def add(layer, term):
         gradients[layer] = term if gradients[layer] is None else gradients[layer] + term
 
     last = -N_L * inverses[-1]
-    last[np.diag_indices_from(last)] += N_L / (sL * U_a)
+    last.flat[:: last.shape[0] + 1] += N_L / (sL * U_a)
     add(L - 1, last)
     couplings = []
     for i in range(L - 1):
@@ -439,18 +445,21 @@ def entropy_terms(factors: list[torch.Tensor], arch: Architecture, order: int = 
         reduced = np.trace(U_i.reshape(n_heads, m, n_heads, m), axis1=0, axis2=2)
         W = A_inv @ reduced @ A_inv
         value += N_l * float((A_inv * reduced).sum()) / s_l
-        add(i, (N_l / s_l) * np.kron(np.eye(n_heads), A_inv) - N_l * B_inv)
+        term = -N_l * B_inv
+        for h in range(n_heads):  # (N_l / s_l) I_H (x) A^{-1}
+            term[h * m : (h + 1) * m, h * m : (h + 1) * m] += (N_l / s_l) * A_inv
+        add(i, term)
         add(i + 1, (N_l * n_heads) * A_inv - (N_l / s_l) * W)
         couplings.append(W)
     if order == 1:
-        return value, [torch.from_numpy(g) for g in gradients], None
+        return value, gradients, None
     blocks = []
     n = F_L.shape[0]
     last = N_L * _pair(inverses[-1], inverses[-1])
     # the curvature through U_a: d^2 / dU_aa dU_cc of N_L Tr(U_L) / (sL U_a(Tr U_L)) at dS/dU_a = 0
     dUa_dtrace = (N_L * sa / (N_a * sL)) / (2.0 * U_a + beta)
-    a, c = np.arange(n)[:, None], np.arange(n)[None, :]
-    last[a, a, c, c] -= N_L / (sL * U_a**2) * dUa_dtrace
+    diagonal = np.arange(n)
+    last[diagonal[:, None], diagonal[:, None], diagonal, diagonal] -= N_L / (sL * U_a**2) * dUa_dtrace
     blocks.append(((L - 1, L - 1), last))
     for i in range(L - 1):
         B_inv, A_inv, W, n_heads, s_l, N_l = inverses[i], inverses[i + 1], couplings[i], H[i], s[i + 1], N[i]
@@ -463,8 +472,7 @@ def entropy_terms(factors: list[torch.Tensor], arch: Architecture, order: int = 
         heads = np.arange(n_heads)
         mixed[heads, :, heads] = -(N_l / s_l) * _pair(A_inv, A_inv)  # [r, q, c, d] = A_inv[q,c] A_inv[d,r]
         blocks.append(((i, i + 1), mixed.reshape(n_heads * m, n_heads * m, m, m)))
-    return value, [torch.from_numpy(g) for g in gradients], [(pair, torch.from_numpy(np.ascontiguousarray(block)))
-                                                            for pair, block in blocks]
+    return value, gradients, blocks
 
 
 @dataclass(frozen=True)
@@ -475,6 +483,23 @@ class EnergyPoint:
     value: float
     chol: torch.Tensor
     alpha: torch.Tensor
+
+
+def _row_blocks(P: int, size: int = 300) -> list[tuple[int, int]]:
+    """Row blocks of about ``size`` rows (at most ``size``) for :func:`_lower_gram`."""
+    count = max(1, math.ceil(P / size))
+    edges = [round(k * P / count) for k in range(count + 1)]
+    return list(zip(edges, edges[1:]))
+
+
+def _lower_gram(A: torch.Tensor, blocks: list[tuple[int, int]]) -> torch.Tensor:
+    """``A A^T`` ``[P, P]`` where only the lower triangle is read (Cholesky's): the blocks of rows ``[r0, r1)``
+    against the rows ``[0, r1)``; the rest is left uninitialised. With two blocks, 3/4 of the product."""
+    P = A.shape[0]
+    G = torch.empty(P, P, dtype=A.dtype)
+    for r0, r1 in blocks:
+        G[r0:r1, :r1] = A[r0:r1] @ A[:r1].T
+    return G
 
 
 class EnergyEvaluator:
@@ -518,9 +543,10 @@ class EnergyEvaluator:
             self.directions = directions.permute(1, 2, 0).reshape(P * P, m).contiguous()  # [(p, q), k] = S_k[p, q]
         else:
             self.flat = X.reshape(P, n0 * n)
-            # blocks of the input axis for the i <= j blocks of M (about 256 rows of M per block)
-            size = max(1, min(n0, 256 // n))
+            # blocks of the input axis for the i <= j blocks of M (about 128 rows of M per block)
+            size = max(1, min(n0, 128 // n))
             self.chunks = [(start, min(start + size, n0)) for start in range(0, n0, size)]
+            self._row_blocks = _row_blocks(P)
 
     @staticmethod
     def cheaper_route(P: int, n0: int, n: int, max_stored: float = 5e7) -> str:
@@ -539,8 +565,7 @@ class EnergyEvaluator:
             u = self.basis.coordinates(factor @ factor.T)
             G = (self.directions @ u).reshape(P, P)
         else:
-            routed = (self.X @ factor).reshape(P, -1)
-            G = routed @ routed.T
+            G = _lower_gram((self.X @ factor).reshape(P, -1), self._row_blocks)
         G.diagonal().add_(self.temperature)
         chol, info = torch.linalg.cholesky_ex(G)
         if int(info) != 0:
@@ -564,13 +589,14 @@ class EnergyEvaluator:
         inverse = torch.cholesky_inverse(point.chol)
         by_row = self.directions.reshape(P, P * m)
         v = (point.alpha @ by_row).reshape(P, m)  # v[:, k] = S_k alpha
-        gradient = self.basis.matrix(inverse.reshape(-1) @ self.directions - point.alpha @ v)
         if order < 2:
-            return gradient, None
+            return self.basis.matrix(inverse.reshape(-1) @ self.directions - point.alpha @ v), None
         if self._buffers is None:  # reused: fresh large arrays cost page faults on every call
             self._buffers = (torch.empty(P, P * m, dtype=torch.float64), torch.empty(P, P, m, dtype=torch.float64))
         D, transposed = self._buffers
         torch.matmul(inverse, by_row, out=D)  # D[p, (q, k)] = (G^{-1} S_k)[p, q]
+        # tr(G^{-1} S_k) from the diagonal of D_k
+        gradient = self.basis.matrix(D.reshape(P, P, m).diagonal(dim1=0, dim2=1).sum(dim=-1) - point.alpha @ v)
         transposed.copy_(D.reshape(P, P, m).transpose(0, 1))
         t1 = D.reshape(P * P, m).T @ transposed.reshape(P * P, m)
         whitened = torch.linalg.solve_triangular(point.chol, v, upper=False)
@@ -586,21 +612,17 @@ class EnergyEvaluator:
             return by_path.T @ by_path - w.T @ w, None
         pieces = [B[:, i0:i1].reshape(P, -1) for i0, i1 in self.chunks]
         diagonal_pairs, off_pairs = [], []
-        Q = torch.zeros(n0, n, n, n, dtype=torch.float64)  # Q[i,b,c,d] = sum_j M[i,b,j,c] w[j,d]
         gradient = -(w.T @ w)
         for I, (i0, i1) in enumerate(self.chunks):
             for J in range(I, len(self.chunks)):
                 j0, j1 = self.chunks[J]
                 block = (pieces[I].T @ pieces[J]).reshape(i1 - i0, n, j1 - j0, n)  # M[i,b,j,c]
                 pairs = block.permute(0, 2, 1, 3).reshape(-1, n * n)  # rows (i, j), columns (b, c)
-                Q[i0:i1] += (block.permute(0, 1, 3, 2).reshape(-1, j1 - j0) @ w[j0:j1]).reshape(i1 - i0, n, n, n)
                 if I == J:
                     diagonal_pairs.append(pairs)
                     gradient += torch.diagonal(block, dim1=0, dim2=2).sum(dim=-1)
                 else:
                     off_pairs.append(pairs)
-                    # the pairs (j, i): Q[j,b,c,d] += sum_i M[i,c,j,b] w[i,d]
-                    Q[j0:j1] += (block.permute(2, 3, 1, 0).reshape(-1, i1 - i0) @ w[i0:i1]).reshape(j1 - j0, n, n, n)
         pairs = torch.cat(diagonal_pairs)
         gram = (pairs.T @ pairs).reshape(n, n, n, n)
         if off_pairs:
@@ -608,5 +630,7 @@ class EnergyEvaluator:
             off = (pairs.T @ pairs).reshape(n, n, n, n)
             gram = gram + off + off.permute(1, 0, 3, 2)  # the pairs (j, i) of the blocks i < j: a <-> d, b <-> c
         t1 = gram.permute(0, 2, 3, 1)  # t1[a,b,c,d] = sum_ij M[i,a,j,d] M[i,b,j,c]
-        t2 = (w.T @ Q.reshape(n0, -1)).reshape(n, n, n, n)  # sum_ij w[i,a] M[i,b,j,c] w[j,d]
+        # sum_ij w[i,a] M[i,b,j,c] w[j,d] = sum_p V[p,a,b] V[p,d,c], V[p,a,b] = sum_i w[i,a] B[p,i,b]
+        V = (w.T @ B).reshape(P, n * n)  # [p, (a, b)]
+        t2 = (V.T @ V).reshape(n, n, n, n).permute(0, 1, 3, 2)
         return gradient, t2 + t2.permute(2, 3, 0, 1) - t1

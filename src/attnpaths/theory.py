@@ -172,8 +172,8 @@ class CholeskyCoordinates:
 
 
 class _Point:
-    """The action at one ``theta``: the block-diagonal matrix of the factors ``F_l`` (``U_l = F_l F_l^T``), the
-    energy's factorisation and the two parts of ``S``."""
+    """The action at one ``theta``: the block-diagonal matrix of the factors ``F_l`` (``U_l = F_l F_l^T``; numpy,
+    ``factors`` are views of its blocks), the energy's factorisation and the two parts of ``S``."""
 
     __slots__ = ("theta", "factor", "factors", "energy", "entropy", "value")
 
@@ -223,15 +223,15 @@ class _Action:
         self.transposed_entry = (j * n + i).numpy()
         self.same_column = (j[:, None] == j[None, :]).to(torch.float64).numpy()
         self.row_pairs = (i[:, None] * n + i[None, :]).numpy()
-        self._theta_entry, self._theta_diagonal = torch.from_numpy(self.entry), torch.from_numpy(self.on_diagonal)
 
     def point(self, theta: torch.Tensor) -> _Point | None:
         """The action at ``theta``; None where it is not finite (``K + T I`` numerically singular)."""
-        F = torch.zeros(self.total * self.total, dtype=torch.float64)
-        F[self._theta_entry] = torch.where(self._theta_diagonal, torch.exp(theta), theta)
+        values = theta.numpy()
+        F = np.zeros(self.total * self.total)
+        F[self.entry] = np.where(self.on_diagonal, np.exp(values), values)
         F = F.reshape(self.total, self.total)
         factors = [F[o:e, o:e] for o, e in zip(self.offsets, self.offsets[1:])]
-        energy_point = self.energy.point(factors[0])
+        energy_point = self.energy.point(torch.from_numpy(np.ascontiguousarray(factors[0])))
         if energy_point is None:
             return None
         entropy_value = entropy_terms(factors, self.arch, order=0)[0]
@@ -250,27 +250,25 @@ class _Action:
         en_gradient, en_hessian = self.energy.derivatives(point.energy, order=2)
         _, gradients, terms = entropy_terms(point.factors, self.arch, order=2)
         # numpy for the small arrays (a fraction of torch's cost per operation), torch for the products
-        F = point.factor.numpy()
+        F = point.factor
         g = np.zeros((n, n))
         for (start, end), gradient_l in zip(zip(o, o[1:]), gradients):
-            g[start:end, start:end] = gradient_l.numpy()
+            g[start:end, start:end] = gradient_l
         g[: o[1], : o[1]] += en_gradient.numpy()
         H = np.zeros((n, n, n, n))
         H[: o[1], : o[1], : o[1], : o[1]] = en_hessian.numpy()
         for (i, j), block in terms:
-            block = block.numpy()
             H[o[i] : o[i + 1], o[i] : o[i + 1], o[j] : o[j + 1], o[j] : o[j + 1]] += block
             if i != j:
                 H[o[j] : o[j + 1], o[j] : o[j + 1], o[i] : o[i + 1], o[i] : o[i + 1]] += block.transpose(2, 3, 0, 1)
         H = symmetrized(H)
         scale = np.where(self.on_diagonal, F.reshape(-1)[self.entry], 1.0)
         gradient = 2.0 * scale * (g @ F).reshape(-1)[self.entry]
-        Ft = torch.from_numpy(F)
-        Z = (torch.from_numpy(H.reshape(-1, n)) @ Ft).reshape(n, n, n * n).transpose(0, 1).reshape(n, -1)
-        Y = (Ft.T @ Z).numpy().reshape(n * n, n * n)  # [(j, i), (i', j')]: F[b,j] H[i,b,i',d] F[d,j'] summed
+        Z = (H.reshape(-1, n) @ F).reshape(n, n, n * n).transpose(1, 0, 2).reshape(n, -1)
+        Y = (F.T @ Z).reshape(n * n, n * n)  # [(j, i), (i', j')]: F[b,j] H[i,b,i',d] F[d,j'] summed
         hessian = Y[self.transposed_entry[:, None], self.entry[None, :]]
         hessian = (4.0 * hessian + (2.0 * self.same_column) * g.reshape(-1)[self.row_pairs]) * np.outer(scale, scale)
-        hessian[np.diag_indices_from(hessian)] += np.where(self.on_diagonal, gradient, 0.0)
+        hessian.flat[:: hessian.shape[0] + 1] += np.where(self.on_diagonal, gradient, 0.0)
         return _Derivatives(torch.from_numpy(gradient), torch.from_numpy((hessian + hessian.T) / 2),
                             torch.from_numpy(g), torch.from_numpy(H))
 
@@ -386,8 +384,8 @@ class _Model:
             predicted = -float(self.gradient @ step + 0.5 * step @ (self.hessian @ step))
             return step, float(torch.linalg.vector_norm(step)), predicted
         if self.eigen is None:
-            eigenvalues, vectors = torch.linalg.eigh(self.hessian)
-            self.eigen = (eigenvalues.numpy(), vectors.numpy(), vectors.numpy().T @ self.gradient.numpy())
+            eigenvalues, vectors = np.linalg.eigh(self.hessian.numpy())
+            self.eigen = (eigenvalues, vectors, vectors.T @ self.gradient.numpy())
         lam, V, coefficients = self.eigen
         step = _trust_region_step(coefficients, lam, radius)
         predicted = -float(coefficients @ step + 0.5 * (lam * step) @ step)
@@ -641,7 +639,7 @@ def solve(
     point, iterations, success, message, derivatives = _newton(
         action, action.coords.coordinates(start), gradient_tolerance, max_iterations
     )
-    U_layers = [F @ F.T for F in point.factors]
+    U_layers = [torch.from_numpy(F @ F.T) for F in point.factors]
     grad_norm, min_eig = action.certificate(derivatives)
     ent, en = point.entropy, point.energy.value
     U_a = float(readout_order_parameter(U_layers[-1], arch))
