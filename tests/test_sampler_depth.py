@@ -86,3 +86,24 @@ def test_gibbs_agrees_with_nuts_at_depth_three_and_the_comparison_detects_wrong_
     # Bonferroni over the test points
     assert bool((pvalues.min() * len(pvalues)) > ALPHA) == same_posterior
 
+
+
+@pytest.mark.parametrize("heads", [(2, 2), HEADS])
+def test_strided_routing_gives_the_chains_of_the_einsum_routing(monkeypatch, heads):
+    # Routing the data through a block by one product per (chain, head, heads-above index) on strided views is
+    # the einsum's contraction in another order: a few sweeps from the same generator give the same chains.
+    # Three layers with 2, 3, 2 heads exercise every split (heads below and above, both, neither).
+    from attnpaths import sampler as sampler_module
+    from attnpaths.sampler import PosteriorSampler
+
+    network, x, y, _ = sampler_problem(seed=4, heads=heads, widths=(3, 4, 5, 2)[: len(heads) + 1],
+                                       variances=1.0, num_examples=8)
+
+    def run(work):
+        monkeypatch.setattr(sampler_module, "STRIDED_PRODUCT_WORK", work)
+        sampler = PosteriorSampler(network, y, 0.2, x=x)
+        return sampler.run(torch.Generator().manual_seed(5), 2, 4, 3, progress=False)
+
+    einsum, strided = run(float("inf")), run(0)
+    torch.testing.assert_close(strided.path_input_weights, einsum.path_input_weights, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(strided.order_parameters, einsum.order_parameters, rtol=1e-9, atol=1e-12)

@@ -52,6 +52,10 @@ from .network import AttentionNetwork, NetworkWeights, predictor_from_input_weig
 MAX_PAIR_KERNEL_ENTRIES = 16_000_000
 """Largest ``P^2 n^2`` for which the sampler stores the path-pair kernels of its training data (128 MB)."""
 
+STRIDED_PRODUCT_WORK = 1_000_000
+"""Multiply-adds per (chain, head, path group) above which routing the data through a block uses one matrix product
+per group on strided views rather than one einsum (see ``PosteriorSampler._apply``)."""
+
 
 # ------------------------------------------------------------------------------------------------------
 # convergence diagnostics (ArviZ)
@@ -222,13 +226,6 @@ class _Block:
     coef: float
     split: tuple[int, int, int]
 
-    @property
-    def same_head(self) -> torch.Tensor:
-        """``[n, n]`` float mask: 1 where paths ``pi, pi'`` use the same head of this block."""
-        A, H, B = self.split
-        heads_of_paths = torch.arange(H).repeat_interleave(B).repeat(A)
-        return (heads_of_paths[:, None] == heads_of_paths[None, :]).to(torch.float64)
-
 
 class PosteriorSampler:
     """Exact blocked-Gibbs sampler of the network posterior at temperature ``T`` (sec-hmc-theory).
@@ -249,8 +246,10 @@ class PosteriorSampler:
             rarely, through a scale move's accept decision that rounding flips).
 
     Cost per sweep: ``O(P n_paths N_l N_{l+1})`` per layer to route the data through the current weights,
-    plus ``O(P^2 n_paths N + P^3)`` per block for the ``P x P`` solve; for the readout ``O(P^2 N + P^3)`` (its
-    design matrix is the sum of the paths' routed data); for ``V0``, whose Gram matrix is
+    plus ``O(P^2 H_l B_l N + P^3)`` per block for the ``P x P`` solve, where ``B_l`` counts the heads of the layers
+    above: paths that differ only in the heads below share their left vector, so their data are summed first
+    (:meth:`_grouped`); for the readout ``O(P^2 N + P^3)`` (its design matrix is the sum of the paths' routed
+    data); for ``V0``, whose Gram matrix is
     ``sum_{pi pi'} (e_pi . e_pi') K_{pi pi'}`` with the fixed kernels ``K_{pi pi'}`` of path pairs, ``O(P^2 n_paths^2)``
     when those ``P^2 n_paths^2`` numbers are stored (at most :data:`MAX_PAIR_KERNEL_ENTRIES`), else
     ``O(P^2 min(n_paths, N_1) N0)``.
@@ -281,13 +280,14 @@ class PosteriorSampler:
         self.scale_moves = bool(scale_moves)
         self.result: PosteriorSamples | None = None
         self._blocks = self._make_blocks()
-        self._same_head = [block.same_head.to(self.device) for block in self._blocks]
         # V0's Gram matrix reads the data only through the fixed kernels of path pairs,
         # sum_i xi_pi(x^mu)_i xi_pi'(x^nu)_i: stored once (when small), they replace the sweep's largest
         # contraction, P^2 n N0 per chain, by P^2 n^2
         P, n0, n = self.features.shape
         self._pair_kernels = (pre_kernel_tensor(self.features).T.contiguous().to(self.device)
                               if n < n0 and P * P * n * n <= MAX_PAIR_KERNEL_ENTRIES else None)
+        self._noise_identity = self.temperature * torch.eye(P, dtype=torch.float64, device=self.device)
+        self._work = None  # the P x P matrices of a block's draw, reused (see _work_matrices)
 
     # -- block bookkeeping ----------------------------------------------------------------------------
     def _make_blocks(self) -> list[_Block]:
@@ -312,11 +312,28 @@ class PosteriorSampler:
         return NetworkWeights(V0=blocks[0][:, 0], V=tuple(blocks[1:-1]), a=blocks[-1][:, 0, 0])
 
     @staticmethod
-    def _apply(W: torch.Tensor, right: torch.Tensor, split) -> torch.Tensor:
-        """``W[h(pi)] right_pi`` for every path: ``[C, H, out, in] x [C, P, n, in] -> [C, P, n, out]``."""
+    def _apply(W: torch.Tensor, right: torch.Tensor, split, coef: float = 1.0) -> torch.Tensor:
+        """``coef W[h(pi)] right_pi`` for every path: ``[C, H, out, in] x [C, P, n, in] -> [C, P, n, out]``.
+
+        Large products (at least :data:`STRIDED_PRODUCT_WORK` multiply-adds each) run as one matrix product per
+        chain, head and heads-above index ``beta``: the rows ``(mu, alpha)`` of one ``(h, beta)`` are equally
+        spaced in ``right`` and in the output, so the products read and write strided views, where an einsum
+        copies the data into a head-major order and back (twice the time at the one-shot sizes); small ones
+        run as that einsum, whose one call costs less than many small products.
+        """
         C, P = right.shape[:2]
-        r = right.reshape(C, P, *split, right.shape[-1])
-        return torch.einsum("choi,cmahbi->cmahbo", W, r).reshape(C, P, -1, W.shape[2])
+        A, H, B = split
+        rows = right.reshape(C, P, A, H, B, right.shape[-1])
+        if P * A * W.shape[2] * W.shape[3] < STRIDED_PRODUCT_WORK:
+            return torch.einsum("choi,cmahbi->cmahbo", W, rows).reshape(C, P, A * H * B, -1).mul_(coef)
+        out = torch.empty((C, P, A, H, B, W.shape[2]), dtype=right.dtype, device=right.device)
+        for c in range(C):
+            for h in range(H):
+                weights = W[c, h].T
+                for b in range(B):
+                    target = out[c, :, :, h, b].view(P * A, -1)
+                    torch.addmm(target, rows[c, :, :, h, b].view(P * A, -1), weights, beta=0, alpha=coef, out=target)
+        return out.view(C, P, A * H * B, -1)
 
     @staticmethod
     def _apply_transposed(W: torch.Tensor, left: torch.Tensor, split) -> torch.Tensor:
@@ -331,7 +348,7 @@ class PosteriorSampler:
         rights = [self._routed_features[None].expand(C, -1, -1, -1)]
         for b in range(upto):
             spec = self._blocks[b]
-            rights.append(self._apply(blocks[b], rights[-1], spec.split).mul_(spec.coef))
+            rights.append(self._apply(blocks[b], rights[-1], spec.split, spec.coef))
         return rights
 
     def _left_below(self, blocks: list[torch.Tensor], b: int, left: torch.Tensor) -> torch.Tensor:
@@ -343,38 +360,78 @@ class PosteriorSampler:
         """Standard normal draws from the CPU ``generator``, on the sampler's device."""
         return torch.randn(shape, generator=generator, dtype=torch.float64).to(self.device)
 
+    def _grouped(self, b: int, left: torch.Tensor, right: torch.Tensor):
+        """The block's left vectors and data grouped by what the paths share.
+
+        A path ``pi = (alpha, h, beta)`` (heads below, this block's head, heads above) has the left vector of its
+        heads above only (the blocks above act on it), so the paths that differ only in ``alpha`` enter the block's
+        design matrix with the same left vector: their routed data add up, ``R_{h beta} = sum_alpha right_pi``.
+        Every sum over paths of the draw then runs over the ``H B`` groups (the readout: one group).
+
+        Returns:
+            ``(left_above [C, B, out], grouped [C, P, H B, in])``.
+        """
+        A, H, B = self._blocks[b].split
+        C, P = right.shape[:2]
+        left_above = left.reshape(C, A, H, B, -1)[:, 0, 0]
+        paths = right.reshape(C, P, A, H * B, -1)
+        return left_above, (paths[:, :, 0] if A == 1 else paths.sum(dim=2))
+
+    def _work_matrices(self, C: int, P: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[C, P, P]`` matrices for a block's Gram matrix and its Cholesky factor (column-major, LAPACK's layout),
+        allocated once: a fresh matrix of this size costs page faults on every block of every sweep."""
+        if self._work is None or self._work[0].shape[0] != C:
+            gram = torch.empty(C, P, P, dtype=torch.float64, device=self.device)
+            factor = torch.empty(C, P, P, dtype=torch.float64, device=self.device).transpose(1, 2)
+            self._work = (gram, factor)
+        return self._work
+
+    def _gram(self, b: int, left: torch.Tensor, right: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """``s Phi Phi^T + T I`` of block ``b`` (``[C, P, P]``, into ``out``): with the groups of :meth:`_grouped`,
+        ``s c^2 sum_h sum_{beta beta'} (left_beta . left_beta') (R_{h beta}(x^mu) . R_{h beta'}(x^nu))``, summed in
+        the cheapest of three orders (per chain and per P^2): the stored path-pair kernels of V0 (n^2 numbers);
+        for a block without heads (V0, a) whose output is at most as wide as its groups, the design matrix
+        ``Phi / c = sum_beta left_beta (x) R_beta`` itself (out * in; always the readout, out = 1; V0 when
+        N_1 < n); else the B x B overlaps of the left vectors contracted with the grouped data (H B in)."""
+        spec = self._blocks[b]
+        scale = spec.variance * spec.coef**2
+        C, P = right.shape[:2]
+        if b == 0 and self._pair_kernels is not None:
+            overlap = left @ left.transpose(1, 2)  # [C, n, n] (V0 has one head: every pair counts)
+            return torch.addmm(self._noise_identity.reshape(-1), overlap.reshape(C, -1), self._pair_kernels,
+                               alpha=scale, out=out.view(C, P * P)).view(C, P, P)
+        left_above, grouped = self._grouped(b, left, right)
+        _, H, B = spec.split
+        if H == 1 and left.shape[-1] <= B:
+            design = (left_above.transpose(1, 2)[:, None] @ grouped).reshape(C, P, -1)  # [C, P, out * in]
+            return torch.baddbmm(self._noise_identity, design, design.transpose(1, 2), alpha=scale, out=out)
+        overlap = left_above @ left_above.transpose(1, 2)  # [C, B, B]
+        mixed = (overlap[:, None, None] @ grouped.reshape(C, P, H, B, -1)).reshape(C, P, -1)
+        return torch.baddbmm(self._noise_identity, grouped.reshape(C, P, -1), mixed.transpose(1, 2), alpha=scale,
+                             out=out)
+
     def _draw_block(self, b: int, W_shape, left, right, generator) -> torch.Tensor:
         """Exact draw of block ``b`` from its Gaussian conditional (Matheron's rule, see module doc)."""
         spec = self._blocks[b]
         s, c, T = spec.variance, spec.coef, self.temperature
-        C, P, n = right.shape[:3]
-        # s Phi Phi^T = s c^2 sum_{pi, pi' same head} (left_pi . left_pi') (right_pi(x^mu) . right_pi'(x^nu)),
-        # summed in the cheapest of three orders (per chain and per P^2): the stored path-pair kernels of V0
-        # (n^2 numbers); for a block without heads (V0, a) whose output is narrower than the number of paths,
-        # the design matrix Phi / c = sum_pi left_pi (x) right_pi itself (out * in; always the readout, out = 1;
-        # V0 when N_1 < n); else the n x n overlaps of the left vectors contracted with the routed data (n * in)
-        if b == 0 and self._pair_kernels is not None:
-            overlap = (left @ left.transpose(1, 2)) * self._same_head[b]  # [C, n, n]
-            gram = s * c**2 * (overlap.reshape(C, -1) @ self._pair_kernels).reshape(C, P, P)
-        elif spec.split[1] == 1 and left.shape[-1] < n:
-            design = (left.transpose(1, 2)[:, None] @ right).reshape(C, P, -1)  # [C, P, out * in]
-            gram = s * c**2 * (design @ design.transpose(1, 2))
-        else:
-            overlap = (left @ left.transpose(1, 2)) * self._same_head[b]  # [C, n, n]
-            mixed = (overlap[:, None] @ right).reshape(C, P, -1)  # [C, P, n * in]: sum_pi' overlap right_pi'
-            # an explicit batched matmul: einsum's own order of this contraction is about 1.5x slower
-            gram = s * c**2 * (right.reshape(C, P, -1) @ mixed.transpose(1, 2))
+        C, P = right.shape[:2]
+        gram, factor = self._work_matrices(C, P)
+        self._gram(b, left, right, gram)
+        left_above, grouped = self._grouped(b, left, right)
+        _, H, B = spec.split
         prior_draw = self._normal(generator, C, *W_shape).mul_(math.sqrt(s))  # in place: blocks can be large
         noise = self._normal(generator, C, P)
-        # c Phi w0 = c sum_pi right_pi . (W0[h(pi)]^T left_pi), as matrix-vector products on views of right
-        prior_output = c * (right.reshape(C, P, -1)
-                            @ self._apply_transposed(prior_draw, left, spec.split).reshape(C, -1, 1))[..., 0]
-        residual = self._y_on_device - prior_output - math.sqrt(T) * noise
-        chol = torch.linalg.cholesky(gram + T * torch.eye(P, dtype=torch.float64, device=self.device))
-        alpha = torch.cholesky_solve(residual[..., None], chol)[..., 0]  # [C, P]
-        # Phi^T alpha = c sum_pi E_{h(pi)} (x) left_pi (sum_mu alpha_mu right_pi(x^mu))
-        routed = (alpha[:, None] @ right.reshape(C, P, -1)).reshape(C, *spec.split, -1)
-        correction = torch.einsum("cahbo,cahbi->choi", left.reshape(C, *spec.split, -1), routed)
+        # c Phi w0 = c sum_{h beta} R_{h beta} . (W0[h]^T left_beta), a matrix-vector product on the grouped data
+        projected = left_above.unsqueeze(1) @ prior_draw  # [C, H, B, in]
+        prior_output = c * (grouped.reshape(C, P, -1) @ projected.reshape(C, -1, 1))[..., 0]
+        residual = (self._y_on_device - prior_output - math.sqrt(T) * noise)[..., None]
+        torch.linalg.cholesky(gram, out=factor)
+        # two triangular solves on the column-major factor (cholesky_solve would copy it)
+        alpha = torch.linalg.solve_triangular(factor.mT, torch.linalg.solve_triangular(factor, residual, upper=False),
+                                              upper=True)[..., 0]  # [C, P]
+        # Phi^T alpha = c sum_{h beta} E_h (x) left_beta (sum_mu alpha_mu R_{h beta}(x^mu))
+        routed = (alpha[:, None] @ grouped.reshape(C, P, -1)).reshape(C, H, B, -1)
+        correction = left_above.transpose(1, 2).unsqueeze(1) @ routed  # [C, H, out, in]
         return correction.mul_(s * c).add_(prior_draw)
 
     def _sweep(self, blocks: list[torch.Tensor], generator) -> list[torch.Tensor]:
