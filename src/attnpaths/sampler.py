@@ -406,7 +406,10 @@ class PosteriorSampler:
             design = (left_above.transpose(1, 2)[:, None] @ grouped).reshape(C, P, -1)  # [C, P, out * in]
             return torch.baddbmm(self._noise_identity, design, design.transpose(1, 2), alpha=scale, out=out)
         overlap = left_above @ left_above.transpose(1, 2)  # [C, B, B]
-        mixed = (overlap[:, None, None] @ grouped.reshape(C, P, H, B, -1)).reshape(C, P, -1)
+        if B == 1:  # the last layer: one left vector, the readout's
+            mixed = grouped.reshape(C, P, -1) * overlap.reshape(C, 1, 1)
+        else:
+            mixed = (overlap[:, None, None] @ grouped.reshape(C, P, H, B, -1)).reshape(C, P, -1)
         return torch.baddbmm(self._noise_identity, grouped.reshape(C, P, -1), mixed.transpose(1, 2), alpha=scale,
                              out=out)
 
@@ -463,33 +466,35 @@ class PosteriorSampler:
         """
         C = blocks[0].shape[0]
         # the moves only rescale blocks: their squared norms follow the scales, and every block is multiplied
-        # once, by the product of its scales, at the end (blocks can be large)
-        norms = [torch.linalg.vecdot(W.reshape(C, -1), W.reshape(C, -1)) / spec.variance
-                 for W, spec in zip(blocks, self._blocks)]
-        scales = [torch.ones(C, dtype=torch.float64, device=self.device) for _ in blocks]
+        # once, by the product of its scales, at the end (blocks can be large); the arithmetic on the C numbers
+        # per block runs in numpy, whose operations cost a fraction of torch's on arrays this small
+        norms = torch.stack([torch.linalg.vecdot(W.reshape(C, -1), W.reshape(C, -1)) / spec.variance
+                             for W, spec in zip(blocks, self._blocks)]).cpu().numpy()
+        scales = np.ones((len(blocks), C))
         for b in range(len(blocks) - 1, 0, -1):
             psi, chi = norms[b], norms[b - 1]
             lam = (blocks[b][0].numel() - blocks[b - 1][0].numel()) / 2
 
             def log_density(v):
-                return lam * v - (chi * torch.exp(-v) + psi * torch.exp(v)) / 2
+                return lam * v - (chi * np.exp(-v) + psi * np.exp(v)) / 2
 
-            root = torch.sqrt(lam**2 + psi * chi)
+            root = np.sqrt(lam**2 + psi * chi)
             # mode e^v = (lam + root) / psi, written without cancellation for either sign of lam
-            mode = torch.log((lam + root) / psi) if lam >= 0 else torch.log(chi / (root - lam))
-            sd = 1 / torch.sqrt((chi * torch.exp(-mode) + psi * torch.exp(mode)) / 2)
-            proposal = mode + sd * self._normal(generator, C)
-            current = torch.zeros_like(proposal)  # the current state is c = 1
+            mode = np.log((lam + root) / psi) if lam >= 0 else np.log(chi / (root - lam))
+            sd = 1 / np.sqrt((chi * np.exp(-mode) + psi * np.exp(mode)) / 2)
+            proposal = mode + sd * torch.randn(C, generator=generator, dtype=torch.float64).numpy()
 
             def log_proposal(v):
                 return -0.5 * ((v - mode) / sd) ** 2
 
-            log_ratio = log_density(proposal) - log_density(current) + log_proposal(current) - log_proposal(proposal)
-            uniform = torch.rand(C, generator=generator, dtype=torch.float64).to(self.device)
-            v = torch.where(torch.log(uniform) < log_ratio, proposal, current)
-            c = torch.exp(v / 2)
+            # the current state is c = 1, v = 0
+            log_ratio = log_density(proposal) - log_density(0.0) + log_proposal(0.0) - log_proposal(proposal)
+            uniform = torch.rand(C, generator=generator, dtype=torch.float64).numpy()
+            v = np.where(np.log(uniform) < log_ratio, proposal, 0.0)
+            c = np.exp(v / 2)
             scales[b], scales[b - 1] = scales[b] * c, scales[b - 1] / c
             norms[b], norms[b - 1] = psi * c**2, chi / c**2
+        scales = torch.from_numpy(scales).to(self.device)
         return [W * scale[:, None, None, None] for W, scale in zip(blocks, scales)]
 
     def scale_move(self, weights: NetworkWeights, generator: torch.Generator) -> NetworkWeights:
