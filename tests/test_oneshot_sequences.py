@@ -61,6 +61,21 @@ def test_encoding_is_layer_norm_plus_position_plus_label(encoder):
     np.testing.assert_allclose(delta[:, 32:], 0, atol=0)
 
 
+def test_encoding_is_bit_for_bit_the_layer_norm_formula(encoder):
+    """Training amplifies rounding and trained models are cached by their parameters, so the encoding must keep
+    the arithmetic of ``np.mean`` / ``np.var`` exactly: LayerNorm, then the positions, then the label embedding."""
+    rng = np.random.default_rng(2)
+    images = rng.uniform(size=(5, 3, 32, 32)).astype(np.float32)
+    labels = rng.integers(0, 3, size=(5, 3))
+    tokens = encoder.patches(images)
+    layer_norm = (tokens - tokens.mean(axis=-1, keepdims=True)) / np.sqrt(tokens.var(axis=-1, keepdims=True)
+                                                                          + encoder.layer_norm_eps)
+    expected = layer_norm + encoder.positions()[None] + np.repeat(encoder.label_embedding[labels],
+                                                                  encoder.patches_per_image, axis=1)
+    for dtype in (torch.float64, torch.float32):
+        assert torch.equal(encoder.encode(images, labels, dtype=dtype), torch.from_numpy(expected).to(dtype).transpose(1, 2))
+
+
 def test_label_embedding_comes_from_the_generator():
     a = SequenceEncoder.create(np.random.default_rng(5)).label_embedding
     b = SequenceEncoder.create(np.random.default_rng(5)).label_embedding
