@@ -64,6 +64,19 @@ def test_entropy_is_stationary_at_gp_values_for_any_widths(heads, widths, varian
 
 
 @pytest.mark.parametrize("heads, widths, variances", ARCHITECTURES)
+def test_entropy_from_cholesky_factors_equals_entropy_from_the_matrices(heads, widths, variances):
+    # a batch of points: the factors' route (log det from the diagonal, the layers' coupling by triangular solves)
+    arch = architecture(heads, widths, variances)
+    batch = [_random_layers(arch, seed) for seed in (3, 7)]
+    U_layers = [torch.stack([point[l] for point in batch]) for l in range(arch.num_layers)]
+    factors = [torch.linalg.cholesky(U) for U in U_layers]
+    U_a = torch.tensor([0.7, 1.9], dtype=torch.float64)
+    for readout in (None, U_a):
+        expected = entropy(U_layers, arch, readout)
+        assert torch.allclose(entropy(U_layers, arch, readout, factors=factors), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("heads, widths, variances", ARCHITECTURES)
 def test_readout_order_parameter_solves_its_stationarity_equation(heads, widths, variances):
     arch = architecture(heads, widths, variances)
     U_L = random_spd(heads[-1], seed=3)

@@ -101,6 +101,9 @@ def test_exact_action_is_the_saddle_point_action_plus_the_wishart_terms():
     U_layers = [torch.as_tensor(U)[None] for U in sol.U_layers]
     U_a = torch.tensor([sol.U_a], dtype=torch.float64)
     value = exact_action(X, y, arch, 0.1, U_layers, U_a).item()
+    # the sampler's route: the Cholesky factors of its coordinates, no U_l factorised again
+    factors = [torch.linalg.cholesky(U) for U in U_layers]
+    assert exact_action(X, y, arch, 0.1, U_layers, U_a, factors=factors).item() == pytest.approx(value, rel=1e-12)
     logdets = [torch.linalg.slogdet(U[0]).logabsdet.item() for U in U_layers]
     wishart = (4 + 1) * logdets[0] + (2 + 1) * logdets[1] + 2 * math.log(sol.U_a)
     assert value == pytest.approx(sol.action + wishart, rel=1e-10)

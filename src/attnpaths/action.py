@@ -104,7 +104,8 @@ def _trace(U: torch.Tensor) -> torch.Tensor:
     return torch.diagonal(U, dim1=-2, dim2=-1).sum(dim=-1)
 
 
-def entropy(U_layers: list[torch.Tensor], arch: Architecture, U_a: torch.Tensor | None = None) -> torch.Tensor:
+def entropy(U_layers: list[torch.Tensor], arch: Architecture, U_a: torch.Tensor | None = None,
+            factors: list[torch.Tensor] | None = None) -> torch.Tensor:
     """Entropic part ``S_ent`` of the action (eq-entropy). Differentiable in torch.
 
     Args:
@@ -112,6 +113,9 @@ def entropy(U_layers: list[torch.Tensor], arch: Architecture, U_a: torch.Tensor 
             batch axes allowed, the same for every layer).
         U_a: the readout's order parameter, ``[...]``; default: its closed form (eq-readout) at ``U_L``, where ``S_ent``
             is stationary in ``U_a``.
+        factors: optional lower Cholesky factors ``F_l`` of the ``U_l`` (``U_l = F_l F_l^T``, same shapes): then no
+            ``U_l`` is factorised again (``log det U_l = 2 sum_i log F_ii``, and the coupling of the layers is
+            ``Tr(U_{l+1}^{-1} Utilde_l) = sum_h |F_{l+1}^{-1} F_l[rows of head h]|^2``).
 
     Returns:
         ``[...]`` (a scalar tensor without batch axes).
@@ -121,14 +125,23 @@ def entropy(U_layers: list[torch.Tensor], arch: Architecture, U_a: torch.Tensor 
     U_L = U_layers[-1]
     if U_a is None:
         U_a = readout_order_parameter(U_L, arch)
+    if factors is None:
+        logdets = [_logdet_pd(U) for U in U_layers]
+    else:
+        logdets = [2.0 * torch.log(torch.diagonal(F, dim1=-2, dim2=-1)).sum(dim=-1) for F in factors]
     log_U_a = torch.log(U_a)
     value = N[-1] * (U_a / s[-1] - log_U_a)
-    value = value + N[L - 1] * (_trace(U_L) / (s[L] * U_a) - _logdet_pd(U_L) + H[L - 1] * log_U_a)
+    value = value + N[L - 1] * (_trace(U_L) / (s[L] * U_a) - logdets[L - 1] + H[L - 1] * log_U_a)
     for layer in range(1, L):  # layers 1..L-1
-        U_l, U_next = U_layers[layer - 1], U_layers[layer]
-        reduced = partial_trace_over_head(U_l, H[layer - 1])
-        cross = _trace(torch.linalg.solve(U_next, reduced)) / s[layer]
-        value = value + N[layer - 1] * (cross - _logdet_pd(U_l) + H[layer - 1] * _logdet_pd(U_next))
+        if factors is None:
+            reduced = partial_trace_over_head(U_layers[layer - 1], H[layer - 1])
+            cross = _trace(torch.linalg.solve(U_layers[layer], reduced))
+        else:
+            F, G = factors[layer - 1], factors[layer]
+            m = G.shape[-1]
+            rows = F.reshape(*F.shape[:-2], H[layer - 1], m, F.shape[-1])  # [..., h, m, n_l]
+            cross = torch.linalg.solve_triangular(G.unsqueeze(-3), rows, upper=False).square().sum(dim=(-3, -2, -1))
+        value = value + N[layer - 1] * (cross / s[layer] - logdets[layer - 1] + H[layer - 1] * logdets[layer])
     return value
 
 

@@ -56,6 +56,7 @@ def exact_action(
     U_a: torch.Tensor,
     *,
     pre_kernels: torch.Tensor | None = None,
+    factors: list[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """``S_exact`` of (eq-exact-density): minus twice the log density of the order parameters, up to a constant.
 
@@ -67,6 +68,8 @@ def exact_action(
         U_layers: ``[U_1, ..., U_L]``, each ``[B, n_l, n_l]`` positive definite.
         U_a: ``[B]`` positive.
         pre_kernels: optional :func:`attnpaths.action.pre_kernel_tensor` of ``X`` (faster when ``P <= N0``).
+        factors: optional lower Cholesky factors of ``U_layers`` (``U_l = F_l F_l^T``): then no ``U_l`` is
+            factorised again (the sampler's log-Cholesky coordinates give them).
 
     Returns:
         ``[B]``. Differentiable in torch.
@@ -77,15 +80,17 @@ def exact_action(
         K = (U_1.reshape(B, -1) @ pre_kernels.reshape(P * P, -1).T).reshape(B, P, P)
     else:
         K = torch.einsum("pia,bac,qic->bpq", X, U_1, X)
-    # S_en of (eq-action) for a batch of U_1 (action.energy computes it, with derivatives, for one)
-    chol = torch.linalg.cholesky(K + temperature * torch.eye(P, dtype=torch.float64))
-    alpha = torch.cholesky_solve(y.expand(B, P)[..., None], chol)[..., 0]
-    value = 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1) + (y * alpha).sum(-1)
-    value = value + entropy(U_layers, arch, U_a)
+    # S_en of (eq-action) for a batch of U_1 (action.energy computes it, with derivatives, for one):
+    # log det G + |L^{-1} y|^2 with G = K + T I = L L^T
+    K.diagonal(dim1=-2, dim2=-1).add_(temperature)
+    chol = torch.linalg.cholesky(K)
+    whitened = torch.linalg.solve_triangular(chol, y.expand(B, P)[..., None], upper=False)[..., 0]
+    value = 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1) + whitened.square().sum(-1)
+    value = value + entropy(U_layers, arch, U_a, factors=factors)
     # the Wishart densities' (N_l - n_l - 1) log det U_l where the action has N_l log det U_l; U_a: n = 1
-    for U in U_layers:
-        value = value + (U.shape[-1] + 1) * 2.0 * torch.log(torch.diagonal(torch.linalg.cholesky(U), dim1=-2,
-                                                                            dim2=-1)).sum(-1)
+    for layer, U in enumerate(U_layers):
+        F = torch.linalg.cholesky(U) if factors is None else factors[layer]
+        value = value + (U.shape[-1] + 1) * 2.0 * torch.log(torch.diagonal(F, dim1=-2, dim2=-1)).sum(-1)
     return value + 2.0 * torch.log(U_a)
 
 
@@ -127,8 +132,10 @@ class _Target:
         return self.coords.matrices(theta[..., :-1]), torch.exp(theta[..., -1])
 
     def log_density(self, theta):
-        U_layers, U_a = self.split(theta)
-        S = exact_action(self.X, self.y, self.arch, self.temperature, U_layers, U_a, pre_kernels=self.pre_kernels)
+        factors = self.coords.factors(theta[..., :-1])
+        U_layers, U_a = [F @ F.transpose(-1, -2) for F in factors], torch.exp(theta[..., -1])
+        S = exact_action(self.X, self.y, self.arch, self.temperature, U_layers, U_a, pre_kernels=self.pre_kernels,
+                         factors=factors)
         return -0.5 * S + self.coords.log_jacobian(theta[..., :-1]) + theta[..., -1]
 
     def theta(self, U_layers, U_a: float):

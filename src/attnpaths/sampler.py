@@ -251,9 +251,9 @@ class PosteriorSampler:
 
     Cost per sweep: ``O(P n_paths N_l N_{l+1})`` per layer to route the data through the current weights,
     plus ``O(P^2 H_l B_l N + P^3)`` per block for the ``P x P`` solve, where ``B_l`` counts the heads of the layers
-    above: paths that differ only in the heads below share their left vector, so their data are summed first
-    (:meth:`_grouped`); for the readout ``O(P^2 N + P^3)`` (its design matrix is the sum of the paths' routed
-    data); for ``V0``, whose Gram matrix is
+    above: paths that differ only in the heads below share their left vector, so their data are summed first;
+    for the readout ``O(P^2 N + P^3)`` (its design matrix is the sum of the paths' routed data); for ``V0``,
+    whose Gram matrix is
     ``sum_{pi pi'} (e_pi . e_pi') K_{pi pi'}`` with the fixed kernels ``K_{pi pi'}`` of path pairs, ``O(P^2 n_paths^2)``
     when those ``P^2 n_paths^2`` numbers are stored (at most :data:`MAX_PAIR_KERNEL_ENTRIES`), else
     ``O(P^2 min(n_paths, N_1) N0)``.
