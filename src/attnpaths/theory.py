@@ -249,7 +249,7 @@ class _Action:
         n, o = self.total, self.offsets
         en_gradient, en_hessian = self.energy.derivatives(point.energy, order=2)
         _, gradients, terms = entropy_terms(point.factors, self.arch, order=2)
-        # numpy for the small arrays (a fraction of torch's cost per operation), torch for the products
+        # numpy: the arrays are small (a fraction of torch's cost per operation)
         F = point.factor
         g = np.zeros((n, n))
         for (start, end), gradient_l in zip(zip(o, o[1:]), gradients):
