@@ -401,7 +401,8 @@ class PosteriorSampler:
             self._work = (gram, factor)
         return self._work
 
-    def _gram(self, b: int, left: torch.Tensor, right: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    def _gram(self, b: int, left: torch.Tensor, left_above: torch.Tensor, grouped: torch.Tensor,
+              out: torch.Tensor) -> torch.Tensor:
         """``s Phi Phi^T + T I`` of block ``b`` (``[C, P, P]``, into ``out``): with the groups of :meth:`_grouped`,
         ``s c^2 sum_h sum_{beta beta'} (left_beta . left_beta') (R_{h beta}(x^mu) . R_{h beta'}(x^nu))``, summed in
         the cheapest of three orders (per chain and per P^2): the stored path-pair kernels of V0 (n^2 numbers);
@@ -410,12 +411,11 @@ class PosteriorSampler:
         N_1 < n); else the B x B overlaps of the left vectors contracted with the grouped data (H B in)."""
         spec = self._blocks[b]
         scale = spec.variance * spec.coef**2
-        C, P = right.shape[:2]
+        C, P = grouped.shape[:2]
         if b == 0 and self._pair_kernels is not None:
             overlap = left @ left.transpose(1, 2)  # [C, n, n] (V0 has one head: every pair counts)
             return torch.addmm(self._noise_identity.reshape(-1), overlap.reshape(C, -1), self._pair_kernels,
                                alpha=scale, out=out.view(C, P * P)).view(C, P, P)
-        left_above, grouped = self._grouped(b, left, right)
         _, H, B = spec.split
         if H == 1 and left.shape[-1] <= B:
             design = (left_above.transpose(1, 2)[:, None] @ grouped).reshape(C, P, -1)  # [C, P, out * in]
@@ -434,8 +434,8 @@ class PosteriorSampler:
         s, c, T = spec.variance, spec.coef, self.temperature
         C, P = right.shape[:2]
         gram, factor = self._work_matrices(C, P)
-        self._gram(b, left, right, gram)
         left_above, grouped = self._grouped(b, left, right)
+        self._gram(b, left, left_above, grouped, gram)
         _, H, B = spec.split
         prior_draw = self._normal(generator, C, *W_shape).mul_(math.sqrt(s))  # in place: blocks can be large
         noise = self._normal(generator, C, P)
