@@ -315,6 +315,27 @@ def test_figure_verdicts_are_the_chapters_claims_in_order_and_see_a_wrong_input(
         hmc_claims.figure_verdicts(four, {"label": "2 paths"}, **options)
 
 
+def test_power_checks_are_those_of_the_claims_tests():
+    rng = np.random.default_rng(6)
+    four = _fake_run("4 paths", ("g", "d", "a1", "a2"), rng)
+    two = _fake_run("2 paths", ("g", "d"), rng, gp_lines=("all",))
+    options = dict(level=0.01, margin_accuracy=0.02, margin_U=0.1)
+    checks = hmc_claims.power_checks(four, two, **options)
+    assert list(checks) == ["1 (authors' data, 4 paths)", "1 (authors' data, 2 paths)", "2 (4 paths)", "2 (2 paths)"]
+    se, detectable = fw.finite_width_advantage_power(theory_mean=two.curve.means["test"][0, 0],
+                                                     gp_mean=two.curve.gp.means["test"][0, 0], labels=two.test_labels,
+                                                     level=0.01)
+    assert checks["1 (authors' data, 2 paths)"] == {"se": se, "detectable": detectable}
+    # Monte-Carlo errors small against the margins: claim 2 holds almost surely were the samples exact
+    assert checks["2 (4 paths)"]["power"] > 0.99
+    # the same run with Monte-Carlo errors as large as the margins: the test can no longer show agreement
+    for point in two.samples.values():
+        point.U_se[...] = 0.5
+    assert hmc_claims.power_checks(four, two, **options)["2 (2 paths)"]["power"] < 0.01
+    with pytest.raises(ValueError, match="NetworkRun"):
+        hmc_claims.power_checks(four, {"label": "2 paths"}, **options)
+
+
 def test_saddle_point_ratios_and_their_reading():
     from attnpaths.claims import bonferroni_z
 

@@ -109,3 +109,11 @@ def test_sample_agreements_compare_each_sampled_width_with_the_selected_saddle_p
     with pytest.raises(ValueError, match="width"):
         os_claims.sample_agreements("2", {20: point(20, 0.8, U)}, selection=selection, grid=grid,
                                     margin_accuracy=0.02, margin_U=0.1)
+    # the power check per width: ~1 at these small Monte-Carlo errors, ~0 where the accuracy's error matches
+    # its margin (the test can then not show agreement even for exact samples)
+    powers = os_claims.sample_agreement_powers(good, selection=selection, grid=grid, margin_accuracy=0.02,
+                                               margin_U=0.1)
+    assert list(powers) == [10, 1000] and min(powers.values()) > 0.99
+    noisy = {10: SimpleNamespace(width=10, accuracy=0.80, accuracy_mc_sd=0.02, U=U, U_se=se)}
+    assert os_claims.sample_agreement_powers(noisy, selection=selection, grid=grid, margin_accuracy=0.02,
+                                             margin_U=0.1)[10] < 0.01

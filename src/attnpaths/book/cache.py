@@ -54,16 +54,27 @@ def _digest(package_dir: Path, files, file_hash) -> str:
     return digest.hexdigest()
 
 
+_PARSING = threading.Lock()
+
+
+def parse_python(source, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse(source)`` under a lock: CPython 3.11's parser is not safe to run in several threads at once
+    (the book's runner computes chapter keys in its worker threads; a race raises ``SystemError: AST
+    constructor recursion depth mismatch``). Raises ``SyntaxError`` as ``ast.parse`` does."""
+    with _PARSING:
+        return ast.parse(source, filename=filename)
+
+
 def _parse_cell(source: str):
     """The syntax tree of a code cell; lines that are IPython magics or shell escapes (``%``, ``!``) are
     blanked first. ``None`` if it is still not valid Python."""
     try:
-        return ast.parse(source)
+        return parse_python(source)
     except SyntaxError:
         pass
     lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
     try:
-        return ast.parse("\n".join(lines))
+        return parse_python("\n".join(lines))
     except SyntaxError:
         return None
 
@@ -104,7 +115,6 @@ def imported_names(tree: ast.AST, package: str | None = None) -> set[str]:
 
 
 _PARSED: dict[tuple, frozenset] = {}
-_PARSING = threading.Lock()  # CPython 3.11's parser is not safe to run in several threads at once
 """The imports of the module sources this process has parsed, by (SHA-256 of the source, package): parsing is
 most of the cost of a key, and an unchanged source is not parsed again."""
 
@@ -155,8 +165,7 @@ class PackageCode:
             memo_key = (self._hash(path), package)
             if memo_key not in _PARSED:
                 try:
-                    with _PARSING:
-                        tree = ast.parse(path.read_bytes(), filename=str(path))
+                    tree = parse_python(path.read_bytes(), filename=str(path))
                 except SyntaxError:
                     tree = ast.Module(body=[], type_ignores=[])
                 _PARSED[memo_key] = frozenset(imported_names(tree, package))

@@ -25,6 +25,7 @@ from pathlib import Path
 import jupytext
 import yaml
 
+from .cache import parse_python
 from .layout import BookLayout
 
 PROFILES = ("smoke", "paper", "full")
@@ -139,7 +140,7 @@ def parameters_cell(notebook, name: str) -> dict:
     if len(cells) != 1:
         raise ChapterError(f"chapter {name!r} must have exactly one code cell tagged 'parameters', found {len(cells)}")
     try:
-        tree = ast.parse(cells[0].source)
+        tree = parse_python(cells[0].source)
     except SyntaxError as err:
         raise ChapterError(f"chapter {name!r}: the parameters cell is not valid Python: {err}") from err
     defaults = {}

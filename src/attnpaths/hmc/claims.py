@@ -6,7 +6,8 @@ independently drawn data sets (one replicate per data set), so they speak of the
 
 :func:`figure_verdicts` assembles every claim of the chapter from these two and the finite-width claims of
 :mod:`attnpaths.finite_width_claims`; :func:`saddle_point_ratios` measures how far the network's samples lie
-from the saddle point, which is why claim 2 compares them with the exact finite-width mean instead.
+from the saddle point, which is why claim 2 compares them with the exact finite-width mean instead;
+:func:`power_checks` states the power of the tests that rest on one Monte-Carlo run or one test set.
 """
 
 from __future__ import annotations
@@ -113,9 +114,7 @@ def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: floa
         ``2 (...)`` and ``2b (...)`` for both, ``3 (...)`` for both, ``4``, ``5``, ``6 (...)`` for both.
     """
     runs = (four, two)
-    for run in runs:
-        if not all(hasattr(run, name) for name in ("label", "curve", "band", "samples", "exact", "test_labels")):
-            raise ValueError(f"four and two must be NetworkRun objects, got {type(run).__name__}")
+    _check_runs(runs)
     extent = {run.label: (int(run.curve.widths[0]), int(run.curve.widths[-1])) for run in runs}
 
     def where(run, prefix=""):
@@ -128,21 +127,13 @@ def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: floa
             gp_accuracy=run.band.gp["all"], widths=(n_min, n_max), level=level, where=where(run))
 
     def authors_data_advantage(run):
-        n_min = extent[run.label][0]
-        k = run.curve.index(n_min)
         return fw.finite_width_advantage(
-            f"1 (authors' data, {run.label})", theory_mean=run.curve.means["test"][k, 0],
-            gp_mean=run.curve.gp.means["test"][0, 0], labels=run.test_labels, width=n_min, level=level,
-            where=where(run, "authors' data set, "))
+            f"1 (authors' data, {run.label})", **_authors_data_predictions(run), width=extent[run.label][0],
+            level=level, where=where(run, "authors' data set, "))
 
     def samples_agree(run):
-        curve = run.curve
         return fw.sample_agreement(
-            f"2 ({run.label})", points=run.samples.values(),
-            reference_accuracy={w: curve.accuracy["test"][curve.index(w), 0] for w in run.samples},
-            reference_U={w: e.U for w, e in run.exact.items()},
-            reference_U_se={w: e.U_se for w, e in run.exact.items()},
-            margin_accuracy=margin_accuracy, margin_U=margin_U, level=level,
+            f"2 ({run.label})", **_sample_agreement_arguments(run, margin_accuracy, margin_U, level),
             reference="the exact finite-width mean of U and the theory's accuracy", where=where(run))
 
     def saddle_agrees(run):
@@ -169,6 +160,54 @@ def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: floa
         gp_ordering("5", gp_accuracy=four.band.gp, level=level),
         *(interplay(run) for run in runs),
     ]
+
+
+def _check_runs(runs):
+    for run in runs:
+        if not all(hasattr(run, name) for name in ("label", "curve", "band", "samples", "exact", "test_labels")):
+            raise ValueError(f"four and two must be NetworkRun objects, got {type(run).__name__}")
+
+
+def _authors_data_predictions(run) -> dict:
+    """Claim 1's predictions on the authors' data set: the theory at the smallest width and the GP limit."""
+    curve = run.curve
+    return dict(theory_mean=curve.means["test"][curve.index(int(curve.widths[0])), 0],
+                gp_mean=curve.gp.means["test"][0, 0], labels=run.test_labels)
+
+
+def _sample_agreement_arguments(run, margin_accuracy: float, margin_U: float, level: float) -> dict:
+    """Claim 2's comparison of one network: its samples against the exact finite-width mean of ``U``
+    (eq-exact-density) and the theory's accuracy at the sampled widths."""
+    curve = run.curve
+    return dict(points=list(run.samples.values()),
+                reference_accuracy={w: curve.accuracy["test"][curve.index(w), 0] for w in run.samples},
+                reference_U={w: e.U for w, e in run.exact.items()},
+                reference_U_se={w: e.U_se for w, e in run.exact.items()},
+                margin_accuracy=margin_accuracy, margin_U=margin_U, level=level)
+
+
+def power_checks(four, two, *, level: float = 0.01, margin_accuracy: float = 0.02, margin_U: float = 0.1,
+                 power: float = 0.8) -> dict[str, dict[str, float]]:
+    """The power checks of :func:`figure_verdicts`' tests whose outcome rests on one Monte-Carlo run or one test
+    set, per network (same arguments as there):
+
+    * ``"1 (authors' data, <label>)"``: ``{"se", "detectable"}``, the paired standard error of the test and the
+      smallest accuracy advantage it declares to hold with probability ``power``
+      (:func:`attnpaths.finite_width_claims.finite_width_advantage_power`);
+    * ``"2 (<label>)"``: ``{"power"}``, the probability that claim 2 holds were the samples exactly the exact
+      finite-width mean and the theory's accuracy, at this run's Monte-Carlo errors
+      (:func:`attnpaths.finite_width_claims.sample_agreement_power`).
+    """
+    runs = (four, two)
+    _check_runs(runs)
+    checks = {}
+    for run in runs:
+        se, detectable = fw.finite_width_advantage_power(**_authors_data_predictions(run), level=level, power=power)
+        checks[f"1 (authors' data, {run.label})"] = {"se": se, "detectable": detectable}
+    for run in runs:
+        arguments = _sample_agreement_arguments(run, margin_accuracy, margin_U, level)
+        checks[f"2 ({run.label})"] = {"power": fw.sample_agreement_power(**arguments)}
+    return checks
 
 
 def saddle_point_ratios(runs, level: float = 0.01) -> dict[str, float]:

@@ -10,7 +10,8 @@ Each function returns a :class:`attnpaths.claims.Verdict` decided by permutation
   (correlation of the patterns against every relabelling of the heads within their layers).
 
 The chapter's claims about the theory are those of :mod:`attnpaths.finite_width_claims`, applied to the
-one-shot grid by :func:`gp_limit_approach_on_grid` and :func:`sample_agreements`.
+one-shot grid by :func:`gp_limit_approach_on_grid` and :func:`sample_agreements` (with its power check
+:func:`sample_agreement_powers`).
 """
 
 from __future__ import annotations
@@ -128,11 +129,25 @@ def sample_agreements(claim: str, samples: dict, *, selection: dict, grid: Theor
         samples: ``{width: SampledPoint}`` (:func:`attnpaths.oneshot.experiments.sample_widths`).
         selection: :func:`attnpaths.oneshot.experiments.selected` ``(grid, ...)``, the reference.
     """
-    verdicts = []
+    return [fw_claims.sample_agreement(f"{claim} (N={w})", **arguments, reference="the theory's saddle point",
+                                       where=f" at N={w}")
+            for w, arguments in _agreement_arguments(samples, selection, grid, margin_accuracy, margin_U, level).items()]
+
+
+def sample_agreement_powers(samples: dict, *, selection: dict, grid: TheorySweep, margin_accuracy: float,
+                            margin_U: float, level: float = 0.01) -> dict[int, float]:
+    """The power checks of :func:`sample_agreements` (same arguments): ``{width: probability}`` that the claim at
+    that width holds were the samples exactly the saddle point, at their Monte-Carlo errors
+    (:func:`attnpaths.finite_width_claims.sample_agreement_power`)."""
+    return {w: fw_claims.sample_agreement_power(**arguments)
+            for w, arguments in _agreement_arguments(samples, selection, grid, margin_accuracy, margin_U, level).items()}
+
+
+def _agreement_arguments(samples, selection, grid, margin_accuracy, margin_U, level) -> dict[int, dict]:
+    arguments = {}
     for w, point in samples.items():
         k = grid.index(w)
-        verdicts.append(fw_claims.sample_agreement(
-            f"{claim} (N={w})", points=[point], reference_accuracy={w: selection["accuracy"]["test"][k]},
-            reference_U={w: selection["U"][k]}, margin_accuracy=margin_accuracy, margin_U=margin_U, level=level,
-            reference="the theory's saddle point", where=f" at N={w}"))
-    return verdicts
+        arguments[w] = dict(points=[point], reference_accuracy={w: selection["accuracy"]["test"][k]},
+                            reference_U={w: selection["U"][k]}, margin_accuracy=margin_accuracy, margin_U=margin_U,
+                            level=level)
+    return arguments
