@@ -321,13 +321,18 @@ def test_power_checks_are_those_of_the_claims_tests():
     two = _fake_run("2 paths", ("g", "d"), rng, gp_lines=("all",))
     options = dict(level=0.01, margin_accuracy=0.02, margin_U=0.1)
     checks = hmc_claims.power_checks(four, two, **options)
-    assert list(checks) == ["1 (authors' data, 4 paths)", "1 (authors' data, 2 paths)", "2 (4 paths)", "2 (2 paths)"]
+    assert list(checks) == ["1 (authors' data, 4 paths)", "1 (authors' data, 2 paths)", "2 (4 paths)", "2 (2 paths)",
+                            "2b (4 paths)", "2b (2 paths)"]
     se, detectable = fw.finite_width_advantage_power(theory_mean=two.curve.means["test"][0, 0],
                                                      gp_mean=two.curve.gp.means["test"][0, 0], labels=two.test_labels,
                                                      level=0.01)
     assert checks["1 (authors' data, 2 paths)"] == {"se": se, "detectable": detectable}
     # Monte-Carlo errors small against the margins: claim 2 holds almost surely were the samples exact
-    assert checks["2 (4 paths)"]["power"] > 0.99
+    assert checks["2 (4 paths)"]["power"] > 0.99 and checks["2b (4 paths)"]["power"] > 0.99
+    # claim 2b rests on the exact mean's errors only: errors as large as its margins leave it no power
+    for e in two.exact.values():
+        e.U_se[...] = 0.5
+    assert hmc_claims.power_checks(four, two, **options)["2b (2 paths)"]["power"] < 0.01
     # the same run with Monte-Carlo errors as large as the margins: the test can no longer show agreement
     for point in two.samples.values():
         point.U_se[...] = 0.5

@@ -14,6 +14,9 @@ images) call them on their own numbers:
   exact finite-width mean of ``U``) within stated margins;
 * :func:`saddle_point_agreement`: the theory's ``U`` agrees with the exact finite-width mean of ``U`` at widths
   where the finite-width shift is small.
+
+The equivalence tests have power checks with the same arguments (:func:`sample_agreement_power`,
+:func:`saddle_point_agreement_power`).
 """
 
 from __future__ import annotations
@@ -253,6 +256,34 @@ def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, ref
                        level=level, measured=measured)
 
 
+def _saddle_entries(exact, theory_U, num_paths: int, margin_U: float):
+    """``(widths, deviation, se, margin, names)`` of :func:`saddle_point_agreement`: the distinct entries of
+    ``U_theory - U_exact`` at the widths where ``(n + 1) / N <= margin_U / 2``."""
+    widths = sorted(w for w in exact if (num_paths + 1) / w <= margin_U / 2)
+    if not widths:
+        raise ValueError(f"exact must hold a width N with (n + 1) / N <= margin_U / 2 = {margin_U / 2:g} "
+                         f"(N >= {2 * (num_paths + 1) / margin_U:g}), got {sorted(exact)}")
+    deviation, se, margin, names = [], [], [], []
+    for w in widths:
+        ref = as_float64_array(exact[w].U, f"exact[{w}].U")
+        U = as_float64_array(theory_U[w], f"theory_U[{w}]")
+        iu = np.triu_indices(ref.shape[0])
+        deviation.extend((U - ref)[iu])
+        se.extend(np.maximum(as_float64_array(exact[w].U_se, f"exact[{w}].U_se")[iu], 1e-12))
+        margin.extend(margin_U * np.sqrt(np.abs(np.outer(np.diag(ref), np.diag(ref))))[iu])
+        names.extend(f"U[{i},{j}] at N={w}" for i, j in zip(*iu))
+    return widths, np.array(deviation), np.array(se), np.array(margin), names
+
+
+def saddle_point_agreement_power(*, exact, theory_U, num_paths: int, margin_U: float = 0.1,
+                                 level: float = 0.01) -> float:
+    """The power check of :func:`saddle_point_agreement` with the same arguments: the probability that its test
+    declares agreement if the theory's ``U`` were exactly the exact finite-width mean, given that mean's
+    Monte-Carlo errors (:func:`attnpaths.claims.equivalence_power`)."""
+    _, _, se, margin, _ = _saddle_entries(exact, theory_U, num_paths, margin_U)
+    return equivalence_power(se, margin, level)
+
+
 def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margin_U: float = 0.1,
                            level: float = 0.01, where: str = "") -> Verdict:
     """Claim: the theory's ``U`` (the saddle point of the action) is the large-width limit of the exact
@@ -269,19 +300,7 @@ def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margi
     sqrt(U_ii U_jj)``, at the widths where the finite-width scale ``(n + 1) / N`` is at most half the margin
     (there the saddle point must already agree); raises ``ValueError`` when no width qualifies.
     """
-    widths = sorted(w for w in exact if (num_paths + 1) / w <= margin_U / 2)
-    if not widths:
-        raise ValueError(f"exact must hold a width N with (n + 1) / N <= margin_U / 2 = {margin_U / 2:g} "
-                         f"(N >= {2 * (num_paths + 1) / margin_U:g}), got {sorted(exact)}")
-    deviation, se, margin, names = [], [], [], []
-    for w in widths:
-        ref = as_float64_array(exact[w].U, f"exact[{w}].U")
-        U = as_float64_array(theory_U[w], f"theory_U[{w}]")
-        iu = np.triu_indices(ref.shape[0])
-        deviation.extend((U - ref)[iu])
-        se.extend(np.maximum(as_float64_array(exact[w].U_se, f"exact[{w}].U_se")[iu], 1e-12))
-        margin.extend(margin_U * np.sqrt(np.abs(np.outer(np.diag(ref), np.diag(ref))))[iu])
-        names.extend(f"U[{i},{j}] at N={w}" for i, j in zip(*iu))
+    widths, deviation, se, margin, names = _saddle_entries(exact, theory_U, num_paths, margin_U)
     worst = int(np.argmax(np.abs(deviation) / margin))
     return equivalence(
         claim, f"the theory's U is the large-N limit of the exact finite-width mean{where}", source=SOURCE_SADDLE,

@@ -137,9 +137,8 @@ def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: floa
             reference="the exact finite-width mean of U and the theory's accuracy", where=where(run))
 
     def saddle_agrees(run):
-        return fw.saddle_point_agreement(
-            f"2b ({run.label})", exact=run.exact, theory_U={w: run.curve.U_at(w) for w in run.exact},
-            num_paths=len(run.curve.names), margin_U=margin_U, level=level, where=where(run))
+        return fw.saddle_point_agreement(f"2b ({run.label})", **_saddle_arguments(run, margin_U, level),
+                                         where=where(run))
 
     def approach(run):
         return fw.gp_limit_approach(f"3 ({run.label})", U_small=run.band.U[:, 0], U_large=run.band.U[:, -1],
@@ -186,6 +185,12 @@ def _sample_agreement_arguments(run, margin_accuracy: float, margin_U: float, le
                 margin_accuracy=margin_accuracy, margin_U=margin_U, level=level)
 
 
+def _saddle_arguments(run, margin_U: float, level: float) -> dict:
+    """Claim 2b's comparison of one network: the theory's ``U`` against the exact finite-width mean."""
+    return dict(exact=run.exact, theory_U={w: run.curve.U_at(w) for w in run.exact}, num_paths=len(run.curve.names),
+                margin_U=margin_U, level=level)
+
+
 def power_checks(four, two, *, level: float = 0.01, margin_accuracy: float = 0.02, margin_U: float = 0.1,
                  power: float = 0.8) -> dict[str, dict[str, float]]:
     """The power checks of :func:`figure_verdicts`' tests whose outcome rests on one Monte-Carlo run or one test
@@ -196,7 +201,9 @@ def power_checks(four, two, *, level: float = 0.01, margin_accuracy: float = 0.0
       (:func:`attnpaths.finite_width_claims.finite_width_advantage_power`);
     * ``"2 (<label>)"``: ``{"power"}``, the probability that claim 2 holds were the samples exactly the exact
       finite-width mean and the theory's accuracy, at this run's Monte-Carlo errors
-      (:func:`attnpaths.finite_width_claims.sample_agreement_power`).
+      (:func:`attnpaths.finite_width_claims.sample_agreement_power`);
+    * ``"2b (<label>)"``: ``{"power"}``, the same for claim 2b were the theory's ``U`` exactly the exact mean
+      (:func:`attnpaths.finite_width_claims.saddle_point_agreement_power`).
     """
     runs = (four, two)
     _check_runs(runs)
@@ -207,6 +214,9 @@ def power_checks(four, two, *, level: float = 0.01, margin_accuracy: float = 0.0
     for run in runs:
         arguments = _sample_agreement_arguments(run, margin_accuracy, margin_U, level)
         checks[f"2 ({run.label})"] = {"power": fw.sample_agreement_power(**arguments)}
+    for run in runs:
+        checks[f"2b ({run.label})"] = {"power": fw.saddle_point_agreement_power(**_saddle_arguments(run, margin_U,
+                                                                                                  level))}
     return checks
 
 
