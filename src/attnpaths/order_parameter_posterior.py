@@ -24,9 +24,10 @@ is the finite-``N`` posterior mean, which the network's posterior samples must r
 error at every ``N``.
 
 :func:`sample_order_parameters` samples (eq-exact-density) in log-Cholesky coordinates
-(``D = sum_l n_l (n_l + 1) / 2 + 1`` dimensions, 14 for two layers of two heads) with many random-walk
-Metropolis chains run in parallel, the proposal shaped by the Hessian at the mode. Each step costs one
-``P x P`` Cholesky factorisation per chain.
+(``D = sum_l n_l (n_l + 1) / 2 + 1`` dimensions, 14 for two layers of two heads) with many Metropolis-Hastings
+chains run in parallel: random-walk moves shaped by the Laplace approximation at the mode and, by default,
+independence moves from a multivariate t fitted to the posterior (the Laplace approximation, then the warm-up's
+draws) alternating with them. Each move costs one ``P x P`` Cholesky factorisation per chain.
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ class OrderParameterSamples:
             (posterior standard deviation over the root of the effective sample size).
         ess, rhat: ``[n, n]`` effective sample size and split R-hat of every entry.
         mode: ``[n, n]`` ``U_1`` at the mode of (eq-exact-density).
-        acceptance: mean Metropolis acceptance rate.
+        acceptance: mean Metropolis-Hastings acceptance rate over all moves.
+        moves: the move kinds of the chains (:data:`MOVES`).
         wall_time_s: time of the whole computation (mode, warm-up, sampling).
     """
 
@@ -116,6 +118,7 @@ class OrderParameterSamples:
     mode: np.ndarray
     acceptance: float
     wall_time_s: float
+    moves: str
 
 
 class _Target:
@@ -169,6 +172,52 @@ def _mode(target: _Target, theta: torch.Tensor, max_iterations: int = 50):
         "Metropolis chains cannot sample; use larger widths")
 
 
+MOVES = ("mixed", "random_walk")
+"""Move kinds of :func:`sample_order_parameters`: ``"random_walk"``, Gaussian random-walk Metropolis steps;
+``"mixed"``, independence Metropolis-Hastings moves from a :class:`MultivariateT` alternating with those steps."""
+
+
+class MultivariateT:
+    """Multivariate t with ``nu`` degrees of freedom, centre ``theta0`` and scale matrix ``factor factor^T``: the
+    proposal of the independence moves of :func:`sample_order_parameters`.
+
+    Its tails are heavier than those of the Gaussian with the same centre and covariance-like scale, so the ratio
+    of a near-Gaussian target density to it stays bounded; that is what makes independence moves efficient
+    (acceptance near 1 where the fit is good) and their chains uniformly ergodic.
+
+    Args:
+        theta0: ``[D]`` centre; factor: ``[D, D]`` lower-triangular scale factor; nu: degrees of freedom
+            (an integer: the chi-square variable is a sum of ``nu`` squared normals, drawn from the generator).
+    """
+
+    def __init__(self, theta0: torch.Tensor, factor: torch.Tensor, nu: int = 10):
+        self.theta0, self.factor, self.nu = theta0, factor, int_at_least(nu, "nu", 1)
+
+    def sample(self, num: int, generator: torch.Generator) -> torch.Tensor:
+        """``[num, D]`` draws."""
+        D = self.theta0.numel()
+        z = torch.randn(num, D, generator=generator, dtype=torch.float64)
+        chi2 = torch.randn(num, self.nu, generator=generator, dtype=torch.float64).square().sum(dim=-1)
+        return self.theta0 + (z / torch.sqrt(chi2 / self.nu)[:, None]) @ self.factor.T
+
+    def log_density(self, theta: torch.Tensor) -> torch.Tensor:
+        """``[...]`` log density at ``theta`` ``[..., D]`` up to a constant: ``-(nu + D)/2 log(1 + |z|^2 / nu)``
+        with ``z = factor^{-1} (theta - theta0)``."""
+        D = self.theta0.numel()
+        centred = (theta - self.theta0).reshape(-1, D)
+        z = torch.linalg.solve_triangular(self.factor, centred.T, upper=False).T
+        return (-0.5 * (self.nu + D) * torch.log1p(z.square().sum(dim=-1) / self.nu)).reshape(theta.shape[:-1])
+
+
+def _refitted(proposal: MultivariateT, states: torch.Tensor) -> MultivariateT:
+    """``proposal`` with the mean and covariance of ``states`` ``[S, D]``, or ``proposal`` itself where their
+    covariance is not numerically positive definite."""
+    factor, info = torch.linalg.cholesky_ex(torch.cov(states.T))
+    if int(info) != 0:
+        return proposal
+    return MultivariateT(states.mean(dim=0), factor, proposal.nu)
+
+
 def sample_order_parameters(
     features,
     y,
@@ -182,13 +231,23 @@ def sample_order_parameters(
     num_warmup: int = 500,
     num_samples: int = 400,
     thin: int = 5,
+    moves: str = "mixed",
     progress: bool = True,
 ) -> OrderParameterSamples:
     """Sample the exact finite-width posterior (eq-exact-density) of the order parameters.
 
-    Random-walk Metropolis in the ``D`` log-Cholesky coordinates, ``num_chains`` chains in parallel, each
-    started from the Laplace approximation at the mode (a Gaussian with the inverse Hessian of ``-log p``) and
-    proposing ``N(0, (2.38^2 / D) H^{-1})`` steps, the scale that is optimal for Gaussian targets.
+    Metropolis-Hastings in the ``D`` log-Cholesky coordinates, ``num_chains`` chains in parallel, each started
+    from the Laplace approximation at the mode (a Gaussian with the inverse Hessian ``H^{-1}`` of ``-log p``).
+    Random-walk moves propose ``N(0, (2.38^2 / D) H^{-1})`` steps, the scale that is optimal for Gaussian
+    targets. With ``moves="mixed"`` every other move is an independence move from a :class:`MultivariateT`
+    ``q`` with 10 degrees of freedom, accepted with probability ``min(1, p(theta') q(theta) / (p(theta) q(theta')))``:
+    during the first half of the warm-up ``q`` is centred at the mode with scale ``H^{-1}``; from the second half
+    of the warm-up on it has the mean and covariance of the states of the first half over all chains (a better fit
+    where the posterior is skewed, at small ``N``), and it stays fixed while draws are stored. Near-Gaussian
+    posteriors are then explored in a few moves instead of a random walk's ``O(D)``; the random-walk moves keep
+    the chains moving where the t fits the posterior poorly (many dimensions, small ``N``). Both kernels leave the
+    posterior invariant, so their alternation does too. Where the first half of the warm-up holds fewer than
+    ``2 D`` states (chains times moves), or their covariance is not positive definite, ``q`` stays at the mode.
 
     Args:
         features: ``[P, N0, n_paths]`` path features (as for :func:`attnpaths.theory.solve`).
@@ -198,9 +257,10 @@ def sample_order_parameters(
         temperature: ``T > 0``.
         generator: source of all randomness.
         variances: as for :func:`attnpaths.theory.solve`.
-        num_chains, num_warmup, num_samples, thin: chains; Metropolis steps discarded per chain; draws stored
-            per chain; steps between stored draws.
-        progress: tqdm bar over the steps.
+        num_chains, num_warmup, num_samples, thin: chains; moves discarded per chain; draws stored per chain;
+            moves between stored draws.
+        moves: ``"mixed"`` (default) or ``"random_walk"`` (:data:`MOVES`).
+        progress: tqdm bar over the moves.
 
     Returns:
         :class:`OrderParameterSamples`.
@@ -210,6 +270,8 @@ def sample_order_parameters(
     for name, value, low in (("num_chains", num_chains, 2), ("num_warmup", num_warmup, 0),
                              ("num_samples", num_samples, 4), ("thin", thin, 1)):
         int_at_least(value, name, low)
+    if moves not in MOVES:
+        raise ValueError(f"moves must be one of {MOVES}, got {moves!r}")
     X_raw = as_float64_tensor(features, "features")
     if X_raw.ndim != 3:
         raise ValueError(f"features must have shape [P, N0, n_paths], got {tuple(X_raw.shape)}")
@@ -238,14 +300,27 @@ def sample_order_parameters(
 
     state = theta + normal(num_chains, dimension) @ factor.T
     log_p = target.log_density(state)
-    stored, accepted = [], 0.0
+    independence = MultivariateT(theta, factor) if moves == "mixed" else None
+    refit_at = num_warmup // 2 if num_chains * (num_warmup // 2) >= 2 * dimension else None
+    stored, accepted, warm_states = [], 0.0, []
     total = num_warmup + num_samples * thin
     for step in tqdm(range(total), desc=f"order-parameter posterior N={arch.widths[0]:g}", disable=not progress):
-        proposal = state + normal(num_chains, dimension) @ step_factor.T
-        log_p_proposal = target.log_density(proposal)
-        accept = torch.log(torch.rand(num_chains, generator=generator, dtype=torch.float64)) < log_p_proposal - log_p
+        if independence is not None and step == refit_at:
+            independence = _refitted(independence, torch.cat(warm_states))
+        if independence is not None and step % 2 == 0:
+            proposal = independence.sample(num_chains, generator)
+            log_p_proposal = target.log_density(proposal)
+            # the Hastings ratio of an independence move: p(theta') q(theta) / (p(theta) q(theta'))
+            log_ratio = (log_p_proposal - independence.log_density(proposal)) - (log_p - independence.log_density(state))
+        else:
+            proposal = state + normal(num_chains, dimension) @ step_factor.T
+            log_p_proposal = target.log_density(proposal)
+            log_ratio = log_p_proposal - log_p
+        accept = torch.log(torch.rand(num_chains, generator=generator, dtype=torch.float64)) < log_ratio
         state = torch.where(accept[:, None], proposal, state)
         log_p = torch.where(accept, log_p_proposal, log_p)
+        if refit_at is not None and step < refit_at:
+            warm_states.append(state)
         if step >= num_warmup:
             accepted += float(accept.to(torch.float64).mean())
             if (step - num_warmup) % thin == thin - 1:
@@ -262,4 +337,5 @@ def sample_order_parameters(
         mode=target.split(theta)[0][0].detach().numpy(),
         acceptance=accepted / (num_samples * thin),
         wall_time_s=time.perf_counter() - start,
+        moves=moves,
     )
