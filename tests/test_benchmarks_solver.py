@@ -56,12 +56,22 @@ def test_adam_reaches_the_solver_minimum_within_its_tolerance():
     assert not capped["converged"] and capped["steps"] == 3
 
 
-def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys):
+def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys, monkeypatch):
+    from threadpoolctl import threadpool_info
+
     output = tmp_path / "records" / "solver.json"
     argv = ["--quick", "--output", str(output), "--cache-dir", str(tmp_path / "cache")]
     threads = torch.get_num_threads()
+    seen = []  # (torch threads, BLAS threads of numpy/scipy) during every timed solve
+
+    def solve_counting_threads(*args, **kwargs):
+        seen.append((torch.get_num_threads(), {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}))
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(bench, "solve", solve_counting_threads)
     report = bench.main(argv)
     assert torch.get_num_threads() == threads  # restored
+    assert seen and all(torch_threads == 1 and blas <= {1} for torch_threads, blas in seen), seen
     record = read_record(output)
     assert record["benchmark"] == "solver" and record["command"] == "python -m attnpaths bench solver " + " ".join(argv)
     assert record["machine"]["load_average_1min"] is not None and record["machine"]["load_average_1min_start"] >= 0

@@ -2,8 +2,8 @@
 
 ``python -m attnpaths bench solver [--quick] [--output PATH] [...]``
 
-**Speed.** On two problems, in the same process and on one thread (``torch.set_num_threads``, restored
-afterwards), the median wall time over repeats of :func:`attnpaths.theory.solve` (trust-region Newton with the
+**Speed.** On two problems, in the same process and on one thread (``torch.set_num_threads`` and, for the
+solver's numpy and scipy work, ``threadpoolctl``'s BLAS limit; both restored afterwards), the median wall time over repeats of :func:`attnpaths.theory.solve` (trust-region Newton with the
 exact Hessian, certified) against the original method, Adam on the same action (:func:`adam_minimise`: one full
 matrix per ``U_l``, symmetrised at every evaluation, the GP values as start, the loss divided by the largest
 width, learning rate 0.1, stopped when ``max |dloss/dU| < 1e-5``):
@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from ..action import EnergyEvaluator, entropy, gp_order_parameters
 from ..kernels import kernel_from_scaled, scaled_features
@@ -259,7 +260,8 @@ def main(argv=None) -> dict:
                         help="Adam stops when the largest entry of the gradient of its loss is below this")
     parser.add_argument("--adam-max-steps", type=int, default=50000)
     parser.add_argument("--adam-time-limit", type=float, default=300.0, help="seconds per Adam run at most")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (pinned, restored afterwards)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads and numpy/scipy BLAS threads (pinned, restored afterwards)")
     parser.add_argument("--cache-dir", default=os.path.join("_build", "cache"), help="rendered glyphs cache")
     parser.add_argument("--output", type=Path, default=committed_record_path("solver"))
     args = parser.parse_args(argv)
@@ -274,7 +276,7 @@ def main(argv=None) -> dict:
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), threadpool_limits(limits=args.threads, user_api="blas"):
             warnings.simplefilter("ignore", CertificateWarning)  # recorded in each row's "converged"
             print("speed: solver against Adam", flush=True)
             image = (dict(num_train=24, heads=2, alphabets=("Latin", "Greek"), image_size=16) if quick
