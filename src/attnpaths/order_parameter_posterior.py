@@ -311,7 +311,8 @@ def sample_order_parameters(
             proposal = independence.sample(num_chains, generator)
             log_p_proposal = target.log_density(proposal)
             # the Hastings ratio of an independence move: p(theta') q(theta) / (p(theta) q(theta'))
-            log_ratio = (log_p_proposal - independence.log_density(proposal)) - (log_p - independence.log_density(state))
+            log_ratio = ((log_p_proposal - independence.log_density(proposal))
+                         - (log_p - independence.log_density(state)))
         else:
             proposal = state + normal(num_chains, dimension) @ step_factor.T
             log_p_proposal = target.log_density(proposal)

@@ -3,8 +3,9 @@
 ``python -m attnpaths bench solver [--quick] [--output PATH] [...]``
 
 **Speed.** On two problems, in the same process and on one thread (``torch.set_num_threads`` and, for the
-solver's numpy and scipy work, ``threadpoolctl``'s BLAS limit; both restored afterwards), the median wall time over repeats of :func:`attnpaths.theory.solve` (trust-region Newton with the
-exact Hessian, certified) against the original method, Adam on the same action (:func:`adam_minimise`: one full
+solver's numpy and scipy work, ``threadpoolctl``'s BLAS limit; both restored afterwards), the median wall time
+over repeats of :func:`attnpaths.theory.solve` (trust-region Newton with the exact Hessian, certified) against
+the original method, Adam on the same action (:func:`adam_minimise`: one full
 matrix per ``U_l``, symmetrised at every evaluation, the GP values as start, the loss divided by the largest
 width, learning rate 0.1, stopped when ``max |dloss/dU| < 1e-5``):
 
