@@ -70,7 +70,8 @@ def test_without_information_in_the_data_the_exact_posterior_is_the_prior_of_the
     sampled_sd = samples.U.reshape(-1, 4, 4).std(axis=0)
     assert np.allclose(sampled_sd, prior_sd, rtol=0.15), (sampled_sd, prior_sd)
     # random-walk moves at the scale 2.38 / sqrt(D) accept about a quarter of their proposals on near-Gaussian
-    # targets; independence moves from a fitted t accept more, and at least as many as the random walk
+    # targets; on this 14-dimensional density, close to the t fitted to it, independence moves accept at least as
+    # often, so the mixture's rate is at least the random walk's (in many dimensions at small N it can be lower)
     low, high = (0.1, 0.5) if moves == "random_walk" else (0.25, 0.95)
     assert samples.rhat.max() < 1.1 and low < samples.acceptance < high, samples.acceptance
 
