@@ -3,6 +3,7 @@ autograd and finite differences."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch.func import hessian, jacrev
@@ -255,22 +256,25 @@ def test_energy_evaluator_matches_autograd_on_both_routes(P, n0, n):
 
 
 def test_lower_gram_fills_the_triangle_that_cholesky_reads():
-    """The feature route's kernel computes only the lower triangle of ``A A^T`` (in row blocks); Cholesky must
-    read nothing else: NaN above the diagonal leaves the factor unchanged."""
-    from attnpaths.action import _lower_gram, _row_blocks
+    """The feature route's kernel and ``M`` come from BLAS syrk, which computes only the lower triangle of
+    ``A A^T`` (for C- and Fortran-ordered ``A``); Cholesky must read nothing else: NaN above the diagonal leaves
+    the factor unchanged. ``_filled`` restores the whole symmetric matrix."""
+    from attnpaths.action import _filled, _lower_gram
 
-    A = torch.randn(23, 7, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    blocks = _row_blocks(23, size=5)
-    assert len(blocks) == 5 and blocks[0][0] == 0 and blocks[-1][1] == 23
-    assert all(r1 - r0 <= 5 and r1 == s0 for (r0, r1), (s0, _) in zip(blocks, blocks[1:]))
-    G = _lower_gram(A, blocks)
-    assert torch.allclose(torch.tril(G), torch.tril(A @ A.T), rtol=1e-14, atol=1e-14)
-    full = A @ A.T + torch.eye(23, dtype=torch.float64)
+    A = np.random.default_rng(0).standard_normal((23, 7))
+    for operand in (A, np.asfortranarray(A), A[:, ::2]):
+        G = _lower_gram(operand)
+        assert G.flags.c_contiguous and G.shape == (23, 23)
+        assert np.allclose(np.tril(G), np.tril(operand @ operand.T), rtol=1e-14, atol=1e-14)
+        assert np.allclose(_filled(G), operand @ operand.T, rtol=1e-14, atol=1e-14)
+    full = torch.from_numpy(A @ A.T + np.eye(23))
     spoiled = full.clone()
     rows, cols = torch.triu_indices(23, 23, 1)
     spoiled[rows, cols] = math.nan
     factor, info = torch.linalg.cholesky_ex(spoiled)
     assert int(info) == 0 and torch.equal(factor, torch.linalg.cholesky(full))
+    stack = np.stack([np.tril(G), np.tril(2 * G)])
+    assert np.array_equal(_filled(stack)[1], 2 * _filled(G))
 
 
 def test_energy_evaluator_has_no_point_where_the_energy_is_not_finite():

@@ -172,3 +172,26 @@ def test_invalid_arguments_raise_value_errors_naming_them():
         sample_order_parameters(xi, y, widths=5, **{**kwargs, "generator": 0})
     with pytest.raises(ValueError, match="moves must be one of"):
         sample_order_parameters(xi, y, widths=5, moves="hamiltonian", **kwargs)
+
+
+def test_mode_is_reached_from_starts_closer_than_the_rounding_of_the_density_resolves():
+    # near the mode the predicted decrease of -log p falls below the rounding of its value (~800 here): a step
+    # that raises it by a few ulps must still be taken (the start of the mode search is the saddle point, which
+    # lies that close). Starts 1e-7 .. 1e-6 from the mode, where the decrease is ~1e-13 against ulps of ~1e-13.
+    from attnpaths.kernels import scaled_features
+    from attnpaths.order_parameter_posterior import _mode, _Target
+
+    g = torch.Generator().manual_seed(7)
+    network = AttentionNetwork(random_attention(g, (2, 2), 4), widths=300, variances=VARIANCES)
+    x = random_inputs(g, 12, 4, 3)
+    y = torch.cat([torch.ones(6), -torch.ones(6)]).double()
+    features = network.features(x)
+    arch = architecture((2, 2), 300, VARIANCES)
+    target = _Target(scaled_features(features, arch.variances[0]), y, arch, 0.05)
+    saddle = solve(features, y, heads=(2, 2), widths=300, temperature=0.05, variances=VARIANCES)
+    mode, _ = _mode(target, target.theta(saddle.U_layers, saddle.U_a))
+    directions = torch.randn(12, mode.numel(), generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    for k, direction in enumerate(directions):
+        start = mode + (1e-7 * (1 + k % 4)) * direction / direction.norm()
+        theta, _ = _mode(target, start)
+        assert float((theta - mode).abs().max()) < 1e-9

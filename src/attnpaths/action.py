@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.linalg.blas import dsyrk as symmetric_rank_k
 from scipy.linalg.lapack import dtrtri as triangular_inverse
 
 from .kernels import kernel_from_scaled
@@ -498,21 +499,19 @@ class EnergyPoint:
     alpha: torch.Tensor
 
 
-def _row_blocks(P: int, size: int = 300) -> list[tuple[int, int]]:
-    """Row blocks of about ``size`` rows (at most ``size``) for :func:`_lower_gram`."""
-    count = max(1, math.ceil(P / size))
-    edges = [round(k * P / count) for k in range(count + 1)]
-    return list(zip(edges, edges[1:]))
+def _lower_gram(A: np.ndarray) -> np.ndarray:
+    """``A A^T`` (``A`` of shape ``[R, K]``, C- or Fortran-ordered) as a C-ordered ``[R, R]`` array of which only
+    the lower triangle is computed (BLAS ``dsyrk``: half the products of a full matrix product); the strict upper
+    triangle holds zeros. The lower triangle is what Cholesky reads."""
+    # dsyrk takes Fortran-ordered operands; its upper triangle in Fortran order is the lower one in C order
+    if A.flags.c_contiguous:
+        return symmetric_rank_k(1.0, A.T, trans=1, lower=0).T
+    return symmetric_rank_k(1.0, np.asfortranarray(A), trans=0, lower=0).T
 
 
-def _lower_gram(A: torch.Tensor, blocks: list[tuple[int, int]]) -> torch.Tensor:
-    """``A A^T`` ``[P, P]`` where only the lower triangle is read (Cholesky's): the blocks of rows ``[r0, r1)``
-    against the rows ``[0, r1)``; the rest is left uninitialised. With two blocks, 3/4 of the product."""
-    P = A.shape[0]
-    G = torch.empty(P, P, dtype=A.dtype)
-    for r0, r1 in blocks:
-        G[r0:r1, :r1] = A[r0:r1] @ A[:r1].T
-    return G
+def _filled(lower: np.ndarray) -> np.ndarray:
+    """The symmetric matrix (or stack of matrices, last two axes) whose lower triangle is ``lower``'s."""
+    return np.tril(lower) + np.swapaxes(np.tril(lower, -1), -1, -2)
 
 
 class EnergyEvaluator:
@@ -524,7 +523,8 @@ class EnergyEvaluator:
       ``d^2 S_en / du_k du_l = -tr(G^{-1} S_k G^{-1} S_l) + 2 (S_k alpha)^T G^{-1} (S_l alpha)``;
     * feature space (more examples than input features): with ``B = chol(G)^{-1} X`` and
       ``M[i,a,j,b] = sum_p B[p,i,a] B[p,j,b]``, ``tr(G^{-1} C_ab G^{-1} C_cd) = sum_ij M[i,a,j,d] M[i,b,j,c]``,
-      a Gram matrix over the pairs ``(i, j)``; ``M`` is symmetric, so only its blocks ``i <= j`` are formed.
+      a Gram matrix over the pairs ``(i, j)``; ``M`` is symmetric, so only its lower triangle is formed (as that
+      of the kernel ``G``: BLAS ``dsyrk``, half a matrix product).
 
     Args:
         X: ``[P, N0, n]`` scaled features (:func:`attnpaths.kernels.scaled_features`).
@@ -556,16 +556,15 @@ class EnergyEvaluator:
             self.directions = directions.permute(1, 2, 0).reshape(P * P, m).contiguous()  # [(p, q), k] = S_k[p, q]
         else:
             self.flat = X.reshape(P, n0 * n)
-            # blocks of the input axis for the i <= j blocks of M (about 128 rows of M per block)
-            size = max(1, min(n0, 128 // n))
-            self.chunks = [(start, min(start + size, n0)) for start in range(0, n0, size)]
-            self._row_blocks = _row_blocks(P)
+            # the pairs (i, j) of input features with j < i: the blocks of M below its diagonal blocks
+            self._later, self._earlier = np.tril_indices(n0, -1)
 
     @staticmethod
     def cheaper_route(P: int, n0: int, n: int, max_stored: float = 5e7) -> str:
         """The route with fewer operations per Hessian for ``P`` examples of ``n0`` features on ``n`` paths:
         about ``2 P^3 m + 2 P^2 m^2`` (``m = n (n + 1) / 2``) in the sample space against
-        ``3 P^2 n0 n + 1.2 P (n0 n)^2 + 1.2 n0^2 n^4`` in the feature space (the factors 1.2: the blocks ``i <= j``)."""
+        ``3 P^2 n0 n + 1.2 P (n0 n)^2 + 1.2 n0^2 n^4`` in the feature space (the factors 1.2 weigh its symmetric
+        products, of which only a triangle is computed, at a lower rate than a full matrix product)."""
         m = n * (n + 1) // 2
         sample_cost = 2.0 * P**3 * m + 2.0 * P * P * m * m
         feature_cost = 3.0 * P * P * n0 * n + 1.2 * P * (n0 * n) ** 2 + 1.2 * n0 * n0 * n**4
@@ -578,7 +577,7 @@ class EnergyEvaluator:
             u = self.basis.coordinates(factor @ factor.T)
             G = (self.directions @ u).reshape(P, P)
         else:
-            G = _lower_gram((self.X @ factor).reshape(P, -1), self._row_blocks)
+            G = torch.from_numpy(_lower_gram((self.X @ factor).reshape(P, -1).numpy()))
         G.diagonal().add_(self.temperature)
         chol, info = torch.linalg.cholesky_ex(G)
         if int(info) != 0:
@@ -594,8 +593,18 @@ class EnergyEvaluator:
         ``(gradient [n, n], hessian [n, n, n, n])`` (the Hessian for ``order`` 2, else None; from the sample
         space, symmetrised as :func:`symmetrized`)."""
         if self.route == "sample":
-            return self._sample_space(point, order)
+            gradient, hessian = self._sample_space(point, order)
+            return self.basis.matrix(gradient), None if hessian is None else self.basis.entries(hessian)
         return self._feature_space(point, order)
+
+    def derivatives_in_basis(self, point: EnergyPoint, order: int = 2):
+        """Derivatives of ``S_en`` at ``point`` with respect to the coordinates ``u`` of ``U_1`` in the evaluator's
+        :class:`SymmetricBasis` ``basis`` (``U_1 = sum_k u_k E_k``): ``(gradient [m], hessian [m, m])``,
+        ``m = n (n + 1) / 2`` (the Hessian for ``order`` 2, else None)."""
+        if self.route == "sample":
+            return self._sample_space(point, order)
+        gradient, hessian = self._feature_space(point, order)
+        return self.basis.coordinates(gradient), None if hessian is None else self.basis.project(hessian)
 
     def _sample_space(self, point, order):
         P, m = self.num_examples, self.basis.size
@@ -603,47 +612,39 @@ class EnergyEvaluator:
         by_row = self.directions.reshape(P, P * m)
         v = (point.alpha @ by_row).reshape(P, m)  # v[:, k] = S_k alpha
         if order < 2:
-            return self.basis.matrix(inverse.reshape(-1) @ self.directions - point.alpha @ v), None
+            return inverse.reshape(-1) @ self.directions - point.alpha @ v, None
         if self._buffers is None:  # reused: fresh large arrays cost page faults on every call
             self._buffers = (torch.empty(P, P * m, dtype=torch.float64), torch.empty(P, P, m, dtype=torch.float64))
         D, transposed = self._buffers
         torch.matmul(inverse, by_row, out=D)  # D[p, (q, k)] = (G^{-1} S_k)[p, q]
         # tr(G^{-1} S_k) from the diagonal of D_k
-        gradient = self.basis.matrix(D.reshape(P, P, m).diagonal(dim1=0, dim2=1).sum(dim=-1) - point.alpha @ v)
+        gradient = D.reshape(P, P, m).diagonal(dim1=0, dim2=1).sum(dim=-1) - point.alpha @ v
         transposed.copy_(D.reshape(P, P, m).transpose(0, 1))
         t1 = D.reshape(P * P, m).T @ transposed.reshape(P * P, m)
         whitened = torch.linalg.solve_triangular(point.chol, v, upper=False)
         hessian = 2.0 * (whitened.T @ whitened) - t1
-        return gradient, self.basis.entries((hessian + hessian.T) / 2)
+        return gradient, (hessian + hessian.T) / 2
 
     def _feature_space(self, point, order):
         P, n0, n = self.X.shape
-        B = torch.linalg.solve_triangular(point.chol, self.flat, upper=False).reshape(P, n0, n)
-        w = (point.alpha @ self.flat).reshape(n0, n)
+        B = torch.linalg.solve_triangular(point.chol, self.flat, upper=False).numpy()  # [P, (i, a)]
+        w = (point.alpha @ self.flat).numpy().reshape(n0, n)
         if order < 2:
             by_path = B.reshape(P * n0, n)
-            return by_path.T @ by_path - w.T @ w, None
-        pieces = [B[:, i0:i1].reshape(P, -1) for i0, i1 in self.chunks]
-        diagonal_pairs, off_pairs = [], []
-        gradient = -(w.T @ w)
-        for I, (i0, i1) in enumerate(self.chunks):
-            for J in range(I, len(self.chunks)):
-                j0, j1 = self.chunks[J]
-                block = (pieces[I].T @ pieces[J]).reshape(i1 - i0, n, j1 - j0, n)  # M[i,b,j,c]
-                pairs = block.permute(0, 2, 1, 3).reshape(-1, n * n)  # rows (i, j), columns (b, c)
-                if I == J:
-                    diagonal_pairs.append(pairs)
-                    gradient += torch.diagonal(block, dim1=0, dim2=2).sum(dim=-1)
-                else:
-                    off_pairs.append(pairs)
-        pairs = torch.cat(diagonal_pairs)
-        gram = (pairs.T @ pairs).reshape(n, n, n, n)
-        if off_pairs:
-            pairs = torch.cat(off_pairs)
-            off = (pairs.T @ pairs).reshape(n, n, n, n)
-            gram = gram + off + off.permute(1, 0, 3, 2)  # the pairs (j, i) of the blocks i < j: a <-> d, b <-> c
-        t1 = gram.permute(0, 2, 3, 1)  # t1[a,b,c,d] = sum_ij M[i,a,j,d] M[i,b,j,c]
+            return torch.from_numpy(by_path.T @ by_path - w.T @ w), None
+        # M[i,a,j,b], lower triangle in ((i, a), (j, b)): every block j < i and the lower half of the blocks j = i
+        M = _lower_gram(B.T).reshape(n0, n, n0, n)
+        inputs = np.arange(n0)
+        diagonal = _filled(M[inputs, :, inputs, :])  # [i, a, b] = M[i,a,i,b]
+        gradient = diagonal.sum(axis=0) - w.T @ w
+        # t1[a,b,c,d] = sum_ij M[i,a,j,d] M[i,b,j,c] = W[a,d,b,c]: the pairs i = j, and the pairs i > j
+        # (R[x,y] = M[i,x,j,y]) in both orders, those with i < j through M[i,a,j,d] = R[d,a]
+        by_pair = M[self._later, :, self._earlier, :].reshape(-1, n * n)  # [(i > j), (x, y)]
+        off = _filled(_lower_gram(by_pair.T)).reshape(n, n, n, n)
+        on = diagonal.reshape(n0, n * n)
+        W = (on.T @ on).reshape(n, n, n, n) + off + off.transpose(1, 0, 3, 2)
+        t1 = W.transpose(0, 2, 3, 1)
         # sum_ij w[i,a] M[i,b,j,c] w[j,d] = sum_p V[p,a,b] V[p,d,c], V[p,a,b] = sum_i w[i,a] B[p,i,b]
-        V = (w.T @ B).reshape(P, n * n)  # [p, (a, b)]
-        t2 = (V.T @ V).reshape(n, n, n, n).permute(0, 1, 3, 2)
-        return gradient, t2 + t2.permute(2, 3, 0, 1) - t1
+        V = (B.reshape(P, n0, n).transpose(0, 2, 1).reshape(P * n, n0) @ w).reshape(P, n * n)  # [p, (b, a)]
+        t2 = _filled(_lower_gram(V.T)).reshape(n, n, n, n).transpose(1, 0, 2, 3)  # [a, b, c, d]
+        return torch.from_numpy(gradient), torch.from_numpy(t2 + t2.transpose(2, 3, 0, 1) - t1)

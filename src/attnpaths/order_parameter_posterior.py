@@ -147,7 +147,8 @@ class _Target:
 
 
 def _mode(target: _Target, theta: torch.Tensor, max_iterations: int = 50):
-    """Newton's method on ``-log p`` with backtracking; returns ``(theta, Hessian of -log p)``."""
+    """Newton's method on ``-log p`` with backtracking (a step may raise ``-log p`` by a few ulps: the rounding of
+    its evaluation); returns ``(theta, Hessian of -log p)``."""
 
     def negative(t):
         return -target.log_density(t[None])[0]
@@ -162,8 +163,11 @@ def _mode(target: _Target, theta: torch.Tensor, max_iterations: int = 50):
             return theta, hessian
         step = -vectors @ ((vectors.T @ gradient) / eigenvalues.abs().clamp_min(1e-8))
         step = step * min(1.0, 2.0 / float(step.norm()))
+        # a few ulps of -log p are accepted: near the mode the predicted decrease is below the rounding of its
+        # evaluation, and backtracking on rounding noise would stall the iteration
+        ceiling = float(value.detach()) + 64 * torch.finfo(torch.float64).eps * abs(float(value.detach()))
         scale = 1.0
-        while scale > 1e-10 and float(negative(theta + scale * step)) > float(value.detach()):
+        while scale > 1e-10 and float(negative(theta + scale * step)) > ceiling:
             scale /= 2
         theta = theta + scale * step
     raise RuntimeError(

@@ -25,7 +25,7 @@ import torch
 
 from ._validation import as_float64_tensor, heads_tuple, positive_real
 from .action import (Architecture, EnergyEvaluator, SymmetricBasis, energy, entropy_terms, gp_order_parameters,
-                     readout_order_parameter, symmetrized)
+                     readout_order_parameter)
 from .kernels import kernel_from_scaled, scaled_features
 from .paths import check_num_paths
 
@@ -185,25 +185,29 @@ class _Point:
 
 class _Derivatives:
     """Gradient and Hessian of ``S`` at a :class:`_Point` in ``theta``, with what the certificate needs: the
-    gradient and the Hessian with respect to the entries of the block-diagonal matrix of the ``U_l`` (the latter
-    symmetrised in each pair of indices)."""
+    gradient and the Hessian with respect to the coordinates ``u`` of the ``U_l`` in the orthonormal bases of
+    symmetric matrices (:class:`attnpaths.action.SymmetricBasis`, layer after layer)."""
 
-    __slots__ = ("gradient", "hessian", "gradient_U", "hessian_U")
+    __slots__ = ("gradient", "hessian", "gradient_u", "hessian_u")
 
-    def __init__(self, gradient, hessian, gradient_U, hessian_U):
-        self.gradient, self.hessian, self.gradient_U, self.hessian_U = gradient, hessian, gradient_U, hessian_U
+    def __init__(self, gradient, hessian, gradient_u, hessian_u):
+        self.gradient, self.hessian, self.gradient_u, self.hessian_u = gradient, hessian, gradient_u, hessian_u
 
 
 class _Action:
     """``S`` on log-Cholesky coordinates ``theta``, with its exact gradient and Hessian there.
 
     The layers are the diagonal blocks of one block-diagonal matrix ``U = F F^T``. The derivatives with respect to
-    its entries (:class:`attnpaths.action.EnergyEvaluator`, :func:`attnpaths.action.entropy_terms`) are carried to
-    ``theta`` by the chain rule of :meth:`CholeskyCoordinates.chain_rule`, contracted with ``F`` instead of a
-    Jacobian: with ``dU / dtheta_t = s_t (e_i f_j^T + f_j e_i^T)`` (``(i, j)`` the entry of ``theta_t``, ``f_j``
-    the ``j``-th column of ``F``, ``s_t = F_ii`` on the diagonal, else 1) and ``H`` symmetrised in each pair of
-    indices, ``d^2 S / dtheta_t dtheta_u = 4 s_t s_u sum_bd F[b, j_t] H[i_t, b, i_u, d] F[d, j_u]
-    + 2 s_t s_u delta(j_t, j_u) g[i_t, i_u] (+ dS/dtheta_t if t = u is diagonal)`` and ``dS/dtheta_t = 2 s_t (g F)_ij``.
+    the coordinates ``u`` of the ``U_l`` in orthonormal bases of symmetric matrices (``U_l = sum_k u_k E_k``,
+    :class:`attnpaths.action.SymmetricBasis`; :meth:`attnpaths.action.EnergyEvaluator.derivatives_in_basis`, and
+    :func:`attnpaths.action.entropy_terms` projected on the bases) are carried to ``theta`` by the chain rule
+    (:meth:`CholeskyCoordinates.chain_rule`, here with the Jacobian ``J = du / dtheta`` built from ``F``):
+    ``dU / dtheta_t = s_t (e_i f_j^T + f_j e_i^T)`` (``(i, j)`` the entry of ``theta_t``, ``f_j`` the ``j``-th column
+    of ``F``, ``s_t = F_ii`` on the diagonal, else 1), so ``J[k, t] = c_k s_t (delta(a_k, i) F[b_k, j]
+    + F[a_k, j] delta(b_k, i))`` (``E_k`` on the entry ``(a_k, b_k)``, ``c_k`` its weight), and
+    ``d^2 S / dtheta_t dtheta_v = (J^T H_u J)_tv + 2 s_t s_v delta(j_t, j_v) g[i_t, i_v]
+    (+ dS/dtheta_t if t = v is diagonal)``, ``dS/dtheta = J^T g_u``, with ``g`` the gradient with respect to the
+    entries of ``U``.
     """
 
     def __init__(self, X: torch.Tensor, y: torch.Tensor, arch: Architecture, temperature: float):
@@ -216,13 +220,27 @@ class _Action:
         for n in sizes:
             self.offsets.append(self.offsets[-1] + n)
         n = self.total = self.offsets[-1]
-        i = torch.cat([rows + o for (rows, _), o in zip(self.coords.index, self.offsets)])
-        j = torch.cat([cols + o for (_, cols), o in zip(self.coords.index, self.offsets)])
-        self.on_diagonal = (i == j).numpy()
-        self.entry = (i * n + j).numpy()  # theta_t -> F[i_t, j_t]
-        self.transposed_entry = (j * n + i).numpy()
-        self.same_column = (j[:, None] == j[None, :]).to(torch.float64).numpy()
-        self.row_pairs = (i[:, None] * n + i[None, :]).numpy()
+        i = torch.cat([rows + o for (rows, _), o in zip(self.coords.index, self.offsets)]).numpy()
+        j = torch.cat([cols + o for (_, cols), o in zip(self.coords.index, self.offsets)]).numpy()
+        self.on_diagonal = i == j
+        self.entry = i * n + j  # theta_t -> F[i_t, j_t]
+        self.same_column = (j[:, None] == j[None, :]).astype(np.float64)
+        self.row_pairs = i[:, None] * n + i[None, :]
+        # the bases: u_k on the entry (a_k, b_k) of U with weight c_k; layer l's coordinates in u[starts[l]:starts[l+1]]
+        self.starts = [0]
+        for basis in self.bases:
+            self.starts.append(self.starts[-1] + basis.size)
+        a = np.concatenate([basis.rows.numpy() + o for basis, o in zip(self.bases, self.offsets)])
+        b = np.concatenate([basis.cols.numpy() + o for basis, o in zip(self.bases, self.offsets)])
+        self.weights = np.concatenate([basis.weights.numpy() for basis in self.bases])
+        # per layer: the flat entries (a, b) and (b, a) of its basis elements and their weights
+        self.picked = []
+        for basis in self.bases:
+            rows, cols = basis.rows.numpy(), basis.cols.numpy()
+            self.picked.append((rows * basis.n + cols, cols * basis.n + rows, basis.weights.numpy()))
+        self.basis_entries = (a * n + b, b * n + a)
+        self.jacobian_masks = tuple((c[:, None] == i[None, :]).astype(np.float64) for c in (a, b))
+        self.jacobian_entries = (b[:, None] * n + j[None, :], a[:, None] * n + j[None, :])
 
     def point(self, theta: torch.Tensor) -> _Point | None:
         """The action at ``theta``; None where it is not finite (``K + T I`` numerically singular)."""
@@ -244,46 +262,48 @@ class _Action:
         point = self.point(self.coords.coordinates(U_layers))
         return point.entropy, point.energy.value
 
+    def _projected(self, block, i: int, j: int) -> np.ndarray:
+        """An entries-independent second-derivative block ``[n_i, n_i, n_j, n_j]`` in the bases of layers ``i`` and
+        ``j``: ``sum E_k[a,b] T[a,b,c,d] E_l[c,d]`` (:meth:`attnpaths.action.SymmetricBasis.project`)."""
+        (ab, ba, weights_i), (cd, dc, weights_j) = self.picked[i], self.picked[j]
+        flat = block.reshape(self.sizes[i] ** 2, -1)
+        rows = flat[ab] + flat[ba]
+        return (rows[:, cd] + rows[:, dc]) * (0.25 * np.outer(weights_i, weights_j))
+
     def derivatives(self, point: _Point) -> _Derivatives:
         """Gradient and Hessian of ``S`` at ``point``."""
-        n, o = self.total, self.offsets
-        en_gradient, en_hessian = self.energy.derivatives(point.energy, order=2)
+        s = self.starts
+        en_gradient, en_hessian = self.energy.derivatives_in_basis(point.energy, order=2)
         _, gradients, terms = entropy_terms(point.factors, self.arch, order=2)
         # numpy: the arrays are small (a fraction of torch's cost per operation)
-        F = point.factor
-        g = np.zeros((n, n))
-        for (start, end), gradient_l in zip(zip(o, o[1:]), gradients):
-            g[start:end, start:end] = gradient_l
-        g[: o[1], : o[1]] += en_gradient.numpy()
-        H = np.zeros((n, n, n, n))
-        H[: o[1], : o[1], : o[1], : o[1]] = en_hessian.numpy()
+        gradient_u = np.concatenate([g.reshape(-1)[ab] * weights
+                                     for g, (ab, _, weights) in zip(gradients, self.picked)])
+        gradient_u[: s[1]] += en_gradient.numpy()
+        hessian_u = np.zeros((s[-1], s[-1]))
+        hessian_u[: s[1], : s[1]] = en_hessian.numpy()
         for (i, j), block in terms:
-            H[o[i] : o[i + 1], o[i] : o[i + 1], o[j] : o[j + 1], o[j] : o[j + 1]] += block
+            projected = self._projected(block, i, j)
+            hessian_u[s[i] : s[i + 1], s[j] : s[j + 1]] += projected
             if i != j:
-                H[o[j] : o[j + 1], o[j] : o[j + 1], o[i] : o[i + 1], o[i] : o[i + 1]] += block.transpose(2, 3, 0, 1)
-        H = symmetrized(H)
-        scale = np.where(self.on_diagonal, F.reshape(-1)[self.entry], 1.0)
-        gradient = 2.0 * scale * (g @ F).reshape(-1)[self.entry]
-        Z = (H.reshape(-1, n) @ F).reshape(n, n, n * n).transpose(1, 0, 2).reshape(n, -1)
-        Y = (F.T @ Z).reshape(n * n, n * n)  # [(j, i), (i', j')]: F[b,j] H[i,b,i',d] F[d,j'] summed
-        hessian = Y[self.transposed_entry[:, None], self.entry[None, :]]
-        hessian = (4.0 * hessian + (2.0 * self.same_column) * g.reshape(-1)[self.row_pairs]) * np.outer(scale, scale)
+                hessian_u[s[j] : s[j + 1], s[i] : s[i + 1]] += projected.T
+        F = point.factor.reshape(-1)
+        scale = np.where(self.on_diagonal, F[self.entry], 1.0)
+        (on_a, on_b), (at_b, at_a) = self.jacobian_masks, self.jacobian_entries
+        J = (on_a * F[at_b] + on_b * F[at_a]) * (self.weights[:, None] * scale[None, :])
+        gradient = J.T @ gradient_u
+        g = np.zeros(self.total * self.total)  # dS / dU (entries), from the coordinates
+        g[self.basis_entries[0]] = gradient_u / self.weights
+        g[self.basis_entries[1]] = gradient_u / self.weights
+        hessian = J.T @ hessian_u @ J + (2.0 * self.same_column) * g[self.row_pairs] * np.outer(scale, scale)
         hessian.flat[:: hessian.shape[0] + 1] += np.where(self.on_diagonal, gradient, 0.0)
         return _Derivatives(torch.from_numpy(gradient), torch.from_numpy((hessian + hessian.T) / 2),
-                            torch.from_numpy(g), torch.from_numpy(H))
+                            gradient_u, hessian_u)
 
     def certificate(self, derivatives: _Derivatives) -> tuple[float, float]:
         """Gradient norm and smallest Hessian eigenvalue of ``S`` in symmetric directions of every ``U_l``
         (the orthonormal bases of :class:`attnpaths.action.SymmetricBasis`)."""
-        o, g, H = self.offsets, derivatives.gradient_U, derivatives.hessian_U
-        gradient = torch.cat([basis.coordinates(g[o[l] : o[l + 1], o[l] : o[l + 1]])
-                              for l, basis in enumerate(self.bases)])
-        rows = []
-        for i, bi in enumerate(self.bases):
-            rows.append(torch.cat([bi.project(H[o[i] : o[i + 1], o[i] : o[i + 1], o[j] : o[j + 1], o[j] : o[j + 1]], bj)
-                                   for j, bj in enumerate(self.bases)], dim=1))
-        hess = torch.cat(rows)
-        return (float(torch.linalg.vector_norm(gradient)), float(torch.linalg.eigvalsh((hess + hess.T) / 2)[0]))
+        H = derivatives.hessian_u
+        return float(np.linalg.norm(derivatives.gradient_u)), float(np.linalg.eigvalsh((H + H.T) / 2)[0])
 
 
 def _trust_region_step(coefficients: np.ndarray, eigenvalues: np.ndarray, radius: float) -> np.ndarray:
