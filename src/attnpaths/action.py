@@ -358,6 +358,8 @@ class SymmetricBasis:
         self._position = position
         self._entry_weights = self.weights[position]
         self._entries = None
+        rows, cols = self.rows.numpy(), self.cols.numpy()
+        self.flat_positions = (rows * n + cols, cols * n + rows)  # of (a, b) and (b, a) in a flattened n x n matrix
 
     def coordinates(self, D: torch.Tensor) -> torch.Tensor:
         """``[..., n, n]`` symmetric -> ``[..., size]``; for the gradient of a function of symmetric matrices
@@ -368,14 +370,19 @@ class SymmetricBasis:
         """Inverse of :meth:`coordinates` for a gradient: ``g_ab = g_ba = d_k / c_k``, ``[n, n]``."""
         return d[self._position] / self._entry_weights
 
-    def project(self, hessian: torch.Tensor, other: "SymmetricBasis | None" = None) -> torch.Tensor:
-        """``[n, n, n', n']`` second derivatives (entries independent) -> ``[size, other.size]`` in this basis and
-        ``other`` (default: this one): ``H_kl = sum E_k[a,b] H[a,b,c,d] E'_l[c,d]``."""
+    def project(self, hessian, other: "SymmetricBasis | None" = None):
+        """``[n, n, n', n']`` second derivatives (entries independent; numpy or torch) -> ``[size, other.size]`` in
+        this basis and ``other`` (default: this one): ``H_kl = sum E_k[a,b] H[a,b,c,d] E'_l[c,d]
+        = c_k c'_l (H[a,b,c,d] + H[b,a,c,d] + H[a,b,d,c] + H[b,a,d,c]) / 4``, gathered without forming the
+        symmetrised tensor."""
         other = self if other is None else other
-        symmetric = symmetrized(hessian)
-        picked = symmetric.reshape(self.n * self.n, -1).index_select(0, self.rows * self.n + self.cols)
-        picked = picked.index_select(1, other.rows * other.n + other.cols)
-        return picked * (self.weights[:, None] * other.weights[None, :])
+        (ab, ba), (cd, dc) = self.flat_positions, other.flat_positions
+        flat = hessian.reshape(self.n * self.n, other.n * other.n)
+        rows = flat[ab] + flat[ba]
+        weights = np.outer(self.weights.numpy(), other.weights.numpy()) / 4
+        if isinstance(hessian, torch.Tensor):
+            weights = torch.from_numpy(weights)
+        return (rows[:, cd] + rows[:, dc]) * weights
 
     def entries(self, hessian: torch.Tensor, other: "SymmetricBasis | None" = None) -> torch.Tensor:
         """Inverse of :meth:`project`: the symmetrised ``[n, n, n', n']`` entries of a Hessian given in the bases,
@@ -509,6 +516,12 @@ def _lower_gram(A: np.ndarray) -> np.ndarray:
     return symmetric_rank_k(1.0, np.asfortranarray(A), trans=0, lower=0).T
 
 
+def _gram(A: np.ndarray) -> np.ndarray:
+    """``A A^T`` (numpy in and out), the whole matrix, by torch's matrix product (faster than numpy's here)."""
+    A = torch.from_numpy(A)
+    return (A @ A.T).numpy()
+
+
 def _filled(lower: np.ndarray) -> np.ndarray:
     """The symmetric matrix (or stack of matrices, last two axes) whose lower triangle is ``lower``'s."""
     return np.tril(lower) + np.swapaxes(np.tril(lower, -1), -1, -2)
@@ -558,6 +571,7 @@ class EnergyEvaluator:
             self.flat = X.reshape(P, n0 * n)
             # the pairs (i, j) of input features with j < i: the blocks of M below its diagonal blocks
             self._later, self._earlier = np.tril_indices(n0, -1)
+            self._basis_rows, self._basis_cols = self.basis.rows.numpy(), self.basis.cols.numpy()
 
     @staticmethod
     def cheaper_route(P: int, n0: int, n: int, max_stored: float = 5e7) -> str:
@@ -590,12 +604,10 @@ class EnergyEvaluator:
 
     def derivatives(self, point: EnergyPoint, order: int = 2):
         """Derivatives of ``S_en`` at ``point`` with respect to the entries of ``U_1`` (treated as independent):
-        ``(gradient [n, n], hessian [n, n, n, n])`` (the Hessian for ``order`` 2, else None; from the sample
-        space, symmetrised as :func:`symmetrized`)."""
-        if self.route == "sample":
-            gradient, hessian = self._sample_space(point, order)
-            return self.basis.matrix(gradient), None if hessian is None else self.basis.entries(hessian)
-        return self._feature_space(point, order)
+        ``(gradient [n, n], hessian [n, n, n, n])`` (the Hessian for ``order`` 2, else None; symmetrised as
+        :func:`symmetrized`)."""
+        gradient, hessian = self.derivatives_in_basis(point, order)
+        return self.basis.matrix(gradient), None if hessian is None else self.basis.entries(hessian)
 
     def derivatives_in_basis(self, point: EnergyPoint, order: int = 2):
         """Derivatives of ``S_en`` at ``point`` with respect to the coordinates ``u`` of ``U_1`` in the evaluator's
@@ -603,8 +615,7 @@ class EnergyEvaluator:
         ``m = n (n + 1) / 2`` (the Hessian for ``order`` 2, else None)."""
         if self.route == "sample":
             return self._sample_space(point, order)
-        gradient, hessian = self._feature_space(point, order)
-        return self.basis.coordinates(gradient), None if hessian is None else self.basis.project(hessian)
+        return self._feature_space(point, order)
 
     def _sample_space(self, point, order):
         P, m = self.num_examples, self.basis.size
@@ -627,24 +638,32 @@ class EnergyEvaluator:
 
     def _feature_space(self, point, order):
         P, n0, n = self.X.shape
+        (ab, _), weights = self.basis.flat_positions, self.basis.weights.numpy()
         B = torch.linalg.solve_triangular(point.chol, self.flat, upper=False).numpy()  # [P, (i, a)]
         w = (point.alpha @ self.flat).numpy().reshape(n0, n)
         if order < 2:
             by_path = B.reshape(P * n0, n)
-            return torch.from_numpy(by_path.T @ by_path - w.T @ w), None
+            return torch.from_numpy((by_path.T @ by_path - w.T @ w).reshape(-1)[ab] * weights), None
         # M[i,a,j,b], lower triangle in ((i, a), (j, b)): every block j < i and the lower half of the blocks j = i
         M = _lower_gram(B.T).reshape(n0, n, n0, n)
         inputs = np.arange(n0)
         diagonal = _filled(M[inputs, :, inputs, :])  # [i, a, b] = M[i,a,i,b]
-        gradient = diagonal.sum(axis=0) - w.T @ w
-        # t1[a,b,c,d] = sum_ij M[i,a,j,d] M[i,b,j,c] = W[a,d,b,c]: the pairs i = j, and the pairs i > j
-        # (R[x,y] = M[i,x,j,y]) in both orders, those with i < j through M[i,a,j,d] = R[d,a]
-        by_pair = M[self._later, :, self._earlier, :].reshape(-1, n * n)  # [(i > j), (x, y)]
-        off = _filled(_lower_gram(by_pair.T)).reshape(n, n, n, n)
-        on = diagonal.reshape(n0, n * n)
-        W = (on.T @ on).reshape(n, n, n, n) + off + off.transpose(1, 0, 3, 2)
-        t1 = W.transpose(0, 2, 3, 1)
-        # sum_ij w[i,a] M[i,b,j,c] w[j,d] = sum_p V[p,a,b] V[p,d,c], V[p,a,b] = sum_i w[i,a] B[p,i,b]
+        gradient = (diagonal.sum(axis=0) - w.T @ w).reshape(-1)[ab] * weights
+        # tr(G^{-1} C_ab G^{-1} C_cd) = sum_ij M[i,a,j,d] M[i,b,j,c] = W[(a,d),(b,c)], a Gram matrix over the pairs
+        # (i, j): with R_ij[x, y] = M[i,x,j,y] for i > j (the pairs i < j are their transposes) and the symmetric
+        # D_i = R_ii, W = Z + Z with the indices of each pair swapped, Z = sum_i vec(D_i) vec(D_i)^T / 2
+        # + sum_{i > j} vec(R_ij) vec(R_ij)^T
+        stacked = np.concatenate([diagonal.reshape(n0, n * n) * 0.5**0.5,
+                                  M[self._later, :, self._earlier, :].reshape(-1, n * n)])
+        Z = _gram(stacked.T)
+        # sum_ij w[i,a] M[i,b,j,c] w[j,d] = sum_p V[p,a,b] V[p,d,c] = C[(b,a),(c,d)], V[p,a,b] = sum_i w[i,a] B[p,i,b]
         V = (B.reshape(P, n0, n).transpose(0, 2, 1).reshape(P * n, n0) @ w).reshape(P, n * n)  # [p, (b, a)]
-        t2 = _filled(_lower_gram(V.T)).reshape(n, n, n, n).transpose(1, 0, 2, 3)  # [a, b, c, d]
-        return torch.from_numpy(gradient), torch.from_numpy(t2 + t2.transpose(2, 3, 0, 1) - t1)
+        t2 = self.basis.project(_gram(V.T))  # (the projection symmetrises (a, b): the order of C's pair is moot)
+        # the projection of W[(a,d),(b,c)]: Z in both index orders of each pair, and Z's swapped part as t1^T
+        rows, cols = self._basis_rows, self._basis_cols
+        t1 = 0.0
+        for a, b in ((rows, cols), (cols, rows)):
+            for c, d in ((rows, cols), (cols, rows)):
+                t1 = t1 + Z[a[:, None] * n + d[None, :], b[:, None] * n + c[None, :]]
+        t1 *= np.outer(weights, weights) / 4
+        return torch.from_numpy(gradient), torch.from_numpy(t2 + t2.T - t1 - t1.T)

@@ -201,7 +201,7 @@ class _Action:
     the coordinates ``u`` of the ``U_l`` in orthonormal bases of symmetric matrices (``U_l = sum_k u_k E_k``,
     :class:`attnpaths.action.SymmetricBasis`; :meth:`attnpaths.action.EnergyEvaluator.derivatives_in_basis`, and
     :func:`attnpaths.action.entropy_terms` projected on the bases) are carried to ``theta`` by the chain rule
-    (:meth:`CholeskyCoordinates.chain_rule`, here with the Jacobian ``J = du / dtheta`` built from ``F``):
+    (:meth:`CholeskyCoordinates.chain_rule`, here with the Jacobian ``J = du / dtheta`` applied through ``F``):
     ``dU / dtheta_t = s_t (e_i f_j^T + f_j e_i^T)`` (``(i, j)`` the entry of ``theta_t``, ``f_j`` the ``j``-th column
     of ``F``, ``s_t = F_ii`` on the diagonal, else 1), so ``J[k, t] = c_k s_t (delta(a_k, i) F[b_k, j]
     + F[a_k, j] delta(b_k, i))`` (``E_k`` on the entry ``(a_k, b_k)``, ``c_k`` its weight), and
@@ -226,21 +226,18 @@ class _Action:
         self.entry = i * n + j  # theta_t -> F[i_t, j_t]
         self.same_column = (j[:, None] == j[None, :]).astype(np.float64)
         self.row_pairs = i[:, None] * n + i[None, :]
-        # the bases: u_k on the entry (a_k, b_k) of U with weight c_k; layer l's coordinates in u[starts[l]:starts[l+1]]
+        # the bases: layer l's coordinates in u[starts[l]:starts[l+1]]; every entry (c, d) of U by its coordinate
+        # (M, a zero appended to u, off the layers' blocks) and 2 / c_k (0 off the blocks), for _times_jacobian
         self.starts = [0]
         for basis in self.bases:
             self.starts.append(self.starts[-1] + basis.size)
-        a = np.concatenate([basis.rows.numpy() + o for basis, o in zip(self.bases, self.offsets)])
-        b = np.concatenate([basis.cols.numpy() + o for basis, o in zip(self.bases, self.offsets)])
-        self.weights = np.concatenate([basis.weights.numpy() for basis in self.bases])
-        # per layer: the flat entries (a, b) and (b, a) of its basis elements and their weights
-        self.picked = []
-        for basis in self.bases:
-            rows, cols = basis.rows.numpy(), basis.cols.numpy()
-            self.picked.append((rows * basis.n + cols, cols * basis.n + rows, basis.weights.numpy()))
-        self.basis_entries = (a * n + b, b * n + a)
-        self.jacobian_masks = tuple((c[:, None] == i[None, :]).astype(np.float64) for c in (a, b))
-        self.jacobian_entries = (b[:, None] * n + j[None, :], a[:, None] * n + j[None, :])
+        self.coordinate_of_entry = np.full(n * n, self.starts[-1])
+        self.entry_factor = np.zeros(n * n)
+        for basis, offset, start in zip(self.bases, self.offsets, self.starts):
+            block = np.arange(offset, offset + basis.n)
+            entries = (block[:, None] * n + block[None, :]).reshape(-1)
+            self.coordinate_of_entry[entries] = start + basis._position.numpy().reshape(-1)
+            self.entry_factor[entries] = 2.0 / basis._entry_weights.numpy().reshape(-1)
 
     def point(self, theta: torch.Tensor) -> _Point | None:
         """The action at ``theta``; None where it is not finite (``K + T I`` numerically singular)."""
@@ -262,13 +259,14 @@ class _Action:
         point = self.point(self.coords.coordinates(U_layers))
         return point.entropy, point.energy.value
 
-    def _projected(self, block, i: int, j: int) -> np.ndarray:
-        """An entries-independent second-derivative block ``[n_i, n_i, n_j, n_j]`` in the bases of layers ``i`` and
-        ``j``: ``sum E_k[a,b] T[a,b,c,d] E_l[c,d]`` (:meth:`attnpaths.action.SymmetricBasis.project`)."""
-        (ab, ba, weights_i), (cd, dc, weights_j) = self.picked[i], self.picked[j]
-        flat = block.reshape(self.sizes[i] ** 2, -1)
-        rows = flat[ab] + flat[ba]
-        return (rows[:, cd] + rows[:, dc]) * (0.25 * np.outer(weights_i, weights_j))
+    def _times_jacobian(self, Y: np.ndarray, F: np.ndarray, scale: np.ndarray):
+        """``(Y J, Q)`` for ``Y`` ``[R, M]`` (columns: coordinates ``u``), ``J = du / dtheta`` ``[M, D]`` at the factor
+        ``F`` ``[n, n]`` (``scale``: ``s_t``): ``(Y J)[r, t] = s_t sum_d Q[r, i_t, d] F[d, j_t]`` with
+        ``Q[r, c, d] = 2 Y[r, k(c, d)] / c_k`` (0 off the layers' blocks), ``n^3`` operations per row instead of
+        the ``M D`` of a dense ``J``. ``Q / 2`` is ``Y``'s rows as (entries-independent) derivatives w.r.t. ``U``."""
+        R, n = Y.shape[0], self.total
+        Q = np.concatenate([Y, np.zeros((R, 1))], axis=1)[:, self.coordinate_of_entry] * self.entry_factor
+        return (Q.reshape(R * n, n) @ F).reshape(R, n * n)[:, self.entry] * scale, Q
 
     def derivatives(self, point: _Point) -> _Derivatives:
         """Gradient and Hessian of ``S`` at ``point``."""
@@ -276,25 +274,23 @@ class _Action:
         en_gradient, en_hessian = self.energy.derivatives_in_basis(point.energy, order=2)
         _, gradients, terms = entropy_terms(point.factors, self.arch, order=2)
         # numpy: the arrays are small (a fraction of torch's cost per operation)
-        gradient_u = np.concatenate([g.reshape(-1)[ab] * weights
-                                     for g, (ab, _, weights) in zip(gradients, self.picked)])
+        gradient_u = np.concatenate([g.reshape(-1)[basis.flat_positions[0]] * basis.weights.numpy()
+                                     for g, basis in zip(gradients, self.bases)])
         gradient_u[: s[1]] += en_gradient.numpy()
         hessian_u = np.zeros((s[-1], s[-1]))
         hessian_u[: s[1], : s[1]] = en_hessian.numpy()
         for (i, j), block in terms:
-            projected = self._projected(block, i, j)
+            projected = self.bases[i].project(block, self.bases[j])
             hessian_u[s[i] : s[i + 1], s[j] : s[j + 1]] += projected
             if i != j:
                 hessian_u[s[j] : s[j + 1], s[i] : s[i + 1]] += projected.T
-        F = point.factor.reshape(-1)
-        scale = np.where(self.on_diagonal, F[self.entry], 1.0)
-        (on_a, on_b), (at_b, at_a) = self.jacobian_masks, self.jacobian_entries
-        J = (on_a * F[at_b] + on_b * F[at_a]) * (self.weights[:, None] * scale[None, :])
-        gradient = J.T @ gradient_u
-        g = np.zeros(self.total * self.total)  # dS / dU (entries), from the coordinates
-        g[self.basis_entries[0]] = gradient_u / self.weights
-        g[self.basis_entries[1]] = gradient_u / self.weights
-        hessian = J.T @ hessian_u @ J + (2.0 * self.same_column) * g[self.row_pairs] * np.outer(scale, scale)
+        F = point.factor
+        scale = np.where(self.on_diagonal, F.reshape(-1)[self.entry], 1.0)
+        gradient, Q = self._times_jacobian(gradient_u[None], F, scale)
+        gradient, g = gradient[0], Q[0] / 2  # g: dS / dU (entries)
+        right = self._times_jacobian(hessian_u, F, scale)[0]  # H_u J
+        hessian = self._times_jacobian(np.ascontiguousarray(right.T), F, scale)[0]  # (H_u J)^T J = J^T H_u J
+        hessian += (2.0 * self.same_column) * g[self.row_pairs] * np.outer(scale, scale)
         hessian.flat[:: hessian.shape[0] + 1] += np.where(self.on_diagonal, gradient, 0.0)
         return _Derivatives(torch.from_numpy(gradient), torch.from_numpy((hessian + hessian.T) / 2),
                             gradient_u, hessian_u)
