@@ -341,7 +341,9 @@ class SymmetricBasis:
     """Orthonormal basis of the symmetric ``n x n`` matrices: ``E_k = e_a e_a^T`` for ``a = b`` and
     ``(e_a e_b^T + e_b e_a^T) / sqrt(2)`` for ``a < b``, ``(a, b) = (rows[k], cols[k])`` in the order of
     ``torch.triu_indices(n, n)``. The coordinates of a symmetric ``D`` are ``d_k = <E_k, D> = c_k D_ab`` with
-    ``c_k = 1`` on the diagonal and ``sqrt(2)`` off it; ``size = n (n + 1) / 2``.
+    ``c_k = 1`` on the diagonal and ``sqrt(2)`` off it; ``size = n (n + 1) / 2``. ``position[a, b]`` (``[n, n]``) is
+    the ``k`` of the entry ``(a, b)`` (or ``(b, a)``), ``entry_weights[a, b]`` its ``c_k``; ``flat_positions`` holds
+    the positions of ``(a_k, b_k)`` and ``(b_k, a_k)`` in a flattened ``n x n`` matrix (numpy).
     """
 
     def __init__(self, n: int):
@@ -351,15 +353,14 @@ class SymmetricBasis:
         self.diagonal = self.rows == self.cols
         self.weights = torch.where(self.diagonal, torch.ones((), dtype=torch.float64),
                                    torch.full((), 2.0**0.5, dtype=torch.float64))
-        # position k of the entry (a, b) or (b, a) of a symmetric matrix, and c_k
         position = torch.zeros(n, n, dtype=torch.long)
         position[self.rows, self.cols] = torch.arange(self.size)
         position[self.cols, self.rows] = torch.arange(self.size)
-        self._position = position
-        self._entry_weights = self.weights[position]
+        self.position = position
+        self.entry_weights = self.weights[position]
         self._entries = None
         rows, cols = self.rows.numpy(), self.cols.numpy()
-        self.flat_positions = (rows * n + cols, cols * n + rows)  # of (a, b) and (b, a) in a flattened n x n matrix
+        self.flat_positions = (rows * n + cols, cols * n + rows)
 
     def coordinates(self, D: torch.Tensor) -> torch.Tensor:
         """``[..., n, n]`` symmetric -> ``[..., size]``; for the gradient of a function of symmetric matrices
@@ -368,7 +369,7 @@ class SymmetricBasis:
 
     def matrix(self, d: torch.Tensor) -> torch.Tensor:
         """Inverse of :meth:`coordinates` for a gradient: ``g_ab = g_ba = d_k / c_k``, ``[n, n]``."""
-        return d[self._position] / self._entry_weights
+        return d[self.position] / self.entry_weights
 
     def project(self, hessian, other: "SymmetricBasis | None" = None):
         """``[n, n, n', n']`` second derivatives (entries independent; numpy or torch) -> ``[size, other.size]`` in
@@ -391,8 +392,8 @@ class SymmetricBasis:
             index, weights = self._entries
         else:
             other_ = self if other is None else other
-            index = self._position.reshape(self.n, self.n, 1, 1) * other_.size + other_._position
-            weights = self._entry_weights.reshape(self.n, self.n, 1, 1) * other_._entry_weights
+            index = self.position.reshape(self.n, self.n, 1, 1) * other_.size + other_.position
+            weights = self.entry_weights.reshape(self.n, self.n, 1, 1) * other_.entry_weights
             if other is None:
                 self._entries = (index, weights)
         return torch.take(hessian, index) / weights

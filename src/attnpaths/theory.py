@@ -236,8 +236,8 @@ class _Action:
         for basis, offset, start in zip(self.bases, self.offsets, self.starts):
             block = np.arange(offset, offset + basis.n)
             entries = (block[:, None] * n + block[None, :]).reshape(-1)
-            self.coordinate_of_entry[entries] = start + basis._position.numpy().reshape(-1)
-            self.entry_factor[entries] = 2.0 / basis._entry_weights.numpy().reshape(-1)
+            self.coordinate_of_entry[entries] = start + basis.position.numpy().reshape(-1)
+            self.entry_factor[entries] = 2.0 / basis.entry_weights.numpy().reshape(-1)
 
     def point(self, theta: torch.Tensor) -> _Point | None:
         """The action at ``theta``; None where it is not finite (``K + T I`` numerically singular)."""
