@@ -8,6 +8,8 @@
 - ``record-paper [CHAPTER ...] [--accept] [--no-execute]``: execute the stale chapters' paper profile, show how
   each chapter's paper record in ``tests/paper_records`` would change, and write it (a record whose numbers
   changed only with ``--accept``; a chapter whose run fails gets none, the others still do);
+- ``ship-weights CHAPTER [...] --profile P``: run the chapters that train models with ``retrain=True`` and ship
+  the weights they trained in ``src/attnpaths/book/trained`` (with their SHA-256, command and machine);
 - ``bench NAME [ARGS ...]``: run ``attnpaths.benchmarks.NAME.main(ARGS)``.
 
 The commands that execute chapters send the chapters' tasks to an engine (:mod:`attnpaths.engine`): by
@@ -104,7 +106,12 @@ def _parser(prog: str = MODULE_PROG) -> argparse.ArgumentParser:
     record.add_argument("--no-execute", action="store_true",
                         help="record the results files as they are, executing nothing")
 
-    for executing in (book, run, refresh, record):
+    ship = commands.add_parser("ship-weights", help="train the models of chapters afresh (retrain=True) and ship "
+                               "their weights in src/attnpaths/book/trained")
+    ship.add_argument("chapters", nargs="+", metavar="CHAPTER", help="chapters that train models (oneshot, pruning)")
+    ship.add_argument("--profile", choices=PROFILES, default="smoke", help="execution profile (default: smoke)")
+
+    for executing in (book, run, refresh, record, ship):
         _engine_options(executing)
 
     bench = commands.add_parser("bench", help="run the benchmark attnpaths.benchmarks.NAME")
@@ -212,6 +219,31 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
     return 1 if failed or held else 0
 
 
+def _ship_weights(layout: BookLayout, names: list[str], profile: str, command: str, engine) -> int:
+    from . import provenance
+    from .book import trained
+    from .results import read_results
+
+    chapters = runner.notebook_chapters(layout)
+    selected = [find_chapter(chapters, name) for name in names]
+    for chapter in selected:
+        if "retrain" not in chapter.defaults:
+            raise ValueError(f"chapters must be chapters that train models (a 'retrain' parameter), "
+                             f"{chapter.name!r} has none")
+    for chapter in selected:
+        runner.run_chapter(layout, chapter.name, profile, {"retrain": True}, force=True, progress=_say,
+                           progress_bar=sys.stderr.isatty(), engine=engine)
+        results = read_results(chapter.name, layout.results_dir)
+        sources = results["values"]["trained_models"]
+        sources = list(sources.values()) if isinstance(sources, dict) else sources
+        block = {**provenance.collect(layout.root), "trained_utc": provenance.utc_now(), "engine": engine.describe()}
+        entries = trained.ship(sources, chapter=chapter.name, profile=profile, command=command,
+                               parameters=results["parameters"], provenance=block)
+        for entry in entries:
+            _say(f"shipped {entry.label} of {chapter.name} ({profile}): {entry.name}, SHA-256 {entry.sha256}")
+    return 0
+
+
 def main(argv=None) -> int:
     """Entry point of the console script ``attnpaths`` and of ``python -m attnpaths``: runs the command in
     ``argv`` (default: ``sys.argv[1:]``, named after how the process was called) and returns the exit status."""
@@ -244,6 +276,8 @@ def main(argv=None) -> int:
             elif args.command == "record-paper":
                 command = " ".join([prog, *argv])
                 return _record_paper(layout, args.chapters, args.accept, not args.no_execute, command, engine)
+            elif args.command == "ship-weights":
+                return _ship_weights(layout, args.chapters, args.profile, " ".join([prog, *argv]), engine)
     except ChapterFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

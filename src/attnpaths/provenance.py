@@ -13,7 +13,7 @@ Three consumers record it:
 
     {"package_version": "0.1.0", "commit": "<40 hex digits>" | None, "commit_dirty": bool | None,
      "versions": {"python": "3.11.9", "numpy": "2.1.0", ...},
-     "machine": {"platform", "processor", "cpu_count", "load_average_1min"}}
+     "machine": {"platform", "processor", "cpu_model", "cpu_capability", "cpu_count", "load_average_1min"}}
 
 Nothing here prints or raises for a missing piece: a library that is not installed has version ``None``, a
 folder outside a git checkout has commit ``None``, a system without a load average reports ``None``.
@@ -74,10 +74,34 @@ def load_average() -> float | None:
         return None
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name (``model name`` in ``/proc/cpuinfo``; ``None`` where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
+def cpu_capability() -> str | None:
+    """The instruction set that torch's CPU kernels dispatch to in this process (e.g. ``"AVX512"``, ``"AVX2"``,
+    ``"DEFAULT"``; the environment variable ``ATEN_CPU_CAPABILITY`` lowers it), or ``None`` without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.backends.cpu.get_cpu_capability()
+
+
 def machine(load: bool = True) -> dict:
-    """The machine: ``{"platform", "processor", "cpu_count"}`` and, with ``load``, ``"load_average_1min"``
-    (:func:`load_average`, taken now)."""
-    found = {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count()}
+    """The machine: ``{"platform", "processor", "cpu_model", "cpu_capability", "cpu_count"}`` (the CPU's model
+    and torch's kernel dispatch, :func:`cpu_model`, :func:`cpu_capability`) and, with ``load``,
+    ``"load_average_1min"`` (:func:`load_average`, taken now)."""
+    found = {"platform": platform.platform(), "processor": platform.machine(), "cpu_model": cpu_model(),
+             "cpu_capability": cpu_capability(), "cpu_count": os.cpu_count()}
     if load:
         found["load_average_1min"] = load_average()
     return found

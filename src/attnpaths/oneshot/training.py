@@ -21,8 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import torch
@@ -30,6 +29,8 @@ from tqdm import tqdm
 
 from .imagesets import ImageDataset
 from .model import FORWARD_REVISION, SumHeadTransformer
+from ..checkpoints import load_checkpoint, save_checkpoint
+from ..engine import map_tasks
 from .._validation import int_at_least, positive_int, torch_device
 from .sequences import SequenceEncoder, Sequences, sample_sequences
 
@@ -126,6 +127,15 @@ def accuracy(model: SumHeadTransformer, sequences: Sequences, *, drop_heads=()) 
     return float((torch.sign(f).double() == sequences.y.double()).double().mean())
 
 
+def split_accuracy(trained: TrainedModel, images, num_sequences: int, seed: int) -> float:
+    """:func:`accuracy` of ``trained.model`` on ``num_sequences`` episodes of the image split ``images`` (e.g.
+    ``dataset.test``), encoded with the model's own encoder and drawn from ``numpy.random.default_rng(seed)``:
+    models of different training seeds (each with its own label embedding) compared on one footing."""
+    sequences = sample_sequences(images, positive_int(num_sequences, "num_sequences"), trained.encoder,
+                                 np.random.default_rng(int_at_least(seed, "seed", 0)), dtype=torch.float32)
+    return accuracy(trained.model, sequences)
+
+
 def initial_model(config: TrainingConfig, image_size: int) -> tuple[SumHeadTransformer, SequenceEncoder, tuple]:
     """The untrained model and encoder of ``config`` for images of side ``image_size``, on the CPU.
 
@@ -204,13 +214,28 @@ def fit(config: TrainingConfig, dataset: ImageDataset, *, progress: bool = True,
     return TrainedModel(model, encoder, config, dict(dataset.parameters), history, best[1])
 
 
+def fit_seed(seed: int, *, config: TrainingConfig, dataset: ImageDataset, device="cpu") -> TrainedModel:
+    """:func:`fit` of ``config`` with its training seed replaced by ``seed`` (one task of :func:`fit_seeds`)."""
+    return fit(replace(config, seed=int_at_least(seed, "seed", 0)), dataset, progress=False, device=device)
+
+
+def fit_seeds(config: TrainingConfig, dataset: ImageDataset, seeds, *, device="cpu", progress: bool = True) -> list:
+    """The models of ``config`` trained from each training seed of ``seeds`` (a list of :class:`TrainedModel`,
+    in order), one engine task each (:func:`attnpaths.engine.map_tasks`): the spread between them is the
+    variability of a trained model across seeds."""
+    seeds = [int_at_least(s, "seeds", 0) for s in seeds]
+    return map_tasks(fit_seed, [dict(seed=s) for s in seeds], shared=dict(config=config, dataset=dataset,
+                     device=str(device)), description="one-shot model: training seeds", progress=progress)
+
+
 def _cpu_state(model: SumHeadTransformer) -> dict:
     """A CPU copy of the model's weights."""
     return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
 
 
-def save_trained(trained: TrainedModel, path: str) -> None:
-    """Save weights, encoder, training and data parameters and history to one ``torch.save`` file."""
+def save_trained(trained: TrainedModel, path: str) -> str:
+    """Save weights, encoder, training and data parameters and history to one ``torch.save`` file
+    (:func:`attnpaths.checkpoints.save_checkpoint`); returns the file's SHA-256."""
     payload = {
         "format": FORMAT,
         "hyperparameters": dict(trained.model.hyperparameters),
@@ -221,20 +246,13 @@ def save_trained(trained: TrainedModel, path: str) -> None:
         "history": trained.history,
         "best_step": trained.best_step,
     }
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".pt")
-    os.close(handle)
-    try:
-        torch.save(payload, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    return save_checkpoint(payload, path)
 
 
-def load_trained(path: str) -> TrainedModel:
-    """Load a file written by :func:`save_trained` (tensors only, ``weights_only=True``)."""
-    payload = torch.load(path, weights_only=True)
+def load_trained(path: str, sha256: str | None = None) -> TrainedModel:
+    """Load a file written by :func:`save_trained` (tensors only, ``weights_only=True``), after checking its
+    SHA-256 when ``sha256`` is given (``ValueError`` if it differs; :func:`attnpaths.checkpoints.load_checkpoint`)."""
+    payload = load_checkpoint(path, sha256)
     if payload.get("format") != FORMAT:
         raise ValueError(f"path must be a file written by save_trained ({FORMAT}), got format {payload.get('format')!r}")
     state = payload["state_dict"]
@@ -252,14 +270,22 @@ def load_trained(path: str) -> TrainedModel:
     )
 
 
-def model_cache_path(config: TrainingConfig, dataset: ImageDataset, cache_dir: str) -> str:
-    """File name keyed on the training parameters, the data parameters, the torch version and the revision of
-    the model's arithmetic (:data:`~attnpaths.oneshot.model.FORWARD_REVISION`), not on the device."""
+def training_key(config: TrainingConfig, dataset: ImageDataset) -> str:
+    """What identifies a trained model: SHA-256 of the training parameters, the data parameters, the file
+    format and the revision of the model's arithmetic (:data:`~attnpaths.oneshot.model.FORWARD_REVISION`).
+    Neither the device nor the torch version enters it: trained again from the same key on another machine,
+    the model is another draw of float32 rounding, which is why the book ships the weights it uses."""
     text = json.dumps(
-        {"training": asdict(config), "data": dataset.parameters, "torch": torch.__version__, "format": FORMAT,
-         "forward_revision": FORWARD_REVISION},
+        {"training": asdict(config), "data": dataset.parameters, "format": FORMAT, "forward_revision": FORWARD_REVISION},
         sort_keys=True,
     )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def model_cache_path(config: TrainingConfig, dataset: ImageDataset, cache_dir: str) -> str:
+    """File name of this machine's cache, keyed on :func:`training_key` and the torch version (not on the
+    device)."""
+    text = json.dumps({"key": training_key(config, dataset), "torch": torch.__version__}, sort_keys=True)
     return os.path.join(cache_dir, f"oneshot-model-{hashlib.sha256(text.encode()).hexdigest()[:16]}.pt")
 
 

@@ -29,7 +29,7 @@ from ..theory import classification_accuracy, parse_widths
 from .adapters import attention_error, head_model, pruning_mask
 from .digits import PatchDigits
 from .rankings import attention_entropy, gradient_head_importance, pruning_order, theory_head_ranking, value_norms
-from .training import ModelTraining, train_model
+from .training import ModelTraining, TrainedWeights, rebuild_model, train_model, trained_weights
 
 #: The rankings compared, in the chapter's order; ``"random"`` (random orders) is the fifth line.
 RANKINGS = ("theory", "michel", "entropy", "norm")
@@ -139,13 +139,21 @@ def _order_labels(order) -> list[str]:
     return [f"({l + 1}){h + 1}" for l, h in order]
 
 
+def training_seeds(seed: int, num_seeds: int) -> list[int]:
+    """The seeds of the models of a sweep: ``task_seed(seed, i, 0)`` for ``i = 0..num_seeds - 1``
+    (:func:`attnpaths.engine.task_seed`)."""
+    return [task_seed(seed, i, 0) for i in range(num_seeds)]
+
+
 def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigits, training: ModelTraining,
              theory_width, temperatures, theory_examples: int, num_random_orders: int, max_iterations: int = 200,
-             device="cpu") -> dict:
-    """One training seed: train a model, rank its heads by every method of :data:`RANKINGS`, prune along
-    each ranking and along random orders (one task of :func:`pruning_sweep`).
+             device="cpu", weights: TrainedWeights | None = None) -> dict:
+    """One training seed: train a model (or rebuild it from ``weights``), rank its heads by every method of
+    :data:`RANKINGS`, prune along each ranking and along random orders (one task of :func:`pruning_sweep`).
 
-    The model's initial weights and mini-batches come from ``task_seed(seed, seed_index, 0)``, the random
+    The model's initial weights and mini-batches come from ``task_seed(seed, seed_index, 0)``; given
+    ``weights`` (the :class:`~.training.TrainedWeights` of an earlier training from that seed, e.g. shipped
+    ones), the model is rebuilt from them instead of trained. The random
     pruning orders from ``task_seed(seed, seed_index, 1)`` (:func:`attnpaths.engine.task_seed`). The theory
     (eq-head-score) is solved on the first ``theory_examples`` training images at every temperature of
     ``temperatures``, and ranks the heads at the one with the smallest action (:func:`~.rankings.theory_head_ranking`);
@@ -159,11 +167,16 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigit
         ``random_curves`` ``[num_random_orders, K + 1]``, ``train_loss`` (mean of the last tenth of the
         steps), ``attention_error`` (:func:`~.adapters.attention_error` on the test images), ``theory`` (chosen temperature, certificate, iterations, test accuracy of its predictor
         eq-predictor), ``theory_scan`` (``temperatures``, ``action``, ``converged`` and ``curves`` ``[n_T, K + 1]``:
-        the pruning curve of the theory's ranking at every temperature), ``seconds``.
+        the pruning curve of the theory's ranking at every temperature), ``weights`` (the model's
+        :class:`~.training.TrainedWeights`), ``seconds``.
     """
     seconds = {}
     start = time.perf_counter()
-    model, history = train_model(training, train, task_seed(seed, seed_index, 0), device=device)
+    if weights is None:
+        model, history = train_model(training, train, task_seed(seed, seed_index, 0), device=device)
+        weights = trained_weights(model, history)
+    else:
+        model = rebuild_model(training, train.input_width, weights)
     view = head_model(model)
     seconds["training"] = time.perf_counter() - start
     frozen_error = attention_error(model, test.x)
@@ -188,7 +201,7 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigit
     random_curves = np.stack([pruning_curve(evaluator, order) for order in randoms])
     scan_curves = np.stack([pruning_curve(evaluator, pruning_order(scores_T)) for scores_T in theory.scan["scores"]])
     seconds["pruning"] = time.perf_counter() - start
-    loss = history["loss"]
+    loss = weights.loss
     return {
         "scores": scores, "orders": orders, "curves": curves, "random_orders": randoms, "random_curves": random_curves,
         "train_loss": float(loss[-max(1, loss.size // 10):].mean()), "attention_error": frozen_error,
@@ -198,8 +211,15 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigit
                    "test_accuracy": classification_accuracy(theory_mean, test.y.numpy())},
         "theory_scan": {"temperatures": theory.scan["temperatures"], "action": theory.scan["action"],
                         "converged": theory.scan["converged"], "curves": scan_curves},
-        "seconds": seconds,
+        "weights": weights, "seconds": seconds,
     }
+
+
+def base_accuracies(training: ModelTraining, weights, test: PatchDigits) -> np.ndarray:
+    """``[S]`` test accuracy of each unpruned model rebuilt from ``weights`` (a list of
+    :class:`~.training.TrainedWeights` of ``training``), as :attr:`PruningSweep.base_accuracy` measures it."""
+    return np.array([HeadMaskEvaluator(rebuild_model(training, test.input_width, w), test.x, test.y)()
+                     for w in weights])
 
 
 def mean_interval(values, confidence: float = 0.95, axis: int = 0) -> dict:
@@ -231,6 +251,7 @@ class PruningSweep:
         train_loss: ``[S]``; attention_error: ``[S]`` (:func:`~.adapters.attention_error`); theory: ``{key: [S]}`` (chosen temperature, certificate, iterations, test accuracy of
             the theory's predictor); theory_scan: ``{"temperatures": [n_T], "action", "converged": [S, n_T],
             "curves": [S, n_T, K + 1]}``, the theory's ranking at every temperature; seconds: ``{stage: [S]}``.
+        weights: ``[S]`` each seed's :class:`~.training.TrainedWeights` (trained, or the ones passed in).
     """
 
     rankings: tuple
@@ -245,6 +266,7 @@ class PruningSweep:
     theory: dict
     theory_scan: dict
     seconds: dict
+    weights: list
 
     @property
     def num_seeds(self) -> int:
@@ -297,7 +319,7 @@ def auc_table(auc: dict, *, confidence: float = 0.95) -> str:
 
 def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTraining, num_seeds: int, seed: int,
                   theory_width, temperatures, theory_examples: int, num_random_orders: int,
-                  max_iterations: int = 200, device="cpu", progress: bool = True) -> PruningSweep:
+                  max_iterations: int = 200, device="cpu", weights=None, progress: bool = True) -> PruningSweep:
     """:func:`run_seed` for ``seed_index = 0..num_seeds - 1``, one :func:`attnpaths.engine.map_tasks` task each.
 
     Args:
@@ -310,8 +332,15 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
         max_iterations: the theory solver's Newton iteration cap (a point that does not certify within it is
             marked and never chosen).
         device: where the models are trained (``"cpu"`` or ``"cuda"``).
+        weights: ``None`` (train every seed's model) or ``num_seeds`` :class:`~.training.TrainedWeights` of
+            earlier trainings from the seeds :func:`training_seeds` (e.g. shipped ones), used instead.
     """
     num_seeds = int_at_least(num_seeds, "num_seeds", 2)
+    if weights is not None:
+        weights = list(weights)
+        if len(weights) != num_seeds or not all(isinstance(w, TrainedWeights) for w in weights):
+            raise ValueError(f"weights must be None or {num_seeds} TrainedWeights (one per seed), got "
+                             f"{len(weights)} items")
     seed = int_at_least(seed, "seed", 0)
     theory_examples = positive_int(theory_examples, "theory_examples")
     if theory_examples > len(train):
@@ -324,7 +353,8 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
     shared = dict(seed=seed, train=train, test=test, training=training, theory_width=theory_width,
                   temperatures=temperatures, theory_examples=theory_examples,
                   num_random_orders=num_random_orders, max_iterations=max_iterations, device=str(device))
-    rows = map_tasks(run_seed, [dict(seed_index=i) for i in range(num_seeds)], shared=shared,
+    tasks = [dict(seed_index=i) if weights is None else dict(seed_index=i, weights=weights[i]) for i in range(num_seeds)]
+    rows = map_tasks(run_seed, tasks, shared=shared,
                      description="pruning: training seeds", progress=progress)
     heads = (training.num_heads,) * training.num_layers
     return PruningSweep(
@@ -338,8 +368,9 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
         theory_scan={"temperatures": np.array(temperatures),
                      **{key: np.stack([r["theory_scan"][key] for r in rows]) for key in ("action", "converged", "curves")}},
         seconds={key: np.array([r["seconds"][key] for r in rows]) for key in rows[0]["seconds"]},
+        weights=[r["weights"] for r in rows],
     )
 
 
-__all__ = ["RANKINGS", "RANKING_NAMES", "HeadMaskEvaluator", "PruningSweep", "auc_table", "curve_auc",
-           "mean_interval", "pruning_curve", "pruning_sweep", "run_seed"]
+__all__ = ["RANKINGS", "RANKING_NAMES", "HeadMaskEvaluator", "PruningSweep", "auc_table", "base_accuracies", "curve_auc",
+           "mean_interval", "pruning_curve", "pruning_sweep", "run_seed", "training_seeds"]

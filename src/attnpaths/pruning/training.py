@@ -9,6 +9,8 @@ generator for the mini-batches, so a seed gives the same run on any device up to
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -16,7 +18,8 @@ import torch
 from tqdm import tqdm
 
 from .._validation import int_at_least, nonnegative_real, positive_int, positive_real, torch_device
-from ..oneshot.model import SumHeadTransformer
+from ..checkpoints import load_checkpoint, save_checkpoint
+from ..oneshot.model import FORWARD_REVISION, SumHeadTransformer
 from .digits import PatchDigits
 from .models import MultiheadAttentionStack
 
@@ -109,3 +112,68 @@ def train_model(config: ModelTraining, train: PatchDigits, seed: int, *, device=
         losses.append(loss.detach())
     model.to("cpu")
     return model, {"loss": torch.stack(losses).cpu().numpy()}
+
+
+MODELS_FORMAT = "attnpaths.pruning.models/1"
+"""The ``format`` entry of a file written by :func:`save_models`."""
+
+
+@dataclass(frozen=True)
+class TrainedWeights:
+    """What a training run leaves behind, enough to rebuild its model without training.
+
+    Attributes:
+        state: the model's ``state_dict`` (CPU float32 tensors).
+        loss: ``[steps]`` the mini-batch loss before each step (float32, as computed).
+    """
+
+    state: dict
+    loss: np.ndarray
+
+
+def trained_weights(model, history: dict) -> TrainedWeights:
+    """The :class:`TrainedWeights` of a model returned by :func:`train_model` and its history."""
+    state = {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
+    return TrainedWeights(state=state, loss=np.asarray(history["loss"]).copy())
+
+
+def rebuild_model(config: ModelTraining, input_width: int, weights: TrainedWeights):
+    """The model of ``config`` holding ``weights`` (on the CPU, float32), as :func:`train_model` returned it."""
+    model = build_model(config, input_width, torch.Generator().manual_seed(0))
+    model.load_state_dict(weights.state)
+    return model
+
+
+def models_key(config: ModelTraining, train: PatchDigits, seeds) -> str:
+    """What identifies the models of a sweep: SHA-256 of the training settings, the training images' bytes, the
+    training seeds, the file format and the revision of the summed-head model's arithmetic. A change of any of
+    them names other models."""
+    digest = hashlib.sha256()
+    for tensor in (train.x, train.y):
+        digest.update(np.ascontiguousarray(tensor.numpy()).tobytes())
+    text = json.dumps({"config": config.to_dict(), "train": digest.hexdigest(), "seeds": [int(s) for s in seeds],
+                       "input_width": int(train.input_width), "format": MODELS_FORMAT,
+                       "forward_revision": FORWARD_REVISION}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def save_models(path, config: ModelTraining, key: str, weights) -> str:
+    """Write the trained weights of a sweep's seeds (a list of :class:`TrainedWeights`, in seed order) with
+    their ``config`` and :func:`models_key`; returns the file's SHA-256."""
+    payload = {"format": MODELS_FORMAT, "config": config.to_dict(), "key": key,
+               "states": [w.state for w in weights], "losses": [torch.from_numpy(np.asarray(w.loss)) for w in weights]}
+    return save_checkpoint(payload, path)
+
+
+def load_models(path, key: str, sha256: str | None = None) -> list[TrainedWeights]:
+    """The weights written by :func:`save_models`, after checking the file's SHA-256 (when given) and that it
+    holds the models of ``key`` (``ValueError`` otherwise)."""
+    payload = load_checkpoint(path, sha256, format=MODELS_FORMAT)
+    if payload["key"] != key:
+        raise ValueError(f"{path} holds the models of key {payload['key'][:12]}..., not of the requested "
+                         f"{key[:12]}... (other training settings, images or seeds)")
+    return [TrainedWeights(state=state, loss=loss.numpy()) for state, loss in zip(payload["states"], payload["losses"])]
+
+
+__all__ = ["ARCHITECTURES", "ARCHITECTURE_NAMES", "MODELS_FORMAT", "ModelTraining", "TrainedWeights", "build_model",
+           "load_models", "models_key", "rebuild_model", "save_models", "train_model", "trained_weights"]

@@ -1,0 +1,295 @@
+"""The trained weights that the book ships, and how a chapter gets its trained models (sec-repro-classes).
+
+Gradient-descent training in float32 is chaotic at the level of rounding: trained again on another CPU (another
+instruction set of torch's kernels), in another process or with another memory layout, the same seed ends at
+another model, and every number computed from that model moves by the spread between training runs, not by
+rounding. The chapters that train (``oneshot``, ``pruning``) therefore load the weights shipped in this folder
+by default, so that everything downstream of the model is a float64 computation from fixed inputs.
+
+``manifest.json`` lists each shipped file: its SHA-256 (checked on every load), the key of what it holds
+(:func:`attnpaths.oneshot.training.training_key`, :func:`attnpaths.pruning.training.models_key`: training
+settings, data and seeds), the chapter and profile that trained it, the command, the parameters and the machine.
+``python -m attnpaths ship-weights CHAPTER --profile P`` makes them: it runs the chapter with ``retrain=True``
+and copies the models it trained here.
+
+How a chapter gets a model (:class:`ModelSource`): ``"shipped"`` (this folder), ``"retrained"`` (trained
+afresh because the chapter's ``retrain`` parameter asks for it), ``"trained"`` (no shipped weights hold the
+chapter's parameters: trained on this machine, cached under ``_build/cache``). The chapter says which.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from ...checkpoints import file_sha256
+from ...oneshot.training import (TrainedModel, TrainingConfig, fit, fit_seeds, load_or_fit, load_trained, model_cache_path,
+                                   save_trained, training_key)
+from ...pruning.training import ModelTraining, load_models, models_key, save_models
+from ...results import atomic_write_text
+
+SHIPPED_DIR = Path(__file__).resolve().parent
+"""This folder: the shipped weight files and ``manifest.json``."""
+
+MANIFEST_FORMAT = "attnpaths.book.trained/1"
+"""The ``format`` entry of ``manifest.json``."""
+
+KINDS = ("oneshot", "pruning")
+"""What a shipped file holds: a one-shot model (:func:`~attnpaths.oneshot.training.save_trained`) or the models
+of a pruning sweep (:func:`~attnpaths.pruning.training.save_models`)."""
+
+SOURCES = ("shipped", "retrained", "trained")
+"""Where a chapter's model came from (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class ShippedFile:
+    """One entry of ``manifest.json``.
+
+    Attributes:
+        name: the file's name in :data:`SHIPPED_DIR`.
+        sha256: its SHA-256 (64 hex digits).
+        kind: one of :data:`KINDS`.
+        key: the key of what it holds (training settings, data, seeds).
+        label: what it holds in words (e.g. ``"seed 42"``, ``"multihead, 20 seeds"``).
+        chapter, profile: the chapter and profile whose run trained it.
+        command: the command that made it.
+        parameters: the chapter's parameters in that run.
+        provenance: commit, versions and machine of that run (:func:`attnpaths.provenance.collect`) and the time.
+    """
+
+    name: str
+    sha256: str
+    kind: str
+    key: str
+    label: str
+    chapter: str
+    profile: str
+    command: str
+    parameters: dict
+    provenance: dict
+
+    def path(self, folder=SHIPPED_DIR) -> Path:
+        """The file in ``folder``."""
+        return Path(folder) / self.name
+
+
+def read_manifest(folder=SHIPPED_DIR) -> dict[str, ShippedFile]:
+    """The entries of ``folder/manifest.json`` by file name (empty when there is no manifest)."""
+    path = Path(folder) / "manifest.json"
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text())
+    if data.get("format") != MANIFEST_FORMAT:
+        raise ValueError(f"{path}: format must be {MANIFEST_FORMAT!r}, got {data.get('format')!r}")
+    return {entry["name"]: ShippedFile(**entry) for entry in data["files"]}
+
+
+def write_manifest(entries: dict[str, ShippedFile], folder=SHIPPED_DIR) -> Path:
+    """Write ``folder/manifest.json`` with ``entries`` (sorted by name)."""
+    data = {"format": MANIFEST_FORMAT, "files": [asdict(entries[name]) for name in sorted(entries)]}
+    return atomic_write_text(Path(folder) / "manifest.json", json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def find_shipped(kind: str, key: str, folder=SHIPPED_DIR) -> ShippedFile | None:
+    """The shipped file of ``kind`` holding ``key``, or ``None``."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    found = [e for e in read_manifest(folder).values() if e.kind == kind and e.key == key]
+    return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a chapter's trained model came from.
+
+    Attributes:
+        kind: one of :data:`KINDS`; key: its training key.
+        source: one of :data:`SOURCES`.
+        file: the file it was loaded from or saved to (the shipped file, or the cache file), relative to the
+            working directory where it lies below it.
+        sha256: the file's SHA-256.
+        label: what it holds in words.
+    """
+
+    kind: str
+    key: str
+    source: str
+    file: str
+    sha256: str
+    label: str
+
+    def to_dict(self) -> dict:
+        """The fields as a dict (for a results file)."""
+        return asdict(self)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def oneshot_model(config: TrainingConfig, dataset, *, retrain: bool = False, device="cpu",
+                  cache_dir="_build/cache", folder=SHIPPED_DIR) -> tuple[TrainedModel, ModelSource]:
+    """The one-shot model of ``config`` trained on ``dataset``, and where it came from.
+
+    Shipped weights of the same :func:`~attnpaths.oneshot.training.training_key` are loaded (SHA-256 checked)
+    unless ``retrain``; with ``retrain`` the model is trained afresh on ``device`` and saved to this machine's
+    cache ``cache_dir`` (from where ``ship-weights`` takes it); without shipped weights it comes from that cache
+    or is trained and cached (:func:`~attnpaths.oneshot.training.load_or_fit`).
+    """
+    key = training_key(config, dataset)
+    label = f"seed {config.seed}"
+    shipped = None if retrain else find_shipped("oneshot", key, folder)
+    if shipped is not None:
+        path = shipped.path(folder)
+        return load_trained(str(path), shipped.sha256), ModelSource("oneshot", key, "shipped", _shown(path),
+                                                                      shipped.sha256, label)
+    path = Path(model_cache_path(config, dataset, str(cache_dir)))
+    if retrain:
+        trained = fit(config, dataset, progress=False, device=device)
+        save_trained(trained, str(path))
+    else:
+        trained = load_or_fit(config, dataset, cache_dir=str(cache_dir), progress=False, device=device)
+    return trained, ModelSource("oneshot", key, "retrained" if retrain else "trained", _shown(path),
+                                file_sha256(path), label)
+
+
+def retrained_oneshot_models(config: TrainingConfig, dataset, seeds, *, device="cpu",
+                             cache_dir="_build/cache") -> list[tuple[TrainedModel, ModelSource]]:
+    """The one-shot models of ``config`` trained afresh from each training seed of ``seeds``
+    (:func:`~attnpaths.oneshot.training.fit_seeds`, one engine task each), each saved to this machine's cache
+    ``cache_dir`` (from where ``ship-weights`` takes them), with their :class:`ModelSource` ``"retrained"``."""
+    out = []
+    for trained in fit_seeds(config, dataset, seeds, device=device, progress=False):
+        path = Path(model_cache_path(trained.config, dataset, str(cache_dir)))
+        sha256 = save_trained(trained, str(path))
+        out.append((trained, ModelSource("oneshot", training_key(trained.config, dataset), "retrained", _shown(path),
+                                         sha256, f"seed {trained.config.seed}")))
+    return out
+
+
+def shipped_oneshot_models(config: TrainingConfig, dataset, seeds, folder=SHIPPED_DIR) -> list[TrainedModel] | None:
+    """The shipped one-shot models of ``config`` at each training seed of ``seeds`` (SHA-256 checked), or
+    ``None`` when one of them is not shipped."""
+    models = []
+    for seed in seeds:
+        shipped = find_shipped("oneshot", training_key(replace(config, seed=int(seed)), dataset), folder)
+        if shipped is None:
+            return None
+        models.append(load_trained(str(shipped.path(folder)), shipped.sha256))
+    return models
+
+
+def pruning_cache_path(key: str, cache_dir) -> Path:
+    """This machine's file of the pruning models of ``key``."""
+    return Path(cache_dir) / f"pruning-models-{key[:16]}.pt"
+
+
+def pruning_weights(config: ModelTraining, train, seeds, *, retrain: bool = False, cache_dir="_build/cache",
+                    folder=SHIPPED_DIR):
+    """The trained weights of a pruning sweep's seeds, or ``None`` when they are to be trained.
+
+    Returns:
+        ``(weights, key, shipped)``: ``weights`` a list of :class:`~attnpaths.pruning.training.TrainedWeights`
+        (one per seed of ``seeds``) from the shipped file (SHA-256 checked) or this machine's cache, or ``None``
+        with ``retrain`` or when neither holds them; ``key`` their :func:`~attnpaths.pruning.training.models_key`;
+        ``shipped`` the :class:`ShippedFile` they came from, or ``None``.
+    """
+    key = models_key(config, train, seeds)
+    if retrain:
+        return None, key, None
+    shipped = find_shipped("pruning", key, folder)
+    if shipped is not None:
+        return load_models(shipped.path(folder), key, shipped.sha256), key, shipped
+    path = pruning_cache_path(key, cache_dir)
+    return (load_models(path, key) if path.is_file() else None), key, None
+
+
+def pruning_source(config: ModelTraining, key: str, weights, *, shipped: ShippedFile | None, retrain: bool,
+                   cache_dir="_build/cache", folder=SHIPPED_DIR) -> ModelSource:
+    """Where a sweep's models came from; models that were not shipped are saved to ``cache_dir`` first (from
+    where ``ship-weights`` takes them, and the next run loads them)."""
+    label = f"{config.architecture}, {len(weights)} seeds"
+    if shipped is not None:
+        return ModelSource("pruning", key, "shipped", _shown(shipped.path(folder)), shipped.sha256, label)
+    path = pruning_cache_path(key, cache_dir)
+    sha256 = save_models(path, config, key, weights)
+    return ModelSource("pruning", key, "retrained" if retrain else "trained", _shown(path), sha256, label)
+
+
+def source_sentence(sources) -> str:
+    """One paragraph saying where a chapter's trained models came from (a list of :class:`ModelSource`)."""
+    parts = []
+    for source in sources:
+        if source.source == "shipped":
+            parts.append(f"{source.label}: the shipped weights `{Path(source.file).name}` (SHA-256 "
+                         f"`{source.sha256[:12]}...`, checked when loaded)")
+        elif source.source == "retrained":
+            parts.append(f"{source.label}: trained afresh in this run (`retrain = True`)")
+        else:
+            parts.append(f"{source.label}: trained on this machine, since no shipped weights hold these parameters "
+                         f"(cached in `{source.file}`)")
+    shipped = all(s.source == "shipped" for s in sources)
+    tail = (" Every number computed from them is a float64 computation from fixed inputs, which another machine "
+            "reproduces within rounding." if shipped else
+            " Trained elsewhere, the same settings give other models: their numbers agree with the shipped "
+            "models' only within the spread between training seeds.")
+    return "Trained models: " + "; ".join(parts) + "." + tail
+
+
+def retraining_sentence(results: dict, *, retrain: bool) -> str:
+    """The outcome of claim R per model kind (``{name: {"verdict": Verdict dict, "power_at_3_margins": p}}``),
+    or why it was not tested."""
+    if not retrain:
+        return ("This run used the shipped weights, so claim R was not tested; `python -m attnpaths run CHAPTER "
+                "--set retrain=True` tests it.")
+    if not results:
+        return "This run retrained the models, but no shipped weights hold its parameters: claim R was not tested."
+    sentences = []
+    for name, result in results.items():
+        verdict = result["verdict"]
+        sentences.append(f"{name}: claim {verdict['claim']} {verdict['outcome']}. {verdict['measured']} "
+                         f"Power: a retrained set {3:d} margins off is contradicted with probability "
+                         f"{result['power_at_3_margins']:.2f}.")
+    return " ".join(sentences)
+
+
+def ship(sources, *, chapter: str, profile: str, command: str, parameters: dict, provenance: dict,
+         folder=SHIPPED_DIR) -> list[ShippedFile]:
+    """Copy the models a chapter's run trained (its :class:`ModelSource` dicts, source ``"retrained"``) into
+    ``folder`` as ``<chapter>-<profile>-<kind>-<key[:12]>.pt`` and list them in its manifest, in place of every
+    earlier file of the same chapter and profile. Raises ``ValueError`` for a model that was not trained by the run or whose file
+    no longer has the recorded SHA-256."""
+    entries = read_manifest(folder)
+    for name, entry in list(entries.items()):  # the run retrained every model of the chapter's profile
+        if entry.chapter == chapter and entry.profile == profile:
+            entry.path(folder).unlink(missing_ok=True)
+            del entries[name]
+    added = []
+    for item in sources:
+        source = ModelSource(**item)
+        if source.source != "retrained":
+            raise ValueError(f"sources must be models the run trained afresh (source 'retrained'), got "
+                             f"{source.source!r} for {source.label}: run the chapter with retrain=True")
+        origin = Path(source.file)
+        if file_sha256(origin) != source.sha256:
+            raise ValueError(f"{origin} changed since the run recorded it (SHA-256 differs): run the chapter again")
+        name = f"{chapter}-{profile}-{source.kind}-{source.key[:12]}.pt"
+        shutil.copyfile(origin, Path(folder) / name)
+        entry = ShippedFile(name=name, sha256=source.sha256, kind=source.kind, key=source.key, label=source.label,
+                            chapter=chapter, profile=profile, command=command, parameters=parameters,
+                            provenance=provenance)
+        entries[name] = entry
+        added.append(entry)
+    write_manifest(entries, folder)
+    return added
+
+
+__all__ = ["KINDS", "MANIFEST_FORMAT", "ModelSource", "SHIPPED_DIR", "SOURCES", "ShippedFile", "find_shipped",
+           "oneshot_model", "pruning_cache_path", "pruning_source", "pruning_weights",
+           "read_manifest", "retrained_oneshot_models", "retraining_sentence", "ship", "shipped_oneshot_models", "source_sentence", "write_manifest"]

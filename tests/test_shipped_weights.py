@@ -1,0 +1,206 @@
+"""Trained weights that travel: checksummed files, the shipped weights of the book's chapters, retraining.
+
+The chapters that train (oneshot, pruning) load the weights shipped in ``src/attnpaths/book/trained`` by
+default; these tests check that every shipped file is what its manifest says (SHA-256), that the chapters'
+smoke and paper parameters name shipped weights (a change of training parameters without shipping new weights
+fails here, not silently on a reader's machine), that a damaged file is refused, that pruning models rebuilt
+from their weights are the trained ones, and claim R with its power.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from attnpaths.book import trained as shipped
+from attnpaths.book.chapters import find_chapter, resolve_parameters
+from attnpaths.book.layout import BookLayout
+from attnpaths.book.runner import notebook_chapters
+from attnpaths.checkpoints import file_sha256, load_checkpoint, save_checkpoint
+from attnpaths.claims import Outcome
+from attnpaths.oneshot.training import training_key
+from attnpaths.pruning.digits import digit_patches, train_test_split
+from attnpaths.pruning.experiment import HeadMaskEvaluator, run_seed, training_seeds
+from attnpaths.pruning.training import (ModelTraining, TrainedWeights, load_models, models_key, rebuild_model,
+                                        save_models, train_model, trained_weights)
+from attnpaths.retraining_claims import retraining_agreement, retraining_power, seed_spread
+from helpers import ROOT
+
+LAYOUT = BookLayout(ROOT)
+CHAPTERS = notebook_chapters(LAYOUT)
+MANIFEST = shipped.read_manifest()
+
+
+# --------------------------------------------------------------------------------------------------- files
+
+
+def test_a_checkpoint_is_read_only_with_its_checksum(tmp_path):
+    path = tmp_path / "w.pt"
+    sha = save_checkpoint({"format": "x/1", "w": torch.arange(4.0)}, path)
+    assert sha == file_sha256(path) and len(sha) == 64
+    assert torch.equal(load_checkpoint(path, sha, format="x/1")["w"], torch.arange(4.0))
+    data = bytearray(path.read_bytes())
+    data[-20] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_checkpoint(path, sha)
+    with pytest.raises(ValueError, match="sha256 must be 64"):
+        load_checkpoint(path, "abc")
+    save_checkpoint({"format": "y/1"}, path)
+    with pytest.raises(ValueError, match="format must be 'x/1'"):
+        load_checkpoint(path, format="x/1")
+    with pytest.raises(ValueError, match="payload"):
+        save_checkpoint([1], path)
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_every_shipped_file_has_its_recorded_checksum_and_provenance(name):
+    entry = MANIFEST[name]
+    assert entry.path().is_file(), f"{name} is listed in the manifest but not shipped"
+    assert file_sha256(entry.path()) == entry.sha256
+    assert entry.kind in shipped.KINDS and entry.command.startswith(("python -m attnpaths ship-weights",
+                                                                     "attnpaths ship-weights"))
+    machine = entry.provenance["machine"]
+    assert machine["cpu_model"] and machine["cpu_capability"] and entry.provenance["commit"]
+
+
+def test_no_unlisted_weight_file_is_shipped():
+    files = {p.name for p in shipped.SHIPPED_DIR.glob("*.pt")}
+    assert files == set(MANIFEST)
+
+
+# ------------------------------------------------------------------------------ the chapters' shipped weights
+
+
+def _parameters(chapter: str, profile: str) -> dict:
+    return resolve_parameters(find_chapter(CHAPTERS, chapter), profile)
+
+
+@pytest.mark.parametrize("profile", ["smoke", "paper"])
+def test_the_pruning_chapter_finds_shipped_models_for_its_profiles(profile):
+    p = _parameters("pruning", profile)
+    data = digit_patches(p["patch_size"], p["positive_digits"])
+    train, _ = train_test_split(data, p["num_test"], np.random.default_rng(p["data_seed"]))
+    seeds = training_seeds(p["seed"], p["num_seeds"])
+    for architecture in p["architectures"]:
+        config = ModelTraining(architecture=architecture, width=p["width"], qk_width=p["qk_width"],
+                               num_heads=p["num_heads"], num_layers=p["num_layers"], steps=p["train_steps"],
+                               batch_size=p["batch_size"], learning_rate=p["learning_rate"])
+        weights, key, entry = shipped.pruning_weights(config, train, seeds, cache_dir="/nonexistent")
+        assert entry is not None, (f"no shipped {architecture} models for the pruning chapter's {profile} profile: "
+                                   f"python -m attnpaths ship-weights pruning --profile {profile}")
+        assert len(weights) == p["num_seeds"] and entry.key == key and entry.profile == profile
+
+
+@pytest.mark.parametrize("profile", ["smoke", "paper"])
+def test_the_oneshot_chapter_finds_shipped_models_for_its_profiles(profile):
+    from attnpaths.oneshot import DistortionConfig, GlyphDatasetConfig, TrainingConfig, load_image_dataset
+
+    p = _parameters("oneshot", profile)
+    dataset = load_image_dataset(config=GlyphDatasetConfig(
+        instances_per_class=p["instances_per_class"], alphabets=tuple(p["alphabets"]) or None,
+        image_size=p["image_size"], distortion=DistortionConfig().scaled(p["distortion_scale"]), seed=p["data_seed"]),
+        progress=False)
+    config = TrainingConfig(width=p["model_width"], qk_width=p["qk_width"], num_heads=p["num_heads"],
+                            channels=p["input_channels"], steps=p["train_steps"], batch_size=p["batch_size"],
+                            learning_rate=p["learning_rate"], validate_every=p["validate_every"],
+                            validation_sequences=p["validation_sequences"], seed=p["train_seed"])
+    for seed in [p["train_seed"], *p["retrain_seeds"]]:
+        entry = shipped.find_shipped("oneshot", training_key(replace(config, seed=seed), dataset))
+        assert entry is not None, (f"no shipped one-shot model of seed {seed} for the {profile} profile: "
+                                   f"python -m attnpaths ship-weights oneshot --profile {profile}")
+    trained, source = shipped.oneshot_model(config, dataset, cache_dir="/nonexistent")
+    assert source.source == "shipped" and trained.config == config
+
+
+# ------------------------------------------------------------------------------- pruning weights and shipping
+
+
+@pytest.fixture(scope="module")
+def small_split():
+    return train_test_split(digit_patches(4, positive_digits=(0,)), 300, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("architecture", ["multihead", "sum_heads"])
+def test_a_model_rebuilt_from_its_weights_is_the_trained_model(tmp_path, small_split, architecture):
+    train, test = small_split
+    config = ModelTraining(architecture=architecture, width=8, qk_width=4, num_heads=2, steps=30, batch_size=32)
+    model, history = train_model(config, train, 5)
+    weights = trained_weights(model, history)
+    key = models_key(config, train, [5])
+    sha = save_models(tmp_path / "m.pt", config, key, [weights])
+    (loaded,) = load_models(tmp_path / "m.pt", key, sha)
+    rebuilt = rebuild_model(config, train.input_width, loaded)
+    with torch.no_grad():
+        assert torch.equal(rebuilt(test.x), model(test.x))
+    np.testing.assert_array_equal(loaded.loss, history["loss"])
+    with pytest.raises(ValueError, match="holds the models of key"):
+        load_models(tmp_path / "m.pt", models_key(replace(config, steps=31), train, [5]))
+    assert models_key(config, train, [6]) != key
+
+
+def test_a_sweep_task_given_weights_reproduces_the_task_that_trained_them(small_split):
+    train, test = small_split
+    arguments = dict(seed=3, train=train, test=test, training=ModelTraining(width=8, num_heads=2, steps=20, batch_size=32),
+                     theory_width=10, theory_examples=60, num_random_orders=3, temperatures=[0.1, 1.0])
+    trained = run_seed(1, **arguments)
+    again = run_seed(1, weights=trained["weights"], **arguments)
+    np.testing.assert_array_equal(again["curves"], trained["curves"])
+    assert again["train_loss"] == trained["train_loss"]
+
+
+def test_shipping_copies_the_retrained_models_and_replaces_the_profiles_earlier_files(tmp_path, small_split):
+    train, _ = small_split
+    config = ModelTraining(width=8, num_heads=2, steps=10, batch_size=16)
+    model, history = train_model(config, train, 1)
+    key = models_key(config, train, [1])
+    cache = tmp_path / "cache"
+    source = shipped.pruning_source(config, key, [trained_weights(model, history)], shipped=None, retrain=True,
+                                    cache_dir=cache)
+    folder = tmp_path / "shipped"
+    folder.mkdir()
+    (folder / "pruning-smoke-old.pt").write_bytes(b"old")
+    shipped.write_manifest({"pruning-smoke-old.pt": shipped.ShippedFile(
+        "pruning-smoke-old.pt", "0" * 64, "pruning", "k", "old", "pruning", "smoke", "c", {}, {})}, folder)
+    (entry,) = shipped.ship([source.to_dict()], chapter="pruning", profile="smoke", command="c", parameters={},
+                            provenance={}, folder=folder)
+    assert set(shipped.read_manifest(folder)) == {entry.name} and not (folder / "pruning-smoke-old.pt").exists()
+    weights, found_key, found = shipped.pruning_weights(config, train, [1], cache_dir=tmp_path / "none", folder=folder)
+    assert found == entry and found_key == key and len(weights) == 1
+    not_retrained = {**source.to_dict(), "source": "shipped"}
+    with pytest.raises(ValueError, match="retrain=True"):
+        shipped.ship([not_retrained], chapter="pruning", profile="smoke", command="c", parameters={}, provenance={},
+                     folder=folder)
+
+
+# ------------------------------------------------------------------------------------------------- claim R
+
+
+def test_claim_r_holds_for_identical_and_for_equally_good_models_and_is_contradicted_for_worse_ones():
+    rng = np.random.default_rng(0)
+    shipped_acc = 0.8 + 0.02 * rng.standard_normal(20)
+    same = retraining_agreement("R", shipped=shipped_acc, retrained=shipped_acc, statistic="acc")
+    assert same.outcome is Outcome.HOLDS and same.level is None
+    redrawn = retraining_agreement("R", shipped=shipped_acc, retrained=0.8 + 0.02 * rng.standard_normal(20),
+                                   statistic="acc", margin_sd=1.0, level=0.05)
+    assert redrawn.outcome is Outcome.HOLDS and redrawn.level == 0.05
+    worse = retraining_agreement("R", shipped=shipped_acc, retrained=shipped_acc - 0.08 + 0.02 * rng.standard_normal(20),
+                                 statistic="acc", margin_sd=1.0, level=0.05)
+    assert worse.outcome is Outcome.CONTRADICTED  # 4 sd worse: another training, not another rounding
+    assert seed_spread(shipped_acc) == pytest.approx(np.std(shipped_acc, ddof=1))
+    flat = retraining_agreement("R", shipped=[0.8, 0.8], retrained=[0.8, 0.81], statistic="acc")
+    assert flat.outcome is Outcome.CONTRADICTED
+    with pytest.raises(ValueError, match="retrained must have the shape"):
+        retraining_agreement("R", shipped=[0.8, 0.7], retrained=[0.8], statistic="acc")
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        retraining_agreement("R", shipped=[0.8], retrained=[0.8], statistic="acc")
+
+
+def test_claim_r_has_power_against_a_shift_and_rarely_rejects_a_correct_retraining():
+    power = retraining_power(20, shift_sd=3.0, margin_sd=1.0, level=0.05, draws=400, rng=np.random.default_rng(1))
+    assert power["contradicted"] > 0.9
+    null = retraining_power(20, shift_sd=0.0, margin_sd=1.0, level=0.05, draws=400, rng=np.random.default_rng(2))
+    assert null["contradicted"] < 0.02 and null["holds"] > 0.5
+    few = retraining_power(5, shift_sd=0.0, margin_sd=2.0, level=0.05, draws=400, rng=np.random.default_rng(3))
+    assert few["contradicted"] < 0.02
