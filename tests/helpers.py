@@ -16,6 +16,7 @@ import yaml
 from scipy import stats
 
 from attnpaths.attention import Attention, AttentionLayer
+from attnpaths.book import tolerances
 from attnpaths.claims import bonferroni_z
 from attnpaths.network import AttentionNetwork, NetworkWeights
 from attnpaths.sampler import PosteriorSampler
@@ -150,18 +151,8 @@ def copy_repository(destination: Path) -> Path:
 # --------------------------------------------------------------------------------------------------------
 # comparisons with the committed paper records (tests/test_paper_records.py)
 
-RECORD_RTOL = 1e-8
-"""Relative tolerance of a deterministic number recomputed from a paper record's parameters."""
-
-RECORD_NOISE_FLOOR = 1e-12
-"""Entries of an array are also allowed this fraction of the array's largest magnitude: an entry that is a
-small difference of large numbers (an off-diagonal U near the GP limit, a tiny PC overlap) carries rounding
-noise of the array's scale, not of its own."""
-
-MC_Z = 5.0
-"""z threshold of a Monte-Carlo estimate compared with a recorded one: ``|a - b| / sqrt(se_a^2 + se_b^2)``
-below it. For a normal estimate a false alarm has probability 5.7e-7 per entry, under 1e-3 for the
-few hundred entries compared."""
+MC_Z = tolerances.MC_Z
+"""z threshold of a Monte-Carlo estimate compared with a recorded one (:data:`attnpaths.book.tolerances.MC_Z`)."""
 
 
 def _numeric(value):
@@ -175,20 +166,20 @@ def _numeric(value):
     return array
 
 
-def assert_matches_record(chapter, key, recomputed, recorded, *, rtol=RECORD_RTOL, atol=0.0):
-    """Assert that a recomputed value equals the one in ``chapter``'s paper record.
+def assert_matches_record(chapter, key, recomputed, recorded):
+    """Assert that a recomputed value equals the one in ``chapter``'s paper record, within the tolerance that
+    the reproducibility table gives its key (:func:`attnpaths.book.tolerances.rule_for`).
 
-    Numbers and arrays (any nesting of lists) must satisfy ``|a - b| <= rtol |b| + atol +
-    RECORD_NOISE_FLOOR max|b|`` entry by entry, with the same shape; dicts must have the same keys and are
-    compared entry by entry; anything else (strings, bools) must be equal. The error names the chapter, the
-    key (``key`` extended by the dict keys and the array index) and both values.
+    Numbers and arrays (any nesting of lists) must satisfy ``|a - b| <= rtol |b| + atol + floor max|b|`` entry
+    by entry, with the same shape; dicts must have the same keys and are compared entry by entry, each under
+    its own key's rule; anything else (strings, bools) must be equal. The error names the chapter, the key
+    (``key`` extended by the dict keys and the array index), both values and the rule's reason.
 
     Args:
-        chapter: the chapter's name (for the message).
-        key: where the value lies in the record's ``values`` (for the message), e.g. ``"U.10"``.
+        chapter: the chapter's name (it selects the rules).
+        key: where the value lies in the record's ``values``, e.g. ``"U.10"``.
         recomputed: the value computed now (numpy and torch values are converted).
         recorded: the value read from the record.
-        rtol: relative tolerance; atol: absolute tolerance (for rounding-level quantities).
     """
     recomputed = to_jsonable(recomputed)
     if isinstance(recorded, dict) or isinstance(recomputed, dict):
@@ -197,7 +188,7 @@ def assert_matches_record(chapter, key, recomputed, recorded, *, rtol=RECORD_RTO
         assert set(recomputed) == set(recorded), (
             f"{chapter}: values.{key}: recomputed keys {sorted(recomputed)}, recorded keys {sorted(recorded)}")
         for name in recorded:
-            assert_matches_record(chapter, f"{key}.{name}", recomputed[name], recorded[name], rtol=rtol, atol=atol)
+            assert_matches_record(chapter, f"{key}.{name}", recomputed[name], recorded[name])
         return
     a, b = _numeric(recomputed), _numeric(recorded)
     if a is None or b is None:
@@ -206,9 +197,11 @@ def assert_matches_record(chapter, key, recomputed, recorded, *, rtol=RECORD_RTO
     assert a.shape == b.shape, f"{chapter}: values.{key}: recomputed shape {a.shape}, recorded shape {b.shape}"
     if a.size == 0:
         return
+    rule = tolerances.rule_for(chapter, f"values.{key}")
+    assert rule.se is None and math.isfinite(rule.rtol), f"{chapter}: values.{key} is not a class b number ({rule.cls})"
     both_nan = np.isnan(a) & np.isnan(b)
-    floor = RECORD_NOISE_FLOOR * np.nanmax(np.abs(b)) if np.any(np.isfinite(b)) else 0.0
-    allowed = rtol * np.abs(b) + atol + floor
+    floor = rule.floor * np.nanmax(np.abs(b)) if np.any(np.isfinite(b)) else 0.0
+    allowed = rule.rtol * np.abs(b) + rule.atol + floor
     error = np.where(both_nan, 0.0, np.abs(a - b))
     bad = ~(error <= allowed)
     if np.any(bad):
@@ -218,8 +211,8 @@ def assert_matches_record(chapter, key, recomputed, recorded, *, rtol=RECORD_RTO
         relative = abs(a[worst] - b[worst]) / abs(b[worst]) if b[worst] != 0 else float("inf")
         raise AssertionError(
             f"{chapter}: values.{key}{where} differs from the paper record: recomputed {a[worst].item()!r}, "
-            f"recorded {b[worst].item()!r} (relative difference {relative:.3g}, tolerance rtol={rtol:g}, "
-            f"atol={atol:g}; {int(bad.sum())} of {a.size} entries differ)")
+            f"recorded {b[worst].item()!r} (relative difference {relative:.3g}; {int(bad.sum())} of {a.size} entries "
+            f"differ; class {rule.cls}, rtol={rule.rtol:g}, atol={rule.atol:g}, floor={rule.floor:g}: {rule.reason})")
 
 
 def assert_within_mc_error(chapter, key, estimate, estimate_se, recorded, recorded_se, *, z=MC_Z):

@@ -10,6 +10,8 @@ import torch
 from attnpaths.hmc import authors_reference as ar
 from attnpaths.hmc.experiments import PAPER_TEMPERATURE
 
+pytestmark = pytest.mark.cross_machine
+
 
 @pytest.fixture(scope="module")
 def reference():

@@ -1,10 +1,17 @@
 """nbval regression tests: every chapter's smoke baseline (``tests/baselines``) must match the chapter's code,
-and re-executing it must reproduce the key numbers printed by its ``nbval-check-output`` cells.
+and re-executing it must reproduce what its ``nbval-check-output`` cells print and the numbers of its results
+file.
+
+Printed text is compared by nbval with every number masked (``tests/baselines/nbval_sanitize.cfg``): words,
+labels and verdict outcomes must be equal. The numbers are compared through the results file the execution
+writes, leaf by leaf, each within the tolerance of its reproducibility class
+(:mod:`attnpaths.book.tolerances`), since the last digits of a number computed on another CPU can move.
 
 Refresh the baselines after a deliberate change with ``python -m attnpaths refresh-baselines``, which shows
 what changed, then the same command with ``--accept``, which writes them.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,16 +20,21 @@ import sys
 import nbformat
 import pytest
 
-from attnpaths.book.baselines import CHECK_TAG, baseline_differences, baseline_path, strip_for_baseline
+from attnpaths.book.baselines import (CHECK_TAG, baseline_differences, baseline_path, results_baseline_path,
+                                      strip_for_baseline)
 from attnpaths.book.executor import KERNEL_ENVIRONMENT
 from attnpaths.book.layout import BookLayout
 from attnpaths.book.runner import notebook_chapters
+from attnpaths.book.tolerances import compare_results
 from helpers import ROOT
 
 LAYOUT = BookLayout(ROOT)
 CHAPTERS = notebook_chapters(LAYOUT)
 REFRESH = "see what changed with: python -m attnpaths refresh-baselines; write it with: ... --accept"
 NOT_LINKED = {"_build", ".git", "tests", ".pytest_cache"}
+SANITIZE = ROOT / "tests" / "baselines" / "nbval_sanitize.cfg"
+
+pytestmark = pytest.mark.cross_machine
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.name for c in CHAPTERS])
@@ -51,11 +63,27 @@ def test_baseline_reproduces(chapter, workspace):
     copy = workspace / baseline.name
     shutil.copyfile(baseline, copy)
     command = [sys.executable, "-m", "pytest", "-q", "--color=no", "-p", "no:cacheprovider", "-c", "nbval.ini",
-               "--nbval-lax", copy.name]
+               "--nbval-lax", "--nbval-sanitize-with", str(SANITIZE), copy.name]
     done = subprocess.run(command, cwd=workspace, env={**os.environ, **KERNEL_ENVIRONMENT},
                           capture_output=True, text=True)
     assert done.returncode == 0, f"nbval found a difference in {chapter.name}:\n{done.stdout[-6000:]}\n{REFRESH}"
     assert " passed" in done.stdout
+    executed = json.loads((workspace / "_build" / "results" / f"{chapter.name}.json").read_text())
+    recorded = json.loads(results_baseline_path(LAYOUT, chapter).read_text())
+    disagreements = compare_results(chapter.name, {"values": recorded["values"]}, {"values": executed["values"]})
+    assert not disagreements, (f"{chapter.name}: {len(disagreements)} numbers of the results file moved beyond their "
+                               "reproducibility class:\n" + "\n".join(d.describe() for d in disagreements[:20])
+                               + f"\n{REFRESH}")
+
+
+def test_nbval_compares_words_and_leaves_numbers_to_the_results_file():
+    text = SANITIZE.read_text()
+    assert "[numbers]" in text
+    import re
+
+    pattern = re.search(r"regex: (.*)", text).group(1)
+    masked = re.sub(pattern, "#", "verdicts: {'1': 'holds', '2 (N=100)': 'not significant'} GD 0.875 1e-3 -2.5E+01")
+    assert masked == "verdicts: {'#': 'holds', '# (N=#)': 'not significant'} GD # # #"
 
 
 def test_stripping_keeps_only_checked_outputs():

@@ -159,6 +159,7 @@ def engine_band(sets, client):
     return _with_client(client, hmc_ex.data_set_band, sets, two_path_network, (10, 100), 0.01, progress=False)
 
 
+@pytest.mark.cross_machine
 def test_sweeps_are_bit_identical_in_process_and_on_one_and_two_workers(hmc_data, one_worker, two_workers):
     results = {name: _sweeps(hmc_data, client)
                for name, client in (("in-process", None), ("1 worker", one_worker), ("2 workers", two_workers))}
@@ -223,6 +224,7 @@ def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data):
         assert np.array_equal(result["points"][width].mean, point.mean)
 
 
+@pytest.mark.cross_machine
 def test_theory_grid_rows_are_identical_on_a_cluster(two_workers):
     """The one-shot (N, T) grid, one task per width, equals the in-process grid bit for bit."""
     rng = np.random.default_rng(0)
@@ -370,6 +372,7 @@ def test_submitted_tasks_run_lazily_in_process_and_at_once_on_a_cluster(two_work
         failing.result()
 
 
+@pytest.mark.cross_machine
 def test_the_prior_kernel_check_is_identical_on_a_cluster(two_workers):
     from attnpaths.checks import prior_kernel_at_widths
 

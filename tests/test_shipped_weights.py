@@ -28,6 +28,7 @@ from attnpaths.retraining_claims import retraining_agreement, retraining_power, 
 from helpers import ROOT
 
 LAYOUT = BookLayout(ROOT)
+pytestmark = pytest.mark.cross_machine
 CHAPTERS = notebook_chapters(LAYOUT)
 MANIFEST = shipped.read_manifest()
 

@@ -29,7 +29,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .numeric_diff import MISSING, flatten, is_volatile
+from .numeric_diff import MISSING, NUMBER, flatten, is_volatile
 
 CLASSES = ("exact", "rounding", "trained", "monte carlo")
 """The reproducibility classes (see the module docstring)."""
@@ -43,50 +43,171 @@ class Tolerance:
         pattern: ``"<chapter>:<path>"`` with shell wildcards (:mod:`fnmatch`), matched against a leaf's path
             in the results file with its list indices removed (``values.grid.accuracy.test``).
         cls: one of :data:`CLASSES`.
-        rtol, atol: a number ``new`` agrees with ``old`` when ``|new - old| <= atol + rtol |old|``.
+        rtol, atol: a number ``new`` agrees with ``old`` when ``|new - old| <= atol + rtol |old| + floor s``.
+        floor: the fraction ``floor`` of ``s``, the largest magnitude among the leaves of the same key (the
+            entries of one array): an entry that is a small difference of large numbers carries rounding of the
+            array's scale, not of its own.
         reason: why the tolerance is what it is.
+        se: for a Monte-Carlo estimate, ``(regex, replacement)`` turning the leaf's path into the path of its
+            standard error; the leaf then agrees within :data:`MC_Z` combined standard errors of the two versions
+            (``None``: no standard error).
     """
 
     pattern: str
     cls: str
     rtol: float
     atol: float
+    floor: float
     reason: str
+    se: tuple | None = None
 
     def __post_init__(self):
         if self.cls not in CLASSES:
             raise ValueError(f"cls must be one of {CLASSES}, got {self.cls!r}")
-        if not (self.rtol >= 0 and self.atol >= 0):
-            raise ValueError(f"rtol and atol must be >= 0, got {self.rtol!r}, {self.atol!r}")
+        if not (self.rtol >= 0 and self.atol >= 0 and self.floor >= 0):
+            raise ValueError(f"rtol, atol and floor must be >= 0, got {self.rtol!r}, {self.atol!r}, {self.floor!r}")
 
-    def agrees(self, old, new) -> bool:
-        """Whether ``new`` agrees with ``old`` under this rule (non-numbers: equal)."""
+    def bound(self, old: float, scale: float = 0.0) -> float:
+        """The largest ``|new - old|`` that agrees with ``old`` (``scale``: see ``floor``)."""
+        return self.atol + self.rtol * abs(old) + self.floor * scale
+
+    def agrees(self, old, new, scale: float = 0.0) -> bool:
+        """Whether ``new`` agrees with ``old`` under this rule. Numbers: within :meth:`bound`. Text: equal once
+        its numbers are set apart, and each number within :meth:`bound` plus one unit of its last printed digit
+        (a printed number moves by a unit when its value crosses a rounding boundary). Anything else: equal."""
         if _is_number(old) and _is_number(new):
             if math.isnan(old) or math.isnan(new):
                 return math.isnan(old) and math.isnan(new)
             if math.isinf(old) or math.isinf(new):
                 return old == new
-            return abs(new - old) <= self.atol + self.rtol * abs(old)
+            return abs(new - old) <= self.bound(old, scale)
+        if isinstance(old, str) and isinstance(new, str) and old != new:
+            return self._same_text(old, new)
         return type(old) is type(new) and old == new
+
+    def _same_text(self, old: str, new: str) -> bool:
+        old_text, old_numbers = NUMBER.split(old), NUMBER.findall(old)
+        new_text, new_numbers = NUMBER.split(new), NUMBER.findall(new)
+        if old_text != new_text or len(old_numbers) != len(new_numbers) or self.cls == "exact":
+            return False
+        for a, b in zip(old_numbers, new_numbers):
+            x, y = float(a), float(b)
+            if not (math.isfinite(x) and math.isfinite(y)):
+                if a != b:
+                    return False
+                continue
+            if abs(y - x) > self.bound(x) + max(_last_digit_unit(a), _last_digit_unit(b)):
+                return False
+        return True
+
+
+def _last_digit_unit(text: str) -> float:
+    """The value of one unit in the last digit of a printed number (``"0.125"`` -> 0.001, ``"1.5e-03"`` -> 1e-4)."""
+    mantissa, _, exponent = text.lower().partition("e")
+    decimals = len(mantissa.split(".", 1)[1]) if "." in mantissa else 0
+    return 10.0 ** (int(exponent or 0) - decimals)
 
 
 ROUNDING_RTOL = 1e-9
 """Relative tolerance of class b: float64 results of Newton solves, Cholesky factors and kernel sums from the
 same inputs. Rounding contributes ~1e-16 per operation; another summation order moves results by the condition
-number times that, and the book's solves at the smallest temperatures have condition numbers up to ~1e6, so
-1e-9 leaves a factor 100 above the worst measured change while a real change (a factor, a wrong sign, another
-minimum) is many orders larger."""
+number times that (measured between two CPU dispatches: at most 2e-12 relative on the theory's U, 5e-11 on
+finite-width shifts), so 1e-9 leaves a wide margin while a real change (a factor, a sign, another minimum) is
+many orders larger."""
+
+ROUNDING_FLOOR = 1e-12
+"""Entries of an array may also move by this fraction of the array's largest magnitude (an off-diagonal U near the
+GP limit, a small PC overlap: differences of large numbers carry rounding of the array's scale)."""
 
 ROUNDING_ATOL = 1e-12
-"""Absolute floor of class b: values that are zero up to rounding (gradient norms at a minimum, ~1e-13;
-permutation differences) have no relative scale."""
+"""Absolute floor of class b: numbers that are zero up to rounding have no relative scale."""
+
+MC_Z = 5.0
+"""z threshold of a Monte-Carlo estimate against its other version: ``|a - b| <= MC_Z sqrt(se_a^2 + se_b^2)``; a
+false alarm has probability 5.7e-7 per entry for normal estimates, under 1e-3 for the few hundred compared."""
+
+NOT_COMPARED = math.inf
+"""The tolerance of a number whose other version carries no information beyond what is compared elsewhere."""
+
+_SAMPLED_VERDICTS = ("Claims on posterior samples move with the chains (their inputs are compared within "
+                     "Monte-Carlo error above); what must not move is the outcome, compared exactly (the numbers "
+                     "in a verdict's words are not compared)")
 
 TABLE: tuple[Tolerance, ...] = (
-    Tolerance("*:*gradient_norm*", "rounding", 0.0, 1e-8,
-              "the gradient norm at a certified minimum is zero up to rounding (1e-13 .. 1e-9): only its size "
-              "below the solver's tolerance (1e-8) means anything, its digits do not"),
-    Tolerance("*:*iterations*", "exact", 0.0, 0.0, "counts"),
-    Tolerance("*", "rounding", ROUNDING_RTOL, ROUNDING_ATOL, "float64 from the same inputs (ROUNDING_RTOL)"),
+    # class d: estimates with their standard error beside them
+    Tolerance("*:values*.U_sampled.*", "monte carlo", 0.0, 0.0, 0.0,
+              "posterior mean of U from the network's samples: within MC_Z standard errors (sampler U_mc_se)",
+              se=(r"U_sampled\.([^.\[]+)", r"sampler.\1.U_mc_se")),
+    Tolerance("*:values*_exact.*.U", "monte carlo", 0.0, 0.0, 0.0,
+              "exact finite-width mean of U from the order-parameter sampler: within MC_Z standard errors",
+              se=(r"\.U(\[|$)", r".U_mc_se\1")),
+    Tolerance("*:values*_sampled.*.U", "monte carlo", 0.0, 0.0, 0.0,
+              "posterior mean of U from the network's samples: within MC_Z standard errors",
+              se=(r"\.U(\[|$)", r".U_mc_se\1")),
+    Tolerance("*:values*sampled_accuracy.accuracy", "monte carlo", 0.0, 0.0, 0.0,
+              "accuracy of the sampled predictor: within MC_Z Monte-Carlo standard deviations",
+              se=(r"\.accuracy(\[|$)", r".mc_sd\1")),
+    Tolerance("*:values*_sampled.*.accuracy", "monte carlo", 0.0, 0.0, 0.0,
+              "accuracy of the sampled predictor: within MC_Z Monte-Carlo standard deviations",
+              se=(r"\.accuracy$", ".mc_sd")),
+    Tolerance("hmc:values.finite_width_shift.exact_relative_diagonal_shift", "monte carlo", 0.0, 0.0, 0.0,
+              "finite-width shift of the exact mean: within MC_Z standard errors",
+              se=(r"exact_relative_diagonal_shift", "exact_relative_mc_se")),
+    # class d: diagnostics and statistics of one chain
+    *(Tolerance(pattern, "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0,
+                "diagnostic of one chain (effective sample size, R-hat, acceptance, Monte-Carlo error): another "
+                "chain, e.g. on another machine, gives another estimate; the claims that use it are compared by "
+                "their outcome")
+      for pattern in ("*_ess", "*rhat", "*acceptance", "*_mc_se", "*.mc_sd", "*.relative_mc_se")),
+    *(Tolerance(pattern, "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0,
+                "a statistic of posterior samples against the theory (z of U, the pattern's correlation, sampled "
+                "copies of glued numbers, the power of a claim on samples): it moves with the chains; the verdict "
+                "that uses it is compared by its outcome")
+      for pattern in ("hmc:values.saddle_U_z_max.*", "hmc:values.glued.Us_*", "*:values.glued.max_sampled_diff",
+                      "hmc:values.glued.saddle_ratio", "oneshot:values.glued.U_theory_sampled_r",
+                      "oneshot:values.U_pattern_theory_vs_sampled.*", "oneshot:values.claim2_power.*")),
+    *(Tolerance(f"{chapter}:values.verdicts.*", "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0, _SAMPLED_VERDICTS)
+      for chapter in ("hmc", "depth", "oneshot")),
+    # class c, downstream of the shipped weights
+    Tolerance("oneshot:values.gd_accuracy.*", "trained", 0.0, 0.005, 0.0,
+              "accuracy of the float32 network (shipped weights): an output within float32 rounding of 0 may "
+              "change sign on another CPU and move the accuracy by one episode of the smallest split (200)"),
+    Tolerance("oneshot:values.glued.gd_*", "trained", 0.0, 0.5, 0.0,
+              "the same accuracies in percent: one episode of 200"),
+    Tolerance("oneshot:values.pruning.*", "trained", 0.0, 0.005, 0.0,
+              "accuracies of the float32 network with heads dropped: one episode of the smallest split (200)"),
+    # class b with a reason of its own
+    Tolerance("*gradient_norm*", "rounding", 0.0, 1e-8, 0.0,
+              "the gradient norm at a certified minimum is zero up to rounding (1e-13 .. 1e-9): only that it is "
+              "below the solver's tolerance (1e-8) means anything, not its digits"),
+    Tolerance("theory:values.glued.max_grad", "rounding", 0.0, 1e-8, 0.0, "the largest gradient norm: as above"),
+    Tolerance("*perm_diff*", "rounding", 0.0, ROUNDING_ATOL, 0.0,
+              "change of a prediction under a permutation of the tokens: zero up to rounding"),
+    *(Tolerance(pattern, "rounding", 0.0, ROUNDING_ATOL, 0.0,
+                "a deviation that is zero up to rounding (uniform attention against 1/T, two equal posteriors' "
+                "weights and outputs): no relative scale")
+      for pattern in ("model:values.uniform_deviation", "related:values.R5_bayes.max_weight_diff",
+                      "related:values.R5_bayes.max_output_diff")),
+    Tolerance("related:values.R1_rank_collapse.residual_pure", "rounding", 0.0, 1e-14, 0.0,
+              "residual of pure attention after collapse: zero up to the rounding of unit-scale vectors"),
+    Tolerance("related:values.R4_measures.duplication_diff", "rounding", 0.0, 1e-14, 0.0,
+              "difference of two equal measures: zero up to the rounding of unit-scale numbers"),
+    *(Tolerance(pattern, "rounding", 1e-6, 1e-6, 0.0,
+                "logs of ratios of residuals that shrink towards rounding (to ~1e-10): a residual's relative "
+                "precision, hence the log's absolute one, is the rounding of unit-scale vectors over the residual")
+      for pattern in ("related:values.R1_rank_collapse.log_ratios", "related:values.glued.r1_*",
+                      "related:values.verdicts.*")),
+    *(Tolerance(pattern, "rounding", 0.0, 1e-8, 0.0,
+                "empirical risk minimisers found by a trust-region method to a gradient norm of 1e-9: on another "
+                "machine it stops at another point within that tolerance, moving risks by ~1e-9 on a unit scale "
+                "(absolute: the excess risk is a difference of two nearly equal risks, where a relative "
+                "tolerance is the wrong yardstick)")
+      for pattern in ("exchangeability:values.E3_erm.*", "exchangeability:values.glued.e3_*")),
+    Tolerance("exchangeability:values.verdicts.*", "rounding", 1e-5, 1e-12, 0.0,
+              "statistics of tests on the minimisers' excess risks, which carry the solver's tolerance (1e-8 on "
+              "risks of ~1e-3: 1e-5 relative)"),
+    Tolerance("*", "rounding", ROUNDING_RTOL, ROUNDING_ATOL, ROUNDING_FLOOR,
+              "float64 from the same inputs (ROUNDING_RTOL, ROUNDING_FLOOR)"),
 )
 """The rules, most specific first; the last one is the default of every number."""
 
@@ -129,16 +250,31 @@ def compare_results(chapter: str, old: dict, new: dict, table=TABLE) -> list[Dis
     paper record's ``results``) that disagree beyond their rule; run times, memory, timestamps and environment
     (volatile keys, :func:`attnpaths.book.numeric_diff.is_volatile`) are left out."""
     a, b = flatten(old), flatten(new)
+    scales: dict[str, float] = {}
+    for path, value in a.items():
+        if _is_number(value) and math.isfinite(value):
+            key = _INDEX.sub("", path)
+            scales[key] = max(scales.get(key, 0.0), abs(value))
     out = []
     for path in list(a) + [p for p in b if p not in a]:
-        if any(is_volatile(part) for part in _INDEX.sub("", path).split(".")):
+        key = _INDEX.sub("", path)
+        if any(is_volatile(part) for part in key.split(".")):
             continue
         before, after = a.get(path, MISSING), b.get(path, MISSING)
         rule = rule_for(chapter, path, table)
-        if before is MISSING or after is MISSING or not rule.agrees(before, after):
+        if before is MISSING or after is MISSING:
+            out.append(Disagreement(path, before, after, rule))
+        elif rule.se is not None and _is_number(before) and _is_number(after):
+            se_path = re.sub(rule.se[0], rule.se[1], path)
+            se = [version.get(se_path) for version in (a, b)]
+            if not all(_is_number(x) for x in se):
+                out.append(Disagreement(path, before, after, rule))  # no standard error: not comparable
+            elif abs(after - before) > MC_Z * math.hypot(*se) + ROUNDING_ATOL:
+                out.append(Disagreement(path, before, after, rule))
+        elif not rule.agrees(before, after, scales.get(key, 0.0)):
             out.append(Disagreement(path, before, after, rule))
     return out
 
 
-__all__ = ["CLASSES", "Disagreement", "ROUNDING_ATOL", "ROUNDING_RTOL", "TABLE", "Tolerance", "compare_results",
-           "rule_for"]
+__all__ = ["CLASSES", "Disagreement", "MC_Z", "NOT_COMPARED", "ROUNDING_ATOL", "ROUNDING_FLOOR", "ROUNDING_RTOL",
+           "TABLE", "Tolerance", "compare_results", "rule_for"]
