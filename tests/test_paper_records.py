@@ -17,6 +17,8 @@ profile, which also fixes the claims the run enforced. A chapter without a recor
 command that makes it.
 """
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -25,7 +27,9 @@ from scipy.optimize import minimize_scalar
 from attnpaths.book.chapters import find_chapter
 from attnpaths.book.layout import BookLayout
 from attnpaths.book.paper_records import read_record, record_path, record_problems
+from attnpaths.book import runner
 from attnpaths.book.runner import notebook_chapters
+from attnpaths.book.tolerances import compare_results
 from helpers import MC_Z, ROOT, assert_matches_record, assert_within_mc_error
 
 LAYOUT = BookLayout(ROOT)
@@ -106,6 +110,59 @@ def test_recorded_run_enforced_the_chapters_claims(chapter):
     expected = chapter.profiles["paper"].get("enforce_claims", chapter.defaults["enforce_claims"])
     assert enforced == expected, (f"{chapter.name}: the recorded paper run enforced the claims {enforced}, the "
                                   f"chapter's paper profile enforces {expected}")
+
+
+# --------------------------------------------------------------------------------------------------------
+# a paper run against the records, by reproducibility class
+
+CHEAP_PAPER_CHAPTERS = ("intro", "model")
+"""Chapters whose whole paper profile takes seconds: executed here and compared with their records."""
+NOT_LINKED = {"_build", ".git", "tests", ".pytest_cache"}
+
+
+def _results_by_class(name: str, results: dict) -> list[str]:
+    record = load_record(name)
+    found = compare_results(name, {"values": record["results"]["values"]}, {"values": results["values"]})
+    return [d.describe() for d in found]
+
+
+@pytest.fixture(scope="module")
+def paper_workspace(tmp_path_factory) -> BookLayout:
+    """A folder that looks like the repository root (its entries linked) with a ``_build`` of its own."""
+    folder = tmp_path_factory.mktemp("paper")
+    for entry in ROOT.iterdir():
+        if entry.name not in NOT_LINKED:
+            (folder / entry.name).symlink_to(entry)
+    return BookLayout(folder)
+
+
+@pytest.mark.parametrize("name", CHEAP_PAPER_CHAPTERS)
+def test_a_paper_run_here_agrees_with_the_record_by_class(name, paper_workspace):
+    """The chapter's paper profile executed on this machine gives the record's numbers within their class
+    (on the recording machine, and on any other: CI runs it again under a second CPU dispatch)."""
+    load_record(name)
+    runner.run_chapter(paper_workspace, name, "paper")
+    results = json.loads(paper_workspace.results_file(name).read_text())
+    problems = _results_by_class(name, results)
+    assert not problems, f"{name}: a paper run here differs from its record beyond the numbers' classes:\n" + \
+        "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.name for c in CHAPTERS])
+def test_the_last_paper_run_of_this_checkout_agrees_with_the_record_by_class(chapter):
+    """Where ``python -m attnpaths book --profile paper`` has run in this checkout, every chapter's results
+    agree with its record within the reproducibility classes (exact, rounding, trained, Monte Carlo)."""
+    path = LAYOUT.results_file(chapter.name)
+    results = json.loads(path.read_text()) if path.is_file() else None
+    if results is None or results.get("profile") != "paper":
+        pytest.skip(f"no paper-profile results of {chapter.name} in {path.relative_to(ROOT)} "
+                    "(python -m attnpaths book --profile paper makes them)")
+    if record_problems(LAYOUT, chapter, {**load_record(chapter.name), "execution": {
+            "parameters": results["parameters"], "overrides": {}}, "results": results}):
+        pytest.skip(f"the paper results of {chapter.name} were made with other parameters than its paper profile")
+    problems = _results_by_class(chapter.name, results)
+    assert not problems, (f"{chapter.name}: the last paper run differs from its record beyond the numbers' "
+                          "classes:\n" + "\n".join(problems[:20]))
 
 
 # --------------------------------------------------------------------------------------------------------

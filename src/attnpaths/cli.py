@@ -34,7 +34,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from . import engine as engine_
-from .book import baselines, paper_records, runner, site
+from .book import baselines, paper_records, runner, site, tolerances
 from .book.chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
 from .book.executor import ChapterFailed
 from .book.layout import BookLayout, find_root
@@ -200,9 +200,15 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
             _say(f"note: the paper run of {chapter.name} predates changes to its sources, the package or the "
                  "library versions (recorded with execution.current = false)")
         if path.is_file():
-            comparison = paper_records.compare_records(paper_records.read_record(path), record)
+            previous = paper_records.read_record(path)
+            comparison = paper_records.compare_records(previous, record)
             for line in comparison.report(f"{chapter.name}, against {layout.relative(path)}"):
                 _say(line)
+            beyond = tolerances.compare_results(chapter.name, previous["results"], record["results"])
+            _say(f"  by reproducibility class: " + (f"{len(beyond)} numbers moved beyond their class" if beyond else
+                                                      "every number within its class"))
+            for disagreement in beyond[:12]:
+                _say("    " + disagreement.describe())
             if comparison.changed and not accept:
                 held.append(chapter.name)
                 continue

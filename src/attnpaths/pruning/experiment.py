@@ -153,8 +153,8 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigit
 
     The model's initial weights and mini-batches come from ``task_seed(seed, seed_index, 0)``; given
     ``weights`` (the :class:`~.training.TrainedWeights` of an earlier training from that seed, e.g. shipped
-    ones), the model is rebuilt from them instead of trained. The random
-    pruning orders from ``task_seed(seed, seed_index, 1)`` (:func:`attnpaths.engine.task_seed`). The theory
+    ones), the model is rebuilt from them instead of trained. The random pruning orders come from
+    ``task_seed(seed, seed_index, 1)`` (:func:`attnpaths.engine.task_seed`). The theory
     (eq-head-score) is solved on the first ``theory_examples`` training images at every temperature of
     ``temperatures``, and ranks the heads at the one with the smallest action (:func:`~.rankings.theory_head_ranking`);
     the gradient importance

@@ -65,6 +65,7 @@ class ModelTraining:
                              f"{self.width}")
 
     def to_dict(self) -> dict:
+        """The settings as a dict (for a results file)."""
         return asdict(self)
 
 
