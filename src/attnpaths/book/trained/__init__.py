@@ -235,18 +235,18 @@ def source_sentence(sources) -> str:
             parts.append(f"{source.label}: trained on this machine, since no shipped weights hold these parameters "
                          f"(cached in `{source.file}`)")
     shipped = all(s.source == "shipped" for s in sources)
-    tail = (" Every number computed from them is a float64 computation from fixed inputs, which another machine "
-            "reproduces within rounding." if shipped else
+    tail = (" Everything computed from them starts from fixed inputs: another machine reproduces the float64 "
+            "computations within rounding and the float32 network's accuracies within an episode." if shipped else
             " Trained elsewhere, the same settings give other models: their numbers agree with the shipped "
             "models' only within the spread between training seeds.")
     return "Trained models: " + "; ".join(parts) + "." + tail
 
 
-def retraining_sentence(results: dict, *, retrain: bool) -> str:
+def retraining_sentence(results: dict, *, retrain: bool, chapter: str) -> str:
     """The outcome of claim R per model kind (``{name: {"verdict": Verdict dict, "power_at_3_margins": p}}``),
-    or why it was not tested."""
+    or why it was not tested (``chapter``: the chapter's name, for the command that tests it)."""
     if not retrain:
-        return ("This run used the shipped weights, so claim R was not tested; `python -m attnpaths run CHAPTER "
+        return (f"This run used the shipped weights, so claim R was not tested; `python -m attnpaths run {chapter} "
                 "--set retrain=True` tests it.")
     if not results:
         return "This run retrained the models, but no shipped weights hold its parameters: claim R was not tested."
@@ -254,7 +254,7 @@ def retraining_sentence(results: dict, *, retrain: bool) -> str:
     for name, result in results.items():
         verdict = result["verdict"]
         sentences.append(f"{name}: claim {verdict['claim']} {verdict['outcome']}. {verdict['measured']} "
-                         f"Power: a retrained set {3:d} margins off is contradicted with probability "
+                         f"Power: a retrained set three margins off is contradicted with probability "
                          f"{result['power_at_3_margins']:.2f}.")
     return " ".join(sentences)
 
