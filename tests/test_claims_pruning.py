@@ -87,3 +87,19 @@ def test_ranking_verdicts_names_each_comparison_and_checks_its_input():
 
 def test_the_simulation_orders_every_head():
     assert sorted(pruning_order(np.arange(8.0).reshape(SHAPE))) == all_heads(HEADS)
+
+
+def test_near_threshold_names_the_comparisons_decided_close_to_the_corrected_level():
+    from attnpaths.claims import Outcome, Verdict
+    from attnpaths.pruning.claims import near_threshold
+
+    def verdict(claim, p):
+        return Verdict(claim, "s", "src", "stat", "t", 0.05, "Bonferroni over 8 tests", 0.0, p, 0.0,
+                       Outcome.NOT_SIGNIFICANT, "m")
+
+    found = near_threshold([verdict("A", 0.9974), verdict("B", 0.5), verdict("C", 0.003), verdict("D", 1e-6)],
+                           level=0.05, num_tests=8)
+    assert [c for c, _, _ in found] == ["A", "C"] and found[0][2] == pytest.approx(0.05 / 8)
+    assert found[0][1] == pytest.approx(0.0026)
+    with pytest.raises(ValueError, match="factor"):
+        near_threshold([], level=0.05, num_tests=8, factor=1.0)

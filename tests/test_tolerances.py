@@ -53,6 +53,8 @@ def test_monte_carlo_estimates_agree_within_their_standard_errors_and_verdict_ou
     within = copy.deepcopy(base)
     within["values"]["U_sampled"]["10"][0][0] += 3 * se  # another chain: z = 3 / sqrt(2)
     within["values"]["sampler"]["10"]["U_ess"][0][0] *= 1.3
+    within["values"]["power_checks"]["2 (4 paths)"]["power"] = 0.5  # not compared (a power from sampled errors)
+    assert rule_for("hmc", "values.power_checks.2 (4 paths).power").agrees(0.0, 0.0)
     assert compare_results("hmc", base, within) == []
     beyond = copy.deepcopy(base)
     beyond["values"]["U_sampled"]["10"][0][0] += 2 * MC_Z * se

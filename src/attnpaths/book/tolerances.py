@@ -69,6 +69,8 @@ class Tolerance:
 
     def bound(self, old: float, scale: float = 0.0) -> float:
         """The largest ``|new - old|`` that agrees with ``old`` (``scale``: see ``floor``)."""
+        if math.isinf(self.atol) or math.isinf(self.rtol):
+            return math.inf  # not compared (inf * 0 would be nan)
         return self.atol + self.rtol * abs(old) + self.floor * scale
 
     def agrees(self, old, new, scale: float = 0.0) -> bool:
@@ -133,26 +135,28 @@ _SAMPLED_VERDICTS = ("Claims on posterior samples move with the chains (their in
                      "Monte-Carlo error above); what must not move is the outcome, compared exactly (the numbers "
                      "in a verdict's words are not compared)")
 
+
+
+def _estimate(pattern: str, what: str, se: tuple) -> Tolerance:
+    """A Monte-Carlo estimate with its standard error at the path ``se`` gives (class d)."""
+    return Tolerance(pattern, "monte carlo", 0.0, 0.0, 0.0, f"{what}: within MC_Z combined standard errors", se=se)
+
+
 TABLE: tuple[Tolerance, ...] = (
     # class d: estimates with their standard error beside them
-    Tolerance("*:values*.U_sampled.*", "monte carlo", 0.0, 0.0, 0.0,
-              "posterior mean of U from the network's samples: within MC_Z standard errors (sampler U_mc_se)",
-              se=(r"U_sampled\.([^.\[]+)", r"sampler.\1.U_mc_se")),
-    Tolerance("*:values*_exact.*.U", "monte carlo", 0.0, 0.0, 0.0,
-              "exact finite-width mean of U from the order-parameter sampler: within MC_Z standard errors",
-              se=(r"\.U(\[|$)", r".U_mc_se\1")),
-    Tolerance("*:values*_sampled.*.U", "monte carlo", 0.0, 0.0, 0.0,
-              "posterior mean of U from the network's samples: within MC_Z standard errors",
-              se=(r"\.U(\[|$)", r".U_mc_se\1")),
-    Tolerance("*:values*sampled_accuracy.accuracy", "monte carlo", 0.0, 0.0, 0.0,
-              "accuracy of the sampled predictor: within MC_Z Monte-Carlo standard deviations",
-              se=(r"\.accuracy(\[|$)", r".mc_sd\1")),
-    Tolerance("*:values*_sampled.*.accuracy", "monte carlo", 0.0, 0.0, 0.0,
-              "accuracy of the sampled predictor: within MC_Z Monte-Carlo standard deviations",
-              se=(r"\.accuracy$", ".mc_sd")),
-    Tolerance("hmc:values.finite_width_shift.exact_relative_diagonal_shift", "monte carlo", 0.0, 0.0, 0.0,
-              "finite-width shift of the exact mean: within MC_Z standard errors",
-              se=(r"exact_relative_diagonal_shift", "exact_relative_mc_se")),
+    _estimate("*:values*.U_sampled.*", "posterior mean of U from the network's samples (its se: the sampler's U_mc_se)",
+              (r"U_sampled\.([^.\[]+)", r"sampler.\1.U_mc_se")),
+    _estimate("*:values*_exact.*.U", "exact finite-width mean of U from the order-parameter sampler",
+              (r"\.U(\[|$)", r".U_mc_se\1")),
+    _estimate("*:values*_sampled.*.U", "posterior mean of U from the network's samples", (r"\.U(\[|$)", r".U_mc_se\1")),
+    _estimate("*:values*sampled_accuracy.accuracy", "accuracy of the sampled predictor (its se: mc_sd)",
+              (r"\.accuracy(\[|$)", r".mc_sd\1")),
+    _estimate("*:values*_sampled.*.accuracy", "accuracy of the sampled predictor (its se: mc_sd)",
+              (r"\.accuracy$", ".mc_sd")),
+    _estimate("hmc:values.finite_width_shift.exact_relative_diagonal_shift", "finite-width shift of the exact mean",
+              ("exact_relative_diagonal_shift", "exact_relative_mc_se")),
+    _estimate("hmc:values.finite_width_shift.relative_diagonal_shift", "finite-width shift of the sampled mean",
+              ("relative_diagonal_shift", "relative_mc_se")),
     # class d: diagnostics and statistics of one chain
     *(Tolerance(pattern, "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0,
                 "diagnostic of one chain (effective sample size, R-hat, acceptance, Monte-Carlo error): another "
@@ -164,6 +168,7 @@ TABLE: tuple[Tolerance, ...] = (
                 "copies of glued numbers, the power of a claim on samples): it moves with the chains; the verdict "
                 "that uses it is compared by its outcome")
       for pattern in ("hmc:values.saddle_U_z_max.*", "hmc:values.glued.Us_*", "*:values.glued.max_sampled_diff",
+                      "hmc:values.power_checks.2*", "depth:values.claim_*_power.*",
                       "hmc:values.glued.saddle_ratio", "oneshot:values.glued.U_theory_sampled_r",
                       "oneshot:values.U_pattern_theory_vs_sampled.*", "oneshot:values.claim2_power.*")),
     *(Tolerance(f"{chapter}:values.verdicts.*", "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0, _SAMPLED_VERDICTS)

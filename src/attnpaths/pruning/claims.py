@@ -72,3 +72,25 @@ def ranking_verdicts(auc: dict, *, prefix: str = "P", level: float = 0.05, num_t
     return [ranking_comparison(f"{prefix}{i + 1}", theory_auc=np.asarray(auc["theory"]), other_auc=np.asarray(auc[k]),
                                other=k, level=level, num_tests=num_tests, where=where)
             for i, k in enumerate(others)]
+
+
+def near_threshold(verdicts, *, level: float, num_tests: int, factor: float = 3.0) -> list[tuple[str, float, float]]:
+    """The comparisons whose deciding one-sided p-value lies within ``factor`` of the corrected threshold
+    ``level / num_tests``: their outcome rests on the trained models and can change with models trained again
+    (another machine trains other float32 models), while the shipped weights fix it.
+
+    Returns:
+        ``[(claim, p, threshold)]`` with ``p = min(p_holds, 1 - p_holds)``, in the verdicts' order.
+    """
+    positive_int(num_tests, "num_tests")
+    threshold = float(as_float64_array(level, "level")) / num_tests
+    if not factor > 1:
+        raise ValueError(f"factor must be > 1, got {factor!r}")
+    out = []
+    for verdict in verdicts:
+        if verdict.p_value is None:
+            continue
+        p = min(verdict.p_value, 1.0 - verdict.p_value)
+        if threshold / factor <= p <= threshold * factor:
+            out.append((verdict.claim, p, threshold))
+    return out
