@@ -143,8 +143,9 @@ def test_a_model_rebuilt_from_its_weights_is_the_trained_model(tmp_path, small_s
 
 def test_a_sweep_task_given_weights_reproduces_the_task_that_trained_them(small_split):
     train, test = small_split
-    arguments = dict(seed=3, train=train, test=test, training=ModelTraining(width=8, num_heads=2, steps=20, batch_size=32),
-                     theory_width=10, theory_examples=60, num_random_orders=3, temperatures=[0.1, 1.0])
+    training = ModelTraining(width=8, num_heads=2, steps=20, batch_size=32)
+    arguments = dict(seed=3, train=train, test=test, training=training, theory_width=10, theory_examples=60,
+                     num_random_orders=3, temperatures=[0.1, 1.0])
     trained = run_seed(1, **arguments)
     again = run_seed(1, weights=trained["weights"], **arguments)
     np.testing.assert_array_equal(again["curves"], trained["curves"])
@@ -186,8 +187,9 @@ def test_claim_r_holds_for_identical_and_for_equally_good_models_and_is_contradi
     redrawn = retraining_agreement("R", shipped=shipped_acc, retrained=0.8 + 0.02 * rng.standard_normal(20),
                                    statistic="acc", margin_sd=1.0, level=0.05)
     assert redrawn.outcome is Outcome.HOLDS and redrawn.level == 0.05
-    worse = retraining_agreement("R", shipped=shipped_acc, retrained=shipped_acc - 0.08 + 0.02 * rng.standard_normal(20),
-                                 statistic="acc", margin_sd=1.0, level=0.05)
+    worse_acc = shipped_acc - 0.08 + 0.02 * rng.standard_normal(20)
+    worse = retraining_agreement("R", shipped=shipped_acc, retrained=worse_acc, statistic="acc", margin_sd=1.0,
+                                 level=0.05)
     assert worse.outcome is Outcome.CONTRADICTED  # 4 sd worse: another training, not another rounding
     assert seed_spread(shipped_acc) == pytest.approx(np.std(shipped_acc, ddof=1))
     flat = retraining_agreement("R", shipped=[0.8, 0.8], retrained=[0.8, 0.81], statistic="acc")

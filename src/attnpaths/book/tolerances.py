@@ -40,7 +40,7 @@ class Tolerance:
     """One rule of :data:`TABLE`.
 
     Attributes:
-        pattern: ``"<chapter>:<path>"`` with shell wildcards (:mod:`fnmatch`), matched against a leaf's path
+        pattern: ``"<chapter>:<path>"`` with shell wildcards (``fnmatch``), matched against a leaf's path
             in the results file with its list indices removed (``values.grid.accuracy.test``).
         cls: one of :data:`CLASSES`.
         rtol, atol: a number ``new`` agrees with ``old`` when ``|new - old| <= atol + rtol |old| + floor s``.
@@ -111,7 +111,7 @@ def _last_digit_unit(text: str) -> float:
 
 
 ROUNDING_RTOL = 1e-9
-"""Relative tolerance of class b: float64 results of Newton solves, Cholesky factors and kernel sums from the
+"""The relative tolerance of class b, for float64 results of Newton solves, Cholesky factors and kernel sums from the
 same inputs. Rounding contributes ~1e-16 per operation; another summation order moves results by the condition
 number times that (measured between two CPU dispatches: at most 2e-12 relative on the theory's U, 5e-11 on
 finite-width shifts), so 1e-9 leaves a wide margin while a real change (a factor, a sign, another minimum) is
@@ -122,11 +122,11 @@ ROUNDING_FLOOR = 1e-12
 GP limit, a small PC overlap: differences of large numbers carry rounding of the array's scale)."""
 
 ROUNDING_ATOL = 1e-12
-"""Absolute floor of class b: numbers that are zero up to rounding have no relative scale."""
+"""The absolute floor of class b, for numbers that are zero up to rounding and so have no relative scale."""
 
 MC_Z = 5.0
-"""z threshold of a Monte-Carlo estimate against its other version: ``|a - b| <= MC_Z sqrt(se_a^2 + se_b^2)``; a
-false alarm has probability 5.7e-7 per entry for normal estimates, under 1e-3 for the few hundred compared."""
+"""The z threshold of a Monte-Carlo estimate against its other version, ``|a - b| <= MC_Z sqrt(se_a^2 + se_b^2)``.
+A false alarm has probability 5.7e-7 per entry for normal estimates, under 1e-3 for the few hundred compared."""
 
 NOT_COMPARED = math.inf
 """The tolerance of a number whose other version carries no information beyond what is compared elsewhere."""
@@ -253,7 +253,7 @@ class Disagreement:
 def compare_results(chapter: str, old: dict, new: dict, table=TABLE) -> list[Disagreement]:
     """The leaves of two versions of a chapter's results (``values`` and ``parameters`` of a results file or a
     paper record's ``results``) that disagree beyond their rule; run times, memory, timestamps and environment
-    (volatile keys, :func:`attnpaths.book.numeric_diff.is_volatile`) are left out."""
+    (volatile keys, ``attnpaths.book.numeric_diff.is_volatile``) are left out."""
     a, b = flatten(old), flatten(new)
     scales: dict[str, float] = {}
     for path, value in a.items():

@@ -276,7 +276,8 @@ def training_key(config: TrainingConfig, dataset: ImageDataset) -> str:
     Neither the device nor the torch version enters it: trained again from the same key on another machine,
     the model is another draw of float32 rounding, which is why the book ships the weights it uses."""
     text = json.dumps(
-        {"training": asdict(config), "data": dataset.parameters, "format": FORMAT, "forward_revision": FORWARD_REVISION},
+        {"training": asdict(config), "data": dataset.parameters, "format": FORMAT,
+         "forward_revision": FORWARD_REVISION},
         sort_keys=True,
     )
     return hashlib.sha256(text.encode()).hexdigest()

@@ -353,7 +353,8 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
     shared = dict(seed=seed, train=train, test=test, training=training, theory_width=theory_width,
                   temperatures=temperatures, theory_examples=theory_examples,
                   num_random_orders=num_random_orders, max_iterations=max_iterations, device=str(device))
-    tasks = [dict(seed_index=i) if weights is None else dict(seed_index=i, weights=weights[i]) for i in range(num_seeds)]
+    tasks = [dict(seed_index=i) if weights is None else dict(seed_index=i, weights=weights[i])
+             for i in range(num_seeds)]
     rows = map_tasks(run_seed, tasks, shared=shared,
                      description="pruning: training seeds", progress=progress)
     heads = (training.num_heads,) * training.num_layers
@@ -372,5 +373,6 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
     )
 
 
-__all__ = ["RANKINGS", "RANKING_NAMES", "HeadMaskEvaluator", "PruningSweep", "auc_table", "base_accuracies", "curve_auc",
+__all__ = ["RANKINGS", "RANKING_NAMES", "HeadMaskEvaluator", "PruningSweep", "auc_table", "base_accuracies",
+           "curve_auc",
            "mean_interval", "pruning_curve", "pruning_sweep", "run_seed", "training_seeds"]

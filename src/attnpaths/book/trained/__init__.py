@@ -7,7 +7,7 @@ rounding. The chapters that train (``oneshot``, ``pruning``) therefore load the 
 by default, so that everything downstream of the model is a float64 computation from fixed inputs.
 
 ``manifest.json`` lists each shipped file: its SHA-256 (checked on every load), the key of what it holds
-(:func:`attnpaths.oneshot.training.training_key`, :func:`attnpaths.pruning.training.models_key`: training
+(:func:`attnpaths.oneshot.training.training_key`, ``attnpaths.pruning.training.models_key``: training
 settings, data and seeds), the chapter and profile that trained it, the command, the parameters and the machine.
 ``python -m attnpaths ship-weights CHAPTER --profile P`` makes them: it runs the chapter with ``retrain=True``
 and copies the models it trained here.
@@ -25,20 +25,20 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ...checkpoints import file_sha256
-from ...oneshot.training import (TrainedModel, TrainingConfig, fit, fit_seeds, load_or_fit, load_trained, model_cache_path,
-                                   save_trained, training_key)
-from ...pruning.training import ModelTraining, load_models, models_key, save_models
+from ...oneshot.training import (TrainedModel, TrainingConfig, fit, fit_seeds, load_or_fit, load_trained,
+                                   model_cache_path, save_trained, training_key)
+from ...pruning.training import load_models, models_key, save_models
 from ...results import atomic_write_text
 
 SHIPPED_DIR = Path(__file__).resolve().parent
-"""This folder: the shipped weight files and ``manifest.json``."""
+"""The folder of the shipped weight files and of ``manifest.json``."""
 
 MANIFEST_FORMAT = "attnpaths.book.trained/1"
 """The ``format`` entry of ``manifest.json``."""
 
 KINDS = ("oneshot", "pruning")
-"""What a shipped file holds: a one-shot model (:func:`~attnpaths.oneshot.training.save_trained`) or the models
-of a pruning sweep (:func:`~attnpaths.pruning.training.save_models`)."""
+"""The kinds of shipped files, by what they hold, a one-shot model (:func:`~attnpaths.oneshot.training.save_trained`)
+or the models of a pruning sweep (``attnpaths.pruning.training.save_models``)."""
 
 SOURCES = ("shipped", "retrained", "trained")
 """Where a chapter's model came from (see the module docstring)."""
@@ -57,7 +57,7 @@ class ShippedFile:
         chapter, profile: the chapter and profile whose run trained it.
         command: the command that made it.
         parameters: the chapter's parameters in that run.
-        provenance: commit, versions and machine of that run (:func:`attnpaths.provenance.collect`) and the time.
+        provenance: commit, versions and machine of that run (``attnpaths.provenance.collect``) and the time.
     """
 
     name: str
@@ -190,14 +190,15 @@ def pruning_cache_path(key: str, cache_dir) -> Path:
     return Path(cache_dir) / f"pruning-models-{key[:16]}.pt"
 
 
-def pruning_weights(config: ModelTraining, train, seeds, *, retrain: bool = False, cache_dir="_build/cache",
+def pruning_weights(config, train, seeds, *, retrain: bool = False, cache_dir="_build/cache",
                     folder=SHIPPED_DIR):
-    """The trained weights of a pruning sweep's seeds, or ``None`` when they are to be trained.
+    """The trained weights of a pruning sweep's seeds (``config``: its ``attnpaths.pruning.training.ModelTraining``;
+    ``train``: its training images; ``seeds``: its training seeds), or ``None`` when they are to be trained.
 
     Returns:
-        ``(weights, key, shipped)``: ``weights`` a list of :class:`~attnpaths.pruning.training.TrainedWeights`
+        ``(weights, key, shipped)``: ``weights`` a list of ``attnpaths.pruning.training.TrainedWeights``
         (one per seed of ``seeds``) from the shipped file (SHA-256 checked) or this machine's cache, or ``None``
-        with ``retrain`` or when neither holds them; ``key`` their :func:`~attnpaths.pruning.training.models_key`;
+        with ``retrain`` or when neither holds them; ``key`` their ``attnpaths.pruning.training.models_key``;
         ``shipped`` the :class:`ShippedFile` they came from, or ``None``.
     """
     key = models_key(config, train, seeds)
@@ -210,10 +211,11 @@ def pruning_weights(config: ModelTraining, train, seeds, *, retrain: bool = Fals
     return (load_models(path, key) if path.is_file() else None), key, None
 
 
-def pruning_source(config: ModelTraining, key: str, weights, *, shipped: ShippedFile | None, retrain: bool,
+def pruning_source(config, key: str, weights, *, shipped: ShippedFile | None, retrain: bool,
                    cache_dir="_build/cache", folder=SHIPPED_DIR) -> ModelSource:
-    """Where a sweep's models came from; models that were not shipped are saved to ``cache_dir`` first (from
-    where ``ship-weights`` takes them, and the next run loads them)."""
+    """Where a sweep's models (of ``config``, an ``attnpaths.pruning.training.ModelTraining``) came from; models
+    that were not shipped are saved to ``cache_dir`` first (from where ``ship-weights`` takes them, and the next run
+    loads them)."""
     label = f"{config.architecture}, {len(weights)} seeds"
     if shipped is not None:
         return ModelSource("pruning", key, "shipped", _shown(shipped.path(folder)), shipped.sha256, label)
@@ -263,8 +265,8 @@ def ship(sources, *, chapter: str, profile: str, command: str, parameters: dict,
          folder=SHIPPED_DIR) -> list[ShippedFile]:
     """Copy the models a chapter's run trained (its :class:`ModelSource` dicts, source ``"retrained"``) into
     ``folder`` as ``<chapter>-<profile>-<kind>-<key[:12]>.pt`` and list them in its manifest, in place of every
-    earlier file of the same chapter and profile. Raises ``ValueError`` for a model that was not trained by the run or whose file
-    no longer has the recorded SHA-256."""
+    earlier file of the same chapter and profile. Raises ``ValueError`` for a model that was not trained by the
+    run or whose file no longer has the recorded SHA-256."""
     entries = read_manifest(folder)
     for name, entry in list(entries.items()):  # the run retrained every model of the chapter's profile
         if entry.chapter == chapter and entry.profile == profile:
@@ -291,5 +293,6 @@ def ship(sources, *, chapter: str, profile: str, command: str, parameters: dict,
 
 
 __all__ = ["KINDS", "MANIFEST_FORMAT", "ModelSource", "SHIPPED_DIR", "SOURCES", "ShippedFile", "find_shipped",
-           "oneshot_model", "pruning_cache_path", "pruning_source", "pruning_weights",
-           "read_manifest", "retrained_oneshot_models", "retraining_sentence", "ship", "shipped_oneshot_models", "source_sentence", "write_manifest"]
+           "oneshot_model", "pruning_cache_path", "pruning_source", "pruning_weights", "read_manifest",
+           "retrained_oneshot_models", "retraining_sentence", "ship", "shipped_oneshot_models", "source_sentence",
+           "write_manifest"]
