@@ -24,11 +24,15 @@ import shutil
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from ...checkpoints import file_sha256
 from ...oneshot.training import (TrainedModel, TrainingConfig, fit, fit_seeds, load_or_fit, load_trained,
-                                   model_cache_path, save_trained, training_key)
+                                   model_cache_path, save_trained, split_accuracy, training_key)
+from ...pruning.experiment import base_accuracies
 from ...pruning.training import load_models, models_key, save_models
 from ...results import atomic_write_text
+from ...retraining_claims import retraining_agreement, retraining_power
 
 SHIPPED_DIR = Path(__file__).resolve().parent
 """The folder of the shipped weight files and of ``manifest.json``."""
@@ -185,6 +189,65 @@ def shipped_oneshot_models(config: TrainingConfig, dataset, seeds, folder=SHIPPE
     return models
 
 
+def oneshot_claim_r(trained: TrainedModel, source: ModelSource, dataset, *, seeds, num_test: int,
+                    episode_seed: int, margin_sd: float, level: float, device="cpu") -> tuple[list, dict]:
+    """Claim R of the one-shot chapter for a run with ``retrain = True``: trains the models of the extra training
+    ``seeds`` afresh (:func:`retrained_oneshot_models`), measures every retrained and shipped model's accuracy on
+    ``num_test`` test episodes (:func:`~attnpaths.oneshot.training.split_accuracy`, episodes from
+    ``episode_seed``) and tests them (``attnpaths.retraining_claims.retraining_agreement``, with its power at a
+    shift of three margins).
+
+    Args:
+        trained, source: the chapter's retrained model (its training seed first) and where it came from.
+
+    Returns:
+        ``(sources, result)``: the :class:`ModelSource` of every retrained model, and ``{"seeds",
+        "shipped_accuracy", "retrained_accuracy", "verdict" (a dict), "power_at_3_margins"}``, or ``{}`` when
+        no shipped models of these seeds exist.
+    """
+    config = trained.config
+    extra = retrained_oneshot_models(config, dataset, seeds, device=device)
+    sources = [source, *[s for _, s in extra]]
+    all_seeds = [config.seed, *[int(s) for s in seeds]]
+    shipped = shipped_oneshot_models(config, dataset, all_seeds)
+    if shipped is None:
+        return sources, {}
+    models = {"shipped": shipped, "retrained": [trained, *[m for m, _ in extra]]}
+    accuracy = {name: np.array([split_accuracy(m, dataset.test, num_test, episode_seed) for m in group])
+                for name, group in models.items()}
+    verdict = retraining_agreement("R", shipped=accuracy["shipped"], retrained=accuracy["retrained"],
+                                   statistic="GD test accuracy", margin_sd=margin_sd, level=level,
+                                   what="the one-shot models")
+    power = retraining_power(len(all_seeds), shift_sd=3 * margin_sd, margin_sd=margin_sd, level=level,
+                             rng=np.random.default_rng(config.seed))
+    return sources, {"seeds": all_seeds, "shipped_accuracy": accuracy["shipped"],
+                     "retrained_accuracy": accuracy["retrained"], "verdict": verdict.to_dict(),
+                     "power_at_3_margins": power["contradicted"]}
+
+
+def pruning_claim_r(config, train, test, seeds, retrained_accuracy, *, name: str, claim: str, margin_sd: float,
+                    level: float, power_seed: int) -> dict:
+    """Claim R of the pruning chapter for one architecture in a run with ``retrain = True``: the retrained models'
+    test accuracy ``retrained_accuracy`` ``[S]`` against the shipped models of the same ``seeds`` (config
+    ``config``, training images ``train``, test images ``test``), with its power at a shift of three margins.
+
+    Returns:
+        ``{"shipped_accuracy", "retrained_accuracy", "verdict" (a dict), "power_at_3_margins"}``, or ``{}`` when
+        no shipped models of these seeds exist.
+    """
+    weights, _, shipped = pruning_weights(config, train, seeds)
+    if shipped is None:
+        return {}
+    shipped_accuracy = base_accuracies(config, weights, test)
+    verdict = retraining_agreement(claim, shipped=shipped_accuracy, retrained=retrained_accuracy,
+                                   statistic="test accuracy", margin_sd=margin_sd, level=level,
+                                   what=f"the {name} models")
+    power = retraining_power(len(seeds), shift_sd=3 * margin_sd, margin_sd=margin_sd, level=level,
+                             rng=np.random.default_rng(power_seed))
+    return {"shipped_accuracy": shipped_accuracy, "retrained_accuracy": np.asarray(retrained_accuracy),
+            "verdict": verdict.to_dict(), "power_at_3_margins": power["contradicted"]}
+
+
 def pruning_cache_path(key: str, cache_dir) -> Path:
     """This machine's file of the pruning models of ``key``."""
     return Path(cache_dir) / f"pruning-models-{key[:16]}.pt"
@@ -293,6 +356,6 @@ def ship(sources, *, chapter: str, profile: str, command: str, parameters: dict,
 
 
 __all__ = ["KINDS", "MANIFEST_FORMAT", "ModelSource", "SHIPPED_DIR", "SOURCES", "ShippedFile", "find_shipped",
-           "oneshot_model", "pruning_cache_path", "pruning_source", "pruning_weights", "read_manifest",
+           "oneshot_claim_r", "oneshot_model", "pruning_claim_r", "pruning_cache_path", "pruning_source", "pruning_weights", "read_manifest",
            "retrained_oneshot_models", "retraining_sentence", "ship", "shipped_oneshot_models", "source_sentence",
            "write_manifest"]
