@@ -21,7 +21,7 @@ from attnpaths.checkpoints import file_sha256, load_checkpoint, save_checkpoint
 from attnpaths.claims import Outcome
 from attnpaths.oneshot.training import training_key
 from attnpaths.pruning.digits import digit_patches, train_test_split
-from attnpaths.pruning.experiment import HeadMaskEvaluator, run_seed, training_seeds
+from attnpaths.pruning.experiment import base_accuracies, run_seed, training_seeds
 from attnpaths.pruning.training import (ModelTraining, TrainedWeights, load_models, models_key, rebuild_model,
                                         save_models, train_model, trained_weights)
 from attnpaths.retraining_claims import retraining_agreement, retraining_power, seed_spread
@@ -78,20 +78,37 @@ def _parameters(chapter: str, profile: str) -> dict:
     return resolve_parameters(find_chapter(CHAPTERS, chapter), profile)
 
 
-@pytest.mark.parametrize("profile", ["smoke", "paper"])
-def test_the_pruning_chapter_finds_shipped_models_for_its_profiles(profile):
+def _pruning_chapter(profile: str):
+    """The pruning chapter's training settings per architecture, images and seeds in ``profile``."""
     p = _parameters("pruning", profile)
     data = digit_patches(p["patch_size"], p["positive_digits"])
-    train, _ = train_test_split(data, p["num_test"], np.random.default_rng(p["data_seed"]))
-    seeds = training_seeds(p["seed"], p["num_seeds"])
-    for architecture in p["architectures"]:
-        config = ModelTraining(architecture=architecture, width=p["width"], qk_width=p["qk_width"],
-                               num_heads=p["num_heads"], num_layers=p["num_layers"], steps=p["train_steps"],
-                               batch_size=p["batch_size"], learning_rate=p["learning_rate"])
+    train, test = train_test_split(data, p["num_test"], np.random.default_rng(p["data_seed"]))
+    configs = {a: ModelTraining(architecture=a, width=p["width"], qk_width=p["qk_width"], num_heads=p["num_heads"],
+                                num_layers=p["num_layers"], steps=p["train_steps"], batch_size=p["batch_size"],
+                                learning_rate=p["learning_rate"]) for a in p["architectures"]}
+    return configs, train, test, training_seeds(p["seed"], p["num_seeds"])
+
+
+@pytest.mark.parametrize("profile", ["smoke", "paper"])
+def test_the_pruning_chapter_finds_shipped_models_for_its_profiles(profile):
+    configs, train, _, seeds = _pruning_chapter(profile)
+    for architecture, config in configs.items():
         weights, key, entry = shipped.pruning_weights(config, train, seeds, cache_dir="/nonexistent")
         assert entry is not None, (f"no shipped {architecture} models for the pruning chapter's {profile} profile: "
                                    f"python -m attnpaths ship-weights pruning --profile {profile}")
-        assert len(weights) == p["num_seeds"] and entry.key == key and entry.profile == profile
+        assert len(weights) == len(seeds) and entry.key == key and entry.profile == profile
+
+
+def test_the_pruning_chapters_claim_r_holds_for_its_shipped_models_and_sees_worse_ones():
+    configs, train, test, seeds = _pruning_chapter("smoke")
+    config = configs["multihead"]
+    weights, _, _ = shipped.pruning_weights(config, train, seeds)
+    accuracy = base_accuracies(config, weights, test)
+    arguments = dict(name="stack", claim="R", margin_sd=1.0, level=0.05, power_seed=0)
+    same = shipped.pruning_claim_r(config, train, test, seeds, accuracy, **arguments)
+    assert same["verdict"]["outcome"] == "holds" and same["power_at_3_margins"] > 0.5
+    worse = shipped.pruning_claim_r(config, train, test, seeds, accuracy - 3 * accuracy.std(ddof=1), **arguments)
+    assert worse["verdict"]["outcome"] == "contradicted"
 
 
 @pytest.mark.parametrize("profile", ["smoke", "paper"])
