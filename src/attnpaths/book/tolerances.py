@@ -186,6 +186,10 @@ TABLE: tuple[Tolerance, ...] = (
               "the gradient norm at a certified minimum is zero up to rounding (1e-13 .. 1e-9): only that it is "
               "below the solver's tolerance (1e-8) means anything, not its digits"),
     Tolerance("theory:values.glued.max_grad", "rounding", 0.0, 1e-8, 0.0, "the largest gradient norm: as above"),
+    Tolerance("*iterations*", "rounding", 0.0, 1.0, 0.0,
+              "Newton iterations until the gradient norm falls below the solver's tolerance: where the last step "
+              "lands near that tolerance, rounding decides whether one more is taken (one-shot grid: +-1 seen "
+              "between CPU dispatches)"),
     Tolerance("*perm_diff*", "rounding", 0.0, ROUNDING_ATOL, 0.0,
               "change of a prediction under a permutation of the tokens: zero up to rounding"),
     *(Tolerance(pattern, "rounding", 0.0, ROUNDING_ATOL, 0.0,
