@@ -218,7 +218,10 @@ TABLE: tuple[Tolerance, ...] = (
     Tolerance("*", "rounding", ROUNDING_RTOL, ROUNDING_ATOL, ROUNDING_FLOOR,
               "float64 from the same inputs (ROUNDING_RTOL, ROUNDING_FLOOR)"),
 )
-"""The rules, most specific first; the last one is the default of every number."""
+"""The rules, most specific first; the last one is the default of every number.
+
+:meta hide-value:
+"""
 
 
 def _is_number(value) -> bool:

@@ -112,8 +112,9 @@ class ModelSource:
     Attributes:
         kind: one of :data:`KINDS`; key: its training key.
         source: one of :data:`SOURCES`.
-        file: the file it was loaded from or saved to (the shipped file, or the cache file), relative to the
-            working directory where it lies below it.
+        file: the shipped file's name (in :data:`SHIPPED_DIR`), or the cache file the model was saved to,
+            relative to the working directory where it lies below it (names that do not depend on where the
+            checkout lies).
         sha256: the file's SHA-256.
         label: what it holds in words.
     """
@@ -151,7 +152,7 @@ def oneshot_model(config: TrainingConfig, dataset, *, retrain: bool = False, dev
     shipped = None if retrain else find_shipped("oneshot", key, folder)
     if shipped is not None:
         path = shipped.path(folder)
-        return load_trained(str(path), shipped.sha256), ModelSource("oneshot", key, "shipped", _shown(path),
+        return load_trained(str(path), shipped.sha256), ModelSource("oneshot", key, "shipped", shipped.name,
                                                                       shipped.sha256, label)
     path = Path(model_cache_path(config, dataset, str(cache_dir)))
     if retrain:
@@ -281,7 +282,7 @@ def pruning_source(config, key: str, weights, *, shipped: ShippedFile | None, re
     loads them)."""
     label = f"{config.architecture}, {len(weights)} seeds"
     if shipped is not None:
-        return ModelSource("pruning", key, "shipped", _shown(shipped.path(folder)), shipped.sha256, label)
+        return ModelSource("pruning", key, "shipped", shipped.name, shipped.sha256, label)
     path = pruning_cache_path(key, cache_dir)
     sha256 = save_models(path, config, key, weights)
     return ModelSource("pruning", key, "retrained" if retrain else "trained", _shown(path), sha256, label)
@@ -292,7 +293,7 @@ def source_sentence(sources) -> str:
     parts = []
     for source in sources:
         if source.source == "shipped":
-            parts.append(f"{source.label}: the shipped weights `{Path(source.file).name}` (SHA-256 "
+            parts.append(f"{source.label}: the shipped weights `{source.file}` (SHA-256 "
                          f"`{source.sha256[:12]}...`, checked when loaded)")
         elif source.source == "retrained":
             parts.append(f"{source.label}: trained afresh in this run (`retrain = True`)")
