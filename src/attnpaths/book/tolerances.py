@@ -17,7 +17,7 @@ A number of the book belongs to one of four classes:
   on another machine they agree within their Monte-Carlo error, not within rounding; a verdict computed from
   them keeps its outcome unless it sits at its threshold.
 
-:data:`TABLE` lists, per chapter and results key, the class, the tolerance and the reason; the first rule
+``TABLE`` lists, per chapter and results key, the class, the tolerance and the reason; the first rule
 whose pattern matches a leaf decides. :func:`compare_results` compares two results files (or paper records)
 by that table; the nbval test, the paper-record test and ``record-paper`` use it.
 """
@@ -37,7 +37,7 @@ CLASSES = ("exact", "rounding", "trained", "monte carlo")
 
 @dataclass(frozen=True)
 class Tolerance:
-    """One rule of :data:`TABLE`.
+    """One rule of ``TABLE``.
 
     Attributes:
         pattern: ``"<chapter>:<path>"`` with shell wildcards (``fnmatch``), matched against a leaf's path
@@ -218,10 +218,8 @@ TABLE: tuple[Tolerance, ...] = (
     Tolerance("*", "rounding", ROUNDING_RTOL, ROUNDING_ATOL, ROUNDING_FLOOR,
               "float64 from the same inputs (ROUNDING_RTOL, ROUNDING_FLOOR)"),
 )
-"""The rules, most specific first; the last one is the default of every number.
-
-:meta hide-value:
-"""
+"""The rules, most specific first; the last one is the default of every number (shown as a table in the
+reproducibility chapter, not on the API page: its regular expressions would read as TeX there)."""
 
 
 def _is_number(value) -> bool:
@@ -231,10 +229,10 @@ def _is_number(value) -> bool:
 _INDEX = re.compile(r"\[\d+\]")
 
 
-def rule_for(chapter: str, path: str, table=TABLE) -> Tolerance:
-    """The first rule of ``table`` whose pattern matches ``<chapter>:<path>`` (list indices removed)."""
+def rule_for(chapter: str, path: str, table=None) -> Tolerance:
+    """The first rule of ``table`` (default ``TABLE``) whose pattern matches ``<chapter>:<path>`` (list indices removed)."""
     key = f"{chapter}:{_INDEX.sub('', path)}"
-    for rule in table:
+    for rule in TABLE if table is None else table:
         if fnmatch.fnmatchcase(key, rule.pattern):
             return rule
     raise ValueError(f"table has no rule for {key!r}: its last rule must match everything")
@@ -257,7 +255,7 @@ class Disagreement:
                 f"{self.rule.atol:g}: {self.rule.reason})")
 
 
-def compare_results(chapter: str, old: dict, new: dict, table=TABLE) -> list[Disagreement]:
+def compare_results(chapter: str, old: dict, new: dict, table=None) -> list[Disagreement]:
     """The leaves of two versions of a chapter's results (``values`` and ``parameters`` of a results file or a
     paper record's ``results``) that disagree beyond their rule; run times, memory, timestamps and environment
     (volatile keys, ``attnpaths.book.numeric_diff.is_volatile``) are left out."""
@@ -289,4 +287,4 @@ def compare_results(chapter: str, old: dict, new: dict, table=TABLE) -> list[Dis
 
 
 __all__ = ["CLASSES", "Disagreement", "MC_Z", "NOT_COMPARED", "ROUNDING_ATOL", "ROUNDING_FLOOR", "ROUNDING_RTOL",
-           "TABLE", "Tolerance", "compare_results", "rule_for"]
+           "Tolerance", "compare_results", "rule_for"]
