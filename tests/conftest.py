@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from attnpaths.book import runner, site
-from attnpaths.book.chapters import book_chapters
-from attnpaths.book.layout import BookLayout
-from helpers import ROOT
+from attnpaths_book import runner, site
+from attnpaths_book.chapters import book_chapters
+from attnpaths_book.layout import BookLayout
+from helpers import ROOT, write_stand_in_packages
 
 
 @pytest.fixture
 def tiny_book(tmp_path) -> BookLayout:
-    """An empty book skeleton in a temporary folder: ``_config.yml``, a stand-in package source folder."""
+    """An empty book skeleton in a temporary folder: ``_config.yml``, stand-in sources of the library and of its companion."""
     (tmp_path / "_config.yml").write_text("title: tiny\n")
-    package = tmp_path / "src" / "attnpaths"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("# stand-in package sources: their digest enters the cache key\n")
+    write_stand_in_packages(tmp_path)
     return BookLayout(tmp_path)
 
 

@@ -16,7 +16,7 @@ import yaml
 from scipy import stats
 
 from attnpaths.attention import Attention, AttentionLayer
-from attnpaths.book import tolerances
+from attnpaths_book import tolerances
 from attnpaths.claims import bonferroni_z
 from attnpaths.network import AttentionNetwork, NetworkWeights
 from attnpaths.sampler import PosteriorSampler
@@ -109,7 +109,7 @@ def write_chapter(root: Path, name: str, parameters: str, body: str, profiles: d
                   report: bool = False) -> Path:
     """Write ``book/<name>.md``: a MyST notebook with a parameters cell (``profile`` and ``results_dir`` are
     added), then ``body`` as one code cell, then a cell recording the results ``values`` defined by ``body``
-    (:class:`attnpaths.book.recorder.ChapterRecorder`) and writing the results file."""
+    (:class:`attnpaths_book.recorder.ChapterRecorder`) and writing the results file."""
     meta = dict(FRONT_MATTER)
     settings = {"profiles": profiles or {"smoke": {}, "paper": {}}}
     if report:
@@ -120,7 +120,7 @@ def write_chapter(root: Path, name: str, parameters: str, body: str, profiles: d
     text = (f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n\n# Chapter {name}\n\n"
             f"```{{code-cell}} ipython3\n:tags: [parameters]\n\n{parameters}\n```\n\n"
             f"```{{code-cell}} ipython3\n{textwrap.dedent(body).strip()}\n```\n\n"
-            "```{code-cell} ipython3\nfrom attnpaths.book.recorder import ChapterRecorder\n"
+            "```{code-cell} ipython3\nfrom attnpaths_book.recorder import ChapterRecorder\n"
             f"recorder = ChapterRecorder({name!r}, globals())\n"
             "for key, value in values.items():\n    recorder.record(key, value)\nrecorder.write()\n```\n")
     path = root / "book" / f"{name}.md"
@@ -135,16 +135,29 @@ def write_toc(root: Path, names: list[str]) -> None:
     (root / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
 
 
+def write_stand_in_packages(root: Path) -> Path:
+    """Stand-in sources of the library and of its companion under ``root/src`` (their digest enters the cache
+    key; the companion's ``__init__`` imports the library, as the real one does). Returns the library folder."""
+    package = root / "src" / "attnpaths"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("# stand-in package sources: their digest enters the cache key\n")
+    companion = root / "src" / "attnpaths_book"
+    companion.mkdir()
+    (companion / "__init__.py").write_text("import attnpaths  # the companion imports the library\n")
+    return package
+
+
 def copy_repository(destination: Path) -> Path:
     """Copy the repository's book (``_toc.yml``, ``_config.yml``, ``book/``) and package sources
-    (``src/attnpaths``, without bytecode) to ``destination``, without ``_build``: a checkout that a test may
+    (``src/attnpaths``, ``src/attnpaths_book``, without bytecode) to ``destination``, without ``_build``: a checkout that a test may
     edit or execute. Returns ``destination``."""
     destination.mkdir(parents=True)
     for name in ("_toc.yml", "_config.yml"):
         shutil.copy(ROOT / name, destination / name)
     shutil.copytree(ROOT / "book", destination / "book")
-    shutil.copytree(ROOT / "src" / "attnpaths", destination / "src" / "attnpaths",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for package in ("attnpaths", "attnpaths_book"):
+        shutil.copytree(ROOT / "src" / package, destination / "src" / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return destination
 
 
@@ -152,7 +165,7 @@ def copy_repository(destination: Path) -> Path:
 # comparisons with the committed paper records (tests/test_paper_records.py)
 
 MC_Z = tolerances.MC_Z
-"""z threshold of a Monte-Carlo estimate compared with a recorded one (:data:`attnpaths.book.tolerances.MC_Z`)."""
+"""z threshold of a Monte-Carlo estimate compared with a recorded one (:data:`attnpaths_book.tolerances.MC_Z`)."""
 
 
 def _numeric(value):
@@ -168,7 +181,7 @@ def _numeric(value):
 
 def assert_matches_record(chapter, key, recomputed, recorded):
     """Assert that a recomputed value equals the one in ``chapter``'s paper record, within the tolerance that
-    the reproducibility table gives its key (:func:`attnpaths.book.tolerances.rule_for`).
+    the reproducibility table gives its key (:func:`attnpaths_book.tolerances.rule_for`).
 
     Numbers and arrays (any nesting of lists) must satisfy ``|a - b| <= rtol |b| + atol + floor max|b|`` entry
     by entry, with the same shape; dicts must have the same keys and are compared entry by entry, each under

@@ -17,9 +17,9 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from attnpaths.book import site
-from attnpaths.book.chapters import book_chapters, toc_docnames
-from attnpaths.book.layout import BookLayout
+from attnpaths_book import site
+from attnpaths_book.chapters import book_chapters, toc_docnames
+from attnpaths_book.layout import BookLayout
 from helpers import API_INDEX, API_PAGES_DIR, ROOT, api_modules
 
 PY_ROLE = re.compile(r"\{(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc)\}`~?([\w.]+)`")
@@ -27,7 +27,7 @@ PY_ROLE = re.compile(r"\{(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc)\}`~?(
 REQUIRED_MODULES = (
     "attnpaths.attention", "attnpaths.paths", "attnpaths.kernels", "attnpaths.action", "attnpaths.theory",
     "attnpaths.network", "attnpaths.sampler", "attnpaths.order_parameter_posterior", "attnpaths.head_scores",
-    "attnpaths.claims", "attnpaths.engine", "attnpaths.book.recorder", "attnpaths.hmc.data",
+    "attnpaths.claims", "attnpaths.engine", "attnpaths_book.recorder", "attnpaths.hmc.data",
     "attnpaths.hmc.heads", "attnpaths.hmc.networks", "attnpaths.oneshot.datasets", "attnpaths.oneshot.model",
     "attnpaths.oneshot.training",
 )

@@ -1,10 +1,11 @@
-"""The numpyro NUTS benchmark (``python -m attnpaths bench numpyro_nuts``).
+"""The numpyro NUTS benchmark (``python -m attnpaths_book bench numpyro_nuts``).
 
 jax and numpyro are the optional ``bench`` extra, which CI does not install: the clear error when they are
 missing is tested everywhere (their import is made to fail); the JAX potential and the entry point run only
 where numpyro is importable.
 """
 
+import re
 import importlib.util
 import math
 import sys
@@ -13,10 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths.benchmarks import numpyro_nuts as bench
-from attnpaths.benchmarks.record import read_record
-from attnpaths.benchmarks.sampler import _hmc_inputs, potential_energy
-from attnpaths import cli
+from attnpaths_book.benchmarks import numpyro_nuts as bench
+from attnpaths_book.benchmarks.record import read_record
+from attnpaths_book.benchmarks.sampler import _hmc_inputs, potential_energy
+from attnpaths_book import cli
 from attnpaths.network import AttentionNetwork
 from helpers import random_attention, random_inputs
 
@@ -152,7 +153,7 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tiny_run, capsys):
     report, record, x64_before, x64_after = tiny_run
     assert x64_after == x64_before  # jax_enable_x64 is restored
     assert record["benchmark"] == "numpyro_nuts"
-    assert record["command"].startswith("python -m attnpaths bench numpyro_nuts " + " ".join(TINY_ARGV) + " --output ")
+    assert record["command"].startswith("python -m attnpaths_book bench numpyro_nuts " + " ".join(TINY_ARGV) + " --output ")
     assert record["versions"]["numpyro"] == numpyro.__version__ and record["versions"]["jax"] == jax.__version__
     assert record["machine"]["load_average_1min_start"] is not None and record["machine"]["load_average_1min"] is not None
     assert record["report"]["ess_per_s_ratio"] == pytest.approx(report["ess_per_s_ratio"])
@@ -215,11 +216,11 @@ def test_same_key_same_chains_and_budget_stops_after_one_round(tiny_run):
 
 # -- the committed record ------------------------------------------------------------------------------------
 def test_committed_record_is_complete_and_consistent():
-    from attnpaths.benchmarks.record import committed_record_path
+    from attnpaths_book.benchmarks.record import committed_record_path
 
     record = read_record(committed_record_path("numpyro_nuts"))
     report = record["report"]
-    assert record["command"].startswith("python -m attnpaths bench numpyro_nuts")
+    assert re.match(r"python -m attnpaths(_book)? bench numpyro_nuts", record["command"])  # committed before the companion was a package of its own
     assert record["commit"] is not None and len(record["commit"]) == 40 and record["commit_dirty"] is False
     assert record["versions"]["numpyro"] and record["versions"]["jax"]
     assert report["sizes"] == {**report["sizes"], "widths": [10, 10, 10], "num_train": 100, "temperature": 0.01}

@@ -1,4 +1,4 @@
-"""``python -m attnpaths bench sampler_growth``: the entry point at tiny size, its fits and the committed record."""
+"""``python -m attnpaths_book bench sampler_growth``: the entry point at tiny size, its fits and the committed record."""
 
 import json
 import math
@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from attnpaths.benchmarks import sampler_growth as bench
-from attnpaths.benchmarks._fits import fit_exponent
-from attnpaths.benchmarks.record import committed_record_path, read_record
+from attnpaths_book.benchmarks import sampler_growth as bench
+from attnpaths_book.benchmarks._fits import fit_exponent
+from attnpaths_book.benchmarks.record import committed_record_path, read_record
 
 
 def assert_ess_fits_use_converged_points(fit: dict, key: str):
@@ -30,7 +30,7 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys):
     report = bench.main(argv)
     assert torch.get_num_threads() == threads  # restored
     record = read_record(output)
-    assert record["command"] == "python -m attnpaths bench sampler_growth " + " ".join(argv)
+    assert record["command"] == "python -m attnpaths_book bench sampler_growth " + " ".join(argv)
     saved = record["report"]
     assert json.loads(json.dumps(report, default=float)) == saved
     assert saved["quick"] and saved["threads"] == 1 and (saved["warmup"], saved["samples"]) == (5, 20)

@@ -1,4 +1,4 @@
-"""``python -m attnpaths bench solver``: the entry point at tiny size, the fits of the cost's growth, the Adam
+"""``python -m attnpaths_book bench solver``: the entry point at tiny size, the fits of the cost's growth, the Adam
 reference and the committed record."""
 
 import json
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths.benchmarks import _fits as fits
-from attnpaths.benchmarks import solver as bench
-from attnpaths.benchmarks.record import committed_record_path, read_record
+from attnpaths_book.benchmarks import _fits as fits
+from attnpaths_book.benchmarks import solver as bench
+from attnpaths_book.benchmarks.record import committed_record_path, read_record
 from attnpaths.theory import solve
 
 from helpers import random_problem
@@ -73,7 +73,7 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys, m
     assert torch.get_num_threads() == threads  # restored
     assert seen and all(torch_threads == 1 and blas <= {1} for torch_threads, blas in seen), seen
     record = read_record(output)
-    assert record["benchmark"] == "solver" and record["command"] == "python -m attnpaths bench solver " + " ".join(argv)
+    assert record["benchmark"] == "solver" and record["command"] == "python -m attnpaths_book bench solver " + " ".join(argv)
     assert record["machine"]["load_average_1min"] is not None and record["machine"]["load_average_1min_start"] >= 0
     saved = record["report"]
     assert json.loads(json.dumps(report, default=float)).keys() == saved.keys()

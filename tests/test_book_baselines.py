@@ -5,9 +5,9 @@ file.
 Printed text is compared by nbval with every number masked (``tests/baselines/nbval_sanitize.cfg``): words,
 labels and verdict outcomes must be equal. The numbers are compared through the results file the execution
 writes, leaf by leaf, each within the tolerance of its reproducibility class
-(:mod:`attnpaths.book.tolerances`), since the last digits of a number computed on another CPU can move.
+(:mod:`attnpaths_book.tolerances`), since the last digits of a number computed on another CPU can move.
 
-Refresh the baselines after a deliberate change with ``python -m attnpaths refresh-baselines``, which shows
+Refresh the baselines after a deliberate change with ``python -m attnpaths_book refresh-baselines``, which shows
 what changed, then the same command with ``--accept``, which writes them.
 """
 
@@ -20,17 +20,17 @@ import sys
 import nbformat
 import pytest
 
-from attnpaths.book.baselines import (CHECK_TAG, baseline_differences, baseline_path, results_baseline_path,
+from attnpaths_book.baselines import (CHECK_TAG, baseline_differences, baseline_path, results_baseline_path,
                                       strip_for_baseline)
-from attnpaths.book.executor import KERNEL_ENVIRONMENT
-from attnpaths.book.layout import BookLayout
-from attnpaths.book.runner import notebook_chapters
-from attnpaths.book.tolerances import compare_results
+from attnpaths_book.executor import KERNEL_ENVIRONMENT
+from attnpaths_book.layout import BookLayout
+from attnpaths_book.runner import notebook_chapters
+from attnpaths_book.tolerances import compare_results
 from helpers import ROOT
 
 LAYOUT = BookLayout(ROOT)
 CHAPTERS = notebook_chapters(LAYOUT)
-REFRESH = "see what changed with: python -m attnpaths refresh-baselines; write it with: ... --accept"
+REFRESH = "see what changed with: python -m attnpaths_book refresh-baselines; write it with: ... --accept"
 NOT_LINKED = {"_build", ".git", "tests", ".pytest_cache"}
 SANITIZE = ROOT / "tests" / "baselines" / "nbval_sanitize.cfg"
 

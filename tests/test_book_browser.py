@@ -17,7 +17,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from attnpaths.book.chapters import toc_docnames
+from attnpaths_book.chapters import toc_docnames
 from helpers import API_PAGES_DIR, ROOT, api_modules
 
 DOCNAMES = toc_docnames(ROOT / "_toc.yml")

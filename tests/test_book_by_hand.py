@@ -10,9 +10,9 @@ import nbformat
 import pytest
 
 from attnpaths import engine
-from attnpaths.book import runner
-from attnpaths.book.layout import BookLayout
-from attnpaths.book.numeric_diff import is_volatile
+from attnpaths_book import runner
+from attnpaths_book.layout import BookLayout
+from attnpaths_book.numeric_diff import is_volatile
 from attnpaths.results import STAGING_ENV
 from helpers import ROOT, copy_repository
 

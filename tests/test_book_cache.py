@@ -7,10 +7,10 @@ import textwrap
 import nbformat
 import pytest
 
-from attnpaths.book import runner
-from attnpaths.book.cache import EXECUTION_METADATA, PackageCode, chapter_key, imported_names, stored_key
-from attnpaths.book.chapters import book_chapters, resolve_parameters
-from attnpaths.book.layout import BookLayout
+from attnpaths_book import runner
+from attnpaths_book.cache import EXECUTION_METADATA, PackageCode, chapter_key, imported_names, stored_key
+from attnpaths_book.chapters import book_chapters, resolve_parameters
+from attnpaths_book.layout import BookLayout
 from attnpaths.provenance import versions
 from helpers import copy_repository, write_chapter, write_toc
 
@@ -27,7 +27,7 @@ def book(tiny_book):
 def keys(layout):
     """Current keys of every chapter, smoke profile."""
     chapters = book_chapters(layout)
-    code, env = PackageCode(layout.package_dir), versions()
+    code, env = PackageCode(*layout.package_dirs), versions()
     return {c.name: runner.current_key(layout, c, resolve_parameters(c, "smoke"), chapters, code, env)
             for c in chapters if c.is_notebook}
 
@@ -54,7 +54,7 @@ def test_chapter_source_changes_only_its_key(book):
 
 
 def test_package_init_changes_every_key(book):
-    before = keys(book)  # every chapter imports attnpaths.book.recorder, so executes attnpaths/__init__.py
+    before = keys(book)  # every chapter imports attnpaths_book.recorder, whose package imports attnpaths
     (book.package_dir / "__init__.py").write_text("VERSION = 2\n")
     after = keys(book)
     assert all(after[name] != before[name] for name in before)
@@ -70,7 +70,7 @@ def write_package(package_dir, files):
 @pytest.fixture
 def importing_book(tiny_book):
     """alpha imports attnpaths.tasks.runs (which imports attnpaths.helper, relatively, inside a function),
-    beta imports nothing but attnpaths.book.recorder; the package also holds modules nobody imports and data files."""
+    beta imports nothing but attnpaths_book.recorder; the package also holds modules nobody imports and data files."""
     write_package(tiny_book.package_dir, {
         "helper.py": "X = 1\n",
         "unused.py": "from . import helper\n",
@@ -81,7 +81,6 @@ def importing_book(tiny_book):
         "tasks/records/a.json": "{}\n",
         "tasks/inner/__init__.py": "",
         "tasks/inner/other.json": "[2]\n",
-        "book/__init__.py": "",
     })
     write_chapter(tiny_book.root, "alpha", "n = 3", "%matplotlib inline\nfrom attnpaths.tasks import runs\nvalues = {}")
     write_chapter(tiny_book.root, "beta", "m = 1", "values = {'m': m}")
@@ -98,7 +97,7 @@ def importing_book(tiny_book):
     ("tasks/inner/other.json", set()),  # in a subpackage nobody imports
     ("unused.py", set()),
     ("cli.py", set()),  # imports what alpha imports, but no chapter imports it
-    ("book/recorder.py", {"alpha", "beta"}),  # a module every chapter imports, created
+    ("../attnpaths_book/recorder.py", {"alpha", "beta"}),  # a companion module every chapter imports, created
 ])
 def test_a_key_follows_the_package_code_its_chapter_imports(importing_book, edited, stale):
     before = keys(importing_book)
@@ -142,7 +141,7 @@ def repository(tmp_path):
     key (smoke profile), so that ``runner.stale_chapters`` lists none."""
     layout = BookLayout(copy_repository(tmp_path / "repository"))
     chapters = runner.notebook_chapters(layout)
-    code, env = PackageCode(layout.package_dir), versions()
+    code, env = PackageCode(*layout.package_dirs), versions()
     for chapter in chapters:  # in toc order: the report chapter's key holds the stored keys before it
         parameters = resolve_parameters(chapter, "smoke")
         store(layout, chapter.name, runner.current_key(layout, chapter, parameters, chapters, code, env))
@@ -157,12 +156,12 @@ def edit(path):
 
 
 def test_editing_the_command_line_leaves_every_chapter_fresh(repository):
-    edit(repository.package_dir / "cli.py")
+    edit(repository.package_dirs[1] / "cli.py")
     assert runner.stale_chapters(repository, "smoke") == []
 
 
 def test_a_benchmark_record_makes_stale_only_the_chapters_that_read_records(repository):
-    edit(repository.package_dir / "benchmarks" / "records" / "sampler.json")  # the reproducibility chapter shows it
+    edit(repository.package_dirs[1] / "benchmarks" / "records" / "sampler.json")  # the reproducibility chapter shows it
     stale = runner.stale_chapters(repository, "smoke")
     assert "reproducibility" in stale and "hmc" not in stale
     assert set(stale) <= {"oneshot", "reproducibility"}  # oneshot reads the training records of the same folder
@@ -170,7 +169,7 @@ def test_a_benchmark_record_makes_stale_only_the_chapters_that_read_records(repo
 
 def test_a_module_that_hmc_imports_transitively_makes_hmc_stale(repository):
     chapter = next(c for c in book_chapters(repository) if c.name == "hmc")
-    code = PackageCode(repository.package_dir)
+    code = PackageCode(*repository.package_dirs)
     direct = {f for name in code.chapter_imports(chapter.notebook) for f in code.module_files(name)}
     kernels = repository.package_dir / "kernels.py"
     assert kernels not in direct and kernels in code.closure(code.chapter_imports(chapter.notebook))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from attnpaths.book.chapters import (ChapterError, ParameterError, book_chapters, parse_assignments,
+from attnpaths_book.chapters import (ChapterError, ParameterError, book_chapters, parse_assignments,
                                      resolve_parameters, toc_docnames)
 from helpers import ROOT, write_chapter, write_toc
 

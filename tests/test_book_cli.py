@@ -1,4 +1,4 @@
-"""The command line: benchmark dispatch, status, the console script and ``python -m attnpaths`` (no kernels)."""
+"""The command line: benchmark dispatch, status, the console script and ``python -m attnpaths_book`` (no kernels)."""
 
 import importlib
 import importlib.util
@@ -8,20 +8,20 @@ import types
 
 import pytest
 
-from attnpaths.cli import main, run_benchmark
+from attnpaths_book.cli import main, run_benchmark
 from helpers import ROOT, write_chapter, write_toc
 
 
 @pytest.fixture
 def benchmarks(tmp_path, monkeypatch):
-    """A stand-in ``attnpaths.benchmarks`` package holding one benchmark, ``demo``."""
+    """A stand-in ``attnpaths_book.benchmarks`` package holding one benchmark, ``demo``."""
     (tmp_path / "demo.py").write_text("def main(argv):\n    return len(argv)\n")
     (tmp_path / "helper_without_main.py").write_text("VALUE = 1\n")
-    package = types.ModuleType("attnpaths.benchmarks")
+    package = types.ModuleType("attnpaths_book.benchmarks")
     package.__path__ = [str(tmp_path)]
-    monkeypatch.setitem(sys.modules, "attnpaths.benchmarks", package)
+    monkeypatch.setitem(sys.modules, "attnpaths_book.benchmarks", package)
     for name in ("demo", "helper_without_main"):
-        monkeypatch.delitem(sys.modules, f"attnpaths.benchmarks.{name}", raising=False)
+        monkeypatch.delitem(sys.modules, f"attnpaths_book.benchmarks.{name}", raising=False)
     return tmp_path
 
 
@@ -31,7 +31,7 @@ def test_bench_calls_the_module_main_with_the_arguments(benchmarks):
 
 
 def test_unknown_benchmark_is_a_clear_error(benchmarks, capsys):
-    with pytest.raises(ValueError, match=r"benchmarks in attnpaths.benchmarks \(demo, helper_without_main\), got 'nope'"):
+    with pytest.raises(ValueError, match=r"benchmarks in attnpaths_book.benchmarks \(demo, helper_without_main\), got 'nope'"):
         run_benchmark("nope", [])
     assert main(["bench", "nope"]) == 2
     assert "got 'nope'" in capsys.readouterr().err
@@ -55,9 +55,9 @@ def test_outside_a_book_is_a_clear_error(tmp_path, capsys, monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------------------
-# the console script `attnpaths` and `python -m attnpaths`
+# the console script `attnpaths` and `python -m attnpaths_book`
 
-# what pip writes as the console script of an entry point "attnpaths.cli:main" (its module and function are
+# what pip writes as the console script of an entry point "attnpaths_book.cli:main" (its module and function are
 # filled in from pyproject.toml below)
 CONSOLE_SCRIPT = """import re
 import sys
@@ -82,8 +82,10 @@ def test_pyproject_declares_the_console_script_and_the_lab_extra():
     assert {"jupyterlab", "jupytext"} <= set(project()["optional-dependencies"]["lab"])
 
 
-def test_the_old_module_is_gone():
-    assert importlib.util.find_spec("attnpaths.book.cli") is None
+def test_the_command_line_lives_in_the_companion_not_in_the_library():
+    assert importlib.util.find_spec("attnpaths.cli") is None
+    assert importlib.util.find_spec("attnpaths.__main__") is None
+    assert importlib.util.find_spec("attnpaths_book.__main__") is not None
 
 
 @pytest.fixture
@@ -109,12 +111,12 @@ def test_the_console_script_runs_the_commands(two_chapter_book, tmp_path):
 
 
 def test_python_dash_m_runs_the_same_commands(two_chapter_book):
-    done = subprocess.run([sys.executable, "-m", "attnpaths", "status"], cwd=two_chapter_book.root,
+    done = subprocess.run([sys.executable, "-m", "attnpaths_book", "status"], cwd=two_chapter_book.root,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "smoke profile: stale: alpha, beta" in done.stdout
-    usage = subprocess.run([sys.executable, "-m", "attnpaths", "--help"], capture_output=True, text=True,
+    usage = subprocess.run([sys.executable, "-m", "attnpaths_book", "--help"], capture_output=True, text=True,
                            timeout=120)
-    assert usage.stdout.startswith("usage: python -m attnpaths ")
+    assert usage.stdout.startswith("usage: python -m attnpaths_book ")
     for command in ("book", "run", "status", "refresh-baselines", "record-paper", "bench"):
         assert command in usage.stdout

@@ -8,12 +8,13 @@ import json
 import nbformat
 import pytest
 
-from attnpaths import __version__, cli, provenance
-from attnpaths.book import paper_records, runner
-from attnpaths.book.baselines import CHECK_TAG, baseline_path, results_baseline_path
-from attnpaths.book.cache import EXECUTION_METADATA
-from attnpaths.book.executor import ChapterFailed
-from attnpaths.book.numeric_diff import compare_json, compare_lines, is_volatile
+from attnpaths import __version__, provenance
+from attnpaths_book import cli
+from attnpaths_book import paper_records, runner
+from attnpaths_book.baselines import CHECK_TAG, baseline_path, results_baseline_path
+from attnpaths_book.cache import EXECUTION_METADATA
+from attnpaths_book.executor import ChapterFailed
+from attnpaths_book.numeric_diff import compare_json, compare_lines, is_volatile
 from attnpaths.results import write_results
 from helpers import write_chapter, write_toc
 
@@ -80,7 +81,7 @@ def _book(tiny_book, names=("alpha",)):
 def _execute(layout, chapter, profile, printed, values, overrides=None):
     """Stand in for an execution: the executed notebook (one checked cell printing ``printed``) and the
     results file, both for ``profile``."""
-    from attnpaths.book.chapters import resolve_parameters
+    from attnpaths_book.chapters import resolve_parameters
 
     parameters = resolve_parameters(chapter, profile, overrides, results_dir=layout.relative(layout.results_dir))
     cells = [nbformat.v4.new_code_cell(c.source, metadata={"tags": list(c.metadata.get("tags", []))})
@@ -176,7 +177,7 @@ def test_record_paper_writes_new_records_with_provenance(tiny_book, no_execution
     out = capsys.readouterr().out
     assert "alpha: new record" in out and "record tests/paper_records/beta.json written" in out
     record = paper_records.read_record(paper_records.record_path(tiny_book, chapters["alpha"]))
-    assert record["command"] == "python -m attnpaths record-paper"
+    assert record["command"] == "python -m attnpaths_book record-paper"
     assert record["commit"] is None and record["commit_dirty"] is None  # not a git checkout
     assert set(record["versions"]) >= {"python", "numpy", "torch"} and record["recorded_utc"].endswith("+00:00")
     assert record["machine"] == provenance.machine(load=False) and record["package_version"] == __version__
@@ -232,7 +233,7 @@ def test_record_paper_needs_accept_when_numbers_change(tiny_book, no_execution, 
     assert cli.main(["record-paper", "--no-execute", "--accept"]) == 0
     record = json.loads(path.read_text())
     assert record["results"]["values"]["acc"] == 0.93
-    assert record["command"] == "python -m attnpaths record-paper --no-execute --accept"
+    assert record["command"] == "python -m attnpaths_book record-paper --no-execute --accept"
 
 
 def test_record_paper_refuses_other_profiles_and_overrides(tiny_book, no_execution, monkeypatch, capsys):

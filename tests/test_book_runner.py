@@ -13,12 +13,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attnpaths.book import runner
-from attnpaths.cli import main
-from attnpaths.book.executor import ChapterFailed
-from attnpaths.book.layout import BookLayout
+from attnpaths_book import runner
+from attnpaths_book.cli import main
+from attnpaths_book.executor import ChapterFailed
+from attnpaths_book.layout import BookLayout
 from attnpaths.results import read_results
-from helpers import write_chapter, write_toc
+from helpers import write_chapter, write_stand_in_packages, write_toc
 
 ALLOCATED_MIB = 400
 
@@ -28,8 +28,7 @@ def executed_book(tmp_path_factory):
     """A two-chapter book executed once (smoke profile); ``alpha`` briefly holds ALLOCATED_MIB of memory."""
     root = tmp_path_factory.mktemp("executed_book")
     (root / "_config.yml").write_text("title: tiny\n")
-    (root / "src" / "attnpaths").mkdir(parents=True)
-    (root / "src" / "attnpaths" / "__init__.py").write_text("# stand-in package sources\n")
+    write_stand_in_packages(root)
     write_chapter(root, "alpha", "n = 3", f"""
         import numpy as np
         block = np.ones({ALLOCATED_MIB} * 2**20 // 8)
@@ -61,10 +60,10 @@ def _default_sigint():
 
 
 def start_cli(root, *args, **kwargs):
-    """Start ``python -m attnpaths ARGS`` in ``root`` in its own process group, with SIGINT at its default
+    """Start ``python -m attnpaths_book ARGS`` in ``root`` in its own process group, with SIGINT at its default
     disposition: a background job of a shell (``pytest &``, ``nohup``) inherits SIGINT ignored, and a Ctrl-C
     sent by a test would be lost."""
-    return subprocess.Popen([sys.executable, "-m", "attnpaths", *args], cwd=root, text=True,
+    return subprocess.Popen([sys.executable, "-m", "attnpaths_book", *args], cwd=root, text=True,
                             start_new_session=True, preexec_fn=_default_sigint, **kwargs)
 
 
@@ -140,7 +139,7 @@ def test_changing_one_parameter_reexecutes_only_that_chapter(book):
 def test_package_change_makes_stale_the_chapters_that_execute_it(book):
     (book.package_dir / "new_module.py").write_text("VALUE = 1\n")  # imported by no chapter
     assert runner.stale_chapters(book, "smoke") == []
-    (book.package_dir / "__init__.py").write_text("VALUE = 2\n")  # every chapter imports attnpaths.results
+    (book.package_dir / "__init__.py").write_text("VALUE = 2\n")  # every chapter imports the companion, which imports it
     assert runner.stale_chapters(book, "smoke") == ["alpha", "beta"]
 
 
@@ -360,7 +359,7 @@ def test_second_run_waits_for_the_first_and_names_it(book):
             kill_all([p.pid for p in (first, second) if p is not None and p.poll() is None])
     waited = second_out.read_text()
     assert (f"waiting for the build lock _build/.lock of this checkout, held by PID {first.pid} "
-            f"({Path(sys.executable).name} -m attnpaths run beta --force, since ") in waited, waited
+            f"({Path(sys.executable).name} -m attnpaths_book run beta --force, since ") in waited, waited
     assert "got the build lock _build/.lock after waiting" in waited
     assert log.read_text().split() == ["start", "end", "start", "end"]  # one after the other
     assert book.lock.read_text() == ""  # released: no holder recorded
@@ -371,7 +370,7 @@ def test_lock_of_a_killed_holder_does_not_block(book):
     holder = subprocess.Popen([sys.executable, "-c", f"""
 import time
 from pathlib import Path
-from attnpaths.book.layout import BookLayout, book_lock
+from attnpaths_book.layout import BookLayout, book_lock
 with book_lock(BookLayout(Path({str(book.root)!r}))):
     print('held', flush=True)
     time.sleep(300)

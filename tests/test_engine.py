@@ -265,7 +265,7 @@ values = {"accuracy": band.accuracy.tolist(), "U": band.U.tolist(), "gp": band.g
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != engine.SCHEDULER_ENV}
-    return subprocess.run([sys.executable, "-m", "attnpaths", *args], cwd=root, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "attnpaths_book", *args], cwd=root, env=env, capture_output=True,
                           text=True, timeout=600)
 
 
@@ -321,7 +321,7 @@ def test_a_chapter_gives_the_same_results_on_an_existing_cluster_and_embedded(ti
 
 
 def test_projected_makespan_schedules_longest_first():
-    from attnpaths.benchmarks.sweep import projected_makespan
+    from attnpaths_book.benchmarks.sweep import projected_makespan
 
     assert projected_makespan([1, 1, 2], 2) == 2  # in the given order it would be 3
     assert projected_makespan([3, 3, 2, 2, 2], 2) == 7
@@ -330,7 +330,7 @@ def test_projected_makespan_schedules_longest_first():
 
 
 def test_bench_sweep_records_identical_runs_and_speedups(tmp_path):
-    from attnpaths.benchmarks import sweep
+    from attnpaths_book.benchmarks import sweep
 
     output = tmp_path / "sweep.json"
     assert sweep.main(["--num-sets", "2", "--workers", "1", "2", "--project", "1", "2", "--output",
@@ -343,7 +343,7 @@ def test_bench_sweep_records_identical_runs_and_speedups(tmp_path):
 
 
 def test_bench_book_runs_the_book_with_each_engine(tiny_book):
-    from attnpaths.benchmarks.book import run_book
+    from attnpaths_book.benchmarks.book import run_book
 
     write_chapter(tiny_book.root, "alpha", "", "values = {'a': 1}")
     write_toc(tiny_book.root, ["alpha"])
@@ -389,7 +389,7 @@ def test_the_prior_kernel_check_is_identical_on_a_cluster(two_workers):
 
 
 def test_the_sweep_benchmark_notices_a_changed_bit():
-    from attnpaths.benchmarks.sweep import same_member
+    from attnpaths_book.benchmarks.sweep import same_member
 
     member = {"accuracy": np.array([0.5, 0.75]), "U": np.eye(2), "gp": {"all": 0.5}, "label_fraction": (0.1, 0.2)}
     assert same_member(member, dict(member))

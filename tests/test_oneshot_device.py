@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths.benchmarks import training as bench
-from attnpaths.benchmarks.record import read_record
+from attnpaths_book.benchmarks import training as bench
+from attnpaths_book.benchmarks.record import read_record
 from attnpaths.oneshot import training
 from attnpaths.oneshot.imagesets import ImageClasses, ImageDataset
 from attnpaths.oneshot.sequences import SequenceEncoder
@@ -105,14 +105,14 @@ def test_cache_key_follows_the_channels_and_the_forward_revision(dataset, tmp_pa
 
 
 def oneshot_chapter():
-    from attnpaths.book.chapters import book_chapters, find_chapter  # the book's tools: imported only here
-    from attnpaths.book.layout import BookLayout
+    from attnpaths_book.chapters import book_chapters, find_chapter  # the book's tools: imported only here
+    from attnpaths_book.layout import BookLayout
 
     return find_chapter(book_chapters(BookLayout(ROOT)), "oneshot")
 
 
 def resolve_parameters(chapter, profile):
-    from attnpaths.book.chapters import resolve_parameters as resolve
+    from attnpaths_book.chapters import resolve_parameters as resolve
 
     return resolve(chapter, profile)
 
@@ -134,8 +134,8 @@ def test_full_profile_is_the_authors_run():
 
 
 def test_full_profile_only_in_the_chapters_that_define_it():
-    from attnpaths.book.chapters import book_chapters
-    from attnpaths.book.layout import BookLayout
+    from attnpaths_book.chapters import book_chapters
+    from attnpaths_book.layout import BookLayout
 
     chapters = [c for c in book_chapters(BookLayout(ROOT)) if c.is_notebook]
     without = [c for c in chapters if "full" not in c.profiles]

@@ -63,7 +63,7 @@ def test_training_cost_reports_measured_devices_and_the_command_for_the_others(t
     assert first == ("- CPU (2 CPU cores, 2 torch threads, torch 2.9, commit abcdef0123 with local changes, 2025-01-02): "
                      "0.0123 s a step (median of 20), 1.5 s a validation pass; 41240 steps and 42 validations: "
                      "**3.21 hours**.")
-    assert second.startswith("- CUDA: not measured yet (`python -m attnpaths bench training --device cuda --output ")
+    assert second.startswith("- CUDA: not measured yet (`python -m attnpaths_book bench training --device cuda --output ")
     assert costs == {"cpu": {"median_step_s": 0.01234, "validation_s": 1.5, "projected_total_hours": 3.21,
                              "commit": "abcdef0123456"}}
 

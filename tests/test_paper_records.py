@@ -1,13 +1,13 @@
 """Regression tests on the paper profile: the committed records ``tests/paper_records/<chapter>.json``.
 
-``python -m attnpaths record-paper`` stores every chapter's paper-profile results with their provenance. The
+``python -m attnpaths_book record-paper`` stores every chapter's paper-profile results with their provenance. The
 tests below recompute, from each record's own parameters and by calling the package functions the chapter
 calls, the numbers that take seconds to compute:
 
 - deterministic numbers (closed forms, theory solves on the seeded data sets, kernels, PC overlaps, head
   scores, and the seeded simulations of the exchangeability and related chapters, which replay exactly from
   their seeds) must equal the record within the tolerance of their reproducibility class, by key
-  (:data:`attnpaths.book.tolerances.TABLE`: rounding of float64 from the same inputs, with reasoned exceptions);
+  (:data:`attnpaths_book.tolerances.TABLE`: rounding of float64 from the same inputs, with reasoned exceptions);
 - the theory chapter's Monte-Carlo prior kernels (40000 samples in the paper profile) are estimated again with
   fewer samples from an independent generator and must agree within ``MC_Z`` combined standard errors.
 
@@ -24,12 +24,12 @@ import pytest
 import torch
 from scipy.optimize import minimize_scalar
 
-from attnpaths.book.chapters import find_chapter, resolve_parameters
-from attnpaths.book.layout import BookLayout
-from attnpaths.book.paper_records import read_record, record_path, record_problems
-from attnpaths.book import runner
-from attnpaths.book.runner import notebook_chapters
-from attnpaths.book.tolerances import compare_results
+from attnpaths_book.chapters import find_chapter, resolve_parameters
+from attnpaths_book.layout import BookLayout
+from attnpaths_book.paper_records import read_record, record_path, record_problems
+from attnpaths_book import runner
+from attnpaths_book.runner import notebook_chapters
+from attnpaths_book.tolerances import compare_results
 from helpers import MC_Z, ROOT, assert_matches_record, assert_within_mc_error
 
 LAYOUT = BookLayout(ROOT)
@@ -44,7 +44,7 @@ def load_record(name: str) -> dict:
     path = record_path(LAYOUT, find_chapter(CHAPTERS, name))
     if not path.is_file():
         pytest.skip(f"no paper record of chapter {name!r} ({path.relative_to(ROOT)}): make it with "
-                    f"`python -m attnpaths record-paper {name}`")
+                    f"`python -m attnpaths_book record-paper {name}`")
     return read_record(path)
 
 
@@ -95,7 +95,7 @@ def test_record_is_a_paper_record_of_the_chapter(chapter):
     """Present, a paper run without overrides, made with the parameters the chapter's paper profile gives now."""
     problems = record_problems(LAYOUT, chapter, load_record(chapter.name))
     assert not problems, (f"{record_path(LAYOUT, chapter).relative_to(ROOT)}: " + "; ".join(problems)
-                          + f"\nremake it with: python -m attnpaths record-paper {chapter.name}")
+                          + f"\nremake it with: python -m attnpaths_book record-paper {chapter.name}")
 
 
 ENFORCING = [c for c in CHAPTERS if "enforce_claims" in c.defaults]
@@ -150,13 +150,13 @@ def test_a_paper_run_here_agrees_with_the_record_by_class(name, paper_workspace)
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.name for c in CHAPTERS])
 def test_the_last_paper_run_of_this_checkout_agrees_with_the_record_by_class(chapter):
-    """Where ``python -m attnpaths book --profile paper`` has run in this checkout, every chapter's results
+    """Where ``python -m attnpaths_book book --profile paper`` has run in this checkout, every chapter's results
     agree with its record within the reproducibility classes (exact, rounding, trained, Monte Carlo)."""
     path = LAYOUT.results_file(chapter.name)
     results = json.loads(path.read_text()) if path.is_file() else None
     if results is None or results.get("profile") != "paper":
         pytest.skip(f"no paper-profile results of {chapter.name} in {path.relative_to(ROOT)} "
-                    "(python -m attnpaths book --profile paper makes them)")
+                    "(python -m attnpaths_book book --profile paper makes them)")
     profile = json.loads(json.dumps(resolve_parameters(chapter, "paper")))
     if results["parameters"] != {k: v for k, v in profile.items() if k not in ("profile", "results_dir")}:
         pytest.skip(f"the paper results of {chapter.name} were made with other parameters than its paper profile")

@@ -12,7 +12,7 @@ import pytest
 
 import attnpaths
 from attnpaths import provenance
-from attnpaths.benchmarks.record import make_record, read_record, start_record, write_record
+from attnpaths_book.benchmarks.record import make_record, read_record, start_record, write_record
 from helpers import ROOT
 
 
@@ -67,11 +67,11 @@ def test_machine_and_the_whole_block(tmp_path):
 
 def test_a_benchmark_record_carries_the_provenance(tmp_path):
     started = start_record("sampler", ["--quick"])
-    assert started["command"] == "python -m attnpaths bench sampler --quick"
+    assert started["command"] == "python -m attnpaths_book bench sampler --quick"
     assert started["versions"] == provenance.versions(("numpy", "scipy", "torch", "pyro-ppl"))
     assert started["machine"].pop("load_average_1min_start") is not None
     assert started["machine"] == provenance.machine(load=False)
-    assert (started["commit"], started["commit_dirty"]) == provenance.git_commit(ROOT / "src" / "attnpaths")
+    assert (started["commit"], started["commit_dirty"]) == provenance.git_commit(ROOT / "src" / "attnpaths_book")
     assert started["package_version"] == attnpaths.__version__
     record = make_record(started, {"ratio": 2.0})
     assert "load_average_1min" in record["machine"] and record["report"] == {"ratio": 2.0}
@@ -81,12 +81,13 @@ def test_a_benchmark_record_carries_the_provenance(tmp_path):
 def test_provenance_is_gathered_in_one_module():
     """Git, the load average and library versions are read by ``attnpaths.provenance`` only."""
     readers = re.compile(r"rev-parse|getloadavg|metadata\.version\(|python_version\(\)")
-    offenders = [path.relative_to(ROOT).as_posix() for path in (ROOT / "src" / "attnpaths").rglob("*.py")
+    offenders = [path.relative_to(ROOT).as_posix() for package in ("attnpaths", "attnpaths_book")
+                 for path in (ROOT / "src" / package).rglob("*.py")
                  if path.name != "provenance.py" and readers.search(path.read_text())]
     assert offenders == []
 
 
-def test_benchmark_records_do_not_load_the_book_machinery():
-    code = "import sys, attnpaths.benchmarks.record; print(sorted(m for m in sys.modules if m.startswith('attnpaths')))"
+def test_records_are_read_without_the_book_machinery():
+    code = "import sys, attnpaths.records; print(sorted(m for m in sys.modules if m.startswith('attnpaths')))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "attnpaths.book" not in loaded and "attnpaths.provenance" in loaded
+    assert "attnpaths_book" not in loaded and "attnpaths.provenance" in loaded

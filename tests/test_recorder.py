@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from attnpaths.book.recorder import ChapterRecorder, glue_name, parameter_names
+from attnpaths_book.recorder import ChapterRecorder, glue_name, parameter_names
 from attnpaths.claims import Outcome, Verdict
 from helpers import write_chapter
 
@@ -83,7 +83,7 @@ def test_glue_names_are_identifiers():
 
 def test_a_recorded_value_can_be_glued_under_its_own_or_another_name(chapter, monkeypatch):
     glued = {}
-    monkeypatch.setattr("attnpaths.book.recorder._glue", lambda name, value, display: glued.update({name: value}))
+    monkeypatch.setattr("attnpaths_book.recorder._glue", lambda name, value, display: glued.update({name: value}))
     namespace = {"n": 3, "widths": [10, 100], "level": 0.01, "profile": "smoke", "results_dir": "out"}
     recorder = ChapterRecorder("alpha", namespace)
     recorder.record("stays", 4, glue=True)
@@ -97,7 +97,7 @@ def test_numpy_and_torch_scalars_are_glued_as_python_numbers(chapter, monkeypatc
     import torch
 
     glued = {}
-    monkeypatch.setattr("attnpaths.book.recorder._glue", lambda name, value, display: glued.update({name: value}))
+    monkeypatch.setattr("attnpaths_book.recorder._glue", lambda name, value, display: glued.update({name: value}))
     namespace = {"n": 3, "widths": [10, 100], "level": 0.01, "profile": "smoke", "results_dir": "out"}
     recorder = ChapterRecorder("alpha", namespace)
     recorder.glue("a", np.float64(0.5))

@@ -1,11 +1,11 @@
-"""The reproducibility chapter's report builders (attnpaths.book.report): tables from the chapters' sources,
+"""The reproducibility chapter's report builders (attnpaths_book.report): tables from the chapters' sources,
 timings and results files, and from the benchmark records."""
 
 import pytest
 from scipy.stats import norm
 
-from attnpaths.book import report
-from attnpaths.book.chapters import book_chapters
+from attnpaths_book import report
+from attnpaths_book.chapters import book_chapters
 from attnpaths.claims import Outcome, Verdict
 from attnpaths.results import write_results
 from helpers import write_chapter, write_toc
@@ -109,7 +109,7 @@ def test_words_for_the_prose():
     assert report.predictor_agreement(4.2, 3.89).startswith("**they differ")
     assert report.commit_label("2f4e43ff59ca72e876448109ddcdfc9ccc3de706", False) == "2f4e43ff59"
     assert report.commit_label(None, True) == "unknown (with local changes)"
-    assert report.inline_code("python -m attnpaths bench sampler") == "`python -m attnpaths bench sampler`"
+    assert report.inline_code("python -m attnpaths_book bench sampler") == "`python -m attnpaths_book bench sampler`"
     assert report.inline_code("a `b` c") == "``a `b` c``"
     assert report.inline_code("`x`") == "`` `x` ``"
 
@@ -140,7 +140,7 @@ def test_sampler_rows_and_summary():
 
 
 def _record(report_, commit="6cc0eecf553bc569334b11c354382641483d9210"):
-    return {"command": "python -m attnpaths bench x", "commit": commit, "commit_dirty": False,
+    return {"command": "python -m attnpaths_book bench x", "commit": commit, "commit_dirty": False,
             "finished_utc": "2026-11-30T22:00:59+00:00", "machine": {"cpu_count": 2}, "report": report_}
 
 
@@ -157,7 +157,7 @@ def test_engine_benchmarks_rows_notes_and_summary():
                             ["book, paper profile", "2", "embedded LocalCluster", "12.5 min"],
                             ["sweep, 20 tasks", "1", "in-process", "41.3 s (speed-up 1.00)"],
                             ["sweep, 20 tasks", "2", "embedded LocalCluster", "37.8 s (speed-up 1.09)"]]
-    assert engines.notes[0] == ("Book: `python -m attnpaths bench x`, commit 6cc0eecf55, 2026-11-30, 2 CPU cores.")
+    assert engines.notes[0] == ("Book: `python -m attnpaths_book bench x`, commit 6cc0eecf55, 2026-11-30, 2 CPU cores.")
     assert "did not start with the same one-shot model cache" in engines.notes[1]
     assert "the same numbers as the first: **no**" in engines.notes[2]
     assert "2 workers 2.0, 4 workers 4.0." in engines.notes[2]
@@ -179,7 +179,7 @@ def test_committed_records():
 
 def test_rerun_example_doubles_the_first_positive_integer_parameter(book):
     chapters = report.reported_chapters(book, "summary")
-    assert report.rerun_example(chapters) == "python -m attnpaths run intro --profile smoke --set n=6"
+    assert report.rerun_example(chapters) == "python -m attnpaths_book run intro --profile smoke --set n=6"
     assert report.rerun_example(chapters[1:]) is None  # widths is a list, level a float
 
 
@@ -222,7 +222,7 @@ def solver_record():
                                                                                           else 1e-5, 0.01],
                               "crossover": crossover, "crossover_within_sizes": crossover is not None}}
 
-    return {"command": "python -m attnpaths bench solver", "finished_utc": "2026-12-01T00:00:00+00:00",
+    return {"command": "python -m attnpaths_book bench solver", "finished_utc": "2026-12-01T00:00:00+00:00",
             "commit": "abc", "commit_dirty": False, "machine": {"cpu_count": 2},
             "report": {"targets": {"hmc_ms": 5.0}, "problems": {"hmc": problem(20.0, 300.0, False, [2, 2]),
                                                                  "image": problem(900.0, 330.0, True, [4, 4])},
@@ -249,7 +249,7 @@ def test_solver_rows_summary_and_crossover_words():
 
 
 def test_solver_growth_figure_draws_the_record():
-    from attnpaths.book.benchmark_plots import plot_solver_growth
+    from attnpaths_book.benchmark_plots import plot_solver_growth
 
     growth = solver_record()["report"]["growth"]
     fig = plot_solver_growth(growth)
@@ -281,7 +281,7 @@ def sampler_growth_record():
                 "two_terms": {"exponents": [2.0, 1.0], "constant": True, "coefficients": [0.0, 1.0, 0.0],
                               "crossover": None, "crossover_within_sizes": False}}
 
-    return {"command": "python -m attnpaths bench sampler_growth", "finished_utc": "2026-12-01T00:00:00+00:00",
+    return {"command": "python -m attnpaths_book bench sampler_growth", "finished_utc": "2026-12-01T00:00:00+00:00",
             "commit": "abc", "commit_dirty": False, "machine": {"cpu_count": 2},
             "report": {"temperature": 0.01, "chains": 4, "warmup": 100, "samples": 400, "threads": 1,
                        "growth": {"width": series("width", "width", [10, 100]),
@@ -302,7 +302,7 @@ def test_sampler_growth_rows_and_summary():
 
 
 def test_sampler_growth_figure_draws_the_record():
-    from attnpaths.book.benchmark_plots import plot_sampler_growth
+    from attnpaths_book.benchmark_plots import plot_sampler_growth
 
     record = sampler_growth_record()["report"]
     fig = plot_sampler_growth(record)

@@ -6,15 +6,16 @@
      also reject a wrong temperature and a wrong prior.
 """
 
+import re
 import math
 
 import pytest
 import torch
 from scipy import stats
 
-from attnpaths.benchmarks import sampler as benchmark
+from attnpaths_book.benchmarks import sampler as benchmark
 from attnpaths.network import AttentionNetwork
-from attnpaths.benchmarks.record import committed_record_path, read_record
+from attnpaths_book.benchmarks.record import committed_record_path, read_record
 from attnpaths.sampler import PosteriorSampler, effective_sample_size, split_rhat
 from helpers import (
     ALPHA,
@@ -116,7 +117,7 @@ def test_effective_sample_size_is_positive_and_capped_for_short_antithetic_chain
 def test_committed_benchmark_record_is_complete_and_consistent():
     record = read_record(committed_record_path("sampler"))
     report = record["report"]
-    assert record["benchmark"] == "sampler" and record["command"].startswith("python -m attnpaths bench sampler")
+    assert record["benchmark"] == "sampler" and re.match(r"python -m attnpaths(_book)? bench sampler", record["command"])  # committed before the companion was a package of its own
     assert record["commit"] is not None and len(record["commit"]) == 40
     ratio = report["gibbs"]["min_predictor_ess_per_s"] / report["nuts"]["min_predictor_ess_per_s"]
     assert report["ess_per_s_ratio"] == pytest.approx(ratio)
@@ -229,7 +230,7 @@ def test_benchmark_entry_point_runs_at_tiny_sizes_and_writes_its_record(capsys, 
             "--gibbs-samples", "20", "--num-chains", "2", "--temperature", "0.5", "--output", str(output)]
     report = benchmark.main(argv)
     record = read_record(output)
-    assert record["benchmark"] == "sampler" and record["command"] == "python -m attnpaths bench sampler " + " ".join(argv)
+    assert record["benchmark"] == "sampler" and record["command"] == "python -m attnpaths_book bench sampler " + " ".join(argv)
     assert record["report"]["ess_per_s_ratio"] == pytest.approx(report["ess_per_s_ratio"])
     assert record["machine"]["cpu_count"] >= 1 and record["versions"]["torch"] == torch.__version__
     # every NUTS iteration evaluates the potential at least once (one leapfrog step); one step size per chain

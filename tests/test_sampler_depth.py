@@ -18,7 +18,7 @@ cannot pass unnoticed):
 import pytest
 import torch
 
-from attnpaths.benchmarks import sampler as benchmark
+from attnpaths_book.benchmarks import sampler as benchmark
 from helpers import (
     ALPHA,
     conditional_draw_mismatch,

@@ -1,6 +1,6 @@
 """Trained weights that travel: checksummed files, the shipped weights of the book's chapters, retraining.
 
-The chapters that train (oneshot, pruning) load the weights shipped in ``src/attnpaths/book/trained`` by
+The chapters that train (oneshot, pruning) load the weights shipped in ``src/attnpaths_book/trained`` by
 default; these tests check that every shipped file is what its manifest says (SHA-256), that the chapters'
 smoke and paper parameters name shipped weights (a change of training parameters without shipping new weights
 fails here, not silently on a reader's machine), that a damaged file is refused, that pruning models rebuilt
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths.book import trained as shipped
-from attnpaths.book.chapters import find_chapter, resolve_parameters
-from attnpaths.book.layout import BookLayout
-from attnpaths.book.runner import notebook_chapters
+from attnpaths_book import trained as shipped
+from attnpaths_book.chapters import find_chapter, resolve_parameters
+from attnpaths_book.layout import BookLayout
+from attnpaths_book.runner import notebook_chapters
 from attnpaths.checkpoints import file_sha256, load_checkpoint, save_checkpoint
 from attnpaths.claims import Outcome
 from attnpaths.oneshot.training import training_key
@@ -60,8 +60,11 @@ def test_every_shipped_file_has_its_recorded_checksum_and_provenance(name):
     entry = MANIFEST[name]
     assert entry.path().is_file(), f"{name} is listed in the manifest but not shipped"
     assert file_sha256(entry.path()) == entry.sha256
-    assert entry.kind in shipped.KINDS and entry.command.startswith(("python -m attnpaths ship-weights",
-                                                                     "attnpaths ship-weights"))
+    assert entry.kind in shipped.KINDS and entry.command.startswith(("python -m attnpaths_book ship-weights",
+                                                                     "attnpaths ship-weights",
+                                                                     # the command's name before the companion
+                                                                     # became a package of its own
+                                                                     "python -m attnpaths ship-weights"))
     machine = entry.provenance["machine"]
     assert machine["cpu_model"] and machine["cpu_capability"] and entry.provenance["commit"]
 
@@ -95,7 +98,7 @@ def test_the_pruning_chapter_finds_shipped_models_for_its_profiles(profile):
     for architecture, config in configs.items():
         weights, key, entry = shipped.pruning_weights(config, train, seeds, cache_dir="/nonexistent")
         assert entry is not None, (f"no shipped {architecture} models for the pruning chapter's {profile} profile: "
-                                   f"python -m attnpaths ship-weights pruning --profile {profile}")
+                                   f"python -m attnpaths_book ship-weights pruning --profile {profile}")
         assert len(weights) == len(seeds) and entry.key == key and entry.profile == profile
 
 
@@ -127,7 +130,7 @@ def test_the_oneshot_chapter_finds_shipped_models_for_its_profiles(profile):
     for seed in [p["train_seed"], *p["retrain_seeds"]]:
         entry = shipped.find_shipped("oneshot", training_key(replace(config, seed=seed), dataset))
         assert entry is not None, (f"no shipped one-shot model of seed {seed} for the {profile} profile: "
-                                   f"python -m attnpaths ship-weights oneshot --profile {profile}")
+                                   f"python -m attnpaths_book ship-weights oneshot --profile {profile}")
     trained, source = shipped.oneshot_model(config, dataset, cache_dir="/nonexistent")
     assert source.source == "shipped" and trained.config == config
 

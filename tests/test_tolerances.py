@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from attnpaths.book import tolerances
-from attnpaths.book.tolerances import MC_Z, TABLE, Tolerance, compare_results, rule_for
+from attnpaths_book import tolerances
+from attnpaths_book.tolerances import MC_Z, TABLE, Tolerance, compare_results, rule_for
 from helpers import ROOT
 
 

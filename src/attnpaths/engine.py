@@ -6,9 +6,9 @@ runs them and returns their results in task order. Where they run is chosen outs
 it, by the environment variable :data:`SCHEDULER_ENV`:
 
 - unset, empty or ``"in-process"``: one after the other in the calling process (a notebook opened by hand,
-  ``python -m attnpaths ... --workers 1``);
+  ``python -m attnpaths_book ... --workers 1``);
 - a Dask scheduler address (``tcp://host:port``): as Dask tasks of a ``dask.distributed.Client`` connected
-  to it (``python -m attnpaths book`` starts an embedded ``LocalCluster`` and sets the variable for the
+  to it (``python -m attnpaths_book book`` starts an embedded ``LocalCluster`` and sets the variable for the
   chapters it executes; ``--scheduler ADDRESS`` names an existing cluster instead, see :func:`start_engine`).
 
 The numbers do not depend on that choice, bit for bit: a task's randomness comes from the chapter's seed and

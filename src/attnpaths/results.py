@@ -101,5 +101,5 @@ def read_results(chapter: str, results_dir="_build/results") -> dict:
     if staging is not None and (staging / f"{chapter}.json").is_file():
         path = staging / f"{chapter}.json"
     if not path.exists():
-        raise FileNotFoundError(f"no results for chapter {chapter!r} at {path}: run `python -m attnpaths run {chapter}`")
+        raise FileNotFoundError(f"no results for chapter {chapter!r} at {path}: run `python -m attnpaths_book run {chapter}`")
     return json.loads(path.read_text())

@@ -3,7 +3,7 @@ the authors' training, the temperatures chosen per width, the sampler's diagnost
 
 Every function returns plain data or MyST Markdown (pipe tables, bullet lists) and computes nothing that it
 does not show; the chapter glues the Markdown for its prose
-(:meth:`attnpaths.book.recorder.ChapterRecorder.markdown`).
+(:meth:`attnpaths_book.recorder.ChapterRecorder.markdown`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..benchmarks.record import read_record
+from ..records import read_record
 from .digits import DigitPairs
 from .imagesets import SPLITS, ImageDataset
 
@@ -70,7 +70,7 @@ def data_set_description(dataset: ImageDataset, digits: DigitPairs, *, instances
 
 
 def training_cost(record_paths) -> tuple[str, dict]:
-    """The measured cost of the authors' training run (``python -m attnpaths bench training``), one bullet per
+    """The measured cost of the authors' training run (``python -m attnpaths_book bench training``), one bullet per
     device with the measurement's provenance, or the command that measures it where no record exists.
 
     Args:
@@ -83,7 +83,7 @@ def training_cost(record_paths) -> tuple[str, dict]:
     lines, costs = [], {}
     for device, path in record_paths.items():
         if not Path(path).is_file():
-            lines.append(f"- {device.upper()}: not measured yet (`python -m attnpaths bench training "
+            lines.append(f"- {device.upper()}: not measured yet (`python -m attnpaths_book bench training "
                          f"--device {device} --output {path}`).")
             continue
         record = read_record(path)

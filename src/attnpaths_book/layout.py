@@ -48,8 +48,13 @@ class BookLayout:
 
     @property
     def package_dir(self) -> Path:
-        """The package sources that every chapter depends on."""
+        """The library's sources (``src/attnpaths``), which every chapter depends on."""
         return self.root / "src" / "attnpaths"
+
+    @property
+    def package_dirs(self) -> tuple[Path, Path]:
+        """The sources a chapter can execute: the library and the book's companion (``src/attnpaths_book``)."""
+        return (self.package_dir, self.root / "src" / "attnpaths_book")
 
     @property
     def build_dir(self) -> Path:

@@ -8,10 +8,10 @@ which sends the chapter's tasks to the cluster. The numbers do not depend on the
 
 A report chapter (front matter ``attnpaths: {report: true}``, e.g. ``reproducibility``) shows the results
 and run times of the chapters before it, so its key includes their keys: it runs again whenever one of them
-did. Runs hold the checkout's build lock (:func:`~attnpaths.book.layout.book_lock`): a second run in the same
+did. Runs hold the checkout's build lock (:func:`~attnpaths_book.layout.book_lock`): a second run in the same
 checkout waits for the first, naming the PID that holds the lock. Holding it, a run removes the working
 folders that killed runs left in ``_build/``. A chapter's results file, executed notebook and timing are
-replaced only when it succeeded (:mod:`attnpaths.book.executor`).
+replaced only when it succeeded (:mod:`attnpaths_book.executor`).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..results import atomic_write_text
-from ..provenance import versions
-from .cache import EXECUTION_METADATA, PackageCode, chapter_key, stored_key
-from .chapters import Chapter, book_chapters, find_chapter, resolve_parameters
-from ..engine import Engine
-from .executor import Execution, execute_chapter, remove_stale_run_folders, stop_running_chapters
-from .layout import TIMINGS_FILE, BookLayout, Progress, book_lock, silent
+from attnpaths.results import atomic_write_text
+from attnpaths.provenance import versions
+from attnpaths_book.cache import EXECUTION_METADATA, PackageCode, chapter_key, stored_key
+from attnpaths_book.chapters import Chapter, book_chapters, find_chapter, resolve_parameters
+from attnpaths.engine import Engine
+from attnpaths_book.executor import Execution, execute_chapter, remove_stale_run_folders, stop_running_chapters
+from attnpaths_book.layout import TIMINGS_FILE, BookLayout, Progress, book_lock, silent
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def stale_chapters(layout: BookLayout, profile: str) -> list[str]:
     """Names of the chapters that :func:`run_book` would execute for ``profile`` (a report chapter counts as
     stale when any chapter before it is)."""
     chapters = notebook_chapters(layout)
-    code, env = PackageCode(layout.package_dir), versions()
+    code, env = PackageCode(*layout.package_dirs), versions()
     stale = []
     for chapter in chapters:
         parameters = resolve_parameters(chapter, profile, results_dir=layout.relative(layout.results_dir))
@@ -125,13 +125,13 @@ def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Pr
 
     Chapters run in toc order, up to ``engine.workers`` at a time (one at a time without an engine); a
     report chapter starts when every chapter before it has finished. The first failure
-    (:class:`~attnpaths.book.executor.ChapterFailed`) stops the run: no further chapter starts, the running
+    (:class:`~attnpaths_book.executor.ChapterFailed`) stops the run: no further chapter starts, the running
     ones finish, and the failure is raised. Returns the outcomes in toc order.
     """
     with book_lock(layout, progress):
         remove_stale_run_folders(layout)
         chapters = notebook_chapters(layout)
-        code, env = PackageCode(layout.package_dir), versions()
+        code, env = PackageCode(*layout.package_dirs), versions()
         results_dir = layout.relative(layout.results_dir)
         planned = [resolve_parameters(c, profile, results_dir=results_dir) for c in chapters]
         labels = [f"[{number}/{len(chapters)}]" for number in range(1, len(chapters) + 1)]
@@ -191,5 +191,5 @@ def run_chapter(layout: BookLayout, name: str, profile: str, overrides: dict | N
         chapter = find_chapter(chapters, name)
         parameters = resolve_parameters(chapter, profile, overrides, results_dir=layout.relative(layout.results_dir))
         overrides = {k: parameters[k] for k in (overrides or {})}
-        key = current_key(layout, chapter, parameters, chapters, PackageCode(layout.package_dir), versions())
+        key = current_key(layout, chapter, parameters, chapters, PackageCode(*layout.package_dirs), versions())
         return _run(layout, chapter, parameters, key, overrides, force, "[1/1]", progress, progress_bar, engine)

@@ -3,7 +3,7 @@
 The authors sample the posterior (sec-model-network) with numpyro's NUTS at its default settings (target acceptance
 0.8, maximal tree depth 10, diagonal mass matrix adapted in windows during the warm-up) in JAX's default
 float32. This benchmark runs that sampler on the CPU, in float64 (the package's precision) and in float32,
-on the same posterior as :func:`attnpaths.benchmarks.sampler.potential_energy`, and compares it with the
+on the same posterior as :func:`attnpaths_book.benchmarks.sampler.potential_energy`, and compares it with the
 blocked Gibbs sampler by the effective sample size per second of the predictor on test points (the minimum
 over the test points; ESS and split R-hat from :func:`attnpaths.sampler.effective_sample_size` and
 :func:`attnpaths.sampler.split_rhat`).
@@ -38,8 +38,8 @@ needs hours on such a machine; hence the time budget. A short warm-up can leave 
 large for the posterior's narrow directions: ``mean_accept_prob`` far below the target and ``divergences``
 in the report show it.
 
-Command line: ``python -m attnpaths bench numpyro_nuts --help``. The report, with its provenance
-(:mod:`attnpaths.benchmarks.record`), is written to ``--output``.
+Command line: ``python -m attnpaths_book bench numpyro_nuts --help``. The report, with its provenance
+(:mod:`attnpaths_book.benchmarks.record`), is written to ``--output``.
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
-from ..sampler import PosteriorSampler, PosteriorSamples, effective_sample_size, split_rhat
-from .record import VERSIONED_PACKAGES, committed_record_path, make_record, start_record, write_record
-from .sampler import SUMMARY_KEYS, _hmc_inputs, _random_inputs, _summary, print_summaries
+from attnpaths.network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
+from attnpaths.sampler import PosteriorSampler, PosteriorSamples, effective_sample_size, split_rhat
+from attnpaths_book.benchmarks.record import VERSIONED_PACKAGES, committed_record_path, make_record, start_record, write_record
+from attnpaths_book.benchmarks.sampler import SUMMARY_KEYS, _hmc_inputs, _random_inputs, _summary, print_summaries
 
 INSTALL_HINT = 'pip install -e ".[bench]"'
 """How to install the optional dependencies of this benchmark (the ``bench`` extra of ``pyproject.toml``)."""
@@ -113,7 +113,7 @@ def _check_precision(dtype: str) -> str:
 
 
 def jax_potential_energy(network: AttentionNetwork, x, y, temperature: float, dtype: str = "float64"):
-    """JAX version of :func:`attnpaths.benchmarks.sampler.potential_energy`, the negative log posterior (sec-model-network)::
+    """JAX version of :func:`attnpaths_book.benchmarks.sampler.potential_energy`, the negative log posterior (sec-model-network)::
 
         E(theta) = sum_blocks |W|^2 / (2 s) + |y - f(x; theta)|^2 / (2 T)
 
@@ -585,7 +585,7 @@ def compare(
 def main(argv=None):
     """Command-line entry point; prints the report and returns it (exit status 2 when jax or numpyro is
     missing, with the command that installs them)."""
-    parser = argparse.ArgumentParser(prog="python -m attnpaths bench numpyro_nuts", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench numpyro_nuts", description=__doc__.split("\n")[0])
     parser.add_argument("--data", choices=("hmc", "random"), default="hmc",
                         help="HMC task (4-path network of Figure 2) or random inputs of the same sizes")
     parser.add_argument("--width", type=int, default=10, help="N (all widths)")

@@ -1,12 +1,12 @@
 """Benchmark: the whole book executed in one process per chapter, one chapter at a time, against the embedded
 Dask cluster, on the same machine and commit.
 
-``python -m attnpaths bench book [--profile paper] [--workers 1 2] [--output PATH]`` runs
-``python -m attnpaths book --profile P --force --no-html --workers K`` for every ``K`` in turn (``K = 1``: every
+``python -m attnpaths_book bench book [--profile paper] [--workers 1 2] [--output PATH]`` runs
+``python -m attnpaths_book book --profile P --force --no-html --workers K`` for every ``K`` in turn (``K = 1``: every
 task in the chapters' own processes, one chapter after the other; ``K > 1``: an embedded ``LocalCluster`` of
 ``K`` single-threaded workers with ``K`` chapters at a time) and records each run's wall time and the
 per-chapter wall times and peak memory the runner stored. The record (``records/book.json`` by default)
-carries the provenance of :mod:`attnpaths.benchmarks.record`; the reproducibility chapter reads it.
+carries the provenance of :mod:`attnpaths_book.benchmarks.record`; the reproducibility chapter reads it.
 
 The one-shot chapter caches its trained model in ``_build/cache``: the record says, per run, whether the
 cache held files when the run started (a run that trains the model takes minutes longer).
@@ -20,10 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-from ..book.chapters import PROFILES
-from ..book.layout import BookLayout, find_root
-from ..book.runner import read_timings
-from .record import committed_record_path, make_record, start_record, write_record
+from attnpaths_book.chapters import PROFILES
+from attnpaths_book.layout import BookLayout, find_root
+from attnpaths_book.runner import read_timings
+from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
 
 
 def run_book(root: Path, profile: str, workers: int) -> dict:
@@ -32,7 +32,7 @@ def run_book(root: Path, profile: str, workers: int) -> dict:
     cache = layout.build_dir / "cache"
     cache_warm = cache.is_dir() and any(cache.iterdir())
     start = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-m", "attnpaths", "book", "--profile", profile, "--force",
+    completed = subprocess.run([sys.executable, "-m", "attnpaths_book", "book", "--profile", profile, "--force",
                                 "--no-html", "--workers", str(workers)], cwd=root, capture_output=True, text=True)
     wall_s = time.perf_counter() - start
     if completed.returncode != 0:
@@ -46,9 +46,9 @@ def run_book(root: Path, profile: str, workers: int) -> dict:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``python -m attnpaths bench book``."""
+    """Entry point of ``python -m attnpaths_book bench book``."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="python -m attnpaths bench book", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench book", description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", choices=PROFILES, default="paper")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], metavar="K",
                         help="engines to compare, by worker count (default: 1 2)")

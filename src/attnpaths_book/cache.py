@@ -8,7 +8,7 @@ A chapter is re-executed only when its key changes. The key hashes
   transitively (with the ``__init__.py`` of every package on the way), and the data files beside them (the
   files of the folders holding those modules that are not Python sources, with their subfolders that are not
   packages: e.g. ``hmc/authors_code_reference.json`` for a chapter that imports ``attnpaths.hmc``,
-  ``benchmarks/records/*.json`` for one that imports ``attnpaths.benchmarks.record``). The rest of the
+  ``benchmarks/records/*.json`` for one that imports ``attnpaths_book.benchmarks.record``). The rest of the
   package (the command line, modules that only other chapters import) does not enter it,
 - the complete parameters of the execution (profile values, overrides, ``profile``, ``results_dir``),
 - the versions of Python and of the numerical libraries (:data:`attnpaths.provenance.NUMERIC_LIBRARIES`; a new
@@ -31,7 +31,7 @@ import json
 import threading
 from pathlib import Path
 
-from ..provenance import versions
+from attnpaths.provenance import versions
 
 EXECUTION_METADATA = "attnpaths_execution"
 """Notebook metadata key of the execution record (cache key, profile, overrides, wall time, peak memory)."""
@@ -46,10 +46,10 @@ def _is_package_file(path: Path) -> bool:
         and path.suffix not in IGNORED_SUFFIXES
 
 
-def _digest(package_dir: Path, files, file_hash) -> str:
+def _digest(source_root: Path, files, file_hash) -> str:
     digest = hashlib.sha256()
     for path in sorted(files):
-        digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0")
+        digest.update(path.relative_to(source_root).as_posix().encode() + b"\0")
         digest.update(file_hash(path))
     return digest.hexdigest()
 
@@ -120,17 +120,21 @@ most of the cost of a key, and an unchanged source is not parsed again."""
 
 
 class PackageCode:
-    """The package sources under ``package_dir`` (``src/attnpaths``): which files a chapter can execute, and
-    their digest.
+    """The sources of the packages under ``package_dirs`` (``src/attnpaths``, ``src/attnpaths_book``, side by
+    side in one folder): which files a chapter can execute, and their digest.
 
     Files are hashed at most once per instance (a command computes every chapter's key from one instance) and
     parsed at most once per process while their contents stay the same (parsing the whole package takes about
     0.2 s).
     """
 
-    def __init__(self, package_dir):
-        self.package_dir = Path(package_dir)
-        self.name = self.package_dir.name
+    def __init__(self, *package_dirs):
+        if not package_dirs:
+            raise ValueError("package_dirs must name at least one package folder")
+        self.package_dirs = {Path(folder).name: Path(folder) for folder in package_dirs}
+        self.source_root = Path(package_dirs[0]).parent
+        if any(folder.parent != self.source_root for folder in self.package_dirs.values()):
+            raise ValueError(f"package_dirs must lie in one folder, got {[str(f) for f in package_dirs]}")
         self._imports: dict[Path, frozenset[str]] = {}
         self._hashes: dict[Path, bytes] = {}
         self._data: dict[Path, list[Path]] = {}
@@ -139,9 +143,9 @@ class PackageCode:
         """The files that importing the module ``dotted`` executes in this package: the ``__init__.py`` of
         each package on the way and the module itself (as far as they exist; empty for another package)."""
         parts = dotted.split(".")
-        if parts[0] != self.name:
+        if parts[0] not in self.package_dirs:
             return []
-        files, folder = [], self.package_dir
+        files, folder = [], self.package_dirs[parts[0]]
         for part in [None, *parts[1:]]:  # None: the top-level package
             below = folder if part is None else folder / part
             if (below / "__init__.py").is_file():  # a package comes before a module of the same name
@@ -154,8 +158,7 @@ class PackageCode:
         return files
 
     def _package_of(self, path: Path) -> str:
-        folder = path.parent
-        return ".".join([self.name, *folder.relative_to(self.package_dir).parts])
+        return ".".join(path.parent.relative_to(self.source_root).parts)
 
     def imports(self, path: Path) -> frozenset[str]:
         """The dotted names imported by the module at ``path`` (:func:`imported_names`, relative imports
@@ -208,12 +211,12 @@ class PackageCode:
 
     def digest(self, names) -> str:
         """SHA-256 of the relative paths and contents of :meth:`closure` of ``names``."""
-        return _digest(self.package_dir, self.closure(names), self._hash)
+        return _digest(self.source_root, self.closure(names), self._hash)
 
     def digest_all(self) -> str:
         """SHA-256 of the relative paths and contents of every file of the package (bytecode left out)."""
-        return _digest(self.package_dir, [p for p in self.package_dir.rglob("*") if _is_package_file(p)],
-                       self._hash)
+        files = [p for folder in self.package_dirs.values() for p in folder.rglob("*") if _is_package_file(p)]
+        return _digest(self.source_root, files, self._hash)
 
     def chapter_imports(self, notebook) -> set[str] | None:
         """The dotted names of this package that the notebook's code cells import (``None`` when a code cell
@@ -225,7 +228,7 @@ class PackageCode:
             tree = _parse_cell(cell.source)
             if tree is None:
                 return None
-            names.update(n for n in imported_names(tree) if n == self.name or n.startswith(self.name + "."))
+            names.update(n for n in imported_names(tree) if n.split(".")[0] in self.package_dirs)
         return names
 
     def chapter_digest(self, notebook) -> str:

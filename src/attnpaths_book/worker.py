@@ -1,4 +1,4 @@
-"""Worker process that executes one notebook with papermill: ``python -m attnpaths.book.worker SPEC.json``.
+"""Worker process that executes one notebook with papermill: ``python -m attnpaths_book.worker SPEC.json``.
 
 The executor starts one worker per chapter, so that the operating system reports the peak memory of the
 chapter (worker and kernel) when it ends. SPEC holds ``input``, ``output`` (notebook paths), ``parameters``,

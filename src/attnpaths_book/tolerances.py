@@ -29,7 +29,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .numeric_diff import MISSING, NUMBER, flatten, is_volatile
+from attnpaths_book.numeric_diff import MISSING, NUMBER, flatten, is_volatile
 
 CLASSES = ("exact", "rounding", "trained", "monte carlo")
 """The reproducibility classes (see the module docstring)."""
@@ -258,7 +258,7 @@ class Disagreement:
 def compare_results(chapter: str, old: dict, new: dict, table=None) -> list[Disagreement]:
     """The leaves of two versions of a chapter's results (``values`` and ``parameters`` of a results file or a
     paper record's ``results``) that disagree beyond their rule; run times, memory, timestamps and environment
-    (volatile keys, ``attnpaths.book.numeric_diff.is_volatile``) are left out."""
+    (volatile keys, ``attnpaths_book.numeric_diff.is_volatile``) are left out."""
     a, b = flatten(old), flatten(new)
     scales: dict[str, float] = {}
     for path, value in a.items():

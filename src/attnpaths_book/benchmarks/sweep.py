@@ -1,6 +1,6 @@
 """Benchmark: the speed-up of a sweep with the number of Dask workers, measured and projected.
 
-``python -m attnpaths bench sweep [--num-sets 20] [--workers 1 2] [--output PATH]`` times the hmc chapter's
+``python -m attnpaths_book bench sweep [--num-sets 20] [--workers 1 2] [--output PATH]`` times the hmc chapter's
 largest sweep, the 4-path theory over the paper's widths on independently drawn data sets with its GP
 lines and kernel PCs (:func:`attnpaths.hmc.experiments.data_set_band`, one task per data set), in-process
 (``K = 1``) and on an embedded ``LocalCluster`` of ``K`` single-threaded workers, and checks that every run
@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import engine
-from ..hmc import experiments as ex
-from ..hmc.networks import four_path_network
-from .record import committed_record_path, make_record, start_record, write_record
+from attnpaths import engine
+from attnpaths.hmc import experiments as ex
+from attnpaths.hmc.networks import four_path_network
+from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
 
 
 def timed_band_member(**arguments) -> tuple[dict, float]:
@@ -63,9 +63,9 @@ def run_sweep(num_sets: int, seed: int, client=None) -> tuple[list, float]:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``python -m attnpaths bench sweep``."""
+    """Entry point of ``python -m attnpaths_book bench sweep``."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="python -m attnpaths bench sweep", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("--num-sets", type=int, default=20, help="data sets, i.e. tasks (default: 20, as the paper "
                         "profile of the hmc chapter)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], metavar="K")

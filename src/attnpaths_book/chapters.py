@@ -25,8 +25,8 @@ from pathlib import Path
 import jupytext
 import yaml
 
-from .cache import parse_python
-from .layout import BookLayout
+from attnpaths_book.cache import parse_python
+from attnpaths_book.layout import BookLayout
 
 PROFILES = ("smoke", "paper", "full")
 """The execution profiles: ``smoke`` (the whole book in minutes; tests and CI), ``paper`` (the paper's
@@ -284,7 +284,7 @@ def resolve_parameters(chapter: Chapter, profile: str, overrides: dict | None = 
     if profile not in chapter.profiles:
         raise ValueError(f"profile {profile!r} is defined only by some chapters, and chapter {chapter.name!r} does "
                          f"not define it (its profiles: {', '.join(chapter.profiles)}); execute a chapter that "
-                         f"defines it with: python -m attnpaths run CHAPTER --profile {profile}")
+                         f"defines it with: python -m attnpaths_book run CHAPTER --profile {profile}")
     parameters = dict(chapter.defaults)
     parameters.update(chapter.profiles.get(profile, {}))
     parameters.update(check_overrides(chapter, overrides or {}))

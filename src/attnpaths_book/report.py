@@ -2,8 +2,8 @@
 and the committed benchmark records, as Markdown tables and summaries.
 
 Each function reads what the book has produced (the chapters' sources, ``_build/results/_timings.json``,
-the results files, the benchmark records under ``attnpaths/benchmarks/records``) and returns plain data or
-Markdown; the chapter glues them for its prose (:class:`~attnpaths.book.recorder.ChapterRecorder`).
+the results files, the benchmark records under ``attnpaths_book/benchmarks/records``) and returns plain data or
+Markdown; the chapter glues them for its prose (:class:`~attnpaths_book.recorder.ChapterRecorder`).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 from scipy.stats import norm
 
-from .. import provenance
-from ..benchmarks.record import committed_record_path, read_record
-from ..claims import Verdict, outcome_counts
-from ..results import read_results
-from .chapters import INJECTED, Chapter, book_chapters
-from .layout import BookLayout
+from attnpaths import provenance
+from attnpaths_book.benchmarks.record import committed_record_path, read_record
+from attnpaths.claims import Verdict, outcome_counts
+from attnpaths.results import read_results
+from attnpaths_book.chapters import INJECTED, Chapter, book_chapters
+from attnpaths_book.layout import BookLayout
 
 
 def markdown_table(header, rows) -> str:
@@ -98,7 +98,7 @@ def timing_table(chapters, timings: dict, profiles) -> TimingTable:
 
     Args:
         chapters: the chapters to show, in order.
-        timings: ``{profile: {chapter: {"wall_s", "peak_rss_mib", ...}}}`` (:func:`attnpaths.book.runner.read_timings`).
+        timings: ``{profile: {chapter: {"wall_s", "peak_rss_mib", ...}}}`` (:func:`attnpaths_book.runner.read_timings`).
         profiles: the profiles, one pair of columns each.
     """
     profiles = list(profiles)
@@ -163,7 +163,7 @@ def read_claims(chapters, results_dir, profile: str | None = None) -> list[Chapt
         claims.append(ChapterClaims(chapter.name, record["profile"], verdicts))
     if profile is not None and missing:
         raise ValueError(f"the {profile} profile's report needs every chapter's {profile}-profile results in "
-                         f"{results_dir}; missing: {', '.join(missing)}: run `python -m attnpaths run <chapter> "
+                         f"{results_dir}; missing: {', '.join(missing)}: run `python -m attnpaths_book run <chapter> "
                          f"--profile {profile}` for each of them first")
     return claims
 
@@ -217,7 +217,7 @@ def inline_code(text: str) -> str:
 
 def committed_record(name: str, *, required: bool = False) -> dict | None:
     """The benchmark record shipped with the package for benchmark ``name``
-    (:func:`attnpaths.benchmarks.record.committed_record_path`), or ``None`` when it has not been recorded;
+    (:func:`attnpaths_book.benchmarks.record.committed_record_path`), or ``None`` when it has not been recorded;
     a ``required`` record that is missing raises ``ValueError`` naming the file and how to make it."""
     path = committed_record_path(name)
     return read_record(path) if required or path.is_file() else None
@@ -324,7 +324,7 @@ def rerun_example(chapters) -> str | None:
     for chapter in chapters:
         for name, value in chapter.defaults.items():
             if name not in INJECTED and type(value) is int and value > 0:
-                return f"python -m attnpaths run {chapter.name} --profile smoke --set {name}={value * 2}"
+                return f"python -m attnpaths_book run {chapter.name} --profile smoke --set {name}={value * 2}"
     return None
 
 
@@ -465,7 +465,7 @@ def _power(base: str, exponent: float) -> str:
 
 
 def crossover_text(two_terms: dict, unit: str) -> str:
-    """Where the two growing terms of a fit of :func:`attnpaths.benchmarks._fits.fit_two_terms` are equal, in
+    """Where the two growing terms of a fit of :func:`attnpaths_book.benchmarks._fits.fit_two_terms` are equal, in
     words (``unit`` names the size, e.g. ``"training examples"``)."""
     p, q = two_terms["exponents"]
     if two_terms["crossover"] is None:

@@ -22,10 +22,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..results import atomic_write_text
-from .chapters import Chapter
-from .executor import ANSI_ESCAPE
-from .layout import BookLayout, book_lock
+from attnpaths.results import atomic_write_text
+from attnpaths_book.chapters import Chapter
+from attnpaths_book.executor import ANSI_ESCAPE
+from attnpaths_book.layout import BookLayout, book_lock
 
 BUILD_STAMP = ".attnpaths-build.json"
 JUPYTER_BOOK = "import sys; from jupyter_book.cli.main import main; sys.exit(main())"
@@ -57,7 +57,7 @@ def sync_sources(layout: BookLayout, chapters: list[Chapter]) -> None:
     files are not touched, so Sphinx rebuilds only what changed)."""
     missing = [c.name for c in chapters if c.is_notebook and not layout.executed_notebook(c.docname).is_file()]
     if missing:
-        raise FileNotFoundError(f"chapters not executed yet: {', '.join(missing)} (run `python -m attnpaths book`)")
+        raise FileNotFoundError(f"chapters not executed yet: {', '.join(missing)} (run `python -m attnpaths_book book`)")
     wanted = {f"{c.docname}.ipynb" for c in chapters if c.is_notebook}
     for relative, path in _book_files(layout, chapters).items():
         target = layout.executed_dir / relative
@@ -75,9 +75,8 @@ def sync_sources(layout: BookLayout, chapters: list[Chapter]) -> None:
 
 def _package_sources(layout: BookLayout) -> dict[str, Path]:
     """The package's Python sources, ``{relative path: file}``: the API pages are made from their docstrings."""
-    if not layout.package_dir.is_dir():
-        return {}
-    return {path.relative_to(layout.root).as_posix(): path for path in sorted(layout.package_dir.rglob("*.py"))
+    return {path.relative_to(layout.root).as_posix(): path
+            for folder in layout.package_dirs if folder.is_dir() for path in sorted(folder.rglob("*.py"))
             if not set(IGNORED) & set(path.parts)}
 
 

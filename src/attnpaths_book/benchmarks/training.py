@@ -1,6 +1,6 @@
 """Cost of the one-shot model's gradient-descent training at the authors' size, on the CPU or a CUDA GPU.
 
-``python -m attnpaths bench training [--device cpu|cuda] [--steps K] [--threads T] [--output PATH]`` times
+``python -m attnpaths_book bench training [--device cpu|cuda] [--steps K] [--threads T] [--output PATH]`` times
 ``K`` Adam steps of the model of :data:`attnpaths.oneshot.training.AUTHORS_TRAINING` (N = 512, G = 128,
 2 layers x 4 heads, N0 = 192, 48 tokens, batch 128) after two warm-up steps, and the validation pass that
 training runs every ``validate_every`` steps, then projects the wall time of the whole run:
@@ -9,7 +9,7 @@ training runs every ``validate_every`` steps, then projects the wall time of the
 
 A step is what :func:`attnpaths.oneshot.training.fit` does per step: draw and encode a batch of episodes on
 the CPU, move it to the device, forward, backward and Adam. The images are random (their content does not
-change the cost). The record (``attnpaths.benchmarks.record``) is written to ``--output``; the committed
+change the cost). The record (``attnpaths_book.benchmarks.record``) is written to ``--output``; the committed
 ones, ``records/training_cpu.json`` and ``records/training_cuda.json``, are what the one-shot chapter shows.
 """
 
@@ -24,11 +24,11 @@ from dataclasses import asdict, replace
 import numpy as np
 import torch
 
-from .._validation import int_at_least, torch_device
-from ..oneshot.imagesets import ImageClasses
-from ..oneshot.sequences import sample_sequences
-from ..oneshot.training import AUTHORS_TRAINING, TrainingConfig, accuracy, initial_model, make_optimiser, training_step
-from .record import RECORDS_DIR, make_record, start_record, write_record
+from attnpaths._validation import int_at_least, torch_device
+from attnpaths.oneshot.imagesets import ImageClasses
+from attnpaths.oneshot.sequences import sample_sequences
+from attnpaths.oneshot.training import AUTHORS_TRAINING, TrainingConfig, accuracy, initial_model, make_optimiser, training_step
+from attnpaths_book.benchmarks.record import RECORDS_DIR, make_record, start_record, write_record
 
 
 def record_path(device: str) -> str:
@@ -122,7 +122,7 @@ def time_training(
 
 def main(argv=None) -> dict:
     """Command-line entry point; prints the report and returns it."""
-    parser = argparse.ArgumentParser(prog="python -m attnpaths bench training", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench training", description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--steps", type=int, default=5, help="timed training steps (after 2 warm-up steps)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's own)")

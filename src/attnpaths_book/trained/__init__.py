@@ -9,7 +9,7 @@ by default, so that everything downstream of the model is a float64 computation 
 ``manifest.json`` lists each shipped file: its SHA-256 (checked on every load), the key of what it holds
 (:func:`attnpaths.oneshot.training.training_key`, ``attnpaths.pruning.training.models_key``: training
 settings, data and seeds), the chapter and profile that trained it, the command, the parameters and the machine.
-``python -m attnpaths ship-weights CHAPTER --profile P`` makes them: it runs the chapter with ``retrain=True``
+``python -m attnpaths_book ship-weights CHAPTER --profile P`` makes them: it runs the chapter with ``retrain=True``
 and copies the models it trained here.
 
 How a chapter gets a model (:class:`ModelSource`): ``"shipped"`` (this folder), ``"retrained"`` (trained
@@ -26,18 +26,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ...checkpoints import file_sha256
-from ...oneshot.training import (TrainedModel, TrainingConfig, fit, fit_seeds, load_or_fit, load_trained,
+from attnpaths.checkpoints import file_sha256
+from attnpaths.oneshot.training import (TrainedModel, TrainingConfig, fit, fit_seeds, load_or_fit, load_trained,
                                    model_cache_path, save_trained, split_accuracy, training_key)
-from ...pruning.experiment import base_accuracies
-from ...pruning.training import load_models, models_key, save_models
-from ...results import atomic_write_text
-from ...retraining_claims import retraining_agreement, retraining_power
+from attnpaths.pruning.experiment import base_accuracies
+from attnpaths.pruning.training import load_models, models_key, save_models
+from attnpaths.results import atomic_write_text
+from attnpaths.retraining_claims import retraining_agreement, retraining_power
 
 SHIPPED_DIR = Path(__file__).resolve().parent
 """The folder of the shipped weight files and of ``manifest.json``."""
 
-MANIFEST_FORMAT = "attnpaths.book.trained/1"
+MANIFEST_FORMAT = "attnpaths.book.trained/1"  # a format name, kept when the module moved
 """The ``format`` entry of ``manifest.json``."""
 
 KINDS = ("oneshot", "pruning")
@@ -312,7 +312,7 @@ def retraining_sentence(results: dict, *, retrain: bool, chapter: str) -> str:
     """The outcome of claim R per model kind (``{name: {"verdict": Verdict dict, "power_at_3_margins": p}}``),
     or why it was not tested (``chapter``: the chapter's name, for the command that tests it)."""
     if not retrain:
-        return (f"This run used the shipped weights, so claim R was not tested; `python -m attnpaths run {chapter} "
+        return (f"This run used the shipped weights, so claim R was not tested; `python -m attnpaths_book run {chapter} "
                 "--set retrain=True` tests it.")
     if not results:
         return "This run retrained the models, but no shipped weights hold its parameters: claim R was not tested."

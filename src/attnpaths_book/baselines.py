@@ -1,6 +1,6 @@
 """The nbval regression baselines: smoke-profile executed notebooks under ``tests/baselines/``.
 
-``python -m attnpaths refresh-baselines`` runs the smoke profile and compares each executed chapter with its
+``python -m attnpaths_book refresh-baselines`` runs the smoke profile and compares each executed chapter with its
 baseline: ``tests/baselines/<chapter>.ipynb``, the notebook stripped to what nbval needs (the code, the tags,
 and the outputs of the cells tagged ``nbval-check-output``: the rounded key numbers that ``pytest`` compares
 in ``--nbval-lax`` mode), and ``tests/baselines/<chapter>.json``, the chapter's smoke results file. It shows
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import nbformat
 
-from ..results import atomic_write_text
-from .cache import EXECUTION_METADATA
-from .chapters import Chapter, resolve_parameters
-from .layout import BookLayout
-from .numeric_diff import compare_json, compare_lines
+from attnpaths.results import atomic_write_text
+from attnpaths_book.cache import EXECUTION_METADATA
+from attnpaths_book.chapters import Chapter, resolve_parameters
+from attnpaths_book.layout import BookLayout
+from attnpaths_book.numeric_diff import compare_json, compare_lines
 
 CHECK_TAG = "nbval-check-output"
 INJECTED_TAG = "injected-parameters"
@@ -98,7 +98,7 @@ def _executed_smoke_notebook(layout: BookLayout, chapter: Chapter):
     path = layout.executed_notebook(chapter.docname)
     if not path.is_file():
         raise FileNotFoundError(f"chapter {chapter.name!r} has no executed notebook at {layout.relative(path)}: "
-                                f"run `python -m attnpaths run {chapter.name}`")
+                                f"run `python -m attnpaths_book run {chapter.name}`")
     notebook = nbformat.read(path, as_version=4)
     profile = notebook.metadata.get(EXECUTION_METADATA, {}).get("profile")
     if profile != "smoke":
@@ -111,7 +111,7 @@ def _smoke_results_text(layout: BookLayout, chapter: Chapter) -> str:
     path = layout.results_file(chapter.name)
     if not path.is_file():
         raise FileNotFoundError(f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
-                                f"run `python -m attnpaths run {chapter.name}`")
+                                f"run `python -m attnpaths_book run {chapter.name}`")
     text = path.read_text()
     profile = json.loads(text).get("profile")
     if profile != "smoke":
@@ -157,7 +157,7 @@ def baseline_update(layout: BookLayout, chapter: Chapter) -> BaselineUpdate:
     The report shows, for the notebook, the code cells and parameters that changed and the old and new lines
     printed by the ``nbval-check-output`` cells (with the relative change of each changed number), and for
     the results file every changed number with its relative change (see
-    :func:`~attnpaths.book.numeric_diff.compare_json`). Raises ``FileNotFoundError`` when the chapter has no
+    :func:`~attnpaths_book.numeric_diff.compare_json`). Raises ``FileNotFoundError`` when the chapter has no
     executed notebook or results file, ``ValueError`` when they are not from a smoke run.
     """
     notebook_text = nbformat.writes(strip_for_baseline(_executed_smoke_notebook(layout, chapter)))

@@ -26,9 +26,9 @@ import torch
 from IPython.display import Markdown
 from myst_nb import glue as _glue
 
-from ..claims import Verdict, claims_table, markdown_claims_table, markdown_sentence, outcome_counts
-from ..results import to_jsonable, write_results
-from .chapters import INJECTED, parameters_cell
+from attnpaths.claims import Verdict, claims_table, markdown_claims_table, markdown_sentence, outcome_counts
+from attnpaths.results import to_jsonable, write_results
+from attnpaths_book.chapters import INJECTED, parameters_cell
 
 def glue_name(text: str) -> str:
     """A glue key made of ``text``: every character that is not a letter, digit or underscore becomes ``_``."""

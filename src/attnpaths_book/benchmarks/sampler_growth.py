@@ -1,7 +1,7 @@
 """Benchmark: how the exact posterior sampler's cost, and its effective samples per second, grow with the width
 ``N`` and the number of training examples ``P``.
 
-``python -m attnpaths bench sampler_growth [--quick] [--output PATH] [...]``
+``python -m attnpaths_book bench sampler_growth [--quick] [--output PATH] [...]``
 
 The blocked Gibbs sampler (:class:`attnpaths.sampler.PosteriorSampler`) samples the posterior of the 4-path
 network of the hidden-Markov-chain task (:func:`attnpaths.hmc.four_path_network`, sec-hmc-theory) at
@@ -15,13 +15,13 @@ that ESS per second of wall time (warm-up included) and per kept sweep, and the 
 Expected growth of the time per sweep (the cost stated by :class:`~attnpaths.sampler.PosteriorSampler`):
 ``P^3`` (a ``P x P`` Cholesky factor per block) and ``P^2`` (each block's ``P x P`` Gram matrix) against ``P``;
 ``N^2`` (routing the data through the ``N x N`` weights) and ``N`` (the Gram matrices) against ``N``; each
-series is fitted by a power law (:func:`~attnpaths.benchmarks._fits.fit_exponent`) and by the two expected terms
-plus a constant (:func:`~attnpaths.benchmarks._fits.fit_two_terms`). The ESS per sweep measures how well the
+series is fitted by a power law (:func:`~attnpaths_book.benchmarks._fits.fit_exponent`) and by the two expected terms
+plus a constant (:func:`~attnpaths_book.benchmarks._fits.fit_two_terms`). The ESS per sweep measures how well the
 chains mix, which the width and the data set change; its exponent is reported as measured, over the points whose
 chains converged (largest split R-hat at most :data:`RHAT_LIMIT`): a point whose chains did not converge within
 its sweeps is reported, but its ESS is not trusted.
 
-The machine's load is recorded at the start and at the end (:mod:`attnpaths.benchmarks.record`).
+The machine's load is recorded at the start and at the end (:mod:`attnpaths_book.benchmarks.record`).
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from pathlib import Path
 
 import torch
 
-from .._validation import increasing_ints
-from ..network import AttentionNetwork
-from ..sampler import PosteriorSampler
-from ._fits import fit_exponent, fit_two_terms
-from .record import committed_record_path, make_record, start_record, write_record
+from attnpaths._validation import increasing_ints
+from attnpaths.network import AttentionNetwork
+from attnpaths.sampler import PosteriorSampler
+from attnpaths_book.benchmarks._fits import fit_exponent, fit_two_terms
+from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
 
 TEMPERATURE = 0.01
 """Likelihood variance of every posterior of the benchmark (that of the sampler comparison and of Figure 2)."""
@@ -55,7 +55,7 @@ def sample_point(width: int, num_train: int, *, chains: int, warmup: int, sample
         ``{"width", "num_train", "ms_per_sweep", "wall_time_s", "min_predictor_ess",
         "min_predictor_ess_per_s", "min_predictor_ess_per_sweep", "max_predictor_rhat"}``.
     """
-    from .. import hmc
+    from attnpaths import hmc
 
     train, test = hmc.paper_train_set(num_train), hmc.paper_test_set(NUM_TEST)
     network = AttentionNetwork(hmc.four_path_network(train).attention, widths=width)
@@ -94,9 +94,9 @@ def growth(label: str, sizes, rows: list[dict]) -> dict:
 
 
 def main(argv=None) -> dict:
-    """Entry point of ``python -m attnpaths bench sampler_growth``; prints a summary and returns the report."""
+    """Entry point of ``python -m attnpaths_book bench sampler_growth``; prints a summary and returns the report."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="python -m attnpaths bench sampler_growth",
+    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench sampler_growth",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a check that everything runs)")
     parser.add_argument("--widths", type=int, nargs="+", default=None,

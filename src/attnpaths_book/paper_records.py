@@ -1,6 +1,6 @@
 """Paper records: each chapter's paper-profile results, committed with their provenance.
 
-The paper profile takes minutes per chapter, too long for the test suite to run it. ``python -m attnpaths
+The paper profile takes minutes per chapter, too long for the test suite to run it. ``python -m attnpaths_book
 record-paper`` executes the paper profile of the chapters whose cached execution is stale and copies each
 chapter's results file (``_build/results/<chapter>.json``) into ``tests/paper_records/<chapter>.json``;
 ``tests/test_paper_records.py`` recomputes the deterministic numbers of every record from the record's own
@@ -8,7 +8,7 @@ parameters. A results file of another profile, or of a paper run with ``--set`` 
 
 Record layout (JSON object)::
 
-    {"chapter": name, "command": "python -m attnpaths record-paper ...", "recorded_utc": ISO 8601,
+    {"chapter": name, "command": "python -m attnpaths_book record-paper ...", "recorded_utc": ISO 8601,
      "package_version", "commit": git commit of the checkout when recorded (null outside a git checkout),
      "commit_dirty": bool | null (uncommitted changes to tracked files then),
      "versions": {"python", "numpy", "scipy", "torch", "matplotlib"} when recorded,
@@ -29,13 +29,13 @@ from pathlib import Path
 
 import nbformat
 
-from .. import provenance
-from ..results import atomic_write_text
-from .cache import EXECUTION_METADATA, PackageCode
-from .chapters import Chapter, resolve_parameters
-from .layout import BookLayout
-from .numeric_diff import Comparison, compare_json
-from .runner import current_key, is_fresh, notebook_chapters
+from attnpaths import provenance
+from attnpaths.results import atomic_write_text
+from attnpaths_book.cache import EXECUTION_METADATA, PackageCode
+from attnpaths_book.chapters import Chapter, resolve_parameters
+from attnpaths_book.layout import BookLayout
+from attnpaths_book.numeric_diff import Comparison, compare_json
+from attnpaths_book.runner import current_key, is_fresh, notebook_chapters
 
 PROFILE = "paper"
 REQUIRED_KEYS = ("chapter", "command", "recorded_utc", "commit", "commit_dirty", "versions", "execution", "results")
@@ -58,17 +58,17 @@ def _execution(layout: BookLayout, chapter: Chapter) -> dict:
     path = layout.executed_notebook(chapter.docname)
     if not path.is_file():
         raise FileNotFoundError(f"chapter {chapter.name!r} has no executed notebook at {layout.relative(path)}: "
-                                f"run `python -m attnpaths run {chapter.name} --profile paper`")
+                                f"run `python -m attnpaths_book run {chapter.name} --profile paper`")
     execution = nbformat.read(path, as_version=4).metadata.get(EXECUTION_METADATA)
     if not isinstance(execution, dict) or execution.get("profile") != PROFILE:
         found = execution.get("profile") if isinstance(execution, dict) else None
         raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} was executed with the {found!r} "
                          f"profile, not the paper profile: run "
-                         f"`python -m attnpaths run {chapter.name} --profile paper`")
+                         f"`python -m attnpaths_book run {chapter.name} --profile paper`")
     if execution.get("overrides"):
         raise ValueError(f"chapter {chapter.name!r}: its paper run had the overrides {execution['overrides']} "
                          f"(--set); a record holds the paper profile itself: run "
-                         f"`python -m attnpaths run {chapter.name} --profile paper`")
+                         f"`python -m attnpaths_book run {chapter.name} --profile paper`")
     return execution
 
 
@@ -81,7 +81,7 @@ def read_paper_results(layout: BookLayout, chapter: Chapter) -> dict:
     path = layout.results_file(chapter.name)
     if not path.is_file():
         raise FileNotFoundError(f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
-                                f"run `python -m attnpaths run {chapter.name} --profile paper`")
+                                f"run `python -m attnpaths_book run {chapter.name} --profile paper`")
     results = json.loads(path.read_text())
     missing = [key for key in RESULTS_KEYS if key not in results]
     if missing:
@@ -90,7 +90,7 @@ def read_paper_results(layout: BookLayout, chapter: Chapter) -> dict:
     if results["profile"] != PROFILE:
         raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} holds the {results['profile']!r} "
                          f"profile's results, not the paper profile's: run "
-                         f"`python -m attnpaths run {chapter.name} --profile paper` first")
+                         f"`python -m attnpaths_book run {chapter.name} --profile paper` first")
     if results["chapter"] != chapter.name:
         raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} holds the results of chapter "
                          f"{results['chapter']!r}")
@@ -116,13 +116,13 @@ def make_record(layout: BookLayout, chapter: Chapter, command: str) -> dict:
     differing = sorted(k for k, v in results["parameters"].items() if k in ran_with and ran_with[k] != v)
     if differing:
         raise ValueError(f"chapter {chapter.name!r}: its results file and its executed notebook come from different "
-                         f"runs (parameters {differing} differ): run `python -m attnpaths run {chapter.name} "
+                         f"runs (parameters {differing} differ): run `python -m attnpaths_book run {chapter.name} "
                          "--profile paper`")
     chapters = notebook_chapters(layout)
     # a load now says nothing of the run; the records written before this one do not make the code dirty
     found = provenance.collect(layout.root, load=False,
                                ignore=[records_dir(layout).relative_to(layout.root).as_posix()])
-    key = current_key(layout, chapter, execution["parameters"], chapters, PackageCode(layout.package_dir),
+    key = current_key(layout, chapter, execution["parameters"], chapters, PackageCode(*layout.package_dirs),
                       found["versions"])
     return {
         "chapter": chapter.name,
@@ -146,7 +146,7 @@ def read_record(path) -> dict:
     one of the required keys."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no paper record at {path}: run `python -m attnpaths record-paper`")
+        raise FileNotFoundError(f"no paper record at {path}: run `python -m attnpaths_book record-paper`")
     record = json.loads(path.read_text())
     missing = [key for key in REQUIRED_KEYS if key not in record]
     if missing:
@@ -166,7 +166,7 @@ def write_record(layout: BookLayout, chapter: Chapter, record: dict) -> Path:
 
 def compare_records(old: dict, new: dict) -> Comparison:
     """Compare the results (parameters and values) of two records of one chapter, number by number; the
-    provenance, run times and other volatile values are not compared (see :mod:`~attnpaths.book.numeric_diff`)."""
+    provenance, run times and other volatile values are not compared (see :mod:`~attnpaths_book.numeric_diff`)."""
     for name, record in (("old", old), ("new", new)):
         if not isinstance(record, dict) or "results" not in record:
             raise ValueError(f"{name} must be a paper record (a dict with a 'results' entry)")

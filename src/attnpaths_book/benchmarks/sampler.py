@@ -13,13 +13,13 @@ Randomness: pyro draws from torch's global generator. The NUTS runs are therefor
 ``torch.random.fork_rng`` and seeded from the caller's ``torch.Generator``: the caller's global state is
 left untouched and the same generator seed gives the same samples.
 
-Command line (``python -m attnpaths.benchmarks.sampler --help``): the defaults compare the samplers on the
+Command line (``python -m attnpaths_book.benchmarks.sampler --help``): the defaults compare the samplers on the
 N = 10 posterior of the 4-path HMC network (``--data hmc``, P = 100, T = 0.01, 100 test points; 1 chain,
 NUTS 50 + 50 iterations, Gibbs 100 + 1000 sweeps); ``--data random`` uses random inputs of the same sizes.
 At T = 0.01 NUTS adapts to step sizes of about 4e-3 and mostly builds trees of the maximal depth 10, so
 the default run takes about 25 minutes (one thread; NUTS is nearly all of it). The NUTS ESS from 50 draws is
 itself rough, so read the ratio as an order of magnitude. The report is written with its provenance
-(:mod:`attnpaths.benchmarks.record`) to ``--output``; the reproducibility chapter shows the committed record.
+(:mod:`attnpaths_book.benchmarks.record`) to ``--output``; the reproducibility chapter shows the committed record.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import time
 
 import torch
 
-from .._validation import torch_generator
-from ..network import AttentionNetwork, NetworkWeights
-from ..sampler import PosteriorSampler, PosteriorSamples
-from .record import committed_record_path, make_record, start_record, write_record
+from attnpaths._validation import torch_generator
+from attnpaths.network import AttentionNetwork, NetworkWeights
+from attnpaths.sampler import PosteriorSampler, PosteriorSamples
+from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
 
 
 def potential_energy(network: AttentionNetwork, x, y, temperature: float):
@@ -243,7 +243,7 @@ def compare_samplers(
 
 
 def _hmc_inputs(num_train: int, num_test: int):
-    from .. import hmc
+    from attnpaths import hmc
 
     train = hmc.paper_train_set(num_train)
     test = hmc.paper_test_set(num_test)
@@ -253,7 +253,7 @@ def _hmc_inputs(num_train: int, num_test: int):
 def _random_inputs(generator, num_train: int, num_test: int, input_width: int = 231, num_tokens: int = 31):
     """Random stand-in of the HMC sizes: W-form heads ``(2, 2)`` with ``N(0, 1/N0^2)`` entries, Gaussian inputs,
     class-sorted +-1 labels."""
-    from ..attention import Attention, AttentionLayer
+    from attnpaths.attention import Attention, AttentionLayer
 
     def draw(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64)
@@ -266,7 +266,7 @@ def _random_inputs(generator, num_train: int, num_test: int, input_width: int = 
 
 def main(argv=None) -> dict:
     """Command-line entry point; prints the report and returns it."""
-    parser = argparse.ArgumentParser(prog="python -m attnpaths.benchmarks.sampler", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m attnpaths_book.benchmarks.sampler", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--data", choices=("hmc", "random"), default="hmc", help="HMC task (4-path network) or random inputs"
     )
@@ -286,7 +286,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--progress", action="store_true")
     parser.add_argument(
         "--output", default=os.path.join("_build", "results", "bench_sampler.json"),
-        help="where to write the report with its provenance (attnpaths.benchmarks.record); the book reads the "
+        help="where to write the report with its provenance (attnpaths_book.benchmarks.record); the book reads the "
              "committed record " + str(committed_record_path("sampler")),
     )
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -1,6 +1,6 @@
 """Benchmark: the theory's saddle-point solver against the original method, and how its cost grows.
 
-``python -m attnpaths bench solver [--quick] [--output PATH] [...]``
+``python -m attnpaths_book bench solver [--quick] [--output PATH] [...]``
 
 **Speed.** On two problems, in the same process and on one thread (``torch.set_num_threads`` and, for the
 solver's numpy and scipy work, ``threadpoolctl``'s BLAS limit; both restored afterwards), the median wall time
@@ -30,7 +30,7 @@ space) against ``P``; ``n^4`` (the Hessian of ``D ~ n^2 / 2`` order-parameter en
 arrays where there are enough sizes. The crossover is where the two growing terms of the fit are equal; the exponent
 between the two largest sizes shows which term the largest problems are in.
 
-The machine's load is recorded at the start and at the end (:mod:`attnpaths.benchmarks.record`): wall times on
+The machine's load is recorded at the start and at the end (:mod:`attnpaths_book.benchmarks.record`): wall times on
 a shared machine are noisy, and the record says so.
 """
 
@@ -48,11 +48,11 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from ..action import EnergyEvaluator, entropy, gp_order_parameters
-from ..kernels import kernel_from_scaled, scaled_features
-from ..theory import CertificateWarning, architecture, solve
-from ._fits import fit_exponent, fit_two_terms
-from .record import committed_record_path, make_record, start_record, write_record
+from attnpaths.action import EnergyEvaluator, entropy, gp_order_parameters
+from attnpaths.kernels import kernel_from_scaled, scaled_features
+from attnpaths.theory import CertificateWarning, architecture, solve
+from attnpaths_book.benchmarks._fits import fit_exponent, fit_two_terms
+from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
 
 #: Targets of the solver (wall time on one thread) and of its speed-up over Adam on the HMC problem.
 TARGETS = {"hmc_ms": 5.0, "image_ms": 500.0, "hmc_speedup": 1000.0}
@@ -124,8 +124,8 @@ def adam_minimise(features, y, heads, widths, temperature: float, variances=1.0,
 def hmc_problem(num_train: int = 100, **task):
     """``(features [P, 231, 4], y, heads)``: the 4-path HMC network on the authors' training set of ``num_train``
     examples (``task``: :class:`attnpaths.hmc.data.HMCTask` fields)."""
-    from ..hmc import four_path_network, paper_train_set
-    from ..paths import path_features
+    from attnpaths.hmc import four_path_network, paper_train_set
+    from attnpaths.paths import path_features
 
     train = paper_train_set(num_train, **task)
     network = four_path_network(train)
@@ -141,11 +141,11 @@ def image_problem(num_train: int = 600, *, heads: int = 4, qk_width: int = 32, s
     of 2 layers of ``heads`` query/key heads (average pooling) with ``Q, K ~ N(0, scale^2 / N0)`` entries of
     width ``qk_width``. Randomness: ``numpy.random.default_rng(seed)`` and ``torch.Generator().manual_seed(seed)``.
     """
-    from ..attention import Attention, AttentionLayer
-    from ..oneshot import GlyphDatasetConfig, load_image_dataset
-    from ..oneshot.experiments import class_sorted_sequences
-    from ..oneshot.sequences import SequenceEncoder
-    from ..paths import path_features
+    from attnpaths.attention import Attention, AttentionLayer
+    from attnpaths.oneshot import GlyphDatasetConfig, load_image_dataset
+    from attnpaths.oneshot.experiments import class_sorted_sequences
+    from attnpaths.oneshot.sequences import SequenceEncoder
+    from attnpaths.paths import path_features
 
     config = GlyphDatasetConfig(instances_per_class=20, alphabets=tuple(alphabets), image_size=image_size, seed=0)
     dataset = load_image_dataset(config=config, progress=False, cache_dir=cache_dir)
@@ -167,9 +167,9 @@ def paths_problem(heads_per_layer: int, num_train: int = 200, *, seq_len: int = 
     """``(features [P, N0, H^2], y, (H, H))``: HMC sequences of ``seq_len`` tokens with ``feature_width``
     features (``N0 = feature_width + seq_len + 1``) through 2 layers of ``H`` random bilinear heads
     (``W ~ N(0, 1/N0^2)``, last-token readout), drawn with ``torch.Generator().manual_seed(seed)``."""
-    from ..attention import Attention, AttentionLayer
-    from ..hmc import paper_train_set
-    from ..paths import path_features
+    from attnpaths.attention import Attention, AttentionLayer
+    from attnpaths.hmc import paper_train_set
+    from attnpaths.paths import path_features
 
     train = paper_train_set(num_train, seq_len=seq_len, feature_width=feature_width)
     n0 = train.x.shape[1]
@@ -250,9 +250,9 @@ def growth(label: str, sizes, problems, width, temperature: float, repeats: int,
 
 
 def main(argv=None) -> dict:
-    """Entry point of ``python -m attnpaths bench solver``; prints a summary and returns the report."""
+    """Entry point of ``python -m attnpaths_book bench solver``; prints a summary and returns the report."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="python -m attnpaths bench solver", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench solver", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a check that everything runs)")
     parser.add_argument("--repeats", type=int, default=None, help="solver runs per problem (default 21, quick 3)")
     parser.add_argument("--adam-repeats", type=int, default=None, help="Adam runs on the HMC problem (default 3)")

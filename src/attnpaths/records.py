@@ -1,21 +1,16 @@
-"""Benchmark records: a benchmark's report saved as JSON together with where and how it was measured.
-
-A benchmark takes far longer than a chapter (the sampler comparison: about 25 minutes), so the book does not
-run it; the reproducibility chapter reads the *committed* record of the last run instead
-(``attnpaths/benchmarks/records/<name>.json``, shipped with the package) and shows its provenance next to its
-numbers. ``python -m attnpaths bench sampler --output PATH`` writes a new record; writing it over the
-committed one is how the book's numbers are refreshed.
+"""Records of measurements: a report saved as JSON together with where and how it was measured.
 
 Record layout (JSON object)::
 
-    {"benchmark": name, "command": "python -m attnpaths bench ...", "started_utc", "finished_utc": ISO 8601,
+    {"benchmark": name, "command": the command line that measured it, "started_utc", "finished_utc": ISO 8601,
      "package_version", "commit": git commit of the measured sources when the run started (null outside a
      git checkout), "commit_dirty": bool | null (uncommitted changes to tracked files at the start),
      "machine": {"platform", "processor", "cpu_count", "load_average_1min_start", "load_average_1min" (at the
                  end)}, "versions": {"python", "torch", ...},
-     "report": the benchmark's own report}
+     "report": the measurement's own report}
 
-The provenance comes from :mod:`attnpaths.provenance`.
+The provenance comes from :mod:`attnpaths.provenance`; the book's benchmarks write such records and the
+chapters read them (e.g. the measured cost of training in the one-shot chapter).
 """
 
 from __future__ import annotations
@@ -23,34 +18,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import provenance
+from . import provenance
 
-RECORDS_DIR = Path(__file__).with_name("records")
 REQUIRED_KEYS = ("benchmark", "command", "finished_utc", "commit", "machine", "versions", "report")
 VERSIONED_PACKAGES = ("numpy", "scipy", "torch", "pyro-ppl")
 
 
-def committed_record_path(name: str) -> Path:
-    """Path of the record shipped with the package for benchmark ``name``."""
+def start_record(name: str, command: str, source_dir, packages=VERSIONED_PACKAGES) -> dict:
+    """Provenance taken when a measurement starts (so that it names the code that ran, even if the checkout
+    changes while it runs): ``command``, start time, and :func:`attnpaths.provenance.collect` of the sources
+    under ``source_dir`` for the versions of Python and of ``packages`` (package version, git commit and dirty
+    flag, machine with the 1-minute load average at the start)."""
     if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"name must be a benchmark module name (an identifier), got {name!r}")
-    return RECORDS_DIR / f"{name}.json"
-
-
-def start_record(name: str, argv: list[str], packages=VERSIONED_PACKAGES) -> dict:
-    """Provenance taken when a benchmark starts (so that it names the code that ran, even if the checkout
-    changes while it runs): command line, start time, and :func:`attnpaths.provenance.collect` for the
-    versions of Python and of ``packages`` (package version, git commit and dirty flag, machine with the
-    1-minute load average at the start)."""
-    committed_record_path(name)  # validates the name
-    collected = provenance.collect(Path(__file__).parent, packages, load=False)
+        raise ValueError(f"name must be an identifier, got {name!r}")
+    collected = provenance.collect(Path(source_dir), packages, load=False)
     collected["machine"] = dict(collected["machine"], load_average_1min_start=provenance.load_average())
-    return {
-        "benchmark": name,
-        "command": " ".join(["python -m attnpaths bench", name, *argv]),
-        "started_utc": provenance.utc_now(),
-        **collected,
-    }
+    return {"benchmark": name, "command": command, "started_utc": provenance.utc_now(), **collected}
 
 
 def make_record(started: dict, report: dict) -> dict:

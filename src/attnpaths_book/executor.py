@@ -1,6 +1,6 @@
 """Execute one chapter with papermill.
 
-The chapter runs in a worker process (:mod:`attnpaths.book.worker`) with the repository root as working
+The chapter runs in a worker process (:mod:`attnpaths_book.worker`) with the repository root as working
 directory, in a private working folder ``_build/.run-<chapter>-*``. Nothing half-written is ever taken for a
 result, and the last good result survives a failed, interrupted or killed run: the chapter writes its results
 file into the working folder (:data:`attnpaths.results.STAGING_ENV`), and only when every cell succeeded and
@@ -27,12 +27,12 @@ from pathlib import Path
 
 import nbformat
 
-from ..engine import THREAD_VARIABLES
-from ..results import STAGING_ENV, atomic_write_text, to_jsonable
-from . import worker
-from .cache import EXECUTION_METADATA
-from .chapters import INJECTED, Chapter
-from .layout import BookLayout
+from attnpaths.engine import THREAD_VARIABLES
+from attnpaths.results import STAGING_ENV, atomic_write_text, to_jsonable
+from attnpaths_book import worker
+from attnpaths_book.cache import EXECUTION_METADATA
+from attnpaths_book.chapters import INJECTED, Chapter
+from attnpaths_book.layout import BookLayout
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 KERNEL_ENVIRONMENT = {
@@ -74,7 +74,7 @@ class Execution:
 def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cache_key: str,
                     overrides: dict | None = None, progress_bar: bool = False,
                     environment: dict | None = None) -> Execution:
-    """Execute ``chapter`` with the complete ``parameters`` (see :func:`~attnpaths.book.chapters.resolve_parameters`).
+    """Execute ``chapter`` with the complete ``parameters`` (see :func:`~attnpaths_book.chapters.resolve_parameters`).
 
     On success, replaces the chapter's results file in ``parameters["results_dir"]`` (which the chapter writes,
     staged in the working folder) and then ``layout.executed_notebook(chapter.docname)``. Raises
@@ -147,7 +147,7 @@ def _check_recorded_parameters(layout: BookLayout, chapter: Chapter, parameters:
         differ = sorted(k for k in expected.keys() | recorded.keys() if expected.get(k, ...) != recorded.get(k, ...))
         raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} recorded other parameters than it "
                             f"ran with (profile {record.get('profile')!r}; differing: {', '.join(differ) or 'none'}): "
-                            "write the results with attnpaths.book.recorder.ChapterRecorder, which reads them from "
+                            "write the results with attnpaths_book.recorder.ChapterRecorder, which reads them from "
                             f"the parameters cell.{_kept_note(layout, results)}", parameters)
 
 
@@ -157,7 +157,7 @@ RUN_FOLDER_PREFIX = ".run-"
 
 def remove_stale_run_folders(layout: BookLayout) -> list[Path]:
     """Remove the working folders of killed runs from ``layout.build_dir``; returns their paths. Call it only
-    while holding the build lock (:func:`~attnpaths.book.layout.book_lock`): a live run's folder belongs to
+    while holding the build lock (:func:`~attnpaths_book.layout.book_lock`): a live run's folder belongs to
     the lock's holder."""
     if not layout.build_dir.is_dir():
         return []

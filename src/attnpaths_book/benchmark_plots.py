@@ -1,7 +1,7 @@
 """The reproducibility chapter's figures of how costs grow: the solver's time per Newton iteration against the
-number of training examples and of paths (``growth`` of the ``solver`` record, :mod:`attnpaths.benchmarks.solver`)
+number of training examples and of paths (``growth`` of the ``solver`` record, :mod:`attnpaths_book.benchmarks.solver`)
 and the sampler's time per sweep and ESS per second against the width and the number of training examples (the
-``sampler_growth`` record, :mod:`attnpaths.benchmarks.sampler_growth`). They draw what the records hold and compute
+``sampler_growth`` record, :mod:`attnpaths_book.benchmarks.sampler_growth`). They draw what the records hold and compute
 only the fitted lines."""
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ def _power_law(sizes, ms, exponent, grid):
 
 
 def _two_terms(fit: dict, grid):
-    """``a size^p + b size^q (+ c)`` of :func:`attnpaths.benchmarks._fits.fit_two_terms`, on ``grid``."""
+    """``a size^p + b size^q (+ c)`` of :func:`attnpaths_book.benchmarks._fits.fit_two_terms`, on ``grid``."""
     (p, q), coefficients = fit["exponents"], fit["coefficients"]
     return coefficients[0] * grid**p + coefficients[1] * grid**q + (coefficients[2] if fit["constant"] else 0.0)
 
 
 def _growth_panel(ax, sizes, values, exponent: float, two_terms: dict | None, xlabel: str, ylabel: str, title: str):
     """One log-log panel: the measured points, the power law of exponent ``exponent`` through them and, given a
-    fit of :func:`attnpaths.benchmarks._fits.fit_two_terms`, its cost model ``a s^p + b s^q (+ c)``."""
+    fit of :func:`attnpaths_book.benchmarks._fits.fit_two_terms`, its cost model ``a s^p + b s^q (+ c)``."""
     sizes, values = np.asarray(sizes, dtype=float), np.asarray(values, dtype=float)
     grid = np.geomspace(sizes.min(), sizes.max(), 100)
     ax.loglog(sizes, values, "o", color="black", label="measured", zorder=3)

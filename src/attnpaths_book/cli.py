@@ -1,4 +1,4 @@
-"""The package's command line: ``attnpaths COMMAND`` (the console script) or ``python -m attnpaths COMMAND``.
+"""The package's command line: ``attnpaths COMMAND`` (the console script) or ``python -m attnpaths_book COMMAND``.
 
 - ``book --profile {smoke,paper}``: execute the stale chapters (in toc order) and build ``_build/html``;
 - ``run CHAPTER [--profile P] [--set NAME=VALUE ...]``: execute one chapter, overrides checked first;
@@ -9,8 +9,8 @@
   each chapter's paper record in ``tests/paper_records`` would change, and write it (a record whose numbers
   changed only with ``--accept``; a chapter whose run fails gets none, the others still do);
 - ``ship-weights CHAPTER [...] --profile P``: run the chapters that train models with ``retrain=True`` and ship
-  the weights they trained in ``src/attnpaths/book/trained`` (with their SHA-256, command and machine);
-- ``bench NAME [ARGS ...]``: run ``attnpaths.benchmarks.NAME.main(ARGS)``.
+  the weights they trained in ``src/attnpaths_book/trained`` (with their SHA-256, command and machine);
+- ``bench NAME [ARGS ...]``: run ``attnpaths_book.benchmarks.NAME.main(ARGS)``.
 
 The commands that execute chapters send the chapters' tasks to an engine (:mod:`attnpaths.engine`): by
 default an embedded Dask ``LocalCluster`` with one single-threaded worker process per CPU (and as many
@@ -33,11 +33,11 @@ import time
 from importlib.util import find_spec
 from pathlib import Path
 
-from . import engine as engine_
-from .book import baselines, paper_records, runner, site, tolerances
-from .book.chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
-from .book.executor import ChapterFailed
-from .book.layout import BookLayout, find_root
+from attnpaths import engine as engine_
+from attnpaths_book import baselines, paper_records, runner, site, tolerances
+from attnpaths_book.chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
+from attnpaths_book.executor import ChapterFailed
+from attnpaths_book.layout import BookLayout, find_root
 
 
 def _say(message: str) -> None:
@@ -65,7 +65,7 @@ def _engine_options(parser: argparse.ArgumentParser) -> None:
                             "task in the chapter's own process, one chapter at a time")
 
 
-MODULE_PROG = "python -m attnpaths"
+MODULE_PROG = "python -m attnpaths_book"
 SCRIPT_PROG = "attnpaths"
 """How the command line is called: as a module, or as the console script that ``pyproject.toml`` declares
 (``[project.scripts]``)."""
@@ -107,37 +107,37 @@ def _parser(prog: str = MODULE_PROG) -> argparse.ArgumentParser:
                         help="record the results files as they are, executing nothing")
 
     ship = commands.add_parser("ship-weights", help="train the models of chapters afresh (retrain=True) and ship "
-                               "their weights in src/attnpaths/book/trained")
+                               "their weights in src/attnpaths_book/trained")
     ship.add_argument("chapters", nargs="+", metavar="CHAPTER", help="chapters that train models (oneshot, pruning)")
     ship.add_argument("--profile", choices=PROFILES, default="smoke", help="execution profile (default: smoke)")
 
     for executing in (book, run, refresh, record, ship):
         _engine_options(executing)
 
-    bench = commands.add_parser("bench", help="run the benchmark attnpaths.benchmarks.NAME")
+    bench = commands.add_parser("bench", help="run the benchmark attnpaths_book.benchmarks.NAME")
     bench.add_argument("name", help="benchmark module name")
     bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the benchmark's main()")
     return parser
 
 
 def available_benchmarks() -> list[str]:
-    """Names of the modules in ``attnpaths.benchmarks`` (empty if the package does not exist)."""
+    """Names of the modules in ``attnpaths_book.benchmarks`` (empty if the package does not exist)."""
     try:
-        package = importlib.import_module("attnpaths.benchmarks")
+        package = importlib.import_module("attnpaths_book.benchmarks")
     except ModuleNotFoundError:
         return []
     return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
 
 
 def run_benchmark(name: str, argv: list[str]):
-    """Call ``attnpaths.benchmarks.<name>.main(argv)``; ``ValueError`` listing the benchmarks if there is none."""
+    """Call ``attnpaths_book.benchmarks.<name>.main(argv)``; ``ValueError`` listing the benchmarks if there is none."""
     available = available_benchmarks()
-    if not name.isidentifier() or name not in available or find_spec(f"attnpaths.benchmarks.{name}") is None:
-        listing = ", ".join(available) if available else "none: the package attnpaths.benchmarks has no modules"
-        raise ValueError(f"name must be one of the benchmarks in attnpaths.benchmarks ({listing}), got {name!r}")
-    module = importlib.import_module(f"attnpaths.benchmarks.{name}")
+    if not name.isidentifier() or name not in available or find_spec(f"attnpaths_book.benchmarks.{name}") is None:
+        listing = ", ".join(available) if available else "none: the package attnpaths_book.benchmarks has no modules"
+        raise ValueError(f"name must be one of the benchmarks in attnpaths_book.benchmarks ({listing}), got {name!r}")
+    module = importlib.import_module(f"attnpaths_book.benchmarks.{name}")
     if not callable(getattr(module, "main", None)):
-        raise ValueError(f"attnpaths.benchmarks.{name} has no main(argv) function")
+        raise ValueError(f"attnpaths_book.benchmarks.{name} has no main(argv) function")
     return module.main(argv)
 
 
@@ -226,9 +226,9 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
 
 
 def _ship_weights(layout: BookLayout, names: list[str], profile: str, command: str, engine) -> int:
-    from . import provenance
-    from .book import trained
-    from .results import read_results
+    from attnpaths import provenance
+    from attnpaths_book import trained
+    from attnpaths.results import read_results
 
     chapters = runner.notebook_chapters(layout)
     selected = [find_chapter(chapters, name) for name in names]
@@ -251,7 +251,7 @@ def _ship_weights(layout: BookLayout, names: list[str], profile: str, command: s
 
 
 def main(argv=None) -> int:
-    """Entry point of the console script ``attnpaths`` and of ``python -m attnpaths``: runs the command in
+    """Entry point of the console script ``attnpaths`` and of ``python -m attnpaths_book``: runs the command in
     ``argv`` (default: ``sys.argv[1:]``, named after how the process was called) and returns the exit status."""
     prog = _prog() if argv is None else MODULE_PROG
     argv = sys.argv[1:] if argv is None else list(argv)
