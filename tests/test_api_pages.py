@@ -28,7 +28,7 @@ REQUIRED_MODULES = (
     "attnpaths.attention", "attnpaths.paths", "attnpaths.kernels", "attnpaths.action", "attnpaths.theory",
     "attnpaths.network", "attnpaths.sampler", "attnpaths.order_parameter_posterior", "attnpaths.head_scores",
     "attnpaths.claims", "attnpaths.engine", "attnpaths_book.recorder", "attnpaths.hmc.data",
-    "attnpaths.hmc.heads", "attnpaths.hmc.networks", "attnpaths.oneshot.datasets", "attnpaths.oneshot.model",
+    "attnpaths.hmc.heads", "attnpaths.hmc.networks", "attnpaths.oneshot.datasets", "attnpaths.transformer",
     "attnpaths.oneshot.training",
 )
 """The public API that the book documents (more modules may be listed)."""

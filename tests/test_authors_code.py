@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attnpaths.hmc import authors_reference as ar
-from attnpaths.hmc.experiments import PAPER_TEMPERATURE
+from attnpaths.hmc.bands import PAPER_TEMPERATURE
 
 pytestmark = pytest.mark.cross_machine
 

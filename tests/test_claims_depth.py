@@ -1,4 +1,4 @@
-"""Power tests of the depth chapter's claims (attnpaths.depth_claims): each claim runs on a correct input, where it
+"""Power tests of the depth chapter's claims (attnpaths.hmc.depth.claims): each claim runs on a correct input, where it
 must hold, and on deliberately wrong inputs, where it must say "contradicted"; the source of every verdict is
 this book, not the paper."""
 
@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths import depth_claims as dc
+from attnpaths.hmc.depth import claims as dc
 from attnpaths.claims import Outcome
 from attnpaths.experiments import sampling
 from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
 from attnpaths.hmc.data import HMCTask
-from attnpaths.hmc.deep_networks import three_layer_network
+from attnpaths.hmc.depth.networks import three_layer_network
 
 HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
 

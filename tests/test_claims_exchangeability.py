@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attnpaths.claims import Outcome, markdown_claims_table, markdown_sentence
-from attnpaths.exchangeability import verdicts as V
+from attnpaths.exchangeability import claims as V
 from attnpaths.exchangeability.convergence import (
     attention_error_vs_length,
     bandwidth_experiment,

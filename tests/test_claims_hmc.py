@@ -1,4 +1,4 @@
-"""Power tests of the finite-width claims (attnpaths.finite_width_claims) and of the hidden-Markov-chain claims
+"""Power tests of the finite-width claims (attnpaths.experiments.finite_width) and of the hidden-Markov-chain claims
 (attnpaths.hmc.claims): each test runs on a correct input, where it must hold, and on deliberately wrong
 inputs, where it must say "contradicted"."""
 
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths import finite_width_claims as fw
+from attnpaths.experiments import finite_width as fw
 from attnpaths.claims import Outcome
 from attnpaths.hmc import claims as hmc_claims
 from attnpaths.experiments import sampling
 from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
-from attnpaths.hmc import experiments as ex
+from attnpaths.hmc import bands as ex
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from attnpaths.claims import Outcome
-from attnpaths.oneshot.experiments import all_heads, pruning_sets, random_orders
+from attnpaths.experiments.head_pruning import all_heads, pruning_sets, random_orders
 from attnpaths.pruning import pruning_order
 from attnpaths.pruning import claims as pr_claims
-from attnpaths.pruning.experiment import curve_auc
+from attnpaths.pruning.sweep import curve_auc
 
 HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
 HEADS = (4, 4)

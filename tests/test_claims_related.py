@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from attnpaths.claims import Outcome, sanity_table
-from attnpaths.related import verdicts as V
+from attnpaths.related import claims as V
 from attnpaths.related.bayesian_attention import bayesian_attention_experiment
 from attnpaths.related.lipschitz import input_scaling_experiment, sequence_length_experiment
 from attnpaths.related.measures import measure_lipschitz_experiment

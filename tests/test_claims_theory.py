@@ -1,6 +1,6 @@
 """Power tests of the claims of the chapter ``theory`` (T1-T4), on small random problems.
 
-Each check function of :mod:`attnpaths.theory_claims` must hold (or at least not be contradicted) on a correct
+Each check function of :mod:`attnpaths.theory.claims` must hold (or at least not be contradicted) on a correct
 input and come out contradicted on a deliberately wrong one.
 """
 
@@ -16,13 +16,8 @@ from attnpaths.claims import Outcome
 from attnpaths.kernels import gp_kernel
 from attnpaths.network import AttentionNetwork
 from attnpaths.theory import CertificateWarning, solve
-from attnpaths.theory_claims import (
-    certificate_verdict,
-    local_slopes,
-    monotone_approach_verdict,
-    prior_kernel_verdict,
-    width_exponent_verdict,
-)
+from attnpaths.theory.claims import (certificate_verdict, local_slopes, monotone_approach_verdict,
+                                     prior_kernel_verdict, width_exponent_verdict)
 
 from helpers import random_problem
 

@@ -22,9 +22,9 @@ import torch
 from attnpaths import engine
 from attnpaths.experiments import sampling
 from attnpaths.experiments.path_data import PathData, PathNetwork, path_data
-from attnpaths.hmc import experiments as hmc_ex
+from attnpaths.hmc import bands as hmc_ex
 from attnpaths.hmc.networks import four_path_network, two_path_network
-from attnpaths.oneshot import experiments as os_ex
+from attnpaths.oneshot import temperature_grid
 
 from helpers import random_attention, random_inputs, write_chapter, write_toc
 
@@ -232,8 +232,8 @@ def test_theory_grid_rows_are_identical_on_a_cluster(two_workers):
     y = {s: torch.as_tensor(np.sign(rng.standard_normal(f.shape[0]))) for s, f in features.items()}
     network = _TwoByTwo(random_attention(torch.Generator().manual_seed(0), (2, 2), 6))
     data = PathData(network, features["train"], y["train"], {"test": (features["test"], y["test"])})
-    local = os_ex.theory_grid(data, (10, 100), (0.1, 1.0), progress=False)
-    remote = _with_client(two_workers, os_ex.theory_grid, data, (10, 100), (0.1, 1.0), progress=False)
+    local = temperature_grid.theory_grid(data, (10, 100), (0.1, 1.0), progress=False)
+    remote = _with_client(two_workers, temperature_grid.theory_grid, data, (10, 100), (0.1, 1.0), progress=False)
     for field in ("U", "converged", "iterations", "warm_started"):
         assert np.array_equal(getattr(local, field), getattr(remote, field)), field
     for split in local.means:

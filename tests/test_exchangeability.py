@@ -17,17 +17,10 @@ from attnpaths.exchangeability.erm import (
     fit_attention_parameter,
     sample_task,
 )
-from attnpaths.exchangeability.estimators import (
-    bilinear_attention,
-    bilinear_attention_weights,
-    cme_attention,
-    gaussian_gram,
-    gaussian_smoothing_attention,
-    predicted_attention_mse,
-    prefix_softmax_averages,
-    tilted_key_mean,
-)
-from attnpaths.exchangeability.fitting import loglog_slope, loglog_slope_with_se
+from attnpaths.attention_operators import (bilinear_attention, bilinear_attention_weights, cme_attention,
+                                           gaussian_gram, gaussian_smoothing_attention)
+from attnpaths.exchangeability.estimators import predicted_attention_mse, prefix_softmax_averages, tilted_key_mean
+from attnpaths.statistics import loglog_slope, loglog_slope_with_se
 from attnpaths.exchangeability.latent_models import (
     concept_posterior,
     gaussian_posterior,

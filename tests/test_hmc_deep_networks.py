@@ -7,14 +7,8 @@ import torch
 
 from attnpaths.attention import AttentionLayer
 from attnpaths.hmc import four_path_network, markov_optionE, paper_train_set, same_token
-from attnpaths.hmc.deep_networks import (
-    HeadSpec,
-    bos_closed_same_token,
-    coded_network,
-    path_class_separation,
-    three_layer_network,
-    wide_network,
-)
+from attnpaths.hmc.depth.networks import (HeadSpec, bos_closed_same_token, coded_network, path_class_separation,
+                                          three_layer_network, wide_network)
 from attnpaths.paths import path_attention, path_features
 
 
@@ -137,7 +131,7 @@ def test_depth_figures_draw_every_path_and_every_bar(train):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from attnpaths.hmc import depth_plots
+    from attnpaths.hmc.depth import plots as depth_plots
 
     net = three_layer_network(train)
     fig = depth_plots.plot_coded_network(net)

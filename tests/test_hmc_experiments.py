@@ -1,4 +1,4 @@
-"""Tests of attnpaths.hmc.experiments and of the experiment layer on the HMC task: ablations, the theory over
+"""Tests of attnpaths.hmc.bands and of the experiment layer on the HMC task: ablations, the theory over
 widths, kernel PCs, Monte-Carlo errors, sampling and data-set draws (the claims' tests are in
 test_claims_hmc.py)."""
 
@@ -13,7 +13,7 @@ from attnpaths.engine import single_threaded
 from attnpaths.experiments import kernel_pcs, sampling
 from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
-from attnpaths.hmc import experiments as ex
+from attnpaths.hmc import bands as ex
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import (four_path_network, good_and_denoising_network, good_path_network,
                                     two_path_network)
@@ -78,6 +78,11 @@ def test_ablation_with_identity_is_the_gp(small_data):
     np.testing.assert_array_equal(abl["theory"], curve.accuracy["test"][:, 0])
     with pytest.raises(ValueError, match="temperature must be one of"):
         ex.ablation_curves(small_data, curve, 0.1)
+    # a one-temperature sweep supplies its temperature; a sweep of several needs it named
+    np.testing.assert_array_equal(ex.ablation_curves(small_data, curve)["diagonal_only"], abl["diagonal_only"])
+    two = theory_sweep(small_data, [5], [0.01, 0.1], progress=False)
+    with pytest.raises(ValueError, match="temperature must be given"):
+        ex.ablation_curves(small_data, two)
 
 
 # ------------------------------------------------------------------------------------------------ theory over N

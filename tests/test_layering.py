@@ -1,8 +1,23 @@
-"""The package's layers import downwards only: the tasks (hmc, oneshot) never import each other, the experiment
-layer imports no task, and the theory core imports neither (read from the source with ast, imports inside
-functions included)."""
+"""The library's layers import downwards only, and the library never imports the book's companion (read from the
+sources with ast, imports inside functions included).
+
+Floors of ``src/attnpaths``, lowest first:
+
+* the theory core: the modules directly in the package and the ``theory`` package (attention, paths, kernels,
+  action, solver, network, sampler, claims type, engine, statistics, records, ...);
+* the experiment layer: ``experiments`` (task-agnostic: path data, sweeps over widths, sampling, kernel PCs,
+  head orders, the finite-width and retraining claims);
+* the subjects: ``hmc`` (with the depth study in ``hmc.depth``), ``oneshot``, ``pruning``, ``exchangeability``,
+  ``related``: each imports the floors below it and no sibling.
+
+``src/attnpaths_book`` (runner, recorder, reports, benchmarks, command line) imports the library; the library
+never imports it. Every subpackage of the library must be placed on a floor here, so a new one cannot slip past.
+"""
+
+from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,20 +25,20 @@ import pytest
 import attnpaths
 
 PACKAGE = Path(attnpaths.__file__).parent
-TASKS = ("hmc", "oneshot")
-SUBJECTS = ("hmc", "oneshot", "exchangeability", "related", "pruning")
-CORE = ("attention", "paths", "kernels", "action", "theory", "head_scores", "network", "sampler",
-        "order_parameter_posterior", "engine", "claims", "finite_width_claims", "_validation", "checks")
+LIBRARY, COMPANION = "attnpaths", "attnpaths_book"
+CORE_PACKAGES = ("theory",)
+LAYER = "experiments"
+SUBJECTS = ("hmc", "oneshot", "pruning", "exchangeability", "related")
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def _module_name(path: Path, package_dir: Path) -> str:
+    parts = path.relative_to(package_dir.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_modules(path: Path) -> set[str]:
+def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:
     """Absolute names of the modules (and of the names imported from them) that ``path`` imports."""
-    module = _module_name(path)
+    module = _module_name(path, package_dir)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -41,44 +56,72 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-def _modules_of(subpackage: str) -> list[Path]:
-    folder = PACKAGE / subpackage
-    return sorted(folder.rglob("*.py")) if folder.is_dir() else [PACKAGE / f"{subpackage}.py"]
+def floor_of(module: str) -> str:
+    """``"core"``, ``"experiments"`` or the subject that the library module ``module`` belongs to."""
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] in CORE_PACKAGES or not (PACKAGE / parts[1] / "__init__.py").is_file():
+        return "core"  # a module of the package itself, or a name defined in its __init__
+    return parts[1]
 
 
-def _imports_of(paths, targets) -> list[str]:
-    hits = []
-    for path in paths:
-        for name in sorted(imported_modules(path)):
-            if any(name == f"attnpaths.{t}" or name.startswith(f"attnpaths.{t}.") for t in targets):
-                hits.append(f"{path.relative_to(PACKAGE)} imports {name}")
-    return hits
+def _inside(name: str, top: str) -> bool:
+    return name == top or name.startswith(top + ".")
+
+
+def layering_violations(package_dir: Path = PACKAGE) -> list[str]:
+    """Every import of the library at ``package_dir`` that breaks a rule of the module docstring (one line per
+    module and floor it reaches)."""
+    found = []
+    for path in sorted(package_dir.rglob("*.py")):
+        module = _module_name(path, package_dir)
+        here = floor_of(module)
+        reached = {}
+        for name in sorted(imported_modules(path, package_dir), key=len):
+            top = COMPANION if _inside(name, COMPANION) else floor_of(name)
+            reached.setdefault(top, name)  # the shortest name imported from that floor
+        for name in reached.values():
+            where = f"{path.relative_to(package_dir)} imports {name}"
+            if _inside(name, COMPANION):
+                found.append(f"{where}: the library never imports the companion")
+            elif not _inside(name, LIBRARY) or name == LIBRARY:
+                continue
+            elif floor_of(name) == here:
+                continue
+            elif here == "core":
+                found.append(f"{where}: the theory core imports no layer above it")
+            elif here == LAYER and floor_of(name) != "core":
+                found.append(f"{where}: the experiment layer imports no subject")
+            elif here in SUBJECTS and floor_of(name) in SUBJECTS:
+                found.append(f"{where}: a subject imports no sibling")
+    return found
+
+
+def test_every_subpackage_sits_on_a_floor():
+    subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert subpackages == set(CORE_PACKAGES) | {LAYER} | set(SUBJECTS)
 
 
 def test_the_import_reader_resolves_relative_imports():
-    names = imported_modules(PACKAGE / "hmc" / "experiments.py")
+    names = imported_modules(PACKAGE / "hmc" / "bands.py")
     assert "attnpaths.experiments.sweep" in names and "attnpaths.hmc.data" in names
     assert "attnpaths.engine.map_tasks" in names
-    # "from .. import hmc" in a module of a subpackage names the task
-    assert "attnpaths.hmc" in imported_modules(PACKAGE / "benchmarks" / "sampler.py")
+    assert "attnpaths.hmc.anatomy" in imported_modules(PACKAGE / "hmc" / "depth" / "networks.py")
 
 
-@pytest.mark.parametrize("task", TASKS)
-def test_a_task_does_not_import_the_other(task):
-    other = [t for t in TASKS if t != task]
-    assert _imports_of(_modules_of(task), other) == []
+def test_the_library_imports_downwards_only_and_never_the_companion():
+    assert layering_violations() == []
 
 
-def test_the_experiment_layer_imports_no_task_and_no_other_subject():
-    paths = _modules_of("experiments")
-    assert len(paths) >= 5
-    assert _imports_of(paths, SUBJECTS) == []
-
-
-def test_the_theory_core_imports_no_layer_above_it():
-    paths = [path for name in CORE for path in _modules_of(name)]
-    assert _imports_of(paths, SUBJECTS + ("experiments", "book", "benchmarks")) == []
-
-
-def test_the_second_paper_does_not_import_the_related_results():
-    assert _imports_of(_modules_of("exchangeability"), ("related",)) == []
+@pytest.mark.parametrize("module, planted, rule", [
+    ("engine.py", "import attnpaths_book.recorder\n", "never imports the companion"),
+    ("pruning/sweep.py", "from ..oneshot import episodes\n", "no sibling"),
+    ("related/measures.py", "from ..exchangeability.estimators import prefix_softmax_averages\n", "no sibling"),
+    ("experiments/sweep.py", "def f():\n    from ..hmc import data\n", "imports no subject"),
+    ("kernels.py", "from .experiments import path_data\n", "no layer above it"),
+])
+def test_a_planted_import_is_caught(tmp_path, module, planted, rule):
+    copy = tmp_path / "attnpaths"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / module).write_text((copy / module).read_text() + "\n" + planted)
+    found = layering_violations(copy)
+    assert len(found) == 1 and module in found[0] and rule in found[0], found

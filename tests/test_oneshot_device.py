@@ -148,7 +148,7 @@ def test_full_profile_only_in_the_chapters_that_define_it():
 
 def test_full_profile_code_path_at_small_sizes(dataset):
     """The chapter's training and feature code with the full profile's settings, sizes overridden small."""
-    from attnpaths.oneshot import experiments as ex
+    from attnpaths.oneshot import episodes
 
     params = resolve_parameters(oneshot_chapter(), "full")
     config = TrainingConfig(width=16, qk_width=8, num_heads=params["num_heads"], channels=params["input_channels"],
@@ -156,8 +156,8 @@ def test_full_profile_code_path_at_small_sizes(dataset):
                             validation_sequences=32, seed=params["train_seed"])
     trained = training.load_or_fit(config, dataset, cache_dir=None, progress=False, device=params["device"])
     assert trained.encoder.input_width == 3 * trained.encoder.patch_size**2 == trained.model.hyperparameters["input_width"]
-    episodes = ex.draw_episodes(dataset, trained.encoder, num_train=8, num_validation=8, num_test=8, seed=0)
-    data = ex.episode_features(episodes, trained.model.attention())
+    episodes = episodes.draw_episodes(dataset, trained.encoder, num_train=8, num_validation=8, num_test=8, seed=0)
+    data = episodes.episode_features(episodes, trained.model.attention())
     assert np.isfinite(np.asarray(data.features)).all() and data.splits == ("validation", "test")
     assert training.accuracy(trained.model, episodes.test) >= 0
 

@@ -15,10 +15,14 @@ from attnpaths.attention import Attention, AttentionLayer
 from attnpaths.claims import Outcome
 from attnpaths.experiments.path_data import PathData
 from attnpaths.experiments.sampling import sample_posterior
-from attnpaths.finite_width_claims import sample_agreement
-from attnpaths.oneshot import experiments as ex
+from attnpaths.experiments.finite_width import sample_agreement
+from attnpaths.experiments import head_pruning
+from attnpaths.oneshot import episodes
+from attnpaths.oneshot import pruning as oneshot_pruning
+from attnpaths.oneshot import temperature_grid
+from attnpaths import statistics
 from attnpaths.oneshot.imagesets import ImageClasses
-from attnpaths.oneshot.model import SumHeadTransformer
+from attnpaths.transformer import SumHeadTransformer
 from attnpaths.oneshot.sequences import SequenceEncoder
 from attnpaths.oneshot.training import accuracy as model_accuracy
 from attnpaths.paths import all_paths
@@ -41,23 +45,23 @@ def features():
     for split, (P, seed) in {"train": (24, 0), "validation": (30, 1), "test": (30, 2)}.items():
         xi, y = random_problem(P=P, n0=6, heads=(2, 2), seed=seed)
         feats[split], ys[split] = xi, y
-    return PathData(ex.OneShotNetwork(tiny_attention()), feats["train"], ys["train"],
+    return PathData(episodes.OneShotNetwork(tiny_attention()), feats["train"], ys["train"],
                     {s: (feats[s], ys[s]) for s in ("validation", "test")})
 
 
 @pytest.fixture(scope="module")
 def grid(features):
-    return ex.theory_grid(features, widths=(5, 50), temperatures=(0.1, 0.5, 1.0), progress=False)
+    return temperature_grid.theory_grid(features, widths=(5, 50), temperatures=(0.1, 0.5, 1.0), progress=False)
 
 
 # ------------------------------------------------------------------------------------------------ network
 def test_one_shot_network_names_paths_like_the_authors():
-    net = ex.OneShotNetwork(tiny_attention(heads=(4, 4), n0=5))
+    net = episodes.OneShotNetwork(tiny_attention(heads=(4, 4), n0=5))
     assert net.heads == (4, 4) and net.num_paths == 16
     assert net.path_names[:5] == ("1,1", "1,2", "1,3", "1,4", "2,1")  # h1 slowest, 1-based
     assert net.plot_order == tuple(range(16))
     with pytest.raises(ValueError, match="attention"):
-        ex.OneShotNetwork("not attention")
+        episodes.OneShotNetwork("not attention")
 
 
 # ------------------------------------------------------------------------------------------------ episodes
@@ -70,12 +74,12 @@ def blob_classes(n_classes, seed):
 def test_class_sorted_sequences_are_balanced_and_reproducible():
     classes = blob_classes(5, 0)
     encoder = SequenceEncoder.create(np.random.default_rng(0), patch_size=4, image_size=16)
-    a = ex.class_sorted_sequences(classes, 40, encoder, np.random.default_rng(3))
-    b = ex.class_sorted_sequences(classes, 40, encoder, np.random.default_rng(3))
+    a = episodes.class_sorted_sequences(classes, 40, encoder, np.random.default_rng(3))
+    b = episodes.class_sorted_sequences(classes, 40, encoder, np.random.default_rng(3))
     assert torch.equal(a.x, b.x)
     assert a.y[:20].eq(1).all() and a.y[20:].eq(-1).all()
     with pytest.raises(ValueError, match="even"):
-        ex.class_sorted_sequences(classes, 7, encoder, np.random.default_rng(0))
+        episodes.class_sorted_sequences(classes, 7, encoder, np.random.default_rng(0))
 
 
 # ------------------------------------------------------------------------------------------------ theory grid
@@ -92,7 +96,7 @@ def test_grid_matches_independent_solves_and_warm_starts_find_the_same_minimum(f
 
 
 def test_gp_grid_is_the_identity_order_parameter(features):
-    gp = ex.gp_grid(features, (0.1, 0.5))
+    gp = temperature_grid.gp_grid(features, (0.1, 0.5))
     assert gp.widths.tolist() == [math.inf]
     np.testing.assert_allclose(gp.U[0, 0], np.eye(4))
 
@@ -100,78 +104,78 @@ def test_gp_grid_is_the_identity_order_parameter(features):
 @pytest.mark.parametrize("bad", [(), (5, 5), (0, 5), (5.5,)])
 def test_theory_grid_rejects_bad_widths(features, bad):
     with pytest.raises(ValueError, match="widths"):
-        ex.theory_grid(features, widths=bad, temperatures=(0.1,), progress=False)
+        temperature_grid.theory_grid(features, widths=bad, temperatures=(0.1,), progress=False)
 
 
 def test_warm_start_differences_measure_the_distance_to_a_start_from_the_gp_values(features, grid):
-    sel = ex.selected(grid, on="validation")
-    diffs = ex.warm_start_differences(features, grid, sel, (5, 50))
+    sel = temperature_grid.selected(grid, on="validation")
+    diffs = temperature_grid.warm_start_differences(features, grid, sel, (5, 50))
     assert set(diffs) == {5, 50} and max(diffs.values()) < 1e-6
     # a selection whose U is off by 0.01 in one entry is caught, by that amount
     shifted = dict(sel, U=sel["U"].copy())
     shifted["U"][1, 0, 1] += 0.01
-    moved = ex.warm_start_differences(features, grid, shifted, (5, 50))
+    moved = temperature_grid.warm_start_differences(features, grid, shifted, (5, 50))
     assert moved[5] == diffs[5] and moved[50] == pytest.approx(0.01, abs=1e-6)
     with pytest.raises(ValueError, match="width"):
-        ex.warm_start_differences(features, grid, sel, (7,))
+        temperature_grid.warm_start_differences(features, grid, sel, (7,))
 
 
 def test_order_parameter_summary_locates_U_relative_to_the_gp_value():
     U = np.array([[2.0, -0.5, 0.1], [-0.5, 1.0, 0.3], [0.1, 0.3, 0.5]])
-    summary = ex.order_parameter_summary(U)
+    summary = temperature_grid.order_parameter_summary(U)
     assert summary == pytest.approx({"diagonal_min": 0.5, "diagonal_max": 2.0, "offdiagonal_min": -0.5,
                                      "offdiagonal_max": 0.3, "distance_to_gp": math.sqrt(1 + 0.25 + 2 * 0.35)})
-    assert ex.order_parameter_summary(np.eye(4))["distance_to_gp"] == 0.0
+    assert temperature_grid.order_parameter_summary(np.eye(4))["distance_to_gp"] == 0.0
     with pytest.raises(ValueError, match="square"):
-        ex.order_parameter_summary(np.ones((2, 3)))
+        temperature_grid.order_parameter_summary(np.ones((2, 3)))
 
 
 # ------------------------------------------------------------------------------------------------ selection
 def test_select_temperature_takes_the_best_then_lowest_mse_then_lowest_temperature():
     acc = np.array([[0.6, 0.8, 0.7], [0.9, 0.9, 0.9], [0.5, 0.7, 0.7]])
     mse = np.array([[1.0, 1.0, 1.0], [0.5, 0.4, 0.4], [1.0, 0.9, 0.3]])
-    assert ex.select_temperature(acc, mse).tolist() == [1, 1, 2]
-    assert ex.select_temperature(acc).tolist() == [1, 0, 1]
+    assert temperature_grid.select_temperature(acc, mse).tolist() == [1, 1, 2]
+    assert temperature_grid.select_temperature(acc).tolist() == [1, 0, 1]
     allowed = np.array([[True, False, True], [True, True, True], [True, True, True]])
-    assert ex.select_temperature(acc, mse, allowed)[0] == 2
+    assert temperature_grid.select_temperature(acc, mse, allowed)[0] == 2
     with pytest.raises(ValueError, match="allowed"):
-        ex.select_temperature(acc, mse, np.zeros_like(acc, dtype=bool))
+        temperature_grid.select_temperature(acc, mse, np.zeros_like(acc, dtype=bool))
 
 
 def test_selection_on_validation_never_looks_at_the_test_split(grid):
-    chosen = ex.selected(grid, on="validation")
+    chosen = temperature_grid.selected(grid, on="validation")
     # scramble the test split's accuracies and errors: the validation choice cannot change
     rng = np.random.default_rng(0)
     scrambled = dataclasses.replace(
         grid, accuracy={**grid.accuracy, "test": rng.uniform(size=grid.accuracy["test"].shape)},
         mse={**grid.mse, "test": rng.uniform(size=grid.mse["test"].shape)})
-    again = ex.selected(scrambled, on="validation")
+    again = temperature_grid.selected(scrambled, on="validation")
     assert again["index"].tolist() == chosen["index"].tolist()
     np.testing.assert_array_equal(again["temperature"], chosen["temperature"])
-    np.testing.assert_array_equal(chosen["index"], ex.select_temperature(grid.accuracy["validation"],
+    np.testing.assert_array_equal(chosen["index"], temperature_grid.select_temperature(grid.accuracy["validation"],
                                                                          grid.mse["validation"], grid.converged))
     # the reported test accuracy is the test split at the validation-chosen temperature
     rows = np.arange(len(grid.widths))
     np.testing.assert_array_equal(chosen["accuracy"]["test"], grid.accuracy["test"][rows, chosen["index"]])
     # the authors' rule picks the best test accuracy: never below the validation rule on the test split
-    assert np.all(ex.selected(grid, on="test")["accuracy"]["test"] >= chosen["accuracy"]["test"])
+    assert np.all(temperature_grid.selected(grid, on="test")["accuracy"]["test"] >= chosen["accuracy"]["test"])
     with pytest.raises(ValueError, match="on must be"):
-        ex.selected(grid, on="train")
+        temperature_grid.selected(grid, on="train")
 
 
 def test_selection_skips_uncertified_points(grid):
     converged = grid.converged.copy()
-    best = ex.selected(grid, on="validation")["index"]
+    best = temperature_grid.selected(grid, on="validation")["index"]
     converged[0, best[0]] = False
     masked = dataclasses.replace(grid, converged=converged)
-    assert ex.selected(masked, on="validation")["index"][0] != best[0]
+    assert temperature_grid.selected(masked, on="validation")["index"][0] != best[0]
 
 
 # ------------------------------------------------------------------------------------------------ pruning
 def test_pruning_sets_never_empty_a_layer_and_grow_one_head_at_a_time():
     heads = (4, 4)
     order = [(0, 0), (0, 1), (0, 2), (0, 3), (1, 3), (1, 2), (1, 1), (1, 0)]
-    sets = ex.pruning_sets(order, heads)
+    sets = head_pruning.pruning_sets(order, heads)
     assert len(sets) == 1 + 3 + 3
     assert sets[0] == () and all(len(s) == k for k, s in enumerate(sets))
     assert all(sets[k][:-1] == sets[k - 1] for k in range(1, len(sets)))
@@ -180,53 +184,53 @@ def test_pruning_sets_never_empty_a_layer_and_grow_one_head_at_a_time():
         for layer in range(2):
             assert sum(1 for l, _ in s if l == layer) <= heads[layer] - 1
     with pytest.raises(ValueError, match="permutation"):
-        ex.pruning_sets(order[:-1], heads)
+        head_pruning.pruning_sets(order[:-1], heads)
 
 
 def test_random_orders_are_reproducible_permutations():
-    a = ex.random_orders((4, 4), 10, np.random.default_rng(5))
-    b = ex.random_orders((4, 4), 10, np.random.default_rng(5))
+    a = head_pruning.random_orders((4, 4), 10, np.random.default_rng(5))
+    b = head_pruning.random_orders((4, 4), 10, np.random.default_rng(5))
     assert a == b
-    assert all(sorted(o) == ex.all_heads((4, 4)) for o in a)
+    assert all(sorted(o) == head_pruning.all_heads((4, 4)) for o in a)
     assert len({tuple(o) for o in a}) > 1
     with pytest.raises(ValueError, match="rng"):
-        ex.random_orders((4, 4), 2, 0)
+        head_pruning.random_orders((4, 4), 2, 0)
     with pytest.raises(ValueError, match="num_orders"):
-        ex.random_orders((4, 4), 0, np.random.default_rng(0))
+        head_pruning.random_orders((4, 4), 0, np.random.default_rng(0))
 
 
 def test_score_order_is_ascending_with_layer_major_ties():
     scores = np.array([[0.5, 0.2, 1.0], [0.2, 0.9, np.nan]])
-    assert ex.score_order(scores) == [(0, 1), (1, 0), (0, 0), (1, 1), (0, 2)]
+    assert head_pruning.score_order(scores) == [(0, 1), (1, 0), (0, 0), (1, 1), (0, 2)]
 
 
 def test_path_outputs_reproduce_the_model_with_any_heads_pruned():
     model = SumHeadTransformer(16, 8, 4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     classes = blob_classes(6, 1)
     encoder = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
-    seqs = ex.class_sorted_sequences(classes, 60, encoder, np.random.default_rng(2))
-    g = ex.path_outputs(model, seqs.x, batch_size=7)
+    seqs = episodes.class_sorted_sequences(classes, 60, encoder, np.random.default_rng(2))
+    g = oneshot_pruning.path_outputs(model, seqs.x, batch_size=7)
     assert g.shape == (60, 9)
     for pruned in ([], [(1, 2)], [(0, 0), (0, 2), (1, 1)]):
         expected = model(seqs.x, drop_heads=pruned).detach()
-        torch.testing.assert_close(g @ torch.as_tensor(ex.head_factors((3, 3), pruned)), expected,
+        torch.testing.assert_close(g @ torch.as_tensor(oneshot_pruning.head_factors((3, 3), pruned)), expected,
                                    rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="at least one head"):
-        ex.head_factors((3, 3), [(0, 0), (0, 1), (0, 2)])
+        oneshot_pruning.head_factors((3, 3), [(0, 0), (0, 1), (0, 2)])
 
 
 def test_pruning_evaluator_measures_the_model_with_heads_dropped():
     model = SumHeadTransformer(16, 8, 4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     classes = blob_classes(6, 1)
     encoder = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
-    seqs = ex.class_sorted_sequences(classes, 60, encoder, np.random.default_rng(2))
-    evaluator = ex.PruningEvaluator(model, seqs)
-    single = ex.single_head_drops(evaluator)
+    seqs = episodes.class_sorted_sequences(classes, 60, encoder, np.random.default_rng(2))
+    evaluator = oneshot_pruning.PruningEvaluator(model, seqs)
+    single = oneshot_pruning.single_head_drops(evaluator)
     assert single["base"] == model_accuracy(model, seqs)
     assert single["accuracy"][1, 2] == model_accuracy(model, seqs, drop_heads=[(1, 2)])
     np.testing.assert_array_equal(single["drop"], single["base"] - single["accuracy"])
-    order = ex.all_heads((3, 3))
-    curve = ex.pruning_curve(evaluator, order)
+    order = head_pruning.all_heads((3, 3))
+    curve = head_pruning.pruning_curve(evaluator, order)
     assert curve.shape == (5,) and curve[0] == single["base"] and curve[1] == single["accuracy"][0, 0]
     assert curve[3] == model_accuracy(model, seqs, drop_heads=[(0, 0), (0, 1), (1, 0)])  # (0, 2) is skipped
     assert evaluator([(0, 1), (0, 0)]) == evaluator([(0, 0), (0, 1)])  # a set, whatever its order
@@ -236,23 +240,23 @@ def test_pruning_evaluator_measures_the_model_with_heads_dropped():
 def pruning_setup():
     model = SumHeadTransformer(16, 8, 4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     encoder = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
-    seqs = ex.class_sorted_sequences(blob_classes(6, 1), 60, encoder, np.random.default_rng(2))
-    return model, ex.PruningEvaluator(model, seqs)
+    seqs = episodes.class_sorted_sequences(blob_classes(6, 1), 60, encoder, np.random.default_rng(2))
+    return model, oneshot_pruning.PruningEvaluator(model, seqs)
 
 
 def test_prune_heads_gathers_the_single_drops_and_the_pruning_curves(pruning_setup):
     _, evaluator = pruning_setup
     scores = np.array([[0.5, 0.1, 0.9], [1.0, 0.3, 0.2]])
-    result = ex.prune_heads(evaluator, scores, 4, np.random.default_rng(5))
-    single = ex.single_head_drops(evaluator)
+    result = oneshot_pruning.prune_heads(evaluator, scores, 4, np.random.default_rng(5))
+    single = oneshot_pruning.single_head_drops(evaluator)
     assert result.labels == ["(1)1", "(1)2", "(1)3", "(2)1", "(2)2", "(2)3"] and result.num_episodes == 60
     assert result.base_accuracy == single["base"]
     np.testing.assert_array_equal(result.single_head_drop, single["drop"])
     assert result.score_order == [(0, 1), (1, 2), (1, 1), (0, 0), (0, 2), (1, 0)]
-    np.testing.assert_array_equal(result.score_curve, ex.pruning_curve(evaluator, result.score_order))
-    orders = ex.random_orders((3, 3), 4, np.random.default_rng(5))
+    np.testing.assert_array_equal(result.score_curve, head_pruning.pruning_curve(evaluator, result.score_order))
+    orders = head_pruning.random_orders((3, 3), 4, np.random.default_rng(5))
     assert result.random_orders == orders
-    np.testing.assert_array_equal(result.random_curves[2], ex.pruning_curve(evaluator, orders[2]))
+    np.testing.assert_array_equal(result.random_curves[2], head_pruning.pruning_curve(evaluator, orders[2]))
     # along the score order (1)2, (2)3, (2)2 are pruned; (1)1 next, then (1)3 is the last of layer 1: skipped
     assert result.score_order_pruned == ["(1)2", "(2)3", "(2)2", "(1)1"]
     record = result.to_dict()
@@ -263,32 +267,32 @@ def test_prune_heads_gathers_the_single_drops_and_the_pruning_curves(pruning_set
     assert [label for label, _ in result.largest_drops(2)] == [result.labels[i] for i in np.argsort(-drops)[:2]]
     assert result.largest_drops(1)[0][1] == drops.max()
     with pytest.raises(ValueError, match="scores"):
-        ex.prune_heads(evaluator, scores[:, :2], 4, np.random.default_rng(5))
+        oneshot_pruning.prune_heads(evaluator, scores[:, :2], 4, np.random.default_rng(5))
 
 
 def test_path_decomposition_errors_are_rounding_and_catch_a_wrong_decomposition(pruning_setup):
     model, evaluator = pruning_setup
     sets = [[], [(0, 0)], [(1, 2), (0, 1)]]
-    checks = ex.path_decomposition_errors(evaluator, sets)
+    checks = oneshot_pruning.path_decomposition_errors(evaluator, sets)
     assert [c["pruned"] for c in checks] == [[], [(0, 0)], [(1, 2), (0, 1)]]
     assert all(c["output"] < 1e-10 * c["scale"] and c["accuracy"] == 0 for c in checks)
-    wrong = ex.PruningEvaluator(model, evaluator.sequences)
+    wrong = oneshot_pruning.PruningEvaluator(model, evaluator.sequences)
     wrong.paths = 2 * wrong.paths  # every path's output doubled
-    assert ex.path_decomposition_errors(wrong, [[]])[0]["output"] == pytest.approx(checks[0]["scale"])
+    assert oneshot_pruning.path_decomposition_errors(wrong, [[]])[0]["output"] == pytest.approx(checks[0]["scale"])
 
 
 # ------------------------------------------------------------------------------------------------ statistics
 def test_spearman_permutation_test_is_exact():
     a = np.array([0.1, 0.4, 0.2, 0.9, 0.5])
-    same = ex.spearman_permutation_test(a, 2 * a + 1)
+    same = statistics.spearman_permutation_test(a, 2 * a + 1)
     assert same["rho"] == pytest.approx(1.0) and same["p_value"] == pytest.approx(1 / math.factorial(5))
-    reverse = ex.spearman_permutation_test(a, -a)
+    reverse = statistics.spearman_permutation_test(a, -a)
     assert reverse["rho"] == pytest.approx(-1.0) and reverse["p_value"] == pytest.approx(1.0)
     b = np.array([3.0, 1.0, 2.0, 2.0, 5.0])  # with a tie
-    assert ex.spearman_permutation_test(a, b)["rho"] == pytest.approx(spearmanr(a, b).statistic)
-    assert ex.spearman_permutation_test(a, np.full(5, 2.0)) == {"rho": 0.0, "p_value": 1.0, "n": 5}
+    assert statistics.spearman_permutation_test(a, b)["rho"] == pytest.approx(spearmanr(a, b).statistic)
+    assert statistics.spearman_permutation_test(a, np.full(5, 2.0)) == {"rho": 0.0, "p_value": 1.0, "n": 5}
     with pytest.raises(ValueError, match="n must be <= 9"):
-        ex.spearman_permutation_test(np.arange(10.0), np.arange(10.0))
+        statistics.spearman_permutation_test(np.arange(10.0), np.arange(10.0))
 
 
 # (a, b, rho, p-value) computed by the package's former own implementation (its own average ranks and an
@@ -310,7 +314,7 @@ SPEARMAN_REFERENCE = [
 
 @pytest.mark.parametrize("a, b, rho, p_value", SPEARMAN_REFERENCE)
 def test_spearman_permutation_test_reproduces_the_former_p_values(a, b, rho, p_value):
-    result = ex.spearman_permutation_test(a, b)
+    result = statistics.spearman_permutation_test(a, b)
     assert result["p_value"] == p_value
     assert result["rho"] == pytest.approx(rho, abs=1e-14)
     assert result["n"] == len(a)
@@ -323,11 +327,11 @@ def test_spearman_permutation_test_counts_ties_of_rho_exactly():
     ra, rb = np.array([3, 0, 2, 1]) * 2 - 3, np.array([1, 1, 4, 6]) - 3  # twice the centred average ranks
     observed = ra @ rb
     count = sum(ra[list(p)] @ rb >= observed for p in itertools.permutations(range(4)))
-    assert ex.spearman_permutation_test(a, b)["p_value"] == count / 24
+    assert statistics.spearman_permutation_test(a, b)["p_value"] == count / 24
 
 
 def test_head_relabelings_permute_paths_and_keep_shared_heads():
-    perms = ex.head_relabelings((3, 2))
+    perms = oneshot_pruning.head_relabelings((3, 2))
     assert perms.shape == (math.factorial(3) * math.factorial(2), 6)
     assert perms[0].tolist() == list(range(6))
     paths = all_paths((3, 2))
@@ -343,10 +347,10 @@ def test_pattern_similarity_finds_a_pattern_and_its_relabelling():
     rng = np.random.default_rng(0)
     A = rng.standard_normal((4, 4))
     U = A @ A.T + np.eye(4)
-    same = ex.pattern_similarity(U, 3 * U, (2, 2))
+    same = oneshot_pruning.pattern_similarity(U, 3 * U, (2, 2))
     assert same["pearson"] == pytest.approx(1.0) and same["p_value"] == pytest.approx(1 / 4)
-    p = ex.head_relabelings((2, 2))[3]
-    moved = ex.pattern_similarity(U, U[np.ix_(p, p)], (2, 2))
+    p = oneshot_pruning.head_relabelings((2, 2))[3]
+    moved = oneshot_pruning.pattern_similarity(U, U[np.ix_(p, p)], (2, 2))
     assert moved["pearson"] < 1 and moved["null_max"] == pytest.approx(1.0)
 
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from attnpaths.oneshot.model import SumHeadTransformer
+from attnpaths.transformer import SumHeadTransformer
 from attnpaths.paths import path_features, path_index
 
 

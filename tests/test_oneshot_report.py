@@ -10,7 +10,6 @@ import matplotlib
 matplotlib.use("Agg")
 
 import numpy as np
-import pytest
 import torch
 from matplotlib import pyplot as plt
 

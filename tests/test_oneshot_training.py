@@ -8,7 +8,7 @@ import torch
 
 from attnpaths.oneshot import training
 from attnpaths.oneshot.imagesets import ImageClasses, ImageDataset
-from attnpaths.oneshot.sequences import SequenceEncoder, sample_sequences
+from attnpaths.oneshot.sequences import sample_sequences
 from attnpaths.oneshot.training import TrainingConfig
 
 TINY = TrainingConfig(width=8, qk_width=4, batch_size=16, steps=12, validate_every=4, validation_sequences=64)

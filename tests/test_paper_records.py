@@ -172,7 +172,7 @@ def test_the_last_paper_run_of_this_checkout_agrees_with_the_record_by_class(cha
 def test_intro_recomputes():
     from attnpaths.experiments.path_data import path_data
     from attnpaths.experiments.sweep import theory_sweep
-    from attnpaths.hmc import experiments as ex
+    from attnpaths.hmc import bands as ex
     from attnpaths.hmc.data import paper_test_set, paper_train_set
     from attnpaths.hmc.networks import four_path_network
     from attnpaths.paths import all_paths
@@ -244,7 +244,7 @@ def test_theory_recomputes():
     from attnpaths.network import AttentionNetwork
     from attnpaths.paths import path_features
     from attnpaths.theory import solve
-    from attnpaths.theory_claims import local_slopes
+    from attnpaths.theory.claims import local_slopes
 
     r = Recorded("theory")
     widths, temperature = r["widths"], r["temperature"]
@@ -296,7 +296,7 @@ BAND_PREFIX = 2
 def _hmc_network_values(r, prefix, curve, data, band_sets, band_factory, gp_references):
     """Check the theory curve, U, PC overlaps, ablations and the first data sets of the band of one network."""
     from attnpaths.experiments.kernel_pcs import pc_overlaps
-    from attnpaths.hmc import experiments as ex
+    from attnpaths.hmc import bands as ex
 
     temperature, widths = r["temperature"], r["widths"]
     r.check(f"{prefix}theory_accuracy", {"N": curve.widths, "accuracy": curve.accuracy["test"][:, 0]})
@@ -335,7 +335,7 @@ def test_hmc_recomputes(one_torch_thread):
     from attnpaths.experiments.path_data import path_data
     from attnpaths.experiments.sweep import head_score_curve, theory_sweep
     from attnpaths.head_scores import head_labels
-    from attnpaths.hmc import experiments as ex
+    from attnpaths.hmc import bands as ex
     from attnpaths.hmc.data import paper_test_set, paper_train_set
     from attnpaths.hmc.networks import four_path_network, two_path_network
     from attnpaths.theory import classification_accuracy
@@ -401,7 +401,7 @@ def test_depth_recomputes(one_torch_thread):
     from attnpaths.experiments.path_data import path_data
     from attnpaths.experiments.sweep import theory_sweep
     from attnpaths.hmc.data import paper_test_set, paper_train_set
-    from attnpaths.hmc.deep_networks import path_class_separation, three_layer_network, wide_network
+    from attnpaths.hmc.depth.networks import path_class_separation, three_layer_network, wide_network
 
     r = Recorded("depth")
     widths, temperature = r["widths"], r["temperature"]
@@ -452,7 +452,7 @@ def test_exchangeability_recomputes():
     )
     from attnpaths.exchangeability.erm import MODES, erm_experiment
     from attnpaths.exchangeability.estimators import predicted_attention_mse, tilted_key_mean
-    from attnpaths.exchangeability.fitting import loglog_slope
+    from attnpaths.statistics import loglog_slope
     from attnpaths.exchangeability.representation import (
         concept_posterior_experiment,
         gaussian_representation_experiment,
@@ -552,7 +552,7 @@ def test_exchangeability_recomputes():
 
 def test_related_recomputes():
     from attnpaths.related.bayesian_attention import bayesian_attention_experiment
-    from attnpaths.exchangeability.fitting import loglog_slope
+    from attnpaths.statistics import loglog_slope
     from attnpaths.related.lipschitz import input_scaling_experiment, sequence_length_experiment
     from attnpaths.related.measures import measure_lipschitz_experiment
     from attnpaths.related.rank_collapse import rank_collapse_experiment

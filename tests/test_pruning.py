@@ -8,15 +8,15 @@ import pytest
 import torch
 
 from attnpaths.head_scores import head_scores
-from attnpaths.oneshot.experiments import all_heads
-from attnpaths.oneshot.model import SumHeadTransformer
+from attnpaths.experiments.head_pruning import all_heads
+from attnpaths.transformer import SumHeadTransformer
 from attnpaths.paths import all_paths, path_features
 from attnpaths.pruning import (MultiheadAttentionStack, attention_entropy, gradient_head_importance, head_model,
                                pruning_mask, pruning_order, theory_head_ranking, value_norms)
 from attnpaths.pruning.adapters import MultiheadStackModel, SumHeadModel
 from attnpaths.pruning.digits import digit_patches, train_test_split
-from attnpaths.pruning.experiment import (HeadMaskEvaluator, curve_auc, mean_interval, pruning_curve, pruning_sweep,
-                                          run_seed)
+from attnpaths.pruning.sweep import (HeadMaskEvaluator, curve_auc, mean_interval, pruning_curve, pruning_sweep,
+                                     run_seed)
 from attnpaths.pruning.training import ModelTraining, train_model
 from attnpaths.theory import solve
 

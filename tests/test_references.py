@@ -6,7 +6,6 @@ sections or equations of a document that is not in the repository."""
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 
 import pytest

@@ -21,10 +21,10 @@ from attnpaths.checkpoints import file_sha256, load_checkpoint, save_checkpoint
 from attnpaths.claims import Outcome
 from attnpaths.oneshot.training import training_key
 from attnpaths.pruning.digits import digit_patches, train_test_split
-from attnpaths.pruning.experiment import base_accuracies, run_seed, training_seeds
-from attnpaths.pruning.training import (ModelTraining, TrainedWeights, load_models, models_key, rebuild_model,
-                                        save_models, train_model, trained_weights)
-from attnpaths.retraining_claims import retraining_agreement, retraining_power, seed_spread
+from attnpaths.pruning.sweep import base_accuracies, run_seed, training_seeds
+from attnpaths.pruning.training import (ModelTraining, load_models, models_key, rebuild_model, save_models,
+                                        train_model, trained_weights)
+from attnpaths.experiments.retraining import retraining_agreement, retraining_power, seed_spread
 from helpers import ROOT
 
 LAYOUT = BookLayout(ROOT)

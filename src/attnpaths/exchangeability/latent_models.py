@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .._validation import as_float64_array, nonnegative_real, numpy_generator, positive_int, positive_real
-from .estimators import bilinear_attention_weights
+from ..attention_operators import bilinear_attention_weights
 
 
 def sample_gaussian_tokens(rng, num_sequences: int, length: int, dim: int, tau: float, sigma: float):

@@ -36,7 +36,7 @@ from ..experiments.kernel_pcs import pc_overlaps
 from ..experiments.path_data import path_data
 from ..experiments.sweep import TheorySweep, head_score_curve, theory_sweep
 from .data import paper_test_set, paper_train_set
-from .experiments import NOISY_SIGMA_PERP, PAPER_TEMPERATURE, gp_lines
+from .bands import NOISY_SIGMA_PERP, PAPER_TEMPERATURE, gp_lines
 from .networks import four_path_network, two_path_network
 
 #: File name of the reference, package data of :mod:`attnpaths.hmc`.
@@ -162,7 +162,7 @@ def compare_with_authors(
             (train seed 27, ``P = 100``; test seed 59, 1000 sequences) at ``T = 0.01`` with its GP limit, solved
             at least at the reference's widths; figure order g, d, a1, a2.
         two_path: the same for the 2-path network on the ``sigma_perp = 5`` data (paths g, d).
-        gp_accuracy: :func:`~attnpaths.hmc.experiments.gp_lines` on the authors' data, ``{"all", "g", "g+d"}``
+        gp_accuracy: :func:`~attnpaths.hmc.bands.gp_lines` on the authors' data, ``{"all", "g", "g+d"}``
             accuracies as fractions.
         overlaps: :func:`~attnpaths.experiments.kernel_pcs.pc_overlaps` at ``N = 10`` (4-path network), with
             ``"finite_width"`` and ``"gp"`` ``[k]``, ``k >= 10``.

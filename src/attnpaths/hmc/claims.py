@@ -5,7 +5,7 @@ quoted from the paper's text. Each function returns a :class:`attnpaths.claims.V
 independently drawn data sets (one replicate per data set), so they speak of the task, not of one draw.
 
 :func:`figure_verdicts` assembles every claim of the chapter from these two and the finite-width claims of
-:mod:`attnpaths.finite_width_claims`; :func:`saddle_point_ratios` measures how far the network's samples lie
+:mod:`attnpaths.experiments.finite_width`; :func:`saddle_point_ratios` measures how far the network's samples lie
 from the saddle point, which is why claim 2 compares them with the exact finite-width mean instead;
 :func:`power_checks` states the power of the tests that rest on one Monte-Carlo run or one test set.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import finite_width_claims as fw
+from ..experiments import finite_width as fw
 from .._validation import as_float64_array
 from ..claims import Verdict, all_of, bonferroni_z, replicate_t
 from ..experiments.sampling import saddle_point_z_max
@@ -102,7 +102,7 @@ def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: floa
     eq-exact-density), 2b (saddle point against that mean), 3, 4, 5 and 6.
 
     Args:
-        four, two: :class:`~attnpaths.hmc.experiments.NetworkRun` of the 4-path network and of the 2-path network
+        four, two: :class:`~attnpaths.hmc.bands.NetworkRun` of the 4-path network and of the 2-path network
             on the noisier data; their labels name the claims (e.g. ``"1 (4 paths)"``). Claims 4 and 5 use the
             4-path network's band (its PC label fractions and its three GP lines).
         pc_width, alignment_pcs: width and number of leading kernel PCs of claim 4.
@@ -198,12 +198,12 @@ def power_checks(four, two, *, level: float = 0.01, margin_accuracy: float = 0.0
 
     * ``"1 (authors' data, <label>)"``: ``{"se", "detectable"}``, the paired standard error of the test and the
       smallest accuracy advantage it declares to hold with probability ``power``
-      (:func:`attnpaths.finite_width_claims.finite_width_advantage_power`);
+      (:func:`attnpaths.experiments.finite_width.finite_width_advantage_power`);
     * ``"2 (<label>)"``: ``{"power"}``, the probability that claim 2 holds were the samples exactly the exact
       finite-width mean and the theory's accuracy, at this run's Monte-Carlo errors
-      (:func:`attnpaths.finite_width_claims.sample_agreement_power`);
+      (:func:`attnpaths.experiments.finite_width.sample_agreement_power`);
     * ``"2b (<label>)"``: ``{"power"}``, the same for claim 2b were the theory's ``U`` exactly the exact mean
-      (:func:`attnpaths.finite_width_claims.saddle_point_agreement_power`).
+      (:func:`attnpaths.experiments.finite_width.saddle_point_agreement_power`).
     """
     runs = (four, two)
     _check_runs(runs)
@@ -228,7 +228,7 @@ def saddle_point_ratios(runs, level: float = 0.01) -> dict[str, float]:
     point and the posterior mean (eq-exact-density).
 
     Args:
-        runs: :class:`~attnpaths.hmc.experiments.NetworkRun` objects (their ``label``, ``curve`` and ``samples``).
+        runs: :class:`~attnpaths.hmc.bands.NetworkRun` objects (their ``label``, ``curve`` and ``samples``).
     Returns:
         ``{label: ratio}``.
     """

@@ -6,7 +6,7 @@ styles to them.
 
 Every function returns the :class:`matplotlib.figure.Figure` it drew (or draws on the ``ax`` it is given) and
 computes nothing that is not plotted: the numbers come from :mod:`attnpaths.experiments` and
-:mod:`attnpaths.hmc.experiments`.
+:mod:`attnpaths.hmc.bands`.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def plot_accuracy_with_band(curve, band, samples, gp, *, band_line: str = "all",
 
     Args:
         curve: the theory over widths at one temperature (:class:`~attnpaths.experiments.sweep.TheorySweep`).
-        band: the same network over independently drawn data sets (:class:`~attnpaths.hmc.experiments.Band`):
+        band: the same network over independently drawn data sets (:class:`~attnpaths.hmc.bands.Band`):
             ``accuracy`` ``[n_sets, n_w]`` gives the theory's range, ``gp["all"]`` ``[n_sets]`` the range of the
             network's own GP limit, shaded around the GP line ``band_line``.
         samples: ``{width: SampledPoint}`` (:func:`~attnpaths.experiments.sampling.sample_widths`).
@@ -200,7 +200,7 @@ def plot_ablations(panels):
 
     Args:
         panels: list of ``(widths, ablation, gp, title)``: ``widths`` ``[n_w]``; ``ablation`` the dict of
-            :func:`~attnpaths.hmc.experiments.ablation_curves` (``"theory"``, ``"diagonal_only"``,
+            :func:`~attnpaths.hmc.bands.ablation_curves` (``"theory"``, ``"diagonal_only"``,
             ``"evened_diagonal"``, each ``[n_w]``); ``gp`` ``{line: accuracy}``; ``title`` the panel's title.
     """
     panels = list(panels)

@@ -17,7 +17,7 @@ Modules, one job each:
 from .datasets import GlyphDatasetConfig, load_glyph_dataset, load_image_dataset, render_glyph_dataset
 from .digits import DigitPairs, load_digit_pairs
 from .imagesets import SPLITS, ImageClasses, ImageDataset
-from .model import SumHeadTransformer
+from ..transformer import SumHeadTransformer
 from .omniglot import read_omniglot
 from .rendering import DistortionConfig
 from .sequences import SequenceEncoder, Sequences, digit_sequences, sample_sequences

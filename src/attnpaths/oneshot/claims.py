@@ -9,7 +9,7 @@ Each function returns a :class:`attnpaths.claims.Verdict` decided by permutation
 * :func:`pattern_transfer`: the theory's order-parameter pattern is found in the gradient-descent weights
   (correlation of the patterns against every relabelling of the heads within their layers).
 
-The chapter's claims about the theory are those of :mod:`attnpaths.finite_width_claims`, applied to the
+The chapter's claims about the theory are those of :mod:`attnpaths.experiments.finite_width`, applied to the
 one-shot grid by :func:`gp_limit_approach_on_grid` and :func:`sample_agreements` (with its power check
 :func:`sample_agreement_powers`).
 """
@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import finite_width_claims as fw_claims
+from ..experiments import finite_width as fw_claims
 from .._validation import as_float64_array
 from ..claims import Verdict, all_of, permutation, permutation_p_values
 from ..experiments.sweep import TheorySweep
-from .experiments import pattern_similarity, spearman_permutation_test
+from .pruning import pattern_similarity
+from ..statistics import spearman_permutation_test
 
 SOURCE_PRUNING = "paper (abstract; captions of Fig. 3e, 3f)"
 SOURCE_PATTERN = "paper (abstract; Fig. 3c)"
@@ -101,7 +102,7 @@ def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = 0.05) 
 def gp_limit_approach_on_grid(claim: str, grid: TheorySweep) -> Verdict:
     """Claim: ``U`` tends to its GP value as ``N`` grows, at every temperature of ``grid`` whose points are
     certified at every width (sec-oneshot-theory): one exact comparison of ``||U - I||_F`` at the smallest and
-    the largest width per such temperature (:func:`attnpaths.finite_width_claims.gp_limit_approach`, parts
+    the largest width per such temperature (:func:`attnpaths.experiments.finite_width.gp_limit_approach`, parts
     ``"<claim> (T=...)"``), all of which must hold.
 
     Raises ``ValueError`` when no temperature is certified at every width (the claim cannot be tested).
@@ -123,11 +124,11 @@ def sample_agreements(claim: str, samples: dict, *, selection: dict, grid: Theor
                       margin_U: float, level: float = 0.01) -> list[Verdict]:
     """Claims ``"<claim> (N=...)"``, one per sampled width: the posterior samples at the selected temperature
     agree with the theory's saddle point there, accuracy within ``margin_accuracy`` and every distinct entry
-    of ``U`` within ``margin_U`` of ``sqrt(U_ii U_jj)`` (:func:`attnpaths.finite_width_claims.sample_agreement`).
+    of ``U`` within ``margin_U`` of ``sqrt(U_ii U_jj)`` (:func:`attnpaths.experiments.finite_width.sample_agreement`).
 
     Args:
-        samples: ``{width: SampledPoint}`` (:func:`attnpaths.oneshot.experiments.sample_widths`).
-        selection: :func:`attnpaths.oneshot.experiments.selected` ``(grid, ...)``, the reference.
+        samples: ``{width: SampledPoint}`` (:func:`attnpaths.oneshot.temperature_grid.sample_widths`).
+        selection: :func:`attnpaths.oneshot.temperature_grid.selected` ``(grid, ...)``, the reference.
     """
     return [fw_claims.sample_agreement(f"{claim} (N={w})", **arguments, reference="the theory's saddle point",
                                        where=f" at N={w}")
@@ -138,7 +139,7 @@ def sample_agreement_powers(samples: dict, *, selection: dict, grid: TheorySweep
                             margin_U: float, level: float = 0.01) -> dict[int, float]:
     """The power checks of :func:`sample_agreements` (same arguments): ``{width: probability}`` that the claim at
     that width holds were the samples exactly the saddle point, at their Monte-Carlo errors
-    (:func:`attnpaths.finite_width_claims.sample_agreement_power`)."""
+    (:func:`attnpaths.experiments.finite_width.sample_agreement_power`)."""
     return {w: fw_claims.sample_agreement_power(**arguments)
             for w, arguments in _agreement_arguments(samples, selection, grid, margin_accuracy, margin_U, level).items()}
 

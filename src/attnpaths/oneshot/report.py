@@ -109,7 +109,7 @@ def temperature_table(widths, selection: dict, test_selection: dict, gp_selectio
     test accuracy there (sec-oneshot-theory).
 
     Args:
-        widths: ``[n_w]``; selection, test_selection: :func:`attnpaths.oneshot.experiments.selected` of the
+        widths: ``[n_w]``; selection, test_selection: :func:`attnpaths.oneshot.temperature_grid.selected` of the
             grid on the validation and the test episodes; gp_selection, gp_test_selection: the same of the GP
             limit.
     """

@@ -28,7 +28,7 @@ import torch
 from tqdm import tqdm
 
 from .imagesets import ImageDataset
-from .model import FORWARD_REVISION, SumHeadTransformer
+from ..transformer import FORWARD_REVISION, SumHeadTransformer
 from ..checkpoints import load_checkpoint, save_checkpoint
 from ..engine import map_tasks
 from .._validation import int_at_least, positive_int, torch_device
@@ -272,7 +272,7 @@ def load_trained(path: str, sha256: str | None = None) -> TrainedModel:
 
 def training_key(config: TrainingConfig, dataset: ImageDataset) -> str:
     """What identifies a trained model: SHA-256 of the training parameters, the data parameters, the file
-    format and the revision of the model's arithmetic (:data:`~attnpaths.oneshot.model.FORWARD_REVISION`).
+    format and the revision of the model's arithmetic (:data:`~attnpaths.transformer.FORWARD_REVISION`).
     Neither the device nor the torch version enters it: trained again from the same key on another machine,
     the model is another draw of float32 rounding, which is why the book ships the weights it uses."""
     text = json.dumps(

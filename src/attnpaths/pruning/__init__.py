@@ -4,7 +4,7 @@ Modules, one job each:
 
 * :mod:`.models`      a plain stack of ``torch.nn.MultiheadAttention`` layers (sec-pruning-models);
 * :mod:`.adapters`    frozen float64 views of a trained model (that stack, or the package's
-  :class:`~attnpaths.oneshot.model.SumHeadTransformer`): its attention matrices exactly as it computes them,
+  :class:`~attnpaths.transformer.SumHeadTransformer`): its attention matrices exactly as it computes them,
   its head-masked output, its heads' value maps;
 * :mod:`.rankings`    head rankings: the theory's head score of the frozen-attention network
   (:func:`theory_head_ranking`, eq-head-score), the gradient importance of Michel, Levy and Neubig (2019),

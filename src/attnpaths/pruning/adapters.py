@@ -3,7 +3,7 @@ their heads' value maps, whatever the model (sec-pruning-models).
 
 Two kinds of trained model are read:
 
-* :class:`attnpaths.oneshot.model.SumHeadTransformer`, the package's vision transformer, whose query/key maps
+* :class:`attnpaths.transformer.SumHeadTransformer`, the package's vision transformer, whose query/key maps
   act on the raw input at every layer (the theory's network, sec-model-network);
 * :class:`attnpaths.pruning.models.MultiheadAttentionStack`, a plain stack of ``torch.nn.MultiheadAttention``
   layers, whose layer-``l`` attention is computed from the output of layer ``l - 1``.
@@ -35,8 +35,7 @@ import numpy as np
 import torch
 
 from .._validation import as_float64_tensor
-from ..attention import Attention
-from ..oneshot.model import SumHeadTransformer
+from ..transformer import SumHeadTransformer
 from .models import MultiheadAttentionStack
 
 
@@ -181,8 +180,8 @@ class HeadModel:
 
 
 class SumHeadModel(HeadModel):
-    """:class:`~attnpaths.oneshot.model.SumHeadTransformer` in float64 (sec-oneshot-data): attention from the raw
-    input through the trained query/key maps (:meth:`~attnpaths.oneshot.model.SumHeadTransformer.attention`),
+    """:class:`~attnpaths.transformer.SumHeadTransformer` in float64 (sec-oneshot-data): attention from the raw
+    input through the trained query/key maps (:meth:`~attnpaths.transformer.SumHeadTransformer.attention`),
     layer outputs ``h^(l) = F^{-1/2} sum_h mask[l, h] V^(l,h) h^(l-1) Omega^(l,h)``. With the mask of
     :func:`pruning_mask` ``(..., rescale=True)`` this is the model's own ``drop_heads`` pruning."""
 
@@ -292,7 +291,7 @@ class MultiheadStackModel(HeadModel):
 
 
 def head_model(model) -> HeadModel:
-    """The frozen float64 view of a trained ``model`` (:class:`~attnpaths.oneshot.model.SumHeadTransformer` or
+    """The frozen float64 view of a trained ``model`` (:class:`~attnpaths.transformer.SumHeadTransformer` or
     :class:`~attnpaths.pruning.models.MultiheadAttentionStack`); a :class:`HeadModel` is returned as it is."""
     if isinstance(model, HeadModel):
         return model
@@ -312,7 +311,7 @@ def attention_error(model, x, view: HeadModel | None = None) -> float:
     (each layer fed the module's own output of the layer before).
 
     Args:
-        model: a :class:`~attnpaths.oneshot.model.SumHeadTransformer` or
+        model: a :class:`~attnpaths.transformer.SumHeadTransformer` or
             :class:`~attnpaths.pruning.models.MultiheadAttentionStack`; x: ``[B, N0, T]``.
         view: the view to check (e.g. one taken before the model's weights changed).
     """
@@ -336,7 +335,7 @@ def pruning_mask(heads, pruned=(), *, rescale: bool = False) -> torch.Tensor:
 
     Pruned heads get 0 and kept heads 1; with ``rescale``, the kept heads of a layer with ``n`` of its ``H_l``
     heads pruned get ``sqrt(H_l / (H_l - n))``, which turns the ``H_l^{-1/2}`` head sum of
-    :class:`~attnpaths.oneshot.model.SumHeadTransformer` into its ``drop_heads`` rescaling by
+    :class:`~attnpaths.transformer.SumHeadTransformer` into its ``drop_heads`` rescaling by
     ``(H_l - n)^{-1/2}`` (sec-oneshot-pruning). Entries beyond a layer's heads are 0.
     """
     heads = tuple(int(h) for h in heads)

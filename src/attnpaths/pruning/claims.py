@@ -13,7 +13,7 @@ import numpy as np
 
 from .._validation import as_float64_array, positive_int
 from ..claims import Verdict, replicate_t
-from .experiment import RANKING_NAMES, mean_interval
+from .sweep import RANKING_NAMES, mean_interval
 
 SOURCE = "question of this book: is the theory's head score a better pruning guide than the usual rankings?"
 #: The rankings the theory's is compared with, in the chapter's order.
@@ -27,7 +27,7 @@ def ranking_comparison(claim: str, *, theory_auc, other_auc, other: str, level: 
     Args:
         theory_auc, other_auc: ``[S]`` areas under the pruning curves (eq-pruning-auc) of the same ``S``
             trained models (paired by seed); for random orders, each seed's mean over its orders.
-        other: the compared ranking's key (:data:`attnpaths.pruning.experiment.RANKING_NAMES`).
+        other: the compared ranking's key (:data:`attnpaths.pruning.sweep.RANKING_NAMES`).
         level: family-wise level; num_tests: the comparisons sharing it (Bonferroni).
         where: text appended to the statement (e.g. the model).
 
@@ -60,7 +60,7 @@ def ranking_verdicts(auc: dict, *, prefix: str = "P", level: float = 0.05, num_t
 
     Args:
         auc: ``{ranking: [S]}`` with ``"theory"`` and every key of ``others``
-            (:meth:`attnpaths.pruning.experiment.PruningSweep.auc`).
+            (:meth:`attnpaths.pruning.sweep.PruningSweep.auc`).
         num_tests: the Bonferroni count (default: ``len(others)``; the chapter passes the number of comparisons
             over all its models).
     """

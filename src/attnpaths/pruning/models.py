@@ -7,7 +7,7 @@
 Inside layer ``l`` the module computes, for each of its ``H`` heads of size ``d = D / H``, queries
 ``W_q^h h + b_q^h``, keys ``W_k^h h + b_k^h`` and values ``W_v^h h + b_v^h`` from the layer's *input*, the
 attention ``softmax_s(q_t . k_s / sqrt(d))``, and maps the concatenated head outputs through ``W_o`` (plus
-``b_o``). Unlike the theory's network (sec-model-network) and :class:`attnpaths.oneshot.model.SumHeadTransformer`,
+``b_o``). Unlike the theory's network (sec-model-network) and :class:`attnpaths.transformer.SumHeadTransformer`,
 the attention of layer 2 is computed from the output of layer 1, not from the raw input. There are no residual
 connections, normalisation layers or MLP blocks, so that with ``bias=False`` the output is a sum over attention
 paths of linear maps of the raw input (eq-path-form), as in the theory.

@@ -1,13 +1,13 @@
 """Figures of the pruning chapter. Every function returns the :class:`matplotlib.figure.Figure` it drew and
 computes nothing beyond the means and confidence intervals it shows (:func:`~.experiment.mean_interval`, over
-training seeds); the numbers come from :mod:`attnpaths.pruning.experiment`."""
+training seeds); the numbers come from :mod:`attnpaths.pruning.sweep`."""
 
 from __future__ import annotations
 
 import numpy as np
 from matplotlib import pyplot as plt
 
-from .experiment import RANKING_NAMES, mean_interval
+from .sweep import RANKING_NAMES, mean_interval
 
 COLORS = {"theory": "tab:blue", "michel": "tab:orange", "entropy": "tab:green", "norm": "tab:purple", "random": "0.35"}
 MARKERS = {"theory": "o", "michel": "s", "entropy": "^", "norm": "D", "random": "x"}

@@ -8,7 +8,7 @@
 * :func:`attention_entropy`: the mean entropy of each head's attention over keys (eq-attention-entropy);
 * :func:`value_norms`: the norm of each head's value map (eq-value-norm).
 
-Every function takes the trained model itself (:class:`attnpaths.oneshot.model.SumHeadTransformer` or
+Every function takes the trained model itself (:class:`attnpaths.transformer.SumHeadTransformer` or
 :class:`attnpaths.pruning.models.MultiheadAttentionStack`) or its :class:`~.adapters.HeadModel`, and works in
 float64 on the CPU. :func:`pruning_order` turns scores into the order in which heads are pruned.
 """
@@ -23,7 +23,7 @@ import torch
 
 from .._validation import as_float64_tensor, increasing_reals, positive_int, positive_real
 from ..head_scores import head_scores
-from ..oneshot.experiments import score_order
+from ..experiments.head_pruning import score_order
 from ..paths import path_features
 from ..theory import CertificateWarning, TheorySolution, solve
 from .adapters import HeadModel, head_model
@@ -91,7 +91,7 @@ def theory_head_ranking(model, x, y, width, temperature, *, variances=1.0, max_i
     uses the training data only.
 
     Args:
-        model: a trained :class:`~attnpaths.oneshot.model.SumHeadTransformer` or
+        model: a trained :class:`~attnpaths.transformer.SumHeadTransformer` or
             :class:`~attnpaths.pruning.models.MultiheadAttentionStack`, or its :class:`~.adapters.HeadModel`.
         x: ``[P, N0, T]`` the theory's training inputs (the raw input tokens of the model).
         y: ``[P]`` their labels (``+-1``).

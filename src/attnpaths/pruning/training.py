@@ -19,12 +19,12 @@ from tqdm import tqdm
 
 from .._validation import int_at_least, nonnegative_real, positive_int, positive_real, torch_device
 from ..checkpoints import load_checkpoint, save_checkpoint
-from ..oneshot.model import FORWARD_REVISION, SumHeadTransformer
+from ..transformer import FORWARD_REVISION, SumHeadTransformer
 from .digits import PatchDigits
 from .models import MultiheadAttentionStack
 
 #: ``"multihead"``: :class:`~.models.MultiheadAttentionStack` (``torch.nn.MultiheadAttention`` layers);
-#: ``"sum_heads"``: :class:`~attnpaths.oneshot.model.SumHeadTransformer` (query/key on the raw input).
+#: ``"sum_heads"``: :class:`~attnpaths.transformer.SumHeadTransformer` (query/key on the raw input).
 ARCHITECTURES = ("multihead", "sum_heads")
 #: Their names in figures and tables.
 ARCHITECTURE_NAMES = {"multihead": "MultiheadAttention stack", "sum_heads": "summed-head transformer"}

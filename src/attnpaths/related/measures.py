@@ -16,7 +16,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from .._validation import as_float64_array, as_float64_tensor, increasing_ints, numpy_generator, positive_int
-from ..exchangeability.estimators import bilinear_attention
+from ..attention_operators import bilinear_attention
 
 
 def measure_attention(queries, atoms, A, V) -> np.ndarray:

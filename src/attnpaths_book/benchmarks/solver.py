@@ -143,7 +143,7 @@ def image_problem(num_train: int = 600, *, heads: int = 4, qk_width: int = 32, s
     """
     from attnpaths.attention import Attention, AttentionLayer
     from attnpaths.oneshot import GlyphDatasetConfig, load_image_dataset
-    from attnpaths.oneshot.experiments import class_sorted_sequences
+    from attnpaths.oneshot.episodes import class_sorted_sequences
     from attnpaths.oneshot.sequences import SequenceEncoder
     from attnpaths.paths import path_features
 

@@ -2,7 +2,7 @@
 
 ``python -m attnpaths_book bench sweep [--num-sets 20] [--workers 1 2] [--output PATH]`` times the hmc chapter's
 largest sweep, the 4-path theory over the paper's widths on independently drawn data sets with its GP
-lines and kernel PCs (:func:`attnpaths.hmc.experiments.data_set_band`, one task per data set), in-process
+lines and kernel PCs (:func:`attnpaths.hmc.bands.data_set_band`, one task per data set), in-process
 (``K = 1``) and on an embedded ``LocalCluster`` of ``K`` single-threaded workers, and checks that every run
 gives the same numbers bit for bit.
 
@@ -24,20 +24,20 @@ import numpy as np
 import torch
 
 from attnpaths import engine
-from attnpaths.hmc import experiments as ex
+from attnpaths.hmc import bands as ex
 from attnpaths.hmc.networks import four_path_network
 from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
 
 
 def timed_band_member(**arguments) -> tuple[dict, float]:
-    """:func:`attnpaths.hmc.experiments.band_member` and its wall time in s (one task)."""
+    """:func:`attnpaths.hmc.bands.band_member` and its wall time in s (one task)."""
     start = time.perf_counter()
     member = ex.band_member(**arguments)
     return member, time.perf_counter() - start
 
 
 def same_member(a: dict, b: dict) -> bool:
-    """Whether two results of :func:`attnpaths.hmc.experiments.band_member` hold the same numbers, bit for bit
+    """Whether two results of :func:`attnpaths.hmc.bands.band_member` hold the same numbers, bit for bit
     (accuracy, U, GP accuracies and label fractions)."""
     return (np.array_equal(a["accuracy"], b["accuracy"]) and np.array_equal(a["U"], b["U"])
             and a["gp"] == b["gp"] and a["label_fraction"] == b["label_fraction"])
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
             client = engine.client_for(chosen.address) if chosen.address else None
             if client is not None:
                 client.wait_for_workers(workers, timeout=120)
-                client.run(lambda: __import__("attnpaths.hmc.experiments"))  # imports are not part of the sweep
+                client.run(lambda: __import__("attnpaths.hmc.bands"))  # imports are not part of the sweep
             results, wall_s = run_sweep(args.num_sets, args.seed, client)
         members = [member for member, _ in results]
         if reference is None:

@@ -29,10 +29,10 @@ import numpy as np
 from attnpaths.checkpoints import file_sha256
 from attnpaths.oneshot.training import (TrainedModel, TrainingConfig, fit, fit_seeds, load_or_fit, load_trained,
                                    model_cache_path, save_trained, split_accuracy, training_key)
-from attnpaths.pruning.experiment import base_accuracies
+from attnpaths.pruning.sweep import base_accuracies
 from attnpaths.pruning.training import load_models, models_key, save_models
 from attnpaths.results import atomic_write_text
-from attnpaths.retraining_claims import retraining_agreement, retraining_power
+from attnpaths.experiments.retraining import retraining_agreement, retraining_power
 
 SHIPPED_DIR = Path(__file__).resolve().parent
 """The folder of the shipped weight files and of ``manifest.json``."""
@@ -195,7 +195,7 @@ def oneshot_claim_r(trained: TrainedModel, source: ModelSource, dataset, *, seed
     """Claim R of the one-shot chapter for a run with ``retrain = True``: trains the models of the extra training
     ``seeds`` afresh (:func:`retrained_oneshot_models`), measures every retrained and shipped model's accuracy on
     ``num_test`` test episodes (:func:`~attnpaths.oneshot.training.split_accuracy`, episodes from
-    ``episode_seed``) and tests them (``attnpaths.retraining_claims.retraining_agreement``, with its power at a
+    ``episode_seed``) and tests them (``attnpaths.experiments.retraining.retraining_agreement``, with its power at a
     shift of three margins).
 
     Args:

@@ -23,8 +23,8 @@ import math
 import torch
 from torch import nn
 
-from .._validation import positive_int
-from ..attention import Attention, AttentionLayer
+from ._validation import positive_int
+from .attention import Attention, AttentionLayer
 
 
 FORWARD_REVISION = 2

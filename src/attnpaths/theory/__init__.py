@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ._validation import as_float64_tensor, heads_tuple, positive_real
-from .action import (Architecture, EnergyEvaluator, SymmetricBasis, energy, entropy_terms, gp_order_parameters,
-                     readout_order_parameter)
-from .kernels import kernel_from_scaled, scaled_features
-from .paths import check_num_paths
+from .._validation import as_float64_tensor, heads_tuple, positive_real
+from ..action import (Architecture, EnergyEvaluator, SymmetricBasis, energy, entropy_terms, gp_order_parameters,
+                      readout_order_parameter)
+from ..kernels import kernel_from_scaled, scaled_features
+from ..paths import check_num_paths
 
 
 class CertificateWarning(UserWarning):

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_float64_array, int_at_least, numpy_generator, positive_real, probability
-from .claims import Outcome, Verdict, replicate_equivalence
+from .._validation import as_float64_array, int_at_least, numpy_generator, positive_real, probability
+from ..claims import Outcome, Verdict, replicate_equivalence
 
 SOURCE = "derived in this book (reproducibility of trained models)"
 

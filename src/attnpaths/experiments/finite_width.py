@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_float64_array
-from .claims import (Verdict, all_of, detectable_effect, directional_z, equivalence, equivalence_power, exact,
-                     replicate_t)
+from .._validation import as_float64_array
+from ..claims import (Verdict, all_of, detectable_effect, directional_z, equivalence, equivalence_power, exact,
+                      replicate_t)
 
 #: Where the claims come from (the paper's body text was not available: abstract and captions).
 SOURCE_ADVANTAGE = "paper (abstract; captions of Fig. 1d, 2c, 3b)"

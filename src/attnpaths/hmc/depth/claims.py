@@ -3,11 +3,11 @@ paper's, as tests (any task).
 
 * :func:`exact_mean_agreement`: posterior samples of the finite network agree with the exact finite-width mean
   of ``U`` (eq-exact-density) and with the theory's accuracy, within margins (an equivalence test,
-  :func:`attnpaths.finite_width_claims.sample_agreement`);
+  :func:`attnpaths.experiments.finite_width.sample_agreement`);
 * :func:`finite_width_advantage`: at small width the theory's predictor is more accurate than the GP limit, or
-  not (a paired z-test, :func:`attnpaths.finite_width_claims.finite_width_advantage`);
+  not (a paired z-test, :func:`attnpaths.experiments.finite_width.finite_width_advantage`);
 * :func:`saddle_point_agreement`: the theory's ``U`` agrees with the exact finite-width mean where the
-  finite-width shift is small (:func:`attnpaths.finite_width_claims.saddle_point_agreement`);
+  finite-width shift is small (:func:`attnpaths.experiments.finite_width.saddle_point_agreement`);
 * :func:`cross_path_weights`: cross-path weights (off-diagonal ``U``) appear at finite width, in the finite
   network's posterior, and vanish towards the GP limit, where ``U`` is diagonal (eq-gp).
 
@@ -22,9 +22,9 @@ import dataclasses
 import numpy as np
 from scipy import stats
 
-from ._validation import as_float64_array, positive_real, probability
-from .claims import Outcome, Verdict
-from . import finite_width_claims as fw
+from ..._validation import as_float64_array, positive_real, probability
+from ...claims import Outcome, Verdict
+from ...experiments import finite_width as fw
 
 #: Where the claims of the depth chapter come from.
 SOURCE = "this book, beyond the paper (a finite-width claim asked of another network)"
@@ -47,7 +47,7 @@ def exact_mean_agreement_power(*, points, exact, reference_accuracy, margin_accu
                                margin_U: float = 0.1, level: float = 0.01) -> float:
     """The power check of :func:`exact_mean_agreement` (same arguments): the probability that its test holds if
     the samples matched the exact mean and the theory's accuracy exactly, given the Monte-Carlo errors of both
-    (:func:`attnpaths.finite_width_claims.sample_agreement_power`)."""
+    (:func:`attnpaths.experiments.finite_width.sample_agreement_power`)."""
     widths = _exact_widths(points, exact)
     return fw.sample_agreement_power(
         points=[points[w] for w in widths], reference_accuracy=reference_accuracy,
@@ -67,7 +67,7 @@ def exact_mean_agreement(claim: str, *, points, exact, reference_accuracy, margi
         exact: ``{width: ExactOrderParameter}`` (``U``, ``U_se``), at least one width.
         reference_accuracy: ``{width: accuracy}`` of the theory.
 
-    Test: :func:`attnpaths.finite_width_claims.sample_agreement` (two one-sided tests per number, Bonferroni
+    Test: :func:`attnpaths.experiments.finite_width.sample_agreement` (two one-sided tests per number, Bonferroni
     over all of them).
     """
     widths = _exact_widths(points, exact)
@@ -81,7 +81,7 @@ def exact_mean_agreement(claim: str, *, points, exact, reference_accuracy, margi
 def finite_width_advantage(claim: str, *, theory_mean, gp_mean, labels, width: int, level: float = 0.01,
                            where: str = "") -> Verdict:
     """Claim: at width ``width`` the theory's mean predictor is more accurate than the GP limit's (paired
-    one-sided z-test on the test set, :func:`attnpaths.finite_width_claims.finite_width_advantage`)."""
+    one-sided z-test on the test set, :func:`attnpaths.experiments.finite_width.finite_width_advantage`)."""
     return _sourced(fw.finite_width_advantage(claim, theory_mean=theory_mean, gp_mean=gp_mean, labels=labels,
                                               width=width, level=level, where=where))
 
@@ -90,7 +90,7 @@ def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margi
                            level: float = 0.01, where: str = "") -> Verdict:
     """Claim: the theory's ``U`` (the saddle point of the action) agrees with the exact finite-width mean of
     ``U`` at the widths where the finite-width scale ``(n + 1) / N`` is at most half the margin
-    (:func:`attnpaths.finite_width_claims.saddle_point_agreement`)."""
+    (:func:`attnpaths.experiments.finite_width.saddle_point_agreement`)."""
     return _sourced(fw.saddle_point_agreement(claim, exact=exact, theory_U=theory_U, num_paths=num_paths,
                                               margin_U=margin_U, level=level, where=where))
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_float64_array
-from .claims import Verdict, equivalence, exact
+from .._validation import as_float64_array
+from ..claims import Verdict, equivalence, exact
 
 SRC_DERIVED = "derived in this book (expansion of the action around the entropy's minimum)"
 

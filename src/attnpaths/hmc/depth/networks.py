@@ -40,14 +40,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import nonnegative_real, positive_real
-from ..attention import Attention, AttentionLayer
-from ..experiments.path_data import PathNetwork
-from ..paths import all_paths
-from .anatomy import class_separation, project_path_features
-from .data import HMCTask
-from .heads import HEAD_VERSIONS, PAPER_BETA, _as_task, default_bos_strength, hmc_head
-from .networks import LAYER1_BLANK_SEED, LAYER2_BLANK_SEED, LAYER2_MAIN_SEED
+from ..._validation import nonnegative_real, positive_real
+from ...attention import Attention, AttentionLayer
+from ...experiments.path_data import PathNetwork
+from ...paths import all_paths
+from ..anatomy import class_separation, project_path_features
+from ..data import HMCTask
+from ..heads import HEAD_VERSIONS, PAPER_BETA, _as_task, default_bos_strength, hmc_head
+from ..networks import LAYER1_BLANK_SEED, LAYER2_BLANK_SEED, LAYER2_MAIN_SEED
 
 
 def bos_closed_same_token(task, *, beta: float = PAPER_BETA, bos_self_strength: float | None = None) -> torch.Tensor:

@@ -3,7 +3,7 @@
 * :class:`HeadMaskEvaluator`: a trained model's test accuracy with a set of heads pruned (their outputs set
   to 0, no retraining), memoised;
 * :func:`pruning_curve`, :func:`curve_auc`: accuracy after pruning ``k = 0..K`` heads along an order (the
-  last head of a layer is never pruned, :func:`attnpaths.oneshot.experiments.pruning_sets`), and the area
+  last head of a layer is never pruned, :func:`attnpaths.experiments.head_pruning.pruning_sets`), and the area
   under that curve (eq-pruning-auc);
 * :func:`run_seed`: one training seed: train, rank the heads by every method, prune along every ranking and
   along random orders (one engine task);
@@ -23,7 +23,7 @@ from scipy import stats
 
 from .._validation import increasing_reals, int_at_least, positive_int, probability, torch_device
 from ..engine import map_tasks, task_seed
-from ..oneshot.experiments import pruning_sets, random_orders
+from ..experiments.head_pruning import pruning_curve, random_orders
 from ..paths import path_features
 from ..theory import classification_accuracy, parse_widths
 from .adapters import attention_error, head_model, pruning_mask
@@ -106,16 +106,6 @@ class HeadMaskEvaluator:
         if key not in self._cache:
             self._cache[key] = classification_accuracy(self.outputs(sorted(key)), self.labels)
         return self._cache[key]
-
-
-def pruning_curve(evaluator: HeadMaskEvaluator, order) -> np.ndarray:
-    """Accuracy after pruning ``k = 0, 1, ..., K`` heads along ``order`` (``K = sum_l (H_l - 1)``; a head is
-    skipped when it is the last one of its layer, :func:`attnpaths.oneshot.experiments.pruning_sets`).
-
-    Returns:
-        float64 ``[K + 1]``.
-    """
-    return np.array([evaluator(s) for s in pruning_sets(order, evaluator.heads)])
 
 
 def curve_auc(curves) -> np.ndarray:

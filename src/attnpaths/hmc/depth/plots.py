@@ -11,9 +11,9 @@ import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.patches import FancyBboxPatch
 
-from ..experiments import plots as layer_plots
-from ..paths import all_paths
-from .deep_networks import CodedHMCNetwork
+from ...experiments import plots as layer_plots
+from ...paths import all_paths
+from .networks import CodedHMCNetwork
 
 GOOD_COLOR = "tab:green"
 OTHER_COLOR = "tab:gray"

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._validation import as_float64_array, numpy_generator, positive_int
 from ..claims import LEVEL, Verdict, directional_z, equivalence, replicate_t
-from .fitting import loglog_slope, loglog_slope_with_se
+from ..statistics import loglog_slope, loglog_slope_with_se
 
 # where the claims come from (the labels of the chapters: [SRC] the paper's abstract, [SRC-2] a secondary summary)
 SRC_SUFFICIENT = ("derived in this book (standard statistics): our instance of the abstract's claim [SRC] of a "

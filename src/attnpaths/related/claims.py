@@ -12,7 +12,7 @@ import numpy as np
 
 from .._validation import as_float64_array, numpy_generator, positive_int
 from ..claims import LEVEL, Verdict, exact, permutation, permutation_p_values, replicate_equivalence, replicate_t
-from ..exchangeability.fitting import loglog_slope
+from ..statistics import loglog_slope
 
 
 def collapse_exponent_verdict(per_network_ratios, *, exponent: float = 3.0, margin: float = 1.0,

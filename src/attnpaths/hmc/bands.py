@@ -1,5 +1,5 @@
 """The experiments of the HMC chapter (Fig. 2 and its appendix) that belong to this task; its claims are tested
-by :mod:`attnpaths.finite_width_claims` and :mod:`attnpaths.hmc.claims`.
+by :mod:`attnpaths.experiments.finite_width` and :mod:`attnpaths.hmc.claims`.
 
 The chapter runs the experiment layer (:mod:`attnpaths.experiments`: path features, the theory over widths,
 posterior samples, kernel PCs) on the networks of :mod:`attnpaths.hmc.networks`. This module adds what only
@@ -52,7 +52,7 @@ GP_LINES = ("all", "g", "g+d")
 # the GP lines of Fig. 2c
 
 
-def gp_predictions(train: HMCDataset, test: HMCDataset, temperature: float = PAPER_TEMPERATURE, *,
+def gp_predictions(train: HMCDataset, test: HMCDataset, temperature: float, *,
                    data: PathData | None = None) -> dict[str, np.ndarray]:
     """Test-set mean predictors (eq-predictor) of the three GP lines of Fig. 2c: the GP limit (eq-gp) of the
     4-path network (``"all"``), of the good path alone (``"g"``) and of the good and denoising paths (``"g+d"``),
@@ -83,7 +83,7 @@ def gp_predictions(train: HMCDataset, test: HMCDataset, temperature: float = PAP
     return out
 
 
-def gp_lines(train: HMCDataset, test: HMCDataset, temperature: float = PAPER_TEMPERATURE, *,
+def gp_lines(train: HMCDataset, test: HMCDataset, temperature: float, *,
              data: PathData | None = None) -> dict[str, float]:
     """Test accuracies of the three GP lines of Fig. 2c (see :func:`gp_predictions`, also for ``data``)."""
     labels = test.y.numpy()
@@ -191,7 +191,7 @@ class Band:
 
 
 def data_set_band(
-    data_sets, network_factory, widths, temperature: float = PAPER_TEMPERATURE, *, gp_references: bool = False,
+    data_sets, network_factory, widths, temperature: float, *, gp_references: bool = False,
     pc_width: int | None = None, pc_components: int = 5, progress: bool = True,
 ) -> Band:
     """Theory curve and GP accuracy of ``network_factory(train)`` on every (training, test) pair.
@@ -264,16 +264,20 @@ def evened_diagonal(U, index: int = 0) -> np.ndarray:
     return U
 
 
-def accuracy_with_order_parameter(data: PathData, U_flat, temperature: float = PAPER_TEMPERATURE) -> float:
+def accuracy_with_order_parameter(data: PathData, U_flat, temperature: float) -> float:
     """Test accuracy of the mean predictor with ``U_flat`` (flat path order) in place of the theory's ``U``."""
     mean = mean_predictor(data.features, data.y, data.features_test, U_flat, temperature)
     return classification_accuracy(mean, data.y_test.numpy())
 
 
-def ablation_curves(data: PathData, sweep: TheorySweep, temperature: float = PAPER_TEMPERATURE) -> dict:
+def ablation_curves(data: PathData, sweep: TheorySweep, temperature: float | None = None) -> dict:
     """Accuracy vs ``N`` with ``U`` replaced by its diagonal (``"diagonal_only"``) and with every diagonal
-    entry set to ``U_gg`` (``"evened_diagonal"``), next to the theory (``"theory"``), at the sweep's
-    ``temperature``."""
+    entry set to ``U_gg`` (``"evened_diagonal"``), next to the theory (``"theory"``), at one temperature of
+    the sweep: ``temperature``, which may be left out when the sweep holds only one."""
+    if temperature is None:
+        if len(sweep.temperatures) != 1:
+            raise ValueError(f"temperature must be given: the sweep holds the temperatures {list(sweep.temperatures)}")
+        temperature = float(sweep.temperatures[0])
     j = sweep.temperature_index(temperature)
     g = data.network.path_names.index("g")
     U_flat = sweep.U[:, j]

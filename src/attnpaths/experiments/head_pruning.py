@@ -1,0 +1,77 @@
+"""Orders of attention heads and pruning along them, whatever the model (sec-oneshot-pruning, sec-pruning-curves).
+
+* :func:`all_heads`, :func:`score_order`, :func:`random_orders`: every ``(layer, head)`` pair, the heads in
+  ascending score, uniformly random orders;
+* :func:`pruning_sets`, :func:`pruning_curve`: the nested sets of pruned heads along an order (the last head of
+  a layer is never pruned) and a model's accuracy along them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import numpy_generator, positive_int
+
+
+def all_heads(heads) -> list[tuple[int, int]]:
+    """Every ``(layer, head)`` pair, 0-based, layer-major (the order of :func:`attnpaths.head_scores.head_labels`)."""
+    return [(l, h) for l, n in enumerate(heads) for h in range(n)]
+
+
+def pruning_sets(order, heads) -> list[tuple[tuple[int, int], ...]]:
+    """Cumulative sets of pruned heads along ``order``: set ``k`` holds the first ``k`` heads of ``order``
+    that can be pruned, a head being skipped when it is the last one left in its layer (the model needs
+    one head per layer). ``k`` runs from 0 to ``sum(H_l - 1)``.
+
+    Args:
+        order: a permutation of :func:`all_heads` ``(heads)``.
+        heads: ``(H_1, ..., H_L)``.
+    """
+    heads = tuple(int(h) for h in heads)
+    order = [tuple(int(v) for v in pair) for pair in order]
+    if sorted(order) != all_heads(heads):
+        raise ValueError(f"order must be a permutation of every (layer, head) pair of heads={heads}, got {order!r}")
+    left = list(heads)
+    pruned: list[tuple[int, int]] = []
+    sets = [()]
+    for l, h in order:
+        if left[l] > 1:
+            left[l] -= 1
+            pruned.append((l, h))
+            sets.append(tuple(pruned))
+    return sets
+
+
+def pruning_curve(evaluator, order) -> np.ndarray:
+    """Accuracy after pruning ``k = 0, 1, ..., K`` heads along ``order`` (:func:`pruning_sets`;
+    ``K = sum_l (H_l - 1)``).
+
+    Args:
+        evaluator: a callable taking a tuple of pruned ``(layer, head)`` pairs and returning an accuracy, with
+            an attribute ``heads`` ``(H_1, ..., H_L)`` (e.g. :class:`attnpaths.oneshot.pruning.PruningEvaluator`,
+            :class:`attnpaths.pruning.sweep.HeadMaskEvaluator`).
+        order: a permutation of :func:`all_heads` ``(evaluator.heads)``.
+
+    Returns:
+        float64 ``[K + 1]``.
+    """
+    return np.array([evaluator(s) for s in pruning_sets(order, evaluator.heads)])
+
+
+def score_order(scores) -> list[tuple[int, int]]:
+    """Heads in ascending head score (sec-head-scores), ties in layer-major order.
+
+    Args:
+        scores: ``[L, H]`` (:func:`attnpaths.head_scores.head_scores`).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    heads = [(l, h) for l in range(scores.shape[0]) for h in range(scores.shape[1]) if np.isfinite(scores[l, h])]
+    return sorted(heads, key=lambda lh: (scores[lh], lh))
+
+
+def random_orders(heads, num_orders: int, rng: np.random.Generator) -> list[list[tuple[int, int]]]:
+    """``num_orders`` uniformly random orders of all heads, drawn from ``rng``."""
+    num_orders = positive_int(num_orders, "num_orders")
+    numpy_generator(rng)
+    pairs = all_heads(heads)
+    return [[pairs[i] for i in rng.permutation(len(pairs))] for _ in range(num_orders)]

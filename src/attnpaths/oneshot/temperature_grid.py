@@ -1,0 +1,170 @@
+"""The theory of the one-shot task over widths and temperatures (Fig. 3b; sec-oneshot-theory).
+
+* :func:`theory_grid`, :func:`gp_grid`: the theory (eq-action, eq-predictor) and its GP limit (eq-gp) on a
+  grid of widths and temperatures, evaluated on the validation, test and out-of-distribution episodes;
+* :func:`select_temperature`, :func:`selected`: the temperature per width, chosen on ONE split (the
+  validation episodes in the chapter; the test episodes reproduce the authors' choice);
+* :func:`sample_widths`: posterior samples at the selected temperatures;
+* :func:`warm_start_differences`, :func:`order_parameter_summary`: a check of the grid's minimisers and
+  where the selected ``U`` lies relative to its GP value.
+"""
+
+from __future__ import annotations
+
+import math
+import numpy as np
+from .._validation import as_float64_array
+from ..experiments import sampling
+from ..experiments.path_data import PathData
+from ..experiments.sweep import TheorySweep, theory_sweep
+from ..theory import solve
+
+#: Widths of Fig. 3b (sec-oneshot-theory; the authors' config.csv).
+PAPER_WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+#: Temperatures of the authors' grid (sec-oneshot-temperatures; their config.csv).
+PAPER_TEMPERATURES = (0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)
+#: Temperatures among which the authors pick the GP line's (sec-oneshot-temperatures, ``forced_temperature``).
+PAPER_GP_TEMPERATURES = (0.025, 0.05, 0.075, 0.1, 0.25)
+
+
+def theory_grid(data: PathData, widths=PAPER_WIDTHS, temperatures=PAPER_TEMPERATURES, *,
+                warm_start: bool = True, max_iterations: int = 200, progress: bool = True) -> TheorySweep:
+    """The theory (eq-action) at every width and temperature, with the mean predictor (eq-predictor) on every split: the
+    :func:`~attnpaths.experiments.sweep.theory_sweep` of the one-shot chapter, one engine task per width.
+
+    With ``warm_start`` the temperatures of one width are solved from the highest down, each starting from
+    the previous certified minimiser (a start that fails to certify is retried from the GP values, the
+    solver's default start). The minimiser is the same when the action has one minimum; the chapter checks
+    this at the selected points against a start from the GP values.
+
+    A point whose minimiser is not certified (the solver's gradient or Hessian test fails) keeps the
+    solver's last iterate and is marked ``False`` in ``converged``; :func:`selected` never chooses it.
+    """
+    return theory_sweep(data, widths, temperatures, warm_start=warm_start, keep_uncertified=True,
+                        max_iterations=max_iterations, on_engine=True, description="theory (N, T)", progress=progress)
+
+
+def gp_grid(data: PathData, temperatures=PAPER_GP_TEMPERATURES) -> TheorySweep:
+    """The GP limit (eq-gp), ``U = I`` at every temperature, as a one-width :class:`~attnpaths.experiments.sweep.TheorySweep`."""
+    return theory_sweep(data, (math.inf,), temperatures, keep_uncertified=True, max_iterations=1, on_engine=True,
+                        description="GP", progress=False)
+
+
+def select_temperature(accuracy, mse=None, allowed=None) -> np.ndarray:
+    """Index of the chosen temperature for every width: the highest accuracy; ties go to the lower mean
+    squared error (if given), then to the lower temperature.
+
+    Args:
+        accuracy: ``[n_w, n_T]`` accuracies on the selection split; mse: ``[n_w, n_T]`` or None.
+        allowed: bool ``[n_w, n_T]`` the points that may be chosen (default all); every width needs one.
+
+    Returns:
+        int ``[n_w]``.
+    """
+    acc = as_float64_array(accuracy, "accuracy")
+    if acc.ndim != 2 or acc.shape[1] < 1:
+        raise ValueError(f"accuracy must have shape [n_w, n_T], got {acc.shape}")
+    err = np.zeros_like(acc) if mse is None else as_float64_array(mse, "mse")
+    if err.shape != acc.shape:
+        raise ValueError(f"mse must have the shape of accuracy {acc.shape}, got {err.shape}")
+    ok = np.ones(acc.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    if ok.shape != acc.shape:
+        raise ValueError(f"allowed must have the shape of accuracy {acc.shape}, got {ok.shape}")
+    if not ok.any(axis=1).all():
+        raise ValueError(f"allowed must leave at least one temperature for every width (none for rows "
+                         f"{np.flatnonzero(~ok.any(axis=1)).tolist()})")
+    chosen = []
+    for a, e, m in zip(acc, err, ok):
+        # lexicographic: highest accuracy, then lowest mse, then lowest temperature index
+        chosen.append(min(np.flatnonzero(m), key=lambda j: (-a[j], e[j], j)))
+    return np.array(chosen, dtype=int)
+
+
+def selected(grid: TheorySweep, on: str = "validation") -> dict:
+    """The grid at the temperature chosen on split ``on`` for every width (:func:`select_temperature`),
+    among the certified points.
+
+    Returns:
+        ``{"on", "index": [n_w], "temperature": [n_w], "accuracy": {split: [n_w]}, "mse": {split: [n_w]},
+        "U": [n_w, n, n], "means": {split: [n_w, B]}}``.
+    """
+    if on not in grid.accuracy:
+        raise ValueError(f"on must be one of the evaluated splits {tuple(grid.accuracy)}, got {on!r}")
+    idx = select_temperature(grid.accuracy[on], grid.mse[on], grid.converged)
+    rows = np.arange(len(idx))
+    return {
+        "on": on,
+        "index": idx,
+        "temperature": grid.temperatures[idx],
+        "accuracy": {s: a[rows, idx] for s, a in grid.accuracy.items()},
+        "mse": {s: m[rows, idx] for s, m in grid.mse.items()},
+        "U": grid.U[rows, idx],
+        "means": {s: m[rows, idx] for s, m in grid.means.items()},
+    }
+
+
+def sample_widths(data: PathData, widths, temperatures, seed: int, *, warmup, draws, chains,
+                  progress: bool = True, device="cpu") -> dict:
+    """Posterior samples of the network at every sampled width and its selected temperature
+    (:func:`attnpaths.experiments.sampling.sample_widths`, one engine task per width, the generator of width
+    ``N`` seeded with :func:`~attnpaths.engine.task_seed` ``(seed, N)``; no exact order-parameter run).
+
+    Args:
+        widths, temperatures, warmup, draws, chains: one entry per sampled width.
+        device: where the sampler's linear algebra runs (``"cpu"`` or ``"cuda"``).
+
+    Returns:
+        ``{width: SampledPoint}`` in the order of ``widths``.
+    """
+    columns = (widths, temperatures, warmup, draws, chains)
+    if len({len(c) for c in columns}) != 1:
+        raise ValueError("widths, temperatures, warmup, draws and chains must have one entry per sampled width, got "
+                         f"lengths {[len(c) for c in columns]}")
+    plans = [sampling.SamplingPlan(int(w), int(a), int(b), int(c)) for w, a, b, c in zip(widths, warmup, draws, chains)]
+    points, _ = sampling.sample_widths(data, plans, [float(T) for T in temperatures], seed, progress=progress,
+                                       device=device)
+    return points
+
+
+def warm_start_differences(data: PathData, grid: TheorySweep, selection: dict, widths) -> dict[int, float]:
+    """How far the warm-started minimiser of :func:`theory_grid` lies from the one reached from the GP values
+    (the solver's default start), at the selected point of every width in ``widths`` (sec-oneshot-temperatures).
+
+    Args:
+        selection: :func:`selected` ``(grid, ...)``; widths: solved widths of ``grid``.
+
+    Returns:
+        ``{width: max_ij |U_ij(from GP values) - U_ij(selected)|}``; the solve from the GP values must certify
+        its minimiser (``on_failure="raise"``).
+    """
+    out = {}
+    for w in widths:
+        k = grid.index(w)
+        reference = solve(data.features, data.y, heads=data.network.heads, widths=w,
+                          temperature=float(selection["temperature"][k]), on_failure="raise")
+        out[int(w)] = float(np.abs(reference.U - selection["U"][k]).max())
+    return out
+
+
+def order_parameter_summary(U) -> dict:
+    """Where ``U`` lies relative to its GP value ``I`` (eq-gp, sec-oneshot-order-parameter).
+
+    Args:
+        U: ``[n, n]`` order parameter.
+
+    Returns:
+        ``{"diagonal_min", "diagonal_max", "offdiagonal_min", "offdiagonal_max", "distance_to_gp"}``, the last
+        ``||U - I||_F``.
+    """
+    U = as_float64_array(U, "U")
+    if U.ndim != 2 or U.shape[0] != U.shape[1] or U.shape[0] < 2:
+        raise ValueError(f"U must be a square matrix of size >= 2, got shape {U.shape}")
+    diagonal, off = np.diag(U), U[~np.eye(U.shape[0], dtype=bool)]
+    return {"diagonal_min": float(diagonal.min()), "diagonal_max": float(diagonal.max()),
+            "offdiagonal_min": float(off.min()), "offdiagonal_max": float(off.max()),
+            "distance_to_gp": float(np.linalg.norm(U - np.eye(U.shape[0])))}
+
+
+
+# --------------------------------------------------------------------------------------------------------
+# pruning the gradient-descent model (sec-oneshot-pruning)
