@@ -255,7 +255,7 @@ class _TwoByTwo(PathNetwork):
 
 CHAPTER_BODY = """
 import numpy as np, torch
-from attnpaths.hmc import experiments as ex
+from attnpaths.hmc import bands as ex
 from attnpaths.hmc.networks import two_path_network
 sets = ex.draw_data_sets(2, torch.Generator().manual_seed(seed), num_train=30, num_test=60)
 band = ex.data_set_band(sets, two_path_network, (10, 100), 0.01, progress=False)

@@ -1,4 +1,4 @@
-"""Tests of attnpaths.oneshot.experiments: temperature selection uses only the selection split, the theory
+"""Tests of attnpaths.oneshot.episodes, .temperature_grid and .pruning: temperature selection uses only the selection split, the theory
 grid and its warm starts, pruning orders and sets, the statistics behind the verdicts, and the verdicts
 themselves (each must say "does not hold" on data that contradict its claim, and never raise)."""
 

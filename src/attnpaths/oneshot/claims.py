@@ -84,7 +84,7 @@ def pruning_order(claim: str, *, score_curve, random_curves, level: float = 0.05
 def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = 0.05) -> Verdict:
     """Claim: the theory's ``U`` pattern is found in the gradient-descent weights (Fig. 3c).
 
-    Test: the Pearson correlation of the two normalised patterns (:func:`attnpaths.oneshot.experiments.
+    Test: the Pearson correlation of the two normalised patterns (:func:`attnpaths.oneshot.pruning.
     pattern_similarity`) against all relabellings of the heads within their layers (the identity included):
     holds if the fraction with a correlation at least as large is below ``level``, contradicted if the
     fraction with one at most as large is.

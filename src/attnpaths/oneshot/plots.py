@@ -2,7 +2,7 @@
 
 Accuracy vs ``N``, ``U`` heat maps and PC overlaps are drawn by :mod:`attnpaths.experiments.plots` (the authors'
 plotting conventions). Every function returns the :class:`matplotlib.figure.Figure` it drew and computes
-nothing that is not plotted: the numbers come from :mod:`attnpaths.oneshot.experiments`.
+nothing that is not plotted: the numbers come from :mod:`attnpaths.oneshot.episodes`, :mod:`attnpaths.oneshot.temperature_grid` and :mod:`attnpaths.oneshot.pruning`.
 """
 
 from __future__ import annotations
