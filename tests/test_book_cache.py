@@ -12,7 +12,7 @@ from attnpaths_book.cache import EXECUTION_METADATA, PackageCode, chapter_key, i
 from attnpaths_book.chapters import book_chapters, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths.provenance import versions
-from helpers import copy_repository, write_chapter, write_toc
+from helpers import ROOT, copy_repository, write_chapter, write_toc
 
 
 @pytest.fixture
@@ -211,3 +211,15 @@ def test_stored_key_ignores_unreadable_notebooks(tmp_path):
     assert stored_key(tmp_path / "broken.ipynb") is None
     (tmp_path / "foreign.ipynb").write_text(json.dumps({"metadata": {}}))
     assert stored_key(tmp_path / "foreign.ipynb") is None
+
+
+def test_a_name_of_the_face_leads_to_the_module_that_defines_it():
+    """``from attnpaths import solve`` executes attnpaths/theory (the face loads it on first use)."""
+    layout = BookLayout(ROOT)
+    code = PackageCode(*layout.package_dirs)
+    files = code.module_files("attnpaths.solve")
+    assert layout.package_dir / "__init__.py" in files and layout.package_dir / "theory" / "__init__.py" in files
+    ranking = code.module_files("attnpaths.rank_heads")  # "module:attribute" exports
+    assert layout.package_dir / "pruning" / "rankings.py" in ranking
+    # the face's imports for type checkers never execute: importing the package alone executes none of them
+    assert [p for p in code.closure(["attnpaths"]) if p.suffix == ".py"] == [layout.package_dir / "__init__.py"]

@@ -36,12 +36,24 @@ def _module_name(path: Path, package_dir: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _executable_nodes(tree: ast.AST):
+    """Every node of ``tree`` but those under ``if TYPE_CHECKING:`` (the face's types for static checkers,
+    never executed)."""
+    for node in ast.iter_child_nodes(tree):
+        test = node.test if isinstance(node, ast.If) else None
+        if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
+            yield from (child for orelse in node.orelse for child in [orelse, *ast.walk(orelse)])
+            continue
+        yield node
+        yield from _executable_nodes(node)
+
+
 def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:
     """Absolute names of the modules (and of the names imported from them) that ``path`` imports."""
     module = _module_name(path, package_dir)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _executable_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

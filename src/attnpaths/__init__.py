@@ -1,10 +1,82 @@
-"""attnpaths: the reproducible companion to "Dissecting the Interplay of Attention Paths in a Statistical
-Mechanics Theory of Transformers" (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS 2024).
+"""attnpaths: the statistical mechanics theory of attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS
+2024) as a library, with the experiments of the paper and of related work built on it.
 
-Layout mirrors the theory: ``attention`` -> ``paths`` -> ``kernels`` -> ``action`` -> ``theory``
-(solver, predictor, head scores); ``network`` -> ``sampler``; the experiment layer in ``experiments``; the
-tasks in ``hmc`` and ``oneshot``; the second paper in ``exchangeability`` and related results in ``related``;
-the book machinery in ``book``.
+The public API is importable from the package itself (``from attnpaths import solve``; see ``__all__``):
+
+* the theory: :func:`solve` minimises the action over the order parameters (eq-action) and returns a
+  :class:`TheorySolution` (``U``, the predictor (eq-predictor), the solver's certificate);
+  :func:`path_features` (eq-path-features), :func:`path_kernels`, :func:`renormalized_kernel` (eq-kernel),
+  :func:`gp_kernel` (eq-gp), :func:`head_scores` (eq-head-score);
+* your own model: :func:`theory_from_attention` takes the per-layer attention of any attention-only model
+  (``[B, H, T, T]``, as ``torch.nn.MultiheadAttention`` returns it) with its tokens ``[B, T, D]`` and returns
+  an :class:`AttentionTheory`; :func:`theory_of_model` takes a model with the :class:`HeadAttentionModel`
+  protocol; :func:`rank_heads` ranks the heads of a trained model by the theory's head score;
+* networks and sampling: :class:`Attention`, :class:`AttentionLayer` (fixed attention from the raw input),
+  :class:`AttentionNetwork` (the Bayesian network), :class:`PosteriorSampler` (its weight posterior),
+  :func:`exact_action` and :func:`sample_order_parameters` (the exact finite-width density of ``U``),
+  :class:`SumHeadTransformer` (the architecture trained by gradient descent);
+* claims: :class:`Verdict` and :class:`Outcome`, the statistical tests that the book's claims are.
+
+Layout mirrors the theory: ``attention`` -> ``paths`` -> ``kernels`` -> ``action`` -> ``theory`` (solver,
+predictor) -> ``head_scores``; ``network`` -> ``sampler``; the task-agnostic experiment layer in
+``experiments``; the subjects above it: the tasks ``hmc`` (with the depth study in ``hmc.depth``) and
+``oneshot``, ``pruning``, the second paper in ``exchangeability`` and related results in ``related``.
+Exports are loaded on first use, so ``import attnpaths`` stays light.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "solve": "attnpaths.theory", "TheorySolution": "attnpaths.theory", "CertificateWarning": "attnpaths.theory",
+    "path_features": "attnpaths.paths", "all_paths": "attnpaths.paths",
+    "path_kernels": "attnpaths.kernels", "renormalized_kernel": "attnpaths.kernels", "gp_kernel": "attnpaths.kernels",
+    "head_scores": "attnpaths.head_scores", "head_labels": "attnpaths.head_scores",
+    "Attention": "attnpaths.attention", "AttentionLayer": "attnpaths.attention",
+    "AttentionNetwork": "attnpaths.network",
+    "PosteriorSampler": "attnpaths.sampler", "PosteriorSamples": "attnpaths.sampler",
+    "exact_action": "attnpaths.order_parameter_posterior",
+    "sample_order_parameters": "attnpaths.order_parameter_posterior",
+    "SumHeadTransformer": "attnpaths.transformer",
+    "Verdict": "attnpaths.claims", "Outcome": "attnpaths.claims",
+    "theory_from_attention": "attnpaths.frozen_attention", "theory_of_model": "attnpaths.frozen_attention",
+    "AttentionTheory": "attnpaths.frozen_attention", "HeadAttentionModel": "attnpaths.frozen_attention",
+    "rank_heads": "attnpaths.pruning.rankings:theory_head_ranking",
+    "HeadRanking": "attnpaths.pruning.rankings:TheoryRanking",
+}
+"""Public name -> ``"module"`` (same name there) or ``"module:attribute"``."""
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'attnpaths' has no attribute {name!r}")
+    module, _, attribute = _EXPORTS[name].partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # the exports' types for static checkers (py.typed); never executed
+    from .attention import Attention, AttentionLayer
+    from .claims import Outcome, Verdict
+    from .frozen_attention import AttentionTheory, HeadAttentionModel, theory_from_attention, theory_of_model
+    from .head_scores import head_labels, head_scores
+    from .kernels import gp_kernel, path_kernels, renormalized_kernel
+    from .network import AttentionNetwork
+    from .order_parameter_posterior import exact_action, sample_order_parameters
+    from .paths import all_paths, path_features
+    from .pruning.rankings import TheoryRanking as HeadRanking
+    from .pruning.rankings import theory_head_ranking as rank_heads
+    from .sampler import PosteriorSampler, PosteriorSamples
+    from .theory import CertificateWarning, TheorySolution, solve
+    from .transformer import SumHeadTransformer

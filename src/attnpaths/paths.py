@@ -69,9 +69,21 @@ def path_features(x, attention: Attention, *, batch_size: int = 256) -> torch.Te
     chunks = []
     for start in range(0, x.shape[0], batch_size):
         xb = x[start : start + batch_size]
-        omega = path_attention(attention.matrices(xb))
-        chunks.append(torch.einsum("bis,bps->bip", xb, omega))
+        chunks.append(features_along_paths(xb, attention.matrices(xb)))
     return torch.cat(chunks, dim=0) if chunks else x.new_zeros((0, x.shape[1], attention.num_paths))
+
+
+def features_along_paths(x: torch.Tensor, matrices: list[torch.Tensor]) -> torch.Tensor:
+    """Path features ``xi_pi(x) = sum_s x_s omega_{pi, s}`` (eq-path-features) from given attention matrices.
+
+    Args:
+        x: ``[B, N0, T]`` float64 input sequences.
+        matrices: as for :func:`path_attention`, for the same ``B`` examples and ``T`` tokens.
+
+    Returns:
+        ``[B, N0, n_paths]`` in flat path order.
+    """
+    return torch.einsum("bis,bps->bip", x, path_attention(matrices))
 
 
 def check_num_paths(n_paths: int, heads) -> tuple[int, ...]:

@@ -37,6 +37,9 @@ EXECUTION_METADATA = "attnpaths_execution"
 """Notebook metadata key of the execution record (cache key, profile, overrides, wall time, peak memory)."""
 
 SOURCE_SUFFIX = ".py"
+EXPORTS_NAME = "_EXPORTS"
+"""A package's lazily exported names (``attnpaths.__init__``): a chapter importing ``attnpaths.solve`` executes
+the module that defines it, which the cache follows through this literal dict."""
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 IGNORED_FOLDERS = ("__pycache__",)
 
@@ -79,10 +82,20 @@ def _parse_cell(source: str):
         return None
 
 
+def _only_for_type_checkers(node: ast.stmt) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): a block that never executes."""
+    test = getattr(node, "test", None) if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def _statements(node: ast.AST):
-    """Every statement in ``node``, at any depth (function and class bodies, branches, handlers, cases);
-    expressions are not entered, which is where a syntax tree has most of its nodes."""
+    """Every statement in ``node`` that can execute, at any depth (function and class bodies, branches,
+    handlers, cases; not the body of ``if TYPE_CHECKING:``); expressions are not entered, which is where a
+    syntax tree has most of its nodes."""
     for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        if name == "body" and isinstance(node, ast.stmt) and _only_for_type_checkers(node):
+            continue
         for child in getattr(node, name, ()):
             if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
                 if isinstance(child, ast.stmt):
@@ -138,6 +151,7 @@ class PackageCode:
         self._imports: dict[Path, frozenset[str]] = {}
         self._hashes: dict[Path, bytes] = {}
         self._data: dict[Path, list[Path]] = {}
+        self._exports: dict[Path, dict[str, str]] = {}
 
     def module_files(self, dotted: str) -> list[Path]:
         """The files that importing the module ``dotted`` executes in this package: the ``__init__.py`` of
@@ -146,7 +160,7 @@ class PackageCode:
         if parts[0] not in self.package_dirs:
             return []
         files, folder = [], self.package_dirs[parts[0]]
-        for part in [None, *parts[1:]]:  # None: the top-level package
+        for depth, part in enumerate([None, *parts[1:]]):  # None: the top-level package
             below = folder if part is None else folder / part
             if (below / "__init__.py").is_file():  # a package comes before a module of the same name
                 files.append(below / "__init__.py")
@@ -154,8 +168,27 @@ class PackageCode:
             else:
                 if part is not None and (folder / f"{part}{SOURCE_SUFFIX}").is_file():
                     files.append(folder / f"{part}{SOURCE_SUFFIX}")
+                elif part is not None and depth == len(parts) - 1:
+                    # a name the package exports lazily (its face): the module that defines it
+                    target = self.exports(folder / "__init__.py").get(part)
+                    if target is not None and target.split(":")[0] != dotted:
+                        files.extend(self.module_files(target.split(":")[0]))
                 break
         return files
+
+    def exports(self, init_path: Path) -> dict[str, str]:
+        """The lazy exports of a package, ``{name: "module" or "module:attribute"}``: the literal dict
+        :data:`EXPORTS_NAME` of its ``__init__.py`` (empty when it has none)."""
+        if init_path not in self._exports:
+            found = {}
+            if init_path.is_file():
+                for node in parse_python(init_path.read_bytes(), filename=str(init_path)).body:
+                    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                        if any(isinstance(t, ast.Name) and t.id == EXPORTS_NAME for t in targets):
+                            found = ast.literal_eval(node.value)
+            self._exports[init_path] = found
+        return self._exports[init_path]
 
     def _package_of(self, path: Path) -> str:
         return ".".join(path.parent.relative_to(self.source_root).parts)
