@@ -156,10 +156,10 @@ def test_full_profile_code_path_at_small_sizes(dataset):
                             validation_sequences=32, seed=params["train_seed"])
     trained = training.load_or_fit(config, dataset, cache_dir=None, progress=False, device=params["device"])
     assert trained.encoder.input_width == 3 * trained.encoder.patch_size**2 == trained.model.hyperparameters["input_width"]
-    episodes = episodes.draw_episodes(dataset, trained.encoder, num_train=8, num_validation=8, num_test=8, seed=0)
-    data = episodes.episode_features(episodes, trained.model.attention())
+    drawn = episodes.draw_episodes(dataset, trained.encoder, num_train=8, num_validation=8, num_test=8, seed=0)
+    data = episodes.episode_features(drawn, trained.model.attention())
     assert np.isfinite(np.asarray(data.features)).all() and data.splits == ("validation", "test")
-    assert training.accuracy(trained.model, episodes.test) >= 0
+    assert training.accuracy(trained.model, drawn.test) >= 0
 
 
 def test_benchmark_times_a_step_and_projects_the_run():
