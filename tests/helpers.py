@@ -31,7 +31,7 @@ API_INDEX = "book/api/index"
 API_PAGES_DIR = "book/api/generated"
 """Where the build puts the API pages (``<module>.html``), relative to the HTML root."""
 
-_AUTOSUMMARY_ENTRY = re.compile(r"^ {3}(attnpaths(?:\.\w+)+)[ \t]*$", re.M)
+_AUTOSUMMARY_ENTRY = re.compile(r"^ {3}(attnpaths(?:_book)?(?:\.\w+)+)[ \t]*$", re.M)
 
 
 def api_modules() -> list[str]:

@@ -29,9 +29,16 @@ REQUIRED_MODULES = (
     "attnpaths.network", "attnpaths.sampler", "attnpaths.order_parameter_posterior", "attnpaths.head_scores",
     "attnpaths.claims", "attnpaths.engine", "attnpaths_book.recorder", "attnpaths.hmc.data",
     "attnpaths.hmc.heads", "attnpaths.hmc.networks", "attnpaths.oneshot.datasets", "attnpaths.transformer",
-    "attnpaths.oneshot.training",
+    "attnpaths.oneshot.training", "attnpaths.frozen_attention",
 )
 """The public API that the book documents (more modules may be listed)."""
+
+
+def test_every_name_of_the_face_has_the_page_of_its_module():
+    import attnpaths
+
+    defining = {attnpaths._EXPORTS[name].split(":")[0] for name in attnpaths.__all__ if name != "__version__"}
+    assert sorted(defining - set(MODULES)) == []
 
 
 MODULES = api_modules()

@@ -118,3 +118,35 @@ def plot_pc_overlap(finite_width, gp, *, width=10, ax=None):
     ax.set_title("overlap of kernel PCs with task labels", fontsize=10)
     ax.legend(fontsize=7)
     return fig
+
+
+def plot_head_scores_and_drops(scores, drops, labels, *, drops_label="accuracy drop when pruned (points)"):
+    """The theory's head scores (eq-head-score) beside a measured effect of pruning each head alone: paired bars
+    per head (left), and the effect against the score (right).
+
+    Args:
+        scores: ``[n_heads]`` head scores (largest 1), in the order of ``labels``.
+        drops: ``[n_heads]`` the measured effect of pruning each head (e.g. test accuracy lost, in points).
+        labels: ``[n_heads]`` head labels (``"(l)h"``).
+    """
+    scores, drops = np.asarray(scores, dtype=float), np.asarray(drops, dtype=float)
+    if scores.shape != drops.shape or scores.shape != (len(labels),):
+        raise ValueError(f"scores, drops and labels must have one entry per head, got {scores.shape}, "
+                         f"{drops.shape} and {len(labels)}")
+    fig, (bars, scatter) = plt.subplots(1, 2, figsize=(8.0, 2.8), layout="constrained")
+    at = np.arange(len(labels))
+    bars.bar(at - 0.2, scores, width=0.4, color=THEORY_COLOR, label="head score (theory)")
+    bars.set_ylabel("head score")
+    twin = bars.twinx()
+    twin.bar(at + 0.2, drops, width=0.4, color="0.35", label=drops_label)
+    twin.set_ylabel(drops_label, fontsize=8)
+    bars.set_xticks(at, labels, fontsize=8)
+    bars.set_xlabel("head (layer) index")
+    handles = bars.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+    bars.legend(handles, [h.get_label() for h in handles], fontsize=7, loc="upper left")
+    scatter.scatter(scores, drops, color="k", s=18)
+    for x, y, label in zip(scores, drops, labels):
+        scatter.annotate(label, (x, y), fontsize=7, xytext=(3, 2), textcoords="offset points")
+    scatter.set_xlabel("head score (theory)")
+    scatter.set_ylabel(drops_label, fontsize=8)
+    return fig

@@ -70,6 +70,7 @@ class Episodes:
     ood: Sequences | None = None
 
     def split(self, name: str) -> Sequences:
+        """The sequences of split ``name`` (``"train"``, ``"validation"``, ``"test"`` or ``"ood"``)."""
         if name not in ("train",) + EVALUATION_SPLITS:
             raise ValueError(f"split must be one of {('train',) + EVALUATION_SPLITS}, got {name!r}")
         value = getattr(self, name)
