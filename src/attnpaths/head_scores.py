@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._validation import as_float64_array, heads_tuple
 from .paths import all_paths, check_num_paths
@@ -13,7 +16,7 @@ def _path_heads(heads: tuple[int, ...]) -> np.ndarray:
     return np.array(all_paths(heads), dtype=int).reshape(-1, len(heads))
 
 
-def head_scores(U, heads, *, normalized: bool = True) -> np.ndarray:
+def head_scores(U: ArrayLike, heads: int | Sequence[int], *, normalized: bool = True) -> np.ndarray:
     """Relevance of every head (sec-head-scores).
 
     ``score(l, h) = sum_{pi, pi'} |U_{pi pi'}| 1[pi_l = h or pi'_l = h]``, divided by the largest score when
@@ -44,7 +47,7 @@ def head_scores(U, heads, *, normalized: bool = True) -> np.ndarray:
     return scores
 
 
-def head_labels(heads) -> list[str]:
+def head_labels(heads: int | Sequence[int]) -> list[str]:
     """Labels ``"(l)h"`` (1-based) in the layer-major order of :func:`head_scores` (sec-oneshot-pruning)."""
     return [f"({layer + 1}){head + 1}" for layer, n in enumerate(heads_tuple(heads)) for head in range(n)]
 

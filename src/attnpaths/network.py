@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -92,7 +93,9 @@ class AttentionNetwork:
         variances: prior variances ``(s0, s1, ..., sL, sa)`` or one number for all of them.
     """
 
-    def __init__(self, attention: Attention, widths, variances=1.0):
+    def __init__(
+        self, attention: Attention, widths: int | Sequence[int], variances: float | Sequence[float] = 1.0
+    ) -> None:
         if not isinstance(attention, Attention):
             raise ValueError(f"attention must be an attnpaths.attention.Attention, got {type(attention).__name__}")
         self.attention = attention

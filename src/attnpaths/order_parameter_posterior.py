@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from tqdm import tqdm
 
 from ._validation import as_float64_tensor, int_at_least, positive_real, torch_generator
@@ -223,14 +225,14 @@ def _refitted(proposal: MultivariateT, states: torch.Tensor) -> MultivariateT:
 
 
 def sample_order_parameters(
-    features,
-    y,
+    features: ArrayLike,
+    y: ArrayLike,
     *,
-    heads,
-    widths,
+    heads: int | Sequence[int],
+    widths: float | Sequence[float],
     temperature: float,
     generator: torch.Generator,
-    variances=1.0,
+    variances: float | Sequence[float] = 1.0,
     num_chains: int = 64,
     num_warmup: int = 500,
     num_samples: int = 400,

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 
 import torch
+from numpy.typing import ArrayLike
 
 from ._validation import as_float64_tensor, heads_tuple
 from .attention import Attention
@@ -26,7 +28,7 @@ def path_index(path, heads) -> int:
     return index
 
 
-def all_paths(heads) -> list[tuple[int, ...]]:
+def all_paths(heads: int | Sequence[int]) -> list[tuple[int, ...]]:
     """Every path ``(h_1, ..., h_L)`` (0-based) in flat-index order."""
     return list(itertools.product(*(range(H) for H in heads_tuple(heads))))
 
@@ -50,7 +52,7 @@ def path_attention(matrices: list[torch.Tensor]) -> torch.Tensor:
     return vectors
 
 
-def path_features(x, attention: Attention, *, batch_size: int = 256) -> torch.Tensor:
+def path_features(x: ArrayLike, attention: Attention, *, batch_size: int = 256) -> torch.Tensor:
     """Path features ``xi_pi(x) = sum_s x_s omega_{pi, s}(x)`` (eq-path-features): the raw input routed along path pi.
 
     Args:

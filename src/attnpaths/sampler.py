@@ -39,9 +39,11 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Optional  # Optional[ArrayLike]: autodoc_type_aliases cannot read ArrayLike | None
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from tqdm import tqdm
 
 from ._validation import as_float64_tensor, int_at_least, positive_real, torch_device, torch_generator
@@ -260,9 +262,9 @@ class PosteriorSampler:
     """
 
     def __init__(
-        self, network: AttentionNetwork, y, temperature, *, x=None, features=None, scale_moves: bool = True,
-        device="cpu",
-    ):
+        self, network: AttentionNetwork, y: ArrayLike, temperature: float, *, x: Optional[ArrayLike] = None,
+        features: Optional[ArrayLike] = None, scale_moves: bool = True, device: str | torch.device = "cpu",
+    ) -> None:
         if not isinstance(network, AttentionNetwork):
             raise ValueError(f"network must be an AttentionNetwork, got {type(network).__name__}")
         self.network = network

@@ -66,7 +66,7 @@ class SumHeadTransformer(nn.Module):
         *,
         generator: torch.Generator,
         dtype: torch.dtype = torch.float32,
-    ):
+    ) -> None:
         super().__init__()
         for name, value in (
             ("input_width", input_width), ("width", width), ("qk_width", qk_width),

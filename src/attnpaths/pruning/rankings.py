@@ -16,17 +16,21 @@ float64 on the CPU. :func:`pruning_order` turns scores into the order in which h
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._validation import as_float64_tensor, increasing_reals, positive_int, positive_real
 from ..head_scores import head_scores
 from ..experiments.head_pruning import score_order
 from ..paths import path_features
 from ..theory import CertificateWarning, TheorySolution, solve
+from ..transformer import SumHeadTransformer
 from .adapters import HeadModel, head_model
+from .models import MultiheadAttentionStack
 
 
 def pruning_order(scores, *, prune_first: str = "lowest") -> list[tuple[int, int]]:
@@ -62,11 +66,11 @@ class TheoryRanking:
     """
 
     scores: np.ndarray
-    order: list
+    order: list[tuple[int, int]]
     solution: TheorySolution
-    heads: tuple
+    heads: tuple[int, ...]
     temperature: float
-    scan: dict
+    scan: dict[str, np.ndarray]
 
     @property
     def U(self) -> np.ndarray:
@@ -74,7 +78,16 @@ class TheoryRanking:
         return self.solution.U
 
 
-def theory_head_ranking(model, x, y, width, temperature, *, variances=1.0, max_iterations: int = 200) -> TheoryRanking:
+def theory_head_ranking(
+    model: SumHeadTransformer | MultiheadAttentionStack | HeadModel,
+    x: ArrayLike,
+    y: ArrayLike,
+    width: float | Sequence[float],
+    temperature: float | Sequence[float],
+    *,
+    variances: float | Sequence[float] = 1.0,
+    max_iterations: int = 200,
+) -> TheoryRanking:
     """Rank the heads of a trained model by the theory's head score.
 
     The model's attention is frozen as the model computes it (:func:`~.adapters.head_model`): the attention

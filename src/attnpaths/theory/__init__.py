@@ -18,10 +18,13 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Optional  # Optional[ArrayLike]: autodoc_type_aliases cannot read ArrayLike | None
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._validation import as_float64_tensor, heads_tuple, positive_real
 from ..action import (Architecture, EnergyEvaluator, SymmetricBasis, energy, entropy_terms, gp_order_parameters,
@@ -514,7 +517,7 @@ class TheorySolution:
     """
 
     U: np.ndarray
-    U_layers: list
+    U_layers: list[np.ndarray]
     U_a: float
     action: float
     energy: float
@@ -601,14 +604,14 @@ def classification_accuracy(mean, labels) -> float:
 
 
 def solve(
-    features,
-    y,
+    features: ArrayLike,
+    y: ArrayLike,
     *,
-    heads,
-    widths,
+    heads: int | Sequence[int],
+    widths: float | Sequence[float],
     temperature: float,
-    variances=1.0,
-    initial=None,
+    variances: float | Sequence[float] = 1.0,
+    initial: Optional[Sequence[ArrayLike]] = None,
     gradient_tolerance: float = 1e-8,
     max_iterations: int = 200,
     on_failure: str = "warn",
