@@ -26,7 +26,7 @@ PY_ROLE = re.compile(r"\{(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc)\}`~?(
 
 REQUIRED_MODULES = (
     "attnpaths.attention", "attnpaths.paths", "attnpaths.kernels", "attnpaths.action", "attnpaths.theory",
-    "attnpaths.network", "attnpaths.sampler", "attnpaths.order_parameter_posterior", "attnpaths.head_scores",
+    "attnpaths.network", "attnpaths.sampler", "attnpaths.order_parameter_posterior", "attnpaths.head_scoring",
     "attnpaths.claims", "attnpaths.engine", "attnpaths_book.recorder", "attnpaths.hmc.data",
     "attnpaths.hmc.heads", "attnpaths.hmc.networks", "attnpaths.oneshot.datasets", "attnpaths.transformer",
     "attnpaths.oneshot.training", "attnpaths.frozen_attention",

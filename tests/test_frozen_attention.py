@@ -121,6 +121,9 @@ def test_the_face_exports_what_it_lists_and_loads_lazily():
             "Verdict", "rank_heads", "theory_from_attention"} <= set(attnpaths.__all__)
     for name in attnpaths.__all__:
         assert getattr(attnpaths, name) is not None
+    # a face name that is also a submodule's would turn into the module once the submodule is imported
+    package = ROOT / "src" / "attnpaths"
+    assert [n for n in attnpaths.__all__ if (package / n).is_dir() or (package / f"{n}.py").is_file()] == []
     code = "import sys, attnpaths; print(sorted(m for m in sys.modules if m.startswith('attnpaths')))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "['attnpaths']"

@@ -334,7 +334,7 @@ def test_hmc_recomputes(one_torch_thread):
     from attnpaths.experiments import kernel_pcs
     from attnpaths.experiments.path_data import path_data
     from attnpaths.experiments.sweep import head_score_curve, theory_sweep
-    from attnpaths.head_scores import head_labels
+    from attnpaths.head_scoring import head_labels
     from attnpaths.hmc import bands as ex
     from attnpaths.hmc.data import paper_test_set, paper_train_set
     from attnpaths.hmc.networks import four_path_network, two_path_network
@@ -425,7 +425,7 @@ def test_depth_recomputes(one_torch_thread):
 
 
 def test_oneshot_head_scores_follow_from_the_recorded_U():
-    from attnpaths.head_scores import head_labels, head_scores
+    from attnpaths.head_scoring import head_labels, head_scores
 
     r = Recorded("oneshot")
     heads = (r["num_heads"], r["num_heads"])

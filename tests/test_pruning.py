@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths.head_scores import head_scores
+from attnpaths.head_scoring import head_scores
 from attnpaths.experiments.head_pruning import all_heads
 from attnpaths.transformer import SumHeadTransformer
 from attnpaths.paths import all_paths, path_features

@@ -8,7 +8,7 @@ import pytest
 import scipy.optimize
 import torch
 
-from attnpaths.head_scores import head_scores, prune_order_parameter
+from attnpaths.head_scoring import head_scores, prune_order_parameter
 from attnpaths.kernels import gp_kernel, path_kernels, pc_label_overlap, renormalized_kernel
 from attnpaths.theory import CertificateWarning, classification_accuracy, solve
 

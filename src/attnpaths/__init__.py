@@ -18,7 +18,7 @@ The public API is importable from the package itself (``from attnpaths import so
 * claims: :class:`Verdict` and :class:`Outcome`, the statistical tests that the book's claims are.
 
 Layout mirrors the theory: ``attention`` -> ``paths`` -> ``kernels`` -> ``action`` -> ``theory`` (solver,
-predictor) -> ``head_scores``; ``network`` -> ``sampler``; the task-agnostic experiment layer in
+predictor) -> ``head_scoring``; ``network`` -> ``sampler``; the task-agnostic experiment layer in
 ``experiments``; the subjects above it: the tasks ``hmc`` (with the depth study in ``hmc.depth``) and
 ``oneshot``, ``pruning``, the second paper in ``exchangeability`` and related results in ``related``.
 Exports are loaded on first use, so ``import attnpaths`` stays light.
@@ -35,7 +35,7 @@ _EXPORTS = {
     "solve": "attnpaths.theory", "TheorySolution": "attnpaths.theory", "CertificateWarning": "attnpaths.theory",
     "path_features": "attnpaths.paths", "all_paths": "attnpaths.paths",
     "path_kernels": "attnpaths.kernels", "renormalized_kernel": "attnpaths.kernels", "gp_kernel": "attnpaths.kernels",
-    "head_scores": "attnpaths.head_scores", "head_labels": "attnpaths.head_scores",
+    "head_scores": "attnpaths.head_scoring", "head_labels": "attnpaths.head_scoring",
     "Attention": "attnpaths.attention", "AttentionLayer": "attnpaths.attention",
     "AttentionNetwork": "attnpaths.network",
     "PosteriorSampler": "attnpaths.sampler", "PosteriorSamples": "attnpaths.sampler",
@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # the exports' types for static checkers (py.typed); never ex
     from .attention import Attention, AttentionLayer
     from .claims import Outcome, Verdict
     from .frozen_attention import AttentionTheory, HeadAttentionModel, theory_from_attention, theory_of_model
-    from .head_scores import head_labels, head_scores
+    from .head_scoring import head_labels, head_scores
     from .kernels import gp_kernel, path_kernels, renormalized_kernel
     from .network import AttentionNetwork
     from .order_parameter_posterior import exact_action, sample_order_parameters

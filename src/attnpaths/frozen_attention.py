@@ -33,14 +33,15 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, Union, runtime_checkable
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from ._validation import as_float64_tensor, positive_real
 from .attention import READOUTS, token_readout
-from .head_scores import head_labels, head_scores
+from .head_scoring import head_labels, head_scores
 from .paths import features_along_paths
 from .theory import CertificateWarning, TheorySolution, solve
 
@@ -105,7 +106,7 @@ class AttentionTheory:
                 "hessian_min_eigenvalue": float(s.hessian_min_eigenvalue), "iterations": int(s.iterations),
                 "action": float(s.action)}
 
-    def path_features(self, attention: Sequence[torch.Tensor], tokens) -> torch.Tensor:
+    def path_features(self, attention: Sequence[ArrayLike], tokens: ArrayLike) -> torch.Tensor:
         """``[B, D, n_paths]`` path features of new examples, given their attention and tokens in the layout of
         :func:`theory_from_attention`."""
         matrices, x = _checked(attention, tokens, self.readout)
@@ -114,16 +115,16 @@ class AttentionTheory:
                              f"got {tuple(m.shape[1] for m in matrices)}")
         return features_along_paths(x, matrices)
 
-    def predict(self, attention: Sequence[torch.Tensor], tokens) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, attention: Sequence[ArrayLike], tokens: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Finite-width predictor mean and variance (eq-predictor) on new examples: ``([B], [B])``."""
         return self.solution.predict(self.path_features(attention, tokens))
 
-    def predict_gp(self, attention: Sequence[torch.Tensor], tokens) -> tuple[np.ndarray, np.ndarray]:
+    def predict_gp(self, attention: Sequence[ArrayLike], tokens: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """GP-limit predictor mean and variance (eq-gp) on new examples: ``([B], [B])``."""
         return self.gp.predict(self.path_features(attention, tokens))
 
 
-def _checked(attention, tokens, readout: str) -> tuple[list[torch.Tensor], torch.Tensor]:
+def _checked(attention: Sequence[ArrayLike], tokens: ArrayLike, readout: str) -> tuple[list[torch.Tensor], torch.Tensor]:
     """The attention as the package's matrices (``[B, H, key, query]``, the last layer read out) and the
     tokens as ``[B, D, T]`` float64, after checking their shapes and that the attention rows sum to one."""
     if readout not in READOUTS:
@@ -151,8 +152,9 @@ def _checked(attention, tokens, readout: str) -> tuple[list[torch.Tensor], torch
     return matrices, x.transpose(1, 2)
 
 
-def theory_from_attention(attention: Sequence[torch.Tensor], tokens, targets, *, width, temperature: float,
-                          readout: str = "average_pooling", variances=1.0,
+def theory_from_attention(attention: Sequence[ArrayLike], tokens: ArrayLike, targets: ArrayLike, *,
+                          width: Union[float, Sequence[float]], temperature: float,
+                          readout: str = "average_pooling", variances: Union[float, Sequence[float]] = 1.0,
                           max_iterations: int = 200) -> AttentionTheory:
     """The theory of an attention-only model whose per-layer attention is frozen at ``attention`` (sec-own-model).
 
@@ -191,7 +193,7 @@ def theory_from_attention(attention: Sequence[torch.Tensor], tokens, targets, *,
     return AttentionTheory(heads=heads, readout=readout, solution=solution, gp=gp, features=features)
 
 
-def theory_of_model(model: HeadAttentionModel, tokens, targets, **settings) -> AttentionTheory:
+def theory_of_model(model: HeadAttentionModel, tokens: ArrayLike, targets: ArrayLike, **settings: Any) -> AttentionTheory:
     """:func:`theory_from_attention` with the attention that ``model`` computes for ``tokens``
     (:meth:`HeadAttentionModel.attention_weights`); ``settings`` are its keyword arguments."""
     if not isinstance(model, HeadAttentionModel):

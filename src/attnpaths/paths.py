@@ -56,7 +56,9 @@ def path_features(x: ArrayLike, attention: Attention, *, batch_size: int = 256) 
     """Path features ``xi_pi(x) = sum_s x_s omega_{pi, s}(x)`` (eq-path-features): the raw input routed along path pi.
 
     Args:
-        x: ``[B, N0, T]`` input sequences.
+        x: ``[B, N0, T]`` input sequences: features before tokens (the authors' layout), the transpose of
+            PyTorch's ``[B, T, D]`` (``tokens.transpose(1, 2)``; :func:`attnpaths.frozen_attention.theory_from_attention`
+            takes PyTorch's layout).
         attention: the network's fixed attention.
         batch_size: examples processed at once (memory only; the result does not depend on it).
 
@@ -65,7 +67,8 @@ def path_features(x: ArrayLike, attention: Attention, *, batch_size: int = 256) 
     """
     x = as_float64_tensor(x, "x")
     if x.ndim != 3 or x.shape[1] != attention.input_width:
-        raise ValueError(f"x must have shape [B, {attention.input_width}, T], got {tuple(x.shape)}")
+        raise ValueError(f"x must have shape [B, N0, T] = [B, {attention.input_width}, T] (features before tokens; "
+                         f"PyTorch's [B, T, D] transposed), got {tuple(x.shape)}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     chunks = []

@@ -8,15 +8,16 @@ paper's theorem.
 
 Modules, one job each:
 
-* :mod:`.estimators`   attention as an estimator of ``E[v | k = q, z]`` (bilinear softmax attention, Gaussian
-  kernel smoothing, kernel conditional-mean (CME) attention) and the derived large-L error formula;
+* :mod:`.estimators`   attention as an estimator of ``E[v | k = q, z]``: the derived large-L error formula and
+  the prefix read-outs of the experiments (the operators themselves, bilinear softmax attention, Gaussian kernel
+  smoothing and kernel conditional-mean (CME) attention, are :mod:`attnpaths.attention_operators`);
 * :mod:`.latent_models` the generative models (M1)-(M4) and their closed-form posteriors;
 * :mod:`.representation` E1, the posterior as a sufficient, minimal, order-free representation;
 * :mod:`.convergence`  E2, convergence of attention in the sequence length, temperature and bandwidth;
 * :mod:`.erm`          E3, empirical risk minimisation of the attention parameter (supervised and masked);
 * :mod:`.transfer`     E4, masked pretraining to downstream regression: a condition-number proxy;
-* :mod:`.fitting`      log-log slopes, with standard errors from the covariance of the fitted points (also used
-  by :mod:`attnpaths.related`);
 * :mod:`.threads`      one BLAS thread for the many small factorisations of the experiments;
-* :mod:`.verdicts`     the chapter's claims as statistical tests (:class:`attnpaths.claims.Verdict`).
+* :mod:`.claims`       the chapter's claims as statistical tests (:class:`attnpaths.claims.Verdict`).
+
+Log-log slopes with their standard errors come from :mod:`attnpaths.statistics`.
 """

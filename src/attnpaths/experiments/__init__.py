@@ -1,8 +1,8 @@
 """The experiment layer: what every task's chapter does with a network of fixed attention on a data set.
 
 It sits between the theory (``attention`` -> ``paths`` -> ``kernels`` -> ``action`` -> ``theory``; ``network``
--> ``sampler``) and the tasks (:mod:`attnpaths.hmc`, :mod:`attnpaths.oneshot`), which build their data,
-networks and figures on it and never import each other. It imports no task.
+-> ``sampler``) and the subjects (:mod:`attnpaths.hmc`, :mod:`attnpaths.oneshot`, :mod:`attnpaths.pruning`, ...),
+which build their data, networks and figures on it and never import each other. It imports no subject.
 
 Modules, one job each:
 
@@ -14,5 +14,8 @@ Modules, one job each:
   (eq-exact-density) at given widths, summarised with their Monte-Carlo errors;
 * :mod:`.kernel_pcs` the kernel ``K(U)`` at a given ``U`` (eq-kernel): its mean predictor (eq-predictor), its principal
   components against the labels, the kernels of the appendix figures, kernel-target alignment;
-* :mod:`.plots`      the figures both tasks draw: accuracy vs ``N``, ``U`` heat maps, PC overlaps.
+* :mod:`.head_pruning` orders of heads and the accuracy of a model pruned along them (any model);
+* :mod:`.finite_width` claims about finite width against the GP limit, for any task (eq-gp, eq-predictor);
+* :mod:`.retraining`  claim R: retrained models against shipped ones of the same seeds;
+* :mod:`.plots`      the figures every task draws: accuracy vs ``N``, ``U`` heat maps, PC overlaps, head scores.
 """

@@ -14,7 +14,7 @@ from .._validation import numpy_generator, positive_int
 
 
 def all_heads(heads) -> list[tuple[int, int]]:
-    """Every ``(layer, head)`` pair, 0-based, layer-major (the order of :func:`attnpaths.head_scores.head_labels`)."""
+    """Every ``(layer, head)`` pair, 0-based, layer-major (the order of :func:`attnpaths.head_scoring.head_labels`)."""
     return [(l, h) for l, n in enumerate(heads) for h in range(n)]
 
 

@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from .._validation import increasing_ints, increasing_reals, positive_int
 from ..engine import map_tasks
-from ..head_scores import head_scores
+from ..head_scoring import head_scores
 from ..theory import CertificateWarning, classification_accuracy, solve
 from .path_data import PathData, reorder
 

@@ -26,7 +26,7 @@ import torch
 from .._validation import nonnegative_real
 from ..attention import Attention, AttentionLayer
 from ..experiments.path_data import PathNetwork
-from ..head_scores import head_labels
+from ..head_scoring import head_labels
 from ..paths import all_paths
 from .heads import PAPER_BETA, _as_task, hmc_head
 
@@ -149,7 +149,7 @@ def two_path_network(dataset, beta: float = PAPER_BETA, perturbation: float = 0.
 
 
 def head_version_labels(network: HMCNetwork) -> list[str]:
-    """One label per head, ``"(l)h (version)"`` (layer and head 1-based, :func:`attnpaths.head_scores.head_labels`,
+    """One label per head, ``"(l)h (version)"`` (layer and head 1-based, :func:`attnpaths.head_scoring.head_labels`,
     then the head's version, e.g. ``"(1)1 (same_token)"``), in the layer-major order of the head scores
     (sec-head-scores)."""
     versions = [version for layer in network.head_versions for version in layer]

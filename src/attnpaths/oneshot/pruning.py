@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from .._validation import as_float64_array, positive_int
-from ..head_scores import head_labels
+from ..head_scoring import head_labels
 from ..paths import all_paths
 from ..transformer import SumHeadTransformer
 from .sequences import Sequences

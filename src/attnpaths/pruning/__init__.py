@@ -11,7 +11,7 @@ Modules, one job each:
   attention entropy and value-weight norm (sec-pruning-rankings);
 * :mod:`.digits`      scikit-learn's 8x8 digits as sequences of patch tokens, a binary task (sec-pruning-task);
 * :mod:`.training`    Adam training of either model from one seed, on the CPU or a GPU;
-* :mod:`.experiment`  pruning curves, their areas, one engine task per training seed (sec-pruning-curves);
+* :mod:`.sweep`       pruning curves, their areas, one engine task per training seed (sec-pruning-curves);
 * :mod:`.claims`      the comparisons of the theory's ranking with the others, as verdicts;
 * :mod:`.plots`       the chapter's figures.
 """

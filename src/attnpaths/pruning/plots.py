@@ -1,5 +1,5 @@
 """Figures of the pruning chapter. Every function returns the :class:`matplotlib.figure.Figure` it drew and
-computes nothing beyond the means and confidence intervals it shows (:func:`~.experiment.mean_interval`, over
+computes nothing beyond the means and confidence intervals it shows (:func:`~.sweep.mean_interval`, over
 training seeds); the numbers come from :mod:`attnpaths.pruning.sweep`."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def plot_pruning_curves(curves: dict, *, confidence: float = 0.95):
     confidence band, one panel per model.
 
     Args:
-        curves: ``{model label: {ranking: [S, K + 1]}}`` (:meth:`~.experiment.PruningSweep.curves_by_ranking`).
+        curves: ``{model label: {ranking: [S, K + 1]}}`` (:meth:`~.sweep.PruningSweep.curves_by_ranking`).
         confidence: of the two-sided Student-t band over seeds.
     """
     fig, axes = plt.subplots(1, len(curves), figsize=(4.6 * len(curves), 3.4), layout="constrained", squeeze=False,
@@ -45,7 +45,7 @@ def plot_auc(auc: dict, *, confidence: float = 0.95):
     values joined by a faint line) and the mean with its confidence interval (bar), one panel per model.
 
     Args:
-        auc: ``{model label: {ranking: [S]}}`` (:meth:`~.experiment.PruningSweep.auc`).
+        auc: ``{model label: {ranking: [S]}}`` (:meth:`~.sweep.PruningSweep.auc`).
     """
     fig, axes = plt.subplots(1, len(auc), figsize=(4.6 * len(auc), 3.2), layout="constrained", squeeze=False,
                              sharey=True)

@@ -24,7 +24,7 @@ import torch
 from numpy.typing import ArrayLike
 
 from .._validation import as_float64_tensor, increasing_reals, positive_int, positive_real
-from ..head_scores import head_scores
+from ..head_scoring import head_scores
 from ..experiments.head_pruning import score_order
 from ..paths import path_features
 from ..theory import CertificateWarning, TheorySolution, solve

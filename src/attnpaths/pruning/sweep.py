@@ -125,7 +125,7 @@ def curve_auc(curves) -> np.ndarray:
 
 
 def _order_labels(order) -> list[str]:
-    """``"(l)h"`` (1-based) for each head of ``order``, the labels of :func:`attnpaths.head_scores.head_labels`."""
+    """``"(l)h"`` (1-based) for each head of ``order``, the labels of :func:`attnpaths.head_scoring.head_labels`."""
     return [f"({l + 1}){h + 1}" for l, h in order]
 
 

@@ -9,6 +9,6 @@ Modules, one job each:
   number of tokens;
 * :mod:`.measures`           R4, attention as a map of measures, Lipschitz in the Wasserstein-1 distance;
 * :mod:`.bayesian_attention` R5, attention as posterior inference over positions;
-* :mod:`.verdicts`           the chapter's claims as statistical tests (:class:`attnpaths.claims.Verdict`);
+* :mod:`.claims`             the chapter's claims as statistical tests (:class:`attnpaths.claims.Verdict`);
 * :mod:`.plots`              the chapter's figures, one per result.
 """
