@@ -4,6 +4,7 @@ unreachable, and checks what a reader would see, including that no display equat
 page is wider than its column in a desktop and in a narrow window."""
 
 import functools
+import os
 import re
 import shutil
 import tempfile
@@ -109,7 +110,11 @@ def site_url(built_book):
 @pytest.fixture(scope="module")
 def browser():
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver, "Debian's chromium and chromium-driver are needed (`bash .ci/run` installs them)"
+    if not (chromium and driver):
+        reason = "Debian's chromium and chromium-driver are not installed (`bash .ci/run` installs them)"
+        if os.environ.get("CI") == "true":  # CI must run the browser checks, never skip them
+            pytest.fail(reason)
+        pytest.skip(reason)
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     profile = tempfile.mkdtemp(prefix="chromium-profile-")

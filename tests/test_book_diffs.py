@@ -18,6 +18,9 @@ from attnpaths_book.numeric_diff import compare_json, compare_lines, is_volatile
 from attnpaths.results import write_results
 from helpers import write_chapter, write_toc
 
+ONE_WORKER = ("--workers", "1")
+"""Where the engine is not under test, chapters run in-process: no cluster to start (seconds per call)."""
+
 # --------------------------------------------------------------------------------------------------------
 # numeric_diff
 
@@ -119,37 +122,37 @@ def test_refresh_baselines_shows_the_diff_and_writes_only_with_accept(tiny_book,
     monkeypatch.chdir(tiny_book.root)
     _execute(tiny_book, chapter, "smoke", "acc = 0.912\n", {"acc": 0.912, "wall_s": 3.0})
 
-    assert cli.main(["refresh-baselines"]) == 1  # no baseline yet: new ones need --accept
+    assert cli.main(["refresh-baselines", *ONE_WORKER]) == 1  # no baseline yet: new ones need --accept
     out, err = capsys.readouterr()
     assert no_execution == [("book", "smoke")]
     assert "new baseline" in out and "rerun with --accept" in err
     assert not baseline_path(tiny_book, chapter).exists() and not results_baseline_path(tiny_book, chapter).exists()
 
-    assert cli.main(["refresh-baselines", "--accept"]) == 0
+    assert cli.main(["refresh-baselines", "--accept", *ONE_WORKER]) == 0
     assert baseline_path(tiny_book, chapter).is_file()
     assert json.loads(results_baseline_path(tiny_book, chapter).read_text())["values"]["acc"] == 0.912
     capsys.readouterr()
 
     _execute(tiny_book, chapter, "smoke", "acc = 0.912\n", {"acc": 0.912, "wall_s": 7.0})  # only a run time
-    assert cli.main(["refresh-baselines"]) == 0
+    assert cli.main(["refresh-baselines", *ONE_WORKER]) == 0
     assert "every baseline is up to date" in capsys.readouterr().out
 
     before = baseline_path(tiny_book, chapter).read_text()
     _execute(tiny_book, chapter, "smoke", "acc = 0.915\n", {"acc": 0.915, "wall_s": 7.0})
-    assert cli.main(["refresh-baselines"]) == 1
+    assert cli.main(["refresh-baselines", *ONE_WORKER]) == 1
     out = capsys.readouterr().out
     assert "  - acc = 0.912" in out and "  + acc = 0.915" in out
     assert "0.912 -> 0.915 (relative change +0.00329)" in out
     assert "values.acc: 0.912 -> 0.915 (relative change +0.00329)" in out
     assert baseline_path(tiny_book, chapter).read_text() == before  # not written
-    assert cli.main(["refresh-baselines", "--accept"]) == 0
+    assert cli.main(["refresh-baselines", "--accept", *ONE_WORKER]) == 0
     assert "0.915" in baseline_path(tiny_book, chapter).read_text()
     capsys.readouterr()
 
     write_chapter(tiny_book.root, "alpha", "n = 2", "values = {'x': n + 1}", profiles={"smoke": {}, "paper": {}})
     chapter = runner.notebook_chapters(tiny_book)[0]
     _execute(tiny_book, chapter, "smoke", "acc = 0.915\n", {"acc": 0.915, "wall_s": 7.0})
-    assert cli.main(["refresh-baselines"]) == 1
+    assert cli.main(["refresh-baselines", *ONE_WORKER]) == 1
     out = capsys.readouterr().out
     assert "code: code cells [0, 1] changed" in out
     assert "parameters: 1 of 3 values changed, the largest at n (relative change +1)" in out
@@ -159,7 +162,7 @@ def test_refresh_baselines_refuses_a_paper_execution(tiny_book, no_execution, mo
     chapter = _book(tiny_book)["alpha"]
     monkeypatch.chdir(tiny_book.root)
     _execute(tiny_book, chapter, "paper", "acc = 0.9\n", {"acc": 0.9})
-    assert cli.main(["refresh-baselines", "--accept"]) == 2
+    assert cli.main(["refresh-baselines", "--accept", *ONE_WORKER]) == 2
     assert "executed with the 'paper' profile; baselines hold the smoke profile" in capsys.readouterr().err
 
 
@@ -172,12 +175,12 @@ def test_record_paper_writes_new_records_with_provenance(tiny_book, no_execution
     monkeypatch.chdir(tiny_book.root)
     for chapter in chapters.values():
         _execute(tiny_book, chapter, "paper", "x\n", {"acc": 0.9, "U": [[1.0, 0.1], [0.1, 1.0]]})
-    assert cli.main(["record-paper"]) == 0
+    assert cli.main(["record-paper", *ONE_WORKER]) == 0
     assert no_execution == [("alpha", "paper"), ("beta", "paper")]  # in toc order
     out = capsys.readouterr().out
     assert "alpha: new record" in out and "record tests/paper_records/beta.json written" in out
     record = paper_records.read_record(paper_records.record_path(tiny_book, chapters["alpha"]))
-    assert record["command"] == "python -m attnpaths_book record-paper"
+    assert record["command"] == "python -m attnpaths_book record-paper --workers 1"
     assert record["commit"] is None and record["commit_dirty"] is None  # not a git checkout
     assert set(record["versions"]) >= {"python", "numpy", "torch"} and record["recorded_utc"].endswith("+00:00")
     assert record["machine"] == provenance.machine(load=False) and record["package_version"] == __version__
@@ -185,7 +188,7 @@ def test_record_paper_writes_new_records_with_provenance(tiny_book, no_execution
     assert record["execution"]["parameters"]["n"] == 5 and record["execution"]["overrides"] == {}
     assert paper_records.record_problems(tiny_book, chapters["alpha"], record) == []
 
-    assert cli.main(["record-paper", "beta"]) == 0  # one chapter: executes that one only
+    assert cli.main(["record-paper", "beta", *ONE_WORKER]) == 0  # one chapter: executes that one only
     assert no_execution[-1] == ("beta", "paper")
     assert "beta, against tests/paper_records/beta.json: unchanged" in capsys.readouterr().out
 
@@ -201,7 +204,7 @@ def test_record_paper_records_the_chapters_whose_run_succeeds(tiny_book, monkeyp
             raise ChapterFailed(name, "chapter 'alpha' failed: ClaimViolation")
 
     monkeypatch.setattr(runner, "run_chapter", run_chapter)
-    assert cli.main(["record-paper"]) == 1
+    assert cli.main(["record-paper", *ONE_WORKER]) == 1
     err = capsys.readouterr().err
     assert "error: chapter 'alpha' failed: ClaimViolation" in err
     assert "the paper runs of alpha failed (see above): their records were not made" in err
@@ -257,7 +260,7 @@ def test_record_paper_refuses_other_profiles_and_overrides(tiny_book, no_executi
     tiny_book.results_file("alpha").unlink()
     with pytest.raises(FileNotFoundError, match="chapter 'alpha' has no results file"):
         paper_records.make_record(tiny_book, chapter, "cmd")
-    assert cli.main(["record-paper", "nope"]) == 2
+    assert cli.main(["record-paper", "nope", *ONE_WORKER]) == 2
     assert "got 'nope'" in capsys.readouterr().err
 
 

@@ -145,7 +145,7 @@ def test_package_change_makes_stale_the_chapters_that_execute_it(book):
 
 def test_run_one_chapter_with_an_override(book, capsys, monkeypatch):
     monkeypatch.chdir(book.root)
-    assert main(["run", "beta", "--set", "m=11"]) == 0
+    assert main(["run", "beta", "--set", "m=11", "--workers", "1"]) == 0
     assert "beta: done in" in capsys.readouterr().out
     assert read_results("beta", book.results_dir)["values"] == {"m": 11}
     notebook = nbformat.read(book.executed_notebook("book/beta"), as_version=4)
@@ -298,29 +298,31 @@ def test_interrupted_run_resumes_without_redoing_finished_chapters(book, workers
     """Ctrl-C during a chapter: finished chapters are kept, the interrupted one leaves nothing, and the next run
     executes only what is left. One worker runs the chapters one at a time (beta never starts); two run slow
     and beta at once (beta finishes before the interrupt and is kept)."""
-    write_chapter(book.root, "slow", "", "import time\nvalues = {}\ntime.sleep(120)")
+    started = book.root / "slow-started"
+    write_chapter(book.root, "slow", "", f"import time\nopen({str(started)!r}, 'w').close()\nvalues = {{}}\ntime.sleep(120)")
     write_toc(book.root, ["alpha", "slow", "beta"])
     source = book.root / "book" / "beta.md"
     source.write_text(source.read_text().replace("smoke: {}", "smoke: {m: 3}"))  # beta is stale too
     # as in a background job of a shell (`pytest &`, nohup), where SIGINT is inherited as ignored
     default = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        process = start_cli(book.root, "book", "--no-html", "--workers", workers, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+        out_file, err_file = open(book.root / "book.out", "w"), open(book.root / "book.err", "w")
+        process = start_cli(book.root, "book", "--no-html", "--workers", workers, stdout=out_file, stderr=err_file)
     finally:
         signal.signal(signal.SIGINT, default)
     try:
-        wait_for(lambda: any(book.build_dir.glob(".run-slow-*/output.ipynb")), process)  # the cells have started
-        if workers == "2":
-            wait_for(lambda: json.loads((book.results_dir / "beta.json").read_text())["values"] == {"m": 3}, process)
-            time.sleep(2)  # beta's run ends (notebook, timing, progress line)
-        time.sleep(2)
+        wait_for(started.is_file, process)  # slow's cell is running
+        if workers == "2":  # beta's run has ended (notebook, timing, progress line)
+            wait_for(lambda: "beta: done" in (book.root / "book.out").read_text(), process)
         os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole process group
-        out, err = process.communicate(timeout=60)
+        process.wait(timeout=60)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            process.wait()
+        out_file.close()
+        err_file.close()
+    out, err = (book.root / "book.out").read_text(), (book.root / "book.err").read_text()
     assert process.returncode == 130, (out, err)
     assert "alpha: up to date" in out and "slow: executing" in out
     assert ("beta: done" in out) == (workers == "2") and ("beta: executing" in out) == (workers == "2")
@@ -336,30 +338,36 @@ def test_interrupted_run_resumes_without_redoing_finished_chapters(book, workers
 def test_second_run_waits_for_the_first_and_names_it(book):
     """Two `run --force` of one chapter at once: the second waits, naming the lock and the first's PID, and
     the executions do not overlap."""
-    log = book.root / "executions.log"
+    log, release = book.root / "executions.log", book.root / "release"
+    # each execution holds the lock until the test creates `release` (an event, not a time window); the second
+    # finds it there when it starts, so it does not wait
     write_chapter(book.root, "beta", "m = 2", f"""
-        import time
+        import os, time
         with open({str(log)!r}, 'a') as handle:
             handle.write('start\\n')
-        time.sleep(3)
+        while not os.path.exists({str(release)!r}):
+            time.sleep(0.05)
         with open({str(log)!r}, 'a') as handle:
             handle.write('end\\n')
         values = {{'m': m}}
         """, profiles={"smoke": {}, "paper": {"m": 5}})
     first_out, second_out = book.root / "first.out", book.root / "second.out"
     with open(first_out, "w") as out1, open(second_out, "w") as out2:
-        first = start_cli(book.root, "run", "beta", "--force", stdout=out1, stderr=subprocess.STDOUT)
+        first = start_cli(book.root, "run", "beta", "--force", "--workers", "1", stdout=out1, stderr=subprocess.STDOUT)
         second = None
         try:
             wait_for(lambda: log.is_file(), first)  # the first holds the lock and executes
-            second = start_cli(book.root, "run", "beta", "--force", stdout=out2, stderr=subprocess.STDOUT)
+            second = start_cli(book.root, "run", "beta", "--force", "--workers", "1", stdout=out2,
+                               stderr=subprocess.STDOUT)
+            wait_for(lambda: "waiting for the build lock" in second_out.read_text(), second)  # the second waits
+            release.touch()
             assert first.wait(timeout=120) == 0, first_out.read_text()
             assert second.wait(timeout=120) == 0, second_out.read_text()
         finally:
             kill_all([p.pid for p in (first, second) if p is not None and p.poll() is None])
     waited = second_out.read_text()
     assert (f"waiting for the build lock _build/.lock of this checkout, held by PID {first.pid} "
-            f"({Path(sys.executable).name} -m attnpaths_book run beta --force, since ") in waited, waited
+            f"({Path(sys.executable).name} -m attnpaths_book run beta --force --workers 1, since ") in waited, waited
     assert "got the build lock _build/.lock after waiting" in waited
     assert log.read_text().split() == ["start", "end", "start", "end"]  # one after the other
     assert book.lock.read_text() == ""  # released: no holder recorded

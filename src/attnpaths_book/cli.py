@@ -26,6 +26,7 @@ exit status 1 (a chapter or the build failed, or baselines or records changed an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import pkgutil
 import sys
@@ -268,8 +269,11 @@ def main(argv=None) -> int:
         if args.command == "run":
             chapter = find_chapter(runner.notebook_chapters(layout), args.chapter)
             overrides = parse_assignments(chapter, args.assignments)  # validated before anything runs
-        with engine_.start_engine(args.scheduler, args.workers) as engine:
-            _say(engine.describe())
+        executes = not (args.command == "record-paper" and args.no_execute)
+        with (engine_.start_engine(args.scheduler, args.workers) if executes
+              else contextlib.nullcontext(engine_.Engine(engine_.IN_PROCESS, None, 1, None))) as engine:
+            if executes:  # a command that executes nothing starts no cluster
+                _say(engine.describe())
             if args.command == "book":
                 _book(layout, args.profile, args.force, not args.no_html, engine)
             elif args.command == "run":
