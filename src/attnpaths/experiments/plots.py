@@ -143,7 +143,7 @@ def plot_head_scores_and_drops(scores, drops, labels, *, drops_label="accuracy d
     bars.set_xticks(at, labels, fontsize=8)
     bars.set_xlabel("head (layer) index")
     handles = bars.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
-    bars.legend(handles, [h.get_label() for h in handles], fontsize=7, loc="upper left")
+    fig.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="outside upper center", ncols=2)
     scatter.scatter(scores, drops, color="k", s=18)
     for x, y, label in zip(scores, drops, labels):
         scatter.annotate(label, (x, y), fontsize=7, xytext=(3, 2), textcoords="offset points")
