@@ -120,7 +120,7 @@ def plot_pc_overlap(finite_width, gp, *, width=10, ax=None):
     return fig
 
 
-def plot_head_scores_and_drops(scores, drops, labels, *, drops_label="accuracy drop when pruned (points)"):
+def plot_head_scores_and_drops(scores, drops, labels, *, drops_label="accuracy lost (points)"):
     """The theory's head scores (eq-head-score) beside a measured effect of pruning each head alone: paired bars
     per head (left), and the effect against the score (right).
 
@@ -134,6 +134,7 @@ def plot_head_scores_and_drops(scores, drops, labels, *, drops_label="accuracy d
         raise ValueError(f"scores, drops and labels must have one entry per head, got {scores.shape}, "
                          f"{drops.shape} and {len(labels)}")
     fig, (bars, scatter) = plt.subplots(1, 2, figsize=(8.0, 2.8), layout="constrained")
+    fig.get_layout_engine().set(wspace=0.12)  # room for the twin axis' label between the panels
     at = np.arange(len(labels))
     bars.bar(at - 0.2, scores, width=0.4, color=THEORY_COLOR, label="head score (theory)")
     bars.set_ylabel("head score")
