@@ -1,5 +1,10 @@
 """Shared fixtures: tiny throw-away books for the runner's tests, and the built HTML book for the browser test.
-Shared functions and constants are in ``helpers.py``."""
+Shared functions and constants are in ``helpers.py``.
+
+The fast tier (``python -m pytest -m "not slow"``) is every test that needs no book, cluster, browser or long
+chain. The marker ``slow`` is not written on tests: the expensive fixtures in :data:`SLOW_FIXTURES` apply it to
+every test that uses them, directly or through another fixture, so a new test of an expensive thing cannot
+slip into the fast tier."""
 
 from __future__ import annotations
 
@@ -9,6 +14,23 @@ from attnpaths_book import runner, site
 from attnpaths_book.chapters import book_chapters
 from attnpaths_book.layout import BookLayout
 from helpers import ROOT, write_stand_in_packages
+
+
+SLOW_FIXTURES = {
+    "built_book": "executes the smoke book and builds its HTML",
+    "workspace": "re-executes a chapter's baseline under nbval",
+    "paper_workspace": "executes chapters' paper profiles",
+    "executed_book": "executes chapters in Jupyter kernels",
+    "browser": "drives headless Chromium",
+    "two_workers": "starts a Dask cluster",
+}
+"""Fixtures that make a test slow, and why (see the module docstring)."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

@@ -134,36 +134,3 @@ def test_nothing_cites_documents_outside_the_repository(path):
     assert not found, (f"{relative(path)} cites sections or labels of a document that is not in the repository "
                        f"(cite the book's labels instead, CONTRIBUTING.md): {found[:10]}")
 
-
-GLUE_ROLE = re.compile(r"\{glue(?::[a-z]+)?\}`([A-Za-z0-9_]+)(?::[^`]*)?`")
-GLUE_DIRECTIVE = re.compile(r"^`{3,}\{glue(?::[a-z]+)?\}[ \t]+([A-Za-z0-9_]+)[ \t]*$", re.M)
-
-
-def glued_names(notebook_path: Path) -> set[str]:
-    """The names that an executed notebook's cells glued (myst-nb stores each in an output's metadata)."""
-    import json
-
-    notebook = json.loads(notebook_path.read_text())
-    return {output["metadata"]["scrapbook"]["name"] for cell in notebook["cells"]
-            for output in cell.get("outputs", []) if "scrapbook" in output.get("metadata", {})}
-
-
-def test_a_glue_role_or_directive_names_a_glued_value(built_book):
-    """A {glue:...} reference to a name that no cell glued renders as nothing (no build error): every name a
-    chapter's text refers to must be glued by the executed chapter."""
-    problems = []
-    for source in CHAPTERS:
-        executed = built_book.executed_notebook(f"book/{source.stem}")
-        if not executed.is_file():
-            continue  # not a notebook chapter (references)
-        text = source.read_text()
-        referenced = set(GLUE_ROLE.findall(text)) | set(GLUE_DIRECTIVE.findall(text))
-        missing = sorted(referenced - glued_names(executed))
-        if missing:
-            problems.append(f"{source.relative_to(ROOT)}: {', '.join(missing)}")
-    assert not problems, "glue references to names no cell glued:\n" + "\n".join(problems)
-
-
-def test_the_glue_reader_finds_roles_and_directives():
-    text = "a {glue:text}`ch_n:.1f` b {glue:md}`ch_table` {glue}`ch_x`\n```{glue:figure} ch_fig\n:name: f\n```\n"
-    assert set(GLUE_ROLE.findall(text)) | set(GLUE_DIRECTIVE.findall(text)) == {"ch_n", "ch_table", "ch_x", "ch_fig"}

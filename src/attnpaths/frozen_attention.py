@@ -3,7 +3,7 @@
 A trained transformer without MLPs, normalisation or residual connections computes, with its attention matrices
 held fixed, a network that is linear in its value weights: its output is a sum over attention paths
 ``pi = (h_1, ..., h_L)`` (one head per layer) of the input routed along that path. The theory of the book
-(sec-theory-action) then applies as it does to the paper's networks: the path features of the training data
+(eq-action, sec-minimum) then applies as it does to the paper's networks: the path features of the training data
 (eq-path-features) define a kernel renormalised by the order parameter ``U`` (eq-kernel), whose value at the
 minimum of the action (eq-action) gives the finite-width predictor (eq-predictor), ``U = I`` the GP limit
 (eq-gp), and ``U`` scores every head (eq-head-score).
@@ -46,8 +46,8 @@ from .paths import features_along_paths
 from .theory import CertificateWarning, TheorySolution, solve
 
 ROW_SUM_TOLERANCE = 1e-4
-"""Largest deviation from 1 allowed of a row sum of given attention weights: float32 softmax outputs
-(PyTorch's default) sum to one within about 1e-6 per row; a larger deviation means the tensor is not softmax
+"""The largest deviation from 1 allowed of a row sum of given attention weights. Float32 softmax outputs
+(PyTorch's default) sum to one within about 1e-6 per row; a larger deviation means that the tensor is not softmax
 weights over the last axis (e.g. the key and query axes were swapped)."""
 
 
@@ -98,8 +98,8 @@ class AttentionTheory:
 
     @property
     def certificate(self) -> dict:
-        """Whether the solver's answer is a certified minimum of the action: ``converged`` (the stopping rule
-        held and the Hessian in symmetric directions is positive definite), ``gradient_norm``,
+        """Whether the solver's answer is a certified minimum of the action, as a dict with ``converged`` (the
+        stopping rule held and the Hessian in symmetric directions is positive definite), ``gradient_norm``,
         ``hessian_min_eigenvalue``, ``iterations`` and the ``action`` there."""
         s = self.solution
         return {"converged": bool(s.converged), "gradient_norm": float(s.gradient_norm),

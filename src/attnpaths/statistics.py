@@ -63,9 +63,9 @@ def spearman_permutation_test(a, b) -> dict:
     """Spearman rank correlation of ``a`` and ``b`` and its exact one-sided permutation p-value
     ``P(rho_perm >= rho)`` over all ``n!`` pairings (``n <= 9``).
 
-    ``rho`` is :func:`scipy.stats.spearmanr`; the p-value is :func:`scipy.stats.permutation_test` with
+    ``rho`` is ``scipy.stats.spearmanr``; the p-value is ``scipy.stats.permutation_test`` with
     ``permutation_type="pairings"`` and ``n_resamples = n!`` (every pairing: exact). Its test statistic is
-    the sum of products of the centred average ranks (:func:`scipy.stats.rankdata`), ``rho`` times a
+    the sum of products of the centred average ranks (``scipy.stats.rankdata``), ``rho`` times a
     normalisation that no pairing changes: it orders the pairings as ``rho`` does, and it is exact in floating
     point (the centred ranks are multiples of 1/2), so pairings with the same ``rho`` tie exactly.
 

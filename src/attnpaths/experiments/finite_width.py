@@ -27,7 +27,7 @@ from .._validation import as_float64_array
 from ..claims import (Verdict, all_of, detectable_effect, directional_z, equivalence, equivalence_power, exact,
                       replicate_t)
 
-#: Where the claims come from (the paper's body text was not available: abstract and captions).
+#: The sources of the claims (the paper's body text was not available, so its abstract and captions).
 SOURCE_ADVANTAGE = "paper (abstract; captions of Fig. 1d, 2c, 3b)"
 SOURCE_SAMPLES = "paper (captions of Fig. 2c, 2e, 3b, 3c: theory vs samples)"
 SOURCE_GP_LIMIT = "derived in this book (the GP limit of the action)"

@@ -49,7 +49,7 @@ def pruning_curve(evaluator, order) -> np.ndarray:
     Args:
         evaluator: a callable taking a tuple of pruned ``(layer, head)`` pairs and returning an accuracy, with
             an attribute ``heads`` ``(H_1, ..., H_L)`` (e.g. :class:`attnpaths.oneshot.pruning.PruningEvaluator`,
-            :class:`attnpaths.pruning.sweep.HeadMaskEvaluator`).
+            ``attnpaths.pruning.sweep.HeadMaskEvaluator``).
         order: a permutation of :func:`all_heads` ``(evaluator.heads)``.
 
     Returns:
@@ -62,7 +62,7 @@ def score_order(scores) -> list[tuple[int, int]]:
     """Heads in ascending head score (sec-head-scores), ties in layer-major order.
 
     Args:
-        scores: ``[L, H]`` (:func:`attnpaths.head_scores.head_scores`).
+        scores: ``[L, H]`` (:func:`attnpaths.head_scoring.head_scores`).
     """
     scores = np.asarray(scores, dtype=np.float64)
     heads = [(l, h) for l in range(scores.shape[0]) for h in range(scores.shape[1]) if np.isfinite(scores[l, h])]

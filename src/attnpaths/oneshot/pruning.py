@@ -24,8 +24,8 @@ from .training import predict
 
 from ..experiments.head_pruning import all_heads, pruning_curve, pruning_sets, random_orders, score_order
 
-#: The authors' GD model: test accuracy and single-head pruning drops (points, heads in ascending score order),
-#: typed into their PLOT_head_scores_vs_performance_drop.py (sec-oneshot-pruning, Fig. 3e); quoted for comparison only.
+#: The authors' GD model, its test accuracy and single-head pruning drops (points, heads in ascending score order)
+#: as typed into their PLOT_head_scores_vs_performance_drop.py (sec-oneshot-pruning, Fig. 3e); quoted for comparison only.
 AUTHORS_BASE_ACCURACY = 0.838
 AUTHORS_SINGLE_HEAD_DROPS = (2.0, 0.8, 4.3, 8.4, 7.8, 7.3, 9.5, 8.9)
 
@@ -159,7 +159,7 @@ class PruningResult:
         base_accuracy: the unpruned model's accuracy.
         single_head_accuracy, single_head_drop: ``[L, H]`` accuracy with one head pruned, and its drop.
         score_order: heads ``(l, h)`` in ascending score; score_curve: ``[K + 1]`` accuracy after pruning
-            ``k = 0..K`` heads along it (:func:`pruning_curve`).
+            ``k = 0..K`` heads along it (:func:`~attnpaths.experiments.head_pruning.pruning_curve`).
         random_orders: random orders of the heads; random_curves: ``[n_orders, K + 1]`` their curves.
     """
 
@@ -211,8 +211,8 @@ class PruningResult:
 
 def prune_heads(evaluator: PruningEvaluator, scores, num_random_orders: int, rng: np.random.Generator) -> PruningResult:
     """Figs. 3e and 3f: the accuracy drop of every head pruned alone (:func:`single_head_drops`), the pruning
-    curve along ascending head score (:func:`score_order`, :func:`pruning_curve`) and those of
-    ``num_random_orders`` random orders drawn from ``rng`` (:func:`random_orders`).
+    curve along ascending head score (:func:`~attnpaths.experiments.head_pruning.score_order`, :func:`~attnpaths.experiments.head_pruning.pruning_curve`) and those of
+    ``num_random_orders`` random orders drawn from ``rng`` (:func:`~attnpaths.experiments.head_pruning.random_orders`).
 
     Args:
         evaluator: the model and its episodes; scores: ``[L, H]`` head scores (sec-head-scores).

@@ -85,8 +85,8 @@ def selected(grid: TheorySweep, on: str = "validation") -> dict:
     among the certified points.
 
     Returns:
-        ``{"on", "index": [n_w], "temperature": [n_w], "accuracy": {split: [n_w]}, "mse": {split: [n_w]},
-        "U": [n_w, n, n], "means": {split: [n_w, B]}}``.
+        A dict with the keys ``on`` (the split), ``index`` and ``temperature`` (``[n_w]``), ``accuracy`` and
+        ``mse`` (each ``{split: [n_w]}``), ``U`` (``[n_w, n, n]``) and ``means`` (``{split: [n_w, B]}``).
     """
     if on not in grid.accuracy:
         raise ValueError(f"on must be one of the evaluated splits {tuple(grid.accuracy)}, got {on!r}")

@@ -95,7 +95,7 @@ def theory_head_ranking(
     ``xi_pi(x^mu)`` of the data (eq-path-features) define the theory's network with that fixed attention and
     learned values; the action ``S(U)`` (eq-action) is minimised at ``width`` and ``temperature``
     (:func:`attnpaths.theory.solve`), and head ``(l, h)`` scores ``sum_{pi, pi'} |U_{pi pi'}|`` over the path
-    pairs that pass through it (eq-head-score, :func:`attnpaths.head_scores.head_scores`). Heads are pruned
+    pairs that pass through it (eq-head-score, :func:`attnpaths.head_scoring.head_scores`). Heads are pruned
     in ascending score.
 
     Given several temperatures, the theory is solved at each and the one with the smallest action at its
