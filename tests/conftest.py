@@ -8,6 +8,8 @@ slip into the fast tier."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from attnpaths_book import runner, site
@@ -23,6 +25,8 @@ SLOW_FIXTURES = {
     "executed_book": "executes chapters in Jupyter kernels",
     "browser": "drives headless Chromium",
     "two_workers": "starts a Dask cluster",
+    "process_environment": "starts Dask clusters, Jupyter kernels or the command line in new processes",
+    "recorded": "recomputes a paper record's numbers from its recorded parameters",
 }
 """Fixtures that make a test slow, and why (see the module docstring)."""
 
@@ -31,6 +35,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def process_environment(monkeypatch) -> dict:
+    """The environment of the processes a test starts (Dask clusters, Jupyter kernels, the command line): this
+    process's, without ``ATTNPATHS_SCHEDULER``, which is also removed here so that the test's own engine calls
+    choose their engine by their arguments. Starting such processes takes seconds: the test is slow."""
+    from attnpaths.engine import SCHEDULER_ENV
+
+    monkeypatch.delenv(SCHEDULER_ENV, raising=False)
+    return dict(os.environ)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import json
 import nbformat
 import pytest
 
-from attnpaths import engine
 from attnpaths_book import runner
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.numeric_diff import is_volatile
@@ -45,9 +44,9 @@ def run_by_hand(source, assignments: str, cwd, timeout_s=600):
     return notebook
 
 
-def test_a_chapter_run_by_hand_gives_the_runners_results(tmp_path, monkeypatch):
-    # a reader's kernel: tasks in its own process (no scheduler), results written where results_dir says
-    monkeypatch.delenv(engine.SCHEDULER_ENV, raising=False)
+def test_a_chapter_run_by_hand_gives_the_runners_results(tmp_path, monkeypatch, process_environment):
+    # a reader's kernel: tasks in its own process (no scheduler: process_environment), results written where
+    # results_dir says
     monkeypatch.delenv(STAGING_ENV, raising=False)
     # the runner, in-process too, in a copy of the checkout (the repository's cached run may come from a cluster)
     layout = BookLayout(copy_repository(tmp_path / "repository"))

@@ -185,7 +185,7 @@ def test_a_task_error_on_a_cluster_carries_the_remote_traceback(two_workers):
     assert "_fails_at_three" in info.value.remote_traceback
 
 
-def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data):
+def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data, process_environment):
     """A real LocalCluster with 2 worker processes; one is killed (SIGKILL) while the sweep runs; the scheduler
     reruns its tasks and the results equal those of the undisturbed in-process run."""
     _, data = hmc_data
@@ -263,8 +263,7 @@ values = {"accuracy": band.accuracy.tolist(), "U": band.U.tolist(), "gp": band.g
 """
 
 
-def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != engine.SCHEDULER_ENV}
+def _cli(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "attnpaths_book", *args], cwd=root, env=env, capture_output=True,
                           text=True, timeout=600)
 
@@ -273,7 +272,8 @@ def _results(root: Path) -> dict:
     return json.loads((root / "_build" / "results" / "band.json").read_text())["values"]
 
 
-def test_a_chapter_gives_the_same_results_on_an_existing_cluster_and_embedded(tiny_book, tmp_path_factory):
+def test_a_chapter_gives_the_same_results_on_an_existing_cluster_and_embedded(tiny_book, tmp_path_factory,
+                                                                             process_environment):
     """A scheduler and two workers started with `python -m dask scheduler|worker` on loopback; the chapter runs
     against --scheduler, on the embedded cluster and in-process, and its results files are identical."""
     root = tiny_book.root
@@ -297,7 +297,7 @@ def test_a_chapter_gives_the_same_results_on_an_existing_cluster_and_embedded(ti
 
         with Client(address, timeout="30s") as client:
             client.wait_for_workers(2, timeout=60)
-        external = _cli(root, "run", "band", "--scheduler", address, "--force")
+        external = _cli(root, process_environment, "run", "band", "--scheduler", address, "--force")
         assert external.returncode == 0, external.stderr
         assert f"existing Dask cluster at {address}, 2 worker process(es)" in external.stdout
         on_cluster = _results(root)
@@ -306,11 +306,11 @@ def test_a_chapter_gives_the_same_results_on_an_existing_cluster_and_embedded(ti
             process.terminate()
         for process in processes:
             process.wait(timeout=30)
-    embedded = _cli(root, "run", "band", "--workers", "2", "--force")
+    embedded = _cli(root, process_environment, "run", "band", "--workers", "2", "--force")
     assert embedded.returncode == 0, embedded.stderr
     assert "embedded LocalCluster" in embedded.stdout
     assert _results(root) == on_cluster
-    in_process = _cli(root, "run", "band", "--workers", "1", "--force")
+    in_process = _cli(root, process_environment, "run", "band", "--workers", "1", "--force")
     assert in_process.returncode == 0 and "engine: in-process" in in_process.stdout
     assert _results(root) == on_cluster
     assert len(on_cluster["accuracy"]) == 2 and on_cluster["accuracy"][0] != on_cluster["accuracy"][1]
@@ -329,7 +329,7 @@ def test_projected_makespan_schedules_longest_first():
     assert projected_makespan([1.0] * 8, 1) == 8
 
 
-def test_bench_sweep_records_identical_runs_and_speedups(tmp_path):
+def test_bench_sweep_records_identical_runs_and_speedups(tmp_path, process_environment):
     from attnpaths_book.benchmarks import sweep
 
     output = tmp_path / "sweep.json"
@@ -342,7 +342,7 @@ def test_bench_sweep_records_identical_runs_and_speedups(tmp_path):
     assert report["projection"]["2"]["makespan_s"] == pytest.approx(max(report["runs"][0]["task_seconds"]), abs=1e-3)
 
 
-def test_bench_book_runs_the_book_with_each_engine(tiny_book):
+def test_bench_book_runs_the_book_with_each_engine(tiny_book, process_environment):
     from attnpaths_book.benchmarks.book import run_book
 
     write_chapter(tiny_book.root, "alpha", "", "values = {'a': 1}")

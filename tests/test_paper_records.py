@@ -48,6 +48,12 @@ def load_record(name: str) -> dict:
     return read_record(path)
 
 
+@pytest.fixture
+def recorded():
+    """:class:`Recorded`: a test that takes it recomputes a paper record's numbers (seconds to a minute)."""
+    return Recorded
+
+
 class Recorded:
     """A record's parameters and values, and the comparison of recomputed values with them."""
 
@@ -169,7 +175,7 @@ def test_the_last_paper_run_of_this_checkout_agrees_with_the_record_by_class(cha
 # intro and model
 
 
-def test_intro_recomputes():
+def test_intro_recomputes(recorded):
     from attnpaths.experiments.path_data import path_data
     from attnpaths.experiments.sweep import theory_sweep
     from attnpaths.hmc import bands as ex
@@ -177,7 +183,7 @@ def test_intro_recomputes():
     from attnpaths.hmc.networks import four_path_network
     from attnpaths.paths import all_paths
 
-    r = Recorded("intro")
+    r = recorded("intro")
     hmc, image = all_paths(r["hmc_heads"]), all_paths(r["image_heads"])
     r.check("num_layers", len(r["hmc_heads"]))
     r.check("hmc_heads_per_layer", r["hmc_heads"][0])
@@ -193,14 +199,14 @@ def test_intro_recomputes():
                          "gp_accuracy": headline.gp.accuracy["test"][0, 0], "N": r["headline_width"]})
 
 
-def test_model_recomputes():
+def test_model_recomputes(recorded):
     from attnpaths.attention import AttentionLayer
     from attnpaths.hmc.data import paper_train_set
     from attnpaths.hmc.heads import same_token, uniform_attention
     from attnpaths.hmc.networks import four_path_network
     from attnpaths.paths import path_attention, path_features
 
-    r = Recorded("model")
+    r = recorded("model")
     data = paper_train_set(num_examples=r["num_examples"])
     task, example = data.task, r["example"]
     x = data.x[example: example + 1]
@@ -234,7 +240,7 @@ def test_model_recomputes():
 # theory
 
 
-def test_theory_recomputes():
+def test_theory_recomputes(recorded):
     from attnpaths.checks import prior_kernel_monte_carlo
     from attnpaths.experiments.path_data import path_data
     from attnpaths.experiments.sweep import theory_sweep
@@ -246,7 +252,7 @@ def test_theory_recomputes():
     from attnpaths.theory import solve
     from attnpaths.theory.claims import local_slopes
 
-    r = Recorded("theory")
+    r = recorded("theory")
     widths, temperature = r["widths"], r["temperature"]
     train, test = paper_train_set(num_examples=r["num_train"]), paper_test_set(num_examples=r["num_test"])
     network = four_path_network(train)
@@ -330,7 +336,7 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
-def test_hmc_recomputes(one_torch_thread):
+def test_hmc_recomputes(one_torch_thread, recorded):
     from attnpaths.experiments import kernel_pcs
     from attnpaths.experiments.path_data import path_data
     from attnpaths.experiments.sweep import head_score_curve, theory_sweep
@@ -340,7 +346,7 @@ def test_hmc_recomputes(one_torch_thread):
     from attnpaths.hmc.networks import four_path_network, two_path_network
     from attnpaths.theory import classification_accuracy
 
-    r = Recorded("hmc")
+    r = recorded("hmc")
     widths, temperature, num_train, num_test = r["widths"], r["temperature"], r["num_train"], r["num_test"]
     prefix_sets = min(BAND_PREFIX, r["num_band_sets"])
 
@@ -394,7 +400,7 @@ def test_hmc_recomputes(one_torch_thread):
     _hmc_network_values(r, "two_path.", curve2, data2, sets2, two_path_network, gp_references=False)
 
 
-def test_depth_recomputes(one_torch_thread):
+def test_depth_recomputes(one_torch_thread, recorded):
     """The depth chapter: the class separation of every path and the theory (accuracy, U of every layer) of both
     networks at every width, from the record's parameters. The posterior samples and the exact means of U cost
     minutes and are not recomputed."""
@@ -403,7 +409,7 @@ def test_depth_recomputes(one_torch_thread):
     from attnpaths.hmc.data import paper_test_set, paper_train_set
     from attnpaths.hmc.depth.networks import path_class_separation, three_layer_network, wide_network
 
-    r = Recorded("depth")
+    r = recorded("depth")
     widths, temperature = r["widths"], r["temperature"]
     train, test = paper_train_set(r["num_train"]), paper_test_set(r["num_test"])
     networks = {"3 layers": three_layer_network(train), "4 + 2 heads": wide_network(train),
@@ -443,7 +449,7 @@ def _rng(seed: int, experiment: int) -> np.random.Generator:
     return np.random.default_rng([seed, experiment])
 
 
-def test_exchangeability_recomputes():
+def test_exchangeability_recomputes(recorded):
     from attnpaths.exchangeability.convergence import (
         attention_error_vs_length,
         bandwidth_experiment,
@@ -460,7 +466,7 @@ def test_exchangeability_recomputes():
     )
     from attnpaths.exchangeability.transfer import predicted_transfer_ratio, transfer_experiment
 
-    r = Recorded("exchangeability")
+    r = recorded("exchangeability")
     seed = r["seed"]
 
     # E1: the Bayes risks (ex-risk-m1) in closed form, then the seeded experiments
@@ -550,14 +556,14 @@ def test_exchangeability_recomputes():
         "ratio_slope": loglog_slope(e4.condition_numbers, e4.ratio)})
 
 
-def test_related_recomputes():
+def test_related_recomputes(recorded):
     from attnpaths.related.bayesian_attention import bayesian_attention_experiment
     from attnpaths.statistics import loglog_slope
     from attnpaths.related.lipschitz import input_scaling_experiment, sequence_length_experiment
     from attnpaths.related.measures import measure_lipschitz_experiment
     from attnpaths.related.rank_collapse import rank_collapse_experiment
 
-    r = Recorded("related")
+    r = recorded("related")
     seed = r["seed"]
     r1 = rank_collapse_experiment(_rng(seed, 1), num_tokens=r["r1_num_tokens"], width=r["r1_width"],
                                   depth=r["r1_depth"], repetitions=r["r1_repetitions"])
