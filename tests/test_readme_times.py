@@ -1,0 +1,57 @@
+"""Times in the README are measurements: every duration it states must be one that a committed benchmark record
+holds (a whole run's or one chapter's wall time), to the precision the README prints it with."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from attnpaths_book.benchmarks.record import RECORDS_DIR
+from helpers import ROOT
+
+DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(minutes?|min|seconds?|s|hours?)\b")
+SECONDS = {"minute": 60.0, "minutes": 60.0, "min": 60.0, "second": 1.0, "seconds": 1.0, "s": 1.0,
+           "hour": 3600.0, "hours": 3600.0}
+
+
+def stated_durations(text: str) -> list[tuple[str, float, float]]:
+    """``(as written, seconds, half of the last printed digit in seconds)`` of every duration in ``text``
+    outside code (inline code and fenced blocks are commands, not statements)."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    prose = re.sub(r"`[^`]*`", "", prose)
+    found = []
+    for match in DURATION.finditer(prose):
+        number, unit = match.groups()
+        decimals = len(number.partition(".")[2])
+        scale = SECONDS[unit]
+        found.append((match.group(0), float(number) * scale, 0.5 * 10 ** -decimals * scale))
+    return found
+
+
+def recorded_durations() -> list[float]:
+    """Every wall time (seconds) in the committed records of the book benchmark: each run's and each chapter's."""
+    record = json.loads((RECORDS_DIR / "book.json").read_text())
+    found = []
+    for run in record["report"]["runs"]:
+        found.append(float(run["wall_s"]))
+        found.extend(float(chapter["wall_s"]) for chapter in run["chapters"].values())
+    return found
+
+
+def test_every_time_the_readme_states_is_a_recorded_one():
+    recorded = recorded_durations()
+    unsupported = [written for written, seconds, half in stated_durations((ROOT / "README.md").read_text())
+                   if not any(abs(seconds - r) <= half for r in recorded)]
+    assert not unsupported, (f"README.md states times that no committed record holds: {unsupported} "
+                             f"(records: {sorted(round(r) for r in recorded)} s)")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("took about 12 minutes", [("12 minutes", 720.0, 30.0)]),
+    ("hmc 3.5 min, `run 5 s`", [("3.5 min", 210.0, 3.0)]),
+    ("```\nsleep 4 s\n```\nin 40 s", [("40 s", 40.0, 0.5)]),
+])
+def test_durations_are_read_with_their_precision(text, expected):
+    assert stated_durations(text) == expected
