@@ -20,7 +20,6 @@ from helpers import ROOT, write_stand_in_packages
 
 SLOW_FIXTURES = {
     "built_book": "executes the smoke book and builds its HTML",
-    "workspace": "re-executes a chapter's baseline under nbval",
     "paper_workspace": "executes chapters' paper profiles",
     "executed_book": "executes chapters in Jupyter kernels",
     "browser": "drives headless Chromium",
