@@ -15,7 +15,8 @@ from attnpaths.pruning import (MultiheadAttentionStack, attention_entropy, gradi
                                pruning_mask, pruning_order, theory_head_ranking, value_norms)
 from attnpaths.pruning.adapters import MultiheadStackModel, SumHeadModel
 from attnpaths.pruning.digits import digit_patches, train_test_split
-from attnpaths.pruning.sweep import (HeadMaskEvaluator, curve_auc, mean_interval, pruning_curve, pruning_sweep,
+from attnpaths.experiments.head_pruning import pruning_curve
+from attnpaths.pruning.sweep import (HeadMaskEvaluator, curve_auc, mean_interval, pruning_sweep,
                                      run_seed)
 from attnpaths.pruning.training import ModelTraining, train_model
 from attnpaths.theory import solve

@@ -2,9 +2,8 @@
 
 * :class:`HeadMaskEvaluator`: a trained model's test accuracy with a set of heads pruned (their outputs set
   to 0, no retraining), memoised;
-* :func:`pruning_curve`, :func:`curve_auc`: accuracy after pruning ``k = 0..K`` heads along an order (the
-  last head of a layer is never pruned, :func:`attnpaths.experiments.head_pruning.pruning_sets`), and the area
-  under that curve (eq-pruning-auc);
+* :func:`curve_auc`: the area under a pruning curve (eq-pruning-auc); the curves themselves come from
+  :func:`attnpaths.experiments.head_pruning.pruning_curve` (the last head of a layer is never pruned);
 * :func:`run_seed`: one training seed: train, rank the heads by every method, prune along every ranking and
   along random orders (one engine task);
 * :func:`pruning_sweep`: every training seed on the engine (:func:`attnpaths.engine.map_tasks`), collected in
@@ -365,4 +364,4 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
 
 __all__ = ["RANKINGS", "RANKING_NAMES", "HeadMaskEvaluator", "PruningSweep", "auc_table", "base_accuracies",
            "curve_auc",
-           "mean_interval", "pruning_curve", "pruning_sweep", "run_seed", "training_seeds"]
+           "mean_interval", "pruning_sweep", "run_seed", "training_seeds"]
