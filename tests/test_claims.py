@@ -246,3 +246,70 @@ def test_claims_table_escapes_pipes_and_counts():
         assert line.replace("\\|", "").count("|") == header_cells
     assert "A\\|1" in lines[2] and "\\|x\\| grows" in lines[2] and "**holds**" in lines[2]
     assert outcome_counts(_verdicts()) == {"holds": 1, "not significant": 1, "contradicted": 1}
+
+
+# ---------------------------------------------------------------------------------- inputs and re-derivation
+def _one_of_each():
+    from attnpaths import claims as c
+    return [
+        c.directional_z("z", "s", source="x", statistic="d", estimate=0.3, se=0.1, level=0.01, num_tests=2),
+        c.replicate_t("t", "s", source="x", statistic="d", differences=[0.1, 0.2, 0.15, 0.12], level=0.05),
+        c.permutation("p", "s", source="x", statistic="r", value=0.4, p_greater=0.002, p_smaller=0.999,
+                      test="permutation test over 500 draws", level=0.01),
+        c.equivalence("e", "s", source="x", statistic="m", deviation=[0.01, -0.02], se=[0.01, 0.01], margin=0.1),
+        c.replicate_equivalence("r", "s", source="x", statistic="m", replicates=[0.1, 0.12, 0.09], reference=0.1,
+                                margin=0.05),
+        c.exact("x", "s", source="x", statistic="v", value=2.0, criterion="v > 0", satisfied=True),
+        c.all_of("a", "s", source="x", parts=[
+            c.replicate_t("a", "p1", source="x", statistic="d1", differences=[1.0, 1.1, 0.9], num_tests=2),
+            c.replicate_t("a", "p2", source="x", statistic="d2", differences=[-1.0, -1.1, -0.9], num_tests=2)]),
+    ]
+
+
+def test_every_constructor_records_its_inputs_and_rederive_reproduces_the_verdict_from_a_results_file():
+    import json
+
+    from attnpaths.claims import Verdict, rederive
+    for verdict in _one_of_each():
+        assert verdict.inputs is not None and "test" in verdict.inputs
+        stored = Verdict.from_dict(json.loads(json.dumps(verdict.to_dict())))
+        assert stored == verdict
+        assert rederive(stored) == verdict
+
+
+def test_rederive_sees_a_verdict_that_its_inputs_do_not_support():
+    import dataclasses
+
+    from attnpaths.claims import Outcome, rederive
+    for verdict in _one_of_each():
+        flipped = Outcome.CONTRADICTED if verdict.outcome is not Outcome.CONTRADICTED else Outcome.HOLDS
+        assert rederive(dataclasses.replace(verdict, outcome=flipped)).outcome is verdict.outcome
+    t = _one_of_each()[1]
+    moved = dataclasses.replace(t, inputs=dict(t.inputs, differences=[-0.1, -0.2, -0.15, -0.12]))
+    assert rederive(moved).outcome is Outcome.CONTRADICTED
+    with pytest.raises(ValueError, match="inputs must name"):
+        rederive(dataclasses.replace(t, inputs=None))
+
+
+def test_all_of_requires_parts_built_for_its_correction():
+    from attnpaths import claims as c
+    part = dict(source="x", statistic="d", differences=[1.0, 1.1, 0.9])
+    with pytest.raises(ValueError, match="num_tests=2"):
+        c.all_of("a", "s", source="x", parts=[c.replicate_t("a", "p", **part), c.replicate_t("a", "q", **part)])
+    exact_parts = [c.exact("a", "s", source="x", statistic="v", value=1.0, criterion="v > 0", satisfied=True)] * 2
+    assert c.all_of("a", "s", source="x", parts=exact_parts).correction == "none (exact parts)"
+    with pytest.raises(ValueError, match="one family level"):
+        c.all_of("a", "s", source="x", parts=[exact_parts[0], c.replicate_t("a", "p", num_tests=2, **part)])
+
+
+def test_by_outcome_follows_the_weakest_verdict_and_structural_table_shows_checks():
+    from attnpaths import claims as c
+    holds = c.exact("h", "s", source="x", statistic="v", value=1.0, criterion="v > 0", satisfied=True)
+    fails = c.exact("f", "s|t", source="x", statistic="v", value=-1.0, criterion="v > 0", satisfied=False)
+    ns = _one_of_each()[4]
+    words = dict(holds="H", not_significant="N", contradicted="C")
+    assert c.by_outcome(holds, **words) == "H"
+    assert c.by_outcome([holds, ns], **words) == ("N" if ns.outcome is c.Outcome.NOT_SIGNIFICANT else "H")
+    assert c.by_outcome([holds, ns, fails], **words) == "C"
+    table = c.structural_table([holds, fails])
+    assert "not a claim" in table and "s\\|t" in table and "**contradicted**" in table

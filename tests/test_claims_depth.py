@@ -116,19 +116,26 @@ def test_cross_path_weights_hold_at_finite_width_and_are_contradicted_by_wrong_i
     flipped[0, 1] = flipped[1, 0] = -sampled[0, 1]
     assert dc.cross_path_weights("c", theory_U=U, sampled_U=flipped, sampled_U_se=np.full((3, 3), 0.1),
                                  **args).outcome is CONTRADICTED
-    # a theory whose cross weights grow with N (the widths reversed): contradicted
-    assert dc.cross_path_weights("c", theory_U=U[::-1], sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1),
-                                 **args).outcome is CONTRADICTED
-    # cross weights that do not vanish (constant in N): contradicted
-    constant = np.repeat(U[:1], len(widths), axis=0)
-    assert dc.cross_path_weights("c", theory_U=constant, sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1),
-                                 **args).outcome is CONTRADICTED
+    assert ok.inputs["test"] == "directional_z"
     # samples of a network without cross weights (the GP value) and large errors: not significant
     assert dc.cross_path_weights("c", theory_U=U, sampled_U=np.eye(3), sampled_U_se=np.full((3, 3), 0.5),
                                  **args).outcome is NS
     with pytest.raises(ValueError, match="sampled_width"):
         dc.cross_path_weights("c", theory_U=U, sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1),
                               widths=widths, sampled_width=20)
+
+
+def test_cross_weight_decay_is_a_structural_check_that_sees_growing_or_constant_cross_weights():
+    widths = [10, 30, 100, 300, 1000]
+    U = _theory_U(widths)
+    ok = dc.cross_weight_decay("c2", widths=widths, theory_U=U)
+    assert ok.outcome is HOLDS and ok.level is None
+    # a theory whose cross weights grow with N (the widths reversed), or do not vanish: contradicted
+    assert dc.cross_weight_decay("c2", widths=widths, theory_U=U[::-1]).outcome is CONTRADICTED
+    constant = np.repeat(U[:1], len(widths), axis=0)
+    assert dc.cross_weight_decay("c2", widths=widths, theory_U=constant).outcome is CONTRADICTED
+    with pytest.raises(ValueError, match="strictly increasing"):
+        dc.cross_weight_decay("c2", widths=widths[::-1], theory_U=U)
 
 
 @pytest.fixture(scope="module")

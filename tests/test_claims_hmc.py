@@ -2,6 +2,7 @@
 (attnpaths.hmc.claims): each test runs on a correct input, where it must hold, and on deliberately wrong
 inputs, where it must say "contradicted"."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -169,13 +170,19 @@ def test_saddle_point_agreement_at_large_width_and_a_wrong_action():
     U = np.array([[1.3, -0.05], [-0.05, 1.2]])
     exact_mean = sampling.ExactOrderParameter
     exact = {10: exact_mean(width=10, U=2 * U, U_se=np.full((2, 2), 0.01), mode=U, diagnostics={}),
-             100: exact_mean(width=100, U=U * 1.01, U_se=np.full((2, 2), 0.005), mode=U, diagnostics={})}
-    # N = 10 is left out: (n + 1) / N = 0.3 exceeds half the margin, so its large shift is not tested
+             100: exact_mean(width=100, U=U * 1.003, U_se=np.full((2, 2), 0.001), mode=U, diagnostics={})}
+    # N = 10 is left out: (n + 1) / N = 0.3 exceeds SADDLE_MAX_EPSILON, so its large shift is not tested
     ok = fw.saddle_point_agreement("2b", exact=exact, theory_U={10: U, 100: U}, num_paths=2)
     assert ok.outcome is HOLDS and "N = 100" in ok.measured and "N=10:" not in ok.measured
-    # a theory whose U is 20 % off at N = 100 (e.g. a wrong energy term) is contradicted
+    # the margin is a fraction of the finite-width effect max|U_exact - I| (0.30 here), not of U itself
+    assert ok.inputs["margin"] == [pytest.approx(0.04 * (1.3 * 1.003 - 1))] * 3
+    # a theory whose U is 20 % off at N = 100 (e.g. a wrong energy term) is contradicted, and so is one whose
+    # finite-width effect is a tenth too large (the entropy weighted by about 0.9)
     wrong = fw.saddle_point_agreement("2b", exact=exact, theory_U={10: U, 100: 1.2 * U}, num_paths=2)
     assert wrong.outcome is CONTRADICTED
+    weak_entropy = np.eye(2) + 1.1 * (U - np.eye(2))
+    assert fw.saddle_point_agreement("2b", exact=exact, theory_U={10: U, 100: weak_entropy},
+                                     num_paths=2).outcome is CONTRADICTED
     with pytest.raises(ValueError, match="N >= 60"):
         fw.saddle_point_agreement("2b", exact={10: exact[10]}, theory_U={10: U}, num_paths=2)
 
@@ -279,8 +286,13 @@ def _fake_run(label, names, rng, *, n_sets=6, n_test=400, U_scale=1.0, gp_lines=
         mean_se=np.full(4, 0.01), sd=np.ones(4), kernel_mean=np.ones(4), U=U_scale * U_theory[w],
         U_se=np.full((n, n), 0.001), U_sd=np.ones((n, n)), U_ess=np.full((n, n), 1000.0), diagnostics={})
         for w in (10, 100)}
-    exact = {w: sampling.ExactOrderParameter(width=w, U=U_theory[w], U_se=np.full((n, n), 0.001), mode=U_theory[w],
-                                             diagnostics={}) for w in (10, 100)}
+    # the exact means, and those of the actions with the entropy weighted by 0.9 and 1.1 (effect ~ 1 / (c N))
+    exact = {w: sampling.ExactOrderParameter(
+        width=w, U=U_theory[w], U_se=np.full((n, n), 0.001), mode=U_theory[w], diagnostics={},
+        scaled={c: sampling.ExactOrderParameter(width=int(c * w), U=np.eye(n) + (U_theory[w] - np.eye(n)) / c,
+                                                U_se=np.full((n, n), 0.001), mode=U_theory[w], diagnostics={})
+                for c in (0.9, 1.1)})
+        for w in (10, 100)}
     return ex.NetworkRun(label, curve, band, samples, exact, y)
 
 
@@ -292,8 +304,8 @@ def test_figure_verdicts_are_the_chapters_claims_in_order_and_see_a_wrong_input(
     verdicts = hmc_claims.figure_verdicts(four, two, **options)
     assert [v.claim for v in verdicts] == [
         "1 (4 paths)", "1 (2 paths)", "1 (authors' data, 4 paths)", "1 (authors' data, 2 paths)", "2 (4 paths)",
-        "2 (2 paths)", "2b (4 paths)", "2b (2 paths)", "3 (4 paths)", "3 (2 paths)", "4", "5", "6 (4 paths)",
-        "6 (2 paths)"]
+        "2 (2 paths)", "2w (4 paths)", "2w (2 paths)", "2b (4 paths)", "2b (2 paths)", "3 (4 paths)", "3 (2 paths)",
+        "4", "5", "6 (4 paths)", "6 (2 paths)"]
     assert all(v.outcome is HOLDS for v in verdicts), [v.sentence() for v in verdicts if v.outcome is not HOLDS]
     # each verdict is the claim's own test on the right inputs
     assert verdicts[0] == fw.finite_width_advantage_over_data_sets(
@@ -302,12 +314,19 @@ def test_figure_verdicts_are_the_chapters_claims_in_order_and_see_a_wrong_input(
     assert verdicts[3] == fw.finite_width_advantage(
         "1 (authors' data, 2 paths)", theory_mean=two.curve.means["test"][0, 0],
         gp_mean=two.curve.gp.means["test"][0, 0], labels=two.test_labels, width=10, where=", authors' data set, 2 paths")
-    assert verdicts[13] == hmc_claims.path_interplay("6 (2 paths)", U_small=two.band.U[:, 0], U_large=two.band.U[:, -1],
+    assert verdicts[15] == hmc_claims.path_interplay("6 (2 paths)", U_small=two.band.U[:, 0], U_large=two.band.U[:, -1],
                                                      names=("g", "d"), widths=(10, 1000), where=", 2 paths")
-    # samples of the 2-path network 20 % off the exact mean: its claim 2 is contradicted, nothing else moves
+    # samples of the 2-path network 20 % off the exact mean: its claims 2 and 2w are contradicted, nothing else moves
     off = _fake_run("2 paths", ("g", "d"), np.random.default_rng(7), U_scale=1.2, gp_lines=("all",))
     moved = {v.claim: v.outcome for v in hmc_claims.figure_verdicts(four, off, **options)}
-    assert moved.pop("2 (2 paths)") is CONTRADICTED and set(moved.values()) == {HOLDS}
+    assert moved.pop("2 (2 paths)") is CONTRADICTED and moved.pop("2w (2 paths)") is CONTRADICTED
+    assert set(moved.values()) == {HOLDS}
+    # the wrong theories of claim 2w's and 2b's power check are contradicted
+    scaled_theory = {c: {w: np.eye(4) + (four.curve.U_at(w) - np.eye(4)) / c for w in four.exact} for c in (0.9, 1.1)}
+    checks = hmc_claims.wrong_action_checks(four, scaled_theory)
+    assert [v.claim for v in checks[0.9]] == ["2w (4 paths, entropy x 0.9)", "2b (4 paths, entropy x 0.9)"]
+    assert all(v.outcome is CONTRADICTED for vs in checks.values() for v in vs)
+    assert "every such wrong theory is contradicted" in hmc_claims.wrong_action_sentence({"4 paths": checks}, "2w")
     # the networks swapped: claim 5 needs the 4-path network's three GP lines
     with pytest.raises(ValueError, match="'g'"):
         hmc_claims.figure_verdicts(two, four, **options)
@@ -353,3 +372,25 @@ def test_saddle_point_ratios_and_their_reading():
     assert math.isclose(ratio, 0.12 / 0.001 / bonferroni_z(2 * 3, 0.01))
     assert "resolve" in hmc_claims.saddle_point_reading(ratio)
     assert "hide" in hmc_claims.saddle_point_reading(0.5)
+
+
+def test_entropy_weight_estimate_recovers_the_weight_of_the_samples_and_its_claim_sees_a_wrong_action():
+    rng = np.random.default_rng(8)
+    run = _fake_run("4 paths", ("g", "d", "a1", "a2"), rng)
+    for true_weight in (0.95, 1.0, 1.04):
+        points = {w: dataclasses.replace(p, U=np.eye(4) + (run.exact[w].U - np.eye(4)) / true_weight)
+                  for w, p in run.samples.items()}
+        est = fw.entropy_weight_estimate(points=points, exact=run.exact)
+        # linear in c between the scales 0.9 and 1.1 while U moves as 1/c: within 5 % of |c - 1| near c = 1
+        assert est["estimate"] == pytest.approx(true_weight, abs=0.05 * abs(true_weight - 1) + 1e-3)
+        assert est["num_entries"] == 20 and est["widths"] == [10, 100]
+    assert fw.entropy_weight_agreement("2w", points=run.samples, exact=run.exact).outcome is HOLDS
+    # against the action weighted by 0.9 (or 1.1) as reference the same samples measure about 1.1 (0.9)
+    for c in (0.9, 1.1):
+        wrong = fw.entropy_weight_agreement("2w", points=run.samples, exact=run.exact, reference_scale=c)
+        assert wrong.outcome is CONTRADICTED
+    with pytest.raises(ValueError, match="reference_scale"):
+        fw.entropy_weight_estimate(points=run.samples, exact=run.exact, reference_scale=1.2)
+    bare = {w: dataclasses.replace(e, scaled={}) for w, e in run.exact.items()}
+    with pytest.raises(ValueError, match="below and one above 1"):
+        fw.entropy_weight_estimate(points=run.samples, exact=bare)

@@ -22,9 +22,12 @@ Constructors for the tests the book uses:
   within a stated margin (TOST with Student's t);
 * :func:`exact`: a deterministic inequality between numbers that carry no sampling error at fixed inputs.
 
+:func:`rederive` decides a recorded verdict again from the numbers stored with it (``Verdict.inputs``).
 :func:`enforce` turns the verdicts a profile requires into a single :class:`ClaimViolation`;
 :func:`claims_table` renders verdicts as a Markdown table whose every cell comes from the verdicts' fields
-(:func:`markdown_claims_table` and :func:`markdown_sentence` escape the text for Markdown first).
+(:func:`markdown_claims_table` and :func:`markdown_sentence` escape the text for Markdown first);
+:func:`by_outcome` picks the words of a sentence by a verdict's outcome;
+:func:`structural_table` shows the checks that follow from the theory's form apart from the claims.
 """
 
 from __future__ import annotations
@@ -72,6 +75,9 @@ class Verdict:
         z: standardised statistic (``None`` where it has no meaning).
         outcome: :class:`Outcome`.
         measured: the measured numbers in words.
+        inputs: the numbers the test decided on and the name of its constructor (``inputs["test"]``), as plain
+            values, so that :func:`rederive` can decide the claim again from a results file; ``None`` for a
+            verdict built by hand.
     """
 
     claim: str
@@ -86,6 +92,7 @@ class Verdict:
     z: float | None
     outcome: Outcome
     measured: str
+    inputs: dict | None = None
 
     def __post_init__(self):
         if not isinstance(self.outcome, Outcome):
@@ -127,10 +134,10 @@ class Verdict:
     def from_dict(cls, record: dict) -> "Verdict":
         """The verdict stored by :meth:`to_dict` (e.g. read back from a chapter's results file)."""
         names = [f.name for f in fields(cls)]
-        missing = [n for n in names if n not in record]
+        missing = [n for n in names if n not in record and n != "inputs"]
         if missing:
             raise ValueError(f"record must hold every field of a verdict, missing {missing}")
-        values = {n: record[n] for n in names}
+        values = {n: record[n] for n in names if n in record}
         try:
             values["outcome"] = Outcome(record["outcome"])
         except ValueError as err:
@@ -188,7 +195,9 @@ def directional_z(claim: str, statement: str, *, source: str, statistic: str, es
     test = (f"one-sided z-test of {statistic} > 0 (standard error {se:.3g}): holds if z > {stats.norm.isf(alpha):.2f}, "
             f"contradicted if z < -{stats.norm.isf(alpha):.2f}")
     return Verdict(claim, statement, source, statistic, test, level, _correction(num_tests, "tests"), estimate,
-                   float(stats.norm.sf(z)), z, outcome, measured or f"{statistic} = {estimate:+.4g}.")
+                   float(stats.norm.sf(z)), z, outcome, measured or f"{statistic} = {estimate:+.4g}.",
+                   inputs=dict(test="directional_z", estimate=estimate, se=float(se), level=level,
+                               num_tests=num_tests))
 
 
 def detectable_effect(se: float, level: float = 0.01, power: float = 0.8, *, num_tests: int = 1) -> float:
@@ -227,7 +236,8 @@ def replicate_t(claim: str, statement: str, *, source: str, statistic: str, diff
             f"contradicted if the opposite one-sided p < {alpha:.3g}")
     return Verdict(claim, statement, source, statistic, test, level, _correction(num_tests, "tests"), mean,
                    p_greater, t if math.isfinite(t) else None, outcome,
-                   measured or f"mean {statistic} = {mean:+.4g} (sd {sd:.3g} over {n} replicates).")
+                   measured or f"mean {statistic} = {mean:+.4g} (sd {sd:.3g} over {n} replicates).",
+                   inputs=dict(test="replicate_t", differences=d.tolist(), level=level, num_tests=num_tests))
 
 
 def permutation(claim: str, statement: str, *, source: str, statistic: str, value: float, p_greater: float,
@@ -240,7 +250,9 @@ def permutation(claim: str, statement: str, *, source: str, statistic: str, valu
     outcome = _three_way(float(p_greater), float(p_smaller), level)
     return Verdict(claim, statement, source, statistic, f"{test}: holds if p < {level:g}, contradicted if the "
                    f"opposite p < {level:g}", level, "none", float(value), float(p_greater), None, outcome,
-                   measured or f"{statistic} = {value:+.4g}.")
+                   measured or f"{statistic} = {value:+.4g}.",
+                   inputs=dict(test="permutation", value=float(value), p_greater=float(p_greater),
+                               p_smaller=float(p_smaller), test_text=test, level=level))
 
 
 def permutation_p_values(observed: float, null) -> tuple[float, float]:
@@ -292,7 +304,9 @@ def equivalence(claim: str, statement: str, *, source: str, statistic: str, devi
             f"< margin, contradicted if some |deviation| - z se > margin")
     return Verdict(claim, statement, source, statistic, test, level, _correction(d.size, "entries"),
                    float(ratio.max()), None, float((excess / s).max()), outcome,
-                   measured or f"largest |deviation| / margin = {ratio.max():.3g}.")
+                   measured or f"largest |deviation| / margin = {ratio.max():.3g}.",
+                   inputs=dict(test="equivalence", deviation=d.ravel().tolist(), se=s.ravel().tolist(),
+                               margin=m.ravel().tolist(), level=level))
 
 
 def equivalence_power(se, margin, level: float = 0.01) -> float:
@@ -360,7 +374,9 @@ def replicate_equivalence(claim: str, statement: str, *, source: str, statistic:
             f"holds if |mean - {reference:.4g}| + t se < margin, contradicted if |mean - {reference:.4g}| - t se > margin")
     return Verdict(claim, statement, source, statistic, test, level, "none", dev / margin, p_holds, t, outcome,
                    measured or f"mean {statistic} = {mean:.4g} (sd {sd:.3g} over {n} replicates; reference "
-                               f"{reference:.4g}).")
+                               f"{reference:.4g}).",
+                   inputs=dict(test="replicate_equivalence", replicates=r.tolist(), reference=reference,
+                               margin=margin, level=level))
 
 
 def exact(claim: str, statement: str, *, source: str, statistic: str, value: float, criterion: str,
@@ -369,20 +385,35 @@ def exact(claim: str, statement: str, *, source: str, statistic: str, value: flo
     a fixed data set). Holds when ``satisfied``, contradicted otherwise; ``level`` is ``None``."""
     outcome = Outcome.HOLDS if satisfied else Outcome.CONTRADICTED
     return Verdict(claim, statement, source, statistic, f"exact comparison: holds if {criterion}", None, "none",
-                   float(value), None, None, outcome, measured or f"{statistic} = {value:+.4g}.")
+                   float(value), None, None, outcome, measured or f"{statistic} = {value:+.4g}.",
+                   inputs=dict(test="exact", value=float(value), criterion=criterion, satisfied=bool(satisfied)))
 
 
 def all_of(claim: str, statement: str, *, source: str, parts, measured: str = "") -> Verdict:
-    """A claim made of several parts that must all hold, each already tested at ``level / k`` (build the
-    parts with ``num_tests=k``): holds when every part holds, contradicted when any part is contradicted, not
-    significant otherwise. The statistic, p-value and z are those of the weakest part (the largest p-value
-    among the parts that do not hold, else among all)."""
+    """A claim made of ``k`` parts that must all hold: holds when every part holds, contradicted when any part
+    is contradicted, not significant otherwise. The statistic, p-value and z are those of the weakest part (the
+    largest p-value among the parts that do not hold, else among all).
+
+    The parts are either all exact comparisons (:func:`exact`; the claim is then exact too) or all tests built
+    by :func:`directional_z` or :func:`replicate_t` with ``num_tests=k`` at one family level, each thus at
+    ``level / k`` (Bonferroni); any other mix raises ``ValueError``, since the family level would not hold.
+    """
     parts = list(parts)
     if not parts or any(not isinstance(p, Verdict) for p in parts):
         raise ValueError("parts must be a non-empty list of Verdict objects")
     levels = {p.level for p in parts}
     if len(levels) != 1:
         raise ValueError(f"parts must share one family level, got {sorted(map(str, levels))}")
+    k = len(parts)
+    kinds = {(p.inputs or {}).get("test") for p in parts}
+    if kinds == {"exact"}:
+        correction = "none (exact parts)"
+    elif kinds <= {"directional_z", "replicate_t"} and all(p.inputs["num_tests"] == k for p in parts):
+        correction = "none" if k == 1 else f"Bonferroni over {k} parts"
+    else:
+        raise ValueError(f"parts must be {k} exact comparisons, or {k} z- or t-tests built with num_tests={k}, "
+                         "got " + ", ".join(f"{p.claim}: {(p.inputs or {}).get('test')} with num_tests="
+                                            f"{(p.inputs or {}).get('num_tests')}" for p in parts))
     if any(p.outcome is Outcome.CONTRADICTED for p in parts):
         outcome = Outcome.CONTRADICTED
     elif all(p.holds for p in parts):
@@ -392,10 +423,35 @@ def all_of(claim: str, statement: str, *, source: str, parts, measured: str = ""
     candidates = [p for p in parts if not p.holds] or parts
     weakest = max(candidates, key=lambda p: -math.inf if p.p_value is None else p.p_value)
     test = "every part holds: " + "; ".join(f"({i + 1}) {p.statistic}: {p.test}" for i, p in enumerate(parts))
-    level = parts[0].level
-    correction = "none" if len(parts) == 1 else f"Bonferroni over {len(parts)} parts"
-    return Verdict(claim, statement, source, weakest.statistic, test, level, correction, weakest.value,
-                   weakest.p_value, weakest.z, outcome, measured or " ".join(p.measured for p in parts))
+    return Verdict(claim, statement, source, weakest.statistic, test, parts[0].level, correction, weakest.value,
+                   weakest.p_value, weakest.z, outcome, measured or " ".join(p.measured for p in parts),
+                   inputs=dict(test="all_of", parts=[p.to_dict() for p in parts]))
+
+
+def rederive(verdict: Verdict) -> Verdict:
+    """The verdict decided again from its recorded ``inputs`` by the constructor that built it (the words are
+    kept; the outcome, statistic, p-value and z are recomputed). A results file's verdict that does not come out
+    the same was not decided by this module's tests on the numbers recorded beside it.
+
+    Raises ``ValueError`` for a verdict without inputs or with an unknown constructor.
+    """
+    if not isinstance(verdict, Verdict):
+        raise ValueError(f"verdict must be a Verdict, got {type(verdict).__name__}")
+    inputs = dict(verdict.inputs or {})
+    kind = inputs.pop("test", None)
+    words = dict(source=verdict.source, statistic=verdict.statistic, measured=verdict.measured)
+    if kind == "all_of":
+        parts = [rederive(Verdict.from_dict(p)) for p in inputs["parts"]]
+        words.pop("statistic")
+        return all_of(verdict.claim, verdict.statement, parts=parts, **words)
+    if kind == "permutation":
+        inputs["test"] = inputs.pop("test_text")
+    constructors = {"directional_z": directional_z, "replicate_t": replicate_t, "permutation": permutation,
+                    "equivalence": equivalence, "replicate_equivalence": replicate_equivalence, "exact": exact}
+    if kind not in constructors:
+        raise ValueError(f"verdict.inputs must name one of {sorted(constructors) + ['all_of']} as its test, got "
+                         f"{kind!r} (claim {verdict.claim!r})")
+    return constructors[kind](verdict.claim, verdict.statement, **words, **inputs)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -460,12 +516,44 @@ def markdown_claims_table(verdicts) -> str:
                          for v in verdicts])
 
 
+def structural_table(verdicts) -> str:
+    """A Markdown table of structural checks: verdicts (usually :func:`exact`) of properties that follow from the
+    form of the theory once its solver has converged (e.g. any action ``E + N s`` approaches its large-``N``
+    limit as ``1/N``), whatever the task or a wrong energy or entropy weight. They check the solver and the
+    setup, not the theory against data, so they are shown apart from the claims. Text fields are escaped for
+    Markdown."""
+    rows = ["| check (follows from the theory's form; not a claim) | criterion | measured | outcome |",
+            "|---|---|---|---|"]
+    for v in verdicts:
+        if not isinstance(v, Verdict):
+            raise ValueError(f"verdicts must be Verdict objects, got {type(v).__name__}")
+        cells = [f"{v.claim}: {v.statement}", v.test, v.measured]
+        rows.append("| " + " | ".join(escape_markdown(c).replace("|", "\\|") for c in cells)
+                    + f" | **{v.outcome.value}** |")
+    return "\n".join(rows)
+
+
 def sanity_table(rows) -> str:
     """A Markdown table of sanity identities (not claims): ``rows`` of ``(identity, largest deviation, bound)``."""
     lines = ["| identity (not a claim) | largest deviation | asserted bound |", "|---|---|---|"]
     for name, dev, bound in rows:
         lines.append(f"| {name} | {dev:.1e} | {bound:.0e} |")
     return "\n".join(lines)
+
+
+def by_outcome(verdicts, *, holds: str, not_significant: str, contradicted: str) -> str:
+    """The text that states the outcome of ``verdicts`` (one :class:`Verdict` or several, then their weakest
+    outcome: contradicted before not significant before holds), so that a sentence of a chapter follows the
+    test instead of being written for one run."""
+    verdicts = [verdicts] if isinstance(verdicts, Verdict) else list(verdicts)
+    if not verdicts or any(not isinstance(v, Verdict) for v in verdicts):
+        raise ValueError("verdicts must be a Verdict or a non-empty list of Verdict objects")
+    outcomes = {v.outcome for v in verdicts}
+    if Outcome.CONTRADICTED in outcomes:
+        return contradicted
+    if Outcome.NOT_SIGNIFICANT in outcomes:
+        return not_significant
+    return holds
 
 
 def outcome_counts(verdicts) -> dict[str, int]:

@@ -26,7 +26,8 @@ import torch
 from IPython.display import Markdown
 from myst_nb import glue as _glue
 
-from attnpaths.claims import Verdict, claims_table, markdown_claims_table, markdown_sentence, outcome_counts
+from attnpaths.claims import (Verdict, claims_table, enforce, markdown_claims_table, markdown_sentence, outcome_counts,
+                              structural_table)
 from attnpaths.results import to_jsonable, write_results
 from attnpaths_book.chapters import INJECTED, parameters_cell
 
@@ -97,6 +98,7 @@ class ChapterRecorder:
         self.parameters = {name: _jsonable(namespace[name]) for name in names if name not in INJECTED}
         self.values: dict = {}
         self.verdicts: list[Verdict] = []
+        self.structural: list[Verdict] = []
         self.run_seconds: dict[str, float] = {}
         self.run_cpu_seconds: dict[str, float] = {}
 
@@ -144,6 +146,21 @@ class ChapterRecorder:
                 self.markdown(f"claim_{glue_name(verdict.claim)}", markdown_sentence(verdict))
         return list(verdicts)
 
+    def structural_checks(self, *verdicts: Verdict, name: str = "structural_table") -> list[Verdict]:
+        """Keep ``verdicts`` of structural checks (properties that follow from the theory's form once its solver
+        has converged; :func:`attnpaths.claims.structural_table`), written as ``values["structural_checks"]``
+        apart from the claims, glue their table as ``<prefix><name>``, and stop the run unless every one holds:
+        a failing structural check means a broken solver or setup, not a finding."""
+        for verdict in verdicts:
+            if not isinstance(verdict, Verdict):
+                raise ValueError(f"verdicts must be attnpaths.claims.Verdict objects, got {type(verdict).__name__}")
+            if any(v.claim == verdict.claim for v in self.structural + self.verdicts):
+                raise ValueError(f"check {verdict.claim!r} is recorded twice in chapter {self.chapter!r}")
+            self.structural.append(verdict)
+        self.markdown(name, structural_table(self.structural))
+        enforce(self.structural, [v.claim for v in verdicts])
+        return list(verdicts)
+
     def claims_table(self, name: str = "claims_table", *, escape: bool = True) -> str:
         """Glue the Markdown table of every claim recorded so far as ``<prefix><name>``; with ``escape``
         false, the claims' words keep their Markdown and math (for claims written with ``$...$``)."""
@@ -178,6 +195,8 @@ class ChapterRecorder:
         values = dict(self.values)
         if self.verdicts:
             values["verdicts"] = [v.to_dict() for v in self.verdicts]
+        if self.structural:
+            values["structural_checks"] = [v.to_dict() for v in self.structural]
         if self.run_seconds:
             values["run_seconds"] = dict(self.run_seconds)
             values["run_cpu_seconds"] = dict(self.run_cpu_seconds)

@@ -12,8 +12,10 @@ images) call them on their own numbers:
   labels than the GP kernel's;
 * :func:`sample_agreement`: posterior samples of the finite network agree with a reference (the theory or the
   exact finite-width mean of ``U``) within stated margins;
+* :func:`entropy_weight_agreement`: the network's samples measure the action's entropy weight as 1, within a
+  margin (the test of the action that shares no code with it);
 * :func:`saddle_point_agreement`: the theory's ``U`` agrees with the exact finite-width mean of ``U`` at widths
-  where the finite-width shift is small.
+  where the finite-width shift is small (a test of the saddle-point approximation and the solver).
 
 The equivalence tests have power checks with the same arguments (:func:`sample_agreement_power`,
 :func:`saddle_point_agreement_power`).
@@ -33,6 +35,9 @@ SOURCE_SAMPLES = "paper (captions of Fig. 2c, 2e, 3b, 3c: theory vs samples)"
 SOURCE_GP_LIMIT = "derived in this book (the GP limit of the action)"
 SOURCE_ALIGNMENT = "paper (captions of Fig. 1c, 2d, 3d)"
 SOURCE_SADDLE = "derived in this book (the saddle point of the action)"
+
+#: The widths at which the saddle point is compared with the exact finite-width mean: ``(n + 1) / N`` at most this.
+SADDLE_MAX_EPSILON = 0.05
 
 
 def paired_accuracy_sd(mean_a, mean_b, labels) -> float:
@@ -256,13 +261,18 @@ def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, ref
                        level=level, measured=measured)
 
 
-def _saddle_entries(exact, theory_U, num_paths: int, margin_U: float):
+def _finite_width_effect(U, u_gp: float) -> float:
+    """``max_ij |U - u_gp I|``: the size of the finite-width effect at one width."""
+    return float(np.abs(U - u_gp * np.eye(U.shape[-1])).max())
+
+
+def _saddle_entries(exact, theory_U, num_paths: int, margin_fw: float, max_epsilon: float, u_gp: float):
     """``(widths, deviation, se, margin, names)`` of :func:`saddle_point_agreement`: the distinct entries of
-    ``U_theory - U_exact`` at the widths where ``(n + 1) / N <= margin_U / 2``."""
-    widths = sorted(w for w in exact if (num_paths + 1) / w <= margin_U / 2)
+    ``U_theory - U_exact`` at the widths where ``(n + 1) / N <= max_epsilon``."""
+    widths = sorted(w for w in exact if (num_paths + 1) / w <= max_epsilon)
     if not widths:
-        raise ValueError(f"exact must hold a width N with (n + 1) / N <= margin_U / 2 = {margin_U / 2:g} "
-                         f"(N >= {2 * (num_paths + 1) / margin_U:g}), got {sorted(exact)}")
+        raise ValueError(f"exact must hold a width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
+                         f"(N >= {(num_paths + 1) / max_epsilon:g}), got {sorted(exact)}")
     deviation, se, margin, names = [], [], [], []
     for w in widths:
         ref = as_float64_array(exact[w].U, f"exact[{w}].U")
@@ -270,41 +280,127 @@ def _saddle_entries(exact, theory_U, num_paths: int, margin_U: float):
         iu = np.triu_indices(ref.shape[0])
         deviation.extend((U - ref)[iu])
         se.extend(np.maximum(as_float64_array(exact[w].U_se, f"exact[{w}].U_se")[iu], 1e-12))
-        margin.extend(margin_U * np.sqrt(np.abs(np.outer(np.diag(ref), np.diag(ref))))[iu])
+        margin.extend([margin_fw * _finite_width_effect(ref, u_gp)] * len(iu[0]))
         names.extend(f"U[{i},{j}] at N={w}" for i, j in zip(*iu))
     return widths, np.array(deviation), np.array(se), np.array(margin), names
 
 
-def saddle_point_agreement_power(*, exact, theory_U, num_paths: int, margin_U: float = 0.1,
-                                 level: float = 0.01) -> float:
+def saddle_point_agreement_power(*, exact, theory_U, num_paths: int, margin_fw: float = 0.04,
+                                 max_epsilon: float = SADDLE_MAX_EPSILON, u_gp: float = 1.0, level: float = 0.01) -> float:
     """The power check of :func:`saddle_point_agreement` with the same arguments: the probability that its test
     declares agreement if the theory's ``U`` were exactly the exact finite-width mean, given that mean's
     Monte-Carlo errors (:func:`attnpaths.claims.equivalence_power`)."""
-    _, _, se, margin, _ = _saddle_entries(exact, theory_U, num_paths, margin_U)
+    _, _, se, margin, _ = _saddle_entries(exact, theory_U, num_paths, margin_fw, max_epsilon, u_gp)
     return equivalence_power(se, margin, level)
 
 
-def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margin_U: float = 0.1,
-                           level: float = 0.01, where: str = "") -> Verdict:
-    """Claim: the theory's ``U`` (the saddle point of the action) is the large-width limit of the exact
-    finite-width posterior mean of ``U``.
+def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margin_fw: float = 0.04,
+                           max_epsilon: float = SADDLE_MAX_EPSILON, u_gp: float = 1.0, level: float = 0.01,
+                           where: str = "") -> Verdict:
+    """Claim: the theory's ``U`` (the saddle point of the action, eq-action) agrees with the exact finite-width
+    posterior mean of ``U`` (eq-exact-density) to a small fraction of the finite-width effect.
+
+    Both come from the same action, so a wrong energy or entropy moves both: this tests the saddle-point
+    approximation and the solver, not the action (:func:`entropy_weight_agreement` tests that against the
+    network's samples).
 
     Args:
         exact: ``{width: e}`` with ``e.U`` and ``e.U_se`` ``[n, n]``, the exact finite-width posterior mean and
             its Monte-Carlo error (:func:`attnpaths.experiments.sampling.exact_order_parameter`).
         theory_U: ``{width: [n, n]}`` the theory's ``U`` at the same widths.
-        num_paths: ``n``, which sets the scale ``(n + 1) / N`` of the finite-width shift
-            (:func:`attnpaths.experiments.sampling.finite_width_epsilon`).
+        num_paths: ``n``; only the widths with ``(n + 1) / N <= max_epsilon`` are compared
+            (:func:`attnpaths.experiments.sampling.finite_width_epsilon`: the saddle point's relative error scale).
+        margin_fw: the margin of every entry at width ``N``, as a fraction of that width's finite-width effect
+            ``max_ij |U_exact - u_gp I|``.
 
-    Test: :func:`attnpaths.claims.equivalence` of ``U_theory - U_exact`` against the margin ``margin_U
-    sqrt(U_ii U_jj)``, at the widths where the finite-width scale ``(n + 1) / N`` is at most half the margin
-    (there the saddle point must already agree); raises ``ValueError`` when no width qualifies.
+    Test: :func:`attnpaths.claims.equivalence` of ``U_theory - U_exact`` against those margins; raises
+    ``ValueError`` when no width qualifies.
     """
-    widths, deviation, se, margin, names = _saddle_entries(exact, theory_U, num_paths, margin_U)
+    widths, deviation, se, margin, names = _saddle_entries(exact, theory_U, num_paths, margin_fw, max_epsilon, u_gp)
     worst = int(np.argmax(np.abs(deviation) / margin))
     return equivalence(
-        claim, f"the theory's U is the large-N limit of the exact finite-width mean{where}", source=SOURCE_SADDLE,
+        claim, f"the saddle point agrees with the exact finite-width mean of U (saddle-point approximation and "
+        f"solver){where}", source=SOURCE_SADDLE,
         statistic="largest |U_theory - U_exact| / margin", deviation=deviation, se=se, margin=margin, level=level,
-        measured=(f"At N = {', '.join(map(str, widths))}: largest |U_theory - U_exact| / margin "
-                  f"{abs(deviation[worst]) / margin[worst]:.2f} ({names[worst]}: deviation {deviation[worst]:+.4f}, "
-                  f"margin {margin[worst]:.4f}, Monte-Carlo se {se[worst]:.4f}){where}."))
+        measured=(f"At N = {', '.join(map(str, widths))} (margin {margin_fw:g} of max|U_exact - U_GP| per width): "
+                  f"largest |U_theory - U_exact| / margin {abs(deviation[worst]) / margin[worst]:.2f} "
+                  f"({names[worst]}: deviation {deviation[worst]:+.4f}, margin {margin[worst]:.4f}, Monte-Carlo se "
+                  f"{se[worst]:.4f}){where}."))
+
+
+def entropy_weight_estimate(*, points, exact, reference_scale: float = 1.0) -> dict:
+    """The entropy weight at which the exact density (eq-exact-density) reproduces the network's posterior samples.
+
+    The exact mean ``U_c(N)`` of the density with its entropy weighted by ``c`` is, near ``c = 1``,
+    ``U_1(N) + (c - 1) G(N)`` with ``G = dU_c / dc`` estimated from the neighbouring runs ``e.scaled`` (central
+    difference over the two scales nearest 1). Every distinct entry of the sampled ``U`` at every width with an
+    exact run gives ``d = U_sampled - U_ref`` with variance ``v = se_sampled^2 + se_ref^2``; the weighted
+    least-squares estimate is ``c - 1 = sum G d / v / sum G^2 / v``, with standard error ``(sum G^2 / v)^(-1/2)``
+    inflated by ``sqrt(chi^2 / dof)`` when the residuals scatter more than their Monte-Carlo errors (entries of
+    one width are correlated, and a misfit that no entropy weight explains must widen the interval).
+
+    Args:
+        points: ``{width: SampledPoint}`` (``U``, ``U_se`` ``[n, n]``).
+        exact: ``{width: ExactOrderParameter}`` whose ``scaled`` holds two scales, one below and one above 1.
+        reference_scale: the reference ``U_ref``: ``1`` the exact mean of the action as written, another planned
+            scale ``c`` that of an action with its entropy weighted by ``c`` (a wrong theory, for power checks).
+
+    Returns:
+        ``{"estimate", "se", "chi2_dof", "num_entries", "widths"}``: the entropy weight relative to the reference
+        (1 when the reference is right), its standard error, the reduced chi-square and what entered.
+    """
+    widths = sorted(w for w in exact if w in points)
+    if not widths:
+        raise ValueError("exact and points must share a sampled width")
+    G_all, d_all, v_all = [], [], []
+    for w in widths:
+        e = exact[w]
+        scales = sorted(e.scaled)
+        below, above = [c for c in scales if c < 1], [c for c in scales if c > 1]
+        if not below or not above:
+            raise ValueError(f"exact[{w}].scaled must hold a scale below and one above 1, got {scales}")
+        lo, hi = max(below), min(above)
+        G = (as_float64_array(e.scaled[hi].U, "U") - as_float64_array(e.scaled[lo].U, "U")) / (hi - lo)
+        if reference_scale == 1:
+            ref, ref_se = e.U, e.U_se
+        elif float(reference_scale) in e.scaled:
+            ref, ref_se = e.scaled[float(reference_scale)].U, e.scaled[float(reference_scale)].U_se
+        else:
+            raise ValueError(f"reference_scale must be 1 or a planned scale {scales}, got {reference_scale!r}")
+        p = points[w]
+        iu = np.triu_indices(G.shape[0])
+        G_all.extend(G[iu])
+        d_all.extend((as_float64_array(p.U, "U") - as_float64_array(ref, "U"))[iu])
+        v_all.extend((as_float64_array(p.U_se, "U_se")**2 + as_float64_array(ref_se, "U_se")**2)[iu])
+    G, d, v = np.array(G_all), np.array(d_all), np.maximum(np.array(v_all), 1e-24)
+    information = float(np.sum(G**2 / v))
+    if not information > 0:
+        raise ValueError("the neighbouring exact runs must differ: the entropy weight is not identifiable")
+    shift = float(np.sum(G * d / v)) / information
+    dof = max(d.size - 1, 1)
+    chi2_dof = float(np.sum((d - shift * G)**2 / v)) / dof
+    return {"estimate": 1.0 + shift, "se": float(np.sqrt(max(1.0, chi2_dof) / information)), "chi2_dof": chi2_dof,
+            "num_entries": int(d.size), "widths": widths}
+
+
+def entropy_weight_agreement(claim: str, *, points, exact, margin: float = 0.05, reference_scale: float = 1.0,
+                             level: float = 0.01, where: str = "") -> Verdict:
+    """Claim: the network's posterior samples, drawn by code that shares nothing with the action (eq-action),
+    are those of the exact density (eq-exact-density) with the entropy weight the theory gives it (1), within
+    ``margin``: a test of the action itself, which an action with its entropy weighted by ``1 +- 2 margin`` fails.
+
+    Args:
+        points, exact, reference_scale: see :func:`entropy_weight_estimate`.
+        margin: the largest ``|c - 1|`` that counts as agreement.
+
+    Test: :func:`attnpaths.claims.equivalence` of the one estimate ``c - 1`` with its standard error.
+    """
+    est = entropy_weight_estimate(points=points, exact=exact, reference_scale=reference_scale)
+    shift = est["estimate"] - 1.0
+    against = "the action" if reference_scale == 1 else f"an action with its entropy weighted by {reference_scale:g}"
+    return equivalence(
+        claim, f"the network's samples measure the entropy weight of {against} as 1{where}", source=SOURCE_SAMPLES,
+        statistic="|entropy weight - 1| / margin", deviation=[shift], se=[est["se"]], margin=[margin], level=level,
+        measured=(f"Entropy weight {est['estimate']:.4f} +- {est['se']:.4f} (margin {margin:g}; {est['num_entries']} "
+                  f"entries of U at N = {', '.join(map(str, est['widths']))}; reduced chi-square "
+                  f"{est['chi2_dof']:.2f}){where}."))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_float64_array, int_at_least, numpy_generator, positive_real, probability
-from ..claims import Outcome, Verdict, replicate_equivalence
+from ..claims import Outcome, Verdict, exact, replicate_equivalence
 
 SOURCE = "derived in this book (reproducibility of trained models)"
 
@@ -64,11 +64,11 @@ def retraining_agreement(claim: str, *, shipped, retrained, statistic: str, marg
     d = b - a
     if spread == 0 or np.all(d == 0):
         identical = bool(np.all(d == 0))
-        test = "identical models: every retrained value equals its shipped value (no sampling error)"
-        return Verdict(claim, statement, SOURCE, f"retrained - shipped {statistic}", test, None, "none",
-                       float(np.abs(d).max()), None, None, Outcome.HOLDS if identical else Outcome.CONTRADICTED,
-                       f"{'every' if identical else 'not every'} retrained {statistic} equals the shipped one "
-                       f"({a.size} seeds; spread across seeds {spread:.3g}).")
+        return exact(claim, statement, source=SOURCE, statistic=f"max |retrained - shipped {statistic}|",
+                     value=float(np.abs(d).max()), satisfied=identical,
+                     criterion="every retrained value equals its shipped value (identical models, no sampling error)",
+                     measured=f"{'every' if identical else 'not every'} retrained {statistic} equals the shipped one "
+                              f"({a.size} seeds; spread across seeds {spread:.3g}).")
     return replicate_equivalence(
         claim, statement, source=SOURCE, statistic=f"retrained - shipped {statistic}", replicates=d, reference=0.0,
         margin=margin_sd * spread, level=level,

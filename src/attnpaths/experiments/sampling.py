@@ -11,6 +11,7 @@ A chapter plans its widths with :func:`sampling_plans`, records the results with
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,13 +154,16 @@ def sample_posterior(
 class ExactOrderParameter:
     """The exact finite-width posterior mean of ``U`` (:mod:`attnpaths.order_parameter_posterior`, (eq-exact-density)) at one
     width, in figure order: ``U`` and its Monte-Carlo standard error ``U_se`` (``[n, n]``), ``mode`` (the
-    density's mode), ``diagnostics`` (``wall_time_s``, chains, draws, ``min_ess``, ``max_rhat``, ``acceptance``)."""
+    density's mode), ``diagnostics`` (``wall_time_s``, chains, draws, ``min_ess``, ``max_rhat``, ``acceptance``),
+    and ``scaled``: ``{c: ExactOrderParameter}``, the same density with the entropy weighted by ``c`` (width
+    ``round(c N)``: the entropy is the only term of (eq-exact-density) proportional to ``N``), where planned."""
 
     width: int
     U: np.ndarray
     U_se: np.ndarray
     mode: np.ndarray
     diagnostics: dict
+    scaled: dict = dataclasses.field(default_factory=dict)
 
 
 def exact_order_parameter(
@@ -187,7 +191,10 @@ def exact_order_parameter(
 class SamplingPlan:
     """How long to sample at one width: the network's Gibbs sampler (``warmup`` sweeps, ``draws`` kept per
     chain, ``chains``) and, unless ``exact_chains`` is None, the exact order-parameter posterior
-    (``exact_chains``, ``exact_warmup``, ``exact_draws``, ``exact_thin``; see :func:`exact_order_parameter`)."""
+    (``exact_chains``, ``exact_warmup``, ``exact_draws``, ``exact_thin``; see :func:`exact_order_parameter`), and
+    the same density with its entropy weighted by each of ``exact_scales`` (``exact_scaled_draws`` draws per
+    chain, default ``exact_draws``): the neighbouring actions of
+    :func:`attnpaths.experiments.finite_width.entropy_weight_agreement`."""
 
     width: int
     warmup: int
@@ -197,6 +204,8 @@ class SamplingPlan:
     exact_warmup: int = 300
     exact_draws: int = 300
     exact_thin: int = 4
+    exact_scales: tuple = ()
+    exact_scaled_draws: int | None = None
 
 
 def sample_width(data: PathData, plan: SamplingPlan, temperature: float, seed: int, identity: tuple = (),
@@ -213,7 +222,24 @@ def sample_width(data: PathData, plan: SamplingPlan, temperature: float, seed: i
     exact = exact_order_parameter(data, plan.width, temperature, generator, num_chains=plan.exact_chains,
                                   num_warmup=plan.exact_warmup, num_samples=plan.exact_draws, thin=plan.exact_thin,
                                   progress=False)
+    for c in plan.exact_scales:
+        exact.scaled[float(c)] = exact_order_parameter(
+            data, scaled_width(plan.width, c), temperature, generator, num_chains=plan.exact_chains,
+            num_warmup=plan.exact_warmup, num_samples=plan.exact_scaled_draws or plan.exact_draws,
+            thin=plan.exact_thin, progress=False)
     return point, exact
+
+
+def scaled_width(width: int, scale: float) -> int:
+    """``round(scale N)``: the width at which the action (eq-action) and the exact density (eq-exact-density) equal
+    those at width ``N`` with the entropy weighted by ``scale`` (exactly when ``scale N`` is an integer; raises
+    ``ValueError`` otherwise, since the weight would then differ from ``scale``)."""
+    width = positive_int(width, "width")
+    scale = positive_real(scale, "scale")
+    scaled = round(scale * width)
+    if abs(scaled - scale * width) > 1e-9 * width or scaled < 1:
+        raise ValueError(f"scale * width must be a positive integer, got scale={scale:g}, width={width}")
+    return int(scaled)
 
 
 def sample_widths(data: PathData, plans, temperature, seed: int, *identity: int, progress: bool = True,
@@ -272,7 +298,8 @@ def finite_width_epsilon(width, num_paths: int) -> float:
 
 
 def sampling_plans(widths, warmup, draws, chains, *, exact_chains: int | None = None, exact_warmup: int = 300,
-                   exact_draws: int = 300, exact_thin: int = 4) -> list[SamplingPlan]:
+                   exact_draws: int = 300, exact_thin: int = 4, exact_scales=(),
+                   exact_scaled_draws: int | None = None) -> list[SamplingPlan]:
     """One :class:`SamplingPlan` per sampled width, from a chapter's parameter lists.
 
     Args:
@@ -280,6 +307,7 @@ def sampling_plans(widths, warmup, draws, chains, *, exact_chains: int | None = 
             draws kept per chain and chains.
         exact_chains, exact_warmup, exact_draws, exact_thin: the exact order-parameter run of every width
             (:func:`exact_order_parameter`); ``exact_chains=None`` plans none.
+        exact_scales, exact_scaled_draws: entropy weights of the neighbouring exact runs (see :class:`SamplingPlan`).
     """
     widths, warmup, draws, chains = (list(v) for v in (widths, warmup, draws, chains))
     if not widths or not len(warmup) == len(draws) == len(chains) == len(widths):
@@ -288,7 +316,9 @@ def sampling_plans(widths, warmup, draws, chains, *, exact_chains: int | None = 
     exact = {} if exact_chains is None else dict(
         exact_chains=positive_int(exact_chains, "exact_chains"),
         exact_warmup=positive_int(exact_warmup, "exact_warmup"),
-        exact_draws=positive_int(exact_draws, "exact_draws"), exact_thin=positive_int(exact_thin, "exact_thin"))
+        exact_draws=positive_int(exact_draws, "exact_draws"), exact_thin=positive_int(exact_thin, "exact_thin"),
+        exact_scales=tuple(positive_real(c, "exact_scales") for c in exact_scales),
+        exact_scaled_draws=None if exact_scaled_draws is None else positive_int(exact_scaled_draws, "exact_scaled_draws"))
     return [SamplingPlan(positive_int(w, "widths"), positive_int(a, "warmup"), positive_int(d, "draws"),
                          positive_int(c, "chains"), **exact)
             for w, a, d, c in zip(widths, warmup, draws, chains)]
@@ -312,8 +342,15 @@ def sampler_record(points: dict) -> dict:
 def exact_record(exacts: dict) -> dict:
     """Per width (key ``str(N)``) of ``exacts`` (``{width: ExactOrderParameter}``): the exact posterior mean of
     ``U`` (eq-exact-density), its Monte-Carlo standard error ``U_mc_se``, the density's ``mode`` (all
-    ``[n, n]``, figure order) and the Metropolis run's diagnostics."""
-    return {str(w): {"U": e.U, "U_mc_se": e.U_se, "mode": e.mode, **e.diagnostics} for w, e in exacts.items()}
+    ``[n, n]``, figure order) and the Metropolis run's diagnostics; under ``scaled`` (key ``f"{c:g}"``) the
+    same for the runs with the entropy weighted by ``c``."""
+    record = {}
+    for w, e in exacts.items():
+        record[str(w)] = {"U": e.U, "U_mc_se": e.U_se, "mode": e.mode, **e.diagnostics}
+        if e.scaled:
+            record[str(w)]["scaled"] = {f"{c:g}": {"width": s.width, "U": s.U, "U_mc_se": s.U_se, **s.diagnostics}
+                                        for c, s in e.scaled.items()}
+    return record
 
 
 def largest_accuracy_difference(points: dict, reference_accuracy: dict) -> float:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..experiments import finite_width as fw
 from .._validation import as_float64_array
-from ..claims import Verdict, all_of, bonferroni_z, replicate_t
+from ..claims import Outcome, Verdict, all_of, bonferroni_z, replicate_t
 from ..experiments.sampling import saddle_point_z_max
 
 SOURCE_GP_ORDER = "output of the authors' code (the GP lines of Fig. 2c)"
@@ -96,10 +96,12 @@ def path_interplay(claim: str, *, U_small, U_large, names, widths: tuple[int, in
 
 
 def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: float = 0.01,
-                    margin_accuracy: float = 0.02, margin_U: float = 0.1) -> list[Verdict]:
+                    margin_accuracy: float = 0.02, margin_U: float = 0.1, margin_weight: float = 0.05,
+                    margin_fw: float = 0.04) -> list[Verdict]:
     """The claims of Fig. 2 (sec-hmc-theory, sec-hmc-pcs, sec-hmc-two-paths), each a test, in the chapter's order:
     1 over data sets and on the authors' data, 2 (samples against the exact finite-width mean of ``U``,
-    eq-exact-density), 2b (saddle point against that mean), 3, 4, 5 and 6.
+    eq-exact-density), 2w (the entropy weight that the samples measure), 2b (saddle point against the exact
+    mean), 3, 4, 5 and 6.
 
     Args:
         four, two: :class:`~attnpaths.hmc.bands.NetworkRun` of the 4-path network and of the 2-path network
@@ -107,11 +109,15 @@ def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: floa
             4-path network's band (its PC label fractions and its three GP lines).
         pc_width, alignment_pcs: width and number of leading kernel PCs of claim 4.
         level: family-wise level of every claim.
-        margin_accuracy, margin_U: agreement margins of claims 2 and 2b.
+        margin_accuracy, margin_U: agreement margins of claim 2.
+        margin_weight: margin of claim 2w (:func:`~attnpaths.experiments.finite_width.entropy_weight_agreement`).
+        margin_fw: margin of claim 2b, a fraction of the finite-width effect
+            (:func:`~attnpaths.experiments.finite_width.saddle_point_agreement`).
 
     Returns:
-        14 verdicts: ``1 (<four>)``, ``1 (<two>)``, ``1 (authors' data, <four>)``, ``1 (authors' data, <two>)``,
-        ``2 (...)`` and ``2b (...)`` for both, ``3 (...)`` for both, ``4``, ``5``, ``6 (...)`` for both.
+        16 verdicts: ``1 (<four>)``, ``1 (<two>)``, ``1 (authors' data, <four>)``, ``1 (authors' data, <two>)``,
+        ``2 (...)``, ``2w (...)`` and ``2b (...)`` for both, ``3 (...)`` for both, ``4``, ``5``, ``6 (...)`` for
+        both.
     """
     runs = (four, two)
     _check_runs(runs)
@@ -136,8 +142,12 @@ def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: floa
             f"2 ({run.label})", **_sample_agreement_arguments(run, margin_accuracy, margin_U, level),
             reference="the exact finite-width mean of U and the theory's accuracy", where=where(run))
 
+    def weight_agrees(run):
+        return fw.entropy_weight_agreement(f"2w ({run.label})", points=run.samples, exact=run.exact,
+                                           margin=margin_weight, level=level, where=where(run))
+
     def saddle_agrees(run):
-        return fw.saddle_point_agreement(f"2b ({run.label})", **_saddle_arguments(run, margin_U, level),
+        return fw.saddle_point_agreement(f"2b ({run.label})", **_saddle_arguments(run, margin_fw, level),
                                          where=where(run))
 
     def approach(run):
@@ -152,6 +162,7 @@ def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: floa
         *(advantage(run) for run in runs),
         *(authors_data_advantage(run) for run in runs),
         *(samples_agree(run) for run in runs),
+        *(weight_agrees(run) for run in runs),
         *(saddle_agrees(run) for run in runs),
         *(approach(run) for run in runs),
         fw.kernel_alignment("4", fraction_fw=four.band.label_fraction["finite_width"],
@@ -185,14 +196,56 @@ def _sample_agreement_arguments(run, margin_accuracy: float, margin_U: float, le
                 margin_accuracy=margin_accuracy, margin_U=margin_U, level=level)
 
 
-def _saddle_arguments(run, margin_U: float, level: float) -> dict:
-    """Claim 2b's comparison of one network: the theory's ``U`` against the exact finite-width mean."""
-    return dict(exact=run.exact, theory_U={w: run.curve.U_at(w) for w in run.exact}, num_paths=len(run.curve.names),
-                margin_U=margin_U, level=level)
+def _saddle_arguments(run, margin_fw: float, level: float, theory_U=None) -> dict:
+    """Claim 2b's comparison of one network: the theory's ``U`` (``theory_U``, default the run's own) against the
+    exact finite-width mean."""
+    return dict(exact=run.exact, theory_U=theory_U or {w: run.curve.U_at(w) for w in run.exact},
+                num_paths=len(run.curve.names), margin_fw=margin_fw, level=level)
+
+
+def wrong_action_checks(run, scaled_theory_U: dict, *, level: float = 0.01, margin_weight: float = 0.05,
+                        margin_fw: float = 0.04) -> dict[float, list[Verdict]]:
+    """The power checks of claims 2w and 2b against realistic wrong theories, on the run's own data: for each
+    entropy weight ``c`` of the run's neighbouring exact runs (e.g. 0.9, 1.1), claim 2w with the exact mean of
+    the action weighted by ``c`` as the reference, and claim 2b with the theory solved at width ``c N``
+    (``scaled_theory_U[c]``: ``{N: [n, n]}``) against the exact mean at ``N``. Both must come out contradicted
+    for the claims to see such an error.
+
+    Returns:
+        ``{c: [verdict 2w, verdict 2b]}`` (claims ``"2w (<label>, entropy x c)"``, ``"2b (...)"``).
+    """
+    _check_runs([run])
+    checks = {}
+    for c, theory_U in scaled_theory_U.items():
+        tag = f" ({run.label}, entropy x {c:g})"
+        checks[float(c)] = [
+            fw.entropy_weight_agreement(f"2w{tag}", points=run.samples, exact=run.exact, margin=margin_weight,
+                                        reference_scale=float(c), level=level),
+            fw.saddle_point_agreement(f"2b{tag}", **_saddle_arguments(run, margin_fw, level, theory_U=theory_U)),
+        ]
+    return checks
+
+
+def wrong_action_sentence(checks: dict, claim: str) -> str:
+    """One sentence stating, for every network and entropy weight of ``checks`` (``{label: {c: [verdicts]}}``
+    from :func:`wrong_action_checks`), the outcome of ``claim`` (``"2w"`` or ``"2b"``) and its measured numbers,
+    and whether every wrong theory is contradicted."""
+    parts, found = [], []
+    for label, by_scale in checks.items():
+        for c, verdicts in by_scale.items():
+            v = next(v for v in verdicts if v.claim.startswith(f"{claim} ("))
+            parts.append(f"entropy x {c:g}, {label}: {v.outcome.value} ({v.statistic} = {v.value:.2f})")
+            found.append(v.outcome is Outcome.CONTRADICTED)
+    if not parts:
+        raise ValueError("checks must hold at least one wrong theory")
+    verdict = ("every such wrong theory is contradicted" if all(found) else
+               "not every such wrong theory is contradicted: at these run lengths the claim cannot see an error of "
+               "this size")
+    return "; ".join(parts) + f". So {verdict}."
 
 
 def power_checks(four, two, *, level: float = 0.01, margin_accuracy: float = 0.02, margin_U: float = 0.1,
-                 power: float = 0.8) -> dict[str, dict[str, float]]:
+                 margin_fw: float = 0.04, power: float = 0.8) -> dict[str, dict[str, float]]:
     """The power checks of :func:`figure_verdicts`' tests whose outcome rests on one Monte-Carlo run or one test
     set, per network (same arguments as there):
 
@@ -215,7 +268,7 @@ def power_checks(four, two, *, level: float = 0.01, margin_accuracy: float = 0.0
         arguments = _sample_agreement_arguments(run, margin_accuracy, margin_U, level)
         checks[f"2 ({run.label})"] = {"power": fw.sample_agreement_power(**arguments)}
     for run in runs:
-        checks[f"2b ({run.label})"] = {"power": fw.saddle_point_agreement_power(**_saddle_arguments(run, margin_U,
+        checks[f"2b ({run.label})"] = {"power": fw.saddle_point_agreement_power(**_saddle_arguments(run, margin_fw,
                                                                                                   level))}
     return checks
 

@@ -4,6 +4,10 @@ The theory is solved at fixed data, so the order parameters carry no sampling er
 comparisons (:func:`attnpaths.claims.exact`). The prior-kernel check compares a Monte-Carlo estimate with the
 closed form and is an equivalence test. Each function takes plain arrays, so that the tests can feed it a
 deliberately wrong input (a wrong exponent, a wrong closed form, a solution that is not a minimum).
+
+T2 and T3 are structural checks (:func:`attnpaths.claims.structural_table`): they follow from the form
+``S = E + N s`` of the action once the solver has converged, so a wrong energy or entropy weight has them too;
+they check the solver, not the theory against the network.
 """
 
 from __future__ import annotations

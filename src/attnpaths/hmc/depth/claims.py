@@ -8,8 +8,11 @@ paper's, as tests (any task).
   not (a paired z-test, :func:`attnpaths.experiments.finite_width.finite_width_advantage`);
 * :func:`saddle_point_agreement`: the theory's ``U`` agrees with the exact finite-width mean where the
   finite-width shift is small (:func:`attnpaths.experiments.finite_width.saddle_point_agreement`);
+* :func:`entropy_weight_agreement`: the samples measure the action's entropy weight as 1, within a margin;
 * :func:`cross_path_weights`: cross-path weights (off-diagonal ``U``) appear at finite width, in the finite
-  network's posterior, and vanish towards the GP limit, where ``U`` is diagonal (eq-gp).
+  network's posterior;
+* :func:`cross_weight_decay` (a structural check, not a claim): the theory's cross weights vanish towards the
+  GP limit, where ``U`` is diagonal (eq-gp).
 
 The paper asks these questions of two-layer networks; here they are asked of other networks, so every verdict
 names this book as its source.
@@ -20,10 +23,9 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy import stats
 
-from ..._validation import as_float64_array, positive_real, probability
-from ...claims import Outcome, Verdict
+from ..._validation import as_float64_array, positive_real
+from ...claims import Verdict, directional_z, exact
 from ...experiments import finite_width as fw
 
 #: Where the claims of the depth chapter come from.
@@ -86,13 +88,26 @@ def finite_width_advantage(claim: str, *, theory_mean, gp_mean, labels, width: i
                                               width=width, level=level, where=where))
 
 
-def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margin_U: float = 0.1,
+def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margin_fw: float = 0.04,
                            level: float = 0.01, where: str = "") -> Verdict:
     """Claim: the theory's ``U`` (the saddle point of the action) agrees with the exact finite-width mean of
-    ``U`` at the widths where the finite-width scale ``(n + 1) / N`` is at most half the margin
-    (:func:`attnpaths.experiments.finite_width.saddle_point_agreement`)."""
+    ``U`` within ``margin_fw`` of the finite-width effect, where the finite-width scale ``(n + 1) / N`` is small
+    (:func:`attnpaths.experiments.finite_width.saddle_point_agreement`: the saddle-point approximation and the
+    solver, not the action)."""
     return _sourced(fw.saddle_point_agreement(claim, exact=exact, theory_U=theory_U, num_paths=num_paths,
-                                              margin_U=margin_U, level=level, where=where))
+                                              margin_fw=margin_fw, level=level, where=where))
+
+
+def entropy_weight_agreement(claim: str, *, points, exact, margin: float = 0.05, reference_scale: float = 1.0,
+                             level: float = 0.01, where: str = "") -> Verdict:
+    """Claim: the network's posterior samples measure the action's entropy weight as 1 within ``margin``
+    (:func:`attnpaths.experiments.finite_width.entropy_weight_agreement`: the test of the action that shares no
+    code with it); only the widths of ``exact`` with neighbouring runs enter."""
+    scaled = {w: e for w, e in exact.items() if e.scaled}
+    if not scaled:
+        raise ValueError("exact must hold a width with neighbouring runs (ExactOrderParameter.scaled)")
+    return _sourced(fw.entropy_weight_agreement(claim, points=points, exact=scaled, margin=margin,
+                                                reference_scale=reference_scale, level=level, where=where))
 
 
 def largest_cross_weight(U) -> tuple[float, tuple[int, int]]:
@@ -107,11 +122,20 @@ def largest_cross_weight(U) -> tuple[float, tuple[int, int]]:
     return float(ratio[i[k], j[k]]), (int(i[k]), int(j[k]))
 
 
+def _cross_inputs(widths, theory_U):
+    widths = as_float64_array(widths, "widths")
+    U = as_float64_array(theory_U, "theory_U")
+    if widths.ndim != 1 or widths.size < 2 or np.any(np.diff(widths) <= 0):
+        raise ValueError(f"widths must be at least two strictly increasing widths, got {widths.tolist()}")
+    if U.ndim != 3 or U.shape[0] != widths.size or U.shape[1] != U.shape[2]:
+        raise ValueError(f"theory_U must be [{widths.size}, n, n], got {U.shape}")
+    return widths, U
+
+
 def cross_path_weights(claim: str, *, widths, theory_U, sampled_U, sampled_U_se, sampled_width: int,
-                       u_gp: float = 1.0, level: float = 0.01, names=None, where: str = "") -> Verdict:
-    """Claim: cross-path weights (off-diagonal ``U``) appear only at finite width: the finite network's posterior
-    carries them at a small width, and the theory's vanish towards the GP limit, where ``U`` is diagonal
-    (eq-gp).
+                       level: float = 0.01, names=None, where: str = "") -> Verdict:
+    """Claim: the finite network's posterior carries cross-path weights (off-diagonal ``U``, absent in the GP
+    limit, eq-gp) at a small width, with the theory's sign.
 
     Args:
         widths: ``[n_w]`` strictly increasing widths of the theory (at least two).
@@ -119,30 +143,15 @@ def cross_path_weights(claim: str, *, widths, theory_U, sampled_U, sampled_U_se,
         sampled_U, sampled_U_se: ``[n, n]`` the sampled ``U`` (eq-sampled-u) at ``sampled_width`` and its
             Monte-Carlo standard errors.
         sampled_width: one of ``widths``.
-        u_gp: the GP value of the diagonal, ``U_GP = u_gp I`` (eq-gp), the unit of the cross weights in part 2.
         names: path names (for the message), default the indices.
 
-    Test, two parts:
-
-    1. presence (level ``level``): the entry ``(i, j)`` with the theory's largest normalised cross weight
-       ``|U_ij| / sqrt(U_ii U_jj)`` at ``sampled_width`` (chosen from the theory, so the samples are not
-       searched for their largest entry) is tested in the samples with the theory's sign: one-sided z-test of
-       ``z = sign(U^theory_ij) U^sampled_ij / se``; it holds if ``z > z_c``, is contradicted if ``z < -z_c``;
-    2. vanishing (exact, the theory carries no sampling error): the theory's largest cross weight
-       ``c(N) = max_{i != j} |U_ij| / u_gp`` falls strictly with ``N``, and from the smallest to the largest width
-       at least as fast as ``1 / sqrt(N)``, ``c(N_max) <= c(N_min) sqrt(N_min / N_max)`` (the action predicts
-       ``1 / N`` as ``N -> infinity``, where the entropy's curvature dominates; at moderate widths the
-       approach can be slower).
-
-    Holds when both parts hold; contradicted when either is contradicted; not significant otherwise.
+    Test: the entry ``(i, j)`` with the theory's largest normalised cross weight ``|U_ij| / sqrt(U_ii U_jj)`` at
+    ``sampled_width`` (chosen from the theory, so the samples are not searched for their largest entry) is
+    tested in the samples with the theory's sign: one-sided z-test of ``z = sign(U^theory_ij) U^sampled_ij / se``
+    (:func:`attnpaths.claims.directional_z`). That the theory's cross weights vanish towards the GP limit follows
+    from the form of the action and is a structural check (:func:`cross_weight_decay`).
     """
-    level = probability(level, "level", open_interval=True)
-    widths = as_float64_array(widths, "widths")
-    U = as_float64_array(theory_U, "theory_U")
-    if widths.ndim != 1 or widths.size < 2 or np.any(np.diff(widths) <= 0):
-        raise ValueError(f"widths must be at least two strictly increasing widths, got {widths.tolist()}")
-    if U.ndim != 3 or U.shape[0] != widths.size or U.shape[1] != U.shape[2]:
-        raise ValueError(f"theory_U must be [{widths.size}, n, n], got {U.shape}")
+    widths, U = _cross_inputs(widths, theory_U)
     sampled, se = as_float64_array(sampled_U, "sampled_U"), as_float64_array(sampled_U_se, "sampled_U_se")
     if sampled.shape != U.shape[1:] or se.shape != U.shape[1:]:
         raise ValueError(f"sampled_U and sampled_U_se must be [{U.shape[1]}, {U.shape[1]}], got {sampled.shape}, "
@@ -150,33 +159,38 @@ def cross_path_weights(claim: str, *, widths, theory_U, sampled_U, sampled_U_se,
     hits = np.flatnonzero(widths == sampled_width)
     if hits.size == 0:
         raise ValueError(f"sampled_width must be one of the widths {widths.tolist()}, got {sampled_width!r}")
-    u_gp = positive_real(u_gp, "u_gp")
     names = [str(k) for k in range(U.shape[1])] if names is None else [str(n) for n in names]
+    _, (i, j) = largest_cross_weight(U[hits[0]])
+    sign = float(np.sign(U[hits[0], i, j]))
+    entry = f"U[{names[i]},{names[j]}]"
+    return _sourced(directional_z(
+        claim, f"cross-path weights appear at finite width{where}", source=SOURCE,
+        statistic=f"theory's sign x sampled {entry} at N={int(sampled_width)}", estimate=sign * sampled[i, j],
+        se=max(float(se[i, j]), 1e-12), level=level,
+        measured=(f"Sampled {entry} at N={int(sampled_width)}: {sampled[i, j]:+.3f} +- {se[i, j]:.3f} (theory "
+                  f"{U[hits[0], i, j]:+.3f}, its largest normalised cross weight there){where}.")))
+
+
+def cross_weight_decay(claim: str, *, widths, theory_U, u_gp: float = 1.0, where: str = "") -> Verdict:
+    """Structural check: the theory's largest cross weight ``c(N) = max_{i != j} |U_ij| / u_gp`` falls strictly
+    with ``N``, and from the smallest to the largest width at least as fast as ``1 / sqrt(N)``,
+    ``c(N_max) <= c(N_min) sqrt(N_min / N_max)`` (exact: no sampling error). Any action ``E + N s`` whose
+    entropy is smallest at the diagonal ``U_GP`` has it once the solver converges (its minimum tends to
+    ``U_GP`` as ``1 / N``), so it checks the solver, not the theory.
+
+    Args:
+        widths: ``[n_w]`` strictly increasing widths; theory_U: ``[n_w, n, n]``.
+    """
+    widths, U = _cross_inputs(widths, theory_U)
+    u_gp = positive_real(u_gp, "u_gp")
     off_diagonal = ~np.eye(U.shape[1], dtype=bool)
     ratios = np.array([np.abs(u[off_diagonal]).max() / u_gp for u in U])
-    _, (i, j) = largest_cross_weight(U[hits[0]])
-    sign = np.sign(U[hits[0], i, j])
-    z = float(sign * sampled[i, j] / max(se[i, j], 1e-12))
-    zc = float(stats.norm.isf(level))
-    presence = Outcome.HOLDS if z > zc else (Outcome.CONTRADICTED if z < -zc else Outcome.NOT_SIGNIFICANT)
     n_min, n_max = int(widths[0]), int(widths[-1])
     bound = ratios[0] * np.sqrt(widths[0] / widths[-1])
-    vanishing = bool(np.all(np.diff(ratios) < 0) and ratios[-1] <= bound)
-    if presence is Outcome.CONTRADICTED or not vanishing:
-        outcome = Outcome.CONTRADICTED
-    elif presence is Outcome.HOLDS:
-        outcome = Outcome.HOLDS
-    else:
-        outcome = Outcome.NOT_SIGNIFICANT
-    entry = f"U[{names[i]},{names[j]}]"
-    test = (f"(1) one-sided z-test of the sampled {entry} at N={int(sampled_width)} with the theory's sign (the "
-            f"theory's largest normalised cross weight there): holds if z > {zc:.2f}, contradicted if "
-            f"z < -{zc:.2f}; (2) exact: c(N) = max |U_ij| / U_GP, i != j, of the theory falls strictly with N and "
-            f"c(N={n_max}) <= c(N={n_min}) sqrt({n_min}/{n_max}); holds if both hold")
-    measured = (f"Sampled {entry} at N={int(sampled_width)}: {sampled[i, j]:+.3f} +- {se[i, j]:.3f} (theory "
-                f"{U[hits[0], i, j]:+.3f}); theory c(N) = "
-                + ", ".join(f"{r:.3f}" for r in ratios) + f" at N = {', '.join(str(int(w)) for w in widths)} "
-                f"(0 in the GP limit){where}.")
-    return Verdict(claim, f"cross-path weights appear only at finite width{where}", SOURCE,
-                   f"z of the sampled {entry}; c(N)", test, level, "none (part 2 is exact)", z,
-                   float(stats.norm.sf(z)), z, outcome, measured)
+    return exact(claim, f"the theory's cross-path weights vanish towards the GP limit{where}", source=SOURCE,
+                 statistic=f"c(N={n_max}) / (c(N={n_min}) sqrt({n_min}/{n_max}))", value=float(ratios[-1] / bound),
+                 criterion=f"c(N) = max |U_ij| / U_GP, i != j, falls strictly with N and c(N={n_max}) <= "
+                           f"c(N={n_min}) sqrt({n_min}/{n_max})",
+                 satisfied=bool(np.all(np.diff(ratios) < 0) and ratios[-1] <= bound),
+                 measured=("theory c(N) = " + ", ".join(f"{r:.3f}" for r in ratios) + " at N = "
+                           + ", ".join(str(int(w)) for w in widths) + f" (0 in the GP limit){where}."))
