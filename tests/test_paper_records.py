@@ -8,6 +8,8 @@ calls, the numbers that take seconds to compute:
   scores, and the seeded simulations of the exchangeability and related chapters, which replay exactly from
   their seeds) must equal the record within the tolerance of their reproducibility class, by key
   (:data:`attnpaths_book.tolerances.TABLE`: rounding of float64 from the same inputs, with reasoned exceptions);
+- every verdict of every record (claims, structural checks, power checks) is decided again from the inputs
+  recorded with it, through the claims module's tests;
 - the theory chapter's Monte-Carlo prior kernels (40000 samples in the paper profile) are estimated again with
   fewer samples from an independent generator and must agree within ``MC_Z`` combined standard errors.
 
@@ -24,6 +26,7 @@ import pytest
 import torch
 from scipy.optimize import minimize_scalar
 
+from attnpaths.claims import Verdict, rederive
 from attnpaths_book.chapters import find_chapter, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.paper_records import read_record, record_path, record_problems
@@ -116,6 +119,45 @@ def test_recorded_run_enforced_the_chapters_claims(chapter):
     expected = chapter.profiles["paper"].get("enforce_claims", chapter.defaults["enforce_claims"])
     assert enforced == expected, (f"{chapter.name}: the recorded paper run enforced the claims {enforced}, the "
                                   f"chapter's paper profile enforces {expected}")
+
+
+def _recorded_verdicts(node, where="values"):
+    """Every verdict stored anywhere in a results tree (the claims, structural checks, power checks against
+    wrong theories, retraining checks, ...), with where it sits."""
+    if isinstance(node, dict):
+        if {"claim", "statement", "outcome", "test"} <= node.keys():
+            yield where, node
+            return
+        for key, value in node.items():
+            yield from _recorded_verdicts(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for k, value in enumerate(node):
+            yield from _recorded_verdicts(value, f"{where}[{k}]")
+
+
+def _verdicts_of_every_record():
+    for chapter in CHAPTERS:
+        path = record_path(LAYOUT, chapter)
+        if path.is_file():
+            for where, verdict in _recorded_verdicts(read_record(path)["results"]["values"]):
+                yield pytest.param(verdict, id=f"{chapter.name}:{verdict['claim']}@{where}")
+
+
+@pytest.mark.parametrize("recorded_verdict", list(_verdicts_of_every_record()))
+def test_every_recorded_verdict_follows_from_the_inputs_recorded_with_it(recorded_verdict):
+    """Each verdict of every record is decided again by the claims module's test from the numbers stored with it
+    (``Verdict.inputs``): same outcome, same statistic, p-value and z. The tolerance, relative 1e-9, covers
+    scipy's distribution functions on another CPU (the same inputs, a few ulps apart); an outcome never moves."""
+    verdict = Verdict.from_dict(recorded_verdict)
+    assert verdict.inputs is not None, f"claim {verdict.claim!r} was recorded without the inputs of its test"
+    again = rederive(verdict)
+    assert again.outcome is verdict.outcome, (f"claim {verdict.claim!r}: recorded {verdict.outcome.value!r}, its "
+                                              f"inputs give {again.outcome.value!r}")
+    for field in ("value", "p_value", "z"):
+        recorded_value, value = getattr(verdict, field), getattr(again, field)
+        assert (recorded_value is None) == (value is None), f"claim {verdict.claim!r}: {field}"
+        if value is not None:
+            assert value == pytest.approx(recorded_value, rel=1e-9, abs=1e-12), f"claim {verdict.claim!r}: {field}"
 
 
 # --------------------------------------------------------------------------------------------------------

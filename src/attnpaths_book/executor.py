@@ -66,9 +66,22 @@ class Execution:
     cache_key: str
     wall_s: float
     peak_rss_mib: float
+    command: str = ""
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+def process_command() -> str:
+    """The command line of this process as a reader would type it (``python -m attnpaths_book ...``,
+    ``attnpaths ...``, or the program's name and its arguments, e.g. a test run), so that a record names the run
+    that executed a chapter and not only the one that recorded it."""
+    program = Path(sys.argv[0])
+    if program.name == "__main__.py" and program.parent.name == "attnpaths_book":
+        prog = "python -m attnpaths_book"
+    else:
+        prog = program.name or "python"
+    return " ".join([prog, *sys.argv[1:]])
 
 
 def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cache_key: str,
@@ -119,7 +132,8 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
         _check_recorded_parameters(layout, chapter, parameters, staged, results)
         execution = Execution(chapter=chapter.name, profile=parameters["profile"], parameters=parameters,
                               overrides=dict(overrides or {}), cache_key=cache_key,
-                              wall_s=round(wall_s, 3), peak_rss_mib=round(peak_rss_mib, 1))
+                              wall_s=round(wall_s, 3), peak_rss_mib=round(peak_rss_mib, 1),
+                              command=process_command())
         notebook = nbformat.read(output_path, as_version=4)
         _show_injected_like_parameters(notebook)
         notebook.metadata[EXECUTION_METADATA] = execution.as_dict()

@@ -14,7 +14,8 @@ Record layout (JSON object)::
      "versions": {"python", "numpy", "scipy", "torch", "matplotlib"} when recorded,
      "machine": {"platform", "processor", "cpu_count"} when recorded (:mod:`attnpaths.provenance`),
      "execution": {"parameters": every parameter the chapter ran with, "overrides": {}, "wall_s",
-                   "peak_rss_mib", "cache_key", "current": whether the chapter's source, the package code it executes
+                   "peak_rss_mib", "cache_key", "command": the command line of the run that executed the chapter
+                   ("command" above is the one that recorded it, perhaps without executing anything), "current": whether the chapter's source, the package code it executes
                    and the versions were still those of the run when it was recorded},
      "results": the results file ({"chapter", "profile": "paper", "parameters", "package_version", "values"})}
 
@@ -134,6 +135,7 @@ def make_record(layout: BookLayout, chapter: Chapter, command: str) -> dict:
             "overrides": execution.get("overrides", {}),
             "wall_s": execution.get("wall_s"),
             "peak_rss_mib": execution.get("peak_rss_mib"),
+            "command": execution.get("command"),
             "cache_key": execution.get("cache_key"),
             "current": is_fresh(layout, chapter, key),
         },
