@@ -91,8 +91,8 @@ def pruning_order(claim: str, *, score_curve, random_curves, level: float = LEVE
         p_smaller=p_smaller, level=level,
         test=f"rank among {rc.shape[0]} random pruning orders (Monte-Carlo permutation p-value)",
         measured=(f"mean accuracy over 1..{sc.size - 1} pruned heads {observed:.3f} (score order) vs {null.mean():.3f} "
-                  f"(mean of {rc.shape[0]} random orders); {np.mean(null >= observed):.0%} of random orders do at "
-                  f"least as well." + attainability(level, 1 / (rc.shape[0] + 1), f"{rc.shape[0]} random orders")))
+                  f"(mean of {rc.shape[0]} random orders); {int(np.sum(null >= observed))} of the {rc.shape[0]} random "
+                  f"orders do at least as well." + attainability(level, 1 / (rc.shape[0] + 1), f"{rc.shape[0]} random orders")))
 
 
 def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = LEVEL) -> Verdict:
