@@ -228,6 +228,53 @@ def test_e3_3_length_against_an_estimator_that_ignores_the_data_at_the_largest_l
     _bad(V.length_verdict("supervised", e3.lengths, wrong))
 
 
+def test_e3_2_e3_3_weigh_cells_of_very_different_scale_alike():
+    # a 20-fold drop in every cell, the cells 1 to 1000 times apart in scale: pooling the raw differences lets the
+    # largest cell's spread hide the drop, the rank test within cells does not
+    rng = _rng(14)
+    scale = np.array([1.0, 0.1, 0.01, 0.001])[:, None, None]
+    noise = rng.lognormal(0.0, 1.0, size=(4, 2, 4))
+    excess = scale * noise * np.array([1.0, 1 / 20])[None, :, None]
+    sizes, lengths = [50, 800], [8, 32, 128, 512]
+    v = V.sample_size_verdict("supervised", sizes, excess, lengths=lengths)
+    assert v.outcome is Outcome.HOLDS and v.p_value < 1e-3, v.sentence()
+    assert "conditional on the test set and the reference minimiser" in v.test and "L = 512" in v.measured
+    _bad(V.sample_size_verdict("supervised", sizes, excess[:, ::-1], lengths=lengths))
+    same = scale * rng.lognormal(0.0, 1.0, size=(4, 2, 4))
+    assert V.sample_size_verdict("supervised", sizes, same).outcome is Outcome.NOT_SIGNIFICANT
+    # E3.3 on the same numbers with lengths and sample sizes swapped: cells are the sample sizes
+    swapped = np.transpose(excess, (1, 0, 2))
+    assert V.length_verdict("masked", [8, 512], swapped, sample_sizes=lengths).outcome is Outcome.HOLDS
+    _bad(V.length_verdict("masked", [8, 512], swapped[::-1], sample_sizes=lengths))
+
+
+def test_stratified_rank_test_is_the_exact_permutation_test():
+    import itertools
+
+    rng = _rng(15)
+    a, b = rng.normal(size=(2, 3)) + 0.8, rng.normal(size=(2, 2))
+    out = V.stratified_rank_test(a, b)
+    # brute force: every split of each stratum's 5 values into 3 and 2
+    values = np.concatenate([a, b], axis=1)
+    splits = list(itertools.combinations(range(5), 3))
+
+    def u(stratum, first):
+        rest = [i for i in range(5) if i not in first]
+        x, y = values[stratum, list(first)], values[stratum, rest]
+        return np.sum(x[:, None] > y[None, :])
+
+    null = np.array([u(0, s0) + u(1, s1) for s0 in splits for s1 in splits])
+    assert out["U"] == u(0, (0, 1, 2)) + u(1, (0, 1, 2)) and out["pairs"] == 12
+    assert out["p_greater"] == pytest.approx(np.mean(null >= out["U"]))
+    assert out["p_smaller"] == pytest.approx(np.mean(null <= out["U"]))
+    assert out["smallest_p"] == pytest.approx(0.1**2)
+    # a level below the smallest attainable p is reported
+    v = V.sample_size_verdict("supervised", [50, 800], np.stack([a[:, :2], b], axis=1) + 10 * np.eye(2)[None, 0, :, None])
+    assert "not attainable" in v.measured and v.outcome is Outcome.NOT_SIGNIFICANT
+    with pytest.raises(ValueError, match="larger and smaller"):
+        V.stratified_rank_test(a, b[:1])
+
+
 def test_e3_4_softening_against_a_wrong_desired_parameter(e3):
     _ok(V.softening_verdict("supervised", e3.lengths, e3.temperature, e3.temperature_se))
     # c_L measured along Sigma^-1 / 2 (a desired parameter half as sharp) is about twice as large

@@ -19,23 +19,31 @@ def test_head_scores_predict_drops_holds_when_ranks_agree_and_is_contradicted_wh
     # shuffled scores: a weak correlation that permutations reproduce often
     shuffled = os_claims.head_scores_predict_drops("7a", scores=scores.ravel()[[3, 0, 6, 1, 7, 2, 4, 5]],
                                                    drops=scores)
-    assert shuffled.outcome is NS
+    assert shuffled.outcome is NS and "not attainable" not in shuffled.measured
+    # 4 heads: 4! = 24 pairings, p >= 1/24 > 1 %
+    four = os_claims.head_scores_predict_drops("7a", scores=[1.0, 2.0, 3.0, 4.0], drops=[1.0, 2.0, 3.0, 4.0])
+    assert four.outcome is NS and "not attainable with 4! pairings" in four.measured
 
 
 def test_pruning_order_against_random_orders():
     rng = np.random.default_rng(0)
-    random_curves = 0.8 - np.cumsum(0.05 + 0.02 * rng.random((20, 7)), axis=1)
-    random_curves = np.hstack([np.full((20, 1), 0.8), random_curves[:, :-1]])
+    R = 200
+    random_curves = 0.8 - np.cumsum(0.05 + 0.02 * rng.random((R, 7)), axis=1)
+    random_curves = np.hstack([np.full((R, 1), 0.8), random_curves[:, :-1]])
     best = np.concatenate([[0.8], random_curves[:, 1:].max(axis=0) + 0.01])
     worst = np.concatenate([[0.8], random_curves[:, 1:].min(axis=0) - 0.01])
-    assert os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves).outcome is HOLDS
+    holds = os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves)
+    assert holds.outcome is HOLDS and holds.level == 0.01 and holds.p_value == pytest.approx(1 / 201)
+    assert "not attainable" not in holds.measured
     assert os_claims.pruning_order("7b", score_curve=worst, random_curves=random_curves).outcome is CONTRADICTED
     # a curve in the middle of the random ones
     middle = np.median(random_curves, axis=0)
     assert os_claims.pruning_order("7b", score_curve=middle, random_curves=random_curves).outcome is NS
-    # too few random orders can never reach the level: not significant, however good the order
-    few = os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves[:3])
-    assert few.outcome is NS and few.p_value == pytest.approx(1 / 4)
+    # with 20 random orders p >= 1/21 > 1 %: however good the order, the verdict says the level is out of reach
+    few = os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves[:20])
+    assert few.outcome is NS and few.p_value == pytest.approx(1 / 21) and "not attainable with 20 random orders" in few.measured
+    # ... which a level above 1/21 reaches
+    assert os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves[:20], level=0.05).outcome is HOLDS
     with pytest.raises(ValueError, match="random_curves"):
         os_claims.pruning_order("7b", score_curve=best[:3], random_curves=random_curves)
 
@@ -46,10 +54,13 @@ def test_pattern_transfer_holds_for_the_same_pattern_and_is_contradicted_when_ne
     V = B @ B.T
     assert os_claims.pattern_transfer("8", U_theory=V, U_gd=2 * V, heads=(4, 4)).outcome is HOLDS
     assert os_claims.pattern_transfer("8", U_theory=V, U_gd=-V, heads=(4, 4)).outcome is CONTRADICTED
-    # with 2 heads per layer only 4 relabellings exist: p >= 1/4, never significant at 5 %
+    # with 2 heads per layer only 4 relabellings exist: p >= 1/4, never significant at 1 %, and the verdict says so
     A = rng.standard_normal((4, 4))
     U = A @ A.T + 0.1 * np.eye(4)
-    assert os_claims.pattern_transfer("8", U_theory=U, U_gd=U, heads=(2, 2)).outcome is NS
+    small = os_claims.pattern_transfer("8", U_theory=U, U_gd=U, heads=(2, 2))
+    assert small.outcome is NS and "not attainable with 4 relabellings" in small.measured
+    # 4 heads per layer: 576 relabellings, p down to 1/576
+    assert os_claims.pattern_transfer("8", U_theory=V, U_gd=V, heads=(4, 4)).p_value == pytest.approx(1 / 576)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -70,20 +81,20 @@ def _sweep(U, converged, temperatures=(0.1, 0.5)):
                        names=("1,1", "1,2"), plot_order=(0, 1))
 
 
-def test_gp_limit_approach_on_grid_tests_every_certified_temperature():
+def test_gp_approach_ratios_check_every_certified_temperature():
+    from attnpaths.oneshot.temperature_grid import gp_approach_ratios
+
     far, near = np.array([[1.5, 0.3], [0.3, 0.6]]), np.array([[1.01, 0.0], [0.0, 0.99]])
-    approach = _sweep([[far, far], [near, near]], [[True, True], [True, True]])
-    verdict = os_claims.gp_limit_approach_on_grid("3", approach)
-    assert verdict.outcome is HOLDS and "2 parts" in verdict.correction and "(T=0.5)" in verdict.measured
-    # U moving away from I at one temperature contradicts the claim
-    away = _sweep([[far, near], [near, far]], [[True, True], [True, True]])
-    assert os_claims.gp_limit_approach_on_grid("3", away).outcome is CONTRADICTED
+    approach = gp_approach_ratios(_sweep([[far, far], [near, near]], [[True, True], [True, True]]))
+    assert list(approach) == [0.1, 0.5] and max(approach.values()) < 0.05
+    # U moving away from I at one temperature: a ratio above 1 there
+    away = gp_approach_ratios(_sweep([[far, near], [near, far]], [[True, True], [True, True]]))
+    assert away[0.5] > 1 > away[0.1]
     # ... unless that temperature has an uncertified point: it is left out
-    partly = _sweep([[far, near], [near, far]], [[True, True], [True, False]])
-    left = os_claims.gp_limit_approach_on_grid("3", partly)
-    assert left.outcome is HOLDS and "(T=0.5)" not in left.measured
+    partly = gp_approach_ratios(_sweep([[far, near], [near, far]], [[True, True], [True, False]]))
+    assert list(partly) == [0.1]
     with pytest.raises(ValueError, match="certified"):
-        os_claims.gp_limit_approach_on_grid("3", _sweep([[far, far], [near, near]], [[True, False], [False, True]]))
+        gp_approach_ratios(_sweep([[far, far], [near, near]], [[True, False], [False, True]]))
 
 
 def test_sample_agreements_compare_each_sampled_width_with_the_selected_saddle_point():
@@ -117,3 +128,20 @@ def test_sample_agreements_compare_each_sampled_width_with_the_selected_saddle_p
     noisy = {10: SimpleNamespace(width=10, accuracy=0.80, accuracy_mc_sd=0.02, U=U, U_se=se)}
     assert os_claims.sample_agreement_powers(noisy, selection=selection, grid=grid, margin_accuracy=0.02,
                                              margin_U=0.1)[10] < 0.01
+
+
+def test_kernel_alignment_over_independent_draws_needs_a_consistent_difference():
+    from attnpaths.experiments import finite_width as fw
+
+    rng = np.random.default_rng(2)
+    gp = 0.4 + 0.05 * rng.standard_normal(6)
+    aligned = gp + 0.08 + 0.01 * rng.standard_normal(6)
+    verdict = fw.kernel_alignment("4", fraction_fw=aligned, fraction_gp=gp, k=5, width=10)
+    assert verdict.outcome is HOLDS and verdict.level == 0.01 and "6 data sets" in verdict.measured
+    # the finite-width and GP fractions swapped: contradicted
+    assert fw.kernel_alignment("4", fraction_fw=gp, fraction_gp=aligned, k=5, width=10).outcome is CONTRADICTED
+    # a difference of 0.001 on one draw would pass an exact comparison; over draws whose differences scatter
+    # by 0.01 it is not significant
+    tiny = gp + 0.001 + 0.01 * rng.standard_normal(6)
+    assert fw.kernel_alignment("4", fraction_fw=tiny, fraction_gp=gp, k=5, width=10).outcome is NS
+

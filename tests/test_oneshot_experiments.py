@@ -95,6 +95,34 @@ def test_grid_matches_independent_solves_and_warm_starts_find_the_same_minimum(f
             assert grid.accuracy["test"][i, j] == classification_accuracy(mean, features.y_test.numpy())
 
 
+def test_label_fraction_draws_are_independent_reproducible_draws_of_the_training_episodes():
+    from attnpaths.experiments import kernel_pcs
+    from attnpaths.paths import path_features
+
+    classes = blob_classes(6, 1)
+    encoder = SequenceEncoder.create(np.random.default_rng(0), patch_size=4, image_size=16)
+    attention = tiny_attention(n0=encoder.input_width)
+    kwargs = dict(num_train=20, width=5, temperature=0.5, num_components=3)
+    draws = temperature_grid.label_fraction_draws(classes, encoder, attention,
+                                                  [np.random.default_rng([9, d]) for d in range(3)], **kwargs)
+    again = temperature_grid.label_fraction_draws(classes, encoder, attention,
+                                                  [np.random.default_rng([9, d]) for d in range(3)], **kwargs)
+    assert draws["finite_width"].shape == draws["gp"].shape == (3,)
+    np.testing.assert_array_equal(draws["finite_width"], again["finite_width"])
+    assert len(set(np.round(draws["gp"], 12))) == 3  # each draw has its own episodes
+    assert np.all((draws["gp"] >= 0) & (draws["gp"] <= 1))
+    # the first draw is the chapter's PC analysis (kernel_pcs.pc_overlaps) on those episodes
+    seqs = episodes.class_sorted_sequences(classes, 20, encoder, np.random.default_rng([9, 0]))
+    xi, y = path_features(seqs.x, attention), seqs.y.to(torch.float64)
+    data = PathData(episodes.OneShotNetwork(attention), xi, y, {"test": (xi, y)})
+    U = solve(xi, y, heads=attention.heads, widths=5, temperature=0.5).U
+    pcs = kernel_pcs.pc_overlaps(data, U, 3)
+    assert draws["finite_width"][0] == pytest.approx(kernel_pcs.label_fraction(pcs["finite_width"], 3), abs=1e-12)
+    assert draws["gp"][0] == pytest.approx(kernel_pcs.label_fraction(pcs["gp"], 3), abs=1e-12)
+    with pytest.raises(ValueError, match="rngs"):
+        temperature_grid.label_fraction_draws(classes, encoder, attention, [np.random.default_rng(0)], **kwargs)
+
+
 def test_gp_grid_is_the_identity_order_parameter(features):
     gp = temperature_grid.gp_grid(features, (0.1, 0.5))
     assert gp.widths.tolist() == [math.inf]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_float64_array, numpy_generator, positive_int
-from ..claims import LEVEL, Verdict, directional_z, equivalence, replicate_t
+from ..claims import LEVEL, Verdict, directional_z, equivalence, permutation, replicate_t
 from ..statistics import loglog_slope, loglog_slope_with_se
 
 # where the claims come from (the labels of the chapters: [SRC] the paper's abstract, [SRC-2] a secondary summary)
@@ -347,45 +347,115 @@ def approximation_verdict(mode: str, lengths, approximation, approximation_cov, 
         estimate=-slope, se=se, level=level, measured=f"slope {slope:+.3f} (s.e. {se:.3f}).")
 
 
-def sample_size_verdict(mode: str, sample_sizes, excess, *, level: float = LEVEL) -> Verdict:
-    """E3.2: ERM generalises: the excess test risk falls with ``N``. For every length and repetition (each with
-    its own training sets), ``excess(N_smallest) - excess(N_largest)`` is a difference of test risks of two fits;
-    t-test over these independent replicates.
+def _mann_whitney_null(m: int, n: int) -> np.ndarray:
+    """Null distribution of the Mann-Whitney count ``U`` of two groups of sizes ``m`` and ``n`` (every split of
+    the ``m + n`` exchangeable values equally likely, no ties): ``[m n + 1]`` probabilities of ``U = 0..mn``."""
+    # f[a][b] counts the orderings of a and b values by U: the largest value closes a pair with every one of
+    # the other group when it belongs to the first group, with none when it belongs to the second
+    f = [[np.ones(1, dtype=object)] * (n + 1) for _ in range(m + 1)]
+    for a in range(1, m + 1):
+        for b in range(1, n + 1):
+            counts = np.zeros(a * b + 1, dtype=object)
+            counts[b:] += f[a - 1][b]
+            counts[: (a * (b - 1)) + 1] += f[a][b - 1]
+            f[a][b] = counts
+    counts = f[m][n]
+    return np.array([c / sum(counts) for c in counts], dtype=np.float64)
+
+
+def stratified_rank_test(larger, smaller) -> dict:
+    """Exact stratified rank test (Mann-Whitney counts summed over strata) that ``larger`` exceeds ``smaller``
+    within each stratum, with a scale of its own per stratum.
 
     Args:
-        excess: ``[J, K, R]``.
+        larger, smaller: ``[S, m]`` and ``[S, n]`` values of the two groups in each of ``S`` strata (``m, n >= 1``);
+            within a stratum the ``m + n`` values are exchangeable under the null hypothesis.
+
+    Returns:
+        ``{"U": sum over strata of #{(i, j): larger_i > smaller_j} (ties count 1/2), "pairs": S m n,
+        "fraction": U / pairs, "p_greater": P(U_null >= U), "p_smaller": P(U_null <= U),
+        "smallest_p": (m! n! / (m + n)!)^S}``, the p-values from the exact null distribution of the sum (the
+        strata independent, every within-stratum split equally likely). The test depends on the values only
+        through their ranks within a stratum, so it is unchanged by any increasing transformation of each stratum
+        (e.g. the log) and a stratum of large values weighs no more than one of small values.
+    """
+    a, b = as_float64_array(larger, "larger", ndim=2), as_float64_array(smaller, "smaller", ndim=2)
+    if a.shape[0] != b.shape[0] or a.shape[0] < 1 or a.shape[1] < 1 or b.shape[1] < 1:
+        raise ValueError(f"larger and smaller must be [S, m] and [S, n] with S, m, n >= 1, got {a.shape} and {b.shape}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("larger and smaller must be finite")
+    m, n = a.shape[1], b.shape[1]
+    u = float(np.sum((a[:, :, None] > b[:, None, :]) + 0.5 * (a[:, :, None] == b[:, None, :])))
+    one = _mann_whitney_null(m, n)
+    null = np.ones(1)
+    for _ in range(a.shape[0]):
+        null = np.convolve(null, one)
+    values = np.arange(null.size, dtype=np.float64)
+    p_greater = float(min(1.0, null[values >= u - 1e-9].sum()))
+    p_smaller = float(min(1.0, null[values <= u + 1e-9].sum()))
+    return {"U": u, "pairs": int(a.shape[0] * m * n), "fraction": u / (a.shape[0] * m * n),
+            "p_greater": p_greater, "p_smaller": p_smaller, "smallest_p": float(one[-1] ** a.shape[0])}
+
+
+def _excess_drop_verdict(claim: str, statement: str, *, source: str, first, last, first_name: str, last_name: str,
+                         cells: str, cell_names, level: float) -> Verdict:
+    """The claim "the excess risk of the fits at ``first`` exceeds that at ``last``", by
+    :func:`stratified_rank_test` over the cells (``first``, ``last``: ``[cells, repetitions]``)."""
+    test = stratified_rank_test(first, last)
+    medians = ", ".join(f"{name}: {np.median(f):.3g} -> {np.median(l):.3g}"
+                        for name, f, l in zip(cell_names, first, last))
+    attainable = "" if test["smallest_p"] < level else (
+        f" The level is not attainable with these repetitions (smallest p {test['smallest_p']:.2g}).")
+    return permutation(
+        claim, statement, source=source,
+        statistic=f"fraction of within-cell pairs with excess({first_name}) > excess({last_name})",
+        value=test["fraction"], p_greater=test["p_greater"], p_smaller=test["p_smaller"], level=level,
+        test=(f"exact stratified rank test (Mann-Whitney counts summed over the {len(first)} cells of one {cells}, "
+              f"each cell on its own scale), conditional on the test set and the reference minimiser that the fits "
+              f"of one length share"),
+        measured=(f"{test['fraction']:.0%} of {test['pairs']} within-cell pairs; median excess per {cells} "
+                  f"({first_name} -> {last_name}): {medians}.{attainable}"))
+
+
+def sample_size_verdict(mode: str, sample_sizes, excess, *, level: float = LEVEL, lengths=None) -> Verdict:
+    """E3.2: ERM generalises: the excess test risk falls with ``N``. Within each length (a cell: the fits share
+    its test set and reference minimiser, each fit has its own training set), the excesses of the fits with the
+    smallest ``N`` are compared with those with the largest ``N`` by rank; :func:`stratified_rank_test` over the
+    lengths, so that lengths whose excess differs in scale by orders of magnitude weigh alike.
+
+    Args:
+        sample_sizes: ``[K]``; excess: ``[J, K, R]``; lengths: ``[J]`` (only to name the cells).
     """
     sizes = as_float64_array(sample_sizes, "sample_sizes", ndim=1)
     ex = as_float64_array(excess, "excess")
     if ex.ndim != 3 or ex.shape[1] != sizes.size:
         raise ValueError(f"excess must be [J, {sizes.size}, R], got {ex.shape}")
-    d = (ex[:, 0, :] - ex[:, -1, :]).ravel()
-    return replicate_t(
+    names = (range(ex.shape[0]) if lengths is None else as_float64_array(lengths, "lengths", ndim=1))
+    return _excess_drop_verdict(
         f"E3.2-{mode}", f"{mode}: ERM generalises: the excess test risk is lower with N = {int(sizes[-1])} "
-        f"training sequences than with N = {int(sizes[0])}", source=SRC_ERM,
-        statistic=f"excess(N = {int(sizes[0])}) - excess(N = {int(sizes[-1])})", differences=d, level=level,
-        measured=f"mean excess {ex[:, 0].mean():.3g} -> {ex[:, -1].mean():.3g}.")
+        f"training sequences than with N = {int(sizes[0])}", source=SRC_ERM, first=ex[:, 0, :], last=ex[:, -1, :],
+        first_name=f"N = {int(sizes[0])}", last_name=f"N = {int(sizes[-1])}", cells="length",
+        cell_names=[f"L = {int(L)}" if lengths is not None else f"length {L + 1}" for L in names], level=level)
 
 
-def length_verdict(mode: str, lengths, excess, *, level: float = LEVEL) -> Verdict:
+def length_verdict(mode: str, lengths, excess, *, level: float = LEVEL, sample_sizes=None) -> Verdict:
     """E3.3: the excess test risk does not grow with ``L``; tested as: it is lower at the largest ``L`` than at the
-    smallest. For every sample size and repetition, ``excess(L_smallest) - excess(L_largest)`` (independent
-    training sets); t-test over these replicates.
+    smallest. Within each sample size (a cell; each fit has its own training set), the excesses at the smallest
+    ``L`` are compared with those at the largest by rank; :func:`stratified_rank_test` over the sample sizes.
 
     Args:
-        excess: ``[J, K, R]``.
+        lengths: ``[J]``; excess: ``[J, K, R]``; sample_sizes: ``[K]`` (only to name the cells).
     """
     lengths = as_float64_array(lengths, "lengths", ndim=1)
     ex = as_float64_array(excess, "excess")
     if ex.ndim != 3 or ex.shape[0] != lengths.size:
         raise ValueError(f"excess must be [{lengths.size}, K, R], got {ex.shape}")
-    d = (ex[0] - ex[-1]).ravel()
-    return replicate_t(
+    names = (range(ex.shape[1]) if sample_sizes is None else as_float64_array(sample_sizes, "sample_sizes", ndim=1))
+    return _excess_drop_verdict(
         f"E3.3-{mode}", f"{mode}: the excess test risk does not grow with L (tested as: lower at L = "
-        f"{int(lengths[-1])} than at L = {int(lengths[0])})", source=SRC_LENGTH_FREE,
-        statistic=f"excess(L = {int(lengths[0])}) - excess(L = {int(lengths[-1])})", differences=d, level=level,
-        measured=f"mean excess {ex[0].mean():.3g} (L = {int(lengths[0])}) against {ex[-1].mean():.3g} "
-                 f"(L = {int(lengths[-1])}).")
+        f"{int(lengths[-1])} than at L = {int(lengths[0])})", source=SRC_LENGTH_FREE, first=ex[0], last=ex[-1],
+        first_name=f"L = {int(lengths[0])}", last_name=f"L = {int(lengths[-1])}", cells="sample size",
+        cell_names=[f"N = {int(N)}" if sample_sizes is not None else f"size {N + 1}" for N in names], level=level)
 
 
 def softening_verdict(mode: str, lengths, temperature, temperature_se, *, level: float = LEVEL) -> Verdict:

@@ -9,18 +9,22 @@ Each function returns a :class:`attnpaths.claims.Verdict` decided by permutation
 * :func:`pattern_transfer`: the theory's order-parameter pattern is found in the gradient-descent weights
   (correlation of the patterns against every relabelling of the heads within their layers).
 
+A permutation test with ``m`` equally likely arrangements cannot give a p-value below ``1 / m``; where the
+level lies below it, the verdict says that the level is not attainable (and cannot hold).
+
 The chapter's claims about the theory are those of :mod:`attnpaths.experiments.finite_width`, applied to the
-one-shot grid by :func:`gp_limit_approach_on_grid` and :func:`sample_agreements` (with its power check
-:func:`sample_agreement_powers`).
+one-shot grid by :func:`sample_agreements` (with its power check :func:`sample_agreement_powers`).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..experiments import finite_width as fw_claims
 from .._validation import as_float64_array
-from ..claims import Verdict, all_of, permutation, permutation_p_values
+from ..claims import LEVEL, Verdict, permutation, permutation_p_values
 from ..experiments.sweep import TheorySweep
 from .pruning import pattern_similarity
 from ..statistics import spearman_permutation_test
@@ -29,7 +33,16 @@ SOURCE_PRUNING = "paper (abstract; captions of Fig. 3e, 3f)"
 SOURCE_PATTERN = "paper (abstract; Fig. 3c)"
 
 
-def head_scores_predict_drops(claim: str, *, scores, drops, level: float = 0.05) -> Verdict:
+def attainability(level: float, smallest_p: float, arrangements: str) -> str:
+    """Words that a level below a permutation test's smallest attainable p-value ``smallest_p`` cannot be
+    reached (with the ``arrangements`` named), or ``""`` when it can."""
+    if smallest_p < level:
+        return ""
+    return (f" The level {level:g} is not attainable with {arrangements} (smallest p {smallest_p:.2g}); the claim "
+            "cannot hold in this run.")
+
+
+def head_scores_predict_drops(claim: str, *, scores, drops, level: float = LEVEL) -> Verdict:
     """Claim: heads with low theory scores cost little accuracy when pruned singly (Fig. 3e).
 
     Args:
@@ -50,10 +63,11 @@ def head_scores_predict_drops(claim: str, *, scores, drops, level: float = 0.05)
         statistic="Spearman rho(head score, single-head drop)", value=greater["rho"], p_greater=greater["p_value"],
         p_smaller=smaller["p_value"], level=level,
         test=f"exact permutation test over all {greater['n']}! pairings of scores and drops",
-        measured=f"Spearman rho = {greater['rho']:+.2f} over {greater['n']} heads.")
+        measured=f"Spearman rho = {greater['rho']:+.2f} over {greater['n']} heads."
+                 + attainability(level, 1 / math.factorial(greater["n"]), f"{greater['n']}! pairings"))
 
 
-def pruning_order(claim: str, *, score_curve, random_curves, level: float = 0.05) -> Verdict:
+def pruning_order(claim: str, *, score_curve, random_curves, level: float = LEVEL) -> Verdict:
     """Claim: pruning heads in ascending head-score order keeps more accuracy than pruning in random orders
     (Fig. 3f).
 
@@ -77,11 +91,11 @@ def pruning_order(claim: str, *, score_curve, random_curves, level: float = 0.05
         p_smaller=p_smaller, level=level,
         test=f"rank among {rc.shape[0]} random pruning orders (Monte-Carlo permutation p-value)",
         measured=(f"mean accuracy over 1..{sc.size - 1} pruned heads {observed:.3f} (score order) vs {null.mean():.3f} "
-                  f"(mean of {rc.shape[0]} random orders); {np.mean(null >= observed):.0%} of random orders do at "
-                  f"least as well."))
+                  f"(mean of {rc.shape[0]} random orders); {int(np.sum(null >= observed))} of the {rc.shape[0]} random "
+                  f"orders do at least as well." + attainability(level, 1 / (rc.shape[0] + 1), f"{rc.shape[0]} random orders")))
 
 
-def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = 0.05) -> Verdict:
+def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = LEVEL) -> Verdict:
     """Claim: the theory's ``U`` pattern is found in the gradient-descent weights (Fig. 3c).
 
     Test: the Pearson correlation of the two normalised patterns (:func:`attnpaths.oneshot.pruning.
@@ -96,28 +110,8 @@ def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = 0.05) 
         statistic="Pearson correlation of the normalised U patterns", value=sim["pearson"],
         p_greater=sim["p_value"], p_smaller=p_smaller, level=level,
         test=f"permutation test over all {sim['num_relabelings']} relabellings of the heads within their layers",
-        measured=(f"correlation of the patterns {sim['pearson']:+.2f} (off-diagonal {sim['pearson_offdiagonal']:+.2f})."))
-
-
-def gp_limit_approach_on_grid(claim: str, grid: TheorySweep) -> Verdict:
-    """Claim: ``U`` tends to its GP value as ``N`` grows, at every temperature of ``grid`` whose points are
-    certified at every width (sec-oneshot-theory): one exact comparison of ``||U - I||_F`` at the smallest and
-    the largest width per such temperature (:func:`attnpaths.experiments.finite_width.gp_limit_approach`, parts
-    ``"<claim> (T=...)"``), all of which must hold.
-
-    Raises ``ValueError`` when no temperature is certified at every width (the claim cannot be tested).
-    """
-    if not isinstance(grid, TheorySweep):
-        raise ValueError(f"grid must be a TheorySweep, got {type(grid).__name__}")
-    widths = (int(grid.widths[0]), int(grid.widths[-1]))
-    parts = [fw_claims.gp_limit_approach(f"{claim} (T={T:g})", U_small=grid.U[0, j], U_large=grid.U[-1, j],
-                                         widths=widths, where=f" (T={T:g})")
-             for j, T in enumerate(grid.temperatures) if grid.converged[:, j].all()]
-    if not parts:
-        raise ValueError("grid must have a temperature with certified points at every width: claim "
-                         f"{claim} cannot be tested")
-    return all_of(claim, "U tends to its GP value as N grows, at every certified temperature",
-                  source=fw_claims.SOURCE_GP_LIMIT, parts=parts)
+        measured=(f"correlation of the patterns {sim['pearson']:+.2f} (off-diagonal {sim['pearson_offdiagonal']:+.2f})."
+                  + attainability(level, 1 / sim["num_relabelings"], f"{sim['num_relabelings']} relabellings")))
 
 
 def sample_agreements(claim: str, samples: dict, *, selection: dict, grid: TheorySweep, margin_accuracy: float,

@@ -5,19 +5,27 @@
 * :func:`select_temperature`, :func:`selected`: the temperature per width, chosen on ONE split (the
   validation episodes in the chapter; the test episodes reproduce the authors' choice);
 * :func:`sample_widths`: posterior samples at the selected temperatures;
-* :func:`warm_start_differences`, :func:`order_parameter_summary`: a check of the grid's minimisers and
-  where the selected ``U`` lies relative to its GP value.
+* :func:`warm_start_differences`, :func:`order_parameter_summary`, :func:`gp_approach_ratios`: checks of the
+  grid's minimisers and where the selected ``U`` lies relative to its GP value;
+* :func:`label_fraction_draws`: the label fraction of the leading kernel PCs, finite width against the GP
+  limit, on independently drawn training episodes (sec-oneshot-pcs).
 """
 
 from __future__ import annotations
 
 import math
+
 import numpy as np
+import torch
 from .._validation import as_float64_array
 from ..experiments import sampling
+from ..experiments.kernel_pcs import label_fraction
+from ..kernels import gp_kernel, pc_label_overlap, renormalized_kernel
+from ..paths import path_features
 from ..experiments.path_data import PathData
 from ..experiments.sweep import TheorySweep, theory_sweep
 from ..theory import solve
+from .episodes import class_sorted_sequences
 
 #: Widths of Fig. 3b (sec-oneshot-theory; the authors' config.csv).
 PAPER_WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
@@ -168,3 +176,56 @@ def order_parameter_summary(U) -> dict:
 
 # --------------------------------------------------------------------------------------------------------
 # pruning the gradient-descent model (sec-oneshot-pruning)
+
+
+def gp_approach_ratios(grid: TheorySweep) -> dict[float, float]:
+    """``||U(N_max) - I||_F / ||U(N_min) - I||_F`` between the grid's largest and smallest width, at every
+    temperature whose points are certified at every width (sec-oneshot-temperatures).
+
+    Any action of the form ``E(U) + N s(U)`` (eq-action) whose entropy term ``s`` is smallest at the GP value
+    ``I`` moves its minimiser towards ``I`` as ``N`` grows, so a ratio below 1 is a check of the solver, not
+    a finding about the data.
+
+    Returns:
+        ``{T: ratio}``; raises ``ValueError`` when no temperature is certified at every width.
+    """
+    if not isinstance(grid, TheorySweep):
+        raise ValueError(f"grid must be a TheorySweep, got {type(grid).__name__}")
+    eye = np.eye(grid.U.shape[-1])
+    out = {float(T): float(np.linalg.norm(grid.U[-1, j] - eye) / np.linalg.norm(grid.U[0, j] - eye))
+           for j, T in enumerate(grid.temperatures) if grid.converged[:, j].all()}
+    if not out:
+        raise ValueError("grid must have a temperature with certified points at every width")
+    return out
+
+
+def label_fraction_draws(classes, encoder, attention, rngs, *, num_train: int, width: float, temperature: float,
+                         num_components: int) -> dict:
+    """The fraction of ``|y|^2`` carried by the first ``num_components`` principal components of the training
+    kernel, at width ``width`` (``K(U)`` at the minimiser of eq-action) and in the GP limit (eq-gp), on one
+    independently drawn set of ``num_train`` class-sorted training episodes per generator of ``rngs``
+    (sec-oneshot-pcs).
+
+    Args:
+        classes: the training classes (``dataset.train``); encoder, attention: the trained model's token
+            encoding and attention.
+        rngs: one ``numpy.random.Generator`` per draw (at least 2).
+
+    Returns:
+        ``{"finite_width": [n_draws], "gp": [n_draws]}``; a draw whose minimiser is not certified raises
+        ``RuntimeError``.
+    """
+    rngs = list(rngs)
+    if len(rngs) < 2 or any(not isinstance(r, np.random.Generator) for r in rngs):
+        raise ValueError(f"rngs must hold at least 2 numpy Generators, got {len(rngs)} entries")
+    fw, gp = [], []
+    for rng in rngs:
+        episodes = class_sorted_sequences(classes, num_train, encoder, rng)
+        features = path_features(episodes.x, attention)
+        y = episodes.y.to(features.dtype)
+        solution = solve(features, y, heads=attention.heads, widths=width, temperature=temperature,
+                         on_failure="raise")
+        K = renormalized_kernel(features, torch.as_tensor(solution.U))
+        fw.append(label_fraction(pc_label_overlap(K, y, num_components)[0], num_components))
+        gp.append(label_fraction(pc_label_overlap(gp_kernel(features), y, num_components)[0], num_components))
+    return {"finite_width": np.array(fw), "gp": np.array(gp)}
