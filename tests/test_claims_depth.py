@@ -2,12 +2,15 @@
 must hold, and on deliberately wrong inputs, where it must say "contradicted"; the source of every verdict is
 this book, not the paper."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
 from attnpaths.hmc.depth import claims as dc
 from attnpaths.claims import Outcome
+from attnpaths.experiments import finite_width as fw
 from attnpaths.experiments import sampling
 from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
@@ -170,3 +173,38 @@ def dataclass_replace(value, **changes):
     import dataclasses
 
     return dataclasses.replace(value, **changes)
+
+
+def test_layer_order_parameters_are_the_overlaps_of_each_layers_path_weights():
+    from attnpaths.network import AttentionNetwork
+
+    net = AttentionNetwork(three_layer_network(HMCTask().sample(4, torch.Generator().manual_seed(0))).attention, 7)
+    weights = net.sample_prior(torch.Generator().manual_seed(1), 3)
+    layers = net.layer_order_parameters(weights)
+    assert [tuple(U.shape) for U in layers] == [(3, 8, 8), (3, 4, 4), (3, 2, 2)]
+    assert torch.allclose(layers[0], net.sampled_order_parameter(weights, per_sample=True))
+    # U_L = e e^T / N_L with e[h] = a V_L[h] / sqrt(N_a): the top layer from the weights directly
+    top = torch.einsum("sk,shkj->shj", weights.a, weights.V[-1]) / math.sqrt(net.widths[-1])
+    assert torch.allclose(layers[-1], top @ top.transpose(-1, -2) / net.widths[-2])
+
+
+def test_claims_a_and_d_compare_the_layers_above_the_first(deep_small_problem):
+    curve, point, exact = deep_small_problem
+    w = 30
+    assert len(point.U_upper) == 2 and len(exact.U_upper) == 2
+    kwargs = dict(points={w: point}, reference_accuracy={w: point.accuracy}, margin_accuracy=0.1)
+    ok = dc.exact_mean_agreement("a", exact={w: exact}, **kwargs)
+    # the exact density's short chains here mix slowly in the upper layers (a funnel at N = 30 with eight paths):
+    # their means lie ~2 of their standard errors from the network's, not decided at the 10 % margin
+    assert ok.outcome is not CONTRADICTED
+    n_1, n_2, n_3 = (U.shape[0] for U in (point.U, *point.U_upper))
+    assert len(ok.inputs["deviation"]) == sum(n * (n + 1) // 2 for n in (n_1, n_2, n_3)) + 1
+    # a second-layer exact mean twice the true one: contradicted through U_2 alone
+    wrong = dataclass_replace(exact, U_upper=(2.0 * exact.U_upper[0], exact.U_upper[1]))
+    off = dc.exact_mean_agreement("a", exact={w: wrong}, **kwargs)
+    assert off.outcome is CONTRADICTED and "U_2[" in off.measured
+    # claim d with the theory's upper layers: the entries of every layer enter
+    upper = {w: curve.upper_U_at(w)}
+    d = fw.saddle_point_agreement("d", exact={w: exact}, theory_U={w: curve.U_at(w)}, theory_upper=upper,
+                                  num_paths=8, max_epsilon=0.5)
+    assert len(d.inputs["deviation"]) == sum(n * (n + 1) // 2 for n in (n_1, n_2, n_3))

@@ -230,16 +230,34 @@ class AttentionNetwork:
         return self._path_weights(self.check_weights(weights))
 
     def _path_weights(self, weights: NetworkWeights) -> torch.Tensor:
+        return self._path_weights_by_layer(weights)[0]
+
+    def _path_weights_by_layer(self, weights: NetworkWeights) -> list[torch.Tensor]:
+        """``[e^(1), ..., e^(L)]``: ``e^(l)`` ``[S, n_l, N_l]`` (or without the sample axis), the weights of the
+        paths through layers ``l..L`` (``h_l`` slowest)."""
         single = weights.sample_shape == ()
         V, a = (weights.V, weights.a) if not single else (tuple(v[None] for v in weights.V), weights.a[None])
         upper = (a / math.sqrt(self.widths[-1]))[:, None, :]  # [S, paths above (none yet), N_{l+1}]
+        layers = []
         for l in range(self.num_layers, 0, -1):
             # e^(l)[s, h_l, rho] = e^(l+1)[s, rho] V^(l,h_l) / sqrt(N_{l+1}); h_l becomes the slowest index
             combined = torch.einsum("sri,shij->shrj", upper, V[l - 1])
             if l < self.num_layers:
                 combined = combined / math.sqrt(self.widths[l])
             upper = combined.reshape(combined.shape[0], -1, combined.shape[-1])
-        return upper[0] if single else upper
+            layers.insert(0, upper[0] if single else upper)
+        return layers
+
+    def layer_order_parameters(self, weights: NetworkWeights) -> list[torch.Tensor]:
+        """Per-sample order parameters of every layer, ``U_l = e^(l) e^(l)T / N_l`` (``e^(l)``: the weights of the
+        paths through layers ``l..L``, eq-path-form): the variables of the exact density (eq-exact-density), of which
+        ``U_1`` is :meth:`sampled_order_parameter`.
+
+        Returns:
+            ``[U_1, ..., U_L]``, ``U_l`` of shape ``[S, n_l, n_l]`` (``[n_l, n_l]`` without a sample axis).
+        """
+        weights = self.check_weights(weights)
+        return [e @ e.transpose(-1, -2) / self.widths[l] for l, e in enumerate(self._path_weights_by_layer(weights))]
 
     def sampled_order_parameter(self, weights: NetworkWeights, *, per_sample: bool = False) -> torch.Tensor:
         """Sampled order parameter ``U_{pi pi'} = < e_pi . e_pi' / N_1 >`` over weight samples (eq-sampled-u).

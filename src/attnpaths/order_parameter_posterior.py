@@ -99,7 +99,8 @@ def exact_action(
 
 @dataclass(frozen=True)
 class OrderParameterSamples:
-    """Samples of (eq-exact-density) and their summaries (``U_1`` only, the order parameter of eq-sampled-u).
+    """Samples of (eq-exact-density) and their summaries (``U_1``, the order parameter of eq-sampled-u, and the means of
+    the layers above it).
 
     Attributes:
         U: ``[C, S, n, n]`` samples of ``U_1`` (chains, stored draws).
@@ -110,6 +111,8 @@ class OrderParameterSamples:
         acceptance: mean Metropolis-Hastings acceptance rate over all moves.
         moves: the move kinds of the chains (:data:`MOVES`).
         wall_time_s: time of the whole computation (mode, warm-up, sampling).
+        upper_mean, upper_mc_se: ``(U_2, ..., U_L)`` posterior means and their Monte-Carlo standard errors, each
+            ``[n_l, n_l]`` (empty for one layer).
     """
 
     U: np.ndarray
@@ -121,6 +124,8 @@ class OrderParameterSamples:
     acceptance: float
     wall_time_s: float
     moves: str
+    upper_mean: tuple = ()
+    upper_mc_se: tuple = ()
 
 
 class _Target:
@@ -308,7 +313,7 @@ def sample_order_parameters(
     log_p = target.log_density(state)
     independence = MultivariateT(theta, factor) if moves == "mixed" else None
     refit_at = num_warmup // 2 if num_chains * (num_warmup // 2) >= 2 * dimension else None
-    stored, accepted, warm_states = [], 0.0, []
+    stored, stored_upper, accepted, warm_states = [], [], 0.0, []
     total = num_warmup + num_samples * thin
     for step in tqdm(range(total), desc=f"order-parameter posterior N={arch.widths[0]:g}", disable=not progress):
         if independence is not None and step == refit_at:
@@ -331,8 +336,11 @@ def sample_order_parameters(
         if step >= num_warmup:
             accepted += float(accept.to(torch.float64).mean())
             if (step - num_warmup) % thin == thin - 1:
-                stored.append(target.split(state)[0][0])
+                layers = target.split(state)[0]
+                stored.append(layers[0])
+                stored_upper.append(layers[1:])
     U = torch.stack(stored, dim=1)  # [C, S, n, n]
+    upper = [torch.stack([draw[k] for draw in stored_upper], dim=1) for k in range(len(stored_upper[0]))]
     ess = effective_sample_size(U)
     sd = U.reshape(-1, *U.shape[2:]).std(dim=0)
     return OrderParameterSamples(
@@ -345,4 +353,7 @@ def sample_order_parameters(
         acceptance=accepted / (num_samples * thin),
         wall_time_s=time.perf_counter() - start,
         moves=moves,
+        upper_mean=tuple(u.mean(dim=(0, 1)).numpy() for u in upper),
+        upper_mc_se=tuple((u.reshape(-1, *u.shape[2:]).std(dim=0) / torch.sqrt(effective_sample_size(u))).numpy()
+                          for u in upper),
     )

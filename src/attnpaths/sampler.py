@@ -141,6 +141,8 @@ class PosteriorSamples:
         path_input_weights: ``[C, S, n_paths, N0]`` with ``f(x) = sum_{pi,i} w_{pi i} xi_{i pi}(x)``.
         order_parameters: ``[C, S, n_paths, n_paths]``, ``e_pi . e_pi' / N_1`` of every sample (eq-sampled-u).
         temperature: the likelihood variance ``T``.
+        upper_order_parameters: ``(U_2, ..., U_L)`` of every sample, ``U_l`` ``[C, S, n_l, n_l]``
+            (:meth:`~attnpaths.network.AttentionNetwork.layer_order_parameters`); empty for one layer.
         num_warmup: sweeps discarded per chain before the first stored one.
         wall_time_s: wall-clock time of the whole run (warm-up included).
     """
@@ -150,6 +152,7 @@ class PosteriorSamples:
     temperature: float
     num_warmup: int
     wall_time_s: float
+    upper_order_parameters: tuple = ()
 
     @property
     def num_chains(self) -> int:
@@ -587,6 +590,7 @@ class PosteriorSampler:
         start = time.perf_counter()
         blocks = self._to_blocks(self.network.sample_prior(generator, num_chains))
         input_weights = overlaps = None  # [C, S, ...], allocated at the first stored sample
+        upper = [[] for _ in range(self.network.num_layers - 1)]  # U_2 .. U_L of every stored sweep
         sweeps, stored = num_warmup + num_samples * thinning, 0
         for sweep in tqdm(range(sweeps), desc="Gibbs sweeps", disable=not progress, leave=False):
             blocks = self._sweep(blocks, generator)
@@ -596,6 +600,8 @@ class PosteriorSampler:
                     input_weights = w.new_empty((w.shape[0], num_samples, *w.shape[1:]))
                     overlaps = u.new_empty((u.shape[0], num_samples, *u.shape[1:]))
                 input_weights[:, stored], overlaps[:, stored] = w, u
+                for layer, U in zip(upper, self.network.layer_order_parameters(self._to_weights(blocks))[1:]):
+                    layer.append(U)
                 stored += 1
         if not (torch.isfinite(input_weights).all() and torch.isfinite(overlaps).all()):
             raise RuntimeError("the sampler produced non-finite weights: the posterior's linear algebra failed "
@@ -606,6 +612,7 @@ class PosteriorSampler:
             temperature=self.temperature,
             num_warmup=num_warmup,
             wall_time_s=time.perf_counter() - start,
+            upper_order_parameters=tuple(torch.stack(layer, dim=1) for layer in upper),
         )
         return self.result
 

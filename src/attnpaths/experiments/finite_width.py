@@ -189,7 +189,20 @@ def kernel_alignment(claim: str, *, fraction_fw, fraction_gp, k: int, width: int
                                  f"(N={width}) vs {gp.mean():.3f} (GP){where}."))
 
 
-def _agreement_entries(points, reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U):
+def _matrix_entries(U, U_se, ref, ref_se, margin_U: float, label: str):
+    """The distinct entries of ``U - ref`` with their standard errors and margins ``margin_U sqrt(ref_ii ref_jj)``."""
+    ref, U, U_se = (as_float64_array(x, label) for x in (ref, U, U_se))
+    if ref.shape != U.shape:
+        raise ValueError(f"the reference of {label} must have the sampled shape {U.shape}, got {ref.shape}")
+    ref_se = np.zeros_like(ref) if ref_se is None else as_float64_array(ref_se, label)
+    iu = np.triu_indices(U.shape[0])
+    scale = np.sqrt(np.abs(np.outer(np.diag(ref), np.diag(ref))))
+    return ((U - ref)[iu], np.maximum(np.sqrt(U_se**2 + ref_se**2)[iu], 1e-12), (margin_U * scale)[iu],
+            [f"{label}[{i},{j}]" for i, j in zip(*iu)])
+
+
+def _agreement_entries(points, reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U,
+                       reference_upper=None):
     """``(deviation, se, margin, names)`` of the numbers that :func:`sample_agreement` compares."""
     points = list(points)
     if not points:
@@ -203,34 +216,37 @@ def _agreement_entries(points, reference_accuracy, reference_U, reference_U_se, 
         se.append(max(float(p.accuracy_mc_sd), 1e-12))
         margin.append(float(margin_accuracy))
         names.append(f"accuracy at N={w}")
-        ref = as_float64_array(reference_U[w], f"reference_U[{w}]")
-        U, U_se = as_float64_array(p.U, "U"), as_float64_array(p.U_se, "U_se")
-        if ref.shape != U.shape:
-            raise ValueError(f"reference_U[{w}] must have the sampled shape {U.shape}, got {ref.shape}")
-        ref_se = (np.zeros_like(ref) if reference_U_se is None
-                  else as_float64_array(reference_U_se[w], f"reference_U_se[{w}]"))
-        scale = np.sqrt(np.abs(np.outer(np.diag(ref), np.diag(ref))))
-        iu = np.triu_indices(U.shape[0])
-        deviation.extend((U - ref)[iu])
-        se.extend(np.maximum(np.sqrt(U_se**2 + ref_se**2)[iu], 1e-12))
-        margin.extend(margin_U * scale[iu])
-        names.extend(f"U[{i},{j}] at N={w}" for i, j in zip(*iu))
+        matrices = [(p.U, p.U_se, reference_U[w], None if reference_U_se is None else reference_U_se[w], "U")]
+        if reference_upper is not None:
+            upper, upper_se = reference_upper[w]
+            if len(upper) != len(p.U_upper):
+                raise ValueError(f"reference_upper[{w}] must hold {len(p.U_upper)} layers above the first, got "
+                                 f"{len(upper)}")
+            matrices += [(U, se, ref, ref_se, f"U_{l + 2}")
+                         for l, (U, se, ref, ref_se) in enumerate(zip(p.U_upper, p.U_upper_se, upper, upper_se))]
+        for U, U_se, ref, ref_se, label in matrices:
+            d, s, m, n = _matrix_entries(U, U_se, ref, ref_se, margin_U, label)
+            deviation.extend(d)
+            se.extend(s)
+            margin.extend(m)
+            names.extend(f"{name} at N={w}" for name in n)
     return np.array(deviation), np.array(se), np.array(margin), names
 
 
 def sample_agreement_power(*, points, reference_accuracy, reference_U, reference_U_se=None,
-                           margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01) -> float:
+                           margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01,
+                           reference_upper=None) -> float:
     """The power check of :func:`sample_agreement` with the same arguments: the probability that its test
     declares agreement if the samples matched the reference exactly, given the Monte-Carlo errors
     (:func:`attnpaths.claims.equivalence_power`)."""
     _, se, margin, _ = _agreement_entries(list(points), reference_accuracy, reference_U, reference_U_se,
-                                          margin_accuracy, margin_U)
+                                          margin_accuracy, margin_U, reference_upper)
     return equivalence_power(se, margin, level)
 
 
 def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, reference_U_se=None,
                      margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01,
-                     reference: str = "the theory", where: str = "") -> Verdict:
+                     reference: str = "the theory", where: str = "", reference_upper=None) -> Verdict:
     """Claim: posterior samples of the finite network agree with a reference at every sampled width.
 
     Args:
@@ -244,13 +260,16 @@ def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, ref
         reference_U_se: ``{width: [n, n]}`` Monte-Carlo errors of ``reference_U`` (``None``: exact numbers).
         margin_accuracy: agreement margin of the accuracy (absolute).
         margin_U: agreement margin of ``U_ij`` relative to ``sqrt(U_ii U_jj)`` of the reference.
+        reference_upper: ``{width: ((U_2, ..., U_L), (se_2, ..., se_L))}``: the order parameters of the layers
+            above the first (eq-exact-density), compared with the points' ``U_upper`` in the same way; ``None``: the
+            first layer only.
 
     Test: :func:`attnpaths.claims.equivalence` over every sampled width's accuracy and distinct ``U``
     entries together (Bonferroni over all of them): holds when each lies within its margin beyond
     Monte-Carlo doubt, contradicted when one lies outside it beyond Monte-Carlo doubt.
     """
     deviation, se, margin, names = _agreement_entries(points, reference_accuracy, reference_U, reference_U_se,
-                                                      margin_accuracy, margin_U)
+                                                      margin_accuracy, margin_U, reference_upper)
     worst = int(np.argmax(np.abs(deviation) / margin))
     acc_dev = deviation[[n.startswith("accuracy") for n in names]]
     measured = (f"Largest |deviation| / margin {abs(deviation[worst]) / margin[worst]:.2f} ({names[worst]}: "
@@ -266,37 +285,48 @@ def _finite_width_effect(U, u_gp: float) -> float:
     return float(np.abs(U - u_gp * np.eye(U.shape[-1])).max())
 
 
-def _saddle_entries(exact, theory_U, num_paths: int, margin_fw: float, max_epsilon: float, u_gp: float):
+def _saddle_entries(exact, theory_U, num_paths: int, margin_fw: float, max_epsilon: float, u_gp: float,
+                    theory_upper=None):
     """``(widths, deviation, se, margin, names)`` of :func:`saddle_point_agreement`: the distinct entries of
-    ``U_theory - U_exact`` at the widths where ``(n + 1) / N <= max_epsilon``."""
+    ``U_theory - U_exact`` (and of the layers above the first, given ``theory_upper``) at the widths where
+    ``(n + 1) / N <= max_epsilon``."""
     widths = sorted(w for w in exact if (num_paths + 1) / w <= max_epsilon)
     if not widths:
         raise ValueError(f"exact must hold a width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
                          f"(N >= {(num_paths + 1) / max_epsilon:g}), got {sorted(exact)}")
     deviation, se, margin, names = [], [], [], []
     for w in widths:
-        ref = as_float64_array(exact[w].U, f"exact[{w}].U")
-        U = as_float64_array(theory_U[w], f"theory_U[{w}]")
-        iu = np.triu_indices(ref.shape[0])
-        deviation.extend((U - ref)[iu])
-        se.extend(np.maximum(as_float64_array(exact[w].U_se, f"exact[{w}].U_se")[iu], 1e-12))
-        margin.extend([margin_fw * _finite_width_effect(ref, u_gp)] * len(iu[0]))
-        names.extend(f"U[{i},{j}] at N={w}" for i, j in zip(*iu))
+        layers = [(theory_U[w], exact[w].U, exact[w].U_se, "U")]
+        if theory_upper is not None:
+            if len(theory_upper[w]) != len(exact[w].U_upper):
+                raise ValueError(f"theory_upper[{w}] must hold the {len(exact[w].U_upper)} layers above the first "
+                                 f"that exact[{w}] holds, got {len(theory_upper[w])}")
+            layers += [(U, ref, se, f"U_{l + 2}")
+                       for l, (U, ref, se) in enumerate(zip(theory_upper[w], exact[w].U_upper, exact[w].U_upper_se))]
+        for U, ref, ref_se, label in layers:
+            ref = as_float64_array(ref, f"exact[{w}].{label}")
+            U = as_float64_array(U, f"theory {label} at N={w}")
+            iu = np.triu_indices(ref.shape[0])
+            deviation.extend((U - ref)[iu])
+            se.extend(np.maximum(as_float64_array(ref_se, f"exact[{w}].{label} se")[iu], 1e-12))
+            margin.extend([margin_fw * _finite_width_effect(ref, u_gp)] * len(iu[0]))
+            names.extend(f"{label}[{i},{j}] at N={w}" for i, j in zip(*iu))
     return widths, np.array(deviation), np.array(se), np.array(margin), names
 
 
 def saddle_point_agreement_power(*, exact, theory_U, num_paths: int, margin_fw: float = 0.04,
-                                 max_epsilon: float = SADDLE_MAX_EPSILON, u_gp: float = 1.0, level: float = 0.01) -> float:
+                                 max_epsilon: float = SADDLE_MAX_EPSILON, u_gp: float = 1.0, level: float = 0.01,
+                                 theory_upper=None) -> float:
     """The power check of :func:`saddle_point_agreement` with the same arguments: the probability that its test
     declares agreement if the theory's ``U`` were exactly the exact finite-width mean, given that mean's
     Monte-Carlo errors (:func:`attnpaths.claims.equivalence_power`)."""
-    _, _, se, margin, _ = _saddle_entries(exact, theory_U, num_paths, margin_fw, max_epsilon, u_gp)
+    _, _, se, margin, _ = _saddle_entries(exact, theory_U, num_paths, margin_fw, max_epsilon, u_gp, theory_upper)
     return equivalence_power(se, margin, level)
 
 
 def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margin_fw: float = 0.04,
                            max_epsilon: float = SADDLE_MAX_EPSILON, u_gp: float = 1.0, level: float = 0.01,
-                           where: str = "") -> Verdict:
+                           where: str = "", theory_upper=None) -> Verdict:
     """Claim: the theory's ``U`` (the saddle point of the action, eq-action) agrees with the exact finite-width
     posterior mean of ``U`` (eq-exact-density) to a small fraction of the finite-width effect.
 
@@ -311,12 +341,16 @@ def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margi
         num_paths: ``n``; only the widths with ``(n + 1) / N <= max_epsilon`` are compared
             (:func:`attnpaths.experiments.sampling.finite_width_epsilon`: the saddle point's relative error scale).
         margin_fw: the margin of every entry at width ``N``, as a fraction of that width's finite-width effect
-            ``max_ij |U_exact - u_gp I|``.
+            ``max_ij |U_exact - u_gp I|`` (of the same layer).
+        theory_upper: ``{width: (U_2, ..., U_L)}``, the theory's order parameters of the layers above the first,
+            compared with ``exact[width].U_upper`` in the same way (their GP value is also ``u_gp I``: unit weight
+            variances); ``None``: the first layer only.
 
     Test: :func:`attnpaths.claims.equivalence` of ``U_theory - U_exact`` against those margins; raises
     ``ValueError`` when no width qualifies.
     """
-    widths, deviation, se, margin, names = _saddle_entries(exact, theory_U, num_paths, margin_fw, max_epsilon, u_gp)
+    widths, deviation, se, margin, names = _saddle_entries(exact, theory_U, num_paths, margin_fw, max_epsilon, u_gp,
+                                                           theory_upper)
     worst = int(np.argmax(np.abs(deviation) / margin))
     return equivalence(
         claim, f"the saddle point agrees with the exact finite-width mean of U (saddle-point approximation and "

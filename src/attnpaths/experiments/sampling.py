@@ -44,6 +44,9 @@ class SampledPoint:
             deviation of the per-sample overlap and the ESS of each entry, all ``[n, n]`` in figure order.
         diagnostics: plain numbers: ``wall_time_s``, chains, draws, warm-up, min / median predictor ESS,
             max predictor R-hat, min ``U`` ESS, max ``U`` R-hat.
+        U_upper, U_upper_se: ``(U_2, ..., U_L)`` of the layers above the first (:meth:`~attnpaths.network.
+            AttentionNetwork.layer_order_parameters`) and their Monte-Carlo standard errors, ``[n_l, n_l]`` in path
+            order (``h_l`` slowest); empty for one layer.
     """
 
     width: int
@@ -58,6 +61,14 @@ class SampledPoint:
     U_sd: np.ndarray
     U_ess: np.ndarray
     diagnostics: dict
+    U_upper: tuple = ()
+    U_upper_se: tuple = ()
+
+
+def _mean_and_se(draws: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over chains and draws of ``[C, S, ...]`` and its Monte-Carlo standard error ``sd / sqrt(ESS)``."""
+    ess = _usable_ess(effective_sample_size(draws).numpy())
+    return draws.mean(dim=(0, 1)).numpy(), draws.flatten(0, 1).std(dim=0).numpy() / np.sqrt(ess)
 
 
 def accuracy_mc_sd(mean, mean_se) -> float:
@@ -124,6 +135,7 @@ def sample_posterior(
     U_ess = _usable_ess(effective_sample_size(samples.order_parameters).numpy())
     U_sd = samples.order_parameters.flatten(0, 1).std(dim=0).numpy()
     U_flat = samples.order_parameter().numpy()
+    upper = [_mean_and_se(u.cpu()) for u in samples.upper_order_parameters]
     return SampledPoint(
         width=width,
         accuracy=classification_accuracy(mean, data.y_test.numpy()),
@@ -147,6 +159,8 @@ def sample_posterior(
             "min_U_ess": float(U_ess.min()),
             "max_U_rhat": float(split_rhat(samples.order_parameters).max()),
         },
+        U_upper=tuple(m for m, _ in upper),
+        U_upper_se=tuple(se for _, se in upper),
     )
 
 
@@ -155,8 +169,10 @@ class ExactOrderParameter:
     """The exact finite-width posterior mean of ``U`` (:mod:`attnpaths.order_parameter_posterior`, (eq-exact-density)) at one
     width, in figure order: ``U`` and its Monte-Carlo standard error ``U_se`` (``[n, n]``), ``mode`` (the
     density's mode), ``diagnostics`` (``wall_time_s``, chains, draws, ``min_ess``, ``max_rhat``, ``acceptance``),
-    and ``scaled``: ``{c: ExactOrderParameter}``, the same density with the entropy weighted by ``c`` (width
-    ``round(c N)``: the entropy is the only term of (eq-exact-density) proportional to ``N``), where planned."""
+    ``scaled``: ``{c: ExactOrderParameter}``, the same density with the entropy weighted by ``c`` (width
+    ``round(c N)``: the entropy is the only term of (eq-exact-density) proportional to ``N``), where planned, and
+    ``U_upper``, ``U_upper_se``: the means of ``U_2, ..., U_L`` and their errors, in path order (empty for one
+    layer)."""
 
     width: int
     U: np.ndarray
@@ -164,6 +180,8 @@ class ExactOrderParameter:
     mode: np.ndarray
     diagnostics: dict
     scaled: dict = dataclasses.field(default_factory=dict)
+    U_upper: tuple = ()
+    U_upper_se: tuple = ()
 
 
 def exact_order_parameter(
@@ -184,6 +202,7 @@ def exact_order_parameter(
         diagnostics={"wall_time_s": draws.wall_time_s, "num_chains": int(draws.U.shape[0]),
                      "num_samples": int(draws.U.shape[1]), "min_ess": float(draws.ess.min()),
                      "max_rhat": float(draws.rhat.max()), "acceptance": draws.acceptance},
+        U_upper=tuple(draws.upper_mean), U_upper_se=tuple(draws.upper_mc_se),
     )
 
 
@@ -347,6 +366,9 @@ def exact_record(exacts: dict) -> dict:
     record = {}
     for w, e in exacts.items():
         record[str(w)] = {"U": e.U, "U_mc_se": e.U_se, "mode": e.mode, **e.diagnostics}
+        if e.U_upper:
+            record[str(w)]["U_upper"] = {f"U_{l + 2}": {"U": U, "U_mc_se": se}
+                                         for l, (U, se) in enumerate(zip(e.U_upper, e.U_upper_se))}
         if e.scaled:
             record[str(w)]["scaled"] = {f"{c:g}": {"width": s.width, "U": s.U, "U_mc_se": s.U_se, **s.diagnostics}
                                         for c, s in e.scaled.items()}

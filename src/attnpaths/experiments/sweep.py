@@ -94,6 +94,12 @@ class TheorySweep:
         """``U_1`` in figure order at one solved width (and temperature; ``None`` for a sweep at one)."""
         return reorder(self.U[self.index(width), self.temperature_index(temperature)], self.plot_order)
 
+    def upper_U_at(self, width, temperature=None) -> tuple[np.ndarray, ...]:
+        """``(U_2, ..., U_L)`` in path order (``h_l`` slowest) at one solved width (and temperature): the order
+        parameters of the layers above the first; empty for one layer."""
+        k, j = self.index(width), self.temperature_index(temperature)
+        return tuple(U[k, j] for U in self.U_layers[1:])
+
 
 def _widths(widths) -> tuple:
     """Strictly increasing integer widths >= 1, optionally followed by ``inf`` (the GP limit)."""

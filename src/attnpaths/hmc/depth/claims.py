@@ -45,6 +45,10 @@ def _exact_widths(points, exact) -> list[int]:
     return sorted(exact)
 
 
+def _upper(exact, widths):
+    return {w: (exact[w].U_upper, exact[w].U_upper_se) for w in widths}
+
+
 def exact_mean_agreement_power(*, points, exact, reference_accuracy, margin_accuracy: float = 0.02,
                                margin_U: float = 0.1, level: float = 0.01) -> float:
     """The power check of :func:`exact_mean_agreement` (same arguments): the probability that its test holds if
@@ -54,14 +58,15 @@ def exact_mean_agreement_power(*, points, exact, reference_accuracy, margin_accu
     return fw.sample_agreement_power(
         points=[points[w] for w in widths], reference_accuracy=reference_accuracy,
         reference_U={w: e.U for w, e in exact.items()}, reference_U_se={w: e.U_se for w, e in exact.items()},
-        margin_accuracy=margin_accuracy, margin_U=margin_U, level=level)
+        margin_accuracy=margin_accuracy, margin_U=margin_U, level=level, reference_upper=_upper(exact, widths))
 
 
 def exact_mean_agreement(claim: str, *, points, exact, reference_accuracy, margin_accuracy: float = 0.02,
                          margin_U: float = 0.1, level: float = 0.01, where: str = "") -> Verdict:
     """Claim: at every width with an exact finite-width mean of ``U``, the network's posterior samples agree
-    with it (each distinct entry within ``margin_U`` of ``sqrt(U_ii U_jj)``) and the sampled accuracy agrees
-    with the theory's (within ``margin_accuracy``).
+    with it (each distinct entry of ``U_1`` and of the order parameters ``U_2, ..., U_L`` of the layers above,
+    within ``margin_U`` of ``sqrt(U_ii U_jj)``) and the sampled accuracy agrees with the theory's (within
+    ``margin_accuracy``).
 
     Args:
         points: ``{width: SampledPoint}`` (:func:`attnpaths.experiments.sampling.sample_widths`); only the
@@ -76,8 +81,8 @@ def exact_mean_agreement(claim: str, *, points, exact, reference_accuracy, margi
     return _sourced(fw.sample_agreement(
         claim, points=[points[w] for w in widths], reference_accuracy=reference_accuracy,
         reference_U={w: e.U for w, e in exact.items()}, reference_U_se={w: e.U_se for w, e in exact.items()},
-        margin_accuracy=margin_accuracy, margin_U=margin_U, level=level,
-        reference="the exact finite-width mean of U and the theory's accuracy", where=where))
+        margin_accuracy=margin_accuracy, margin_U=margin_U, level=level, reference_upper=_upper(exact, widths),
+        reference="the exact finite-width mean of U_1 .. U_L and the theory's accuracy", where=where))
 
 
 def finite_width_advantage(claim: str, *, theory_mean, gp_mean, labels, width: int, level: float = 0.01,
@@ -89,13 +94,14 @@ def finite_width_advantage(claim: str, *, theory_mean, gp_mean, labels, width: i
 
 
 def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margin_fw: float = 0.04,
-                           level: float = 0.01, where: str = "") -> Verdict:
-    """Claim: the theory's ``U`` (the saddle point of the action) agrees with the exact finite-width mean of
-    ``U`` within ``margin_fw`` of the finite-width effect, where the finite-width scale ``(n + 1) / N`` is small
-    (:func:`attnpaths.experiments.finite_width.saddle_point_agreement`: the saddle-point approximation and the
-    solver, not the action)."""
+                           level: float = 0.01, where: str = "", theory_upper=None) -> Verdict:
+    """Claim: the theory's ``U_1 .. U_L`` (the saddle point of the action; ``theory_upper``: ``{width: (U_2, ...,
+    U_L)}``) agree with the exact finite-width means within ``margin_fw`` of the finite-width effect, where the
+    finite-width scale ``(n + 1) / N`` is small (:func:`attnpaths.experiments.finite_width.saddle_point_agreement`:
+    the saddle-point approximation and the solver, not the action)."""
     return _sourced(fw.saddle_point_agreement(claim, exact=exact, theory_U=theory_U, num_paths=num_paths,
-                                              margin_fw=margin_fw, level=level, where=where))
+                                              margin_fw=margin_fw, level=level, where=where,
+                                              theory_upper=theory_upper))
 
 
 def entropy_weight_agreement(claim: str, *, points, exact, margin: float = 0.05, reference_scale: float = 1.0,
