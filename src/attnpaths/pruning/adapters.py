@@ -52,6 +52,8 @@ class HeadModel:
     readout = "average_pooling"
     #: whether every layer's attention is computed from the raw input alone (not from the previous layer)
     attention_from_input = False
+    #: the token axis of the heads' outputs (:meth:`_heads`)
+    head_token_axis = 2
 
     @property
     def num_layers(self) -> int:
@@ -153,6 +155,8 @@ class HeadModel:
         """``(terms [B, H_L], offset [B])`` of :meth:`last_layer_terms` from the last layer's head outputs."""
         last = self.num_layers - 1
         H = self.heads[last]
+        # mean pooling follows a token-wise linear map: pool the heads' outputs first, one token instead of T
+        heads_out = heads_out.mean(dim=self.head_token_axis, keepdim=True)
         offset = self._readout(self._combine(last, heads_out, torch.zeros(1, H, dtype=torch.float64)))
         unit = torch.eye(H, dtype=torch.float64)
         terms = torch.stack([self._readout(self._combine(last, heads_out, unit[k : k + 1])) for k in range(H)], dim=1)
@@ -215,6 +219,7 @@ class SumHeadModel(HeadModel):
     :func:`pruning_mask` ``(..., rescale=True)`` this is the model's own ``drop_heads`` pruning."""
 
     attention_from_input = True
+    head_token_axis = 3
 
     def __init__(self, model: SumHeadTransformer):
         self.attention = model.attention()

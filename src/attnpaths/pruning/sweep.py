@@ -43,12 +43,12 @@ RANKINGS = THEORY_SCORES + ("michel", "michel_iterative", "fisher", "entropy", "
 #: Their names in figures and tables; ``"random"`` (the exact expectation of a random order) and ``"best"``
 #: (the ceiling) are the two references.
 RANKING_NAMES = {
-    "theory": "theory: paper's |U| score",
-    "theory_removal": "theory: removal score",
-    "theory_action": "theory: action change",
-    "theory_gate": "theory: action gate gradient",
-    "theory_loo": "theory: leave-one-out change",
-    "theory_trained": "theory: |U| score of trained path weights",
+    "theory": "theory's head score (paper)",
+    "theory_removal": "theory's removal score",
+    "theory_action": "theory's action change",
+    "theory_gate": "theory's action gate gradient",
+    "theory_loo": "theory's leave-one-out change",
+    "theory_trained": "head score of the trained path weights",
     "michel": "gradient importance (Michel et al.)",
     "michel_iterative": "gradient importance, re-estimated",
     "fisher": "gate Fisher, joint (Kwon et al.)",
@@ -204,6 +204,7 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: Patc
     seconds["subsets"] = time.perf_counter() - start
 
     start = time.perf_counter()
+    K = sum(view.heads) - view.num_layers
     x_theory, y_theory = train.x[:theory_examples], train.y[:theory_examples]
     x_held, y_held = train.x[theory_examples:], train.y[theory_examples:]
     theory = theory_head_ranking(view, x_theory, y_theory, theory_width, temperatures, max_iterations=max_iterations)
@@ -221,7 +222,7 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: Patc
             width_curves.append(_theory_curves(view, at_N.solution, held, y_held, table, "test"))
             width_converged.append(True)
         except RuntimeError:  # no certified minimum at this width: marked, never used
-            width_curves.append(np.full((2, sum(view.heads) - view.num_layers + 1), np.nan))
+            width_curves.append(np.full((2, K + 1), np.nan))
             width_converged.append(False)
     seconds["theory"] = time.perf_counter() - start
 
@@ -254,7 +255,7 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: Patc
         "theory_scan": {"temperatures": theory.scan["temperatures"], "action": theory.scan["action"],
                         "converged": theory.scan["converged"], "curves": scan_curves},
         "width_scan": {"widths": np.array(sensitivity_widths, dtype=float), "converged": np.array(width_converged, dtype=bool),
-                       "curves": np.array(width_curves).reshape(len(width_curves), 2, -1)},
+                       "curves": np.array(width_curves).reshape(len(width_curves), 2, K + 1)},
         "weights": weights, "seconds": seconds,
     }
 
