@@ -74,7 +74,7 @@ def subset_curve(values, sets, heads) -> np.ndarray:
 
 
 def best_curve(values, heads, *, maximize: bool = True) -> np.ndarray:
-    """The best table entry over the sets of ``k`` pruned heads that keep a head in every layer (eq-pruning-ceiling):
+    """The best table entry over the sets of ``k`` pruned heads that keep a head in every layer (eq-pruning-ceiling)::
 
         A*_k = max_{|S| = k, S allowed} A(S),      k = 0..K,  K = sum_l (H_l - 1).
 
@@ -137,7 +137,7 @@ def random_order_curve(values, heads) -> np.ndarray:
 
 def shapley_values(values, heads, *, higher_is_better: bool = True) -> np.ndarray:
     """Each head's exact Shapley value in the game whose worth of a set ``C`` of kept heads is the table entry of
-    its complement (eq-pruning-shapley):
+    its complement (eq-pruning-shapley)::
 
         phi_i = sum_{C not containing i} |C|! (n - |C| - 1)! / n!  [v(C + i) - v(C)],   v(C) = +-A(pruned = not C).
 

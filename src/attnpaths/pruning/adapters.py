@@ -52,7 +52,7 @@ class HeadModel:
     readout = "average_pooling"
     #: whether every layer's attention is computed from the raw input alone (not from the previous layer)
     attention_from_input = False
-    #: the token axis of the heads' outputs (:meth:`_heads`)
+    #: the token axis of the heads' outputs
     head_token_axis = 2
 
     @property
