@@ -39,8 +39,12 @@ def iterative_gradient_order(model, x, y, *, normalize: bool = True) -> list[tup
         options = [(l, h) for l, h in pairs if (l, h) not in pruned and left[l] > 1]
         if not options:
             break
-        importance = gradient_head_importance(view, x, y, normalize=normalize, mask=pruning_mask(view.heads, pruned))
-        chosen = min(options, key=lambda lh: (importance[lh], lh))
+        if len(options) == 1:  # nothing to compare: no gradient pass
+            chosen = options[0]
+        else:
+            importance = gradient_head_importance(view, x, y, normalize=normalize,
+                                                  mask=pruning_mask(view.heads, pruned))
+            chosen = min(options, key=lambda lh: (importance[lh], lh))
         pruned.append(chosen)
         left[chosen[0]] -= 1
     return pruned + [lh for lh in pairs if lh not in pruned]
