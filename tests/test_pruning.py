@@ -16,7 +16,7 @@ from attnpaths.pruning import (MultiheadAttentionStack, attention_entropy, gradi
 from attnpaths.pruning.adapters import MultiheadStackModel, SumHeadModel
 from attnpaths.pruning.digits import digit_patches, train_test_split
 from attnpaths.experiments.head_pruning import pruning_curve
-from attnpaths.pruning.sweep import (HeadMaskEvaluator, curve_auc, mean_interval, pruning_sweep,
+from attnpaths.pruning.sweep import (RANKINGS, HeadMaskEvaluator, curve_auc, mean_interval, pruning_sweep,
                                      run_seed)
 from attnpaths.pruning.training import ModelTraining, train_model
 from attnpaths.theory import solve
@@ -341,22 +341,28 @@ def test_mean_interval_is_students_t():
 
 
 def test_sweep_is_one_task_per_seed_and_reproducible(small_split):
-    train, test = small_split
+    train, held_out = small_split
+    test, validation = train_test_split(held_out, 100, np.random.default_rng(1))
     config = ModelTraining(width=8, num_heads=2, steps=20, batch_size=32)
-    arguments = dict(seed=3, train=train, test=test, training=config, theory_width=10, theory_examples=60,
-                     num_random_orders=4)
+    arguments = dict(seed=3, train=train, validation=validation, test=test, training=config, theory_width=10,
+                     theory_examples=60, sensitivity_widths=[40])
     sweep = pruning_sweep(num_seeds=2, temperatures=[0.1, 1.0], progress=False, **arguments)
-    assert sweep.curves.shape == (2, 4, 3) and sweep.random_curves.shape == (2, 4, 3)
-    assert sweep.theory_scan["curves"].shape == (2, 2, 3)
+    n = len(RANKINGS)
+    assert sweep.curves["test"].shape == (2, n, 3) and sweep.curves["validation"].shape == (2, n, 3)
+    assert sweep.theory_scan["curves"].shape == (2, 2, 2, 3) and sweep.width_scan["curves"].shape == (2, 1, 2, 3)
     single = run_seed(1, temperatures=[0.1, 1.0], **arguments)
-    np.testing.assert_array_equal(single["curves"], sweep.curves[1])
-    np.testing.assert_array_equal(single["random_curves"], sweep.random_curves[1])
+    for split in ("validation", "test"):
+        np.testing.assert_array_equal(single["curves"][split], sweep.curves[split][1])
+        np.testing.assert_array_equal(single["best"][split], sweep.best[split][1])
     auc = sweep.auc()
-    assert set(auc) == {"theory", "michel", "entropy", "norm", "random"}
-    np.testing.assert_allclose(auc["random"], curve_auc(sweep.random_curves).mean(axis=1))
-    assert (sweep.curves[:, :, 0] == sweep.base_accuracy[:, None]).all()
+    assert set(auc) == set(RANKINGS) | {"random", "best"}
+    # no ranking passes the ceiling, and the ceiling is 1 in normalised area
+    assert all((auc[name] <= auc["best"] + 1e-12).all() for name in RANKINGS)
+    normalised = sweep.normalised_auc("validation")
+    np.testing.assert_allclose(normalised["best"][~np.isnan(normalised["best"])], 1.0)
+    assert (sweep.curves["test"][:, :, 0] == sweep.base_accuracy[:, None]).all()
     with pytest.raises(ValueError, match="theory_examples"):
-        pruning_sweep(num_seeds=2, temperatures=[0.1], **{**arguments, "theory_examples": len(train) + 1})
+        pruning_sweep(num_seeds=2, temperatures=[0.1], **{**arguments, "theory_examples": len(train)})
     with pytest.raises(ValueError, match="temperatures"):
         pruning_sweep(num_seeds=2, temperatures=[1.0, 0.1], **arguments)
 

@@ -162,13 +162,15 @@ def test_a_model_rebuilt_from_its_weights_is_the_trained_model(tmp_path, small_s
 
 
 def test_a_sweep_task_given_weights_reproduces_the_task_that_trained_them(small_split):
-    train, test = small_split
+    train, held_out = small_split
+    test, validation = train_test_split(held_out, 100, np.random.default_rng(1))
     training = ModelTraining(width=8, num_heads=2, steps=20, batch_size=32)
-    arguments = dict(seed=3, train=train, test=test, training=training, theory_width=10, theory_examples=60,
-                     num_random_orders=3, temperatures=[0.1, 1.0])
+    arguments = dict(seed=3, train=train, validation=validation, test=test, training=training, theory_width=10,
+                     theory_examples=60, temperatures=[0.1, 1.0])
     trained = run_seed(1, **arguments)
     again = run_seed(1, weights=trained["weights"], **arguments)
-    np.testing.assert_array_equal(again["curves"], trained["curves"])
+    for split in ("validation", "test"):
+        np.testing.assert_array_equal(again["curves"][split], trained["curves"][split])
     assert again["train_loss"] == trained["train_loss"]
 
 

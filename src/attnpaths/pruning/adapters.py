@@ -29,6 +29,7 @@ the mask that prunes a set of heads.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 
 import numpy as np
@@ -51,6 +52,8 @@ class HeadModel:
     readout = "average_pooling"
     #: whether every layer's attention is computed from the raw input alone (not from the previous layer)
     attention_from_input = False
+    #: the token axis of the heads' outputs
+    head_token_axis = 2
 
     @property
     def num_layers(self) -> int:
@@ -152,6 +155,8 @@ class HeadModel:
         """``(terms [B, H_L], offset [B])`` of :meth:`last_layer_terms` from the last layer's head outputs."""
         last = self.num_layers - 1
         H = self.heads[last]
+        # mean pooling follows a token-wise linear map: pool the heads' outputs first, one token instead of T
+        heads_out = heads_out.mean(dim=self.head_token_axis, keepdim=True)
         offset = self._readout(self._combine(last, heads_out, torch.zeros(1, H, dtype=torch.float64)))
         unit = torch.eye(H, dtype=torch.float64)
         terms = torch.stack([self._readout(self._combine(last, heads_out, unit[k : k + 1])) for k in range(H)], dim=1)
@@ -159,6 +164,34 @@ class HeadModel:
 
     def value_norms(self) -> np.ndarray:
         """``[L, H]``: the Frobenius norm of each head's value map into the next layer."""
+        raise NotImplementedError
+
+    def path_weights(self) -> torch.Tensor:
+        """The trained weights of every attention path (eq-path-form): ``f(x) = sum_pi w_pi . xi_pi(x)`` with
+        the path features ``xi_pi`` of the frozen attention (eq-path-features) and
+        ``w_pi = E^T M_{1,h_1}^T ... M_{L,h_L}^T a``, ``M_{l,h}`` head ``h``'s value map of layer ``l`` into
+        the next layer, ``E`` the token embedding, ``a`` the readout.
+
+        Returns:
+            float64 ``[n_paths, N0]``, paths in flat order (``h_1`` slowest). Raises ``ValueError`` for a model
+            with biases (its output is then not a sum over paths).
+        """
+        maps = [self._head_maps(l) for l in range(self.num_layers)]
+        rows = []
+        for path in itertools.product(*(range(H) for H in self.heads)):
+            w = self._readout_vector()
+            for l in reversed(range(self.num_layers)):
+                w = w @ maps[l][path[l]]
+            rows.append(w @ self._embed_matrix())
+        return torch.stack(rows)
+
+    def _head_maps(self, index: int) -> list[torch.Tensor]:
+        raise NotImplementedError
+
+    def _embed_matrix(self) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _readout_vector(self) -> torch.Tensor:
         raise NotImplementedError
 
     # one layer at a time: _embed(x) -> h; per layer _attention -> Omega, _heads -> the heads' outputs,
@@ -186,6 +219,7 @@ class SumHeadModel(HeadModel):
     :func:`pruning_mask` ``(..., rescale=True)`` this is the model's own ``drop_heads`` pruning."""
 
     attention_from_input = True
+    head_token_axis = 3
 
     def __init__(self, model: SumHeadTransformer):
         self.attention = model.attention()
@@ -214,6 +248,15 @@ class SumHeadModel(HeadModel):
     def value_norms(self) -> np.ndarray:
         """``[L, H]``: the Frobenius norm of each head's value map into the next layer."""
         return torch.linalg.matrix_norm(self.values).numpy()
+
+    def _head_maps(self, index):
+        return list(self.values[index] / math.sqrt(self.heads[index]))
+
+    def _embed_matrix(self):
+        return self.input_layer
+
+    def _readout_vector(self):
+        return self.readout_weights
 
 
 def _f64(tensor):
@@ -289,6 +332,20 @@ class MultiheadStackModel(HeadModel):
                 norms[l, h] = float(torch.linalg.matrix_norm(layer["out_weight"][:, block] @ W_v[block]))
         return norms
 
+    def _head_maps(self, index):
+        layer = self.layers[index]
+        if layer["in_bias"] is not None or layer["out_bias"] is not None:
+            raise ValueError(f"the model's layer {index} has biases: its output is not a sum over attention paths")
+        d = self.width // layer["num_heads"]
+        W_v = layer["in_weight"][2 * self.width:]
+        return [layer["out_weight"][:, h * d:(h + 1) * d] @ W_v[h * d:(h + 1) * d] for h in range(layer["num_heads"])]
+
+    def _embed_matrix(self):
+        return self.embed
+
+    def _readout_vector(self):
+        return self.readout_weights
+
 
 def head_model(model) -> HeadModel:
     """The frozen float64 view of a trained ``model`` (:class:`~attnpaths.transformer.SumHeadTransformer` or
@@ -356,3 +413,68 @@ def pruning_mask(heads, pruned=(), *, rescale: bool = False) -> torch.Tensor:
             raise ValueError(f"pruned must leave at least one head in every layer to rescale, got {list(pruned)!r}")
         mask = mask * torch.sqrt(torch.tensor(heads, dtype=torch.float64) / kept)[:, None]
     return mask
+
+
+def gated_stack(model: MultiheadAttentionStack, mask) -> MultiheadAttentionStack:
+    """A copy of a ``MultiheadAttentionStack`` whose head ``(l, h)`` is multiplied by ``mask[l, h]``: the column
+    block of head ``h`` in ``layers[l].out_proj.weight`` is scaled (the module concatenates its heads before
+    ``out_proj``, so no hook on a head exists; this is the gate ``xi_{l,h}`` of eq-pruning-mha).
+
+    Args:
+        model: the trained stack; mask: ``[L, H]``.
+    """
+    if not isinstance(model, MultiheadAttentionStack):
+        raise ValueError(f"model must be a MultiheadAttentionStack, got {type(model).__name__}")
+    mask = torch.as_tensor(mask, dtype=torch.float64)
+    if mask.shape != (model.num_layers, model.num_heads):
+        raise ValueError(f"mask must have shape [{model.num_layers}, {model.num_heads}], got {tuple(mask.shape)}")
+    gated = copy.deepcopy(model)
+    d = gated.hyperparameters["width"] // gated.num_heads
+    with torch.no_grad():
+        for l, layer in enumerate(gated.layers):
+            scale = mask[l].repeat_interleave(d).to(layer.out_proj.weight)
+            layer.out_proj.weight.mul_(scale[None, :])
+    return gated
+
+
+def _kept(num_heads: int) -> torch.Tensor:
+    """``[2^H, H]`` head masks of one layer, mask ``m`` pruning the heads of the bits of ``m``."""
+    m = np.arange(2**num_heads)[:, None] >> np.arange(num_heads)[None, :]
+    return torch.from_numpy((m & 1 == 0).astype(np.float64))
+
+
+def subset_outputs(model, x) -> torch.Tensor:
+    """The model's output with every set of heads pruned, in the order of the subset table
+    (:func:`attnpaths.experiments.head_subsets.subset_masks`: bit ``i`` prunes head ``i``, layer-major).
+
+    Layer by layer, each layer runs once per mask of the layers before it (an attention computed from the raw
+    input only once); the output is linear in the last layer's mask (:meth:`HeadModel.last_layer_terms`), so the
+    last layer's ``2^H_L`` masks are a matrix product.
+
+    Args:
+        model: a trained model or its :class:`HeadModel`; x: ``[B, N0, T]``.
+
+    Returns:
+        float64 ``[2^n, B]``.
+    """
+    view = head_model(model)
+    x = view._input(x)
+    B, last = x.shape[0], view.num_layers - 1
+    with torch.no_grad():
+        h = view._embed(x)[None]  # [V, B, ...]: one input per mask of the earlier layers
+        for index in range(view.num_layers):
+            V = h.shape[0]
+            flat = h.reshape(V * B, *h.shape[2:])
+            if view.attention_from_input:
+                omega = view._attention(index, None, x)
+                omega = omega.expand(V, *omega.shape).reshape(V * B, *omega.shape[1:])
+            else:
+                omega = view._attention(index, flat, x.repeat(V, 1, 1))
+            heads_out = view._heads(index, flat, omega)
+            if index == last:
+                terms, offset = view._last_terms(heads_out)  # [V B, H_L], [V B]
+                out = torch.einsum("vbh,mh->mvb", terms.reshape(V, B, -1), _kept(view.heads[index]))
+                return (out + offset.reshape(V, B)[None]).reshape(-1, B)
+            masks = _kept(view.heads[index])  # new variant m * V + v: this layer's bits above the earlier ones
+            h = torch.stack([view._combine(index, heads_out, mask[None].expand(V * B, -1)).reshape(V, B, *h.shape[2:])
+                             for mask in masks]).reshape(len(masks) * V, B, *h.shape[2:])

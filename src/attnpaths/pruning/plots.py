@@ -9,8 +9,13 @@ from matplotlib import pyplot as plt
 
 from .sweep import RANKING_NAMES, mean_interval
 
-COLORS = {"theory": "tab:blue", "michel": "tab:orange", "entropy": "tab:green", "norm": "tab:purple", "random": "0.35"}
-MARKERS = {"theory": "o", "michel": "s", "entropy": "^", "norm": "D", "random": "x"}
+COLORS = {"theory": "tab:blue", "theory_removal": "tab:cyan", "theory_action": "navy", "theory_gate": "steelblue",
+          "theory_loo": "slateblue", "theory_trained": "royalblue", "michel": "tab:orange",
+          "michel_iterative": "darkorange", "fisher": "tab:red", "entropy": "tab:green", "norm": "tab:purple",
+          "shapley": "tab:brown", "greedy": "tab:pink", "random": "0.35", "best": "black"}
+MARKERS = {"theory": "o", "theory_removal": "o", "theory_action": "o", "theory_gate": "o", "theory_loo": "o",
+           "theory_trained": "o", "michel": "s", "michel_iterative": "s", "fisher": "s", "entropy": "^", "norm": "D",
+           "shapley": "v", "greedy": "v", "random": "x", "best": "*"}
 
 
 def plot_pruning_curves(curves: dict, *, confidence: float = 0.95):
@@ -30,7 +35,7 @@ def plot_pruning_curves(curves: dict, *, confidence: float = 0.95):
             interval = mean_interval(values, confidence)
             ax.fill_between(k, interval["low"], interval["high"], color=COLORS[name], alpha=0.15, linewidth=0)
             ax.plot(k, interval["mean"], color=COLORS[name], marker=MARKERS[name], markersize=4, linewidth=1.3,
-                    linestyle="--" if name == "random" else "-", label=RANKING_NAMES[name])
+                    linestyle="--" if name in ("random", "best") else "-", label=RANKING_NAMES[name])
         ax.set_xticks(k)
         ax.set_xlabel("heads pruned")
         ax.set_title(f"{model} ({values.shape[0]} training seeds)", fontsize=9)
@@ -40,58 +45,61 @@ def plot_pruning_curves(curves: dict, *, confidence: float = 0.95):
     return fig
 
 
-def plot_auc(auc: dict, *, confidence: float = 0.95):
-    """Area under each ranking's pruning curve (eq-pruning-auc), in %: every training seed (dots, a seed's
-    values joined by a faint line) and the mean with its confidence interval (bar), one panel per model.
+def plot_normalised_areas(normalised: dict, *, confidence: float = 0.95):
+    """Normalised area of every ranking (eq-pruning-normalised: 0 the random expectation, 1 the ceiling): the
+    mean over training seeds and its confidence interval, one panel per model, rankings top to bottom.
 
     Args:
-        auc: ``{model label: {ranking: [S]}}`` (:meth:`~.sweep.PruningSweep.auc`).
+        normalised: ``{model label: {ranking: [S]}}`` (:meth:`~.sweep.PruningSweep.normalised_auc`).
     """
-    fig, axes = plt.subplots(1, len(auc), figsize=(4.6 * len(auc), 3.2), layout="constrained", squeeze=False,
-                             sharey=True)
-    for ax, (model, by_ranking) in zip(axes[0], auc.items()):
-        names = list(by_ranking)
-        values = 100 * np.stack([np.asarray(by_ranking[n], dtype=float) for n in names])  # [rankings, S]
-        x = np.arange(len(names))
-        ax.plot(x + 0.12, values, color="0.8", linewidth=0.6, zorder=1)
-        for i, name in enumerate(names):
-            interval = mean_interval(values[i], confidence)
-            ax.scatter(np.full(values.shape[1], i) + 0.12, values[i], s=9, color=COLORS[name], alpha=0.6, zorder=2)
-            ax.errorbar(i - 0.12, interval["mean"], yerr=[[interval["mean"] - interval["low"]],
-                                                        [interval["high"] - interval["mean"]]],
-                        color=COLORS[name], marker=MARKERS[name], capsize=3, markersize=5, zorder=3)
-        ax.set_xticks(x, [RANKING_NAMES[n].replace(" (", "\n(") for n in names], fontsize=7, rotation=20)
+    names = list(dict.fromkeys(n for by_ranking in normalised.values() for n in by_ranking))
+    fig, axes = plt.subplots(1, len(normalised), figsize=(4.4 * len(normalised), 0.32 * len(names) + 1.2),
+                             layout="constrained", squeeze=False, sharey=True)
+    y = np.arange(len(names))[::-1]
+    for ax, (model, by_ranking) in zip(axes[0], normalised.items()):
+        for yi, name in zip(y, names):
+            if name not in by_ranking:
+                continue
+            interval = mean_interval(np.asarray(by_ranking[name], dtype=float), confidence)
+            ax.errorbar(interval["mean"], yi, xerr=[[interval["mean"] - interval["low"]],
+                                                    [interval["high"] - interval["mean"]]],
+                        color=COLORS[name], marker=MARKERS[name], capsize=3, markersize=5)
+        ax.axvline(0, color=COLORS["random"], linestyle="--", linewidth=1)
+        ax.axvline(1, color=COLORS["best"], linestyle=":", linewidth=1)
+        ax.set_xlabel("normalised area (0: random, 1: best subset)")
         ax.set_title(model, fontsize=9)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].set_ylabel("area under the pruning curve (%)")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0, 0].set_yticks(y, [RANKING_NAMES[n] for n in names], fontsize=7)
     return fig
 
 
-def plot_temperature_scan(temperatures, theory_auc: dict, reference_auc: dict, *, confidence: float = 0.95):
-    """Area under the pruning curve of the theory's ranking at each temperature (mean and confidence interval
-    over seeds), with the other rankings' means as horizontal lines; one panel per model.
+def plot_sensitivity(values, normalised: dict, *, xlabel: str, confidence: float = 0.95):
+    """Normalised area of theory rankings as a function of one setting of the theory (mean and confidence
+    interval over seeds), one panel per model.
 
     Args:
-        temperatures: ``[n_T]``.
-        theory_auc: ``{model label: [S, n_T]}``; reference_auc: ``{model label: {ranking: [S]}}``.
+        values: ``[n]`` the setting (temperatures or widths), on a log axis.
+        normalised: ``{model label: {ranking: [S, n]}}`` (``nan`` where the theory did not certify a minimum).
+        xlabel: the axis label.
     """
-    temperatures = np.asarray(temperatures, dtype=float)
-    fig, axes = plt.subplots(1, len(theory_auc), figsize=(4.6 * len(theory_auc), 3.0), layout="constrained",
+    values = np.asarray(values, dtype=float)
+    fig, axes = plt.subplots(1, len(normalised), figsize=(4.6 * len(normalised), 3.0), layout="constrained",
                              squeeze=False, sharey=True)
-    for ax, (model, values) in zip(axes[0], theory_auc.items()):
-        interval = mean_interval(100 * np.asarray(values, dtype=float), confidence)
-        ax.errorbar(temperatures, interval["mean"], yerr=[interval["mean"] - interval["low"],
-                                                          interval["high"] - interval["mean"]],
-                    color=COLORS["theory"], marker=MARKERS["theory"], capsize=3, label=RANKING_NAMES["theory"])
-        for name, reference in reference_auc[model].items():
-            ax.axhline(100 * np.mean(reference), color=COLORS[name], linestyle="--" if name == "random" else ":",
-                       linewidth=1.2, label=RANKING_NAMES[name])
+    for ax, (model, by_ranking) in zip(axes[0], normalised.items()):
+        for name, v in by_ranking.items():
+            v = np.asarray(v, dtype=float)
+            keep = ~np.isnan(v).any(axis=0)
+            interval = mean_interval(v[:, keep], confidence)
+            ax.errorbar(values[keep], interval["mean"], yerr=[interval["mean"] - interval["low"],
+                                                              interval["high"] - interval["mean"]],
+                        color=COLORS[name], marker=MARKERS[name], capsize=3, label=RANKING_NAMES[name])
+        ax.axhline(0, color=COLORS["random"], linestyle="--", linewidth=1)
         ax.set_xscale("log")
-        ax.set_xticks(temperatures, [f"{T:g}" for T in temperatures])
+        ax.set_xticks(values, [f"{x:g}" for x in values])
         ax.minorticks_off()
-        ax.set_xlabel("temperature $T$ of the theory")
+        ax.set_xlabel(xlabel)
         ax.set_title(model, fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("area under the pruning curve (%)")
-    axes[0, -1].legend(fontsize=6.5, loc="lower right")
+    axes[0, 0].set_ylabel("normalised area")
+    axes[0, -1].legend(fontsize=6.5, loc="best")
     return fig

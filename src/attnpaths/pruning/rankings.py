@@ -63,6 +63,7 @@ class TheoryRanking:
         temperature: the temperature of ``solution``.
         scan: every temperature tried, ``{"temperatures": [n_T], "action": [n_T], "converged": [n_T],
             "scores": [n_T, L, max(H)]}`` (a single entry when one temperature was given).
+        solutions: the theory at every temperature tried (certified or not), in the order of ``scan``.
     """
 
     scores: np.ndarray
@@ -71,6 +72,7 @@ class TheoryRanking:
     heads: tuple[int, ...]
     temperature: float
     scan: dict[str, np.ndarray]
+    solutions: tuple = ()
 
     @property
     def U(self) -> np.ndarray:
@@ -138,10 +140,11 @@ def theory_head_ranking(
     scan = {"temperatures": np.array(temperatures), "action": np.array([s.action for s in solutions]),
             "converged": np.array([s.converged for s in solutions]), "scores": all_scores}
     return TheoryRanking(scores=all_scores[best], order=pruning_order(all_scores[best]), solution=solutions[best],
-                         heads=view.heads, temperature=temperatures[best], scan=scan)
+                         heads=view.heads, temperature=temperatures[best], scan=scan,
+                         solutions=tuple(solutions))
 
 
-def gradient_head_importance(model, x, y, *, normalize: bool = True, batch_size: int = 512) -> np.ndarray:
+def gradient_head_importance(model, x, y, *, normalize: bool = True, mask=None, batch_size: int = 512) -> np.ndarray:
     """Michel, Levy and Neubig (2019)'s head importance (eq-michel-importance).
 
     Each head's output is multiplied by a mask variable ``xi_{l,h}`` (1 in the trained model); the importance
@@ -151,6 +154,8 @@ def gradient_head_importance(model, x, y, *, normalize: bool = True, batch_size:
     Args:
         model: a trained model or its :class:`~.adapters.HeadModel`.
         x: ``[P, N0, T]``; y: ``[P]``.
+        mask: ``[L, H]`` the mask at which the gradient is taken (default: every head kept); heads with mask
+            0 (already pruned) get ``nan`` and are left out of their layer's normalisation.
         batch_size: examples per backward pass (memory only).
 
     Returns:
@@ -163,15 +168,17 @@ def gradient_head_importance(model, x, y, *, normalize: bool = True, batch_size:
         raise ValueError(f"y must have shape [P] = [{x.shape[0]}], got {tuple(y.shape)}")
     positive_int(batch_size, "batch_size")
     L, H = view.num_layers, max(view.heads)
+    at = torch.ones(L, H, dtype=torch.float64) if mask is None else view._mask(mask, 1)[0].detach()
     total = torch.zeros(L, H, dtype=torch.float64)
     for start in range(0, x.shape[0], batch_size):
         xb, yb = x[start:start + batch_size], y[start:start + batch_size]
-        mask = torch.ones(xb.shape[0], L, H, dtype=torch.float64, requires_grad=True)
-        loss = ((view.outputs(xb, mask) - yb) ** 2).sum()  # sum of per-example losses: per-example gradients
-        (gradient,) = torch.autograd.grad(loss, mask)
+        gates = at.expand(xb.shape[0], L, H).clone().requires_grad_(True)
+        loss = ((view.outputs(xb, gates) - yb) ** 2).sum()  # sum of per-example losses: per-example gradients
+        (gradient,) = torch.autograd.grad(loss, gates)
         total += gradient.abs().sum(dim=0)
     importance = (total / x.shape[0]).numpy()
     importance = _beyond_heads_nan(importance, view.heads)
+    importance[at.numpy() == 0] = np.nan
     if normalize:
         norms = np.sqrt(np.nansum(importance**2, axis=1, keepdims=True))
         importance = importance / np.where(norms > 0, norms, 1.0)

@@ -22,24 +22,45 @@ from scipy import stats
 
 from .._validation import increasing_reals, int_at_least, positive_int, probability, torch_device
 from ..engine import map_tasks, task_seed
-from ..experiments.head_pruning import pruning_curve, random_orders
+from ..experiments.head_pruning import pruning_sets
+from ..head_scoring import head_scores
+from ..experiments.head_subsets import best_curve, greedy_order, random_order_curve, shapley_values, subset_curve
+from ..experiments.head_subsets import normalised_area
 from ..paths import path_features
 from ..theory import classification_accuracy, parse_widths
 from .adapters import attention_error, head_model, pruning_mask
 from .digits import PatchDigits
+from .exact import subset_table
+from .practical import fisher_pruning_sets, iterative_gradient_order
 from .rankings import attention_entropy, gradient_head_importance, pruning_order, theory_head_ranking, value_norms
+from .theory_scores import (THEORY_SCORES, action_changes, action_gate_gradients, loo_scores, removal_scores,
+                            trained_path_scores)
 from .training import ModelTraining, TrainedWeights, rebuild_model, train_model, trained_weights
 
-#: The rankings compared, in the chapter's order; ``"random"`` (random orders) is the fifth line.
-RANKINGS = ("theory", "michel", "entropy", "norm")
-#: Their names in figures and tables.
+#: The rankings compared, in the chapter's order: the theory scores (sec-pruning-theory-scores), the practical
+#: baselines (sec-pruning-rankings), and the two read from the validation subset table (sec-pruning-exact).
+RANKINGS = THEORY_SCORES + ("michel", "michel_iterative", "fisher", "entropy", "norm", "shapley", "greedy")
+#: Their names in figures and tables; ``"random"`` (the exact expectation of a random order) and ``"best"``
+#: (the ceiling) are the two references.
 RANKING_NAMES = {
-    "theory": "theory head score",
+    "theory": "theory's head score (paper)",
+    "theory_removal": "theory's removal score",
+    "theory_action": "theory's action change",
+    "theory_gate": "theory's action gate gradient",
+    "theory_loo": "theory's leave-one-out change",
+    "theory_trained": "head score of the trained path weights",
     "michel": "gradient importance (Michel et al.)",
+    "michel_iterative": "gradient importance, re-estimated",
+    "fisher": "gate Fisher, joint (Kwon et al.)",
     "entropy": "attention entropy",
     "norm": "value-weight norm",
-    "random": "random orders",
+    "shapley": "Shapley value (validation)",
+    "greedy": "greedy removal (validation)",
+    "random": "random orders (exact expectation)",
+    "best": "best subset (ceiling)",
 }
+#: The splits every pruning curve is measured on.
+SPLITS = ("validation", "test")
 
 
 class HeadMaskEvaluator:
@@ -134,30 +155,38 @@ def training_seeds(seed: int, num_seeds: int) -> list[int]:
     return [task_seed(seed, i, 0) for i in range(num_seeds)]
 
 
-def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigits, training: ModelTraining,
-             theory_width, temperatures, theory_examples: int, num_random_orders: int, max_iterations: int = 200,
-             device="cpu", weights: TrainedWeights | None = None) -> dict:
-    """One training seed: train a model (or rebuild it from ``weights``), rank its heads by every method of
-    :data:`RANKINGS`, prune along each ranking and along random orders (one task of :func:`pruning_sweep`).
+def _theory_curves(view, solution, heldout_features, heldout_y, table, split) -> np.ndarray:
+    """``[2, K + 1]`` the curves of the paper's score and of the removal score of one theory solution."""
+    orders = [pruning_order(head_scores(solution.U, view.heads)),
+              pruning_order(removal_scores(solution, heldout_features, heldout_y))]
+    return np.stack([subset_curve(table.accuracy[split], pruning_sets(o, view.heads), view.heads) for o in orders])
+
+
+def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: PatchDigits, test: PatchDigits,
+             training: ModelTraining, theory_width, temperatures, theory_examples: int, sensitivity_widths=(),
+             max_iterations: int = 200, device="cpu", weights: TrainedWeights | None = None) -> dict:
+    """One training seed: train a model (or rebuild it from ``weights``), evaluate every set of pruned heads
+    on the validation and test images (:func:`~.exact.subset_table`), rank the heads by every method of
+    :data:`RANKINGS` and read each ranking's pruning curve from the table (one task of :func:`pruning_sweep`).
 
     The model's initial weights and mini-batches come from ``task_seed(seed, seed_index, 0)``; given
     ``weights`` (the :class:`~.training.TrainedWeights` of an earlier training from that seed, e.g. shipped
-    ones), the model is rebuilt from them instead of trained. The random pruning orders come from
-    ``task_seed(seed, seed_index, 1)`` (:func:`attnpaths.engine.task_seed`). The theory
-    (eq-head-score) is solved on the first ``theory_examples`` training images at every temperature of
-    ``temperatures``, and ranks the heads at the one with the smallest action (:func:`~.rankings.theory_head_ranking`);
-    the gradient importance
-    (eq-michel-importance) and the attention entropy (eq-attention-entropy) are measured on every training
-    image; the pruning curves on the test images.
+    ones), the model is rebuilt from them instead of trained. The theory is solved on the first
+    ``theory_examples`` training images at every temperature of ``temperatures`` and its scores are taken at the
+    one with the smallest action (:func:`~.rankings.theory_head_ranking`); the removal score is measured on the
+    other training images. The gradient importances, the gate Fisher matrix and the attention entropy use every
+    training image; the Shapley values and the greedy order, the validation table; the curves are read on both
+    splits. Sensitivity: the paper's and the removal score at every temperature, and at each width of
+    ``sensitivity_widths`` (at the chosen temperature).
 
     Returns:
-        a dict of plain values: ``scores`` ``{ranking: [L, H]}``, ``orders`` ``{ranking: [(l, h), ...]}``,
-        ``curves`` ``[n_rankings, K + 1]`` (rows in :data:`RANKINGS` order), ``random_orders``,
-        ``random_curves`` ``[num_random_orders, K + 1]``, ``train_loss`` (mean of the last tenth of the
-        steps), ``attention_error`` (:func:`~.adapters.attention_error` on the test images), ``theory`` (chosen temperature, certificate, iterations, test accuracy of its predictor
-        eq-predictor), ``theory_scan`` (``temperatures``, ``action``, ``converged`` and ``curves`` ``[n_T, K + 1]``:
-        the pruning curve of the theory's ranking at every temperature), ``weights`` (the model's
-        :class:`~.training.TrainedWeights`), ``seconds``.
+        a dict of plain values: ``scores`` ``{ranking: [L, H]}``, ``orders`` ``{ranking: [(l, h), ...]}`` (the
+        Fisher search gives ``sets`` instead), ``curves`` ``{split: [n_rankings, K + 1]}`` (rows in
+        :data:`RANKINGS` order), ``random`` and ``best`` ``{split: [K + 1]}``, ``train_loss``,
+        ``attention_error``, ``theory`` (chosen temperature, certificate, iterations, test accuracy of its
+        predictor eq-predictor, certificates of the re-solves of eq-action-change), ``theory_scan``
+        (``temperatures``, ``action``, ``converged``, ``curves`` ``[n_T, 2, K + 1]`` on the test images),
+        ``width_scan`` (``widths``, ``converged``, ``curves`` ``[n_N, 2, K + 1]``), ``weights``, ``seconds``.
     """
     seconds = {}
     start = time.perf_counter()
@@ -171,35 +200,62 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, test: PatchDigit
     frozen_error = attention_error(model, test.x)
 
     start = time.perf_counter()
-    theory = theory_head_ranking(view, train.x[:theory_examples], train.y[:theory_examples], theory_width,
-                                 temperatures, max_iterations=max_iterations)
+    table = subset_table(view, {"validation": (validation.x, validation.y), "test": (test.x, test.y)})
+    seconds["subsets"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    K = sum(view.heads) - view.num_layers
+    x_theory, y_theory = train.x[:theory_examples], train.y[:theory_examples]
+    x_held, y_held = train.x[theory_examples:], train.y[theory_examples:]
+    theory = theory_head_ranking(view, x_theory, y_theory, theory_width, temperatures, max_iterations=max_iterations)
+    features, held = path_features(x_theory, view), path_features(x_held, view)
     theory_mean, _ = theory.solution.predict(path_features(test.x, view))
+    action, action_certified = action_changes(features, y_theory, theory.solution, max_iterations=max_iterations)
+    scores = {"theory": theory.scores, "theory_removal": removal_scores(theory.solution, held, y_held),
+              "theory_action": action, "theory_gate": action_gate_gradients(theory.solution),
+              "theory_loo": loo_scores(theory.solution), "theory_trained": trained_path_scores(view)}
+    scan_curves = np.stack([_theory_curves(view, s, held, y_held, table, "test") for s in theory.solutions])
+    width_curves, width_converged = [], []
+    for N in sensitivity_widths:
+        try:
+            at_N = theory_head_ranking(view, x_theory, y_theory, N, theory.temperature, max_iterations=max_iterations)
+            width_curves.append(_theory_curves(view, at_N.solution, held, y_held, table, "test"))
+            width_converged.append(True)
+        except RuntimeError:  # no certified minimum at this width: marked, never used
+            width_curves.append(np.full((2, K + 1), np.nan))
+            width_converged.append(False)
     seconds["theory"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    scores = {"theory": theory.scores, "michel": gradient_head_importance(view, train.x, train.y),
-              "entropy": attention_entropy(view, train.x), "norm": value_norms(view)}
-    orders = {"theory": theory.order, "michel": pruning_order(scores["michel"]),
-              "entropy": pruning_order(scores["entropy"], prune_first="highest"), "norm": pruning_order(scores["norm"])}
+    scores.update({"michel": gradient_head_importance(view, train.x, train.y),
+                   "entropy": attention_entropy(view, train.x), "norm": value_norms(view),
+                   "shapley": shapley_values(table.loss["validation"], view.heads, higher_is_better=False)})
+    orders = {name: pruning_order(scores[name]) for name in scores if name != "entropy"}
+    orders["entropy"] = pruning_order(scores["entropy"], prune_first="highest")
+    orders["michel_iterative"] = iterative_gradient_order(view, train.x, train.y)
+    orders["greedy"] = greedy_order(table.loss["validation"], view.heads, maximize=False)
+    sets = {name: pruning_sets(order, view.heads) for name, order in orders.items()}
+    sets["fisher"], _ = fisher_pruning_sets(view, train.x, train.y)
     seconds["baselines"] = time.perf_counter() - start
 
-    start = time.perf_counter()
-    evaluator = HeadMaskEvaluator(view, test.x, test.y)
-    curves = np.stack([pruning_curve(evaluator, orders[name]) for name in RANKINGS])
-    randoms = random_orders(view.heads, num_random_orders, np.random.default_rng(task_seed(seed, seed_index, 1)))
-    random_curves = np.stack([pruning_curve(evaluator, order) for order in randoms])
-    scan_curves = np.stack([pruning_curve(evaluator, pruning_order(scores_T)) for scores_T in theory.scan["scores"]])
-    seconds["pruning"] = time.perf_counter() - start
+    curves = {split: np.stack([subset_curve(table.accuracy[split], sets[name], view.heads) for name in RANKINGS])
+              for split in SPLITS}
     loss = weights.loss
     return {
-        "scores": scores, "orders": orders, "curves": curves, "random_orders": randoms, "random_curves": random_curves,
+        "scores": scores, "orders": orders, "sets": {"fisher": sets["fisher"]}, "curves": curves,
+        "random": {split: random_order_curve(table.accuracy[split], view.heads) for split in SPLITS},
+        "best": {split: best_curve(table.accuracy[split], view.heads) for split in SPLITS},
         "train_loss": float(loss[-max(1, loss.size // 10):].mean()), "attention_error": frozen_error,
-        "theory": {"temperature": theory.temperature, "converged": bool(theory.solution.converged), "iterations": int(theory.solution.iterations),
+        "theory": {"temperature": theory.temperature, "converged": bool(theory.solution.converged),
+                   "iterations": int(theory.solution.iterations),
                    "gradient_norm": float(theory.solution.gradient_norm),
                    "hessian_min_eigenvalue": float(theory.solution.hessian_min_eigenvalue),
-                   "test_accuracy": classification_accuracy(theory_mean, test.y.numpy())},
+                   "test_accuracy": classification_accuracy(theory_mean, test.y.numpy()),
+                   "action_change_certified": bool(action_certified[~np.isnan(action)].all())},
         "theory_scan": {"temperatures": theory.scan["temperatures"], "action": theory.scan["action"],
                         "converged": theory.scan["converged"], "curves": scan_curves},
+        "width_scan": {"widths": np.array(sensitivity_widths, dtype=float), "converged": np.array(width_converged, dtype=bool),
+                       "curves": np.array(width_curves).reshape(len(width_curves), 2, K + 1)},
         "weights": weights, "seconds": seconds,
     }
 
@@ -234,62 +290,70 @@ class PruningSweep:
     Attributes:
         rankings: the ranking names (:data:`RANKINGS`).
         heads: ``(H_1, ..., H_L)``.
-        curves: ``[S, n_rankings, K + 1]`` test accuracy after pruning ``k`` heads along each ranking.
-        random_curves: ``[S, R, K + 1]`` the same along ``R`` random orders per seed.
-        scores: ``{ranking: [S, L, H]}``; orders: ``{ranking: [S][(l, h), ...]}``; random_orders: ``[S][R][...]``.
-        train_loss: ``[S]``; attention_error: ``[S]`` (:func:`~.adapters.attention_error`); theory: ``{key: [S]}`` (chosen temperature, certificate, iterations, test accuracy of
-            the theory's predictor); theory_scan: ``{"temperatures": [n_T], "action", "converged": [S, n_T],
-            "curves": [S, n_T, K + 1]}``, the theory's ranking at every temperature; seconds: ``{stage: [S]}``.
+        curves: ``{split: [S, n_rankings, K + 1]}`` accuracy after pruning ``k`` heads along each ranking.
+        random, best: ``{split: [S, K + 1]}`` the exact expected curve of a random order and the ceiling.
+        scores: ``{ranking: [S, L, H]}``; orders: ``{ranking: [S][(l, h), ...]}``; fisher_sets: ``[S][K + 1]``.
+        train_loss: ``[S]``; attention_error: ``[S]`` (:func:`~.adapters.attention_error`); theory: ``{key: [S]}``
+            (chosen temperature, certificate, iterations, test accuracy of the theory's predictor);
+            theory_scan: ``{"temperatures": [n_T], "action", "converged": [S, n_T], "curves": [S, n_T, 2, K + 1]}``;
+            width_scan: ``{"widths": [n_N], "converged": [S, n_N], "curves": [S, n_N, 2, K + 1]}`` (rows: the
+            paper's score, the removal score; test images); seconds: ``{stage: [S]}``.
         weights: ``[S]`` each seed's :class:`~.training.TrainedWeights` (trained, or the ones passed in).
     """
 
     rankings: tuple
     heads: tuple
-    curves: np.ndarray
-    random_curves: np.ndarray
+    curves: dict
+    random: dict
+    best: dict
     scores: dict
     orders: dict
-    random_orders: list
+    fisher_sets: list
     train_loss: np.ndarray
     attention_error: np.ndarray
     theory: dict
     theory_scan: dict
+    width_scan: dict
     seconds: dict
     weights: list
 
     @property
     def num_seeds(self) -> int:
-        return int(self.curves.shape[0])
+        return int(self.curves["test"].shape[0])
 
     @property
     def base_accuracy(self) -> np.ndarray:
         """``[S]`` test accuracy of each unpruned model."""
-        return self.curves[:, 0, 0]
+        return self.curves["test"][:, 0, 0]
 
-    def curves_by_ranking(self) -> dict:
-        """``{ranking: [S, K + 1]}``, with ``"random"`` the mean curve of each seed's random orders."""
-        out = {name: self.curves[:, i] for i, name in enumerate(self.rankings)}
-        out["random"] = self.random_curves.mean(axis=1)
+    def curves_by_ranking(self, split: str = "test") -> dict:
+        """``{ranking: [S, K + 1]}`` with ``"random"`` and ``"best"``."""
+        out = {name: self.curves[split][:, i] for i, name in enumerate(self.rankings)}
+        out["random"], out["best"] = self.random[split], self.best[split]
         return out
 
-    def auc(self) -> dict:
-        """``{ranking: [S]}`` area under each seed's curve (eq-pruning-auc); ``"random"``: each seed's mean over
-        its random orders (the expected area of a random order)."""
-        out = {name: curve_auc(self.curves[:, i]) for i, name in enumerate(self.rankings)}
-        out["random"] = curve_auc(self.random_curves).mean(axis=1)
-        return out
+    def auc(self, split: str = "test") -> dict:
+        """``{ranking: [S]}`` area under each seed's curve (eq-pruning-auc), with ``"random"`` and ``"best"``."""
+        return {name: curve_auc(c) for name, c in self.curves_by_ranking(split).items()}
+
+    def normalised_auc(self, split: str = "test") -> dict:
+        """``{ranking: [S]}`` each area between the random expectation (0) and the ceiling (1), eq-pruning-normalised."""
+        auc = self.auc(split)
+        return {name: normalised_area(v, auc["random"], auc["best"]) for name, v in auc.items()}
 
     def order_labels(self, ranking: str) -> list[list[str]]:
         """Each seed's pruning order along ``ranking`` as ``"(l)h"`` labels."""
         return [_order_labels(order) for order in self.orders[ranking]]
 
 
-def auc_table(auc: dict, *, confidence: float = 0.95) -> str:
-    """A Markdown table of the area under the pruning curve (eq-pruning-auc, in %) of every ranking (rows) for
-    every model (columns): the mean over seeds and its two-sided Student-t confidence interval.
+def auc_table(auc: dict, *, confidence: float = 0.95, scale: float = 100.0, digits: int = 1) -> str:
+    """A Markdown table of the area under the pruning curve (eq-pruning-auc, in % with the default ``scale``) of
+    every ranking (rows) for every model (columns): the mean over seeds and its two-sided Student-t confidence
+    interval.
 
     Args:
-        auc: ``{model label: {ranking: [S]}}``.
+        auc: ``{model label: {ranking: [S]}}`` (or normalised areas, eq-pruning-normalised, with ``scale=1``).
+        scale: factor applied before printing; digits: decimals printed.
     """
     models = list(auc)
     rankings = list(dict.fromkeys(name for by_ranking in auc.values() for name in by_ranking))
@@ -300,24 +364,26 @@ def auc_table(auc: dict, *, confidence: float = 0.95) -> str:
             if name not in auc[model]:
                 cells.append("")
                 continue
-            interval = mean_interval(100 * np.asarray(auc[model][name], dtype=float), confidence)
-            cells.append(f"{interval['mean']:.1f} [{interval['low']:.1f}, {interval['high']:.1f}]")
+            interval = mean_interval(scale * np.asarray(auc[model][name], dtype=float), confidence)
+            cells.append(f"{interval['mean']:.{digits}f} [{interval['low']:.{digits}f}, {interval['high']:.{digits}f}]")
         lines.append(f"| {RANKING_NAMES[name]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTraining, num_seeds: int, seed: int,
-                  theory_width, temperatures, theory_examples: int, num_random_orders: int,
+def pruning_sweep(train: PatchDigits, validation: PatchDigits, test: PatchDigits, *, training: ModelTraining,
+                  num_seeds: int, seed: int, theory_width, temperatures, theory_examples: int, sensitivity_widths=(),
                   max_iterations: int = 200, device="cpu", weights=None, progress: bool = True) -> PruningSweep:
     """:func:`run_seed` for ``seed_index = 0..num_seeds - 1``, one :func:`attnpaths.engine.map_tasks` task each.
 
     Args:
-        train, test: the training and test images; training: the model and its optimiser.
+        train, validation, test: the training images and two disjoint held-out sets (the validation images
+            choose, the test images judge); training: the model and its optimiser.
         num_seeds: ``S >= 2`` training seeds; seed: the sweep's seed (:func:`attnpaths.engine.task_seed`).
         theory_width: the theory's width ``N`` (eq-action); temperatures: its temperatures ``T``, a strictly
             increasing sequence, the one with the smallest action chosen per seed.
-        theory_examples: training images the theory is solved on (the first ones of ``train``).
-        num_random_orders: random pruning orders per seed.
+        theory_examples: training images the theory is solved on (the first ones of ``train``; the others score
+            the removal score), below ``len(train)``.
+        sensitivity_widths: widths at which the paper's and the removal score are computed again.
         max_iterations: the theory solver's Newton iteration cap (a point that does not certify within it is
             marked and never chosen).
         device: where the models are trained (``"cpu"`` or ``"cuda"``).
@@ -332,16 +398,19 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
                              f"{len(weights)} items")
     seed = int_at_least(seed, "seed", 0)
     theory_examples = positive_int(theory_examples, "theory_examples")
-    if theory_examples > len(train):
-        raise ValueError(f"theory_examples must be at most the {len(train)} training images, got {theory_examples}")
+    if theory_examples >= len(train):
+        raise ValueError(f"theory_examples must be below the {len(train)} training images (the others score the "
+                         f"removal score), got {theory_examples}")
     parse_widths(theory_width, training.num_layers)
+    sensitivity_widths = [float(N) for N in sensitivity_widths]
+    for N in sensitivity_widths:
+        parse_widths(N, training.num_layers)
     temperatures = [float(T) for T in increasing_reals(temperatures, "temperatures")]
-    positive_int(num_random_orders, "num_random_orders")
     max_iterations = positive_int(max_iterations, "max_iterations")
     torch_device(device, "device")
-    shared = dict(seed=seed, train=train, test=test, training=training, theory_width=theory_width,
-                  temperatures=temperatures, theory_examples=theory_examples,
-                  num_random_orders=num_random_orders, max_iterations=max_iterations, device=str(device))
+    shared = dict(seed=seed, train=train, validation=validation, test=test, training=training,
+                  theory_width=theory_width, temperatures=temperatures, theory_examples=theory_examples,
+                  sensitivity_widths=sensitivity_widths, max_iterations=max_iterations, device=str(device))
     tasks = [dict(seed_index=i) if weights is None else dict(seed_index=i, weights=weights[i])
              for i in range(num_seeds)]
     rows = map_tasks(run_seed, tasks, shared=shared,
@@ -349,19 +418,22 @@ def pruning_sweep(train: PatchDigits, test: PatchDigits, *, training: ModelTrain
     heads = (training.num_heads,) * training.num_layers
     return PruningSweep(
         rankings=RANKINGS, heads=heads,
-        curves=np.stack([r["curves"] for r in rows]), random_curves=np.stack([r["random_curves"] for r in rows]),
-        scores={name: np.stack([r["scores"][name] for r in rows]) for name in RANKINGS},
-        orders={name: [r["orders"][name] for r in rows] for name in RANKINGS},
-        random_orders=[r["random_orders"] for r in rows], train_loss=np.array([r["train_loss"] for r in rows]),
+        curves={split: np.stack([r["curves"][split] for r in rows]) for split in SPLITS},
+        random={split: np.stack([r["random"][split] for r in rows]) for split in SPLITS},
+        best={split: np.stack([r["best"][split] for r in rows]) for split in SPLITS},
+        scores={name: np.stack([r["scores"][name] for r in rows]) for name in rows[0]["scores"]},
+        orders={name: [r["orders"][name] for r in rows] for name in rows[0]["orders"]},
+        fisher_sets=[r["sets"]["fisher"] for r in rows], train_loss=np.array([r["train_loss"] for r in rows]),
         attention_error=np.array([r["attention_error"] for r in rows]),
         theory={key: np.array([r["theory"][key] for r in rows]) for key in rows[0]["theory"]},
         theory_scan={"temperatures": np.array(temperatures),
                      **{key: np.stack([r["theory_scan"][key] for r in rows]) for key in ("action", "converged", "curves")}},
+        width_scan={"widths": np.array(sensitivity_widths),
+                    **{key: np.stack([r["width_scan"][key] for r in rows]) for key in ("converged", "curves")}},
         seconds={key: np.array([r["seconds"][key] for r in rows]) for key in rows[0]["seconds"]},
         weights=[r["weights"] for r in rows],
     )
 
 
-__all__ = ["RANKINGS", "RANKING_NAMES", "HeadMaskEvaluator", "PruningSweep", "auc_table", "base_accuracies",
-           "curve_auc",
-           "mean_interval", "pruning_sweep", "run_seed", "training_seeds"]
+__all__ = ["RANKINGS", "RANKING_NAMES", "SPLITS", "HeadMaskEvaluator", "PruningSweep", "auc_table", "base_accuracies",
+           "curve_auc", "mean_interval", "pruning_sweep", "run_seed", "training_seeds"]

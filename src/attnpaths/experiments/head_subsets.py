@@ -1,0 +1,206 @@
+"""Every subset of a model's heads at once: the exact pruning optimum and the yardsticks built on it
+(sec-pruning-exact).
+
+A model with ``n = sum_l H_l`` heads has ``2^n`` sets of pruned heads. A *subset table* holds one number per set,
+indexed by the bitmask whose bit ``i`` marks head ``i`` of :func:`~.head_pruning.all_heads` as pruned (e.g. the
+accuracy or the loss of the model with those heads pruned). From one table:
+
+* :func:`best_curve`: the best value reachable with ``k`` heads pruned, ``k = 0..K`` (the ceiling of every
+  ranking, eq-pruning-ceiling);
+* :func:`random_order_curve`: the exact expected curve of a uniformly random pruning order (eq-pruning-random);
+* :func:`shapley_values`: each head's exact Shapley value in the game "value of the kept heads"
+  (eq-pruning-shapley);
+* :func:`greedy_order`: removal, one head at a time, of the head whose removal leaves the best value;
+* :func:`subset_curve`, :func:`normalised_area`: a ranking's curve read from the table and its area between
+  the random expectation (0) and the ceiling (1) (eq-pruning-normalised).
+
+Sets that prune every head of a layer are in the table (the Shapley game needs them) but never on a curve:
+pruning keeps one head per layer, as :func:`~.head_pruning.pruning_sets` does.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .._validation import as_float64_array, heads_tuple
+from .head_pruning import all_heads, pruning_sets
+
+
+def subset_index(pruned, heads) -> int:
+    """The table index of the set of pruned ``(layer, head)`` pairs ``pruned`` (bit ``i``: head ``i`` of
+    :func:`~.head_pruning.all_heads` ``(heads)``)."""
+    position = {lh: i for i, lh in enumerate(all_heads(heads_tuple(heads)))}
+    index = 0
+    for pair in pruned:
+        key = tuple(int(v) for v in pair)
+        if key not in position:
+            raise ValueError(f"pruned must hold 0-based (layer, head) pairs within heads={tuple(heads)}, got {pair!r}")
+        index |= 1 << position[key]
+    return index
+
+
+def subset_masks(heads) -> np.ndarray:
+    """``[2^n, n]`` bool: row ``m`` marks the heads pruned in set ``m`` (columns in
+    :func:`~.head_pruning.all_heads` order)."""
+    n = len(all_heads(heads_tuple(heads)))
+    return (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1 == 1
+
+
+def allowed_subsets(heads) -> np.ndarray:
+    """``[2^n]`` bool: the sets that leave at least one head in every layer."""
+    heads = heads_tuple(heads)
+    masks = subset_masks(heads)
+    starts = np.cumsum((0,) + heads)
+    return np.all([~masks[:, a:b].all(axis=1) for a, b in zip(starts[:-1], starts[1:])], axis=0)
+
+
+def _table(values, heads) -> np.ndarray:
+    heads = heads_tuple(heads)
+    values = as_float64_array(values, "values", ndim=1)
+    n = sum(heads)
+    if values.shape != (2**n,):
+        raise ValueError(f"values must hold one number per subset of the {n} heads, shape [{2**n}], got {values.shape}")
+    return values
+
+
+def subset_curve(values, sets, heads) -> np.ndarray:
+    """``[len(sets)]`` the table entries of the sets of pruned heads ``sets`` (e.g. :func:`~.head_pruning.pruning_sets`
+    of an order)."""
+    values = _table(values, heads)
+    return np.array([values[subset_index(s, heads)] for s in sets])
+
+
+def best_curve(values, heads, *, maximize: bool = True) -> np.ndarray:
+    """The best table entry over the sets of ``k`` pruned heads that keep a head in every layer (eq-pruning-ceiling)::
+
+        A*_k = max_{|S| = k, S allowed} A(S),      k = 0..K,  K = sum_l (H_l - 1).
+
+    Args:
+        values: ``[2^n]`` subset table.
+        maximize: ``False`` for a table of losses (the smallest is best).
+
+    Returns:
+        float64 ``[K + 1]``.
+    """
+    heads = heads_tuple(heads)
+    values = _table(values, heads)
+    sizes = subset_masks(heads).sum(axis=1)
+    allowed = allowed_subsets(heads)
+    pick = np.max if maximize else np.min
+    return np.array([pick(values[allowed & (sizes == k)]) for k in range(sum(heads) - len(heads) + 1)])
+
+
+@functools.lru_cache(maxsize=16)
+def _random_order_weights(heads: tuple[int, ...]) -> np.ndarray:
+    n = sum(heads)
+    pairs = all_heads(heads)
+    K = n - len(heads)
+    weights = np.zeros((K + 1, 2**n))
+    weights[0, 0] = 1.0
+    for k in range(K):
+        for m in np.flatnonzero(weights[k]):
+            pruned = [(m >> i) & 1 for i in range(n)]
+            left = [H - sum(p for p, (l, _) in zip(pruned, pairs) if l == layer) for layer, H in enumerate(heads)]
+            options = [i for i, (l, _) in enumerate(pairs) if not pruned[i] and left[l] > 1]
+            for i in options:
+                weights[k + 1, m | (1 << i)] += weights[k, m] / len(options)
+    return weights
+
+
+def random_order_weights(heads) -> np.ndarray:
+    """``[K + 1, 2^n]``: the probability that a uniformly random order of the heads has pruned set ``m`` after
+    ``k`` steps (:func:`~.head_pruning.pruning_sets`: a layer's last head is skipped).
+
+    A skipped head is the last of its layer, so every head that can still be pruned is one the order has not
+    reached yet, and the next one pruned is uniform among them: a Markov chain over the pruned sets,
+    ``P(S + i | S) = 1 / #{prunable heads outside S}``.
+    """
+    heads = heads_tuple(heads)
+    if sum(heads) > 16:
+        raise ValueError(f"heads must hold at most 16 heads in all for the exact random expectation, got {sum(heads)}")
+    return _random_order_weights(heads).copy()
+
+
+def random_order_curve(values, heads) -> np.ndarray:
+    """The exact expected curve of a uniformly random pruning order (eq-pruning-random):
+    ``E_order[A(S_k(order))]``, ``k = 0..K``.
+
+    Returns:
+        float64 ``[K + 1]``.
+    """
+    heads = heads_tuple(heads)
+    return random_order_weights(heads) @ _table(values, heads)
+
+
+def shapley_values(values, heads, *, higher_is_better: bool = True) -> np.ndarray:
+    """Each head's exact Shapley value in the game whose worth of a set ``C`` of kept heads is the table entry of
+    its complement (eq-pruning-shapley)::
+
+        phi_i = sum_{C not containing i} |C|! (n - |C| - 1)! / n!  [v(C + i) - v(C)],   v(C) = +-A(pruned = not C).
+
+    Args:
+        values: ``[2^n]`` subset table (e.g. validation loss of every pruned set).
+        higher_is_better: ``False`` for losses (the worth is then minus the table).
+
+    Returns:
+        float64 ``[L, max(H)]`` (``nan`` beyond a layer's heads); the values sum to ``v(all) - v(none)``.
+    """
+    heads = heads_tuple(heads)
+    values = _table(values, heads)
+    n = sum(heads)
+    full = 2**n - 1
+    worth = (values if higher_is_better else -values)[full ^ np.arange(2**n)]  # worth[kept set]
+    sizes = subset_masks(heads).sum(axis=1)
+    weight = np.array([math.factorial(s) * math.factorial(n - s - 1) / math.factorial(n) if s < n else 0.0
+                       for s in range(n + 1)])
+    phi = np.empty(n)
+    everything = np.arange(2**n)
+    for i in range(n):
+        without = everything[(everything >> i) & 1 == 0]
+        phi[i] = np.sum(weight[sizes[without]] * (worth[without | (1 << i)] - worth[without]))
+    out = np.full((len(heads), max(heads)), np.nan)
+    for (l, h), value in zip(all_heads(heads), phi):
+        out[l, h] = value
+    return out
+
+
+def greedy_order(values, heads, *, maximize: bool = True) -> list[tuple[int, int]]:
+    """Remove, one at a time, the head whose removal leaves the best table entry (a layer's last head is never
+    removed; those come last, in layer-major order): a full order of the heads.
+
+    Args:
+        values: ``[2^n]`` subset table; maximize: ``False`` for losses.
+    """
+    heads = heads_tuple(heads)
+    values = _table(values, heads)
+    pairs = all_heads(heads)
+    left = list(heads)
+    pruned: list[tuple[int, int]] = []
+    current = 0
+    sign = 1.0 if maximize else -1.0
+    while True:
+        options = [i for i, (l, h) in enumerate(pairs) if not current >> i & 1 and left[l] > 1]
+        if not options:
+            break
+        best = max(options, key=lambda i: (sign * values[current | (1 << i)], -i))
+        current |= 1 << best
+        left[pairs[best][0]] -= 1
+        pruned.append(pairs[best])
+    return pruned + [lh for lh in pairs if lh not in pruned]
+
+
+def normalised_area(auc, auc_random, auc_best) -> np.ndarray:
+    """``(AUC - AUC_random) / (AUC_best - AUC_random)`` (eq-pruning-normalised): 0 for the random expectation,
+    1 for the ceiling; ``nan`` where the ceiling equals the random expectation.
+
+    Args:
+        auc, auc_random, auc_best: broadcastable arrays of areas (eq-pruning-auc).
+    """
+    auc, low, high = (as_float64_array(a, name) for a, name in
+                      ((auc, "auc"), (auc_random, "auc_random"), (auc_best, "auc_best")))
+    span = high - low
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(span > 0, (auc - low) / np.where(span > 0, span, 1.0), np.nan)

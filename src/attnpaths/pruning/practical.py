@@ -1,0 +1,106 @@
+"""Stronger practical pruning baselines (sec-pruning-rankings):
+
+* :func:`iterative_gradient_order`: the gradient importance of Michel, Levy and Neubig (2019,
+  eq-michel-importance) estimated again after each removal, at the mask of the heads already pruned;
+* :func:`fisher_pruning_sets`: the small-scale form of the Fisher-based mask search of Kwon et al. (2022): the
+  gate gradient ``g`` and the gate Fisher matrix ``F`` give the second-order loss change of every set of
+  pruned heads, and the set with the smallest change is chosen for each number of heads (eq-fisher-pruning).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import torch
+
+from .._validation import as_float64_tensor
+from ..experiments.head_pruning import all_heads
+from .adapters import head_model, pruning_mask
+from .rankings import gradient_head_importance
+
+
+def iterative_gradient_order(model, x, y, *, normalize: bool = True) -> list[tuple[int, int]]:
+    """Prune, one at a time, the prunable head of smallest gradient importance (eq-michel-importance) measured
+    at the mask of the heads pruned so far (normalised per layer over the heads left, when ``normalize``); a
+    layer's last head is never pruned and comes last.
+
+    Args:
+        model: a trained model or its :class:`~.adapters.HeadModel`; x: ``[P, N0, T]``; y: ``[P]``.
+
+    Returns:
+        every head ``(layer, head)`` in pruning order.
+    """
+    view = head_model(model)
+    pairs = all_heads(view.heads)
+    left = list(view.heads)
+    pruned: list[tuple[int, int]] = []
+    while True:
+        options = [(l, h) for l, h in pairs if (l, h) not in pruned and left[l] > 1]
+        if not options:
+            break
+        if len(options) == 1:  # nothing to compare: no gradient pass
+            chosen = options[0]
+        else:
+            importance = gradient_head_importance(view, x, y, normalize=normalize,
+                                                  mask=pruning_mask(view.heads, pruned))
+            chosen = min(options, key=lambda lh: (importance[lh], lh))
+        pruned.append(chosen)
+        left[chosen[0]] -= 1
+    return pruned + [lh for lh in pairs if lh not in pruned]
+
+
+def gate_fisher(model, x, y, *, batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """The gate gradient and the gate Fisher matrix of the training loss ``l(x) = (f(x) - y)^2`` at every head
+    kept: ``g = <d l / d xi>`` and ``F = <(d l / d xi)(d l / d xi)^T>`` over examples (eq-fisher-pruning).
+
+    Returns:
+        ``(g [n], F [n, n])``, heads in :func:`~attnpaths.experiments.head_pruning.all_heads` order.
+    """
+    view = head_model(model)
+    x, y = as_float64_tensor(x, "x"), as_float64_tensor(y, "y")
+    if y.shape != x.shape[:1]:
+        raise ValueError(f"y must have shape [P] = [{x.shape[0]}], got {tuple(y.shape)}")
+    L, H = view.num_layers, max(view.heads)
+    index = [l * H + h for l, h in all_heads(view.heads)]
+    rows = []
+    for start in range(0, x.shape[0], batch_size):
+        xb, yb = x[start:start + batch_size], y[start:start + batch_size]
+        gates = torch.ones(xb.shape[0], L, H, dtype=torch.float64, requires_grad=True)
+        (gradient,) = torch.autograd.grad(((view.outputs(xb, gates) - yb) ** 2).sum(), gates)
+        rows.append(gradient.reshape(xb.shape[0], L * H)[:, index])
+    per_example = torch.cat(rows)
+    return per_example.mean(dim=0).numpy(), (per_example.T @ per_example / per_example.shape[0]).numpy()
+
+
+def fisher_pruning_sets(model, x, y) -> tuple[list[tuple[tuple[int, int], ...]], np.ndarray]:
+    """For each number ``k`` of pruned heads, the set ``S`` (one head kept per layer) of smallest second-order
+    loss change when its gates go from 1 to 0 (eq-fisher-pruning):
+
+        Delta l(S) ~ -g . 1_S + 1_S^T F 1_S / 2,
+
+    searched over every such set (the heads interact through ``F``).
+
+    Returns:
+        ``(sets, change)``: ``sets[k]`` the chosen set of ``k`` heads (``k = 0..K``), ``change[k]`` its estimate.
+    """
+    view = head_model(model)
+    g, F = gate_fisher(view, x, y)
+    pairs = all_heads(view.heads)
+    K = sum(view.heads) - view.num_layers
+    sets, change = [], []
+    for k in range(K + 1):
+        best, best_value = None, np.inf
+        for chosen in itertools.combinations(range(len(pairs)), k):
+            counts = np.bincount([pairs[i][0] for i in chosen], minlength=view.num_layers)
+            if np.any(counts >= np.array(view.heads)):
+                continue
+            v = -g[list(chosen)].sum() + 0.5 * F[np.ix_(chosen, chosen)].sum()
+            if v < best_value:
+                best, best_value = chosen, v
+        sets.append(tuple(pairs[i] for i in best))
+        change.append(best_value)
+    return sets, np.array(change)
+
+
+__all__ = ["fisher_pruning_sets", "gate_fisher", "iterative_gradient_order"]

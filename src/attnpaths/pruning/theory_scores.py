@@ -1,0 +1,199 @@
+"""Theory scores of a trained model's heads that measure what pruning removes (sec-pruning-theory-scores).
+
+The paper's head score (eq-head-score) reads only the order parameter ``U``, which depends on the frozen
+attention and the data, never on the trained value weights. The scores here ask the theory what happens when a
+head goes; each is an importance (the larger, the later the head is pruned), computed from a solution of the
+theory at its minimum (:class:`attnpaths.theory.TheorySolution`) or from the trained weights:
+
+* :func:`removal_scores`: the theory's predictor with the head's paths taken out of the kernel, ``alpha = (K +
+  T I)^{-1} y`` kept (removal without retraining), its loss increase on held-out examples (eq-removal-score);
+* :func:`action_changes`: ``Delta S_h = min S(without h) - min S``, the theory solved again without the head
+  (eq-action-change);
+* :func:`action_gate_gradients`: its first-order form, ``-dS/dg_h`` at ``g = 1`` for a gate ``g_h`` on the
+  head's paths (eq-action-gate);
+* :func:`loo_scores`: the closed-form leave-one-out error of the theory's predictor without the head, minus
+  that with it (eq-loo-score);
+* :func:`trained_path_scores`: the paper's score applied to the overlaps of the trained model's own path weights
+  (eq-trained-overlap).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+
+from .._validation import as_float64_tensor
+from ..head_scoring import head_scores
+from ..kernels import kernel_from_scaled, scaled_features
+from ..paths import all_paths
+from ..theory import CertificateWarning, TheorySolution, solve
+from .adapters import head_model
+
+#: The theory scores, in the chapter's order (``"theory"``: the paper's head score, eq-head-score).
+THEORY_SCORES = ("theory", "theory_removal", "theory_action", "theory_gate", "theory_loo", "theory_trained")
+
+
+def head_paths(heads) -> np.ndarray:
+    """``[L, max(H), n_paths]`` bool: path ``pi`` (flat order, ``h_1`` slowest) passes through head ``(l, h)``."""
+    paths = np.array(all_paths(heads))
+    heads = tuple(heads)
+    out = np.zeros((len(heads), max(heads), len(paths)), dtype=bool)
+    for l, H in enumerate(heads):
+        for h in range(H):
+            out[l, h] = paths[:, l] == h
+    return out
+
+
+def _per_head(heads, score) -> np.ndarray:
+    """``[L, max(H)]`` of ``score(keep)`` for each head, ``keep`` the float64 ``[n_paths]`` indicator of the
+    paths that avoid it (``nan`` beyond a layer's heads)."""
+    through = head_paths(heads)
+    out = np.full(through.shape[:2], np.nan)
+    for l, H in enumerate(heads):
+        for h in range(H):
+            out[l, h] = score(torch.from_numpy((~through[l, h]).astype(np.float64)))
+    return out
+
+
+def removal_scores(solution: TheorySolution, features, y) -> np.ndarray:
+    """Loss increase of the theory's predictor on held-out examples when a head's paths leave its kernel, the
+    predictor's weights kept (eq-removal-score):
+
+        f_h(x) = sum_mu K_h(x, x^mu) alpha_mu,   alpha = (K + T I)^{-1} y,   K_h = K(D_h U D_h),
+        r_h = <(f_h(x) - y)^2> - <(f(x) - y)^2>,
+
+    ``D_h`` the diagonal indicator of the paths that avoid head ``h``.
+
+    Args:
+        solution: the theory at its minimum on the training examples.
+        features: ``[P', N0, n_paths]`` path features of the held-out examples; y: ``[P']`` their labels.
+
+    Returns:
+        float64 ``[L, max(H)]``.
+    """
+    X = scaled_features(features, solution.variances[0])
+    labels = as_float64_tensor(y, "y")
+    if labels.shape != X.shape[:1]:
+        raise ValueError(f"y must have shape [{X.shape[0]}], got {tuple(labels.shape)}")
+    U = torch.as_tensor(solution.U)
+    alpha = solution._alpha
+
+    def loss(keep):
+        f = kernel_from_scaled(X, U * keep[:, None] * keep[None, :], solution._X) @ alpha
+        return float(((f - labels) ** 2).mean())
+
+    base = loss(torch.ones(U.shape[0], dtype=torch.float64))
+    return _per_head(solution.heads, loss) - base
+
+
+def loo_scores(solution: TheorySolution) -> np.ndarray:
+    """Closed-form leave-one-out error of the theory's predictor without a head, minus that with every head
+    (eq-loo-score): with ``G = K + T I``, the prediction for ``x^mu`` from the others misses ``y^mu`` by
+    ``[G^{-1} y]_mu / [G^{-1}]_{mu mu}``, so
+
+        LOO(U) = (1/P) sum_mu ([G^{-1} y]_mu / [G^{-1}]_{mu mu})^2,     l_h = LOO(D_h U D_h) - LOO(U).
+
+    Returns:
+        float64 ``[L, max(H)]``.
+    """
+    U = torch.as_tensor(solution.U)
+    X, y, T = solution._X, solution._y, solution.temperature
+    eye = torch.eye(X.shape[0], dtype=torch.float64)
+
+    def loo(keep):
+        inverse = torch.cholesky_inverse(torch.linalg.cholesky(kernel_from_scaled(X, U * keep[:, None] * keep[None, :], X)
+                                                                + T * eye))
+        return float(((inverse @ y) / torch.diagonal(inverse)).pow(2).mean())
+
+    return _per_head(solution.heads, loo) - loo(torch.ones(U.shape[0], dtype=torch.float64))
+
+
+def action_gate_gradients(solution: TheorySolution) -> np.ndarray:
+    """First-order change of the minimal action when a head goes (eq-action-gate): a gate ``g_h`` multiplies the
+    features of the head's paths; at the minimum the action is stationary in ``U``, so
+
+        dS*/dg_h = tr(G^{-1} dK) - alpha^T dK alpha,     dK = K(M_h U + U M_h),  M_h = I - D_h,
+
+    and ``S*(g_h = 0) - S*(1) ~ -dS*/dg_h``, the score returned.
+
+    Returns:
+        float64 ``[L, max(H)]``.
+    """
+    U = torch.as_tensor(solution.U)
+    X, chol, alpha = solution._X, solution._chol, solution._alpha
+    inverse = torch.cholesky_inverse(chol)
+
+    def gradient(keep):
+        through = 1.0 - keep
+        dK = kernel_from_scaled(X, through[:, None] * U + U * through[None, :], X)
+        return float((inverse * dK).sum() - alpha @ dK @ alpha)
+
+    return -_per_head(solution.heads, gradient)
+
+
+def action_changes(features, y, solution: TheorySolution, *, max_iterations: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """``Delta S_h = min S(without h) - min S`` (eq-action-change): the theory solved again on the paths that
+    avoid head ``h`` (a network with ``H_l - 1`` heads in layer ``l``), at the solution's widths, variances and
+    temperature, started from the minimum with the head's entries taken out.
+
+    Args:
+        features: ``[P, N0, n_paths]`` the path features ``solution`` was solved on; y: ``[P]``.
+        solution: the theory at its minimum.
+
+    Returns:
+        ``(scores [L, max(H)], certified [L, max(H)] bool)``: a head whose solve does not certify a minimum gets
+        its uncertified value, marked ``False``.
+    """
+    xi = as_float64_tensor(features, "features")
+    heads = solution.heads
+    through = head_paths(heads)
+    scores = np.full(through.shape[:2], np.nan)
+    certified = np.zeros(through.shape[:2], dtype=bool)
+    for l, H in enumerate(heads):
+        if H < 2:
+            continue
+        for h in range(H):
+            reduced = heads[:l] + (H - 1,) + heads[l + 1:]
+            # started from the minimum with the head's rows and columns taken out: a few Newton steps
+            initial = [U[np.ix_(keep, keep)] for U, keep in
+                       zip(solution.U_layers, _layer_paths_avoiding(heads, l, h))]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CertificateWarning)
+                without = solve(xi[:, :, torch.from_numpy(~through[l, h])], y, heads=reduced, widths=solution.widths,
+                                temperature=solution.temperature, variances=solution.variances, initial=initial,
+                                max_iterations=max_iterations, on_failure="warn")
+            scores[l, h] = without.action - solution.action
+            certified[l, h] = without.converged
+    return scores, certified
+
+
+def _layer_paths_avoiding(heads, layer: int, head: int) -> list[np.ndarray]:
+    """For each ``U_l`` (indexed by the partial paths ``(h_l, ..., h_L)``), the indices of those that avoid head
+    ``head`` of layer ``layer`` (0-based)."""
+    out = []
+    for l in range(len(heads)):
+        partial = np.array(all_paths(heads[l:]))
+        out.append(np.flatnonzero(partial[:, layer - l] != head) if layer >= l else np.arange(len(partial)))
+    return out
+
+
+def trained_path_scores(model) -> np.ndarray:
+    """The paper's head score (eq-head-score) applied to the trained model's own path-weight overlaps
+    (eq-trained-overlap): ``U^trained_{pi pi'} = w_pi . w_pi' / N0`` with the path weights ``w_pi`` of
+    :meth:`~.adapters.HeadModel.path_weights`.
+
+    Args:
+        model: a trained model without biases, or its :class:`~.adapters.HeadModel`.
+
+    Returns:
+        float64 ``[L, max(H)]``, normalised to a largest score of 1.
+    """
+    view = head_model(model)
+    w = view.path_weights()
+    return head_scores((w @ w.T / view.input_width).numpy(), view.heads)
+
+
+__all__ = ["THEORY_SCORES", "action_changes", "action_gate_gradients", "head_paths", "loo_scores", "removal_scores",
+           "trained_path_scores"]
