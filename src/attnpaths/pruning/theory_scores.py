@@ -78,10 +78,10 @@ def removal_scores(solution: TheorySolution, features, y) -> np.ndarray:
     if labels.shape != X.shape[:1]:
         raise ValueError(f"y must have shape [{X.shape[0]}], got {tuple(labels.shape)}")
     U = torch.as_tensor(solution.U)
-    alpha = solution._alpha
+    alpha = solution.dual_weights
 
     def loss(keep):
-        f = kernel_from_scaled(X, U * keep[:, None] * keep[None, :], solution._X) @ alpha
+        f = kernel_from_scaled(X, U * keep[:, None] * keep[None, :], solution.training_features) @ alpha
         return float(((f - labels) ** 2).mean())
 
     base = loss(torch.ones(U.shape[0], dtype=torch.float64))
@@ -99,7 +99,7 @@ def loo_scores(solution: TheorySolution) -> np.ndarray:
         float64 ``[L, max(H)]``.
     """
     U = torch.as_tensor(solution.U)
-    X, y, T = solution._X, solution._y, solution.temperature
+    X, y, T = solution.training_features, solution.training_labels, solution.temperature
     eye = torch.eye(X.shape[0], dtype=torch.float64)
 
     def loo(keep):
@@ -122,7 +122,7 @@ def action_gate_gradients(solution: TheorySolution) -> np.ndarray:
         float64 ``[L, max(H)]``.
     """
     U = torch.as_tensor(solution.U)
-    X, chol, alpha = solution._X, solution._chol, solution._alpha
+    X, chol, alpha = solution.training_features, solution.kernel_cholesky, solution.dual_weights
     inverse = torch.cholesky_inverse(chol)
 
     def gradient(keep):

@@ -548,6 +548,27 @@ class TheorySolution:
         """Prior variances ``(s0, s1, ..., sL, sa)``."""
         return self.arch.variances
 
+    @property
+    def training_features(self) -> torch.Tensor:
+        """``[P, N0, n_paths]`` the scaled training features the kernel is built from
+        (:func:`attnpaths.kernels.scaled_features`)."""
+        return self._X
+
+    @property
+    def training_labels(self) -> torch.Tensor:
+        """``[P]`` the training labels ``y``."""
+        return self._y
+
+    @property
+    def kernel_cholesky(self) -> torch.Tensor:
+        """``[P, P]`` lower Cholesky factor of ``K(U) + T I`` at the solution (eq-predictor)."""
+        return self._chol
+
+    @property
+    def dual_weights(self) -> torch.Tensor:
+        """``[P]`` ``alpha = (K(U) + T I)^{-1} y``: the predictor is ``f(x) = k(x)^T alpha`` (eq-predictor)."""
+        return self._alpha
+
     def _scaled(self, features, name: str) -> torch.Tensor:
         X = scaled_features(features, self.arch.variances[0])
         if X.shape[1:] != self._X.shape[1:]:
