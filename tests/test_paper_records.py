@@ -612,6 +612,53 @@ def test_oneshot_head_labels_and_the_gd_weights_scores_follow_from_the_record():
 
 
 # --------------------------------------------------------------------------------------------------------
+# pruning: one seed of each model kind, end to end from its shipped weights
+
+PRUNING_ACCURACY_ATOL = 1 / 400 + 1e-12
+"""Accuracies of the float32 models on the test images (400): an output within float32 rounding of 0 may change
+sign on another CPU and move an accuracy by one image."""
+PRUNING_SCORE_RTOL = 1e-4
+"""Head scores computed from float32 model outputs and gradients (the theory's in float64 on features of the float32
+attention): float32 rounding, summed over the images, on another CPU."""
+
+
+def test_pruning_first_seed_of_each_model_kind_from_its_shipped_weights(one_torch_thread, recorded):
+    """Seed 0 of both architectures: the shipped weights, the subset table on every split, every ranking's scores and
+    the theory's temperature (about 15 s); the record's first seed must come out again."""
+    from attnpaths.pruning.digits import digit_patches, train_test_split
+    from attnpaths.pruning.sweep import run_seed, training_seeds
+    from attnpaths.pruning.training import ModelTraining
+    from attnpaths_book import trained as shipped_models
+
+    r = recorded("pruning")
+    data = digit_patches(r["patch_size"], r["positive_digits"])
+    train, held_out = train_test_split(data, r["num_test"], np.random.default_rng(r["data_seed"]))
+    test, validation = train_test_split(held_out, r["num_validation"], np.random.default_rng([r["data_seed"], 1]))
+    seeds = training_seeds(r["seed"], r["num_seeds"])
+    for architecture in r["architectures"]:
+        config = ModelTraining(architecture=architecture, width=r["width"], qk_width=r["qk_width"],
+                               num_heads=r["num_heads"], num_layers=r["num_layers"], steps=r["train_steps"],
+                               batch_size=r["batch_size"], learning_rate=r["learning_rate"])
+        weights, _, shipped = shipped_models.pruning_weights(config, train, seeds)
+        assert shipped is not None, f"the paper profile's {architecture} models must come with the package"
+        result = run_seed(0, seed=r["seed"], train=train, validation=validation, test=test, training=config,
+                          theory_width=r["theory_width"], temperatures=r["temperatures"],
+                          theory_examples=r["theory_examples"], sensitivity_widths=r["sensitivity_widths"],
+                          max_iterations=r["max_iterations"], weights=weights[0])
+        recorded_values = r.value(architecture)
+        for split in ("validation", "test"):
+            for bound in ("best", "random"):  # from the subset table alone
+                np.testing.assert_allclose(result[bound][split], recorded_values["curves"][split][bound][0], rtol=0,
+                                           atol=PRUNING_ACCURACY_ATOL, err_msg=f"{architecture} {split} {bound}")
+        assert set(result["scores"]) == set(recorded_values["scores"])
+        for name, scores in result["scores"].items():
+            np.testing.assert_allclose(np.asarray(scores, dtype=float),
+                                       np.asarray(recorded_values["scores"][name][0], dtype=float),
+                                       rtol=PRUNING_SCORE_RTOL, atol=1e-9, err_msg=f"{architecture} {name}")
+        assert result["theory"]["temperature"] == recorded_values["theory"]["temperature"][0]
+
+
+# --------------------------------------------------------------------------------------------------------
 # exchangeability (E1-E4) and related results (R1-R5): closed forms, and seeded simulations replayed
 
 
