@@ -26,6 +26,11 @@ SLOW_FIXTURES = {
     "two_workers": "starts a Dask cluster",
     "process_environment": "starts Dask clusters, Jupyter kernels or the command line in new processes",
     "recorded": "recomputes a paper record's numbers from its recorded parameters",
+    "nuts_problem": "runs NUTS (pyro) on a network's posterior, a long chain",
+    "nuts_problem_depth_three": "runs NUTS (pyro) on a three-layer network's posterior, a long chain",
+    "sampled_small_problem": "samples a network's posterior and its exact density, long chains",
+    "deep_small_problem": "samples a three-layer network's posterior and its exact density, long chains",
+    "long_chain": "runs a long Markov chain in the test itself",
 }
 """Fixtures that make a test slow, and why (see the module docstring)."""
 
@@ -65,3 +70,8 @@ def built_book() -> BookLayout:
         runner.run_book(layout, "smoke")
         site.build_html(layout, book_chapters(layout), "smoke")
     return layout
+
+
+@pytest.fixture
+def long_chain():
+    """Requested by a test that runs a long Markov chain itself, which puts it in the slow tier (SLOW_FIXTURES)."""

@@ -51,7 +51,7 @@ def hierarchical_wishart_draws(generator, num_draws, widths=WIDTHS, variances=VA
 
 
 @pytest.mark.parametrize("moves", MOVES)
-def test_without_information_in_the_data_the_exact_posterior_is_the_prior_of_the_network(moves):
+def test_without_information_in_the_data_the_exact_posterior_is_the_prior_of_the_network(moves, long_chain):
     # at a huge temperature the likelihood is flat: (eq-exact-density) reduces to the hierarchical Wishart prior,
     # whose mean is U_GP and whose spread the direct construction gives; the saddle-point density (no (n + 1) log det
     # terms) would give a different spread, and a wrong degree of freedom a different mean. With independence moves
@@ -122,7 +122,7 @@ def test_multivariate_t_proposal_draws_and_density():
     assert np.allclose(draws.mean(0).numpy(), centre.numpy(), atol=0.02 * float(factor.diagonal().max()))
 
 
-def test_exact_mean_matches_the_networks_gibbs_samples_and_differs_from_the_saddle_point():
+def test_exact_mean_matches_the_networks_gibbs_samples_and_differs_from_the_saddle_point(long_chain):
     g = torch.Generator().manual_seed(4)
     network = AttentionNetwork(random_attention(g, (2, 2), 4), widths=WIDTHS, variances=VARIANCES)
     x = random_inputs(g, 8, 4, 3)

@@ -808,3 +808,44 @@ def test_related_recomputes(recorded):
                                        num_trials=r["r5_num_trials"], rates=r["r5_rates"])
     r.check("R5_bayes", {"rates": r5.rates, "window": r5.window, "window_uniform": r5.window_uniform})
     r.check("R5_bayes", {"max_weight_diff": r5.max_weight_diff, "max_output_diff": r5.max_output_diff})
+
+
+# --------------------------------------------------------------------------------------------------------
+# one short chain of each sampled claim, with the seed the chapter gave it
+
+SHORT_CHAIN_DRAWS = 60
+"""Draws per chain of the short runs below: a prefix of the recorded chain on this machine (the same generator),
+another chain on another machine; either way within MC_Z combined standard errors of the record."""
+
+
+def _short_chain(r, data, width, temperature, identity, key_U, key_se):
+    """The network's posterior sampled again at ``width`` with the chapter's seed and plan but fewer draws, against
+    the recorded sampled ``U``."""
+    from attnpaths.engine import task_generator
+    from attnpaths.experiments import sampling
+
+    k = list(r["sampled_widths"]).index(width)
+    point = sampling.sample_posterior(data, width, temperature, task_generator(r["sample_seed"], *identity, width),
+                                      num_warmup=r["sample_warmup"][k], num_samples=SHORT_CHAIN_DRAWS,
+                                      num_chains=r["sample_chains"][k], progress=False)
+    assert_within_mc_error(r.chapter, key_U, point.U, point.U_se, r.value(key_U), r.value(key_se))
+
+
+def test_hmc_and_depth_short_chains_agree_with_the_recorded_samples(one_torch_thread, recorded):
+    """Claims 2 and 2w (hmc) and a, aw, c (depth) rest on the network's posterior samples: a short chain of each
+    network, with its seed, at one sampled width (about 15 s)."""
+    from attnpaths.experiments.path_data import path_data
+    from attnpaths.hmc.data import paper_test_set, paper_train_set
+    from attnpaths.hmc.depth.networks import three_layer_network, wide_network
+    from attnpaths.hmc.networks import four_path_network
+
+    r = recorded("hmc")
+    train, test = paper_train_set(r["num_train"]), paper_test_set(r["num_test"])
+    _short_chain(r, path_data(four_path_network(train), train, test), 100, r["temperature"], (0,), "U_sampled.100",
+                 "sampler.100.U_mc_se")
+    d = recorded("depth")
+    train, test = paper_train_set(d["num_train"]), paper_test_set(d["num_test"])
+    for k, (tag, network) in enumerate((("deep", three_layer_network), ("wide", wide_network))):
+        width = d["sampled_widths"][0]
+        _short_chain(d, path_data(network(train), train, test), width, d["temperature"], (k,),
+                     f"{tag}_sampled.{width}.U", f"{tag}_sampled.{width}.U_mc_se")

@@ -36,7 +36,7 @@ SOURCE_GP_LIMIT = "derived in this book (the GP limit of the action)"
 SOURCE_ALIGNMENT = "paper (captions of Fig. 1c, 2d, 3d)"
 SOURCE_SADDLE = "derived in this book (the saddle point of the action)"
 
-#: The widths at which the saddle point is compared with the exact finite-width mean: ``(n + 1) / N`` at most this.
+#: Largest finite-width scale ``(n + 1) / N`` of a width at which the saddle point is compared with the exact mean.
 SADDLE_MAX_EPSILON = 0.05
 
 

@@ -44,9 +44,9 @@ class SampledPoint:
             deviation of the per-sample overlap and the ESS of each entry, all ``[n, n]`` in figure order.
         diagnostics: plain numbers: ``wall_time_s``, chains, draws, warm-up, min / median predictor ESS,
             max predictor R-hat, min ``U`` ESS, max ``U`` R-hat.
-        U_upper, U_upper_se: ``(U_2, ..., U_L)`` of the layers above the first (:meth:`~attnpaths.network.
-            AttentionNetwork.layer_order_parameters`) and their Monte-Carlo standard errors, ``[n_l, n_l]`` in path
-            order (``h_l`` slowest); empty for one layer.
+        U_upper, U_upper_se: ``(U_2, ..., U_L)`` of the layers above the first
+            (:meth:`~attnpaths.network.AttentionNetwork.layer_order_parameters`) and their Monte-Carlo standard
+            errors, ``[n_l, n_l]`` in path order (``h_l`` slowest); empty for one layer.
     """
 
     width: int
