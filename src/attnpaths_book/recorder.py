@@ -151,6 +151,9 @@ class ChapterRecorder:
         has converged; :func:`attnpaths.claims.structural_table`), written as ``values["structural_checks"]``
         apart from the claims, glue their table as ``<prefix><name>``, and stop the run unless every one holds:
         a failing structural check means a broken solver or setup, not a finding."""
+        if self.structural:
+            raise ValueError(f"chapter {self.chapter!r} records its structural checks twice: their table is glued "
+                             "once, so pass them all in one call")
         for verdict in verdicts:
             if not isinstance(verdict, Verdict):
                 raise ValueError(f"verdicts must be attnpaths.claims.Verdict objects, got {type(verdict).__name__}")
