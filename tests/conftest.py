@@ -24,6 +24,7 @@ SLOW_FIXTURES = {
     "executed_book": "executes chapters in Jupyter kernels",
     "browser": "drives headless Chromium",
     "two_workers": "starts a Dask cluster",
+    "cluster_client": "starts a Dask cluster",
     "process_environment": "starts Dask clusters, Jupyter kernels or the command line in new processes",
     "recorded": "recomputes a paper record's numbers from its recorded parameters",
     "nuts_problem": "runs NUTS (pyro) on a network's posterior, a long chain",
@@ -63,13 +64,30 @@ def tiny_book(tmp_path) -> BookLayout:
 @pytest.fixture(scope="session")
 def built_book() -> BookLayout:
     """The repository's HTML book in ``_build/html``: reused if it was built from the current executed
-    chapters and those are up to date for their profile, else executed (smoke profile, cached) and built."""
+    chapters and those are up to date for their profile, else executed (smoke profile, cached) and built. The
+    chapters run on the engine the command line starts by default (an embedded cluster with a worker per CPU,
+    as many chapters at a time), so the test run's one execution is the one ``python -m attnpaths_book book``
+    makes."""
+    from attnpaths.engine import start_engine
+
     layout = BookLayout(ROOT)
     profile = site.built_profile(layout, book_chapters(layout))
     if profile is None or runner.stale_chapters(layout, profile):
-        runner.run_book(layout, "smoke")
+        with start_engine() as engine:
+            runner.run_book(layout, "smoke", engine=engine)
         site.build_html(layout, book_chapters(layout), "smoke")
     return layout
+
+
+@pytest.fixture(scope="session")
+def cluster_client():
+    """A client of an embedded Dask cluster with two single-threaded workers (the command line's engine on two
+    CPUs), shared by the tests that recompute a chapter's parallel work: ``with use_client(cluster_client): ...``
+    sends its sweeps there, so the test takes the chapter's time rather than twice that."""
+    from attnpaths.engine import client_for, start_engine
+
+    with start_engine(workers=2) as engine:
+        yield client_for(engine.address)
 
 
 @pytest.fixture

@@ -352,6 +352,26 @@ def test_bench_book_runs_the_book_with_each_engine(tiny_book, process_environmen
         assert run["workers"] == workers and run["wall_s"] > 0
         assert run["chapters"]["alpha"]["engine"] == ("in-process" if workers == 1 else "embedded")
         assert run["chapters"]["alpha"]["workers"] == workers
+        cells = run["chapters"]["alpha"]["slowest_cells"]
+        assert cells and all(cell["seconds"] >= 0 for cell in cells), cells
+        assert [c["seconds"] for c in cells] == sorted((c["seconds"] for c in cells), reverse=True)
+        assert len(cells) == 3 and any(c["first_line"].startswith("profile = ") for c in cells), cells
+
+
+def test_slowest_cells_are_read_from_papermills_durations(tmp_path):
+    from attnpaths_book.benchmarks.book import slowest_cells
+
+    def code(source, duration):
+        return {"cell_type": "code", "source": source,
+                "metadata": {} if duration is None else {"papermill": {"duration": duration}}}
+
+    notebook = tmp_path / "chapter.ipynb"
+    notebook.write_text(json.dumps({"cells": [
+        code("# a comment first\nfast()", 0.5), {"cell_type": "markdown", "source": "text", "metadata": {}},
+        code(["slow(\n", "  x)"], 12.25), code("untimed()", None), code("middle()", 3.0), code("last()", 0.1)]}))
+    assert slowest_cells(notebook, count=3) == [
+        {"cell": 1, "first_line": "slow(", "seconds": 12.25}, {"cell": 3, "first_line": "middle()", "seconds": 3.0},
+        {"cell": 0, "first_line": "fast()", "seconds": 0.5}]
 
 
 def test_submitted_tasks_run_lazily_in_process_and_at_once_on_a_cluster(two_workers):

@@ -344,7 +344,7 @@ inverse of the spread of its differences (several 1e-3 here), hence 1e-6; the ou
 
 
 def _hmc_network_values(r, prefix, curve, data, band_sets, band_factory, gp_references):
-    """Check the theory curve, U, PC overlaps, ablations and the first data sets of the band of one network."""
+    """Check the theory curve, U, PC overlaps, ablations and the data sets ``band_sets`` of the band of one network."""
     from attnpaths.experiments.kernel_pcs import pc_overlaps
     from attnpaths.hmc import bands as ex
 
@@ -399,7 +399,11 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
-def test_hmc_recomputes(one_torch_thread, recorded):
+def test_hmc_recomputes(one_torch_thread, recorded, cluster_client):
+    """Every number of the hmc record that needs no sampler, from its recorded parameters: the paper's data, both
+    networks' theory, the PC overlaps and kernels, every data set of both bands (on two workers, as the chapter
+    does) and the claims computed from them."""
+    from attnpaths.engine import use_client
     from attnpaths.experiments import kernel_pcs
     from attnpaths.experiments.path_data import path_data
     from attnpaths.experiments.sweep import head_score_curve, theory_sweep
@@ -440,7 +444,8 @@ def test_hmc_recomputes(one_torch_thread, recorded):
     r.check("gp_accuracy", {key: classification_accuracy(mean, test.y.numpy()) for key, mean in gp_means.items()})
     sets4 = ex.data_set_draws(num_sets, torch.Generator().manual_seed(r["band_seed"]), num_train=num_train,
                               num_test=num_test)
-    band4 = _hmc_network_values(r, "", curve4, data4, sets4, four_path_network, gp_references=True)
+    with use_client(cluster_client):
+        band4 = _hmc_network_values(r, "", curve4, data4, sets4, four_path_network, gp_references=True)
 
     U_pc = curve4.U[curve4.index(r["pc_width"]), 0]
     kernels = kernel_pcs.appendix_kernels(data4, U_pc)
@@ -460,7 +465,8 @@ def test_hmc_recomputes(one_torch_thread, recorded):
     r.check("two_path.gp_accuracy", {"g+d": curve2.gp.accuracy["test"][0, 0]})
     sets2 = ex.data_set_draws(num_sets, torch.Generator().manual_seed(r["band_seed"] + 1), num_train=num_train,
                               num_test=num_test, sigma_perp=ex.NOISY_SIGMA_PERP)
-    band2 = _hmc_network_values(r, "two_path.", curve2, data2, sets2, two_path_network, gp_references=False)
+    with use_client(cluster_client):
+        band2 = _hmc_network_values(r, "two_path.", curve2, data2, sets2, two_path_network, gp_references=False)
 
     # claims 1 (over data sets and on the authors' data), 3, 4, 5 and 6, through the chapter's claims functions
     from attnpaths.experiments import finite_width as fw

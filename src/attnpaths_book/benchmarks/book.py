@@ -5,7 +5,10 @@ Dask cluster, on the same machine and commit.
 ``python -m attnpaths_book book --profile P --force --no-html --workers K`` for every ``K`` in turn (``K = 1``: every
 task in the chapters' own processes, one chapter after the other; ``K > 1``: an embedded ``LocalCluster`` of
 ``K`` single-threaded workers with ``K`` chapters at a time) and records each run's wall time and the
-per-chapter wall times and peak memory the runner stored. The record (``records/book.json`` by default)
+per-chapter wall times and peak memory the runner stored, with each chapter's slowest cells (the stage timings
+papermill writes into the executed notebook: where a chapter's time goes). With ``--html`` it then times
+``python -m attnpaths_book book --profile P`` once more, which finds every chapter current and only builds the
+HTML book: the README's first command is the last run's execution plus that build. The record (``records/book.json`` by default)
 carries the provenance of :mod:`attnpaths_book.benchmarks.record`; the reproducibility chapter reads it.
 
 The one-shot chapter caches its trained model in ``_build/cache``: the record says, per run, whether the
@@ -15,6 +18,7 @@ cache held files when the run started (a run that trains the model takes minutes
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -22,8 +26,26 @@ from pathlib import Path
 
 from attnpaths_book.chapters import PROFILES
 from attnpaths_book.layout import BookLayout, find_root
-from attnpaths_book.runner import read_timings
+from attnpaths_book.runner import notebook_chapters, read_timings
 from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+
+
+SLOWEST_CELLS = 3
+"""Cells per chapter that the record lists by their execution time."""
+
+
+def slowest_cells(notebook: Path, count: int = SLOWEST_CELLS) -> list[dict]:
+    """The ``count`` code cells of an executed notebook that took longest, as ``{"cell": index among the code
+    cells, "first_line": ..., "seconds": ...}``, slowest first (papermill's ``metadata.papermill.duration``)."""
+    cells = [cell for cell in json.loads(notebook.read_text())["cells"] if cell["cell_type"] == "code"]
+    timed = []
+    for index, cell in enumerate(cells):
+        duration = cell.get("metadata", {}).get("papermill", {}).get("duration")
+        if duration is not None:
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            first = next((line for line in source.splitlines() if line.strip() and not line.startswith("#")), "")
+            timed.append({"cell": index, "first_line": first[:100], "seconds": round(float(duration), 2)})
+    return sorted(timed, key=lambda c: -c["seconds"])[:count]
 
 
 def run_book(root: Path, profile: str, workers: int) -> dict:
@@ -39,10 +61,30 @@ def run_book(root: Path, profile: str, workers: int) -> dict:
         raise RuntimeError(f"the book run with --workers {workers} failed (status {completed.returncode}):\n"
                            f"{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}")
     timings = read_timings(layout.results_dir).get(profile, {})
+    notebooks = {c.name: layout.executed_notebook(c.docname) for c in notebook_chapters(layout)}
+    chapters = {}
+    for name, entry in timings.items():
+        chapters[name] = {k: entry[k] for k in ("wall_s", "peak_rss_mib", "engine", "workers") if k in entry}
+        if notebooks.get(name) is not None and notebooks[name].is_file():
+            chapters[name]["slowest_cells"] = slowest_cells(notebooks[name])
     return {"workers": workers, "wall_s": round(wall_s, 2), "model_cache_warm_at_start": cache_warm,
             "engine_line": next((line for line in completed.stdout.splitlines() if line.startswith("engine:")), ""),
-            "chapters": {name: {k: entry[k] for k in ("wall_s", "peak_rss_mib", "engine", "workers") if k in entry}
-                         for name, entry in timings.items()}}
+            "chapters": chapters}
+
+
+def build_html(root: Path, profile: str) -> float:
+    """Wall time (s) of ``python -m attnpaths_book book --profile P`` right after a run of every chapter: the
+    chapters are current, so it only builds the HTML book."""
+    start = time.perf_counter()
+    completed = subprocess.run([sys.executable, "-m", "attnpaths_book", "book", "--profile", profile], cwd=root,
+                               capture_output=True, text=True)
+    wall_s = time.perf_counter() - start
+    if completed.returncode != 0:
+        raise RuntimeError(f"the HTML build failed (status {completed.returncode}):\n{completed.stdout[-3000:]}\n"
+                           f"{completed.stderr[-3000:]}")
+    if "chapters: 0 executed" not in completed.stdout:
+        raise RuntimeError("the HTML build executed chapters again: the timed run did not leave them current")
+    return wall_s
 
 
 def main(argv=None) -> int:
@@ -52,6 +94,8 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", choices=PROFILES, default="paper")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], metavar="K",
                         help="engines to compare, by worker count (default: 1 2)")
+    parser.add_argument("--html", action="store_true",
+                        help="after the runs, time the HTML build of the last run's executed chapters")
     parser.add_argument("--output", type=Path, default=committed_record_path("book"))
     args = parser.parse_args(argv)
     if any(k < 1 for k in args.workers):
@@ -64,6 +108,11 @@ def main(argv=None) -> int:
         runs.append(run_book(root, args.profile, workers))
         print(f"  {runs[-1]['wall_s']:.0f} s", flush=True)
     report = {"profile": args.profile, "runs": runs}
+    if args.html:
+        print("HTML build ...", flush=True)
+        report["html_wall_s"] = round(build_html(root, args.profile), 2)
+        report["book_wall_s"] = round(runs[-1]["wall_s"] + report["html_wall_s"], 2)
+        print(f"  {report['html_wall_s']:.0f} s; execution and HTML {report['book_wall_s']:.0f} s", flush=True)
     if len(runs) >= 2 and runs[0]["workers"] == 1:
         report["speedup"] = {str(r["workers"]): round(runs[0]["wall_s"] / r["wall_s"], 3) for r in runs[1:]}
     path = write_record(make_record(started, report), args.output)
