@@ -170,12 +170,53 @@ def test_planned_widths_are_sampled_from_the_task_seed_of_their_identity(data):
         sampling.sample_widths(data, [3], 0.1, 7, progress=False)
 
 
+def test_a_precision_target_looks_on_a_geometric_schedule_and_refuses_bad_settings():
+    target = sampling.PrecisionTarget(0.05)
+    assert target.checkpoints(100) == [25, 32, 40, 50, 63, 79, 99]
+    assert target.checkpoints(25) == [] and sampling.PrecisionTarget(0.05, 8, 1.01).checkpoints(11) == [8, 9, 10]
+    for arguments, match in (((0.0,), "relative_se"), ((1.5,), "relative_se"), ((0.1, 5), "min_draws"),
+                             ((0.1, 25.0), "min_draws"), ((0.1, 25, 1.0), "growth")):
+        with pytest.raises(ValueError, match=match):
+            sampling.PrecisionTarget(*arguments)
+
+
+def test_sampling_stops_at_the_first_look_that_meets_the_target_and_keeps_the_chains_draws(data):
+    """A run that stops on a precision target keeps exactly the first draws of the same chains run to the end, and
+    stops at the first look where every entry (every layer) meets the target, not before and not later."""
+    from attnpaths.network import AttentionNetwork
+    from attnpaths.sampler import PosteriorSampler
+
+    sampler = PosteriorSampler(AttentionNetwork(data.network.attention, 4), data.y, 0.1, features=data.features)
+    full = sampler.run(torch.Generator().manual_seed(3), 5, 120, 3, progress=False)
+    target = sampling.PrecisionTarget(0.1, min_draws=10)  # met at 87 draws (first layer at 69, the second not)
+    stopped = sampler.run(torch.Generator().manual_seed(3), 5, 120, 3, progress=False, stop=target)
+    kept = stopped.num_samples
+    assert 10 <= kept < 120 and kept in target.checkpoints(120)
+    torch.testing.assert_close(stopped.order_parameters, full.order_parameters[:, :kept], rtol=0, atol=0)
+    for mine, theirs in zip(stopped.upper_order_parameters, full.upper_order_parameters):
+        torch.testing.assert_close(mine, theirs[:, :kept], rtol=0, atol=0)
+
+    def met(draws):
+        return target.reached(full.order_parameters[:, :draws],
+                              tuple(u[:, :draws] for u in full.upper_order_parameters))
+
+    assert met(kept) and not any(met(c) for c in target.checkpoints(120) if c < kept)
+    never = sampler.run(torch.Generator().manual_seed(3), 5, 120, 3, progress=False,
+                        stop=sampling.PrecisionTarget(1e-6, min_draws=10))
+    assert never.num_samples == 120
+    point = sampling.sample_posterior(data, 4, 0.1, torch.Generator().manual_seed(3), num_warmup=5, num_samples=120,
+                                      num_chains=3, progress=False, target=target)
+    assert point.diagnostics["num_samples"] == kept and point.diagnostics["max_samples"] == 120
+
+
 def test_sampling_plans_pair_the_lists_and_share_the_exact_run():
     plans = sampling.sampling_plans([10, 100], [200, 20], [100, 20], [4, 2], exact_chains=16, exact_warmup=30,
                                     exact_draws=15, exact_thin=3)
     assert plans == [sampling.SamplingPlan(10, 200, 100, 4, 16, 30, 15, 3),
                      sampling.SamplingPlan(100, 20, 20, 2, 16, 30, 15, 3)]
     assert sampling.sampling_plans([10], [5], [6], [2])[0].exact_chains is None
+    targeted = sampling.sampling_plans([10, 100], [5, 5], [60, 60], [2, 2], relative_se=0.02, min_draws=12)
+    assert all(plan.target == sampling.PrecisionTarget(0.02, 12) for plan in targeted)
     with pytest.raises(ValueError, match="one value per sampled width"):
         sampling.sampling_plans([10, 100], [200], [100, 20], [4, 2])
     with pytest.raises(ValueError, match="chains"):
@@ -248,9 +289,14 @@ def test_diagnostics_table_has_one_line_per_network_and_width():
                                                     {10: _exact(10, U), 100: _exact(100, U)}),
                                         "2 paths": ({10: _point(10, U)}, {10: _exact(10, U)})})
     lines = table.split("\n")
-    assert len(lines) == 2 + 3 and all(line.count("|") == 9 for line in lines)
-    assert lines[2] == "| 4 paths | 10 | 4 x 100 (200) | 105 / 368 | 1.044 | 7 | 1.2 | 16 x 150, 80, 1.137, 4.0 |"
+    assert len(lines) == 2 + 3 and all(line.count("|") == 10 for line in lines)
+    assert lines[2] == ("| 4 paths | 10 | 4 x 100 (200) | 105 / 368 | 1.044 | 7 | 0.0500 | 1.2 | "
+                        "16 x 150, 80, 1.137, 4.0 |")
     assert lines[4].startswith("| 2 paths | 10 |")
+    stopped = _point(10, 4 * U)
+    stopped.diagnostics.update(num_samples=40, max_samples=500)
+    line = sampling.diagnostics_table({"x": ({10: stopped}, {10: _exact(10, U)})}).split("\n")[2]
+    assert line.startswith("| x | 10 | 4 x 40 of 500 (200) |") and "| 0.0125 |" in line
     with pytest.raises(ValueError, match="exact run at every sampled width, missing \\[100\\]"):
         sampling.diagnostics_table({"x": ({10: _point(10, U), 100: _point(100, U)}, {10: _exact(10, U)})})
 

@@ -102,6 +102,27 @@ def test_independence_moves_multiply_the_effective_sample_size_per_move_on_a_nea
     assert np.all(np.abs(runs["mixed"].mean - runs["random_walk"].mean) <= Z * se)
 
 
+def test_a_precision_target_stops_the_chains_at_its_first_met_look_with_the_full_runs_first_draws():
+    from attnpaths.experiments.sampling import PrecisionTarget
+
+    features, y = wide_network_problem()
+    arguments = dict(heads=(2, 2), widths=300, temperature=0.05, variances=VARIANCES, num_chains=16, num_warmup=40,
+                     num_samples=150, thin=2, progress=False)
+    full = sample_order_parameters(features, y, generator=torch.Generator().manual_seed(8), **arguments)
+    target = PrecisionTarget(0.015, min_draws=10)
+    stopped = sample_order_parameters(features, y, generator=torch.Generator().manual_seed(8), stop=target,
+                                      **arguments)
+    kept = stopped.U.shape[1]
+    assert kept in target.checkpoints(150), kept
+    np.testing.assert_array_equal(stopped.U, full.U[:, :kept])
+    np.testing.assert_allclose(stopped.mean, full.U[:, :kept].mean(axis=(0, 1)), rtol=1e-12)  # summation order
+    assert kept < 150 and target.relative_errors(torch.from_numpy(full.U[:, :kept]))[0].max() <= 0.015
+    assert 0 < stopped.acceptance < 1
+    never = sample_order_parameters(features, y, generator=torch.Generator().manual_seed(8),
+                                    stop=PrecisionTarget(1e-6, min_draws=10), **arguments)
+    np.testing.assert_array_equal(never.U, full.U)
+
+
 def test_multivariate_t_proposal_draws_and_density():
     # log density against scipy's (same up to a constant), and draws with the t's covariance nu / (nu - 2) S
     from scipy.stats import multivariate_t

@@ -199,7 +199,9 @@ def test_theory_ranking_keeps_the_temperature_with_the_smallest_certified_action
     best = int(np.argmin(scan["action"]))
     assert ranking.temperature == scan["temperatures"][best]
     single = theory_head_ranking(model, x, y, 20, float(scan["temperatures"][best]))
-    np.testing.assert_array_equal(single.scores, ranking.scores)
+    # the scan starts each temperature from the minimum of the one before, the single solve from the GP values:
+    # the same minimum, reached along another path of Newton steps (rounding apart)
+    np.testing.assert_allclose(single.scores, ranking.scores, rtol=1e-10)
     np.testing.assert_array_equal(scan["scores"][best], ranking.scores)
     with pytest.raises(ValueError, match="temperature"):
         theory_head_ranking(model, x, y, 20, [0.5, 0.1])

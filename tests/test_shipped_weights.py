@@ -20,7 +20,7 @@ from attnpaths_book.runner import notebook_chapters
 from attnpaths.checkpoints import file_sha256, load_checkpoint, save_checkpoint
 from attnpaths.claims import Outcome
 from attnpaths.oneshot.training import training_key
-from attnpaths.pruning.digits import digit_patches, train_test_split
+from attnpaths.pruning.digits import digit_patches, train_test_split, train_validation_test_split
 from attnpaths.pruning.sweep import base_accuracies, run_seed, training_seeds
 from attnpaths.pruning.training import (ModelTraining, load_models, models_key, rebuild_model, save_models,
                                         train_model, trained_weights)
@@ -82,10 +82,11 @@ def _parameters(chapter: str, profile: str) -> dict:
 
 
 def _pruning_chapter(profile: str):
-    """The pruning chapter's training settings per architecture, images and seeds in ``profile``."""
+    """The pruning chapter's training settings per architecture, its training and test images and its seeds in
+    ``profile``."""
     p = _parameters("pruning", profile)
     data = digit_patches(p["patch_size"], p["positive_digits"])
-    train, test = train_test_split(data, p["num_test"], np.random.default_rng(p["data_seed"]))
+    train, _, test = train_validation_test_split(data, p["num_test"], p["num_validation"], p["data_seed"])
     configs = {a: ModelTraining(architecture=a, width=p["width"], qk_width=p["qk_width"], num_heads=p["num_heads"],
                                 num_layers=p["num_layers"], steps=p["train_steps"], batch_size=p["batch_size"],
                                 learning_rate=p["learning_rate"]) for a in p["architectures"]}

@@ -244,6 +244,7 @@ def sample_order_parameters(
     thin: int = 5,
     moves: str = "mixed",
     progress: bool = True,
+    stop=None,
 ) -> OrderParameterSamples:
     """Sample the exact finite-width posterior (eq-exact-density) of the order parameters.
 
@@ -268,10 +269,14 @@ def sample_order_parameters(
         temperature: ``T > 0``.
         generator: source of all randomness.
         variances: as for :func:`attnpaths.theory.solve`.
-        num_chains, num_warmup, num_samples, thin: chains; moves discarded per chain; draws stored per chain;
-            moves between stored draws.
+        num_chains, num_warmup, num_samples, thin: chains; moves discarded per chain; draws stored per chain
+            (the most, with ``stop``); moves between stored draws.
         moves: ``"mixed"`` (default) or ``"random_walk"`` (:data:`MOVES`).
         progress: tqdm bar over the moves.
+        stop: sequential stopping, or ``None`` to store ``num_samples``: as for
+            :meth:`attnpaths.sampler.PosteriorSampler.run` (``checkpoints(num_samples)`` and
+            ``reached(U_1 draws [C, s, n, n], upper layers' draws)``, e.g.
+            :class:`attnpaths.experiments.sampling.PrecisionTarget`).
 
     Returns:
         :class:`OrderParameterSamples`.
@@ -314,6 +319,7 @@ def sample_order_parameters(
     independence = MultivariateT(theta, factor) if moves == "mixed" else None
     refit_at = num_warmup // 2 if num_chains * (num_warmup // 2) >= 2 * dimension else None
     stored, stored_upper, accepted, warm_states = [], [], 0.0, []
+    checkpoints = set() if stop is None else {int(c) for c in stop.checkpoints(num_samples)}
     total = num_warmup + num_samples * thin
     for step in tqdm(range(total), desc=f"order-parameter posterior N={arch.widths[0]:g}", disable=not progress):
         if independence is not None and step == refit_at:
@@ -339,6 +345,11 @@ def sample_order_parameters(
                 layers = target.split(state)[0]
                 stored.append(layers[0])
                 stored_upper.append(layers[1:])
+                if len(stored) in checkpoints and stop.reached(
+                        torch.stack(stored, dim=1),
+                        tuple(torch.stack([draw[k] for draw in stored_upper], dim=1)
+                              for k in range(len(stored_upper[0])))):
+                    break
     U = torch.stack(stored, dim=1)  # [C, S, n, n]
     upper = [torch.stack([draw[k] for draw in stored_upper], dim=1) for k in range(len(stored_upper[0]))]
     ess = effective_sample_size(U)
@@ -350,7 +361,7 @@ def sample_order_parameters(
         ess=ess.numpy(),
         rhat=split_rhat(U).numpy(),
         mode=target.split(theta)[0][0].detach().numpy(),
-        acceptance=accepted / (num_samples * thin),
+        acceptance=accepted / (len(stored) * thin),
         wall_time_s=time.perf_counter() - start,
         moves=moves,
         upper_mean=tuple(u.mean(dim=(0, 1)).numpy() for u in upper),

@@ -565,16 +565,23 @@ class PosteriorSampler:
         *,
         thinning: int = 1,
         progress: bool = True,
+        stop=None,
     ) -> PosteriorSamples:
         """Run ``num_chains`` chains from prior draws; discard ``num_warmup`` sweeps, keep ``num_samples``.
 
         Args:
             generator: the source of all randomness (initial prior draws and Gibbs updates).
             num_warmup: sweeps discarded per chain (Gibbs needs no adaptation: this is burn-in only).
-            num_samples: stored samples per chain.
+            num_samples: stored samples per chain (the most, with ``stop``).
             num_chains: chains, run in parallel along a leading axis.
             thinning: sweeps per stored sample.
             progress: show a tqdm bar over sweeps.
+            stop: sequential stopping, or ``None`` to keep ``num_samples``: an object with
+                ``checkpoints(num_samples)`` (stored-sample counts at which to look) and
+                ``reached(order_parameters, upper_order_parameters)`` (``[C, s, n, n]`` and a tuple of
+                ``[C, s, ...]``, the draws stored so far), e.g.
+                :class:`attnpaths.experiments.sampling.PrecisionTarget`; the chains end at the first
+                checkpoint where it returns ``True``. The same generator gives the same stopping point.
 
         Returns:
             :class:`PosteriorSamples` (also kept as ``self.result`` for :meth:`predict`).
@@ -591,6 +598,7 @@ class PosteriorSampler:
         blocks = self._to_blocks(self.network.sample_prior(generator, num_chains))
         input_weights = overlaps = None  # [C, S, ...], allocated at the first stored sample
         upper = [[] for _ in range(self.network.num_layers - 1)]  # U_2 .. U_L of every stored sweep
+        checkpoints = set() if stop is None else {int(c) for c in stop.checkpoints(num_samples)}
         sweeps, stored = num_warmup + num_samples * thinning, 0
         for sweep in tqdm(range(sweeps), desc="Gibbs sweeps", disable=not progress, leave=False):
             blocks = self._sweep(blocks, generator)
@@ -603,6 +611,10 @@ class PosteriorSampler:
                 for layer, U in zip(upper, self.network.layer_order_parameters(self._to_weights(blocks))[1:]):
                     layer.append(U)
                 stored += 1
+                if stored in checkpoints and stored < num_samples and stop.reached(
+                        overlaps[:, :stored], tuple(torch.stack(layer, dim=1) for layer in upper)):
+                    input_weights, overlaps = input_weights[:, :stored].clone(), overlaps[:, :stored].clone()
+                    break
         if not (torch.isfinite(input_weights).all() and torch.isfinite(overlaps).all()):
             raise RuntimeError("the sampler produced non-finite weights: the posterior's linear algebra failed "
                                f"(temperature {self.temperature}, widths {self.network.widths})")

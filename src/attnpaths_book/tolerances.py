@@ -171,6 +171,12 @@ TABLE: tuple[Tolerance, ...] = (
                       "hmc:values.power_checks.2*", "depth:values.claim_*_power.*",
                       "hmc:values.glued.saddle_ratio", "oneshot:values.glued.U_theory_sampled_r",
                       "oneshot:values.U_pattern_theory_vs_sampled.*", "oneshot:values.claim2_power.*")),
+    *(Tolerance(pattern, "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0,
+                "draws per chain that a sampler kept when its precision target stopped it (sequential stopping, "
+                "attnpaths.experiments.sampling.PrecisionTarget): another chain meets the target at another look; "
+                "the precision reached is compared through the standard errors above")
+      for pattern in ("hmc:values*sampler.*.num_samples", "depth:values.*_sampled.*.num_samples",
+                      "depth:values.*_exact.*num_samples")),
     *(Tolerance(f"{chapter}:values.{key}.*", "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0, _SAMPLED_VERDICTS)
       for chapter in ("hmc", "depth", "oneshot") for key in ("verdicts", "wrong_action_checks")),
     # class c, downstream of the shipped weights

@@ -96,6 +96,61 @@ def _usable_ess(ess: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(ess) & (ess >= 1), ess, 1.0)
 
 
+@dataclass(frozen=True)
+class PrecisionTarget:
+    """Sequential stopping of the network's sampler on the precision of its ``U`` (eq-sampled-u).
+
+    A run keeps drawing until every entry of every layer's order parameter has a Monte-Carlo standard error
+    ``sd / sqrt(ESS)`` (as :attr:`SampledPoint.U_se`) of at most ``relative_se`` times its scale
+    ``sqrt(|U_ii U_jj|)``, or its maximum of draws. It looks after ``min_draws`` draws per chain and then
+    each time the kept draws have grown by the factor ``growth``: a few looks on a geometric schedule, so the
+    stopping rule moves an estimate by a small fraction of its standard error. Used as ``stop`` of
+    :meth:`attnpaths.sampler.PosteriorSampler.run`; a width that reaches its target early costs only what the
+    target needs, and one that does not keeps its maximum.
+
+    Attributes:
+        relative_se: the target, in ``(0, 1)``.
+        min_draws: draws per chain before the first look (>= 8: the ESS of shorter runs means little).
+        growth: factor between looks, > 1.
+    """
+
+    relative_se: float
+    min_draws: int = 25
+    growth: float = 1.25
+
+    def __post_init__(self):
+        if not 0 < float(self.relative_se) < 1:
+            raise ValueError(f"relative_se must lie in (0, 1), got {self.relative_se!r}")
+        if isinstance(self.min_draws, bool) or not isinstance(self.min_draws, int) or self.min_draws < 8:
+            raise ValueError(f"min_draws must be an integer >= 8, got {self.min_draws!r}")
+        if not float(self.growth) > 1:
+            raise ValueError(f"growth must be > 1, got {self.growth!r}")
+
+    def checkpoints(self, num_samples: int) -> list[int]:
+        """Draws per chain at which a run of at most ``num_samples`` looks: ``min_draws``, then each look
+        ``ceil(growth x)`` of the one before, below ``num_samples``."""
+        looks, draws = [], self.min_draws
+        while draws < num_samples:
+            looks.append(draws)
+            draws = max(draws + 1, int(np.ceil(self.growth * draws)))
+        return looks
+
+    def relative_errors(self, order_parameters: torch.Tensor, upper_order_parameters=()) -> list[np.ndarray]:
+        """``se / sqrt(|U_ii U_jj|)`` of every layer's ``U``, first layer first, from draws ``[C, s, n, n]``."""
+        errors = []
+        for draws in (order_parameters, *upper_order_parameters):
+            mean, se = _mean_and_se(draws.cpu())
+            diagonal = np.abs(np.diagonal(mean, axis1=-2, axis2=-1))
+            scale = np.sqrt(diagonal[..., :, None] * diagonal[..., None, :])
+            errors.append(se / np.where(scale > 0, scale, np.inf))
+        return errors
+
+    def reached(self, order_parameters: torch.Tensor, upper_order_parameters=()) -> bool:
+        """Whether the draws kept so far meet the target in every entry of every layer."""
+        return all(bool(np.all(e <= self.relative_se)) for e in self.relative_errors(order_parameters,
+                                                                                    upper_order_parameters))
+
+
 def sample_posterior(
     data: PathData,
     width: int,
@@ -107,6 +162,7 @@ def sample_posterior(
     num_chains: int,
     progress: bool = True,
     device="cpu",
+    target: PrecisionTarget | None = None,
 ) -> SampledPoint:
     """Sample the finite network's posterior at width ``N`` (blocked Gibbs, :mod:`attnpaths.sampler`).
 
@@ -115,13 +171,15 @@ def sample_posterior(
         width: ``N`` (every layer).
         temperature: likelihood variance ``T``.
         generator: the source of all randomness of the run.
-        num_warmup, num_samples, num_chains: sweeps discarded per chain, draws kept per chain, chains.
+        num_warmup, num_samples, num_chains: sweeps discarded per chain, draws kept per chain (the most, with
+            ``target``), chains.
         device: where the sampler's linear algebra runs (:class:`~attnpaths.sampler.PosteriorSampler`).
+        target: stop as soon as ``U`` is this precise (:class:`PrecisionTarget`); ``None`` keeps every draw.
     """
     width = positive_int(width, "width")
     network = AttentionNetwork(data.network.attention, width)
     sampler = PosteriorSampler(network, data.y, temperature, features=data.features, device=device)
-    samples = sampler.run(generator, num_warmup, num_samples, num_chains, progress=progress)
+    samples = sampler.run(generator, num_warmup, num_samples, num_chains, progress=progress, stop=target)
     # f on the test set once ([C, S, B], the largest array of a run): its variance and diagnostics, as
     # samples.predictor_variance and samples.diagnostics compute them
     predictor = samples.predictor_samples(data.features_test)
@@ -152,6 +210,7 @@ def sample_posterior(
             "wall_time_s": samples.wall_time_s,
             "num_chains": samples.num_chains,
             "num_samples": samples.num_samples,
+            "max_samples": num_samples,
             "num_warmup": samples.num_warmup,
             "min_predictor_ess": float(ess.min()),
             "median_predictor_ess": float(np.median(ess)),
@@ -187,20 +246,24 @@ class ExactOrderParameter:
 def exact_order_parameter(
     data: PathData, width: int, temperature: float, generator: torch.Generator, *, num_chains: int = 32,
     num_warmup: int = 300, num_samples: int = 300, thin: int = 4, progress: bool = True,
+    target: PrecisionTarget | None = None,
 ) -> ExactOrderParameter:
     """Sample the exact posterior (eq-exact-density) of the order parameters of ``data``'s network at width ``N`` (every layer)
-    and summarise ``U_1`` in figure order (:func:`attnpaths.order_parameter_posterior.sample_order_parameters`)."""
+    and summarise ``U_1`` in figure order (:func:`attnpaths.order_parameter_posterior.sample_order_parameters`);
+    with a ``target`` (:class:`PrecisionTarget`) the chains stop once every layer's mean is that precise,
+    ``num_samples`` being the most they store."""
     width = positive_int(width, "width")
     draws = sample_order_parameters(
         data.features, data.y, heads=data.network.heads, widths=width, temperature=temperature,
         generator=generator, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin,
-        progress=progress,
+        progress=progress, stop=target,
     )
     order = data.network.plot_order
     return ExactOrderParameter(
         width=width, U=reorder(draws.mean, order), U_se=reorder(draws.mc_se, order), mode=reorder(draws.mode, order),
         diagnostics={"wall_time_s": draws.wall_time_s, "num_chains": int(draws.U.shape[0]),
-                     "num_samples": int(draws.U.shape[1]), "min_ess": float(draws.ess.min()),
+                     "num_samples": int(draws.U.shape[1]), "max_samples": num_samples,
+                     "min_ess": float(draws.ess.min()),
                      "max_rhat": float(draws.rhat.max()), "acceptance": draws.acceptance},
         U_upper=tuple(draws.upper_mean), U_upper_se=tuple(draws.upper_mc_se),
     )
@@ -213,7 +276,9 @@ class SamplingPlan:
     (``exact_chains``, ``exact_warmup``, ``exact_draws``, ``exact_thin``; see :func:`exact_order_parameter`), and
     the same density with its entropy weighted by each of ``exact_scales`` (``exact_scaled_draws`` draws per
     chain, default ``exact_draws``): the neighbouring actions of
-    :func:`attnpaths.experiments.finite_width.entropy_weight_agreement`."""
+    :func:`attnpaths.experiments.finite_width.entropy_weight_agreement`. With a ``target``
+    (:class:`PrecisionTarget`) the network's sampler stops once its ``U`` is that precise, ``draws`` being the
+    most it keeps; with an ``exact_target`` every exact run stops once its mean is that precise."""
 
     width: int
     warmup: int
@@ -225,6 +290,8 @@ class SamplingPlan:
     exact_thin: int = 4
     exact_scales: tuple = ()
     exact_scaled_draws: int | None = None
+    target: PrecisionTarget | None = None
+    exact_target: PrecisionTarget | None = None
 
 
 def sample_width(data: PathData, plan: SamplingPlan, temperature: float, seed: int, identity: tuple = (),
@@ -235,17 +302,18 @@ def sample_width(data: PathData, plan: SamplingPlan, temperature: float, seed: i
     :func:`sample_widths`."""
     generator = task_generator(seed, *identity, plan.width)
     point = sample_posterior(data, plan.width, temperature, generator, num_warmup=plan.warmup,
-                             num_samples=plan.draws, num_chains=plan.chains, progress=False, device=device)
+                             num_samples=plan.draws, num_chains=plan.chains, progress=False, device=device,
+                             target=plan.target)
     if plan.exact_chains is None:
         return point, None
     exact = exact_order_parameter(data, plan.width, temperature, generator, num_chains=plan.exact_chains,
                                   num_warmup=plan.exact_warmup, num_samples=plan.exact_draws, thin=plan.exact_thin,
-                                  progress=False)
+                                  progress=False, target=plan.exact_target)
     for c in plan.exact_scales:
         exact.scaled[float(c)] = exact_order_parameter(
             data, scaled_width(plan.width, c), temperature, generator, num_chains=plan.exact_chains,
             num_warmup=plan.exact_warmup, num_samples=plan.exact_scaled_draws or plan.exact_draws,
-            thin=plan.exact_thin, progress=False)
+            thin=plan.exact_thin, progress=False, target=plan.exact_target)
     return point, exact
 
 
@@ -318,12 +386,15 @@ def finite_width_epsilon(width, num_paths: int) -> float:
 
 def sampling_plans(widths, warmup, draws, chains, *, exact_chains: int | None = None, exact_warmup: int = 300,
                    exact_draws: int = 300, exact_thin: int = 4, exact_scales=(),
-                   exact_scaled_draws: int | None = None) -> list[SamplingPlan]:
+                   exact_scaled_draws: int | None = None, relative_se: float | None = None,
+                   exact_relative_se: float | None = None, min_draws: int = 25) -> list[SamplingPlan]:
     """One :class:`SamplingPlan` per sampled width, from a chapter's parameter lists.
 
     Args:
         widths, warmup, draws, chains: one entry per sampled width ``N``: the network sampler's warm-up sweeps,
-            draws kept per chain and chains.
+            draws kept per chain (the most, with ``relative_se``) and chains.
+        relative_se, exact_relative_se, min_draws: the :class:`PrecisionTarget` of the network's sampler and of
+            the exact runs at every width (``None``: keep every draw).
         exact_chains, exact_warmup, exact_draws, exact_thin: the exact order-parameter run of every width
             (:func:`exact_order_parameter`); ``exact_chains=None`` plans none.
         exact_scales, exact_scaled_draws: entropy weights of the neighbouring exact runs (see :class:`SamplingPlan`).
@@ -338,8 +409,11 @@ def sampling_plans(widths, warmup, draws, chains, *, exact_chains: int | None = 
         exact_draws=positive_int(exact_draws, "exact_draws"), exact_thin=positive_int(exact_thin, "exact_thin"),
         exact_scales=tuple(positive_real(c, "exact_scales") for c in exact_scales),
         exact_scaled_draws=None if exact_scaled_draws is None else positive_int(exact_scaled_draws, "exact_scaled_draws"))
+    target = None if relative_se is None else PrecisionTarget(relative_se, min_draws)
+    if exact_relative_se is not None:
+        exact["exact_target"] = PrecisionTarget(exact_relative_se, min_draws)
     return [SamplingPlan(positive_int(w, "widths"), positive_int(a, "warmup"), positive_int(d, "draws"),
-                         positive_int(c, "chains"), **exact)
+                         positive_int(c, "chains"), **exact, target=target)
             for w, a, d, c in zip(widths, warmup, draws, chains)]
 
 
@@ -446,27 +520,41 @@ def exact_density_dimension(heads) -> int:
     return sum(n * (n + 1) // 2 for n in sizes) + 1
 
 
+def kept_draws(diagnostics: dict) -> str:
+    """``"S"``, or ``"S of M"`` when a run stopped on its :class:`PrecisionTarget` after ``S`` of its most ``M``
+    draws per chain (``diagnostics``: a run's ``num_samples`` and ``max_samples``)."""
+    kept = diagnostics["num_samples"]
+    most = diagnostics.get("max_samples", kept)
+    return str(kept) if most == kept else f"{kept} of {most}"
+
+
 def diagnostics_table(runs: dict) -> str:
     """Markdown table of the sampler diagnostics (sec-hmc-sampler): per network and sampled width, the network
-    sampler's chains, draws and warm-up, the min / median ESS and max split R-hat of the test predictions, the
-    min ESS of ``U`` and the wall time, and the exact-density run's chains, draws, min ESS, max R-hat and time.
+    sampler's chains, draws kept (and the most it could keep, when it stopped on a :class:`PrecisionTarget`) and
+    warm-up, the min / median ESS and max split R-hat of the test predictions, the min ESS of ``U`` and the largest
+    relative standard error of its entries (``se / sqrt(|U_ii U_jj|)``, what the target bounds) and the wall time,
+    and the exact-density run's chains, draws, min ESS, max R-hat and time.
 
     Args:
         runs: ``{network label: (points, exacts)}`` with ``points`` ``{width: SampledPoint}`` and ``exacts``
             ``{width: ExactOrderParameter}`` holding every sampled width.
     """
     lines = ["| network | N | chains x draws (warm-up) | min / median ESS of f | max R-hat of f | min ESS of U "
-             "| wall time (s) | exact mean: chains x draws, min ESS, max R-hat, time (s) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| max relative se of U | wall time (s) | exact mean: chains x draws, min ESS, max R-hat, time (s) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, (points, exacts) in runs.items():
         missing = [w for w in points if w not in exacts]
         if missing:
             raise ValueError(f"runs[{name!r}] must have an exact run at every sampled width, missing {missing}")
         for w, p in points.items():
             d, e = p.diagnostics, exacts[w].diagnostics
-            lines.append(f"| {name} | {w} | {d['num_chains']} x {d['num_samples']} ({d['num_warmup']}) | "
+            draws = kept_draws(d)
+            diagonal = np.abs(np.diag(p.U))
+            relative_se = np.max(p.U_se / np.sqrt(np.outer(diagonal, diagonal)))
+            lines.append(f"| {name} | {w} | {d['num_chains']} x {draws} ({d['num_warmup']}) | "
                          f"{d['min_predictor_ess']:.0f} / {d['median_predictor_ess']:.0f} | "
                          f"{d['max_predictor_rhat']:.3f} | "
-                         f"{d['min_U_ess']:.0f} | {d['wall_time_s']:.1f} | {e['num_chains']} x {e['num_samples']}, "
+                         f"{d['min_U_ess']:.0f} | {relative_se:.4f} | {d['wall_time_s']:.1f} | "
+                         f"{e['num_chains']} x {kept_draws(e)}, "
                          f"{e['min_ess']:.0f}, {e['max_rhat']:.3f}, {e['wall_time_s']:.1f} |")
     return "\n".join(lines)

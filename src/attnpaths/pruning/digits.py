@@ -88,3 +88,14 @@ def train_test_split(data: PatchDigits, num_test: int, rng: np.random.Generator)
     numpy_generator(rng)
     order = rng.permutation(len(data))
     return data.subset(np.sort(order[num_test:])), data.subset(np.sort(order[:num_test]))
+
+
+def train_validation_test_split(data: PatchDigits, num_held_out: int, num_validation: int,
+                                seed: int) -> tuple[PatchDigits, PatchDigits, PatchDigits]:
+    """``(train, validation, test)``: ``num_held_out`` images held out from training
+    (:func:`train_test_split` with ``numpy.random.default_rng(seed)``), of which ``num_validation`` become the
+    validation images (drawn with ``default_rng([seed, 1])``) and the rest the test images. The models train on
+    the first part, choices (temperatures, rankings) are made on the second and reported on the third."""
+    train, held_out = train_test_split(data, num_held_out, np.random.default_rng(seed))
+    test, validation = train_test_split(held_out, num_validation, np.random.default_rng([seed, 1]))
+    return train, validation, test
