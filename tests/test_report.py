@@ -145,29 +145,42 @@ def _record(report_, commit="6cc0eecf553bc569334b11c354382641483d9210"):
 
 
 def test_engine_benchmarks_rows_notes_and_summary():
-    book = _record({"profile": "paper", "runs": [
+    book = _record({"profile": "paper", "html_wall_s": 24.69, "book_wall_s": 776.82, "runs": [
         {"workers": 1, "wall_s": 1159.3, "model_cache_warm_at_start": True},
         {"workers": 2, "wall_s": 752.13, "model_cache_warm_at_start": False}]})
     sweep = _record({"num_tasks": 20, "speedup": {"1": 1.0, "2": 1.091},
                      "projection": {"2": {"speedup": 1.997}, "4": {"speedup": 3.981}},
                      "runs": [{"workers": 1, "wall_s": 41.274, "identical_to_first_run": True},
                               {"workers": 2, "wall_s": 37.829, "identical_to_first_run": False}]})
-    engines = report.engine_benchmarks(book, sweep)
+    tests = _record({"runs": [
+        {"tier": "full", "command": "python -m pytest", "wall_s": 541.2, "summary": "1520 passed in 540.01s",
+         "book_html_at_start": False},
+        {"tier": "fast", "command": 'python -m pytest -m "not slow"', "wall_s": 88.0, "summary": "900 passed in 87s",
+         "book_html_at_start": True}]})
+    engines = report.engine_benchmarks(book, sweep, tests)
     assert engines.rows == [["book, paper profile", "1", "in-process", "19.3 min"],
                             ["book, paper profile", "2", "embedded LocalCluster", "12.5 min"],
+                            ["HTML build after it", "-", "-", "25 s (book and HTML 12.9 min)"],
                             ["sweep, 20 tasks", "1", "in-process", "41.3 s (speed-up 1.00)"],
-                            ["sweep, 20 tasks", "2", "embedded LocalCluster", "37.8 s (speed-up 1.09)"]]
+                            ["sweep, 20 tasks", "2", "embedded LocalCluster", "37.8 s (speed-up 1.09)"],
+                            ["tests, full tier: `python -m pytest`", "-", "-", "9.0 min (1520 passed in 540.01s)"],
+                            ["tests, fast tier: `python -m pytest -m \"not slow\"`", "-", "-",
+                             "1.5 min (900 passed in 87s)"]]
     assert engines.notes[0] == ("Book: `python -m attnpaths_book bench x`, commit 6cc0eecf55, 2026-11-30, 2 CPU cores.")
     assert "did not start with the same one-shot model cache" in engines.notes[1]
     assert "the same numbers as the first: **no**" in engines.notes[2]
     assert "2 workers 2.0, 4 workers 4.0." in engines.notes[2]
     assert engines.summary["book"]["wall_s"] == {"1": 1159.3, "2": 752.13}
+    assert engines.summary["book"]["book_wall_s"] == 776.82
+    assert engines.summary["tests"]["wall_s"] == {"full": 541.2, "fast": 88.0}
+    assert engines.notes[-1].endswith("2 CPU cores; the full tier built the smoke book itself.")
     assert engines.summary["sweep"]["speedup"] == {"1": 1.0, "2": 1.091}
     assert engines.markdown().startswith("| what | workers | engine | wall time |")
     empty = report.engine_benchmarks(None, None)
     assert (empty.rows, empty.summary) == ([], {})
     assert empty.markdown() == ("The book benchmark has not been recorded yet. "
-                                "The sweep benchmark has not been recorded yet.")
+                                "The sweep benchmark has not been recorded yet. "
+                                "The test-suite benchmark has not been recorded yet.")
 
 
 def test_committed_records():

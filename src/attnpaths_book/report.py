@@ -279,16 +279,21 @@ class EngineBenchmarks:
         return table + " ".join(self.notes)
 
 
-def engine_benchmarks(book_record: dict | None, sweep_record: dict | None) -> EngineBenchmarks:
-    """The book benchmark (the paper-profile book in-process and on the embedded cluster) and the sweep benchmark
-    (the hmc chapter's largest sweep on 1 and 2 workers, with its projected speed-up); a record that is
-    ``None`` (not recorded yet) is named as such in the notes."""
+def engine_benchmarks(book_record: dict | None, sweep_record: dict | None,
+                      tests_record: dict | None = None) -> EngineBenchmarks:
+    """The book benchmark (the paper-profile book on each engine it was run with, and the HTML build after it),
+    the sweep benchmark (the hmc chapter's largest sweep on 1 and 2 workers, with its projected speed-up) and the
+    test-suite benchmark (the wall time of each tier); a record that is ``None`` (not recorded yet) is named as
+    such in the notes."""
     rows, notes, summary = [], [], {}
     if book_record is not None:
         report = book_record["report"]
         for run in report["runs"]:
             rows.append([f"book, {report['profile']} profile", str(run["workers"]), _engine(run["workers"]),
                          f"{run['wall_s'] / 60:.1f} min"])
+        if "html_wall_s" in report:
+            rows.append(["HTML build after it", "-", "-", f"{report['html_wall_s']:.0f} s (book and HTML "
+                         f"{report['book_wall_s'] / 60:.1f} min)"])
         notes.append(f"Book: {inline_code(book_record['command'])}, commit "
                      f"{commit_label(book_record['commit'], book_record['commit_dirty'])}, "
                      f"{book_record['finished_utc'][:10]}, {book_record['machine']['cpu_count']} CPU cores.")
@@ -296,7 +301,8 @@ def engine_benchmarks(book_record: dict | None, sweep_record: dict | None) -> En
             notes.append("The runs did not start with the same one-shot model cache: the run without it "
                          "includes the training of the model.")
         summary["book"] = {"commit": book_record["commit"], "finished_utc": book_record["finished_utc"],
-                           "wall_s": {str(r["workers"]): r["wall_s"] for r in report["runs"]}}
+                           "wall_s": {str(r["workers"]): r["wall_s"] for r in report["runs"]},
+                           **{k: report[k] for k in ("html_wall_s", "book_wall_s") if k in report}}
     else:
         notes.append("The book benchmark has not been recorded yet.")
     if sweep_record is not None:
@@ -315,6 +321,20 @@ def engine_benchmarks(book_record: dict | None, sweep_record: dict | None) -> En
                             "speedup": report["speedup"], "projection": report["projection"]}
     else:
         notes.append("The sweep benchmark has not been recorded yet.")
+    if tests_record is not None:
+        runs = tests_record["report"]["runs"]
+        for run in runs:
+            rows.append([f"tests, {run['tier']} tier: {inline_code(run['command'])}", "-", "-",
+                         f"{run['wall_s'] / 60:.1f} min ({run['summary']})"])
+        notes.append(f"Tests: {inline_code(tests_record['command'])}, commit "
+                     f"{commit_label(tests_record['commit'], tests_record['commit_dirty'])}, "
+                     f"{tests_record['finished_utc'][:10]}, {tests_record['machine']['cpu_count']} CPU cores"
+                     + ("; the full tier built the smoke book itself."
+                        if any(r["tier"] == "full" and not r["book_html_at_start"] for r in runs) else "."))
+        summary["tests"] = {"commit": tests_record["commit"], "finished_utc": tests_record["finished_utc"],
+                            "wall_s": {r["tier"]: r["wall_s"] for r in runs}}
+    else:
+        notes.append("The test-suite benchmark has not been recorded yet.")
     return EngineBenchmarks(rows=rows, notes=notes, summary=summary)
 
 
