@@ -101,7 +101,7 @@ class PrecisionTarget:
     """Sequential stopping of the network's sampler on the precision of its ``U`` (eq-sampled-u).
 
     A run keeps drawing until every entry of every layer's order parameter has a Monte-Carlo standard error
-    ``sd / sqrt(ESS)`` (as :attr:`SampledPoint.U_se`) of at most ``relative_se`` times its scale
+    ``sd / sqrt(ESS)`` (as ``SampledPoint.U_se``) of at most ``relative_se`` times its scale
     ``sqrt(|U_ii U_jj|)``, or its maximum of draws. It looks after ``min_draws`` draws per chain and then
     each time the kept draws have grown by the factor ``growth``: a few looks on a geometric schedule, so the
     stopping rule moves an estimate by a small fraction of its standard error. Used as ``stop`` of
