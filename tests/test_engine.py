@@ -352,10 +352,29 @@ def test_bench_book_runs_the_book_with_each_engine(tiny_book, process_environmen
         assert run["workers"] == workers and run["wall_s"] > 0
         assert run["chapters"]["alpha"]["engine"] == ("in-process" if workers == 1 else "embedded")
         assert run["chapters"]["alpha"]["workers"] == workers
+        assert 0 < run["cpu_busy_fraction"] <= 1
         cells = run["chapters"]["alpha"]["slowest_cells"]
         assert cells and all(cell["seconds"] >= 0 for cell in cells), cells
         assert [c["seconds"] for c in cells] == sorted((c["seconds"] for c in cells), reverse=True)
         assert len(cells) == 3 and any(c["first_line"].startswith("profile = ") for c in cells), cells
+
+
+def test_the_busy_fraction_is_the_share_of_cpu_time_not_idle():
+    from attnpaths_book.benchmarks.book import busy_fraction, cpu_times
+
+    assert busy_fraction((100.0, 400.0), (250.0, 600.0)) == 0.75
+    assert busy_fraction(None, (1.0, 2.0)) is None and busy_fraction((1.0, 2.0), (1.0, 2.0)) is None
+    now = cpu_times()
+    assert now is None or 0 <= now[0] <= now[1]
+
+
+def test_chapters_run_one_more_at_a_time_than_the_engine_has_workers():
+    from attnpaths_book.runner import chapter_concurrency
+
+    assert chapter_concurrency(None) == 1
+    assert chapter_concurrency(engine.Engine(engine.IN_PROCESS, None, 1, None)) == 1
+    assert chapter_concurrency(engine.Engine("embedded", "tcp://127.0.0.1:1", 2, None)) == 3
+    assert chapter_concurrency(engine.Engine("external", "tcp://127.0.0.1:1", 8, None)) == 9
 
 
 def test_slowest_cells_are_read_from_papermills_durations(tmp_path):

@@ -5,7 +5,8 @@ Dask cluster, on the same machine and commit.
 ``python -m attnpaths_book book --profile P --force --no-html --workers K`` for every ``K`` in turn (``K = 1``: every
 task in the chapters' own processes, one chapter after the other; ``K > 1``: an embedded ``LocalCluster`` of
 ``K`` single-threaded workers with ``K`` chapters at a time) and records each run's wall time and the
-per-chapter wall times and peak memory the runner stored, with each chapter's slowest cells (the stage timings
+per-chapter wall times and peak memory the runner stored, the fraction of the machine's CPU time that was busy
+during the run, and each chapter's slowest cells (the stage timings
 papermill writes into the executed notebook: where a chapter's time goes). With ``--html`` it then times
 ``python -m attnpaths_book book --profile P`` once more, which finds every chapter current and only builds the
 HTML book: the README's first command is the last run's execution plus that build. The record (``records/book.json`` by default)
@@ -48,15 +49,36 @@ def slowest_cells(notebook: Path, count: int = SLOWEST_CELLS) -> list[dict]:
     return sorted(timed, key=lambda c: -c["seconds"])[:count]
 
 
+def cpu_times() -> tuple[float, float] | None:
+    """``(busy, total)`` CPU time of this machine since boot, in clock ticks (``/proc/stat``), or ``None`` where
+    there is no ``/proc/stat``."""
+    try:
+        fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle and iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_fraction(start: tuple[float, float] | None, end: tuple[float, float] | None) -> float | None:
+    """The fraction of the machine's CPU time between two :func:`cpu_times` readings that was not idle: how well
+    a run kept every core busy (whatever else ran on the machine counts as busy too)."""
+    if start is None or end is None or end[1] <= start[1]:
+        return None
+    return round((end[0] - start[0]) / (end[1] - start[1]), 3)
+
+
 def run_book(root: Path, profile: str, workers: int) -> dict:
     """Execute every chapter of the book at ``root`` with ``workers`` (forced); returns the run's record."""
     layout = BookLayout(root)
     cache = layout.build_dir / "cache"
     cache_warm = cache.is_dir() and any(cache.iterdir())
+    cpu_start = cpu_times()
     start = time.perf_counter()
     completed = subprocess.run([sys.executable, "-m", "attnpaths_book", "book", "--profile", profile, "--force",
                                 "--no-html", "--workers", str(workers)], cwd=root, capture_output=True, text=True)
     wall_s = time.perf_counter() - start
+    busy = busy_fraction(cpu_start, cpu_times())
     if completed.returncode != 0:
         raise RuntimeError(f"the book run with --workers {workers} failed (status {completed.returncode}):\n"
                            f"{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}")
@@ -67,7 +89,8 @@ def run_book(root: Path, profile: str, workers: int) -> dict:
         chapters[name] = {k: entry[k] for k in ("wall_s", "peak_rss_mib", "engine", "workers") if k in entry}
         if notebooks.get(name) is not None and notebooks[name].is_file():
             chapters[name]["slowest_cells"] = slowest_cells(notebooks[name])
-    return {"workers": workers, "wall_s": round(wall_s, 2), "model_cache_warm_at_start": cache_warm,
+    return {"workers": workers, "wall_s": round(wall_s, 2), "cpu_busy_fraction": busy,
+            "model_cache_warm_at_start": cache_warm,
             "engine_line": next((line for line in completed.stdout.splitlines() if line.startswith("engine:")), ""),
             "chapters": chapters}
 
