@@ -368,15 +368,6 @@ def test_the_busy_fraction_is_the_share_of_cpu_time_not_idle():
     assert now is None or 0 <= now[0] <= now[1]
 
 
-def test_chapters_run_one_more_at_a_time_than_the_engine_has_workers():
-    from attnpaths_book.runner import chapter_concurrency
-
-    assert chapter_concurrency(None) == 1
-    assert chapter_concurrency(engine.Engine(engine.IN_PROCESS, None, 1, None)) == 1
-    assert chapter_concurrency(engine.Engine("embedded", "tcp://127.0.0.1:1", 2, None)) == 3
-    assert chapter_concurrency(engine.Engine("external", "tcp://127.0.0.1:1", 8, None)) == 9
-
-
 def test_slowest_cells_are_read_from_papermills_durations(tmp_path):
     from attnpaths_book.benchmarks.book import slowest_cells
 

@@ -209,6 +209,21 @@ def test_sampling_stops_at_the_first_look_that_meets_the_target_and_keeps_the_ch
     assert point.diagnostics["num_samples"] == kept and point.diagnostics["max_samples"] == 120
 
 
+def test_sampling_several_networks_at_once_gives_each_networks_own_numbers(data):
+    plans = [sampling.SamplingPlan(3, 2, 6, 2), sampling.SamplingPlan(12, 2, 6, 2, 2, 4, 4, 1)]
+    both = sampling.sample_networks({"a": data, "b": data}, plans, 0.2, 5, progress=False)
+    assert list(both) == ["a", "b"]
+    for k, key in enumerate(both):
+        points, exact = sampling.sample_widths(data, plans, 0.2, 5, k, progress=False)
+        assert list(both[key][0]) == [3, 12] and list(both[key][1]) == [12]
+        for width in points:
+            np.testing.assert_array_equal(both[key][0][width].U, points[width].U)
+        np.testing.assert_array_equal(both[key][1][12].U, exact[12].U)
+    assert not np.array_equal(both["a"][0][3].U, both["b"][0][3].U)  # another network index, another stream
+    with pytest.raises(ValueError, match="networks"):
+        sampling.sample_networks({}, plans, 0.2, 5, progress=False)
+
+
 def test_sampling_plans_pair_the_lists_and_share_the_exact_run():
     plans = sampling.sampling_plans([10, 100], [200, 20], [100, 20], [4, 2], exact_chains=16, exact_warmup=30,
                                     exact_draws=15, exact_thin=3)

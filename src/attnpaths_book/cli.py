@@ -13,8 +13,8 @@
 - ``bench NAME [ARGS ...]``: run ``attnpaths_book.benchmarks.NAME.main(ARGS)``.
 
 The commands that execute chapters send the chapters' tasks to an engine (:mod:`attnpaths.engine`): by
-default an embedded Dask ``LocalCluster`` with one single-threaded worker process per CPU (and one chapter more
-than workers at a time, :func:`attnpaths_book.runner.chapter_concurrency`); ``--scheduler ADDRESS`` (or the environment variable ``ATTNPATHS_SCHEDULER``) uses an
+default an embedded Dask ``LocalCluster`` with one single-threaded worker process per CPU (and as many
+chapters at a time); ``--scheduler ADDRESS`` (or the environment variable ``ATTNPATHS_SCHEDULER``) uses an
 existing Dask cluster instead; ``--workers 1`` runs everything in the chapters' own processes, one chapter
 after the other. The numbers do not depend on the choice. The engine is printed once.
 

@@ -123,7 +123,7 @@ def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Pr
              progress_bar: bool = False, engine: Engine | None = None) -> list[Outcome]:
     """Execute every stale chapter of the toc for ``profile``; ``force`` re-executes every chapter.
 
-    Chapters run in toc order, up to :func:`chapter_concurrency` at a time (one at a time without an engine); a
+    Chapters run in toc order, up to ``engine.workers`` at a time (one at a time without an engine); a
     report chapter starts when every chapter before it has finished. The first failure
     (:class:`~attnpaths_book.executor.ChapterFailed`) stops the run: no further chapter starts, the running
     ones finish, and the failure is raised. Returns the outcomes in toc order.
@@ -141,19 +141,10 @@ def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Pr
             key = current_key(layout, chapters[i], planned[i], chapters, code, env)
             return _run(layout, chapters[i], planned[i], key, {}, force, labels[i], progress, progress_bar, engine)
 
-        concurrency = chapter_concurrency(engine)
+        concurrency = engine.workers if engine is not None else 1
         if concurrency == 1:
             return [run(i) for i in range(len(chapters))]
         return _run_concurrently(chapters, run, concurrency)
-
-
-def chapter_concurrency(engine: Engine | None) -> int:
-    """Chapters that execute at once on ``engine``: one without an engine or in-process, else one more than its
-    workers. A chapter's own process also computes between the tasks it sends (solves it needs before the next
-    tasks, figures, tables), and the workers would wait meanwhile; one more chapter keeps them fed."""
-    if engine is None or engine.workers <= 1:
-        return 1
-    return engine.workers + 1
 
 
 def _run_concurrently(chapters: list[Chapter], run, concurrency: int) -> list[Outcome]:

@@ -329,6 +329,25 @@ def scaled_width(width: int, scale: float) -> int:
     return int(scaled)
 
 
+def _plans_and_temperatures(plans, temperature) -> tuple[list, list]:
+    plans = list(plans)
+    if not plans or not all(isinstance(p, SamplingPlan) for p in plans):
+        raise ValueError(f"plans must be a non-empty list of SamplingPlan, got {plans!r}")
+    try:
+        temperatures = [float(T) for T in temperature]
+    except TypeError:
+        temperatures = [temperature] * len(plans)
+    if len(temperatures) != len(plans):
+        raise ValueError(f"temperature must be one number or one per plan ({len(plans)}), got {len(temperatures)}")
+    return plans, [positive_real(T, "temperature") for T in temperatures]
+
+
+def _by_width(plans, results) -> tuple[dict, dict]:
+    points = {p.width: r[0] for p, r in zip(plans, results)}
+    exact = {p.width: r[1] for p, r in zip(plans, results) if r[1] is not None}
+    return points, exact
+
+
 def sample_widths(data: PathData, plans, temperature, seed: int, *identity: int, progress: bool = True,
                   device="cpu") -> tuple[dict, dict]:
     """:func:`sample_width` at every plan's width, one task per width (:func:`~attnpaths.engine.map_tasks`).
@@ -344,22 +363,33 @@ def sample_widths(data: PathData, plans, temperature, seed: int, *identity: int,
         ``({width: SampledPoint}, {width: ExactOrderParameter})`` in the order of ``plans`` (the second only for
         the plans with an exact run).
     """
-    plans = list(plans)
-    if not plans or not all(isinstance(p, SamplingPlan) for p in plans):
-        raise ValueError(f"plans must be a non-empty list of SamplingPlan, got {plans!r}")
-    try:
-        temperatures = [float(T) for T in temperature]
-    except TypeError:
-        temperatures = [temperature] * len(plans)
-    if len(temperatures) != len(plans):
-        raise ValueError(f"temperature must be one number or one per plan ({len(plans)}), got {len(temperatures)}")
-    temperatures = [positive_real(T, "temperature") for T in temperatures]
+    plans, temperatures = _plans_and_temperatures(plans, temperature)
     results = map_tasks(sample_width, [dict(plan=plan, temperature=T) for plan, T in zip(plans, temperatures)],
                         description="sampled widths", progress=progress,
                         shared=dict(data=data, seed=seed, identity=tuple(identity), device=device))
-    points = {p.width: r[0] for p, r in zip(plans, results)}
-    exact = {p.width: r[1] for p, r in zip(plans, results) if r[1] is not None}
-    return points, exact
+    return _by_width(plans, results)
+
+
+def sample_networks(networks: dict, plans, temperature, seed: int, *, progress: bool = True,
+                    device="cpu") -> dict:
+    """:func:`sample_widths` of several networks, ``networks`` ``{key: PathData}``, the ``k``-th (in order) with
+    ``identity = (k,)``: the same numbers as one call per network, but every width of every network is one task
+    of a single :func:`~attnpaths.engine.map_tasks`, so the long runs of different networks share the workers
+    instead of each network's longest run leaving the other workers idle.
+
+    Returns:
+        ``{key: ({width: SampledPoint}, {width: ExactOrderParameter})}``.
+    """
+    plans, temperatures = _plans_and_temperatures(plans, temperature)
+    networks = dict(networks)
+    if not networks or not all(isinstance(d, PathData) for d in networks.values()):
+        raise ValueError(f"networks must be a non-empty dict of PathData, got {networks!r}")
+    tasks = [dict(data=data, identity=(k,), plan=plan, temperature=T)
+             for k, data in enumerate(networks.values()) for plan, T in zip(plans, temperatures)]
+    results = map_tasks(sample_width, tasks, description="sampled widths", progress=progress,
+                        shared=dict(seed=seed, device=device))
+    n = len(plans)
+    return {key: _by_width(plans, results[k * n:(k + 1) * n]) for k, key in enumerate(networks)}
 
 
 def finite_width_epsilon(width, num_paths: int) -> float:
