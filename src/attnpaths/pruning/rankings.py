@@ -102,9 +102,9 @@ def theory_head_ranking(
 
     Given several temperatures, the theory is solved at each (from the GP values at the first, then from the
     certified minimum of the temperature before: a quarter fewer Newton steps on the pruning chapter's models,
-    the same minima to 1e-12) and the one with the smallest action at its certified minimum is kept: ``S`` at the minimum is the saddle-point estimate of ``-2 log`` of the
-    evidence ``p(y | x, T)`` up to terms that do not depend on ``T`` (sec-pruning-rankings), so the choice
-    uses the training data only.
+    the same minima to 1e-12) and the one with the smallest action at its certified minimum is kept: ``S`` at
+    the minimum is the saddle-point estimate of ``-2 log`` of the evidence ``p(y | x, T)`` up to terms that do
+    not depend on ``T`` (sec-pruning-rankings), so the choice uses the training data only.
 
     Args:
         model: a trained :class:`~attnpaths.transformer.SumHeadTransformer` or

@@ -1,16 +1,16 @@
 """Benchmark: the whole book executed in one process per chapter, one chapter at a time, against the embedded
 Dask cluster, on the same machine and commit.
 
-``python -m attnpaths_book bench book [--profile paper] [--workers 1 2] [--output PATH]`` runs
+``python -m attnpaths_book bench book [--profile paper] [--workers 1 2] [--html] [--output PATH]`` runs
 ``python -m attnpaths_book book --profile P --force --no-html --workers K`` for every ``K`` in turn (``K = 1``: every
 task in the chapters' own processes, one chapter after the other; ``K > 1``: an embedded ``LocalCluster`` of
 ``K`` single-threaded workers with ``K`` chapters at a time) and records each run's wall time and the
 per-chapter wall times and peak memory the runner stored, the fraction of the machine's CPU time that was busy
-during the run, and each chapter's slowest cells (the stage timings
-papermill writes into the executed notebook: where a chapter's time goes). With ``--html`` it then times
-``python -m attnpaths_book book --profile P`` once more, which finds every chapter current and only builds the
-HTML book: the README's first command is the last run's execution plus that build. The record (``records/book.json`` by default)
-carries the provenance of :mod:`attnpaths_book.benchmarks.record`; the reproducibility chapter reads it.
+during the run, and each chapter's slowest cells (the stage timings papermill writes into the executed notebook:
+where a chapter's time goes). With ``--html`` it then times ``python -m attnpaths_book book --profile P`` once
+more, which finds every chapter current and only builds the HTML book: the README's first command is the last
+run's execution plus that build. The record (``records/book.json`` by default) carries the provenance of
+:mod:`attnpaths_book.benchmarks.record`; the reproducibility chapter reads it.
 
 The one-shot chapter caches its trained model in ``_build/cache``: the record says, per run, whether the
 cache held files when the run started (a run that trains the model takes minutes longer).
