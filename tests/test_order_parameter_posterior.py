@@ -102,7 +102,7 @@ def test_independence_moves_multiply_the_effective_sample_size_per_move_on_a_nea
     assert np.all(np.abs(runs["mixed"].mean - runs["random_walk"].mean) <= Z * se)
 
 
-def test_a_precision_target_stops_the_chains_at_its_first_met_look_with_the_full_runs_first_draws():
+def test_a_precision_target_stops_the_chains_at_a_look_where_u_meets_it_keeping_the_full_runs_first_draws():
     from attnpaths.experiments.sampling import PrecisionTarget
 
     features, y = wide_network_problem()

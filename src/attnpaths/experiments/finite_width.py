@@ -189,6 +189,13 @@ def kernel_alignment(claim: str, *, fraction_fw, fraction_gp, k: int, width: int
                                  f"(N={width}) vs {gp.mean():.3f} (GP){where}."))
 
 
+def entry_scale(U) -> np.ndarray:
+    """``sqrt(|U_ii U_jj|)`` for every entry of ``U`` ``[..., n, n]``: the scale of claim 2's agreement margins
+    and of the samplers' precision targets (:class:`attnpaths.experiments.sampling.PrecisionTarget`)."""
+    diagonal = np.abs(np.diagonal(np.asarray(U), axis1=-2, axis2=-1))
+    return np.sqrt(diagonal[..., :, None] * diagonal[..., None, :])
+
+
 def _matrix_entries(U, U_se, ref, ref_se, margin_U: float, label: str):
     """The distinct entries of ``U - ref`` with their standard errors and margins ``margin_U sqrt(ref_ii ref_jj)``."""
     ref, U, U_se = (as_float64_array(x, label) for x in (ref, U, U_se))
@@ -196,7 +203,7 @@ def _matrix_entries(U, U_se, ref, ref_se, margin_U: float, label: str):
         raise ValueError(f"the reference of {label} must have the sampled shape {U.shape}, got {ref.shape}")
     ref_se = np.zeros_like(ref) if ref_se is None else as_float64_array(ref_se, label)
     iu = np.triu_indices(U.shape[0])
-    scale = np.sqrt(np.abs(np.outer(np.diag(ref), np.diag(ref))))
+    scale = entry_scale(ref)
     return ((U - ref)[iu], np.maximum(np.sqrt(U_se**2 + ref_se**2)[iu], 1e-12), (margin_U * scale)[iu],
             [f"{label}[{i},{j}]" for i, j in zip(*iu)])
 

@@ -24,6 +24,7 @@ from ..network import AttentionNetwork
 from ..order_parameter_posterior import sample_order_parameters
 from ..sampler import PosteriorSampler, effective_sample_size, split_rhat
 from ..theory import classification_accuracy
+from .finite_width import entry_scale
 from .kernel_pcs import mean_predictor
 from .path_data import PathData, reorder
 
@@ -98,15 +99,17 @@ def _usable_ess(ess: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PrecisionTarget:
-    """Sequential stopping of the network's sampler on the precision of its ``U`` (eq-sampled-u).
+    """Sequential stopping of a sampler on the precision of the order parameters it draws: the network's ``U``
+    (eq-sampled-u) or the exact density's (eq-exact-density).
 
     A run keeps drawing until every entry of every layer's order parameter has a Monte-Carlo standard error
     ``sd / sqrt(ESS)`` (as ``SampledPoint.U_se``) of at most ``relative_se`` times its scale
-    ``sqrt(|U_ii U_jj|)``, or its maximum of draws. It looks after ``min_draws`` draws per chain and then
+    ``sqrt(|U_ii U_jj|)`` (:func:`~attnpaths.experiments.finite_width.entry_scale`), or its maximum of draws. It looks after ``min_draws`` draws per chain and then
     each time the kept draws have grown by the factor ``growth``: a few looks on a geometric schedule, so the
     stopping rule moves an estimate by a small fraction of its standard error. Used as ``stop`` of
-    :meth:`attnpaths.sampler.PosteriorSampler.run`; a width that reaches its target early costs only what the
-    target needs, and one that does not keeps its maximum.
+    :meth:`attnpaths.sampler.PosteriorSampler.run` and of
+    :func:`attnpaths.order_parameter_posterior.sample_order_parameters`; a run that reaches its target early costs
+    only what the target needs, and one that does not keeps its maximum.
 
     Attributes:
         relative_se: the target, in ``(0, 1)``.
@@ -140,8 +143,7 @@ class PrecisionTarget:
         errors = []
         for draws in (order_parameters, *upper_order_parameters):
             mean, se = _mean_and_se(draws.cpu())
-            diagonal = np.abs(np.diagonal(mean, axis1=-2, axis2=-1))
-            scale = np.sqrt(diagonal[..., :, None] * diagonal[..., None, :])
+            scale = entry_scale(mean)
             errors.append(se / np.where(scale > 0, scale, np.inf))
         return errors
 
@@ -579,8 +581,7 @@ def diagnostics_table(runs: dict) -> str:
         for w, p in points.items():
             d, e = p.diagnostics, exacts[w].diagnostics
             draws = kept_draws(d)
-            diagonal = np.abs(np.diag(p.U))
-            relative_se = np.max(p.U_se / np.sqrt(np.outer(diagonal, diagonal)))
+            relative_se = np.max(p.U_se / entry_scale(p.U))
             lines.append(f"| {name} | {w} | {d['num_chains']} x {draws} ({d['num_warmup']}) | "
                          f"{d['min_predictor_ess']:.0f} / {d['median_predictor_ess']:.0f} | "
                          f"{d['max_predictor_rhat']:.3f} | "
