@@ -23,6 +23,7 @@ from attnpaths_book.baselines import (CHECK_TAG, baseline_differences, baseline_
                                       strip_for_baseline)
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.runner import notebook_chapters
+from attnpaths_book.store import verify_results
 from attnpaths_book.tolerances import compare_results
 from helpers import ROOT
 
@@ -72,9 +73,6 @@ def test_baseline_reproduces(chapter, built_book):
         pytest.fail(f"{baseline} is missing; {REFRESH}")
     executed_path = built_book.executed_notebook(chapter.docname)
     executed = nbformat.read(executed_path, as_version=4)
-    profile = executed.metadata.get("papermill", {}).get("parameters", {}).get("profile")
-    assert profile == "smoke", (f"{executed_path} is an execution of the {profile!r} profile; the baselines are "
-                                "of the smoke profile: python -m attnpaths_book book --profile smoke")
     patterns = dict(get_sanitize_patterns(SANITIZE.read_text()))
     ran, recorded = checked_cells(executed), checked_cells(nbformat.read(baseline, as_version=4))
     assert len(ran) == len(recorded), f"{chapter.name}: checked cells {len(recorded)} in the baseline, {len(ran)} run"
@@ -82,7 +80,7 @@ def test_baseline_reproduces(chapter, built_book):
         differences = nbval_differences(cell.outputs, reference.outputs, patterns)
         assert not differences, (f"nbval found a difference in {chapter.name}, checked cell {number}:\n"
                                  + "\n".join(differences) + f"\n{REFRESH}")
-    results = json.loads(built_book.results_file(chapter.name).read_text())
+    results = verify_results(built_book.results_dir, chapter.name)
     stored = json.loads(results_baseline_path(LAYOUT, chapter).read_text())
     disagreements = compare_results(chapter.name, {"values": stored["values"]}, {"values": results["values"]})
     assert not disagreements, (f"{chapter.name}: {len(disagreements)} numbers of the results file moved beyond their "

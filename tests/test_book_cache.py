@@ -8,6 +8,7 @@ import nbformat
 import pytest
 
 from attnpaths_book import runner
+from attnpaths_book.store import commit_unit
 from attnpaths_book.cache import EXECUTION_METADATA, PackageCode, chapter_key, imported_names, stored_key
 from attnpaths_book.chapters import book_chapters, resolve_parameters
 from attnpaths_book.layout import BookLayout
@@ -33,11 +34,12 @@ def keys(layout):
 
 
 def store(layout, name, key):
-    """Pretend that chapter ``name`` was executed with ``key``."""
+    """Pretend that chapter ``name`` was executed (smoke profile) with ``key``: a whole unit, committed."""
     notebook = nbformat.v4.new_notebook(metadata={EXECUTION_METADATA: {"cache_key": key}})
-    path = layout.executed_notebook(f"book/{name}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(notebook, path)
+    commit_unit(layout.root, layout.results_dir, name,
+                {"results": (layout.results_file(name), "{}\n"),
+                 "notebook": (layout.executed_notebook(f"book/{name}"), nbformat.writes(notebook))},
+                {"cache_key": key, "profile": "smoke", "execution": {"wall_s": 0.0}})
 
 
 def test_keys_are_stable(book):
@@ -145,8 +147,6 @@ def repository(tmp_path):
     for chapter in chapters:  # in toc order: the report chapter's key holds the stored keys before it
         parameters = resolve_parameters(chapter, "smoke")
         store(layout, chapter.name, runner.current_key(layout, chapter, parameters, chapters, code, env))
-        layout.results_file(chapter.name).parent.mkdir(parents=True, exist_ok=True)
-        layout.results_file(chapter.name).write_text("{}\n")
     assert runner.stale_chapters(layout, "smoke") == []
     return layout
 

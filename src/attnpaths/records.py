@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from . import provenance
+from .json_files import read_json
 
 REQUIRED_KEYS = ("benchmark", "command", "finished_utc", "commit", "machine", "versions", "report")
 VERSIONED_PACKAGES = ("numpy", "scipy", "torch", "pyro-ppl")
@@ -59,7 +60,7 @@ def read_record(path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no benchmark record at {path}: run the benchmark with --output {path}")
-    record = json.loads(path.read_text())
+    record = read_json(path, "benchmark record")
     missing = [key for key in REQUIRED_KEYS if key not in record]
     if missing:
         raise ValueError(f"benchmark record {path} is missing the keys {missing}")

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from . import __version__
+from .json_files import read_json
 
 STAGING_ENV = "ATTNPATHS_RESULTS_STAGING"
 """Environment variable that the book's executor sets for a chapter's kernel, holding the JSON object
@@ -102,4 +103,4 @@ def read_results(chapter: str, results_dir="_build/results") -> dict:
         path = staging / f"{chapter}.json"
     if not path.exists():
         raise FileNotFoundError(f"no results for chapter {chapter!r} at {path}: run `python -m attnpaths_book run {chapter}`")
-    return json.loads(path.read_text())
+    return read_json(path, "results file")

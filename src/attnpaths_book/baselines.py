@@ -18,7 +18,9 @@ from pathlib import Path
 import nbformat
 
 from attnpaths.results import atomic_write_text
+from attnpaths.json_files import read_json
 from attnpaths_book.cache import EXECUTION_METADATA
+from attnpaths_book.store import verify_results
 from attnpaths_book.chapters import Chapter, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.numeric_diff import compare_json, compare_lines
@@ -112,8 +114,8 @@ def _smoke_results_text(layout: BookLayout, chapter: Chapter) -> str:
     if not path.is_file():
         raise FileNotFoundError(f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
                                 f"run `python -m attnpaths_book run {chapter.name}`")
+    profile = verify_results(layout.results_dir, chapter.name).get("profile")
     text = path.read_text()
-    profile = json.loads(text).get("profile")
     if profile != "smoke":
         raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} holds the {profile!r} profile's "
                          "results; baselines hold the smoke profile")
@@ -175,7 +177,7 @@ def baseline_update(layout: BookLayout, chapter: Chapter) -> BaselineUpdate:
         report.append(f"{layout.relative(results_path)}: new baseline of the results file")
         changed = True
     else:
-        comparison = compare_json(json.loads(results_path.read_text()), json.loads(results_text))
+        comparison = compare_json(read_json(results_path, "baseline results file"), json.loads(results_text))
         report += comparison.report(f"{layout.relative(results_path)}")
         changed = changed or comparison.changed
     return BaselineUpdate(chapter=chapter.name, notebook_text=notebook_text, results_text=results_text,

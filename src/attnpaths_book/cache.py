@@ -13,14 +13,16 @@ A chapter is re-executed only when its key changes. The key hashes
 - the complete parameters of the execution (profile values, overrides, ``profile``, ``results_dir``),
 - the versions of Python and of the numerical libraries (:data:`attnpaths.provenance.NUMERIC_LIBRARIES`; a new
   numpy may change the numbers),
-- for a report chapter, the keys of the chapters before it (it shows their results and run times).
+- for a report chapter, the keys of the chapters before it (it shows their results and run times),
+- the CPU dispatch chosen by environment variables (:data:`DISPATCH_VARIABLES`), when any is set.
 
 Imports are read from the sources with :mod:`ast` (anywhere in a module, also inside functions), never by
 importing anything. A module loaded by a name computed at run time (``importlib.import_module(name)``) is not
 seen; a code cell that is not valid Python even without its IPython magics makes the chapter depend on every
 file of the package.
 
-The key is stored in the executed notebook's metadata (``metadata.attnpaths_execution.cache_key``).
+The key is stored in the executed notebook's metadata (``metadata.attnpaths_execution.cache_key``) and in the
+chapter's manifest (:mod:`attnpaths_book.store`), which decides whether the chapter is current.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import threading
 from pathlib import Path
 
 from attnpaths.provenance import versions
+from attnpaths.json_files import read_json
 
 EXECUTION_METADATA = "attnpaths_execution"
 """Notebook metadata key of the execution record (cache key, profile, overrides, wall time, peak memory)."""
@@ -271,6 +275,19 @@ class PackageCode:
         return self.digest_all() if names is None else self.digest(names)
 
 
+DISPATCH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "MKL_DEBUG_CPU_TYPE",
+                      "OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES")
+"""Environment variables that choose the instruction set of torch's, MKL's, OpenBLAS's and NumPy's kernels:
+each moves the last bits of float64 results and changes trained float32 models, so an execution under other
+values is another execution (``.ci/second_dispatch.py`` sets them to imitate another CPU)."""
+
+
+def cpu_dispatch(environ=None) -> dict[str, str]:
+    """The :data:`DISPATCH_VARIABLES` set in ``environ`` (default ``os.environ``), ``{name: value}``."""
+    environ = os.environ if environ is None else environ
+    return {name: environ[name] for name in DISPATCH_VARIABLES if environ.get(name)}
+
+
 def chapter_key(source, parameters: dict, package: str, upstream: tuple = (), env: dict | None = None) -> str:
     """The cache key of one execution.
 
@@ -288,6 +305,9 @@ def chapter_key(source, parameters: dict, package: str, upstream: tuple = (), en
         "upstream": list(upstream),
         "environment": versions() if env is None else env,
     }
+    dispatch = cpu_dispatch()
+    if dispatch:  # absent when none is set, so that keys made before it was part of them stay valid
+        record["cpu_dispatch"] = dispatch
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
 
 
@@ -297,7 +317,7 @@ def stored_key(notebook_path) -> str | None:
     if not path.is_file():
         return None
     try:
-        notebook = json.loads(path.read_text())
+        notebook = read_json(path, "executed notebook")
         return notebook["metadata"][EXECUTION_METADATA]["cache_key"]
     except (ValueError, KeyError, TypeError):  # unreadable or foreign: not a cached result
         return None

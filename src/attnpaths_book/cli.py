@@ -19,7 +19,8 @@ existing Dask cluster instead; ``--workers 1`` runs everything in the chapters' 
 after the other. The numbers do not depend on the choice. The engine is printed once.
 
 Progress goes to standard output, one line per chapter with its wall time; errors to standard error with
-exit status 1 (a chapter or the build failed, or baselines or records changed and were not accepted),
+exit status 1 (a chapter or the build failed, a file read back is damaged (named), or baselines or records
+changed and were not accepted),
 2 (bad arguments) or 130 (interrupted).
 """
 
@@ -37,8 +38,9 @@ from pathlib import Path
 from attnpaths import engine as engine_
 from attnpaths_book import baselines, paper_records, runner, site, tolerances
 from attnpaths_book.chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
+from attnpaths.json_files import DamagedFile
 from attnpaths_book.executor import ChapterFailed
-from attnpaths_book.layout import BookLayout, find_root
+from attnpaths_book.layout import BookLayout, find_root, tests_book
 
 
 def _say(message: str) -> None:
@@ -229,7 +231,7 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
 def _ship_weights(layout: BookLayout, names: list[str], profile: str, command: str, engine) -> int:
     from attnpaths import provenance
     from attnpaths_book import trained
-    from attnpaths.results import read_results
+    from attnpaths_book.store import verify_results
 
     chapters = runner.notebook_chapters(layout)
     selected = [find_chapter(chapters, name) for name in names]
@@ -240,7 +242,7 @@ def _ship_weights(layout: BookLayout, names: list[str], profile: str, command: s
     for chapter in selected:
         runner.run_chapter(layout, chapter.name, profile, {"retrain": True}, force=True, progress=_say,
                            progress_bar=sys.stderr.isatty(), engine=engine)
-        results = read_results(chapter.name, layout.results_dir)
+        results = verify_results(layout.results_dir, chapter.name)
         sources = results["values"]["trained_models"]
         sources = list(sources.values()) if isinstance(sources, dict) else sources
         block = {**provenance.collect(layout.root), "trained_utc": provenance.utc_now(), "engine": engine.describe()}
@@ -263,8 +265,12 @@ def main(argv=None) -> int:
             return result if isinstance(result, int) else 0
         layout = BookLayout(find_root())
         if args.command == "status":
-            stale = runner.stale_chapters(layout, args.profile)
-            _say(f"{args.profile} profile: " + (f"stale: {', '.join(stale)}" if stale else "every chapter is up to date"))
+            states = runner.status(layout, args.profile)
+            stale = [(name, reason) for name, reason in states if reason is not None]
+            _say(f"{args.profile} profile: " + (f"stale: {', '.join(n for n, _ in stale)}" if stale
+                                                else "every chapter is up to date"))
+            for name, reason in stale:
+                _say(f"  {name}: {reason}")
             return 0
         if args.command == "run":
             chapter = find_chapter(runner.notebook_chapters(layout), args.chapter)
@@ -281,8 +287,8 @@ def main(argv=None) -> int:
                                              progress=_say, progress_bar=sys.stderr.isatty(), engine=engine)
                 _say(f"results: {layout.relative(layout.results_file(outcome.chapter))}, executed notebook: "
                      f"{layout.relative(layout.executed_notebook(chapter.docname))}")
-            elif args.command == "refresh-baselines":
-                return _refresh_baselines(layout, args.accept, engine)
+            elif args.command == "refresh-baselines":  # the test suite's own book, never the reader's _build
+                return _refresh_baselines(tests_book(layout.root), args.accept, engine)
             elif args.command == "record-paper":
                 command = " ".join([prog, *argv])
                 return _record_paper(layout, args.chapters, args.accept, not args.no_execute, command, engine)
@@ -292,6 +298,9 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except site.BuildFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except DamagedFile as err:  # a file of the build, a record or the shipped weights: named in the message
         print(f"error: {err}", file=sys.stderr)
         return 1
     except (ValueError, ChapterError, FileNotFoundError) as err:

@@ -4,9 +4,8 @@ The chapter runs in a worker process (:mod:`attnpaths_book.worker`) with the rep
 directory, in a private working folder ``_build/.run-<chapter>-*``. Nothing half-written is ever taken for a
 result, and the last good result survives a failed, interrupted or killed run: the chapter writes its results
 file into the working folder (:data:`attnpaths.results.STAGING_ENV`), and only when every cell succeeded and
-the results file exists are the results file and then the executed notebook, stamped with its cache key,
-renamed into place (the notebook last: a run killed in between leaves the new results file with the old
-notebook, whose key makes the chapter stale if anything changed). The worker ends when the executor's process
+the results file exists do the results file, the executed notebook (stamped with its cache key), the run time
+and the manifest that checksums them become current, as one unit (:mod:`attnpaths_book.store`). The worker ends when the executor's process
 dies, and its kernel with it.
 """
 
@@ -28,11 +27,12 @@ from pathlib import Path
 import nbformat
 
 from attnpaths.engine import THREAD_VARIABLES
-from attnpaths.results import STAGING_ENV, atomic_write_text, to_jsonable
+from attnpaths.results import STAGING_ENV, to_jsonable
 from attnpaths_book import worker
 from attnpaths_book.cache import EXECUTION_METADATA
 from attnpaths_book.chapters import INJECTED, Chapter
 from attnpaths_book.layout import BookLayout
+from attnpaths_book.store import CommitFailed, DamagedFile, commit_unit, read_json
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 KERNEL_ENVIRONMENT = {
@@ -86,13 +86,16 @@ def process_command() -> str:
 
 def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cache_key: str,
                     overrides: dict | None = None, progress_bar: bool = False,
-                    environment: dict | None = None) -> Execution:
+                    environment: dict | None = None, timing: dict | None = None) -> Execution:
     """Execute ``chapter`` with the complete ``parameters`` (see :func:`~attnpaths_book.chapters.resolve_parameters`).
 
-    On success, replaces the chapter's results file in ``parameters["results_dir"]`` (which the chapter writes,
-    staged in the working folder) and then ``layout.executed_notebook(chapter.docname)``. Raises
-    :class:`ChapterFailed` when a cell fails, the worker fails, or the chapter writes no results file; a
-    failed, interrupted or killed run changes neither file (a failed one leaves its partly executed notebook in
+    On success, makes the chapter's new unit current in one commit (:func:`attnpaths_book.store.commit_unit`):
+    its results file in ``parameters["results_dir"]`` (which the chapter writes, staged in the working folder),
+    ``layout.executed_notebook(chapter.docname)``, its manifest and, when ``timing`` is given (the engine's
+    ``{"engine", "workers"}``; runs with overrides give none), its entry in the run times. Raises
+    :class:`ChapterFailed` when a cell fails, the worker fails, or the chapter writes no results file, and
+    :class:`~attnpaths_book.store.CommitFailed` when the new files cannot be written; a failed, interrupted or
+    killed run leaves the previous unit as it was (a failed one leaves its partly executed notebook in
     ``layout.failed_dir``). ``environment`` is added to the environment of the chapter's kernel (e.g.
     :attr:`attnpaths.engine.Engine.environment`, which sends its tasks to a Dask cluster).
     """
@@ -114,11 +117,16 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
                                     "parent_pid": os.getpid()}))
         staging = {STAGING_ENV: json.dumps({"results_dir": str(results.parent.resolve()),
                                             "staging_dir": str(staging_dir.resolve())})}
-        status, wall_s = _run_worker(spec, layout.root, {**(environment or {}), **staging})
+        status, wall_s, printed_errors = _run_worker(spec, layout.root, {**(environment or {}), **staging})
         if status != 0:
             raise ChapterFailed(chapter.name, _failure_message(layout, chapter, parameters, status, output_path,
                                                                error_path, results), parameters)
-        peak_rss_mib = json.loads(usage_path.read_text())["peak_rss_kib"] / 1024.0
+        if printed_errors:
+            raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran its cells without error but "
+                                "its kernel or worker printed errors on standard error:\n"
+                                + "\n".join(f"    {line}" for line in printed_errors[:20])
+                                + _kept_note(layout, results), parameters)
+        peak_rss_mib = read_json(usage_path, "worker's usage report")["peak_rss_kib"] / 1024.0
         staged = staging_dir / results.name
         if not staged.is_file():
             raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran without error but wrote no "
@@ -135,11 +143,31 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
                               wall_s=round(wall_s, 3), peak_rss_mib=round(peak_rss_mib, 1),
                               command=process_command())
         notebook = nbformat.read(output_path, as_version=4)
+        printed_errors = [line for cell in notebook.cells if cell.cell_type == "code"
+                          for output in cell.get("outputs", [])
+                          if output.get("output_type") == "stream" and output.get("name") == "stderr"
+                          for line in ANSI_ESCAPE.sub("", output.get("text", "")).splitlines()
+                          if ERROR_LINE.search(line)]
+        if printed_errors:
+            raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran its cells without error but "
+                                "printed errors on standard error in its cells:\n"
+                                + "\n".join(f"    {line}" for line in printed_errors[:20])
+                                + _kept_note(layout, results), parameters)
         _show_injected_like_parameters(notebook)
         notebook.metadata[EXECUTION_METADATA] = execution.as_dict()
         notebook_text = nbformat.writes(notebook)
-        atomic_write_text(results, staged.read_text())
-        atomic_write_text(layout.executed_notebook(chapter.docname), notebook_text)
+        try:
+            commit_unit(layout.root, results.parent, chapter.name,
+                        {"results": (results, staged.read_text()),
+                         "notebook": (layout.executed_notebook(chapter.docname), notebook_text)},
+                        {"cache_key": cache_key, "profile": execution.profile, "execution": execution.as_dict()},
+                        timing=None if timing is None else {
+                            "wall_s": execution.wall_s, "peak_rss_mib": execution.peak_rss_mib,
+                            "cache_key": cache_key, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **timing})
+        except CommitFailed as err:
+            raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran without error, but its "
+                                f"outputs could not be made current: {err}.\nIts previous results file, executed "
+                                "notebook, run time and manifest are unchanged.", parameters) from err
         return execution
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -150,8 +178,8 @@ def _check_recorded_parameters(layout: BookLayout, chapter: Chapter, parameters:
     """Raise :class:`ChapterFailed` unless the staged results file records exactly the parameters the chapter
     ran with (all of them but the run parameters ``profile`` and ``results_dir``), and the profile."""
     try:
-        record = json.loads(staged.read_text())
-    except ValueError as err:
+        record = read_json(staged, "results file")
+    except DamagedFile as err:
         raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} wrote an unreadable results file: "
                             f"{err}.{_kept_note(layout, results)}", parameters) from err
     expected = to_jsonable({k: v for k, v in parameters.items() if k not in INJECTED})
@@ -199,12 +227,30 @@ _running: set = set()
 _running_lock = threading.Lock()
 
 
-def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float]:
+ERROR_LINE = re.compile(r"^\[\w+\] (ERROR|CRITICAL) \||^\S+ - (ERROR|CRITICAL) - |^Traceback \(most recent call last\)")
+"""A line of the worker's or kernel's standard error that reports an error: the log format of Jupyter's
+applications (``[IPKernelApp] ERROR | ...``), Python's default logging format (``distributed.client - ERROR -
+...``) and a traceback. A chapter whose run prints one has failed, even when every cell succeeded."""
+
+
+def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float, list[str]]:
     """Run the worker with ``environment`` added to its environment (which its kernel inherits); returns (exit
-    status, wall time in s). The worker itself reports its peak memory (:func:`worker.peak_rss_kib`)."""
+    status, wall time in s, the error lines it printed). Its standard error is passed on line by line. The
+    worker itself reports its peak memory (:func:`worker.peak_rss_kib`)."""
     env = {**os.environ, **KERNEL_ENVIRONMENT, **environment}
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", worker.__name__, str(spec)], cwd=cwd, env=env)
+    process = subprocess.Popen([sys.executable, "-m", worker.__name__, str(spec)], cwd=cwd, env=env,
+                               stderr=subprocess.PIPE, text=True, errors="replace")
+    errors: list[str] = []
+
+    def pass_on():
+        for line in process.stderr:
+            sys.stderr.write(line)
+            if ERROR_LINE.search(ANSI_ESCAPE.sub("", line)):
+                errors.append(line.rstrip())
+
+    reader = threading.Thread(target=pass_on, name="worker-stderr", daemon=True)
+    reader.start()
     with _running_lock:
         _running.add(process)
     try:
@@ -215,8 +261,9 @@ def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float]:
     finally:
         with _running_lock:
             _running.discard(process)
+    reader.join(timeout=10)
     process.returncode = os.waitstatus_to_exitcode(wait_status)
-    return process.returncode, time.perf_counter() - start
+    return process.returncode, time.perf_counter() - start, errors
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -264,7 +311,7 @@ def _failure_message(layout: BookLayout, chapter: Chapter, parameters: dict, sta
         kept += f"\nThe partly executed notebook is {layout.relative(failed)}."
     if not error_path.is_file():
         return f"{head}: the worker process ended with status {status} before reporting an error.{kept}"
-    record = json.loads(error_path.read_text())
+    record = read_json(error_path, "worker's error report")
     if record["kind"] != "cell":
         return f"{head}: the executor itself failed:\n" + "\n".join(record["traceback"]) + kept
     cell = _error_cell(layout.failed_dir / f"{chapter.name}.ipynb")

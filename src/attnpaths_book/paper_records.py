@@ -37,6 +37,8 @@ from attnpaths_book.chapters import Chapter, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.numeric_diff import Comparison, compare_json
 from attnpaths_book.runner import current_key, is_fresh, notebook_chapters
+from attnpaths.json_files import read_json
+from attnpaths_book.store import verify_results
 
 PROFILE = "paper"
 REQUIRED_KEYS = ("chapter", "command", "recorded_utc", "commit", "commit_dirty", "versions", "execution", "results")
@@ -83,7 +85,7 @@ def read_paper_results(layout: BookLayout, chapter: Chapter) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
                                 f"run `python -m attnpaths_book run {chapter.name} --profile paper`")
-    results = json.loads(path.read_text())
+    results = verify_results(layout.results_dir, chapter.name)
     missing = [key for key in RESULTS_KEYS if key not in results]
     if missing:
         raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} is not a results file "
@@ -149,7 +151,7 @@ def read_record(path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no paper record at {path}: run `python -m attnpaths_book record-paper`")
-    record = json.loads(path.read_text())
+    record = read_json(path, "paper record")
     missing = [key for key in REQUIRED_KEYS if key not in record]
     if missing:
         raise ValueError(f"paper record {path} is missing the keys {missing}")

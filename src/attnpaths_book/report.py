@@ -16,7 +16,7 @@ from scipy.stats import norm
 from attnpaths import provenance
 from attnpaths_book.benchmarks.record import committed_record_path, read_record
 from attnpaths.claims import Verdict, outcome_counts
-from attnpaths.results import read_results
+from attnpaths_book.store import verify_results
 from attnpaths_book.chapters import INJECTED, Chapter, book_chapters
 from attnpaths_book.layout import BookLayout
 
@@ -152,7 +152,7 @@ def read_claims(chapters, results_dir, profile: str | None = None) -> list[Chapt
     claims, missing = [], []
     for chapter in chapters:
         try:
-            record = read_results(chapter.name, results_dir)
+            record = verify_results(results_dir, chapter.name)
         except FileNotFoundError:
             missing.append(f"{chapter.name} (no results)")
             continue

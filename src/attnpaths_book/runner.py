@@ -11,25 +11,24 @@ and run times of the chapters before it, so its key includes their keys: it runs
 did. Runs hold the checkout's build lock (:func:`~attnpaths_book.layout.book_lock`): a second run in the same
 checkout waits for the first, naming the PID that holds the lock. Holding it, a run removes the working
 folders that killed runs left in ``_build/``. A chapter's results file, executed notebook and timing are
-replaced only when it succeeded (:mod:`attnpaths_book.executor`).
+made current together, only when it succeeded, and a unit whose files no longer match their manifest's checksums
+is stale (:mod:`attnpaths_book.store`).
 """
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnpaths.results import atomic_write_text
 from attnpaths.provenance import versions
-from attnpaths_book.cache import EXECUTION_METADATA, PackageCode, chapter_key, stored_key
+from attnpaths_book import store
+from attnpaths_book.cache import PackageCode, chapter_key
 from attnpaths_book.chapters import Chapter, book_chapters, find_chapter, resolve_parameters
 from attnpaths.engine import Engine
 from attnpaths_book.executor import Execution, execute_chapter, remove_stale_run_folders, stop_running_chapters
-from attnpaths_book.layout import TIMINGS_FILE, BookLayout, Progress, book_lock, silent
+from attnpaths_book.layout import BookLayout, Progress, book_lock, silent
+from attnpaths_book.store import read_timings  # noqa: F401  (the reproducibility chapter reads it from here)
 
 
 @dataclass(frozen=True)
@@ -49,72 +48,96 @@ def notebook_chapters(layout: BookLayout) -> list[Chapter]:
 
 def current_key(layout: BookLayout, chapter: Chapter, parameters: dict, chapters: list[Chapter],
                 code: PackageCode, env: dict) -> str:
-    """The cache key the chapter would get now (for a report chapter, from the stored keys before it).
+    """The cache key the chapter would get now (for a report chapter, from the keys of the current units
+    before it).
 
     ``code`` reads the package sources under ``layout.package_dir`` (one instance serves every chapter of a
     command); ``env`` holds the library versions (:func:`attnpaths.provenance.versions`)."""
     upstream = ()
     if chapter.report:
         before = chapters[:[c.name for c in chapters].index(chapter.name)]
-        upstream = tuple(stored_key(layout.executed_notebook(c.docname)) for c in before)
+        upstream = tuple(_current_unit_key(layout, c) for c in before)
     return chapter_key(chapter.source, parameters, code.chapter_digest(chapter.notebook), upstream, env)
 
 
+def _current_unit_key(layout: BookLayout, chapter: Chapter) -> str | None:
+    state = store.unit_state(layout.root, layout.results_dir, chapter.name)
+    return state.manifest["cache_key"] if state.fresh else None
+
+
+def unit_state(layout: BookLayout, chapter: Chapter, key: str) -> store.UnitState:
+    """Whether the chapter's current unit (results file, executed notebook, manifest) is whole and carries
+    ``key`` (:func:`attnpaths_book.store.unit_state`), with the reason when it is not."""
+    return store.unit_state(layout.root, layout.results_dir, chapter.name, key)
+
+
 def is_fresh(layout: BookLayout, chapter: Chapter, key: str) -> bool:
-    """Whether the executed notebook carries ``key`` and the chapter's results file exists."""
-    return (stored_key(layout.executed_notebook(chapter.docname)) == key
-            and layout.results_file(chapter.name).is_file())
+    """Whether the chapter's unit is whole (its files match their manifest's checksums) and carries ``key``."""
+    return unit_state(layout, chapter, key).fresh
+
+
+def chapter_states(layout: BookLayout, profile: str) -> list[tuple[str, str | None]]:
+    """``(chapter, reason)`` for every executable chapter in toc order: ``reason`` is ``None`` when
+    :func:`run_book` would take the chapter from the cache, else why it would execute it (a report chapter
+    executes when any chapter before it does)."""
+    chapters = notebook_chapters(layout)
+    code, env = PackageCode(*layout.package_dirs), versions()
+    states, any_stale = [], False
+    for chapter in chapters:
+        parameters = resolve_parameters(chapter, profile, results_dir=layout.relative(layout.results_dir))
+        state = unit_state(layout, chapter, current_key(layout, chapter, parameters, chapters, code, env))
+        if state.fresh and state.manifest.get("profile") != profile:
+            state = store.UnitState(False, f"its current run is of the {state.manifest.get('profile')!r} profile")
+        reason = None if state.fresh else state.reason
+        if reason is None and chapter.report and any_stale:
+            reason = "a chapter before it executes"
+        any_stale = any_stale or reason is not None
+        states.append((chapter.name, reason))
+    return states
 
 
 def stale_chapters(layout: BookLayout, profile: str) -> list[str]:
     """Names of the chapters that :func:`run_book` would execute for ``profile`` (a report chapter counts as
     stale when any chapter before it is)."""
-    chapters = notebook_chapters(layout)
-    code, env = PackageCode(*layout.package_dirs), versions()
-    stale = []
-    for chapter in chapters:
-        parameters = resolve_parameters(chapter, profile, results_dir=layout.relative(layout.results_dir))
-        key = current_key(layout, chapter, parameters, chapters, code, env)
-        if stale and chapter.report or not is_fresh(layout, chapter, key):
-            stale.append(chapter.name)
-    return stale
+    return [name for name, reason in chapter_states(layout, profile) if reason is not None]
 
 
-def read_timings(results_dir) -> dict:
-    """The recorded run times, ``{profile: {chapter: {"wall_s", "peak_rss_mib", "cache_key", "finished"}}}``
-    (``{}`` before the first run). Each entry is the last run of that chapter in that profile."""
-    path = Path(results_dir) / TIMINGS_FILE
-    return json.loads(path.read_text()) if path.is_file() else {}
+def status(layout: BookLayout, profile: str, progress: Progress = silent) -> list[tuple[str, str | None]]:
+    """:func:`chapter_states` after finishing, holding the build lock, the commits a killed run left half done
+    (so that a status reports the units a next run would find)."""
+    with book_lock(layout, progress):
+        store.recover(layout.results_dir)
+    return chapter_states(layout, profile)
 
 
-_timings_lock = threading.Lock()
-
-
-def _record_timing(layout: BookLayout, execution: Execution, engine: Engine | None) -> None:
-    """Store the wall time, peak memory and engine of a profile run (runs with overrides are not recorded).
-    With a cluster engine the peak memory is the chapter's kernel's only: its tasks ran in the workers."""
-    with _timings_lock:
-        timings = read_timings(layout.results_dir)
-        timings.setdefault(execution.profile, {})[execution.chapter] = {
-            "wall_s": execution.wall_s, "peak_rss_mib": execution.peak_rss_mib, "cache_key": execution.cache_key,
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "engine": engine.mode if engine else "in-process", "workers": engine.workers if engine else 1,
-        }
-        atomic_write_text(layout.timings, json.dumps(timings, indent=1, sort_keys=True) + "\n")
+def _prepare(layout: BookLayout) -> None:
+    """What every command that executes does first, holding the build lock: finish the commits a killed run
+    left half done, remove the working folders of killed runs, and check that the record of run times can be
+    read (a damaged one is reported before anything executes, not after)."""
+    store.recover(layout.results_dir)
+    remove_stale_run_folders(layout)
+    try:
+        store.read_timings(layout.results_dir)
+    except store.DamagedFile as err:
+        raise store.DamagedFile(err.path, f"{err.reason}. It records run times only: delete it and run again "
+                                          "(the chapters' results are not affected)") from None
 
 
 def _run(layout: BookLayout, chapter: Chapter, parameters: dict, key: str, overrides: dict, force: bool,
          label: str, progress: Progress, progress_bar: bool, engine: Engine | None = None) -> Outcome:
-    if not force and is_fresh(layout, chapter, key):
-        notebook = json.loads(layout.executed_notebook(chapter.docname).read_text())
-        record = notebook["metadata"][EXECUTION_METADATA]
+    state = unit_state(layout, chapter, key)
+    if not force and state.fresh:
+        record = state.manifest["execution"]
         progress(f"{label} {chapter.name}: up to date (ran in {record['wall_s']:.1f} s)")
         return Outcome(chapter.name, False, record)
-    progress(f"{label} {chapter.name}: executing ({parameters['profile']} profile) ...")
+    why = "forced" if force else state.reason
+    progress(f"{label} {chapter.name}: executing ({parameters['profile']} profile; {why}) ...")
+    # runs with overrides are not profile runs: their times are not recorded. With a cluster engine the peak
+    # memory is the chapter's kernel's only: its tasks ran in the workers.
+    timing = None if overrides else {"engine": engine.mode if engine else "in-process",
+                                     "workers": engine.workers if engine else 1}
     execution = execute_chapter(layout, chapter, parameters, key, overrides, progress_bar,
-                                environment=engine.environment if engine else None)
-    if not overrides:
-        _record_timing(layout, execution, engine)
+                                environment=engine.environment if engine else None, timing=timing)
     progress(f"{label} {chapter.name}: done in {execution.wall_s:.1f} s, peak memory {execution.peak_rss_mib:.0f} MiB")
     return Outcome(chapter.name, True, execution.as_dict())
 
@@ -129,7 +152,7 @@ def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Pr
     ones finish, and the failure is raised. Returns the outcomes in toc order.
     """
     with book_lock(layout, progress):
-        remove_stale_run_folders(layout)
+        _prepare(layout)
         chapters = notebook_chapters(layout)
         code, env = PackageCode(*layout.package_dirs), versions()
         results_dir = layout.relative(layout.results_dir)
@@ -186,7 +209,7 @@ def run_chapter(layout: BookLayout, name: str, profile: str, overrides: dict | N
     """Execute one chapter for ``profile`` with validated ``overrides`` (skipped when its cached execution
     has the same key, unless ``force``); its tasks go to ``engine`` (in the kernel's process without one)."""
     with book_lock(layout, progress):
-        remove_stale_run_folders(layout)
+        _prepare(layout)
         chapters = notebook_chapters(layout)
         chapter = find_chapter(chapters, name)
         parameters = resolve_parameters(chapter, profile, overrides, results_dir=layout.relative(layout.results_dir))

@@ -26,6 +26,7 @@ from attnpaths.results import atomic_write_text
 from attnpaths_book.chapters import Chapter
 from attnpaths_book.executor import ANSI_ESCAPE
 from attnpaths_book.layout import BookLayout, book_lock
+from attnpaths.json_files import DamagedFile, read_json
 
 BUILD_STAMP = ".attnpaths-build.json"
 JUPYTER_BOOK = "import sys; from jupyter_book.cli.main import main; sys.exit(main())"
@@ -131,5 +132,8 @@ def built_profile(layout: BookLayout, chapters: list[Chapter]) -> str | None:
     stamp_path = layout.html_dir / BUILD_STAMP
     if not stamp_path.is_file():
         return None
-    stamp = json.loads(stamp_path.read_text())
-    return stamp["profile"] if stamp.get("digest") == source_digest(layout, chapters) else None
+    try:
+        stamp = read_json(stamp_path, "build stamp")
+    except DamagedFile:  # a damaged stamp says nothing of what was built: build again
+        return None
+    return stamp.get("profile") if stamp.get("digest") == source_digest(layout, chapters) else None

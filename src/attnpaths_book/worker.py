@@ -20,6 +20,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from attnpaths.json_files import read_json
 
 CELL_FAILED = 3
 WORKER_FAILED = 4
@@ -38,15 +39,23 @@ def _end_with_parent(parent_pid: int) -> None:
 
 
 def _kernel_manager_class():
-    """The kernel manager: with CurveZMQ transport encryption when the kernel supports it (ipykernel warns
-    on every start otherwise), else jupyter_client's default."""
+    """The kernel manager: jupyter_client's, without the interrupt it sends before its shutdown request (the
+    kernel, idle after the last cell, answers it with the log line ``ERROR | KeyboardInterrupt caught in
+    kernel`` although nothing was interrupted), and with CurveZMQ transport encryption when the kernel supports
+    it (ipykernel warns on every start otherwise)."""
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
-    if not AsyncKernelManager.class_traits().get("transport_encryption"):
-        return AsyncKernelManager
+    class QuietShutdownKernelManager(AsyncKernelManager):
+        async def _async_interrupt_kernel(self):
+            if self.shutting_down:  # the shutdown request alone ends an idle kernel
+                return
+            await super()._async_interrupt_kernel()
 
-    class EncryptedKernelManager(AsyncKernelManager):
+    if not AsyncKernelManager.class_traits().get("transport_encryption"):
+        return QuietShutdownKernelManager
+
+    class EncryptedKernelManager(QuietShutdownKernelManager):
         @default("transport_encryption")
         def _encryption_default(self):
             return "auto"
@@ -57,7 +66,7 @@ def _kernel_manager_class():
 def main(argv=None) -> int:
     """Execute the notebook described by the spec file ``argv[0]``; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    spec = json.loads(Path(argv[0]).read_text())
+    spec = read_json(argv[0], "execution spec")
     # a spec without parent_pid comes from an executor started before this checkout was updated
     _end_with_parent(spec.get("parent_pid", os.getppid()))
     error_file = Path(spec["error_file"])

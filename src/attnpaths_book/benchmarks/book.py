@@ -29,6 +29,7 @@ from attnpaths_book.chapters import PROFILES
 from attnpaths_book.layout import BookLayout, find_root
 from attnpaths_book.runner import notebook_chapters, read_timings
 from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+from attnpaths.json_files import read_json
 
 
 SLOWEST_CELLS = 3
@@ -38,7 +39,7 @@ SLOWEST_CELLS = 3
 def slowest_cells(notebook: Path, count: int = SLOWEST_CELLS) -> list[dict]:
     """The ``count`` code cells of an executed notebook that took longest, as ``{"cell": index among the code
     cells, "first_line": ..., "seconds": ...}``, slowest first (papermill's ``metadata.papermill.duration``)."""
-    cells = [cell for cell in json.loads(notebook.read_text())["cells"] if cell["cell_type"] == "code"]
+    cells = [cell for cell in read_json(notebook, "executed notebook")["cells"] if cell["cell_type"] == "code"]
     timed = []
     for index, cell in enumerate(cells):
         duration = cell.get("metadata", {}).get("papermill", {}).get("duration")

@@ -33,6 +33,7 @@ from attnpaths.pruning.sweep import base_accuracies
 from attnpaths.pruning.training import load_models, models_key, save_models
 from attnpaths.results import atomic_write_text
 from attnpaths.experiments.retraining import retraining_agreement, retraining_power
+from attnpaths.json_files import read_json
 
 SHIPPED_DIR = Path(__file__).resolve().parent
 """The folder of the shipped weight files and of ``manifest.json``."""
@@ -85,7 +86,7 @@ def read_manifest(folder=SHIPPED_DIR) -> dict[str, ShippedFile]:
     path = Path(folder) / "manifest.json"
     if not path.is_file():
         return {}
-    data = json.loads(path.read_text())
+    data = read_json(path, "manifest of the shipped weights")
     if data.get("format") != MANIFEST_FORMAT:
         raise ValueError(f"{path}: format must be {MANIFEST_FORMAT!r}, got {data.get('format')!r}")
     return {entry["name"]: ShippedFile(**entry) for entry in data["files"]}
