@@ -20,6 +20,7 @@ command that makes it.
 """
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -106,6 +107,44 @@ def test_record_is_a_paper_record_of_the_chapter(chapter):
     problems = record_problems(LAYOUT, chapter, load_record(chapter.name))
     assert not problems, (f"{record_path(LAYOUT, chapter).relative_to(ROOT)}: " + "; ".join(problems)
                           + f"\nremake it with: python -m attnpaths_book record-paper {chapter.name}")
+
+
+NUMBER_KEY = re.compile(r"^-?\d+(\.\d+)?(e-?\d+)?$")
+RUN_DEPENDENT_KEYS = {"reproducibility": ("timings.",)}
+"""Keys whose presence depends on what ran before, not on the chapter's code: the reproducibility chapter's run
+times exist for the profiles and chapters this checkout executed."""
+
+
+def key_shape(node, where: str = "") -> set[str]:
+    """The dotted keys of a results tree down to its leaves, with keys that are numbers (widths, sizes,
+    temperatures: they differ between the smoke and paper profiles) written ``#``; a list is a leaf."""
+    if not isinstance(node, dict):
+        return {where}
+    if not node:
+        return {f"{where}{{}}"}
+    found = set()
+    for key, value in node.items():
+        key = "#" if NUMBER_KEY.match(str(key)) else str(key)
+        found |= key_shape(value, f"{where}.{key}" if where else key)
+    return found
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.name for c in CHAPTERS])
+def test_record_holds_the_keys_that_the_chapter_writes_today(chapter):
+    """The record's results have the keys of the chapter's smoke baseline (which the nbval test holds to what
+    the chapter writes today), numbers in keys aside: a change of the chapter's results that forgets
+    ``record-paper`` fails here, in the fast tier, without a paper run."""
+    from attnpaths_book.baselines import results_baseline_path
+
+    record = load_record(chapter.name)
+    baseline = json.loads(results_baseline_path(LAYOUT, chapter).read_text())
+    skip = RUN_DEPENDENT_KEYS.get(chapter.name, ())
+    recorded, written = ({k for k in key_shape(tree["values"]) if not k.startswith(skip)}
+                         for tree in (record["results"], baseline))
+    assert recorded == written, (f"{record_path(LAYOUT, chapter).relative_to(ROOT)}: keys only in the record: "
+                                 f"{sorted(recorded - written)[:10]}; keys the chapter writes today that the record "
+                                 f"lacks: {sorted(written - recorded)[:10]}\nremake it with: python -m attnpaths_book "
+                                 f"record-paper {chapter.name}")
 
 
 ENFORCING = [c for c in CHAPTERS if "enforce_claims" in c.defaults]
@@ -657,8 +696,11 @@ def test_pruning_first_seed_of_each_model_kind_from_its_shipped_weights(one_torc
         recorded_values = r.value(architecture)
         for split in ("validation", "test"):
             for bound in ("best", "random"):  # from the subset table alone
-                np.testing.assert_allclose(result[bound][split], recorded_values["curves"][split][bound][0], rtol=0,
-                                           atol=PRUNING_ACCURACY_ATOL, err_msg=f"{architecture} {split} {bound}")
+                # accuracies: at most one image apart, an absolute tolerance (a relative one would mean nothing)
+                got = np.asarray(result[bound][split], dtype=float)
+                want = np.asarray(recorded_values["curves"][split][bound][0], dtype=float)
+                assert got.shape == want.shape and np.all(np.abs(got - want) <= PRUNING_ACCURACY_ATOL), (
+                    f"{architecture} {split} {bound}: {got} against the record's {want}")
         assert set(result["scores"]) == set(recorded_values["scores"])
         for name, scores in result["scores"].items():
             np.testing.assert_allclose(np.asarray(scores, dtype=float),

@@ -187,11 +187,15 @@ TABLE: tuple[Tolerance, ...] = (
               "the same accuracies in percent: one episode of 200"),
     Tolerance("oneshot:values.pruning.*", "trained", 0.0, 0.005, 0.0,
               "accuracies of the float32 network with heads dropped: one episode of the smallest split (200)"),
-    Tolerance("own_model:values.*", "trained", 1e-6, 1e-9, 0.0,
-              "a float64 model trained in the chapter by Adam (no shipped weights: it trains in seconds): the "
-              "last-bit differences of another CPU grow through the training steps (measured between two CPU "
-              "dispatches, 150 steps: 3e-9 relative on U, 7.6e-11 absolute; the training loss 2e-11); counts "
-              "of test images would move only if an output within 1e-9 of 0 changed sign"),
+    Tolerance("own_model:values.*", "trained", 3e-5, 1e-9, 3e-5,
+              "a float64 model trained in the chapter by Adam (no shipped weights: it trains in seconds, and the "
+              "page shows the training a practitioner writes): the last-bit differences of another CPU grow "
+              "through the training steps. Measured spread, as the largest |difference| over the largest entry of "
+              "the same key: 150 steps, two CPU dispatches of one machine (AVX-512 and AVX2): 8e-10 on U; 600 "
+              "steps (the paper profile), the two dispatches: 9.4e-7 on U, 2.9e-6 on the training loss, 4.8e-7 on "
+              "the head scores; 600 steps on an AMD EPYC against the recording Intel Xeon: 2.6e-6 on U. The "
+              "tolerance, relative and on the entries' scale, is ten times the largest of these; counts of test "
+              "images would move only if an output that close to 0 changed sign"),
     # class b with a reason of its own
     Tolerance("*gradient_norm*", "rounding", 0.0, 1e-8, 0.0,
               "the gradient norm at a certified minimum is zero up to rounding (1e-13 .. 1e-9): only that it is "

@@ -1,0 +1,53 @@
+"""CI runs the README as a reader does: `.ci/run` takes the README's commands from the README itself
+(`.ci/readme_commands.py`) and runs them in the README's order: install and paper book, tests, second CPU
+dispatch."""
+
+import importlib.util
+import re
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT
+
+CI_RUN = ROOT / ".ci" / "run"
+
+
+def readme_commands():
+    spec = importlib.util.spec_from_file_location("readme_commands", ROOT / ".ci" / "readme_commands.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ci_runs_the_readmes_commands_in_the_readmes_order():
+    steps = re.findall(r'^step "[^"]+" "\$\(python3 \.ci/readme_commands\.py ([\w-]+)\)"$', CI_RUN.read_text(), re.M)
+    assert steps == ["book", "test", "second-dispatch"]
+    # nothing else runs the book or the tests: every other step is the browser packages' installation
+    others = [line for line in CI_RUN.read_text().splitlines()
+              if re.search(r"\b(pytest|attnpaths_book|pip install)\b", line) and not line.lstrip().startswith("#")]
+    assert others == [], others
+
+
+def test_the_commands_are_the_readmes_fenced_blocks():
+    module = readme_commands()
+    readme = (ROOT / "README.md").read_text()
+    two = module.section(readme, "Two commands")
+    blocks = re.findall(r"```bash\n(.*?)\n```", two, re.S)
+    assert [module.command("book"), module.command("test")] == blocks[:2]
+    assert module.command("book") == "pip install -r requirements.txt && python -m attnpaths_book book --profile paper"
+    assert module.command("test") == "python -m pytest"
+    assert "python -m pytest -m cross_machine" in module.command("second-dispatch")
+    assert module.command("second-dispatch").startswith('eval "$(python .ci/second_dispatch.py)"')
+
+
+def test_a_readme_without_the_section_or_with_two_lines_is_refused():
+    module = readme_commands()
+    with pytest.raises(SystemExit, match="no section '## Two commands'"):
+        module.command("book", "# title\n")
+    with pytest.raises(SystemExit, match="must be one line"):
+        module.command("test", "## Two commands\n```bash\na\n```\n```bash\nb\nc\n```\n")
+    done = subprocess.run([sys.executable, str(ROOT / ".ci" / "readme_commands.py"), "nothing"], capture_output=True,
+                          text=True)
+    assert done.returncode != 0 and "name must be one of" in done.stderr
