@@ -14,7 +14,7 @@ import pytest
 
 from attnpaths_book import runner, site
 from attnpaths_book.chapters import book_chapters
-from attnpaths_book.layout import BookLayout, tests_book
+from attnpaths_book.layout import BookLayout, suite_book
 from helpers import ROOT, write_stand_in_packages
 
 
@@ -64,14 +64,14 @@ def tiny_book(tmp_path) -> BookLayout:
 @pytest.fixture(scope="session")
 def built_book() -> BookLayout:
     """The test run's own HTML book: the smoke profile executed and built in ``_build/tests-book/``
-    (:func:`attnpaths_book.layout.tests_book`), reused when it is current (the cache keys include the CPU
+    (:func:`attnpaths_book.layout.suite_book`), reused when it is current (the cache keys include the CPU
     dispatch, so a run under another dispatch executes it again). It never reads or replaces what a reader
     built in ``_build/`` (a paper-profile run stays as it is). The chapters run on the engine the command line
     starts by default (an embedded cluster with a worker per CPU, as many chapters at a time), so the test
     run's one execution is the one ``python -m attnpaths_book book`` makes."""
     from attnpaths.engine import start_engine
 
-    layout = tests_book(ROOT)
+    layout = suite_book(ROOT)
     profile = site.built_profile(layout, book_chapters(layout))
     if profile != "smoke" or runner.stale_chapters(layout, "smoke"):
         with start_engine() as engine:

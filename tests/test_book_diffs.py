@@ -13,6 +13,8 @@ from attnpaths_book import cli
 from attnpaths_book import paper_records, runner
 from attnpaths_book.baselines import CHECK_TAG, baseline_path, results_baseline_path
 from attnpaths_book.cache import EXECUTION_METADATA
+from attnpaths_book.layout import suite_book
+from attnpaths_book.store import commit_unit
 from attnpaths_book.executor import ChapterFailed
 from attnpaths_book.numeric_diff import compare_json, compare_lines, is_volatile
 from attnpaths.results import write_results
@@ -78,6 +80,7 @@ def _book(tiny_book, names=("alpha",)):
     for name in names:
         write_chapter(tiny_book.root, name, "n = 1", "values = {'x': n}", profiles={"smoke": {}, "paper": {"n": 5}})
     write_toc(tiny_book.root, list(names))
+    (tiny_book.root / "tests").mkdir(exist_ok=True)  # a checkout has one: the tests' own book links to it
     return {c.name: c for c in runner.notebook_chapters(tiny_book)}
 
 
@@ -97,10 +100,11 @@ def _execute(layout, chapter, profile, printed, values, overrides=None):
         EXECUTION_METADATA: {"chapter": chapter.name, "profile": profile, "parameters": parameters,
                              "overrides": dict(overrides or {}), "cache_key": "k", "wall_s": 1.5,
                              "peak_rss_mib": 100.0}})
-    path = layout.executed_notebook(chapter.docname)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(notebook, path)
-    write_results(chapter.name, profile, {"n": parameters["n"]}, values, layout.results_dir)
+    results = write_results(chapter.name, profile, {"n": parameters["n"]}, values, layout.results_dir)
+    commit_unit(layout.root, layout.results_dir, chapter.name,
+                {"results": (results, results.read_text()),
+                 "notebook": (layout.executed_notebook(chapter.docname), nbformat.writes(notebook))},
+                {"cache_key": "k", "profile": profile, "execution": notebook.metadata[EXECUTION_METADATA]})
 
 
 @pytest.fixture
@@ -120,7 +124,7 @@ def no_execution(monkeypatch):
 def test_refresh_baselines_shows_the_diff_and_writes_only_with_accept(tiny_book, no_execution, monkeypatch, capsys):
     chapter = _book(tiny_book)["alpha"]
     monkeypatch.chdir(tiny_book.root)
-    _execute(tiny_book, chapter, "smoke", "acc = 0.912\n", {"acc": 0.912, "wall_s": 3.0})
+    _execute(suite_book(tiny_book.root), chapter, "smoke", "acc = 0.912\n", {"acc": 0.912, "wall_s": 3.0})
 
     assert cli.main(["refresh-baselines", *ONE_WORKER]) == 1  # no baseline yet: new ones need --accept
     out, err = capsys.readouterr()
@@ -133,12 +137,12 @@ def test_refresh_baselines_shows_the_diff_and_writes_only_with_accept(tiny_book,
     assert json.loads(results_baseline_path(tiny_book, chapter).read_text())["values"]["acc"] == 0.912
     capsys.readouterr()
 
-    _execute(tiny_book, chapter, "smoke", "acc = 0.912\n", {"acc": 0.912, "wall_s": 7.0})  # only a run time
+    _execute(suite_book(tiny_book.root), chapter, "smoke", "acc = 0.912\n", {"acc": 0.912, "wall_s": 7.0})  # only a run time
     assert cli.main(["refresh-baselines", *ONE_WORKER]) == 0
     assert "every baseline is up to date" in capsys.readouterr().out
 
     before = baseline_path(tiny_book, chapter).read_text()
-    _execute(tiny_book, chapter, "smoke", "acc = 0.915\n", {"acc": 0.915, "wall_s": 7.0})
+    _execute(suite_book(tiny_book.root), chapter, "smoke", "acc = 0.915\n", {"acc": 0.915, "wall_s": 7.0})
     assert cli.main(["refresh-baselines", *ONE_WORKER]) == 1
     out = capsys.readouterr().out
     assert "  - acc = 0.912" in out and "  + acc = 0.915" in out
@@ -151,7 +155,7 @@ def test_refresh_baselines_shows_the_diff_and_writes_only_with_accept(tiny_book,
 
     write_chapter(tiny_book.root, "alpha", "n = 2", "values = {'x': n + 1}", profiles={"smoke": {}, "paper": {}})
     chapter = runner.notebook_chapters(tiny_book)[0]
-    _execute(tiny_book, chapter, "smoke", "acc = 0.915\n", {"acc": 0.915, "wall_s": 7.0})
+    _execute(suite_book(tiny_book.root), chapter, "smoke", "acc = 0.915\n", {"acc": 0.915, "wall_s": 7.0})
     assert cli.main(["refresh-baselines", *ONE_WORKER]) == 1
     out = capsys.readouterr().out
     assert "code: code cells [0, 1] changed" in out
@@ -161,7 +165,7 @@ def test_refresh_baselines_shows_the_diff_and_writes_only_with_accept(tiny_book,
 def test_refresh_baselines_refuses_a_paper_execution(tiny_book, no_execution, monkeypatch, capsys):
     chapter = _book(tiny_book)["alpha"]
     monkeypatch.chdir(tiny_book.root)
-    _execute(tiny_book, chapter, "paper", "acc = 0.9\n", {"acc": 0.9})
+    _execute(suite_book(tiny_book.root), chapter, "paper", "acc = 0.9\n", {"acc": 0.9})
     assert cli.main(["refresh-baselines", "--accept", *ONE_WORKER]) == 2
     assert "executed with the 'paper' profile; baselines hold the smoke profile" in capsys.readouterr().err
 
@@ -253,8 +257,8 @@ def test_record_paper_refuses_other_profiles_and_overrides(tiny_book, no_executi
         paper_records.make_record(tiny_book, chapter, "cmd")
 
     _execute(tiny_book, chapter, "paper", "x\n", {"acc": 0.9})
-    write_results("alpha", "paper", {"n": 9}, {"acc": 0.8}, tiny_book.results_dir)  # a run killed half-way
-    with pytest.raises(ValueError, match=r"come from different runs \(parameters \['n'\] differ\)"):
+    write_results("alpha", "paper", {"n": 9}, {"acc": 0.8}, tiny_book.results_dir)  # written by hand, not by a run
+    with pytest.raises(ValueError, match=r"alpha\.json: this results file does not match the SHA-256 its manifest"):
         paper_records.make_record(tiny_book, chapter, "cmd")
 
     tiny_book.results_file("alpha").unlink()

@@ -40,7 +40,7 @@ from attnpaths_book import baselines, paper_records, runner, site, tolerances
 from attnpaths_book.chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
 from attnpaths.json_files import DamagedFile
 from attnpaths_book.executor import ChapterFailed
-from attnpaths_book.layout import BookLayout, find_root, tests_book
+from attnpaths_book.layout import BookLayout, find_root, suite_book
 
 
 def _say(message: str) -> None:
@@ -288,7 +288,7 @@ def main(argv=None) -> int:
                 _say(f"results: {layout.relative(layout.results_file(outcome.chapter))}, executed notebook: "
                      f"{layout.relative(layout.executed_notebook(chapter.docname))}")
             elif args.command == "refresh-baselines":  # the test suite's own book, never the reader's _build
-                return _refresh_baselines(tests_book(layout.root), args.accept, engine)
+                return _refresh_baselines(suite_book(layout.root), args.accept, engine)
             elif args.command == "record-paper":
                 command = " ".join([prog, *argv])
                 return _record_paper(layout, args.chapters, args.accept, not args.no_execute, command, engine)

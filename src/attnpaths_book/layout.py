@@ -114,12 +114,12 @@ def find_root(start=None) -> Path:
     raise FileNotFoundError(f"no book here: neither {start} nor a folder above it holds _toc.yml and _config.yml")
 
 
-TESTS_BOOK = "tests-book"
-"""Folder in ``_build/`` of the book that the test suite and ``refresh-baselines`` execute (:func:`tests_book`)."""
+SUITE_BOOK = "tests-book"
+"""Folder in ``_build/`` of the book that the test suite and ``refresh-baselines`` execute (:func:`suite_book`)."""
 NOT_MIRRORED = ("_build", ".git", ".pytest_cache")
 
 
-def tests_book(root) -> BookLayout:
+def suite_book(root) -> BookLayout:
     """The book that the test suite and ``refresh-baselines`` execute and read: ``<root>/_build/tests-book/``, a
     folder whose entries are links to the checkout's (``book/``, ``src/``, ``tests/``, ``_config.yml``,
     ``_toc.yml``, ...) and whose ``_build/`` is its own. Executing it never reads, refuses or replaces what the
@@ -127,7 +127,7 @@ def tests_book(root) -> BookLayout:
     folder is ``_build/results``, as the smoke baselines record. The links are made anew on each call, so the
     folder follows the checkout's entries."""
     root = Path(root).resolve()
-    mirror = root / "_build" / TESTS_BOOK
+    mirror = root / "_build" / SUITE_BOOK
     mirror.mkdir(parents=True, exist_ok=True)
     wanted = {entry.name: entry for entry in root.iterdir() if entry.name not in NOT_MIRRORED}
     for link in mirror.iterdir():

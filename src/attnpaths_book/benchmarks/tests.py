@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
-from attnpaths_book.layout import TESTS_BOOK, BookLayout, find_root
+from attnpaths_book.layout import SUITE_BOOK, BookLayout, find_root
 
 TIERS = {"full": [], "fast": ["-m", "not slow"]}
 """The tiers and the arguments they add to ``python -m pytest`` (README, "Tests")."""
@@ -30,7 +30,7 @@ def run_tier(root: Path, tier: str) -> dict:
     """Run one tier of the test suite at ``root`` in a fresh process; returns its record."""
     if tier not in TIERS:
         raise ValueError(f"tier must be one of {sorted(TIERS)}, got {tier!r}")
-    html_at_start = (BookLayout(root).build_dir / TESTS_BOOK / "_build" / "html").is_dir()  # the tests' own book
+    html_at_start = (BookLayout(root).build_dir / SUITE_BOOK / "_build" / "html").is_dir()  # the tests' own book
     start = time.perf_counter()
     completed = subprocess.run([sys.executable, "-m", "pytest", "-q", *TIERS[tier]], cwd=root, capture_output=True,
                                text=True)
