@@ -1,5 +1,6 @@
 """Argument checks shared by the public functions: every failure is a ``ValueError`` that names the
-argument and says what was expected."""
+argument and says what was expected (a ``TypeError`` for an array of the wrong kind: complex, boolean or
+object entries; a ``MemoryError`` for a computation that cannot fit, :func:`check_memory`)."""
 
 from __future__ import annotations
 
@@ -8,26 +9,69 @@ import numbers
 import numpy as np
 import torch
 
+try:
+    import resource  # Unix only: the address-space limit of available_memory
+except ImportError:  # pragma: no cover
+    resource = None
 
-def as_float64_tensor(value, name: str) -> torch.Tensor:
-    """Return ``value`` (numpy array, torch tensor or nested sequence) as a finite float64 CPU tensor."""
+
+def check_real_dtype(dtype, name: str, labels: bool = False) -> None:
+    """Refuse the dtypes that a conversion to float64 would silently misread: complex (the imaginary part is
+    dropped), boolean (``True``/``False`` become 1/0, not the theory's ``+-1`` labels) and object (anything).
+    ``dtype`` is a numpy or torch dtype; ``labels`` words the boolean case for labels / targets."""
+    if isinstance(dtype, torch.dtype):
+        kind = "c" if dtype.is_complex else "b" if dtype == torch.bool else "f"
+    else:
+        kind = np.dtype(dtype).kind
+    if kind == "c":
+        raise TypeError(f"{name} must hold real numbers, got the complex dtype {dtype}: a conversion to float64 "
+                        f"would drop the imaginary part (pass the real part explicitly if that is what is meant)")
+    if kind == "b":
+        if labels:
+            raise TypeError(f"{name} must hold real targets, got the boolean dtype {dtype}: labels are +-1 floats, "
+                            f"pass 2.0 * {name} - 1.0 (True -> +1, False -> -1)")
+        raise TypeError(f"{name} must hold real numbers, got the boolean dtype {dtype}")
+    if kind == "O":
+        raise TypeError(f"{name} must be a numeric array, got the object dtype {dtype} (entries that are not numbers, "
+                        f"or numbers of mixed kinds)")
+
+
+def as_float64_tensor(value, name: str, *, labels: bool = False) -> torch.Tensor:
+    """Return ``value`` (numpy array, torch tensor or nested sequence) as a finite float64 CPU tensor.
+
+    Complex, boolean and object inputs are refused (``TypeError``), never converted; ``labels`` says that
+    ``value`` holds labels or targets (``+-1`` floats), for the wording of the boolean case."""
+    given = type(value).__name__
     try:
-        tensor = torch.as_tensor(np.ascontiguousarray(value) if not isinstance(value, torch.Tensor) else value)
+        array = value if isinstance(value, torch.Tensor) else np.ascontiguousarray(value)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a numeric array, got {type(value).__name__}") from err
+        raise ValueError(f"{name} must be a numeric array, got {given}") from err
+    check_real_dtype(array.dtype, name, labels)
+    try:
+        tensor = torch.as_tensor(array)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a numeric array, got {given}") from err
     tensor = tensor.detach().to(device="cpu", dtype=torch.float64)
     if not np.isfinite(tensor.numpy()).all():  # numpy's check: several times faster than torch's on one thread
         raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
     return tensor
 
 
-def as_float64_array(value, name: str, *, ndim: int | None = None, nonempty: bool = False) -> np.ndarray:
+def as_float64_array(value, name: str, *, ndim: int | None = None, nonempty: bool = False,
+                     labels: bool = False) -> np.ndarray:
     """Return ``value`` as a finite float64 numpy array (torch tensors are detached and moved to CPU), with
-    ``ndim`` dimensions when given and at least one entry when ``nonempty``."""
+    ``ndim`` dimensions when given and at least one entry when ``nonempty``; complex, boolean and object inputs
+    are refused as by :func:`as_float64_tensor`."""
     if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
+        check_real_dtype(value.dtype, name, labels)
+        value = value.detach().to(device="cpu", dtype=torch.float64).numpy()  # (numpy has no bfloat16)
     try:
-        array = np.asarray(value, dtype=np.float64)
+        array = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a numeric array, got {type(value).__name__}") from err
+    check_real_dtype(array.dtype, name, labels)
+    try:
+        array = array.astype(np.float64, copy=False)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be a numeric array, got {type(value).__name__}") from err
     if not np.all(np.isfinite(array)):
@@ -195,3 +239,65 @@ def torch_generator(generator, name: str = "generator", *, cpu: bool = False) ->
     elif not isinstance(generator, torch.Generator):
         raise ValueError(f"{name} must be a torch.Generator, got {type(generator).__name__}")
     return generator
+
+
+def float_eps(value) -> float | None:
+    """Machine epsilon of the floating dtype of ``value`` (numpy array or torch tensor) as it was given, before
+    any conversion to float64; None for other inputs (nested sequences, integers)."""
+    dtype = getattr(value, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return float(torch.finfo(dtype).eps) if dtype.is_floating_point else None
+    if isinstance(dtype, np.dtype) and dtype.kind == "f":
+        return float(np.finfo(dtype).eps)
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------
+# memory
+
+
+GIB = 2.0**30
+"""Bytes per GiB."""
+
+
+def _address_space_in_use() -> int | None:
+    """This process's mapped virtual memory (``VmSize`` of ``/proc/self/status``), in bytes."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def available_memory() -> int | None:
+    """Bytes this process can still allocate, or None where the system does not say: the smaller of the
+    system's ``MemAvailable`` (``/proc/meminfo``) and, when a soft ``RLIMIT_AS`` is set, that limit less the
+    address space already mapped (``VmSize``)."""
+    candidates = []
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    candidates.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if resource is not None:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            candidates.append(max(0, soft - (_address_space_in_use() or 0)))
+    return min(candidates) if candidates else None
+
+
+def check_memory(bytes_needed: float, what: str) -> None:
+    """Raise ``MemoryError`` before a computation whose arrays need about ``bytes_needed`` bytes when that is
+    more than :func:`available_memory` (nothing is checked where the system does not say). ``what`` names the
+    computation and its sizes, e.g. ``"solve with P = 12000 examples (feature-space route: ...)"``."""
+    available = available_memory()
+    if available is not None and bytes_needed > available:
+        raise MemoryError(f"{what} needs about {bytes_needed / GIB:.3g} GiB, but only {available / GIB:.3g} GiB "
+                          f"of memory is available (the smaller of MemAvailable and the RLIMIT_AS address-space "
+                          f"limit): use fewer examples or a machine with more memory")

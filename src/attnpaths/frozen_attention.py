@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-from ._validation import as_float64_tensor, positive_real
+from ._validation import as_float64_tensor, float_eps, positive_int, positive_real
 from .attention import READOUTS, token_readout
 from .head_scoring import head_labels, head_scores
 from .paths import features_along_paths
@@ -48,7 +48,21 @@ from .theory import CertificateWarning, TheorySolution, solve
 ROW_SUM_TOLERANCE = 1e-4
 """The largest deviation from 1 allowed of a row sum of given attention weights. Float32 softmax outputs
 (PyTorch's default) sum to one within about 1e-6 per row; a larger deviation means that the tensor is not softmax
-weights over the last axis (e.g. the key and query axes were swapped)."""
+weights over the last axis (e.g. the key and query axes were swapped). Weights given in a lower precision
+(float16, bfloat16) are allowed :data:`ROW_SUM_EPS` machine epsilons of their dtype instead, where that is more."""
+
+ROW_SUM_EPS = 4.0
+"""How many machine epsilons of its dtype the row sums of low-precision attention may be off by. Softmax weights
+rounded entry by entry to a dtype of epsilon ``eps`` sum to one within ``eps / 2`` (measured: at most ``0.41 eps`` for
+float16 and bfloat16 softmax over 3 to 1024 keys), so ``4 eps`` leaves room for a model's own rounding while a
+swap of the key and query axes (row sums off by order one) is still caught: ``0.03`` for bfloat16."""
+
+
+def row_sum_tolerance(weights) -> float:
+    """The allowed deviation from 1 of the row sums of ``weights`` as given (before their conversion to
+    float64): :data:`ROW_SUM_TOLERANCE`, or :data:`ROW_SUM_EPS` epsilons of a lower-precision dtype."""
+    eps = float_eps(weights)
+    return ROW_SUM_TOLERANCE if eps is None else max(ROW_SUM_TOLERANCE, ROW_SUM_EPS * eps)
 
 
 @runtime_checkable
@@ -138,15 +152,16 @@ def _checked(attention: Sequence[ArrayLike], tokens: ArrayLike, readout: str) ->
                          f"{type(attention).__name__}")
     matrices = []
     for layer, weights in enumerate(attention):
-        w = as_float64_tensor(weights, f"attention[{layer}]")
+        tolerance = row_sum_tolerance(weights)
+        w = as_float64_tensor(weights, f"attention[{layer}]")  # float64 before the row sums
         if w.ndim != 4 or w.shape[0] != batch or w.shape[2:] != (length, length) or w.shape[1] < 1:
             raise ValueError(f"attention[{layer}] must have shape [B, H, T, T] = [{batch}, H, {length}, {length}] "
                              f"(batch, head, query, key; tokens are [B, T, D]), got {tuple(w.shape)}")
         deviation = float((w.sum(dim=-1) - 1.0).abs().max())
-        if not deviation <= ROW_SUM_TOLERANCE or bool((w < 0).any()):
+        if not deviation <= tolerance or bool((w < 0).any()):
             raise ValueError(f"attention[{layer}] must hold softmax weights over the keys in its last axis "
                              f"(PyTorch's [batch, head, query, key] layout): its rows sum to one within "
-                             f"{ROW_SUM_TOLERANCE} only off by {deviation:.3g}, or it has negative entries")
+                             f"{tolerance:.3g} only off by {deviation:.3g}, or it has negative entries")
         matrices.append(w.transpose(-1, -2))  # [B, H, key, query]: the package's layout (sec-model-network)
     matrices[-1] = token_readout(matrices[-1], readout)
     return matrices, x.transpose(1, 2)
@@ -164,21 +179,24 @@ def theory_from_attention(attention: Sequence[ArrayLike], tokens: ArrayLike, tar
 
     Args:
         attention: ``L`` tensors ``[B, H_l, T, T]`` (batch, head, query, key), rows summing to one over the keys:
-            what ``torch.nn.MultiheadAttention(..., need_weights=True, average_attn_weights=False)`` returns.
+            what ``torch.nn.MultiheadAttention(..., need_weights=True, average_attn_weights=False)`` returns,
+            in any real floating dtype (converted to float64 first; float16 and bfloat16 rows are checked to
+            their precision, :func:`row_sum_tolerance`).
         tokens: ``[B, T, D]`` the token inputs of the first layer (batch first, PyTorch's layout).
-        targets: ``[B]`` real targets (e.g. ``+-1`` labels).
+        targets: ``[B]`` real targets (e.g. ``+-1`` labels as floats; booleans are refused).
         width: ``N`` of every layer (``>= 1``), or ``(N_1, ..., N_L, N_a)``.
         temperature: ``T > 0``, the likelihood variance (eq-action).
         readout: ``"average_pooling"`` (mean over tokens), ``"last_token"`` or ``"first_token"``.
         variances: prior variances, a number or ``(s0, s1, ..., sL, sa)``.
-        max_iterations: Newton iteration cap of the solver.
+        max_iterations: Newton iteration cap of the solver (an integer >= 1).
 
     Returns:
         :class:`AttentionTheory`. An uncertified minimum (see :attr:`AttentionTheory.certificate`) warns with
         :class:`attnpaths.theory.CertificateWarning`.
     """
+    max_iterations = positive_int(max_iterations, "max_iterations")
     matrices, x = _checked(attention, tokens, readout)
-    y = as_float64_tensor(targets, "targets")
+    y = as_float64_tensor(targets, "targets", labels=True)
     if y.shape != (x.shape[0],):
         raise ValueError(f"targets must have shape [B] = [{x.shape[0]}] (one per sequence of tokens), "
                          f"got {tuple(y.shape)}")

@@ -98,7 +98,7 @@ def pc_label_overlap(kernel, y, num_components: int | None = None):
         ``(overlaps, eigenvalues)``, numpy arrays of length ``num_components``.
     """
     K = np.asarray(as_float64_tensor(kernel, "kernel"))
-    labels = np.asarray(as_float64_tensor(y, "y"))
+    labels = np.asarray(as_float64_tensor(y, "y", labels=True))
     if K.ndim != 2 or K.shape[0] != K.shape[1] or labels.shape != (K.shape[0],):
         raise ValueError(f"kernel must be [P, P] and y [P], got {K.shape} and {labels.shape}")
     eigenvalues, vectors = np.linalg.eigh((K + K.T) / 2)

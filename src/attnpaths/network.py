@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validation import as_float64_tensor, positive_int, positive_real, torch_generator
+from ._validation import as_float64_tensor, check_real_dtype, positive_int, positive_real, torch_generator
 from .attention import Attention
 from .paths import path_features
 
@@ -336,6 +336,7 @@ def _as_float64_keeping_grad(value, name: str) -> torch.Tensor:
     (NUTS in the benchmarks) differentiate the forward map with respect to the weights."""
     if not isinstance(value, torch.Tensor):
         return as_float64_tensor(value, name)
+    check_real_dtype(value.dtype, name)
     tensor = value.to(device="cpu", dtype=torch.float64)
     if not torch.isfinite(tensor.detach()).all():
         raise ValueError(f"{name} must contain only finite values (found NaN or inf)")

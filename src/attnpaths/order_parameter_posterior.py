@@ -289,8 +289,8 @@ def sample_order_parameters(
     if moves not in MOVES:
         raise ValueError(f"moves must be one of {MOVES}, got {moves!r}")
     X_raw = as_float64_tensor(features, "features")
-    if X_raw.ndim != 3:
-        raise ValueError(f"features must have shape [P, N0, n_paths], got {tuple(X_raw.shape)}")
+    if X_raw.ndim != 3 or X_raw.shape[0] < 1:
+        raise ValueError(f"features must have shape [P, N0, n_paths] with P >= 1, got {tuple(X_raw.shape)}")
     heads = check_num_paths(X_raw.shape[2], heads)
     arch = architecture(heads, widths, variances)
     if arch.gp_limit:
@@ -300,7 +300,9 @@ def sample_order_parameters(
             raise ValueError(f"widths: N_{layer} = {arch.widths[layer - 1]:g} must be at least n_{layer} = "
                              f"{arch.layer_size(layer)} for U_{layer} to have a density")
     temperature = positive_real(temperature, "temperature")
-    labels = as_float64_tensor(y, "y")
+    labels = as_float64_tensor(y, "y", labels=True)
+    if labels.shape != (X_raw.shape[0],):
+        raise ValueError(f"y must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
     X = scaled_features(X_raw, arch.variances[0])
     target = _Target(X, labels, arch, temperature)
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 from numpy.typing import ArrayLike
 
-from ._validation import as_float64_tensor, heads_tuple
+from ._validation import as_float64_tensor, heads_tuple, positive_int
 from .attention import Attention
 
 
@@ -60,7 +60,7 @@ def path_features(x: ArrayLike, attention: Attention, *, batch_size: int = 256) 
             PyTorch's ``[B, T, D]`` (``tokens.transpose(1, 2)``; :func:`attnpaths.frozen_attention.theory_from_attention`
             takes PyTorch's layout).
         attention: the network's fixed attention.
-        batch_size: examples processed at once (memory only; the result does not depend on it).
+        batch_size: examples processed at once, an integer >= 1 (memory only; the result does not depend on it).
 
     Returns:
         float64 tensor ``[B, N0, n_paths]``, with no normalisation factor (``solve`` adds ``s0/N0``).
@@ -69,8 +69,7 @@ def path_features(x: ArrayLike, attention: Attention, *, batch_size: int = 256) 
     if x.ndim != 3 or x.shape[1] != attention.input_width:
         raise ValueError(f"x must have shape [B, N0, T] = [B, {attention.input_width}, T] (features before tokens; "
                          f"PyTorch's [B, T, D] transposed), got {tuple(x.shape)}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    batch_size = positive_int(batch_size, "batch_size")
     chunks = []
     for start in range(0, x.shape[0], batch_size):
         xb = x[start : start + batch_size]

@@ -274,7 +274,9 @@ class PosteriorSampler:
         if (x is None) == (features is None):
             raise ValueError("give exactly one of x ([P, N0, T_seq] inputs) and features ([P, N0, n_paths])")
         self.features = network.check_features(features) if x is None else network.features(x)
-        self.y = as_float64_tensor(y, "y")
+        if self.features.shape[0] < 1:
+            raise ValueError(f"{'features' if x is None else 'x'} must hold at least one example (P >= 1), got P = 0")
+        self.y = as_float64_tensor(y, "y", labels=True)
         if self.y.shape != (self.features.shape[0],):
             raise ValueError(
                 f"y must have shape [{self.features.shape[0]}] (one label per example), got {tuple(self.y.shape)}"

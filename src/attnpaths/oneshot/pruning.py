@@ -45,6 +45,7 @@ def path_outputs(model: SumHeadTransformer, x: torch.Tensor, *, batch_size: int 
     Returns:
         float64 ``[B, F^L]``, paths in flat order (``h_1`` slowest).
     """
+    batch_size = positive_int(batch_size, "batch_size")
     chunks = []
     V0 = model.input_layer.detach().double()
     values = model.values.detach().double()

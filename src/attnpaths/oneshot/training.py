@@ -117,6 +117,7 @@ class TrainedModel:
 def predict(model: SumHeadTransformer, x: torch.Tensor, *, drop_heads=(), batch_size: int = 1024) -> torch.Tensor:
     """Model outputs ``[B]`` (on the CPU) for inputs ``x`` ``[B, N0, T]``, in batches, without gradients;
     the batches are computed on the model's device."""
+    batch_size = positive_int(batch_size, "batch_size")
     outputs = [model(x[i : i + batch_size], drop_heads=drop_heads).cpu() for i in range(0, x.shape[0], batch_size)]
     return torch.cat(outputs) if outputs else x.new_zeros(0)
 

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-from .._validation import as_float64_tensor, heads_tuple, positive_real
+from .._validation import as_float64_tensor, check_memory, heads_tuple, positive_int, positive_real
 from ..action import (Architecture, EnergyEvaluator, SymmetricBasis, energy, entropy_terms, gp_order_parameters,
                       readout_order_parameter)
 from ..kernels import kernel_from_scaled, scaled_features
@@ -428,7 +428,7 @@ class _Model:
 
 
 def _newton(action: _Action, theta, tolerance: float, max_iterations: int, radius: float = 2.0,
-            refine: float = 1e-12):
+            refine: float = 1e-12, *, initial_given: bool = True):
     """Trust-region Newton method in log-Cholesky coordinates with the exact Hessian.
 
     Each iteration minimises the quadratic model of ``S`` within a ball of radius ``radius`` around ``theta``
@@ -447,7 +447,11 @@ def _newton(action: _Action, theta, tolerance: float, max_iterations: int, radiu
     """
     point = action.point(theta)
     if point is None:
-        raise ValueError("initial must give a finite action (K(U_1) + T I positive definite)")
+        if initial_given:
+            raise ValueError(f"initial must give a finite action (K(U_1) + T I positive definite at "
+                             f"temperature={action.temperature!r})")
+        U_1 = action.coords.matrices(theta)[0]
+        raise ValueError(_infinite_start(float(U_1[0, 0]), action.temperature))
     derivatives = action.derivatives(point)
     eps = torch.finfo(torch.float64).eps
     converged = None
@@ -592,11 +596,14 @@ class TheorySolution:
         ``k_mu = K(x^mu, x*)`` and ``kappa = K(x*, x*)``.
 
         Args:
-            features_test: ``[P_test, N0, n_paths]`` path features of the test inputs.
+            features_test: ``[P_test, N0, n_paths]`` path features of the test inputs (the path axis is checked
+                against the training features' ``n_paths`` only: see :func:`solve` on ``heads``).
+            batch_size: test examples per batch, an integer >= 1 (memory only; the result does not depend on it).
 
         Returns:
             ``(mean, variance)``, numpy arrays of length ``P_test``.
         """
+        batch_size = positive_int(batch_size, "batch_size")
         Xt = self._scaled(features_test, "features_test")
         U = torch.as_tensor(self.U)
         means, variances = [], []
@@ -610,6 +617,33 @@ class TheorySolution:
         if not means:
             return np.zeros(0), np.zeros(0)
         return torch.cat(means).numpy(), torch.cat(variances).numpy()
+
+
+def _infinite_start(u: float, temperature: float, gp_limit: bool = False) -> str:
+    """The error where the action is not finite at the GP values ``U_1 = u I``: the default starting point of the
+    minimisation, or the solution itself in the GP limit."""
+    where = "in the GP limit at U" if gp_limit else "at the starting point U"
+    return (f"the action is not finite {where} = the GP values (U_1 = {u:g} I): the kernel K(U_1) + T I is "
+            f"numerically singular or overflows at temperature={temperature!r}; try a larger temperature (or "
+            f"features of a smaller scale)")
+
+
+def _solver_memory(P: int, n0: int, n: int, arch: Architecture) -> tuple[float, str]:
+    """Bytes that :func:`solve` allocates for ``P`` examples of ``[N0, n_paths] = [n0, n]`` path features, about,
+    and the route's description: three ``[P, P]`` float64 matrices (the kernel and the Cholesky factors of the
+    current and the trial point; in the GP limit the kernel, ``T I`` and the factor), the scaled and whitened
+    features, and on the sample-space route the three ``[P, P, m]`` stores of the basis kernels
+    (``m = n (n + 1) / 2``, :class:`attnpaths.action.EnergyEvaluator`)."""
+    if arch.gp_limit:
+        route, numbers = "GP-limit", 3 * P * P + P * n0 * n
+    else:
+        route = EnergyEvaluator.cheaper_route(P, n0, n) + "-space"
+        numbers = 3 * P * P + 2 * P * n0 * n + (n0 * n) ** 2
+        if route == "sample-space":
+            numbers += 3 * P * P * (n * (n + 1) // 2)
+    what = (f"solve with P = {P} examples ({route} route: three [P, P] float64 matrices and the features "
+            f"[P, N0, n_paths] = [{P}, {n0}, {n}])")
+    return 8.0 * numbers, what
 
 
 def classification_accuracy(mean, labels) -> float:
@@ -642,42 +676,59 @@ def solve(
     Args:
         features: ``[P, N0, n_paths]`` path features ``xi_pi(x^mu)`` (numpy or torch), no normalisation;
             ``n_paths = H_1 ... H_L``, path index ``h_1`` slowest.
-        y: ``[P]`` labels.
-        heads: ``(H_1, ..., H_L)``.
+        y: ``[P]`` labels (real numbers, e.g. ``+-1`` floats; booleans are refused).
+        heads: ``(H_1, ..., H_L)``. Only ``H_1 ... H_L == n_paths`` can be checked: the features carry the
+            paths in one flat axis, so heads with the same product (``(4,)`` and ``(2, 2)``) are
+            indistinguishable from them, and the caller must give the heads the features were built with.
         widths: a number (every layer) or ``(N_1, ..., N_L, N_a)``; ``float('inf')`` gives the GP limit (eq-gp).
         temperature: likelihood variance ``T > 0``.
         variances: a number or ``(s0, s1, ..., sL, sa)``.
         initial: optional starting point ``[U_1, ..., U_L]`` (positive definite); default: the GP values.
-        gradient_tolerance: stop when the gradient norm in log-Cholesky coordinates is below this.
-        max_iterations: Newton iteration cap.
+        gradient_tolerance: stop when the gradient norm in log-Cholesky coordinates is below this (finite, > 0).
+        max_iterations: Newton iteration cap (an integer >= 1).
         on_failure: ``"warn"`` (:class:`CertificateWarning`) or ``"raise"`` (``RuntimeError``) when the result
             is not certified as a minimum (not converged, or the Hessian is not positive definite).
 
     Returns:
         :class:`TheorySolution`.
+
+    Raises:
+        ValueError: an argument out of its range; also where the action is not finite at the starting point.
+        TypeError: complex, boolean or object ``features`` or ``y``.
+        MemoryError: before any large allocation, where the solver's arrays (about three ``[P, P]`` float64
+            matrices) would not fit in the available memory.
     """
     X_raw = as_float64_tensor(features, "features")
     if X_raw.ndim != 3 or X_raw.shape[0] < 1:
         raise ValueError(f"features must have shape [P, N0, n_paths] with P >= 1, got {tuple(X_raw.shape)}")
     heads = check_num_paths(X_raw.shape[2], heads)
     arch = architecture(heads, widths, variances)
-    labels = as_float64_tensor(y, "y")
+    labels = as_float64_tensor(y, "y", labels=True)
     if labels.shape != (X_raw.shape[0],):
         raise ValueError(f"y must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
     temperature = positive_real(temperature, "temperature")
+    gradient_tolerance = positive_real(gradient_tolerance, "gradient_tolerance")
+    max_iterations = positive_int(max_iterations, "max_iterations")
     if on_failure not in ("warn", "raise"):
         raise ValueError(f"on_failure must be 'warn' or 'raise', got {on_failure!r}")
+    check_memory(*_solver_memory(*X_raw.shape, arch))
     X = X_raw * (arch.variances[0] / (X_raw.shape[1] * X_raw.shape[2])) ** 0.5  # scaled_features, validated above
 
     if arch.gp_limit:
         U_layers, U_a = gp_order_parameters(arch)
-        en = energy(X, labels, U_layers[0], temperature)
+        try:
+            en = energy(X, labels, U_layers[0], temperature)
+        except torch.linalg.LinAlgError:
+            en = None
+        if en is None or not math.isfinite(en.value):
+            raise ValueError(_infinite_start(float(U_layers[0][0, 0]), temperature, gp_limit=True))
         return _solution(X, labels, arch, temperature, U_layers, U_a, en.value, math.inf, math.nan, math.nan, True, 0)
 
     action = _Action(X, labels, arch, temperature)
     start = gp_order_parameters(arch)[0] if initial is None else _check_initial(initial, arch)
     point, iterations, success, message, derivatives = _newton(
-        action, action.coords.coordinates(start), gradient_tolerance, max_iterations
+        action, action.coords.coordinates(start), gradient_tolerance, max_iterations,
+        initial_given=initial is not None,
     )
     U_layers = [torch.from_numpy(F @ F.T) for F in point.factors]
     grad_norm, min_eig = action.certificate(derivatives)

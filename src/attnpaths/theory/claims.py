@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import as_float64_array
+from .._validation import as_float64_array, positive_real
 from ..claims import Verdict, equivalence, exact
 
 SRC_DERIVED = "derived in this book (expansion of the action around the entropy's minimum)"
@@ -24,6 +24,7 @@ def certificate_verdict(widths, gradient_norms, hessian_min_eigenvalues, *,
                         gradient_tolerance: float = 1e-8) -> Verdict:
     """T1: every solution is a strict local minimum of the action: gradient norm below ``gradient_tolerance``
     and smallest eigenvalue of the Hessian (symmetric directions) above 0, at every width."""
+    gradient_tolerance = positive_real(gradient_tolerance, "gradient_tolerance")
     w = as_float64_array(widths, "widths", ndim=1, nonempty=True)
     g = as_float64_array(gradient_norms, "gradient_norms", ndim=1, nonempty=True)
     e = as_float64_array(hessian_min_eigenvalues, "hessian_min_eigenvalues", ndim=1, nonempty=True)

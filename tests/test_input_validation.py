@@ -1,0 +1,423 @@
+"""Input validation of the library's entry points: every wrong argument is refused with the exception of its kind
+(``ValueError`` out of range, ``TypeError`` of the wrong kind, ``MemoryError`` too large to fit) and a message that
+names the argument, before any work is done (attnpaths._validation)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnpaths import PosteriorSampler, path_features, sample_order_parameters, solve, theory_from_attention
+from attnpaths import _validation
+from attnpaths.frozen_attention import ROW_SUM_EPS, ROW_SUM_TOLERANCE, row_sum_tolerance
+
+from helpers import random_problem, sampler_problem
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """Features ``[20, 4, 4]`` (heads (2, 2)) and +-1 labels; P = 20 exceeds the kernel's rank N0 n_paths = 16."""
+    return random_problem(P=20, n0=4, heads=(2, 2), seed=1)
+
+
+@pytest.fixture(scope="module")
+def solution(problem):
+    xi, y = problem
+    return solve(xi, y, heads=(2, 2), widths=10, temperature=0.1)
+
+
+def _attention_stack(seed=0, B=30, T=5, D=6, H=2, L=2):
+    """PyTorch's [B, H, T, T] attention of a two-layer multi-head stack, its tokens [B, T, D] and +-1 targets."""
+    torch.manual_seed(seed)
+    layers = [torch.nn.MultiheadAttention(D, H, batch_first=True, bias=False) for _ in range(L)]
+    tokens = torch.randn(B, T, D)
+    attention, h = [], tokens
+    with torch.no_grad():
+        for layer in layers:
+            h, weights = layer(h, h, h, need_weights=True, average_attn_weights=False)
+            attention.append(weights)
+    return attention, tokens, torch.sign(tokens[:, :, 0].mean(dim=1))
+
+
+@pytest.fixture(scope="module")
+def stack():
+    return _attention_stack()
+
+
+# --------------------------------------------------------------------------------------------------------
+# 1. batch_size
+
+
+BAD_BATCH_SIZES = [-5, 0, True, 2.5, "8"]
+
+
+@pytest.mark.parametrize("batch_size", BAD_BATCH_SIZES)
+def test_predict_refuses_a_batch_size_that_is_not_a_positive_integer(solution, batch_size):
+    xt, _ = random_problem(P=1000, n0=4, heads=(2, 2), seed=2)
+    with pytest.raises(ValueError, match=r"batch_size must be an integer >= 1, got"):
+        solution.predict(xt, batch_size=batch_size)
+
+
+def test_predict_does_not_depend_on_a_valid_batch_size(solution):
+    xt, _ = random_problem(P=37, n0=4, heads=(2, 2), seed=2)
+    mean, var = solution.predict(xt)
+    for batch_size in (1, np.int64(5), 1000):
+        other_mean, other_var = solution.predict(xt, batch_size=batch_size)
+        np.testing.assert_allclose(other_mean, mean, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(other_var, var, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("batch_size", BAD_BATCH_SIZES)
+def test_every_public_batch_size_is_checked(batch_size):
+    from attnpaths.oneshot.pruning import path_outputs
+    from attnpaths.oneshot.training import predict as model_predict
+    from attnpaths.pruning.practical import gate_fisher
+
+    network, x, y, _ = sampler_problem()
+    calls = {
+        "path_features": lambda: path_features(x, network.attention, batch_size=batch_size),
+        "AttentionNetwork.features": lambda: network.features(x, batch_size=batch_size),
+        # the check comes first: no model is needed to see it
+        "oneshot.training.predict": lambda: model_predict(None, x, batch_size=batch_size),
+        "oneshot.pruning.path_outputs": lambda: path_outputs(None, x, batch_size=batch_size),
+        "pruning.practical.gate_fisher": lambda: gate_fisher(None, x, y, batch_size=batch_size),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=r"batch_size must be an integer >= 1"):
+            call()
+
+
+# --------------------------------------------------------------------------------------------------------
+# 2. complex, boolean and object inputs
+
+
+def test_complex_features_are_refused_not_silently_made_real(problem):
+    xi, y = problem
+    for features, dtype in ((xi + 1j * xi, "torch.complex128"), (xi.numpy() + 1j * xi.numpy(), "complex128"),
+                            (xi.to(torch.complex64), "torch.complex64")):
+        with pytest.raises(TypeError, match=rf"features must hold real numbers, got the complex dtype {dtype}"):
+            solve(features, y, heads=(2, 2), widths=10, temperature=0.1)
+
+
+def test_boolean_and_object_features_are_refused(problem):
+    xi, y = problem
+    with pytest.raises(TypeError, match=r"features must hold real numbers, got the boolean dtype torch.bool"):
+        solve(xi > 0, y, heads=(2, 2), widths=10, temperature=0.1)
+    with pytest.raises(TypeError, match=r"features must hold real numbers, got the boolean dtype bool"):
+        solve(xi.numpy() > 0, y, heads=(2, 2), widths=10, temperature=0.1)
+    with pytest.raises(TypeError, match=r"features must be a numeric array, got the object dtype object"):
+        solve(np.asarray(xi.numpy(), dtype=object), y, heads=(2, 2), widths=10, temperature=0.1)
+
+
+def test_boolean_labels_are_refused_with_the_plus_minus_one_convention(problem):
+    xi, y = problem
+    for labels in (y > 0, (y > 0).numpy(), [bool(v > 0) for v in y]):
+        with pytest.raises(TypeError, match=r"y must hold real targets, got the boolean dtype .*labels are \+-1 "
+                                            r"floats, pass 2.0 \* y - 1.0"):
+            solve(xi, labels, heads=(2, 2), widths=10, temperature=0.1)
+    with pytest.raises(TypeError, match=r"y must hold real numbers, got the complex dtype"):
+        solve(xi, y + 0j, heads=(2, 2), widths=10, temperature=0.1)
+    # the +-1 labels the message asks for are accepted and are the labels
+    fixed = solve(xi, 2.0 * (y > 0).double() - 1.0, heads=(2, 2), widths=10, temperature=0.1)
+    # determinism: 2 * (y > 0) - 1 is y exactly (+-1), so this is the same solve of the same inputs
+    np.testing.assert_array_equal(fixed.U, solve(xi, y, heads=(2, 2), widths=10, temperature=0.1).U)
+
+
+def test_own_model_entry_refuses_complex_boolean_and_object_inputs(stack):
+    attention, tokens, targets = stack
+    settings = dict(width=30, temperature=0.1)
+    with pytest.raises(TypeError, match=r"tokens must hold real numbers, got the complex dtype"):
+        theory_from_attention(attention, tokens + 0j, targets, **settings)
+    with pytest.raises(TypeError, match=r"attention\[1\] must hold real numbers, got the boolean dtype"):
+        theory_from_attention([attention[0], attention[1] > 0], tokens, targets, **settings)
+    with pytest.raises(TypeError, match=r"attention\[0\] must hold real numbers, got the complex dtype"):
+        theory_from_attention([attention[0].numpy() + 0j, attention[1]], tokens, targets, **settings)
+    with pytest.raises(TypeError, match=r"tokens must be a numeric array, got the object dtype"):
+        theory_from_attention(attention, np.asarray(tokens.numpy(), dtype=object), targets, **settings)
+    with pytest.raises(TypeError, match=r"targets must hold real targets, got the boolean dtype .*pass 2.0 \* "
+                                        r"targets - 1.0"):
+        theory_from_attention(attention, tokens, targets > 0, **settings)
+
+
+def test_the_sampler_refuses_complex_and_boolean_inputs():
+    network, x, y, _ = sampler_problem()
+    with pytest.raises(TypeError, match=r"x must hold real numbers, got the complex dtype"):
+        PosteriorSampler(network, y, 0.1, x=x + 1j)
+    with pytest.raises(TypeError, match=r"features must hold real numbers, got the complex dtype complex128"):
+        PosteriorSampler(network, y, 0.1, features=network.features(x).numpy() + 0j)
+    with pytest.raises(TypeError, match=r"y must hold real targets, got the boolean dtype .*\+-1"):
+        PosteriorSampler(network, y > 0, 0.1, x=x)
+
+
+def test_the_shared_conversions_refuse_the_same_kinds():
+    for convert in (_validation.as_float64_tensor, _validation.as_float64_array):
+        with pytest.raises(TypeError, match=r"values must hold real numbers, got the complex dtype"):
+            convert(np.ones(3) * 1j, "values")
+        with pytest.raises(TypeError, match=r"values must hold real numbers, got the boolean dtype"):
+            convert(torch.ones(3, dtype=torch.bool), "values")
+        with pytest.raises(TypeError, match=r"values must be a numeric array, got the object dtype"):
+            convert([1.0, None], "values")
+        with pytest.raises(ValueError, match=r"values must contain only finite values"):
+            convert([1.0, math.nan], "values")
+        # real inputs of any precision convert exactly to float64
+        for value in (np.arange(3, dtype=np.int32), torch.arange(3, dtype=torch.bfloat16), [0.0, 1.0, 2.0]):
+            np.testing.assert_array_equal(np.asarray(convert(value, "values")), [0.0, 1.0, 2.0])
+
+
+# --------------------------------------------------------------------------------------------------------
+# 3. the solver's stopping rule
+
+
+@pytest.mark.parametrize("tolerance", [math.nan, -1e-8, 0.0, math.inf, "1e-8", True])
+def test_gradient_tolerance_must_be_finite_and_positive(problem, tolerance):
+    xi, y = problem
+    with pytest.raises(ValueError, match=r"gradient_tolerance must be a (finite )?real number > 0, got"):
+        solve(xi, y, heads=(2, 2), widths=10, temperature=0.1, gradient_tolerance=tolerance)
+
+
+@pytest.mark.parametrize("max_iterations", [-1, 0, 2.5, True, None])
+def test_max_iterations_must_be_a_positive_integer(problem, stack, max_iterations):
+    xi, y = problem
+    with pytest.raises(ValueError, match=r"max_iterations must be an integer >= 1, got"):
+        solve(xi, y, heads=(2, 2), widths=10, temperature=0.1, max_iterations=max_iterations)
+    attention, tokens, targets = stack
+    with pytest.raises(ValueError, match=r"max_iterations must be an integer >= 1, got"):
+        theory_from_attention(attention, tokens, targets, width=30, temperature=0.1, max_iterations=max_iterations)
+
+
+def test_the_functions_that_pass_max_iterations_on_check_it_first(solution, problem):
+    from attnpaths.pruning.rankings import theory_head_ranking
+    from attnpaths.pruning.theory_scores import action_changes
+    from attnpaths.theory.claims import certificate_verdict
+
+    xi, y = problem
+    with pytest.raises(ValueError, match=r"max_iterations must be an integer >= 1, got -1"):
+        action_changes(xi, y, solution, max_iterations=-1)
+    with pytest.raises(ValueError, match=r"max_iterations must be an integer >= 1, got 0"):
+        theory_head_ranking(None, xi, y, 10, 0.1, max_iterations=0)  # checked before the model is read
+    with pytest.raises(ValueError, match=r"gradient_tolerance must be a finite real number > 0, got nan"):
+        certificate_verdict([10.0], [1e-12], [1.0], gradient_tolerance=math.nan)
+
+
+def test_a_valid_tolerance_still_certifies(problem):
+    xi, y = problem
+    sol = solve(xi, y, heads=(2, 2), widths=10, temperature=0.1, gradient_tolerance=1e-10, max_iterations=1000)
+    assert sol.converged and sol.gradient_norm < 1e-6
+
+
+# --------------------------------------------------------------------------------------------------------
+# 4. an action that is not finite at the start
+
+
+def test_a_singular_kernel_names_the_temperature_not_initial(problem):
+    xi, y = problem  # P = 20 examples, a kernel of rank at most 16: singular at T = 0 to rounding
+    with pytest.raises(ValueError) as info:
+        solve(xi, y, heads=(2, 2), widths=10, temperature=5e-324)
+    message = str(info.value)
+    assert message.startswith("the action is not finite at the starting point U = the GP values (U_1 = 1 I): "
+                              "the kernel K(U_1) + T I is numerically singular or overflows at temperature=5e-324")
+    assert "try a larger temperature" in message and "initial" not in message
+
+
+def test_an_overflowing_kernel_names_the_temperature_in_both_routes(problem):
+    xi, y = problem
+    for widths, where in ((10, "at the starting point U"), (math.inf, "in the GP limit at U")):
+        with pytest.raises(ValueError, match=rf"the action is not finite {where} = the GP values \(U_1 = 1 I\): the "
+                                             r"kernel .* overflows at temperature=1e-10; try a larger temperature"):
+            solve(xi * 1e200, y, heads=(2, 2), widths=widths, temperature=1e-10)
+
+
+def test_a_given_initial_keeps_the_initial_wording(problem):
+    xi, y = problem
+    with pytest.raises(ValueError, match=r"^initial must give a finite action \(K\(U_1\) \+ T I positive definite "
+                                         r"at temperature=5e-324\)$"):
+        solve(xi, y, heads=(2, 2), widths=10, temperature=5e-324, initial=[np.eye(4), np.eye(2)])
+
+
+# --------------------------------------------------------------------------------------------------------
+# 5. low-precision attention
+
+
+def test_row_sum_tolerance_scales_with_the_precision_of_the_given_attention():
+    assert row_sum_tolerance(torch.zeros(1)) == ROW_SUM_TOLERANCE  # float32: eps far below the tolerance
+    assert row_sum_tolerance(np.zeros(1)) == ROW_SUM_TOLERANCE
+    assert row_sum_tolerance([[0.5, 0.5]]) == ROW_SUM_TOLERANCE
+    assert row_sum_tolerance(torch.zeros(1, dtype=torch.float16)) == ROW_SUM_EPS * 2.0**-10
+    assert row_sum_tolerance(np.zeros(1, dtype=np.float16)) == ROW_SUM_EPS * 2.0**-10
+    assert row_sum_tolerance(torch.zeros(1, dtype=torch.bfloat16)) == ROW_SUM_EPS * 2.0**-7
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_attention_is_accepted_and_computed_in_float64(stack, dtype, monkeypatch):
+    from attnpaths import frozen_attention
+
+    attention, tokens, targets = stack
+    low = [a.to(dtype) for a in attention]
+    assert max(float((a.double().sum(-1) - 1).abs().max()) for a in low) > ROW_SUM_TOLERANCE  # the probed case
+    theory = theory_from_attention(low, tokens, targets, width=30, temperature=0.1)
+    assert theory.features.dtype == torch.float64 and theory.certificate["converged"]
+    # the same float64 numbers as the low-precision weights given in float64 (there, only a looser tolerance
+    # lets them through)
+    monkeypatch.setattr(frozen_attention, "ROW_SUM_TOLERANCE", 0.1)
+    reference = theory_from_attention([a.double() for a in low], tokens, targets, width=30, temperature=0.1)
+    # determinism: both convert the same weights to the same float64 numbers, then run the same code on them
+    torch.testing.assert_close(theory.features, reference.features, rtol=0, atol=0)
+    np.testing.assert_array_equal(theory.U, reference.U)
+    mean, _ = theory.predict(low, tokens)
+    assert mean.shape == (tokens.shape[0],) and np.all(np.isfinite(mean))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_attention_with_swapped_axes_is_still_refused(stack, dtype):
+    attention, tokens, targets = stack
+    swapped = [a.transpose(-1, -2).to(dtype) for a in attention]
+    with pytest.raises(ValueError, match=r"attention\[0\] must hold softmax weights over the keys.*query, key"):
+        theory_from_attention(swapped, tokens, targets, width=30, temperature=0.1)
+
+
+# --------------------------------------------------------------------------------------------------------
+# 6. heads
+
+
+def test_heads_are_checked_where_the_layout_tells_them(problem, stack):
+    xi, y = problem
+    # the features' flat path axis fixes the product of the heads only
+    with pytest.raises(ValueError, match=r"heads=\(3,\) gives 3 paths but features hold 4 paths"):
+        solve(xi, y, heads=(3,), widths=10, temperature=0.1)
+    with pytest.raises(ValueError, match=r"heads=\(2, 2, 2\) gives 8 paths but features hold 4 paths"):
+        solve(xi, y, heads=(2, 2, 2), widths=10, temperature=0.1)
+    # attention lists carry the heads of every layer: new attention must have the training data's heads
+    attention, tokens, targets = stack
+    theory = theory_from_attention(attention, tokens, targets, width=30, temperature=0.1)
+    assert theory.heads == (2, 2)
+    one_layer_of_four = [torch.cat([attention[0], attention[1]], dim=1)]  # [B, 4, T, T]: 4 paths, as (2, 2)
+    with pytest.raises(ValueError, match=r"attention must have the heads \(2, 2\) of the training data, got \(4,\)"):
+        theory.predict(one_layer_of_four, tokens)
+
+
+def test_the_heads_that_features_cannot_tell_apart_are_documented():
+    assert "indistinguishable" in solve.__doc__ and "(4,)" in solve.__doc__
+
+
+# --------------------------------------------------------------------------------------------------------
+# 7. memory
+
+
+def test_solve_estimates_its_memory_before_allocating(problem, monkeypatch):
+    xi, y = problem
+    monkeypatch.setattr(_validation, "available_memory", lambda: 1000)
+    for widths, route in ((10, "(sample|feature)-space"), (math.inf, "GP-limit")):
+        with pytest.raises(MemoryError, match=rf"solve with P = 20 examples \({route} route: three \[P, P\] float64 "
+                                              r"matrices and the features \[P, N0, n_paths\] = \[20, 4, 4\]\) needs "
+                                              r"about [0-9.e-]+ GiB, but only 9.31e-07 GiB of memory is available"):
+            solve(xi, y, heads=(2, 2), widths=widths, temperature=0.1)
+    monkeypatch.setattr(_validation, "available_memory", lambda: None)  # a system that does not say
+    assert solve(xi, y, heads=(2, 2), widths=10, temperature=0.1).converged
+
+
+def test_the_estimate_for_a_large_problem_is_three_kernels(monkeypatch):
+    from attnpaths.theory import _solver_memory, architecture
+
+    needed, what = _solver_memory(12000, 4, 2, architecture((2,), 10))
+    assert needed >= 3 * 12000**2 * 8 and needed < 3.01 * 12000**2 * 8
+    assert what.startswith("solve with P = 12000 examples (feature-space route")
+    monkeypatch.setattr(_validation, "available_memory", lambda: 3 * 2**30)
+    with pytest.raises(MemoryError, match=r"P = 12000 .* needs about 3.22 GiB, but only 3 GiB of memory is available"):
+        _validation.check_memory(needed, what)
+
+
+def test_available_memory_is_the_smaller_of_meminfo_and_the_address_space_limit(monkeypatch):
+    monkeypatch.setattr(_validation.resource, "getrlimit", lambda which: (_validation.resource.RLIM_INFINITY,) * 2)
+    unlimited = _validation.available_memory()
+    assert unlimited is None or unlimited > 0
+    limit = 2**30
+    monkeypatch.setattr(_validation.resource, "getrlimit", lambda which: (limit, _validation.resource.RLIM_INFINITY))
+    monkeypatch.setattr(_validation, "_address_space_in_use", lambda: limit // 4)
+    assert _validation.available_memory() == min(limit - limit // 4, unlimited or limit)
+    monkeypatch.setattr(_validation, "_address_space_in_use", lambda: 2 * limit)
+    assert _validation.available_memory() == 0
+    with pytest.raises(MemoryError, match=r"the test computation needs about 1 GiB, but only 0 GiB"):
+        _validation.check_memory(2**30, "the test computation")
+    _validation.check_memory(0, "nothing")
+
+
+# --------------------------------------------------------------------------------------------------------
+# 8. data and temperature at the theory's entry points
+
+
+def _bad_data(xi, y):
+    nan_features = xi.clone()
+    nan_features[0, 0, 0] = math.nan
+    inf_labels = y.clone()
+    inf_labels[3] = math.inf
+    return [
+        ((nan_features, y), ValueError, r"features must contain only finite values \(found NaN or inf\)"),
+        ((xi, inf_labels), ValueError, r"y must contain only finite values \(found NaN or inf\)"),
+        ((xi, y[:-1]), ValueError, r"y must have shape \[P\] = \[20\], got \(19,\)"),
+        ((xi[:0], y[:0]), ValueError, r"features must have shape \[P, N0, n_paths\] with P >= 1, got \(0, 4, 4\)"),
+    ]
+
+
+BAD_TEMPERATURES = [(0.0, "0.0"), (-1.0, "-1.0"), (math.nan, "nan"), (math.inf, "inf")]
+
+
+def test_solve_checks_its_data_and_temperature(problem):
+    xi, y = problem
+    for (features, labels), kind, match in _bad_data(xi, y):
+        with pytest.raises(kind, match=match):
+            solve(features, labels, heads=(2, 2), widths=10, temperature=0.1)
+    for temperature, shown in BAD_TEMPERATURES:
+        with pytest.raises(ValueError, match=rf"temperature must be a finite real number > 0, got {shown}"):
+            solve(xi, y, heads=(2, 2), widths=10, temperature=temperature)
+
+
+def test_the_order_parameter_sampler_checks_its_data_and_temperature(problem):
+    xi, y = problem
+    settings = dict(heads=(2, 2), widths=10, generator=torch.Generator().manual_seed(0), num_chains=2,
+                    num_warmup=0, num_samples=4)
+    for (features, labels), kind, match in _bad_data(xi, y):
+        with pytest.raises(kind, match=match):
+            sample_order_parameters(features, labels, temperature=0.1, **settings)
+    for temperature, shown in BAD_TEMPERATURES:
+        with pytest.raises(ValueError, match=rf"temperature must be a finite real number > 0, got {shown}"):
+            sample_order_parameters(xi, y, temperature=temperature, **settings)
+
+
+def test_the_own_model_entry_checks_its_data_and_temperature(stack):
+    attention, tokens, targets = stack
+    settings = dict(width=30, temperature=0.1)
+    nan_tokens = tokens.clone()
+    nan_tokens[0, 0, 0] = math.nan
+    with pytest.raises(ValueError, match=r"tokens must contain only finite values"):
+        theory_from_attention(attention, nan_tokens, targets, **settings)
+    inf_targets = targets.clone()
+    inf_targets[0] = -math.inf
+    with pytest.raises(ValueError, match=r"targets must contain only finite values"):
+        theory_from_attention(attention, tokens, inf_targets, **settings)
+    with pytest.raises(ValueError, match=r"targets must have shape \[B\] = \[30\]"):
+        theory_from_attention(attention, tokens, targets[:-1], **settings)
+    with pytest.raises(ValueError, match=r"tokens must have shape \[B, T, D\]"):
+        theory_from_attention([a[:0] for a in attention], tokens[:0], targets[:0], **settings)
+    for temperature, shown in BAD_TEMPERATURES:
+        with pytest.raises(ValueError, match=rf"temperature must be a finite real number > 0, got {shown}"):
+            theory_from_attention(attention, tokens, targets, width=30, temperature=temperature)
+
+
+def test_the_posterior_sampler_checks_its_data_and_temperature():
+    network, x, y, _ = sampler_problem()
+    with pytest.raises(ValueError, match=r"y must have shape \[6\] \(one label per example\), got \(5,\)"):
+        PosteriorSampler(network, y[:-1], 0.1, x=x)
+    with pytest.raises(ValueError, match=r"x must hold at least one example \(P >= 1\), got P = 0"):
+        PosteriorSampler(network, y[:0], 0.1, x=x[:0])
+    with pytest.raises(ValueError, match=r"features must hold at least one example \(P >= 1\), got P = 0"):
+        PosteriorSampler(network, y[:0], 0.1, features=network.features(x)[:0])
+    bad = x.clone()
+    bad[0, 0, 0] = math.inf
+    with pytest.raises(ValueError, match=r"x must contain only finite values"):
+        PosteriorSampler(network, y, 0.1, x=bad)
+    for temperature, shown in BAD_TEMPERATURES:
+        with pytest.raises(ValueError, match=rf"temperature must be a finite real number > 0, got {shown}"):
+            PosteriorSampler(network, y, temperature, x=x)
