@@ -57,6 +57,64 @@ def family_z(num_entries: int, family_alpha: float = 0.01) -> float:
 
 
 # --------------------------------------------------------------------------------------------------------
+# rounding: one result computed along two different code paths
+
+ROUNDING_RTOL = 1e-12
+"""Relative tolerance of a well-conditioned float64 result computed along two different code paths: ~4500 units
+in the last place, what a few thousand roundings of 1.1e-16 can add up to, and still a million times smaller than
+any real error (a factor, a transpose, a wrong sign or a missing term moves a result by a fraction of itself)."""
+
+FLOAT32_ROUNDING_RTOL = 1e-5
+"""The same for float32 (unit roundoff 6e-8): ~170 units in the last place, sums of some hundred terms."""
+
+
+def _rounding_array(value) -> np.ndarray:
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        return value.numpy() if value.dtype != torch.bfloat16 else value.double().numpy()
+    return np.asarray(value)
+
+
+def assert_rounding_close(actual, expected, *, scale=None, rtol=None, what=""):
+    """Assert that ``actual`` and ``expected``, one quantity computed along two *different* code paths (two
+    functions, two algorithms, a closed form against a computed value, ``matmul`` against ``einsum``), agree up to
+    floating-point rounding: ``|actual - expected| <= rtol * (|expected| + scale)`` entry by entry, with the same
+    shape (``expected`` may be a scalar) and, for two tensors, the same dtype.
+
+    Why not bit for bit: another summation order, another vectorisation width (the SSE / AVX2 / AVX-512 kernels
+    that BLAS and numpy pick for the CPU at hand) or fused multiply-adds move the last bits of a result, by ~1e-16
+    relative per operation (on an AMD CPU, 30 % of the entries of the path features of a frozen attention
+    differ by up to 8.9e-16 between two routes that agree exactly on an Intel one). Exact equality is for
+    determinism checks (the same code computing the same thing twice) and for results that are exact in floating
+    point on any CPU; those say so in a ``# determinism:`` or ``# exact on any CPU:`` comment.
+
+    Args:
+        actual, expected: numbers, numpy arrays or tensors.
+        scale: the magnitude of the terms that an entry is computed from; default the largest ``|expected|``. A
+            well-conditioned result needs no more; an entry that is (nearly) zero, or a difference of nearly
+            equal numbers, carries the rounding of its terms, not of itself: then the default scale (the array's
+            largest entry) or an explicit one (the terms' size) gives it an absolute tolerance.
+        rtol: default :data:`ROUNDING_RTOL` for float64, :data:`FLOAT32_ROUNDING_RTOL` when either side is
+            float32 (or lower). Pass a larger one only for an ill-conditioned result (a Hessian through solves, a
+            minimiser), and say why at the call.
+        what: names the quantity in the error message.
+    """
+    a, e = _rounding_array(actual), _rounding_array(expected)
+    if isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor):
+        assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} against {expected.dtype}"
+    if e.ndim:
+        assert a.shape == e.shape, f"{what}: shape {a.shape} against {e.shape}"
+    if rtol is None:
+        single = any(np.issubdtype(v.dtype, np.floating) and np.finfo(v.dtype).eps > 1e-10 for v in (a, e))
+        rtol = FLOAT32_ROUNDING_RTOL if single else ROUNDING_RTOL
+    if scale is None:
+        finite = np.abs(e[np.isfinite(e)]).astype(np.float64)
+        scale = float(finite.max()) if finite.size else 0.0
+    np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=rtol * float(scale),
+                               err_msg=f"{what} (rounding tolerance rtol={rtol:g}, scale={float(scale):.3g})")
+
+
+# --------------------------------------------------------------------------------------------------------
 # random problems, attention and inputs
 
 
@@ -314,7 +372,7 @@ def conditional_draw_mismatch(network, x, y, generator, block, temperature, num_
         fixed.a.expand(num_draws, *fixed.a.shape),
     )
     new = sampler.conditional_draw(block, copies, generator)
-    for name, tensor in new.as_dict().items():  # the other blocks are untouched
+    for name, tensor in new.as_dict().items():  # the other blocks are untouched (exact on any CPU: copies or views)
         if name != block:
             assert torch.equal(tensor, copies.as_dict()[name]), f"conditional_draw({block!r}) changed {name}"
     draws = new.as_dict()[block].reshape(num_draws, -1)

@@ -159,7 +159,7 @@ def test_attention_error_vs_length_is_deterministic_and_beats_wrong_parameter():
     W = np.stack([np.linalg.inv(SIGMA), np.eye(2)])
     a = attention_error_vs_length(_rng(8), W, **kwargs)
     b = attention_error_vs_length(_rng(8), W, **kwargs)
-    np.testing.assert_array_equal(a.rmse, b.rmse)
+    np.testing.assert_array_equal(a.rmse, b.rmse)  # determinism: the same computation from the same seed, twice
     assert a.rmse[0, 1] < a.rmse[0, 0]  # consistent estimator: error falls with L
     assert a.rmse[0, 1] < a.rmse[1, 1]  # the wrong geometry keeps a bias floor
     with pytest.raises(ValueError, match="rng"):
@@ -261,6 +261,7 @@ def test_masked_task_uses_first_token_as_query():
     rng_a, rng_b = _rng(11), _rng(11)
     data = sample_task(rng_a, "masked", 5, 6, SIGMA, 0.5)
     _, keys, values = sample_linear_key_value(rng_b, 5, 6, SIGMA, 0.5)
+    # determinism: sample_task draws with sample_linear_key_value from the same seed; the queries are copied keys
     np.testing.assert_array_equal(data.queries.numpy(), keys[:, 0])
     np.testing.assert_array_equal(data.targets.numpy(), values[:, 0])
     assert data.keys.shape == (5, 5, 2)

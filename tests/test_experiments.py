@@ -16,7 +16,7 @@ from attnpaths.experiments.path_data import PathData, PathNetwork, path_data, re
 from attnpaths.experiments.sweep import head_score_curve, theory_sweep
 from attnpaths.theory import classification_accuracy, solve
 
-from helpers import random_attention, random_inputs, random_problem
+from helpers import assert_rounding_close, random_attention, random_inputs, random_problem
 
 matplotlib.use("Agg")
 
@@ -59,7 +59,7 @@ def test_a_path_network_derives_heads_paths_and_figure_order(network):
     assert network.heads == (2, 2) and network.num_paths == 4
     assert network.plot_names == ("s", "r", "q", "p")
     U = np.arange(16.0).reshape(4, 4)
-    np.testing.assert_array_equal(reorder(U, network.plot_order), U[::-1, ::-1])
+    np.testing.assert_array_equal(reorder(U, network.plot_order), U[::-1, ::-1])  # exact on any CPU: a permutation
 
 
 def test_path_data_computes_every_split_in_the_given_order(network):
@@ -68,6 +68,7 @@ def test_path_data_computes_every_split_in_the_given_order(network):
     data = path_data(network, train, test, extra=extra)
     assert data.splits == ("test", "extra") and data.num_test == 3
     assert data.features.shape == (4, 6, 4) and data.y.dtype == torch.float64
+    # determinism: path_features of the same inputs and attention, as an extra split and as the training split
     np.testing.assert_array_equal(data.evaluation["extra"][0], path_data(network, extra, test).features)
 
 
@@ -91,19 +92,23 @@ def test_a_sweep_is_the_solver_at_every_point_and_the_gp_row_is_its_limit(data):
     assert sweep.names == ("s", "r", "q", "p") and sweep.converged.all()
     for k, width in enumerate((5, 500, math.inf)):
         sol = solve(data.features, data.y, heads=(2, 2), widths=width, temperature=0.1)
+        # determinism: the sweep calls solve with these very arguments (no warm start) and predicts with it
         np.testing.assert_array_equal(sweep.U[k, 0], sol.U)
         np.testing.assert_array_equal(sweep.U_layers[1][k, 0], sol.U_layers[1])
-        assert sweep.U_a[k, 0] == sol.U_a and sweep.iterations[k, 0] == sol.iterations
+        assert sweep.U_a[k, 0] == sol.U_a and sweep.iterations[k, 0] == sol.iterations  # determinism: as above
         for split in ("validation", "test"):
             mean = sol.predict(data.evaluation[split][0])[0]
-            np.testing.assert_array_equal(sweep.means[split][k, 0], mean)
+            np.testing.assert_array_equal(sweep.means[split][k, 0], mean)  # determinism: as above
             labels = data.evaluation[split][1].numpy()
+            # determinism: classification_accuracy of the same means
             assert sweep.accuracy[split][k, 0] == classification_accuracy(mean, labels)
-            assert sweep.mse[split][k, 0] == np.mean((mean - labels) ** 2)
-    np.testing.assert_array_equal(sweep.U[-1, 0], np.eye(4))
+            # the sweep averages along the last axis of the whole grid: another reduction, rounding apart
+            assert_rounding_close(sweep.mse[split][k, 0], np.mean((mean - labels) ** 2), what="mse")
+    np.testing.assert_array_equal(sweep.U[-1, 0], np.eye(4))  # exact on any CPU: the GP limit's U is an eye times 1
     assert sweep.gp.widths.tolist() == [math.inf] and sweep.gp.gp is None
+    # determinism: the GP row is the same GP solve and prediction as the sweep's last width
     np.testing.assert_array_equal(sweep.gp.means["test"][0, 0], sweep.means["test"][-1, 0])
-    np.testing.assert_array_equal(sweep.U_at(5), sweep.U[0, 0][::-1, ::-1])
+    np.testing.assert_array_equal(sweep.U_at(5), sweep.U[0, 0][::-1, ::-1])  # exact on any CPU: a permutation
 
 
 def test_temperatures_of_one_sweep_are_independent_solves_unless_warm_started(data):
@@ -111,6 +116,7 @@ def test_temperatures_of_one_sweep_are_independent_solves_unless_warm_started(da
     assert not grid.warm_started.any()
     for j, T in enumerate((0.1, 1.0)):
         alone = theory_sweep(data, [5, 50], [T], progress=False)
+        # determinism: without warm starts each temperature is the same solve from the same start
         np.testing.assert_array_equal(grid.U[:, j], alone.U[:, 0])
         np.testing.assert_array_equal(grid.means["test"][:, j], alone.means["test"][:, 0])
     warm = theory_sweep(data, [5, 50], [0.1, 1.0], warm_start=True, progress=False)
@@ -118,7 +124,7 @@ def test_temperatures_of_one_sweep_are_independent_solves_unless_warm_started(da
     np.testing.assert_allclose(warm.U, grid.U, atol=1e-7)
     with pytest.raises(ValueError, match="temperature must be given"):
         grid.U_at(5)
-    np.testing.assert_array_equal(grid.U_at(5, 1.0), grid.U_figure[0, 1])
+    np.testing.assert_array_equal(grid.U_at(5, 1.0), grid.U_figure[0, 1])  # exact on any CPU: the same permutation
     with pytest.raises(ValueError, match="temperature must be one of"):
         grid.temperature_index(0.5)
 
@@ -150,7 +156,7 @@ def test_a_sweep_refuses_bad_grids(data, widths, temperatures, match):
 def test_head_scores_over_widths(data):
     sweep = theory_sweep(data, [5, 50], [0.1], progress=False)
     scores = head_score_curve(sweep, (2, 2))
-    assert scores.shape == (2, 2, 2) and np.nanmax(scores[0]) == 1.0
+    assert scores.shape == (2, 2, 2) and np.nanmax(scores[0]) == 1.0  # exact on any CPU: divided by the largest
 
 
 # ------------------------------------------------------------------------------------------------ sampling
@@ -160,6 +166,7 @@ def test_planned_widths_are_sampled_from_the_task_seed_of_their_identity(data):
     assert list(points) == [3, 12] and list(exact) == [12] and exact[12].U.shape == (4, 4)
     alone = sampling.sample_posterior(data, 3, 0.1, task_generator(7, 2, 3), num_warmup=2, num_samples=6,
                                       num_chains=2, progress=False)
+    # determinism: sample_widths runs sample_posterior with the task generator of this identity
     np.testing.assert_array_equal(points[3].U, alone.U)
     np.testing.assert_array_equal(points[3].mean, alone.mean)
     other, _ = sampling.sample_widths(data, plans[:1], 0.1, 7, progress=False)
@@ -192,9 +199,10 @@ def test_sampling_stops_at_the_first_look_that_meets_the_target_and_keeps_the_ch
     stopped = sampler.run(torch.Generator().manual_seed(3), 5, 120, 3, progress=False, stop=target)
     kept = stopped.num_samples
     assert 10 <= kept < 120 and kept in target.checkpoints(120)
+    # determinism: the same sampler code draws the same chains from the same seed; the stopped run is a prefix
     torch.testing.assert_close(stopped.order_parameters, full.order_parameters[:, :kept], rtol=0, atol=0)
     for mine, theirs in zip(stopped.upper_order_parameters, full.upper_order_parameters):
-        torch.testing.assert_close(mine, theirs[:, :kept], rtol=0, atol=0)
+        torch.testing.assert_close(mine, theirs[:, :kept], rtol=0, atol=0)  # determinism: as above, upper layers
 
     def met(draws):
         return target.reached(full.order_parameters[:, :draws],
@@ -216,7 +224,7 @@ def test_sampling_several_networks_at_once_gives_each_networks_own_numbers(data)
     for k, key in enumerate(both):
         points, exact = sampling.sample_widths(data, plans, 0.2, 5, k, progress=False)
         assert list(both[key][0]) == [3, 12] and list(both[key][1]) == [12]
-        for width in points:
+        for width in points:  # determinism: each network's tasks are sample_widths' tasks, with the same seeds
             np.testing.assert_array_equal(both[key][0][width].U, points[width].U)
         np.testing.assert_array_equal(both[key][1][12].U, exact[12].U)
     assert not np.array_equal(both["a"][0][3].U, both["b"][0][3].U)  # another network index, another stream
@@ -261,8 +269,9 @@ def test_records_of_sampled_widths():
     assert sampling.sampled_accuracy_record(points) == {"N": [10, 100], "accuracy": [0.9, 0.8], "mc_sd": [0.01, 0.01]}
     sampler = sampling.sampler_record(points)
     assert list(sampler) == ["10", "100"] and sampler["10"]["min_U_ess"] == 7.4
-    np.testing.assert_array_equal(sampler["100"]["U_mc_se"], points[100].U_se)
+    np.testing.assert_array_equal(sampler["100"]["U_mc_se"], points[100].U_se)  # exact on any CPU: a copy
     exact = sampling.exact_record({10: _exact(10, U)})
+    # exact on any CPU: the record copies the numbers it is given, and U - 0.1 is one correctly rounded subtraction
     assert exact["10"]["acceptance"] == 0.3 and np.array_equal(exact["10"]["mode"], U - 0.1)
     np.testing.assert_array_equal(exact["10"]["U_mc_se"], np.full((2, 2), 0.02))
     reference = {10: 0.92, 100: 0.75}
@@ -276,7 +285,7 @@ def test_saddle_point_z_and_finite_width_shift():
     sampled = theory + np.array([[0.2, 0.0], [0.0, -0.1]])  # 4 and 2 standard errors of 0.05
     points = {10: _point(10, sampled), 100: _point(100, theory)}
     z = sampling.saddle_point_z_max(points, {10: theory, 100: theory})
-    assert math.isclose(z[10], 4.0) and z[100] == 0.0
+    assert math.isclose(z[10], 4.0) and z[100] == 0.0  # exact on any CPU: sampled U - theory U is exactly zero
     with pytest.raises(ValueError, match="theory_U"):
         sampling.saddle_point_z_max(points, {10: theory})
     exacts = {10: _exact(10, theory * 1.05), 100: _exact(100, theory)}

@@ -7,7 +7,7 @@ import torch
 
 from attnpaths.hmc import HMCTask, markov_optionE, paper_test_set, paper_train_set
 from attnpaths.hmc.data import TEST_SEED, TRAIN_SEED
-from helpers import Z_MAX
+from helpers import Z_MAX, assert_rounding_close
 
 # Statistical checks accept deviations up to Z_MAX standard errors, while the smallest error they guard
 # against (e.g. swapping the two classes' probabilities, or a noise strength on the wrong direction) is tens
@@ -35,12 +35,13 @@ def test_shapes_dtypes_and_class_sorting(test_set):
     assert d.hidden_states.shape == (1000, 30) and d.hidden_states.dtype == torch.int64
     assert set(d.hidden_states.unique().tolist()) == {-1, 1}
     assert d.y.dtype == torch.float64
-    assert torch.equal(d.y, torch.cat([torch.ones(500), -torch.ones(500)]).double())
+    assert torch.equal(d.y, torch.cat([torch.ones(500), -torch.ones(500)]).double())  # exact on any CPU: +-1 labels
     assert d.task.input_width == 231 and d.task.num_tokens == 31 and d.seed == TEST_SEED
 
 
 def test_bos_is_zero_and_positions_are_one_hot(test_set):
     d = test_set
+    # exact on any CPU: the BOS column is written as zeros and the positions as a one-hot code
     assert torch.equal(d.x[:, :200, 0], torch.zeros(1000, 200, dtype=torch.float64))
     assert torch.equal(d.x[:, 200:, :], torch.eye(31, dtype=torch.float64).expand(1000, 31, 31))
 
@@ -50,8 +51,11 @@ def test_features_are_state_vectors_plus_noise(test_set):
     v_plus, v_minus = d.v_plus, d.v_minus
     assert torch.allclose(v_plus @ v_plus, torch.tensor(200.0, dtype=torch.float64), rtol=1e-14)
     assert torch.allclose(v_minus @ v_minus, torch.tensor(200.0, dtype=torch.float64), rtol=1e-14)
+    # exact on any CPU: v_+ and v_- have disjoint supports, so every product in the dot product is an exact zero
     assert v_plus @ v_minus == 0 and (v_plus[:100] > 0).all() and (v_plus[100:] == 0).all()
     clean = d.clean_features
+    # exact on any CPU: the clean features are copies of v_+ or v_-, and the features are the one correctly
+    # rounded elementwise sum clean + noise that the data set was built from
     assert torch.equal(clean[:, :, 4], torch.where(d.hidden_states[:, 4:5] == 1, v_plus, v_minus))
     assert torch.equal(d.features, clean + d.noise)
 
@@ -121,10 +125,11 @@ def test_noise_components_split_the_noise(distinct_noise_set):
 
 def test_same_seed_same_data_different_seed_different_data():
     first, again = markov_optionE(20, generator(4)), markov_optionE(20, generator(4))
+    # determinism: the same sampler from the same seed, twice
     assert torch.equal(first.x, again.x) and torch.equal(first.hidden_states, again.hidden_states)
     other = markov_optionE(20, generator(5))
     assert not torch.equal(first.x, other.x) and not torch.equal(first.hidden_states, other.hidden_states)
-    assert torch.equal(paper_train_set().x, paper_train_set().x)
+    assert torch.equal(paper_train_set().x, paper_train_set().x)  # determinism: the same set drawn twice
 
 
 def test_skip_advances_the_generator_exactly_past_one_set():
@@ -133,6 +138,7 @@ def test_skip_advances_the_generator_exactly_past_one_set():
         drawn, skipped = generator(8), generator(8)
         task.sample(size, drawn)
         task.skip(size, skipped)
+        # determinism: generator states are bytes; then the same sampler from the same state
         assert torch.equal(drawn.get_state(), skipped.get_state())
         assert torch.equal(task.sample(6, drawn).x, task.sample(6, skipped).x)
     with pytest.raises(ValueError, match="num_examples"):
@@ -164,9 +170,9 @@ def test_rng_order_matches_sequential_reference():
     states, eta = _sequential_reference(
         6, 7, 4, probabilities, lambda: torch.rand(1, generator=g, dtype=torch.float64),
         lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64))
-    assert torch.equal(d.hidden_states, states)
-    # With all strengths 1 the noise is eta up to the rounding of the projections.
-    assert torch.allclose(d.noise, eta, rtol=0, atol=1e-13)
+    assert torch.equal(d.hidden_states, states)  # exact on any CPU: integer states
+    # With all strengths 1 the noise is eta up to the rounding of the projections (on the unit scale of eta).
+    assert_rounding_close(d.noise, eta, scale=1.0, what="noise")
 
 
 def test_paper_sets_reproduce_the_authors_global_seeding():
@@ -178,15 +184,17 @@ def test_paper_sets_reproduce_the_authors_global_seeding():
                 size, 30, 200, ((0.7, 0.7), (0.3, 0.3)), lambda: torch.rand(1, dtype=torch.float64),
                 lambda *shape: torch.randn(*shape, dtype=torch.float64))
         d = make()
-        assert torch.equal(d.hidden_states, states)
-        assert torch.allclose(d.noise, eta, rtol=0, atol=1e-13)
+        assert torch.equal(d.hidden_states, states)  # exact on any CPU: integer states
+        assert_rounding_close(d.noise, eta, scale=1.0, what="noise")  # as above: eta up to the projections' rounding
 
 
 def test_resample_keeps_parameters_and_vectors():
     train = paper_train_set(sigma_perp=5.0)
     test = train.resample(40, generator(TEST_SEED))
     assert test.task == train.task and test.task.sigma_perp == 5.0
+    # exact on any CPU: v_+ and v_- are built from the task's parameters alone (a constant and its flip)
     assert torch.equal(test.v_plus, train.v_plus) and torch.equal(test.v_minus, train.v_minus)
+    # determinism: the same task samples from the same seed
     assert torch.equal(test.x, paper_test_set(40, sigma_perp=5.0).x)
 
 

@@ -36,13 +36,14 @@ def small_data():
 def test_diagonal_only_keeps_the_diagonal_and_drops_the_rest():
     U = random_spd(4, seed=1)
     D = ex.diagonal_only(U)
-    assert np.array_equal(np.diag(D), np.diag(U.numpy()))
+    assert np.array_equal(np.diag(D), np.diag(U.numpy()))  # exact on any CPU: copies of the diagonal
     assert np.count_nonzero(D - np.diag(np.diag(D))) == 0
 
 
 def test_evened_diagonal_sets_every_diagonal_entry_and_keeps_off_diagonals():
     U = random_spd(4, seed=2).numpy()
     E = ex.evened_diagonal(U, index=2)
+    # exact on any CPU: the ablation writes copies of entries of U
     assert np.all(np.diag(E) == U[2, 2])
     off = ~np.eye(4, dtype=bool)
     assert np.array_equal(E[off], U[off])
@@ -69,16 +70,19 @@ def test_mean_predictor_with_the_theory_U_is_the_theory_predictor():
 
 def test_ablation_with_identity_is_the_gp(small_data):
     curve = theory_sweep(small_data, [5, 50], [0.01], gp_limit=True, progress=False)
+    # exact on any CPU: accuracies are counts over 40 sequences (the GP solve and the predictor with U = I are two
+    # routes to the outputs, but none lies within rounding of zero)
     assert ex.accuracy_with_order_parameter(small_data, np.eye(4), 0.01) == curve.gp.accuracy["test"][0, 0]
     abl = ex.ablation_curves(small_data, curve, 0.01)
     assert set(abl) == {"theory", "diagonal_only", "evened_diagonal"}
     assert abl["diagonal_only"].shape == (2,)
     expected = ex.accuracy_with_order_parameter(small_data, ex.diagonal_only(curve.U[0, 0]), 0.01)
-    assert abl["diagonal_only"][0] == expected
-    np.testing.assert_array_equal(abl["theory"], curve.accuracy["test"][:, 0])
+    assert abl["diagonal_only"][0] == expected  # determinism: the same function of the same ablated U
+    np.testing.assert_array_equal(abl["theory"], curve.accuracy["test"][:, 0])  # exact on any CPU: copied
     with pytest.raises(ValueError, match="temperature must be one of"):
         ex.ablation_curves(small_data, curve, 0.1)
     # a one-temperature sweep supplies its temperature; a sweep of several needs it named
+    # determinism: the same ablation, the temperature taken from the sweep
     np.testing.assert_array_equal(ex.ablation_curves(small_data, curve)["diagonal_only"], abl["diagonal_only"])
     two = theory_sweep(small_data, [5], [0.01, 0.1], progress=False)
     with pytest.raises(ValueError, match="temperature must be given"):
@@ -90,6 +94,7 @@ def test_theory_sweep_orders_U_for_figures(small_data):
     curve = theory_sweep(small_data, [5, 50], [0.01], progress=False)
     assert curve.names == ("g", "d", "a1", "a2") and curve.gp is None
     order = small_data.network.plot_order
+    # exact on any CPU: permutations of the same entries
     np.testing.assert_array_equal(curve.U_figure, curve.U[:, :, order][:, :, :, order])
     np.testing.assert_array_equal(curve.U_at(50), curve.U_figure[1, 0])
     assert curve.converged.all()
@@ -107,7 +112,7 @@ def test_theory_sweep_rejects_bad_widths(small_data, widths):
 def test_draw_data_sets_is_reproducible_and_prefix_stable():
     a = ex.draw_data_sets(3, torch.Generator().manual_seed(9), num_train=4, num_test=6)
     b = ex.draw_data_sets(2, torch.Generator().manual_seed(9), num_train=4, num_test=6)
-    for (tr_a, te_a), (tr_b, te_b) in zip(a, b):
+    for (tr_a, te_a), (tr_b, te_b) in zip(a, b):  # determinism: the same draws from the same seed
         assert torch.equal(tr_a.x, tr_b.x) and torch.equal(te_a.x, te_b.x)
     assert not torch.equal(a[0][0].x, a[1][0].x)  # independent draws differ
     assert a[0][1].num_examples == 6
@@ -123,6 +128,7 @@ def test_data_set_draws_give_the_pairs_of_draw_data_sets_bit_for_bit():
     pairs = ex.draw_data_sets(3, drawn, num_train=4, num_test=6, sigma_perp=5.0)
     recipes = torch.Generator().manual_seed(9)
     draws = ex.data_set_draws(3, recipes, num_train=4, num_test=6, sigma_perp=5.0)
+    # determinism (below): generator states are bytes, and a recipe redraws with the same sampler from the same state
     assert torch.equal(drawn.get_state(), recipes.get_state())  # the generator is left where draw_data_sets leaves it
     for (train, test), draw in zip(pairs, draws):
         again_train, again_test = draw.draw()
@@ -140,6 +146,7 @@ def test_a_band_from_draws_equals_the_band_from_pairs():
     draws = ex.data_set_draws(2, torch.Generator().manual_seed(4), num_train=20, num_test=30)
     a = ex.data_set_band(pairs, four_path_network, [5, 50], 0.1, pc_width=5, progress=False)
     b = ex.data_set_band(draws, four_path_network, [5, 50], 0.1, pc_width=5, progress=False)
+    # determinism: the same band computation on bit-identical data sets
     assert np.array_equal(a.accuracy, b.accuracy) and np.array_equal(a.U, b.U)
     assert np.array_equal(a.label_fraction["finite_width"], b.label_fraction["finite_width"])
 
@@ -156,7 +163,7 @@ def test_gp_lines_read_the_sub_networks_paths_from_the_four_path_features():
         alone = solve(own.features, own.y, heads=own.network.heads, widths=math.inf, temperature=0.01)
         expected = alone.predict(own.features_test)[0]
         np.testing.assert_allclose(shared[key], expected, rtol=1e-10, atol=1e-12)
-        assert np.array_equal(given[key], shared[key])
+        assert np.array_equal(given[key], shared[key])  # determinism: the given path data is the one computed inside
     assert not np.allclose(shared["g"], shared["all"])  # three different lines
     with pytest.raises(ValueError, match="data must be the path data of four_path_network"):
         ex.gp_predictions(train, test, 0.01, data=path_data(two_path_network(train), train, test))
@@ -192,7 +199,7 @@ def test_label_fraction_of_all_components_is_one():
 def test_centered_alignment():
     y = np.array([1.0, 1.0, -1.0, -1.0])
     assert math.isclose(kernel_pcs.centered_alignment(np.outer(y, y) + 3.0, y), 1.0)  # a constant offset is centred away
-    assert kernel_pcs.centered_alignment(np.ones((4, 4)), y) == 0.0
+    assert kernel_pcs.centered_alignment(np.ones((4, 4)), y) == 0.0  # exact on any CPU: 1 - 1 - 1 + 1 = 0, no norm
     # y is centred (H y = y), so <K_c, y y^T> = y^T K y = 1 + 2 + 3 + 4 = 10, and ||K_c||_F^2 = tr(K H K H)
     # = tr K^2 - 2 (1^T K^2 1) / 4 + (1^T K 1)^2 / 16 = 30 - 15 + 6.25 for K = diag(1, 2, 3, 4)
     expected = 10 / (math.sqrt(30 - 15 + 6.25) * 4)
@@ -201,7 +208,7 @@ def test_centered_alignment():
 
 # ------------------------------------------------------------------------------------------------ MC errors
 def test_accuracy_mc_sd():
-    assert sampling.accuracy_mc_sd(np.ones(10), np.full(10, 1e-6)) == 0.0
+    assert sampling.accuracy_mc_sd(np.ones(10), np.full(10, 1e-6)) == 0.0  # exact on any CPU: Phi(-1e6) underflows to 0
     # a point exactly at zero flips with probability 1/2: sd = sqrt(1/4) / n
     assert math.isclose(sampling.accuracy_mc_sd(np.array([0.0, 5.0]), np.array([1.0, 1e-9])), 0.25)
     p = norm.cdf(-1.0)
@@ -221,7 +228,7 @@ def test_sample_posterior_is_reproducible_and_summarised(small_data):
     run = lambda: sampling.sample_posterior(small_data, 3, 0.1, torch.Generator().manual_seed(5), num_warmup=2,
                                       num_samples=6, num_chains=2, progress=False)
     a, b = run(), run()
-    assert np.array_equal(a.U, b.U) and a.accuracy == b.accuracy
+    assert np.array_equal(a.U, b.U) and a.accuracy == b.accuracy  # determinism: the same run twice
     assert a.U.shape == (4, 4) and np.allclose(a.U, a.U.T)
     assert a.mean.shape == (40,) and np.all(a.mean_se > 0)
     # the kernel predictor with the sampled U (flat order) is the (eq-predictor) predictor of that U
@@ -229,7 +236,7 @@ def test_sample_posterior_is_reproducible_and_summarised(small_data):
     expected = kernel_pcs.mean_predictor(small_data.features, small_data.y, small_data.features_test,
                                  a.U[np.ix_(inverse, inverse)], 0.1)
     np.testing.assert_allclose(a.kernel_mean, expected, rtol=1e-10, atol=1e-12)
-    assert a.accuracy == classification_accuracy(a.mean, small_data.y_test.numpy())
+    assert a.accuracy == classification_accuracy(a.mean, small_data.y_test.numpy())  # determinism: same function
     assert {"wall_time_s", "min_predictor_ess", "max_predictor_rhat", "min_U_ess", "max_U_rhat"} <= set(a.diagnostics)
     assert a.diagnostics["num_chains"] == 2 and a.diagnostics["num_samples"] == 6
     np.testing.assert_allclose(a.U_se, a.U_sd / np.sqrt(a.U_ess))
@@ -257,6 +264,7 @@ def test_network_record_holds_the_curve_band_and_samples(small_data):
     record = ex.network_record(curve, band, samples, exact)
     assert set(record) == {"theory_accuracy", "sampled_accuracy", "U", "U_sampled", "U_order", "sampler", "U_exact",
                            "band"}
+    # exact on any CPU (here and below): the record holds copies of the numbers it is given
     np.testing.assert_array_equal(record["theory_accuracy"]["accuracy"], curve.accuracy["test"][:, 0])
     assert list(record["U"]) == ["5", "50"] and np.array_equal(record["U"]["50"], curve.U_at(50))
     assert record["U_order"] == ["g", "d", "a1", "a2"]

@@ -21,6 +21,7 @@ from attnpaths.hmc import (
     uniform_attention,
 )
 from attnpaths.paths import path_features
+from helpers import assert_rounding_close
 
 N_F, N_TOK = 200, 31
 
@@ -48,7 +49,8 @@ def test_same_token_scores_match_the_construction(clean):
     expected = states[:, :, None] * states[:, None, :]
     expected[:, range(1, N_TOK - 1), range(2, N_TOK)] += 1.0
     expected[:, 0, 1:] = 1.5
-    assert torch.allclose(scores, beta * expected, rtol=0, atol=1e-12)
+    # x^T W x by einsum against the construction: rounding on the scale of the largest score (2 beta)
+    assert_rounding_close(scores, beta * expected, what="same-token scores")
 
 
 def test_same_token_attends_previous_token_if_same_state_else_bos(clean):
@@ -82,14 +84,17 @@ def test_different_token_attends_previous_token_if_state_differs(clean):
 
 def test_uniform_head_is_exactly_uniform_on_noisy_data(train):
     omega = attention_of(uniform_attention(train), train.x)
+    # exact on any CPU: every score is one product 10 * 1 * 1 of the one-hot positions plus exact zeros (the feature
+    # weights are zero), in any summation order; the softmax of equal scores gives equal weights
     assert torch.equal(omega, torch.full_like(omega, omega[0, 0, 0].item()))
     assert math.isclose(omega[0, 0, 0].item(), 1 / N_TOK, rel_tol=1e-15)
 
 
 def test_unperturbed_blank_head_is_zero_and_exactly_uniform(train):
     weights = blank(train)
-    assert torch.equal(weights, torch.zeros(N_F + N_TOK, N_F + N_TOK, dtype=torch.float64))
+    assert torch.equal(weights, torch.zeros(N_F + N_TOK, N_F + N_TOK, dtype=torch.float64))  # exact on any CPU: zeros
     omega = attention_of(weights, train.x)
+    # exact on any CPU: zero weights give scores that are sums of exact zeros; softmax: exp(0) / 31 = 1 / 31
     assert torch.equal(omega, torch.full_like(omega, 1 / N_TOK))
 
 
@@ -99,13 +104,15 @@ def test_blank_perturbation_follows_the_authors_draw_order(train):
     position = 2.0 * torch.randn(N_TOK, N_TOK, generator=g, dtype=torch.float64)
     cross = torch.randn(N_F + N_TOK, N_F + N_TOK, generator=g, dtype=torch.float64) / math.sqrt(N_F)
     weights = blank(train, beta=1.0, p_I=0.5, p_P=2.0, p_O=1.0, seed=147)
+    # exact on any CPU: the same draws through the same elementwise operations in the same order (each correctly
+    # rounded, no sums), plus exact zeros and times beta = 1
     assert torch.equal(weights[:N_F, :N_F], info)
     assert torch.equal(weights[N_F:, N_F:], position)
     # Quirk: the cross blocks are scaled by p_I (0.5), not by p_O.
     assert torch.equal(weights[:N_F, N_F:], 0.5 * cross[:N_F, N_F:])
     assert torch.equal(weights[N_F:, :N_F], 0.5 * cross[N_F:, :N_F])
-    assert torch.equal(weights, blank(train, beta=1.0, p_I=0.5, p_P=2.0, p_O=7.0, seed=147))
-    no_cross = blank(train, beta=1.0, p_I=0.5, p_P=2.0, p_O=0.0, seed=147)
+    assert torch.equal(weights, blank(train, beta=1.0, p_I=0.5, p_P=2.0, p_O=7.0, seed=147))  # determinism: p_O unused
+    no_cross = blank(train, beta=1.0, p_I=0.5, p_P=2.0, p_O=0.0, seed=147)  # below: exact on any CPU (zeros, copies)
     assert torch.equal(no_cross[:N_F, N_F:], torch.zeros(N_F, N_TOK, dtype=torch.float64))
     # Without position perturbation the position draw is still consumed before the cross draw.
     no_position = blank(train, beta=1.0, p_I=0.5, p_P=0.0, p_O=1.0, seed=147)
@@ -115,8 +122,9 @@ def test_blank_perturbation_follows_the_authors_draw_order(train):
 
 def test_beta_scales_the_whole_matrix_and_seeds_matter(train):
     one = blank(train, beta=1.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247)
+    # exact on any CPU: blank multiplies by beta last, one correctly rounded product per entry (and times 1 is exact)
     assert torch.equal(blank(train, beta=10.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247), one * 10.0)
-    assert torch.equal(blank(train, beta=1.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247), one)
+    assert torch.equal(blank(train, beta=1.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247), one)  # determinism: twice
     assert not torch.equal(blank(train, beta=1.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=248), one)
 
 
@@ -126,11 +134,12 @@ def test_bos_strength_and_shift(clean):
     assert default_bos_strength(informative_strength=1.0, position_strength=3.0) == 3.0
     weights = same_token(clean, beta=2.0, shift=1, bos_strength=0.25)
     position = weights[N_F:, N_F:]
+    # exact on any CPU: entries are the written strengths times beta = 2 (0.25 * 2, 1 * 2), exact products
     assert torch.equal(position[0], torch.tensor([0.0] + [0.5] * (N_TOK - 1), dtype=torch.float64))
     # shift = +1: query t attends key t + 1, i.e. entries [t + 1, t] for t = 1..T_seq - 1.
     expected = torch.zeros(N_TOK - 1, N_TOK - 1, dtype=torch.float64)
     expected[range(1, N_TOK - 1), range(0, N_TOK - 2)] = 2.0
-    assert torch.equal(position[1:, 1:], expected)
+    assert torch.equal(position[1:, 1:], expected)  # exact on any CPU: 1 * beta = 2, written entries
     feature_scores = clean.v_plus @ weights[:N_F, :N_F] @ clean.v_plus
     assert math.isclose(feature_scores.item(), 2.0, rel_tol=1e-12)
 
@@ -170,6 +179,7 @@ def test_four_path_network_heads_and_path_names(train):
     assert [net.path_colors[i] for i in net.plot_order] == ["tab:green", "tab:blue", "tab:red", "tab:purple"]
     assert net.path_labels[2] == "denoising"
     layer1, layer2 = net.attention.layers
+    # determinism: the network builds its heads with these very calls
     assert torch.equal(layer1.W[0], same_token(train, beta=10.0))
     assert torch.equal(layer1.W[1], blank(train, beta=10.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=147))
     assert torch.equal(layer2.W[0], uniform_attention(train, beta=10.0))
@@ -192,11 +202,13 @@ def test_good_path_feature_counts_stays_and_separates_classes(train):
 def test_reference_networks(train):
     two = two_path_network(train)
     assert two.heads == (2, 1) and two.path_names == ("g", "d") and two.plot_order == (0, 1)
+    # exact on any CPU: an unperturbed blank head is zeros
     assert torch.equal(two.attention.layers[0].W[1], torch.zeros(N_F + N_TOK, N_F + N_TOK, dtype=torch.float64))
     good = good_path_network(train)
     assert good.heads == (1, 1) and good.path_names == ("g",) and good.label == "path g"
     gd = good_and_denoising_network(train)
     assert gd.heads == (2, 1) and gd.path_names == ("g", "d") and gd.label == "paths g+d"
+    # determinism: the same head built by the same call in both networks
     assert torch.equal(gd.attention.layers[0].W[1], four_path_network(train).attention.layers[0].W[1])
     with pytest.raises(ValueError, match="perturbation"):
         four_path_network(train, perturbation=-1.0)

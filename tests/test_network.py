@@ -60,6 +60,7 @@ def test_path_summary_is_the_input_weights_and_overlaps_bit_for_bit():
     weights = network.sample_prior(g, 6)
     for check in (True, False):
         w, u = network.path_summary(weights, check=check)
+        # determinism: path_summary calls the same _path_weights, _input_weights and _overlaps as these two methods
         assert torch.equal(w, network.path_input_weights(weights))
         assert torch.equal(u, network.sampled_order_parameter(weights, per_sample=True))
     with pytest.raises(ValueError, match="must have shape"):
@@ -72,7 +73,7 @@ def test_prior_sampling_is_reproducible_and_has_the_prior_variances():
     first = network.sample_prior(torch.Generator().manual_seed(9), num_samples=2000)
     second = network.sample_prior(torch.Generator().manual_seed(9), num_samples=2000)
     for a, b in zip(first.as_dict().values(), second.as_dict().values()):
-        assert torch.equal(a, b)
+        assert torch.equal(a, b)  # determinism: the same prior draws from the same seed
     for tensor, variance in zip(first.as_dict().values(), network.variances):
         assert abs(tensor.var().item() / variance - 1) < 0.05
 

@@ -34,6 +34,7 @@ def test_splits_hold_disjoint_classes_of_fixed_alphabets(small):
 
 def test_images_are_8_bit_grayscale_with_white_background(small):
     images = small.train.images
+    # exact on any CPU: the pixels are k / 255 (one correctly rounded division); k / 255 * 255 rounds back to k
     np.testing.assert_array_equal(np.round(images * 255) / 255, images)
     assert images.min() == 0.0 and images.max() == 1.0
     assert np.median(images) == 1.0  # mostly background
@@ -52,7 +53,7 @@ def test_instances_of_a_class_differ_and_vary_their_faces(small):
 
 def test_same_parameters_give_bit_identical_arrays(small):
     again = datasets.render_glyph_dataset(SMALL, progress=False)
-    for split in ("train", "validation", "test"):
+    for split in ("train", "validation", "test"):  # determinism: the same renderer, the same parameters, twice
         np.testing.assert_array_equal(small.split(split).images, again.split(split).images)
     other_seed = datasets.render_glyph_dataset(
         GlyphDatasetConfig(instances_per_class=4, alphabets=("Latin",), max_per_alphabet=5, seed=1), progress=False
@@ -64,7 +65,7 @@ def test_a_class_does_not_depend_on_the_other_classes(small):
     latin_only = datasets.render_glyph_dataset(
         GlyphDatasetConfig(instances_per_class=4, alphabets=("Latin",), max_per_alphabet=5), progress=False
     )
-    np.testing.assert_array_equal(latin_only.train.images, small.train.images)
+    np.testing.assert_array_equal(latin_only.train.images, small.train.images)  # determinism: the same classes rendered
 
 
 def test_cache_round_trip_and_key(tmp_path, small):
@@ -74,7 +75,7 @@ def test_cache_round_trip_and_key(tmp_path, small):
     stamp = os.path.getmtime(path)
     second = datasets.load_glyph_dataset(SMALL, cache_dir=str(tmp_path), progress=False)
     assert os.path.getmtime(path) == stamp  # read, not rewritten
-    for split in ("train", "validation", "test"):
+    for split in ("train", "validation", "test"):  # determinism (rendered again), then exact (read from the cache)
         np.testing.assert_array_equal(first.split(split).images, small.split(split).images)
         np.testing.assert_array_equal(second.split(split).images, small.split(split).images)
         np.testing.assert_array_equal(second.split(split).distortions, small.split(split).distortions)
@@ -92,7 +93,7 @@ def test_cache_with_foreign_parameters_is_rendered_again(tmp_path, small):
     datasets._save(datasets.render_glyph_dataset(other, progress=False), path)
     loaded = datasets.load_glyph_dataset(SMALL, cache_dir=str(tmp_path), progress=False)
     assert loaded.parameters == SMALL.parameters()
-    np.testing.assert_array_equal(loaded.train.images, small.train.images)
+    np.testing.assert_array_equal(loaded.train.images, small.train.images)  # determinism: rendered again
 
 
 @pytest.mark.parametrize(

@@ -76,7 +76,7 @@ def test_class_sorted_sequences_are_balanced_and_reproducible():
     encoder = SequenceEncoder.create(np.random.default_rng(0), patch_size=4, image_size=16)
     a = episodes.class_sorted_sequences(classes, 40, encoder, np.random.default_rng(3))
     b = episodes.class_sorted_sequences(classes, 40, encoder, np.random.default_rng(3))
-    assert torch.equal(a.x, b.x)
+    assert torch.equal(a.x, b.x)  # determinism: the same episodes drawn twice from the same seed
     assert a.y[:20].eq(1).all() and a.y[20:].eq(-1).all()
     with pytest.raises(ValueError, match="even"):
         episodes.class_sorted_sequences(classes, 7, encoder, np.random.default_rng(0))
@@ -92,6 +92,7 @@ def test_grid_matches_independent_solves_and_warm_starts_find_the_same_minimum(f
             np.testing.assert_allclose(grid.U[i, j], sol.U, atol=1e-7)
             mean = sol.predict(features.features_test)[0]
             np.testing.assert_allclose(grid.means["test"][i, j], mean, atol=1e-7)
+            # exact on any CPU: accuracies are counts (the means agree to 1e-7 and none lies that close to zero)
             assert grid.accuracy["test"][i, j] == classification_accuracy(mean, features.y_test.numpy())
 
 
@@ -108,7 +109,7 @@ def test_label_fraction_draws_are_independent_reproducible_draws_of_the_training
     again = temperature_grid.label_fraction_draws(classes, encoder, attention,
                                                   [np.random.default_rng([9, d]) for d in range(3)], **kwargs)
     assert draws["finite_width"].shape == draws["gp"].shape == (3,)
-    np.testing.assert_array_equal(draws["finite_width"], again["finite_width"])
+    np.testing.assert_array_equal(draws["finite_width"], again["finite_width"])  # determinism: the same draws twice
     assert len(set(np.round(draws["gp"], 12))) == 3  # each draw has its own episodes
     assert np.all((draws["gp"] >= 0) & (draws["gp"] <= 1))
     # the first draw is the chapter's PC analysis (kernel_pcs.pc_overlaps) on those episodes
@@ -153,7 +154,7 @@ def test_order_parameter_summary_locates_U_relative_to_the_gp_value():
     summary = temperature_grid.order_parameter_summary(U)
     assert summary == pytest.approx({"diagonal_min": 0.5, "diagonal_max": 2.0, "offdiagonal_min": -0.5,
                                      "offdiagonal_max": 0.3, "distance_to_gp": math.sqrt(1 + 0.25 + 2 * 0.35)})
-    assert temperature_grid.order_parameter_summary(np.eye(4))["distance_to_gp"] == 0.0
+    assert temperature_grid.order_parameter_summary(np.eye(4))["distance_to_gp"] == 0.0  # exact on any CPU: I - I = 0
     with pytest.raises(ValueError, match="square"):
         temperature_grid.order_parameter_summary(np.ones((2, 3)))
 
@@ -179,11 +180,12 @@ def test_selection_on_validation_never_looks_at_the_test_split(grid):
         mse={**grid.mse, "test": rng.uniform(size=grid.mse["test"].shape)})
     again = temperature_grid.selected(scrambled, on="validation")
     assert again["index"].tolist() == chosen["index"].tolist()
-    np.testing.assert_array_equal(again["temperature"], chosen["temperature"])
+    np.testing.assert_array_equal(again["temperature"], chosen["temperature"])  # exact on any CPU: grid values chosen
     np.testing.assert_array_equal(chosen["index"], temperature_grid.select_temperature(grid.accuracy["validation"],
                                                                          grid.mse["validation"], grid.converged))
     # the reported test accuracy is the test split at the validation-chosen temperature
     rows = np.arange(len(grid.widths))
+    # exact on any CPU: the chosen entries of the grid, copied
     np.testing.assert_array_equal(chosen["accuracy"]["test"], grid.accuracy["test"][rows, chosen["index"]])
     # the authors' rule picks the best test accuracy: never below the validation rule on the test split
     assert np.all(temperature_grid.selected(grid, on="test")["accuracy"]["test"] >= chosen["accuracy"]["test"])
@@ -254,13 +256,17 @@ def test_pruning_evaluator_measures_the_model_with_heads_dropped():
     seqs = episodes.class_sorted_sequences(classes, 60, encoder, np.random.default_rng(2))
     evaluator = oneshot_pruning.PruningEvaluator(model, seqs)
     single = oneshot_pruning.single_head_drops(evaluator)
+    # exact on any CPU: accuracies are counts over 60 episodes; the evaluator's path sums and the model's forward
+    # pass are two routes to the outputs, but none lies within rounding of zero
     assert single["base"] == model_accuracy(model, seqs)
     assert single["accuracy"][1, 2] == model_accuracy(model, seqs, drop_heads=[(1, 2)])
+    # exact on any CPU: the drops are this one correctly rounded subtraction
     np.testing.assert_array_equal(single["drop"], single["base"] - single["accuracy"])
     order = head_pruning.all_heads((3, 3))
     curve = head_pruning.pruning_curve(evaluator, order)
+    # determinism: the curve reads the same evaluator (its cached accuracies) as the single drops
     assert curve.shape == (5,) and curve[0] == single["base"] and curve[1] == single["accuracy"][0, 0]
-    assert curve[3] == model_accuracy(model, seqs, drop_heads=[(0, 0), (0, 1), (1, 0)])  # (0, 2) is skipped
+    assert curve[3] == model_accuracy(model, seqs, drop_heads=[(0, 0), (0, 1), (1, 0)])  # counts, as above
     assert evaluator([(0, 1), (0, 0)]) == evaluator([(0, 0), (0, 1)])  # a set, whatever its order
 
 
@@ -278,12 +284,14 @@ def test_prune_heads_gathers_the_single_drops_and_the_pruning_curves(pruning_set
     result = oneshot_pruning.prune_heads(evaluator, scores, 4, np.random.default_rng(5))
     single = oneshot_pruning.single_head_drops(evaluator)
     assert result.labels == ["(1)1", "(1)2", "(1)3", "(2)1", "(2)2", "(2)3"] and result.num_episodes == 60
+    # determinism: prune_heads calls single_head_drops and pruning_curve on the same evaluator
     assert result.base_accuracy == single["base"]
     np.testing.assert_array_equal(result.single_head_drop, single["drop"])
     assert result.score_order == [(0, 1), (1, 2), (1, 1), (0, 0), (0, 2), (1, 0)]
     np.testing.assert_array_equal(result.score_curve, head_pruning.pruning_curve(evaluator, result.score_order))
     orders = head_pruning.random_orders((3, 3), 4, np.random.default_rng(5))
     assert result.random_orders == orders
+    # determinism: as above, along a random order
     np.testing.assert_array_equal(result.random_curves[2], head_pruning.pruning_curve(evaluator, orders[2]))
     # along the score order (1)2, (2)3, (2)2 are pruned; (1)1 next, then (1)3 is the last of layer 1: skipped
     assert result.score_order_pruned == ["(1)2", "(2)3", "(2)2", "(1)1"]
@@ -293,7 +301,7 @@ def test_prune_heads_gathers_the_single_drops_and_the_pruning_curves(pruning_set
     assert record["single_head_accuracy"].shape == (6,)
     drops = single["drop"].ravel()
     assert [label for label, _ in result.largest_drops(2)] == [result.labels[i] for i in np.argsort(-drops)[:2]]
-    assert result.largest_drops(1)[0][1] == drops.max()
+    assert result.largest_drops(1)[0][1] == drops.max()  # exact on any CPU: the largest drop, selected
     with pytest.raises(ValueError, match="scores"):
         oneshot_pruning.prune_heads(evaluator, scores[:, :2], 4, np.random.default_rng(5))
 

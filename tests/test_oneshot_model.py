@@ -75,7 +75,7 @@ def test_pruning_rejects_bad_heads(drop):
 def test_initialisation_is_reproducible_and_bounded():
     a, b, c = make(3), make(3), make(4)
     for (name, pa), pb, pc in zip(a.named_parameters(), b.parameters(), c.parameters()):
-        assert torch.equal(pa, pb) and not torch.equal(pa, pc)
+        assert torch.equal(pa, pb) and not torch.equal(pa, pc)  # determinism: the same initialisation, same seed
         fan_in = {"input_layer": 16, "queries": 16, "keys": 16, "values": 12, "readout": 12}[name]
         assert pa.abs().max() <= 1 / math.sqrt(fan_in)
     with pytest.raises(ValueError, match="width"):

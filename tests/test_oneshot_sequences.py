@@ -36,7 +36,7 @@ def test_positions_are_normalised_sinusoids():
 def test_patches_are_row_major_and_invertible(encoder):
     images = np.arange(2 * 3 * 32 * 32, dtype=np.float64).reshape(2, 3, 32, 32)
     tokens = encoder.patches(images)
-    assert tokens.shape == (2, 48, 64)
+    assert tokens.shape == (2, 48, 64)  # below: exact on any CPU, patches are copies (reshapes) of the pixels
     np.testing.assert_array_equal(tokens[0, 0].reshape(8, 8), images[0, 0, :8, :8])
     np.testing.assert_array_equal(tokens[0, 1].reshape(8, 8), images[0, 0, :8, 8:16])
     np.testing.assert_array_equal(tokens[1, 16 + 4].reshape(8, 8), images[1, 1, 8:16, :8])
@@ -58,6 +58,7 @@ def test_encoding_is_layer_norm_plus_position_plus_label(encoder):
     delta = (encoder.encode(images[:1], labels[1:2]) - encoder.encode(images[:1], labels[:1])).numpy()[0]
     emb = encoder.label_embedding
     np.testing.assert_allclose(delta[:, :16], np.repeat((emb[1] - emb[0])[:, None], 16, axis=1), atol=1e-12)
+    # determinism: the query image and its label token are the same in both episodes, encoded by the same code
     np.testing.assert_allclose(delta[:, 32:], 0, atol=0)
 
 
@@ -73,6 +74,8 @@ def test_encoding_is_bit_for_bit_the_layer_norm_formula(encoder):
     expected = layer_norm + encoder.positions()[None] + np.repeat(encoder.label_embedding[labels],
                                                                   encoder.patches_per_image, axis=1)
     for dtype in (torch.float64, torch.float32):
+        # determinism: the same NumPy reductions (np.var is the mean of the squared deviations from np.mean) and
+        # sums in the same order on the same tokens, on the same CPU: what the encoder must keep (docstring)
         assert torch.equal(encoder.encode(images, labels, dtype=dtype), torch.from_numpy(expected).to(dtype).transpose(1, 2))
 
 
@@ -80,7 +83,7 @@ def test_label_embedding_comes_from_the_generator():
     a = SequenceEncoder.create(np.random.default_rng(5)).label_embedding
     b = SequenceEncoder.create(np.random.default_rng(5)).label_embedding
     c = SequenceEncoder.create(np.random.default_rng(6)).label_embedding
-    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, b)  # determinism: the same draw from the same seed
     assert not np.array_equal(a, c) and a.shape == (3, 64)
 
 
@@ -104,7 +107,7 @@ def test_same_generator_gives_identical_sequences(encoder):
     a = sequences.sample_sequences(classes, 50, encoder, np.random.default_rng(3), dtype=torch.float32)
     b = sequences.sample_sequences(classes, 50, encoder, np.random.default_rng(3), dtype=torch.float32)
     assert a.x.dtype == torch.float32
-    assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+    assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)  # determinism: the same episodes from the same seed
 
 
 def test_class_sorted_puts_positive_targets_first(encoder):
@@ -112,7 +115,7 @@ def test_class_sorted_puts_positive_targets_first(encoder):
     ordered = seqs.class_sorted(40)
     assert ordered.y[:20].eq(1).all() and ordered.y[20:].eq(-1).all()
     first_positive = int(np.flatnonzero(seqs.y.numpy() > 0)[0])
-    assert torch.equal(ordered.x[0], seqs.x[first_positive])
+    assert torch.equal(ordered.x[0], seqs.x[first_positive])  # exact on any CPU: a reordering copies
     with pytest.raises(ValueError, match="n must be"):
         seqs.class_sorted(3)
 
@@ -122,6 +125,7 @@ def test_digit_sequences_use_fixed_label_order(encoder):
     seqs = sequences.digit_sequences(pairs, encoder)
     assert len(seqs) == pairs.queries.shape[0]
     assert (seqs.label_tokens == [0, 1, 2]).all()
+    # exact on any CPU: +-1 targets from 0/1 labels, and copies of the images
     np.testing.assert_array_equal(seqs.y.numpy(), 2.0 * pairs.query_labels - 1)
     np.testing.assert_array_equal(seqs.images[3, 0], pairs.support[0, 3])
     np.testing.assert_array_equal(seqs.images[3, 2], pairs.queries[3])

@@ -114,13 +114,13 @@ def test_a_precision_target_stops_the_chains_at_a_look_where_u_meets_it_keeping_
                                       **arguments)
     kept = stopped.U.shape[1]
     assert kept in target.checkpoints(150), kept
-    np.testing.assert_array_equal(stopped.U, full.U[:, :kept])
+    np.testing.assert_array_equal(stopped.U, full.U[:, :kept])  # determinism: the same chains; a prefix of them
     np.testing.assert_allclose(stopped.mean, full.U[:, :kept].mean(axis=(0, 1)), rtol=1e-12)  # summation order
     assert kept < 150 and target.relative_errors(torch.from_numpy(full.U[:, :kept]))[0].max() <= 0.015
     assert 0 < stopped.acceptance < 1
     never = sample_order_parameters(features, y, generator=torch.Generator().manual_seed(8),
                                     stop=PrecisionTarget(1e-6, min_draws=10), **arguments)
-    np.testing.assert_array_equal(never.U, full.U)
+    np.testing.assert_array_equal(never.U, full.U)  # determinism: the same chains, never stopped
 
 
 def test_multivariate_t_proposal_draws_and_density():

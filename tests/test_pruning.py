@@ -20,6 +20,7 @@ from attnpaths.pruning.sweep import (RANKINGS, HeadMaskEvaluator, curve_auc, mea
                                      run_seed)
 from attnpaths.pruning.training import ModelTraining, train_model
 from attnpaths.theory import solve
+from helpers import assert_rounding_close
 
 N0, T = 10, 7
 
@@ -72,7 +73,7 @@ def test_multihead_view_computes_the_modules_attention_and_output_to_1e_12(bias)
             torch.testing.assert_close(a.sum(dim=-2), torch.ones(6, 4, T, dtype=torch.float64))
         assert (view.outputs(x) - model(x)).abs().max() < 1e-12
     # the theory's form of the attention: the last layer averaged over queries
-    torch.testing.assert_close(view.matrices(x)[-1], expected[-1].mean(dim=-1), rtol=0, atol=1e-12)
+    assert_rounding_close(view.matrices(x)[-1], expected[-1].mean(dim=-1), what="last layer's readout")
 
 
 def test_masking_a_multihead_head_is_zeroing_its_block_of_the_output_projection():
@@ -103,7 +104,8 @@ def test_sum_head_view_is_the_model_and_its_drop_heads_pruning():
             rescaled = view.outputs(x, pruning_mask(view.heads, pruned, rescale=True))
             assert (rescaled - model(x, drop_heads=pruned)).abs().max() < 1e-12
     # its path features are those of the package's own Attention of the model
-    torch.testing.assert_close(path_features(x, view), path_features(x, model.attention()), rtol=0, atol=1e-14)
+    # (two routes to the same attention: rounding on the features' scale)
+    assert_rounding_close(path_features(x, view), path_features(x, model.attention()), what="path features")
 
 
 @pytest.mark.parametrize("make", [stack, sum_heads])
@@ -160,9 +162,9 @@ def test_head_model_and_masks_refuse_what_they_cannot_read():
 def test_the_stack_draws_its_weights_from_its_generator_and_leaves_the_global_state_alone():
     state = torch.random.get_rng_state()
     a, b = stack(seed=3), stack(seed=3)
-    assert torch.equal(torch.random.get_rng_state(), state)
+    assert torch.equal(torch.random.get_rng_state(), state)  # determinism: the global generator's bytes, untouched
     for p, q in zip(a.parameters(), b.parameters()):
-        assert torch.equal(p, q)
+        assert torch.equal(p, q)  # determinism: the same initialisation from the same seed, twice
     assert not torch.equal(stack(seed=4).embed.weight, a.embed.weight)
 
 
@@ -182,8 +184,10 @@ def test_theory_ranking_is_the_head_score_of_the_minimiser_on_the_frozen_attenti
     ranking = theory_head_ranking(model, x, y, 20, 0.5)
     view = head_model(model)
     solution = solve(path_features(x, view), y, heads=view.heads, widths=20, temperature=0.5)
+    # determinism: the ranking computes these features, this solve and these head scores, the same way
     np.testing.assert_array_equal(ranking.U, solution.U)
     np.testing.assert_array_equal(ranking.scores, head_scores(solution.U, view.heads))
+    # exact on any CPU: scores divided by the largest (x / x = 1); the temperature is the one given
     assert np.nanmax(ranking.scores) == 1.0 and ranking.temperature == 0.5
     assert sorted(ranking.order) == all_heads(view.heads)
     ordered = [ranking.scores[lh] for lh in ranking.order]
@@ -202,7 +206,7 @@ def test_theory_ranking_keeps_the_temperature_with_the_smallest_certified_action
     # the scan starts each temperature from the minimum of the one before, the single solve from the GP values:
     # the same minimum, reached along another path of Newton steps (rounding apart)
     np.testing.assert_allclose(single.scores, ranking.scores, rtol=1e-10)
-    np.testing.assert_array_equal(scan["scores"][best], ranking.scores)
+    np.testing.assert_array_equal(scan["scores"][best], ranking.scores)  # exact on any CPU: the scan's row, selected
     with pytest.raises(ValueError, match="temperature"):
         theory_head_ranking(model, x, y, 20, [0.5, 0.1])
     with pytest.raises(ValueError, match="temperature"):
@@ -235,7 +239,7 @@ def test_entropy_is_log_T_for_uniform_attention_and_smaller_otherwise():
     with torch.no_grad():
         model.queries[0] = 0.0  # layer 1 attends uniformly
     entropy = attention_entropy(model, inputs())
-    np.testing.assert_allclose(entropy[0], math.log(T), rtol=0, atol=1e-12)
+    assert_rounding_close(entropy[0], math.log(T), what="entropy of uniform attention")  # against the closed form
     assert (entropy[1] < math.log(T)).all() and (entropy[1] > 0).all()
 
 
@@ -261,7 +265,7 @@ def test_digit_patches_are_the_images_cut_into_positioned_patches():
     assert data.x.shape == (1797, 4 + 16, 16) and data.positive_digits == (5, 7)
     images = load_digits().images / 16.0
     # token t = row-major patch (t // 4, t % 4): its 2x2 pixels, then one-hot position t
-    for t in (0, 5, 15):
+    for t in (0, 5, 15):  # exact on any CPU: copies of the same pixels (images / 16, one division) and a one-hot code
         r, c = divmod(t, 4)
         np.testing.assert_array_equal(data.x[:, :4, t].numpy(), images[:, 2 * r:2 * r + 2, 2 * c:2 * c + 2].reshape(-1, 4))
         np.testing.assert_array_equal(data.x[:, 4:, t].numpy(), np.broadcast_to(np.eye(16)[t], (1797, 16)))
@@ -270,7 +274,7 @@ def test_digit_patches_are_the_images_cut_into_positioned_patches():
     train, test = train_test_split(data, 97, np.random.default_rng(0))
     assert len(train) == 1700 and len(test) == 97
     # the two parts are the whole data set, each image once
-    both = torch.cat([train.x, test.x]).reshape(1797, -1).numpy()
+    both = torch.cat([train.x, test.x]).reshape(1797, -1).numpy()  # exact on any CPU: a permutation of the rows
     np.testing.assert_array_equal(np.sort(both.view([("", both.dtype)] * both.shape[1]).ravel(), axis=0),
                                   np.sort(data.x.reshape(1797, -1).numpy().view([("", both.dtype)] * both.shape[1]).ravel(), axis=0))
     with pytest.raises(ValueError, match="patch_size"):
@@ -295,7 +299,7 @@ def test_training_is_reproducible_and_learns(small_split, architecture):
     a, history = train_model(config, train, 5)
     b, _ = train_model(config, train, 5)
     for p, q in zip(a.parameters(), b.parameters()):
-        assert torch.equal(p, q)
+        assert torch.equal(p, q)  # determinism: the same training from the same seed, twice
     assert history["loss"][-10:].mean() < history["loss"][:10].mean()
     # 0 vs the other digits: far better than always answering "not 0" (90 %)
     assert HeadMaskEvaluator(a, test.x, test.y)() > 0.97
@@ -315,10 +319,12 @@ def test_evaluator_curves_and_areas():
     for pruned in ([], [(1, 2)], [(0, 0), (1, 1), (1, 3)]):
         with torch.no_grad():
             direct = view.outputs(x, pruning_mask(view.heads, pruned)).numpy()
-        np.testing.assert_allclose(evaluator.outputs(pruned), direct, rtol=0, atol=1e-12)
+        # the evaluator's cached layer inputs against a masked forward pass: rounding on the outputs' scale
+        assert_rounding_close(evaluator.outputs(pruned), direct, what=f"outputs with {pruned} pruned")
+        # exact on any CPU: accuracies are counts over 30 examples (no output lies within rounding of zero)
         assert evaluator(pruned) == np.mean(np.sign(direct) == y.numpy())
     curve = pruning_curve(evaluator, pruning_order(value_norms(view)))
-    assert curve.shape == (7,) and curve[0] == evaluator()
+    assert curve.shape == (7,) and curve[0] == evaluator()  # determinism: the evaluator of the unpruned model
     assert curve_auc(np.full(7, 0.8)) == pytest.approx(0.8)
     assert curve_auc([1.0, 0.5, 0.0]) == pytest.approx(0.5)
     np.testing.assert_allclose(curve_auc(np.array([[1.0, 0.0], [0.5, 0.5]])), [0.5, 0.5])
@@ -330,7 +336,7 @@ def test_evaluator_curves_and_areas():
     for pruned in ([(0, 1), (2, 0)], [(1, 3), (0, 1)], [(0, 2), (1, 0), (1, 1), (2, 3)]):
         with torch.no_grad():
             direct = deep.outputs(x, pruning_mask(deep.heads, pruned)).numpy()
-        np.testing.assert_allclose(evaluator.outputs(pruned), direct, rtol=0, atol=1e-12)
+        assert_rounding_close(evaluator.outputs(pruned), direct, what=f"outputs with {pruned} pruned")  # as above
 
 
 def test_mean_interval_is_students_t():
@@ -353,7 +359,7 @@ def test_sweep_is_one_task_per_seed_and_reproducible(small_split):
     assert sweep.curves["test"].shape == (2, n, 3) and sweep.curves["validation"].shape == (2, n, 3)
     assert sweep.theory_scan["curves"].shape == (2, 2, 2, 3) and sweep.width_scan["curves"].shape == (2, 1, 2, 3)
     single = run_seed(1, temperatures=[0.1, 1.0], **arguments)
-    for split in ("validation", "test"):
+    for split in ("validation", "test"):  # determinism: the sweep's task for seed 1 is this run_seed call
         np.testing.assert_array_equal(single["curves"][split], sweep.curves[split][1])
         np.testing.assert_array_equal(single["best"][split], sweep.best[split][1])
     auc = sweep.auc()
@@ -362,6 +368,7 @@ def test_sweep_is_one_task_per_seed_and_reproducible(small_split):
     assert all((auc[name] <= auc["best"] + 1e-12).all() for name in RANKINGS)
     normalised = sweep.normalised_auc("validation")
     np.testing.assert_allclose(normalised["best"][~np.isnan(normalised["best"])], 1.0)
+    # determinism: every ranking's curve starts with the same evaluation of the unpruned model
     assert (sweep.curves["test"][:, :, 0] == sweep.base_accuracy[:, None]).all()
     with pytest.raises(ValueError, match="theory_examples"):
         pruning_sweep(num_seeds=2, temperatures=[0.1], **{**arguments, "theory_examples": len(train)})

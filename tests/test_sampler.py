@@ -191,6 +191,7 @@ def test_run_is_reproducible_and_predicts_from_inputs_or_features():
     for _ in range(2):
         sampler = PosteriorSampler(network, y, 0.2, x=x)
         runs.append(sampler.run(torch.Generator().manual_seed(4), 3, 6, num_chains=2, progress=False))
+    # determinism: the same sampler run twice from the same seed
     assert torch.equal(runs[0].path_input_weights, runs[1].path_input_weights)
     assert torch.equal(runs[0].order_parameters, runs[1].order_parameters)
     result = runs[1]

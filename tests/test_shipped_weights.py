@@ -40,6 +40,7 @@ def test_a_checkpoint_is_read_only_with_its_checksum(tmp_path):
     path = tmp_path / "w.pt"
     sha = save_checkpoint({"format": "x/1", "w": torch.arange(4.0)}, path)
     assert sha == file_sha256(path) and len(sha) == 64
+    # exact on any CPU: the saved bytes, read back
     assert torch.equal(load_checkpoint(path, sha, format="x/1")["w"], torch.arange(4.0))
     data = bytearray(path.read_bytes())
     data[-20] ^= 1
@@ -155,8 +156,8 @@ def test_a_model_rebuilt_from_its_weights_is_the_trained_model(tmp_path, small_s
     (loaded,) = load_models(tmp_path / "m.pt", key, sha)
     rebuilt = rebuild_model(config, train.input_width, loaded)
     with torch.no_grad():
-        assert torch.equal(rebuilt(test.x), model(test.x))
-    np.testing.assert_array_equal(loaded.loss, history["loss"])
+        assert torch.equal(rebuilt(test.x), model(test.x))  # determinism: the same module code on the same weights
+    np.testing.assert_array_equal(loaded.loss, history["loss"])  # exact on any CPU: the saved numbers, read back
     with pytest.raises(ValueError, match="holds the models of key"):
         load_models(tmp_path / "m.pt", models_key(replace(config, steps=31), train, [5]))
     assert models_key(config, train, [6]) != key
@@ -170,9 +171,9 @@ def test_a_sweep_task_given_weights_reproduces_the_task_that_trained_them(small_
                      theory_examples=60, temperatures=[0.1, 1.0])
     trained = run_seed(1, **arguments)
     again = run_seed(1, weights=trained["weights"], **arguments)
-    for split in ("validation", "test"):
+    for split in ("validation", "test"):  # determinism: the same task on the weights it trained itself
         np.testing.assert_array_equal(again["curves"][split], trained["curves"][split])
-    assert again["train_loss"] == trained["train_loss"]
+    assert again["train_loss"] == trained["train_loss"]  # determinism: as above
 
 
 def test_shipping_copies_the_retrained_models_and_replaces_the_profiles_earlier_files(tmp_path, small_split):
