@@ -166,7 +166,10 @@ def _mode(target: _Target, theta: torch.Tensor, max_iterations: int = 50):
         (gradient,) = torch.autograd.grad(value, t)
         hessian = torch.autograd.functional.hessian(negative, theta)
         eigenvalues, vectors = torch.linalg.eigh(hessian)
-        if float(gradient.norm()) < 1e-9 or (eigenvalues[0] > 0 and float(gradient @ torch.linalg.solve(hessian, gradient)) < 1e-16):
+        # a mode needs a positive definite Hessian: where the density is flat to rounding (a huge temperature), a
+        # vanishing gradient alone is no mode, and on some CPUs that Hessian's rounding makes it indefinite
+        if eigenvalues[0] > 0 and (float(gradient.norm()) < 1e-9
+                                   or float(gradient @ torch.linalg.solve(hessian, gradient)) < 1e-16):
             return theta, hessian
         step = -vectors @ ((vectors.T @ gradient) / eigenvalues.abs().clamp_min(1e-8))
         step = step * min(1.0, 2.0 / float(step.norm()))
@@ -309,7 +312,14 @@ def sample_order_parameters(
     saddle = solve(X_raw, labels, heads=heads, widths=widths, temperature=temperature, variances=variances,
                    on_failure="raise")
     theta, hessian = _mode(target, target.theta(saddle.U_layers, saddle.U_a))
-    factor = torch.linalg.cholesky(torch.linalg.inv(hessian))
+    try:
+        factor = torch.linalg.cholesky(torch.linalg.inv(hessian))
+    except torch.linalg.LinAlgError as err:
+        raise RuntimeError(
+            "the order-parameter posterior has no mode in log-Cholesky coordinates that these chains can start "
+            f"from: its Hessian at the stationary point is not positive definite to rounding (temperature="
+            f"{temperature:g}: a density this flat has no usable mode); use a smaller temperature or larger widths"
+        ) from err
     dimension = target.dimension
     step_factor = factor * (2.38 / math.sqrt(dimension))
 
