@@ -331,3 +331,15 @@ def test_a_clean_run_prints_no_error_line(executed_book, capfd):
     runner.run_chapter(executed_book, "theory", "smoke", {"temperature": 0.2})
     err = capfd.readouterr().err
     assert "ERROR" not in err and "KeyboardInterrupt" not in err, err
+
+
+def test_the_report_names_a_damaged_results_file_instead_of_a_bare_json_error(committed):
+    """The reproducibility chapter's reader (``report.read_claims``): a results file truncated at 5000 characters
+    was a ``JSONDecodeError: Expecting ',' delimiter: ... (char 5000)`` naming no file."""
+    from types import SimpleNamespace
+
+    from attnpaths_book import report
+
+    os.truncate(committed.results_file("theory"), 30)
+    with pytest.raises(DamagedFile, match=r"_build/results/theory\.json: this results file does not match the SHA-256"):
+        report.read_claims([SimpleNamespace(name="theory")], committed.results_dir)
