@@ -23,7 +23,9 @@ as the model does:
   (mean pooling and a linear readout follow the last layer), so that pruning curves cost few forward passes.
 
 :func:`attention_error` measures a view's agreement with the model's own attention; :func:`pruning_mask` builds
-the mask that prunes a set of heads.
+the mask that prunes a set of heads; :func:`subset_outputs` evaluates every set of pruned heads at once, and
+:func:`path_outputs` splits the output of a model that is multilinear in its masks (the summed-head model) into
+its attention paths' contributions.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class HeadModel:
     attention_from_input = False
     #: the token axis of the heads' outputs
     head_token_axis = 2
+    #: whether the output is a multilinear function of the layers' head masks (the attention read from the raw
+    #: input, no biases): a sum over attention paths of each path's contribution times its heads' mask entries
+    multilinear_in_mask = False
 
     @property
     def num_layers(self) -> int:
@@ -98,10 +103,13 @@ class HeadModel:
         """
         x = self._input(x)
         mask = self._mask(mask, x.shape[0])
+        if self.attention_from_input:  # no layer's output is needed
+            return [self._attention(index, None, x) for index in range(self.num_layers)]
         h, omegas = self._embed(x), []
         for index in range(self.num_layers):
             omegas.append(self._attention(index, h, x))
-            h = self._combine(index, self._heads(index, h, omegas[-1]), mask[:, index, : self.heads[index]])
+            if index < self.num_layers - 1:  # the last layer's output feeds no attention
+                h = self._combine(index, self._heads(index, h, omegas[-1]), mask[:, index, : self.heads[index]])
         return omegas
 
     def matrices(self, x) -> list[torch.Tensor]:
@@ -125,8 +133,11 @@ class HeadModel:
         x = self._input(x)
         mask = self._mask(mask, x.shape[0])
         h = self._embed(x)
+        last = self.num_layers - 1
         for index in range(self.num_layers):
-            heads_out = self._heads(index, h, self._attention(index, h, x))
+            omega = self._attention(index, h, x)
+            # mean pooling follows the last layer: its heads' outputs are needed on the mean token only
+            heads_out = self._pooled_heads(index, h, omega) if index == last else self._heads(index, h, omega)
             h = self._combine(index, heads_out, mask[:, index, : self.heads[index]])
         return self._readout(h)
 
@@ -149,14 +160,23 @@ class HeadModel:
             heads_out = self._heads(index, h, self._attention(index, h, x))
             h = self._combine(index, heads_out, mask[:, index, : self.heads[index]])
         last = self.num_layers - 1
-        return self._last_terms(self._heads(last, h, self._attention(last, h, x)))
+        return self._last_terms(self._pooled_heads(last, h, self._attention(last, h, x)))
+
+    def _pooled_heads(self, index: int, h: torch.Tensor, omega: torch.Tensor) -> torch.Tensor:
+        """The heads' outputs of layer ``index`` averaged over the tokens (one token, kept as an axis of size 1),
+        as the mean pooling after the last layer reads them: each head's output is linear in its attention, so
+        the attention averaged over queries gives it, ``T`` times fewer products than :meth:`_heads` and the
+        mean of its ``T`` tokens."""
+        return self._heads(index, h, omega.mean(dim=-1, keepdim=True))
 
     def _last_terms(self, heads_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(terms [B, H_L], offset [B])`` of :meth:`last_layer_terms` from the last layer's head outputs."""
+        """``(terms [B, H_L], offset [B])`` of :meth:`last_layer_terms` from the last layer's head outputs (those of
+        :meth:`_heads`, or already pooled by :meth:`_pooled_heads`)."""
         last = self.num_layers - 1
         H = self.heads[last]
         # mean pooling follows a token-wise linear map: pool the heads' outputs first, one token instead of T
-        heads_out = heads_out.mean(dim=self.head_token_axis, keepdim=True)
+        if heads_out.shape[self.head_token_axis] != 1:
+            heads_out = heads_out.mean(dim=self.head_token_axis, keepdim=True)
         offset = self._readout(self._combine(last, heads_out, torch.zeros(1, H, dtype=torch.float64)))
         unit = torch.eye(H, dtype=torch.float64)
         terms = torch.stack([self._readout(self._combine(last, heads_out, unit[k : k + 1])) for k in range(H)], dim=1)
@@ -219,6 +239,7 @@ class SumHeadModel(HeadModel):
     :func:`pruning_mask` ``(..., rescale=True)`` this is the model's own ``drop_heads`` pruning."""
 
     attention_from_input = True
+    multilinear_in_mask = True
     head_token_axis = 3
 
     def __init__(self, model: SumHeadTransformer):
@@ -236,8 +257,19 @@ class SumHeadModel(HeadModel):
         return self.attention.layers[index].matrices(x)  # from the raw input
 
     def _heads(self, index, h, omega):
-        # [B, F, N, T]: V^(l,h) sum_s h_s Omega^(l,h)_{s t}
-        return torch.einsum("hmn,bns,bhst->bhmt", self.values[index], h, omega)
+        # [B, F, N, T']: V^(l,h) sum_s h_s Omega^(l,h)_{s t} for the T' queries of omega (T' = 1: pooled). Two
+        # matrix products in the cheaper order; torch.einsum's own order of the three operands took twice as long.
+        values = self.values[index]  # [F, N, N]
+        F, M, N = values.shape
+        B, _, S = h.shape
+        if omega.shape[-1] < S:  # few queries: the attention of every head first, then V per head
+            Tq = omega.shape[-1]
+            routed = (h @ omega.permute(0, 2, 1, 3).reshape(B, S, F * Tq)).reshape(B, N, F, Tq)
+            out = values @ routed.permute(2, 1, 0, 3).reshape(F, N, B * Tq)  # [F, M, B T']
+            return out.reshape(F, M, B, Tq).permute(2, 0, 1, 3)
+        # V^(l,h) h for every head in one product [F N, N] x [N, B S], then the attention of each (b, h)
+        mapped = (values.reshape(F * M, N) @ h.transpose(0, 1).reshape(N, B * S)).reshape(F, M, B, S)
+        return mapped.permute(2, 0, 1, 3) @ omega
 
     def _combine(self, index, heads_out, mask):
         return torch.einsum("bh,bhmt->bmt", mask.expand(heads_out.shape[0], -1), heads_out) / math.sqrt(self.heads[index])
@@ -291,24 +323,39 @@ class MultiheadStackModel(HeadModel):
     def _embed(self, x):
         return torch.einsum("di,bit->btd", self.embed, x)  # [B, T, D]
 
-    def _split(self, index, h):
-        """Queries, keys and values ``[B, H, T, d]`` of layer ``index`` from its input ``h`` ``[B, T, D]``."""
+    def _split(self, index, h, parts=slice(0, 3)):
+        """Queries, keys and values ``[B, H, T, d]`` of layer ``index`` from its input ``h`` ``[B, T, D]``, or those
+        of ``parts`` (a slice of the three): only their rows of the packed projection are applied."""
         layer = self.layers[index]
         B, T, _ = h.shape
-        H = layer["num_heads"]
-        projected = h @ layer["in_weight"].T
+        H, D = layer["num_heads"], self.width
+        rows = slice(parts.start * D, parts.stop * D)
+        projected = h @ layer["in_weight"][rows].T
         if layer["in_bias"] is not None:
-            projected = projected + layer["in_bias"]
-        return [part.reshape(B, T, H, self.width // H).transpose(1, 2) for part in projected.split(self.width, dim=-1)]
+            projected = projected + layer["in_bias"][rows]
+        return [part.reshape(B, T, H, D // H).transpose(1, 2) for part in projected.split(D, dim=-1)]
 
     def _attention(self, index, h, x):
-        q, k, _ = self._split(index, h)
+        q, k = self._split(index, h, slice(0, 2))
         d = q.shape[-1]
         return torch.softmax((q * math.sqrt(1.0 / d)) @ k.transpose(-1, -2), dim=-1).transpose(-1, -2)  # key, query
 
     def _heads(self, index, h, omega):
-        v = self._split(index, h)[2]
-        return omega.transpose(-1, -2) @ v  # [B, H, T, d]
+        (v,) = self._split(index, h, slice(2, 3))
+        return omega.transpose(-1, -2) @ v  # [B, H, T', d] for the T' queries of omega
+
+    def _pooled_heads(self, index, h, omega):
+        # sum_s omega_s (W_v h_s + b_v) = W_v (sum_s omega_s h_s) + b_v sum_s omega_s with the attention averaged
+        # over queries: the value projection of one token per head instead of T
+        layer = self.layers[index]
+        H, D = layer["num_heads"], self.width
+        pooled = omega.mean(dim=-1)  # [B, H, S]
+        routed = pooled @ h  # [B, H, D]: the input averaged by each head's pooled attention
+        W_v = layer["in_weight"][2 * D:].reshape(H, D // H, D)  # [H, d, D]
+        out = (routed.transpose(0, 1) @ W_v.transpose(1, 2)).transpose(0, 1)[:, :, None]  # [B, H, 1, d]
+        if layer["in_bias"] is not None:
+            out = out + layer["in_bias"][2 * D:].reshape(H, 1, D // H) * pooled.sum(dim=-1)[:, :, None, None]
+        return out
 
     def _combine(self, index, heads_out, mask):
         layer = self.layers[index]
@@ -449,7 +496,10 @@ def subset_outputs(model, x) -> torch.Tensor:
 
     Layer by layer, each layer runs once per mask of the layers before it (an attention computed from the raw
     input only once); the output is linear in the last layer's mask (:meth:`HeadModel.last_layer_terms`), so the
-    last layer's ``2^H_L`` masks are a matrix product.
+    last layer's ``2^H_L`` masks are a matrix product, and mean pooling follows it, so it runs on the attention
+    averaged over queries (``HeadModel._pooled_heads``). A model whose output is multilinear in the masks
+    (:attr:`HeadModel.multilinear_in_mask`: attention from the raw input, no biases) runs once per attention
+    path instead (:func:`path_outputs`), and every set of pruned heads sums the paths it keeps.
 
     Args:
         model: a trained model or its :class:`HeadModel`; x: ``[B, N0, T]``.
@@ -461,20 +511,59 @@ def subset_outputs(model, x) -> torch.Tensor:
     x = view._input(x)
     B, last = x.shape[0], view.num_layers - 1
     with torch.no_grad():
+        if view.multilinear_in_mask:
+            # out[m_L, ..., m_1, b] = sum_pi prod_l kept_l[m_l, pi_l] c_pi(x_b): one layer's masks at a time
+            out = path_outputs(view, x).reshape(B, *view.heads)
+            for index in range(view.num_layers):  # axes [m_l, ..., m_1, b, h_{l+1}, ..., h_L]
+                out = torch.tensordot(_kept(view.heads[index]), out, dims=([1], [index + 1]))
+            return out.reshape(-1, B)
         h = view._embed(x)[None]  # [V, B, ...]: one input per mask of the earlier layers
         for index in range(view.num_layers):
             V = h.shape[0]
             flat = h.reshape(V * B, *h.shape[2:])
             if view.attention_from_input:
                 omega = view._attention(index, None, x)
+                if index == last:
+                    omega = omega.mean(dim=-1, keepdim=True)  # what _pooled_heads reads, before it is repeated
                 omega = omega.expand(V, *omega.shape).reshape(V * B, *omega.shape[1:])
             else:
                 omega = view._attention(index, flat, x.repeat(V, 1, 1))
-            heads_out = view._heads(index, flat, omega)
             if index == last:
-                terms, offset = view._last_terms(heads_out)  # [V B, H_L], [V B]
+                terms, offset = view._last_terms(view._pooled_heads(index, flat, omega))  # [V B, H_L], [V B]
                 out = torch.einsum("vbh,mh->mvb", terms.reshape(V, B, -1), _kept(view.heads[index]))
                 return (out + offset.reshape(V, B)[None]).reshape(-1, B)
+            heads_out = view._heads(index, flat, omega)
             masks = _kept(view.heads[index])  # new variant m * V + v: this layer's bits above the earlier ones
             h = torch.stack([view._combine(index, heads_out, mask[None].expand(V * B, -1)).reshape(V, B, *h.shape[2:])
                              for mask in masks]).reshape(len(masks) * V, B, *h.shape[2:])
+
+
+def path_outputs(model, x) -> torch.Tensor:
+    """Each attention path's contribution to the output of a model whose output is multilinear in its head masks
+    (:attr:`HeadModel.multilinear_in_mask`): ``c[b, pi]`` with ``outputs(x, mask)[b] = sum_pi c[b, pi]
+    prod_l mask[l, pi_l]`` for every mask, paths in flat order (``h_1`` slowest).
+
+    Each layer runs once per path through the layers before it, on the input that path alone gives it; the last
+    layer on the attention averaged over queries (``HeadModel._pooled_heads``).
+
+    Args:
+        model: such a model or its :class:`HeadModel`; x: ``[B, N0, T]``.
+
+    Returns:
+        float64 ``[B, n_paths]``.
+    """
+    view = head_model(model)
+    if not view.multilinear_in_mask:
+        raise ValueError(f"the output of a {type(view).__name__} is not multilinear in its head masks (its attention "
+                         "reads the masked layers, or it has biases)")
+    x = view._input(x)
+    last = view.num_layers - 1
+    with torch.no_grad():
+        inputs = [view._embed(x)]  # one per path through the layers so far, in flat order
+        for index in range(view.num_layers):
+            omega = view._attention(index, None, x)
+            if index == last:
+                return torch.cat([view._last_terms(view._pooled_heads(index, h, omega))[0] for h in inputs], dim=1)
+            units = torch.eye(view.heads[index], dtype=torch.float64)
+            inputs = [view._combine(index, heads_out, unit[None]) for heads_out in
+                      (view._heads(index, h, omega) for h in inputs) for unit in units]

@@ -12,12 +12,11 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import torch
 
-from .._validation import as_float64_tensor
+from .._validation import as_float64_tensor, positive_int
 from ..experiments.head_pruning import all_heads
 from .adapters import head_model, pruning_mask
-from .rankings import gradient_head_importance
+from .rankings import GateGradients
 
 
 def iterative_gradient_order(model, x, y, *, normalize: bool = True) -> list[tuple[int, int]]:
@@ -32,6 +31,7 @@ def iterative_gradient_order(model, x, y, *, normalize: bool = True) -> list[tup
         every head ``(layer, head)`` in pruning order.
     """
     view = head_model(model)
+    gradients = GateGradients(view, x, y)  # the summed-head model runs once here, not once per mask
     pairs = all_heads(view.heads)
     left = list(view.heads)
     pruned: list[tuple[int, int]] = []
@@ -42,8 +42,7 @@ def iterative_gradient_order(model, x, y, *, normalize: bool = True) -> list[tup
         if len(options) == 1:  # nothing to compare: no gradient pass
             chosen = options[0]
         else:
-            importance = gradient_head_importance(view, x, y, normalize=normalize,
-                                                  mask=pruning_mask(view.heads, pruned))
+            importance = gradients.importance(pruning_mask(view.heads, pruned), normalize=normalize)
             chosen = min(options, key=lambda lh: (importance[lh], lh))
         pruned.append(chosen)
         left[chosen[0]] -= 1
@@ -57,19 +56,14 @@ def gate_fisher(model, x, y, *, batch_size: int = 512) -> tuple[np.ndarray, np.n
     Returns:
         ``(g [n], F [n, n])``, heads in :func:`~attnpaths.experiments.head_pruning.all_heads` order.
     """
+    batch_size = positive_int(batch_size, "batch_size")
     view = head_model(model)
-    x, y = as_float64_tensor(x, "x"), as_float64_tensor(y, "y")
+    x, y = as_float64_tensor(x, "x"), as_float64_tensor(y, "y", labels=True)
     if y.shape != x.shape[:1]:
         raise ValueError(f"y must have shape [P] = [{x.shape[0]}], got {tuple(y.shape)}")
     L, H = view.num_layers, max(view.heads)
     index = [l * H + h for l, h in all_heads(view.heads)]
-    rows = []
-    for start in range(0, x.shape[0], batch_size):
-        xb, yb = x[start:start + batch_size], y[start:start + batch_size]
-        gates = torch.ones(xb.shape[0], L, H, dtype=torch.float64, requires_grad=True)
-        (gradient,) = torch.autograd.grad(((view.outputs(xb, gates) - yb) ** 2).sum(), gates)
-        rows.append(gradient.reshape(xb.shape[0], L * H)[:, index])
-    per_example = torch.cat(rows)
+    per_example = GateGradients(view, x, y, batch_size=batch_size)().reshape(x.shape[0], L * H)[:, index]
     return per_example.mean(dim=0).numpy(), (per_example.T @ per_example / per_example.shape[0]).numpy()
 
 

@@ -26,10 +26,10 @@ from numpy.typing import ArrayLike
 from .._validation import as_float64_tensor, increasing_reals, positive_int, positive_real
 from ..head_scoring import head_scores
 from ..experiments.head_pruning import score_order
-from ..paths import path_features
+from ..paths import all_paths, path_features
 from ..theory import CertificateWarning, TheorySolution, solve
 from ..transformer import SumHeadTransformer
-from .adapters import HeadModel, head_model
+from .adapters import HeadModel, head_model, path_outputs
 from .models import MultiheadAttentionStack
 
 
@@ -89,6 +89,8 @@ def theory_head_ranking(
     *,
     variances: float | Sequence[float] = 1.0,
     max_iterations: int = 200,
+    features=None,
+    initial=None,
 ) -> TheoryRanking:
     """Rank the heads of a trained model by the theory's head score.
 
@@ -100,11 +102,11 @@ def theory_head_ranking(
     pairs that pass through it (eq-head-score, :func:`attnpaths.head_scoring.head_scores`). Heads are pruned
     in ascending score.
 
-    Given several temperatures, the theory is solved at each (from the GP values at the first, then from the
-    certified minimum of the temperature before: a quarter fewer Newton steps on the pruning chapter's models,
-    the same minima to 1e-12) and the one with the smallest action at its certified minimum is kept: ``S`` at
-    the minimum is the saddle-point estimate of ``-2 log`` of the evidence ``p(y | x, T)`` up to terms that do
-    not depend on ``T`` (sec-pruning-rankings), so the choice uses the training data only.
+    Given several temperatures, the theory is solved at each (from the GP values, or ``initial``, at the first,
+    then from the certified minimum of the temperature before: a quarter fewer Newton steps on the pruning
+    chapter's models, the same minima to 1e-12) and the one with the smallest action at its certified minimum
+    is kept: ``S`` at the minimum is the saddle-point estimate of ``-2 log`` of the evidence ``p(y | x, T)`` up
+    to terms that do not depend on ``T`` (sec-pruning-rankings), so the choice uses the training data only.
 
     Args:
         model: a trained :class:`~attnpaths.transformer.SumHeadTransformer` or
@@ -115,18 +117,31 @@ def theory_head_ranking(
         temperature: ``T > 0``, the likelihood variance, or a strictly increasing sequence of them.
         variances: prior variances, a number or ``(s0, s1, ..., sL, sa)``.
         max_iterations: Newton iteration cap of the solver.
+        features: the path features of ``x`` through the model's frozen attention (``[P, N0, n_paths]``,
+            :func:`attnpaths.paths.path_features` ``(x, head_model(model))``), where the caller has them already;
+            by default they are computed.
+        initial: the starting point ``[U_1, ..., U_L]`` of the first temperature's solve (e.g. the minimum at
+            another width: half the Newton steps of the GP values on the pruning chapter's models, the same minima
+            to 1e-12); default: the GP values.
 
     Returns:
         :class:`TheoryRanking`. Raises ``RuntimeError`` when no temperature gives a certified minimum.
     """
+    max_iterations = positive_int(max_iterations, "max_iterations")
     view = head_model(model)
     if np.ndim(temperature) == 0:
         temperatures = [positive_real(temperature, "temperature")]
     else:
         temperatures = [float(T) for T in increasing_reals(temperature, "temperature")]
     x = as_float64_tensor(x, "x")
-    features = path_features(x, view)  # [P, N0, n_paths]; the view has the interface of an Attention
-    solutions, start = [], None
+    if features is None:
+        features = path_features(x, view)  # [P, N0, n_paths]; the view has the interface of an Attention
+    else:
+        features = as_float64_tensor(features, "features")
+        if features.shape != (x.shape[0], view.input_width, view.num_paths):
+            raise ValueError(f"features must have shape [{x.shape[0]}, {view.input_width}, {view.num_paths}] (the "
+                             f"path features of x), got {tuple(features.shape)}")
+    solutions, start = [], initial
     for T in temperatures:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CertificateWarning)  # an uncertified point is marked, never chosen
@@ -147,6 +162,74 @@ def theory_head_ranking(
                          solutions=tuple(solutions))
 
 
+class GateGradients:
+    """Each example's gradient of the training loss ``(f(x^mu) - y^mu)^2`` with respect to the head gates
+    ``xi_{l,h}`` (eq-michel-importance), at any mask, for one model and one data set.
+
+    A model whose output is multilinear in its gates (:attr:`~.adapters.HeadModel.multilinear_in_mask`: the
+    summed-head model) is run once, path by path (:func:`~.adapters.path_outputs`); the gradients at every mask
+    are then sums over the paths, ``d f / d xi_{l,h} = sum_{pi: pi_l = h} c_pi prod_{l' != l} xi_{l', pi_l'}``.
+    Any other model takes one backward pass per mask and batch.
+
+    Args:
+        model: a trained model or its :class:`~.adapters.HeadModel`; x: ``[P, N0, T]``; y: ``[P]``.
+        batch_size: examples per forward (and backward) pass (memory only).
+
+    Calling it with a mask ``[L, H]`` (default: every head kept) returns float64 ``[P, L, max(H)]`` (0 beyond a
+    layer's heads).
+    """
+
+    def __init__(self, model, x, y, *, batch_size: int = 512):
+        self.view = head_model(model)
+        self.x = as_float64_tensor(x, "x")
+        self.y = as_float64_tensor(y, "y", labels=True)
+        if self.y.shape != self.x.shape[:1]:
+            raise ValueError(f"y must have shape [P] = [{self.x.shape[0]}], got {tuple(self.y.shape)}")
+        self.batch_size = positive_int(batch_size, "batch_size")
+        self._paths = None
+        if self.view.multilinear_in_mask:
+            chunks = [path_outputs(self.view, self.x[start:start + self.batch_size])
+                      for start in range(0, self.x.shape[0], self.batch_size)]
+            self._paths = torch.cat(chunks) if chunks else torch.zeros(0, self.view.num_paths, dtype=torch.float64)
+            self._path_heads = torch.as_tensor(all_paths(self.view.heads))  # [n_paths, L]
+
+    def mask(self, mask=None) -> torch.Tensor:
+        """``mask`` as float64 ``[L, max(H)]`` (``None``: every head kept)."""
+        L, H = self.view.num_layers, max(self.view.heads)
+        return torch.ones(L, H, dtype=torch.float64) if mask is None else self.view._mask(mask, 1)[0].detach()
+
+    def __call__(self, mask=None) -> torch.Tensor:
+        at = self.mask(mask)
+        L, H = at.shape
+        if self._paths is not None:
+            gates = at[torch.arange(L), self._path_heads]  # [n_paths, L]: each path's gate in each layer
+            error = self._paths @ gates.prod(dim=1) - self.y  # f - y
+            gradient = torch.zeros(self.x.shape[0], L, H, dtype=torch.float64)
+            for l in range(L):
+                others = torch.cat([gates[:, :l], gates[:, l + 1:]], dim=1).prod(dim=1)  # [n_paths]
+                through = torch.nn.functional.one_hot(self._path_heads[:, l], H).to(torch.float64)  # [n_paths, H]
+                gradient[:, l] = (self._paths * others) @ through
+            return 2.0 * error[:, None, None] * gradient
+        rows = []
+        for start in range(0, self.x.shape[0], self.batch_size):
+            xb, yb = self.x[start:start + self.batch_size], self.y[start:start + self.batch_size]
+            gates = at.expand(xb.shape[0], L, H).clone().requires_grad_(True)
+            loss = ((self.view.outputs(xb, gates) - yb) ** 2).sum()  # sum of per-example losses: per-example gradients
+            rows.append(torch.autograd.grad(loss, gates)[0])
+        return torch.cat(rows) if rows else torch.zeros(0, L, H, dtype=torch.float64)
+
+    def importance(self, mask=None, *, normalize: bool = True) -> np.ndarray:
+        """:func:`gradient_head_importance` at ``mask``."""
+        at = self.mask(mask)
+        importance = (self(at).abs().sum(dim=0) / self.x.shape[0]).numpy()
+        importance = _beyond_heads_nan(importance, self.view.heads)
+        importance[at.numpy() == 0] = np.nan
+        if normalize:
+            norms = np.sqrt(np.nansum(importance**2, axis=1, keepdims=True))
+            importance = importance / np.where(norms > 0, norms, 1.0)
+        return importance
+
+
 def gradient_head_importance(model, x, y, *, normalize: bool = True, mask=None, batch_size: int = 512) -> np.ndarray:
     """Michel, Levy and Neubig (2019)'s head importance (eq-michel-importance).
 
@@ -164,28 +247,7 @@ def gradient_head_importance(model, x, y, *, normalize: bool = True, mask=None, 
     Returns:
         float64 ``[L, max(H)]`` (``nan`` beyond a layer's heads).
     """
-    view = head_model(model)
-    x = as_float64_tensor(x, "x")
-    y = as_float64_tensor(y, "y")
-    if y.shape != x.shape[:1]:
-        raise ValueError(f"y must have shape [P] = [{x.shape[0]}], got {tuple(y.shape)}")
-    positive_int(batch_size, "batch_size")
-    L, H = view.num_layers, max(view.heads)
-    at = torch.ones(L, H, dtype=torch.float64) if mask is None else view._mask(mask, 1)[0].detach()
-    total = torch.zeros(L, H, dtype=torch.float64)
-    for start in range(0, x.shape[0], batch_size):
-        xb, yb = x[start:start + batch_size], y[start:start + batch_size]
-        gates = at.expand(xb.shape[0], L, H).clone().requires_grad_(True)
-        loss = ((view.outputs(xb, gates) - yb) ** 2).sum()  # sum of per-example losses: per-example gradients
-        (gradient,) = torch.autograd.grad(loss, gates)
-        total += gradient.abs().sum(dim=0)
-    importance = (total / x.shape[0]).numpy()
-    importance = _beyond_heads_nan(importance, view.heads)
-    importance[at.numpy() == 0] = np.nan
-    if normalize:
-        norms = np.sqrt(np.nansum(importance**2, axis=1, keepdims=True))
-        importance = importance / np.where(norms > 0, norms, 1.0)
-    return importance
+    return GateGradients(model, x, y, batch_size=batch_size).importance(mask, normalize=normalize)
 
 
 def attention_entropy(model, x) -> np.ndarray:
@@ -226,5 +288,5 @@ def _beyond_heads_nan(values: np.ndarray, heads) -> np.ndarray:
     return values
 
 
-__all__ = ["HeadModel", "TheoryRanking", "attention_entropy", "gradient_head_importance", "pruning_order",
-           "theory_head_ranking", "value_norms"]
+__all__ = ["GateGradients", "HeadModel", "TheoryRanking", "attention_entropy", "gradient_head_importance",
+           "pruning_order", "theory_head_ranking", "value_norms"]

@@ -207,8 +207,9 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: Patc
     K = sum(view.heads) - view.num_layers
     x_theory, y_theory = train.x[:theory_examples], train.y[:theory_examples]
     x_held, y_held = train.x[theory_examples:], train.y[theory_examples:]
-    theory = theory_head_ranking(view, x_theory, y_theory, theory_width, temperatures, max_iterations=max_iterations)
     features, held = path_features(x_theory, view), path_features(x_held, view)
+    theory = theory_head_ranking(view, x_theory, y_theory, theory_width, temperatures, max_iterations=max_iterations,
+                                 features=features)
     theory_mean, _ = theory.solution.predict(path_features(test.x, view))
     action, action_certified = action_changes(features, y_theory, theory.solution, max_iterations=max_iterations)
     scores = {"theory": theory.scores, "theory_removal": removal_scores(theory.solution, held, y_held),
@@ -218,7 +219,9 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: Patc
     width_curves, width_converged = [], []
     for N in sensitivity_widths:
         try:
-            at_N = theory_head_ranking(view, x_theory, y_theory, N, theory.temperature, max_iterations=max_iterations)
+            # started from the chosen minimum at theory_width: the same minimum in fewer Newton steps
+            at_N = theory_head_ranking(view, x_theory, y_theory, N, theory.temperature, max_iterations=max_iterations,
+                                       features=features, initial=theory.solution.U_layers)
             width_curves.append(_theory_curves(view, at_N.solution, held, y_held, table, "test"))
             width_converged.append(True)
         except RuntimeError:  # no certified minimum at this width: marked, never used

@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 import torch
 
-from .._validation import as_float64_tensor
+from .._validation import as_float64_tensor, positive_int
 from ..head_scoring import head_scores
 from ..kernels import kernel_from_scaled, scaled_features
 from ..paths import all_paths
@@ -74,14 +74,19 @@ def removal_scores(solution: TheorySolution, features, y) -> np.ndarray:
         float64 ``[L, max(H)]``.
     """
     X = scaled_features(features, solution.variances[0])
-    labels = as_float64_tensor(y, "y")
+    labels = as_float64_tensor(y, "y", labels=True)
     if labels.shape != X.shape[:1]:
         raise ValueError(f"y must have shape [{X.shape[0]}], got {tuple(labels.shape)}")
     U = torch.as_tensor(solution.U)
     alpha = solution.dual_weights
+    # f(x) = K(x, X) alpha = sum_{pi pi'} U_{pi pi'} A[x, pi, pi'] with A[x, pi, pi'] = sum_i X[x, i, pi] v[i, pi'],
+    # v = sum_mu alpha_mu X^mu: every head's predictor from one [P', n, n] array, not a [P', P] kernel per head
+    train = solution.training_features
+    v = (alpha @ train.reshape(train.shape[0], -1)).reshape(train.shape[1:])  # [N0, n]
+    routed = (X.transpose(1, 2) @ v).reshape(X.shape[0], -1)  # [P', n n]
 
     def loss(keep):
-        f = kernel_from_scaled(X, U * keep[:, None] * keep[None, :], solution.training_features) @ alpha
+        f = routed @ (U * keep[:, None] * keep[None, :]).reshape(-1)
         return float(((f - labels) ** 2).mean())
 
     base = loss(torch.ones(U.shape[0], dtype=torch.float64))
@@ -123,12 +128,16 @@ def action_gate_gradients(solution: TheorySolution) -> np.ndarray:
     """
     U = torch.as_tensor(solution.U)
     X, chol, alpha = solution.training_features, solution.kernel_cholesky, solution.dual_weights
-    inverse = torch.cholesky_inverse(chol)
+    P, n0, n = X.shape
+    # dK = sum_i X_i M X_i^T is linear in M = dU: tr(G^{-1} dK) - alpha^T dK alpha = sum_{ab} M_ab Q_ab with
+    # Q = sum_i X_i^T G^{-1} X_i - w^T w, w = alpha^T X_i (rows i): one [n, n] matrix, not a [P, P] kernel per head
+    whitened = torch.linalg.solve_triangular(chol, X.reshape(P, n0 * n), upper=False).reshape(P * n0, n)
+    w = (alpha @ X.reshape(P, n0 * n)).reshape(n0, n)
+    Q = whitened.T @ whitened - w.T @ w
 
     def gradient(keep):
         through = 1.0 - keep
-        dK = kernel_from_scaled(X, through[:, None] * U + U * through[None, :], X)
-        return float((inverse * dK).sum() - alpha @ dK @ alpha)
+        return float((Q * (through[:, None] * U + U * through[None, :])).sum())
 
     return -_per_head(solution.heads, gradient)
 
@@ -146,6 +155,7 @@ def action_changes(features, y, solution: TheorySolution, *, max_iterations: int
         ``(scores [L, max(H)], certified [L, max(H)] bool)``: a head whose solve does not certify a minimum gets
         its uncertified value, marked ``False``.
     """
+    max_iterations = positive_int(max_iterations, "max_iterations")
     xi = as_float64_tensor(features, "features")
     heads = solution.heads
     through = head_paths(heads)
