@@ -150,6 +150,23 @@ def random_attention(generator, heads, input_width, readout="last_token"):
     return Attention(layers, readout)
 
 
+def multihead_stack(seed=0, B=120, T=5, D=6, H=2, L=2):
+    """A stack of ``L`` ``torch.nn.MultiheadAttention`` layers (``H`` heads, no biases) on random tokens: returns
+    the layers, the tokens ``[B, T, D]``, each layer's attention ``[B, H, T, T]`` (batch, head, query, key) and
+    the +-1 targets (the sign of one feature's mean). The layers' initial weights come from ``seed``; the
+    global generator is left as it was."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        layers = [torch.nn.MultiheadAttention(D, H, batch_first=True, bias=False) for _ in range(L)]
+        tokens = torch.randn(B, T, D)
+    attention, h = [], tokens
+    with torch.no_grad():
+        for layer in layers:
+            h, weights = layer(h, h, h, need_weights=True, average_attn_weights=False)
+            attention.append(weights)
+    return layers, tokens, attention, torch.sign(tokens[:, :, 0].mean(dim=1))
+
+
 def random_inputs(generator, num, input_width, num_tokens):
     return torch.randn(num, input_width, num_tokens, generator=generator, dtype=torch.float64)
 

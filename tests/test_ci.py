@@ -22,11 +22,17 @@ def readme_commands():
 
 
 def test_ci_runs_the_readmes_commands_in_the_readmes_order():
-    steps = re.findall(r'^step "[^"]+" "\$\(python3 \.ci/readme_commands\.py ([\w-]+)\)"$', CI_RUN.read_text(), re.M)
-    assert steps == ["book", "test", "second-dispatch"]
-    # nothing else runs the book or the tests: every other step is the browser packages' installation
-    others = [line for line in CI_RUN.read_text().splitlines()
-              if re.search(r"\b(pytest|attnpaths_book|pip install)\b", line) and not line.lstrip().startswith("#")]
+    text = CI_RUN.read_text()
+    assigned = dict(re.findall(r"^(\w+_COMMAND)='(.*)'$", text, re.M))
+    steps = re.findall(r'^step "[^"]+" "\$\{(\w+_COMMAND)\}"$', text, re.M)
+    assert steps == ["BOOK_COMMAND", "TEST_COMMAND", "SECOND_DISPATCH_COMMAND"]
+    module = readme_commands()
+    assert [assigned[name] for name in steps] == [module.command(n) for n in ("book", "test", "second-dispatch")]
+    # .ci/run itself stops when they differ, naming both
+    assert re.search(r'readme="\$\(python3 \.ci/readme_commands\.py "\$\{name\}"\)"', text)
+    # nothing else runs the book or the tests: every other line that would is a comment or an assignment above
+    others = [line for line in text.splitlines() if re.search(r"\b(pytest|attnpaths_book|pip install)\b", line)
+              and not line.lstrip().startswith("#") and not re.match(r"^\w+_COMMAND=", line)]
     assert others == [], others
 
 

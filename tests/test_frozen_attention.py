@@ -18,7 +18,7 @@ import attnpaths
 from attnpaths import HeadAttentionModel, path_features, solve, theory_from_attention, theory_of_model
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network
-from helpers import ROOT, assert_rounding_close
+from helpers import ROOT, assert_rounding_close, multihead_stack
 
 BOOK_MODULES = ("attnpaths_book", "yaml", "jupytext", "papermill", "nbformat", "nbclient", "myst_nb", "IPython",
                 "jupyter_book", "sphinx", "selenium", "pytest", "nbval")
@@ -62,20 +62,8 @@ def test_on_the_package_network_the_entry_point_is_the_theory_itself(hmc_problem
     assert theory.head_scores.shape == (2, 2) and np.nanmax(theory.head_scores) == 1.0
 
 
-def _multihead_stack(seed=0, B=120, T=5, D=6, H=2, L=2):
-    torch.manual_seed(seed)
-    layers = [torch.nn.MultiheadAttention(D, H, batch_first=True, bias=False) for _ in range(L)]
-    tokens = torch.randn(B, T, D)
-    attention, h = [], tokens
-    with torch.no_grad():
-        for layer in layers:
-            h, weights = layer(h, h, h, need_weights=True, average_attn_weights=False)
-            attention.append(weights)
-    return layers, tokens, attention, torch.sign(tokens[:, :, 0].mean(dim=1))
-
-
 def test_a_multihead_attention_stack_gets_a_certified_theory():
-    _, tokens, attention, targets = _multihead_stack()
+    _, tokens, attention, targets = multihead_stack()
     theory = theory_from_attention(attention, tokens, targets, width=30, temperature=0.1)
     assert theory.certificate["converged"] and theory.certificate["hessian_min_eigenvalue"] > 0
     assert theory.U.shape == (4, 4) and theory.head_labels == ["(1)1", "(1)2", "(2)1", "(2)2"]
@@ -86,7 +74,7 @@ def test_a_multihead_attention_stack_gets_a_certified_theory():
 
 
 def test_wrong_layouts_are_named():
-    _, tokens, attention, targets = _multihead_stack()
+    _, tokens, attention, targets = multihead_stack()
     with pytest.raises(ValueError, match=r"tokens must have shape \[B, T, D\]"):
         theory_from_attention(attention, tokens[0], targets, width=30, temperature=0.1)
     with pytest.raises(ValueError, match=r"attention\[1\] must have shape \[B, H, T, T\]"):
@@ -103,7 +91,7 @@ def test_wrong_layouts_are_named():
 
 
 def test_a_model_that_exposes_its_heads():
-    layers, tokens, attention, targets = _multihead_stack()
+    layers, tokens, attention, targets = multihead_stack()
 
     class Stack:
         def attention_weights(self, tokens):

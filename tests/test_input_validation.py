@@ -14,7 +14,7 @@ from attnpaths import PosteriorSampler, path_features, sample_order_parameters, 
 from attnpaths import _validation
 from attnpaths.frozen_attention import ROW_SUM_EPS, ROW_SUM_TOLERANCE, row_sum_tolerance
 
-from helpers import random_problem, sampler_problem
+from helpers import multihead_stack, random_problem, sampler_problem
 
 
 @pytest.fixture(scope="module")
@@ -29,22 +29,10 @@ def solution(problem):
     return solve(xi, y, heads=(2, 2), widths=10, temperature=0.1)
 
 
-def _attention_stack(seed=0, B=30, T=5, D=6, H=2, L=2):
-    """PyTorch's [B, H, T, T] attention of a two-layer multi-head stack, its tokens [B, T, D] and +-1 targets."""
-    torch.manual_seed(seed)
-    layers = [torch.nn.MultiheadAttention(D, H, batch_first=True, bias=False) for _ in range(L)]
-    tokens = torch.randn(B, T, D)
-    attention, h = [], tokens
-    with torch.no_grad():
-        for layer in layers:
-            h, weights = layer(h, h, h, need_weights=True, average_attn_weights=False)
-            attention.append(weights)
-    return attention, tokens, torch.sign(tokens[:, :, 0].mean(dim=1))
-
-
 @pytest.fixture(scope="module")
 def stack():
-    return _attention_stack()
+    _, tokens, attention, targets = multihead_stack(B=30)
+    return attention, tokens, targets
 
 
 # --------------------------------------------------------------------------------------------------------
