@@ -9,7 +9,7 @@ import pytest
 
 from attnpaths_book import runner
 from attnpaths_book.store import commit_unit
-from attnpaths_book.cache import EXECUTION_METADATA, PackageCode, chapter_key, imported_names, stored_key
+from attnpaths_book.cache import EXECUTION_METADATA, PackageCode, chapter_key, imported_names
 from attnpaths_book.chapters import book_chapters, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths.provenance import versions
@@ -203,14 +203,6 @@ def test_report_key_follows_the_executed_chapters_before_it(book):
     assert after_alpha["alpha"] == before["alpha"] and after_alpha["beta"] == before["beta"]
     store(book, "alpha", "key-2")
     assert keys(book)["report"] != after_alpha["report"]
-
-
-def test_stored_key_ignores_unreadable_notebooks(tmp_path):
-    assert stored_key(tmp_path / "missing.ipynb") is None
-    (tmp_path / "broken.ipynb").write_text("{not json")
-    assert stored_key(tmp_path / "broken.ipynb") is None
-    (tmp_path / "foreign.ipynb").write_text(json.dumps({"metadata": {}}))
-    assert stored_key(tmp_path / "foreign.ipynb") is None
 
 
 def test_a_name_of_the_face_leads_to_the_module_that_defines_it():

@@ -35,7 +35,6 @@ import threading
 from pathlib import Path
 
 from attnpaths.provenance import versions
-from attnpaths.json_files import read_json
 
 EXECUTION_METADATA = "attnpaths_execution"
 """Notebook metadata key of the execution record (cache key, profile, overrides, wall time, peak memory)."""
@@ -309,15 +308,3 @@ def chapter_key(source, parameters: dict, package: str, upstream: tuple = (), en
     if dispatch:  # absent when none is set, so that keys made before it was part of them stay valid
         record["cpu_dispatch"] = dispatch
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
-
-
-def stored_key(notebook_path) -> str | None:
-    """The key recorded in an executed notebook (``None`` if the notebook is missing or carries none)."""
-    path = Path(notebook_path)
-    if not path.is_file():
-        return None
-    try:
-        notebook = read_json(path, "executed notebook")
-        return notebook["metadata"][EXECUTION_METADATA]["cache_key"]
-    except (ValueError, KeyError, TypeError):  # unreadable or foreign: not a cached result
-        return None
