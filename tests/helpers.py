@@ -59,12 +59,12 @@ def family_z(num_entries: int, family_alpha: float = 0.01) -> float:
 # --------------------------------------------------------------------------------------------------------
 # rounding: one result computed along two different code paths
 
-ROUNDING_RTOL = 1e-12
+CODE_PATH_RTOL = 1e-12
 """Relative tolerance of a well-conditioned float64 result computed along two different code paths: ~4500 units
 in the last place, what a few thousand roundings of 1.1e-16 can add up to, and still a million times smaller than
 any real error (a factor, a transpose, a wrong sign or a missing term moves a result by a fraction of itself)."""
 
-FLOAT32_ROUNDING_RTOL = 1e-5
+FLOAT32_CODE_PATH_RTOL = 1e-5
 """The same for float32 (unit roundoff 6e-8): ~170 units in the last place, sums of some hundred terms."""
 
 
@@ -94,7 +94,7 @@ def assert_rounding_close(actual, expected, *, scale=None, rtol=None, what=""):
             well-conditioned result needs no more; an entry that is (nearly) zero, or a difference of nearly
             equal numbers, carries the rounding of its terms, not of itself: then the default scale (the array's
             largest entry) or an explicit one (the terms' size) gives it an absolute tolerance.
-        rtol: default :data:`ROUNDING_RTOL` for float64, :data:`FLOAT32_ROUNDING_RTOL` when either side is
+        rtol: default :data:`CODE_PATH_RTOL` for float64, :data:`FLOAT32_CODE_PATH_RTOL` when either side is
             float32 (or lower). Pass a larger one only for an ill-conditioned result (a Hessian through solves, a
             minimiser), and say why at the call.
         what: names the quantity in the error message.
@@ -106,7 +106,7 @@ def assert_rounding_close(actual, expected, *, scale=None, rtol=None, what=""):
         assert a.shape == e.shape, f"{what}: shape {a.shape} against {e.shape}"
     if rtol is None:
         single = any(np.issubdtype(v.dtype, np.floating) and np.finfo(v.dtype).eps > 1e-10 for v in (a, e))
-        rtol = FLOAT32_ROUNDING_RTOL if single else ROUNDING_RTOL
+        rtol = FLOAT32_CODE_PATH_RTOL if single else CODE_PATH_RTOL
     if scale is None:
         finite = np.abs(e[np.isfinite(e)]).astype(np.float64)
         scale = float(finite.max()) if finite.size else 0.0
