@@ -303,7 +303,7 @@ def test_a_run_whose_notebook_cannot_be_written_leaves_status_and_results_as_bef
 
 
 @pytest.mark.parametrize("printing, where", [
-    ('logging.getLogger("distributed.client").error("lost the scheduler")', "in its cells"),
+    ('logging.getLogger("distributed.client").error("lost the scheduler")', "its cells printed errors"),
     ('os.write(2, b"[IPKernelApp] ERROR | lost the scheduler\\n")', "kernel or worker printed errors"),
 ])
 def test_a_chapter_that_prints_an_error_has_failed(tmp_path, process_environment, printing, where):

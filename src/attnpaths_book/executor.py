@@ -121,11 +121,14 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
         if status != 0:
             raise ChapterFailed(chapter.name, _failure_message(layout, chapter, parameters, status, output_path,
                                                                error_path, results), parameters)
-        if printed_errors:
-            raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran its cells without error but "
-                                "its kernel or worker printed errors on standard error:\n"
-                                + "\n".join(f"    {line}" for line in printed_errors[:20])
-                                + _kept_note(layout, results), parameters)
+        notebook = nbformat.read(output_path, as_version=4)
+        printed_errors = {"its kernel or worker": printed_errors, "its cells": _cell_error_lines(notebook)}
+        for who, lines in printed_errors.items():
+            if lines:
+                raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran its cells without error "
+                                    f"but {who} printed errors on standard error:\n"
+                                    + "\n".join(f"    {line}" for line in lines[:20])
+                                    + _kept_note(layout, results), parameters)
         peak_rss_mib = read_json(usage_path, "worker's usage report")["peak_rss_kib"] / 1024.0
         staged = staging_dir / results.name
         if not staged.is_file():
@@ -142,17 +145,6 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
                               overrides=dict(overrides or {}), cache_key=cache_key,
                               wall_s=round(wall_s, 3), peak_rss_mib=round(peak_rss_mib, 1),
                               command=process_command())
-        notebook = nbformat.read(output_path, as_version=4)
-        printed_errors = [line for cell in notebook.cells if cell.cell_type == "code"
-                          for output in cell.get("outputs", [])
-                          if output.get("output_type") == "stream" and output.get("name") == "stderr"
-                          for line in ANSI_ESCAPE.sub("", output.get("text", "")).splitlines()
-                          if ERROR_LINE.search(line)]
-        if printed_errors:
-            raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran its cells without error but "
-                                "printed errors on standard error in its cells:\n"
-                                + "\n".join(f"    {line}" for line in printed_errors[:20])
-                                + _kept_note(layout, results), parameters)
         _show_injected_like_parameters(notebook)
         notebook.metadata[EXECUTION_METADATA] = execution.as_dict()
         notebook_text = nbformat.writes(notebook)
@@ -231,6 +223,13 @@ ERROR_LINE = re.compile(r"^\[\w+\] (ERROR|CRITICAL) \||^\S+ - (ERROR|CRITICAL) -
 """A line of the worker's or kernel's standard error that reports an error: the log format of Jupyter's
 applications (``[IPKernelApp] ERROR | ...``), Python's default logging format (``distributed.client - ERROR -
 ...``) and a traceback. A chapter whose run prints one has failed, even when every cell succeeded."""
+
+
+def _cell_error_lines(notebook) -> list[str]:
+    """The :data:`ERROR_LINE` lines that the notebook's code cells printed to their standard error stream."""
+    return [line for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+            if output.get("output_type") == "stream" and output.get("name") == "stderr"
+            for line in ANSI_ESCAPE.sub("", output.get("text", "")).splitlines() if ERROR_LINE.search(line)]
 
 
 def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float, list[str]]:
