@@ -6,7 +6,7 @@ import pytest
 
 from attnpaths.claims import Outcome
 from attnpaths.experiments.head_pruning import all_heads, pruning_sets, random_orders
-from attnpaths.pruning import pruning_order
+from attnpaths.head_scoring import pruning_order
 from attnpaths.pruning import claims as pr_claims
 from attnpaths.pruning.sweep import curve_auc
 

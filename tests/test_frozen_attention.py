@@ -5,6 +5,7 @@ example runs with the book's packages hidden."""
 from __future__ import annotations
 
 import ast
+import math
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,8 @@ import pytest
 import torch
 
 import attnpaths
-from attnpaths import HeadAttentionModel, path_features, solve, theory_from_attention, theory_of_model
+from attnpaths import (AUTO_TEMPERATURES, HeadMaskEvaluator, HeadModel, head_labels, path_features, rank_heads, solve,
+                       theory_from_attention)
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network
 from helpers import ROOT, assert_rounding_close, multihead_stack
@@ -90,23 +92,108 @@ def test_wrong_layouts_are_named():
         theory_from_attention(attention, tokens, targets, width=30, temperature=0.1, readout="cls")
 
 
-def test_a_model_that_exposes_its_heads():
-    layers, tokens, attention, targets = multihead_stack()
+class OwnModel(torch.nn.Module):
+    """An attention-only model written as a user would: its own softmax attention (not torch.nn.MultiheadAttention),
+    2 heads in layer 1 and 3 in layer 2, each head's values mapped back to the width, mean pooling, a readout."""
 
-    class Stack:
-        def attention_weights(self, tokens):
-            out, h = [], tokens
-            for layer in layers:
-                h, weights = layer(h, h, h, need_weights=True, average_attn_weights=False)
-                out.append(weights)
-            return out
+    def __init__(self, input_width=5, width=6, heads=(2, 3), seed=0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        draw = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64) / math.sqrt(shape[-1])
+        self.embed = torch.nn.Parameter(draw(width, input_width))
+        self.qk = torch.nn.ParameterList([torch.nn.Parameter(draw(2, H, 3, width)) for H in heads])
+        self.v = torch.nn.ParameterList([torch.nn.Parameter(draw(H, width, width)) for H in heads])
+        self.a = torch.nn.Parameter(draw(width))
 
-    assert isinstance(Stack(), HeadAttentionModel)
-    direct = theory_from_attention(attention, tokens, targets, width=30, temperature=0.1)
-    # determinism: theory_of_model runs the same layers on the same tokens, then theory_from_attention, again
-    np.testing.assert_array_equal(theory_of_model(Stack(), tokens, targets, width=30, temperature=0.1).U, direct.U)
+    def run(self, tokens, mask=None):
+        h, attention = tokens.double() @ self.embed.T, []  # [B, T, width]
+        for l, (qk, v) in enumerate(zip(self.qk, self.v)):
+            q, k = torch.einsum("hgd,btd->bhtg", qk[0], h), torch.einsum("hgd,btd->bhtg", qk[1], h)
+            w = torch.softmax(q @ k.transpose(-1, -2), dim=-1)  # [B, H, query, key]
+            attention.append(w)
+            heads_out = torch.einsum("bhqk,hed,bkd->bhqe", w, v, h)
+            gates = torch.ones(v.shape[0], dtype=torch.float64) if mask is None else torch.as_tensor(mask)[l, : v.shape[0]]
+            h = torch.einsum("h,bhqe->bqe", gates, heads_out)
+        return h.mean(dim=1) @ self.a, attention
+
+    def forward(self, tokens):
+        return self.run(tokens)[0]
+
+    def attention_weights(self, tokens):
+        return self.run(tokens)[1]
+
+    def masked_output(self, tokens, mask):
+        return self.run(tokens, mask)[0]
+
+
+@pytest.fixture(scope="module")
+def own_problem():
+    g = torch.Generator().manual_seed(3)
+    tokens = torch.randn(80, 4, 5, generator=g, dtype=torch.float64)
+    targets = torch.sign(tokens[:, :, 0].mean(dim=1) + 1e-9)
+    return OwnModel(), tokens, targets
+
+
+def test_a_model_of_ones_own_is_ranked_by_both_doors_with_one_result(own_problem):
+    model, tokens, targets = own_problem
+    assert isinstance(model, HeadModel)  # a structural protocol: the two methods are all it asks
+    ranked = rank_heads(model, tokens, targets, width=30, temperature=0.1)
+    with torch.no_grad():
+        direct = theory_from_attention(model.attention_weights(tokens), tokens, targets, width=30, temperature=0.1)
+    # determinism: rank_heads runs the same model on the same tokens, then theory_from_attention
+    np.testing.assert_array_equal(ranked.head_scores, direct.head_scores)
+    assert type(ranked) is type(direct) and ranked.heads == (2, 3) and ranked.certificate["converged"]
+    # the labels line up with the scores for layers of different sizes: "" where the score is nan
+    scores, labels = ranked.head_scores.ravel(), ranked.head_labels
+    assert labels == head_labels((2, 3)) == ["(1)1", "(1)2", "", "(2)1", "(2)2", "(2)3"]
+    assert [label == "" for label in labels] == list(np.isnan(scores))
+    ordered = [ranked.head_scores[lh] for lh in ranked.pruning_order]
+    assert len(ranked.pruning_order) == 5 and ordered == sorted(ordered)
     with pytest.raises(ValueError, match="attention_weights"):
-        theory_of_model(object(), tokens, targets, width=30, temperature=0.1)
+        rank_heads(object(), tokens, targets, width=30, temperature=0.1)
+
+
+def test_zero_one_labels_are_refused_with_the_rule_that_maps_them(own_problem):
+    model, tokens, targets = own_problem
+    with pytest.raises(ValueError, match=r"only 0 and 1.*2 \* targets - 1"):
+        rank_heads(model, tokens, (targets + 1) / 2, width=30, temperature=0.1)
+    with pytest.raises(ValueError, match=r"only 0 and 1"):
+        theory_from_attention(model.attention_weights(tokens), tokens, (targets + 1) / 2, width=30, temperature=0.1)
+    # real-valued targets are the theory's regression targets, and stay allowed
+    assert rank_heads(model, tokens, targets * 0.5 + 0.25, width=30, temperature=0.1).heads == (2, 3)
+
+
+def test_auto_temperature_keeps_the_smallest_certified_action_of_the_grid(own_problem):
+    model, tokens, targets = own_problem
+    auto = rank_heads(model, tokens, targets, width=30)  # temperature="auto" by default
+    scan = auto.scan
+    np.testing.assert_array_equal(scan["temperatures"], AUTO_TEMPERATURES)
+    certified = np.flatnonzero(scan["converged"])
+    best = certified[np.argmin(scan["action"][certified])]
+    assert auto.temperature == AUTO_TEMPERATURES[best] and auto.solution is auto.solutions[best]
+    assert scan["head_scores"].shape == (len(AUTO_TEMPERATURES), 2, 3)
+    # the GP limit is solved at the chosen temperature
+    gp = solve(auto.features, targets, heads=(2, 3), widths=math.inf, temperature=auto.temperature)
+    np.testing.assert_array_equal(auto.gp.U, gp.U)  # determinism: the same solve
+    with pytest.raises(ValueError, match="'auto'"):
+        rank_heads(model, tokens, targets, width=30, temperature="best")
+
+
+def test_the_head_mask_evaluator_prunes_a_model_of_ones_own_through_masked_output(own_problem):
+    model, tokens, targets = own_problem
+    evaluator = HeadMaskEvaluator(model, tokens, targets)
+    assert evaluator.heads == (2, 3)
+    with torch.no_grad():
+        full = model(tokens)
+        pruned = model.masked_output(tokens, torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 1.0]], dtype=torch.float64))
+    # exact on any CPU: the evaluator calls masked_output with this very mask, then counts signs
+    assert evaluator() == float(np.mean(np.sign(full.numpy()) == targets.numpy()))
+    assert evaluator([(1, 1)]) == float(np.mean(np.sign(pruned.numpy()) == targets.numpy()))
+    assert not np.array_equal(evaluator.outputs([(1, 1)]), full.numpy())
+    with pytest.raises(ValueError, match=r"labels must be \+-1"):
+        HeadMaskEvaluator(model, tokens, (targets + 1) / 2)
+    with pytest.raises(ValueError, match="masked_output"):
+        HeadMaskEvaluator(type("AttentionOnly", (), {"attention_weights": model.attention_weights})(), tokens, targets)
 
 
 def test_the_face_exports_what_it_lists_and_loads_lazily():

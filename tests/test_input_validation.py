@@ -60,7 +60,6 @@ def test_predict_does_not_depend_on_a_valid_batch_size(solution):
 
 @pytest.mark.parametrize("batch_size", BAD_BATCH_SIZES)
 def test_every_public_batch_size_is_checked(batch_size):
-    from attnpaths.oneshot.pruning import path_outputs
     from attnpaths.oneshot.training import predict as model_predict
     from attnpaths.pruning.practical import gate_fisher
 
@@ -70,7 +69,6 @@ def test_every_public_batch_size_is_checked(batch_size):
         "AttentionNetwork.features": lambda: network.features(x, batch_size=batch_size),
         # the check comes first: no model is needed to see it
         "oneshot.training.predict": lambda: model_predict(None, x, batch_size=batch_size),
-        "oneshot.pruning.path_outputs": lambda: path_outputs(None, x, batch_size=batch_size),
         "pruning.practical.gate_fisher": lambda: gate_fisher(None, x, y, batch_size=batch_size),
     }
     for name, call in calls.items():
@@ -177,7 +175,7 @@ def test_max_iterations_must_be_a_positive_integer(problem, stack, max_iteration
 
 
 def test_the_functions_that_pass_max_iterations_on_check_it_first(solution, problem):
-    from attnpaths.pruning.rankings import theory_head_ranking
+    from attnpaths import rank_heads
     from attnpaths.pruning.theory_scores import action_changes
     from attnpaths.theory.claims import certificate_verdict
 
@@ -185,7 +183,7 @@ def test_the_functions_that_pass_max_iterations_on_check_it_first(solution, prob
     with pytest.raises(ValueError, match=r"max_iterations must be an integer >= 1, got -1"):
         action_changes(xi, y, solution, max_iterations=-1)
     with pytest.raises(ValueError, match=r"max_iterations must be an integer >= 1, got 0"):
-        theory_head_ranking(None, xi, y, 10, 0.1, max_iterations=0)  # checked before the model is read
+        rank_heads(None, xi.transpose(1, 2), y, width=10, temperature=0.1, max_iterations=0)  # before the model
     with pytest.raises(ValueError, match=r"gradient_tolerance must be a finite real number > 0, got nan"):
         certificate_verdict([10.0], [1e-12], [1.0], gradient_tolerance=math.nan)
 

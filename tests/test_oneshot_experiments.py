@@ -2,6 +2,7 @@
 grid and its warm starts, pruning orders and sets, the statistics behind the verdicts, and the verdicts
 themselves (each must say "does not hold" on data that contradict its claim, and never raise)."""
 
+import copy
 import dataclasses
 import itertools
 import math
@@ -17,6 +18,7 @@ from attnpaths.experiments.path_data import PathData
 from attnpaths.experiments.sampling import sample_posterior
 from attnpaths.experiments.finite_width import sample_agreement
 from attnpaths.experiments import head_pruning
+from attnpaths.head_scoring import pruning_order
 from attnpaths.oneshot import episodes
 from attnpaths.oneshot import pruning as oneshot_pruning
 from attnpaths.oneshot import temperature_grid
@@ -229,35 +231,40 @@ def test_random_orders_are_reproducible_permutations():
         head_pruning.random_orders((4, 4), 0, np.random.default_rng(0))
 
 
-def test_score_order_is_ascending_with_layer_major_ties():
+def test_pruning_order_is_ascending_with_layer_major_ties():
     scores = np.array([[0.5, 0.2, 1.0], [0.2, 0.9, np.nan]])
-    assert head_pruning.score_order(scores) == [(0, 1), (1, 0), (0, 0), (1, 1), (0, 2)]
+    assert pruning_order(scores) == [(0, 1), (1, 0), (0, 0), (1, 1), (0, 2)]
+    assert pruning_order(scores, prune_first="highest") == [(0, 2), (1, 1), (0, 0), (0, 1), (1, 0)]
+    with pytest.raises(ValueError, match="prune_first"):
+        pruning_order(scores, prune_first="random")
 
 
-def test_path_outputs_reproduce_the_model_with_any_heads_pruned():
+def _episodes_and_model():
     model = SumHeadTransformer(16, 8, 4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    classes = blob_classes(6, 1)
     encoder = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
-    seqs = episodes.class_sorted_sequences(classes, 60, encoder, np.random.default_rng(2))
-    g = oneshot_pruning.path_outputs(model, seqs.x, batch_size=7)
-    assert g.shape == (60, 9)
+    seqs = episodes.class_sorted_sequences(blob_classes(6, 1), 60, encoder, np.random.default_rng(2))
+    return model, seqs
+
+
+def test_pruning_evaluator_reproduces_the_models_own_pruning_with_any_heads_pruned():
+    model, seqs = _episodes_and_model()
+    evaluator = oneshot_pruning.pruning_evaluator(model, seqs)
     for pruned in ([], [(1, 2)], [(0, 0), (0, 2), (1, 1)]):
-        expected = model(seqs.x, drop_heads=pruned).detach()
-        torch.testing.assert_close(g @ torch.as_tensor(oneshot_pruning.head_factors((3, 3), pruned)), expected,
-                                   rtol=1e-10, atol=1e-12)
+        expected = model(seqs.x, drop_heads=pruned).detach().numpy()
+        # two float64 routes to the same outputs (the model's folded forward pass, the evaluator's layer by layer)
+        np.testing.assert_allclose(evaluator.outputs(pruned), expected, rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="at least one head"):
-        oneshot_pruning.head_factors((3, 3), [(0, 0), (0, 1), (0, 2)])
+        evaluator.outputs([(0, 0), (0, 1), (0, 2)])
+    with pytest.raises(ValueError, match="SumHeadTransformer"):
+        oneshot_pruning.pruning_evaluator(torch.nn.Linear(2, 2), seqs)
 
 
 def test_pruning_evaluator_measures_the_model_with_heads_dropped():
-    model = SumHeadTransformer(16, 8, 4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    classes = blob_classes(6, 1)
-    encoder = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
-    seqs = episodes.class_sorted_sequences(classes, 60, encoder, np.random.default_rng(2))
-    evaluator = oneshot_pruning.PruningEvaluator(model, seqs)
+    model, seqs = _episodes_and_model()
+    evaluator = oneshot_pruning.pruning_evaluator(model, seqs)
     single = oneshot_pruning.single_head_drops(evaluator)
-    # exact on any CPU: accuracies are counts over 60 episodes; the evaluator's path sums and the model's forward
-    # pass are two routes to the outputs, but none lies within rounding of zero
+    # exact on any CPU: accuracies are counts over 60 episodes; the evaluator and the model's forward pass are two
+    # routes to the outputs, but none lies within rounding of zero
     assert single["base"] == model_accuracy(model, seqs)
     assert single["accuracy"][1, 2] == model_accuracy(model, seqs, drop_heads=[(1, 2)])
     # exact on any CPU: the drops are this one correctly rounded subtraction
@@ -272,14 +279,12 @@ def test_pruning_evaluator_measures_the_model_with_heads_dropped():
 
 @pytest.fixture(scope="module")
 def pruning_setup():
-    model = SumHeadTransformer(16, 8, 4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    encoder = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
-    seqs = episodes.class_sorted_sequences(blob_classes(6, 1), 60, encoder, np.random.default_rng(2))
-    return model, oneshot_pruning.PruningEvaluator(model, seqs)
+    model, seqs = _episodes_and_model()
+    return model, seqs, oneshot_pruning.pruning_evaluator(model, seqs)
 
 
 def test_prune_heads_gathers_the_single_drops_and_the_pruning_curves(pruning_setup):
-    _, evaluator = pruning_setup
+    _, _, evaluator = pruning_setup
     scores = np.array([[0.5, 0.1, 0.9], [1.0, 0.3, 0.2]])
     result = oneshot_pruning.prune_heads(evaluator, scores, 4, np.random.default_rng(5))
     single = oneshot_pruning.single_head_drops(evaluator)
@@ -306,15 +311,17 @@ def test_prune_heads_gathers_the_single_drops_and_the_pruning_curves(pruning_set
         oneshot_pruning.prune_heads(evaluator, scores[:, :2], 4, np.random.default_rng(5))
 
 
-def test_path_decomposition_errors_are_rounding_and_catch_a_wrong_decomposition(pruning_setup):
-    model, evaluator = pruning_setup
+def test_forward_pass_errors_are_rounding_and_catch_a_wrong_evaluation(pruning_setup):
+    model, seqs, evaluator = pruning_setup
     sets = [[], [(0, 0)], [(1, 2), (0, 1)]]
-    checks = oneshot_pruning.path_decomposition_errors(evaluator, sets)
+    checks = oneshot_pruning.forward_pass_errors(model, seqs, evaluator, sets)
     assert [c["pruned"] for c in checks] == [[], [(0, 0)], [(1, 2), (0, 1)]]
     assert all(c["output"] < 1e-10 * c["scale"] and c["accuracy"] == 0 for c in checks)
-    wrong = oneshot_pruning.PruningEvaluator(model, evaluator.sequences)
-    wrong.paths = 2 * wrong.paths  # every path's output doubled
-    assert oneshot_pruning.path_decomposition_errors(wrong, [[]])[0]["output"] == pytest.approx(checks[0]["scale"])
+    doubled = copy.deepcopy(model)
+    with torch.no_grad():
+        doubled.readout.mul_(2.0)  # every output doubled
+    wrong = oneshot_pruning.pruning_evaluator(doubled, seqs)
+    assert oneshot_pruning.forward_pass_errors(model, seqs, wrong, [[]])[0]["output"] == pytest.approx(checks[0]["scale"])
 
 
 # ------------------------------------------------------------------------------------------------ statistics

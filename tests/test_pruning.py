@@ -7,17 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths.head_scoring import head_scores
-from attnpaths.experiments.head_pruning import all_heads
+from attnpaths import rank_heads
+from attnpaths.attention_stack import MultiheadAttentionStack
+from attnpaths.head_models import MultiheadStackModel, SumHeadModel, attention_error, head_model, pruning_mask
+from attnpaths.head_scoring import head_scores, pruning_order
+from attnpaths.experiments.head_pruning import HeadMaskEvaluator, all_heads, pruning_curve
 from attnpaths.transformer import SumHeadTransformer
 from attnpaths.paths import all_paths, path_features
-from attnpaths.pruning import (MultiheadAttentionStack, attention_entropy, gradient_head_importance, head_model,
-                               pruning_mask, pruning_order, theory_head_ranking, value_norms)
-from attnpaths.pruning.adapters import MultiheadStackModel, SumHeadModel
+from attnpaths.pruning import attention_entropy, gradient_head_importance, value_norms
 from attnpaths.pruning.digits import digit_patches, train_test_split
-from attnpaths.experiments.head_pruning import pruning_curve
-from attnpaths.pruning.sweep import (RANKINGS, HeadMaskEvaluator, curve_auc, mean_interval, pruning_sweep,
-                                     run_seed)
+from attnpaths.pruning.sweep import RANKINGS, curve_auc, mean_interval, pruning_sweep, run_seed
 from attnpaths.pruning.training import ModelTraining, train_model
 from attnpaths.theory import solve
 from helpers import assert_rounding_close
@@ -181,36 +180,38 @@ def labelled(batch=40, seed=2):
 def test_theory_ranking_is_the_head_score_of_the_minimiser_on_the_frozen_attention(make):
     model = make()
     x, y = labelled()
-    ranking = theory_head_ranking(model, x, y, 20, 0.5)
+    ranking = rank_heads(model, x.transpose(1, 2), y, width=20, temperature=0.5)
     view = head_model(model)
     solution = solve(path_features(x, view), y, heads=view.heads, widths=20, temperature=0.5)
     # determinism: the ranking computes these features, this solve and these head scores, the same way
     np.testing.assert_array_equal(ranking.U, solution.U)
-    np.testing.assert_array_equal(ranking.scores, head_scores(solution.U, view.heads))
+    np.testing.assert_array_equal(ranking.head_scores, head_scores(solution.U, view.heads))
     # exact on any CPU: scores divided by the largest (x / x = 1); the temperature is the one given
-    assert np.nanmax(ranking.scores) == 1.0 and ranking.temperature == 0.5
-    assert sorted(ranking.order) == all_heads(view.heads)
-    ordered = [ranking.scores[lh] for lh in ranking.order]
+    assert np.nanmax(ranking.head_scores) == 1.0 and ranking.temperature == 0.5
+    assert sorted(ranking.pruning_order) == all_heads(view.heads)
+    ordered = [ranking.head_scores[lh] for lh in ranking.pruning_order]
     assert ordered == sorted(ordered)
 
 
 def test_theory_ranking_keeps_the_temperature_with_the_smallest_certified_action():
     model = stack()
     x, y = labelled()
-    ranking = theory_head_ranking(model, x, y, 20, [0.1, 0.5, 2.0])
+    tokens = x.transpose(1, 2)
+    ranking = rank_heads(model, tokens, y, width=20, temperature=[0.1, 0.5, 2.0])
     scan = ranking.scan
     assert scan["converged"].all()
     best = int(np.argmin(scan["action"]))
     assert ranking.temperature == scan["temperatures"][best]
-    single = theory_head_ranking(model, x, y, 20, float(scan["temperatures"][best]))
+    single = rank_heads(model, tokens, y, width=20, temperature=float(scan["temperatures"][best]))
     # the scan starts each temperature from the minimum of the one before, the single solve from the GP values:
     # the same minimum, reached along another path of Newton steps (rounding apart)
-    np.testing.assert_allclose(single.scores, ranking.scores, rtol=1e-10)
-    np.testing.assert_array_equal(scan["scores"][best], ranking.scores)  # exact on any CPU: the scan's row, selected
+    np.testing.assert_allclose(single.head_scores, ranking.head_scores, rtol=1e-10)
+    # exact on any CPU: the scan's row, selected
+    np.testing.assert_array_equal(scan["head_scores"][best], ranking.head_scores)
     with pytest.raises(ValueError, match="temperature"):
-        theory_head_ranking(model, x, y, 20, [0.5, 0.1])
+        rank_heads(model, tokens, y, width=20, temperature=[0.5, 0.1])
     with pytest.raises(ValueError, match="temperature"):
-        theory_head_ranking(model, x, y, 20, "0.5")
+        rank_heads(model, tokens, y, width=20, temperature="0.5")
 
 
 @pytest.mark.parametrize("make", [stack, sum_heads])
@@ -302,7 +303,7 @@ def test_training_is_reproducible_and_learns(small_split, architecture):
         assert torch.equal(p, q)  # determinism: the same training from the same seed, twice
     assert history["loss"][-10:].mean() < history["loss"][:10].mean()
     # 0 vs the other digits: far better than always answering "not 0" (90 %)
-    assert HeadMaskEvaluator(a, test.x, test.y)() > 0.97
+    assert HeadMaskEvaluator(a, test.x.transpose(1, 2), test.y)() > 0.97
     with pytest.raises(ValueError, match="architecture"):
         ModelTraining(architecture="lstm")
     with pytest.raises(ValueError, match="seed"):
@@ -315,7 +316,7 @@ def test_training_is_reproducible_and_learns(small_split, architecture):
 def test_evaluator_curves_and_areas():
     view = head_model(stack())
     x, y = labelled(30)
-    evaluator = HeadMaskEvaluator(view, x, y)
+    evaluator = HeadMaskEvaluator(view, x.transpose(1, 2), y)
     for pruned in ([], [(1, 2)], [(0, 0), (1, 1), (1, 3)]):
         with torch.no_grad():
             direct = view.outputs(x, pruning_mask(view.heads, pruned)).numpy()
@@ -332,7 +333,7 @@ def test_evaluator_curves_and_areas():
         curve_auc([0.7])
     # three layers: every layer's input is kept per set of heads pruned before it
     deep = head_model(stack(layers=3))
-    evaluator = HeadMaskEvaluator(deep, x, y)
+    evaluator = HeadMaskEvaluator(deep, x.transpose(1, 2), y)
     for pruned in ([(0, 1), (2, 0)], [(1, 3), (0, 1)], [(0, 2), (1, 0), (1, 1), (2, 3)]):
         with torch.no_grad():
             direct = deep.outputs(x, pruning_mask(deep.heads, pruned)).numpy()
@@ -378,8 +379,6 @@ def test_sweep_is_one_task_per_seed_and_reproducible(small_split):
 
 @pytest.mark.parametrize("make", [stack, sum_heads])
 def test_attention_error_measures_the_views_agreement_with_the_model(make):
-    from attnpaths.pruning.adapters import attention_error
-
     model = make().float()
     x = inputs()
     assert attention_error(model, x) < 1e-12  # the view copies the float32 weights exactly into float64

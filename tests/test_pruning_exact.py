@@ -16,9 +16,11 @@ from attnpaths.experiments.head_subsets import (allowed_subsets, best_curve, gre
                                                 random_order_curve, random_order_weights, shapley_values,
                                                 subset_curve, subset_index, subset_masks)
 from attnpaths.paths import all_paths, path_features
-from attnpaths.pruning import MultiheadAttentionStack, head_model, pruning_mask, pruning_order
+from attnpaths.attention_stack import MultiheadAttentionStack
+from attnpaths.head_models import head_model, pruning_mask
+from attnpaths.head_scoring import pruning_order
 from attnpaths.pruning import claims as pr_claims
-from attnpaths.pruning.adapters import gated_stack, subset_outputs
+from attnpaths.pruning.masked_outputs import gated_stack, subset_outputs
 from attnpaths.pruning.exact import TableEvaluator, subset_table
 from attnpaths.pruning.practical import fisher_pruning_sets, gate_fisher, iterative_gradient_order
 from attnpaths.pruning.rankings import gradient_head_importance

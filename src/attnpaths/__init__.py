@@ -8,17 +8,20 @@ The public API is importable from the package itself (``from attnpaths import so
   :func:`path_features` (eq-path-features), :func:`path_kernels`, :func:`renormalized_kernel` (eq-kernel),
   :func:`gp_kernel` (eq-gp), :func:`head_scores` (eq-head-score);
 * your own model: :func:`theory_from_attention` takes the per-layer attention of any attention-only model
-  (``[B, H, T, T]``, as ``torch.nn.MultiheadAttention`` returns it) with its tokens ``[B, T, D]`` and returns
-  an :class:`AttentionTheory`; :func:`theory_of_model` takes a model with the :class:`HeadAttentionModel`
-  protocol; :func:`rank_heads` ranks the heads of a trained model by the theory's head score;
+  (``[B, H, T, T]``, as ``torch.nn.MultiheadAttention`` returns it) with its tokens ``[B, T, D]``;
+  :func:`rank_heads` takes the model itself, any object with ``attention_weights(tokens)`` (the
+  :class:`HeadModel` protocol); both return an :class:`AttentionTheory` (``head_scores``, ``head_labels``,
+  ``pruning_order``, the predictors); :class:`HeadMaskEvaluator` measures a model's accuracy with heads pruned
+  (``masked_output(tokens, mask)``);
 * networks and sampling: :class:`Attention`, :class:`AttentionLayer` (fixed attention from the raw input),
   :class:`AttentionNetwork` (the Bayesian network), :class:`PosteriorSampler` (its weight posterior),
   :func:`exact_action` and :func:`sample_order_parameters` (the exact finite-width density of ``U``),
-  :class:`SumHeadTransformer` (the architecture trained by gradient descent);
+  :class:`SumHeadTransformer` and :class:`MultiheadAttentionStack` (architectures trained by gradient descent;
+  both implement :class:`HeadModel`);
 * claims: :class:`Verdict` and :class:`Outcome`, the statistical tests that the book's claims are.
 
 Layout mirrors the theory: ``attention`` -> ``paths`` -> ``kernels`` -> ``action`` -> ``theory`` (solver,
-predictor) -> ``head_scoring``; ``network`` -> ``sampler``; the task-agnostic experiment layer in
+predictor) -> ``head_scoring``; a trained model's heads in ``head_models``, its theory in ``frozen_attention``; ``network`` -> ``sampler``; the task-agnostic experiment layer in
 ``experiments``; the subjects above it: the tasks ``hmc`` (with the depth study in ``hmc.depth``) and
 ``oneshot``, ``pruning``, the second paper in ``exchangeability`` and related results in ``related``.
 Exports are loaded on first use, so ``import attnpaths`` stays light.
@@ -36,19 +39,19 @@ _EXPORTS = {
     "path_features": "attnpaths.paths", "all_paths": "attnpaths.paths",
     "path_kernels": "attnpaths.kernels", "renormalized_kernel": "attnpaths.kernels", "gp_kernel": "attnpaths.kernels",
     "head_scores": "attnpaths.head_scoring", "head_labels": "attnpaths.head_scoring",
+    "pruning_order": "attnpaths.head_scoring",
     "Attention": "attnpaths.attention", "AttentionLayer": "attnpaths.attention",
     "AttentionNetwork": "attnpaths.network",
     "PosteriorSampler": "attnpaths.sampler", "PosteriorSamples": "attnpaths.sampler",
     "exact_action": "attnpaths.order_parameter_posterior",
     "sample_order_parameters": "attnpaths.order_parameter_posterior",
-    "SumHeadTransformer": "attnpaths.transformer",
+    "SumHeadTransformer": "attnpaths.transformer", "MultiheadAttentionStack": "attnpaths.attention_stack",
     "Verdict": "attnpaths.claims", "Outcome": "attnpaths.claims",
-    "theory_from_attention": "attnpaths.frozen_attention", "theory_of_model": "attnpaths.frozen_attention",
-    "AttentionTheory": "attnpaths.frozen_attention", "HeadAttentionModel": "attnpaths.frozen_attention",
-    "rank_heads": "attnpaths.pruning.rankings:theory_head_ranking",
-    "HeadRanking": "attnpaths.pruning.rankings:TheoryRanking",
+    "theory_from_attention": "attnpaths.frozen_attention", "rank_heads": "attnpaths.frozen_attention",
+    "AttentionTheory": "attnpaths.frozen_attention", "AUTO_TEMPERATURES": "attnpaths.frozen_attention",
+    "HeadModel": "attnpaths.head_models", "HeadMaskEvaluator": "attnpaths.experiments.head_pruning",
 }
-"""Public name -> ``"module"`` (same name there) or ``"module:attribute"``."""
+"""Public name -> the module that defines it under the same name."""
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
@@ -56,8 +59,7 @@ __all__ = ["__version__", *sorted(_EXPORTS)]
 def __getattr__(name: str):
     if name not in _EXPORTS:
         raise AttributeError(f"module 'attnpaths' has no attribute {name!r}")
-    module, _, attribute = _EXPORTS[name].partition(":")
-    value = getattr(importlib.import_module(module), attribute or name)
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value
 
@@ -69,14 +71,15 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # the exports' types for static checkers (py.typed); never executed
     from .attention import Attention, AttentionLayer
     from .claims import Outcome, Verdict
-    from .frozen_attention import AttentionTheory, HeadAttentionModel, theory_from_attention, theory_of_model
-    from .head_scoring import head_labels, head_scores
+    from .attention_stack import MultiheadAttentionStack
+    from .experiments.head_pruning import HeadMaskEvaluator
+    from .frozen_attention import AUTO_TEMPERATURES, AttentionTheory, rank_heads, theory_from_attention
+    from .head_models import HeadModel
+    from .head_scoring import head_labels, head_scores, pruning_order
     from .kernels import gp_kernel, path_kernels, renormalized_kernel
     from .network import AttentionNetwork
     from .order_parameter_posterior import exact_action, sample_order_parameters
     from .paths import all_paths, path_features
-    from .pruning.rankings import TheoryRanking as HeadRanking
-    from .pruning.rankings import theory_head_ranking as rank_heads
     from .sampler import PosteriorSampler, PosteriorSamples
     from .theory import CertificateWarning, TheorySolution, solve
     from .transformer import SumHeadTransformer

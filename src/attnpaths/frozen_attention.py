@@ -8,9 +8,22 @@ held fixed, a network that is linear in its value weights: its output is a sum o
 minimum of the action (eq-action) gives the finite-width predictor (eq-predictor), ``U = I`` the GP limit
 (eq-gp), and ``U`` scores every head (eq-head-score).
 
-:func:`theory_from_attention` takes what any attention model can return, the attention matrices of each layer
-in PyTorch's layout, and the token inputs; :func:`theory_of_model` does the same for a model that exposes them
-(the :class:`HeadAttentionModel` protocol).
+In words: the action is, up to constants, ``-2 log`` of the Bayesian evidence of the data for the network whose
+value weights are learned and whose attention is fixed, as a function of ``U``, the overlaps of the value weights
+along each pair of paths; the predictor is kernel regression with the path kernel weighted by ``U``, and a head's
+score is the total ``|U|`` of the path pairs through it. The book (``book/theory.md``, sections "The action" and
+"Head scores") derives them.
+
+Two doors, one result (:class:`AttentionTheory`):
+
+* :func:`theory_from_attention` takes what any attention model can return, the attention matrices of each layer
+  in PyTorch's layout, and the token inputs;
+* :func:`rank_heads` takes the model itself, any object with a method ``attention_weights(tokens)``
+  (:class:`attnpaths.head_models.HeadModel`), and calls :func:`theory_from_attention` with what it returns.
+
+Both take the same keyword-only settings: ``width`` (the theory's ``N``), ``temperature`` (a value, an increasing
+grid, or ``"auto"``: the grid :data:`AUTO_TEMPERATURES`, keeping the temperature with the smallest action at a
+certified minimum), ``readout``, ``variances`` and ``max_iterations``.
 
 Layout conventions (PyTorch's, not the theory's internal ones):
 
@@ -33,15 +46,16 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Union
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-from ._validation import as_float64_tensor, float_eps, positive_int, positive_real
+from ._validation import as_float64_tensor, float_eps, increasing_reals, positive_int, positive_real
 from .attention import READOUTS, token_readout
-from .head_scoring import head_labels, head_scores
+from .head_models import HeadModel
+from .head_scoring import head_labels, head_scores, pruning_order
 from .paths import features_along_paths
 from .theory import CertificateWarning, TheorySolution, solve
 
@@ -65,27 +79,29 @@ def row_sum_tolerance(weights) -> float:
     return ROW_SUM_TOLERANCE if eps is None else max(ROW_SUM_TOLERANCE, ROW_SUM_EPS * eps)
 
 
-@runtime_checkable
-class HeadAttentionModel(Protocol):
-    """A model that exposes the attention of its heads (for :func:`theory_of_model`)."""
-
-    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
-        """Per-layer attention weights for ``tokens`` ``[B, T, D]``: a list of ``L`` tensors ``[B, H_l, T, T]``
-        indexed ``[batch, head, query, key]``, rows summing to one over the keys."""
-        ...
+AUTO_TEMPERATURES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+"""The temperatures that ``temperature="auto"`` tries (those of the pruning chapter). The action at the certified
+minimum, ``S(U*)``, is the saddle-point estimate of ``-2 log p(y | x, T)`` up to terms that do not depend on ``T``,
+save the fluctuation term (the log-determinant of the action's Hessian): the rule "smallest action" uses the
+training data only and is a heuristic, whose sensitivity :attr:`AttentionTheory.scan` shows."""
 
 
 @dataclass(frozen=True, eq=False)
 class AttentionTheory:
-    """The theory of a model with frozen attention (sec-own-model).
+    """The theory of a model with frozen attention (sec-own-model): what :func:`theory_from_attention` and
+    :func:`rank_heads` return.
 
     Attributes:
         heads: ``(H_1, ..., H_L)``.
         readout: how the last layer is read out (``"last_token"``, ``"first_token"`` or ``"average_pooling"``).
-        solution: the minimiser of the action at the given width and temperature
+        solution: the minimiser of the action at the given width and the chosen temperature
             (:class:`attnpaths.theory.TheorySolution`: ``U``, the action, its certificate, the predictor).
         gp: the GP limit at the same temperature (``U = I``, eq-gp).
         features: ``[P, D, n_paths]`` the training data's path features (eq-path-features).
+        temperature: the temperature of ``solution`` (the one given, or the one chosen from a grid).
+        scan: every temperature tried, ``{"temperatures": [n_T], "action": [n_T], "converged": [n_T],
+            "head_scores": [n_T, L, max(H)]}`` (one entry when one temperature was given).
+        solutions: the theory at every temperature of ``scan``, certified or not.
     """
 
     heads: tuple[int, ...]
@@ -93,6 +109,9 @@ class AttentionTheory:
     solution: TheorySolution
     gp: TheorySolution
     features: torch.Tensor
+    temperature: float
+    scan: dict
+    solutions: tuple
 
     @property
     def U(self) -> np.ndarray:
@@ -107,8 +126,15 @@ class AttentionTheory:
 
     @property
     def head_labels(self) -> list[str]:
-        """Labels ``"(l)h"`` (1-based) of the heads, in the row-major order of :attr:`head_scores`."""
+        """Labels ``"(l)h"`` (1-based) that line up with ``head_scores.ravel()`` (``""`` beyond a layer's heads,
+        :func:`attnpaths.head_scoring.head_labels`)."""
         return head_labels(self.heads)
+
+    @property
+    def pruning_order(self) -> list[tuple[int, int]]:
+        """Every head ``(layer, head)``, 0-based, in ascending head score: the order in which the theory prunes
+        them (:func:`attnpaths.head_scoring.pruning_order`)."""
+        return pruning_order(self.head_scores)
 
     @property
     def certificate(self) -> dict:
@@ -167,15 +193,47 @@ def _checked(attention: Sequence[ArrayLike], tokens: ArrayLike, readout: str) ->
     return matrices, x.transpose(1, 2)
 
 
+def checked_targets(targets: ArrayLike, batch: int) -> torch.Tensor:
+    """``targets`` as float64 ``[B]``: real numbers (e.g. ``+-1`` labels), one per example. Targets that take only
+    the values 0 and 1 are refused: the theory regresses on the targets, so 0/1 class labels would change its
+    answer (the head scores too) against ``+-1`` labels of the same classes; map them with ``2 * y - 1``."""
+    y = as_float64_tensor(targets, "targets", labels=True)
+    if y.shape != (batch,):
+        raise ValueError(f"targets must have shape [B] = [{batch}] (one per sequence of tokens), got {tuple(y.shape)}")
+    values = torch.unique(y)
+    if values.numel() == 2 and bool((values == torch.tensor([0.0, 1.0], dtype=torch.float64)).all()):
+        raise ValueError("targets hold only 0 and 1: the theory's targets are real numbers, +-1 for two classes; "
+                         "pass 2 * targets - 1")
+    return y
+
+
+def _temperature_grid(temperature) -> list[float]:
+    """``temperature`` as the list of temperatures to try: one, an increasing grid, or :data:`AUTO_TEMPERATURES`."""
+    if isinstance(temperature, str):
+        if temperature != "auto":
+            raise ValueError(f"temperature must be a number > 0, an increasing sequence of them or 'auto', "
+                             f"got {temperature!r}")
+        return list(AUTO_TEMPERATURES)
+    if np.ndim(temperature) == 0:
+        return [positive_real(temperature, "temperature")]
+    return [float(T) for T in increasing_reals(temperature, "temperature")]
+
+
 def theory_from_attention(attention: Sequence[ArrayLike], tokens: ArrayLike, targets: ArrayLike, *,
-                          width: Union[float, Sequence[float]], temperature: float,
+                          width: Union[float, Sequence[float]], temperature: Union[float, Sequence[float], str],
                           readout: str = "average_pooling", variances: Union[float, Sequence[float]] = 1.0,
-                          max_iterations: int = 200) -> AttentionTheory:
+                          max_iterations: int = 200, initial=None) -> AttentionTheory:
     """The theory of an attention-only model whose per-layer attention is frozen at ``attention`` (sec-own-model).
 
-    Builds the path features of the training data (eq-path-features) from the given attention, minimises the
-    action (eq-action) at ``width`` and ``temperature`` (:func:`attnpaths.theory.solve`), and solves the GP
-    limit (eq-gp) at the same temperature.
+    Builds the path features of the training data (eq-path-features: each example's tokens routed along every
+    attention path, one head per layer) from the given attention, minimises the action (eq-action: the
+    Bayesian evidence, as a function of the order parameter ``U``) at ``width`` and ``temperature``
+    (:func:`attnpaths.theory.solve`), and solves the GP limit (eq-gp: ``U = I``) at the same temperature.
+
+    Given several temperatures (a grid, or ``"auto"``), the theory is solved at each, from the GP values (or
+    ``initial``) at the first and then from the certified minimum of the temperature before, and the temperature
+    with the smallest action at its certified minimum is kept (:data:`AUTO_TEMPERATURES` says why and what the
+    rule neglects); :attr:`AttentionTheory.scan` holds every temperature's action and head scores.
 
     Args:
         attention: ``L`` tensors ``[B, H_l, T, T]`` (batch, head, query, key), rows summing to one over the keys:
@@ -183,40 +241,89 @@ def theory_from_attention(attention: Sequence[ArrayLike], tokens: ArrayLike, tar
             in any real floating dtype (converted to float64 first; float16 and bfloat16 rows are checked to
             their precision, :func:`row_sum_tolerance`).
         tokens: ``[B, T, D]`` the token inputs of the first layer (batch first, PyTorch's layout).
-        targets: ``[B]`` real targets (e.g. ``+-1`` labels as floats; booleans are refused).
-        width: ``N`` of every layer (``>= 1``), or ``(N_1, ..., N_L, N_a)``.
-        temperature: ``T > 0``, the likelihood variance (eq-action).
+        targets: ``[B]`` real targets: ``+-1`` labels for two classes (0/1 labels are refused,
+            :func:`checked_targets`; booleans too).
+        width: the theory's width ``N`` (``>= 1``): the number of units of each head's value map in every layer of
+            the theory's network, or ``(N_1, ..., N_L, N_a)`` per layer and readout. The theory departs from its GP
+            limit by terms of order ``P / N`` (``P`` training examples); for a trained model, its embedding
+            width ``D`` is the natural value, and the finite-width effects are strongest where ``N`` is
+            comparable with ``P``.
+        temperature: ``T > 0``, the likelihood variance (eq-action); a strictly increasing sequence of them; or
+            ``"auto"`` (:data:`AUTO_TEMPERATURES`).
         readout: ``"average_pooling"`` (mean over tokens), ``"last_token"`` or ``"first_token"``.
         variances: prior variances, a number or ``(s0, s1, ..., sL, sa)``.
         max_iterations: Newton iteration cap of the solver (an integer >= 1).
+        initial: the starting point ``[U_1, ..., U_L]`` of the first temperature's solve (e.g. the minimum of
+            another width: fewer Newton steps to the same minimum); default: the GP values.
 
     Returns:
-        :class:`AttentionTheory`. An uncertified minimum (see :attr:`AttentionTheory.certificate`) warns with
-        :class:`attnpaths.theory.CertificateWarning`.
+        :class:`AttentionTheory`. With one temperature, an uncertified minimum (see
+        :attr:`AttentionTheory.certificate`) warns with :class:`attnpaths.theory.CertificateWarning`; with several,
+        uncertified ones are never chosen, and ``RuntimeError`` is raised when none is certified.
     """
     max_iterations = positive_int(max_iterations, "max_iterations")
     matrices, x = _checked(attention, tokens, readout)
-    y = as_float64_tensor(targets, "targets", labels=True)
-    if y.shape != (x.shape[0],):
-        raise ValueError(f"targets must have shape [B] = [{x.shape[0]}] (one per sequence of tokens), "
-                         f"got {tuple(y.shape)}")
-    temperature = positive_real(temperature, "temperature")
+    y = checked_targets(targets, x.shape[0])
+    temperatures = _temperature_grid(temperature)
     heads = tuple(int(m.shape[1]) for m in matrices)
     features = features_along_paths(x, matrices)
-    solution = solve(features, y, heads=heads, widths=width, temperature=temperature, variances=variances,
-                     max_iterations=max_iterations, on_failure="warn")
+    solutions, start = [], initial
+    for T in temperatures:
+        with warnings.catch_warnings():
+            if len(temperatures) > 1:  # an uncertified point is marked in the scan, never chosen
+                warnings.simplefilter("ignore", CertificateWarning)
+            solutions.append(solve(features, y, heads=heads, widths=width, temperature=T, variances=variances,
+                                   initial=start, max_iterations=max_iterations, on_failure="warn"))
+        if solutions[-1].converged:
+            start = solutions[-1].U_layers
+    if len(solutions) == 1:
+        best = 0
+    else:
+        certified = [i for i, s in enumerate(solutions) if s.converged]
+        if not certified:
+            raise RuntimeError(f"the action's minimiser is not certified at any temperature of {temperatures} "
+                               f"(width {width!r})")
+        best = min(certified, key=lambda i: solutions[i].action)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CertificateWarning)  # the GP limit has no minimisation to certify
-        gp = solve(features, y, heads=heads, widths=math.inf, temperature=temperature, variances=variances)
-    return AttentionTheory(heads=heads, readout=readout, solution=solution, gp=gp, features=features)
+        gp = solve(features, y, heads=heads, widths=math.inf, temperature=temperatures[best], variances=variances)
+    scan = {"temperatures": np.array(temperatures), "action": np.array([s.action for s in solutions]),
+            "converged": np.array([bool(s.converged) for s in solutions]),
+            "head_scores": np.stack([head_scores(s.U, heads) for s in solutions])}
+    return AttentionTheory(heads=heads, readout=readout, solution=solutions[best], gp=gp, features=features,
+                           temperature=temperatures[best], scan=scan, solutions=tuple(solutions))
 
 
-def theory_of_model(model: HeadAttentionModel, tokens: ArrayLike, targets: ArrayLike, **settings: Any) -> AttentionTheory:
-    """:func:`theory_from_attention` with the attention that ``model`` computes for ``tokens``
-    (:meth:`HeadAttentionModel.attention_weights`); ``settings`` are its keyword arguments."""
-    if not isinstance(model, HeadAttentionModel):
-        raise ValueError(f"model must have a method attention_weights(tokens) (HeadAttentionModel), "
-                         f"got {type(model).__name__}")
+def rank_heads(model: HeadModel, tokens: ArrayLike, targets: ArrayLike, *,
+               width: Union[float, Sequence[float]], temperature: Union[float, Sequence[float], str] = "auto",
+               readout: str = "average_pooling", variances: Union[float, Sequence[float]] = 1.0,
+               max_iterations: int = 200, initial=None) -> AttentionTheory:
+    """Rank the heads of a trained attention-only model by the theory's head score (eq-head-score).
+
+    The model's attention is frozen as it computes it for ``tokens`` (``model.attention_weights(tokens)``, the
+    :class:`attnpaths.head_models.HeadModel` protocol: any object with that method, e.g. your own
+    ``torch.nn.Module``), and :func:`theory_from_attention` does the rest: head ``(l, h)``'s score is the total
+    ``|U_{pi pi'}|`` over the path pairs that pass through it, normalised to a largest score of 1, and
+    :attr:`AttentionTheory.pruning_order` prunes the lowest first.
+
+    Args:
+        model: any object with a method ``attention_weights(tokens)`` returning ``L`` tensors ``[B, H_l, T, T]``
+            (batch, head, query, key), e.g. :class:`~attnpaths.transformer.SumHeadTransformer`,
+            :class:`~attnpaths.attention_stack.MultiheadAttentionStack`, or a model of your own.
+        tokens: ``[B, T, D]`` the training inputs; targets: ``[B]`` their targets (``+-1`` labels).
+        width, temperature, readout, variances, max_iterations, initial: as for :func:`theory_from_attention`
+            (``temperature`` defaults to ``"auto"``).
+
+    Returns:
+        :class:`AttentionTheory`: ``head_scores`` ``[L, max(H)]``, ``head_labels``, ``pruning_order``,
+        ``temperature``, ``scan``, and the theory's predictors.
+    """
+    max_iterations = positive_int(max_iterations, "max_iterations")  # before the model runs
+    attention_weights = getattr(model, "attention_weights", None)
+    if not callable(attention_weights):
+        raise ValueError(f"model must have a method attention_weights(tokens) returning its per-layer attention "
+                         f"[B, H, T, T] (attnpaths.head_models.HeadModel), got {type(model).__name__}")
     with torch.no_grad():
-        attention = model.attention_weights(tokens)
-    return theory_from_attention(attention, tokens, targets, **settings)
+        attention = attention_weights(tokens)
+    return theory_from_attention(attention, tokens, targets, width=width, temperature=temperature, readout=readout,
+                                 variances=variances, max_iterations=max_iterations, initial=initial)

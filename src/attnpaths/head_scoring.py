@@ -48,8 +48,29 @@ def head_scores(U: ArrayLike, heads: int | Sequence[int], *, normalized: bool = 
 
 
 def head_labels(heads: int | Sequence[int]) -> list[str]:
-    """Labels ``"(l)h"`` (1-based) in the layer-major order of :func:`head_scores` (sec-oneshot-pruning)."""
-    return [f"({layer + 1}){head + 1}" for layer, n in enumerate(heads_tuple(heads)) for head in range(n)]
+    """Labels ``"(l)h"`` (layer and head, 1-based) that line up with ``head_scores(U, heads).ravel()``: entry
+    ``l * max(H) + h`` labels head ``h`` of layer ``l + 1``, and is ``""`` where that layer has fewer heads (where
+    the score is ``nan``). With the same number of heads in every layer, every entry is a head."""
+    heads = heads_tuple(heads)
+    return [f"({layer + 1}){head + 1}" if head < n else "" for layer, n in enumerate(heads) for head in range(max(heads))]
+
+
+def pruning_order(scores: ArrayLike, *, prune_first: str = "lowest") -> list[tuple[int, int]]:
+    """Heads ``(layer, head)`` (0-based) in the order in which they are pruned: ascending ``scores`` when
+    ``prune_first="lowest"`` (the head score, sec-head-scores), descending when ``"highest"``; ties in layer-major
+    order; non-finite entries (layers with fewer heads) left out.
+
+    Args:
+        scores: ``[L, max(H)]``, e.g. :func:`head_scores`.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim != 2:
+        raise ValueError(f"scores must have shape [L, H], got {scores.shape}")
+    if prune_first not in ("lowest", "highest"):
+        raise ValueError(f"prune_first must be 'lowest' or 'highest', got {prune_first!r}")
+    signed = scores if prune_first == "lowest" else -scores
+    heads = [(l, h) for l in range(scores.shape[0]) for h in range(scores.shape[1]) if np.isfinite(scores[l, h])]
+    return sorted(heads, key=lambda lh: (signed[lh], lh))
 
 
 def prune_order_parameter(U, heads, pruned) -> np.ndarray:

@@ -173,6 +173,22 @@ class SumHeadTransformer(nn.Module):
         z = h @ readout.T  # [B, s, F]
         return (omega.mean(dim=2) * z.transpose(1, 2)).sum(dim=(1, 2))
 
+    # the HeadModel protocol (attnpaths.head_models), on a float64 copy of the weights
+    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        """Every layer's attention for ``tokens`` ``[B, T, N0]`` (PyTorch's layout, ``x.transpose(1, 2)``):
+        ``L`` float64 tensors ``[B, H, T, T]`` indexed ``[batch, head, query, key]``
+        (:meth:`attnpaths.head_models.FrozenHeadModel.attention_weights`)."""
+        from .head_models import head_model  # the frozen copy's module imports this one
+
+        return head_model(self).attention_weights(tokens)
+
+    def masked_output(self, tokens: torch.Tensor, mask=None) -> torch.Tensor:
+        """The output ``[B]`` (float64) for ``tokens`` ``[B, T, N0]`` with head ``(l, h)``'s output multiplied by
+        ``mask[l, h]`` (:meth:`attnpaths.head_models.FrozenHeadModel.masked_output`)."""
+        from .head_models import head_model
+
+        return head_model(self).masked_output(tokens, mask)
+
     def attention(self) -> Attention:
         """The trained query/key maps as the theory's fixed attention (sec-model-network, qk form with
         ``1/sqrt(G)``, ``readout="average_pooling"``), as float64 copies."""

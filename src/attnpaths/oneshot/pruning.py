@@ -1,9 +1,10 @@
 """Pruning the trained one-shot model by the theory's head scores (Figs. 3e and 3f; sec-oneshot-pruning).
 
-* :class:`PruningEvaluator`, :func:`single_head_drops`: the gradient-descent model's accuracy with heads
-  pruned, and the drop when one head is pruned;
+* :func:`pruning_evaluator`, :func:`single_head_drops`: the gradient-descent model's accuracy with heads pruned
+  (:class:`attnpaths.experiments.head_pruning.HeadMaskEvaluator`, with the model's own rescaling of a pruned
+  layer), and the drop when one head is pruned;
 * :func:`prune_heads` (a :class:`PruningResult`): all of Figs. 3e and 3f, along the theory's order and random
-  orders (:mod:`attnpaths.experiments.head_pruning`); :func:`path_decomposition_errors` its check;
+  orders (:mod:`attnpaths.experiments.head_pruning`); :func:`forward_pass_errors` its check;
 * :func:`head_relabelings`, :func:`pattern_similarity`: the comparison of two head-score patterns up to a
   relabelling of the heads within their layers.
 """
@@ -15,14 +16,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from .._validation import as_float64_array, positive_int
-from ..head_scoring import head_labels
+from ..experiments.head_pruning import HeadMaskEvaluator, all_heads, pruning_curve, pruning_sets, random_orders
+from ..head_scoring import head_labels, pruning_order
 from ..paths import all_paths
 from ..transformer import SumHeadTransformer
 from .sequences import Sequences
 from .training import accuracy as model_accuracy
 from .training import predict
-
-from ..experiments.head_pruning import all_heads, pruning_curve, pruning_sets, random_orders, score_order
 
 #: The authors' GD model, its test accuracy and single-head pruning drops (points, heads in ascending score order)
 #: as typed into their PLOT_head_scores_vs_performance_drop.py (sec-oneshot-pruning, Fig. 3e); quoted for comparison only.
@@ -30,93 +30,16 @@ AUTHORS_BASE_ACCURACY = 0.838
 AUTHORS_SINGLE_HEAD_DROPS = (2.0, 0.8, 4.3, 8.4, 7.8, 7.3, 9.5, 8.9)
 
 
-@torch.no_grad()
-def path_outputs(model: SumHeadTransformer, x: torch.Tensor, *, batch_size: int = 256) -> torch.Tensor:
-    """The GD model's output split into its attention paths, without the head-sum factors ``F^{-1/2}``.
-
-    The model is linear in its value weights, so ``f(x) = sum_pi (prod_l c_l[h_l]) g_pi(x)`` with
-    ``g_pi(x) = mean_t [V^(L,h_L) Omega^(L,h_L) ... V^(1,h_1) Omega^(1,h_1) V0 x]_t . a`` and ``c_l[h]`` the
-    factor of head ``h`` in layer ``l``: ``F^{-1/2}`` unpruned, and after pruning 0 for a dropped head and
-    ``(F - n_dropped)^{-1/2}`` for a kept one (sec-oneshot-pruning). Computed in float64.
-
-    Args:
-        x: ``[B, N0, T]`` episodes.
-
-    Returns:
-        float64 ``[B, F^L]``, paths in flat order (``h_1`` slowest).
-    """
-    batch_size = positive_int(batch_size, "batch_size")
-    chunks = []
-    V0 = model.input_layer.detach().double()
-    values = model.values.detach().double()
-    readout = model.readout.detach().double()
-    for start in range(0, x.shape[0], batch_size):
-        xb = x[start : start + batch_size].double()
-        omega = model.attention_matrices(xb).double()  # [B, L, F, T_key, T_query]
-        stream = torch.einsum("bit,ni->btn", xb, V0)[:, None]  # [B, paths so far, T, N]
-        for layer in range(model.num_layers):
-            # new[b, (p, h), t] = V^(l,h) sum_s Omega^(l,h)_{s t} stream[b, p, s]
-            mixed = torch.einsum("bhst,bpsn->bphtn", omega[:, layer], stream)
-            stream = torch.einsum("bphtn,hmn->bphtm", mixed, values[layer]).flatten(1, 2)
-        chunks.append(stream.mean(dim=2) @ readout)
-    return torch.cat(chunks) if chunks else torch.zeros(0, model.num_heads**model.num_layers, dtype=torch.float64)
+def pruning_evaluator(model: SumHeadTransformer, sequences: Sequences) -> HeadMaskEvaluator:
+    """The accuracy of the gradient-descent model on the episodes ``sequences`` with a set of heads pruned as the
+    authors' pruning script prunes them: the pruned heads' outputs set to 0 and the layer's head sum rescaled by
+    ``(H - n_pruned)^{-1/2}`` (``rescale=True``), without retraining; computed in float64 (sec-oneshot-pruning)."""
+    if not isinstance(model, SumHeadTransformer):
+        raise ValueError(f"model must be a SumHeadTransformer, got {type(model).__name__}")
+    return HeadMaskEvaluator(model, sequences.x.transpose(1, 2), sequences.y, rescale=True)
 
 
-def head_factors(heads, pruned=()) -> np.ndarray:
-    """Per-path factor ``prod_l c_l[h_l]`` of :func:`path_outputs` with the heads ``pruned`` dropped.
-
-    Returns:
-        float64 ``[prod_l H_l]`` in flat path order.
-    """
-    heads = tuple(int(h) for h in heads)
-    keep = [np.ones(H) for H in heads]
-    for pair in pruned:
-        l, h = (int(v) for v in pair)
-        if not (0 <= l < len(heads) and 0 <= h < heads[l]):
-            raise ValueError(f"pruned must hold 0-based (layer, head) pairs within heads={heads}, got {pair!r}")
-        keep[l][h] = 0.0
-    if any(k.sum() == 0 for k in keep):
-        raise ValueError(f"pruned must leave at least one head in every layer, got {list(pruned)!r}")
-    factors = [k / np.sqrt(k.sum()) for k in keep]
-    out = factors[0]
-    for f in factors[1:]:
-        out = np.multiply.outer(out, f).ravel()
-    return out
-
-
-class PruningEvaluator:
-    """Accuracy of the gradient-descent model on fixed episodes with a set of heads pruned (memoised).
-
-    The episodes' path outputs (:func:`path_outputs`) are computed once; the output with any set of heads
-    pruned is then their combination with :func:`head_factors`, so a pruning curve costs no forward pass.
-
-    Args:
-        model: the trained :class:`~attnpaths.transformer.SumHeadTransformer`.
-        sequences: the episodes on which every accuracy is measured.
-    """
-
-    def __init__(self, model: SumHeadTransformer, sequences: Sequences):
-        if not isinstance(model, SumHeadTransformer):
-            raise ValueError(f"model must be a SumHeadTransformer, got {type(model).__name__}")
-        self.model = model
-        self.sequences = sequences
-        self.heads = (model.num_heads,) * model.num_layers
-        self.paths = path_outputs(model, sequences.x).numpy()
-        self.labels = sequences.y.numpy().astype(np.float64)
-        self._cache: dict[frozenset, float] = {}
-
-    def outputs(self, pruned=()) -> np.ndarray:
-        """Model outputs ``[B]`` with the heads ``pruned`` dropped."""
-        return self.paths @ head_factors(self.heads, pruned)
-
-    def __call__(self, pruned=()) -> float:
-        key = frozenset((int(l), int(h)) for l, h in pruned)
-        if key not in self._cache:
-            self._cache[key] = float(np.mean(np.sign(self.outputs(sorted(key))) == self.labels))
-        return self._cache[key]
-
-
-def single_head_drops(evaluator: PruningEvaluator) -> dict:
+def single_head_drops(evaluator: HeadMaskEvaluator) -> dict:
     """Accuracy with each single head pruned, and the drop from the unpruned model (Fig. 3e, sec-oneshot-pruning).
 
     Returns:
@@ -130,9 +53,11 @@ def single_head_drops(evaluator: PruningEvaluator) -> dict:
     return {"base": base, "accuracy": acc, "drop": base - acc}
 
 
-def path_decomposition_errors(evaluator: PruningEvaluator, pruned_sets) -> list[dict]:
-    """How far the path decomposition of :class:`PruningEvaluator` (float64) lies from the model's own forward
-    pass (float32, :func:`attnpaths.oneshot.training.predict`), for every set of pruned heads in ``pruned_sets``.
+def forward_pass_errors(model: SumHeadTransformer, sequences: Sequences, evaluator: HeadMaskEvaluator,
+                        pruned_sets) -> list[dict]:
+    """How far the evaluator's float64 outputs (:func:`pruning_evaluator`) lie from the model's own forward pass
+    (float32, :func:`attnpaths.oneshot.training.predict`) on the same episodes, for every set of pruned heads in
+    ``pruned_sets``.
 
     Returns:
         one ``{"pruned", "output", "scale", "accuracy"}`` per set: the largest output difference, the largest
@@ -141,11 +66,10 @@ def path_decomposition_errors(evaluator: PruningEvaluator, pruned_sets) -> list[
     out = []
     for pruned in pruned_sets:
         pruned = [tuple(int(v) for v in pair) for pair in pruned]
-        direct = predict(evaluator.model, evaluator.sequences.x, drop_heads=pruned).double().numpy()
+        direct = predict(model, sequences.x, drop_heads=pruned).double().numpy()
         out.append({"pruned": pruned, "output": float(np.abs(evaluator.outputs(pruned) - direct).max()),
                     "scale": float(np.abs(direct).max()),
-                    "accuracy": abs(evaluator(pruned) - model_accuracy(evaluator.model, evaluator.sequences,
-                                                                       drop_heads=pruned))})
+                    "accuracy": abs(evaluator(pruned) - model_accuracy(model, sequences, drop_heads=pruned))})
     return out
 
 
@@ -154,7 +78,8 @@ class PruningResult:
     """Pruning the gradient-descent model without retraining (Figs. 3e and 3f, sec-oneshot-pruning).
 
     Attributes:
-        heads: ``(H_1, ..., H_L)``; labels: head labels ``"(l)h"`` in layer-major order.
+        heads: ``(H_1, ..., H_L)``; labels: head labels ``"(l)h"`` in layer-major order
+            (:func:`attnpaths.head_scoring.head_labels`).
         num_episodes: episodes on which every accuracy is measured.
         scores: ``[L, H]`` the theory's head scores (sec-head-scores).
         base_accuracy: the unpruned model's accuracy.
@@ -178,7 +103,7 @@ class PruningResult:
     _label_of: dict = field(init=False, repr=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "_label_of", dict(zip(all_heads(self.heads), self.labels)))
+        object.__setattr__(self, "_label_of", dict(zip(all_heads(self.heads), [l for l in self.labels if l])))
 
     def label(self, head) -> str:
         """The label of ``head``, a 0-based ``(layer, head)`` pair."""
@@ -210,9 +135,10 @@ class PruningResult:
         }
 
 
-def prune_heads(evaluator: PruningEvaluator, scores, num_random_orders: int, rng: np.random.Generator) -> PruningResult:
+def prune_heads(evaluator: HeadMaskEvaluator, scores, num_random_orders: int, rng: np.random.Generator) -> PruningResult:
     """Figs. 3e and 3f: the accuracy drop of every head pruned alone (:func:`single_head_drops`), the pruning
-    curve along ascending head score (:func:`~attnpaths.experiments.head_pruning.score_order`, :func:`~attnpaths.experiments.head_pruning.pruning_curve`) and those of
+    curve along ascending head score (:func:`attnpaths.head_scoring.pruning_order`,
+    :func:`~attnpaths.experiments.head_pruning.pruning_curve`) and those of
     ``num_random_orders`` random orders drawn from ``rng`` (:func:`~attnpaths.experiments.head_pruning.random_orders`).
 
     Args:
@@ -223,10 +149,10 @@ def prune_heads(evaluator: PruningEvaluator, scores, num_random_orders: int, rng
     if scores.shape != (len(heads), max(heads)):
         raise ValueError(f"scores must have shape {(len(heads), max(heads))} (layers, heads), got {scores.shape}")
     single = single_head_drops(evaluator)
-    order = score_order(scores)
+    order = pruning_order(scores)
     orders = random_orders(heads, num_random_orders, rng)
     return PruningResult(
-        heads=tuple(heads), labels=head_labels(heads), num_episodes=len(evaluator.sequences), scores=scores,
+        heads=tuple(heads), labels=head_labels(heads), num_episodes=evaluator.num_examples, scores=scores,
         base_accuracy=single["base"], single_head_accuracy=single["accuracy"], single_head_drop=single["drop"],
         score_order=order, score_curve=pruning_curve(evaluator, order), random_orders=orders,
         random_curves=np.array([pruning_curve(evaluator, o) for o in orders]),

@@ -2,13 +2,11 @@
 
 Modules, one job each:
 
-* :mod:`.models`      a plain stack of ``torch.nn.MultiheadAttention`` layers (sec-pruning-models);
-* :mod:`.adapters`    frozen float64 views of a trained model (that stack, or the package's
-  :class:`~attnpaths.transformer.SumHeadTransformer`): its attention matrices exactly as it computes them,
-  its head-masked output, its heads' value maps;
-* :mod:`.rankings`    head rankings: the paper's head score of the frozen-attention network
-  (:func:`theory_head_ranking`, eq-head-score), the gradient importance of Michel, Levy and Neubig (2019),
-  attention entropy and value-weight norm (sec-pruning-rankings);
+* :mod:`.rankings`    the practitioners' head rankings: the gradient importance of Michel, Levy and Neubig (2019),
+  attention entropy and value-weight norm (sec-pruning-rankings); the paper's head score is
+  :func:`attnpaths.rank_heads`, and the models are the core's (:mod:`attnpaths.attention_stack`,
+  :mod:`attnpaths.head_models`);
+* :mod:`.masked_outputs` many head masks of a model evaluated at once (every subset, every path);
 * :mod:`.theory_scores` theory scores that measure what pruning removes: the removal score, the change of the
   minimal action and its gate gradient, the leave-one-out change, the paper's score of the trained path weights
   (sec-pruning-theory-scores);
@@ -22,10 +20,6 @@ Modules, one job each:
 * :mod:`.plots`       the chapter's figures.
 """
 
-from .adapters import HeadModel, head_model, pruning_mask
-from .models import MultiheadAttentionStack
-from .rankings import (TheoryRanking, attention_entropy, gradient_head_importance, pruning_order,
-                       theory_head_ranking, value_norms)
+from .rankings import attention_entropy, gradient_head_importance, value_norms
 
-__all__ = ["HeadModel", "MultiheadAttentionStack", "TheoryRanking", "attention_entropy", "gradient_head_importance",
-           "head_model", "pruning_mask", "pruning_order", "theory_head_ranking", "value_norms"]
+__all__ = ["attention_entropy", "gradient_head_importance", "value_norms"]

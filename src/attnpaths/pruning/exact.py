@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..experiments.head_subsets import subset_index
-from .adapters import head_model, subset_outputs
+from ..head_models import head_model
+from .masked_outputs import subset_outputs
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,10 +34,10 @@ class SubsetTable:
 
 
 def subset_table(model, splits: dict) -> SubsetTable:
-    """Evaluate every set of pruned heads of ``model`` on every split (:func:`~.adapters.subset_outputs`).
+    """Evaluate every set of pruned heads of ``model`` on every split (:func:`~.masked_outputs.subset_outputs`).
 
     Args:
-        model: a trained model or its :class:`~.adapters.HeadModel`.
+        model: a trained model or its :class:`~attnpaths.head_models.FrozenHeadModel`.
         splits: ``{name: (x [B, N0, T], y [B])}``.
     """
     view = head_model(model)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._validation import as_float64_tensor, positive_int
 from ..experiments.head_pruning import all_heads
-from .adapters import head_model, pruning_mask
+from ..head_models import head_model, pruning_mask
 from .rankings import GateGradients
 
 
@@ -25,7 +25,7 @@ def iterative_gradient_order(model, x, y, *, normalize: bool = True) -> list[tup
     layer's last head is never pruned and comes last.
 
     Args:
-        model: a trained model or its :class:`~.adapters.HeadModel`; x: ``[P, N0, T]``; y: ``[P]``.
+        model: a trained model or its :class:`~attnpaths.head_models.FrozenHeadModel`; x: ``[P, N0, T]``; y: ``[P]``.
 
     Returns:
         every head ``(layer, head)`` in pruning order.

@@ -1,7 +1,5 @@
 """Pruning trained models along each ranking, over training seeds (sec-pruning-curves).
 
-* :class:`HeadMaskEvaluator`: a trained model's test accuracy with a set of heads pruned (their outputs set
-  to 0, no retraining), memoised;
 * :func:`curve_auc`: the area under a pruning curve (eq-pruning-auc); the curves themselves come from
   :func:`attnpaths.experiments.head_pruning.pruning_curve` (the last head of a layer is never pruned);
 * :func:`run_seed`: one training seed: train, rank the heads by every method, prune along every ranking and
@@ -14,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,17 +21,18 @@ from scipy import stats
 
 from .._validation import increasing_reals, int_at_least, positive_int, probability, torch_device
 from ..engine import map_tasks, task_seed
-from ..experiments.head_pruning import pruning_sets
-from ..head_scoring import head_scores
+from ..experiments.head_pruning import HeadMaskEvaluator, pruning_sets
+from ..frozen_attention import rank_heads
+from ..head_models import attention_error, head_model
+from ..head_scoring import head_scores, pruning_order
 from ..experiments.head_subsets import best_curve, greedy_order, random_order_curve, shapley_values, subset_curve
 from ..experiments.head_subsets import normalised_area
 from ..paths import path_features
-from ..theory import classification_accuracy, parse_widths
-from .adapters import attention_error, head_model, pruning_mask
+from ..theory import CertificateWarning, classification_accuracy, parse_widths
 from .digits import PatchDigits
 from .exact import subset_table
 from .practical import fisher_pruning_sets, iterative_gradient_order
-from .rankings import attention_entropy, gradient_head_importance, pruning_order, theory_head_ranking, value_norms
+from .rankings import attention_entropy, gradient_head_importance, value_norms
 from .theory_scores import (THEORY_SCORES, action_changes, action_gate_gradients, loo_scores, removal_scores,
                             trained_path_scores)
 from .training import ModelTraining, TrainedWeights, rebuild_model, train_model, trained_weights
@@ -61,71 +61,6 @@ RANKING_NAMES = {
 }
 #: The splits every pruning curve is measured on.
 SPLITS = ("validation", "test")
-
-
-class HeadMaskEvaluator:
-    """Test accuracy of a trained model with a set of heads pruned (their outputs multiplied by 0, no
-    retraining), memoised by the set.
-
-    The model runs layer by layer and keeps every layer's input for each set of heads pruned before it; the
-    output depends linearly on the last layer's head mask (:meth:`~.adapters.HeadModel.last_layer_terms`), so
-    every pruning of the last layer is a dot product.
-
-    Args:
-        model: the trained model or its :class:`~.adapters.HeadModel`.
-        x: ``[B, N0, T]``; y: ``[B]`` labels ``+-1``.
-    """
-
-    def __init__(self, model, x, y):
-        self.model = head_model(model)
-        self.x = self.model._input(x)
-        self.labels = np.asarray(y, dtype=np.float64)
-        if self.labels.shape != (self.x.shape[0],):
-            raise ValueError(f"y must have shape [B] = [{self.x.shape[0]}], got {self.labels.shape}")
-        self.heads = self.model.heads
-        with torch.no_grad():
-            self._inputs: dict = {(0, frozenset()): self.model._embed(self.x)}  # (layer, pruned before it) -> input
-        self._heads_out: dict = {}
-        self._attention: dict = {}
-        self._terms: dict = {}
-        self._cache: dict[frozenset, float] = {}
-
-    def _layer_heads(self, layer: int, before: frozenset) -> torch.Tensor:
-        """The heads' outputs of ``layer`` with the heads ``before`` (in earlier layers) pruned."""
-        if (layer, before) not in self._heads_out:
-            h = self._layer_input(layer, before)
-            key = layer if self.model.attention_from_input else (layer, before)
-            if key not in self._attention:
-                self._attention[key] = self.model._attention(layer, h, self.x)
-            self._heads_out[(layer, before)] = self.model._heads(layer, h, self._attention[key])
-        return self._heads_out[(layer, before)]
-
-    def _layer_input(self, layer: int, before: frozenset) -> torch.Tensor:
-        """The input of ``layer`` with the heads ``before`` (in earlier layers) pruned."""
-        if (layer, before) not in self._inputs:
-            earlier = frozenset(lh for lh in before if lh[0] < layer - 1)
-            mask = pruning_mask(self.heads, before)[layer - 1, : self.heads[layer - 1]][None]
-            self._inputs[(layer, before)] = self.model._combine(layer - 1, self._layer_heads(layer - 1, earlier), mask)
-        return self._inputs[(layer, before)]
-
-    def outputs(self, pruned=()) -> np.ndarray:
-        """Model outputs ``[B]`` with the ``(layer, head)`` pairs ``pruned`` (0-based) pruned."""
-        mask = pruning_mask(self.heads, pruned)
-        last = len(self.heads) - 1
-        before = frozenset((int(l), int(h)) for l, h in pruned if int(l) < last)
-        if before not in self._terms:
-            with torch.no_grad():
-                terms, offset = self.model._last_terms(self._layer_heads(last, before))
-            self._terms[before] = (terms.numpy(), offset.numpy())
-        terms, offset = self._terms[before]
-        return terms @ mask[last, : self.heads[last]].numpy() + offset
-
-    def __call__(self, pruned=()) -> float:
-        """Fraction of examples with ``sign(f) == y`` after pruning the ``(layer, head)`` pairs ``pruned``."""
-        key = frozenset((int(l), int(h)) for l, h in pruned)
-        if key not in self._cache:
-            self._cache[key] = classification_accuracy(self.outputs(sorted(key)), self.labels)
-        return self._cache[key]
 
 
 def curve_auc(curves) -> np.ndarray:
@@ -173,7 +108,7 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: Patc
     ``weights`` (the :class:`~.training.TrainedWeights` of an earlier training from that seed, e.g. shipped
     ones), the model is rebuilt from them instead of trained. The theory is solved on the first
     ``theory_examples`` training images at every temperature of ``temperatures`` and its scores are taken at the
-    one with the smallest action (:func:`~.rankings.theory_head_ranking`); the removal score is measured on the
+    one with the smallest action (:func:`attnpaths.rank_heads`); the removal score is measured on the
     other training images. The gradient importances, the gate Fisher matrix and the attention entropy use every
     training image; the Shapley values and the greedy order, the validation table; the curves are read on both
     splits. Sensitivity: the paper's and the removal score at every temperature, and at each width of
@@ -207,26 +142,28 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: Patc
     K = sum(view.heads) - view.num_layers
     x_theory, y_theory = train.x[:theory_examples], train.y[:theory_examples]
     x_held, y_held = train.x[theory_examples:], train.y[theory_examples:]
-    features, held = path_features(x_theory, view), path_features(x_held, view)
-    theory = theory_head_ranking(view, x_theory, y_theory, theory_width, temperatures, max_iterations=max_iterations,
-                                 features=features)
+    held = path_features(x_held, view)
+    tokens_theory = x_theory.transpose(1, 2)  # [P, T, N0]: the layout of rank_heads
+    theory = rank_heads(view, tokens_theory, y_theory, width=theory_width, temperature=temperatures,
+                        max_iterations=max_iterations)
+    features = theory.features
     theory_mean, _ = theory.solution.predict(path_features(test.x, view))
     action, action_certified = action_changes(features, y_theory, theory.solution, max_iterations=max_iterations)
-    scores = {"theory": theory.scores, "theory_removal": removal_scores(theory.solution, held, y_held),
+    scores = {"theory": theory.head_scores, "theory_removal": removal_scores(theory.solution, held, y_held),
               "theory_action": action, "theory_gate": action_gate_gradients(theory.solution),
               "theory_loo": loo_scores(theory.solution), "theory_trained": trained_path_scores(view)}
     scan_curves = np.stack([_theory_curves(view, s, held, y_held, table, "test") for s in theory.solutions])
     width_curves, width_converged = [], []
     for N in sensitivity_widths:
-        try:
-            # started from the chosen minimum at theory_width: the same minimum in fewer Newton steps
-            at_N = theory_head_ranking(view, x_theory, y_theory, N, theory.temperature, max_iterations=max_iterations,
-                                       features=features, initial=theory.solution.U_layers)
-            width_curves.append(_theory_curves(view, at_N.solution, held, y_held, table, "test"))
-            width_converged.append(True)
-        except RuntimeError:  # no certified minimum at this width: marked, never used
-            width_curves.append(np.full((2, K + 1), np.nan))
-            width_converged.append(False)
+        # started from the chosen minimum at theory_width: the same minimum in fewer Newton steps
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CertificateWarning)  # an uncertified width is marked, never used
+            at_N = rank_heads(view, tokens_theory, y_theory, width=N, temperature=theory.temperature,
+                              max_iterations=max_iterations, initial=theory.solution.U_layers)
+        certified = bool(at_N.solution.converged)
+        width_curves.append(_theory_curves(view, at_N.solution, held, y_held, table, "test") if certified
+                            else np.full((2, K + 1), np.nan))
+        width_converged.append(certified)
     seconds["theory"] = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -266,7 +203,7 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: Patc
 def base_accuracies(training: ModelTraining, weights, test: PatchDigits) -> np.ndarray:
     """``[S]`` test accuracy of each unpruned model rebuilt from ``weights`` (a list of
     :class:`~.training.TrainedWeights` of ``training``), as :attr:`PruningSweep.base_accuracy` measures it."""
-    return np.array([HeadMaskEvaluator(rebuild_model(training, test.input_width, w), test.x, test.y)()
+    return np.array([HeadMaskEvaluator(rebuild_model(training, test.input_width, w), test.x.transpose(1, 2), test.y)()
                      for w in weights])
 
 
@@ -296,7 +233,7 @@ class PruningSweep:
         curves: ``{split: [S, n_rankings, K + 1]}`` accuracy after pruning ``k`` heads along each ranking.
         random, best: ``{split: [S, K + 1]}`` the exact expected curve of a random order and the ceiling.
         scores: ``{ranking: [S, L, H]}``; orders: ``{ranking: [S][(l, h), ...]}``; fisher_sets: ``[S][K + 1]``.
-        train_loss: ``[S]``; attention_error: ``[S]`` (:func:`~.adapters.attention_error`); theory: ``{key: [S]}``
+        train_loss: ``[S]``; attention_error: ``[S]`` (:func:`attnpaths.head_models.attention_error`); theory: ``{key: [S]}``
             (chosen temperature, certificate, iterations, test accuracy of the theory's predictor);
             theory_scan: ``{"temperatures": [n_T], "action", "converged": [S, n_T], "curves": [S, n_T, 2, K + 1]}``;
             width_scan: ``{"widths": [n_N], "converged": [S, n_N], "curves": [S, n_N, 2, K + 1]}`` (rows: the

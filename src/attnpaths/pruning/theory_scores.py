@@ -29,7 +29,7 @@ from ..head_scoring import head_scores
 from ..kernels import kernel_from_scaled, scaled_features
 from ..paths import all_paths
 from ..theory import CertificateWarning, TheorySolution, solve
-from .adapters import head_model
+from ..head_models import head_model
 
 #: The theory scores, in the chapter's order (``"theory"``: the paper's head score, eq-head-score).
 THEORY_SCORES = ("theory", "theory_removal", "theory_action", "theory_gate", "theory_loo", "theory_trained")
@@ -192,10 +192,10 @@ def _layer_paths_avoiding(heads, layer: int, head: int) -> list[np.ndarray]:
 def trained_path_scores(model) -> np.ndarray:
     """The paper's head score (eq-head-score) applied to the trained model's own path-weight overlaps
     (eq-trained-overlap): ``U^trained_{pi pi'} = w_pi . w_pi' / N0`` with the path weights ``w_pi`` of
-    :meth:`~.adapters.HeadModel.path_weights`.
+    :meth:`~attnpaths.head_models.FrozenHeadModel.path_weights`.
 
     Args:
-        model: a trained model without biases, or its :class:`~.adapters.HeadModel`.
+        model: a trained model without biases, or its :class:`~attnpaths.head_models.FrozenHeadModel`.
 
     Returns:
         float64 ``[L, max(H)]``, normalised to a largest score of 1.

@@ -21,9 +21,9 @@ from .._validation import int_at_least, nonnegative_real, positive_int, positive
 from ..checkpoints import load_checkpoint, save_checkpoint
 from ..transformer import FORWARD_REVISION, SumHeadTransformer
 from .digits import PatchDigits
-from .models import MultiheadAttentionStack
+from ..attention_stack import MultiheadAttentionStack
 
-#: ``"multihead"``: :class:`~.models.MultiheadAttentionStack` (``torch.nn.MultiheadAttention`` layers);
+#: ``"multihead"``: :class:`~attnpaths.attention_stack.MultiheadAttentionStack` (``torch.nn.MultiheadAttention`` layers);
 #: ``"sum_heads"``: :class:`~attnpaths.transformer.SumHeadTransformer` (query/key on the raw input).
 ARCHITECTURES = ("multihead", "sum_heads")
 #: Their names in figures and tables.

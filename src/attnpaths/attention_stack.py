@@ -20,7 +20,7 @@ import math
 import torch
 from torch import nn
 
-from .._validation import positive_int, torch_generator
+from ._validation import positive_int, torch_generator
 
 
 def _fill_uniform(parameter: torch.Tensor, bound: float, generator: torch.Generator) -> None:
@@ -103,3 +103,19 @@ class MultiheadAttentionStack(nn.Module):
         for layer in self.layers:
             h = layer(h, h, h, need_weights=False)[0]
         return self.readout(h.mean(dim=1)).squeeze(-1)
+
+    # the HeadModel protocol (attnpaths.head_models), on a float64 copy of the weights
+    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        """Every layer's attention for ``tokens`` ``[B, T, N0]`` (PyTorch's layout, ``x.transpose(1, 2)``):
+        ``L`` float64 tensors ``[B, H, T, T]`` indexed ``[batch, head, query, key]``
+        (:meth:`attnpaths.head_models.FrozenHeadModel.attention_weights`)."""
+        from .head_models import head_model  # the frozen copy's module imports this one
+
+        return head_model(self).attention_weights(tokens)
+
+    def masked_output(self, tokens: torch.Tensor, mask=None) -> torch.Tensor:
+        """The output ``[B]`` (float64) for ``tokens`` ``[B, T, N0]`` with head ``(l, h)``'s output multiplied by
+        ``mask[l, h]`` (:meth:`attnpaths.head_models.FrozenHeadModel.masked_output`)."""
+        from .head_models import head_model
+
+        return head_model(self).masked_output(tokens, mask)

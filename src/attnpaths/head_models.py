@@ -1,31 +1,40 @@
-"""Frozen float64 views of trained attention models: their attention matrices, their head-masked outputs and
-their heads' value maps, whatever the model (sec-pruning-models).
+"""A trained model's heads: one protocol, and its implementations for the package's architectures (sec-own-model,
+sec-pruning-models).
 
-Two kinds of trained model are read:
+:class:`HeadModel` is what the theory needs of any attention-only model, in PyTorch's layout:
 
-* :class:`attnpaths.transformer.SumHeadTransformer`, the package's vision transformer, whose query/key maps
-  act on the raw input at every layer (the theory's network, sec-model-network);
-* :class:`attnpaths.pruning.models.MultiheadAttentionStack`, a plain stack of ``torch.nn.MultiheadAttention``
-  layers, whose layer-``l`` attention is computed from the output of layer ``l - 1``.
+* ``attention_weights(tokens)``: for tokens ``[B, T, D]`` (batch first), every layer's attention, a list of ``L``
+  tensors ``[B, H_l, T, T]`` indexed ``[batch, head, query, key]``, rows summing to one over the keys (what
+  ``torch.nn.MultiheadAttention(..., need_weights=True, average_attn_weights=False)`` returns);
+* optionally ``masked_output(tokens, mask)``: the model's output ``[B]`` with head ``(l, h)``'s output multiplied by
+  ``mask[l, h]`` (``mask`` ``[L, max(H)]``; 1 keeps a head, 0 prunes it), which pruning experiments evaluate.
 
-:func:`head_model` returns a :class:`HeadModel`, a copy of the model's weights in float64 that computes, exactly
-as the model does:
+Any object with these methods is a :class:`HeadModel` (a structural protocol: no base class to inherit).
+:func:`attnpaths.rank_heads` needs ``attention_weights`` only; :class:`attnpaths.experiments.head_pruning.HeadMaskEvaluator`
+needs ``masked_output``.
 
-* ``layer_attention(x)``: every head's attention matrix ``Omega^(l,h)[b, s, t]`` (key ``s``, query ``t``,
-  normalised over keys, the convention of :mod:`attnpaths.attention`);
+The package's two trained architectures have the protocol through :class:`FrozenHeadModel`, a copy of their
+weights in float64 that computes exactly what the model computes (:func:`head_model` returns it):
+
+* :class:`SumHeadModel` for :class:`attnpaths.transformer.SumHeadTransformer`, whose query/key maps act on the raw
+  input at every layer (the theory's network, sec-model-network);
+* :class:`MultiheadStackModel` for :class:`attnpaths.attention_stack.MultiheadAttentionStack`, a plain stack of
+  ``torch.nn.MultiheadAttention`` layers, whose layer-``l`` attention is computed from the output of layer ``l - 1``.
+
+Inside the package a frozen model also works in the authors' layout, inputs ``x`` ``[B, N0, T]`` (features before
+tokens, ``tokens.transpose(1, 2)``) and attention ``[B, H, key, query]``, for the pruning experiments' fast paths:
+
+* ``layer_attention(x)``: every head's attention matrix ``Omega^(l,h)[b, s, t]`` (key ``s``, query ``t``);
 * ``matrices(x)``: the same in the form of :meth:`attnpaths.attention.Attention.matrices` (the last layer
   reduced by the average-pooling readout), so that :func:`attnpaths.paths.path_features` builds the path
   features (eq-path-features) of the model's *frozen* attention;
-* ``outputs(x, mask)``: the model's output with head ``(l, h)``'s output multiplied by ``mask[..., l, h]``
-  (``1``: the model itself; ``0``: the head pruned). The mask may carry a batch axis, so that the gradient of
-  each example's loss with respect to it is one backward pass (eq-michel-importance);
+* ``outputs(x, mask)``: :meth:`FrozenHeadModel.masked_output` in that layout; the mask may carry a batch axis, so
+  that the gradient of each example's loss with respect to it is one backward pass (eq-michel-importance);
 * ``last_layer_terms(x, mask)``: the output as a linear function of the last layer's head mask, which it is
   (mean pooling and a linear readout follow the last layer), so that pruning curves cost few forward passes.
 
-:func:`attention_error` measures a view's agreement with the model's own attention; :func:`pruning_mask` builds
-the mask that prunes a set of heads; :func:`subset_outputs` evaluates every set of pruned heads at once, and
-:func:`path_outputs` splits the output of a model that is multilinear in its masks (the summed-head model) into
-its attention paths' contributions.
+:func:`attention_error` measures a frozen model's agreement with the model's own attention; :func:`pruning_mask`
+builds the mask that prunes a set of heads.
 """
 
 from __future__ import annotations
@@ -33,17 +42,40 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
-from .._validation import as_float64_tensor
-from ..transformer import SumHeadTransformer
-from .models import MultiheadAttentionStack
+from ._validation import as_float64_tensor
+from .attention_stack import MultiheadAttentionStack
+from .transformer import SumHeadTransformer
 
 
-class HeadModel:
-    """A trained model's weights, frozen in float64, with its attention and its head-masked output.
+@runtime_checkable
+class HeadModel(Protocol):
+    """The protocol of a model's heads: any object with a method ``attention_weights(tokens)`` (and, for
+    pruning, ``masked_output(tokens, mask)``, see the module's documentation)."""
+
+    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        """Per-layer attention weights for ``tokens`` ``[B, T, D]``: a list of ``L`` tensors ``[B, H_l, T, T]``
+        indexed ``[batch, head, query, key]``, rows summing to one over the keys."""
+        ...
+
+
+def model_heads(model: HeadModel, tokens) -> tuple[int, ...]:
+    """``(H_1, ..., H_L)`` of a :class:`HeadModel`: its ``heads`` attribute where it has one, else read from the
+    attention it computes for ``tokens`` ``[B, T, D]``."""
+    heads = getattr(model, "heads", None)
+    if heads is None:
+        with torch.no_grad():
+            heads = [int(a.shape[1]) for a in model.attention_weights(tokens)]
+    return tuple(int(h) for h in heads)
+
+
+class FrozenHeadModel:
+    """A trained model's weights, frozen in float64, with its attention and its head-masked output: a
+    :class:`HeadModel` (``attention_weights``, ``masked_output``) that also works in the package's layout.
 
     Attributes (set by the subclasses): ``heads`` ``(H_1, ..., H_L)``; ``input_width`` ``N0``; ``readout``
     ``"average_pooling"`` (every model here mean-pools its last layer's tokens).
@@ -69,6 +101,27 @@ class HeadModel:
     def num_paths(self) -> int:
         """``H_1 ... H_L``, the number of attention paths (eq-path-features)."""
         return math.prod(self.heads)
+
+    def _tokens(self, tokens) -> torch.Tensor:
+        """``tokens`` ``[B, T, N0]`` as the package's float64 inputs ``[B, N0, T]``."""
+        tokens = as_float64_tensor(tokens, "tokens")
+        if tokens.ndim != 3 or tokens.shape[2] != self.input_width:
+            raise ValueError(f"tokens must have shape [B, T, {self.input_width}] (batch, token, feature), got "
+                             f"{tuple(tokens.shape)}")
+        return tokens.transpose(1, 2)
+
+    def attention_weights(self, tokens) -> list[torch.Tensor]:
+        """The attention of every layer for ``tokens`` ``[B, T, N0]``, as the model computes it: ``L`` float64
+        tensors ``[B, H_l, T, T]`` indexed ``[batch, head, query, key]`` (the :class:`HeadModel` protocol)."""
+        with torch.no_grad():
+            return [omega.transpose(-1, -2) for omega in self.layer_attention(self._tokens(tokens))]
+
+    def masked_output(self, tokens, mask=None) -> torch.Tensor:
+        """The model's output ``[B]`` (float64) for ``tokens`` ``[B, T, N0]`` with head ``(l, h)``'s output
+        multiplied by ``mask[l, h]`` (``[L, max(H)]``; ``None``: every head kept), the :class:`HeadModel`
+        protocol's pruning method (:func:`pruning_mask` builds the masks)."""
+        with torch.no_grad():
+            return self.outputs(self._tokens(tokens), mask)
 
     def _input(self, x) -> torch.Tensor:
         x = as_float64_tensor(x, "x")
@@ -232,7 +285,7 @@ class HeadModel:
         raise NotImplementedError
 
 
-class SumHeadModel(HeadModel):
+class SumHeadModel(FrozenHeadModel):
     """:class:`~attnpaths.transformer.SumHeadTransformer` in float64 (sec-oneshot-data): attention from the raw
     input through the trained query/key maps (:meth:`~attnpaths.transformer.SumHeadTransformer.attention`),
     layer outputs ``h^(l) = F^{-1/2} sum_h mask[l, h] V^(l,h) h^(l-1) Omega^(l,h)``. With the mask of
@@ -296,8 +349,8 @@ def _f64(tensor):
     return None if tensor is None else tensor.detach().cpu().double()
 
 
-class MultiheadStackModel(HeadModel):
-    """:class:`~attnpaths.pruning.models.MultiheadAttentionStack` in float64 (sec-pruning-models): each layer
+class MultiheadStackModel(FrozenHeadModel):
+    """:class:`~attnpaths.attention_stack.MultiheadAttentionStack` in float64 (sec-pruning-models): each layer
     recomputes what ``torch.nn.MultiheadAttention`` computes (eval mode, self-attention, no attention mask),
     from the layer's packed input projection ``in_proj_weight`` (queries, keys, values, in that order, each
     split into ``H`` heads of ``d = D / H`` rows), its biases and its output projection:
@@ -394,20 +447,23 @@ class MultiheadStackModel(HeadModel):
         return self.readout_weights
 
 
-def head_model(model) -> HeadModel:
-    """The frozen float64 view of a trained ``model`` (:class:`~attnpaths.transformer.SumHeadTransformer` or
-    :class:`~attnpaths.pruning.models.MultiheadAttentionStack`); a :class:`HeadModel` is returned as it is."""
-    if isinstance(model, HeadModel):
+def head_model(model) -> FrozenHeadModel:
+    """The frozen float64 :class:`HeadModel` of a trained ``model`` of the package's architectures
+    (:class:`~attnpaths.transformer.SumHeadTransformer` or :class:`~attnpaths.attention_stack.MultiheadAttentionStack`);
+    a :class:`FrozenHeadModel` is returned as it is. Another model of your own needs no conversion: give it the
+    methods of :class:`HeadModel`."""
+    if isinstance(model, FrozenHeadModel):
         return model
     if isinstance(model, SumHeadTransformer):
         return SumHeadModel(model)
     if isinstance(model, MultiheadAttentionStack):
         return MultiheadStackModel(model)
-    raise ValueError(f"model must be a SumHeadTransformer, a MultiheadAttentionStack or a HeadModel, got "
-                     f"{type(model).__name__}")
+    raise ValueError(f"model must be a SumHeadTransformer, a MultiheadAttentionStack or a FrozenHeadModel, got "
+                     f"{type(model).__name__} (a model of your own is used through its attention_weights and "
+                     "masked_output methods, the HeadModel protocol, without this conversion)")
 
 
-def attention_error(model, x, view: HeadModel | None = None) -> float:
+def attention_error(model, x, view: FrozenHeadModel | None = None) -> float:
     """Largest absolute difference between the attention of a frozen view (default :func:`head_model`
     ``(model)``) and the model's own,
     in float64 (a copy of the model): ``SumHeadTransformer.attention_matrices``, or the per-head weights that
@@ -416,7 +472,7 @@ def attention_error(model, x, view: HeadModel | None = None) -> float:
 
     Args:
         model: a :class:`~attnpaths.transformer.SumHeadTransformer` or
-            :class:`~attnpaths.pruning.models.MultiheadAttentionStack`; x: ``[B, N0, T]``.
+            :class:`~attnpaths.attention_stack.MultiheadAttentionStack`; x: ``[B, N0, T]``.
         view: the view to check (e.g. one taken before the model's weights changed).
     """
     view = head_model(model) if view is None else view
@@ -460,110 +516,3 @@ def pruning_mask(heads, pruned=(), *, rescale: bool = False) -> torch.Tensor:
             raise ValueError(f"pruned must leave at least one head in every layer to rescale, got {list(pruned)!r}")
         mask = mask * torch.sqrt(torch.tensor(heads, dtype=torch.float64) / kept)[:, None]
     return mask
-
-
-def gated_stack(model: MultiheadAttentionStack, mask) -> MultiheadAttentionStack:
-    """A copy of a ``MultiheadAttentionStack`` whose head ``(l, h)`` is multiplied by ``mask[l, h]``: the column
-    block of head ``h`` in ``layers[l].out_proj.weight`` is scaled (the module concatenates its heads before
-    ``out_proj``, so no hook on a head exists; this is the gate ``xi_{l,h}`` of eq-pruning-mha).
-
-    Args:
-        model: the trained stack; mask: ``[L, H]``.
-    """
-    if not isinstance(model, MultiheadAttentionStack):
-        raise ValueError(f"model must be a MultiheadAttentionStack, got {type(model).__name__}")
-    mask = torch.as_tensor(mask, dtype=torch.float64)
-    if mask.shape != (model.num_layers, model.num_heads):
-        raise ValueError(f"mask must have shape [{model.num_layers}, {model.num_heads}], got {tuple(mask.shape)}")
-    gated = copy.deepcopy(model)
-    d = gated.hyperparameters["width"] // gated.num_heads
-    with torch.no_grad():
-        for l, layer in enumerate(gated.layers):
-            scale = mask[l].repeat_interleave(d).to(layer.out_proj.weight)
-            layer.out_proj.weight.mul_(scale[None, :])
-    return gated
-
-
-def _kept(num_heads: int) -> torch.Tensor:
-    """``[2^H, H]`` head masks of one layer, mask ``m`` pruning the heads of the bits of ``m``."""
-    m = np.arange(2**num_heads)[:, None] >> np.arange(num_heads)[None, :]
-    return torch.from_numpy((m & 1 == 0).astype(np.float64))
-
-
-def subset_outputs(model, x) -> torch.Tensor:
-    """The model's output with every set of heads pruned, in the order of the subset table
-    (:func:`attnpaths.experiments.head_subsets.subset_masks`: bit ``i`` prunes head ``i``, layer-major).
-
-    Layer by layer, each layer runs once per mask of the layers before it (an attention computed from the raw
-    input only once); the output is linear in the last layer's mask (:meth:`HeadModel.last_layer_terms`), so the
-    last layer's ``2^H_L`` masks are a matrix product, and mean pooling follows it, so it runs on the attention
-    averaged over queries (``HeadModel._pooled_heads``). A model whose output is multilinear in the masks
-    (:attr:`HeadModel.multilinear_in_mask`: attention from the raw input, no biases) runs once per attention
-    path instead (:func:`path_outputs`), and every set of pruned heads sums the paths it keeps.
-
-    Args:
-        model: a trained model or its :class:`HeadModel`; x: ``[B, N0, T]``.
-
-    Returns:
-        float64 ``[2^n, B]``.
-    """
-    view = head_model(model)
-    x = view._input(x)
-    B, last = x.shape[0], view.num_layers - 1
-    with torch.no_grad():
-        if view.multilinear_in_mask:
-            # out[m_L, ..., m_1, b] = sum_pi prod_l kept_l[m_l, pi_l] c_pi(x_b): one layer's masks at a time
-            out = path_outputs(view, x).reshape(B, *view.heads)
-            for index in range(view.num_layers):  # axes [m_l, ..., m_1, b, h_{l+1}, ..., h_L]
-                out = torch.tensordot(_kept(view.heads[index]), out, dims=([1], [index + 1]))
-            return out.reshape(-1, B)
-        h = view._embed(x)[None]  # [V, B, ...]: one input per mask of the earlier layers
-        for index in range(view.num_layers):
-            V = h.shape[0]
-            flat = h.reshape(V * B, *h.shape[2:])
-            if view.attention_from_input:
-                omega = view._attention(index, None, x)
-                if index == last:
-                    omega = omega.mean(dim=-1, keepdim=True)  # what _pooled_heads reads, before it is repeated
-                omega = omega.expand(V, *omega.shape).reshape(V * B, *omega.shape[1:])
-            else:
-                omega = view._attention(index, flat, x.repeat(V, 1, 1))
-            if index == last:
-                terms, offset = view._last_terms(view._pooled_heads(index, flat, omega))  # [V B, H_L], [V B]
-                out = torch.einsum("vbh,mh->mvb", terms.reshape(V, B, -1), _kept(view.heads[index]))
-                return (out + offset.reshape(V, B)[None]).reshape(-1, B)
-            heads_out = view._heads(index, flat, omega)
-            masks = _kept(view.heads[index])  # new variant m * V + v: this layer's bits above the earlier ones
-            h = torch.stack([view._combine(index, heads_out, mask[None].expand(V * B, -1)).reshape(V, B, *h.shape[2:])
-                             for mask in masks]).reshape(len(masks) * V, B, *h.shape[2:])
-
-
-def path_outputs(model, x) -> torch.Tensor:
-    """Each attention path's contribution to the output of a model whose output is multilinear in its head masks
-    (:attr:`HeadModel.multilinear_in_mask`): ``c[b, pi]`` with ``outputs(x, mask)[b] = sum_pi c[b, pi]
-    prod_l mask[l, pi_l]`` for every mask, paths in flat order (``h_1`` slowest).
-
-    Each layer runs once per path through the layers before it, on the input that path alone gives it; the last
-    layer on the attention averaged over queries (``HeadModel._pooled_heads``).
-
-    Args:
-        model: such a model or its :class:`HeadModel`; x: ``[B, N0, T]``.
-
-    Returns:
-        float64 ``[B, n_paths]``.
-    """
-    view = head_model(model)
-    if not view.multilinear_in_mask:
-        raise ValueError(f"the output of a {type(view).__name__} is not multilinear in its head masks (its attention "
-                         "reads the masked layers, or it has biases)")
-    x = view._input(x)
-    last = view.num_layers - 1
-    with torch.no_grad():
-        inputs = [view._embed(x)]  # one per path through the layers so far, in flat order
-        for index in range(view.num_layers):
-            omega = view._attention(index, None, x)
-            if index == last:
-                return torch.cat([view._last_terms(view._pooled_heads(index, h, omega))[0] for h in inputs], dim=1)
-            units = torch.eye(view.heads[index], dtype=torch.float64)
-            inputs = [view._combine(index, heads_out, unit[None]) for heads_out in
-                      (view._heads(index, h, omega) for h in inputs) for unit in units]
