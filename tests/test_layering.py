@@ -1,5 +1,6 @@
 """The library's layers import downwards only, and the library never imports the book's companion (read from the
-sources with ast, imports inside functions included).
+sources with ast: imports inside functions and under ``TYPE_CHECKING`` included, and the lazy imports of
+modules named by a string).
 
 Floors of ``src/attnpaths``, lowest first:
 
@@ -17,6 +18,7 @@ never imports it. Every subpackage of the library must be placed on a floor here
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 from pathlib import Path
 
@@ -36,24 +38,19 @@ def _module_name(path: Path, package_dir: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _executable_nodes(tree: ast.AST):
-    """Every node of ``tree`` but those under ``if TYPE_CHECKING:`` (the face's types for static checkers,
-    never executed)."""
-    for node in ast.iter_child_nodes(tree):
-        test = node.test if isinstance(node, ast.If) else None
-        if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
-            yield from (child for orelse in node.orelse for child in [orelse, *ast.walk(orelse)])
-            continue
-        yield node
-        yield from _executable_nodes(node)
+MODULE_NAME = re.compile(r"attnpaths(_book)?(\.[A-Za-z_]\w*)*")
+"""A string that names a module of the library or the companion: one that ``importlib.import_module`` (the face's
+lazy exports) would load."""
 
 
 def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:
-    """Absolute names of the modules (and of the names imported from them) that ``path`` imports."""
+    """Absolute names of the modules (and of the names imported from them) that ``path`` imports: import
+    statements anywhere (inside functions and under ``if TYPE_CHECKING:`` too), and the strings that name a module
+    for a lazy import (``importlib.import_module("attnpaths.x")``, the face's table of exports)."""
     module = _module_name(path, package_dir)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
-    for node in _executable_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -65,6 +62,8 @@ def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:
                 origin = node.module
             found.add(origin)
             found.update(f"{origin}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
+            found.add(node.value)
     return found
 
 
@@ -130,6 +129,11 @@ def test_the_library_imports_downwards_only_and_never_the_companion():
     ("related/measures.py", "from ..exchangeability.estimators import prefix_softmax_averages\n", "no sibling"),
     ("experiments/sweep.py", "def f():\n    from ..hmc import data\n", "imports no subject"),
     ("kernels.py", "from .experiments import path_data\n", "no layer above it"),
+    ("paths.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .pruning import rankings\n",
+     "no layer above it"),
+    ("theory/__init__.py", "def f():\n    import importlib\n    return importlib.import_module('attnpaths_book.cli')\n",
+     "never imports the companion"),
+    ("__init__.py", "_EXPORTS['gradient_head_importance'] = 'attnpaths.pruning.rankings'\n", "no layer above it"),
 ])
 def test_a_planted_import_is_caught(tmp_path, module, planted, rule):
     copy = tmp_path / "attnpaths"

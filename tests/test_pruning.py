@@ -9,9 +9,10 @@ import torch
 
 from attnpaths import rank_heads
 from attnpaths.attention_stack import MultiheadAttentionStack
-from attnpaths.head_models import MultiheadStackModel, SumHeadModel, attention_error, head_model, pruning_mask
+from attnpaths.head_masks import HeadMaskEvaluator, pruning_mask
+from attnpaths.head_models import MultiheadStackModel, SumHeadModel, attention_error, head_model
 from attnpaths.head_scoring import head_scores, pruning_order
-from attnpaths.experiments.head_pruning import HeadMaskEvaluator, all_heads, pruning_curve
+from attnpaths.experiments.head_pruning import all_heads, pruning_curve
 from attnpaths.transformer import SumHeadTransformer
 from attnpaths.paths import all_paths, path_features
 from attnpaths.pruning import attention_entropy, gradient_head_importance, value_norms

@@ -17,7 +17,8 @@ from attnpaths.experiments.head_subsets import (allowed_subsets, best_curve, gre
                                                 subset_curve, subset_index, subset_masks)
 from attnpaths.paths import all_paths, path_features
 from attnpaths.attention_stack import MultiheadAttentionStack
-from attnpaths.head_models import head_model, pruning_mask
+from attnpaths.head_masks import pruning_mask
+from attnpaths.head_models import head_model
 from attnpaths.head_scoring import pruning_order
 from attnpaths.pruning import claims as pr_claims
 from attnpaths.pruning.masked_outputs import gated_stack, subset_outputs

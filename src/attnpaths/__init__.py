@@ -49,7 +49,7 @@ _EXPORTS = {
     "Verdict": "attnpaths.claims", "Outcome": "attnpaths.claims",
     "theory_from_attention": "attnpaths.frozen_attention", "rank_heads": "attnpaths.frozen_attention",
     "AttentionTheory": "attnpaths.frozen_attention", "AUTO_TEMPERATURES": "attnpaths.frozen_attention",
-    "HeadModel": "attnpaths.head_models", "HeadMaskEvaluator": "attnpaths.experiments.head_pruning",
+    "HeadModel": "attnpaths.head_models", "HeadMaskEvaluator": "attnpaths.head_masks",
 }
 """Public name -> the module that defines it under the same name."""
 
@@ -72,7 +72,7 @@ if TYPE_CHECKING:  # the exports' types for static checkers (py.typed); never ex
     from .attention import Attention, AttentionLayer
     from .claims import Outcome, Verdict
     from .attention_stack import MultiheadAttentionStack
-    from .experiments.head_pruning import HeadMaskEvaluator
+    from .head_masks import HeadMaskEvaluator
     from .frozen_attention import AUTO_TEMPERATURES, AttentionTheory, rank_heads, theory_from_attention
     from .head_models import HeadModel
     from .head_scoring import head_labels, head_scores, pruning_order

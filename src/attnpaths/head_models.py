@@ -33,8 +33,8 @@ tokens, ``tokens.transpose(1, 2)``) and attention ``[B, H, key, query]``, for th
 * ``last_layer_terms(x, mask)``: the output as a linear function of the last layer's head mask, which it is
   (mean pooling and a linear readout follow the last layer), so that pruning curves cost few forward passes.
 
-:func:`attention_error` measures a frozen model's agreement with the model's own attention; :func:`pruning_mask`
-builds the mask that prunes a set of heads.
+:func:`attention_error` measures a frozen model's agreement with the model's own attention; the masks that prune
+heads, and the accuracy of a model under them, are :mod:`attnpaths.head_masks`.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class FrozenHeadModel:
     def masked_output(self, tokens, mask=None) -> torch.Tensor:
         """The model's output ``[B]`` (float64) for ``tokens`` ``[B, T, N0]`` with head ``(l, h)``'s output
         multiplied by ``mask[l, h]`` (``[L, max(H)]``; ``None``: every head kept), the :class:`HeadModel`
-        protocol's pruning method (:func:`pruning_mask` builds the masks)."""
+        protocol's pruning method (:func:`attnpaths.head_masks.pruning_mask` builds the masks)."""
         with torch.no_grad():
             return self.outputs(self._tokens(tokens), mask)
 
@@ -488,31 +488,3 @@ def attention_error(model, x, view: FrozenHeadModel | None = None) -> float:
                 h, weights = layer(h, h, h, need_weights=True, average_attn_weights=False)
                 theirs.append(weights.transpose(-1, -2))  # [B, H, T_query, T_key] -> (key, query)
     return max(float((a - b).abs().max()) for a, b in zip(ours, theirs))
-
-
-def pruning_mask(heads, pruned=(), *, rescale: bool = False) -> torch.Tensor:
-    """The head mask ``[L, max(H)]`` that prunes the heads ``pruned`` (0-based ``(layer, head)`` pairs).
-
-    Pruned heads get 0 and kept heads 1; with ``rescale``, the kept heads of a layer with ``n`` of its ``H_l``
-    heads pruned get ``sqrt(H_l / (H_l - n))``, which turns the ``H_l^{-1/2}`` head sum of
-    :class:`~attnpaths.transformer.SumHeadTransformer` into its ``drop_heads`` rescaling by
-    ``(H_l - n)^{-1/2}`` (sec-oneshot-pruning). Entries beyond a layer's heads are 0.
-    """
-    heads = tuple(int(h) for h in heads)
-    mask = torch.zeros(len(heads), max(heads), dtype=torch.float64)
-    for l, H in enumerate(heads):
-        mask[l, :H] = 1.0
-    for pair in pruned:
-        try:
-            l, h = (int(v) for v in pair)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"pruned must hold (layer, head) pairs, got {pair!r}") from err
-        if not (0 <= l < len(heads) and 0 <= h < heads[l]):
-            raise ValueError(f"pruned must hold 0-based (layer, head) pairs within heads={heads}, got {pair!r}")
-        mask[l, h] = 0.0
-    if rescale:
-        kept = mask.sum(dim=1)
-        if (kept == 0).any():
-            raise ValueError(f"pruned must leave at least one head in every layer to rescale, got {list(pruned)!r}")
-        mask = mask * torch.sqrt(torch.tensor(heads, dtype=torch.float64) / kept)[:, None]
-    return mask

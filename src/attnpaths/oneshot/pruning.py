@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from .._validation import as_float64_array, positive_int
-from ..experiments.head_pruning import HeadMaskEvaluator, all_heads, pruning_curve, pruning_sets, random_orders
+from ..experiments.head_pruning import all_heads, pruning_curve, pruning_sets, random_orders
+from ..head_masks import HeadMaskEvaluator
 from ..head_scoring import head_labels, pruning_order
 from ..paths import all_paths
 from ..transformer import SumHeadTransformer

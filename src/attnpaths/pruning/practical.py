@@ -15,7 +15,8 @@ import numpy as np
 
 from .._validation import as_float64_tensor, positive_int
 from ..experiments.head_pruning import all_heads
-from ..head_models import head_model, pruning_mask
+from ..head_masks import pruning_mask
+from ..head_models import head_model
 from .rankings import GateGradients
 
 

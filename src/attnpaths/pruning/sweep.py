@@ -21,7 +21,8 @@ from scipy import stats
 
 from .._validation import increasing_reals, int_at_least, positive_int, probability, torch_device
 from ..engine import map_tasks, task_seed
-from ..experiments.head_pruning import HeadMaskEvaluator, pruning_sets
+from ..experiments.head_pruning import pruning_sets
+from ..head_masks import HeadMaskEvaluator
 from ..frozen_attention import rank_heads
 from ..head_models import attention_error, head_model
 from ..head_scoring import head_scores, pruning_order

@@ -1,0 +1,157 @@
+"""Masks that prune a trained model's heads, and the model's accuracy under them (sec-oneshot-pruning,
+sec-pruning-curves).
+
+* :func:`pruning_mask`: the head mask ``[L, max(H)]`` that prunes a set of heads (0 for a pruned head, 1 or the
+  layer's rescaling for a kept one);
+* :class:`HeadMaskEvaluator`: a trained model's accuracy on fixed examples with a set of heads pruned, for any
+  model with ``masked_output(tokens, mask)`` (the :class:`attnpaths.head_models.HeadModel` protocol).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ._validation import as_float64_tensor
+from .attention_stack import MultiheadAttentionStack
+from .head_models import FrozenHeadModel, HeadModel, head_model, model_heads
+from .transformer import SumHeadTransformer
+
+
+def pruning_mask(heads, pruned=(), *, rescale: bool = False) -> torch.Tensor:
+    """The head mask ``[L, max(H)]`` that prunes the heads ``pruned`` (0-based ``(layer, head)`` pairs).
+
+    Pruned heads get 0 and kept heads 1; with ``rescale``, the kept heads of a layer with ``n`` of its ``H_l``
+    heads pruned get ``sqrt(H_l / (H_l - n))``, which turns the ``H_l^{-1/2}`` head sum of
+    :class:`~attnpaths.transformer.SumHeadTransformer` into its ``drop_heads`` rescaling by
+    ``(H_l - n)^{-1/2}`` (sec-oneshot-pruning). Entries beyond a layer's heads are 0.
+    """
+    heads = tuple(int(h) for h in heads)
+    mask = torch.zeros(len(heads), max(heads), dtype=torch.float64)
+    for l, H in enumerate(heads):
+        mask[l, :H] = 1.0
+    for pair in pruned:
+        try:
+            l, h = (int(v) for v in pair)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"pruned must hold (layer, head) pairs, got {pair!r}") from err
+        if not (0 <= l < len(heads) and 0 <= h < heads[l]):
+            raise ValueError(f"pruned must hold 0-based (layer, head) pairs within heads={heads}, got {pair!r}")
+        mask[l, h] = 0.0
+    if rescale:
+        kept = mask.sum(dim=1)
+        if (kept == 0).any():
+            raise ValueError(f"pruned must leave at least one head in every layer to rescale, got {list(pruned)!r}")
+        mask = mask * torch.sqrt(torch.tensor(heads, dtype=torch.float64) / kept)[:, None]
+    return mask
+
+
+class HeadMaskEvaluator:
+    """Accuracy of a trained model on fixed examples with a set of heads pruned, memoised by the set
+    (sec-oneshot-pruning, sec-pruning-curves).
+
+    Pruning head ``(l, h)`` multiplies its output by 0, without retraining; with ``rescale``, the kept heads of a
+    layer with ``n`` of its ``H_l`` heads pruned are multiplied by ``sqrt(H_l / (H_l - n))``
+    (:func:`pruning_mask`), which turns the ``H^{-1/2}`` head sum of
+    :class:`~attnpaths.transformer.SumHeadTransformer` into its ``drop_heads`` pruning. The accuracy is the fraction
+    of examples with ``sign(f) == y``.
+
+    Any :class:`~attnpaths.head_models.HeadModel` with a method ``masked_output(tokens, mask)`` is evaluated through
+    it, one call per set. The package's architectures (a :class:`~attnpaths.head_models.FrozenHeadModel`, or the
+    trained module itself) run in float64 layer by layer instead, keeping every layer's input for each set of heads
+    pruned before it; the output depends linearly on the last layer's head mask
+    (:meth:`~attnpaths.head_models.FrozenHeadModel.last_layer_terms`), so every pruning of the last layer is a
+    dot product.
+
+    Args:
+        model: the trained model.
+        tokens: ``[B, T, D]`` the examples (PyTorch's layout).
+        labels: ``[B]`` their labels, ``+-1``.
+        rescale: whether the kept heads of a pruned layer are rescaled (see above).
+
+    Attributes: ``heads`` ``(H_1, ..., H_L)``; ``num_examples`` ``B``; ``labels`` float64 ``[B]``.
+    """
+
+    def __init__(self, model, tokens, labels, *, rescale: bool = False):
+        tokens = as_float64_tensor(tokens, "tokens")
+        if tokens.ndim != 3:
+            raise ValueError(f"tokens must have shape [B, T, D] (batch, token, feature), got {tuple(tokens.shape)}")
+        self.labels = as_float64_tensor(labels, "labels", labels=True).numpy()
+        if self.labels.shape != (tokens.shape[0],):
+            raise ValueError(f"labels must have shape [B] = [{tokens.shape[0]}], got {self.labels.shape}")
+        if not np.isin(self.labels, (-1.0, 1.0)).all():
+            raise ValueError("labels must be +-1 (the accuracy compares them with the sign of the output), got the "
+                             f"values {np.unique(self.labels)[:5].tolist()}")
+        self.rescale = bool(rescale)
+        self.num_examples = int(tokens.shape[0])
+        self._cache: dict[frozenset, float] = {}
+        self._terms: dict = {}
+        if isinstance(model, (FrozenHeadModel, SumHeadTransformer, MultiheadAttentionStack)):
+            self.model = head_model(model)
+            self.x = self.model._tokens(tokens)  # [B, N0, T]: the frozen model's own layout
+            self.heads = self.model.heads
+            with torch.no_grad():
+                self._inputs: dict = {(0, frozenset()): self.model._embed(self.x)}  # (layer, pruned before) -> input
+            self._heads_out: dict = {}
+            self._attention: dict = {}
+            self._outputs = self._layered_outputs
+        elif isinstance(model, HeadModel) and callable(getattr(model, "masked_output", None)):
+            self.model, self.tokens = model, tokens
+            self.heads = model_heads(model, tokens)
+            self._outputs = self._masked_outputs
+        else:
+            raise ValueError(f"model must have the methods attention_weights(tokens) and masked_output(tokens, mask) "
+                             f"(attnpaths.head_models.HeadModel), got {type(model).__name__}")
+
+    def mask(self, pruned=()) -> torch.Tensor:
+        """The head mask ``[L, max(H)]`` that prunes ``pruned`` (0-based ``(layer, head)`` pairs)."""
+        return pruning_mask(self.heads, pruned, rescale=self.rescale)
+
+    def _masked_outputs(self, pruned) -> np.ndarray:
+        with torch.no_grad():
+            out = self.model.masked_output(self.tokens, self.mask(pruned))
+        out = np.asarray(torch.as_tensor(out).detach().cpu().double())
+        if out.shape != (self.num_examples,):
+            raise ValueError(f"model.masked_output must return one output per example, shape [{self.num_examples}], "
+                             f"got {out.shape}")
+        return out
+
+    def _layer_heads(self, layer: int, before: frozenset) -> torch.Tensor:
+        """The heads' outputs of ``layer`` with the heads ``before`` (in earlier layers) pruned."""
+        if (layer, before) not in self._heads_out:
+            h = self._layer_input(layer, before)
+            key = layer if self.model.attention_from_input else (layer, before)
+            if key not in self._attention:
+                self._attention[key] = self.model._attention(layer, h, self.x)
+            self._heads_out[(layer, before)] = self.model._heads(layer, h, self._attention[key])
+        return self._heads_out[(layer, before)]
+
+    def _layer_input(self, layer: int, before: frozenset) -> torch.Tensor:
+        """The input of ``layer`` with the heads ``before`` (in earlier layers) pruned."""
+        if (layer, before) not in self._inputs:
+            earlier = frozenset(lh for lh in before if lh[0] < layer - 1)
+            mask = self.mask(before)[layer - 1, : self.heads[layer - 1]][None]
+            self._inputs[(layer, before)] = self.model._combine(layer - 1, self._layer_heads(layer - 1, earlier), mask)
+        return self._inputs[(layer, before)]
+
+    def _layered_outputs(self, pruned) -> np.ndarray:
+        mask = self.mask(pruned)
+        last = len(self.heads) - 1
+        before = frozenset((int(l), int(h)) for l, h in pruned if int(l) < last)
+        if before not in self._terms:
+            with torch.no_grad():
+                terms, offset = self.model._last_terms(self._layer_heads(last, before))
+            self._terms[before] = (terms.numpy(), offset.numpy())
+        terms, offset = self._terms[before]
+        return terms @ mask[last, : self.heads[last]].numpy() + offset
+
+    def outputs(self, pruned=()) -> np.ndarray:
+        """Model outputs ``[B]`` (float64) with the ``(layer, head)`` pairs ``pruned`` (0-based) pruned."""
+        return self._outputs([(int(l), int(h)) for l, h in pruned])
+
+    def __call__(self, pruned=()) -> float:
+        """Fraction of examples with ``sign(f) == y`` after pruning the ``(layer, head)`` pairs ``pruned``."""
+        key = frozenset((int(l), int(h)) for l, h in pruned)
+        if key not in self._cache:
+            self._cache[key] = float(np.mean(np.sign(self.outputs(sorted(key))) == self.labels))
+        return self._cache[key]
