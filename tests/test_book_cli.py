@@ -4,10 +4,12 @@ import importlib
 import importlib.util
 import subprocess
 import sys
+import textwrap
 import types
 
 import pytest
 
+from attnpaths_book import launcher
 from attnpaths_book.cli import main, run_benchmark
 from helpers import ROOT, write_chapter, write_toc
 
@@ -78,8 +80,28 @@ def project() -> dict:
 def test_pyproject_declares_the_console_script_and_the_lab_extra():
     entry = project()["scripts"]["attnpaths"]
     module, _, function = entry.partition(":")
-    assert getattr(importlib.import_module(module), function) is main
+    assert getattr(importlib.import_module(module), function) is launcher.main  # which calls cli.main
     assert {"jupyterlab", "jupytext"} <= set(project()["optional-dependencies"]["lab"])
+
+
+def test_without_the_book_extra_the_console_script_says_what_to_install_in_one_line():
+    module, _, function = project()["scripts"]["attnpaths"].partition(":")
+    hidden = ("yaml", "papermill")  # what `pip install .` without the book extra leaves out
+    script = textwrap.dedent(f"""
+        import importlib.abc, sys
+        class Hidden(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in {hidden!r}:
+                    raise ImportError(f"{{name}} is not installed")
+        sys.meta_path.insert(0, Hidden())
+        from {module} import {function}
+        sys.exit({function}(["status"]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr  # one line, no traceback
+    assert "missing: yaml, papermill" in done.stderr and "pip install 'attnpaths[book]'" in done.stderr
+    assert launcher.missing_book_modules() == []  # here the extra is installed
 
 
 def test_the_command_line_lives_in_the_companion_not_in_the_library():

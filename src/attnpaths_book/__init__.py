@@ -24,16 +24,8 @@ Modules, one job each:
   :mod:`~attnpaths_book.tolerances`: the nbval baselines, the paper records and how numbers are compared;
 - :mod:`~attnpaths_book.trained`: the shipped trained weights;
 - :mod:`~attnpaths_book.benchmarks`: the benchmarks (``attnpaths bench NAME``).
+- :mod:`~attnpaths_book.launcher`: the console script ``attnpaths``, which says in one line what to install
+  where the ``book`` extra is missing.
 
 Version and environment provenance (of cache keys and paper records) comes from :mod:`attnpaths.provenance`.
 """
-
-from importlib.util import find_spec
-
-BOOK_MODULES = ("yaml", "jupytext", "papermill", "nbformat", "nbclient", "myst_nb", "IPython")
-"""Modules the companion needs beyond the library's own dependencies (the ``book`` extra)."""
-
-_missing = [name for name in BOOK_MODULES if find_spec(name) is None]
-if _missing:
-    raise ImportError(f"the book's companion needs {', '.join(_missing)}: install it with "
-                      f"`pip install \"attnpaths[book]\"` or `pip install -r requirements.txt`")

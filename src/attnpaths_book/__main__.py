@@ -2,7 +2,7 @@
 
 import sys
 
-from attnpaths_book.cli import main
+from attnpaths_book.launcher import main
 
 if __name__ == "__main__":
     sys.exit(main())
