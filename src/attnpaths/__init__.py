@@ -1,6 +1,9 @@
 """attnpaths: the statistical mechanics theory of attention paths (Tiberi, Mignacco, Irie, Sompolinsky, NeurIPS
 2024) as a library, with the experiments of the paper and of related work built on it.
 
+Labels such as ``eq-action`` or ``sec-head-scores`` in the docstrings are the book's equations and sections,
+explained by :mod:`attnpaths.equations` (``describe(label)``).
+
 The public API is importable from the package itself (``from attnpaths import solve``; see ``__all__``):
 
 * the theory: :func:`solve` minimises the action over the order parameters (eq-action) and returns a
