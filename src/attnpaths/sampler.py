@@ -46,7 +46,8 @@ import torch
 from numpy.typing import ArrayLike
 from tqdm import tqdm
 
-from ._validation import as_float64_tensor, int_at_least, positive_real, torch_device, torch_generator
+from ._validation import as_float64_tensor, int_at_least, positive_real, torch_generator
+from .devices import torch_device
 from .action import pre_kernel_tensor
 from .network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
 

@@ -31,7 +31,8 @@ from .imagesets import ImageDataset
 from ..transformer import FORWARD_REVISION, SumHeadTransformer
 from ..checkpoints import load_checkpoint, save_checkpoint
 from ..engine import map_tasks
-from .._validation import int_at_least, positive_int, torch_device
+from .._validation import int_at_least, positive_int
+from ..devices import torch_device
 from .sequences import SequenceEncoder, Sequences, sample_sequences
 
 FORMAT = "attnpaths.oneshot.trained/1"

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 from scipy import stats
 
-from .._validation import increasing_reals, int_at_least, positive_int, probability, torch_device
+from .._validation import increasing_reals, int_at_least, positive_int, probability
+from ..devices import torch_device
 from ..engine import map_tasks, task_seed
 from ..experiments.head_pruning import pruning_sets
 from ..head_masks import HeadMaskEvaluator

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .._validation import int_at_least, nonnegative_real, positive_int, positive_real, torch_device
+from .._validation import int_at_least, nonnegative_real, positive_int, positive_real
+from ..devices import torch_device
 from ..checkpoints import load_checkpoint, save_checkpoint
 from ..transformer import FORWARD_REVISION, SumHeadTransformer
 from .digits import PatchDigits

@@ -31,7 +31,6 @@ import time
 
 import torch
 
-from attnpaths._validation import torch_generator
 from attnpaths.network import AttentionNetwork, NetworkWeights
 from attnpaths.sampler import PosteriorSampler, PosteriorSamples
 from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
@@ -100,7 +99,8 @@ def run_nuts(
     """
     from pyro.infer import MCMC, NUTS
 
-    torch_generator(generator)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     potential = potential_energy(network, x, y, temperature)
     calls = [0]
 

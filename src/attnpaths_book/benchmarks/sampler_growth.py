@@ -32,7 +32,6 @@ from pathlib import Path
 
 import torch
 
-from attnpaths._validation import increasing_ints
 from attnpaths.network import AttentionNetwork
 from attnpaths.sampler import PosteriorSampler
 from attnpaths_book.benchmarks._fits import fit_exponent, fit_two_terms
@@ -111,9 +110,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--output", type=Path, default=committed_record_path("sampler_growth"))
     args = parser.parse_args(argv)
     quick = args.quick
-    widths = increasing_ints(args.widths or ([10, 20] if quick else [10, 30, 100, 300]), "--widths", least=1).tolist()
-    sizes = increasing_ints(args.num_train or ([20, 40] if quick else [50, 100, 200, 400, 800]), "--num-train",
-                            least=2).tolist()
+    widths = args.widths or ([10, 20] if quick else [10, 30, 100, 300])
+    sizes = args.num_train or ([20, 40] if quick else [50, 100, 200, 400, 800])
+    for option, values, least in (("--widths", widths, 1), ("--num-train", sizes, 2)):
+        if values[0] < least or any(b <= a for a, b in zip(values, values[1:])):
+            parser.error(f"{option} must be strictly increasing integers >= {least}, got {values}")
     warmup = args.warmup if args.warmup is not None else (5 if quick else 100)
     samples = args.samples if args.samples is not None else (20 if quick else 400)
     if args.threads < 1 or args.chains < 1 or warmup < 0 or samples < 4:

@@ -24,7 +24,7 @@ from dataclasses import asdict, replace
 import numpy as np
 import torch
 
-from attnpaths._validation import int_at_least, torch_device
+from attnpaths.devices import torch_device
 from attnpaths.oneshot.imagesets import ImageClasses
 from attnpaths.oneshot.sequences import sample_sequences
 from attnpaths.oneshot.training import AUTHORS_TRAINING, TrainingConfig, accuracy, initial_model, make_optimiser, training_step
@@ -74,8 +74,9 @@ def time_training(
         "projected_total_hours"}``.
     """
     device = torch_device(device, "device")
-    int_at_least(steps, "steps", 1)
-    int_at_least(warmup, "warmup", 0)
+    for name, value, least in (("steps", steps, 1), ("warmup", warmup, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
     rng = np.random.default_rng(seed)
     classes = _random_classes(image_size, rng)
     model, encoder, _ = initial_model(config, image_size)
