@@ -242,7 +242,7 @@ def test_energy_evaluator_matches_autograd_on_both_routes(P, n0, n):
     expected_gradient = jacrev(f)(flat).reshape(n, n)
     expected_hessian = symmetrized(hessian(f)(flat).reshape(n, n, n, n))
     scale = float(expected_hessian.abs().max())
-    for route in ("sample", "feature"):
+    for route in ("sample", "feature", "gram"):
         evaluator = EnergyEvaluator(X, y, T, route=route)
         point = evaluator.point(torch.linalg.cholesky(U))
         assert point.value == pytest.approx(float(f(flat)), rel=1e-12)
@@ -254,8 +254,10 @@ def test_energy_evaluator_matches_autograd_on_both_routes(P, n0, n):
         # largest entry, amplified by G's condition and P (1.6e-13 of the scale seen at P = 320), hence rtol 1e-10
         assert_rounding_close(symmetrized(second), expected_hessian, scale=scale, rtol=1e-10,
                               what=f"{route} route Hessian")
-    # the route with fewer operations: sample space for few examples and many features, else features
-    assert EnergyEvaluator(X, y, T).route == ("sample" if (P, n0) in [(5, 11), (12, 30)] else "feature")
+    # the route with fewer operations: sample space for few examples and many features, the Gram matrix of the
+    # features for many more examples than features (P = 320 > D = n0 n = 6), else features
+    expected = "sample" if (P, n0) in [(5, 11), (12, 30)] else "gram" if (P, n0) == (320, 3) else "feature"
+    assert EnergyEvaluator(X, y, T).route == expected
     with pytest.raises(ValueError, match="route"):
         EnergyEvaluator(X, y, T, route="pairs")
 

@@ -299,7 +299,7 @@ def test_solve_estimates_its_memory_before_allocating(problem, monkeypatch):
         with pytest.raises(MemoryError, match=rf"solve with P = 20 examples \({route} route: three \[P, P\] float64 "
                                               r"matrices and the features \[P, N0, n_paths\] = \[20, 4, 4\]\) needs "
                                               r"about [0-9.e-]+ GiB, but only 9.31e-07 GiB of memory is available"):
-            solve(xi, y, heads=(2, 2), widths=widths, temperature=0.1)
+            solve(xi, y, heads=(2, 2), widths=widths, temperature=0.1, route="feature")
     monkeypatch.setattr(_validation, "available_memory", lambda: None)  # a system that does not say
     assert solve(xi, y, heads=(2, 2), widths=10, temperature=0.1).converged
 
@@ -307,7 +307,7 @@ def test_solve_estimates_its_memory_before_allocating(problem, monkeypatch):
 def test_the_estimate_for_a_large_problem_is_three_kernels(monkeypatch):
     from attnpaths.theory import _solver_memory, architecture
 
-    needed, what = _solver_memory(12000, 4, 2, architecture((2,), 10))
+    needed, what = _solver_memory(12000, 4, 2, architecture((2,), 10), "feature")
     assert needed >= 3 * 12000**2 * 8 and needed < 3.01 * 12000**2 * 8
     assert what.startswith("solve with P = 12000 examples (feature-space route")
     monkeypatch.setattr(_validation, "available_memory", lambda: 3 * 2**30)

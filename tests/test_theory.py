@@ -223,7 +223,8 @@ def test_action_derivatives_in_theta_match_autograd(heads, P, n0, widths):
     xi, y = random_problem(P=P, n0=n0, heads=heads, seed=3)
     arch = architecture_of(heads, widths)
     action = _Action(scaled_features(xi, arch.variances[0]), y, arch, 0.07)
-    assert action.energy.route == ("sample" if n0 > P else "feature")
+    n = math.prod(heads)
+    assert action.energy.route == ("sample" if n0 > P else "gram" if P > n0 * n else "feature")
     layers = [random_spd(arch.layer_size(l), 5 + l) for l in range(1, arch.num_layers + 1)]
     theta = action.coords.coordinates(layers)
     point = action.point(theta)

@@ -10,6 +10,8 @@ The public API is importable from the package itself (``from attnpaths import so
   :class:`TheorySolution` (``U``, the predictor (eq-predictor), the solver's certificate);
   :func:`path_features` (eq-path-features), :func:`path_kernels`, :func:`renormalized_kernel` (eq-kernel),
   :func:`gp_kernel` (eq-gp), :func:`head_scores` (eq-head-score);
+* many examples: :class:`GramStatistics` accumulates the features' Gram matrix over chunks of examples, and
+  :func:`solve_from_statistics` solves from it, at a cost that does not grow with their number;
 * your own model: :func:`theory_from_attention` takes the per-layer attention of any attention-only model
   (``[B, H, T, T]``, as ``torch.nn.MultiheadAttention`` returns it) with its tokens ``[B, T, D]``;
   :func:`rank_heads` takes the model itself, any object with ``attention_weights(tokens)`` (the
@@ -39,6 +41,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "solve": "attnpaths.theory", "TheorySolution": "attnpaths.theory", "CertificateWarning": "attnpaths.theory",
+    "solve_from_statistics": "attnpaths.theory", "GramStatistics": "attnpaths.gram",
     "path_features": "attnpaths.paths", "all_paths": "attnpaths.paths",
     "path_kernels": "attnpaths.kernels", "renormalized_kernel": "attnpaths.kernels", "gp_kernel": "attnpaths.kernels",
     "head_scores": "attnpaths.head_scoring", "head_labels": "attnpaths.head_scoring",
@@ -84,5 +87,6 @@ if TYPE_CHECKING:  # the exports' types for static checkers (py.typed); never ex
     from .order_parameter_posterior import exact_action, sample_order_parameters
     from .paths import all_paths, path_features
     from .sampler import PosteriorSampler, PosteriorSamples
-    from .theory import CertificateWarning, TheorySolution, solve
+    from .gram import GramStatistics
+    from .theory import CertificateWarning, TheorySolution, solve, solve_from_statistics
     from .transformer import SumHeadTransformer

@@ -27,6 +27,7 @@ import torch
 from scipy.linalg.blas import dsyrk as symmetric_rank_k
 from scipy.linalg.lapack import dtrtri as triangular_inverse
 
+from .gram import GramStatistics, equivalent_problem
 from .kernels import kernel_from_scaled
 
 
@@ -530,7 +531,7 @@ def _filled(lower: np.ndarray) -> np.ndarray:
 
 class EnergyEvaluator:
     """``S_en = log det G + y^T G^{-1} y``, ``G = K(U_1) + T I`` (eq-action), for one data set, with its gradient
-    and Hessian (those of :func:`energy`, ``T1``, ``T2``, ``T3`` there) through one of two contractions:
+    and Hessian (those of :func:`energy`, ``T1``, ``T2``, ``T3`` there) through one of three routes:
 
     * sample space (few examples): the kernels of the symmetric basis directions (:class:`SymmetricBasis`),
       ``S_k = K(E_k)`` (``[P, P]`` each, stored once), give ``K = sum_k u_k S_k`` and, in that basis,
@@ -538,67 +539,154 @@ class EnergyEvaluator:
     * feature space (more examples than input features): with ``B = chol(G)^{-1} X`` and
       ``M[i,a,j,b] = sum_p B[p,i,a] B[p,j,b]``, ``tr(G^{-1} C_ab G^{-1} C_cd) = sum_ij M[i,a,j,d] M[i,b,j,c]``,
       a Gram matrix over the pairs ``(i, j)``; ``M`` is symmetric, so only its lower triangle is formed (as that
-      of the kernel ``G``: BLAS ``dsyrk``, half a matrix product).
+      of the kernel ``G``: BLAS ``dsyrk``, half a matrix product);
+    * Gram (more examples than ``D = N0 n`` features, ``attnpaths.gram``): ``K`` has rank at most ``D``, and
+      ``S_en(X, y) = S_en(R, y~) + (P - r) log T + (y^T y - |y~|^2) / T`` for the ``r <= D`` rows ``R``
+      (``R^T R = F^T F``, ``F = X`` flattened to ``[P, D]``) and targets ``y~`` (``R^T y~ = F^T y``) of
+      ``attnpaths.gram.equivalent_problem``: the derivatives are those of the ``r``-example problem, taken by
+      the sample- or feature-space contraction; after the one-off ``F^T F`` (``P D^2``) no step depends on ``P``.
 
     Args:
         X: ``[P, N0, n]`` scaled features (:func:`attnpaths.kernels.scaled_features`).
         y: ``[P]`` labels.
         temperature: ``T > 0``.
-        route: ``"sample"``, ``"feature"`` or None (the one with fewer operations per Hessian; sample space
-            only while its stored kernels hold at most ``max_stored`` numbers).
+        route: ``"sample"``, ``"feature"``, ``"gram"`` or None (the one with fewer operations,
+            :meth:`cheaper_route`; sample space only while its stored kernels hold at most ``max_stored`` numbers).
+
+    Attributes:
+        route: the route taken; ``contraction``: ``"sample"`` or ``"feature"``, the contraction of the
+            derivatives (on the Gram route, that of the ``r``-example problem).
+        X, y: the features and labels the contraction works on: the given ones, or on the Gram route the
+            equivalent rows ``[r, N0, n]`` and targets ``[r]`` (``attnpaths.gram.EquivalentProblem``; None
+            where the statistics are not finite: then no point is finite).
+        offset: the constant added to the contraction's energy (0 off the Gram route).
+        problem: the Gram route's ``attnpaths.gram.EquivalentProblem`` (None off it, or where the statistics
+            are not finite).
+        num_examples: ``P``; input_width: ``N0``; num_paths: ``n``.
     """
+
+    ROUTES = ("sample", "feature", "gram")
+    """The routes of :class:`EnergyEvaluator`."""
 
     def __init__(self, X: torch.Tensor, y: torch.Tensor, temperature: float, route: str | None = None,
                  max_stored: float = 5e7):
         P, n0, n = X.shape
+        if route is None:
+            route = self.cheaper_route(P, n0, n, max_stored)
+        if route not in self.ROUTES:
+            raise ValueError(f"route must be 'sample', 'feature', 'gram' or None, got {route!r}")
+        if route == "gram":
+            statistics = GramStatistics()
+            statistics._accumulate(X, y)
+            problem = equivalent_problem(*statistics.scaled(n0 * n), P, n0, n, temperature)  # X is scaled already
+            self._setup_gram(problem, P, n0, n, temperature, max_stored)
+        else:
+            self._setup(X, y, temperature, route, max_stored)
+            self.route, self.offset, self.problem = route, 0.0, None
+            self.num_examples = P
+
+    @classmethod
+    def from_statistics(cls, statistics: GramStatistics, temperature: float, s0: float = 1.0,
+                        max_stored: float = 5e7) -> "EnergyEvaluator":
+        """The Gram route from accumulated statistics of the raw features (no features needed).
+
+        Args:
+            statistics: ``attnpaths.gram.GramStatistics`` of ``P >= 1`` examples.
+            temperature: ``T > 0``.
+            s0: the input layer's prior variance (the scaling of :func:`attnpaths.kernels.scaled_features`).
+        """
+        P, n0, n = statistics.num_examples, statistics.input_width, statistics.num_paths
+        problem = equivalent_problem(*statistics.scaled(s0), P, n0, n, temperature)
+        evaluator = cls.__new__(cls)
+        evaluator._setup_gram(problem, P, n0, n, temperature, max_stored)
+        return evaluator
+
+    def _setup_gram(self, problem, P: int, n0: int, n: int, temperature: float, max_stored: float) -> None:
+        self.problem = problem
+        if problem is None:  # statistics that overflow: no finite point
+            self.X = self.y = None
+            self.temperature, self.basis, self.contraction = float(temperature), SymmetricBasis(n), "feature"
+            self.input_width, self.num_paths = n0, n
+        else:
+            rows = problem.features
+            self._setup(rows, problem.targets, temperature,
+                        self.cheaper_route(rows.shape[0], n0, n, max_stored, direct_only=True), max_stored)
+        self.route, self.offset, self.num_examples = "gram", 0.0 if problem is None else problem.offset, P
+
+    def _setup(self, X: torch.Tensor, y: torch.Tensor, temperature: float, contraction: str, max_stored: float):
+        """The sample- or feature-space contraction on ``X`` ``[R, N0, n]``, ``y`` ``[R]``."""
+        R, n0, n = X.shape
         self.X, self.y, self.temperature = X, y, float(temperature)
         self.basis = SymmetricBasis(n)
         m = self.basis.size
-        if route is None:
-            route = self.cheaper_route(P, n0, n, max_stored)
-        if route not in ("sample", "feature"):
-            raise ValueError(f"route must be 'sample', 'feature' or None, got {route!r}")
-        self.route = route
-        self.num_examples, self.input_width, self.num_paths = P, n0, n
+        self.contraction = contraction
+        self.input_width, self.num_paths = n0, n
         self._buffers = None
-        if route == "sample":
-            by_path = X.permute(2, 0, 1).reshape(n * P, n0)
+        if contraction == "sample":
+            by_path = X.permute(2, 0, 1).reshape(n * R, n0)
             # (C_ab)_pq for a <= b, one row block of the symmetric product at a time: [k, p, q] in basis order
-            picked = torch.cat([(by_path[a * P : (a + 1) * P] @ by_path[a * P :].T).reshape(P, n - a, P).transpose(0, 1)
+            picked = torch.cat([(by_path[a * R : (a + 1) * R] @ by_path[a * R :].T).reshape(R, n - a, R).transpose(0, 1)
                                 for a in range(n)])
             directions = (picked + picked.transpose(1, 2)) * (self.basis.weights / 2)[:, None, None]
-            self.directions = directions.permute(1, 2, 0).reshape(P * P, m).contiguous()  # [(p, q), k] = S_k[p, q]
+            self.directions = directions.permute(1, 2, 0).reshape(R * R, m).contiguous()  # [(p, q), k] = S_k[p, q]
         else:
-            self.flat = X.reshape(P, n0 * n)
+            self.flat = X.reshape(R, n0 * n)
             # the pairs (i, j) of input features with j < i: the blocks of M below its diagonal blocks
             self._later, self._earlier = np.tril_indices(n0, -1)
             self._basis_rows, self._basis_cols = self.basis.rows.numpy(), self.basis.cols.numpy()
 
     @staticmethod
-    def cheaper_route(P: int, n0: int, n: int, max_stored: float = 5e7) -> str:
-        """The route with fewer operations per Hessian for ``P`` examples of ``n0`` features on ``n`` paths:
-        about ``2 P^3 m + 2 P^2 m^2`` (``m = n (n + 1) / 2``) in the sample space against
-        ``3 P^2 n0 n + 1.2 P (n0 n)^2 + 1.2 n0^2 n^4`` in the feature space (the factors 1.2 weigh its symmetric
-        products, of which only a triangle is computed, at a lower rate than a full matrix product)."""
-        m = n * (n + 1) // 2
-        sample_cost = 2.0 * P**3 * m + 2.0 * P * P * m * m
-        feature_cost = 3.0 * P * P * n0 * n + 1.2 * P * (n0 * n) ** 2 + 1.2 * n0 * n0 * n**4
-        return "sample" if sample_cost <= feature_cost and P * P * m <= max_stored else "feature"
+    def route_costs(P: int, n0: int, n: int, max_stored: float = 5e7, iterations: int = 10) -> dict[str, float]:
+        """Operations per Hessian of each route for ``P`` examples of ``n0`` features on ``n`` paths (``D = n0 n``,
+        ``m = n (n + 1) / 2``):
+
+        * sample space ``2 P^3 m + 2 P^2 m^2`` (``inf`` where its stored kernels, ``P^2 m`` numbers, exceed
+          ``max_stored``);
+        * feature space ``3 P^2 n0 n + 1.2 P D^2 + 1.2 n0^2 n^4`` (the factors 1.2 weigh its symmetric products,
+          of which only a triangle is computed, at a lower rate than a full matrix product);
+        * Gram: the cheaper of the two at ``r = min(P, D)`` examples, plus the one-off ``P D^2`` of ``F^T F`` (a
+          triangle: weighed 1.2 as above) and ``4 D^3`` of its eigendecomposition, shared by ``iterations``
+          Hessians (a solve takes about ten).
+        """
+
+        def direct(p):
+            m = n * (n + 1) // 2
+            sample = 2.0 * p**3 * m + 2.0 * p * p * m * m if p * p * m <= max_stored else math.inf
+            feature = 3.0 * p * p * n0 * n + 1.2 * p * (n0 * n) ** 2 + 1.2 * n0 * n0 * n**4
+            return sample, feature
+
+        D = n0 * n
+        sample, feature = direct(P)
+        gram = min(direct(min(P, D))) + (1.2 * P * D * D + 4.0 * D**3) / iterations
+        return {"sample": sample, "feature": feature, "gram": gram}
+
+    @staticmethod
+    def cheaper_route(P: int, n0: int, n: int, max_stored: float = 5e7, *, direct_only: bool = False) -> str:
+        """The route with fewer operations per Hessian (:meth:`route_costs`) for ``P`` examples of ``n0`` features
+        on ``n`` paths; ties go to the sample space, then the feature space; ``direct_only`` leaves the Gram
+        route out."""
+        costs = EnergyEvaluator.route_costs(P, n0, n, max_stored)
+        if direct_only:
+            costs.pop("gram")
+        return min(costs, key=lambda route: (costs[route], EnergyEvaluator.ROUTES.index(route)))
 
     def point(self, factor: torch.Tensor) -> EnergyPoint | None:
-        """``S_en`` at ``U_1 = factor factor^T``; None where ``G`` is not numerically positive definite."""
-        P = self.num_examples
-        if self.route == "sample":
+        """``S_en`` at ``U_1 = factor factor^T``; None where ``G`` is not numerically positive definite or the
+        energy is not finite. On the Gram route, ``chol`` and ``alpha`` are those of the ``r``-example problem."""
+        if self.X is None:
+            return None
+        R = self.X.shape[0]
+        if self.contraction == "sample":
             u = self.basis.coordinates(factor @ factor.T)
-            G = (self.directions @ u).reshape(P, P)
+            G = (self.directions @ u).reshape(R, R)
         else:
-            G = torch.from_numpy(_lower_gram((self.X @ factor).reshape(P, -1).numpy()))
+            G = torch.from_numpy(_lower_gram((self.X @ factor).reshape(R, -1).numpy()))
         G.diagonal().add_(self.temperature)
         chol, info = torch.linalg.cholesky_ex(G)
         if int(info) != 0:
             return None
-        alpha = torch.cholesky_solve(self.y.reshape(P, 1), chol).reshape(P)
-        value = float(2.0 * torch.log(torch.diagonal(chol)).sum() + self.y @ alpha)
+        alpha = torch.cholesky_solve(self.y.reshape(R, 1), chol).reshape(R)
+        value = float(2.0 * torch.log(torch.diagonal(chol)).sum() + self.y @ alpha) + self.offset
         if not math.isfinite(value):
             return None
         return EnergyPoint(value, chol, alpha)
@@ -614,12 +702,12 @@ class EnergyEvaluator:
         """Derivatives of ``S_en`` at ``point`` with respect to the coordinates ``u`` of ``U_1`` in the evaluator's
         :class:`SymmetricBasis` ``basis`` (``U_1 = sum_k u_k E_k``): ``(gradient [m], hessian [m, m])``,
         ``m = n (n + 1) / 2`` (the Hessian for ``order`` 2, else None)."""
-        if self.route == "sample":
+        if self.contraction == "sample":
             return self._sample_space(point, order)
         return self._feature_space(point, order)
 
     def _sample_space(self, point, order):
-        P, m = self.num_examples, self.basis.size
+        P, m = self.X.shape[0], self.basis.size
         inverse = torch.cholesky_inverse(point.chol)
         by_row = self.directions.reshape(P, P * m)
         v = (point.alpha @ by_row).reshape(P, m)  # v[:, k] = S_k alpha

@@ -6,6 +6,14 @@ Public entry point::
     sol = solve(features, y, heads=(H_1, ..., H_L), widths=N, temperature=T, variances=1.0)
     mean, var = sol.predict(features_test)
 
+With many more examples than ``D = N0 n_paths`` features the energy takes the Gram route (``attnpaths.gram``):
+after one pass over the features every Newton step costs the same whatever ``P``, and the features can be streamed::
+
+    stats = GramStatistics()
+    for features, y in chunks:
+        stats.update(features, y)
+    sol = solve_from_statistics(stats, heads=(H_1, ..., H_L), widths=N, temperature=T)
+
 The minimiser works on log-Cholesky coordinates ``U_l = L_l L_l^T`` (``L_l`` lower triangular with a positive,
 exponentiated diagonal), so every iterate is positive definite by construction and no step can produce NaN.
 It is a trust-region Newton method with the exact Hessian: the derivatives of the energy and of the entropy
@@ -29,6 +37,7 @@ from numpy.typing import ArrayLike
 from .._validation import as_float64_tensor, check_memory, heads_tuple, positive_int, positive_real
 from ..action import (Architecture, EnergyEvaluator, SymmetricBasis, energy, entropy_terms, gp_order_parameters,
                       readout_order_parameter)
+from ..gram import DEFAULT_BLOCK_SIZE, GramStatistics
 from ..kernels import kernel_from_scaled, scaled_features
 from ..paths import check_num_paths
 
@@ -213,9 +222,10 @@ class _Action:
     entries of ``U``.
     """
 
-    def __init__(self, X: torch.Tensor, y: torch.Tensor, arch: Architecture, temperature: float):
+    def __init__(self, X: torch.Tensor | None, y: torch.Tensor | None, arch: Architecture, temperature: float,
+                 evaluator: EnergyEvaluator | None = None):
         self.X, self.y, self.arch, self.temperature = X, y, arch, temperature
-        self.energy = EnergyEvaluator(X, y, temperature)
+        self.energy = EnergyEvaluator(X, y, temperature) if evaluator is None else evaluator
         self.sizes = sizes = _layer_sizes(arch)
         self.coords = CholeskyCoordinates(sizes)
         self.bases = [self.energy.basis] + [SymmetricBasis(n) for n in sizes[1:]]
@@ -502,6 +512,9 @@ def _newton(action: _Action, theta, tolerance: float, max_iterations: int, radiu
 # --------------------------------------------------------------------------------------------------------
 # the solution
 
+_NO_TRAINING_SET = ("{what} is not available: this solution was found from GramStatistics (solve_from_statistics), "
+                    "which hold no training examples; solve(features, y, ...) keeps them")
+
 
 @dataclass(frozen=True)
 class TheorySolution:
@@ -518,6 +531,11 @@ class TheorySolution:
             directions (positive at a strict minimum); ``nan`` in the GP limit.
         converged: the solver's stopping rule was met and the Hessian is positive definite.
         iterations: Newton iterations used.
+        route: the energy's route (:class:`attnpaths.action.EnergyEvaluator`): ``"sample"`` or ``"feature"`` (the
+            ``[P, P]`` kernel is factored; in the GP limit ``"feature"`` stands for the kernel formed directly) or
+            ``"gram"`` (more examples than ``D = N0 n_paths`` features: the solution holds ``r <= D`` equivalent
+            rows, ``attnpaths.gram``, and no ``[P, P]`` matrix; :attr:`kernel_cholesky` and
+            :attr:`dual_weights` are then computed when first asked for).
     """
 
     U: np.ndarray
@@ -532,10 +550,14 @@ class TheorySolution:
     iterations: int
     arch: Architecture
     temperature: float
-    _X: torch.Tensor = field(repr=False)
-    _y: torch.Tensor = field(repr=False)
+    _X: Optional[torch.Tensor] = field(repr=False)
+    _y: Optional[torch.Tensor] = field(repr=False)
     _chol: torch.Tensor = field(repr=False)
     _alpha: torch.Tensor = field(repr=False)
+    route: str = "feature"
+    _rows: Optional[torch.Tensor] = field(default=None, repr=False)
+    _raw: Optional[tuple] = field(default=None, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False, compare=False, init=False)
 
     @property
     def heads(self) -> tuple[int, ...]:
@@ -553,30 +575,84 @@ class TheorySolution:
         return self.arch.variances
 
     @property
+    def has_training_set(self) -> bool:
+        """Whether the solution holds its training examples (False when found from ``GramStatistics``)."""
+        return self._X is not None or self._raw is not None
+
+    @property
     def training_features(self) -> torch.Tensor:
         """``[P, N0, n_paths]`` the scaled training features the kernel is built from
-        (:func:`attnpaths.kernels.scaled_features`)."""
-        return self._X
+        (:func:`attnpaths.kernels.scaled_features`). On the ``"gram"`` route the solution keeps the features it was
+        given (no copy) and scales them on every call; from ``GramStatistics`` there are none (``ValueError``)."""
+        if self._X is not None:
+            return self._X
+        if self._raw is None:
+            raise ValueError(_NO_TRAINING_SET.format(what="training_features"))
+        raw, scale = self._raw
+        return raw * scale
 
     @property
     def training_labels(self) -> torch.Tensor:
-        """``[P]`` the training labels ``y``."""
+        """``[P]`` the training labels ``y`` (``ValueError`` for a solution found from ``GramStatistics``)."""
+        if self._y is None:
+            raise ValueError(_NO_TRAINING_SET.format(what="training_labels"))
         return self._y
 
     @property
     def kernel_cholesky(self) -> torch.Tensor:
-        """``[P, P]`` lower Cholesky factor of ``K(U) + T I`` at the solution (eq-predictor)."""
-        return self._chol
+        """``[P, P]`` lower Cholesky factor of ``K(U) + T I`` at the solution (eq-predictor). On the ``"gram"``
+        route it is formed (and kept) on the first call: ``P^2`` numbers."""
+        if self.route != "gram":
+            return self._chol
+        if "chol" not in self._cache:
+            if self._raw is None:
+                raise ValueError(_NO_TRAINING_SET.format(what="kernel_cholesky"))
+            P = self._raw[0].shape[0]
+            check_memory(8.0 * 2 * P * P, f"kernel_cholesky with P = {P} examples (two [P, P] float64 matrices)")
+            X = self.training_features
+            G = kernel_from_scaled(X, torch.as_tensor(self.U), X) + self.temperature * torch.eye(P, dtype=torch.float64)
+            self._cache["chol"] = torch.linalg.cholesky(G)
+        return self._cache["chol"]
+
+    @property
+    def mean_weights(self) -> torch.Tensor:
+        """``[N0, n_paths]`` the predictor's mean in feature space (eq-predictor): ``<f(x)> = sum_{i,a} X_ia(x) v_ia``
+        with ``v = W U``, ``W = sum_mu alpha_mu X^mu`` (``X`` the scaled features,
+        :func:`attnpaths.kernels.scaled_features`; ``alpha`` of :attr:`dual_weights`, or on the ``"gram"`` route
+        the same ``W`` from the equivalent rows)."""
+        if "mean_weights" not in self._cache:
+            rows = self._predictor_rows
+            W = (self._alpha @ rows.reshape(rows.shape[0], -1)).reshape(rows.shape[1:])
+            self._cache["mean_weights"] = W @ torch.as_tensor(self.U)
+        return self._cache["mean_weights"]
 
     @property
     def dual_weights(self) -> torch.Tensor:
-        """``[P]`` ``alpha = (K(U) + T I)^{-1} y``: the predictor is ``f(x) = k(x)^T alpha`` (eq-predictor)."""
-        return self._alpha
+        """``[P]`` ``alpha = (K(U) + T I)^{-1} y``: the predictor is ``f(x) = k(x)^T alpha`` (eq-predictor). On the
+        ``"gram"`` route it is computed on the first call, without a ``[P, P]`` matrix, from ``T alpha = y - K alpha``
+        ``= y - F v`` (``v`` of :attr:`mean_weights`, ``F`` the training features flattened)."""
+        if self.route != "gram":
+            return self._alpha
+        if "alpha" not in self._cache:
+            if self._raw is None:
+                raise ValueError(_NO_TRAINING_SET.format(what="dual_weights"))
+            raw, scale = self._raw
+            v = (self.mean_weights * scale).reshape(-1)
+            fitted = torch.cat([raw[s : s + 8192].reshape(-1, v.numel()) @ v for s in range(0, raw.shape[0], 8192)])
+            self._cache["alpha"] = (self._y - fitted) / self.temperature
+        return self._cache["alpha"]
+
+    @property
+    def _predictor_rows(self) -> torch.Tensor:
+        """The ``[R, N0, n_paths]`` scaled rows that ``_chol`` and ``_alpha`` belong to: the training features, or on
+        the ``"gram"`` route the equivalent rows (``R = r <= D``)."""
+        return self._X if self._rows is None else self._rows
 
     def _scaled(self, features, name: str) -> torch.Tensor:
         X = scaled_features(features, self.arch.variances[0])
-        if X.shape[1:] != self._X.shape[1:]:
-            raise ValueError(f"{name} must have shape [P_test, {self._X.shape[1]}, {self._X.shape[2]}], got {tuple(X.shape)}")
+        shape = self._predictor_rows.shape
+        if X.shape[1:] != shape[1:]:
+            raise ValueError(f"{name} must have shape [P_test, {shape[1]}, {shape[2]}], got {tuple(X.shape)}")
         return X
 
     def kernel(self, features_a, features_b=None) -> np.ndarray:
@@ -587,13 +663,18 @@ class TheorySolution:
 
     def train_kernel(self) -> np.ndarray:
         """``K(U_1)`` on the training set, ``[P, P]`` (no temperature)."""
-        return kernel_from_scaled(self._X, torch.as_tensor(self.U), self._X).numpy()
+        X = self.training_features
+        return kernel_from_scaled(X, torch.as_tensor(self.U), X).numpy()
 
     def predict(self, features_test, *, batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
         """Predictor mean and variance (eq-predictor) on test examples.
 
         ``<f(x*)> = k^T (K + T I)^{-1} y`` and ``Var f(x*) = kappa - k^T (K + T I)^{-1} k`` with
-        ``k_mu = K(x^mu, x*)`` and ``kappa = K(x*, x*)``.
+        ``k_mu = K(x^mu, x*)`` and ``kappa = K(x*, x*)``. On the ``"gram"`` route the training examples are the
+        ``r <= D`` equivalent rows ``R`` (``attnpaths.gram``), with the same mean and variance:
+        ``<f(x*)> = f*^T A F^T (K + T I)^{-1} y`` and ``k^T (K + T I)^{-1} k = f*^T A F^T (K + T I)^{-1} F A f*``
+        (``f*`` the flattened test features, ``A = I_N0 (x) U``) depend on the data through ``F^T F = R^T R`` and
+        ``F^T y = R^T y~`` only; no ``[P, P]`` or ``[P, P_test]`` matrix is formed.
 
         Args:
             features_test: ``[P_test, N0, n_paths]`` path features of the test inputs (the path axis is checked
@@ -606,10 +687,11 @@ class TheorySolution:
         batch_size = positive_int(batch_size, "batch_size")
         Xt = self._scaled(features_test, "features_test")
         U = torch.as_tensor(self.U)
+        rows = self._predictor_rows
         means, variances = [], []
         for start in range(0, Xt.shape[0], batch_size):
             xb = Xt[start : start + batch_size]
-            k = kernel_from_scaled(xb, U, self._X)  # [B, P]
+            k = kernel_from_scaled(xb, U, rows)  # [B, P] (or [B, r] on the gram route)
             kappa = torch.einsum("bip,pq,biq->b", xb, U, xb)
             solved = torch.cholesky_solve(k.T, self._chol)  # [P, B]
             means.append(k @ self._alpha)
@@ -628,16 +710,40 @@ def _infinite_start(u: float, temperature: float, gp_limit: bool = False) -> str
             f"features of a smaller scale)")
 
 
-def _solver_memory(P: int, n0: int, n: int, arch: Architecture) -> tuple[float, str]:
+ROUTES = (None, "sample", "feature", "gram")
+"""The values of :func:`solve`'s ``route``."""
+
+
+def _default_route(P: int, n0: int, n: int, arch: Architecture) -> str:
+    """The route :func:`solve` takes: per Hessian, :meth:`attnpaths.action.EnergyEvaluator.cheaper_route`; in the
+    GP limit (one evaluation, no Hessian) the Gram route where ``1.2 P D^2 + 4 D^3 + r^2 D`` (its Gram matrix,
+    eigendecomposition and kernel of ``r = min(P, D)`` rows) is below the ``P^2 D`` of the ``[P, P]`` kernel."""
+    if not arch.gp_limit:
+        return EnergyEvaluator.cheaper_route(P, n0, n)
+    D, r = n0 * n, min(P, n0 * n)
+    return "gram" if 1.2 * P * D * D + 4.0 * D**3 + r * r * D < P * P * D else "feature"
+
+
+def _solver_memory(P: int, n0: int, n: int, arch: Architecture, route: str | None = None) -> tuple[float, str]:
     """Bytes that :func:`solve` allocates for ``P`` examples of ``[N0, n_paths] = [n0, n]`` path features, about,
     and the route's description: three ``[P, P]`` float64 matrices (the kernel and the Cholesky factors of the
     current and the trial point; in the GP limit the kernel, ``T I`` and the factor), the scaled and whitened
     features, and on the sample-space route the three ``[P, P, m]`` stores of the basis kernels
-    (``m = n (n + 1) / 2``, :class:`attnpaths.action.EnergyEvaluator`)."""
+    (``m = n (n + 1) / 2``, :class:`attnpaths.action.EnergyEvaluator`); on the Gram route (``route`` ``"gram"``;
+    default: :func:`_default_route`) no ``[P, P]`` matrix: eight ``[D, D]`` matrices (``D = n0 n``: the Gram
+    matrix, its copy and eigenvectors, the equivalent rows and the feature route's products on them) and a block
+    of ``attnpaths.gram.DEFAULT_BLOCK_SIZE`` examples."""
+    route = _default_route(P, n0, n, arch) if route is None else route
+    D = n0 * n
+    if route == "gram":
+        numbers = 8 * D * D + DEFAULT_BLOCK_SIZE * D
+        what = (f"solve with P = {P} examples (gram route: eight [D, D] float64 matrices, D = N0 n_paths = {D}, "
+                f"for the features [P, N0, n_paths] = [{P}, {n0}, {n}])")
+        return 8.0 * numbers, what
     if arch.gp_limit:
         route, numbers = "GP-limit", 3 * P * P + P * n0 * n
     else:
-        route = EnergyEvaluator.cheaper_route(P, n0, n) + "-space"
+        route = route + "-space"
         numbers = 3 * P * P + 2 * P * n0 * n + (n0 * n) ** 2
         if route == "sample-space":
             numbers += 3 * P * P * (n * (n + 1) // 2)
@@ -670,6 +776,7 @@ def solve(
     gradient_tolerance: float = 1e-8,
     max_iterations: int = 200,
     on_failure: str = "warn",
+    route: Optional[str] = None,
 ) -> TheorySolution:
     """Minimise the action S(U) (eq-action) and return the order parameters and the predictor (eq-predictor).
 
@@ -688,6 +795,10 @@ def solve(
         max_iterations: Newton iteration cap (an integer >= 1).
         on_failure: ``"warn"`` (:class:`CertificateWarning`) or ``"raise"`` (``RuntimeError``) when the result
             is not certified as a minimum (not converged, or the Hessian is not positive definite).
+        route: the energy's route, ``"sample"``, ``"feature"``, ``"gram"`` or None (the one with fewer operations:
+            the Gram route, whose cost does not grow with ``P`` after one pass over the features, where there are
+            enough more examples than ``D = N0 n_paths`` features; :class:`attnpaths.action.EnergyEvaluator`). The
+            routes agree up to rounding.
 
     Returns:
         :class:`TheorySolution`.
@@ -696,7 +807,7 @@ def solve(
         ValueError: an argument out of its range; also where the action is not finite at the starting point.
         TypeError: complex, boolean or object ``features`` or ``y``.
         MemoryError: before any large allocation, where the solver's arrays (about three ``[P, P]`` float64
-            matrices) would not fit in the available memory.
+            matrices; on the Gram route a few ``[D, D]``) would not fit in the available memory.
     """
     X_raw = as_float64_tensor(features, "features")
     if X_raw.ndim != 3 or X_raw.shape[0] < 1:
@@ -706,14 +817,22 @@ def solve(
     labels = as_float64_tensor(y, "y", labels=True)
     if labels.shape != (X_raw.shape[0],):
         raise ValueError(f"y must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
-    temperature = positive_real(temperature, "temperature")
-    gradient_tolerance = positive_real(gradient_tolerance, "gradient_tolerance")
-    max_iterations = positive_int(max_iterations, "max_iterations")
-    if on_failure not in ("warn", "raise"):
-        raise ValueError(f"on_failure must be 'warn' or 'raise', got {on_failure!r}")
-    check_memory(*_solver_memory(*X_raw.shape, arch))
-    X = X_raw * (arch.variances[0] / (X_raw.shape[1] * X_raw.shape[2])) ** 0.5  # scaled_features, validated above
+    options = _options(temperature, gradient_tolerance, max_iterations, on_failure)
+    temperature = options[0]
+    if route not in ROUTES:
+        raise ValueError(f"route must be 'sample', 'feature', 'gram' or None, got {route!r}")
+    P, n0, n = X_raw.shape
+    route = _default_route(P, n0, n, arch) if route is None else route
+    check_memory(*_solver_memory(P, n0, n, arch, route))
+    scale = (arch.variances[0] / (n0 * n)) ** 0.5  # scaled_features, validated above
 
+    if route == "gram":  # the statistics of the raw features, scaled by the evaluator: no scaled copy of the features
+        statistics = GramStatistics()
+        statistics._accumulate(X_raw, labels)
+        evaluator = EnergyEvaluator.from_statistics(statistics, temperature, s0=arch.variances[0])
+        return _minimise(evaluator, arch, initial, options, {"_y": labels, "_raw": (X_raw, scale)})
+
+    X = X_raw * scale
     if arch.gp_limit:
         U_layers, U_a = gp_order_parameters(arch)
         try:
@@ -723,8 +842,75 @@ def solve(
         if en is None or not math.isfinite(en.value):
             raise ValueError(_infinite_start(float(U_layers[0][0, 0]), temperature, gp_limit=True))
         return _solution(X, labels, arch, temperature, U_layers, U_a, en.value, math.inf, math.nan, math.nan, True, 0)
+    return _minimise(EnergyEvaluator(X, labels, temperature, route=route), arch, initial, options,
+                     {"_X": X, "_y": labels})
 
-    action = _Action(X, labels, arch, temperature)
+
+def solve_from_statistics(
+    statistics: GramStatistics,
+    *,
+    heads: int | Sequence[int],
+    widths: float | Sequence[float],
+    temperature: float,
+    variances: float | Sequence[float] = 1.0,
+    initial: Optional[Sequence[ArrayLike]] = None,
+    gradient_tolerance: float = 1e-8,
+    max_iterations: int = 200,
+    on_failure: str = "warn",
+) -> TheorySolution:
+    """:func:`solve` from the data's sufficient statistics instead of its features (eq-action, eq-predictor): the
+    Gram matrix ``F^T F``, ``F^T y``, ``y^T y`` and ``P`` of ``attnpaths.gram.GramStatistics``, accumulated
+    over chunks of examples, so that ``P`` is limited by time, not memory.
+
+    The action, the order parameters, the certificate and the predictor (:meth:`TheorySolution.predict`) are those
+    of :func:`solve` on the same examples with ``route="gram"`` (equal to the other routes up to rounding); the
+    solution holds no training examples (:attr:`TheorySolution.training_features`, ``training_labels``,
+    ``kernel_cholesky`` and ``dual_weights`` raise ``ValueError``).
+
+    Args:
+        statistics: ``attnpaths.gram.GramStatistics`` of ``P >= 1`` examples of raw (unscaled) path features
+            ``[P, N0, n_paths]``.
+        heads, widths, temperature, variances, initial, gradient_tolerance, max_iterations, on_failure: as in
+            :func:`solve`.
+
+    Returns:
+        :class:`TheorySolution` (``route == "gram"``).
+    """
+    if not isinstance(statistics, GramStatistics):
+        raise ValueError(f"statistics must be a GramStatistics (attnpaths.gram), got {type(statistics).__name__}")
+    if statistics.num_examples < 1:
+        raise ValueError(f"statistics must hold P >= 1 examples, got {statistics.num_examples}")
+    heads = check_num_paths(statistics.num_paths, heads)
+    arch = architecture(heads, widths, variances)
+    options = _options(temperature, gradient_tolerance, max_iterations, on_failure)
+    check_memory(*_solver_memory(statistics.num_examples, statistics.input_width, statistics.num_paths, arch, "gram"))
+    evaluator = EnergyEvaluator.from_statistics(statistics, options[0], s0=arch.variances[0])
+    return _minimise(evaluator, arch, initial, options, {})
+
+
+def _options(temperature, gradient_tolerance, max_iterations, on_failure) -> tuple:
+    temperature = positive_real(temperature, "temperature")
+    gradient_tolerance = positive_real(gradient_tolerance, "gradient_tolerance")
+    max_iterations = positive_int(max_iterations, "max_iterations")
+    if on_failure not in ("warn", "raise"):
+        raise ValueError(f"on_failure must be 'warn' or 'raise', got {on_failure!r}")
+    return temperature, gradient_tolerance, max_iterations, on_failure
+
+
+def _minimise(evaluator: EnergyEvaluator, arch: Architecture, initial, options, training: dict) -> TheorySolution:
+    """The minimisation of :func:`solve` on the energy ``evaluator`` (the GP limit: the GP values); ``training``
+    holds the solution's training set (``_X``, ``_y``, ``_raw``: :class:`TheorySolution`)."""
+    temperature, gradient_tolerance, max_iterations, on_failure = options
+    gram = evaluator.route == "gram"
+    extra = {"route": evaluator.route, "rows": evaluator.X if gram else None, **training}
+    if arch.gp_limit:
+        U_layers, U_a = gp_order_parameters(arch)
+        point = evaluator.point(torch.linalg.cholesky(U_layers[0]))
+        if point is None:
+            raise ValueError(_infinite_start(float(U_layers[0][0, 0]), temperature, gp_limit=True))
+        return _solution(None, None, arch, temperature, U_layers, U_a, point.value, math.inf, math.nan, math.nan, True,
+                         0, factorization=(point.chol, point.alpha), **extra)
+    action = _Action(None, None, arch, temperature, evaluator=evaluator)
     start = gp_order_parameters(arch)[0] if initial is None else _check_initial(initial, arch)
     point, iterations, success, message, derivatives = _newton(
         action, action.coords.coordinates(start), gradient_tolerance, max_iterations,
@@ -742,9 +928,9 @@ def solve(
         )
         if on_failure == "raise":
             raise RuntimeError(message)
-        warnings.warn(message, CertificateWarning, stacklevel=2)
-    return _solution(X, labels, arch, temperature, U_layers, U_a, en, ent, grad_norm, min_eig, converged, iterations,
-                     factorization=(point.energy.chol, point.energy.alpha))
+        warnings.warn(message, CertificateWarning, stacklevel=3)
+    return _solution(None, None, arch, temperature, U_layers, U_a, en, ent, grad_norm, min_eig, converged, iterations,
+                     factorization=(point.energy.chol, point.energy.alpha), **extra)
 
 
 def _check_initial(initial, arch: Architecture) -> list[torch.Tensor]:
@@ -763,7 +949,9 @@ def _check_initial(initial, arch: Architecture) -> list[torch.Tensor]:
 
 
 def _solution(X, y, arch, temperature, U_layers, U_a, energy_value, entropy_value, grad_norm, min_eig, converged, nit,
-              factorization=None):
+              factorization=None, *, route="feature", rows=None, _X=None, _y=None, _raw=None):
+    X = _X if X is None else X
+    y = _y if y is None else y
     U1 = U_layers[0]
     if factorization is None:
         G = kernel_from_scaled(X, U1, X) + temperature * torch.eye(X.shape[0], dtype=torch.float64)
@@ -788,4 +976,7 @@ def _solution(X, y, arch, temperature, U_layers, U_a, energy_value, entropy_valu
         _y=y,
         _chol=chol,
         _alpha=alpha,
+        route=route,
+        _rows=rows,
+        _raw=_raw,
     )

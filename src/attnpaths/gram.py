@@ -1,0 +1,275 @@
+"""The data's sufficient statistics for the theory when there are more examples than features (eq-action,
+eq-predictor, eq-kernel).
+
+With the scaled path features flattened, ``F[mu, (i, a)] = X^mu_{i a}`` (``[P, D]``, ``D = N0 n_paths``, the path
+index ``a`` fastest; :func:`attnpaths.kernels.scaled_features`), the kernel of (eq-kernel) is
+``K(U) = F (I_N0 (x) U) F^T``: its rank is at most ``D``. Everything the action (eq-action) and the predictor
+(eq-predictor) need of the data is then in the Gram matrix ``Gram = F^T F`` (``[D, D]``), the vector
+``b = F^T y`` (``[D]``), ``y^T y`` and ``P``:
+
+* by the matrix determinant lemma, ``log det(K + T I_P) = (P - D) log T + log det(R A R^T + T I_D)`` for any
+  ``R`` with ``R^T R = Gram`` (``A = I_N0 (x) U``);
+* by Woodbury, ``y^T (K + T I_P)^{-1} y = (y^T y - b^T (T A^{-1} + Gram)^{-1} b) / T``, and for any ``y~`` with
+  ``R^T y~ = b`` the same holds with ``R``, ``y~`` in place of ``F``, ``y``; so
+  ``S_en(F, y) = S_en(R, y~) + (P - r) log T + (y^T y - |y~|^2) / T`` (``r`` the rows of ``R``), the derivatives
+  in ``U`` are those of the small problem, and so are the predictor's mean and variance
+  (``F^T (K + T I)^{-1} F`` and ``F^T (K + T I)^{-1} y`` are functions of ``Gram`` and ``b`` only).
+
+:class:`GramStatistics` accumulates ``Gram``, ``b``, ``y^T y`` and ``P`` over chunks of examples;
+:func:`equivalent_problem` turns them into the ``r <= D`` rows ``R`` (from the eigendecomposition of ``Gram``,
+which needs no inverse of ``U`` and no Cholesky factor of a singular ``Gram``) with their targets ``y~`` and the
+constant. Exact, not an approximation: the results agree with the ``P x P`` computation up to rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.linalg.blas import dsyrk as symmetric_rank_k
+
+from ._validation import as_float64_tensor, positive_int
+
+DEFAULT_BLOCK_SIZE = 2048
+"""Examples per block of :class:`GramStatistics` (a ``[block, D]`` float64 buffer: 15 MB at ``D = 924``)."""
+
+
+class GramStatistics:
+    """``Gram = sum_mu f_mu f_mu^T``, ``b = sum_mu y_mu f_mu``, ``y^T y`` and ``P`` of path features, accumulated
+    over chunks of examples (``f_mu = xi(x^mu)`` flattened to ``D = N0 n_paths`` numbers, path index fastest; the
+    *raw* features, not scaled: :meth:`scaled` applies the ``s0 / (N0 n_paths)`` of
+    :func:`attnpaths.kernels.scaled_features`): all that the action (eq-action) and the predictor (eq-predictor)
+    need of the data when the kernel ``K(U) = F (I_N0 (x) U) F^T`` (eq-kernel) has more rows than rank.
+
+    Memory is ``D^2`` numbers and one block of ``block_size`` examples whatever ``P``, so ``P`` is limited by time,
+    not memory. The sums are float64 and in a fixed order: the examples are copied, in the order given, into
+    blocks of ``block_size`` rows (one buffer, reused), and each full block is added to the sums (BLAS ``dsyrk``
+    for the lower triangle of ``Gram``) before the next; the last, partial block is added when the statistics are
+    read. So the statistics do not depend on how the examples were cut into chunks: chunks of any sizes give
+    the same numbers as one call with every example (the same block sums in the same order).
+
+    Args:
+        block_size: examples per block, an integer >= 1 (the same for two sets of statistics to be equal bit for
+            bit).
+
+    Example::
+
+        stats = GramStatistics()
+        for features, y in chunks:            # features [B, N0, n_paths], y [B]
+            stats.update(features, y)
+        sol = solve_from_statistics(stats, heads=(2, 2), widths=10, temperature=0.01)
+    """
+
+    def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE):
+        self.block_size = positive_int(block_size, "block_size")
+        self._shape: tuple[int, int] | None = None
+        self._count = 0
+        self._gram: np.ndarray | None = None  # Fortran-ordered [D, D]: the lower triangle holds the full blocks' sum
+        self._b: np.ndarray | None = None
+        self._yy = 0.0
+        self._buffer: np.ndarray | None = None  # [block_size, D] C-ordered
+        self._buffer_y: np.ndarray | None = None
+        self._filled = 0  # rows of the buffer not yet added
+
+    # ------------------------------------------------------------------ sizes
+
+    @property
+    def num_examples(self) -> int:
+        """``P``, the examples seen so far."""
+        return self._count
+
+    @property
+    def input_width(self) -> int | None:
+        """``N0`` (None before the first chunk)."""
+        return None if self._shape is None else self._shape[0]
+
+    @property
+    def num_paths(self) -> int | None:
+        """``n_paths`` (None before the first chunk)."""
+        return None if self._shape is None else self._shape[1]
+
+    @property
+    def dimension(self) -> int | None:
+        """``D = N0 n_paths``, the linear size of :attr:`gram` (None before the first chunk)."""
+        return None if self._shape is None else self._shape[0] * self._shape[1]
+
+    # ------------------------------------------------------------------ accumulation
+
+    def update(self, features, y) -> GramStatistics:
+        """Add a chunk of examples.
+
+        Args:
+            features: ``[B, N0, n_paths]`` path features ``xi`` (numpy or torch, real, finite), the same ``N0`` and
+                ``n_paths`` as the earlier chunks.
+            y: ``[B]`` their labels (real, finite; booleans are refused).
+
+        Returns:
+            this object (updated in place).
+
+        Raises:
+            ValueError: NaN or inf in ``features`` or ``y``, a ``y`` of another length than ``features``, or
+                ``features`` of a shape other than ``[B, N0, n_paths]`` of the earlier chunks.
+        """
+        xi = as_float64_tensor(features, "features")
+        if xi.ndim != 3:
+            raise ValueError(f"features must have shape [B, N0, n_paths], got {tuple(xi.shape)}")
+        if self._shape is not None and tuple(xi.shape[1:]) != self._shape:
+            raise ValueError(f"features must have shape [B, N0, n_paths] = [B, {self._shape[0]}, {self._shape[1]}] "
+                             f"like the earlier chunks, got {tuple(xi.shape)}")
+        labels = as_float64_tensor(y, "y", labels=True)
+        if labels.shape != (xi.shape[0],):
+            raise ValueError(f"y must have shape [B] = [{xi.shape[0]}] (one label per example of features), "
+                             f"got {tuple(labels.shape)}")
+        self._accumulate(xi, labels)
+        return self
+
+    def _accumulate(self, xi: torch.Tensor, labels: torch.Tensor) -> None:
+        """:meth:`update` without the checks (``xi`` ``[B, N0, n]`` float64, ``labels`` ``[B]``, both finite)."""
+        if self._shape is None:
+            self._start(tuple(xi.shape[1:]))
+        rows = xi.reshape(xi.shape[0], -1).numpy()
+        targets = labels.numpy()
+        done = 0
+        while done < rows.shape[0]:
+            take = min(self.block_size - self._filled, rows.shape[0] - done)
+            self._buffer[self._filled : self._filled + take] = rows[done : done + take]
+            self._buffer_y[self._filled : self._filled + take] = targets[done : done + take]
+            self._filled += take
+            done += take
+            if self._filled == self.block_size:
+                self._add_block(self._gram, self._b, self.block_size, in_place=True)
+                self._filled = 0
+        self._count += rows.shape[0]
+
+    def _start(self, shape: tuple[int, int]) -> None:
+        D = shape[0] * shape[1]
+        self._shape = shape
+        self._gram = np.zeros((D, D), order="F")
+        self._b = np.zeros(D)
+        self._buffer = np.zeros((self.block_size, D))
+        self._buffer_y = np.zeros(self.block_size)
+
+    def _add_block(self, gram: np.ndarray, b: np.ndarray, rows: int, in_place: bool) -> float:
+        """Add the first ``rows`` rows of the buffer to ``gram`` (lower triangle, in place) and ``b``; add their
+        ``y^T y`` to the running sum when ``in_place``, else return it."""
+        block, targets = self._buffer[:rows], self._buffer_y[:rows]
+        # block^T block: dsyrk on the Fortran-ordered [D, rows] view, into the Fortran-ordered sum (in place)
+        out = symmetric_rank_k(1.0, block.T, beta=1.0, c=gram, trans=0, lower=1, overwrite_c=1)
+        if not np.shares_memory(out, gram):  # pragma: no cover (dsyrk writes into a Fortran-ordered float64 c)
+            gram[...] = out
+        b += targets @ block
+        yy = float(targets @ targets)
+        if in_place:
+            self._yy += yy
+        return yy
+
+    def _totals(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(Gram [D, D] full, b [D], y^T y)`` with the partial block added (to copies: the state is unchanged)."""
+        if self._shape is None:
+            raise ValueError("statistics must hold P >= 1 examples, got 0 (call update with a chunk first)")
+        gram, b, yy = self._gram.copy(order="F"), self._b.copy(), self._yy
+        if self._filled:
+            yy = yy + self._add_block(gram, b, self._filled, in_place=False)
+        lower = np.tril(gram)
+        return lower + np.tril(lower, -1).T, b, yy
+
+    def merge(self, other: GramStatistics) -> GramStatistics:
+        """The statistics of both sets of examples, this one's first: ``Gram = Gram_self + Gram_other`` and so on
+        (a new object; these two are unchanged). Equal to the statistics of one stream of both sets up to
+        rounding only (the blocks are summed in another grouping), in a fixed order.
+
+        Raises:
+            ValueError: ``other`` is not a :class:`GramStatistics`, or holds features of another shape.
+        """
+        if not isinstance(other, GramStatistics):
+            raise ValueError(f"other must be a GramStatistics, got {type(other).__name__}")
+        merged = GramStatistics(self.block_size)
+        parts = [s for s in (self, other) if s._shape is not None]
+        if not parts:
+            return merged
+        if len(parts) == 2 and self._shape != other._shape:
+            raise ValueError(f"other must hold features [P, N0, n_paths] of the same N0 and n_paths as this one: "
+                             f"[P, {self._shape[0]}, {self._shape[1]}], got [P, {other._shape[0]}, {other._shape[1]}]")
+        merged._start(parts[0]._shape)
+        for part in parts:
+            gram, b, yy = part._totals()
+            merged._gram += np.tril(gram)
+            merged._b += b
+            merged._yy += yy
+            merged._count += part._count
+        return merged
+
+    # ------------------------------------------------------------------ the statistics
+
+    @property
+    def gram(self) -> np.ndarray:
+        """``[D, D]`` ``sum_mu f_mu f_mu^T`` of the raw features (a fresh symmetric float64 array)."""
+        return self._totals()[0]
+
+    @property
+    def features_targets(self) -> np.ndarray:
+        """``[D]`` ``b = sum_mu y_mu f_mu`` (a fresh float64 array)."""
+        return self._totals()[1]
+
+    @property
+    def targets_norm2(self) -> float:
+        """``y^T y = sum_mu y_mu^2``."""
+        return self._totals()[2]
+
+    def scaled(self, s0: float = 1.0) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(Gram, b, y^T y)`` of the scaled features ``X = sqrt(s0 / (N0 n_paths)) xi``
+        (:func:`attnpaths.kernels.scaled_features`): ``Gram`` times ``s0 / (N0 n_paths)``, ``b`` times its square
+        root."""
+        gram, b, yy = self._totals()
+        scale = s0 / self.dimension
+        return gram * scale, b * math.sqrt(scale), yy
+
+
+@dataclass(frozen=True)
+class EquivalentProblem:
+    """``r <= D`` rows with the action and the predictor of a ``P``-example problem (module docstring): features
+    ``[r, N0, n_paths]`` (scaled) with ``R^T R = Gram``, targets ``[r]`` with ``R^T targets = b``, and
+    ``offset = (P - r) log T + (y^T y - |targets|^2) / T``, so ``S_en = S_en(rows, targets) + offset``
+    (eq-action) at every ``U``."""
+
+    features: torch.Tensor
+    targets: torch.Tensor
+    offset: float
+
+
+def equivalent_problem(gram: np.ndarray, b: np.ndarray, targets_norm2: float, num_examples: int, input_width: int,
+                       num_paths: int, temperature: float) -> EquivalentProblem | None:
+    """The :class:`EquivalentProblem` of scaled statistics (:meth:`GramStatistics.scaled`), or None where they
+    are not finite (features that overflow): the energy of (eq-action) is that of ``r`` rows plus a constant.
+
+    From ``Gram = V diag(g) V^T``: ``R = diag(sqrt g) V^T`` and ``targets = diag(g)^{-1/2} V^T b`` over the
+    eigenvalues ``g > D eps max(g)``; the others are rounding of a singular ``Gram`` (its sums carry at least that
+    much) and their directions are dropped, so ``r`` is the numerical rank (at least 1: a zero row where every
+    feature vanishes). No inverse of ``U`` or of ``Gram`` is formed.
+
+    Args:
+        gram: ``[D, D]`` symmetric; b: ``[D]``; targets_norm2: ``y^T y``; num_examples: ``P``.
+        input_width, num_paths: ``N0`` and ``n_paths`` (``D = N0 n_paths``, path index fastest).
+        temperature: ``T > 0``.
+    """
+    D = input_width * num_paths
+    if not (np.isfinite(gram).all() and np.isfinite(b).all() and math.isfinite(targets_norm2)):
+        return None
+    values, vectors = np.linalg.eigh((gram + gram.T) / 2)
+    values, vectors = values[::-1], vectors[:, ::-1]  # largest first
+    top = max(float(values[0]), 0.0)
+    keep = values > D * np.finfo(np.float64).eps * top
+    if top == 0.0 or not keep.any():
+        rows, targets = np.zeros((1, D)), np.zeros(1)
+    else:
+        roots = np.sqrt(values[keep])
+        rows = np.ascontiguousarray((vectors[:, keep] * roots).T)  # [r, D]
+        targets = (b @ vectors[:, keep]) / roots
+    r = rows.shape[0]
+    offset = (num_examples - r) * math.log(temperature) + (targets_norm2 - float(targets @ targets)) / temperature
+    if not math.isfinite(offset):
+        return None
+    return EquivalentProblem(torch.from_numpy(rows).reshape(r, input_width, num_paths), torch.from_numpy(targets),
+                             offset)
