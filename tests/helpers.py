@@ -20,7 +20,7 @@ from attnpaths_book import tolerances
 from attnpaths.claims import bonferroni_z
 from attnpaths.network import AttentionNetwork, NetworkWeights
 from attnpaths.sampler import PosteriorSampler
-from attnpaths.results import to_jsonable
+from attnpaths_book.results import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository root."""

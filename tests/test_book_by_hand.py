@@ -12,7 +12,7 @@ import pytest
 from attnpaths_book import runner
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.numeric_diff import is_volatile
-from attnpaths.results import STAGING_ENV
+from attnpaths_book.results import STAGING_ENV
 from helpers import ROOT, copy_repository
 
 jupytext = pytest.importorskip("jupytext")

@@ -12,7 +12,7 @@ from attnpaths_book.store import commit_unit
 from attnpaths_book.cache import EXECUTION_METADATA, PackageCode, chapter_key, imported_names
 from attnpaths_book.chapters import book_chapters, resolve_parameters
 from attnpaths_book.layout import BookLayout
-from attnpaths.provenance import versions
+from attnpaths_book.provenance import versions
 from helpers import ROOT, copy_repository, write_chapter, write_toc
 
 
@@ -211,7 +211,7 @@ def test_a_name_of_the_face_leads_to_the_module_that_defines_it():
     code = PackageCode(*layout.package_dirs)
     files = code.module_files("attnpaths.solve")
     assert layout.package_dir / "__init__.py" in files and layout.package_dir / "theory" / "__init__.py" in files
-    ranking = code.module_files("attnpaths.rank_heads")  # "module:attribute" exports
-    assert layout.package_dir / "pruning" / "rankings.py" in ranking
+    ranking = code.module_files("attnpaths.rank_heads")
+    assert layout.package_dir / "frozen_attention.py" in ranking
     # the face's imports for type checkers never execute: importing the package alone executes none of them
     assert [p for p in code.closure(["attnpaths"]) if p.suffix == ".py"] == [layout.package_dir / "__init__.py"]

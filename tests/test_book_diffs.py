@@ -8,7 +8,8 @@ import json
 import nbformat
 import pytest
 
-from attnpaths import __version__, provenance
+from attnpaths import __version__
+from attnpaths_book import provenance
 from attnpaths_book import cli
 from attnpaths_book import paper_records, runner
 from attnpaths_book.baselines import CHECK_TAG, baseline_path, results_baseline_path
@@ -17,7 +18,7 @@ from attnpaths_book.layout import suite_book
 from attnpaths_book.store import commit_unit
 from attnpaths_book.executor import ChapterFailed
 from attnpaths_book.numeric_diff import compare_json, compare_lines, is_volatile
-from attnpaths.results import write_results
+from attnpaths_book.results import write_results
 from helpers import write_chapter, write_toc
 
 ONE_WORKER = ("--workers", "1")

@@ -211,7 +211,7 @@ def test_a_truncated_manifest_of_the_shipped_weights_is_named(tmp_path):
 
 
 def test_the_paper_records_and_benchmark_records_name_a_damaged_file(tmp_path):
-    from attnpaths.records import read_record as read_benchmark_record
+    from attnpaths_book.records import read_record as read_benchmark_record
     from attnpaths_book.paper_records import read_record
 
     path = tmp_path / "theory.json"
@@ -238,7 +238,7 @@ def tiny(tmp_path) -> BookLayout:
     chapter = runner.notebook_chapters(layout)[0]
     from attnpaths_book.cache import PackageCode
     from attnpaths_book.chapters import resolve_parameters
-    from attnpaths.provenance import versions
+    from attnpaths_book.provenance import versions
 
     key = runner.current_key(layout, chapter, resolve_parameters(chapter, "smoke"), [chapter],
                              PackageCode(*layout.package_dirs), versions())

@@ -17,7 +17,7 @@ from attnpaths_book import runner
 from attnpaths_book.cli import main
 from attnpaths_book.executor import ChapterFailed
 from attnpaths_book.layout import BookLayout
-from attnpaths.results import read_results
+from attnpaths_book.results import read_results
 from helpers import write_chapter, write_stand_in_packages, write_toc
 
 ALLOCATED_MIB = 400
@@ -223,7 +223,7 @@ def test_results_with_other_parameters_than_the_run_are_refused(book):
     the last good results stay."""
     before = snapshot(book, "beta")
     write_chapter(book.root, "beta", "m = 2\nk = 3", """
-        from attnpaths.results import write_results
+        from attnpaths_book.results import write_results
         write_results('beta', profile, {'m': m}, {'m': m}, results_dir)
         values = {'m': m}
         """, profiles={"smoke": {}, "paper": {"m": 5}})
@@ -240,7 +240,7 @@ def test_failed_run_keeps_the_previous_results_and_names_its_parameters(book):
     ones stay, and the message names the chapter, its parameters and the traceback."""
     before = snapshot(book, "beta")
     write_chapter(book.root, "beta", "m = 2", """
-        from attnpaths.results import write_results
+        from attnpaths_book.results import write_results
         write_results('beta', profile, {}, {'m': -1}, results_dir)
         values = {'m': m}
         assert m > 2, f'm must exceed 2, got {m}'
@@ -266,7 +266,7 @@ def test_killed_run_keeps_the_previous_results_and_leaves_nothing_running(book):
     reached = book.root / "reached"
     write_chapter(book.root, "beta", "m = 2", f"""
         import pathlib, time
-        from attnpaths.results import write_results
+        from attnpaths_book.results import write_results
         write_results('beta', profile, {{}}, {{'m': -1}}, results_dir)
         pathlib.Path({str(reached)!r}).write_text('written')
         time.sleep(120)

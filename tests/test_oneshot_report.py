@@ -1,4 +1,4 @@
-"""Tests of attnpaths.oneshot.report (the one-shot chapter's descriptions and tables) and of the figure helpers
+"""Tests of attnpaths_book.oneshot_report (the one-shot chapter's descriptions and tables) and of the figure helpers
 of attnpaths.oneshot.plots that the chapter calls: each table row and each plotted line carries the numbers it
 is given, in the chapter's formats."""
 
@@ -13,7 +13,8 @@ import numpy as np
 import torch
 from matplotlib import pyplot as plt
 
-from attnpaths.oneshot import plots, report
+from attnpaths.oneshot import plots
+from attnpaths_book import oneshot_report as report
 from attnpaths.oneshot.digits import DigitPairs
 from attnpaths.oneshot.imagesets import ImageClasses, ImageDataset
 from attnpaths.oneshot.sequences import Sequences

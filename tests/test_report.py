@@ -7,7 +7,7 @@ from scipy.stats import norm
 from attnpaths_book import report
 from attnpaths_book.chapters import book_chapters
 from attnpaths.claims import Outcome, Verdict
-from attnpaths.results import write_results as _write_results
+from attnpaths_book.results import write_results as _write_results
 from attnpaths_book.store import commit_unit
 from helpers import write_chapter, write_toc
 

@@ -27,5 +27,5 @@ Modules, one job each:
 - :mod:`~attnpaths_book.launcher`: the console script ``attnpaths``, which says in one line what to install
   where the ``book`` extra is missing.
 
-Version and environment provenance (of cache keys and paper records) comes from :mod:`attnpaths.provenance`.
+Version and environment provenance (of cache keys and paper records) comes from :mod:`attnpaths_book.provenance`.
 """

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from attnpaths.results import atomic_write_text
+from attnpaths_book.results import atomic_write_text
 from attnpaths.json_files import read_json
 from attnpaths_book.cache import EXECUTION_METADATA
 from attnpaths_book.store import verify_results

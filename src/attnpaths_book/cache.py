@@ -11,7 +11,7 @@ A chapter is re-executed only when its key changes. The key hashes
   ``benchmarks/records/*.json`` for one that imports ``attnpaths_book.benchmarks.record``). The rest of the
   package (the command line, modules that only other chapters import) does not enter it,
 - the complete parameters of the execution (profile values, overrides, ``profile``, ``results_dir``),
-- the versions of Python and of the numerical libraries (:data:`attnpaths.provenance.NUMERIC_LIBRARIES`; a new
+- the versions of Python and of the numerical libraries (:data:`attnpaths_book.provenance.NUMERIC_LIBRARIES`; a new
   numpy may change the numbers),
 - for a report chapter, the keys of the chapters before it (it shows their results and run times),
 - the CPU dispatch chosen by environment variables (:data:`DISPATCH_VARIABLES`), when any is set.
@@ -34,7 +34,7 @@ import os
 import threading
 from pathlib import Path
 
-from attnpaths.provenance import versions
+from attnpaths_book.provenance import versions
 
 EXECUTION_METADATA = "attnpaths_execution"
 """Notebook metadata key of the execution record (cache key, profile, overrides, wall time, peak memory)."""
@@ -295,7 +295,7 @@ def chapter_key(source, parameters: dict, package: str, upstream: tuple = (), en
         parameters: the complete injected parameters (JSON-serialisable).
         package: digest of the package code the chapter can execute (:meth:`PackageCode.chapter_digest`).
         upstream: keys of the chapters a report chapter reads (empty for the others).
-        env: :func:`attnpaths.provenance.versions` of the numerical libraries (computed when ``None``).
+        env: :func:`attnpaths_book.provenance.versions` of the numerical libraries (computed when ``None``).
     """
     record = {
         "source": hashlib.sha256(Path(source).read_bytes()).hexdigest(),

@@ -229,7 +229,7 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
 
 
 def _ship_weights(layout: BookLayout, names: list[str], profile: str, command: str, engine) -> int:
-    from attnpaths import provenance
+    from attnpaths_book import provenance
     from attnpaths_book import trained
     from attnpaths_book.store import verify_results
 

@@ -3,7 +3,7 @@
 The chapter runs in a worker process (:mod:`attnpaths_book.worker`) with the repository root as working
 directory, in a private working folder ``_build/.run-<chapter>-*``. Nothing half-written is ever taken for a
 result, and the last good result survives a failed, interrupted or killed run: the chapter writes its results
-file into the working folder (:data:`attnpaths.results.STAGING_ENV`), and only when every cell succeeded and
+file into the working folder (:data:`attnpaths_book.results.STAGING_ENV`), and only when every cell succeeded and
 the results file exists do the results file, the executed notebook (stamped with its cache key), the run time
 and the manifest that checksums them become current, as one unit (:mod:`attnpaths_book.store`). The worker ends when the executor's process
 dies, and its kernel with it.
@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 
 from attnpaths.engine import THREAD_VARIABLES
-from attnpaths.results import STAGING_ENV, to_jsonable
+from attnpaths_book.results import STAGING_ENV, to_jsonable
 from attnpaths_book import worker
 from attnpaths_book.cache import EXECUTION_METADATA
 from attnpaths_book.chapters import INJECTED, Chapter
@@ -134,7 +134,7 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
         if not staged.is_file():
             raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran without error but wrote no "
                                 f"results file {layout.relative(results)}: it must end with "
-                                f"attnpaths.results.write_results(...).{_kept_note(layout, results)}", parameters)
+                                f"attnpaths_book.results.write_results(...).{_kept_note(layout, results)}", parameters)
         others = sorted(p.name for p in staging_dir.iterdir() if p != staged)
         if others:
             raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} wrote results files of other "

@@ -12,7 +12,7 @@ Record layout (JSON object)::
      "package_version", "commit": git commit of the checkout when recorded (null outside a git checkout),
      "commit_dirty": bool | null (uncommitted changes to tracked files then),
      "versions": {"python", "numpy", "scipy", "torch", "matplotlib"} when recorded,
-     "machine": {"platform", "processor", "cpu_count"} when recorded (:mod:`attnpaths.provenance`),
+     "machine": {"platform", "processor", "cpu_count"} when recorded (:mod:`attnpaths_book.provenance`),
      "execution": {"parameters": every parameter the chapter ran with, "overrides": {}, "wall_s",
                    "peak_rss_mib", "cache_key", "command": the command line of the run that executed the chapter
                    ("command" above is the one that recorded it, perhaps without executing anything), "current": whether the chapter's source, the package code it executes
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import nbformat
 
-from attnpaths import provenance
-from attnpaths.results import atomic_write_text
+from attnpaths_book import provenance
+from attnpaths_book.results import atomic_write_text
 from attnpaths_book.cache import EXECUTION_METADATA, PackageCode
 from attnpaths_book.chapters import Chapter, resolve_parameters
 from attnpaths_book.layout import BookLayout

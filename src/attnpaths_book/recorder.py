@@ -28,7 +28,7 @@ from myst_nb import glue as _glue
 
 from attnpaths.claims import (Verdict, claims_table, enforce, markdown_claims_table, markdown_sentence, outcome_counts,
                               structural_table)
-from attnpaths.results import to_jsonable, write_results
+from attnpaths_book.results import to_jsonable, write_results
 from attnpaths_book.chapters import INJECTED, parameters_cell
 
 def glue_name(text: str) -> str:
@@ -56,7 +56,7 @@ def parameter_names(chapter: str, start=None) -> list[str]:
 
 
 def _jsonable(value):
-    """:func:`~attnpaths.results.to_jsonable`, with dataclasses first turned into dicts of their fields and
+    """:func:`~attnpaths_book.results.to_jsonable`, with dataclasses first turned into dicts of their fields and
     objects with a ``to_dict()`` method into its result."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = value.to_dict() if hasattr(value, "to_dict") else dataclasses.asdict(value)
@@ -193,7 +193,7 @@ class ChapterRecorder:
         return results
 
     def write(self) -> Path:
-        """Write ``<results_dir>/<chapter>.json`` (see :func:`attnpaths.results.write_results`) with the
+        """Write ``<results_dir>/<chapter>.json`` (see :func:`attnpaths_book.results.write_results`) with the
         parameters, the recorded values, the verdicts and the run times, and return its path."""
         values = dict(self.values)
         if self.verdicts:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from scipy.stats import norm
 
-from attnpaths import provenance
+from attnpaths_book import provenance
 from attnpaths_book.benchmarks.record import committed_record_path, read_record
 from attnpaths.claims import Verdict, outcome_counts
 from attnpaths_book.store import verify_results
@@ -46,12 +46,12 @@ def reported_chapters(layout: BookLayout, this_chapter: str) -> list[Chapter]:
 
 def package_versions(packages) -> dict[str, str]:
     """``{"python": version, package: installed version, ...}`` for the distribution names ``packages``
-    (:func:`attnpaths.provenance.versions`)."""
+    (:func:`attnpaths_book.provenance.versions`)."""
     return provenance.versions(packages)
 
 
 def machine_description() -> dict:
-    """The machine (:func:`attnpaths.provenance.machine`, without the load) and ``torch_threads`` (PyTorch's
+    """The machine (:func:`attnpaths_book.provenance.machine`, without the load) and ``torch_threads`` (PyTorch's
     intra-op threads in this process)."""
     import torch
 

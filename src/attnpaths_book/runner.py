@@ -21,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnpaths.provenance import versions
+from attnpaths_book.provenance import versions
 from attnpaths_book import store
 from attnpaths_book.cache import PackageCode, chapter_key
 from attnpaths_book.chapters import Chapter, book_chapters, find_chapter, resolve_parameters
@@ -52,7 +52,7 @@ def current_key(layout: BookLayout, chapter: Chapter, parameters: dict, chapters
     before it).
 
     ``code`` reads the package sources under ``layout.package_dir`` (one instance serves every chapter of a
-    command); ``env`` holds the library versions (:func:`attnpaths.provenance.versions`)."""
+    command); ``env`` holds the library versions (:func:`attnpaths_book.provenance.versions`)."""
     upstream = ()
     if chapter.report:
         before = chapters[:[c.name for c in chapters].index(chapter.name)]

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from attnpaths.results import atomic_write_text
+from attnpaths_book.results import atomic_write_text
 from attnpaths_book.chapters import Chapter
 from attnpaths_book.executor import ANSI_ESCAPE
 from attnpaths_book.layout import BookLayout, book_lock

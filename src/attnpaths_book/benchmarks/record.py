@@ -15,15 +15,15 @@ Record layout (JSON object)::
                  end)}, "versions": {"python", "torch", ...},
      "report": the benchmark's own report}
 
-The provenance comes from :mod:`attnpaths.provenance`.
+The provenance comes from :mod:`attnpaths_book.provenance`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from attnpaths import records
-from attnpaths.records import VERSIONED_PACKAGES, make_record, read_record, write_record
+from attnpaths_book import records
+from attnpaths_book.records import VERSIONED_PACKAGES, make_record, read_record, write_record
 
 RECORDS_DIR = Path(__file__).with_name("records")
 
@@ -39,7 +39,7 @@ def committed_record_path(name: str) -> Path:
 
 
 def start_record(name: str, argv: list[str], packages=VERSIONED_PACKAGES) -> dict:
-    """:func:`attnpaths.records.start_record` for ``python -m attnpaths_book bench NAME ARGV...``."""
+    """:func:`attnpaths_book.records.start_record` for ``python -m attnpaths_book bench NAME ARGV...``."""
     committed_record_path(name)  # validates the name
     return records.start_record(name, " ".join(["python -m attnpaths_book bench", name, *argv]),
                                 Path(__file__).parent, packages)

@@ -31,7 +31,7 @@ from attnpaths.oneshot.training import (TrainedModel, TrainingConfig, fit, fit_s
                                    model_cache_path, save_trained, split_accuracy, training_key)
 from attnpaths.pruning.sweep import base_accuracies
 from attnpaths.pruning.training import load_models, models_key, save_models
-from attnpaths.results import atomic_write_text
+from attnpaths_book.results import atomic_write_text
 from attnpaths.experiments.retraining import retraining_agreement, retraining_power
 from attnpaths.json_files import read_json
 
@@ -62,7 +62,7 @@ class ShippedFile:
         chapter, profile: the chapter and profile whose run trained it.
         command: the command that made it.
         parameters: the chapter's parameters in that run.
-        provenance: commit, versions and machine of that run (``attnpaths.provenance.collect``) and the time.
+        provenance: commit, versions and machine of that run (``attnpaths_book.provenance.collect``) and the time.
     """
 
     name: str

@@ -28,7 +28,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from . import __version__
+from attnpaths import __version__
 
 NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib")
 """The libraries whose versions can change a chapter's numbers (they enter the chapter cache key)."""

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import __version__
-from .json_files import read_json
+from attnpaths import __version__
+from attnpaths.json_files import read_json
 
 STAGING_ENV = "ATTNPATHS_RESULTS_STAGING"
 """Environment variable that the book's executor sets for a chapter's kernel, holding the JSON object

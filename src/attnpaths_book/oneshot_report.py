@@ -11,9 +11,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..records import read_record
-from .digits import DigitPairs
-from .imagesets import SPLITS, ImageDataset
+from attnpaths.oneshot.digits import DigitPairs
+from attnpaths.oneshot.imagesets import SPLITS, ImageDataset
+
+from .records import read_record
 
 DIGITS_SOURCE = "sklearn.datasets.load_digits"
 

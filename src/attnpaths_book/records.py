@@ -9,7 +9,7 @@ Record layout (JSON object)::
                  end)}, "versions": {"python", "torch", ...},
      "report": the measurement's own report}
 
-The provenance comes from ``attnpaths.provenance``; the book's benchmarks write such records and the
+The provenance comes from ``attnpaths_book.provenance``; the book's benchmarks write such records and the
 chapters read them (e.g. the measured cost of training in the one-shot chapter).
 """
 
@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from attnpaths.json_files import read_json
+
 from . import provenance
-from .json_files import read_json
 
 REQUIRED_KEYS = ("benchmark", "command", "finished_utc", "commit", "machine", "versions", "report")
 VERSIONED_PACKAGES = ("numpy", "scipy", "torch", "pyro-ppl")
@@ -27,7 +28,7 @@ VERSIONED_PACKAGES = ("numpy", "scipy", "torch", "pyro-ppl")
 
 def start_record(name: str, command: str, source_dir, packages=VERSIONED_PACKAGES) -> dict:
     """Provenance taken when a measurement starts (so that it names the code that ran, even if the checkout
-    changes while it runs): ``command``, start time, and ``attnpaths.provenance.collect`` of the sources
+    changes while it runs): ``command``, start time, and ``attnpaths_book.provenance.collect`` of the sources
     under ``source_dir`` for the versions of Python and of ``packages`` (package version, git commit and dirty
     flag, machine with the 1-minute load average at the start)."""
     if not isinstance(name, str) or not name.isidentifier():
