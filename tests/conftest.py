@@ -1,5 +1,6 @@
-"""Shared fixtures: tiny throw-away books for the runner's tests, and the built HTML book for the browser test.
-Shared functions and constants are in ``helpers.py``.
+"""What the library's tests (``tests/library``) and the book's (``tests/book``) share: the slow tier's marking and
+the fixtures that start processes or clusters. It imports nothing of the book's companion, so that the library's
+tests run after ``pip install .`` alone. Shared functions and constants are in ``tests/library/helpers.py``.
 
 The fast tier (``python -m pytest -m "not slow"``) is every test that needs no book, cluster, browser or long
 chain. The marker ``slow`` is not written on tests: the expensive fixtures in :data:`SLOW_FIXTURES` apply it to
@@ -12,10 +13,6 @@ import os
 
 import pytest
 
-from attnpaths_book import runner, site
-from attnpaths_book.chapters import book_chapters
-from attnpaths_book.layout import BookLayout, suite_book
-from helpers import ROOT, write_stand_in_packages
 
 
 SLOW_FIXTURES = {
@@ -51,33 +48,6 @@ def process_environment(monkeypatch) -> dict:
 
     monkeypatch.delenv(SCHEDULER_ENV, raising=False)
     return dict(os.environ)
-
-
-@pytest.fixture
-def tiny_book(tmp_path) -> BookLayout:
-    """An empty book skeleton in a temporary folder: ``_config.yml``, stand-in sources of the library and of its companion."""
-    (tmp_path / "_config.yml").write_text("title: tiny\n")
-    write_stand_in_packages(tmp_path)
-    return BookLayout(tmp_path)
-
-
-@pytest.fixture(scope="session")
-def built_book() -> BookLayout:
-    """The test run's own HTML book: the smoke profile executed and built in ``_build/tests-book/``
-    (:func:`attnpaths_book.layout.suite_book`), reused when it is current (the cache keys include the CPU
-    dispatch, so a run under another dispatch executes it again). It never reads or replaces what a reader
-    built in ``_build/`` (a paper-profile run stays as it is). The chapters run on the engine the command line
-    starts by default (an embedded cluster with a worker per CPU, as many chapters at a time), so the test
-    run's one execution is the one ``python -m attnpaths_book book`` makes."""
-    from attnpaths.engine import start_engine
-
-    layout = suite_book(ROOT)
-    profile = site.built_profile(layout, book_chapters(layout))
-    if profile != "smoke" or runner.stale_chapters(layout, "smoke"):
-        with start_engine() as engine:
-            runner.run_book(layout, "smoke", engine=engine)
-        site.build_html(layout, book_chapters(layout), "smoke")
-    return layout
 
 
 @pytest.fixture(scope="session")

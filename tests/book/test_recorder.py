@@ -8,7 +8,7 @@ import pytest
 
 from attnpaths_book.recorder import ChapterRecorder, glue_name, parameter_names
 from attnpaths.claims import Outcome, Verdict
-from helpers import write_chapter
+from book_helpers import write_chapter
 
 
 @dataclass

@@ -19,7 +19,7 @@ from attnpaths_book.store import commit_unit
 from attnpaths_book.executor import ChapterFailed
 from attnpaths_book.numeric_diff import compare_json, compare_lines, is_volatile
 from attnpaths_book.results import write_results
-from helpers import write_chapter, write_toc
+from book_helpers import write_chapter, write_toc
 
 ONE_WORKER = ("--workers", "1")
 """Where the engine is not under test, chapters run in-process: no cluster to start (seconds per call)."""

@@ -1,15 +1,14 @@
 """The exact blocked-Gibbs posterior sampler (sec-hmc-theory) beyond two layers.
 
 The sampler's blocks are written for any depth: layer ``l``'s values act on the paths through the split
-``(heads below, H_l, heads above)``. These tests repeat the two-layer checks of ``tests/test_sampler.py`` on
+``(heads below, H_l, heads above)``. These tests repeat the two-layer checks of ``tests/library/test_sampler.py`` on
 three-layer networks whose layers have different numbers of heads (so that a wrong split of the path axis
 cannot pass unnoticed):
 
 (i)  every block's conditional draw (``a``, ``V_3``, ``V_2``, ``V_1``, ``V_0``) against the closed-form Gaussian
      conditional, with the design matrix built from the layer-by-layer forward (eq-forward), and a draw
      compared with the conditional at twice the temperature must be rejected;
-(ii) the whole sampler against pyro's NUTS on a tiny three-layer network, by two-sample KS tests on f(x*),
-     which must also reject a wrong temperature and a wrong prior;
+(ii) (the whole sampler against pyro's NUTS at three layers is in ``tests/book/test_sampler_against_nuts.py``)
 (iii) the path form (eq-path-form) and the sampled order parameter (eq-sampled-u) of a three-layer network:
      the path input weights reproduce the layer-by-layer output, and under the prior the sampled ``U`` has
      mean ``U_GP`` (eq-gp).
@@ -18,16 +17,7 @@ cannot pass unnoticed):
 import pytest
 import torch
 
-from attnpaths_book.benchmarks import sampler as benchmark
-from helpers import (
-    ALPHA,
-    conditional_draw_mismatch,
-    family_z,
-    gibbs_against_nuts_pvalues,
-    random_inputs,
-    rejects,
-    sampler_problem,
-)
+from helpers import ALPHA, conditional_draw_mismatch, family_z, gibbs_against_nuts_pvalues, random_inputs, rejects, sampler_problem
 
 HEADS = (2, 3, 2)
 """Three layers with 2, 3 and 2 heads: 12 paths, and the layer in the middle has heads above and below."""
@@ -58,33 +48,10 @@ def test_path_form_and_sampled_order_parameter_at_depth_three():
     assert ((mean * network.widths[1] / network.widths[0] - expected).abs() / se).max() > family_z(n)
 
 
-NUTS_TEMPERATURE = 1.0
 
 
-@pytest.fixture(scope="module")
-def nuts_problem_depth_three():
-    """N = 2, P = 8, L = 3, H = (2, 1, 2): the posterior sampled once with pyro's NUTS (tens of seconds on an
-    idle core). f is compared on the eight training inputs and on two unseen inputs."""
-    network, x, y, g = sampler_problem(seed=7, heads=(2, 1, 2), widths=2, variances=1.0, num_examples=8)
-    points = torch.cat([x, random_inputs(g, 2, 4, 3)])
-    nuts = benchmark.run_nuts(network, x, y, NUTS_TEMPERATURE, g, num_warmup=100, num_samples=300)
-    return network, x, y, network.features(points), nuts
 
 
-@pytest.mark.parametrize(
-    "temperature_factor, variance, same_posterior",
-    [(1.0, 1.0, True), (0.5, 1.0, False), (3.0, 1.0, False), (1.0, 2.0, False)],
-    ids=["same posterior", "temperature too low", "temperature too high", "prior too wide"],
-)
-def test_gibbs_agrees_with_nuts_at_depth_three_and_the_comparison_detects_wrong_posteriors(
-    nuts_problem_depth_three, temperature_factor, variance, same_posterior
-):
-    network, x, y, test_features, nuts = nuts_problem_depth_three
-    assert network.num_layers == 3
-    pvalues = gibbs_against_nuts_pvalues(network, x, y, test_features, nuts, temperature_factor * NUTS_TEMPERATURE,
-                                         variance)
-    # Bonferroni over the test points
-    assert bool((pvalues.min() * len(pvalues)) > ALPHA) == same_posterior
 
 
 

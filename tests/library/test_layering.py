@@ -43,7 +43,7 @@ MODULE_NAME = re.compile(r"attnpaths(_book)?(\.[A-Za-z_]\w*)*")
 lazy exports) would load."""
 
 
-def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:
+def imported_modules(path: Path, package_dir: Path = PACKAGE, *, strings: bool = True) -> set[str]:
     """Absolute names of the modules (and of the names imported from them) that ``path`` imports: import
     statements anywhere (inside functions and under ``if TYPE_CHECKING:`` too), and the strings that name a module
     for a lazy import (``importlib.import_module("attnpaths.x")``, the face's table of exports)."""
@@ -62,7 +62,7 @@ def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:
                 origin = node.module
             found.add(origin)
             found.update(f"{origin}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
+        elif strings and isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
             found.add(node.value)
     return found
 
@@ -141,3 +141,17 @@ def test_a_planted_import_is_caught(tmp_path, module, planted, rule):
     (copy / module).write_text((copy / module).read_text() + "\n" + planted)
     found = layering_violations(copy)
     assert len(found) == 1 and module in found[0] and rule in found[0], found
+
+
+BOOK_ONLY_MODULES = (COMPANION, "yaml", "jupytext", "papermill", "nbformat", "nbclient", "myst_nb", "nbval",
+                     "jupyter_book", "sphinx", "selenium", "IPython", "book_helpers")
+"""What ``pip install .`` (without the book extra) does not install, and the book's tests' own helpers."""
+
+
+def test_the_library_tests_import_nothing_of_the_book():
+    tests = Path(__file__).resolve().parent
+    found = []
+    for path in [*sorted(tests.glob("*.py")), tests.parent / "conftest.py"]:
+        names = imported_modules(path, tests, strings=False)  # the tests name the book's modules to hide them
+        found += [f"{path.name} imports {name}" for name in sorted(names) if name.split(".")[0] in BOOK_ONLY_MODULES]
+    assert found == []

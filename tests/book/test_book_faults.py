@@ -20,7 +20,8 @@ from attnpaths.json_files import DamagedFile, read_json
 from attnpaths_book import runner, store
 from attnpaths_book.cli import main
 from attnpaths_book.layout import BookLayout
-from helpers import ROOT, write_chapter, write_stand_in_packages, write_toc
+from helpers import ROOT
+from book_helpers import write_chapter, write_stand_in_packages, write_toc
 
 
 def unit_files(layout: BookLayout, chapter: str) -> dict:
@@ -98,7 +99,7 @@ def test_a_rename_that_fails_after_the_first_puts_the_previous_files_back(commit
 KILLED_COMMIT = """
 import os, signal, sys
 from pathlib import Path
-sys.path[:0] = [{src!r}, {tests!r}]
+sys.path[:0] = [{src!r}, {tests!r}, {library_tests!r}]
 from test_book_faults import commit
 from attnpaths_book import store
 from attnpaths_book.layout import BookLayout
@@ -119,7 +120,8 @@ def test_a_commit_killed_at_any_rename_leaves_one_whole_unit(committed, renames,
     commit). Killed after the results file, after the timings or after the manifest, the next command's recovery
     leaves the previous unit, or the new one when its manifest was in place."""
     before = unit_files(committed, "theory")
-    script = KILLED_COMMIT.format(src=str(ROOT / "src"), tests=str(ROOT / "tests"), renames=renames,
+    script = KILLED_COMMIT.format(src=str(ROOT / "src"), tests=str(ROOT / "tests" / "book"),
+                                  library_tests=str(ROOT / "tests" / "library"), renames=renames,
                                   root=str(committed.root))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == -signal.SIGKILL, done.stderr

@@ -17,7 +17,7 @@ from attnpaths.oneshot.imagesets import ImageClasses, ImageDataset
 from attnpaths.oneshot.sequences import SequenceEncoder
 from attnpaths.oneshot.training import AUTHORS_TRAINING, TrainingConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = TrainingConfig(width=8, qk_width=4, batch_size=16, steps=6, validate_every=3, validation_sequences=32)
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
 

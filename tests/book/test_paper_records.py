@@ -35,7 +35,8 @@ from attnpaths_book import runner
 from attnpaths_book.runner import notebook_chapters
 from attnpaths_book.store import read_manifest, verify_results
 from attnpaths_book.tolerances import compare_results
-from helpers import MC_Z, ROOT, assert_matches_record, assert_within_mc_error
+from helpers import ROOT
+from book_helpers import MC_Z, assert_matches_record, assert_within_mc_error
 
 LAYOUT = BookLayout(ROOT)
 pytestmark = pytest.mark.cross_machine

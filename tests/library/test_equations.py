@@ -14,7 +14,7 @@ import attnpaths
 import attnpaths.equations as equations
 
 PACKAGE = Path(attnpaths.__file__).parent
-BOOK = Path(__file__).resolve().parents[1] / "book"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 
 LABEL = re.compile(r"\b(?:eq|sec)-[a-z0-9-]+")
 DEFINITION = re.compile(

@@ -18,7 +18,7 @@ from attnpaths_book.cli import main
 from attnpaths_book.executor import ChapterFailed
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.results import read_results
-from helpers import write_chapter, write_stand_in_packages, write_toc
+from book_helpers import write_chapter, write_stand_in_packages, write_toc
 
 ALLOCATED_MIB = 400
 

@@ -19,7 +19,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from attnpaths_book.chapters import toc_docnames
-from helpers import API_PAGES_DIR, ROOT, api_modules
+from helpers import ROOT
+from book_helpers import API_PAGES_DIR, api_modules
 
 DOCNAMES = toc_docnames(ROOT / "_toc.yml")
 PAGES = DOCNAMES + [f"{API_PAGES_DIR}/{module}" for module in api_modules()]

@@ -4,7 +4,8 @@ import pytest
 
 from attnpaths_book.chapters import (ChapterError, ParameterError, book_chapters, parse_assignments,
                                      resolve_parameters, toc_docnames)
-from helpers import ROOT, write_chapter, write_toc
+from helpers import ROOT
+from book_helpers import write_chapter, write_toc
 
 PARAMETERS = """
 num_samples = 10

@@ -9,7 +9,7 @@ from attnpaths_book.chapters import book_chapters
 from attnpaths.claims import Outcome, Verdict
 from attnpaths_book.results import write_results as _write_results
 from attnpaths_book.store import commit_unit
-from helpers import write_chapter, write_toc
+from book_helpers import write_chapter, write_toc
 
 
 def write_results(chapter, profile, parameters, values, results):

@@ -11,7 +11,8 @@ import pytest
 
 from attnpaths_book import launcher
 from attnpaths_book.cli import main, run_benchmark
-from helpers import ROOT, write_chapter, write_toc
+from helpers import ROOT
+from book_helpers import write_chapter, write_toc
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ from attnpaths_book import runner
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.numeric_diff import is_volatile
 from attnpaths_book.results import STAGING_ENV
-from helpers import ROOT, copy_repository
+from helpers import ROOT
+from book_helpers import copy_repository
 
 jupytext = pytest.importorskip("jupytext")
 nbclient = pytest.importorskip("nbclient")

@@ -13,7 +13,8 @@ from attnpaths_book.cache import EXECUTION_METADATA, PackageCode, chapter_key, i
 from attnpaths_book.chapters import book_chapters, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.provenance import versions
-from helpers import ROOT, copy_repository, write_chapter, write_toc
+from helpers import ROOT
+from book_helpers import copy_repository, write_chapter, write_toc
 
 
 @pytest.fixture

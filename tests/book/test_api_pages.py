@@ -20,7 +20,8 @@ from bs4 import BeautifulSoup
 from attnpaths_book import site
 from attnpaths_book.chapters import book_chapters, toc_docnames
 from attnpaths_book.layout import BookLayout
-from helpers import API_INDEX, API_PAGES_DIR, ROOT, api_modules
+from helpers import ROOT
+from book_helpers import API_INDEX, API_PAGES_DIR, api_modules
 
 PY_ROLE = re.compile(r"\{(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc)\}`~?([\w.]+)`")
 

@@ -1,0 +1,221 @@
+"""Training sets too large to hold: their Gram statistics (eq-action, eq-predictor; :mod:`attnpaths.gram`)
+accumulated chunk by chunk on the engine (:mod:`attnpaths.engine`), and predictions streamed over test sets in
+chunks.
+
+A data set is given as ``make_chunk``, a picklable callable with ``make_chunk(k) = (features [p_k, N0, n_paths],
+y [p_k])`` for the chunks ``k = 0, ..., num_chunks - 1`` (e.g. :class:`attnpaths.hmc.streams.HMCChunks`), each made
+from ``k`` alone (its seed from :func:`attnpaths.engine.task_seed`), so that chunks are independent tasks.
+
+:func:`gram_statistics` runs one :func:`attnpaths.engine.map_tasks` task per chunk: it makes the chunk and returns
+its :class:`attnpaths.gram.GramStatistics`; these are merged in chunk order, ``((S_0 + S_1) + S_2) + ...``, in the
+calling process. Each task runs on one thread (:func:`attnpaths.engine.run_task`), so the statistics of a chunk are
+the same bits wherever it runs, and the fixed order of the merge makes the sums the same bits whatever the number
+of workers. They equal the statistics of the concatenated features (one :meth:`attnpaths.gram.GramStatistics.update`)
+up to rounding only: the partial sums are grouped by chunk. Memory in the calling process is a few ``[D, D]``
+matrices (``D = N0 n_paths``) and the results of one round of ``chunks_per_round`` tasks, whatever ``P``::
+
+    stats = gram_statistics(chunks, chunks.num_chunks)
+    sol = solve_from_statistics(stats, heads=(2, 2), widths=10, temperature=0.01)
+    mean, variance, y = predict_streamed(sol, test_chunks, test_chunks.num_chunks)
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+
+import numpy as np
+from tqdm import tqdm
+
+from .._validation import positive_int
+from ..engine import IN_PROCESS, Engine, TaskFailed, client_for, describe_arguments, map_tasks, run_task
+from ..gram import DEFAULT_BLOCK_SIZE, GramStatistics
+
+CHUNKS_PER_ROUND = 16
+"""Chunks sent to the engine at once by default: the calling process holds the statistics of one round
+(``[D, D]`` each, 7 MB at ``D = 924``) before they are merged into the running sum."""
+
+
+def _client(engine):
+    """The ``client`` of :func:`attnpaths.engine.map_tasks` for ``engine``: None (the engine of
+    :func:`attnpaths.engine.use_client` or of the environment), an :class:`attnpaths.engine.Engine` (in-process:
+    this process) or a ``dask.distributed.Client``."""
+    if engine is None:
+        return None
+    if isinstance(engine, Engine):
+        return IN_PROCESS if engine.mode == IN_PROCESS else client_for(engine.address)
+    if not callable(getattr(engine, "submit", None)) or not callable(getattr(engine, "gather", None)):
+        raise ValueError(f"engine must be None, an attnpaths.engine.Engine (start_engine) or a dask.distributed "
+                         f"Client, got {type(engine).__name__}")
+    return engine
+
+
+def _map(function, tasks, *, shared, description, client, offset: int, total: int):
+    """:func:`attnpaths.engine.map_tasks` on one round of tasks, the ``offset``-th to the ``offset + len(tasks)``-th
+    of ``total``: a :class:`attnpaths.engine.TaskFailed` names the task's place among all of them. Where
+    ``client == "in-process"`` (an in-process :class:`attnpaths.engine.Engine`), the tasks run in this process
+    whatever :func:`attnpaths.engine.use_client` or the environment say, with the same one-thread rule."""
+    try:
+        if not (isinstance(client, str) and client == IN_PROCESS):
+            return map_tasks(function, tasks, shared=shared, description=description, progress=False, client=client)
+        results = []
+        for index, task in enumerate(tasks):
+            try:
+                results.append(run_task(function, {**shared, **task}))
+            except Exception as err:
+                text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+                raise TaskFailed(description, index, len(tasks), describe_arguments(task), text) from err
+        return results
+    except TaskFailed as err:
+        raise TaskFailed(description, offset + err.index, total, err.arguments, err.remote_traceback) \
+            from err.__cause__
+
+
+def _check_chunk(chunk, k: int):
+    """``(features, y)`` of ``make_chunk(k)``, or a ``ValueError`` naming the chunk."""
+    if not isinstance(chunk, (tuple, list)) or len(chunk) != 2:
+        raise ValueError(f"make_chunk({k}) must return a pair (features [p, N0, n_paths], y [p]), got "
+                         f"{type(chunk).__name__}")
+    return chunk
+
+
+def _chunk_statistics(make_chunk: Callable, k: int, block_size: int = DEFAULT_BLOCK_SIZE):
+    """The task of :func:`gram_statistics` for chunk ``k``: ``(statistics, None)``, the
+    :class:`attnpaths.gram.GramStatistics` of ``make_chunk(k)``, or ``(None, message)`` where the chunk is
+    refused (a shape other than ``[p, N0, n_paths]`` and ``[p]`` with ``p >= 1``, NaN or inf, complex or boolean
+    values): the caller raises the ``ValueError``, naming the chunk, in its own process.
+
+    The statistics returned hold no block buffer (``[block_size, D]``, 15 MB at ``D = 924``): they are the
+    merge of the chunk's into empty statistics of blocks of one example, which copies the sums exactly (each is
+    added to zeros) and leaves nothing to add later."""
+    try:
+        features, y = _check_chunk(make_chunk(k), k)
+        if len(features) == 0:
+            raise ValueError(f"make_chunk({k}) must return p >= 1 examples (features [p, N0, n_paths]), got none")
+        statistics = GramStatistics(block_size).update(features, y)
+    except (ValueError, TypeError) as err:
+        if isinstance(err, ValueError) and str(err).startswith(f"make_chunk({k})"):
+            return None, str(err)
+        return None, f"make_chunk({k}) returned a bad chunk: {err}"
+    return GramStatistics(1).merge(statistics), None
+
+
+def gram_statistics(make_chunk: Callable, num_chunks: int, *, engine=None, block_size: int = DEFAULT_BLOCK_SIZE,
+                    chunks_per_round: int = CHUNKS_PER_ROUND, progress: bool = True,
+                    description: str = "Gram statistics") -> GramStatistics:
+    """The :class:`attnpaths.gram.GramStatistics` (``F^T F``, ``F^T y``, ``y^T y``, ``P``) of the chunks
+    ``make_chunk(0), ..., make_chunk(num_chunks - 1)``: one engine task per chunk, merged in chunk order (module
+    docstring), for :func:`attnpaths.theory.solve_from_statistics`.
+
+    Args:
+        make_chunk: a picklable callable, ``make_chunk(k) = (features [p_k, N0, n_paths], y [p_k])`` (numpy or
+            torch, raw path features as :func:`attnpaths.theory.solve` takes them), a pure function of ``k``.
+        num_chunks: an integer >= 1.
+        engine: where the tasks run: None (:func:`attnpaths.engine.map_tasks`' choice: the client of
+            :func:`attnpaths.engine.use_client`, else the scheduler of the environment, else this process), an
+            :class:`attnpaths.engine.Engine` of :func:`attnpaths.engine.start_engine`, or a ``dask.distributed``
+            client. The result is the same bits on any of them.
+        block_size: examples per block of each chunk's statistics (:class:`attnpaths.gram.GramStatistics`).
+        chunks_per_round: tasks sent at once, an integer >= 1 (memory only: the result does not depend on it).
+        progress: a tqdm bar over the chunks.
+        description: the sweep's name on the bar and in the engine's errors.
+
+    Returns:
+        the merged statistics, of blocks of ``block_size`` examples (more chunks can be added to them with
+        :meth:`attnpaths.gram.GramStatistics.merge` or :meth:`~attnpaths.gram.GramStatistics.update`).
+
+    Raises:
+        ValueError: ``num_chunks``, ``block_size`` or ``chunks_per_round`` out of range, ``engine`` of another
+            kind, a chunk that is not a pair of finite real arrays ``[p, N0, n_paths]`` and ``[p]`` with
+            ``p >= 1``, or chunks of different ``N0`` or ``n_paths`` (each naming the chunk).
+        attnpaths.engine.TaskFailed: ``make_chunk`` itself raised.
+    """
+    if not callable(make_chunk):
+        raise ValueError(f"make_chunk must be callable (k -> (features, y)), got {type(make_chunk).__name__}")
+    num_chunks = positive_int(num_chunks, "num_chunks")
+    block_size = positive_int(block_size, "block_size")
+    chunks_per_round = positive_int(chunks_per_round, "chunks_per_round")
+    client = _client(engine)
+    total = GramStatistics(block_size)
+    shape = None  # (N0, n_paths) of chunk 0
+    with tqdm(total=num_chunks, desc=description, disable=not progress, leave=False) as bar:
+        for start in range(0, num_chunks, chunks_per_round):
+            indices = range(start, min(start + chunks_per_round, num_chunks))
+            results = _map(_chunk_statistics, [dict(k=k) for k in indices],
+                           shared=dict(make_chunk=make_chunk, block_size=block_size), description=description,
+                           client=client, offset=start, total=num_chunks)
+            for k, (statistics, message) in zip(indices, results):
+                if message is not None:
+                    raise ValueError(message)
+                found = (statistics.input_width, statistics.num_paths)
+                if shape is None:
+                    shape = found
+                elif found != shape:
+                    raise ValueError(f"make_chunk({k}) must return features [p, N0, n_paths] = [p, {shape[0]}, "
+                                     f"{shape[1]}] like chunk 0, got [{statistics.num_examples}, {found[0]}, "
+                                     f"{found[1]}]")
+                total = total.merge(statistics)  # in chunk order: the same sums whatever the engine
+            bar.update(len(indices))
+    return total
+
+
+def _chunk_predictions(solution, make_chunk: Callable, k: int, batch_size: int = 512):
+    """The task of :func:`predict_streamed` for chunk ``k``: ``(mean, variance, y)`` of ``make_chunk(k)``
+    (numpy arrays), or ``(None, message, None)`` where the chunk is refused."""
+    try:
+        features, y = _check_chunk(make_chunk(k), k)
+        labels = np.asarray(y, dtype=np.float64)
+        mean, variance = solution.predict(features, batch_size=batch_size)
+        if labels.shape != mean.shape or not np.isfinite(labels).all():
+            raise ValueError(f"make_chunk({k}) must return finite labels y [p] = [{mean.shape[0]}] (one per "
+                             f"example of features), got shape {labels.shape}")
+    except (ValueError, TypeError) as err:
+        if isinstance(err, ValueError) and str(err).startswith(f"make_chunk({k})"):
+            return None, str(err), None
+        return None, f"make_chunk({k}) returned a bad chunk: {err}", None
+    return mean, variance, labels
+
+
+def predict_streamed(solution, make_chunk: Callable, num_chunks: int, *, engine=None, batch_size: int = 512,
+                     chunks_per_round: int = CHUNKS_PER_ROUND, progress: bool = True,
+                     description: str = "streamed predictions") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The predictor's mean and variance (eq-predictor, :meth:`attnpaths.theory.TheorySolution.predict`) on the
+    chunks of a test set too large to hold, one engine task per chunk (the solution is sent to each worker once),
+    concatenated in chunk order with the chunks' labels.
+
+    Args:
+        solution: a :class:`attnpaths.theory.TheorySolution` (of :func:`attnpaths.theory.solve_from_statistics`:
+            it holds no training examples, so it is small to send).
+        make_chunk, num_chunks, engine, chunks_per_round, progress, description: as in :func:`gram_statistics`.
+        batch_size: test examples per batch of :meth:`~attnpaths.theory.TheorySolution.predict`.
+
+    Returns:
+        ``(mean, variance, y)``, numpy arrays of length ``sum_k p_k``.
+
+    Raises:
+        ValueError: an argument out of range, or a chunk that is not a pair ``(features [p, N0, n_paths], y [p])``
+            of finite real arrays of the solution's ``N0`` and ``n_paths`` (naming the chunk).
+    """
+    if not callable(getattr(solution, "predict", None)):
+        raise ValueError(f"solution must be a TheorySolution (attnpaths.theory), got {type(solution).__name__}")
+    if not callable(make_chunk):
+        raise ValueError(f"make_chunk must be callable (k -> (features, y)), got {type(make_chunk).__name__}")
+    num_chunks = positive_int(num_chunks, "num_chunks")
+    batch_size = positive_int(batch_size, "batch_size")
+    chunks_per_round = positive_int(chunks_per_round, "chunks_per_round")
+    client = _client(engine)
+    means, variances, labels = [], [], []
+    with tqdm(total=num_chunks, desc=description, disable=not progress, leave=False) as bar:
+        for start in range(0, num_chunks, chunks_per_round):
+            indices = range(start, min(start + chunks_per_round, num_chunks))
+            results = _map(_chunk_predictions, [dict(k=k) for k in indices],
+                           shared=dict(solution=solution, make_chunk=make_chunk, batch_size=batch_size),
+                           description=description, client=client, offset=start, total=num_chunks)
+            for mean, variance, y in results:
+                if mean is None:
+                    raise ValueError(variance)
+                means.append(mean)
+                variances.append(variance)
+                labels.append(y)
+            bar.update(len(indices))
+    return np.concatenate(means), np.concatenate(variances), np.concatenate(labels)

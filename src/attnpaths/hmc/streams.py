@@ -1,0 +1,113 @@
+"""Chunks of hidden-Markov-chain examples made one at a time from a seed (sec-hmc-task, eq-path-features): for
+training sets too large to hold, streamed into the Gram statistics of the theory
+(:func:`attnpaths.experiments.streaming.gram_statistics`).
+
+Chunk ``k`` is drawn from its own generator, ``torch.Generator().manual_seed(task_seed(seed, k, stream))``
+(:func:`attnpaths.engine.task_seed`: the engine's seeding rule), never from what earlier chunks left in a shared
+one, so chunk ``k`` is the same whether or not chunks ``0, ..., k - 1`` were made, in any order and on any worker,
+and a training set of ``P`` examples is the same list of chunks whoever makes them. ``stream`` tells apart sets
+drawn from one seed (e.g. 0 for training, 1 for testing).
+
+Each chunk is class-sorted on its own (its first half ``y = +1``, then ``y = -1``;
+:meth:`attnpaths.hmc.data.HMCTask.sample`), so the whole set has as many examples of each class, in alternating
+runs of half a chunk: the order of the examples changes nothing in the theory.
+
+Example::
+
+    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.hmc import HMCTask, four_path_network
+    from attnpaths.theory import solve_from_statistics
+
+    task = HMCTask()
+    chunks = HMCChunks(task, four_path_network(task).attention, seed=0, num_examples=100_000, chunk_size=1000)
+    stats = gram_statistics(chunks, chunks.num_chunks)
+    sol = solve_from_statistics(stats, heads=chunks.heads, widths=10, temperature=0.01)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import torch
+
+from .._validation import even_int, int_at_least
+from ..attention import Attention
+from ..engine import task_seed
+from ..paths import path_features
+from .data import HMCTask
+
+
+@dataclass(frozen=True, eq=False)
+class HMCChunks:
+    """The path features (eq-path-features) of ``num_examples`` HMC sequences, in chunks of ``chunk_size`` made
+    one at a time: ``chunks(k)`` is ``(features [p_k, N0, n_paths], y [p_k])`` of chunk ``k`` (float64 tensors;
+    ``p_k = chunk_size`` except for the last chunk, which holds the rest). A picklable callable: the ``make_chunk``
+    of :func:`attnpaths.experiments.streaming.gram_statistics` and
+    :func:`attnpaths.experiments.streaming.predict_streamed`.
+
+    Attributes:
+        task: the :class:`~attnpaths.hmc.data.HMCTask` the sequences are drawn from.
+        attention: the network's fixed attention (e.g. ``four_path_network(task).attention``), of input width
+            ``task.input_width``.
+        seed: a non-negative integer; chunk ``k`` draws from ``task_seed(seed, k, stream)``.
+        num_examples: ``P``, even, >= 2.
+        chunk_size: examples per chunk, even, >= 2 (memory: a chunk's inputs ``[chunk_size, N0, T_seq + 1]`` and
+            their noise are made at once; 1000 sequences of the paper's task take about 60 MB each).
+        stream: a non-negative integer that tells apart sets drawn from one seed (0: training, 1: test, ...).
+    """
+
+    task: HMCTask
+    attention: Attention
+    seed: int
+    num_examples: int
+    chunk_size: int = 1000
+    stream: int = 0
+
+    def __post_init__(self):
+        if not isinstance(self.task, HMCTask):
+            raise ValueError(f"task must be an HMCTask (attnpaths.hmc.data), got {type(self.task).__name__}")
+        if not isinstance(self.attention, Attention):
+            raise ValueError(f"attention must be an Attention (attnpaths.attention), e.g. four_path_network(task)"
+                             f".attention, got {type(self.attention).__name__}")
+        if self.attention.input_width != self.task.input_width:
+            raise ValueError(f"attention must read inputs of the task's width N0 = {self.task.input_width}, got "
+                             f"N0 = {self.attention.input_width}")
+        object.__setattr__(self, "seed", int_at_least(self.seed, "seed", 0))
+        object.__setattr__(self, "stream", int_at_least(self.stream, "stream", 0))
+        object.__setattr__(self, "num_examples", even_int(self.num_examples, "num_examples (P, even)"))
+        object.__setattr__(self, "chunk_size", even_int(self.chunk_size, "chunk_size (even)"))
+
+    @property
+    def num_chunks(self) -> int:
+        """``ceil(P / chunk_size)``."""
+        return math.ceil(self.num_examples / self.chunk_size)
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """``(H_1, ..., H_L)`` of the attention."""
+        return self.attention.heads
+
+    def chunk_examples(self, k: int) -> int:
+        """``p_k``, the examples of chunk ``k`` (``0 <= k < num_chunks``)."""
+        k = self._index(k)
+        return min(self.chunk_size, self.num_examples - k * self.chunk_size)
+
+    def generator(self, k: int) -> torch.Generator:
+        """The generator chunk ``k`` draws from: ``torch.Generator().manual_seed(task_seed(seed, k, stream))``."""
+        return torch.Generator().manual_seed(task_seed(self.seed, self._index(k), self.stream))
+
+    def __call__(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(features [p_k, N0, n_paths], y [p_k])`` of chunk ``k``, made from its own generator only.
+
+        Raises:
+            ValueError: ``k`` is not an integer in ``[0, num_chunks)``.
+        """
+        data = self.task.sample(self.chunk_examples(k), self.generator(k))
+        return path_features(data.x, self.attention), data.y.to(torch.float64)
+
+    def _index(self, k) -> int:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < self.num_chunks:
+            raise ValueError(f"k must be a chunk index, an integer in [0, {self.num_chunks}), got {k!r}")
+        return int(k)

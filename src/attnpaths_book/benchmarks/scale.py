@@ -1,0 +1,284 @@
+"""Benchmark: the theory's solver at large ``P``, the Gram route streamed in chunks against the dense route.
+
+``python -m attnpaths_book bench scale [--quick] [--output PATH] [...]``
+
+On the hidden-Markov-chain task (the paper's :class:`attnpaths.hmc.data.HMCTask`, the 4-path network
+:func:`attnpaths.hmc.four_path_network`, heads ``(2, 2)``, ``N = 10``, ``T = 0.01``: the hmc chapter's problem,
+``N0 = 231``, ``D = N0 n_paths = 924``), the training set of ``P`` sequences is made in chunks of ``--chunk-size``
+(:class:`attnpaths.hmc.streams.HMCChunks`, seed ``--seed``: chunk ``k`` from its own seed, so every row of the same
+``P`` has the same examples) and solved two ways:
+
+* ``gram``: the chunks streamed into the Gram statistics (:func:`attnpaths.experiments.streaming.gram_statistics`,
+  in-process: no chunk's features outlive it) and :func:`attnpaths.theory.solve_from_statistics`; memory a few
+  ``[D, D]`` matrices whatever ``P``, time one pass over the examples plus a solve whose cost does not grow with
+  ``P``. At ``P = 10^3, 10^4, 10^5`` and at every ``P`` of a dense row.
+* ``dense``: the chunks concatenated and :func:`attnpaths.theory.solve` with ``route="feature"`` (the ``[P, P]``
+  kernel and its Cholesky factor), at the sizes whose memory estimate (the solver's own, with the features) is at
+  most ``--dense-memory-gib`` and that are at most ``--dense-max`` (time: the factorisation grows as ``P^3``);
+  the sizes left out are listed with the reason.
+
+Every row runs in a fresh Python process (so its peak resident memory, ``getrusage(RUSAGE_SELF).ru_maxrss`` at its
+end, is its own; the memory after the imports is recorded beside it) with one thread everywhere
+(:func:`attnpaths.engine.use_one_thread`: torch and the BLAS pools); its wall time is split into making the
+features, accumulating the statistics (Gram) and solving. Where both routes ran, the record compares them: the
+ratio of their wall times and the relative differences of ``U`` (largest entry difference over the largest entry,
+every layer) and of the action. The dense route may stop uncertified at large ``P`` (``converged`` false: the
+trust region collapses where the rounding of its ``P``-term sums is above the gradient tolerance, ``1e-8``); its
+``U`` is then as precise as that rounding allows, and the row says so.
+
+The one-shot image task is not part of the benchmark: its features need the trained model's attention (the
+companion's shipped weights, for the chapter's ``N0 = 64``; the authors' ``N0 = 192``, ``D = 3072``, has none) and
+the rendered glyph data set, and the library has no chunk generator for its episodes.
+
+The machine's load is recorded at the start and at the end (:mod:`attnpaths_book.benchmarks.record`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+
+HEADS, WIDTH, TEMPERATURE = (2, 2), 10, 0.01
+"""The hmc chapter's problem: the 4-path network, width 10 in every layer, likelihood variance 0.01."""
+GRAM_SIZES = (1000, 10_000, 100_000)
+"""``P`` of the Gram rows (with the dense rows' sizes added)."""
+DENSE_CANDIDATES = (1000, 2000, 4000, 8000, 10_000, 16_000)
+"""``P`` tried for the dense rows, kept where they fit ``--dense-memory-gib`` and ``--dense-max``."""
+QUICK_TASK = dict(seq_len=5, feature_width=8)
+"""The task of ``--quick``: sequences of 5 tokens with 8 features (``N0 = 14``, ``D = 56``)."""
+QUICK_GRAM_SIZES, QUICK_DENSE_CANDIDATES, QUICK_DENSE_MAX = (20, 80), (40, 80), 40
+"""``--quick``: the Gram rows' and the dense candidates' ``P``, and the largest dense ``P`` (80 is left out)."""
+GRADIENT_TOLERANCE = 1e-8
+"""The solver's default stopping rule (:func:`attnpaths.theory.solve`), used by every row."""
+TIME_RATIO_BOUND = 1.0
+"""Bound checked on the committed record: the Gram route's wall time at the largest ``P`` (``10^5``, features
+included) over the dense route's at its largest ``P`` (``8000``): 12.5 times the examples in no more time."""
+
+
+# --------------------------------------------------------------------------------------------------------
+# one row, in a fresh process
+
+
+class _TimedChunks:
+    """A chunk generator that adds the seconds spent making chunks to ``seconds`` (in this process only)."""
+
+    def __init__(self, chunks):
+        self.chunks, self.seconds = chunks, 0.0
+
+    def __call__(self, k):
+        start = time.perf_counter()
+        try:
+            return self.chunks(k)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+def _peak_rss_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+def run_row(spec: dict) -> dict:
+    """Make the features and solve one row (``spec``: ``route``, ``P``, ``chunk_size``, ``seed``, ``task``: the
+    :class:`attnpaths.hmc.data.HMCTask` fields); the row's report, without its peak memory."""
+    import torch
+
+    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.hmc import HMCTask, four_path_network
+    from attnpaths.hmc.streams import HMCChunks
+    from attnpaths.theory import CertificateWarning, _solver_memory, architecture, solve, solve_from_statistics
+
+    task = HMCTask(**spec["task"])
+    chunks = HMCChunks(task, four_path_network(task).attention, seed=spec["seed"], num_examples=spec["P"],
+                       chunk_size=spec["chunk_size"])
+    timed = _TimedChunks(chunks)
+    options = dict(heads=HEADS, widths=WIDTH, temperature=TEMPERATURE, gradient_tolerance=GRADIENT_TOLERANCE)
+    D = task.input_width * chunks.attention.num_paths
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CertificateWarning)  # recorded in the row's "converged"
+        if spec["route"] == "gram":
+            statistics = gram_statistics(timed, chunks.num_chunks, engine=_in_process(), progress=False)
+            data_s = time.perf_counter() - start
+            solution = solve_from_statistics(statistics, **options)
+        else:
+            parts = [timed(k) for k in range(chunks.num_chunks)]
+            features, y = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+            del parts
+            data_s = time.perf_counter() - start
+            solution = solve(features, y, route="feature", **options)
+    wall_s = time.perf_counter() - start
+    arch = architecture(HEADS, WIDTH)
+    memory, _ = _solver_memory(spec["P"], task.input_width, chunks.attention.num_paths, arch,
+                               "gram" if spec["route"] == "gram" else "feature")
+    return {"route": spec["route"], "P": spec["P"], "D": D, "chunks": chunks.num_chunks, "wall_s": wall_s,
+            "features_s": timed.seconds, "accumulate_s": data_s - timed.seconds if spec["route"] == "gram" else 0.0,
+            "solve_s": wall_s - data_s, "iterations": solution.iterations, "converged": bool(solution.converged),
+            "gradient_norm": solution.gradient_norm, "hessian_min_eigenvalue": solution.hessian_min_eigenvalue,
+            "action": solution.action, "U_layers": [U.tolist() for U in solution.U_layers],
+            "solver_memory_estimate_gib": memory / 2**30}
+
+
+def _in_process():
+    from attnpaths.engine import IN_PROCESS, Engine
+
+    return Engine(IN_PROCESS, None, 1, None)
+
+
+def _threads() -> dict:
+    """The threads of this process's pools: ``{"torch": n, "blas": [n, ...]}`` (one entry per BLAS library)."""
+    import torch
+    from threadpoolctl import threadpool_info
+
+    return {"torch": torch.get_num_threads(),
+            "blas": sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})}
+
+
+def row_main(argv=None) -> None:
+    """The child process of one row: ``spec`` (JSON) in ``argv[0]``; prints the row (JSON) as its last line."""
+    from attnpaths.engine import use_one_thread
+
+    spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
+    use_one_thread()
+    import attnpaths.experiments.streaming  # noqa: F401  (the row's imports, before the memory after them)
+    import attnpaths.hmc.streams  # noqa: F401
+    import attnpaths.theory  # noqa: F401
+
+    rss_start = _peak_rss_mib()
+    row = run_row(spec)
+    row.update(rss_after_imports_mib=rss_start, peak_rss_mib=_peak_rss_mib(), threads=_threads())
+    print(json.dumps(row), flush=True)
+
+
+def measure_row(spec: dict) -> dict:
+    """:func:`run_row` in a fresh Python process with one thread (the thread variables set before the libraries
+    load) and the engine in-process; its row with the peak resident memory of that process."""
+    from attnpaths.engine import SCHEDULER_ENV, THREAD_VARIABLES
+
+    environment = dict(os.environ, **{name: "1" for name in THREAD_VARIABLES}, **{SCHEDULER_ENV: "in-process"})
+    code = "import sys; from attnpaths_book.benchmarks.scale import row_main; row_main(sys.argv[1:])"
+    completed = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True,
+                               env=environment)
+    if completed.returncode != 0:
+        raise RuntimeError(f"the row {spec} failed (exit status {completed.returncode}):\n"
+                           f"{completed.stderr[-4000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------------------------------------
+# sizes and comparisons
+
+
+def dense_memory_gib(P: int, task: dict) -> float:
+    """The dense row's memory estimate: the solver's (:func:`attnpaths.theory.solve`'s check before it allocates,
+    feature route) and the concatenated features ``[P, N0, n_paths]``, in GiB."""
+    from attnpaths.hmc import HMCTask
+    from attnpaths.theory import _solver_memory, architecture
+
+    n0, n = HMCTask(**task).input_width, math.prod(HEADS)
+    solver, _ = _solver_memory(P, n0, n, architecture(HEADS, WIDTH), "feature")
+    return (solver + 8.0 * P * n0 * n) / 2**30
+
+
+def dense_sizes(candidates, task: dict, memory_gib: float, largest: int) -> tuple[list[int], list[dict]]:
+    """The dense rows' ``P`` among ``candidates`` and the ones left out, each with its reason."""
+    kept, skipped = [], []
+    for P in candidates:
+        estimate = dense_memory_gib(P, task)
+        if estimate > memory_gib:
+            skipped.append({"P": P, "memory_estimate_gib": estimate,
+                            "reason": f"memory estimate {estimate:.2f} GiB > {memory_gib:g} GiB"})
+        elif P > largest:
+            skipped.append({"P": P, "memory_estimate_gib": estimate,
+                            "reason": f"P > {largest} (time: the dense factorisation grows as P^3)"})
+        else:
+            kept.append(P)
+    return kept, skipped
+
+
+def compare(gram: dict, dense: dict) -> dict:
+    """The two routes at one ``P``: the ratio of wall times (dense over Gram) and the relative differences of
+    ``U`` (largest entry difference over the largest entry of the dense ``U``, all layers) and of the action."""
+    import numpy as np
+
+    difference = max(float(np.abs(np.array(a) - np.array(b)).max())
+                     for a, b in zip(gram["U_layers"], dense["U_layers"]))
+    scale = max(float(np.abs(np.array(b)).max()) for b in dense["U_layers"])
+    return {"P": gram["P"], "time_ratio_dense_over_gram": dense["wall_s"] / gram["wall_s"],
+            "solve_time_ratio_dense_over_gram": dense["solve_s"] / (gram["accumulate_s"] + gram["solve_s"]),
+            "U_relative_difference": difference / scale,
+            "action_relative_difference": abs(gram["action"] - dense["action"]) / abs(dense["action"]),
+            "gram_converged": gram["converged"], "dense_converged": dense["converged"],
+            "dense_gradient_norm": dense["gradient_norm"]}
+
+
+def main(argv=None) -> dict:
+    """Entry point of ``python -m attnpaths_book bench scale``; prints a table and returns the report."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a check that everything runs)")
+    parser.add_argument("--chunk-size", type=int, default=None, help="examples per chunk (default 1000, quick 20)")
+    parser.add_argument("--dense-memory-gib", type=float, default=4.0,
+                        help="largest memory estimate of a dense row, GiB")
+    parser.add_argument("--dense-max", type=int, default=None, help="largest P of a dense row (default 8000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", type=Path, default=committed_record_path("scale"))
+    args = parser.parse_args(argv)
+    quick = args.quick
+    chunk_size = args.chunk_size or (20 if quick else 1000)
+    dense_max = args.dense_max or (QUICK_DENSE_MAX if quick else 8000)
+    if chunk_size < 2 or chunk_size % 2 or args.seed < 0 or args.dense_memory_gib <= 0:
+        parser.error("--chunk-size must be an even integer >= 2, --seed >= 0 and --dense-memory-gib > 0")
+    task = QUICK_TASK if quick else {}
+    dense_P, skipped = dense_sizes(QUICK_DENSE_CANDIDATES if quick else DENSE_CANDIDATES, task,
+                                   args.dense_memory_gib, dense_max)
+    gram_P = sorted(set(QUICK_GRAM_SIZES if quick else GRAM_SIZES) | set(dense_P))
+    started = start_record("scale", argv)
+    rows = []
+    print(f"{'route':>6} {'P':>7} {'wall s':>9} {'features s':>10} {'solve s':>8} {'peak RSS MiB':>12} "
+          f"{'iterations':>10} converged", flush=True)
+    for route, sizes in (("gram", gram_P), ("dense", dense_P)):
+        for P in sizes:
+            row = measure_row({"route": route, "P": P, "chunk_size": chunk_size, "seed": args.seed, "task": task})
+            rows.append(row)
+            print(f"{route:>6} {P:>7} {row['wall_s']:>9.2f} {row['features_s']:>10.2f} {row['solve_s']:>8.2f} "
+                  f"{row['peak_rss_mib']:>12.0f} {row['iterations']:>10} {row['converged']}", flush=True)
+    by_route = {route: {row["P"]: row for row in rows if row["route"] == route} for route in ("gram", "dense")}
+    comparisons = [compare(by_route["gram"][P], by_route["dense"][P]) for P in dense_P]
+    for c in comparisons:
+        print(f"P = {c['P']}: dense/gram time {c['time_ratio_dense_over_gram']:.2f}, U relative difference "
+              f"{c['U_relative_difference']:.2e}, action relative difference {c['action_relative_difference']:.2e}"
+              + ("" if c["dense_converged"] else f" (dense uncertified, gradient norm {c['dense_gradient_norm']:.2g})"))
+    largest_gram = by_route["gram"][gram_P[-1]]
+    largest_dense = by_route["dense"][dense_P[-1]] if dense_P else None
+    report = {
+        "quick": quick, "threads": 1, "task": task, "heads": list(HEADS), "width": WIDTH, "temperature": TEMPERATURE,
+        "gradient_tolerance": GRADIENT_TOLERANCE,
+        "chunk_size": chunk_size, "seed": args.seed, "dense_memory_gib": args.dense_memory_gib, "dense_max": dense_max,
+        "gram_sizes": gram_P, "dense_sizes": dense_P, "dense_skipped": skipped, "rows": rows,
+        "comparisons": comparisons, "time_ratio_bound": TIME_RATIO_BOUND,
+        "largest_gram_over_largest_dense_time": (None if largest_dense is None
+                                                 else largest_gram["wall_s"] / largest_dense["wall_s"]),
+        "note": "wall times on a machine shared with other work: read them with the load averages; each row ran in "
+                "a fresh process, its peak RSS includes the Python and torch imports (rss_after_imports_mib)",
+    }
+    if largest_dense is not None:
+        print(f"Gram at P = {gram_P[-1]} over dense at P = {dense_P[-1]}: "
+              f"{report['largest_gram_over_largest_dense_time']:.2f} of the time")
+    path = write_record(make_record(started, report), args.output)
+    print(f"record written to {path}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""What the book's test modules share beyond ``helpers`` (the library's tests' helpers, which they import too): the
+API reference's module list, tiny throw-away books, and the comparisons of the paper-record tests."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from attnpaths_book import tolerances
+from attnpaths_book.results import to_jsonable
+from helpers import ROOT
+
+API_INDEX = "book/api/index"
+"""The API reference's page: its autosummary lists name the modules that have an API page."""
+
+API_PAGES_DIR = "book/api/generated"
+"""Where the build puts the API pages (``<module>.html``), relative to the HTML root."""
+
+_AUTOSUMMARY_ENTRY = re.compile(r"^ {3}(attnpaths(?:_book)?(?:\.\w+)+)[ \t]*$", re.M)
+
+
+def api_modules() -> list[str]:
+    """The modules listed in the autosummary lists of ``book/api/index.md``, in order."""
+    return _AUTOSUMMARY_ENTRY.findall((ROOT / f"{API_INDEX}.md").read_text())
+
+# --------------------------------------------------------------------------------------------------------
+# tiny throw-away books (the runner's, CLI's, cache's and engine's tests)
+
+FRONT_MATTER = {
+    "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst", "format_version": 0.13}},
+    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+}
+
+
+def write_chapter(root: Path, name: str, parameters: str, body: str, profiles: dict | None = None,
+                  report: bool = False) -> Path:
+    """Write ``book/<name>.md``: a MyST notebook with a parameters cell (``profile`` and ``results_dir`` are
+    added), then ``body`` as one code cell, then a cell recording the results ``values`` defined by ``body``
+    (:class:`attnpaths_book.recorder.ChapterRecorder`) and writing the results file."""
+    meta = dict(FRONT_MATTER)
+    settings = {"profiles": profiles or {"smoke": {}, "paper": {}}}
+    if report:
+        settings["report"] = True
+    meta["attnpaths"] = settings
+    parameters = textwrap.dedent(parameters).strip()
+    parameters = (parameters + "\n" if parameters else "") + 'profile = "smoke"\nresults_dir = "_build/results"'
+    text = (f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n\n# Chapter {name}\n\n"
+            f"```{{code-cell}} ipython3\n:tags: [parameters]\n\n{parameters}\n```\n\n"
+            f"```{{code-cell}} ipython3\n{textwrap.dedent(body).strip()}\n```\n\n"
+            "```{code-cell} ipython3\nfrom attnpaths_book.recorder import ChapterRecorder\n"
+            f"recorder = ChapterRecorder({name!r}, globals())\n"
+            "for key, value in values.items():\n    recorder.record(key, value)\nrecorder.write()\n```\n")
+    path = root / "book" / f"{name}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def write_toc(root: Path, names: list[str]) -> None:
+    """A ``_toc.yml`` listing ``book/<name>`` in order (the first is the root)."""
+    toc = {"format": "jb-book", "root": f"book/{names[0]}", "chapters": [{"file": f"book/{n}"} for n in names[1:]]}
+    (root / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+
+
+def write_stand_in_packages(root: Path) -> Path:
+    """Stand-in sources of the library and of its companion under ``root/src`` (their digest enters the cache
+    key; the companion's ``__init__`` imports the library, as the real one does). Returns the library folder."""
+    package = root / "src" / "attnpaths"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("# stand-in package sources: their digest enters the cache key\n")
+    companion = root / "src" / "attnpaths_book"
+    companion.mkdir()
+    (companion / "__init__.py").write_text("import attnpaths  # the companion imports the library\n")
+    return package
+
+
+def copy_repository(destination: Path) -> Path:
+    """Copy the repository's book (``_toc.yml``, ``_config.yml``, ``book/``) and package sources
+    (``src/attnpaths``, ``src/attnpaths_book``, without bytecode) to ``destination``, without ``_build``: a checkout that a test may
+    edit or execute. Returns ``destination``."""
+    destination.mkdir(parents=True)
+    for name in ("_toc.yml", "_config.yml"):
+        shutil.copy(ROOT / name, destination / name)
+    shutil.copytree(ROOT / "book", destination / "book")
+    for package in ("attnpaths", "attnpaths_book"):
+        shutil.copytree(ROOT / "src" / package, destination / "src" / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return destination
+
+
+# --------------------------------------------------------------------------------------------------------
+# comparisons with the committed paper records (tests/test_paper_records.py)
+
+MC_Z = tolerances.MC_Z
+"""z threshold of a Monte-Carlo estimate compared with a recorded one (:data:`attnpaths_book.tolerances.MC_Z`)."""
+
+
+def _numeric(value):
+    """``value`` as a float64 array when it is a number or a (nested) list of numbers, else ``None``."""
+    if isinstance(value, bool) or isinstance(value, str) or value is None:
+        return None
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    return array
+
+
+def assert_matches_record(chapter, key, recomputed, recorded):
+    """Assert that a recomputed value equals the one in ``chapter``'s paper record, within the tolerance that
+    the reproducibility table gives its key (:func:`attnpaths_book.tolerances.rule_for`).
+
+    Numbers and arrays (any nesting of lists) must satisfy ``|a - b| <= rtol |b| + atol + floor max|b|`` entry
+    by entry, with the same shape; dicts must have the same keys and are compared entry by entry, each under
+    its own key's rule; anything else (strings, bools) must be equal. The error names the chapter, the key
+    (``key`` extended by the dict keys and the array index), both values and the rule's reason.
+
+    Args:
+        chapter: the chapter's name (it selects the rules).
+        key: where the value lies in the record's ``values``, e.g. ``"U.10"``.
+        recomputed: the value computed now (numpy and torch values are converted).
+        recorded: the value read from the record.
+    """
+    recomputed = to_jsonable(recomputed)
+    if isinstance(recorded, dict) or isinstance(recomputed, dict):
+        assert isinstance(recorded, dict) and isinstance(recomputed, dict), (
+            f"{chapter}: values.{key}: recomputed {type(recomputed).__name__}, recorded {type(recorded).__name__}")
+        assert set(recomputed) == set(recorded), (
+            f"{chapter}: values.{key}: recomputed keys {sorted(recomputed)}, recorded keys {sorted(recorded)}")
+        for name in recorded:
+            assert_matches_record(chapter, f"{key}.{name}", recomputed[name], recorded[name])
+        return
+    a, b = _numeric(recomputed), _numeric(recorded)
+    if a is None or b is None:
+        assert recomputed == recorded, f"{chapter}: values.{key}: recomputed {recomputed!r}, recorded {recorded!r}"
+        return
+    assert a.shape == b.shape, f"{chapter}: values.{key}: recomputed shape {a.shape}, recorded shape {b.shape}"
+    if a.size == 0:
+        return
+    rule = tolerances.rule_for(chapter, f"values.{key}")
+    assert rule.se is None and math.isfinite(rule.rtol), f"{chapter}: values.{key} is not a class b number ({rule.cls})"
+    both_nan = np.isnan(a) & np.isnan(b)
+    floor = rule.floor * np.nanmax(np.abs(b)) if np.any(np.isfinite(b)) else 0.0
+    allowed = rule.rtol * np.abs(b) + rule.atol + floor
+    error = np.where(both_nan, 0.0, np.abs(a - b))
+    bad = ~(error <= allowed)
+    if np.any(bad):
+        excess = np.where(bad, np.nan_to_num(error / np.maximum(allowed, 1e-300), nan=np.inf), 0.0)
+        worst = np.unravel_index(int(np.argmax(excess)), a.shape) if a.ndim else ()
+        where = f"[{', '.join(str(int(i)) for i in worst)}]" if a.ndim else ""
+        relative = abs(a[worst] - b[worst]) / abs(b[worst]) if b[worst] != 0 else float("inf")
+        raise AssertionError(
+            f"{chapter}: values.{key}{where} differs from the paper record: recomputed {a[worst].item()!r}, "
+            f"recorded {b[worst].item()!r} (relative difference {relative:.3g}; {int(bad.sum())} of {a.size} entries "
+            f"differ; class {rule.cls}, rtol={rule.rtol:g}, atol={rule.atol:g}, floor={rule.floor:g}: {rule.reason})")
+
+
+def assert_within_mc_error(chapter, key, estimate, estimate_se, recorded, recorded_se, *, z=MC_Z):
+    """Assert that a Monte-Carlo estimate agrees with the recorded one within their combined standard error:
+    ``|a - b| <= z sqrt(se_a^2 + se_b^2)`` entry by entry (``z`` defaults to :data:`MC_Z`). The error names
+    the chapter, the key, the worst entry, both values and its z-score."""
+    a, sa = np.asarray(estimate, dtype=np.float64), np.asarray(estimate_se, dtype=np.float64)
+    b, sb = np.asarray(recorded, dtype=np.float64), np.asarray(recorded_se, dtype=np.float64)
+    assert a.shape == b.shape, f"{chapter}: values.{key}: recomputed shape {a.shape}, recorded shape {b.shape}"
+    scale = np.sqrt(sa**2 + sb**2)
+    zscores = np.where(scale > 0, np.abs(a - b) / np.where(scale > 0, scale, 1.0), np.where(a == b, 0.0, np.inf))
+    if np.all(zscores <= z):
+        return
+    worst = np.unravel_index(int(np.argmax(zscores)), a.shape) if a.ndim else ()
+    where = f"[{', '.join(str(int(i)) for i in worst)}]" if a.ndim else ""
+    raise AssertionError(
+        f"{chapter}: values.{key}{where} differs from the paper record beyond its Monte-Carlo error: recomputed "
+        f"{a[worst].item()!r} +- {sa[worst]:.3g}, recorded {b[worst].item()!r} +- {sb[worst]:.3g} "
+        f"(z = {zscores[worst]:.2f} > {z:g}; {int((zscores > z).sum())} of {a.size} entries)")
+
+

@@ -1,0 +1,45 @@
+"""The book's tests: the companion (runner, executor, cache, CLI, reports, benchmarks, records) and the book
+itself. Their fixtures: tiny throw-away books and the test run's own built book. They use the library tests'
+helpers (``tests/library/helpers.py``) beside their own (``book_helpers.py``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "library"))  # the shared ``helpers``
+
+import pytest  # noqa: E402
+
+from attnpaths_book import runner, site  # noqa: E402
+from attnpaths_book.chapters import book_chapters  # noqa: E402
+from attnpaths_book.layout import BookLayout, suite_book  # noqa: E402
+from book_helpers import write_stand_in_packages  # noqa: E402
+from helpers import ROOT  # noqa: E402
+
+
+@pytest.fixture
+def tiny_book(tmp_path) -> BookLayout:
+    """An empty book skeleton in a temporary folder: ``_config.yml``, stand-in sources of the library and of its companion."""
+    (tmp_path / "_config.yml").write_text("title: tiny\n")
+    write_stand_in_packages(tmp_path)
+    return BookLayout(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def built_book() -> BookLayout:
+    """The test run's own HTML book: the smoke profile executed and built in ``_build/tests-book/``
+    (:func:`attnpaths_book.layout.suite_book`), reused when it is current (the cache keys include the CPU
+    dispatch, so a run under another dispatch executes it again). It never reads or replaces what a reader
+    built in ``_build/`` (a paper-profile run stays as it is). The chapters run on the engine the command line
+    starts by default (an embedded cluster with a worker per CPU, as many chapters at a time), so the test
+    run's one execution is the one ``python -m attnpaths_book book`` makes."""
+    from attnpaths.engine import start_engine
+
+    layout = suite_book(ROOT)
+    profile = site.built_profile(layout, book_chapters(layout))
+    if profile != "smoke" or runner.stale_chapters(layout, "smoke"):
+        with start_engine() as engine:
+            runner.run_book(layout, "smoke", engine=engine)
+        site.build_html(layout, book_chapters(layout), "smoke")
+    return layout

@@ -1,0 +1,97 @@
+"""``python -m attnpaths_book bench scale``: the entry point at tiny size (each row in its own process) and the
+committed record of the Gram route streamed up to ``P = 10^5`` against the dense route."""
+
+import json
+import math
+
+import pytest
+
+from attnpaths_book.benchmarks import scale as bench
+from attnpaths_book.benchmarks.record import committed_record_path, read_record
+
+AGREEMENT = 1e-10
+"""Relative difference allowed between the two routes' ``U`` and action at one ``P`` where both certified their
+minimum: both minimise the same action, the Gram route from ``F^T F`` and ``F^T y``, the dense one from the
+``[P, P]`` kernel; they differ by the rounding of their sums, amplified by the conditioning of the minimum (seen:
+at most 5e-12 at ``P = 1000, 2000``)."""
+UNCERTIFIED_AGREEMENT = 1e-9
+"""The same for ``U`` where the dense route stopped uncertified (``P >= 4000`` at ``T = 0.01``): its trust region
+collapses where the rounding of its ``P``-term sums exceeds the gradient tolerance (its gradient norm there:
+2e-8 to 2e-7), so its ``U`` is only that precise (seen: 1.6e-10 at ``P = 4000``; the dense route started at the
+Gram route's minimum moves 1e-10 and stops uncertified again). The actions still agree within :data:`AGREEMENT`."""
+ROW_FIELDS = {"route", "P", "D", "chunks", "wall_s", "features_s", "accumulate_s", "solve_s", "iterations", "converged",
+              "gradient_norm", "hessian_min_eigenvalue", "action", "U_layers", "solver_memory_estimate_gib",
+              "rss_after_imports_mib", "peak_rss_mib", "threads"}
+
+
+def _check_rows(report):
+    rows = report["rows"]
+    assert {row["route"] for row in rows} == {"gram", "dense"}
+    assert [row["P"] for row in rows if row["route"] == "gram"] == report["gram_sizes"]
+    assert [row["P"] for row in rows if row["route"] == "dense"] == report["dense_sizes"]
+    assert set(report["dense_sizes"]) <= set(report["gram_sizes"])
+    for row in rows:
+        assert set(row) == ROW_FIELDS, row["route"]
+        assert row["threads"] == {"torch": 1, "blas": [1]}  # one thread in the row's own process
+        assert 0 < row["rss_after_imports_mib"] <= row["peak_rss_mib"]
+        assert row["chunks"] == math.ceil(row["P"] / report["chunk_size"])
+        assert row["wall_s"] == pytest.approx(row["features_s"] + row["accumulate_s"] + row["solve_s"], rel=0.05,
+                                              abs=0.05)
+        assert math.isfinite(row["action"]) and row["iterations"] >= 1 and len(row["U_layers"]) == 2
+        if row["route"] == "gram":
+            assert row["converged"] and row["gradient_norm"] < 1e-8 and row["hessian_min_eigenvalue"] > 0
+        else:
+            assert row["accumulate_s"] == 0.0 and row["P"] <= report["dense_max"]
+    assert [c["P"] for c in report["comparisons"]] == report["dense_sizes"]
+    for c in report["comparisons"]:
+        assert c["gram_converged"]
+        U_bound = AGREEMENT if c["dense_converged"] else UNCERTIFIED_AGREEMENT
+        assert c["U_relative_difference"] < U_bound and c["action_relative_difference"] < AGREEMENT, c
+        assert c["time_ratio_dense_over_gram"] > 0
+    for skipped in report["dense_skipped"]:
+        assert skipped["P"] > report["dense_max"] or skipped["memory_estimate_gib"] > report["dense_memory_gib"]
+        assert skipped["reason"]
+
+
+def test_entry_point_runs_at_tiny_size_and_writes_a_complete_record(tmp_path, capsys):
+    output = tmp_path / "records" / "scale.json"
+    argv = ["--quick", "--output", str(output)]
+    report = bench.main(argv)
+    record = read_record(output)
+    assert record["benchmark"] == "scale"
+    assert record["command"] == "python -m attnpaths_book bench scale " + " ".join(argv)
+    assert record["machine"]["load_average_1min"] is not None
+    saved = record["report"]
+    assert json.loads(json.dumps(report, default=float)).keys() == saved.keys()
+    assert saved["quick"] and saved["task"] == bench.QUICK_TASK and saved["heads"] == [2, 2]
+    assert saved["gram_sizes"] == [20, 40, 80] and saved["dense_sizes"] == [40]
+    assert [s["P"] for s in saved["dense_skipped"]] == [80] and "P > 40" in saved["dense_skipped"][0]["reason"]
+    _check_rows(saved)
+    assert all(row["D"] == 14 * 4 for row in saved["rows"])
+    out = capsys.readouterr().out
+    assert "peak RSS MiB" in out and "record written to" in out
+
+
+def test_the_committed_record_streams_to_a_hundred_thousand_examples():
+    record = read_record(committed_record_path("scale"))
+    report = record["report"]
+    assert record["benchmark"] == "scale" and record["commit"] is not None and not report["quick"]
+    assert (report["heads"], report["width"], report["temperature"], report["task"]) == ([2, 2], 10, 0.01, {})
+    assert {1000, 10_000, 100_000} <= set(report["gram_sizes"])
+    assert report["dense_sizes"] and max(report["dense_sizes"]) == 8000 and report["dense_memory_gib"] == 4.0
+    assert report["gradient_tolerance"] == bench.GRADIENT_TOLERANCE
+    _check_rows(report)
+    # the routes agree within AGREEMENT where the dense one certified its minimum (at least at P = 1000)
+    assert any(c["dense_converged"] for c in report["comparisons"])
+    gram = {row["P"]: row for row in report["rows"] if row["route"] == "gram"}
+    dense = {row["P"]: row for row in report["rows"] if row["route"] == "dense"}
+    assert all(row["solver_memory_estimate_gib"] <= 4.0 for row in dense.values())
+    # the Gram route's memory does not grow with P: the same estimate at every P, and a measured peak far below
+    # the dense route's at 8000 (it grows a little over the first chunks, as the allocator keeps freed memory)
+    assert len({row["solver_memory_estimate_gib"] for row in gram.values()}) == 1
+    assert gram[100_000]["peak_rss_mib"] < min(2.0 * gram[1000]["peak_rss_mib"], dense[8000]["peak_rss_mib"])
+    # time: 12.5 times the examples in at most TIME_RATIO_BOUND (1: no more) times the dense route's time at 8000
+    assert report["time_ratio_bound"] == bench.TIME_RATIO_BOUND
+    ratio = gram[100_000]["wall_s"] / dense[8000]["wall_s"]
+    assert ratio == pytest.approx(report["largest_gram_over_largest_dense_time"])
+    assert ratio <= bench.TIME_RATIO_BOUND

@@ -1,0 +1,70 @@
+"""CI runs the README as a reader does: `.ci/run` takes the README's commands from the README itself
+(`.ci/readme_commands.py`) and runs them in the README's order: install and paper book, tests, second CPU
+dispatch."""
+
+import importlib.util
+import re
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT
+
+CI_RUN = ROOT / ".ci" / "run"
+
+
+def readme_commands():
+    spec = importlib.util.spec_from_file_location("readme_commands", ROOT / ".ci" / "readme_commands.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ci_runs_the_readmes_commands_in_the_readmes_order():
+    text = CI_RUN.read_text()
+    assigned = dict(re.findall(r"^(\w+_COMMAND)='(.*)'$", text, re.M))
+    steps = re.findall(r'^step "[^"]+" "\$\{(\w+_COMMAND)\}"$', text, re.M)
+    assert steps == ["BOOK_COMMAND", "TEST_COMMAND", "SECOND_DISPATCH_COMMAND", "LIBRARY_COMMAND"]
+    module = readme_commands()
+    readme_steps = steps[:3]  # the README's, in its order; then the library alone
+    assert [assigned[name] for name in readme_steps] == [module.command(n) for n in ("book", "test", "second-dispatch")]
+    assert assigned["LIBRARY_COMMAND"] == "bash .ci/library_only.sh"
+    # .ci/run itself stops when they differ, naming both
+    assert re.search(r'readme="\$\(python3 \.ci/readme_commands\.py "\$\{name\}"\)"', text)
+    # nothing else runs the book or the tests: every other line that would is a comment or an assignment above
+    others = [line for line in text.splitlines() if re.search(r"\b(pytest|attnpaths_book|pip install)\b", line)
+              and not line.lstrip().startswith("#") and not re.match(r"^\w+_COMMAND=", line)]
+    assert others == [], others
+
+
+def test_the_library_step_installs_the_package_alone_and_runs_the_library_tests():
+    script = (ROOT / ".ci" / "library_only.sh").read_text()
+    assert re.search(r'python3 -m venv "\$\{venv\}"', script)  # no --system-site-packages: nothing of this machine
+    assert '-m pip install -q -c "${constraints}" . pytest' in script  # the package without extras, pinned
+    assert '-m pytest -q -p no:cacheprovider tests/library' in script
+    assert "attnpaths\" status" in script and "pip install" in script
+    assert (ROOT / "tests" / "library" / "conftest.py").is_file()
+
+
+def test_the_commands_are_the_readmes_fenced_blocks():
+    module = readme_commands()
+    readme = (ROOT / "README.md").read_text()
+    two = module.section(readme, "Two commands")
+    blocks = re.findall(r"```bash\n(.*?)\n```", two, re.S)
+    assert [module.command("book"), module.command("test")] == blocks[:2]
+    assert module.command("book") == "pip install -r requirements.txt && python -m attnpaths_book book --profile paper"
+    assert module.command("test") == "python -m pytest"
+    assert "python -m pytest -m cross_machine" in module.command("second-dispatch")
+    assert module.command("second-dispatch").startswith('eval "$(python .ci/second_dispatch.py)"')
+
+
+def test_a_readme_without_the_section_or_with_two_lines_is_refused():
+    module = readme_commands()
+    with pytest.raises(SystemExit, match="no section '## Two commands'"):
+        module.command("book", "# title\n")
+    with pytest.raises(SystemExit, match="must be one line"):
+        module.command("test", "## Two commands\n```bash\na\n```\n```bash\nb\nc\n```\n")
+    done = subprocess.run([sys.executable, str(ROOT / ".ci" / "readme_commands.py"), "nothing"], capture_output=True,
+                          text=True)
+    assert done.returncode != 0 and "name must be one of" in done.stderr
