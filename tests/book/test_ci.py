@@ -25,11 +25,15 @@ def test_ci_runs_the_readmes_commands_in_the_readmes_order():
     text = CI_RUN.read_text()
     assigned = dict(re.findall(r"^(\w+_COMMAND)='(.*)'$", text, re.M))
     steps = re.findall(r'^step "[^"]+" "\$\{(\w+_COMMAND)\}"$', text, re.M)
-    assert steps == ["BOOK_COMMAND", "TEST_COMMAND", "SECOND_DISPATCH_COMMAND", "LIBRARY_COMMAND"]
+    assert steps == ["STYLE_COMMAND", "BOOK_COMMAND", "TEST_COMMAND", "SECOND_DISPATCH_COMMAND", "LIBRARY_COMMAND"]
     module = readme_commands()
-    readme_steps = steps[:3]  # the README's, in its order; then the library alone
+    readme_steps = steps[1:4]  # the README's, in its order, after the style check; then the library alone
     assert [assigned[name] for name in readme_steps] == [module.command(n) for n in ("book", "test", "second-dispatch")]
     assert assigned["LIBRARY_COMMAND"] == "bash .ci/library_only.sh"
+    # the style check: ruff, pinned as in requirements.txt, formatter and linter in check mode
+    assert "ruff format --check" in assigned["STYLE_COMMAND"] and "ruff check " in assigned["STYLE_COMMAND"]
+    pinned = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if line.startswith("ruff==")]
+    assert pinned and pinned[0] in assigned["STYLE_COMMAND"]
     # .ci/run itself stops when they differ, naming both
     assert re.search(r'readme="\$\(python3 \.ci/readme_commands\.py "\$\{name\}"\)"', text)
     # nothing else runs the book or the tests: every other line that would is a comment or an assignment above
