@@ -22,6 +22,11 @@ Constructors for the tests the book uses:
   within a stated margin (TOST with Student's t);
 * :func:`exact`: a deterministic inequality between numbers that carry no sampling error at fixed inputs.
 
+Power checks say how likely a test is to hold when its claim is true: :func:`detectable_effect` (the smallest
+effect a directional test detects with a stated power), :func:`equivalence_power` (the chance that an agreement
+test holds at zero deviation) and :func:`power_check`, which states either of them, for one case or several, as a
+:class:`PowerCheck` with its sentence.
+
 :func:`rederive` decides a recorded verdict again from the numbers stored with it (``Verdict.inputs``).
 :func:`enforce` turns the verdicts a profile requires into a single :class:`ClaimViolation`;
 :func:`claims_table` renders verdicts as a Markdown table whose every cell comes from the verdicts' fields
@@ -332,6 +337,167 @@ def equivalence_power(se, margin, level: float = 0.01) -> float:
         raise ValueError("margin must be > 0 for every entry")
     zc = bonferroni_z(s.size, level, two_sided=False)
     return float(np.prod(np.clip(2 * stats.norm.cdf(m / s - zc) - 1, 0.0, 1.0)))
+
+
+@dataclass(frozen=True)
+class PowerCheck:
+    """The power check of one claim over one or several cases (networks, sampled widths, ...): how likely its
+    test is to say "holds" when the claim is true. It tells how to read a "not significant" outcome: from a test
+    with little power (or a large detectable effect) it says little, from a test with much power it says that the
+    effect, if any, is smaller than the test can see. Built by :func:`power_check`.
+
+    Attributes:
+        claim: the claim's identifier.
+        cases: ``[k]`` the names of the cases (``("",)`` for a single unnamed one).
+        power: ``[k]`` the probability that the test says "holds": at the effect ``detectable`` for a
+            directional test (the stated power, the same in every case); for an agreement test, when every true
+            deviation is 0, as computed for its test (e.g. :func:`equivalence_power`).
+        se: ``[k]`` the standard errors of a directional test's estimate (``None`` for an agreement test).
+        detectable: ``[k]`` the smallest true effect that the directional test declares to hold with probability
+            ``power`` (:func:`detectable_effect`; ``None`` for an agreement test).
+        estimate: ``[k]`` the measured effects, compared with ``detectable`` in the sentence, or ``None``.
+        level: the family-wise level of the test; num_tests: the one-sided tests that share it.
+        condition: where the check applies, in words (e.g. ``"on the authors' test points"`` for a directional
+            test, ``"were the samples exactly right at this run's Monte-Carlo errors"`` for an agreement test).
+        effect: the effect in words, with its article (e.g. ``"an advantage"``).
+        scale, unit: how the sentence writes a standard error or effect ``x``: ``x * scale`` followed by ``unit``.
+    """
+
+    claim: str
+    cases: tuple[str, ...]
+    power: tuple[float, ...]
+    se: tuple[float, ...] | None
+    detectable: tuple[float, ...] | None
+    estimate: tuple[float, ...] | None
+    level: float
+    num_tests: int
+    condition: str
+    effect: str
+    scale: float
+    unit: str
+
+    @property
+    def directional(self) -> bool:
+        """Whether this is the check of a directional test (``se`` and ``detectable`` given)."""
+        return self.se is not None
+
+    def _effects(self, values) -> list[str]:
+        unit = f" {self.unit}" if self.unit else ""
+        return [f"{v * self.scale:#.3g}".rstrip(".") + unit for v in values]
+
+    def _listing(self, texts) -> str:
+        items = [text if not case else f"{text} ({case})" for text, case in zip(texts, self.cases)]
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+    @property
+    def listing(self) -> str:
+        """The check's numbers with their cases, e.g. ``"0.93 (4 paths) and 0.88 (2 paths)"``: the detectable
+        effects of a directional test, the probabilities of holding of an agreement test."""
+        if self.directional:
+            return self._listing(self._effects(self.detectable))
+        return self._listing(f"{p:.2f}" for p in self.power)
+
+    @property
+    def sentence(self) -> str:
+        """The check in one sentence (two with ``estimate``), generated from the fields."""
+        if not self.directional:
+            where = f" {self.condition}" if self.condition else ""
+            return f"The power check of claim {self.claim}, the probability that it holds{where}, is {self.listing}."
+        where = f", {self.condition}" if self.condition else ""
+        text = (f"The power check of claim {self.claim}{where}: its standard error is "
+                f"{self._listing(self._effects(self.se))}, so its test declares {self.effect} of {self.listing} or "
+                f"more to hold with {100 * self.power[0]:g} % power.")
+        if self.estimate is None:
+            return text
+        sides = ["above" if e >= d else "below" for e, d in zip(self.estimate, self.detectable)]
+        measured = self._effects(self.estimate)
+        if len(self.cases) == 1:
+            return text + f" The measured value, {measured[0]}, lies {sides[0]} it."
+        return text + " Measured: " + "; ".join(f"{m} ({case}), {side} it"
+                                                for m, case, side in zip(measured, self.cases, sides)) + "."
+
+
+def _checked_probability(value, name: str, *, open_interval: bool = False) -> float:
+    """:func:`~attnpaths._validation.probability`, under a name that :func:`power_check`'s argument does not hide."""
+    return probability(value, name, open_interval=open_interval)
+
+
+def _by_case(values, name: str) -> dict[str, float]:
+    """``values`` (a number, or a mapping ``{case: number}``) as ``{case: float}``; a number is the unnamed case."""
+    if isinstance(values, dict):
+        if not values or any(not isinstance(k, str) for k in values):
+            raise ValueError(f"{name} must be a number or a non-empty dict {{case name: number}}, got {values!r}")
+        items = values
+    else:
+        items = {"": values}
+    out = {}
+    for case, value in items.items():
+        try:
+            out[case] = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must hold numbers, got {value!r} for case {case!r}") from None
+        if not math.isfinite(out[case]):
+            raise ValueError(f"{name} must hold finite numbers, got {value!r} for case {case!r}")
+    return out
+
+
+def power_check(claim: str, *, se=None, probability=None, condition: str = "", level: float = LEVEL,
+                num_tests: int = 1, power: float = 0.8, estimate=None, effect: str = "an effect",
+                scale: float = 1.0, unit: str = "") -> PowerCheck:
+    """The power check of a claim and its sentence (:class:`PowerCheck`), for one case or several.
+
+    Give exactly one of:
+
+    * ``se``: the standard error of a directional test's estimate (:func:`directional_z`), a number or
+      ``{case: se}`` (``[k]`` cases, each ``> 0``). The detectable effect of each case is
+      ``(Phi^{-1}(1 - level / num_tests) + Phi^{-1}(power)) se``: a true effect ``d`` makes ``z`` a Gaussian of
+      mean ``d / se`` and unit variance, which exceeds the threshold ``Phi^{-1}(1 - level / num_tests)`` with
+      probability ``Phi(d / se - Phi^{-1}(1 - level / num_tests))``, that is ``power`` at the detectable effect.
+      ``estimate`` (the same cases) adds the measured effects to the sentence, each above or below its
+      detectable effect.
+    * ``probability``: the probability that an agreement test holds when every true deviation is 0, a number or
+      ``{case: probability}`` (each in [0, 1]; e.g. :func:`equivalence_power` at the test's standard errors and
+      margins, or a chapter's own power function). It is stated as it is.
+
+    Args:
+        claim: the claim's identifier, as in its :class:`Verdict`.
+        condition, effect, scale, unit: words and units of the sentence (see :class:`PowerCheck`).
+        level, num_tests, power: the directional test's family-wise level, the one-sided tests that share it
+            and the stated power.
+
+    Raises ``ValueError`` naming the argument that is missing, doubled or out of range.
+    """
+    if (se is None) == (probability is None):
+        raise ValueError("give exactly one of se (the check of a directional test) and probability (the check of an "
+                         f"agreement test), got se={se!r}, probability={probability!r}")
+    if not isinstance(claim, str) or not claim:
+        raise ValueError(f"claim must be a non-empty string, got {claim!r}")
+    level, num_tests = _checked_probability(level, "level", open_interval=True), positive_int(num_tests, "num_tests")
+    scale = float(scale)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
+    words = dict(claim=claim, level=level, num_tests=num_tests, condition=str(condition), effect=str(effect),
+                 scale=scale, unit=str(unit))
+    if probability is not None:
+        if estimate is not None:
+            raise ValueError("estimate must be None for an agreement test (probability given): it has no detectable "
+                             "effect to compare with")
+        p = {case: _checked_probability(v, f"probability[{case!r}]" if case else "probability")
+             for case, v in _by_case(probability, "probability").items()}
+        return PowerCheck(cases=tuple(p), power=tuple(p.values()), se=None, detectable=None, estimate=None, **words)
+    power = _checked_probability(power, "power", open_interval=True)
+    s = _by_case(se, "se")
+    if any(v <= 0 for v in s.values()):
+        raise ValueError(f"se must be > 0 in every case, got {s!r}")
+    detectable = {case: detectable_effect(v, level, power, num_tests=num_tests) for case, v in s.items()}
+    measured = None
+    if estimate is not None:
+        e = _by_case(estimate, "estimate")
+        if list(e) != list(s):
+            raise ValueError(f"estimate must name the cases of se, {list(s)}, got {list(e)}")
+        measured = tuple(e.values())
+    return PowerCheck(cases=tuple(s), power=(power,) * len(s), se=tuple(s.values()),
+                      detectable=tuple(detectable.values()), estimate=measured, **words)
 
 
 def replicate_equivalence(claim: str, statement: str, *, source: str, statistic: str, replicates,

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from scipy.stats import norm
 
-from .._validation import as_float64_array, heads_tuple, positive_int, positive_real
+from .._validation import as_float64_array, heads_tuple, int_at_least, positive_int, positive_real
 from ..engine import map_tasks, task_generator
 from ..network import AttentionNetwork
 from ..order_parameter_posterior import sample_order_parameters
@@ -350,15 +350,16 @@ def _by_width(plans, results) -> tuple[dict, dict]:
     return points, exact
 
 
-def sample_widths(data: PathData, plans, temperature, seed: int, *identity: int, progress: bool = True,
-                  device="cpu") -> tuple[dict, dict]:
+def sample_widths(data: PathData, plans, temperature, seed: int, *, network_index: int | None = None,
+                  progress: bool = True, device="cpu") -> tuple[dict, dict]:
     """:func:`sample_width` at every plan's width, one task per width (:func:`~attnpaths.engine.map_tasks`).
 
     Args:
         plans: :class:`SamplingPlan` per width.
         temperature: ``T`` of every width, or a sequence with one ``T`` per plan.
-        seed, identity: the generator of width ``N`` is seeded with ``task_seed(seed, *identity, N)`` (e.g.
-            ``identity = (network_index,)`` when several networks are sampled with one seed).
+        seed, network_index: the generator of width ``N`` is seeded with ``task_seed(seed, network_index, N)``,
+            or with ``task_seed(seed, N)`` when ``network_index`` is ``None``: several networks sampled with one
+            seed each get their own index (the ``k``-th network of :func:`sample_networks` has index ``k``).
         device: where the sampler's linear algebra runs (``"cpu"`` or ``"cuda"``).
 
     Returns:
@@ -366,16 +367,17 @@ def sample_widths(data: PathData, plans, temperature, seed: int, *identity: int,
         the plans with an exact run).
     """
     plans, temperatures = _plans_and_temperatures(plans, temperature)
+    identity = () if network_index is None else (int_at_least(network_index, "network_index", 0),)
     results = map_tasks(sample_width, [dict(plan=plan, temperature=T) for plan, T in zip(plans, temperatures)],
                         description="sampled widths", progress=progress,
-                        shared=dict(data=data, seed=seed, identity=tuple(identity), device=device))
+                        shared=dict(data=data, seed=seed, identity=identity, device=device))
     return _by_width(plans, results)
 
 
 def sample_networks(networks: dict, plans, temperature, seed: int, *, progress: bool = True,
                     device="cpu") -> dict:
     """:func:`sample_widths` of several networks, ``networks`` ``{key: PathData}``, the ``k``-th (in order) with
-    ``identity = (k,)``: the same numbers as one call per network, but every width of every network is one task
+    ``network_index = k``: the same numbers as one call per network, but every width of every network is one task
     of a single :func:`~attnpaths.engine.map_tasks`, so the long runs of different networks share the workers
     instead of each network's longest run leaving the other workers idle.
 

@@ -21,6 +21,7 @@ from attnpaths.claims import (
     outcome_counts,
     permutation,
     permutation_p_values,
+    power_check,
     replicate_equivalence,
     replicate_t,
 )
@@ -83,6 +84,44 @@ def test_equivalence_power_is_the_chance_of_holding_at_zero_deviation(margin_ove
     for bad in (dict(se=[0.0, 1.0], margin=1.0), dict(se=[], margin=1.0), dict(se=1.0, margin=0.0)):
         with pytest.raises(ValueError, match="se|margin"):
             equivalence_power(**bad)
+
+
+@pytest.mark.parametrize("level, power, num_tests", [(0.01, 0.8, 1), (0.05, 0.9, 3)])
+def test_power_check_of_a_directional_test_holds_with_the_stated_power_at_its_detectable_effect(level, power,
+                                                                                             num_tests):
+    se = {"4 paths": 0.012, "2 paths": 0.02}
+    check = power_check("1", se=se, level=level, power=power, num_tests=num_tests, effect="an advantage",
+                        scale=100, unit="points", estimate={"4 paths": 0.2, "2 paths": 0.001})
+    assert check.cases == ("4 paths", "2 paths") and check.power == (power, power) and check.directional
+    rng = np.random.default_rng(2)
+    for s, d in zip(check.se, check.detectable):
+        # z of a true effect d is N(d / se, 1): it clears the one-sided threshold with probability `power`
+        assert stats.norm.sf(stats.norm.isf(level / num_tests) - d / s) == pytest.approx(power)
+        held = np.mean([directional_z("1", "s", estimate=e, se=s, level=level, num_tests=num_tests,
+                                      **COMMON).outcome is H for e in rng.normal(d, s, size=2000)])
+        assert abs(held - power) < 4 * math.sqrt(power * (1 - power) / 2000)
+    assert check.detectable[1] / check.detectable[0] == pytest.approx(0.02 / 0.012)  # proportional to se
+    assert f"{100 * check.detectable[0]:.2f} points (4 paths)" in check.sentence
+    assert "above it; " in check.sentence and "below it." in check.sentence
+    assert f"{100 * power:g} % power" in check.sentence
+
+
+def test_power_check_of_an_agreement_test_states_its_probabilities_and_refuses_bad_arguments():
+    p = equivalence_power([0.01, 0.02], [0.05, 0.1], 0.01)
+    check = power_check("2", probability={"N = 10": p, "N = 100": 1.0}, condition="were the samples exact")
+    assert check.power == (p, 1.0) and check.se is None and check.detectable is None and not check.directional
+    assert check.listing == f"{p:.2f} (N = 10) and 1.00 (N = 100)"
+    assert check.sentence == ("The power check of claim 2, the probability that it holds were the samples exact, "
+                              f"is {check.listing}.")
+    assert power_check("2", probability=0.5).listing == "0.50"  # one unnamed case
+    for bad, name in ((dict(), "exactly one of se"), (dict(se=1.0, probability=0.5), "exactly one of se"),
+                      (dict(se={"a": 0.0}), "se"), (dict(se={}), "se"), (dict(probability=1.5), "probability"),
+                      (dict(probability={"a": math.nan}), "probability"), (dict(se=1.0, power=1.0), "power"),
+                      (dict(se=1.0, level=0.0), "level"), (dict(se=1.0, scale=-1.0), "scale"),
+                      (dict(se={"a": 1.0}, estimate={"b": 0.1}), "estimate"),
+                      (dict(probability=0.5, estimate=0.1), "estimate")):
+        with pytest.raises(ValueError, match=name):
+            power_check("2", **bad)
 
 
 def test_directional_z_bonferroni_over_tests():

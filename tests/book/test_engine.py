@@ -26,7 +26,8 @@ from attnpaths.hmc import bands as hmc_ex
 from attnpaths.hmc.networks import four_path_network, two_path_network
 from attnpaths.oneshot import temperature_grid
 
-from helpers import random_attention, random_inputs, write_chapter, write_toc
+from book_helpers import write_chapter, write_toc
+from helpers import random_attention, random_inputs
 
 # the tasks and types defined here travel to the workers by value: the workers cannot import this module
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -191,7 +192,7 @@ def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data, process_environme
     reruns its tasks and the results equal those of the undisturbed in-process run."""
     _, data = hmc_data
     plans = [sampling.SamplingPlan(w, 20, 120, 4, 2, 10, 8, 1) for w in (10, 12, 14, 16, 18, 20)]
-    undisturbed, _ = sampling.sample_widths(data, plans, 0.01, 3, 0, progress=False)
+    undisturbed, _ = sampling.sample_widths(data, plans, 0.01, 3, network_index=0, progress=False)
     cluster, client = _cluster(2)
     try:
         pids = client.run(os.getpid)

@@ -162,7 +162,7 @@ def test_head_scores_over_widths(data):
 # ------------------------------------------------------------------------------------------------ sampling
 def test_planned_widths_are_sampled_from_the_task_seed_of_their_identity(data):
     plans = [sampling.SamplingPlan(3, 2, 6, 2), sampling.SamplingPlan(12, 2, 6, 2, 2, 4, 4, 1)]
-    points, exact = sampling.sample_widths(data, plans, [0.1, 0.5], 7, 2, progress=False)
+    points, exact = sampling.sample_widths(data, plans, [0.1, 0.5], 7, network_index=2, progress=False)
     assert list(points) == [3, 12] and list(exact) == [12] and exact[12].U.shape == (4, 4)
     alone = sampling.sample_posterior(data, 3, 0.1, task_generator(7, 2, 3), num_warmup=2, num_samples=6,
                                       num_chains=2, progress=False)
@@ -175,6 +175,8 @@ def test_planned_widths_are_sampled_from_the_task_seed_of_their_identity(data):
         sampling.sample_widths(data, plans, [0.1], 7, progress=False)
     with pytest.raises(ValueError, match="plans"):
         sampling.sample_widths(data, [3], 0.1, 7, progress=False)
+    with pytest.raises(ValueError, match="network_index"):
+        sampling.sample_widths(data, plans, 0.1, 7, network_index=-1, progress=False)
 
 
 def test_a_precision_target_looks_on_a_geometric_schedule_and_refuses_bad_settings():
@@ -222,7 +224,7 @@ def test_sampling_several_networks_at_once_gives_each_networks_own_numbers(data)
     both = sampling.sample_networks({"a": data, "b": data}, plans, 0.2, 5, progress=False)
     assert list(both) == ["a", "b"]
     for k, key in enumerate(both):
-        points, exact = sampling.sample_widths(data, plans, 0.2, 5, k, progress=False)
+        points, exact = sampling.sample_widths(data, plans, 0.2, 5, network_index=k, progress=False)
         assert list(both[key][0]) == [3, 12] and list(both[key][1]) == [12]
         for width in points:  # determinism: each network's tasks are sample_widths' tasks, with the same seeds
             np.testing.assert_array_equal(both[key][0][width].U, points[width].U)
