@@ -26,8 +26,8 @@ import torch
 from IPython.display import Markdown
 from myst_nb import glue as _glue
 
-from attnpaths.claims import (Verdict, claims_table, enforce, markdown_claims_table, markdown_sentence, outcome_counts,
-                              structural_table)
+from attnpaths.claims import Verdict, enforce, outcome_counts
+from attnpaths_book.claims_markdown import claims_table, markdown_claims_table, markdown_sentence, structural_table
 from attnpaths_book.results import to_jsonable, write_results
 from attnpaths_book.chapters import INJECTED, parameters_cell
 
@@ -148,7 +148,7 @@ class ChapterRecorder:
 
     def structural_checks(self, *verdicts: Verdict, name: str = "structural_table") -> list[Verdict]:
         """Keep ``verdicts`` of structural checks (properties that follow from the theory's form once its solver
-        has converged; :func:`attnpaths.claims.structural_table`), written as ``values["structural_checks"]``
+        has converged; :func:`attnpaths_book.claims_markdown.structural_table`), written as ``values["structural_checks"]``
         apart from the claims, glue their table as ``<prefix><name>``, and stop the run unless every one holds:
         a failing structural check means a broken solver or setup, not a finding."""
         if self.structural:

@@ -11,7 +11,6 @@ from attnpaths.claims import (
     Outcome,
     Verdict,
     bonferroni_z,
-    claims_table,
     detectable_effect,
     directional_z,
     enforce,
@@ -274,16 +273,7 @@ def test_enforce_rejects_bad_input():
         enforce(vs + ["A"], ["A"])
 
 
-def test_claims_table_escapes_pipes_and_counts():
-    v = directional_z("A|1", "|x| grows", estimate=3.0, se=1.0, measured="|dev| = 3", **COMMON)
-    table = claims_table([v] + _verdicts()[1:])
-    lines = table.splitlines()
-    assert len(lines) == 5 and lines[0].startswith("| claim |")
-    # every row has the same number of unescaped cell separators as the header
-    header_cells = lines[0].count("|")
-    for line in lines[2:]:
-        assert line.replace("\\|", "").count("|") == header_cells
-    assert "A\\|1" in lines[2] and "\\|x\\| grows" in lines[2] and "**holds**" in lines[2]
+def test_outcome_counts():
     assert outcome_counts(_verdicts()) == {"holds": 1, "not significant": 1, "contradicted": 1}
 
 
@@ -341,7 +331,7 @@ def test_all_of_requires_parts_built_for_its_correction():
         c.all_of("a", "s", source="x", parts=[exact_parts[0], c.replicate_t("a", "p", num_tests=2, **part)])
 
 
-def test_by_outcome_follows_the_weakest_verdict_and_structural_table_shows_checks():
+def test_by_outcome_follows_the_weakest_verdict():
     from attnpaths import claims as c
     holds = c.exact("h", "s", source="x", statistic="v", value=1.0, criterion="v > 0", satisfied=True)
     fails = c.exact("f", "s|t", source="x", statistic="v", value=-1.0, criterion="v > 0", satisfied=False)
@@ -350,5 +340,3 @@ def test_by_outcome_follows_the_weakest_verdict_and_structural_table_shows_check
     assert c.by_outcome(holds, **words) == "H"
     assert c.by_outcome([holds, ns], **words) == ("N" if ns.outcome is c.Outcome.NOT_SIGNIFICANT else "H")
     assert c.by_outcome([holds, ns, fails], **words) == "C"
-    table = c.structural_table([holds, fails])
-    assert "not a claim" in table and "s\\|t" in table and "**contradicted**" in table

@@ -8,7 +8,7 @@ estimator replaced by a worse one, reversed labels), where it must come out cont
 import numpy as np
 import pytest
 
-from attnpaths.claims import Outcome, markdown_claims_table, markdown_sentence
+from attnpaths.claims import Outcome
 from attnpaths.exchangeability import claims as V
 from attnpaths.exchangeability.convergence import (
     attention_error_vs_length,
@@ -314,11 +314,3 @@ def test_all_positive_decides_on_the_weakest_entry():
     _bad(V.all_positive("c", "s", source="t", statistic="x", estimates=[5.0, -3.0], ses=[1.0, 1.0], labels=["a", "b"]))
     with pytest.raises(ValueError, match="same non-zero length"):
         V.all_positive("c", "s", source="t", statistic="x", estimates=[1.0], ses=[1.0], labels=["a", "b"])
-
-
-def test_markdown_text_is_escaped():
-    v = V.softer_temperature_verdict(1.0, 1.1, 0.0, 0.01, 0.01, beta=0.8, length=64)
-    text = markdown_sentence(v.__class__(**{**v.__dict__, "statement": "W*_L and $x$ [a]"}))
-    assert "W\\*\\_L" in text and "\\$x\\$" in text and "\\[a\\]" in text
-    table = markdown_claims_table([v])
-    assert table.count("\n") == 2 and f"**{v.outcome.value}**" in table

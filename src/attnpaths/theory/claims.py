@@ -5,7 +5,7 @@ comparisons (:func:`attnpaths.claims.exact`). The prior-kernel check compares a 
 closed form and is an equivalence test. Each function takes plain arrays, so that the tests can feed it a
 deliberately wrong input (a wrong exponent, a wrong closed form, a solution that is not a minimum).
 
-T2 and T3 are structural checks (:func:`attnpaths.claims.structural_table`): they follow from the form
+T2 and T3 are structural checks (shown apart from the claims by the book's ``structural_table``): they follow from the form
 ``S = E + N s`` of the action once the solver has converged, so a wrong energy or entropy weight has them too;
 they check the solver, not the theory against the network.
 """

@@ -1,0 +1,64 @@
+"""The book's Markdown of verdicts (:class:`attnpaths.claims.Verdict`): claims tables whose every cell comes from the
+verdicts' fields, sentences escaped for Markdown, the tables of structural checks and of sanity identities."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from attnpaths.claims import Verdict
+
+
+def claims_table(verdicts) -> str:
+    """A Markdown table of verdicts: claim, statement, source, test, level, measured, outcome."""
+    rows = ["| claim | statement | source | test and criterion | level | measured | outcome |",
+            "|---|---|---|---|---|---|---|"]
+    for v in verdicts:
+        cells = [v.claim, v.statement, v.source, v.test, v.level_text, v.measured, f"**{v.outcome.value}**"]
+        rows.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows)
+
+
+_MARKDOWN_SPECIAL = "\\*_`$[]<>"
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` with the characters that Markdown or MyST would interpret (emphasis, code, math, links, HTML)
+    escaped by a backslash, so that a verdict's words render as written."""
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
+
+
+def markdown_sentence(verdict: Verdict) -> str:
+    """:meth:`Verdict.sentence`, escaped for Markdown."""
+    return escape_markdown(verdict.sentence())
+
+
+def markdown_claims_table(verdicts) -> str:
+    """:func:`claims_table` of ``verdicts`` with every text field escaped for Markdown."""
+    text_fields = ("claim", "statement", "source", "test", "measured")
+    return claims_table([dataclasses.replace(v, **{f: escape_markdown(getattr(v, f)) for f in text_fields})
+                         for v in verdicts])
+
+
+def structural_table(verdicts) -> str:
+    """A Markdown table of structural checks: verdicts (usually :func:`exact`) of properties that follow from the
+    form of the theory once its solver has converged (e.g. any action ``E + N s`` approaches its large-``N``
+    limit as ``1/N``), whatever the task or a wrong energy or entropy weight. They check the solver and the
+    setup, not the theory against data, so they are shown apart from the claims. Text fields are escaped for
+    Markdown."""
+    rows = ["| check (follows from the theory's form; not a claim) | criterion | measured | outcome |",
+            "|---|---|---|---|"]
+    for v in verdicts:
+        if not isinstance(v, Verdict):
+            raise ValueError(f"verdicts must be Verdict objects, got {type(v).__name__}")
+        cells = [f"{v.claim}: {v.statement}", v.test, v.measured]
+        rows.append("| " + " | ".join(escape_markdown(c).replace("|", "\\|") for c in cells)
+                    + f" | **{v.outcome.value}** |")
+    return "\n".join(rows)
+
+
+def sanity_table(rows) -> str:
+    """A Markdown table of sanity identities (not claims): ``rows`` of ``(identity, largest deviation, bound)``."""
+    lines = ["| identity (not a claim) | largest deviation | asserted bound |", "|---|---|---|"]
+    for name, dev, bound in rows:
+        lines.append(f"| {name} | {dev:.1e} | {bound:.0e} |")
+    return "\n".join(lines)
