@@ -14,8 +14,11 @@ import sys
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-SECTIONS = {"book": ("Two commands", 0), "test": ("Two commands", 1),
-            "second-dispatch": ("What reproduces on another machine", 0)}
+SECTIONS = {
+    "book": ("Two commands", 0),
+    "test": ("Two commands", 1),
+    "second-dispatch": ("What reproduces on another machine", 0),
+}
 FENCE = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
 
 

@@ -14,13 +14,23 @@ from numpy._core._multiarray_umath import __cpu_features__ as numpy_features
 
 capability = torch.backends.cpu.get_cpu_capability()  # what torch dispatches to here: AVX512, AVX2 or DEFAULT
 if capability == "AVX512":
-    settings = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
-                "NPY_DISABLE_CPU_FEATURES": " ".join(f for f in ("X86_V4", "AVX512_ICL", "AVX512_SPR")
-                                                     if numpy_features.get(f))}
+    settings = {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "OPENBLAS_CORETYPE": "Haswell",
+        "NPY_DISABLE_CPU_FEATURES": " ".join(
+            f for f in ("X86_V4", "AVX512_ICL", "AVX512_SPR") if numpy_features.get(f)
+        ),
+    }
 else:
-    settings = {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "OPENBLAS_CORETYPE": "Nehalem",
-                "NPY_DISABLE_CPU_FEATURES": " ".join(f for f in ("X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR")
-                                                     if numpy_features.get(f))}
+    settings = {
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "OPENBLAS_CORETYPE": "Nehalem",
+        "NPY_DISABLE_CPU_FEATURES": " ".join(
+            f for f in ("X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR") if numpy_features.get(f)
+        ),
+    }
 for name, value in settings.items():
     if value:
         print(f"export {name}={shlex.quote(value)}")

@@ -13,8 +13,6 @@ import os
 
 import pytest
 
-
-
 SLOW_FIXTURES = {
     "built_book": "executes the smoke book and builds its HTML",
     "paper_workspace": "executes chapters' paper profiles",

@@ -40,22 +40,36 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "solve": "attnpaths.theory", "TheorySolution": "attnpaths.theory", "CertificateWarning": "attnpaths.theory",
-    "solve_from_statistics": "attnpaths.theory", "GramStatistics": "attnpaths.gram",
-    "path_features": "attnpaths.paths", "all_paths": "attnpaths.paths",
-    "path_kernels": "attnpaths.kernels", "renormalized_kernel": "attnpaths.kernels", "gp_kernel": "attnpaths.kernels",
-    "head_scores": "attnpaths.head_scoring", "head_labels": "attnpaths.head_scoring",
+    "solve": "attnpaths.theory",
+    "TheorySolution": "attnpaths.theory",
+    "CertificateWarning": "attnpaths.theory",
+    "solve_from_statistics": "attnpaths.theory",
+    "GramStatistics": "attnpaths.gram",
+    "path_features": "attnpaths.paths",
+    "all_paths": "attnpaths.paths",
+    "path_kernels": "attnpaths.kernels",
+    "renormalized_kernel": "attnpaths.kernels",
+    "gp_kernel": "attnpaths.kernels",
+    "head_scores": "attnpaths.head_scoring",
+    "head_labels": "attnpaths.head_scoring",
     "pruning_order": "attnpaths.head_scoring",
-    "Attention": "attnpaths.attention", "AttentionLayer": "attnpaths.attention",
+    "Attention": "attnpaths.attention",
+    "AttentionLayer": "attnpaths.attention",
     "AttentionNetwork": "attnpaths.network",
-    "PosteriorSampler": "attnpaths.sampler", "PosteriorSamples": "attnpaths.sampler",
+    "PosteriorSampler": "attnpaths.sampler",
+    "PosteriorSamples": "attnpaths.sampler",
     "exact_action": "attnpaths.order_parameter_posterior",
     "sample_order_parameters": "attnpaths.order_parameter_posterior",
-    "SumHeadTransformer": "attnpaths.transformer", "MultiheadAttentionStack": "attnpaths.attention_stack",
-    "Verdict": "attnpaths.claims", "Outcome": "attnpaths.claims",
-    "theory_from_attention": "attnpaths.frozen_attention", "rank_heads": "attnpaths.frozen_attention",
-    "AttentionTheory": "attnpaths.frozen_attention", "AUTO_TEMPERATURES": "attnpaths.frozen_attention",
-    "HeadModel": "attnpaths.head_models", "HeadMaskEvaluator": "attnpaths.head_masks",
+    "SumHeadTransformer": "attnpaths.transformer",
+    "MultiheadAttentionStack": "attnpaths.attention_stack",
+    "Verdict": "attnpaths.claims",
+    "Outcome": "attnpaths.claims",
+    "theory_from_attention": "attnpaths.frozen_attention",
+    "rank_heads": "attnpaths.frozen_attention",
+    "AttentionTheory": "attnpaths.frozen_attention",
+    "AUTO_TEMPERATURES": "attnpaths.frozen_attention",
+    "HeadModel": "attnpaths.head_models",
+    "HeadMaskEvaluator": "attnpaths.head_masks",
 }
 """Public name -> the module that defines it under the same name."""
 
@@ -76,10 +90,11 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the exports' types for static checkers (py.typed); never executed
     from .attention import Attention, AttentionLayer
-    from .claims import Outcome, Verdict
     from .attention_stack import MultiheadAttentionStack
-    from .head_masks import HeadMaskEvaluator
+    from .claims import Outcome, Verdict
     from .frozen_attention import AUTO_TEMPERATURES, AttentionTheory, rank_heads, theory_from_attention
+    from .gram import GramStatistics
+    from .head_masks import HeadMaskEvaluator
     from .head_models import HeadModel
     from .head_scoring import head_labels, head_scores, pruning_order
     from .kernels import gp_kernel, path_kernels, renormalized_kernel
@@ -87,6 +102,5 @@ if TYPE_CHECKING:  # the exports' types for static checkers (py.typed); never ex
     from .order_parameter_posterior import exact_action, sample_order_parameters
     from .paths import all_paths, path_features
     from .sampler import PosteriorSampler, PosteriorSamples
-    from .gram import GramStatistics
     from .theory import CertificateWarning, TheorySolution, solve, solve_from_statistics
     from .transformer import SumHeadTransformer

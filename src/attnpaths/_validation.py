@@ -24,16 +24,22 @@ def check_real_dtype(dtype, name: str, labels: bool = False) -> None:
     else:
         kind = np.dtype(dtype).kind
     if kind == "c":
-        raise TypeError(f"{name} must hold real numbers, got the complex dtype {dtype}: a conversion to float64 "
-                        f"would drop the imaginary part (pass the real part explicitly if that is what is meant)")
+        raise TypeError(
+            f"{name} must hold real numbers, got the complex dtype {dtype}: a conversion to float64 "
+            f"would drop the imaginary part (pass the real part explicitly if that is what is meant)"
+        )
     if kind == "b":
         if labels:
-            raise TypeError(f"{name} must hold real targets, got the boolean dtype {dtype}: labels are +-1 floats, "
-                            f"pass 2.0 * {name} - 1.0 (True -> +1, False -> -1)")
+            raise TypeError(
+                f"{name} must hold real targets, got the boolean dtype {dtype}: labels are +-1 floats, "
+                f"pass 2.0 * {name} - 1.0 (True -> +1, False -> -1)"
+            )
         raise TypeError(f"{name} must hold real numbers, got the boolean dtype {dtype}")
     if kind == "O":
-        raise TypeError(f"{name} must be a numeric array, got the object dtype {dtype} (entries that are not numbers, "
-                        f"or numbers of mixed kinds)")
+        raise TypeError(
+            f"{name} must be a numeric array, got the object dtype {dtype} (entries that are not numbers, "
+            f"or numbers of mixed kinds)"
+        )
 
 
 def as_float64_tensor(value, name: str, *, labels: bool = False) -> torch.Tensor:
@@ -57,8 +63,9 @@ def as_float64_tensor(value, name: str, *, labels: bool = False) -> torch.Tensor
     return tensor
 
 
-def as_float64_array(value, name: str, *, ndim: int | None = None, nonempty: bool = False,
-                     labels: bool = False) -> np.ndarray:
+def as_float64_array(
+    value, name: str, *, ndim: int | None = None, nonempty: bool = False, labels: bool = False
+) -> np.ndarray:
     """Return ``value`` as a finite float64 numpy array (torch tensors are detached and moved to CPU), with
     ``ndim`` dimensions when given and at least one entry when ``nonempty``; complex, boolean and object inputs
     are refused as by :func:`as_float64_tensor`."""
@@ -147,8 +154,11 @@ def nonnegative_real(value, name: str) -> float:
 def probability(value, name: str, *, open_interval: bool = False) -> float:
     """Check that ``value`` is a probability in ``[0, 1]`` (in ``(0, 1)`` when ``open_interval``, e.g. a test's
     level)."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and (
-        0.0 < float(value) < 1.0 if open_interval else 0.0 <= float(value) <= 1.0)
+    ok = (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and (0.0 < float(value) < 1.0 if open_interval else 0.0 <= float(value) <= 1.0)
+    )
     if not ok:
         raise ValueError(f"{name} must be a probability in {'(0, 1)' if open_interval else '[0, 1]'}, got {value!r}")
     return float(value)
@@ -165,10 +175,17 @@ def increasing_ints(values, name: str, least: int = 1) -> np.ndarray:
     except TypeError as err:
         raise ValueError(f"{name} must be a sequence of integers >= {least}, got {values!r}") from err
     arr = np.asarray(items)
-    if (arr.ndim != 1 or arr.size == 0 or any(isinstance(v, (bool, np.bool_)) for v in items)
-            or not np.issubdtype(arr.dtype, np.integer) or np.any(arr < least) or np.any(np.diff(arr) <= 0)):
-        raise ValueError(f"{name} must be a non-empty, strictly increasing sequence of integers >= {least}, "
-                         f"got {values!r}")
+    if (
+        arr.ndim != 1
+        or arr.size == 0
+        or any(isinstance(v, (bool, np.bool_)) for v in items)
+        or not np.issubdtype(arr.dtype, np.integer)
+        or np.any(arr < least)
+        or np.any(np.diff(arr) <= 0)
+    ):
+        raise ValueError(
+            f"{name} must be a non-empty, strictly increasing sequence of integers >= {least}, got {values!r}"
+        )
     return arr.astype(np.int64)
 
 
@@ -180,11 +197,18 @@ def increasing_reals(values, name: str, *, positive: bool = True) -> np.ndarray:
         arr = np.asarray(items, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be a sequence of real numbers, got {values!r}") from err
-    if (arr.ndim != 1 or arr.size == 0 or any(isinstance(v, (bool, np.bool_)) for v in items)
-            or not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0) or (positive and np.any(arr <= 0))):
+    if (
+        arr.ndim != 1
+        or arr.size == 0
+        or any(isinstance(v, (bool, np.bool_)) for v in items)
+        or not np.all(np.isfinite(arr))
+        or np.any(np.diff(arr) <= 0)
+        or (positive and np.any(arr <= 0))
+    ):
         kind = "positive " if positive else ""
-        raise ValueError(f"{name} must be a non-empty, strictly increasing sequence of finite {kind}reals, "
-                         f"got {values!r}")
+        raise ValueError(
+            f"{name} must be a non-empty, strictly increasing sequence of finite {kind}reals, got {values!r}"
+        )
     return arr
 
 
@@ -211,8 +235,9 @@ def torch_generator(generator, name: str = "generator", *, cpu: bool = False) ->
     """Check that ``generator`` is a ``torch.Generator`` (on the CPU when ``cpu``)."""
     if cpu:
         if not isinstance(generator, torch.Generator) or generator.device.type != "cpu":
-            raise ValueError(f"{name} must be a CPU torch.Generator, e.g. torch.Generator().manual_seed(27), "
-                             f"got {generator!r}")
+            raise ValueError(
+                f"{name} must be a CPU torch.Generator, e.g. torch.Generator().manual_seed(27), got {generator!r}"
+            )
     elif not isinstance(generator, torch.Generator):
         raise ValueError(f"{name} must be a torch.Generator, got {type(generator).__name__}")
     return generator
@@ -275,6 +300,8 @@ def check_memory(bytes_needed: float, what: str) -> None:
     computation and its sizes, e.g. ``"solve with P = 12000 examples (feature-space route: ...)"``."""
     available = available_memory()
     if available is not None and bytes_needed > available:
-        raise MemoryError(f"{what} needs about {bytes_needed / GIB:.3g} GiB, but only {available / GIB:.3g} GiB "
-                          f"of memory is available (the smaller of MemAvailable and the RLIMIT_AS address-space "
-                          f"limit): use fewer examples or a machine with more memory")
+        raise MemoryError(
+            f"{what} needs about {bytes_needed / GIB:.3g} GiB, but only {available / GIB:.3g} GiB "
+            f"of memory is available (the smaller of MemAvailable and the RLIMIT_AS address-space "
+            f"limit): use fewer examples or a machine with more memory"
+        )

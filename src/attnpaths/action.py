@@ -106,8 +106,12 @@ def _trace(U: torch.Tensor) -> torch.Tensor:
     return torch.diagonal(U, dim1=-2, dim2=-1).sum(dim=-1)
 
 
-def entropy(U_layers: list[torch.Tensor], arch: Architecture, U_a: torch.Tensor | None = None,
-            factors: list[torch.Tensor] | None = None) -> torch.Tensor:
+def entropy(
+    U_layers: list[torch.Tensor],
+    arch: Architecture,
+    U_a: torch.Tensor | None = None,
+    factors: list[torch.Tensor] | None = None,
+) -> torch.Tensor:
     """Entropic part ``S_ent`` of the action (eq-entropy). Differentiable in torch.
 
     Args:
@@ -298,7 +302,9 @@ def entropy_derivatives(U_layers: list[torch.Tensor], arch: Architecture, order:
     U_L, inv_L = U_layers[-1], inverses[-1]
     U_a = readout_order_parameter(U_L, arch)
     sL, sa, N_L, N_a, H_L = s[L], s[-1], N[L - 1], N[-1], H[L - 1]
-    value = N_a * (U_a / sa - torch.log(U_a)) + N_L * (torch.trace(U_L) / (sL * U_a) - logdets[-1] + H_L * torch.log(U_a))
+    value = N_a * (U_a / sa - torch.log(U_a)) + N_L * (
+        torch.trace(U_L) / (sL * U_a) - logdets[-1] + H_L * torch.log(U_a)
+    )
     eye_L = torch.eye(sizes[-1], dtype=torch.float64)
     gradients[-1] += N_L * (eye_L / (sL * U_a) - inv_L)
     if order >= 2:
@@ -321,13 +327,18 @@ def entropy_derivatives(U_layers: list[torch.Tensor], arch: Architecture, order:
             add_block(
                 i + 1,
                 i + 1,
-                N_l * ((_inverse_pair_hessian(A_inv, W) + _inverse_pair_hessian(W, A_inv)) / s_l
-                       - n_heads * _inverse_pair_hessian(A_inv, A_inv)),
+                N_l
+                * (
+                    (_inverse_pair_hessian(A_inv, W) + _inverse_pair_hessian(W, A_inv)) / s_l
+                    - n_heads * _inverse_pair_hessian(A_inv, A_inv)
+                ),
             )
             m = sizes[i + 1]
             # d^2 / dB[(h,r),(g,q)] dA[c,d] = -delta_hg A_inv[q,c] A_inv[d,r] / s_l
             mixed = -(
-                eye_h[:, None, :, None, None, None] * A_inv[None, None, None, :, :, None] * A_inv.T[None, :, None, None, None, :]
+                eye_h[:, None, :, None, None, None]
+                * A_inv[None, None, None, :, :, None]
+                * A_inv.T[None, :, None, None, None, :]
             ).reshape(sizes[i], sizes[i], m, m)
             add_block(i, i + 1, N_l * mixed / s_l)
             add_block(i + 1, i, N_l * mixed.permute(2, 3, 0, 1) / s_l)
@@ -352,8 +363,9 @@ class SymmetricBasis:
         self.rows, self.cols = torch.triu_indices(n, n)
         self.size = self.rows.numel()
         self.diagonal = self.rows == self.cols
-        self.weights = torch.where(self.diagonal, torch.ones((), dtype=torch.float64),
-                                   torch.full((), 2.0**0.5, dtype=torch.float64))
+        self.weights = torch.where(
+            self.diagonal, torch.ones((), dtype=torch.float64), torch.full((), 2.0**0.5, dtype=torch.float64)
+        )
         position = torch.zeros(n, n, dtype=torch.long)
         position[self.rows, self.cols] = torch.arange(self.size)
         position[self.cols, self.rows] = torch.arange(self.size)
@@ -372,7 +384,7 @@ class SymmetricBasis:
         """Inverse of :meth:`coordinates` for a gradient: ``g_ab = g_ba = d_k / c_k``, ``[n, n]``."""
         return d[self.position] / self.entry_weights
 
-    def project(self, hessian, other: "SymmetricBasis | None" = None):
+    def project(self, hessian, other: SymmetricBasis | None = None):
         """``[n, n, n', n']`` second derivatives (entries independent; numpy or torch) -> ``[size, other.size]`` in
         this basis and ``other`` (default: this one): ``H_kl = sum E_k[a,b] H[a,b,c,d] E'_l[c,d]
         = c_k c'_l (H[a,b,c,d] + H[b,a,c,d] + H[a,b,d,c] + H[b,a,d,c]) / 4``, gathered without forming the
@@ -386,7 +398,7 @@ class SymmetricBasis:
             weights = torch.from_numpy(weights)
         return (rows[:, cd] + rows[:, dc]) * weights
 
-    def entries(self, hessian: torch.Tensor, other: "SymmetricBasis | None" = None) -> torch.Tensor:
+    def entries(self, hessian: torch.Tensor, other: SymmetricBasis | None = None) -> torch.Tensor:
         """Inverse of :meth:`project`: the symmetrised ``[n, n, n', n']`` entries of a Hessian given in the bases,
         ``H[a,b,c,d] = H[b,a,c,d] = H[a,b,d,c] = H_kl / (c_k c_l)``."""
         if other is None and self._entries is not None:
@@ -487,8 +499,9 @@ def entropy_terms(factors, arch: Architecture, order: int = 2):
     for i in range(L - 1):
         B_inv, A_inv, W, n_heads, s_l, N_l = inverses[i], inverses[i + 1], couplings[i], H[i], s[i + 1], N[i]
         blocks.append(((i, i), N_l * _pair(B_inv, B_inv)))
-        blocks.append(((i + 1, i + 1), (N_l / s_l) * (_pair(A_inv, W) + _pair(W, A_inv))
-                       - (N_l * n_heads) * _pair(A_inv, A_inv)))
+        blocks.append(
+            ((i + 1, i + 1), (N_l / s_l) * (_pair(A_inv, W) + _pair(W, A_inv)) - (N_l * n_heads) * _pair(A_inv, A_inv))
+        )
         # d^2 / dB[(h,r),(g,q)] dA[c,d] = -delta_hg A_inv[q,c] A_inv[d,r] / s_l
         m = A_inv.shape[0]
         mixed = np.zeros((n_heads, m, n_heads, m, m, m))
@@ -568,8 +581,9 @@ class EnergyEvaluator:
     ROUTES = ("sample", "feature", "gram")
     """The routes of :class:`EnergyEvaluator`."""
 
-    def __init__(self, X: torch.Tensor, y: torch.Tensor, temperature: float, route: str | None = None,
-                 max_stored: float = 5e7):
+    def __init__(
+        self, X: torch.Tensor, y: torch.Tensor, temperature: float, route: str | None = None, max_stored: float = 5e7
+    ):
         P, n0, n = X.shape
         if route is None:
             route = self.cheaper_route(P, n0, n, max_stored)
@@ -586,8 +600,9 @@ class EnergyEvaluator:
             self.num_examples = P
 
     @classmethod
-    def from_statistics(cls, statistics: GramStatistics, temperature: float, s0: float = 1.0,
-                        max_stored: float = 5e7) -> "EnergyEvaluator":
+    def from_statistics(
+        cls, statistics: GramStatistics, temperature: float, s0: float = 1.0, max_stored: float = 5e7
+    ) -> EnergyEvaluator:
         """The Gram route from accumulated statistics of the raw features (no features needed).
 
         Args:
@@ -609,8 +624,13 @@ class EnergyEvaluator:
             self.input_width, self.num_paths = n0, n
         else:
             rows = problem.features
-            self._setup(rows, problem.targets, temperature,
-                        self.cheaper_route(rows.shape[0], n0, n, max_stored, direct_only=True), max_stored)
+            self._setup(
+                rows,
+                problem.targets,
+                temperature,
+                self.cheaper_route(rows.shape[0], n0, n, max_stored, direct_only=True),
+                max_stored,
+            )
         self.route, self.offset, self.num_examples = "gram", 0.0 if problem is None else problem.offset, P
 
     def _setup(self, X: torch.Tensor, y: torch.Tensor, temperature: float, contraction: str, max_stored: float):
@@ -625,8 +645,12 @@ class EnergyEvaluator:
         if contraction == "sample":
             by_path = X.permute(2, 0, 1).reshape(n * R, n0)
             # (C_ab)_pq for a <= b, one row block of the symmetric product at a time: [k, p, q] in basis order
-            picked = torch.cat([(by_path[a * R : (a + 1) * R] @ by_path[a * R :].T).reshape(R, n - a, R).transpose(0, 1)
-                                for a in range(n)])
+            picked = torch.cat(
+                [
+                    (by_path[a * R : (a + 1) * R] @ by_path[a * R :].T).reshape(R, n - a, R).transpose(0, 1)
+                    for a in range(n)
+                ]
+            )
             directions = (picked + picked.transpose(1, 2)) * (self.basis.weights / 2)[:, None, None]
             self.directions = directions.permute(1, 2, 0).reshape(R * R, m).contiguous()  # [(p, q), k] = S_k[p, q]
         else:
@@ -742,8 +766,9 @@ class EnergyEvaluator:
         # (i, j): with R_ij[x, y] = M[i,x,j,y] for i > j (the pairs i < j are their transposes) and the symmetric
         # D_i = R_ii, W = Z + Z with the indices of each pair swapped, Z = sum_i vec(D_i) vec(D_i)^T / 2
         # + sum_{i > j} vec(R_ij) vec(R_ij)^T
-        stacked = np.concatenate([diagonal.reshape(n0, n * n) * 0.5**0.5,
-                                  M[self._later, :, self._earlier, :].reshape(-1, n * n)])
+        stacked = np.concatenate(
+            [diagonal.reshape(n0, n * n) * 0.5**0.5, M[self._later, :, self._earlier, :].reshape(-1, n * n)]
+        )
         Z = _gram(stacked.T)
         # sum_ij w[i,a] M[i,b,j,c] w[j,d] = sum_p V[p,a,b] V[p,d,c] = C[(b,a),(c,d)], V[p,a,b] = sum_i w[i,a] B[p,i,b]
         V = (B.reshape(P, n0, n).transpose(0, 2, 1).reshape(P * n, n0) @ w).reshape(P, n * n)  # [p, (b, a)]

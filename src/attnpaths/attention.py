@@ -86,9 +86,7 @@ class AttentionLayer:
             Q = as_float64_tensor(self.Q, "Q")
             K = as_float64_tensor(self.K, "K")
             if Q.ndim != 3 or Q.shape != K.shape:
-                raise ValueError(
-                    f"Q and K must both have shape [H, G, N0], got {tuple(Q.shape)} and {tuple(K.shape)}"
-                )
+                raise ValueError(f"Q and K must both have shape [H, G, N0], got {tuple(Q.shape)} and {tuple(K.shape)}")
             object.__setattr__(self, "Q", Q)
             object.__setattr__(self, "K", K)
 

@@ -9,7 +9,6 @@ forms that the second paper's estimators and the related results compare (chapte
 
 from __future__ import annotations
 
-
 import torch
 
 from ._validation import as_float64_tensor, positive_real

@@ -50,23 +50,43 @@ class MultiheadAttentionStack(nn.Module):
     batch_first=True)``), ``readout`` (``Linear(D, 1)``).
     """
 
-    def __init__(self, input_width: int, width: int = 32, num_heads: int = 4, num_layers: int = 2, *,
-                 bias: bool = False, generator: torch.Generator, dtype: torch.dtype = torch.float32):
+    def __init__(
+        self,
+        input_width: int,
+        width: int = 32,
+        num_heads: int = 4,
+        num_layers: int = 2,
+        *,
+        bias: bool = False,
+        generator: torch.Generator,
+        dtype: torch.dtype = torch.float32,
+    ):
         super().__init__()
-        for name, value in (("input_width", input_width), ("width", width), ("num_heads", num_heads),
-                            ("num_layers", num_layers)):
+        for name, value in (
+            ("input_width", input_width),
+            ("width", width),
+            ("num_heads", num_heads),
+            ("num_layers", num_layers),
+        ):
             positive_int(value, name)
         if width % num_heads:
             raise ValueError(f"width must be a multiple of num_heads = {num_heads}, got {width}")
         torch_generator(generator, "generator", cpu=True)
-        self.hyperparameters = {"input_width": input_width, "width": width, "num_heads": num_heads,
-                                "num_layers": num_layers, "bias": bool(bias)}
+        self.hyperparameters = {
+            "input_width": input_width,
+            "width": width,
+            "num_heads": num_heads,
+            "num_layers": num_layers,
+            "bias": bool(bias),
+        }
         # the modules' own initialisation draws from the global generator: fork it so that the global state is
         # left as it was, then overwrite every weight from ``generator``
         with torch.random.fork_rng(devices=[]):
             self.embed = nn.Linear(input_width, width, bias=False, dtype=dtype)
-            self.layers = nn.ModuleList(nn.MultiheadAttention(width, num_heads, bias=bias, batch_first=True, dtype=dtype)
-                                        for _ in range(num_layers))
+            self.layers = nn.ModuleList(
+                nn.MultiheadAttention(width, num_heads, bias=bias, batch_first=True, dtype=dtype)
+                for _ in range(num_layers)
+            )
             self.readout = nn.Linear(width, 1, bias=False, dtype=dtype)
         _fill_uniform(self.embed.weight, 1 / math.sqrt(input_width), generator)
         for layer in self.layers:

@@ -66,8 +66,10 @@ def load_checkpoint(path, sha256: str | None = None, *, format: str | None = Non
             raise ValueError(f"sha256 must be 64 lowercase hex digits, got {sha256!r}")
         found = file_sha256(path)
         if found != sha256:
-            raise ValueError(f"{path}: SHA-256 {found} differs from the expected {sha256}: the file is not the "
-                             "one it claims to be (damaged, or replaced without updating its checksum)")
+            raise ValueError(
+                f"{path}: SHA-256 {found} differs from the expected {sha256}: the file is not the "
+                "one it claims to be (damaged, or replaced without updating its checksum)"
+            )
     payload = torch.load(path, weights_only=True)
     if format is not None and (not isinstance(payload, dict) or payload.get("format") != format):
         found = payload.get("format") if isinstance(payload, dict) else type(payload).__name__

@@ -66,11 +66,17 @@ def prior_kernel_at_widths(attention, x, widths, seed: int, *, num_samples: int,
         ``{width: (mean, standard_error)}``, both ``[B, B]``, in the order of ``widths``.
     """
     widths = [int(w) for w in widths]
-    estimates = map_tasks(_prior_kernel_at_width, [dict(width=w) for w in widths], description="prior kernel",
-                          shared=dict(attention=attention, x=x, seed=seed, num_samples=num_samples), progress=progress)
+    estimates = map_tasks(
+        _prior_kernel_at_width,
+        [dict(width=w) for w in widths],
+        description="prior kernel",
+        shared=dict(attention=attention, x=x, seed=seed, num_samples=num_samples),
+        progress=progress,
+    )
     return dict(zip(widths, estimates))
 
 
 def _prior_kernel_at_width(attention, x, width: int, seed: int, num_samples: int):
-    return prior_kernel_monte_carlo(AttentionNetwork(attention, widths=width), x, task_generator(seed, width),
-                                    num_samples=num_samples)
+    return prior_kernel_monte_carlo(
+        AttentionNetwork(attention, widths=width), x, task_generator(seed, width), num_samples=num_samples
+    )

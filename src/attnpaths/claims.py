@@ -123,8 +123,10 @@ class Verdict:
         if self.p_value is not None:
             evidence.append(f"p = {self.p_value:.2g}")
         evidence.append(f"level {self.level_text}")
-        return (f"Claim {self.claim} ({self.statement}): {self.outcome.value}. {self.measured} "
-                f"[{self.test}; {', '.join(evidence)}].")
+        return (
+            f"Claim {self.claim} ({self.statement}): {self.outcome.value}. {self.measured} "
+            f"[{self.test}; {', '.join(evidence)}]."
+        )
 
     def to_dict(self) -> dict:
         """Plain values for a results file (the outcome as its text)."""
@@ -133,7 +135,7 @@ class Verdict:
         return out
 
     @classmethod
-    def from_dict(cls, record: dict) -> "Verdict":
+    def from_dict(cls, record: dict) -> Verdict:
         """The verdict stored by :meth:`to_dict` (e.g. read back from a chapter's results file)."""
         names = [f.name for f in fields(cls)]
         missing = [n for n in names if n not in record and n != "inputs"]
@@ -143,8 +145,9 @@ class Verdict:
         try:
             values["outcome"] = Outcome(record["outcome"])
         except ValueError as err:
-            raise ValueError(f"record['outcome'] must be one of {[o.value for o in Outcome]}, "
-                             f"got {record['outcome']!r}") from err
+            raise ValueError(
+                f"record['outcome'] must be one of {[o.value for o in Outcome]}, got {record['outcome']!r}"
+            ) from err
         return cls(**values)
 
 
@@ -180,8 +183,18 @@ def _three_way(p_holds: float, p_contradicts: float, level: float) -> Outcome:
 # constructors
 
 
-def directional_z(claim: str, statement: str, *, source: str, statistic: str, estimate: float, se: float,
-                  level: float = 0.01, num_tests: int = 1, measured: str = "") -> Verdict:
+def directional_z(
+    claim: str,
+    statement: str,
+    *,
+    source: str,
+    statistic: str,
+    estimate: float,
+    se: float,
+    level: float = 0.01,
+    num_tests: int = 1,
+    measured: str = "",
+) -> Verdict:
     """The claim "``estimate > 0``", tested with a one-sided z-test of standard error ``se``.
 
     ``z = estimate / se``; holds when ``z > z_c``, contradicted when ``z < -z_c``, with
@@ -194,12 +207,25 @@ def directional_z(claim: str, statement: str, *, source: str, statistic: str, es
     z = estimate / float(se)
     alpha = level / num_tests
     outcome = _three_way(float(stats.norm.sf(z)), float(stats.norm.cdf(z)), alpha)
-    test = (f"one-sided z-test of {statistic} > 0 (standard error {se:.3g}): holds if z > {stats.norm.isf(alpha):.2f}, "
-            f"contradicted if z < -{stats.norm.isf(alpha):.2f}")
-    return Verdict(claim, statement, source, statistic, test, level, _correction(num_tests, "tests"), estimate,
-                   float(stats.norm.sf(z)), z, outcome, measured or f"{statistic} = {estimate:+.4g}.",
-                   inputs=dict(test="directional_z", estimate=estimate, se=float(se), level=level,
-                               num_tests=num_tests))
+    test = (
+        f"one-sided z-test of {statistic} > 0 (standard error {se:.3g}): holds if z > {stats.norm.isf(alpha):.2f}, "
+        f"contradicted if z < -{stats.norm.isf(alpha):.2f}"
+    )
+    return Verdict(
+        claim,
+        statement,
+        source,
+        statistic,
+        test,
+        level,
+        _correction(num_tests, "tests"),
+        estimate,
+        float(stats.norm.sf(z)),
+        z,
+        outcome,
+        measured or f"{statistic} = {estimate:+.4g}.",
+        inputs=dict(test="directional_z", estimate=estimate, se=float(se), level=level, num_tests=num_tests),
+    )
 
 
 def detectable_effect(se: float, level: float = 0.01, power: float = 0.8, *, num_tests: int = 1) -> float:
@@ -213,8 +239,17 @@ def detectable_effect(se: float, level: float = 0.01, power: float = 0.8, *, num
     return float((stats.norm.isf(level / num_tests) + stats.norm.ppf(power)) * se)
 
 
-def replicate_t(claim: str, statement: str, *, source: str, statistic: str, differences, level: float = 0.01,
-                num_tests: int = 1, measured: str = "") -> Verdict:
+def replicate_t(
+    claim: str,
+    statement: str,
+    *,
+    source: str,
+    statistic: str,
+    differences,
+    level: float = 0.01,
+    num_tests: int = 1,
+    measured: str = "",
+) -> Verdict:
     """The claim "the mean of ``differences`` is > 0", tested with a one-sided one-sample t-test over
     independent replicates (``differences``: ``[n]``, ``n >= 2``, e.g. one per independently drawn data set).
 
@@ -234,27 +269,68 @@ def replicate_t(claim: str, statement: str, *, source: str, statistic: str, diff
     p_greater, p_less = float(stats.t.sf(t, n - 1)), float(stats.t.cdf(t, n - 1))
     alpha = level / num_tests
     outcome = _three_way(p_greater, p_less, alpha)
-    test = (f"one-sided t-test over {n} independent replicates of mean {statistic} > 0: holds if p < {alpha:.3g}, "
-            f"contradicted if the opposite one-sided p < {alpha:.3g}")
-    return Verdict(claim, statement, source, statistic, test, level, _correction(num_tests, "tests"), mean,
-                   p_greater, t if math.isfinite(t) else None, outcome,
-                   measured or f"mean {statistic} = {mean:+.4g} (sd {sd:.3g} over {n} replicates).",
-                   inputs=dict(test="replicate_t", differences=d.tolist(), level=level, num_tests=num_tests))
+    test = (
+        f"one-sided t-test over {n} independent replicates of mean {statistic} > 0: holds if p < {alpha:.3g}, "
+        f"contradicted if the opposite one-sided p < {alpha:.3g}"
+    )
+    return Verdict(
+        claim,
+        statement,
+        source,
+        statistic,
+        test,
+        level,
+        _correction(num_tests, "tests"),
+        mean,
+        p_greater,
+        t if math.isfinite(t) else None,
+        outcome,
+        measured or f"mean {statistic} = {mean:+.4g} (sd {sd:.3g} over {n} replicates).",
+        inputs=dict(test="replicate_t", differences=d.tolist(), level=level, num_tests=num_tests),
+    )
 
 
-def permutation(claim: str, statement: str, *, source: str, statistic: str, value: float, p_greater: float,
-                p_smaller: float, test: str, level: float = 0.05, measured: str = "") -> Verdict:
+def permutation(
+    claim: str,
+    statement: str,
+    *,
+    source: str,
+    statistic: str,
+    value: float,
+    p_greater: float,
+    p_smaller: float,
+    test: str,
+    level: float = 0.05,
+    measured: str = "",
+) -> Verdict:
     """A claim decided by permutation p-values: holds when ``p_greater`` (the chance, under the null, of a
     statistic at least as large as ``value``) is below ``level``; contradicted when ``p_smaller`` is."""
     level = probability(level, "level", open_interval=True)
     for name, p in (("p_greater", p_greater), ("p_smaller", p_smaller)):
         probability(p, name)
     outcome = _three_way(float(p_greater), float(p_smaller), level)
-    return Verdict(claim, statement, source, statistic, f"{test}: holds if p < {level:g}, contradicted if the "
-                   f"opposite p < {level:g}", level, "none", float(value), float(p_greater), None, outcome,
-                   measured or f"{statistic} = {value:+.4g}.",
-                   inputs=dict(test="permutation", value=float(value), p_greater=float(p_greater),
-                               p_smaller=float(p_smaller), test_text=test, level=level))
+    return Verdict(
+        claim,
+        statement,
+        source,
+        statistic,
+        f"{test}: holds if p < {level:g}, contradicted if the opposite p < {level:g}",
+        level,
+        "none",
+        float(value),
+        float(p_greater),
+        None,
+        outcome,
+        measured or f"{statistic} = {value:+.4g}.",
+        inputs=dict(
+            test="permutation",
+            value=float(value),
+            p_greater=float(p_greater),
+            p_smaller=float(p_smaller),
+            test_text=test,
+            level=level,
+        ),
+    )
 
 
 def permutation_p_values(observed: float, null) -> tuple[float, float]:
@@ -269,8 +345,18 @@ def permutation_p_values(observed: float, null) -> tuple[float, float]:
     return (1 + int(np.sum(null >= observed))) / (1 + m), (1 + int(np.sum(null <= observed))) / (1 + m)
 
 
-def equivalence(claim: str, statement: str, *, source: str, statistic: str, deviation, se, margin,
-                level: float = 0.01, measured: str = "") -> Verdict:
+def equivalence(
+    claim: str,
+    statement: str,
+    *,
+    source: str,
+    statistic: str,
+    deviation,
+    se,
+    margin,
+    level: float = 0.01,
+    measured: str = "",
+) -> Verdict:
     """Agreement within a margin, entry by entry (two one-sided tests with a Bonferroni correction).
 
     Args:
@@ -302,13 +388,31 @@ def equivalence(claim: str, statement: str, *, source: str, statistic: str, devi
     else:
         outcome = Outcome.NOT_SIGNIFICANT
     ratio = np.abs(d) / m
-    test = (f"two one-sided tests per entry against the margin, z = {zc:.2f}: holds if every |deviation| + z se "
-            f"< margin, contradicted if some |deviation| - z se > margin")
-    return Verdict(claim, statement, source, statistic, test, level, _correction(d.size, "entries"),
-                   float(ratio.max()), None, float((excess / s).max()), outcome,
-                   measured or f"largest |deviation| / margin = {ratio.max():.3g}.",
-                   inputs=dict(test="equivalence", deviation=d.ravel().tolist(), se=s.ravel().tolist(),
-                               margin=m.ravel().tolist(), level=level))
+    test = (
+        f"two one-sided tests per entry against the margin, z = {zc:.2f}: holds if every |deviation| + z se "
+        f"< margin, contradicted if some |deviation| - z se > margin"
+    )
+    return Verdict(
+        claim,
+        statement,
+        source,
+        statistic,
+        test,
+        level,
+        _correction(d.size, "entries"),
+        float(ratio.max()),
+        None,
+        float((excess / s).max()),
+        outcome,
+        measured or f"largest |deviation| / margin = {ratio.max():.3g}.",
+        inputs=dict(
+            test="equivalence",
+            deviation=d.ravel().tolist(),
+            se=s.ravel().tolist(),
+            margin=m.ravel().tolist(),
+            level=level,
+        ),
+    )
 
 
 def equivalence_power(se, margin, level: float = 0.01) -> float:
@@ -401,17 +505,23 @@ class PowerCheck:
             where = f" {self.condition}" if self.condition else ""
             return f"The power check of claim {self.claim}, the probability that it holds{where}, is {self.listing}."
         where = f", {self.condition}" if self.condition else ""
-        text = (f"The power check of claim {self.claim}{where}: its standard error is "
-                f"{self._listing(self._effects(self.se))}, so its test declares {self.effect} of {self.listing} or "
-                f"more to hold with {100 * self.power[0]:g} % power.")
+        text = (
+            f"The power check of claim {self.claim}{where}: its standard error is "
+            f"{self._listing(self._effects(self.se))}, so its test declares {self.effect} of {self.listing} or "
+            f"more to hold with {100 * self.power[0]:g} % power."
+        )
         if self.estimate is None:
             return text
         sides = ["above" if e >= d else "below" for e, d in zip(self.estimate, self.detectable)]
         measured = self._effects(self.estimate)
         if len(self.cases) == 1:
             return text + f" The measured value, {measured[0]}, lies {sides[0]} it."
-        return text + " Measured: " + "; ".join(f"{m} ({case}), {side} it"
-                                                for m, case, side in zip(measured, self.cases, sides)) + "."
+        return (
+            text
+            + " Measured: "
+            + "; ".join(f"{m} ({case}), {side} it" for m, case, side in zip(measured, self.cases, sides))
+            + "."
+        )
 
 
 def _checked_probability(value, name: str, *, open_interval: bool = False) -> float:
@@ -438,9 +548,20 @@ def _by_case(values, name: str) -> dict[str, float]:
     return out
 
 
-def power_check(claim: str, *, se=None, probability=None, condition: str = "", level: float = LEVEL,
-                num_tests: int = 1, power: float = 0.8, estimate=None, effect: str = "an effect",
-                scale: float = 1.0, unit: str = "") -> PowerCheck:
+def power_check(
+    claim: str,
+    *,
+    se=None,
+    probability=None,
+    condition: str = "",
+    level: float = LEVEL,
+    num_tests: int = 1,
+    power: float = 0.8,
+    estimate=None,
+    effect: str = "an effect",
+    scale: float = 1.0,
+    unit: str = "",
+) -> PowerCheck:
     """The power check of a claim and its sentence (:class:`PowerCheck`), for one case or several.
 
     Give exactly one of:
@@ -465,22 +586,35 @@ def power_check(claim: str, *, se=None, probability=None, condition: str = "", l
     Raises ``ValueError`` naming the argument that is missing, doubled or out of range.
     """
     if (se is None) == (probability is None):
-        raise ValueError("give exactly one of se (the check of a directional test) and probability (the check of an "
-                         f"agreement test), got se={se!r}, probability={probability!r}")
+        raise ValueError(
+            "give exactly one of se (the check of a directional test) and probability (the check of an "
+            f"agreement test), got se={se!r}, probability={probability!r}"
+        )
     if not isinstance(claim, str) or not claim:
         raise ValueError(f"claim must be a non-empty string, got {claim!r}")
     level, num_tests = _checked_probability(level, "level", open_interval=True), positive_int(num_tests, "num_tests")
     scale = float(scale)
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
-    words = dict(claim=claim, level=level, num_tests=num_tests, condition=str(condition), effect=str(effect),
-                 scale=scale, unit=str(unit))
+    words = dict(
+        claim=claim,
+        level=level,
+        num_tests=num_tests,
+        condition=str(condition),
+        effect=str(effect),
+        scale=scale,
+        unit=str(unit),
+    )
     if probability is not None:
         if estimate is not None:
-            raise ValueError("estimate must be None for an agreement test (probability given): it has no detectable "
-                             "effect to compare with")
-        p = {case: _checked_probability(v, f"probability[{case!r}]" if case else "probability")
-             for case, v in _by_case(probability, "probability").items()}
+            raise ValueError(
+                "estimate must be None for an agreement test (probability given): it has no detectable "
+                "effect to compare with"
+            )
+        p = {
+            case: _checked_probability(v, f"probability[{case!r}]" if case else "probability")
+            for case, v in _by_case(probability, "probability").items()
+        }
         return PowerCheck(cases=tuple(p), power=tuple(p.values()), se=None, detectable=None, estimate=None, **words)
     power = _checked_probability(power, "power", open_interval=True)
     s = _by_case(se, "se")
@@ -493,12 +627,28 @@ def power_check(claim: str, *, se=None, probability=None, condition: str = "", l
         if list(e) != list(s):
             raise ValueError(f"estimate must name the cases of se, {list(s)}, got {list(e)}")
         measured = tuple(e.values())
-    return PowerCheck(cases=tuple(s), power=(power,) * len(s), se=tuple(s.values()),
-                      detectable=tuple(detectable.values()), estimate=measured, **words)
+    return PowerCheck(
+        cases=tuple(s),
+        power=(power,) * len(s),
+        se=tuple(s.values()),
+        detectable=tuple(detectable.values()),
+        estimate=measured,
+        **words,
+    )
 
 
-def replicate_equivalence(claim: str, statement: str, *, source: str, statistic: str, replicates,
-                          reference: float, margin: float, level: float = 0.01, measured: str = "") -> Verdict:
+def replicate_equivalence(
+    claim: str,
+    statement: str,
+    *,
+    source: str,
+    statistic: str,
+    replicates,
+    reference: float,
+    margin: float,
+    level: float = 0.01,
+    measured: str = "",
+) -> Verdict:
     """Agreement of the mean of independent replicates with ``reference`` within ``margin``: two one-sided
     t-tests (TOST) with ``n - 1`` degrees of freedom, for claims measured on a few replicates (e.g. one value
     per independently drawn network), where :func:`equivalence`'s Gaussian threshold would be too lenient.
@@ -527,29 +677,66 @@ def replicate_equivalence(claim: str, statement: str, *, source: str, statistic:
     dev = abs(mean - reference)
     tc = float(stats.t.isf(level, n - 1))
     if sd == 0:
-        p_holds, p_contra, t = (0.0, 1.0, None) if dev < margin else ((1.0, 0.0, None) if dev > margin else (1.0, 1.0, None))
+        p_holds, p_contra, t = (
+            (0.0, 1.0, None) if dev < margin else ((1.0, 0.0, None) if dev > margin else (1.0, 1.0, None))
+        )
     else:
         se = sd / math.sqrt(n)
         t = (dev - margin) / se
         p_holds, p_contra = float(stats.t.cdf(t, n - 1)), float(stats.t.sf(t, n - 1))
     outcome = _three_way(p_holds, p_contra, level)
-    test = (f"two one-sided t-tests over {n} independent replicates against the margin {margin:.3g}, t = {tc:.2f}: "
-            f"holds if |mean - {reference:.4g}| + t se < margin, contradicted if |mean - {reference:.4g}| - t se > margin")
-    return Verdict(claim, statement, source, statistic, test, level, "none", dev / margin, p_holds, t, outcome,
-                   measured or f"mean {statistic} = {mean:.4g} (sd {sd:.3g} over {n} replicates; reference "
-                               f"{reference:.4g}).",
-                   inputs=dict(test="replicate_equivalence", replicates=r.tolist(), reference=reference,
-                               margin=margin, level=level))
+    test = (
+        f"two one-sided t-tests over {n} independent replicates against the margin {margin:.3g}, t = {tc:.2f}: "
+        f"holds if |mean - {reference:.4g}| + t se < margin, contradicted if |mean - {reference:.4g}| - t se > margin"
+    )
+    return Verdict(
+        claim,
+        statement,
+        source,
+        statistic,
+        test,
+        level,
+        "none",
+        dev / margin,
+        p_holds,
+        t,
+        outcome,
+        measured or f"mean {statistic} = {mean:.4g} (sd {sd:.3g} over {n} replicates; reference {reference:.4g}).",
+        inputs=dict(
+            test="replicate_equivalence", replicates=r.tolist(), reference=reference, margin=margin, level=level
+        ),
+    )
 
 
-def exact(claim: str, statement: str, *, source: str, statistic: str, value: float, criterion: str,
-          satisfied: bool, measured: str = "") -> Verdict:
+def exact(
+    claim: str,
+    statement: str,
+    *,
+    source: str,
+    statistic: str,
+    value: float,
+    criterion: str,
+    satisfied: bool,
+    measured: str = "",
+) -> Verdict:
     """A deterministic claim: numbers computed without sampling error at fixed inputs (e.g. the theory at
     a fixed data set). Holds when ``satisfied``, contradicted otherwise; ``level`` is ``None``."""
     outcome = Outcome.HOLDS if satisfied else Outcome.CONTRADICTED
-    return Verdict(claim, statement, source, statistic, f"exact comparison: holds if {criterion}", None, "none",
-                   float(value), None, None, outcome, measured or f"{statistic} = {value:+.4g}.",
-                   inputs=dict(test="exact", value=float(value), criterion=criterion, satisfied=bool(satisfied)))
+    return Verdict(
+        claim,
+        statement,
+        source,
+        statistic,
+        f"exact comparison: holds if {criterion}",
+        None,
+        "none",
+        float(value),
+        None,
+        None,
+        outcome,
+        measured or f"{statistic} = {value:+.4g}.",
+        inputs=dict(test="exact", value=float(value), criterion=criterion, satisfied=bool(satisfied)),
+    )
 
 
 def all_of(claim: str, statement: str, *, source: str, parts, measured: str = "") -> Verdict:
@@ -574,9 +761,14 @@ def all_of(claim: str, statement: str, *, source: str, parts, measured: str = ""
     elif kinds <= {"directional_z", "replicate_t"} and all(p.inputs["num_tests"] == k for p in parts):
         correction = "none" if k == 1 else f"Bonferroni over {k} parts"
     else:
-        raise ValueError(f"parts must be {k} exact comparisons, or {k} z- or t-tests built with num_tests={k}, "
-                         "got " + ", ".join(f"{p.claim}: {(p.inputs or {}).get('test')} with num_tests="
-                                            f"{(p.inputs or {}).get('num_tests')}" for p in parts))
+        raise ValueError(
+            f"parts must be {k} exact comparisons, or {k} z- or t-tests built with num_tests={k}, "
+            "got "
+            + ", ".join(
+                f"{p.claim}: {(p.inputs or {}).get('test')} with num_tests={(p.inputs or {}).get('num_tests')}"
+                for p in parts
+            )
+        )
     if any(p.outcome is Outcome.CONTRADICTED for p in parts):
         outcome = Outcome.CONTRADICTED
     elif all(p.holds for p in parts):
@@ -586,9 +778,21 @@ def all_of(claim: str, statement: str, *, source: str, parts, measured: str = ""
     candidates = [p for p in parts if not p.holds] or parts
     weakest = max(candidates, key=lambda p: -math.inf if p.p_value is None else p.p_value)
     test = "every part holds: " + "; ".join(f"({i + 1}) {p.statistic}: {p.test}" for i, p in enumerate(parts))
-    return Verdict(claim, statement, source, weakest.statistic, test, parts[0].level, correction, weakest.value,
-                   weakest.p_value, weakest.z, outcome, measured or " ".join(p.measured for p in parts),
-                   inputs=dict(test="all_of", parts=[p.to_dict() for p in parts]))
+    return Verdict(
+        claim,
+        statement,
+        source,
+        weakest.statistic,
+        test,
+        parts[0].level,
+        correction,
+        weakest.value,
+        weakest.p_value,
+        weakest.z,
+        outcome,
+        measured or " ".join(p.measured for p in parts),
+        inputs=dict(test="all_of", parts=[p.to_dict() for p in parts]),
+    )
 
 
 def rederive(verdict: Verdict) -> Verdict:
@@ -609,11 +813,19 @@ def rederive(verdict: Verdict) -> Verdict:
         return all_of(verdict.claim, verdict.statement, parts=parts, **words)
     if kind == "permutation":
         inputs["test"] = inputs.pop("test_text")
-    constructors = {"directional_z": directional_z, "replicate_t": replicate_t, "permutation": permutation,
-                    "equivalence": equivalence, "replicate_equivalence": replicate_equivalence, "exact": exact}
+    constructors = {
+        "directional_z": directional_z,
+        "replicate_t": replicate_t,
+        "permutation": permutation,
+        "equivalence": equivalence,
+        "replicate_equivalence": replicate_equivalence,
+        "exact": exact,
+    }
     if kind not in constructors:
-        raise ValueError(f"verdict.inputs must name one of {sorted(constructors) + ['all_of']} as its test, got "
-                         f"{kind!r} (claim {verdict.claim!r})")
+        raise ValueError(
+            f"verdict.inputs must name one of {sorted(constructors) + ['all_of']} as its test, got "
+            f"{kind!r} (claim {verdict.claim!r})"
+        )
     return constructors[kind](verdict.claim, verdict.statement, **words, **inputs)
 
 

@@ -24,8 +24,10 @@ def torch_device(device, name: str = "device") -> torch.device:
     if resolved.type not in DEVICES:
         raise ValueError(f"{name} must be one of {DEVICES}, got {device!r}")
     if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"{name}={device!r} asks for a CUDA GPU, but torch.cuda.is_available() is False on this "
-                         f"machine; {name} must be one of {DEVICES} with 'cuda' only where a GPU is available")
+        raise ValueError(
+            f"{name}={device!r} asks for a CUDA GPU, but torch.cuda.is_available() is False on this "
+            f"machine; {name} must be one of {DEVICES} with 'cuda' only where a GPU is available"
+        )
     if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
         raise ValueError(f"{name}={device!r} names a GPU that does not exist ({torch.cuda.device_count()} visible)")
     return resolved

@@ -32,10 +32,17 @@ def plot_path_diagram(heads, ax=None):
 
     for layer, count in enumerate(heads):
         for head in range(count):
-            ax.add_patch(plt.Rectangle((layer + 1 - 0.18, head_y(layer, head) - 0.22), 0.36, 0.44,
-                                       facecolor="white", edgecolor="black", zorder=3))
-            ax.text(layer + 1, head_y(layer, head), f"head {head + 1}", ha="center", va="center",
-                    fontsize=7, zorder=4)
+            ax.add_patch(
+                plt.Rectangle(
+                    (layer + 1 - 0.18, head_y(layer, head) - 0.22),
+                    0.36,
+                    0.44,
+                    facecolor="white",
+                    edgecolor="black",
+                    zorder=3,
+                )
+            )
+            ax.text(layer + 1, head_y(layer, head), f"head {head + 1}", ha="center", va="center", fontsize=7, zorder=4)
     for number, path in enumerate(paths):
         offset = (number - (len(paths) - 1) / 2) * 0.04  # parallel lines where paths share a head
         ys = [offset] + [head_y(layer, head) + offset for layer, head in enumerate(path)] + [offset]

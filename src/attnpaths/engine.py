@@ -53,8 +53,10 @@ class TaskFailed(RuntimeError):
 
     def __init__(self, sweep: str, index: int, total: int, arguments: str, remote_traceback: str):
         self.sweep, self.index, self.arguments, self.remote_traceback = sweep, index, arguments, remote_traceback
-        super().__init__(f"task {index + 1} of {total} of the sweep {sweep!r} failed; its arguments: {arguments}\n"
-                         f"original traceback:\n{remote_traceback.rstrip()}")
+        super().__init__(
+            f"task {index + 1} of {total} of the sweep {sweep!r} failed; its arguments: {arguments}\n"
+            f"original traceback:\n{remote_traceback.rstrip()}"
+        )
 
 
 def task_seed(seed: int, *identity: int) -> int:
@@ -162,8 +164,9 @@ def client_for(address: str):
         try:
             client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError) as err:
-            raise ValueError(f"{SCHEDULER_ENV} / --scheduler must be the address of a running Dask scheduler, got "
-                             f"{address!r}: {err}") from err
+            raise ValueError(
+                f"{SCHEDULER_ENV} / --scheduler must be the address of a running Dask scheduler, got {address!r}: {err}"
+            ) from err
         _clients[address] = client
     return client
 
@@ -171,7 +174,8 @@ def client_for(address: str):
 def _describe(value) -> str:
     """A short description of one argument: small values by their repr, arrays by shape, others by type."""
     if isinstance(value, (bool, int, float, str, type(None))) or (
-            isinstance(value, (tuple, list)) and len(value) <= 8 and all(isinstance(v, (int, float)) for v in value)):
+        isinstance(value, (tuple, list)) and len(value) <= 8 and all(isinstance(v, (int, float)) for v in value)
+    ):
         text = repr(value)
         return text if len(text) <= 60 else text[:57] + "..."
     shape = getattr(value, "shape", None)
@@ -205,8 +209,15 @@ class _Progress:
         return tqdm(total=total, desc=self.description, disable=not self.enabled, leave=False)
 
 
-def map_tasks(function: Callable, tasks: Sequence[Mapping], *, description: str, shared: Mapping | None = None,
-              progress: bool = True, client=None) -> list:
+def map_tasks(
+    function: Callable,
+    tasks: Sequence[Mapping],
+    *,
+    description: str,
+    shared: Mapping | None = None,
+    progress: bool = True,
+    client=None,
+) -> list:
     """Run ``function(**shared, **task)`` for every task and return the results in task order.
 
     Args:
@@ -419,9 +430,17 @@ def start_engine(scheduler: str | None = None, workers: int | None = None):
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set(worker_config()), LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, memory_limit=None,
-            dashboard_address="127.0.0.1:0", host="127.0.0.1") as cluster:
+    with (
+        dask.config.set(worker_config()),
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=None,
+            dashboard_address="127.0.0.1:0",
+            host="127.0.0.1",
+        ) as cluster,
+    ):
         dashboard = cluster.dashboard_link if _has_dashboard() else None
         try:
             yield Engine("embedded", cluster.scheduler_address, workers, dashboard)

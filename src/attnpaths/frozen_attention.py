@@ -46,7 +46,6 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 import torch
@@ -142,17 +141,23 @@ class AttentionTheory:
         stopping rule held and the Hessian in symmetric directions is positive definite), ``gradient_norm``,
         ``hessian_min_eigenvalue``, ``iterations`` and the ``action`` there."""
         s = self.solution
-        return {"converged": bool(s.converged), "gradient_norm": float(s.gradient_norm),
-                "hessian_min_eigenvalue": float(s.hessian_min_eigenvalue), "iterations": int(s.iterations),
-                "action": float(s.action)}
+        return {
+            "converged": bool(s.converged),
+            "gradient_norm": float(s.gradient_norm),
+            "hessian_min_eigenvalue": float(s.hessian_min_eigenvalue),
+            "iterations": int(s.iterations),
+            "action": float(s.action),
+        }
 
     def path_features(self, attention: Sequence[ArrayLike], tokens: ArrayLike) -> torch.Tensor:
         """``[B, D, n_paths]`` path features of new examples, given their attention and tokens in the layout of
         :func:`theory_from_attention`."""
         matrices, x = _checked(attention, tokens, self.readout)
         if tuple(m.shape[1] for m in matrices) != self.heads:
-            raise ValueError(f"attention must have the heads {self.heads} of the training data, "
-                             f"got {tuple(m.shape[1] for m in matrices)}")
+            raise ValueError(
+                f"attention must have the heads {self.heads} of the training data, "
+                f"got {tuple(m.shape[1] for m in matrices)}"
+            )
         return features_along_paths(x, matrices)
 
     def predict(self, attention: Sequence[ArrayLike], tokens: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +169,9 @@ class AttentionTheory:
         return self.gp.predict(self.path_features(attention, tokens))
 
 
-def _checked(attention: Sequence[ArrayLike], tokens: ArrayLike, readout: str) -> tuple[list[torch.Tensor], torch.Tensor]:
+def _checked(
+    attention: Sequence[ArrayLike], tokens: ArrayLike, readout: str
+) -> tuple[list[torch.Tensor], torch.Tensor]:
     """The attention as the package's matrices (``[B, H, key, query]``, the last layer read out) and the
     tokens as ``[B, D, T]`` float64, after checking their shapes and that the attention rows sum to one."""
     if readout not in READOUTS:
@@ -174,20 +181,25 @@ def _checked(attention: Sequence[ArrayLike], tokens: ArrayLike, readout: str) ->
         raise ValueError(f"tokens must have shape [B, T, D] (batch, token, feature), got {tuple(x.shape)}")
     batch, length = x.shape[0], x.shape[1]
     if isinstance(attention, torch.Tensor) or not isinstance(attention, Sequence) or len(attention) == 0:
-        raise ValueError("attention must be a list with one [B, H, T, T] tensor per layer, got "
-                         f"{type(attention).__name__}")
+        raise ValueError(
+            f"attention must be a list with one [B, H, T, T] tensor per layer, got {type(attention).__name__}"
+        )
     matrices = []
     for layer, weights in enumerate(attention):
         tolerance = row_sum_tolerance(weights)
         w = as_float64_tensor(weights, f"attention[{layer}]")  # float64 before the row sums
         if w.ndim != 4 or w.shape[0] != batch or w.shape[2:] != (length, length) or w.shape[1] < 1:
-            raise ValueError(f"attention[{layer}] must have shape [B, H, T, T] = [{batch}, H, {length}, {length}] "
-                             f"(batch, head, query, key; tokens are [B, T, D]), got {tuple(w.shape)}")
+            raise ValueError(
+                f"attention[{layer}] must have shape [B, H, T, T] = [{batch}, H, {length}, {length}] "
+                f"(batch, head, query, key; tokens are [B, T, D]), got {tuple(w.shape)}"
+            )
         deviation = float((w.sum(dim=-1) - 1.0).abs().max())
         if not deviation <= tolerance or bool((w < 0).any()):
-            raise ValueError(f"attention[{layer}] must hold softmax weights over the keys in its last axis "
-                             f"(PyTorch's [batch, head, query, key] layout): its rows sum to one within "
-                             f"{tolerance:.3g} only off by {deviation:.3g}, or it has negative entries")
+            raise ValueError(
+                f"attention[{layer}] must hold softmax weights over the keys in its last axis "
+                f"(PyTorch's [batch, head, query, key] layout): its rows sum to one within "
+                f"{tolerance:.3g} only off by {deviation:.3g}, or it has negative entries"
+            )
         matrices.append(w.transpose(-1, -2))  # [B, H, key, query]: the package's layout (sec-model-network)
     matrices[-1] = token_readout(matrices[-1], readout)
     return matrices, x.transpose(1, 2)
@@ -202,8 +214,10 @@ def checked_targets(targets: ArrayLike, batch: int) -> torch.Tensor:
         raise ValueError(f"targets must have shape [B] = [{batch}] (one per sequence of tokens), got {tuple(y.shape)}")
     values = torch.unique(y)
     if values.numel() == 2 and bool((values == torch.tensor([0.0, 1.0], dtype=torch.float64)).all()):
-        raise ValueError("targets hold only 0 and 1: the theory's targets are real numbers, +-1 for two classes; "
-                         "pass 2 * targets - 1")
+        raise ValueError(
+            "targets hold only 0 and 1: the theory's targets are real numbers, +-1 for two classes; "
+            "pass 2 * targets - 1"
+        )
     return y
 
 
@@ -211,18 +225,27 @@ def _temperature_grid(temperature) -> list[float]:
     """``temperature`` as the list of temperatures to try: one, an increasing grid, or :data:`AUTO_TEMPERATURES`."""
     if isinstance(temperature, str):
         if temperature != "auto":
-            raise ValueError(f"temperature must be a number > 0, an increasing sequence of them or 'auto', "
-                             f"got {temperature!r}")
+            raise ValueError(
+                f"temperature must be a number > 0, an increasing sequence of them or 'auto', got {temperature!r}"
+            )
         return list(AUTO_TEMPERATURES)
     if np.ndim(temperature) == 0:
         return [positive_real(temperature, "temperature")]
     return [float(T) for T in increasing_reals(temperature, "temperature")]
 
 
-def theory_from_attention(attention: Sequence[ArrayLike], tokens: ArrayLike, targets: ArrayLike, *,
-                          width: Union[float, Sequence[float]], temperature: Union[float, Sequence[float], str],
-                          readout: str = "average_pooling", variances: Union[float, Sequence[float]] = 1.0,
-                          max_iterations: int = 200, initial=None) -> AttentionTheory:
+def theory_from_attention(
+    attention: Sequence[ArrayLike],
+    tokens: ArrayLike,
+    targets: ArrayLike,
+    *,
+    width: float | Sequence[float],
+    temperature: float | Sequence[float] | str,
+    readout: str = "average_pooling",
+    variances: float | Sequence[float] = 1.0,
+    max_iterations: int = 200,
+    initial=None,
+) -> AttentionTheory:
     """The theory of an attention-only model whose per-layer attention is frozen at ``attention`` (sec-own-model).
 
     Builds the path features of the training data (eq-path-features: each example's tokens routed along every
@@ -272,8 +295,19 @@ def theory_from_attention(attention: Sequence[ArrayLike], tokens: ArrayLike, tar
         with warnings.catch_warnings():
             if len(temperatures) > 1:  # an uncertified point is marked in the scan, never chosen
                 warnings.simplefilter("ignore", CertificateWarning)
-            solutions.append(solve(features, y, heads=heads, widths=width, temperature=T, variances=variances,
-                                   initial=start, max_iterations=max_iterations, on_failure="warn"))
+            solutions.append(
+                solve(
+                    features,
+                    y,
+                    heads=heads,
+                    widths=width,
+                    temperature=T,
+                    variances=variances,
+                    initial=start,
+                    max_iterations=max_iterations,
+                    on_failure="warn",
+                )
+            )
         if solutions[-1].converged:
             start = solutions[-1].U_layers
     if len(solutions) == 1:
@@ -281,23 +315,43 @@ def theory_from_attention(attention: Sequence[ArrayLike], tokens: ArrayLike, tar
     else:
         certified = [i for i, s in enumerate(solutions) if s.converged]
         if not certified:
-            raise RuntimeError(f"the action's minimiser is not certified at any temperature of {temperatures} "
-                               f"(width {width!r})")
+            raise RuntimeError(
+                f"the action's minimiser is not certified at any temperature of {temperatures} (width {width!r})"
+            )
         best = min(certified, key=lambda i: solutions[i].action)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CertificateWarning)  # the GP limit has no minimisation to certify
         gp = solve(features, y, heads=heads, widths=math.inf, temperature=temperatures[best], variances=variances)
-    scan = {"temperatures": np.array(temperatures), "action": np.array([s.action for s in solutions]),
-            "converged": np.array([bool(s.converged) for s in solutions]),
-            "head_scores": np.stack([head_scores(s.U, heads) for s in solutions])}
-    return AttentionTheory(heads=heads, readout=readout, solution=solutions[best], gp=gp, features=features,
-                           temperature=temperatures[best], scan=scan, solutions=tuple(solutions))
+    scan = {
+        "temperatures": np.array(temperatures),
+        "action": np.array([s.action for s in solutions]),
+        "converged": np.array([bool(s.converged) for s in solutions]),
+        "head_scores": np.stack([head_scores(s.U, heads) for s in solutions]),
+    }
+    return AttentionTheory(
+        heads=heads,
+        readout=readout,
+        solution=solutions[best],
+        gp=gp,
+        features=features,
+        temperature=temperatures[best],
+        scan=scan,
+        solutions=tuple(solutions),
+    )
 
 
-def rank_heads(model: HeadModel, tokens: ArrayLike, targets: ArrayLike, *,
-               width: Union[float, Sequence[float]], temperature: Union[float, Sequence[float], str] = "auto",
-               readout: str = "average_pooling", variances: Union[float, Sequence[float]] = 1.0,
-               max_iterations: int = 200, initial=None) -> AttentionTheory:
+def rank_heads(
+    model: HeadModel,
+    tokens: ArrayLike,
+    targets: ArrayLike,
+    *,
+    width: float | Sequence[float],
+    temperature: float | Sequence[float] | str = "auto",
+    readout: str = "average_pooling",
+    variances: float | Sequence[float] = 1.0,
+    max_iterations: int = 200,
+    initial=None,
+) -> AttentionTheory:
     """Rank the heads of a trained attention-only model by the theory's head score (eq-head-score).
 
     The model's attention is frozen as it computes it for ``tokens`` (``model.attention_weights(tokens)``, the
@@ -321,9 +375,20 @@ def rank_heads(model: HeadModel, tokens: ArrayLike, targets: ArrayLike, *,
     max_iterations = positive_int(max_iterations, "max_iterations")  # before the model runs
     attention_weights = getattr(model, "attention_weights", None)
     if not callable(attention_weights):
-        raise ValueError(f"model must have a method attention_weights(tokens) returning its per-layer attention "
-                         f"[B, H, T, T] (attnpaths.head_models.HeadModel), got {type(model).__name__}")
+        raise ValueError(
+            f"model must have a method attention_weights(tokens) returning its per-layer attention "
+            f"[B, H, T, T] (attnpaths.head_models.HeadModel), got {type(model).__name__}"
+        )
     with torch.no_grad():
         attention = attention_weights(tokens)
-    return theory_from_attention(attention, tokens, targets, width=width, temperature=temperature, readout=readout,
-                                 variances=variances, max_iterations=max_iterations, initial=initial)
+    return theory_from_attention(
+        attention,
+        tokens,
+        targets,
+        width=width,
+        temperature=temperature,
+        readout=readout,
+        variances=variances,
+        max_iterations=max_iterations,
+        initial=initial,
+    )

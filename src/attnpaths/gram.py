@@ -116,12 +116,16 @@ class GramStatistics:
         if xi.ndim != 3:
             raise ValueError(f"features must have shape [B, N0, n_paths], got {tuple(xi.shape)}")
         if self._shape is not None and tuple(xi.shape[1:]) != self._shape:
-            raise ValueError(f"features must have shape [B, N0, n_paths] = [B, {self._shape[0]}, {self._shape[1]}] "
-                             f"like the earlier chunks, got {tuple(xi.shape)}")
+            raise ValueError(
+                f"features must have shape [B, N0, n_paths] = [B, {self._shape[0]}, {self._shape[1]}] "
+                f"like the earlier chunks, got {tuple(xi.shape)}"
+            )
         labels = as_float64_tensor(y, "y", labels=True)
         if labels.shape != (xi.shape[0],):
-            raise ValueError(f"y must have shape [B] = [{xi.shape[0]}] (one label per example of features), "
-                             f"got {tuple(labels.shape)}")
+            raise ValueError(
+                f"y must have shape [B] = [{xi.shape[0]}] (one label per example of features), "
+                f"got {tuple(labels.shape)}"
+            )
         self._accumulate(xi, labels)
         return self
 
@@ -190,8 +194,10 @@ class GramStatistics:
         if not parts:
             return merged
         if len(parts) == 2 and self._shape != other._shape:
-            raise ValueError(f"other must hold features [P, N0, n_paths] of the same N0 and n_paths as this one: "
-                             f"[P, {self._shape[0]}, {self._shape[1]}], got [P, {other._shape[0]}, {other._shape[1]}]")
+            raise ValueError(
+                f"other must hold features [P, N0, n_paths] of the same N0 and n_paths as this one: "
+                f"[P, {self._shape[0]}, {self._shape[1]}], got [P, {other._shape[0]}, {other._shape[1]}]"
+            )
         merged._start(parts[0]._shape)
         for part in parts:
             gram, b, yy = part._totals()
@@ -239,8 +245,15 @@ class EquivalentProblem:
     offset: float
 
 
-def equivalent_problem(gram: np.ndarray, b: np.ndarray, targets_norm2: float, num_examples: int, input_width: int,
-                       num_paths: int, temperature: float) -> EquivalentProblem | None:
+def equivalent_problem(
+    gram: np.ndarray,
+    b: np.ndarray,
+    targets_norm2: float,
+    num_examples: int,
+    input_width: int,
+    num_paths: int,
+    temperature: float,
+) -> EquivalentProblem | None:
     """The :class:`EquivalentProblem` of scaled statistics (:meth:`GramStatistics.scaled`), or None where they
     are not finite (features that overflow): the energy of (eq-action) is that of ``r`` rows plus a constant.
 
@@ -271,5 +284,6 @@ def equivalent_problem(gram: np.ndarray, b: np.ndarray, targets_norm2: float, nu
     offset = (num_examples - r) * math.log(temperature) + (targets_norm2 - float(targets @ targets)) / temperature
     if not math.isfinite(offset):
         return None
-    return EquivalentProblem(torch.from_numpy(rows).reshape(r, input_width, num_paths), torch.from_numpy(targets),
-                             offset)
+    return EquivalentProblem(
+        torch.from_numpy(rows).reshape(r, input_width, num_paths), torch.from_numpy(targets), offset
+    )

@@ -80,8 +80,10 @@ class HeadMaskEvaluator:
         if self.labels.shape != (tokens.shape[0],):
             raise ValueError(f"labels must have shape [B] = [{tokens.shape[0]}], got {self.labels.shape}")
         if not np.isin(self.labels, (-1.0, 1.0)).all():
-            raise ValueError("labels must be +-1 (the accuracy compares them with the sign of the output), got the "
-                             f"values {np.unique(self.labels)[:5].tolist()}")
+            raise ValueError(
+                "labels must be +-1 (the accuracy compares them with the sign of the output), got the "
+                f"values {np.unique(self.labels)[:5].tolist()}"
+            )
         self.rescale = bool(rescale)
         self.num_examples = int(tokens.shape[0])
         self._cache: dict[frozenset, float] = {}
@@ -100,8 +102,10 @@ class HeadMaskEvaluator:
             self.heads = model_heads(model, tokens)
             self._outputs = self._masked_outputs
         else:
-            raise ValueError(f"model must have the methods attention_weights(tokens) and masked_output(tokens, mask) "
-                             f"(attnpaths.head_models.HeadModel), got {type(model).__name__}")
+            raise ValueError(
+                f"model must have the methods attention_weights(tokens) and masked_output(tokens, mask) "
+                f"(attnpaths.head_models.HeadModel), got {type(model).__name__}"
+            )
 
     def mask(self, pruned=()) -> torch.Tensor:
         """The head mask ``[L, max(H)]`` that prunes ``pruned`` (0-based ``(layer, head)`` pairs)."""
@@ -112,8 +116,9 @@ class HeadMaskEvaluator:
             out = self.model.masked_output(self.tokens, self.mask(pruned))
         out = np.asarray(torch.as_tensor(out).detach().cpu().double())
         if out.shape != (self.num_examples,):
-            raise ValueError(f"model.masked_output must return one output per example, shape [{self.num_examples}], "
-                             f"got {out.shape}")
+            raise ValueError(
+                f"model.masked_output must return one output per example, shape [{self.num_examples}], got {out.shape}"
+            )
         return out
 
     def _layer_heads(self, layer: int, before: frozenset) -> torch.Tensor:

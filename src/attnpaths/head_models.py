@@ -106,8 +106,9 @@ class FrozenHeadModel:
         """``tokens`` ``[B, T, N0]`` as the package's float64 inputs ``[B, N0, T]``."""
         tokens = as_float64_tensor(tokens, "tokens")
         if tokens.ndim != 3 or tokens.shape[2] != self.input_width:
-            raise ValueError(f"tokens must have shape [B, T, {self.input_width}] (batch, token, feature), got "
-                             f"{tuple(tokens.shape)}")
+            raise ValueError(
+                f"tokens must have shape [B, T, {self.input_width}] (batch, token, feature), got {tuple(tokens.shape)}"
+            )
         return tokens.transpose(1, 2)
 
     def attention_weights(self, tokens) -> list[torch.Tensor]:
@@ -138,8 +139,9 @@ class FrozenHeadModel:
         if mask.ndim == 2:
             mask = mask[None]
         if mask.ndim != 3 or mask.shape[1:] != (L, H) or mask.shape[0] not in (1, batch):
-            raise ValueError(f"mask must have shape [{L}, {H}] or [B, {L}, {H}] with B = {batch}, got "
-                             f"{tuple(mask.shape)}")
+            raise ValueError(
+                f"mask must have shape [{L}, {H}] or [B, {L}, {H}] with B = {batch}, got {tuple(mask.shape)}"
+            )
         return mask.to(torch.float64)
 
     def layer_attention(self, x, mask=None) -> list[torch.Tensor]:
@@ -325,7 +327,9 @@ class SumHeadModel(FrozenHeadModel):
         return mapped.permute(2, 0, 1, 3) @ omega
 
     def _combine(self, index, heads_out, mask):
-        return torch.einsum("bh,bhmt->bmt", mask.expand(heads_out.shape[0], -1), heads_out) / math.sqrt(self.heads[index])
+        return torch.einsum("bh,bhmt->bmt", mask.expand(heads_out.shape[0], -1), heads_out) / math.sqrt(
+            self.heads[index]
+        )
 
     def _readout(self, h):
         return h.mean(dim=2) @ self.readout_weights
@@ -364,11 +368,19 @@ class MultiheadStackModel(FrozenHeadModel):
         self.layers = []
         for index, layer in enumerate(model.layers):
             if not layer._qkv_same_embed_dim or layer.bias_k is not None or layer.add_zero_attn:
-                raise ValueError(f"model.layers[{index}] must be a self-attention MultiheadAttention with one packed "
-                                 "input projection, no bias_k/bias_v and no add_zero_attn")
-            self.layers.append({"in_weight": _f64(layer.in_proj_weight), "in_bias": _f64(layer.in_proj_bias),
-                                "out_weight": _f64(layer.out_proj.weight), "out_bias": _f64(layer.out_proj.bias),
-                                "num_heads": int(layer.num_heads)})
+                raise ValueError(
+                    f"model.layers[{index}] must be a self-attention MultiheadAttention with one packed "
+                    "input projection, no bias_k/bias_v and no add_zero_attn"
+                )
+            self.layers.append(
+                {
+                    "in_weight": _f64(layer.in_proj_weight),
+                    "in_bias": _f64(layer.in_proj_bias),
+                    "out_weight": _f64(layer.out_proj.weight),
+                    "out_bias": _f64(layer.out_proj.bias),
+                    "num_heads": int(layer.num_heads),
+                }
+            )
         self.heads = tuple(layer["num_heads"] for layer in self.layers)
         self.input_width = int(self.embed.shape[1])
         self.width = int(self.embed.shape[0])
@@ -404,10 +416,10 @@ class MultiheadStackModel(FrozenHeadModel):
         H, D = layer["num_heads"], self.width
         pooled = omega.mean(dim=-1)  # [B, H, S]
         routed = pooled @ h  # [B, H, D]: the input averaged by each head's pooled attention
-        W_v = layer["in_weight"][2 * D:].reshape(H, D // H, D)  # [H, d, D]
+        W_v = layer["in_weight"][2 * D :].reshape(H, D // H, D)  # [H, d, D]
         out = (routed.transpose(0, 1) @ W_v.transpose(1, 2)).transpose(0, 1)[:, :, None]  # [B, H, 1, d]
         if layer["in_bias"] is not None:
-            out = out + layer["in_bias"][2 * D:].reshape(H, 1, D // H) * pooled.sum(dim=-1)[:, :, None, None]
+            out = out + layer["in_bias"][2 * D :].reshape(H, 1, D // H) * pooled.sum(dim=-1)[:, :, None, None]
         return out
 
     def _combine(self, index, heads_out, mask):
@@ -426,7 +438,7 @@ class MultiheadStackModel(FrozenHeadModel):
         norms = np.full((L, H), np.nan)
         for l, layer in enumerate(self.layers):
             d = self.width // layer["num_heads"]
-            W_v = layer["in_weight"][2 * self.width:]
+            W_v = layer["in_weight"][2 * self.width :]
             for h in range(layer["num_heads"]):
                 block = slice(h * d, (h + 1) * d)
                 norms[l, h] = float(torch.linalg.matrix_norm(layer["out_weight"][:, block] @ W_v[block]))
@@ -437,8 +449,10 @@ class MultiheadStackModel(FrozenHeadModel):
         if layer["in_bias"] is not None or layer["out_bias"] is not None:
             raise ValueError(f"the model's layer {index} has biases: its output is not a sum over attention paths")
         d = self.width // layer["num_heads"]
-        W_v = layer["in_weight"][2 * self.width:]
-        return [layer["out_weight"][:, h * d:(h + 1) * d] @ W_v[h * d:(h + 1) * d] for h in range(layer["num_heads"])]
+        W_v = layer["in_weight"][2 * self.width :]
+        return [
+            layer["out_weight"][:, h * d : (h + 1) * d] @ W_v[h * d : (h + 1) * d] for h in range(layer["num_heads"])
+        ]
 
     def _embed_matrix(self):
         return self.embed
@@ -458,9 +472,11 @@ def head_model(model) -> FrozenHeadModel:
         return SumHeadModel(model)
     if isinstance(model, MultiheadAttentionStack):
         return MultiheadStackModel(model)
-    raise ValueError(f"model must be a SumHeadTransformer, a MultiheadAttentionStack or a FrozenHeadModel, got "
-                     f"{type(model).__name__} (a model of your own is used through its attention_weights and "
-                     "masked_output methods, the HeadModel protocol, without this conversion)")
+    raise ValueError(
+        f"model must be a SumHeadTransformer, a MultiheadAttentionStack or a FrozenHeadModel, got "
+        f"{type(model).__name__} (a model of your own is used through its attention_weights and "
+        "masked_output methods, the HeadModel protocol, without this conversion)"
+    )
 
 
 def attention_error(model, x, view: FrozenHeadModel | None = None) -> float:

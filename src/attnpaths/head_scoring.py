@@ -52,7 +52,9 @@ def head_labels(heads: int | Sequence[int]) -> list[str]:
     ``l * max(H) + h`` labels head ``h`` of layer ``l + 1``, and is ``""`` where that layer has fewer heads (where
     the score is ``nan``). With the same number of heads in every layer, every entry is a head."""
     heads = heads_tuple(heads)
-    return [f"({layer + 1}){head + 1}" if head < n else "" for layer, n in enumerate(heads) for head in range(max(heads))]
+    return [
+        f"({layer + 1}){head + 1}" if head < n else "" for layer, n in enumerate(heads) for head in range(max(heads))
+    ]
 
 
 def pruning_order(scores: ArrayLike, *, prune_first: str = "lowest") -> list[tuple[int, int]]:

@@ -33,10 +33,14 @@ def read_json(path, what: str = "file", expect: type | tuple = dict):
     except UnicodeDecodeError as err:
         raise DamagedFile(path, f"this {what} is damaged: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
-        raise DamagedFile(path, f"this {what} is damaged: not valid JSON ({err.msg}: line {err.lineno} column "
-                                f"{err.colno}, character {err.pos} of {len(text)})") from None
+        raise DamagedFile(
+            path,
+            f"this {what} is damaged: not valid JSON ({err.msg}: line {err.lineno} column "
+            f"{err.colno}, character {err.pos} of {len(text)})",
+        ) from None
     if expect is not object and not isinstance(value, expect):
         names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
-        raise DamagedFile(path, f"this {what} must hold a JSON {'object' if expect is dict else names}, "
-                                f"found {type(value).__name__}")
+        raise DamagedFile(
+            path, f"this {what} must hold a JSON {'object' if expect is dict else names}, found {type(value).__name__}"
+        )
     return value

@@ -9,8 +9,6 @@ With ``xi_pi(x)`` the path features of :func:`attnpaths.paths.path_features`:
 
 from __future__ import annotations
 
-from typing import Optional  # Optional[ArrayLike]: autodoc_type_aliases cannot read ArrayLike | None
-
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
@@ -30,7 +28,7 @@ def scaled_features(features, s0: float = 1.0) -> torch.Tensor:
     return xi * (s0 / (n0 * n_paths)) ** 0.5
 
 
-def path_kernels(features_a: ArrayLike, features_b: Optional[ArrayLike] = None, *, s0: float = 1.0) -> torch.Tensor:
+def path_kernels(features_a: ArrayLike, features_b: ArrayLike | None = None, *, s0: float = 1.0) -> torch.Tensor:
     """Pre-kernels ``C[pi, pi', mu, nu]`` (eq-kernel), without the ``1/n_paths`` factor.
 
     Args:
@@ -46,8 +44,9 @@ def path_kernels(features_a: ArrayLike, features_b: Optional[ArrayLike] = None, 
     return torch.einsum("aip,biq->pqab", xa, xb) * (s0 / xa.shape[1])
 
 
-def renormalized_kernel(features_a: ArrayLike, U: ArrayLike, features_b: Optional[ArrayLike] = None, *,
-                        s0: float = 1.0) -> torch.Tensor:
+def renormalized_kernel(
+    features_a: ArrayLike, U: ArrayLike, features_b: ArrayLike | None = None, *, s0: float = 1.0
+) -> torch.Tensor:
     """``K(U)`` between two sets of examples (eq-kernel), shape ``[Pa, Pb]``.
 
     Args:
@@ -71,8 +70,9 @@ def kernel_from_scaled(xa: torch.Tensor, U: torch.Tensor, xb: torch.Tensor) -> t
     return routed.reshape(routed.shape[0], -1) @ xb.reshape(xb.shape[0], -1).T
 
 
-def gp_kernel(features_a: ArrayLike, features_b: Optional[ArrayLike] = None, *, s0: float = 1.0,
-              u_gp: float = 1.0) -> torch.Tensor:
+def gp_kernel(
+    features_a: ArrayLike, features_b: ArrayLike | None = None, *, s0: float = 1.0, u_gp: float = 1.0
+) -> torch.Tensor:
     """GP-limit kernel ``K_GP = (u_gp / n) sum_pi C_{pi pi}`` (eq-gp), shape ``[Pa, Pb]``.
 
     ``u_gp = sa s1 ... sL`` is the GP value of the order parameter (1 when every variance is 1), see

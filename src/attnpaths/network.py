@@ -203,8 +203,10 @@ class AttentionNetwork:
         if matrices is None:
             matrices = self.attention.matrices(x)
         single = weights.sample_shape == ()
-        V0, V, a = (weights.V0, weights.V, weights.a) if not single else (
-            weights.V0[None], tuple(v[None] for v in weights.V), weights.a[None]
+        V0, V, a = (
+            (weights.V0, weights.V, weights.a)
+            if not single
+            else (weights.V0[None], tuple(v[None] for v in weights.V), weights.a[None])
         )
         # batched matmuls rather than einsum: ~2x faster fwd+bwd at small sizes, where NUTS calls this often
         hidden = torch.matmul(V0[:, None], x[None]) / math.sqrt(self.input_width)  # [S, B, N_1, T]

@@ -144,13 +144,18 @@ class _Target:
     def log_density(self, theta):
         factors = self.coords.factors(theta[..., :-1])
         U_layers, U_a = [F @ F.transpose(-1, -2) for F in factors], torch.exp(theta[..., -1])
-        S = exact_action(self.X, self.y, self.arch, self.temperature, U_layers, U_a, pre_kernels=self.pre_kernels,
-                         factors=factors)
+        S = exact_action(
+            self.X, self.y, self.arch, self.temperature, U_layers, U_a, pre_kernels=self.pre_kernels, factors=factors
+        )
         return -0.5 * S + self.coords.log_jacobian(theta[..., :-1]) + theta[..., -1]
 
     def theta(self, U_layers, U_a: float):
-        return torch.cat([self.coords.coordinates([torch.as_tensor(U, dtype=torch.float64) for U in U_layers]),
-                          torch.tensor([math.log(U_a)], dtype=torch.float64)])
+        return torch.cat(
+            [
+                self.coords.coordinates([torch.as_tensor(U, dtype=torch.float64) for U in U_layers]),
+                torch.tensor([math.log(U_a)], dtype=torch.float64),
+            ]
+        )
 
 
 def _mode(target: _Target, theta: torch.Tensor, max_iterations: int = 50):
@@ -168,8 +173,9 @@ def _mode(target: _Target, theta: torch.Tensor, max_iterations: int = 50):
         eigenvalues, vectors = torch.linalg.eigh(hessian)
         # a mode needs a positive definite Hessian: where the density is flat to rounding (a huge temperature), a
         # vanishing gradient alone is no mode, and on some CPUs that Hessian's rounding makes it indefinite
-        if eigenvalues[0] > 0 and (float(gradient.norm()) < 1e-9
-                                   or float(gradient @ torch.linalg.solve(hessian, gradient)) < 1e-16):
+        if eigenvalues[0] > 0 and (
+            float(gradient.norm()) < 1e-9 or float(gradient @ torch.linalg.solve(hessian, gradient)) < 1e-16
+        ):
             return theta, hessian
         step = -vectors @ ((vectors.T @ gradient) / eigenvalues.abs().clamp_min(1e-8))
         step = step * min(1.0, 2.0 / float(step.norm()))
@@ -183,7 +189,8 @@ def _mode(target: _Target, theta: torch.Tensor, max_iterations: int = 50):
     raise RuntimeError(
         f"the order-parameter posterior has no mode in log-Cholesky coordinates within {max_iterations} Newton "
         "steps: at small widths (small N_a above all) its density there is a funnel towards U = 0, which these "
-        "Metropolis chains cannot sample; use larger widths")
+        "Metropolis chains cannot sample; use larger widths"
+    )
 
 
 MOVES = ("mixed", "random_walk")
@@ -286,8 +293,12 @@ def sample_order_parameters(
     """
     start = time.perf_counter()
     torch_generator(generator)
-    for name, value, low in (("num_chains", num_chains, 2), ("num_warmup", num_warmup, 0),
-                             ("num_samples", num_samples, 4), ("thin", thin, 1)):
+    for name, value, low in (
+        ("num_chains", num_chains, 2),
+        ("num_warmup", num_warmup, 0),
+        ("num_samples", num_samples, 4),
+        ("thin", thin, 1),
+    ):
         int_at_least(value, name, low)
     if moves not in MOVES:
         raise ValueError(f"moves must be one of {MOVES}, got {moves!r}")
@@ -300,8 +311,10 @@ def sample_order_parameters(
         raise ValueError("widths must be finite: in the GP limit the order parameters do not fluctuate")
     for layer in range(1, arch.num_layers + 1):
         if arch.widths[layer - 1] < arch.layer_size(layer):
-            raise ValueError(f"widths: N_{layer} = {arch.widths[layer - 1]:g} must be at least n_{layer} = "
-                             f"{arch.layer_size(layer)} for U_{layer} to have a density")
+            raise ValueError(
+                f"widths: N_{layer} = {arch.widths[layer - 1]:g} must be at least n_{layer} = "
+                f"{arch.layer_size(layer)} for U_{layer} to have a density"
+            )
     temperature = positive_real(temperature, "temperature")
     labels = as_float64_tensor(y, "y", labels=True)
     if labels.shape != (X_raw.shape[0],):
@@ -309,8 +322,9 @@ def sample_order_parameters(
     X = scaled_features(X_raw, arch.variances[0])
     target = _Target(X, labels, arch, temperature)
 
-    saddle = solve(X_raw, labels, heads=heads, widths=widths, temperature=temperature, variances=variances,
-                   on_failure="raise")
+    saddle = solve(
+        X_raw, labels, heads=heads, widths=widths, temperature=temperature, variances=variances, on_failure="raise"
+    )
     theta, hessian = _mode(target, target.theta(saddle.U_layers, saddle.U_a))
     try:
         factor = torch.linalg.cholesky(torch.linalg.inv(hessian))
@@ -340,8 +354,9 @@ def sample_order_parameters(
             proposal = independence.sample(num_chains, generator)
             log_p_proposal = target.log_density(proposal)
             # the Hastings ratio of an independence move: p(theta') q(theta) / (p(theta) q(theta'))
-            log_ratio = ((log_p_proposal - independence.log_density(proposal))
-                         - (log_p - independence.log_density(state)))
+            log_ratio = (log_p_proposal - independence.log_density(proposal)) - (
+                log_p - independence.log_density(state)
+            )
         else:
             proposal = state + normal(num_chains, dimension) @ step_factor.T
             log_p_proposal = target.log_density(proposal)
@@ -358,9 +373,9 @@ def sample_order_parameters(
                 stored.append(layers[0])
                 stored_upper.append(layers[1:])
                 if len(stored) in checkpoints and stop.reached(
-                        torch.stack(stored, dim=1),
-                        tuple(torch.stack([draw[k] for draw in stored_upper], dim=1)
-                              for k in range(len(stored_upper[0])))):
+                    torch.stack(stored, dim=1),
+                    tuple(torch.stack([draw[k] for draw in stored_upper], dim=1) for k in range(len(stored_upper[0]))),
+                ):
                     break
     U = torch.stack(stored, dim=1)  # [C, S, n, n]
     upper = [torch.stack([draw[k] for draw in stored_upper], dim=1) for k in range(len(stored_upper[0]))]
@@ -377,6 +392,7 @@ def sample_order_parameters(
         wall_time_s=time.perf_counter() - start,
         moves=moves,
         upper_mean=tuple(u.mean(dim=(0, 1)).numpy() for u in upper),
-        upper_mc_se=tuple((u.reshape(-1, *u.shape[2:]).std(dim=0) / torch.sqrt(effective_sample_size(u))).numpy()
-                          for u in upper),
+        upper_mc_se=tuple(
+            (u.reshape(-1, *u.shape[2:]).std(dim=0) / torch.sqrt(effective_sample_size(u))).numpy() for u in upper
+        ),
     )

@@ -67,8 +67,10 @@ def path_features(x: ArrayLike, attention: Attention, *, batch_size: int = 256) 
     """
     x = as_float64_tensor(x, "x")
     if x.ndim != 3 or x.shape[1] != attention.input_width:
-        raise ValueError(f"x must have shape [B, N0, T] = [B, {attention.input_width}, T] (features before tokens; "
-                         f"PyTorch's [B, T, D] transposed), got {tuple(x.shape)}")
+        raise ValueError(
+            f"x must have shape [B, N0, T] = [B, {attention.input_width}, T] (features before tokens; "
+            f"PyTorch's [B, T, D] transposed), got {tuple(x.shape)}"
+        )
     batch_size = positive_int(batch_size, "batch_size")
     chunks = []
     for start in range(0, x.shape[0], batch_size):
@@ -94,7 +96,5 @@ def check_num_paths(n_paths: int, heads) -> tuple[int, ...]:
     """Check that ``n_paths == prod(heads)``; return ``heads`` as a tuple."""
     heads = heads_tuple(heads)
     if math.prod(heads) != n_paths:
-        raise ValueError(
-            f"heads={heads} gives {math.prod(heads)} paths but features hold {n_paths} paths (last axis)"
-        )
+        raise ValueError(f"heads={heads} gives {math.prod(heads)} paths but features hold {n_paths} paths (last axis)")
     return heads

@@ -39,7 +39,6 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Optional  # Optional[ArrayLike]: autodoc_type_aliases cannot read ArrayLike | None
 
 import numpy as np
 import torch
@@ -47,10 +46,9 @@ from numpy.typing import ArrayLike
 from tqdm import tqdm
 
 from ._validation import as_float64_tensor, int_at_least, positive_real, torch_generator
-from .devices import torch_device
 from .action import pre_kernel_tensor
+from .devices import torch_device
 from .network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
-
 
 MAX_PAIR_KERNEL_ENTRIES = 16_000_000
 """Largest ``P^2 n^2`` for which the sampler stores the path-pair kernels of its training data (128 MB)."""
@@ -266,8 +264,15 @@ class PosteriorSampler:
     """
 
     def __init__(
-        self, network: AttentionNetwork, y: ArrayLike, temperature: float, *, x: Optional[ArrayLike] = None,
-        features: Optional[ArrayLike] = None, scale_moves: bool = True, device: str | torch.device = "cpu",
+        self,
+        network: AttentionNetwork,
+        y: ArrayLike,
+        temperature: float,
+        *,
+        x: ArrayLike | None = None,
+        features: ArrayLike | None = None,
+        scale_moves: bool = True,
+        device: str | torch.device = "cpu",
     ) -> None:
         if not isinstance(network, AttentionNetwork):
             raise ValueError(f"network must be an AttentionNetwork, got {type(network).__name__}")
@@ -296,8 +301,11 @@ class PosteriorSampler:
         # sum_i xi_pi(x^mu)_i xi_pi'(x^nu)_i: stored once (when small), they replace the sweep's largest
         # contraction, P^2 n N0 per chain, by P^2 n^2
         P, n0, n = self.features.shape
-        self._pair_kernels = (pre_kernel_tensor(self.features).T.contiguous().to(self.device)
-                              if n < n0 and P * P * n * n <= MAX_PAIR_KERNEL_ENTRIES else None)
+        self._pair_kernels = (
+            pre_kernel_tensor(self.features).T.contiguous().to(self.device)
+            if n < n0 and P * P * n * n <= MAX_PAIR_KERNEL_ENTRIES
+            else None
+        )
         self._noise_identity = self.temperature * torch.eye(P, dtype=torch.float64, device=self.device)
         self._work = None  # the P x P matrices of a block's draw, reused (see _work_matrices)
 
@@ -409,8 +417,9 @@ class PosteriorSampler:
             self._work = (gram, factor)
         return self._work
 
-    def _gram(self, b: int, left: torch.Tensor, left_above: torch.Tensor, grouped: torch.Tensor,
-              out: torch.Tensor) -> torch.Tensor:
+    def _gram(
+        self, b: int, left: torch.Tensor, left_above: torch.Tensor, grouped: torch.Tensor, out: torch.Tensor
+    ) -> torch.Tensor:
         """``s Phi Phi^T + T I`` of block ``b`` (``[C, P, P]``, into ``out``): with the groups of :meth:`_grouped`,
         ``s c^2 sum_h sum_{beta beta'} (left_beta . left_beta') (R_{h beta}(x^mu) . R_{h beta'}(x^nu))``, summed in
         the cheapest of three orders (per chain and per P^2): the stored path-pair kernels of V0 (n^2 numbers);
@@ -422,8 +431,13 @@ class PosteriorSampler:
         C, P = grouped.shape[:2]
         if b == 0 and self._pair_kernels is not None:
             overlap = left @ left.transpose(1, 2)  # [C, n, n] (V0 has one head: every pair counts)
-            return torch.addmm(self._noise_identity.reshape(-1), overlap.reshape(C, -1), self._pair_kernels,
-                               alpha=scale, out=out.view(C, P * P)).view(C, P, P)
+            return torch.addmm(
+                self._noise_identity.reshape(-1),
+                overlap.reshape(C, -1),
+                self._pair_kernels,
+                alpha=scale,
+                out=out.view(C, P * P),
+            ).view(C, P, P)
         _, H, B = spec.split
         if H == 1 and left.shape[-1] <= B:
             design = (left_above.transpose(1, 2)[:, None] @ grouped).reshape(C, P, -1)  # [C, P, out * in]
@@ -433,8 +447,9 @@ class PosteriorSampler:
             mixed = grouped.reshape(C, P, -1) * overlap.reshape(C, 1, 1)
         else:
             mixed = (overlap[:, None, None] @ grouped.reshape(C, P, H, B, -1)).reshape(C, P, -1)
-        return torch.baddbmm(self._noise_identity, grouped.reshape(C, P, -1), mixed.transpose(1, 2), alpha=scale,
-                             out=out)
+        return torch.baddbmm(
+            self._noise_identity, grouped.reshape(C, P, -1), mixed.transpose(1, 2), alpha=scale, out=out
+        )
 
     def _draw_block(self, b: int, W_shape, left, right, generator) -> torch.Tensor:
         """Exact draw of block ``b`` from its Gaussian conditional (Matheron's rule, see module doc)."""
@@ -453,8 +468,9 @@ class PosteriorSampler:
         residual = (self._y_on_device - prior_output - math.sqrt(T) * noise)[..., None]
         torch.linalg.cholesky(gram, out=factor)
         # two triangular solves on the column-major factor (cholesky_solve would copy it)
-        alpha = torch.linalg.solve_triangular(factor.mT, torch.linalg.solve_triangular(factor, residual, upper=False),
-                                              upper=True)[..., 0]  # [C, P]
+        alpha = torch.linalg.solve_triangular(
+            factor.mT, torch.linalg.solve_triangular(factor, residual, upper=False), upper=True
+        )[..., 0]  # [C, P]
         # Phi^T alpha = c sum_{h beta} E_h (x) left_beta (sum_mu alpha_mu R_{h beta}(x^mu))
         routed = (alpha[:, None] @ grouped.reshape(C, P, -1)).reshape(C * H, B, -1)
         # w = w0 + s c sum_beta left_beta routed_{h beta}^T, accumulated into the prior draw (no new block)
@@ -494,8 +510,16 @@ class PosteriorSampler:
         # the moves only rescale blocks: their squared norms follow the scales, and every block is multiplied
         # once, by the product of its scales, at the end (blocks can be large); the arithmetic on the C numbers
         # per block runs in numpy, whose operations cost a fraction of torch's on arrays this small
-        norms = torch.stack([(W.reshape(C, 1, -1) @ W.reshape(C, -1, 1)).reshape(C) / spec.variance
-                             for W, spec in zip(blocks, self._blocks)]).cpu().numpy()
+        norms = (
+            torch.stack(
+                [
+                    (W.reshape(C, 1, -1) @ W.reshape(C, -1, 1)).reshape(C) / spec.variance
+                    for W, spec in zip(blocks, self._blocks)
+                ]
+            )
+            .cpu()
+            .numpy()
+        )
         scales = np.ones((len(blocks), C))
         for b in range(len(blocks) - 1, 0, -1):
             psi, chi = norms[b], norms[b - 1]
@@ -614,13 +638,18 @@ class PosteriorSampler:
                 for layer, U in zip(upper, self.network.layer_order_parameters(self._to_weights(blocks))[1:]):
                     layer.append(U)
                 stored += 1
-                if stored in checkpoints and stored < num_samples and stop.reached(
-                        overlaps[:, :stored], tuple(torch.stack(layer, dim=1) for layer in upper)):
+                if (
+                    stored in checkpoints
+                    and stored < num_samples
+                    and stop.reached(overlaps[:, :stored], tuple(torch.stack(layer, dim=1) for layer in upper))
+                ):
                     input_weights, overlaps = input_weights[:, :stored].clone(), overlaps[:, :stored].clone()
                     break
         if not (torch.isfinite(input_weights).all() and torch.isfinite(overlaps).all()):
-            raise RuntimeError("the sampler produced non-finite weights: the posterior's linear algebra failed "
-                               f"(temperature {self.temperature}, widths {self.network.widths})")
+            raise RuntimeError(
+                "the sampler produced non-finite weights: the posterior's linear algebra failed "
+                f"(temperature {self.temperature}, widths {self.network.widths})"
+            )
         self.result = PosteriorSamples(
             path_input_weights=input_weights,
             order_parameters=overlaps,

@@ -84,6 +84,12 @@ def spearman_permutation_test(a, b) -> dict:
         return {"rho": 0.0, "p_value": 1.0, "n": int(a.size)}
     ra, rb = (stats.rankdata(v, method="average") - 1 for v in (a, b))
     ra, rb = ra - ra.mean(), rb - rb.mean()
-    test = stats.permutation_test((ra,), lambda x, axis: np.sum(x * rb, axis=axis), permutation_type="pairings",
-                                  alternative="greater", n_resamples=math.factorial(a.size), vectorized=True)
+    test = stats.permutation_test(
+        (ra,),
+        lambda x, axis: np.sum(x * rb, axis=axis),
+        permutation_type="pairings",
+        alternative="greater",
+        n_resamples=math.factorial(a.size),
+        vectorized=True,
+    )
     return {"rho": float(stats.spearmanr(a, b).statistic), "p_value": float(test.pvalue), "n": int(a.size)}

@@ -26,7 +26,6 @@ from torch import nn
 from ._validation import positive_int
 from .attention import Attention, AttentionLayer
 
-
 FORWARD_REVISION = 2
 """Revision of :meth:`SumHeadTransformer.forward`'s float32 arithmetic. Training amplifies rounding, so a
 model trained with another evaluation order is another model: the revision is part of the trained models'
@@ -69,13 +68,19 @@ class SumHeadTransformer(nn.Module):
     ) -> None:
         super().__init__()
         for name, value in (
-            ("input_width", input_width), ("width", width), ("qk_width", qk_width),
-            ("num_layers", num_layers), ("num_heads", num_heads),
+            ("input_width", input_width),
+            ("width", width),
+            ("qk_width", qk_width),
+            ("num_layers", num_layers),
+            ("num_heads", num_heads),
         ):
             positive_int(value, name)
         self.hyperparameters = {
-            "input_width": input_width, "width": width, "qk_width": qk_width,
-            "num_layers": num_layers, "num_heads": num_heads,
+            "input_width": input_width,
+            "width": width,
+            "qk_width": qk_width,
+            "num_layers": num_layers,
+            "num_heads": num_heads,
         }
         L, F, N, G, N0 = num_layers, num_heads, width, qk_width, input_width
         self.input_layer = _uniform((N, N0), N0, generator, dtype)

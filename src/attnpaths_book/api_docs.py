@@ -83,8 +83,13 @@ def _note_current(app, what, name, obj, options, lines) -> None:
     if what == "module":
         app.env.temp_data[_CURRENT] = (name, "")
         if not any(line.strip() for line in lines):
-            logger.warning("module %s has no docstring: every module on the API pages needs one", name,
-                           type="attnpaths", subtype="docstring", location=app.env.docname)
+            logger.warning(
+                "module %s has no docstring: every module on the API pages needs one",
+                name,
+                type="attnpaths",
+                subtype="docstring",
+                location=app.env.docname,
+            )
     elif what in ("class", "exception"):
         module = getattr(obj, "__module__", "")
         app.env.temp_data[_CURRENT] = (module, name.removeprefix(module + "."))
@@ -101,9 +106,14 @@ def _check_member(app, what, name, obj, skip, options):
             return None  # imported: autodoc leaves it to the page of the module that defines it
         if not own_docstring(obj).strip():
             owner = f"{module}.{scope}" if scope else module
-            logger.warning("%s.%s has no docstring: every public function, class, method and property on the "
-                           "API pages needs one", owner, name, type="attnpaths", subtype="docstring",
-                           location=source_location(obj) or app.env.docname)
+            logger.warning(
+                "%s.%s has no docstring: every public function, class, method and property on the API pages needs one",
+                owner,
+                name,
+                type="attnpaths",
+                subtype="docstring",
+                location=source_location(obj) or app.env.docname,
+            )
         return None
     if isinstance(obj, enum.Enum):
         return None  # an enumeration's members are listed (the class docstring describes them)

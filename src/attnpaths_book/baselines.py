@@ -17,13 +17,13 @@ from pathlib import Path
 
 import nbformat
 
-from attnpaths_book.results import atomic_write_text
 from attnpaths.json_files import read_json
 from attnpaths_book.cache import EXECUTION_METADATA
-from attnpaths_book.store import verify_results
 from attnpaths_book.chapters import Chapter, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.numeric_diff import compare_json, compare_lines
+from attnpaths_book.results import atomic_write_text
+from attnpaths_book.store import verify_results
 
 CHECK_TAG = "nbval-check-output"
 INJECTED_TAG = "injected-parameters"
@@ -99,26 +99,34 @@ class BaselineUpdate:
 def _executed_smoke_notebook(layout: BookLayout, chapter: Chapter):
     path = layout.executed_notebook(chapter.docname)
     if not path.is_file():
-        raise FileNotFoundError(f"chapter {chapter.name!r} has no executed notebook at {layout.relative(path)}: "
-                                f"run `python -m attnpaths_book run {chapter.name}`")
+        raise FileNotFoundError(
+            f"chapter {chapter.name!r} has no executed notebook at {layout.relative(path)}: "
+            f"run `python -m attnpaths_book run {chapter.name}`"
+        )
     notebook = nbformat.read(path, as_version=4)
     profile = notebook.metadata.get(EXECUTION_METADATA, {}).get("profile")
     if profile != "smoke":
-        raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} was executed with the {profile!r} "
-                         "profile; baselines hold the smoke profile")
+        raise ValueError(
+            f"chapter {chapter.name!r}: {layout.relative(path)} was executed with the {profile!r} "
+            "profile; baselines hold the smoke profile"
+        )
     return notebook
 
 
 def _smoke_results_text(layout: BookLayout, chapter: Chapter) -> str:
     path = layout.results_file(chapter.name)
     if not path.is_file():
-        raise FileNotFoundError(f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
-                                f"run `python -m attnpaths_book run {chapter.name}`")
+        raise FileNotFoundError(
+            f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
+            f"run `python -m attnpaths_book run {chapter.name}`"
+        )
     profile = verify_results(layout.results_dir, chapter.name).get("profile")
     text = path.read_text()
     if profile != "smoke":
-        raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} holds the {profile!r} profile's "
-                         "results; baselines hold the smoke profile")
+        raise ValueError(
+            f"chapter {chapter.name!r}: {layout.relative(path)} holds the {profile!r} profile's "
+            "results; baselines hold the smoke profile"
+        )
     return text
 
 
@@ -145,7 +153,7 @@ def _notebook_report(layout: BookLayout, path: Path, old, new) -> list[str]:
         if difference:
             lines.append(f"  printed by {CHECK_TAG} cell {number} of {len(new_checked)}:")
             lines += ["  " + line for line in difference]
-    for number, after in enumerate(new_checked[len(old_checked):], start=len(old_checked) + 1):
+    for number, after in enumerate(new_checked[len(old_checked) :], start=len(old_checked) + 1):
         lines.append(f"  printed by the new {CHECK_TAG} cell {number}:")
         lines += [f"    + {line}" for line in after]
     if not lines:
@@ -170,8 +178,9 @@ def baseline_update(layout: BookLayout, chapter: Chapter) -> BaselineUpdate:
         report.append(f"{layout.relative(path)}: new baseline")
         changed = True
     elif path.read_text() != notebook_text:
-        report += _notebook_report(layout, path, nbformat.read(path, as_version=4),
-                                   nbformat.reads(notebook_text, as_version=4))
+        report += _notebook_report(
+            layout, path, nbformat.read(path, as_version=4), nbformat.reads(notebook_text, as_version=4)
+        )
         changed = True
     if not results_path.is_file():
         report.append(f"{layout.relative(results_path)}: new baseline of the results file")
@@ -180,8 +189,9 @@ def baseline_update(layout: BookLayout, chapter: Chapter) -> BaselineUpdate:
         comparison = compare_json(read_json(results_path, "baseline results file"), json.loads(results_text))
         report += comparison.report(f"{layout.relative(results_path)}")
         changed = changed or comparison.changed
-    return BaselineUpdate(chapter=chapter.name, notebook_text=notebook_text, results_text=results_text,
-                          changed=changed, report=report)
+    return BaselineUpdate(
+        chapter=chapter.name, notebook_text=notebook_text, results_text=results_text, changed=changed, report=report
+    )
 
 
 def write_baseline(layout: BookLayout, chapter: Chapter, update: BaselineUpdate) -> list[Path]:
@@ -189,14 +199,17 @@ def write_baseline(layout: BookLayout, chapter: Chapter, update: BaselineUpdate)
     two paths."""
     if update.chapter != chapter.name:
         raise ValueError(f"update must be the baseline update of chapter {chapter.name!r}, got {update.chapter!r}'s")
-    return [atomic_write_text(baseline_path(layout, chapter), update.notebook_text),
-            atomic_write_text(results_baseline_path(layout, chapter), update.results_text)]
+    return [
+        atomic_write_text(baseline_path(layout, chapter), update.notebook_text),
+        atomic_write_text(results_baseline_path(layout, chapter), update.results_text),
+    ]
 
 
 def code_cells(notebook) -> list[str]:
     """Sources of the code cells, papermill's injected-parameters cell left out."""
-    return [c.source for c in notebook.cells
-            if c.cell_type == "code" and INJECTED_TAG not in c.metadata.get("tags", [])]
+    return [
+        c.source for c in notebook.cells if c.cell_type == "code" and INJECTED_TAG not in c.metadata.get("tags", [])
+    ]
 
 
 def baseline_differences(layout: BookLayout, chapter: Chapter) -> list[str]:
@@ -213,10 +226,16 @@ def baseline_differences(layout: BookLayout, chapter: Chapter) -> list[str]:
     ours, theirs = code_cells(chapter.notebook), code_cells(baseline)
     if ours != theirs:
         changed = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
-        where = f"code cells {changed}" if changed else f"{len(ours)} code cells in the chapter, {len(theirs)} in the baseline"
+        where = (
+            f"code cells {changed}"
+            if changed
+            else f"{len(ours)} code cells in the chapter, {len(theirs)} in the baseline"
+        )
         problems.append(f"the code of {layout.relative(chapter.source)} differs from its baseline ({where})")
     recorded = baseline.metadata.get("papermill", {}).get("parameters")
-    expected = json.loads(json.dumps(resolve_parameters(chapter, "smoke", results_dir=layout.relative(layout.results_dir))))
+    expected = json.loads(
+        json.dumps(resolve_parameters(chapter, "smoke", results_dir=layout.relative(layout.results_dir)))
+    )
     if recorded != expected:
         problems.append(f"the baseline was executed with parameters {recorded}, the smoke profile now gives {expected}")
     checked = [c for c in baseline.cells if c.cell_type == "code" and CHECK_TAG in c.metadata.get("tags", [])]

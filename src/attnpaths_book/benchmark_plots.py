@@ -10,8 +10,10 @@ import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.ticker import NullFormatter
 
-SERIES = {"examples": ("P", "training examples P", "4-path network, N = {width}, T = {temperature:g}"),
-          "paths": ("paths", "paths n", "2 layers of random heads, P = {num_train}, T = {temperature:g}")}
+SERIES = {
+    "examples": ("P", "training examples P", "4-path network, N = {width}, T = {temperature:g}"),
+    "paths": ("paths", "paths n", "2 layers of random heads, P = {num_train}, T = {temperature:g}"),
+}
 
 
 def _power_law(sizes, ms, exponent, grid):
@@ -32,13 +34,19 @@ def _growth_panel(ax, sizes, values, exponent: float, two_terms: dict | None, xl
     sizes, values = np.asarray(sizes, dtype=float), np.asarray(values, dtype=float)
     grid = np.geomspace(sizes.min(), sizes.max(), 100)
     ax.loglog(sizes, values, "o", color="black", label="measured", zorder=3)
-    ax.loglog(grid, _power_law(sizes, values, exponent, grid), color="tab:blue", linestyle="--",
-              label=f"power law, exponent {exponent:.2f}")
+    ax.loglog(
+        grid,
+        _power_law(sizes, values, exponent, grid),
+        color="tab:blue",
+        linestyle="--",
+        label=f"power law, exponent {exponent:.2f}",
+    )
     if two_terms is not None:
         p, q = two_terms["exponents"]
         constant = " + c" if two_terms["constant"] else ""
-        ax.loglog(grid, _two_terms(two_terms, grid), color="tab:orange",
-                  label=f"a s$^{{{p:g}}}$ + b s$^{{{q:g}}}${constant}")
+        ax.loglog(
+            grid, _two_terms(two_terms, grid), color="tab:orange", label=f"a s$^{{{p:g}}}$ + b s$^{{{q:g}}}${constant}"
+        )
     ax.set_xticks(sizes, [f"{s:g}" for s in sizes], minor=False)
     ax.set_xticks([], minor=True)
     ax.set_xlabel(xlabel)
@@ -61,10 +69,18 @@ def plot_solver_growth(growth: dict):
     fig, axes = plt.subplots(1, len(SERIES), figsize=(9.0, 3.6), layout="constrained")
     for ax, (name, (key, xlabel, title)) in zip(axes, SERIES.items()):
         series = growth[name]
-        _growth_panel(ax, [row[key] for row in series["rows"]], [row["ms_per_iteration"] for row in series["rows"]],
-                      series["exponent_per_iteration"], series["two_terms"], xlabel, "time per Newton iteration (ms)",
-                      title.format(width=series["width"], temperature=series["temperature"],
-                                   num_train=series["rows"][0]["num_train"]))
+        _growth_panel(
+            ax,
+            [row[key] for row in series["rows"]],
+            [row["ms_per_iteration"] for row in series["rows"]],
+            series["exponent_per_iteration"],
+            series["two_terms"],
+            xlabel,
+            "time per Newton iteration (ms)",
+            title.format(
+                width=series["width"], temperature=series["temperature"], num_train=series["rows"][0]["num_train"]
+            ),
+        )
     return fig
 
 
@@ -89,16 +105,38 @@ def plot_sampler_growth(report: dict):
         series = report["growth"][name]
         rows = series["rows"]
         title = f"4-path network, {symbol} = {rows[0][key]}, T = {report['temperature']:g}"
-        _growth_panel(axes[0, column], series["sizes"], [row["ms_per_sweep"] for row in rows],
-                      series["exponent_per_sweep"], series["two_terms"], xlabel, "time per sweep (ms)", title)
+        _growth_panel(
+            axes[0, column],
+            series["sizes"],
+            [row["ms_per_sweep"] for row in rows],
+            series["exponent_per_sweep"],
+            series["two_terms"],
+            xlabel,
+            "time per sweep (ms)",
+            title,
+        )
         ax = axes[1, column]
         trusted = [row["converged"] for row in rows]
         ess = [row["min_predictor_ess_per_s"] for row in rows]
-        _growth_panel(ax, series["ess_sizes"], [e for e, ok in zip(ess, trusted) if ok], series["exponent_ess_per_s"],
-                      None, xlabel, "smallest ESS of f per second", title)
+        _growth_panel(
+            ax,
+            series["ess_sizes"],
+            [e for e, ok in zip(ess, trusted) if ok],
+            series["exponent_ess_per_s"],
+            None,
+            xlabel,
+            "smallest ESS of f per second",
+            title,
+        )
         if not all(trusted):
-            ax.loglog([s for s, ok in zip(series["sizes"], trusted) if not ok], [e for e, ok in zip(ess, trusted) if not ok],
-                      "o", markerfacecolor="none", color="black", label="chains not converged")
+            ax.loglog(
+                [s for s, ok in zip(series["sizes"], trusted) if not ok],
+                [e for e, ok in zip(ess, trusted) if not ok],
+                "o",
+                markerfacecolor="none",
+                color="black",
+                label="chains not converged",
+            )
             ax.set_xticks(series["sizes"], [f"{s:g}" for s in series["sizes"]], minor=False)
             ax.xaxis.set_minor_formatter(NullFormatter())  # the sizes alone label the axis
             ax.legend(fontsize=8)

@@ -48,8 +48,11 @@ IGNORED_FOLDERS = ("__pycache__",)
 
 
 def _is_package_file(path: Path) -> bool:
-    return path.is_file() and not any(part in IGNORED_FOLDERS for part in path.parts) \
+    return (
+        path.is_file()
+        and not any(part in IGNORED_FOLDERS for part in path.parts)
         and path.suffix not in IGNORED_SUFFIXES
+    )
 
 
 def _digest(source_root: Path, files, file_hash) -> str:
@@ -88,8 +91,9 @@ def _parse_cell(source: str):
 def _only_for_type_checkers(node: ast.stmt) -> bool:
     """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): a block that never executes."""
     test = getattr(node, "test", None) if isinstance(node, ast.If) else None
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _statements(node: ast.AST):
@@ -122,7 +126,7 @@ def imported_names(tree: ast.AST, package: str | None = None) -> set[str]:
                 parts = package.split(".")
                 if node.level - 1 > len(parts) - 1:
                     continue  # above the top-level package
-                base = ".".join(parts[:len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+                base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
             else:
                 base = node.module
             names.add(base)
@@ -274,8 +278,15 @@ class PackageCode:
         return self.digest_all() if names is None else self.digest(names)
 
 
-DISPATCH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "MKL_DEBUG_CPU_TYPE",
-                      "OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES")
+DISPATCH_VARIABLES = (
+    "ATEN_CPU_CAPABILITY",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_CBWR",
+    "MKL_DEBUG_CPU_TYPE",
+    "OPENBLAS_CORETYPE",
+    "NPY_DISABLE_CPU_FEATURES",
+    "NPY_ENABLE_CPU_FEATURES",
+)
 """Environment variables that choose the instruction set of torch's, MKL's, OpenBLAS's and NumPy's kernels:
 each moves the last bits of float64 results and changes trained float32 models, so an execution under other
 values is another execution (``.ci/second_dispatch.py`` sets them to imitate another CPU)."""

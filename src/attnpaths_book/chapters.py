@@ -145,20 +145,29 @@ def parameters_cell(notebook, name: str) -> dict:
         raise ChapterError(f"chapter {name!r}: the parameters cell is not valid Python: {err}") from err
     defaults = {}
     for statement in tree.body:
-        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name)):
-            raise ChapterError(f"chapter {name!r}: the parameters cell may hold only assignments 'name = literal', "
-                               f"found: {ast.get_source_segment(cells[0].source, statement)}")
+        if not (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            raise ChapterError(
+                f"chapter {name!r}: the parameters cell may hold only assignments 'name = literal', "
+                f"found: {ast.get_source_segment(cells[0].source, statement)}"
+            )
         target = statement.targets[0].id
         try:
             defaults[target] = ast.literal_eval(statement.value)
         except ValueError as err:
-            raise ChapterError(f"chapter {name!r}: parameter {target!r} must be a literal (number, string, list, "
-                               f"dict, bool, None), got: {ast.get_source_segment(cells[0].source, statement.value)}") from err
+            raise ChapterError(
+                f"chapter {name!r}: parameter {target!r} must be a literal (number, string, list, "
+                f"dict, bool, None), got: {ast.get_source_segment(cells[0].source, statement.value)}"
+            ) from err
     missing = [p for p in INJECTED if p not in defaults]
     if missing:
-        raise ChapterError(f"chapter {name!r}: the parameters cell must also assign {', '.join(missing)} "
-                           f"(e.g. profile = \"smoke\", results_dir = \"_build/results\")")
+        raise ChapterError(
+            f"chapter {name!r}: the parameters cell must also assign {', '.join(missing)} "
+            f"(e.g. profile = \"smoke\", results_dir = \"_build/results\")"
+        )
     return defaults
 
 
@@ -172,19 +181,27 @@ def load_chapter(layout: BookLayout, docname: str) -> Chapter:
     if "kernelspec" not in meta:
         return Chapter(name=name, docname=docname, source=source)
     notebook = jupytext.read(source)
-    chapter = Chapter(name=name, docname=docname, source=source, notebook=notebook,
-                      defaults=parameters_cell(notebook, name))
+    chapter = Chapter(
+        name=name, docname=docname, source=source, notebook=notebook, defaults=parameters_cell(notebook, name)
+    )
     settings = meta.get("attnpaths") or {}
     unknown = set(settings) - {"profiles", "report"}
     if unknown:
-        raise ChapterError(f"chapter {name!r}: unknown front-matter keys under 'attnpaths': {sorted(unknown)}; "
-                           "allowed: profiles, report")
+        raise ChapterError(
+            f"chapter {name!r}: unknown front-matter keys under 'attnpaths': {sorted(unknown)}; "
+            "allowed: profiles, report"
+        )
     profiles = settings.get("profiles") or {}
     if not isinstance(profiles, dict) or set(profiles) - set(PROFILES):
-        raise ChapterError(f"chapter {name!r}: 'attnpaths.profiles' must map profile names among {PROFILES} to "
-                           f"parameter values, got {profiles!r}")
-    chapter.profiles = {p: check_overrides(chapter, profiles.get(p) or {}, origin=f"profile {p!r}")
-                        for p in PROFILES if p in SHARED_PROFILES or p in profiles}
+        raise ChapterError(
+            f"chapter {name!r}: 'attnpaths.profiles' must map profile names among {PROFILES} to "
+            f"parameter values, got {profiles!r}"
+        )
+    chapter.profiles = {
+        p: check_overrides(chapter, profiles.get(p) or {}, origin=f"profile {p!r}")
+        for p in PROFILES
+        if p in SHARED_PROFILES or p in profiles
+    }
     chapter.report = bool(settings.get("report", False))
     return chapter
 
@@ -233,21 +250,29 @@ def check_overrides(chapter: Chapter, overrides: dict, origin: str = "--set") ->
     unknown, is one of the injected names, or a value's type differs from its default's.
     """
     if not isinstance(overrides, dict):
-        raise ParameterError(f"chapter {chapter.name!r}: {origin} must map parameter names to values, got {overrides!r}")
+        raise ParameterError(
+            f"chapter {chapter.name!r}: {origin} must map parameter names to values, got {overrides!r}"
+        )
     checked = {}
     for name, value in overrides.items():
         if name in INJECTED:
-            raise ParameterError(f"chapter {chapter.name!r}: {origin} cannot set {name!r}, which the executor sets "
-                                 "(choose the profile with --profile)\n" + chapter.describe_parameters())
+            raise ParameterError(
+                f"chapter {chapter.name!r}: {origin} cannot set {name!r}, which the executor sets "
+                "(choose the profile with --profile)\n" + chapter.describe_parameters()
+            )
         if name not in chapter.defaults:
-            raise ParameterError(f"chapter {chapter.name!r}: {origin} names an unknown parameter {name!r}\n"
-                                 + chapter.describe_parameters())
+            raise ParameterError(
+                f"chapter {chapter.name!r}: {origin} names an unknown parameter {name!r}\n"
+                + chapter.describe_parameters()
+            )
         default = chapter.defaults[name]
         ok, value = _same_kind(value, default)
         if not ok:
-            raise ParameterError(f"chapter {chapter.name!r}: {origin} gives {name}={value!r} "
-                                 f"({type(value).__name__}), but {name} must be of type {type(default).__name__} "
-                                 f"like its default {default!r}\n" + chapter.describe_parameters())
+            raise ParameterError(
+                f"chapter {chapter.name!r}: {origin} gives {name}={value!r} "
+                f"({type(value).__name__}), but {name} must be of type {type(default).__name__} "
+                f"like its default {default!r}\n" + chapter.describe_parameters()
+            )
         checked[name] = value
     return checked
 
@@ -263,8 +288,9 @@ def parse_assignments(chapter: Chapter, items) -> dict:
         name, sep, text = item.partition("=")
         name = name.strip()
         if not sep or not name.isidentifier() or keyword.iskeyword(name):
-            raise ParameterError(f"chapter {chapter.name!r}: --set expects NAME=VALUE, got {item!r}\n"
-                                 + chapter.describe_parameters())
+            raise ParameterError(
+                f"chapter {chapter.name!r}: --set expects NAME=VALUE, got {item!r}\n" + chapter.describe_parameters()
+            )
         try:
             value = ast.literal_eval(text.strip())
         except (ValueError, SyntaxError):
@@ -275,16 +301,19 @@ def parse_assignments(chapter: Chapter, items) -> dict:
     return check_overrides(chapter, overrides)
 
 
-def resolve_parameters(chapter: Chapter, profile: str, overrides: dict | None = None,
-                       results_dir: str = "_build/results") -> dict:
+def resolve_parameters(
+    chapter: Chapter, profile: str, overrides: dict | None = None, results_dir: str = "_build/results"
+) -> dict:
     """The complete parameters of one execution: defaults, then the profile's values, then the (validated)
     overrides, then ``profile`` and ``results_dir``."""
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     if profile not in chapter.profiles:
-        raise ValueError(f"profile {profile!r} is defined only by some chapters, and chapter {chapter.name!r} does "
-                         f"not define it (its profiles: {', '.join(chapter.profiles)}); execute a chapter that "
-                         f"defines it with: python -m attnpaths_book run CHAPTER --profile {profile}")
+        raise ValueError(
+            f"profile {profile!r} is defined only by some chapters, and chapter {chapter.name!r} does "
+            f"not define it (its profiles: {', '.join(chapter.profiles)}); execute a chapter that "
+            f"defines it with: python -m attnpaths_book run CHAPTER --profile {profile}"
+        )
     parameters = dict(chapter.defaults)
     parameters.update(chapter.profiles.get(profile, {}))
     parameters.update(check_overrides(chapter, overrides or {}))

@@ -10,8 +10,10 @@ from attnpaths.claims import Verdict
 
 def claims_table(verdicts) -> str:
     """A Markdown table of verdicts: claim, statement, source, test, level, measured, outcome."""
-    rows = ["| claim | statement | source | test and criterion | level | measured | outcome |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| claim | statement | source | test and criterion | level | measured | outcome |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for v in verdicts:
         cells = [v.claim, v.statement, v.source, v.test, v.level_text, v.measured, f"**{v.outcome.value}**"]
         rows.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
@@ -35,8 +37,9 @@ def markdown_sentence(verdict: Verdict) -> str:
 def markdown_claims_table(verdicts) -> str:
     """:func:`claims_table` of ``verdicts`` with every text field escaped for Markdown."""
     text_fields = ("claim", "statement", "source", "test", "measured")
-    return claims_table([dataclasses.replace(v, **{f: escape_markdown(getattr(v, f)) for f in text_fields})
-                         for v in verdicts])
+    return claims_table(
+        [dataclasses.replace(v, **{f: escape_markdown(getattr(v, f)) for f in text_fields}) for v in verdicts]
+    )
 
 
 def structural_table(verdicts) -> str:
@@ -45,14 +48,17 @@ def structural_table(verdicts) -> str:
     limit as ``1/N``), whatever the task or a wrong energy or entropy weight. They check the solver and the
     setup, not the theory against data, so they are shown apart from the claims. Text fields are escaped for
     Markdown."""
-    rows = ["| check (follows from the theory's form; not a claim) | criterion | measured | outcome |",
-            "|---|---|---|---|"]
+    rows = [
+        "| check (follows from the theory's form; not a claim) | criterion | measured | outcome |",
+        "|---|---|---|---|",
+    ]
     for v in verdicts:
         if not isinstance(v, Verdict):
             raise ValueError(f"verdicts must be Verdict objects, got {type(v).__name__}")
         cells = [f"{v.claim}: {v.statement}", v.test, v.measured]
-        rows.append("| " + " | ".join(escape_markdown(c).replace("|", "\\|") for c in cells)
-                    + f" | **{v.outcome.value}** |")
+        rows.append(
+            "| " + " | ".join(escape_markdown(c).replace("|", "\\|") for c in cells) + f" | **{v.outcome.value}** |"
+        )
     return "\n".join(rows)
 
 

@@ -36,9 +36,9 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from attnpaths import engine as engine_
+from attnpaths.json_files import DamagedFile
 from attnpaths_book import baselines, paper_records, runner, site, tolerances
 from attnpaths_book.chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
-from attnpaths.json_files import DamagedFile
 from attnpaths_book.executor import ChapterFailed
 from attnpaths_book.layout import BookLayout, find_root, suite_book
 
@@ -60,12 +60,19 @@ def _positive_int(text: str) -> int:
 def _engine_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("engine (where the chapters' tasks run; the numbers do not depend on it)")
     where = group.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help=f"address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: "
-                            f"${engine_.SCHEDULER_ENV}, else an embedded LocalCluster)")
-    where.add_argument("--workers", type=_positive_int, metavar="K",
-                       help="worker processes of the embedded cluster (default: one per CPU); 1 runs every "
-                            "task in the chapter's own process, one chapter at a time")
+    where.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help=f"address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: "
+        f"${engine_.SCHEDULER_ENV}, else an embedded LocalCluster)",
+    )
+    where.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="K",
+        help="worker processes of the embedded cluster (default: one per CPU); 1 runs every "
+        "task in the chapter's own process, one chapter at a time",
+    )
 
 
 MODULE_PROG = "python -m attnpaths_book"
@@ -91,26 +98,41 @@ def _parser(prog: str = MODULE_PROG) -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="execute one chapter, optionally with other parameter values")
     run.add_argument("chapter", help="chapter name, e.g. theory")
     run.add_argument("--profile", choices=PROFILES, default="smoke", help="execution profile (default: smoke)")
-    run.add_argument("--set", dest="assignments", action="append", default=[], metavar="NAME=VALUE",
-                     help="override a parameter of the chapter's parameters cell (a Python literal); repeatable")
+    run.add_argument(
+        "--set",
+        dest="assignments",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a parameter of the chapter's parameters cell (a Python literal); repeatable",
+    )
     run.add_argument("--force", action="store_true", help="execute even if the cached execution is current")
 
     status = commands.add_parser("status", help="list the chapters that `book` would execute")
     status.add_argument("--profile", choices=PROFILES, default="smoke")
 
-    refresh = commands.add_parser("refresh-baselines", help="run the smoke profile and show how the nbval baselines in "
-                                  "tests/baselines would change; --accept writes them")
+    refresh = commands.add_parser(
+        "refresh-baselines",
+        help="run the smoke profile and show how the nbval baselines in "
+        "tests/baselines would change; --accept writes them",
+    )
     refresh.add_argument("--accept", action="store_true", help="write the changed baselines")
 
-    record = commands.add_parser("record-paper", help="execute the stale chapters' paper profile and show how their "
-                                 "records in tests/paper_records would change; --accept writes changed numbers")
+    record = commands.add_parser(
+        "record-paper",
+        help="execute the stale chapters' paper profile and show how their "
+        "records in tests/paper_records would change; --accept writes changed numbers",
+    )
     record.add_argument("chapters", nargs="*", metavar="CHAPTER", help="chapters to record (default: every chapter)")
     record.add_argument("--accept", action="store_true", help="also write the records whose numbers changed")
-    record.add_argument("--no-execute", action="store_true",
-                        help="record the results files as they are, executing nothing")
+    record.add_argument(
+        "--no-execute", action="store_true", help="record the results files as they are, executing nothing"
+    )
 
-    ship = commands.add_parser("ship-weights", help="train the models of chapters afresh (retrain=True) and ship "
-                               "their weights in src/attnpaths_book/trained")
+    ship = commands.add_parser(
+        "ship-weights",
+        help="train the models of chapters afresh (retrain=True) and ship their weights in src/attnpaths_book/trained",
+    )
     ship.add_argument("chapters", nargs="+", metavar="CHAPTER", help="chapters that train models (oneshot, pruning)")
     ship.add_argument("--profile", choices=PROFILES, default="smoke", help="execution profile (default: smoke)")
 
@@ -147,17 +169,19 @@ def run_benchmark(name: str, argv: list[str]):
 def _book(layout: BookLayout, profile: str, force: bool, html: bool, engine) -> None:
     start = time.perf_counter()
     _say(f"attnpaths book, {profile} profile: executing stale chapters in {layout.relative(layout.executed_dir)}/")
-    outcomes = runner.run_book(layout, profile, force=force, progress=_say, progress_bar=sys.stderr.isatty(),
-                               engine=engine)
+    outcomes = runner.run_book(
+        layout, profile, force=force, progress=_say, progress_bar=sys.stderr.isatty(), engine=engine
+    )
     executed = sum(o.executed for o in outcomes)
-    _say(f"chapters: {executed} executed, {len(outcomes) - executed} up to date "
-         f"({time.perf_counter() - start:.1f} s)")
+    _say(f"chapters: {executed} executed, {len(outcomes) - executed} up to date ({time.perf_counter() - start:.1f} s)")
     if html:
         _say("building the HTML book (Sphinx, warnings are errors) ...")
         build_start = time.perf_counter()
         index = site.build_html(layout, book_chapters(layout), profile)
-        _say(f"built {layout.relative(index)} in {time.perf_counter() - build_start:.1f} s "
-             f"(total {time.perf_counter() - start:.1f} s)")
+        _say(
+            f"built {layout.relative(index)} in {time.perf_counter() - build_start:.1f} s "
+            f"(total {time.perf_counter() - start:.1f} s)"
+        )
 
 
 def _refresh_baselines(layout: BookLayout, accept: bool, engine) -> int:
@@ -174,8 +198,11 @@ def _refresh_baselines(layout: BookLayout, accept: bool, engine) -> int:
         _say("every baseline is up to date")
         return 0
     if not accept:
-        print(f"the baselines of {', '.join(c.name for c, _ in changed)} changed (see above) and were not written: "
-              "rerun with --accept to write them", file=sys.stderr)
+        print(
+            f"the baselines of {', '.join(c.name for c, _ in changed)} changed (see above) and were not written: "
+            "rerun with --accept to write them",
+            file=sys.stderr,
+        )
         return 1
     for chapter, update in changed:
         for path in baselines.write_baseline(layout, chapter, update):
@@ -191,8 +218,9 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
     for chapter in selected:  # toc order: a report chapter comes after the chapters it reports on
         if execute:
             try:
-                runner.run_chapter(layout, chapter.name, "paper", progress=_say, progress_bar=sys.stderr.isatty(),
-                                   engine=engine)
+                runner.run_chapter(
+                    layout, chapter.name, "paper", progress=_say, progress_bar=sys.stderr.isatty(), engine=engine
+                )
             except ChapterFailed as err:
                 print(f"error: {err}", file=sys.stderr)
                 failed.append(chapter.name)
@@ -200,16 +228,20 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
         record = paper_records.make_record(layout, chapter, command)
         path = paper_records.record_path(layout, chapter)
         if not record["execution"]["current"]:
-            _say(f"note: the paper run of {chapter.name} predates changes to its sources, the package or the "
-                 "library versions (recorded with execution.current = false)")
+            _say(
+                f"note: the paper run of {chapter.name} predates changes to its sources, the package or the "
+                "library versions (recorded with execution.current = false)"
+            )
         if path.is_file():
             previous = paper_records.read_record(path)
             comparison = paper_records.compare_records(previous, record)
             for line in comparison.report(f"{chapter.name}, against {layout.relative(path)}"):
                 _say(line)
             beyond = tolerances.compare_results(chapter.name, previous["results"], record["results"])
-            _say(f"  by reproducibility class: " + (f"{len(beyond)} numbers moved beyond their class" if beyond else
-                                                      "every number within its class"))
+            _say(
+                "  by reproducibility class: "
+                + (f"{len(beyond)} numbers moved beyond their class" if beyond else "every number within its class")
+            )
             for disagreement in beyond[:12]:
                 _say("    " + disagreement.describe())
             if comparison.changed and not accept:
@@ -220,34 +252,50 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
         paper_records.write_record(layout, chapter, record)
         _say(f"record {layout.relative(path)} written")
     if failed:
-        print(f"the paper runs of {', '.join(failed)} failed (see above): their records were not made",
-              file=sys.stderr)
+        print(f"the paper runs of {', '.join(failed)} failed (see above): their records were not made", file=sys.stderr)
     if held:
-        print(f"the numbers of {', '.join(held)} changed (see above): their records were not written; rerun with "
-              "--accept to write them", file=sys.stderr)
+        print(
+            f"the numbers of {', '.join(held)} changed (see above): their records were not written; rerun with "
+            "--accept to write them",
+            file=sys.stderr,
+        )
     return 1 if failed or held else 0
 
 
 def _ship_weights(layout: BookLayout, names: list[str], profile: str, command: str, engine) -> int:
-    from attnpaths_book import provenance
-    from attnpaths_book import trained
+    from attnpaths_book import provenance, trained
     from attnpaths_book.store import verify_results
 
     chapters = runner.notebook_chapters(layout)
     selected = [find_chapter(chapters, name) for name in names]
     for chapter in selected:
         if "retrain" not in chapter.defaults:
-            raise ValueError(f"chapters must be chapters that train models (a 'retrain' parameter), "
-                             f"{chapter.name!r} has none")
+            raise ValueError(
+                f"chapters must be chapters that train models (a 'retrain' parameter), {chapter.name!r} has none"
+            )
     for chapter in selected:
-        runner.run_chapter(layout, chapter.name, profile, {"retrain": True}, force=True, progress=_say,
-                           progress_bar=sys.stderr.isatty(), engine=engine)
+        runner.run_chapter(
+            layout,
+            chapter.name,
+            profile,
+            {"retrain": True},
+            force=True,
+            progress=_say,
+            progress_bar=sys.stderr.isatty(),
+            engine=engine,
+        )
         results = verify_results(layout.results_dir, chapter.name)
         sources = results["values"]["trained_models"]
         sources = list(sources.values()) if isinstance(sources, dict) else sources
         block = {**provenance.collect(layout.root), "trained_utc": provenance.utc_now(), "engine": engine.describe()}
-        entries = trained.ship(sources, chapter=chapter.name, profile=profile, command=command,
-                               parameters=results["parameters"], provenance=block)
+        entries = trained.ship(
+            sources,
+            chapter=chapter.name,
+            profile=profile,
+            command=command,
+            parameters=results["parameters"],
+            provenance=block,
+        )
         for entry in entries:
             _say(f"shipped {entry.label} of {chapter.name} ({profile}): {entry.name}, SHA-256 {entry.sha256}")
     return 0
@@ -267,8 +315,10 @@ def main(argv=None) -> int:
         if args.command == "status":
             states = runner.status(layout, args.profile)
             stale = [(name, reason) for name, reason in states if reason is not None]
-            _say(f"{args.profile} profile: " + (f"stale: {', '.join(n for n, _ in stale)}" if stale
-                                                else "every chapter is up to date"))
+            _say(
+                f"{args.profile} profile: "
+                + (f"stale: {', '.join(n for n, _ in stale)}" if stale else "every chapter is up to date")
+            )
             for name, reason in stale:
                 _say(f"  {name}: {reason}")
             return 0
@@ -276,17 +326,30 @@ def main(argv=None) -> int:
             chapter = find_chapter(runner.notebook_chapters(layout), args.chapter)
             overrides = parse_assignments(chapter, args.assignments)  # validated before anything runs
         executes = not (args.command == "record-paper" and args.no_execute)
-        with (engine_.start_engine(args.scheduler, args.workers) if executes
-              else contextlib.nullcontext(engine_.Engine(engine_.IN_PROCESS, None, 1, None))) as engine:
+        with (
+            engine_.start_engine(args.scheduler, args.workers)
+            if executes
+            else contextlib.nullcontext(engine_.Engine(engine_.IN_PROCESS, None, 1, None))
+        ) as engine:
             if executes:  # a command that executes nothing starts no cluster
                 _say(engine.describe())
             if args.command == "book":
                 _book(layout, args.profile, args.force, not args.no_html, engine)
             elif args.command == "run":
-                outcome = runner.run_chapter(layout, chapter.name, args.profile, overrides, force=args.force,
-                                             progress=_say, progress_bar=sys.stderr.isatty(), engine=engine)
-                _say(f"results: {layout.relative(layout.results_file(outcome.chapter))}, executed notebook: "
-                     f"{layout.relative(layout.executed_notebook(chapter.docname))}")
+                outcome = runner.run_chapter(
+                    layout,
+                    chapter.name,
+                    args.profile,
+                    overrides,
+                    force=args.force,
+                    progress=_say,
+                    progress_bar=sys.stderr.isatty(),
+                    engine=engine,
+                )
+                _say(
+                    f"results: {layout.relative(layout.results_file(outcome.chapter))}, executed notebook: "
+                    f"{layout.relative(layout.executed_notebook(chapter.docname))}"
+                )
             elif args.command == "refresh-baselines":  # the test suite's own book, never the reader's _build
                 return _refresh_baselines(suite_book(layout.root), args.accept, engine)
             elif args.command == "record-paper":

@@ -27,11 +27,11 @@ from pathlib import Path
 import nbformat
 
 from attnpaths.engine import THREAD_VARIABLES
-from attnpaths_book.results import STAGING_ENV, to_jsonable
 from attnpaths_book import worker
 from attnpaths_book.cache import EXECUTION_METADATA
 from attnpaths_book.chapters import INJECTED, Chapter
 from attnpaths_book.layout import BookLayout
+from attnpaths_book.results import STAGING_ENV, to_jsonable
 from attnpaths_book.store import CommitFailed, DamagedFile, commit_unit, read_json
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -84,9 +84,16 @@ def process_command() -> str:
     return " ".join([prog, *sys.argv[1:]])
 
 
-def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cache_key: str,
-                    overrides: dict | None = None, progress_bar: bool = False,
-                    environment: dict | None = None, timing: dict | None = None) -> Execution:
+def execute_chapter(
+    layout: BookLayout,
+    chapter: Chapter,
+    parameters: dict,
+    cache_key: str,
+    overrides: dict | None = None,
+    progress_bar: bool = False,
+    environment: dict | None = None,
+    timing: dict | None = None,
+) -> Execution:
     """Execute ``chapter`` with the complete ``parameters`` (see :func:`~attnpaths_book.chapters.resolve_parameters`).
 
     On success, makes the chapter's new unit current in one commit (:func:`attnpaths_book.store.commit_unit`):
@@ -106,83 +113,143 @@ def execute_chapter(layout: BookLayout, chapter: Chapter, parameters: dict, cach
     workdir = Path(tempfile.mkdtemp(dir=layout.build_dir, prefix=f"{RUN_FOLDER_PREFIX}{chapter.name}-"))
     try:
         input_path, output_path, error_path, usage_path = (
-            workdir / n for n in ("input.ipynb", "output.ipynb", "error.json", "usage.json"))
+            workdir / n for n in ("input.ipynb", "output.ipynb", "error.json", "usage.json")
+        )
         staging_dir = workdir / "results"
         staging_dir.mkdir()
         nbformat.write(chapter.notebook, input_path)
         spec = workdir / "spec.json"
-        spec.write_text(json.dumps({"input": str(input_path), "output": str(output_path), "parameters": parameters,
-                                    "cwd": str(layout.root), "progress_bar": progress_bar,
-                                    "error_file": str(error_path), "usage_file": str(usage_path),
-                                    "parent_pid": os.getpid()}))
-        staging = {STAGING_ENV: json.dumps({"results_dir": str(results.parent.resolve()),
-                                            "staging_dir": str(staging_dir.resolve())})}
+        spec.write_text(
+            json.dumps(
+                {
+                    "input": str(input_path),
+                    "output": str(output_path),
+                    "parameters": parameters,
+                    "cwd": str(layout.root),
+                    "progress_bar": progress_bar,
+                    "error_file": str(error_path),
+                    "usage_file": str(usage_path),
+                    "parent_pid": os.getpid(),
+                }
+            )
+        )
+        staging = {
+            STAGING_ENV: json.dumps(
+                {"results_dir": str(results.parent.resolve()), "staging_dir": str(staging_dir.resolve())}
+            )
+        }
         status, wall_s, printed_errors = _run_worker(spec, layout.root, {**(environment or {}), **staging})
         if status != 0:
-            raise ChapterFailed(chapter.name, _failure_message(layout, chapter, parameters, status, output_path,
-                                                               error_path, results), parameters)
+            raise ChapterFailed(
+                chapter.name,
+                _failure_message(layout, chapter, parameters, status, output_path, error_path, results),
+                parameters,
+            )
         notebook = nbformat.read(output_path, as_version=4)
         printed_errors = {"its kernel or worker": printed_errors, "its cells": _cell_error_lines(notebook)}
         for who, lines in printed_errors.items():
             if lines:
-                raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran its cells without error "
-                                    f"but {who} printed errors on standard error:\n"
-                                    + "\n".join(f"    {line}" for line in lines[:20])
-                                    + _kept_note(layout, results), parameters)
+                raise ChapterFailed(
+                    chapter.name,
+                    f"{_head(layout, chapter, parameters)} ran its cells without error "
+                    f"but {who} printed errors on standard error:\n"
+                    + "\n".join(f"    {line}" for line in lines[:20])
+                    + _kept_note(layout, results),
+                    parameters,
+                )
         peak_rss_mib = read_json(usage_path, "worker's usage report")["peak_rss_kib"] / 1024.0
         staged = staging_dir / results.name
         if not staged.is_file():
-            raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran without error but wrote no "
-                                f"results file {layout.relative(results)}: it must end with "
-                                f"attnpaths_book.results.write_results(...).{_kept_note(layout, results)}", parameters)
+            raise ChapterFailed(
+                chapter.name,
+                f"{_head(layout, chapter, parameters)} ran without error but wrote no "
+                f"results file {layout.relative(results)}: it must end with "
+                f"attnpaths_book.results.write_results(...).{_kept_note(layout, results)}",
+                parameters,
+            )
         others = sorted(p.name for p in staging_dir.iterdir() if p != staged)
         if others:
-            raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} wrote results files of other "
-                                f"chapters into {layout.relative(results.parent)}: {', '.join(others)}; a chapter "
-                                f"writes only its own, {results.name}.{_kept_note(layout, results)}", parameters)
+            raise ChapterFailed(
+                chapter.name,
+                f"{_head(layout, chapter, parameters)} wrote results files of other "
+                f"chapters into {layout.relative(results.parent)}: {', '.join(others)}; a chapter "
+                f"writes only its own, {results.name}.{_kept_note(layout, results)}",
+                parameters,
+            )
         _check_recorded_parameters(layout, chapter, parameters, staged, results)
-        execution = Execution(chapter=chapter.name, profile=parameters["profile"], parameters=parameters,
-                              overrides=dict(overrides or {}), cache_key=cache_key,
-                              wall_s=round(wall_s, 3), peak_rss_mib=round(peak_rss_mib, 1),
-                              command=process_command())
+        execution = Execution(
+            chapter=chapter.name,
+            profile=parameters["profile"],
+            parameters=parameters,
+            overrides=dict(overrides or {}),
+            cache_key=cache_key,
+            wall_s=round(wall_s, 3),
+            peak_rss_mib=round(peak_rss_mib, 1),
+            command=process_command(),
+        )
         _show_injected_like_parameters(notebook)
         notebook.metadata[EXECUTION_METADATA] = execution.as_dict()
         notebook_text = nbformat.writes(notebook)
         try:
-            commit_unit(layout.root, results.parent, chapter.name,
-                        {"results": (results, staged.read_text()),
-                         "notebook": (layout.executed_notebook(chapter.docname), notebook_text)},
-                        {"cache_key": cache_key, "profile": execution.profile, "execution": execution.as_dict()},
-                        timing=None if timing is None else {
-                            "wall_s": execution.wall_s, "peak_rss_mib": execution.peak_rss_mib,
-                            "cache_key": cache_key, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **timing})
+            commit_unit(
+                layout.root,
+                results.parent,
+                chapter.name,
+                {
+                    "results": (results, staged.read_text()),
+                    "notebook": (layout.executed_notebook(chapter.docname), notebook_text),
+                },
+                {"cache_key": cache_key, "profile": execution.profile, "execution": execution.as_dict()},
+                timing=None
+                if timing is None
+                else {
+                    "wall_s": execution.wall_s,
+                    "peak_rss_mib": execution.peak_rss_mib,
+                    "cache_key": cache_key,
+                    "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                    **timing,
+                },
+            )
         except CommitFailed as err:
-            raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} ran without error, but its "
-                                f"outputs could not be made current: {err}.\nIts previous results file, executed "
-                                "notebook, run time and manifest are unchanged.", parameters) from err
+            raise ChapterFailed(
+                chapter.name,
+                f"{_head(layout, chapter, parameters)} ran without error, but its "
+                f"outputs could not be made current: {err}.\nIts previous results file, executed "
+                "notebook, run time and manifest are unchanged.",
+                parameters,
+            ) from err
         return execution
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _check_recorded_parameters(layout: BookLayout, chapter: Chapter, parameters: dict, staged: Path,
-                               results: Path) -> None:
+def _check_recorded_parameters(
+    layout: BookLayout, chapter: Chapter, parameters: dict, staged: Path, results: Path
+) -> None:
     """Raise :class:`ChapterFailed` unless the staged results file records exactly the parameters the chapter
     ran with (all of them but the run parameters ``profile`` and ``results_dir``), and the profile."""
     try:
         record = read_json(staged, "results file")
     except DamagedFile as err:
-        raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} wrote an unreadable results file: "
-                            f"{err}.{_kept_note(layout, results)}", parameters) from err
+        raise ChapterFailed(
+            chapter.name,
+            f"{_head(layout, chapter, parameters)} wrote an unreadable results file: "
+            f"{err}.{_kept_note(layout, results)}",
+            parameters,
+        ) from err
     expected = to_jsonable({k: v for k, v in parameters.items() if k not in INJECTED})
     recorded = record.get("parameters")
     if record.get("profile") != parameters["profile"] or recorded != expected:
         recorded = recorded if isinstance(recorded, dict) else {}
         differ = sorted(k for k in expected.keys() | recorded.keys() if expected.get(k, ...) != recorded.get(k, ...))
-        raise ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} recorded other parameters than it "
-                            f"ran with (profile {record.get('profile')!r}; differing: {', '.join(differ) or 'none'}): "
-                            "write the results with attnpaths_book.recorder.ChapterRecorder, which reads them from "
-                            f"the parameters cell.{_kept_note(layout, results)}", parameters)
+        raise ChapterFailed(
+            chapter.name,
+            f"{_head(layout, chapter, parameters)} recorded other parameters than it "
+            f"ran with (profile {record.get('profile')!r}; differing: {', '.join(differ) or 'none'}): "
+            "write the results with attnpaths_book.recorder.ChapterRecorder, which reads them from "
+            f"the parameters cell.{_kept_note(layout, results)}",
+            parameters,
+        )
 
 
 RUN_FOLDER_PREFIX = ".run-"
@@ -207,8 +274,10 @@ DISPLAY_TAGS = ("remove-cell", "remove-input", "remove-output", "hide-cell", "hi
 def _show_injected_like_parameters(notebook) -> None:
     """Give papermill's injected-parameters cell the display tags (``remove-cell``, ``hide-input``, ...) of
     the chapter's own parameters cell, so the chapter decides how its parameters appear in the book."""
-    cells = {tag: [c for c in notebook.cells if tag in c.metadata.get("tags", [])]
-             for tag in ("parameters", "injected-parameters")}
+    cells = {
+        tag: [c for c in notebook.cells if tag in c.metadata.get("tags", [])]
+        for tag in ("parameters", "injected-parameters")
+    }
     if cells["parameters"] and cells["injected-parameters"]:
         shown = [t for t in cells["parameters"][0].metadata["tags"] if t in DISPLAY_TAGS]
         injected = cells["injected-parameters"][0].metadata
@@ -227,9 +296,15 @@ applications (``[IPKernelApp] ERROR | ...``), Python's default logging format (`
 
 def _cell_error_lines(notebook) -> list[str]:
     """The :data:`ERROR_LINE` lines that the notebook's code cells printed to their standard error stream."""
-    return [line for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
-            if output.get("output_type") == "stream" and output.get("name") == "stderr"
-            for line in ANSI_ESCAPE.sub("", output.get("text", "")).splitlines() if ERROR_LINE.search(line)]
+    return [
+        line
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream" and output.get("name") == "stderr"
+        for line in ANSI_ESCAPE.sub("", output.get("text", "")).splitlines()
+        if ERROR_LINE.search(line)
+    ]
 
 
 def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float, list[str]]:
@@ -238,8 +313,14 @@ def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float, l
     worker itself reports its peak memory (:func:`worker.peak_rss_kib`)."""
     env = {**os.environ, **KERNEL_ENVIRONMENT, **environment}
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", worker.__name__, str(spec)], cwd=cwd, env=env,
-                               stderr=subprocess.PIPE, text=True, errors="replace")
+    process = subprocess.Popen(
+        [sys.executable, "-m", worker.__name__, str(spec)],
+        cwd=cwd,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    )
     errors: list[str] = []
 
     def pass_on():
@@ -297,8 +378,15 @@ def _kept_note(layout: BookLayout, results: Path) -> str:
     return f"\nThere is no results file {layout.relative(results)}: none was written."
 
 
-def _failure_message(layout: BookLayout, chapter: Chapter, parameters: dict, status: int, output_path: Path,
-                     error_path: Path, results: Path) -> str:
+def _failure_message(
+    layout: BookLayout,
+    chapter: Chapter,
+    parameters: dict,
+    status: int,
+    output_path: Path,
+    error_path: Path,
+    results: Path,
+) -> str:
     """Name the chapter and its parameters, show the failing cell and its traceback, keep the partly executed
     notebook."""
     head = f"{_head(layout, chapter, parameters)} failed"

@@ -11,8 +11,17 @@ from __future__ import annotations
 import sys
 from importlib.util import find_spec
 
-BOOK_EXTRA_MODULES = ("yaml", "jupytext", "papermill", "nbformat", "nbclient", "myst_nb", "IPython", "jupyter_book",
-                      "sphinx")
+BOOK_EXTRA_MODULES = (
+    "yaml",
+    "jupytext",
+    "papermill",
+    "nbformat",
+    "nbclient",
+    "myst_nb",
+    "IPython",
+    "jupyter_book",
+    "sphinx",
+)
 """The modules of the ``book`` extra (pyproject.toml) that the companion imports beyond the library's own
 dependencies."""
 
@@ -34,9 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run :func:`attnpaths_book.cli.main`, or print one line and return 1 where the book extra is missing."""
     missing = missing_book_modules()
     if missing:
-        print(f"attnpaths: the book's command line needs the book extra, not installed here (missing: "
-              f"{', '.join(missing)}): pip install 'attnpaths[book]' (from a checkout: pip install -r "
-              "requirements.txt); the library itself is importable without it (import attnpaths)", file=sys.stderr)
+        print(
+            f"attnpaths: the book's command line needs the book extra, not installed here (missing: "
+            f"{', '.join(missing)}): pip install 'attnpaths[book]' (from a checkout: pip install -r "
+            "requirements.txt); the library itself is importable without it (import attnpaths)",
+            file=sys.stderr,
+        )
         return 1
     from attnpaths_book.cli import main as cli_main
 

@@ -8,10 +8,10 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 TIMINGS_FILE = "_timings.json"
 Progress = Callable[[str], None]

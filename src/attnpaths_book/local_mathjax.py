@@ -23,8 +23,10 @@ def mathjax_es5_dir() -> Path:
     spec = find_spec("mathjax")
     folder = Path(spec.origin).parent / "static" / "mathjax" / "es5" if spec and spec.origin else None
     if folder is None or not (folder / "tex-chtml.js").is_file():
-        raise FileNotFoundError("MathJax 3 is not installed: `pip install django-static-mathjax==3.2.2.1` "
-                                "(listed in requirements.txt) provides it")
+        raise FileNotFoundError(
+            "MathJax 3 is not installed: `pip install django-static-mathjax==3.2.2.1` "
+            "(listed in requirements.txt) provides it"
+        )
     return folder
 
 
@@ -34,7 +36,11 @@ def copy_mathjax(destination) -> int:
     source, destination = mathjax_es5_dir(), Path(destination)
     written = 0
     for part in PARTS:
-        files = [source / part] if (source / part).is_file() else sorted(p for p in (source / part).rglob("*") if p.is_file())
+        files = (
+            [source / part]
+            if (source / part).is_file()
+            else sorted(p for p in (source / part).rglob("*") if p.is_file())
+        )
         for path in files:
             target = destination / path.relative_to(source)
             if target.is_file() and filecmp.cmp(path, target, shallow=False):

@@ -109,8 +109,9 @@ class Comparison:
     def report(self, label: str, max_changes: int = 12) -> list[str]:
         """Lines describing the comparison: a summary, then the ``max_changes`` largest changes (numbers by
         their relative change; other leaves, added and removed ones first)."""
-        volatile = (f"; {len(self.volatile)} run-time or environment values differ (not compared)"
-                    if self.volatile else "")
+        volatile = (
+            f"; {len(self.volatile)} run-time or environment values differ (not compared)" if self.volatile else ""
+        )
         if not self.changes:
             return [f"{label}: unchanged ({self.compared} values compared{volatile})"]
         numbers = [c for c in self.changes if c.relative is not None]

@@ -64,10 +64,19 @@ def data_set_description(dataset: ImageDataset, digits: DigitPairs, *, instances
         classes = dataset.split(split)
         names = sorted(set(classes.alphabets))
         splits[split] = {"alphabets": names, "num_alphabets": len(names), "num_classes": classes.num_classes}
-    return {"source": dataset.parameters.get("source"), "instances_per_class": instances_per_class,
-            "image_size": dataset.train.image_size, "seed": seed, "splits": splits,
-            "ood": {"digits": list(digits.digits), "support_per_digit": int(digits.support.shape[1]),
-                    "queries": int(digits.queries.shape[0]), "source": DIGITS_SOURCE}}
+    return {
+        "source": dataset.parameters.get("source"),
+        "instances_per_class": instances_per_class,
+        "image_size": dataset.train.image_size,
+        "seed": seed,
+        "splits": splits,
+        "ood": {
+            "digits": list(digits.digits),
+            "support_per_digit": int(digits.support.shape[1]),
+            "queries": int(digits.queries.shape[0]),
+            "source": DIGITS_SOURCE,
+        },
+    }
 
 
 def training_cost(record_paths) -> tuple[str, dict]:
@@ -84,8 +93,10 @@ def training_cost(record_paths) -> tuple[str, dict]:
     lines, costs = [], {}
     for device, path in record_paths.items():
         if not Path(path).is_file():
-            lines.append(f"- {device.upper()}: not measured yet (`python -m attnpaths_book bench training "
-                         f"--device {device} --output {path}`).")
+            lines.append(
+                f"- {device.upper()}: not measured yet (`python -m attnpaths_book bench training "
+                f"--device {device} --output {path}`)."
+            )
             continue
         record = read_record(path)
         run = record["report"]
@@ -97,14 +108,20 @@ def training_cost(record_paths) -> tuple[str, dict]:
             f"{record['finished_utc'][:10]}): {run['median_step_s']:.3g} s a step (median of "
             f"{run['timed_steps']}), {run['validation_s']:.3g} s a validation pass; "
             f"{run['config']['steps']} steps and {run['num_validations']} validations: "
-            f"**{run['projected_total_hours']:.3g} hours**.")
-        costs[device] = {"median_step_s": run["median_step_s"], "validation_s": run["validation_s"],
-                         "projected_total_hours": run["projected_total_hours"], "commit": record["commit"]}
+            f"**{run['projected_total_hours']:.3g} hours**."
+        )
+        costs[device] = {
+            "median_step_s": run["median_step_s"],
+            "validation_s": run["validation_s"],
+            "projected_total_hours": run["projected_total_hours"],
+            "commit": record["commit"],
+        }
     return "\n".join(lines), costs
 
 
-def temperature_table(widths, selection: dict, test_selection: dict, gp_selection: dict,
-                      gp_test_selection: dict) -> str:
+def temperature_table(
+    widths, selection: dict, test_selection: dict, gp_selection: dict, gp_test_selection: dict
+) -> str:
     """Per width, and for the GP limit: the temperature chosen on the validation episodes with the test and
     validation accuracy there, and the temperature chosen on the test episodes (the authors' rule) with the
     test accuracy there (sec-oneshot-theory).
@@ -114,12 +131,27 @@ def temperature_table(widths, selection: dict, test_selection: dict, gp_selectio
             grid on the validation and the test episodes; gp_selection, gp_test_selection: the same of the GP
             limit.
     """
-    rows = [[w, f"{selection['temperature'][k]:g}", _percent(selection["accuracy"]["test"][k]),
-             _percent(selection["accuracy"]["validation"][k]), f"{test_selection['temperature'][k]:g}",
-             _percent(test_selection["accuracy"]["test"][k])] for k, w in enumerate(widths)]
-    rows.append(["GP", f"{gp_selection['temperature'][0]:g}", _percent(gp_selection["accuracy"]["test"][0]),
-                 _percent(gp_selection["accuracy"]["validation"][0]), f"{gp_test_selection['temperature'][0]:g}",
-                 _percent(gp_test_selection["accuracy"]["test"][0])])
+    rows = [
+        [
+            w,
+            f"{selection['temperature'][k]:g}",
+            _percent(selection["accuracy"]["test"][k]),
+            _percent(selection["accuracy"]["validation"][k]),
+            f"{test_selection['temperature'][k]:g}",
+            _percent(test_selection["accuracy"]["test"][k]),
+        ]
+        for k, w in enumerate(widths)
+    ]
+    rows.append(
+        [
+            "GP",
+            f"{gp_selection['temperature'][0]:g}",
+            _percent(gp_selection["accuracy"]["test"][0]),
+            _percent(gp_selection["accuracy"]["validation"][0]),
+            f"{gp_test_selection['temperature'][0]:g}",
+            _percent(gp_test_selection["accuracy"]["test"][0]),
+        ]
+    )
     return _table(["N", "T (validation)", "A test", "A validation", "T (test, authors' rule)", "A test"], rows)
 
 
@@ -133,11 +165,29 @@ def sampler_table(samples: dict, temperatures) -> str:
     rows = []
     for (w, point), T in zip(samples.items(), temperatures):
         d = point.diagnostics
-        rows.append([w, f"{T:g}", f"{d['num_chains']} x {d['num_samples']} ({d['num_warmup']})",
-                     f"{d['min_predictor_ess']:.0f} / {d['median_predictor_ess']:.0f}",
-                     f"{d['max_predictor_rhat']:.3f}", f"{d['min_U_ess']:.0f}", f"{d['wall_time_s']:.1f}"])
-    return _table(["N", "T", "chains x draws (warm-up)", "min / median ESS of f", "max R-hat of f", "min ESS of U",
-                   "wall time (s)"], rows)
+        rows.append(
+            [
+                w,
+                f"{T:g}",
+                f"{d['num_chains']} x {d['num_samples']} ({d['num_warmup']})",
+                f"{d['min_predictor_ess']:.0f} / {d['median_predictor_ess']:.0f}",
+                f"{d['max_predictor_rhat']:.3f}",
+                f"{d['min_U_ess']:.0f}",
+                f"{d['wall_time_s']:.1f}",
+            ]
+        )
+    return _table(
+        [
+            "N",
+            "T",
+            "chains x draws (warm-up)",
+            "min / median ESS of f",
+            "max R-hat of f",
+            "min ESS of U",
+            "wall time (s)",
+        ],
+        rows,
+    )
 
 
 def stage_table(seconds: dict) -> str:

@@ -30,14 +30,14 @@ from pathlib import Path
 
 import nbformat
 
+from attnpaths.json_files import read_json
 from attnpaths_book import provenance
-from attnpaths_book.results import atomic_write_text
 from attnpaths_book.cache import EXECUTION_METADATA, PackageCode
 from attnpaths_book.chapters import Chapter, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.numeric_diff import Comparison, compare_json
+from attnpaths_book.results import atomic_write_text
 from attnpaths_book.runner import current_key, is_fresh, notebook_chapters
-from attnpaths.json_files import read_json
 from attnpaths_book.store import verify_results
 
 PROFILE = "paper"
@@ -60,18 +60,24 @@ def _execution(layout: BookLayout, chapter: Chapter) -> dict:
     overrides."""
     path = layout.executed_notebook(chapter.docname)
     if not path.is_file():
-        raise FileNotFoundError(f"chapter {chapter.name!r} has no executed notebook at {layout.relative(path)}: "
-                                f"run `python -m attnpaths_book run {chapter.name} --profile paper`")
+        raise FileNotFoundError(
+            f"chapter {chapter.name!r} has no executed notebook at {layout.relative(path)}: "
+            f"run `python -m attnpaths_book run {chapter.name} --profile paper`"
+        )
     execution = nbformat.read(path, as_version=4).metadata.get(EXECUTION_METADATA)
     if not isinstance(execution, dict) or execution.get("profile") != PROFILE:
         found = execution.get("profile") if isinstance(execution, dict) else None
-        raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} was executed with the {found!r} "
-                         f"profile, not the paper profile: run "
-                         f"`python -m attnpaths_book run {chapter.name} --profile paper`")
+        raise ValueError(
+            f"chapter {chapter.name!r}: {layout.relative(path)} was executed with the {found!r} "
+            f"profile, not the paper profile: run "
+            f"`python -m attnpaths_book run {chapter.name} --profile paper`"
+        )
     if execution.get("overrides"):
-        raise ValueError(f"chapter {chapter.name!r}: its paper run had the overrides {execution['overrides']} "
-                         f"(--set); a record holds the paper profile itself: run "
-                         f"`python -m attnpaths_book run {chapter.name} --profile paper`")
+        raise ValueError(
+            f"chapter {chapter.name!r}: its paper run had the overrides {execution['overrides']} "
+            f"(--set); a record holds the paper profile itself: run "
+            f"`python -m attnpaths_book run {chapter.name} --profile paper`"
+        )
     return execution
 
 
@@ -83,20 +89,26 @@ def read_paper_results(layout: BookLayout, chapter: Chapter) -> dict:
     """
     path = layout.results_file(chapter.name)
     if not path.is_file():
-        raise FileNotFoundError(f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
-                                f"run `python -m attnpaths_book run {chapter.name} --profile paper`")
+        raise FileNotFoundError(
+            f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
+            f"run `python -m attnpaths_book run {chapter.name} --profile paper`"
+        )
     results = verify_results(layout.results_dir, chapter.name)
     missing = [key for key in RESULTS_KEYS if key not in results]
     if missing:
-        raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} is not a results file "
-                         f"(missing the keys {missing})")
+        raise ValueError(
+            f"chapter {chapter.name!r}: {layout.relative(path)} is not a results file (missing the keys {missing})"
+        )
     if results["profile"] != PROFILE:
-        raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} holds the {results['profile']!r} "
-                         f"profile's results, not the paper profile's: run "
-                         f"`python -m attnpaths_book run {chapter.name} --profile paper` first")
+        raise ValueError(
+            f"chapter {chapter.name!r}: {layout.relative(path)} holds the {results['profile']!r} "
+            f"profile's results, not the paper profile's: run "
+            f"`python -m attnpaths_book run {chapter.name} --profile paper` first"
+        )
     if results["chapter"] != chapter.name:
-        raise ValueError(f"chapter {chapter.name!r}: {layout.relative(path)} holds the results of chapter "
-                         f"{results['chapter']!r}")
+        raise ValueError(
+            f"chapter {chapter.name!r}: {layout.relative(path)} holds the results of chapter {results['chapter']!r}"
+        )
     return results
 
 
@@ -118,15 +130,19 @@ def make_record(layout: BookLayout, chapter: Chapter, command: str) -> dict:
     ran_with = execution.get("parameters") or {}
     differing = sorted(k for k, v in results["parameters"].items() if k in ran_with and ran_with[k] != v)
     if differing:
-        raise ValueError(f"chapter {chapter.name!r}: its results file and its executed notebook come from different "
-                         f"runs (parameters {differing} differ): run `python -m attnpaths_book run {chapter.name} "
-                         "--profile paper`")
+        raise ValueError(
+            f"chapter {chapter.name!r}: its results file and its executed notebook come from different "
+            f"runs (parameters {differing} differ): run `python -m attnpaths_book run {chapter.name} "
+            "--profile paper`"
+        )
     chapters = notebook_chapters(layout)
     # a load now says nothing of the run; the records written before this one do not make the code dirty
-    found = provenance.collect(layout.root, load=False,
-                               ignore=[records_dir(layout).relative_to(layout.root).as_posix()])
-    key = current_key(layout, chapter, execution["parameters"], chapters, PackageCode(*layout.package_dirs),
-                      found["versions"])
+    found = provenance.collect(
+        layout.root, load=False, ignore=[records_dir(layout).relative_to(layout.root).as_posix()]
+    )
+    key = current_key(
+        layout, chapter, execution["parameters"], chapters, PackageCode(*layout.package_dirs), found["versions"]
+    )
     return {
         "chapter": chapter.name,
         "command": command,
@@ -190,8 +206,9 @@ def record_problems(layout: BookLayout, chapter: Chapter, record: dict) -> list[
     if missing:
         problems.append(f"its results lack the keys {missing}")
     if record["chapter"] != chapter.name or results.get("chapter") != chapter.name:
-        problems.append(f"it is the record of chapter {record['chapter']!r} "
-                        f"({results.get('chapter')!r} in its results)")
+        problems.append(
+            f"it is the record of chapter {record['chapter']!r} ({results.get('chapter')!r} in its results)"
+        )
     if results.get("profile") != PROFILE:
         problems.append(f"it holds the {results.get('profile')!r} profile's results, not the paper profile's")
     if execution.get("overrides"):
@@ -201,8 +218,9 @@ def record_problems(layout: BookLayout, chapter: Chapter, record: dict) -> list[
     recorded = execution.get("parameters")
     if recorded != expected:
         differing = sorted(k for k in set(expected) | set(recorded or {}) if (recorded or {}).get(k) != expected.get(k))
-        problems.append(f"it was made with other parameters than the chapter's paper profile now gives "
-                        f"(differing: {differing})")
+        problems.append(
+            f"it was made with other parameters than the chapter's paper profile now gives (differing: {differing})"
+        )
     if not results.get("values"):
         problems.append("its results hold no values")
     return problems

@@ -57,10 +57,16 @@ def git_commit(directory, ignore=()) -> tuple[str | None, bool | None]:
     out; ``(None, None)`` outside a checkout or without git."""
     excluded = [f":(top,exclude){folder}" for folder in ignore]
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True,
-                                check=True).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)",
-                                 *excluded], cwd=directory, capture_output=True, text=True, check=True).stdout
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)", *excluded],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None, None
     return commit, bool(status.strip())
@@ -100,8 +106,13 @@ def machine(load: bool = True) -> dict:
     """The machine: ``{"platform", "processor", "cpu_model", "cpu_capability", "cpu_count"}`` (the CPU's model
     and torch's kernel dispatch, :func:`cpu_model`, :func:`cpu_capability`) and, with ``load``,
     ``"load_average_1min"`` (:func:`load_average`, taken now)."""
-    found = {"platform": platform.platform(), "processor": platform.machine(), "cpu_model": cpu_model(),
-             "cpu_capability": cpu_capability(), "cpu_count": os.cpu_count()}
+    found = {
+        "platform": platform.platform(),
+        "processor": platform.machine(),
+        "cpu_model": cpu_model(),
+        "cpu_capability": cpu_capability(),
+        "cpu_count": os.cpu_count(),
+    }
     if load:
         found["load_average_1min"] = load_average()
     return found
@@ -118,5 +129,10 @@ def collect(directory=None, packages=NUMERIC_LIBRARIES, load: bool = True, ignor
     ``ignore`` left out, :func:`git_commit`), :func:`versions` of ``packages``, and :func:`machine` (with the
     load average when ``load``)."""
     commit, dirty = git_commit(Path(__file__).parent if directory is None else directory, ignore)
-    return {"package_version": package_version(), "commit": commit, "commit_dirty": dirty,
-            "versions": versions(packages), "machine": machine(load)}
+    return {
+        "package_version": package_version(),
+        "commit": commit,
+        "commit_dirty": dirty,
+        "versions": versions(packages),
+        "machine": machine(load),
+    }

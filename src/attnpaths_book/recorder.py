@@ -27,9 +27,10 @@ from IPython.display import Markdown
 from myst_nb import glue as _glue
 
 from attnpaths.claims import Verdict, enforce, outcome_counts
+from attnpaths_book.chapters import INJECTED, parameters_cell
 from attnpaths_book.claims_markdown import claims_table, markdown_claims_table, markdown_sentence, structural_table
 from attnpaths_book.results import to_jsonable, write_results
-from attnpaths_book.chapters import INJECTED, parameters_cell
+
 
 def glue_name(text: str) -> str:
     """A glue key made of ``text``: every character that is not a letter, digit or underscore becomes ``_``."""
@@ -45,8 +46,10 @@ def chapter_source(chapter: str, start=None) -> Path:
     for path in candidates:
         if path.is_file():
             return path
-    raise FileNotFoundError(f"no source of chapter {chapter!r} at {' or '.join(map(str, candidates))}: "
-                            "run the chapter from the repository root or from book/")
+    raise FileNotFoundError(
+        f"no source of chapter {chapter!r} at {' or '.join(map(str, candidates))}: "
+        "run the chapter from the repository root or from book/"
+    )
 
 
 def parameter_names(chapter: str, start=None) -> list[str]:
@@ -152,8 +155,10 @@ class ChapterRecorder:
         apart from the claims, glue their table as ``<prefix><name>``, and stop the run unless every one holds:
         a failing structural check means a broken solver or setup, not a finding."""
         if self.structural:
-            raise ValueError(f"chapter {self.chapter!r} records its structural checks twice: their table is glued "
-                             "once, so pass them all in one call")
+            raise ValueError(
+                f"chapter {self.chapter!r} records its structural checks twice: their table is glued "
+                "once, so pass them all in one call"
+            )
         for verdict in verdicts:
             if not isinstance(verdict, Verdict):
                 raise ValueError(f"verdicts must be attnpaths.claims.Verdict objects, got {type(verdict).__name__}")

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 from scipy.stats import norm
 
+from attnpaths.claims import Verdict, outcome_counts
 from attnpaths_book import provenance
 from attnpaths_book.benchmarks.record import committed_record_path, read_record
-from attnpaths.claims import Verdict, outcome_counts
-from attnpaths_book.store import verify_results
 from attnpaths_book.chapters import INJECTED, Chapter, book_chapters
 from attnpaths_book.layout import BookLayout
+from attnpaths_book.store import verify_results
 
 
 def markdown_table(header, rows) -> str:
@@ -114,8 +114,12 @@ def timing_table(chapters, timings: dict, profiles) -> TimingTable:
     for p in profiles:
         entries = list(shown[p].values())
         totals[p] = sum(e["wall_s"] for e in entries) if all(entries) else None
-    rows.append(["**total**", *[cell for p in profiles for cell in
-                                ((f"**{totals[p]:.1f}**" if totals[p] is not None else "—"), "")]])
+    rows.append(
+        [
+            "**total**",
+            *[cell for p in profiles for cell in ((f"**{totals[p]:.1f}**" if totals[p] is not None else "—"), "")],
+        ]
+    )
     header = ["chapter", *[f"{p}: {what}" for p in profiles for what in ("wall time (s)", "peak memory (MiB)")]]
     return TimingTable(header=header, rows=rows, totals=totals, timings=shown)
 
@@ -162,17 +166,22 @@ def read_claims(chapters, results_dir, profile: str | None = None) -> list[Chapt
         verdicts = [Verdict.from_dict(v) for v in record["values"].get("verdicts", [])]
         claims.append(ChapterClaims(chapter.name, record["profile"], verdicts))
     if profile is not None and missing:
-        raise ValueError(f"the {profile} profile's report needs every chapter's {profile}-profile results in "
-                         f"{results_dir}; missing: {', '.join(missing)}: run `python -m attnpaths_book run <chapter> "
-                         f"--profile {profile}` for each of them first")
+        raise ValueError(
+            f"the {profile} profile's report needs every chapter's {profile}-profile results in "
+            f"{results_dir}; missing: {', '.join(missing)}: run `python -m attnpaths_book run <chapter> "
+            f"--profile {profile}` for each of them first"
+        )
     return claims
 
 
 def claims_rows(claims) -> list[list[str]]:
     """One row ``[{doc} link to the chapter, profile, claim, statement, level, **outcome**]`` per verdict of
     ``claims`` (:func:`read_claims`)."""
-    return [[f"{{doc}}`{c.chapter}`", c.profile, v.claim, v.statement, v.level_text, f"**{v.outcome.value}**"]
-            for c in claims for v in c.verdicts]
+    return [
+        [f"{{doc}}`{c.chapter}`", c.profile, v.claim, v.statement, v.level_text, f"**{v.outcome.value}**"]
+        for c in claims
+        for v in c.verdicts
+    ]
 
 
 def claim_outcomes(claims) -> tuple[dict, dict]:
@@ -197,8 +206,10 @@ def predictor_agreement(z: float, z_limit: float) -> str:
     ``z_limit``, else a bold statement that they differ."""
     if z <= z_limit:
         return "they agree"
-    return ("**they differ by more than their Monte-Carlo errors allow** (with so few effective NUTS draws the "
-            "NUTS error estimate itself is rough)")
+    return (
+        "**they differ by more than their Monte-Carlo errors allow** (with so few effective NUTS draws the "
+        "NUTS error estimate itself is rough)"
+    )
 
 
 def commit_label(commit, dirty) -> str:
@@ -230,20 +241,33 @@ def sampler_rows(bench_report: dict) -> list[list[str]]:
     gibbs, nuts = bench_report["gibbs"], bench_report["nuts"]
     rows = [
         ["wall time (s)", f"{gibbs['wall_time_s']:.1f}", f"{nuts['wall_time_s']:.1f}"],
-        ["chains x stored draws", f"{gibbs['num_chains']} x {gibbs['num_samples']}",
-         f"{nuts['num_chains']} x {nuts['num_samples']}"],
-        ["smallest ESS of f over the test points", f"{gibbs['min_predictor_ess']:.3g}",
-         f"{nuts['min_predictor_ess']:.3g}"],
+        [
+            "chains x stored draws",
+            f"{gibbs['num_chains']} x {gibbs['num_samples']}",
+            f"{nuts['num_chains']} x {nuts['num_samples']}",
+        ],
+        [
+            "smallest ESS of f over the test points",
+            f"{gibbs['min_predictor_ess']:.3g}",
+            f"{nuts['min_predictor_ess']:.3g}",
+        ],
         ["median ESS of f", f"{gibbs['median_predictor_ess']:.3g}", f"{nuts['median_predictor_ess']:.3g}"],
         ["largest split R-hat of f", f"{gibbs['max_predictor_rhat']:.3f}", f"{nuts['max_predictor_rhat']:.3f}"],
-        ["**smallest ESS of f per second**", f"**{gibbs['min_predictor_ess_per_s']:.3g}**",
-         f"**{nuts['min_predictor_ess_per_s']:.3g}**"],
-        ["smallest ESS of the sampled U entries", f"{gibbs['min_order_parameter_ess']:.3g}",
-         f"{nuts['min_order_parameter_ess']:.3g}"],
+        [
+            "**smallest ESS of f per second**",
+            f"**{gibbs['min_predictor_ess_per_s']:.3g}**",
+            f"**{nuts['min_predictor_ess_per_s']:.3g}**",
+        ],
+        [
+            "smallest ESS of the sampled U entries",
+            f"{gibbs['min_order_parameter_ess']:.3g}",
+            f"{nuts['min_order_parameter_ess']:.3g}",
+        ],
     ]
     if "test_accuracy" in gibbs:
-        rows.append(["test accuracy of the mean predictor", f"{gibbs['test_accuracy']:.3f}",
-                     f"{nuts['test_accuracy']:.3f}"])
+        rows.append(
+            ["test accuracy of the mean predictor", f"{gibbs['test_accuracy']:.3f}", f"{nuts['test_accuracy']:.3f}"]
+        )
     return rows
 
 
@@ -252,11 +276,15 @@ def sampler_summary(bench: dict, goal: float) -> dict:
     ``finished_utc``, ``commit``, ``commit_dirty``, ``machine``), the ESS-per-second ratio and the ``goal``,
     the largest z of the mean predictors, and the Gibbs and NUTS summaries without the sampled draws."""
     bench_report = bench["report"]
-    return ({key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")}
-            | {"ess_per_s_ratio": bench_report["ess_per_s_ratio"], "goal": goal,
-               "max_mean_predictor_z": bench_report["max_mean_predictor_z"],
-               **{name: {key: value for key, value in bench_report[name].items()
-                         if key != "sampled_order_parameter"} for name in ("gibbs", "nuts")}})
+    return {key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")} | {
+        "ess_per_s_ratio": bench_report["ess_per_s_ratio"],
+        "goal": goal,
+        "max_mean_predictor_z": bench_report["max_mean_predictor_z"],
+        **{
+            name: {key: value for key, value in bench_report[name].items() if key != "sampled_order_parameter"}
+            for name in ("gibbs", "nuts")
+        },
+    }
 
 
 def _engine(workers: int) -> str:
@@ -279,8 +307,9 @@ class EngineBenchmarks:
         return table + " ".join(self.notes)
 
 
-def engine_benchmarks(book_record: dict | None, sweep_record: dict | None,
-                      tests_record: dict | None = None) -> EngineBenchmarks:
+def engine_benchmarks(
+    book_record: dict | None, sweep_record: dict | None, tests_record: dict | None = None
+) -> EngineBenchmarks:
     """The book benchmark (the paper-profile book on each engine it was run with, and the HTML build after it),
     the sweep benchmark (the hmc chapter's largest sweep on 1 and 2 workers, with its projected speed-up) and the
     test-suite benchmark (the wall time of each tier); a record that is ``None`` (not recorded yet) is named as
@@ -289,50 +318,95 @@ def engine_benchmarks(book_record: dict | None, sweep_record: dict | None,
     if book_record is not None:
         report = book_record["report"]
         for run in report["runs"]:
-            rows.append([f"book, {report['profile']} profile", str(run["workers"]), _engine(run["workers"]),
-                         f"{run['wall_s'] / 60:.1f} min"])
+            rows.append(
+                [
+                    f"book, {report['profile']} profile",
+                    str(run["workers"]),
+                    _engine(run["workers"]),
+                    f"{run['wall_s'] / 60:.1f} min",
+                ]
+            )
         if "html_wall_s" in report:
-            rows.append(["HTML build after it", "-", "-", f"{report['html_wall_s']:.0f} s (book and HTML "
-                         f"{report['book_wall_s'] / 60:.1f} min)"])
-        notes.append(f"Book: {inline_code(book_record['command'])}, commit "
-                     f"{commit_label(book_record['commit'], book_record['commit_dirty'])}, "
-                     f"{book_record['finished_utc'][:10]}, {book_record['machine']['cpu_count']} CPU cores.")
+            rows.append(
+                [
+                    "HTML build after it",
+                    "-",
+                    "-",
+                    f"{report['html_wall_s']:.0f} s (book and HTML {report['book_wall_s'] / 60:.1f} min)",
+                ]
+            )
+        notes.append(
+            f"Book: {inline_code(book_record['command'])}, commit "
+            f"{commit_label(book_record['commit'], book_record['commit_dirty'])}, "
+            f"{book_record['finished_utc'][:10]}, {book_record['machine']['cpu_count']} CPU cores."
+        )
         if len({r["model_cache_warm_at_start"] for r in report["runs"]}) > 1:
-            notes.append("The runs did not start with the same one-shot model cache: the run without it "
-                         "includes the training of the model.")
-        summary["book"] = {"commit": book_record["commit"], "finished_utc": book_record["finished_utc"],
-                           "wall_s": {str(r["workers"]): r["wall_s"] for r in report["runs"]},
-                           **{k: report[k] for k in ("html_wall_s", "book_wall_s") if k in report}}
+            notes.append(
+                "The runs did not start with the same one-shot model cache: the run without it "
+                "includes the training of the model."
+            )
+        summary["book"] = {
+            "commit": book_record["commit"],
+            "finished_utc": book_record["finished_utc"],
+            "wall_s": {str(r["workers"]): r["wall_s"] for r in report["runs"]},
+            **{k: report[k] for k in ("html_wall_s", "book_wall_s") if k in report},
+        }
     else:
         notes.append("The book benchmark has not been recorded yet.")
     if sweep_record is not None:
         report = sweep_record["report"]
         for run in report["runs"]:
-            rows.append([f"sweep, {report['num_tasks']} tasks", str(run["workers"]), _engine(run["workers"]),
-                         f"{run['wall_s']:.1f} s (speed-up {report['speedup'][str(run['workers'])]:.2f})"])
+            rows.append(
+                [
+                    f"sweep, {report['num_tasks']} tasks",
+                    str(run["workers"]),
+                    _engine(run["workers"]),
+                    f"{run['wall_s']:.1f} s (speed-up {report['speedup'][str(run['workers'])]:.2f})",
+                ]
+            )
         projection = ", ".join(f"{k} workers {v['speedup']:.1f}" for k, v in report["projection"].items())
         identical = "yes" if all(r["identical_to_first_run"] for r in report["runs"]) else "**no**"
         commit = (sweep_record["commit"] or "unknown")[:10]
-        notes.append(f"Sweep: {inline_code(sweep_record['command'])}, commit {commit}, "
-                     f"{sweep_record['finished_utc'][:10]}; every run gave the same numbers as the first: {identical}. "
-                     "Projected speed-up from the measured task times (longest task first on each free worker, no "
-                     f"communication): {projection}.")
-        summary["sweep"] = {"commit": sweep_record["commit"], "finished_utc": sweep_record["finished_utc"],
-                            "speedup": report["speedup"], "projection": report["projection"]}
+        notes.append(
+            f"Sweep: {inline_code(sweep_record['command'])}, commit {commit}, "
+            f"{sweep_record['finished_utc'][:10]}; every run gave the same numbers as the first: {identical}. "
+            "Projected speed-up from the measured task times (longest task first on each free worker, no "
+            f"communication): {projection}."
+        )
+        summary["sweep"] = {
+            "commit": sweep_record["commit"],
+            "finished_utc": sweep_record["finished_utc"],
+            "speedup": report["speedup"],
+            "projection": report["projection"],
+        }
     else:
         notes.append("The sweep benchmark has not been recorded yet.")
     if tests_record is not None:
         runs = tests_record["report"]["runs"]
         for run in runs:
-            rows.append([f"tests, {run['tier']} tier: {inline_code(run['command'])}", "-", "-",
-                         f"{run['wall_s'] / 60:.1f} min ({run['summary']})"])
-        notes.append(f"Tests: {inline_code(tests_record['command'])}, commit "
-                     f"{commit_label(tests_record['commit'], tests_record['commit_dirty'])}, "
-                     f"{tests_record['finished_utc'][:10]}, {tests_record['machine']['cpu_count']} CPU cores"
-                     + ("; the full tier built the smoke book itself."
-                        if any(r["tier"] == "full" and not r["book_html_at_start"] for r in runs) else "."))
-        summary["tests"] = {"commit": tests_record["commit"], "finished_utc": tests_record["finished_utc"],
-                            "wall_s": {r["tier"]: r["wall_s"] for r in runs}}
+            rows.append(
+                [
+                    f"tests, {run['tier']} tier: {inline_code(run['command'])}",
+                    "-",
+                    "-",
+                    f"{run['wall_s'] / 60:.1f} min ({run['summary']})",
+                ]
+            )
+        notes.append(
+            f"Tests: {inline_code(tests_record['command'])}, commit "
+            f"{commit_label(tests_record['commit'], tests_record['commit_dirty'])}, "
+            f"{tests_record['finished_utc'][:10]}, {tests_record['machine']['cpu_count']} CPU cores"
+            + (
+                "; the full tier built the smoke book itself."
+                if any(r["tier"] == "full" and not r["book_html_at_start"] for r in runs)
+                else "."
+            )
+        )
+        summary["tests"] = {
+            "commit": tests_record["commit"],
+            "finished_utc": tests_record["finished_utc"],
+            "wall_s": {r["tier"]: r["wall_s"] for r in runs},
+        }
     else:
         notes.append("The test-suite benchmark has not been recorded yet.")
     return EngineBenchmarks(rows=rows, notes=notes, summary=summary)
@@ -348,10 +422,12 @@ def rerun_example(chapters) -> str | None:
     return None
 
 
-
 NUMPYRO_RUNS = ("gibbs", "nuts_float64", "nuts_float32")
-STOP_REASONS = {"rhat": "R-hat target {target} reached", "time_budget": "time budget (R-hat target {target})",
-                "max_samples": "draw limit (R-hat target {target})"}
+STOP_REASONS = {
+    "rhat": "R-hat target {target} reached",
+    "time_budget": "time budget (R-hat target {target})",
+    "max_samples": "draw limit (R-hat target {target})",
+}
 
 
 def numpyro_rows(bench_report: dict) -> list[list[str]]:
@@ -363,8 +439,9 @@ def numpyro_rows(bench_report: dict) -> list[list[str]]:
     gibbs, f64, f32 = (bench_report[name] for name in NUMPYRO_RUNS)
 
     def nuts(key, fmt):  # a number, or one per chain
-        return [", ".join(format(v, fmt) for v in (r[key] if isinstance(r[key], list) else [r[key]]))
-                for r in (f64, f32)]
+        return [
+            ", ".join(format(v, fmt) for v in (r[key] if isinstance(r[key], list) else [r[key]])) for r in (f64, f32)
+        ]
 
     def ratio(precision):
         repeats = bench_report["ess_per_s_ratio_repeats"][precision]
@@ -375,8 +452,11 @@ def numpyro_rows(bench_report: dict) -> list[list[str]]:
         ["chains x stored draws", *(f"{r['num_chains']} x {r['num_samples']}" for r in (gibbs, f64, f32))],
         ["wall time (s)", *(f"{r['wall_time_s']:.0f}" for r in (gibbs, f64, f32))],
         ["largest split R-hat of f", *(f"{r['max_predictor_rhat']:.3f}" for r in (gibbs, f64, f32))],
-        ["stopped by", "fixed length", *(STOP_REASONS[r["stop_reason"]].format(target=r["rhat_target"])
-                                         for r in (f64, f32))],
+        [
+            "stopped by",
+            "fixed length",
+            *(STOP_REASONS[r["stop_reason"]].format(target=r["rhat_target"]) for r in (f64, f32)),
+        ],
         ["mean acceptance probability per chain (target 0.8)", "exact draws", *nuts("mean_accept_prob", ".2f")],
         ["divergent transitions per chain", "none", *nuts("divergences", "d")],
         ["gradient evaluations per iteration", "none", *nuts("potential_evaluations_per_iteration", ".0f")],
@@ -412,8 +492,9 @@ def solver_rows(bench_report: dict) -> list[list[str]]:
         row("largest gradient at the solver's minimum", lambda p: f"{p['solver']['gradient_norm']:.1e}"),
         row("Adam: steps", lambda p: str(p["adam"]["steps"])),
         row("Adam: time", adam_time),
-        row("**Adam / solver time**", lambda p: f"**{'>= ' if p['speedup_is_lower_bound'] else ''}"
-                                                 f"{p['speedup']:.3g}**"),
+        row(
+            "**Adam / solver time**", lambda p: f"**{'>= ' if p['speedup_is_lower_bound'] else ''}{p['speedup']:.3g}**"
+        ),
         row("Adam's action above the solver's", lambda p: f"{p['adam']['action_excess']:.1e}"),
         row("largest difference of U (Adam - solver)", lambda p: f"{p['adam']['max_abs_difference_U']:.1e}"),
     ]
@@ -425,15 +506,34 @@ def solver_summary(bench: dict) -> dict:
     median ms, iterations and ratio to Adam (``speedup``, ``speedup_is_lower_bound``), and per growth
     series the fitted exponents and the two-term fit (its crossover)."""
     bench_report = bench["report"]
-    problems = {name: {"ms": p["solver"]["ms"], "iterations": p["solver"]["iterations"],
-                       "adam_ms": p["adam"]["ms"], "speedup": p["speedup"],
-                       "speedup_is_lower_bound": p["speedup_is_lower_bound"]}
-                for name, p in bench_report["problems"].items()}
-    growth = {name: {key: g[key] for key in ("exponent_per_iteration", "exponent_per_iteration_largest_two",
-                                             "exponent_per_solve", "expected_exponents", "two_terms")}
-              for name, g in bench_report["growth"].items()}
-    return ({key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")}
-            | {"targets": bench_report["targets"], "problems": problems, "growth": growth})
+    problems = {
+        name: {
+            "ms": p["solver"]["ms"],
+            "iterations": p["solver"]["iterations"],
+            "adam_ms": p["adam"]["ms"],
+            "speedup": p["speedup"],
+            "speedup_is_lower_bound": p["speedup_is_lower_bound"],
+        }
+        for name, p in bench_report["problems"].items()
+    }
+    growth = {
+        name: {
+            key: g[key]
+            for key in (
+                "exponent_per_iteration",
+                "exponent_per_iteration_largest_two",
+                "exponent_per_solve",
+                "expected_exponents",
+                "two_terms",
+            )
+        }
+        for name, g in bench_report["growth"].items()
+    }
+    return {key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")} | {
+        "targets": bench_report["targets"],
+        "problems": problems,
+        "growth": growth,
+    }
 
 
 def sampler_growth_rows(bench_report: dict) -> list[list[str]]:
@@ -444,10 +544,16 @@ def sampler_growth_rows(bench_report: dict) -> list[list[str]]:
     rows = []
     for name, (label, key) in (("width", ("N", "width")), ("examples", ("P", "num_train"))):
         for row in bench_report["growth"][name]["rows"]:
-            rows.append([f"{label} = {row[key]}", f"{row['ms_per_sweep']:.3g} ms",
-                         f"{row['min_predictor_ess']:.0f}", f"{row['min_predictor_ess_per_s']:.3g}",
-                         f"{row['min_predictor_ess_per_sweep']:.3g}",
-                         f"{row['max_predictor_rhat']:.3f}" + ("" if row["converged"] else " (not converged)")])
+            rows.append(
+                [
+                    f"{label} = {row[key]}",
+                    f"{row['ms_per_sweep']:.3g} ms",
+                    f"{row['min_predictor_ess']:.0f}",
+                    f"{row['min_predictor_ess_per_s']:.3g}",
+                    f"{row['min_predictor_ess_per_sweep']:.3g}",
+                    f"{row['max_predictor_rhat']:.3f}" + ("" if row["converged"] else " (not converged)"),
+                ]
+            )
     return rows
 
 
@@ -457,11 +563,21 @@ def sampler_growth_summary(bench: dict) -> dict:
     fitted exponents of the time per sweep (all sizes, the largest two), the two-term fit, and the exponents of
     the ESS per second and per sweep over the sizes whose chains converged (``ess_sizes``)."""
     bench_report = bench["report"]
-    keys = ("sizes", "exponent_per_sweep", "exponent_per_sweep_largest_two", "expected_exponents", "two_terms",
-            "ess_sizes", "exponent_ess_per_s", "exponent_ess_per_sweep")
-    return ({key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")}
-            | {key: bench_report[key] for key in ("temperature", "chains", "warmup", "samples", "threads")}
-            | {"growth": {name: {key: g[key] for key in keys} for name, g in bench_report["growth"].items()}})
+    keys = (
+        "sizes",
+        "exponent_per_sweep",
+        "exponent_per_sweep_largest_two",
+        "expected_exponents",
+        "two_terms",
+        "ess_sizes",
+        "exponent_ess_per_s",
+        "exponent_ess_per_sweep",
+    )
+    return (
+        {key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")}
+        | {key: bench_report[key] for key in ("temperature", "chains", "warmup", "samples", "threads")}
+        | {"growth": {name: {key: g[key] for key in keys} for name, g in bench_report["growth"].items()}}
+    )
 
 
 def sampler_mixing_text(fit: dict, symbol: str, key: str) -> str:
@@ -469,13 +585,18 @@ def sampler_mixing_text(fit: dict, symbol: str, key: str) -> str:
     in the rows) in one series of the ``sampler_growth`` record, in words: the fitted exponents over the sizes whose
     chains converged, and the sizes whose chains did not (their R-hat)."""
     unconverged = [row for row in fit["rows"] if not row["converged"]]
-    left_out = "".join(f"; the chains at {symbol} = {row[key]} did not converge within their sweeps (R-hat "
-                       f"{row['max_predictor_rhat']:.3f}), so their ESS is not used" for row in unconverged)
+    left_out = "".join(
+        f"; the chains at {symbol} = {row[key]} did not converge within their sweeps (R-hat "
+        f"{row['max_predictor_rhat']:.3f}), so their ESS is not used"
+        for row in unconverged
+    )
     sizes = ", ".join(str(size) for size in fit["ess_sizes"])
     if fit["exponent_ess_per_s"] is None:
         return f"against {symbol} no exponent is fitted: fewer than two sizes converged ({sizes or 'none'}){left_out}"
-    return (f"against {symbol} the ESS per kept sweep scales with the exponent {fit['exponent_ess_per_sweep']:.2f} and "
-            f"the ESS per second with {fit['exponent_ess_per_s']:.2f} (fitted over {symbol} = {sizes}){left_out}")
+    return (
+        f"against {symbol} the ESS per kept sweep scales with the exponent {fit['exponent_ess_per_sweep']:.2f} and "
+        f"the ESS per second with {fit['exponent_ess_per_s']:.2f} (fitted over {symbol} = {sizes}){left_out}"
+    )
 
 
 def _power(base: str, exponent: float) -> str:
@@ -489,9 +610,13 @@ def crossover_text(two_terms: dict, unit: str) -> str:
     words (``unit`` names the size, e.g. ``"training examples"``)."""
     p, q = two_terms["exponents"]
     if two_terms["crossover"] is None:
-        return (f"the fit needs no term in {_power('s', p)} over these sizes: the term in {_power('s', q)}"
-                f"{' and the constant describe' if two_terms['constant'] else ' describes'} them, so the crossover lies beyond "
-                "the largest size")
+        return (
+            f"the fit needs no term in {_power('s', p)} over these sizes: the term in {_power('s', q)}"
+            f"{' and the constant describe' if two_terms['constant'] else ' describes'} them, so the crossover lies beyond "
+            "the largest size"
+        )
     where = "within" if two_terms["crossover_within_sizes"] else "beyond"
-    return (f"the terms in {_power('s', p)} and {_power('s', q)} are equal at about {two_terms['crossover']:.3g} "
-            f"{unit}, {where} the measured sizes")
+    return (
+        f"the terms in {_power('s', p)} and {_power('s', q)} are equal at about {two_terms['crossover']:.3g} "
+        f"{unit}, {where} the measured sizes"
+    )

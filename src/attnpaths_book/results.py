@@ -75,8 +75,10 @@ def _staging_dir(results_dir) -> Path | None:
         staging = json.loads(setting)
         published, staged = Path(staging["results_dir"]), Path(staging["staging_dir"])
     except (ValueError, TypeError, KeyError) as err:
-        raise ValueError(f"the environment variable {STAGING_ENV} must hold a JSON object with the keys "
-                         f"'results_dir' and 'staging_dir', got {setting!r}") from err
+        raise ValueError(
+            f"the environment variable {STAGING_ENV} must hold a JSON object with the keys "
+            f"'results_dir' and 'staging_dir', got {setting!r}"
+        ) from err
     return staged if Path(results_dir).resolve() == published.resolve() else None
 
 
@@ -102,5 +104,7 @@ def read_results(chapter: str, results_dir="_build/results") -> dict:
     if staging is not None and (staging / f"{chapter}.json").is_file():
         path = staging / f"{chapter}.json"
     if not path.exists():
-        raise FileNotFoundError(f"no results for chapter {chapter!r} at {path}: run `python -m attnpaths_book run {chapter}`")
+        raise FileNotFoundError(
+            f"no results for chapter {chapter!r} at {path}: run `python -m attnpaths_book run {chapter}`"
+        )
     return read_json(path, "results file")

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from pathlib import Path
 
-from attnpaths_book.provenance import versions
+from attnpaths.engine import Engine
 from attnpaths_book import store
 from attnpaths_book.cache import PackageCode, chapter_key
 from attnpaths_book.chapters import Chapter, book_chapters, find_chapter, resolve_parameters
-from attnpaths.engine import Engine
-from attnpaths_book.executor import Execution, execute_chapter, remove_stale_run_folders, stop_running_chapters
+from attnpaths_book.executor import execute_chapter, remove_stale_run_folders, stop_running_chapters
 from attnpaths_book.layout import BookLayout, Progress, book_lock, silent
+from attnpaths_book.provenance import versions
 from attnpaths_book.store import read_timings  # noqa: F401  (the reproducibility chapter reads it from here)
 
 
@@ -46,8 +45,9 @@ def notebook_chapters(layout: BookLayout) -> list[Chapter]:
     return [c for c in book_chapters(layout) if c.is_notebook]
 
 
-def current_key(layout: BookLayout, chapter: Chapter, parameters: dict, chapters: list[Chapter],
-                code: PackageCode, env: dict) -> str:
+def current_key(
+    layout: BookLayout, chapter: Chapter, parameters: dict, chapters: list[Chapter], code: PackageCode, env: dict
+) -> str:
     """The cache key the chapter would get now (for a report chapter, from the keys of the current units
     before it).
 
@@ -55,7 +55,7 @@ def current_key(layout: BookLayout, chapter: Chapter, parameters: dict, chapters
     command); ``env`` holds the library versions (:func:`attnpaths_book.provenance.versions`)."""
     upstream = ()
     if chapter.report:
-        before = chapters[:[c.name for c in chapters].index(chapter.name)]
+        before = chapters[: [c.name for c in chapters].index(chapter.name)]
         upstream = tuple(_current_unit_key(layout, c) for c in before)
     return chapter_key(chapter.source, parameters, code.chapter_digest(chapter.notebook), upstream, env)
 
@@ -119,12 +119,25 @@ def _prepare(layout: BookLayout) -> None:
     try:
         store.read_timings(layout.results_dir)
     except store.DamagedFile as err:
-        raise store.DamagedFile(err.path, f"{err.reason}. It records run times only: delete it and run again "
-                                          "(the chapters' results are not affected)") from None
+        raise store.DamagedFile(
+            err.path,
+            f"{err.reason}. It records run times only: delete it and run again "
+            "(the chapters' results are not affected)",
+        ) from None
 
 
-def _run(layout: BookLayout, chapter: Chapter, parameters: dict, key: str, overrides: dict, force: bool,
-         label: str, progress: Progress, progress_bar: bool, engine: Engine | None = None) -> Outcome:
+def _run(
+    layout: BookLayout,
+    chapter: Chapter,
+    parameters: dict,
+    key: str,
+    overrides: dict,
+    force: bool,
+    label: str,
+    progress: Progress,
+    progress_bar: bool,
+    engine: Engine | None = None,
+) -> Outcome:
     state = unit_state(layout, chapter, key)
     if not force and state.fresh:
         record = state.manifest["execution"]
@@ -134,16 +147,33 @@ def _run(layout: BookLayout, chapter: Chapter, parameters: dict, key: str, overr
     progress(f"{label} {chapter.name}: executing ({parameters['profile']} profile; {why}) ...")
     # runs with overrides are not profile runs: their times are not recorded. With a cluster engine the peak
     # memory is the chapter's kernel's only: its tasks ran in the workers.
-    timing = None if overrides else {"engine": engine.mode if engine else "in-process",
-                                     "workers": engine.workers if engine else 1}
-    execution = execute_chapter(layout, chapter, parameters, key, overrides, progress_bar,
-                                environment=engine.environment if engine else None, timing=timing)
+    timing = (
+        None
+        if overrides
+        else {"engine": engine.mode if engine else "in-process", "workers": engine.workers if engine else 1}
+    )
+    execution = execute_chapter(
+        layout,
+        chapter,
+        parameters,
+        key,
+        overrides,
+        progress_bar,
+        environment=engine.environment if engine else None,
+        timing=timing,
+    )
     progress(f"{label} {chapter.name}: done in {execution.wall_s:.1f} s, peak memory {execution.peak_rss_mib:.0f} MiB")
     return Outcome(chapter.name, True, execution.as_dict())
 
 
-def run_book(layout: BookLayout, profile: str, force: bool = False, progress: Progress = silent,
-             progress_bar: bool = False, engine: Engine | None = None) -> list[Outcome]:
+def run_book(
+    layout: BookLayout,
+    profile: str,
+    force: bool = False,
+    progress: Progress = silent,
+    progress_bar: bool = False,
+    engine: Engine | None = None,
+) -> list[Outcome]:
     """Execute every stale chapter of the toc for ``profile``; ``force`` re-executes every chapter.
 
     Chapters run in toc order, up to ``engine.workers`` at a time (one at a time without an engine); a
@@ -204,8 +234,16 @@ def _run_concurrently(chapters: list[Chapter], run, concurrency: int) -> list[Ou
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def run_chapter(layout: BookLayout, name: str, profile: str, overrides: dict | None = None, force: bool = False,
-                progress: Progress = silent, progress_bar: bool = False, engine: Engine | None = None) -> Outcome:
+def run_chapter(
+    layout: BookLayout,
+    name: str,
+    profile: str,
+    overrides: dict | None = None,
+    force: bool = False,
+    progress: Progress = silent,
+    progress_bar: bool = False,
+    engine: Engine | None = None,
+) -> Outcome:
     """Execute one chapter for ``profile`` with validated ``overrides`` (skipped when its cached execution
     has the same key, unless ``force``); its tasks go to ``engine`` (in the kernel's process without one)."""
     with book_lock(layout, progress):

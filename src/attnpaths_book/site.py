@@ -22,11 +22,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from attnpaths_book.results import atomic_write_text
+from attnpaths.json_files import DamagedFile, read_json
 from attnpaths_book.chapters import Chapter
 from attnpaths_book.executor import ANSI_ESCAPE
 from attnpaths_book.layout import BookLayout, book_lock
-from attnpaths.json_files import DamagedFile, read_json
+from attnpaths_book.results import atomic_write_text
 
 BUILD_STAMP = ".attnpaths-build.json"
 JUPYTER_BOOK = "import sys; from jupyter_book.cli.main import main; sys.exit(main())"
@@ -58,7 +58,9 @@ def sync_sources(layout: BookLayout, chapters: list[Chapter]) -> None:
     files are not touched, so Sphinx rebuilds only what changed)."""
     missing = [c.name for c in chapters if c.is_notebook and not layout.executed_notebook(c.docname).is_file()]
     if missing:
-        raise FileNotFoundError(f"chapters not executed yet: {', '.join(missing)} (run `python -m attnpaths_book book`)")
+        raise FileNotFoundError(
+            f"chapters not executed yet: {', '.join(missing)} (run `python -m attnpaths_book book`)"
+        )
     wanted = {f"{c.docname}.ipynb" for c in chapters if c.is_notebook}
     for relative, path in _book_files(layout, chapters).items():
         target = layout.executed_dir / relative
@@ -76,17 +78,25 @@ def sync_sources(layout: BookLayout, chapters: list[Chapter]) -> None:
 
 def _package_sources(layout: BookLayout) -> dict[str, Path]:
     """The package's Python sources, ``{relative path: file}``: the API pages are made from their docstrings."""
-    return {path.relative_to(layout.root).as_posix(): path
-            for folder in layout.package_dirs if folder.is_dir() for path in sorted(folder.rglob("*.py"))
-            if not set(IGNORED) & set(path.parts)}
+    return {
+        path.relative_to(layout.root).as_posix(): path
+        for folder in layout.package_dirs
+        if folder.is_dir()
+        for path in sorted(folder.rglob("*.py"))
+        if not set(IGNORED) & set(path.parts)
+    }
 
 
 def source_digest(layout: BookLayout, chapters: list[Chapter]) -> str:
     """Hash of everything the HTML is built from: config, toc, executed notebooks, the book's other files and
     the package sources (the API pages)."""
     digest = hashlib.sha256()
-    inputs = {"_config.yml": layout.config, "_toc.yml": layout.toc, **_book_files(layout, chapters),
-              **_package_sources(layout)}
+    inputs = {
+        "_config.yml": layout.config,
+        "_toc.yml": layout.toc,
+        **_book_files(layout, chapters),
+        **_package_sources(layout),
+    }
     inputs.update({f"{c.docname}.ipynb": layout.executed_notebook(c.docname) for c in chapters if c.is_notebook})
     for relative in sorted(inputs):
         digest.update(relative.encode() + b"\0")
@@ -115,9 +125,23 @@ def build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Pat
 
 def _build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Path:
     sync_sources(layout, chapters)
-    command = [sys.executable, "-c", JUPYTER_BOOK, "build", str(layout.executed_dir),
-               "--path-output", str(layout.root), "--config", str(layout.config), "--toc", str(layout.toc),
-               "--warningiserror", "--nitpick", "--keep-going", "--quiet"]
+    command = [
+        sys.executable,
+        "-c",
+        JUPYTER_BOOK,
+        "build",
+        str(layout.executed_dir),
+        "--path-output",
+        str(layout.root),
+        "--config",
+        str(layout.config),
+        "--toc",
+        str(layout.toc),
+        "--warningiserror",
+        "--nitpick",
+        "--keep-going",
+        "--quiet",
+    ]
     done = subprocess.run(command, cwd=layout.root, capture_output=True, text=True, env=sphinx_environment(layout))
     if done.returncode != 0:
         output = ANSI_ESCAPE.sub("", f"{done.stdout}\n{done.stderr}").strip()

@@ -43,8 +43,20 @@ from pathlib import Path
 from attnpaths.json_files import DamagedFile, read_json
 from attnpaths_book.layout import TIMINGS_FILE
 
-__all__ = ["CommitFailed", "DamagedFile", "UnitState", "commit_unit", "manifest_path", "read_json", "read_manifest",
-           "read_timings", "recover", "sha256_of", "unit_state", "verify_results"]
+__all__ = [
+    "CommitFailed",
+    "DamagedFile",
+    "UnitState",
+    "commit_unit",
+    "manifest_path",
+    "read_json",
+    "read_manifest",
+    "read_timings",
+    "recover",
+    "sha256_of",
+    "unit_state",
+    "verify_results",
+]
 
 MANIFEST_FOLDER = ".manifests"
 """Folder of the manifests, inside the results folder (so that a reader who knows only the results folder,
@@ -84,10 +96,14 @@ def read_manifest(results_dir, chapter: str) -> dict | None:
     if not path.is_file():
         return None
     manifest = read_json(path, "manifest")
-    if not isinstance(manifest.get("files"), dict) or not {"results", "notebook"} <= manifest["files"].keys() \
-            or not isinstance(manifest.get("cache_key"), str):
-        raise DamagedFile(path, "this manifest lacks its cache key or the checksums of the results file and "
-                                "the executed notebook")
+    if (
+        not isinstance(manifest.get("files"), dict)
+        or not {"results", "notebook"} <= manifest["files"].keys()
+        or not isinstance(manifest.get("cache_key"), str)
+    ):
+        raise DamagedFile(
+            path, "this manifest lacks its cache key or the checksums of the results file and the executed notebook"
+        )
     return manifest
 
 
@@ -118,11 +134,16 @@ def unit_state(root, results_dir, chapter: str, key: str | None = None) -> UnitS
         if not path.is_file():
             return UnitState(False, f"its {role} file {entry['path']} is missing", manifest)
         if sha256_of(path) != entry["sha256"]:
-            return UnitState(False, f"its {role} file {entry['path']} does not match the SHA-256 its manifest "
-                                    "records: it was edited or damaged since the run that wrote it", manifest)
+            return UnitState(
+                False,
+                f"its {role} file {entry['path']} does not match the SHA-256 its manifest "
+                "records: it was edited or damaged since the run that wrote it",
+                manifest,
+            )
     if key is not None and manifest["cache_key"] != key:
-        return UnitState(False, "its sources, the package code it runs, its parameters or the library versions "
-                                "changed", manifest)
+        return UnitState(
+            False, "its sources, the package code it runs, its parameters or the library versions changed", manifest
+        )
     return UnitState(True, "", manifest)
 
 
@@ -133,15 +154,22 @@ def verify_results(results_dir, chapter: str) -> dict:
     is missing."""
     path = Path(results_dir) / f"{chapter}.json"
     if not path.is_file():
-        raise FileNotFoundError(f"no results for chapter {chapter!r} at {path}: run "
-                                f"`python -m attnpaths_book run {chapter}`")
+        raise FileNotFoundError(
+            f"no results for chapter {chapter!r} at {path}: run `python -m attnpaths_book run {chapter}`"
+        )
     manifest = read_manifest(results_dir, chapter)
     if manifest is None:
-        raise DamagedFile(path, f"this results file has no manifest ({manifest_path(results_dir, chapter)}): it "
-                                "was not written by a successful run of the book's runner")
+        raise DamagedFile(
+            path,
+            f"this results file has no manifest ({manifest_path(results_dir, chapter)}): it "
+            "was not written by a successful run of the book's runner",
+        )
     if sha256_of(path) != manifest["files"]["results"]["sha256"]:
-        raise DamagedFile(path, "this results file does not match the SHA-256 its manifest records: it was edited "
-                                f"or damaged since the run that wrote it; run `python -m attnpaths_book run {chapter}`")
+        raise DamagedFile(
+            path,
+            "this results file does not match the SHA-256 its manifest records: it was edited "
+            f"or damaged since the run that wrote it; run `python -m attnpaths_book run {chapter}`",
+        )
     return read_json(path, "results file")
 
 
@@ -177,8 +205,6 @@ def _keep(path: Path, backup: Path) -> None:
         shutil.copy2(path, backup)
 
 
-
-
 def read_timings(results_dir) -> dict:
     """The recorded run times, ``{profile: {chapter: {"wall_s", "peak_rss_mib", "cache_key", "finished", ...}}}``
     (``{}`` before the first run); :class:`DamagedFile` naming the file when it is damaged."""
@@ -191,8 +217,9 @@ def read_timings(results_dir) -> dict:
     return timings
 
 
-def commit_unit(root, results_dir, chapter: str, files: dict[str, tuple[Path, str]], manifest: dict,
-                timing: dict | None = None) -> dict:
+def commit_unit(
+    root, results_dir, chapter: str, files: dict[str, tuple[Path, str]], manifest: dict, timing: dict | None = None
+) -> dict:
     """Make a chapter's new unit current (see the module docstring): ``files`` maps ``"results"`` and
     ``"notebook"`` to ``(target path, text)``; ``timing`` is the chapter's new entry in the timings file under
     ``manifest["profile"]`` (``None``: the timings are left alone). ``manifest`` is completed with the files'
@@ -201,9 +228,15 @@ def commit_unit(root, results_dir, chapter: str, files: dict[str, tuple[Path, st
     root, results_dir = Path(root), Path(results_dir)
     targets = {role: Path(path) for role, (path, _) in files.items()}
     texts = {role: text for role, (_, text) in files.items()}
-    manifest = {**manifest, "chapter": chapter, "committed": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "files": {role: {"path": _relative(root, targets[role]), "sha256": _sha256_text(texts[role])}
-                          for role in ("results", "notebook")}}
+    manifest = {
+        **manifest,
+        "chapter": chapter,
+        "committed": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "files": {
+            role: {"path": _relative(root, targets[role]), "sha256": _sha256_text(texts[role])}
+            for role in ("results", "notebook")
+        },
+    }
     manifest_text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
     texts["manifest"] = manifest_text
     with _COMMITS:
@@ -231,8 +264,10 @@ def commit_unit(root, results_dir, chapter: str, files: dict[str, tuple[Path, st
                 temporary.unlink(missing_ok=True)
             _roll_back(journal)
             if isinstance(err, OSError):
-                raise CommitFailed(f"cannot replace {targets[role]}: {err.strerror or err}; the previous results, "
-                                   "notebook and timings are unchanged") from err
+                raise CommitFailed(
+                    f"cannot replace {targets[role]}: {err.strerror or err}; the previous results, "
+                    "notebook and timings are unchanged"
+                ) from err
             raise
         shutil.rmtree(journal, ignore_errors=True)
     return manifest
@@ -264,15 +299,17 @@ def _write_journal(results_dir: Path, chapter: str, targets: dict[str, Path], ne
         os.replace(journal / f"{JOURNAL_FILE}.tmp", journal / JOURNAL_FILE)
     except OSError as err:
         shutil.rmtree(journal, ignore_errors=True)
-        raise CommitFailed(f"cannot keep the previous files of chapter {chapter!r} in {journal}: "
-                           f"{err.strerror or err}; nothing was changed") from err
+        raise CommitFailed(
+            f"cannot keep the previous files of chapter {chapter!r} in {journal}: "
+            f"{err.strerror or err}; nothing was changed"
+        ) from err
     return journal
 
 
 def _roll_back(journal: Path) -> None:
     """Put back the files that ``journal`` kept (and remove those that did not exist before), then remove it."""
     record = read_json(journal / JOURNAL_FILE, "commit journal")
-    for role, entry in record["files"].items():
+    for entry in record["files"].values():
         target = Path(entry["target"])
         if entry["kept"] is None:
             target.unlink(missing_ok=True)
@@ -293,7 +330,7 @@ def recover(results_dir, chapter: str | None = None) -> list[str]:
     for journal in journals:
         if not journal.is_dir():
             continue
-        name = journal.name[:-len(JOURNAL_SUFFIX)]
+        name = journal.name[: -len(JOURNAL_SUFFIX)]
         if not (journal / JOURNAL_FILE).is_file():  # killed while writing the journal: nothing was replaced yet
             shutil.rmtree(journal, ignore_errors=True)
             continue

@@ -131,10 +131,11 @@ A false alarm has probability 5.7e-7 per entry for normal estimates, under 1e-3 
 NOT_COMPARED = math.inf
 """The tolerance of a number whose other version carries no information beyond what is compared elsewhere."""
 
-_SAMPLED_VERDICTS = ("Claims on posterior samples move with the chains (their inputs are compared within "
-                     "Monte-Carlo error above); what must not move is the outcome, compared exactly (the numbers "
-                     "in a verdict's words are not compared)")
-
+_SAMPLED_VERDICTS = (
+    "Claims on posterior samples move with the chains (their inputs are compared within "
+    "Monte-Carlo error above); what must not move is the outcome, compared exactly (the numbers "
+    "in a verdict's words are not compared)"
+)
 
 
 def _estimate(pattern: str, what: str, se: tuple) -> Tolerance:
@@ -144,94 +145,238 @@ def _estimate(pattern: str, what: str, se: tuple) -> Tolerance:
 
 TABLE: tuple[Tolerance, ...] = (
     # class d: estimates with their standard error beside them
-    _estimate("*:values*.U_sampled.*", "posterior mean of U from the network's samples (its se: the sampler's U_mc_se)",
-              (r"U_sampled\.([^.\[]+)", r"sampler.\1.U_mc_se")),
-    _estimate("*:values*_exact.*.U", "exact finite-width mean of U from the order-parameter sampler",
-              (r"\.U(\[|$)", r".U_mc_se\1")),
+    _estimate(
+        "*:values*.U_sampled.*",
+        "posterior mean of U from the network's samples (its se: the sampler's U_mc_se)",
+        (r"U_sampled\.([^.\[]+)", r"sampler.\1.U_mc_se"),
+    ),
+    _estimate(
+        "*:values*_exact.*.U",
+        "exact finite-width mean of U from the order-parameter sampler",
+        (r"\.U(\[|$)", r".U_mc_se\1"),
+    ),
     _estimate("*:values*_sampled.*.U", "posterior mean of U from the network's samples", (r"\.U(\[|$)", r".U_mc_se\1")),
-    _estimate("*:values*sampled_accuracy.accuracy", "accuracy of the sampled predictor (its se: mc_sd)",
-              (r"\.accuracy(\[|$)", r".mc_sd\1")),
-    _estimate("*:values*_sampled.*.accuracy", "accuracy of the sampled predictor (its se: mc_sd)",
-              (r"\.accuracy$", ".mc_sd")),
-    _estimate("hmc:values.finite_width_shift.exact_relative_diagonal_shift", "finite-width shift of the exact mean",
-              ("exact_relative_diagonal_shift", "exact_relative_mc_se")),
-    _estimate("hmc:values.finite_width_shift.relative_diagonal_shift", "finite-width shift of the sampled mean",
-              ("relative_diagonal_shift", "relative_mc_se")),
+    _estimate(
+        "*:values*sampled_accuracy.accuracy",
+        "accuracy of the sampled predictor (its se: mc_sd)",
+        (r"\.accuracy(\[|$)", r".mc_sd\1"),
+    ),
+    _estimate(
+        "*:values*_sampled.*.accuracy", "accuracy of the sampled predictor (its se: mc_sd)", (r"\.accuracy$", ".mc_sd")
+    ),
+    _estimate(
+        "hmc:values.finite_width_shift.exact_relative_diagonal_shift",
+        "finite-width shift of the exact mean",
+        ("exact_relative_diagonal_shift", "exact_relative_mc_se"),
+    ),
+    _estimate(
+        "hmc:values.finite_width_shift.relative_diagonal_shift",
+        "finite-width shift of the sampled mean",
+        ("relative_diagonal_shift", "relative_mc_se"),
+    ),
     # class d: diagnostics and statistics of one chain
-    *(Tolerance(pattern, "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0,
-                "diagnostic of one chain (effective sample size, R-hat, acceptance, Monte-Carlo error): another "
-                "chain, e.g. on another machine, gives another estimate; the claims that use it are compared by "
-                "their outcome")
-      for pattern in ("*_ess", "*rhat", "*acceptance", "*_mc_se", "*.mc_sd", "*.relative_mc_se")),
-    *(Tolerance(pattern, "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0,
-                "a statistic of posterior samples against the theory (z of U, the pattern's correlation, sampled "
-                "copies of glued numbers, the power of a claim on samples): it moves with the chains; the verdict "
-                "that uses it is compared by its outcome")
-      for pattern in ("hmc:values.saddle_U_z_max.*", "hmc:values.glued.Us_*", "*:values.glued.max_sampled_diff",
-                      "hmc:values.power_checks.2*", "depth:values.claim_*_power.*",
-                      "hmc:values.glued.saddle_ratio", "oneshot:values.glued.U_theory_sampled_r",
-                      "oneshot:values.U_pattern_theory_vs_sampled.*", "oneshot:values.claim2_power.*")),
-    *(Tolerance(pattern, "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0,
-                "draws per chain that a sampler kept when its precision target stopped it (sequential stopping, "
-                "attnpaths.experiments.sampling.PrecisionTarget): another chain meets the target at another look; "
-                "the precision reached is compared through the standard errors above")
-      for pattern in ("hmc:values*sampler.*.num_samples", "depth:values.*_sampled.*.num_samples",
-                      "depth:values.*_exact.*num_samples")),
-    *(Tolerance(f"{chapter}:values.{key}.*", "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0, _SAMPLED_VERDICTS)
-      for chapter in ("hmc", "depth", "oneshot") for key in ("verdicts", "wrong_action_checks")),
+    *(
+        Tolerance(
+            pattern,
+            "monte carlo",
+            NOT_COMPARED,
+            NOT_COMPARED,
+            0.0,
+            "diagnostic of one chain (effective sample size, R-hat, acceptance, Monte-Carlo error): another "
+            "chain, e.g. on another machine, gives another estimate; the claims that use it are compared by "
+            "their outcome",
+        )
+        for pattern in ("*_ess", "*rhat", "*acceptance", "*_mc_se", "*.mc_sd", "*.relative_mc_se")
+    ),
+    *(
+        Tolerance(
+            pattern,
+            "monte carlo",
+            NOT_COMPARED,
+            NOT_COMPARED,
+            0.0,
+            "a statistic of posterior samples against the theory (z of U, the pattern's correlation, sampled "
+            "copies of glued numbers, the power of a claim on samples): it moves with the chains; the verdict "
+            "that uses it is compared by its outcome",
+        )
+        for pattern in (
+            "hmc:values.saddle_U_z_max.*",
+            "hmc:values.glued.Us_*",
+            "*:values.glued.max_sampled_diff",
+            "hmc:values.power_checks.2*",
+            "depth:values.claim_*_power.*",
+            "hmc:values.glued.saddle_ratio",
+            "oneshot:values.glued.U_theory_sampled_r",
+            "oneshot:values.U_pattern_theory_vs_sampled.*",
+            "oneshot:values.claim2_power.*",
+        )
+    ),
+    *(
+        Tolerance(
+            pattern,
+            "monte carlo",
+            NOT_COMPARED,
+            NOT_COMPARED,
+            0.0,
+            "draws per chain that a sampler kept when its precision target stopped it (sequential stopping, "
+            "attnpaths.experiments.sampling.PrecisionTarget): another chain meets the target at another look; "
+            "the precision reached is compared through the standard errors above",
+        )
+        for pattern in (
+            "hmc:values*sampler.*.num_samples",
+            "depth:values.*_sampled.*.num_samples",
+            "depth:values.*_exact.*num_samples",
+        )
+    ),
+    *(
+        Tolerance(f"{chapter}:values.{key}.*", "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0, _SAMPLED_VERDICTS)
+        for chapter in ("hmc", "depth", "oneshot")
+        for key in ("verdicts", "wrong_action_checks")
+    ),
     # class c, downstream of the shipped weights
-    Tolerance("oneshot:values.gd_accuracy.*", "trained", 0.0, 0.005, 0.0,
-              "accuracy of the float32 network (shipped weights): an output within float32 rounding of 0 may "
-              "change sign on another CPU and move the accuracy by one episode of the smallest split (200)"),
-    Tolerance("oneshot:values.glued.gd_*", "trained", 0.0, 0.5, 0.0,
-              "the same accuracies in percent: one episode of 200"),
-    Tolerance("oneshot:values.pruning.*", "trained", 0.0, 0.005, 0.0,
-              "accuracies of the float32 network with heads dropped: one episode of the smallest split (200)"),
-    Tolerance("own_model:values.*", "trained", 3e-5, 1e-9, 3e-5,
-              "a float64 model trained in the chapter by Adam (no shipped weights: it trains in seconds, and the "
-              "page shows the training a practitioner writes): the last-bit differences of another CPU grow "
-              "through the training steps. Measured spread, as the largest |difference| over the largest entry of "
-              "the same key: 150 steps, two CPU dispatches of one machine (AVX-512 and AVX2): 8e-10 on U; 600 "
-              "steps (the paper profile), the two dispatches: 9.4e-7 on U, 2.9e-6 on the training loss, 4.8e-7 on "
-              "the head scores; 600 steps on an AMD EPYC against the recording Intel Xeon: 2.6e-6 on U. The "
-              "tolerance, relative and on the entries' scale, is ten times the largest of these; counts of test "
-              "images would move only if an output that close to 0 changed sign"),
+    Tolerance(
+        "oneshot:values.gd_accuracy.*",
+        "trained",
+        0.0,
+        0.005,
+        0.0,
+        "accuracy of the float32 network (shipped weights): an output within float32 rounding of 0 may "
+        "change sign on another CPU and move the accuracy by one episode of the smallest split (200)",
+    ),
+    Tolerance(
+        "oneshot:values.glued.gd_*", "trained", 0.0, 0.5, 0.0, "the same accuracies in percent: one episode of 200"
+    ),
+    Tolerance(
+        "oneshot:values.pruning.*",
+        "trained",
+        0.0,
+        0.005,
+        0.0,
+        "accuracies of the float32 network with heads dropped: one episode of the smallest split (200)",
+    ),
+    Tolerance(
+        "own_model:values.*",
+        "trained",
+        3e-5,
+        1e-9,
+        3e-5,
+        "a float64 model trained in the chapter by Adam (no shipped weights: it trains in seconds, and the "
+        "page shows the training a practitioner writes): the last-bit differences of another CPU grow "
+        "through the training steps. Measured spread, as the largest |difference| over the largest entry of "
+        "the same key: 150 steps, two CPU dispatches of one machine (AVX-512 and AVX2): 8e-10 on U; 600 "
+        "steps (the paper profile), the two dispatches: 9.4e-7 on U, 2.9e-6 on the training loss, 4.8e-7 on "
+        "the head scores; 600 steps on an AMD EPYC against the recording Intel Xeon: 2.6e-6 on U. The "
+        "tolerance, relative and on the entries' scale, is ten times the largest of these; counts of test "
+        "images would move only if an output that close to 0 changed sign",
+    ),
     # class b with a reason of its own
-    Tolerance("*gradient_norm*", "rounding", 0.0, 1e-8, 0.0,
-              "the gradient norm at a certified minimum is zero up to rounding (1e-13 .. 1e-9): only that it is "
-              "below the solver's tolerance (1e-8) means anything, not its digits"),
+    Tolerance(
+        "*gradient_norm*",
+        "rounding",
+        0.0,
+        1e-8,
+        0.0,
+        "the gradient norm at a certified minimum is zero up to rounding (1e-13 .. 1e-9): only that it is "
+        "below the solver's tolerance (1e-8) means anything, not its digits",
+    ),
     Tolerance("theory:values.glued.max_grad", "rounding", 0.0, 1e-8, 0.0, "the largest gradient norm: as above"),
-    Tolerance("*iterations*", "rounding", 0.0, 1.0, 0.0,
-              "Newton iterations until the gradient norm falls below the solver's tolerance: where the last step "
-              "lands near that tolerance, rounding decides whether one more is taken (one-shot grid: +-1 seen "
-              "between CPU dispatches)"),
-    Tolerance("*perm_diff*", "rounding", 0.0, ROUNDING_ATOL, 0.0,
-              "change of a prediction under a permutation of the tokens: zero up to rounding"),
-    *(Tolerance(pattern, "rounding", 0.0, ROUNDING_ATOL, 0.0,
-                "a deviation that is zero up to rounding (uniform attention against 1/T, two equal posteriors' "
-                "weights and outputs): no relative scale")
-      for pattern in ("model:values.uniform_deviation", "related:values.R5_bayes.max_weight_diff",
-                      "related:values.R5_bayes.max_output_diff")),
-    Tolerance("related:values.R1_rank_collapse.residual_pure", "rounding", 0.0, 1e-14, 0.0,
-              "residual of pure attention after collapse: zero up to the rounding of unit-scale vectors"),
-    Tolerance("related:values.R4_measures.duplication_diff", "rounding", 0.0, 1e-14, 0.0,
-              "difference of two equal measures: zero up to the rounding of unit-scale numbers"),
-    *(Tolerance(pattern, "rounding", 1e-6, 1e-6, 0.0,
-                "logs of ratios of residuals that shrink towards rounding (to ~1e-10): a residual's relative "
-                "precision, hence the log's absolute one, is the rounding of unit-scale vectors over the residual")
-      for pattern in ("related:values.R1_rank_collapse.log_ratios", "related:values.glued.r1_*",
-                      "related:values.verdicts.*")),
-    *(Tolerance(pattern, "rounding", 0.0, 1e-8, 0.0,
-                "empirical risk minimisers found by a trust-region method to a gradient norm of 1e-9: on another "
-                "machine it stops at another point within that tolerance, moving risks by ~1e-9 on a unit scale "
-                "(absolute: the excess risk is a difference of two nearly equal risks, where a relative "
-                "tolerance is the wrong yardstick)")
-      for pattern in ("exchangeability:values.E3_erm.*", "exchangeability:values.glued.e3_*")),
-    Tolerance("exchangeability:values.verdicts.*", "rounding", 1e-5, 1e-12, 0.0,
-              "statistics of tests on the minimisers' excess risks, which carry the solver's tolerance (1e-8 on "
-              "risks of ~1e-3: 1e-5 relative)"),
-    Tolerance("*", "rounding", ROUNDING_RTOL, ROUNDING_ATOL, ROUNDING_FLOOR,
-              "float64 from the same inputs (ROUNDING_RTOL, ROUNDING_FLOOR)"),
+    Tolerance(
+        "*iterations*",
+        "rounding",
+        0.0,
+        1.0,
+        0.0,
+        "Newton iterations until the gradient norm falls below the solver's tolerance: where the last step "
+        "lands near that tolerance, rounding decides whether one more is taken (one-shot grid: +-1 seen "
+        "between CPU dispatches)",
+    ),
+    Tolerance(
+        "*perm_diff*",
+        "rounding",
+        0.0,
+        ROUNDING_ATOL,
+        0.0,
+        "change of a prediction under a permutation of the tokens: zero up to rounding",
+    ),
+    *(
+        Tolerance(
+            pattern,
+            "rounding",
+            0.0,
+            ROUNDING_ATOL,
+            0.0,
+            "a deviation that is zero up to rounding (uniform attention against 1/T, two equal posteriors' "
+            "weights and outputs): no relative scale",
+        )
+        for pattern in (
+            "model:values.uniform_deviation",
+            "related:values.R5_bayes.max_weight_diff",
+            "related:values.R5_bayes.max_output_diff",
+        )
+    ),
+    Tolerance(
+        "related:values.R1_rank_collapse.residual_pure",
+        "rounding",
+        0.0,
+        1e-14,
+        0.0,
+        "residual of pure attention after collapse: zero up to the rounding of unit-scale vectors",
+    ),
+    Tolerance(
+        "related:values.R4_measures.duplication_diff",
+        "rounding",
+        0.0,
+        1e-14,
+        0.0,
+        "difference of two equal measures: zero up to the rounding of unit-scale numbers",
+    ),
+    *(
+        Tolerance(
+            pattern,
+            "rounding",
+            1e-6,
+            1e-6,
+            0.0,
+            "logs of ratios of residuals that shrink towards rounding (to ~1e-10): a residual's relative "
+            "precision, hence the log's absolute one, is the rounding of unit-scale vectors over the residual",
+        )
+        for pattern in (
+            "related:values.R1_rank_collapse.log_ratios",
+            "related:values.glued.r1_*",
+            "related:values.verdicts.*",
+        )
+    ),
+    *(
+        Tolerance(
+            pattern,
+            "rounding",
+            0.0,
+            1e-8,
+            0.0,
+            "empirical risk minimisers found by a trust-region method to a gradient norm of 1e-9: on another "
+            "machine it stops at another point within that tolerance, moving risks by ~1e-9 on a unit scale "
+            "(absolute: the excess risk is a difference of two nearly equal risks, where a relative "
+            "tolerance is the wrong yardstick)",
+        )
+        for pattern in ("exchangeability:values.E3_erm.*", "exchangeability:values.glued.e3_*")
+    ),
+    Tolerance(
+        "exchangeability:values.verdicts.*",
+        "rounding",
+        1e-5,
+        1e-12,
+        0.0,
+        "statistics of tests on the minimisers' excess risks, which carry the solver's tolerance (1e-8 on "
+        "risks of ~1e-3: 1e-5 relative)",
+    ),
+    Tolerance(
+        "*",
+        "rounding",
+        ROUNDING_RTOL,
+        ROUNDING_ATOL,
+        ROUNDING_FLOOR,
+        "float64 from the same inputs (ROUNDING_RTOL, ROUNDING_FLOOR)",
+    ),
 )
 """The rules, most specific first; the last one is the default of every number (shown as a table in the
 reproducibility chapter, not on the API page: its regular expressions would read as TeX there)."""
@@ -266,8 +411,10 @@ class Disagreement:
         """One line: path, values, the class and tolerance, and its reason."""
         old = "missing" if self.old is MISSING else repr(self.old)
         new = "missing" if self.new is MISSING else repr(self.new)
-        return (f"{self.path}: {old} -> {new} (class {self.rule.cls}, rtol {self.rule.rtol:g}, atol "
-                f"{self.rule.atol:g}: {self.rule.reason})")
+        return (
+            f"{self.path}: {old} -> {new} (class {self.rule.cls}, rtol {self.rule.rtol:g}, atol "
+            f"{self.rule.atol:g}: {self.rule.reason})"
+        )
 
 
 def compare_results(chapter: str, old: dict, new: dict, table=None) -> list[Disagreement]:
@@ -301,5 +448,15 @@ def compare_results(chapter: str, old: dict, new: dict, table=None) -> list[Disa
     return out
 
 
-__all__ = ["CLASSES", "Disagreement", "MC_Z", "NOT_COMPARED", "ROUNDING_ATOL", "ROUNDING_FLOOR", "ROUNDING_RTOL",
-           "Tolerance", "compare_results", "rule_for"]
+__all__ = [
+    "CLASSES",
+    "Disagreement",
+    "MC_Z",
+    "NOT_COMPARED",
+    "ROUNDING_ATOL",
+    "ROUNDING_FLOOR",
+    "ROUNDING_RTOL",
+    "Tolerance",
+    "compare_results",
+    "rule_for",
+]

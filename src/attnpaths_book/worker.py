@@ -20,6 +20,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
+
 from attnpaths.json_files import read_json
 
 CELL_FAILED = 3
@@ -30,6 +31,7 @@ PARENT_POLL_S = 0.2
 
 def _end_with_parent(parent_pid: int) -> None:
     """Exit (status :data:`ORPHANED`) as soon as the process ``parent_pid`` is no longer this one's parent."""
+
     def watch():
         while os.getppid() == parent_pid:
             time.sleep(PARENT_POLL_S)
@@ -85,8 +87,13 @@ def main(argv=None) -> int:
         raise
     except Exception as err:  # reported to the executor, which names the chapter
         if type(err).__name__ == "PapermillExecutionError":
-            record = {"kind": "cell", "cell_index": err.cell_index, "ename": err.ename, "evalue": err.evalue,
-                      "traceback": list(err.traceback)}
+            record = {
+                "kind": "cell",
+                "cell_index": err.cell_index,
+                "ename": err.ename,
+                "evalue": err.evalue,
+                "traceback": list(err.traceback),
+            }
             status = CELL_FAILED
         else:
             record = {"kind": "worker", "traceback": traceback.format_exc().splitlines()}

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from helpers import ROOT
 
 from attnpaths_book import tolerances
 from attnpaths_book.results import to_jsonable
-from helpers import ROOT
 
 API_INDEX = "book/api/index"
 """The API reference's page: its autosummary lists name the modules that have an API page."""
@@ -29,6 +29,7 @@ def api_modules() -> list[str]:
     """The modules listed in the autosummary lists of ``book/api/index.md``, in order."""
     return _AUTOSUMMARY_ENTRY.findall((ROOT / f"{API_INDEX}.md").read_text())
 
+
 # --------------------------------------------------------------------------------------------------------
 # tiny throw-away books (the runner's, CLI's, cache's and engine's tests)
 
@@ -38,8 +39,9 @@ FRONT_MATTER = {
 }
 
 
-def write_chapter(root: Path, name: str, parameters: str, body: str, profiles: dict | None = None,
-                  report: bool = False) -> Path:
+def write_chapter(
+    root: Path, name: str, parameters: str, body: str, profiles: dict | None = None, report: bool = False
+) -> Path:
     """Write ``book/<name>.md``: a MyST notebook with a parameters cell (``profile`` and ``results_dir`` are
     added), then ``body`` as one code cell, then a cell recording the results ``values`` defined by ``body``
     (:class:`attnpaths_book.recorder.ChapterRecorder`) and writing the results file."""
@@ -50,12 +52,14 @@ def write_chapter(root: Path, name: str, parameters: str, body: str, profiles: d
     meta["attnpaths"] = settings
     parameters = textwrap.dedent(parameters).strip()
     parameters = (parameters + "\n" if parameters else "") + 'profile = "smoke"\nresults_dir = "_build/results"'
-    text = (f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n\n# Chapter {name}\n\n"
-            f"```{{code-cell}} ipython3\n:tags: [parameters]\n\n{parameters}\n```\n\n"
-            f"```{{code-cell}} ipython3\n{textwrap.dedent(body).strip()}\n```\n\n"
-            "```{code-cell} ipython3\nfrom attnpaths_book.recorder import ChapterRecorder\n"
-            f"recorder = ChapterRecorder({name!r}, globals())\n"
-            "for key, value in values.items():\n    recorder.record(key, value)\nrecorder.write()\n```\n")
+    text = (
+        f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n\n# Chapter {name}\n\n"
+        f"```{{code-cell}} ipython3\n:tags: [parameters]\n\n{parameters}\n```\n\n"
+        f"```{{code-cell}} ipython3\n{textwrap.dedent(body).strip()}\n```\n\n"
+        "```{code-cell} ipython3\nfrom attnpaths_book.recorder import ChapterRecorder\n"
+        f"recorder = ChapterRecorder({name!r}, globals())\n"
+        "for key, value in values.items():\n    recorder.record(key, value)\nrecorder.write()\n```\n"
+    )
     path = root / "book" / f"{name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -89,8 +93,9 @@ def copy_repository(destination: Path) -> Path:
         shutil.copy(ROOT / name, destination / name)
     shutil.copytree(ROOT / "book", destination / "book")
     for package in ("attnpaths", "attnpaths_book"):
-        shutil.copytree(ROOT / "src" / package, destination / "src" / package,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            ROOT / "src" / package, destination / "src" / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
     return destination
 
 
@@ -130,9 +135,11 @@ def assert_matches_record(chapter, key, recomputed, recorded):
     recomputed = to_jsonable(recomputed)
     if isinstance(recorded, dict) or isinstance(recomputed, dict):
         assert isinstance(recorded, dict) and isinstance(recomputed, dict), (
-            f"{chapter}: values.{key}: recomputed {type(recomputed).__name__}, recorded {type(recorded).__name__}")
+            f"{chapter}: values.{key}: recomputed {type(recomputed).__name__}, recorded {type(recorded).__name__}"
+        )
         assert set(recomputed) == set(recorded), (
-            f"{chapter}: values.{key}: recomputed keys {sorted(recomputed)}, recorded keys {sorted(recorded)}")
+            f"{chapter}: values.{key}: recomputed keys {sorted(recomputed)}, recorded keys {sorted(recorded)}"
+        )
         for name in recorded:
             assert_matches_record(chapter, f"{key}.{name}", recomputed[name], recorded[name])
         return
@@ -158,7 +165,8 @@ def assert_matches_record(chapter, key, recomputed, recorded):
         raise AssertionError(
             f"{chapter}: values.{key}{where} differs from the paper record: recomputed {a[worst].item()!r}, "
             f"recorded {b[worst].item()!r} (relative difference {relative:.3g}; {int(bad.sum())} of {a.size} entries "
-            f"differ; class {rule.cls}, rtol={rule.rtol:g}, atol={rule.atol:g}, floor={rule.floor:g}: {rule.reason})")
+            f"differ; class {rule.cls}, rtol={rule.rtol:g}, atol={rule.atol:g}, floor={rule.floor:g}: {rule.reason})"
+        )
 
 
 def assert_within_mc_error(chapter, key, estimate, estimate_se, recorded, recorded_se, *, z=MC_Z):
@@ -177,6 +185,5 @@ def assert_within_mc_error(chapter, key, estimate, estimate_se, recorded, record
     raise AssertionError(
         f"{chapter}: values.{key}{where} differs from the paper record beyond its Monte-Carlo error: recomputed "
         f"{a[worst].item()!r} +- {sa[worst]:.3g}, recorded {b[worst].item()!r} +- {sb[worst]:.3g} "
-        f"(z = {zscores[worst]:.2f} > {z:g}; {int((zscores > z).sum())} of {a.size} entries)")
-
-
+        f"(z = {zscores[worst]:.2f} > {z:g}; {int((zscores > z).sum())} of {a.size} entries)"
+    )

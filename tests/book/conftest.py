@@ -10,12 +10,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "library"))  # the shared ``helpers``
 
 import pytest  # noqa: E402
+from book_helpers import write_stand_in_packages  # noqa: E402
+from helpers import ROOT  # noqa: E402
 
 from attnpaths_book import runner, site  # noqa: E402
 from attnpaths_book.chapters import book_chapters  # noqa: E402
 from attnpaths_book.layout import BookLayout, suite_book  # noqa: E402
-from book_helpers import write_stand_in_packages  # noqa: E402
-from helpers import ROOT  # noqa: E402
 
 
 @pytest.fixture

@@ -15,22 +15,36 @@ from pathlib import Path
 
 import pytest
 import yaml
+from book_helpers import API_INDEX, API_PAGES_DIR, api_modules
 from bs4 import BeautifulSoup
+from helpers import ROOT
 
 from attnpaths_book import site
 from attnpaths_book.chapters import book_chapters, toc_docnames
 from attnpaths_book.layout import BookLayout
-from helpers import ROOT
-from book_helpers import API_INDEX, API_PAGES_DIR, api_modules
 
 PY_ROLE = re.compile(r"\{(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc)\}`~?([\w.]+)`")
 
 REQUIRED_MODULES = (
-    "attnpaths.attention", "attnpaths.paths", "attnpaths.kernels", "attnpaths.action", "attnpaths.theory",
-    "attnpaths.network", "attnpaths.sampler", "attnpaths.order_parameter_posterior", "attnpaths.head_scoring",
-    "attnpaths.claims", "attnpaths.engine", "attnpaths_book.recorder", "attnpaths.hmc.data",
-    "attnpaths.hmc.heads", "attnpaths.hmc.networks", "attnpaths.oneshot.datasets", "attnpaths.transformer",
-    "attnpaths.oneshot.training", "attnpaths.frozen_attention",
+    "attnpaths.attention",
+    "attnpaths.paths",
+    "attnpaths.kernels",
+    "attnpaths.action",
+    "attnpaths.theory",
+    "attnpaths.network",
+    "attnpaths.sampler",
+    "attnpaths.order_parameter_posterior",
+    "attnpaths.head_scoring",
+    "attnpaths.claims",
+    "attnpaths.engine",
+    "attnpaths_book.recorder",
+    "attnpaths.hmc.data",
+    "attnpaths.hmc.heads",
+    "attnpaths.hmc.networks",
+    "attnpaths.oneshot.datasets",
+    "attnpaths.transformer",
+    "attnpaths.oneshot.training",
+    "attnpaths.frozen_attention",
 )
 """The public API that the book documents (more modules may be listed)."""
 
@@ -92,13 +106,19 @@ def test_the_index_lists_the_public_api():
     docnames = toc_docnames(ROOT / "_toc.yml")
     assert API_INDEX in docnames, "_toc.yml does not list the API reference"
     assert docnames.index(API_INDEX) == docnames.index("book/references") - 1, (
-        "the API reference comes after the chapters, right before the references")
+        "the API reference comes after the chapters, right before the references"
+    )
 
 
 def test_public_objects_finds_functions_classes_methods_and_properties():
     names = public_objects("attnpaths.theory")
-    for expected in ("solve", "TheorySolution", "TheorySolution.predict", "TheorySolution.heads",
-                     "CholeskyCoordinates.factors"):
+    for expected in (
+        "solve",
+        "TheorySolution",
+        "TheorySolution.predict",
+        "TheorySolution.heads",
+        "CholeskyCoordinates.factors",
+    ):
         assert expected in names
     assert not [n for n in names if n.split(".")[-1].startswith("_")]
     assert "Architecture" not in names  # imported from attnpaths.action: documented on that module's page
@@ -150,9 +170,11 @@ def test_chapter_roles_link_to_the_api_pages(built_book):
             page, _, anchor = links[target].partition("#")
             resolved = (html.parent / page).resolve()
             assert resolved.parent == (built_book.html_dir / API_PAGES_DIR).resolve(), (
-                f"{docname}: {target} links to {links[target]}, not to an API page")
+                f"{docname}: {target} links to {links[target]}, not to an API page"
+            )
             assert anchor == target and target in descriptions(soup(resolved)), (
-                f"{docname}: {target} links to {links[target]}, which does not document it")
+                f"{docname}: {target} links to {links[target]}, which does not document it"
+            )
             checked += 1
     assert checked, "no chapter names an attnpaths object with a {func} role"
 
@@ -181,30 +203,42 @@ def tiny_api_book(root: Path, module: str, page_text: str) -> BookLayout:
     shutil.copytree(ROOT / "book" / "api" / "_templates", root / "book" / "api" / "_templates")
     (root / "book" / "intro.md").write_text(f"# Intro\n\n{page_text}\n")
     (root / "book" / "api" / "index.md").write_text(
-        f"# API\n\n```{{eval-rst}}\n.. autosummary::\n   :toctree: generated\n\n   {module}\n```\n")
-    (root / "_toc.yml").write_text(yaml.safe_dump(
-        {"format": "jb-book", "root": "book/intro", "chapters": [{"file": "book/api/index"}]}, sort_keys=False))
+        f"# API\n\n```{{eval-rst}}\n.. autosummary::\n   :toctree: generated\n\n   {module}\n```\n"
+    )
+    (root / "_toc.yml").write_text(
+        yaml.safe_dump(
+            {"format": "jb-book", "root": "book/intro", "chapters": [{"file": "book/api/index"}]}, sort_keys=False
+        )
+    )
     return BookLayout(root)
 
 
 def test_a_broken_role_or_a_missing_docstring_fails_the_build(tmp_path, monkeypatch):
     # the Sphinx process imports the stand-in modules, and the package (its extensions) from this checkout
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(tmp_path), str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
+    monkeypatch.setenv(
+        "PYTHONPATH",
+        os.pathsep.join(
+            [str(tmp_path), str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        ),
+    )
     (tmp_path / "api_demo_good.py").write_text(DEMO_MODULE)
-    (tmp_path / "api_demo_bad.py").write_text(DEMO_MODULE + textwrap.dedent('''
+    (tmp_path / "api_demo_bad.py").write_text(
+        DEMO_MODULE
+        + textwrap.dedent('''
 
         def undocumented(x):
             return x
-        '''))
+        ''')
+    )
 
     good = tiny_api_book(tmp_path / "good", "api_demo_good", "See {func}`api_demo_good.documented`.")
     index = site.build_html(good, book_chapters(good), "smoke")
     link = soup(good.html_dir / "book" / "intro.html").select_one("a.reference.internal[title]")
     assert link["href"] == "api/generated/api_demo_good.html#api_demo_good.documented", index
 
-    bad = tiny_api_book(tmp_path / "bad", "api_demo_bad",
-                        "See {func}`api_demo_bad.documented` and {func}`api_demo_bad.renamed`.")
+    bad = tiny_api_book(
+        tmp_path / "bad", "api_demo_bad", "See {func}`api_demo_bad.documented` and {func}`api_demo_bad.renamed`."
+    )
     with pytest.raises(site.BuildFailed) as failure:
         site.build_html(bad, book_chapters(bad), "smoke")
     message = str(failure.value)

@@ -5,30 +5,55 @@ missing is tested everywhere (their import is made to fail); the JAX potential a
 where numpyro is importable.
 """
 
-import re
 import importlib.util
 import math
+import re
 import sys
 
 import numpy as np
 import pytest
 import torch
+from helpers import random_attention, random_inputs
 
+from attnpaths.network import AttentionNetwork
+from attnpaths_book import cli
 from attnpaths_book.benchmarks import numpyro_nuts as bench
 from attnpaths_book.benchmarks.record import read_record
 from attnpaths_book.benchmarks.sampler import _hmc_inputs, potential_energy
-from attnpaths_book import cli
-from attnpaths.network import AttentionNetwork
-from helpers import random_attention, random_inputs
 
 HAVE_NUMPYRO = importlib.util.find_spec("numpyro") is not None and importlib.util.find_spec("jax") is not None
 needs_numpyro = pytest.mark.skipif(
     not HAVE_NUMPYRO, reason='numpyro and jax are the optional "bench" extra (pip install -e ".[bench]")'
 )
 
-TINY_ARGV = ["--data", "random", "--width", "2", "--num-train", "6", "--num-test", "4", "--input-width", "5",
-             "--num-tokens", "3", "--num-warmup", "20", "--round-samples", "10", "--max-samples", "30",
-             "--gibbs-warmup", "10", "--gibbs-samples", "40", "--num-chains", "2", "--temperature", "0.5"]
+TINY_ARGV = [
+    "--data",
+    "random",
+    "--width",
+    "2",
+    "--num-train",
+    "6",
+    "--num-test",
+    "4",
+    "--input-width",
+    "5",
+    "--num-tokens",
+    "3",
+    "--num-warmup",
+    "20",
+    "--round-samples",
+    "10",
+    "--max-samples",
+    "30",
+    "--gibbs-warmup",
+    "10",
+    "--gibbs-samples",
+    "40",
+    "--num-chains",
+    "2",
+    "--temperature",
+    "0.5",
+]
 
 
 # -- without numpyro ---------------------------------------------------------------------------------------
@@ -58,11 +83,16 @@ def test_missing_dependency_is_a_clear_error_naming_the_bench_extra(missing, mon
     ],
 )
 def test_stopping_rule(max_rhat, drawn, elapsed, last_round, expected):
-    reason = bench.stop_reason_after_round(max_rhat, drawn, elapsed, last_round, rhat_target=1.01, round_samples=20,
-                                           max_samples=100, time_budget_s=100.0)
+    reason = bench.stop_reason_after_round(
+        max_rhat, drawn, elapsed, last_round, rhat_target=1.01, round_samples=20, max_samples=100, time_budget_s=100.0
+    )
     assert reason == expected
-    assert bench.stop_reason_after_round(1.2, 10, 1e9, 1e9, rhat_target=1.01, round_samples=20, max_samples=100,
-                                         time_budget_s=None) == ""
+    assert (
+        bench.stop_reason_after_round(
+            1.2, 10, 1e9, 1e9, rhat_target=1.01, round_samples=20, max_samples=100, time_budget_s=None
+        )
+        == ""
+    )
 
 
 def test_ratio_over_repeats_is_the_ratio_of_geometric_means_with_its_standard_error():
@@ -106,16 +136,20 @@ def test_jax_potential_equals_the_torch_potential_in_float64(problem):
         network, temperature = AttentionNetwork(attention, widths=10), 0.01
     else:
         heads = (3,) if problem == "random L=1" else (2, 1, 2)
-        network = AttentionNetwork(random_attention(g, heads, 4), widths=(3, 2, 4, 2)[: len(heads) + 1],
-                                   variances=[0.5, 1.5, 0.8, 2.0, 1.2][: len(heads) + 2])
+        network = AttentionNetwork(
+            random_attention(g, heads, 4),
+            widths=(3, 2, 4, 2)[: len(heads) + 1],
+            variances=[0.5, 1.5, 0.8, 2.0, 1.2][: len(heads) + 2],
+        )
         x, y, temperature = random_inputs(g, 7, 4, 5), torch.tensor([1.0, -1, 1, -1, 1, 1, -1]), 0.3
     with bench.x64(True):
         for expected, energy, expected_grad, grad in _potential_pairs(network, x, y, temperature, g, "float64"):
             assert str(energy.dtype) == "float64"
             assert float(energy) == pytest.approx(expected, rel=1e-10, abs=0.0)
             for name, value in expected_grad.items():
-                torch.testing.assert_close(torch.from_numpy(np.array(grad[name])), value,
-                                           rtol=1e-9, atol=1e-9 * value.abs().max().item())
+                torch.testing.assert_close(
+                    torch.from_numpy(np.array(grad[name])), value, rtol=1e-9, atol=1e-9 * value.abs().max().item()
+                )
 
 
 @needs_numpyro
@@ -153,9 +187,13 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tiny_run, capsys):
     report, record, x64_before, x64_after = tiny_run
     assert x64_after == x64_before  # jax_enable_x64 is restored
     assert record["benchmark"] == "numpyro_nuts"
-    assert record["command"].startswith("python -m attnpaths_book bench numpyro_nuts " + " ".join(TINY_ARGV) + " --output ")
+    assert record["command"].startswith(
+        "python -m attnpaths_book bench numpyro_nuts " + " ".join(TINY_ARGV) + " --output "
+    )
     assert record["versions"]["numpyro"] == numpyro.__version__ and record["versions"]["jax"] == jax.__version__
-    assert record["machine"]["load_average_1min_start"] is not None and record["machine"]["load_average_1min"] is not None
+    assert (
+        record["machine"]["load_average_1min_start"] is not None and record["machine"]["load_average_1min"] is not None
+    )
     assert record["report"]["ess_per_s_ratio"] == pytest.approx(report["ess_per_s_ratio"])
     assert report["sizes"]["widths"] == [2, 2, 2]
     gibbs = report["gibbs"]
@@ -200,8 +238,18 @@ def test_same_key_same_chains_and_budget_stops_after_one_round(tiny_run):
     attention, x, y, x_test, _ = bench._random_inputs(torch.Generator().manual_seed(0), 6, 4, 5, 3)
     network = AttentionNetwork(attention, widths=2)
     run = bench.run_numpyro_nuts(
-        network, x, y, 0.5, jax.random.PRNGKey(0), network.features(x_test), dtype="float32", num_warmup=20,
-        num_chains=2, round_samples=10, max_samples=30, time_budget_s=1e-3,
+        network,
+        x,
+        y,
+        0.5,
+        jax.random.PRNGKey(0),
+        network.features(x_test),
+        dtype="float32",
+        num_warmup=20,
+        num_chains=2,
+        round_samples=10,
+        max_samples=30,
+        time_budget_s=1e-3,
     )
     expected = report["nuts_float32"]
     assert run.step_sizes == expected["step_sizes"]
@@ -220,7 +268,9 @@ def test_committed_record_is_complete_and_consistent():
 
     record = read_record(committed_record_path("numpyro_nuts"))
     report = record["report"]
-    assert re.match(r"python -m attnpaths(_book)? bench numpyro_nuts", record["command"])  # committed before the companion was a package of its own
+    assert re.match(
+        r"python -m attnpaths(_book)? bench numpyro_nuts", record["command"]
+    )  # committed before the companion was a package of its own
     assert record["commit"] is not None and len(record["commit"]) == 40 and record["commit_dirty"] is False
     assert record["versions"]["numpyro"] and record["versions"]["jax"]
     assert report["sizes"] == {**report["sizes"], "widths": [10, 10, 10], "num_train": 100, "temperature": 0.01}
@@ -230,12 +280,20 @@ def test_committed_record_is_complete_and_consistent():
         assert nuts["draw_dtype"] == precision
         for summary in (gibbs, nuts):
             assert summary["wall_time_s"] == pytest.approx(sum(summary["chain_wall_times_s"]))
-            assert summary["min_predictor_ess_per_s"] == pytest.approx(summary["min_predictor_ess"] / summary["wall_time_s"])
+            assert summary["min_predictor_ess_per_s"] == pytest.approx(
+                summary["min_predictor_ess"] / summary["wall_time_s"]
+            )
         assert report["ess_per_s_ratio"][precision] == pytest.approx(
             gibbs["min_predictor_ess_per_s"] / nuts["min_predictor_ess_per_s"]
         )
         repeats = report["ess_per_s_ratio_repeats"][precision]
-        assert repeats == {**repeats, **bench.ratio_over_repeats(gibbs["per_chain_min_predictor_ess_per_s"],
-                                                                 nuts["per_chain_min_predictor_ess_per_s"])}
+        assert repeats == {
+            **repeats,
+            **bench.ratio_over_repeats(
+                gibbs["per_chain_min_predictor_ess_per_s"], nuts["per_chain_min_predictor_ess_per_s"]
+            ),
+        }
         assert nuts["rhat_history"][-1]["draws_per_chain"] == nuts["num_samples"]
-        assert nuts["converged"] == (nuts["stop_reason"] == "rhat") == (nuts["max_predictor_rhat"] <= nuts["rhat_target"])
+        assert (
+            nuts["converged"] == (nuts["stop_reason"] == "rhat") == (nuts["max_predictor_rhat"] <= nuts["rhat_target"])
+        )

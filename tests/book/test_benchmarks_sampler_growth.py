@@ -15,8 +15,10 @@ def assert_ess_fits_use_converged_points(fit: dict, key: str):
     """The ESS exponents of a series are fitted to the points whose chains converged, and only to those."""
     converged = [row for row in fit["rows"] if row["converged"]]
     assert fit["ess_sizes"] == [row[key] for row in converged]
-    for exponent, column in (("exponent_ess_per_s", "min_predictor_ess_per_s"),
-                             ("exponent_ess_per_sweep", "min_predictor_ess_per_sweep")):
+    for exponent, column in (
+        ("exponent_ess_per_s", "min_predictor_ess_per_s"),
+        ("exponent_ess_per_sweep", "min_predictor_ess_per_sweep"),
+    ):
         if len(converged) < 2:
             assert fit[exponent] is None
         else:
@@ -42,7 +44,9 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys):
             assert row["ms_per_sweep"] == pytest.approx(1e3 * row["wall_time_s"] / 25)
             assert row["min_predictor_ess_per_s"] == pytest.approx(row["min_predictor_ess"] / row["wall_time_s"])
             assert row["min_predictor_ess_per_sweep"] == pytest.approx(row["min_predictor_ess"] / (4 * 20))
-            assert row["max_predictor_rhat"] > 0.9 and row["converged"] == (row["max_predictor_rhat"] <= bench.RHAT_LIMIT)
+            assert row["max_predictor_rhat"] > 0.9 and row["converged"] == (
+                row["max_predictor_rhat"] <= bench.RHAT_LIMIT
+            )
         assert math.isfinite(fit["exponent_per_sweep"])
         assert_ess_fits_use_converged_points(fit, key)
     assert "record written to" in capsys.readouterr().out
@@ -75,4 +79,6 @@ def test_committed_record_is_complete_and_consistent():
         assert [row[key] for row in fit["rows"]] == fit["sizes"]
         assert all(row["converged"] == (row["max_predictor_rhat"] <= bench.RHAT_LIMIT) for row in fit["rows"])
         assert_ess_fits_use_converged_points(fit, key)
-        assert fit["exponent_per_sweep"] == pytest.approx(fit_exponent(fit["sizes"], [r["ms_per_sweep"] for r in fit["rows"]]))
+        assert fit["exponent_per_sweep"] == pytest.approx(
+            fit_exponent(fit["sizes"], [r["ms_per_sweep"] for r in fit["rows"]])
+        )

@@ -19,9 +19,26 @@ UNCERTIFIED_AGREEMENT = 1e-9
 collapses where the rounding of its ``P``-term sums exceeds the gradient tolerance (its gradient norm there:
 2e-8 to 2e-7), so its ``U`` is only that precise (seen: 1.6e-10 at ``P = 4000``; the dense route started at the
 Gram route's minimum moves 1e-10 and stops uncertified again). The actions still agree within :data:`AGREEMENT`."""
-ROW_FIELDS = {"route", "P", "D", "chunks", "wall_s", "features_s", "accumulate_s", "solve_s", "iterations", "converged",
-              "gradient_norm", "hessian_min_eigenvalue", "action", "U_layers", "solver_memory_estimate_gib",
-              "rss_after_imports_mib", "peak_rss_mib", "threads"}
+ROW_FIELDS = {
+    "route",
+    "P",
+    "D",
+    "chunks",
+    "wall_s",
+    "features_s",
+    "accumulate_s",
+    "solve_s",
+    "iterations",
+    "converged",
+    "gradient_norm",
+    "hessian_min_eigenvalue",
+    "action",
+    "U_layers",
+    "solver_memory_estimate_gib",
+    "rss_after_imports_mib",
+    "peak_rss_mib",
+    "threads",
+}
 
 
 def _check_rows(report):
@@ -35,8 +52,9 @@ def _check_rows(report):
         assert row["threads"] == {"torch": 1, "blas": [1]}  # one thread in the row's own process
         assert 0 < row["rss_after_imports_mib"] <= row["peak_rss_mib"]
         assert row["chunks"] == math.ceil(row["P"] / report["chunk_size"])
-        assert row["wall_s"] == pytest.approx(row["features_s"] + row["accumulate_s"] + row["solve_s"], rel=0.05,
-                                              abs=0.05)
+        assert row["wall_s"] == pytest.approx(
+            row["features_s"] + row["accumulate_s"] + row["solve_s"], rel=0.05, abs=0.05
+        )
         assert math.isfinite(row["action"]) and row["iterations"] >= 1 and len(row["U_layers"]) == 2
         if row["route"] == "gram":
             assert row["converged"] and row["gradient_norm"] < 1e-8 and row["hessian_min_eigenvalue"] > 0

@@ -7,13 +7,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import random_problem
 
+from attnpaths.theory import solve
 from attnpaths_book.benchmarks import _fits as fits
 from attnpaths_book.benchmarks import solver as bench
 from attnpaths_book.benchmarks.record import committed_record_path, read_record
-from attnpaths.theory import solve
-
-from helpers import random_problem
 
 
 def test_exponent_fit_recovers_known_exponents():
@@ -32,8 +31,9 @@ def test_two_term_fit_recovers_the_crossover():
     a, b, c = 2e-9, 1e-6, 3e-3  # a P^3 = b P^2 at P = 500, and a constant cost
     fit = fits.fit_two_terms(sizes, a * sizes**3 + b * sizes**2 + c, (3.0, 2.0))
     assert fit["coefficients"] == pytest.approx([a, b, c], rel=1e-6)
-    assert fits.fit_two_terms(sizes, a * sizes**3 + b * sizes**2, (3.0, 2.0), constant=False)["coefficients"] == \
-        pytest.approx([a, b], rel=1e-6)
+    assert fits.fit_two_terms(sizes, a * sizes**3 + b * sizes**2, (3.0, 2.0), constant=False)[
+        "coefficients"
+    ] == pytest.approx([a, b], rel=1e-6)
     assert fit["crossover"] == pytest.approx(500.0, rel=1e-6)
     assert fit["share_of_the_higher_term"][0] < 0.5 < fit["share_of_the_higher_term"][-1]
     assert fit["crossover_within_sizes"]
@@ -73,7 +73,9 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys, m
     assert torch.get_num_threads() == threads  # restored
     assert seen and all(torch_threads == 1 and blas <= {1} for torch_threads, blas in seen), seen
     record = read_record(output)
-    assert record["benchmark"] == "solver" and record["command"] == "python -m attnpaths_book bench solver " + " ".join(argv)
+    assert record["benchmark"] == "solver" and record["command"] == "python -m attnpaths_book bench solver " + " ".join(
+        argv
+    )
     assert record["machine"]["load_average_1min"] is not None and record["machine"]["load_average_1min_start"] >= 0
     saved = record["report"]
     assert json.loads(json.dumps(report, default=float)).keys() == saved.keys()

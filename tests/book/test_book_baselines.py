@@ -17,15 +17,20 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+from helpers import ROOT
 from nbval.plugin import IPyNbCell, coalesce_streams, get_sanitize_patterns, nocolors
 
-from attnpaths_book.baselines import (CHECK_TAG, baseline_differences, baseline_path, results_baseline_path,
-                                      strip_for_baseline)
+from attnpaths_book.baselines import (
+    CHECK_TAG,
+    baseline_differences,
+    baseline_path,
+    results_baseline_path,
+    strip_for_baseline,
+)
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.runner import notebook_chapters
 from attnpaths_book.store import verify_results
 from attnpaths_book.tolerances import compare_results
-from helpers import ROOT
 
 LAYOUT = BookLayout(ROOT)
 CHAPTERS = notebook_chapters(LAYOUT)
@@ -41,8 +46,17 @@ def test_baseline_matches_its_chapter(chapter):
     assert not problems, "\n".join(problems) + "\n" + REFRESH
 
 
-SKIP_COMPARE = ("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
-                "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg")
+SKIP_COMPARE = (
+    "metadata",
+    "traceback",
+    "prompt_number",
+    "output_type",
+    "name",
+    "execution_count",
+    "application/vnd.jupyter.widget-view+json",
+    "image/png",
+    "image/jpeg",
+)
 """What nbval leaves out of a comparison (its defaults without nbdime)."""
 
 
@@ -50,11 +64,15 @@ def nbval_differences(executed, baseline, patterns) -> list[str]:
     """nbval's own comparison, as ``--nbval-lax`` applies it to a cell tagged ``nbval-check-output``, of the
     outputs of one executed cell against the baseline's, with the sanitizing ``patterns``; empty when they agree.
     (nbval compares while it executes; the book executes once per test run, in ``built_book``.)"""
-    item = SimpleNamespace(parent=SimpleNamespace(skip_compare=SKIP_COMPARE, sanitize_patterns=patterns),
-                           colors=nocolors, comparison_traceback=[])
+    item = SimpleNamespace(
+        parent=SimpleNamespace(skip_compare=SKIP_COMPARE, sanitize_patterns=patterns),
+        colors=nocolors,
+        comparison_traceback=[],
+    )
     item.sanitize = lambda text: IPyNbCell.sanitize(item, text)
     item.format_output_compare = lambda key, left, right: item.comparison_traceback.append(
-        f"{key}: the baseline has {left!r}, this run {right!r}")
+        f"{key}: the baseline has {left!r}, this run {right!r}"
+    )
     agree = IPyNbCell.compare_outputs(item, coalesce_streams(executed), coalesce_streams(baseline))
     return [] if agree else [str(line) for line in item.comparison_traceback]
 
@@ -78,23 +96,28 @@ def test_baseline_reproduces(chapter, built_book):
     assert len(ran) == len(recorded), f"{chapter.name}: checked cells {len(recorded)} in the baseline, {len(ran)} run"
     for number, (cell, reference) in enumerate(zip(ran, recorded), start=1):
         differences = nbval_differences(cell.outputs, reference.outputs, patterns)
-        assert not differences, (f"nbval found a difference in {chapter.name}, checked cell {number}:\n"
-                                 + "\n".join(differences) + f"\n{REFRESH}")
+        assert not differences, (
+            f"nbval found a difference in {chapter.name}, checked cell {number}:\n"
+            + "\n".join(differences)
+            + f"\n{REFRESH}"
+        )
     results = verify_results(built_book.results_dir, chapter.name)
     stored = json.loads(results_baseline_path(LAYOUT, chapter).read_text())
     disagreements = compare_results(chapter.name, {"values": stored["values"]}, {"values": results["values"]})
-    assert not disagreements, (f"{chapter.name}: {len(disagreements)} numbers of the results file moved beyond their "
-                               "reproducibility class:\n" + "\n".join(d.describe() for d in disagreements[:20])
-                               + f"\n{REFRESH}")
+    assert not disagreements, (
+        f"{chapter.name}: {len(disagreements)} numbers of the results file moved beyond their "
+        "reproducibility class:\n" + "\n".join(d.describe() for d in disagreements[:20]) + f"\n{REFRESH}"
+    )
 
 
 def test_nbval_comparison_sees_a_changed_word_and_not_a_changed_number():
     patterns = dict(get_sanitize_patterns(SANITIZE.read_text()))
     printed = [nbformat.v4.new_output("stream", text="claim 1 holds, p = 0.003\n")]
-    assert nbval_differences(printed, [nbformat.v4.new_output("stream", text="claim 1 holds, p = 0.004\n")],
-                             patterns) == []
-    assert nbval_differences(printed, [nbformat.v4.new_output("stream", text="claim 1 fails, p = 0.003\n")],
-                             patterns)
+    assert (
+        nbval_differences(printed, [nbformat.v4.new_output("stream", text="claim 1 holds, p = 0.004\n")], patterns)
+        == []
+    )
+    assert nbval_differences(printed, [nbformat.v4.new_output("stream", text="claim 1 fails, p = 0.003\n")], patterns)
 
 
 def test_nbval_compares_words_and_leaves_numbers_to_the_results_file():
@@ -108,15 +131,28 @@ def test_nbval_compares_words_and_leaves_numbers_to_the_results_file():
 
 
 def test_stripping_keeps_only_checked_outputs():
-    cells = [nbformat.v4.new_code_cell("print(1)", outputs=[nbformat.v4.new_output("stream", text="1\n")],
-                                       metadata={"tags": [CHECK_TAG], "papermill": {"duration": 1.0}}),
-             nbformat.v4.new_code_cell("print(2)", outputs=[nbformat.v4.new_output("stream", text="2\n")],
-                                       execution_count=2)]
-    notebook = nbformat.v4.new_notebook(cells=cells, metadata={"papermill": {"parameters": {"n": 1}, "duration": 3},
-                                                               "kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    cells = [
+        nbformat.v4.new_code_cell(
+            "print(1)",
+            outputs=[nbformat.v4.new_output("stream", text="1\n")],
+            metadata={"tags": [CHECK_TAG], "papermill": {"duration": 1.0}},
+        ),
+        nbformat.v4.new_code_cell(
+            "print(2)", outputs=[nbformat.v4.new_output("stream", text="2\n")], execution_count=2
+        ),
+    ]
+    notebook = nbformat.v4.new_notebook(
+        cells=cells,
+        metadata={
+            "papermill": {"parameters": {"n": 1}, "duration": 3},
+            "kernelspec": {"name": "python3", "display_name": "Python 3"},
+        },
+    )
     stripped = strip_for_baseline(notebook)
     assert stripped.cells[0].outputs == cells[0].outputs and stripped.cells[0].metadata == {"tags": [CHECK_TAG]}
     assert stripped.cells[1].outputs == [] and stripped.cells[1].execution_count is None
-    assert stripped.metadata == {"papermill": {"parameters": {"n": 1}},
-                                 "kernelspec": {"name": "python3", "display_name": "Python 3"}}
+    assert stripped.metadata == {
+        "papermill": {"parameters": {"n": 1}},
+        "kernelspec": {"name": "python3", "display_name": "Python 3"},
+    }
     assert notebook.cells[1].outputs  # the original is left alone

@@ -12,6 +12,8 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from book_helpers import API_PAGES_DIR, api_modules
+from helpers import ROOT
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.chrome.service import Service
@@ -19,16 +21,23 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from attnpaths_book.chapters import toc_docnames
-from helpers import ROOT
-from book_helpers import API_PAGES_DIR, api_modules
 
 DOCNAMES = toc_docnames(ROOT / "_toc.yml")
 PAGES = DOCNAMES + [f"{API_PAGES_DIR}/{module}" for module in api_modules()]
 """Every page of the book: the toc's documents and the API pages generated from the docstrings."""
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", "--window-size=1280,1600",
-                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")  # no network but ours
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1280,1600",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+)  # no network but ours
 VISIBLE_TEXT = """
 const root = document.querySelector('article') || document.body;
 const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {acceptNode: node =>
@@ -172,8 +181,9 @@ def test_page_renders_and_fits_its_column(browser, site_url, docname):
     if math:
         browser.set_script_timeout(60)
         assert browser.execute_async_script(WAIT_FOR_MATHJAX) == "ok"
-        untypeset = [m.get_attribute("textContent")[:80] for m in math
-                     if not m.find_elements(By.TAG_NAME, "mjx-container")]
+        untypeset = [
+            m.get_attribute("textContent")[:80] for m in math if not m.find_elements(By.TAG_NAME, "mjx-container")
+        ]
         assert not untypeset, f"{docname}: mathematics not typeset: {untypeset[:5]}"
         assert not browser.find_elements(By.CSS_SELECTOR, "mjx-merror"), f"{docname}: a TeX error"
     text = browser.execute_script(VISIBLE_TEXT)
@@ -181,11 +191,19 @@ def test_page_renders_and_fits_its_column(browser, site_url, docname):
     assert not raw_math, f"{docname}: raw TeX in the page: {raw_math[:5]}"
 
     images = browser.find_elements(By.CSS_SELECTOR, "article img")
-    sizes = [browser.execute_script("return [arguments[0].complete, arguments[0].naturalWidth, "
-                                    "arguments[0].naturalHeight, arguments[0].getBoundingClientRect().width]", img)
-             for img in images]
-    broken = [(img.get_attribute("src")[-60:], size) for img, size in zip(images, sizes)
-              if not (size[0] and size[1] > 0 and size[2] > 0 and size[3] > 0)]
+    sizes = [
+        browser.execute_script(
+            "return [arguments[0].complete, arguments[0].naturalWidth, "
+            "arguments[0].naturalHeight, arguments[0].getBoundingClientRect().width]",
+            img,
+        )
+        for img in images
+    ]
+    broken = [
+        (img.get_attribute("src")[-60:], size)
+        for img, size in zip(images, sizes)
+        if not (size[0] and size[1] > 0 and size[2] > 0 and size[3] > 0)
+    ]
     assert not broken, f"{docname}: images that did not load or have no size: {broken}"
     for figure in browser.find_elements(By.CSS_SELECTOR, "article figure"):
         assert figure.find_elements(By.TAG_NAME, "img"), f"{docname}: a figure without an image"

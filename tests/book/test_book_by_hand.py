@@ -8,13 +8,13 @@ import json
 
 import nbformat
 import pytest
+from book_helpers import copy_repository
+from helpers import ROOT
 
 from attnpaths_book import runner
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.numeric_diff import is_volatile
 from attnpaths_book.results import STAGING_ENV
-from helpers import ROOT
-from book_helpers import copy_repository
 
 jupytext = pytest.importorskip("jupytext")
 nbclient = pytest.importorskip("nbclient")
@@ -37,10 +37,15 @@ def run_by_hand(source, assignments: str, cwd, timeout_s=600):
     notebook = jupytext.read(source)
     tagged = [i for i, cell in enumerate(notebook.cells) if "parameters" in cell.metadata.get("tags", [])]
     assert len(tagged) == 1, f"{source} must have one parameters cell"
-    notebook.cells.insert(tagged[0] + 1, nbformat.v4.new_code_cell(
-        assignments, metadata={"tags": ["injected-parameters"]}))
-    client = nbclient.NotebookClient(notebook, timeout=timeout_s, kernel_name=notebook.metadata.kernelspec.name,
-                                     resources={"metadata": {"path": str(cwd)}})
+    notebook.cells.insert(
+        tagged[0] + 1, nbformat.v4.new_code_cell(assignments, metadata={"tags": ["injected-parameters"]})
+    )
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=timeout_s,
+        kernel_name=notebook.metadata.kernelspec.name,
+        resources={"metadata": {"path": str(cwd)}},
+    )
     client.execute()
     return notebook
 
@@ -64,7 +69,11 @@ def test_a_chapter_run_by_hand_gives_the_runners_results(tmp_path, monkeypatch, 
 
 
 def test_run_times_are_all_that_is_left_out():
-    results = {"values": {"U": [1.0, 2.0], "solve_seconds": 0.3, "nested": {"wall_s": 1.0, "n": 3}},
-               "parameters": {"widths": [10]}}
-    assert without_run_times(results) == {"values": {"U": [1.0, 2.0], "nested": {"n": 3}},
-                                          "parameters": {"widths": [10]}}
+    results = {
+        "values": {"U": [1.0, 2.0], "solve_seconds": 0.3, "nested": {"wall_s": 1.0, "n": 3}},
+        "parameters": {"widths": [10]},
+    }
+    assert without_run_times(results) == {
+        "values": {"U": [1.0, 2.0], "nested": {"n": 3}},
+        "parameters": {"widths": [10]},
+    }

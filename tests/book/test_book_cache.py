@@ -1,20 +1,19 @@
 """Cache keys: what changes them and what does not (no kernels)."""
 
 import ast
-import json
 import textwrap
 
 import nbformat
 import pytest
+from book_helpers import copy_repository, write_chapter, write_toc
+from helpers import ROOT
 
 from attnpaths_book import runner
-from attnpaths_book.store import commit_unit
 from attnpaths_book.cache import EXECUTION_METADATA, PackageCode, chapter_key, imported_names
 from attnpaths_book.chapters import book_chapters, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.provenance import versions
-from helpers import ROOT
-from book_helpers import copy_repository, write_chapter, write_toc
+from attnpaths_book.store import commit_unit
 
 
 @pytest.fixture
@@ -30,17 +29,26 @@ def keys(layout):
     """Current keys of every chapter, smoke profile."""
     chapters = book_chapters(layout)
     code, env = PackageCode(*layout.package_dirs), versions()
-    return {c.name: runner.current_key(layout, c, resolve_parameters(c, "smoke"), chapters, code, env)
-            for c in chapters if c.is_notebook}
+    return {
+        c.name: runner.current_key(layout, c, resolve_parameters(c, "smoke"), chapters, code, env)
+        for c in chapters
+        if c.is_notebook
+    }
 
 
 def store(layout, name, key):
     """Pretend that chapter ``name`` was executed (smoke profile) with ``key``: a whole unit, committed."""
     notebook = nbformat.v4.new_notebook(metadata={EXECUTION_METADATA: {"cache_key": key}})
-    commit_unit(layout.root, layout.results_dir, name,
-                {"results": (layout.results_file(name), "{}\n"),
-                 "notebook": (layout.executed_notebook(f"book/{name}"), nbformat.writes(notebook))},
-                {"cache_key": key, "profile": "smoke", "execution": {"wall_s": 0.0}})
+    commit_unit(
+        layout.root,
+        layout.results_dir,
+        name,
+        {
+            "results": (layout.results_file(name), "{}\n"),
+            "notebook": (layout.executed_notebook(f"book/{name}"), nbformat.writes(notebook)),
+        },
+        {"cache_key": key, "profile": "smoke", "execution": {"wall_s": 0.0}},
+    )
 
 
 def test_keys_are_stable(book):
@@ -74,34 +82,40 @@ def write_package(package_dir, files):
 def importing_book(tiny_book):
     """alpha imports attnpaths.tasks.runs (which imports attnpaths.helper, relatively, inside a function),
     beta imports nothing but attnpaths_book.recorder; the package also holds modules nobody imports and data files."""
-    write_package(tiny_book.package_dir, {
-        "helper.py": "X = 1\n",
-        "unused.py": "from . import helper\n",
-        "cli.py": "from .tasks import runs\n",
-        "tasks/__init__.py": "",
-        "tasks/runs.py": "def run():\n    from ..helper import X\n    return X\n",
-        "tasks/table.json": "[1]\n",
-        "tasks/records/a.json": "{}\n",
-        "tasks/inner/__init__.py": "",
-        "tasks/inner/other.json": "[2]\n",
-    })
+    write_package(
+        tiny_book.package_dir,
+        {
+            "helper.py": "X = 1\n",
+            "unused.py": "from . import helper\n",
+            "cli.py": "from .tasks import runs\n",
+            "tasks/__init__.py": "",
+            "tasks/runs.py": "def run():\n    from ..helper import X\n    return X\n",
+            "tasks/table.json": "[1]\n",
+            "tasks/records/a.json": "{}\n",
+            "tasks/inner/__init__.py": "",
+            "tasks/inner/other.json": "[2]\n",
+        },
+    )
     write_chapter(tiny_book.root, "alpha", "n = 3", "%matplotlib inline\nfrom attnpaths.tasks import runs\nvalues = {}")
     write_chapter(tiny_book.root, "beta", "m = 1", "values = {'m': m}")
     write_toc(tiny_book.root, ["alpha", "beta"])
     return tiny_book
 
 
-@pytest.mark.parametrize("edited, stale", [
-    ("helper.py", {"alpha"}),  # imported by runs.py, relatively, inside a function
-    ("tasks/runs.py", {"alpha"}),
-    ("tasks/__init__.py", {"alpha"}),  # a package on the way
-    ("tasks/table.json", {"alpha"}),  # data beside a module alpha executes
-    ("tasks/records/a.json", {"alpha"}),  # in a data folder (no __init__.py) below it
-    ("tasks/inner/other.json", set()),  # in a subpackage nobody imports
-    ("unused.py", set()),
-    ("cli.py", set()),  # imports what alpha imports, but no chapter imports it
-    ("../attnpaths_book/recorder.py", {"alpha", "beta"}),  # a companion module every chapter imports, created
-])
+@pytest.mark.parametrize(
+    "edited, stale",
+    [
+        ("helper.py", {"alpha"}),  # imported by runs.py, relatively, inside a function
+        ("tasks/runs.py", {"alpha"}),
+        ("tasks/__init__.py", {"alpha"}),  # a package on the way
+        ("tasks/table.json", {"alpha"}),  # data beside a module alpha executes
+        ("tasks/records/a.json", {"alpha"}),  # in a data folder (no __init__.py) below it
+        ("tasks/inner/other.json", set()),  # in a subpackage nobody imports
+        ("unused.py", set()),
+        ("cli.py", set()),  # imports what alpha imports, but no chapter imports it
+        ("../attnpaths_book/recorder.py", {"alpha", "beta"}),  # a companion module every chapter imports, created
+    ],
+)
 def test_a_key_follows_the_package_code_its_chapter_imports(importing_book, edited, stale):
     before = keys(importing_book)
     path = importing_book.package_dir / edited
@@ -127,8 +141,10 @@ def test_a_cell_that_is_not_python_makes_the_chapter_depend_on_every_file(import
 
 
 def test_imported_names_resolve_relative_imports():
-    tree = ast.parse("import a.b\nfrom .c import d\nfrom .. import e\nfrom ... import f\n"
-                     "def g():\n    from x import (y,\n                   z)\n")
+    tree = ast.parse(
+        "import a.b\nfrom .c import d\nfrom .. import e\nfrom ... import f\n"
+        "def g():\n    from x import (y,\n                   z)\n"
+    )
     assert imported_names(tree, "pkg.sub") == {"a.b", "pkg.sub.c", "pkg.sub.c.d", "pkg", "pkg.e", "x", "x.y", "x.z"}
     assert imported_names(tree) == {"a.b", "x", "x.y", "x.z"}  # relative ones need the package
 

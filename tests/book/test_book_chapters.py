@@ -1,11 +1,17 @@
 """Chapter list, profiles, parameters cell and the validation of parameter overrides (no kernels)."""
 
 import pytest
-
-from attnpaths_book.chapters import (ChapterError, ParameterError, book_chapters, parse_assignments,
-                                     resolve_parameters, toc_docnames)
-from helpers import ROOT
 from book_helpers import write_chapter, write_toc
+from helpers import ROOT
+
+from attnpaths_book.chapters import (
+    ChapterError,
+    ParameterError,
+    book_chapters,
+    parse_assignments,
+    resolve_parameters,
+    toc_docnames,
+)
 
 PARAMETERS = """
 num_samples = 10
@@ -18,7 +24,9 @@ verbose = False
 
 @pytest.fixture
 def chapter(tiny_book):
-    write_chapter(tiny_book.root, "alpha", PARAMETERS, "values = {}", profiles={"smoke": {}, "paper": {"num_samples": 1000}})
+    write_chapter(
+        tiny_book.root, "alpha", PARAMETERS, "values = {}", profiles={"smoke": {}, "paper": {"num_samples": 1000}}
+    )
     write_toc(tiny_book.root, ["alpha"])
     return book_chapters(tiny_book)[0]
 
@@ -41,32 +49,43 @@ def test_toc_order_and_pages(tiny_book):
 
 
 def test_parameters_cell_and_profiles(chapter):
-    assert chapter.defaults == {"num_samples": 10, "temperature": 0.01, "widths": [10, 30], "solver": "adam",
-                                "verbose": False, "profile": "smoke", "results_dir": "_build/results"}
+    assert chapter.defaults == {
+        "num_samples": 10,
+        "temperature": 0.01,
+        "widths": [10, 30],
+        "solver": "adam",
+        "verbose": False,
+        "profile": "smoke",
+        "results_dir": "_build/results",
+    }
     assert resolve_parameters(chapter, "smoke")["num_samples"] == 10
     paper = resolve_parameters(chapter, "paper", {"widths": [5]})
     assert (paper["num_samples"], paper["widths"], paper["profile"]) == (1000, [5], "paper")
 
 
 def test_overrides_are_parsed_as_literals(chapter):
-    overrides = parse_assignments(chapter, ["num_samples=20", "temperature=1", "widths=[1, 2, 3]",
-                                            "solver=sgd", "verbose=True"])
+    overrides = parse_assignments(
+        chapter, ["num_samples=20", "temperature=1", "widths=[1, 2, 3]", "solver=sgd", "verbose=True"]
+    )
     assert overrides == {"num_samples": 20, "temperature": 1.0, "widths": [1, 2, 3], "solver": "sgd", "verbose": True}
     assert isinstance(overrides["temperature"], float)
 
 
-@pytest.mark.parametrize("item, message", [
-    ("nope=1", "unknown parameter 'nope'"),
-    ("num_samples=0.5", "num_samples must be of type int"),
-    ("num_samples=True", "num_samples must be of type int"),
-    ("temperature=cold", "temperature must be of type float"),
-    ("widths=10", "widths must be of type list"),
-    ("widths=[1, 'a']", "widths must be of type list"),
-    ("verbose=1", "verbose must be of type bool"),
-    ("profile=paper", "cannot set 'profile'"),
-    ("results_dir=/tmp", "cannot set 'results_dir'"),
-    ("num_samples", "expects NAME=VALUE"),
-])
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("nope=1", "unknown parameter 'nope'"),
+        ("num_samples=0.5", "num_samples must be of type int"),
+        ("num_samples=True", "num_samples must be of type int"),
+        ("temperature=cold", "temperature must be of type float"),
+        ("widths=10", "widths must be of type list"),
+        ("widths=[1, 'a']", "widths must be of type list"),
+        ("verbose=1", "verbose must be of type bool"),
+        ("profile=paper", "cannot set 'profile'"),
+        ("results_dir=/tmp", "cannot set 'results_dir'"),
+        ("num_samples", "expects NAME=VALUE"),
+    ],
+)
 def test_bad_overrides_name_the_problem_and_list_the_parameters(chapter, item, message):
     with pytest.raises(ParameterError) as info:
         parse_assignments(chapter, [item])

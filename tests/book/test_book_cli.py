@@ -8,11 +8,11 @@ import textwrap
 import types
 
 import pytest
+from book_helpers import write_chapter, write_toc
+from helpers import ROOT
 
 from attnpaths_book import launcher
 from attnpaths_book.cli import main, run_benchmark
-from helpers import ROOT
-from book_helpers import write_chapter, write_toc
 
 
 @pytest.fixture
@@ -34,7 +34,9 @@ def test_bench_calls_the_module_main_with_the_arguments(benchmarks):
 
 
 def test_unknown_benchmark_is_a_clear_error(benchmarks, capsys):
-    with pytest.raises(ValueError, match=r"benchmarks in attnpaths_book.benchmarks \(demo, helper_without_main\), got 'nope'"):
+    with pytest.raises(
+        ValueError, match=r"benchmarks in attnpaths_book.benchmarks \(demo, helper_without_main\), got 'nope'"
+    ):
         run_benchmark("nope", [])
     assert main(["bench", "nope"]) == 2
     assert "got 'nope'" in capsys.readouterr().err
@@ -124,22 +126,32 @@ def test_the_console_script_runs_the_commands(two_chapter_book, tmp_path):
     script = tmp_path / "bin" / "attnpaths"
     script.parent.mkdir()
     script.write_text(CONSOLE_SCRIPT.format(module=module, function=function))
-    done = subprocess.run([sys.executable, str(script), "status", "--profile", "paper"], cwd=two_chapter_book.root,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script), "status", "--profile", "paper"],
+        cwd=two_chapter_book.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "paper profile: stale: alpha, beta" in done.stdout
-    usage = subprocess.run([sys.executable, str(script), "run", "--help"], capture_output=True, text=True,
-                           timeout=120)
+    usage = subprocess.run([sys.executable, str(script), "run", "--help"], capture_output=True, text=True, timeout=120)
     assert usage.returncode == 0 and usage.stdout.startswith("usage: attnpaths run ")
 
 
 def test_python_dash_m_runs_the_same_commands(two_chapter_book):
-    done = subprocess.run([sys.executable, "-m", "attnpaths_book", "status"], cwd=two_chapter_book.root,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "attnpaths_book", "status"],
+        cwd=two_chapter_book.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "smoke profile: stale: alpha, beta" in done.stdout
-    usage = subprocess.run([sys.executable, "-m", "attnpaths_book", "--help"], capture_output=True, text=True,
-                           timeout=120)
+    usage = subprocess.run(
+        [sys.executable, "-m", "attnpaths_book", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert usage.stdout.startswith("usage: python -m attnpaths_book ")
     for command in ("book", "run", "status", "refresh-baselines", "record-paper", "bench"):
         assert command in usage.stdout

@@ -7,19 +7,17 @@ import json
 
 import nbformat
 import pytest
+from book_helpers import write_chapter, write_toc
 
 from attnpaths import __version__
-from attnpaths_book import provenance
-from attnpaths_book import cli
-from attnpaths_book import paper_records, runner
+from attnpaths_book import cli, paper_records, provenance, runner
 from attnpaths_book.baselines import CHECK_TAG, baseline_path, results_baseline_path
 from attnpaths_book.cache import EXECUTION_METADATA
-from attnpaths_book.layout import suite_book
-from attnpaths_book.store import commit_unit
 from attnpaths_book.executor import ChapterFailed
+from attnpaths_book.layout import suite_book
 from attnpaths_book.numeric_diff import compare_json, compare_lines, is_volatile
 from attnpaths_book.results import write_results
-from book_helpers import write_chapter, write_toc
+from attnpaths_book.store import commit_unit
 
 ONE_WORKER = ("--workers", "1")
 """Where the engine is not under test, chapters run in-process: no cluster to start (seconds per call)."""
@@ -29,10 +27,26 @@ ONE_WORKER = ("--workers", "1")
 
 
 def test_compare_json_reports_relative_changes_and_ignores_volatile_keys():
-    old = {"values": {"U": [[1.0, -0.5], [-0.5, 2.0]], "label": "g", "n": 3, "wall_s": 1.0,
-                      "timings": {"a": 2.0}, "gone": 1}}
-    new = {"values": {"U": [[1.0, -0.5], [-0.5, 2.2]], "label": "g", "n": 3.0, "wall_s": 9.0,
-                      "timings": {"a": 5.0}, "added": [1, 2]}}
+    old = {
+        "values": {
+            "U": [[1.0, -0.5], [-0.5, 2.0]],
+            "label": "g",
+            "n": 3,
+            "wall_s": 1.0,
+            "timings": {"a": 2.0},
+            "gone": 1,
+        }
+    }
+    new = {
+        "values": {
+            "U": [[1.0, -0.5], [-0.5, 2.2]],
+            "label": "g",
+            "n": 3.0,
+            "wall_s": 9.0,
+            "timings": {"a": 5.0},
+            "added": [1, 2],
+        }
+    }
     comparison = compare_json(old, new)
     assert comparison.changed
     by_path = {c.path: c for c in comparison.changes}
@@ -48,16 +62,29 @@ def test_compare_json_reports_relative_changes_and_ignores_volatile_keys():
 
 def test_compare_json_unchanged_and_type_changes():
     same = compare_json({"a": [1, 2.5], "t": {"solve_seconds": [1]}}, {"a": [1.0, 2.5], "t": {"solve_seconds": [2]}})
-    assert not same.changed and same.report("x") == ["x: unchanged (2 values compared; 1 run-time or environment "
-                                                     "values differ (not compared))"]
+    assert not same.changed and same.report("x") == [
+        "x: unchanged (2 values compared; 1 run-time or environment values differ (not compared))"
+    ]
     assert compare_json({"flag": True}, {"flag": 1}).changed  # a bool is not a number
     assert compare_json({"a": float("nan")}, {"a": float("nan")}).changes == []
     assert compare_json({"a": 0.0}, {"a": 1e-3}).report("x")[1].endswith("(was 0)")
 
 
 def test_volatile_keys():
-    assert all(is_volatile(k) for k in ("wall_s", "solve_seconds", "run_cpu_seconds", "recorded_utc", "peak_rss_mib",
-                                         "cache_key", "versions", "machine", "timings"))
+    assert all(
+        is_volatile(k)
+        for k in (
+            "wall_s",
+            "solve_seconds",
+            "run_cpu_seconds",
+            "recorded_utc",
+            "peak_rss_mib",
+            "cache_key",
+            "versions",
+            "machine",
+            "timings",
+        )
+    )
     assert not any(is_volatile(k) for k in ("U", "accuracy", "sampled_accuracy", "gp", "mc_samples", "U_sampled"))
 
 
@@ -65,8 +92,11 @@ def test_compare_lines_shows_number_changes():
     old = ["theory accuracy: {10: 0.912, 100: 0.9}", "GP: 0.85", "same line"]
     new = ["theory accuracy: {10: 0.915, 100: 0.9}", "GP: 0.85", "same line", "a new line"]
     lines = compare_lines(old, new)
-    assert lines[:3] == ["  - theory accuracy: {10: 0.912, 100: 0.9}", "  + theory accuracy: {10: 0.915, 100: 0.9}",
-                         "      0.912 -> 0.915 (relative change +0.00329)"]
+    assert lines[:3] == [
+        "  - theory accuracy: {10: 0.912, 100: 0.9}",
+        "  + theory accuracy: {10: 0.915, 100: 0.9}",
+        "      0.912 -> 0.915 (relative change +0.00329)",
+    ]
     assert lines[3:] == ["  + a new line"]
     assert compare_lines(old, old) == []
     text = compare_lines(["x = 1"], ["y = 1 and more"])
@@ -91,21 +121,43 @@ def _execute(layout, chapter, profile, printed, values, overrides=None):
     from attnpaths_book.chapters import resolve_parameters
 
     parameters = resolve_parameters(chapter, profile, overrides, results_dir=layout.relative(layout.results_dir))
-    cells = [nbformat.v4.new_code_cell(c.source, metadata={"tags": list(c.metadata.get("tags", []))})
-             for c in chapter.notebook.cells if c.cell_type == "code"]
-    cells.append(nbformat.v4.new_code_cell("print(values)", metadata={"tags": [CHECK_TAG]},
-                                           outputs=[nbformat.v4.new_output("stream", text=printed)]))
-    notebook = nbformat.v4.new_notebook(cells=cells, metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3"},
-        "papermill": {"parameters": parameters},
-        EXECUTION_METADATA: {"chapter": chapter.name, "profile": profile, "parameters": parameters,
-                             "overrides": dict(overrides or {}), "cache_key": "k", "wall_s": 1.5,
-                             "peak_rss_mib": 100.0}})
+    cells = [
+        nbformat.v4.new_code_cell(c.source, metadata={"tags": list(c.metadata.get("tags", []))})
+        for c in chapter.notebook.cells
+        if c.cell_type == "code"
+    ]
+    cells.append(
+        nbformat.v4.new_code_cell(
+            "print(values)", metadata={"tags": [CHECK_TAG]}, outputs=[nbformat.v4.new_output("stream", text=printed)]
+        )
+    )
+    notebook = nbformat.v4.new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3"},
+            "papermill": {"parameters": parameters},
+            EXECUTION_METADATA: {
+                "chapter": chapter.name,
+                "profile": profile,
+                "parameters": parameters,
+                "overrides": dict(overrides or {}),
+                "cache_key": "k",
+                "wall_s": 1.5,
+                "peak_rss_mib": 100.0,
+            },
+        },
+    )
     results = write_results(chapter.name, profile, {"n": parameters["n"]}, values, layout.results_dir)
-    commit_unit(layout.root, layout.results_dir, chapter.name,
-                {"results": (results, results.read_text()),
-                 "notebook": (layout.executed_notebook(chapter.docname), nbformat.writes(notebook))},
-                {"cache_key": "k", "profile": profile, "execution": notebook.metadata[EXECUTION_METADATA]})
+    commit_unit(
+        layout.root,
+        layout.results_dir,
+        chapter.name,
+        {
+            "results": (results, results.read_text()),
+            "notebook": (layout.executed_notebook(chapter.docname), nbformat.writes(notebook)),
+        },
+        {"cache_key": "k", "profile": profile, "execution": notebook.metadata[EXECUTION_METADATA]},
+    )
 
 
 @pytest.fixture
@@ -113,8 +165,7 @@ def no_execution(monkeypatch):
     """Record the runner's calls instead of executing anything."""
     calls = []
     monkeypatch.setattr(runner, "run_book", lambda layout, profile, **kw: calls.append(("book", profile)) or [])
-    monkeypatch.setattr(runner, "run_chapter",
-                        lambda layout, name, profile, **kw: calls.append((name, profile)))
+    monkeypatch.setattr(runner, "run_chapter", lambda layout, name, profile, **kw: calls.append((name, profile)))
     return calls
 
 
@@ -138,7 +189,9 @@ def test_refresh_baselines_shows_the_diff_and_writes_only_with_accept(tiny_book,
     assert json.loads(results_baseline_path(tiny_book, chapter).read_text())["values"]["acc"] == 0.912
     capsys.readouterr()
 
-    _execute(suite_book(tiny_book.root), chapter, "smoke", "acc = 0.912\n", {"acc": 0.912, "wall_s": 7.0})  # only a run time
+    _execute(
+        suite_book(tiny_book.root), chapter, "smoke", "acc = 0.912\n", {"acc": 0.912, "wall_s": 7.0}
+    )  # only a run time
     assert cli.main(["refresh-baselines", *ONE_WORKER]) == 0
     assert "every baseline is up to date" in capsys.readouterr().out
 
@@ -233,8 +286,10 @@ def test_record_paper_needs_accept_when_numbers_change(tiny_book, no_execution, 
     _execute(tiny_book, chapter, "paper", "x\n", {"acc": 0.93, "solve_seconds": [0.7]})
     assert cli.main(["record-paper", "--no-execute"]) == 1
     out, err = capsys.readouterr()
-    assert "alpha, against tests/paper_records/alpha.json: 1 of 5 values changed, the largest at values.acc " \
-           "(relative change +0.0333)" in out
+    assert (
+        "alpha, against tests/paper_records/alpha.json: 1 of 5 values changed, the largest at values.acc "
+        "(relative change +0.0333)" in out
+    )
     assert "values.acc: 0.9 -> 0.93 (relative change +0.0333)" in out
     assert "rerun with --accept" in err
     assert json.loads(path.read_text())["results"]["values"]["acc"] == 0.9

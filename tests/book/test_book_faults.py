@@ -15,30 +15,40 @@ import textwrap
 
 import nbformat
 import pytest
+from book_helpers import write_chapter, write_stand_in_packages, write_toc
+from helpers import ROOT
 
 from attnpaths.json_files import DamagedFile, read_json
 from attnpaths_book import runner, store
 from attnpaths_book.cli import main
 from attnpaths_book.layout import BookLayout
-from helpers import ROOT
-from book_helpers import write_chapter, write_stand_in_packages, write_toc
 
 
 def unit_files(layout: BookLayout, chapter: str) -> dict:
     """The bytes of every file of a chapter's unit (``None`` for a missing one)."""
-    paths = {"results": layout.results_file(chapter), "notebook": layout.executed_notebook(f"book/{chapter}"),
-             "timings": layout.timings, "manifest": store.manifest_path(layout.results_dir, chapter)}
+    paths = {
+        "results": layout.results_file(chapter),
+        "notebook": layout.executed_notebook(f"book/{chapter}"),
+        "timings": layout.timings,
+        "manifest": store.manifest_path(layout.results_dir, chapter),
+    }
     return {role: path.read_bytes() if path.is_file() else None for role, path in paths.items()}
 
 
 def commit(layout: BookLayout, chapter: str, value: float, key: str = "key-1"):
     notebook = nbformat.writes(nbformat.v4.new_notebook(metadata={"value": value}))
     results = json.dumps({"chapter": chapter, "profile": "smoke", "values": {"value": value}}) + "\n"
-    return store.commit_unit(layout.root, layout.results_dir, chapter,
-                             {"results": (layout.results_file(chapter), results),
-                              "notebook": (layout.executed_notebook(f"book/{chapter}"), notebook)},
-                             {"cache_key": key, "profile": "smoke", "execution": {"wall_s": 1.0}},
-                             timing={"wall_s": 1.0, "peak_rss_mib": 10.0, "cache_key": key})
+    return store.commit_unit(
+        layout.root,
+        layout.results_dir,
+        chapter,
+        {
+            "results": (layout.results_file(chapter), results),
+            "notebook": (layout.executed_notebook(f"book/{chapter}"), notebook),
+        },
+        {"cache_key": key, "profile": "smoke", "execution": {"wall_s": 1.0}},
+        timing={"wall_s": 1.0, "peak_rss_mib": 10.0, "cache_key": key},
+    )
 
 
 @pytest.fixture
@@ -65,8 +75,14 @@ def test_a_file_that_cannot_be_written_leaves_the_previous_unit(committed, monke
     write = store._temporary_beside
 
     def refuse(target, text):
-        if (failing == "notebook" and target.suffix == ".ipynb" or failing == "timings" and target.name == "_timings.json"
-                or failing == "manifest" and target.parent.name == store.MANIFEST_FOLDER):
+        if (
+            failing == "notebook"
+            and target.suffix == ".ipynb"
+            or failing == "timings"
+            and target.name == "_timings.json"
+            or failing == "manifest"
+            and target.parent.name == store.MANIFEST_FOLDER
+        ):
             raise store.CommitFailed(f"cannot write {target}: Operation not permitted")
         return write(target, text)
 
@@ -120,9 +136,13 @@ def test_a_commit_killed_at_any_rename_leaves_one_whole_unit(committed, renames,
     commit). Killed after the results file, after the timings or after the manifest, the next command's recovery
     leaves the previous unit, or the new one when its manifest was in place."""
     before = unit_files(committed, "theory")
-    script = KILLED_COMMIT.format(src=str(ROOT / "src"), tests=str(ROOT / "tests" / "book"),
-                                  library_tests=str(ROOT / "tests" / "library"), renames=renames,
-                                  root=str(committed.root))
+    script = KILLED_COMMIT.format(
+        src=str(ROOT / "src"),
+        tests=str(ROOT / "tests" / "book"),
+        library_tests=str(ROOT / "tests" / "library"),
+        renames=renames,
+        root=str(committed.root),
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == -signal.SIGKILL, done.stderr
     if renames < 5:
@@ -179,8 +199,11 @@ def test_results_without_a_manifest_are_not_taken_for_a_run(committed):
 def test_a_damaged_timings_file_is_named_before_anything_runs(committed):
     before = unit_files(committed, "theory")
     committed.timings.write_text('{\n "smoke": {\n')
-    with pytest.raises(DamagedFile, match=r"_timings\.json: this record of run times is damaged: not valid JSON "
-                                          r"\(Expecting .*line 3 column 1.*delete it and run again"):
+    with pytest.raises(
+        DamagedFile,
+        match=r"_timings\.json: this record of run times is damaged: not valid JSON "
+        r"\(Expecting .*line 3 column 1.*delete it and run again",
+    ):
         runner._prepare(committed)
     with pytest.raises(DamagedFile, match=r"_timings\.json"):  # a commit refuses it before it changes anything
         commit(committed, "theory", 2.0, key="key-2")
@@ -188,11 +211,14 @@ def test_a_damaged_timings_file_is_named_before_anything_runs(committed):
     assert store.unit_state(committed.root, committed.results_dir, "theory", "key-1").fresh
 
 
-@pytest.mark.parametrize("content, message", [
-    (b'{"a": 1,', r"not valid JSON \(Expecting property name enclosed in double quotes: line 1 column 9"),
-    (b"\xff\xfe{}", "not UTF-8 text"),
-    (b"[1, 2]", "must hold a JSON object, found list"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'{"a": 1,', r"not valid JSON \(Expecting property name enclosed in double quotes: line 1 column 9"),
+        (b"\xff\xfe{}", "not UTF-8 text"),
+        (b"[1, 2]", "must hold a JSON object, found list"),
+    ],
+)
 def test_every_json_file_read_back_names_itself(tmp_path, content, message):
     path = tmp_path / "record.json"
     path.write_bytes(content)
@@ -213,8 +239,8 @@ def test_a_truncated_manifest_of_the_shipped_weights_is_named(tmp_path):
 
 
 def test_the_paper_records_and_benchmark_records_name_a_damaged_file(tmp_path):
-    from attnpaths_book.records import read_record as read_benchmark_record
     from attnpaths_book.paper_records import read_record
+    from attnpaths_book.records import read_record as read_benchmark_record
 
     path = tmp_path / "theory.json"
     path.write_text('{"chapter": "theory", ')
@@ -242,8 +268,9 @@ def tiny(tmp_path) -> BookLayout:
     from attnpaths_book.chapters import resolve_parameters
     from attnpaths_book.provenance import versions
 
-    key = runner.current_key(layout, chapter, resolve_parameters(chapter, "smoke"), [chapter],
-                             PackageCode(*layout.package_dirs), versions())
+    key = runner.current_key(
+        layout, chapter, resolve_parameters(chapter, "smoke"), [chapter], PackageCode(*layout.package_dirs), versions()
+    )
     commit(layout, "theory", 0.1, key=key)
     return layout
 
@@ -283,8 +310,7 @@ def _chattr(flag: str, path) -> bool:
     return done.returncode == 0
 
 
-def test_a_run_whose_notebook_cannot_be_written_leaves_status_and_results_as_before(executed_book, capsys,
-                                                                                    monkeypatch):
+def test_a_run_whose_notebook_cannot_be_written_leaves_status_and_results_as_before(executed_book, capsys, monkeypatch):
     """``chattr +i _build/executed/book; run theory --set temperature=0.05``: exit 1 naming the notebook, and the
     results, timings, manifest and status exactly as before the run."""
     monkeypatch.chdir(executed_book.root)
@@ -304,21 +330,29 @@ def test_a_run_whose_notebook_cannot_be_written_leaves_status_and_results_as_bef
     assert main(["status"]) == 0 and "every chapter is up to date" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("printing, where", [
-    ('logging.getLogger("distributed.client").error("lost the scheduler")', "its cells printed errors"),
-    ('os.write(2, b"[IPKernelApp] ERROR | lost the scheduler\\n")', "kernel or worker printed errors"),
-])
+@pytest.mark.parametrize(
+    "printing, where",
+    [
+        ('logging.getLogger("distributed.client").error("lost the scheduler")', "its cells printed errors"),
+        ('os.write(2, b"[IPKernelApp] ERROR | lost the scheduler\\n")', "kernel or worker printed errors"),
+    ],
+)
 def test_a_chapter_that_prints_an_error_has_failed(tmp_path, process_environment, printing, where):
     """A run that prints an error line on standard error (a cell's, or the kernel process's own) fails, even when
     every cell succeeded, and keeps no results."""
     (tmp_path / "_config.yml").write_text("title: tiny\n")
     write_stand_in_packages(tmp_path)
-    write_chapter(tmp_path, "noisy", "", textwrap.dedent(f"""
+    write_chapter(
+        tmp_path,
+        "noisy",
+        "",
+        textwrap.dedent(f"""
         import logging, os
         logging.basicConfig(format="%(name)s - %(levelname)s - %(message)s")
         {printing}
         values = {{}}
-        """))
+        """),
+    )
     write_toc(tmp_path, ["noisy"])
     layout = BookLayout(tmp_path)
     from attnpaths_book.executor import ChapterFailed

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from book_helpers import write_chapter, write_stand_in_packages, write_toc
 
 from attnpaths_book import runner
 from attnpaths_book.cli import main
 from attnpaths_book.executor import ChapterFailed
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.results import read_results
-from book_helpers import write_chapter, write_stand_in_packages, write_toc
 
 ALLOCATED_MIB = 400
 
@@ -29,14 +29,20 @@ def executed_book(tmp_path_factory):
     root = tmp_path_factory.mktemp("executed_book")
     (root / "_config.yml").write_text("title: tiny\n")
     write_stand_in_packages(root)
-    write_chapter(root, "alpha", "n = 3", f"""
+    write_chapter(
+        root,
+        "alpha",
+        "n = 3",
+        f"""
         import numpy as np
         block = np.ones({ALLOCATED_MIB} * 2**20 // 8)
         values = {{"n": n, "total": float(block.sum() / block.size) * n}}
         del block
-        """)
-    write_chapter(root, "beta", "m = 2", "values = {'m': m}\nprint('beta ran with', m)",
-                  profiles={"smoke": {}, "paper": {"m": 5}})
+        """,
+    )
+    write_chapter(
+        root, "beta", "m = 2", "values = {'m': m}\nprint('beta ran with', m)", profiles={"smoke": {}, "paper": {"m": 5}}
+    )
     write_toc(root, ["alpha", "beta"])
     layout = BookLayout(root)
     outcomes = runner.run_book(layout, "smoke")
@@ -63,8 +69,14 @@ def start_cli(root, *args, **kwargs):
     """Start ``python -m attnpaths_book ARGS`` in ``root`` in its own process group, with SIGINT at its default
     disposition: a background job of a shell (``pytest &``, ``nohup``) inherits SIGINT ignored, and a Ctrl-C
     sent by a test would be lost."""
-    return subprocess.Popen([sys.executable, "-m", "attnpaths_book", *args], cwd=root, text=True,
-                            start_new_session=True, preexec_fn=_default_sigint, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "attnpaths_book", *args],
+        cwd=root,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_default_sigint,
+        **kwargs,
+    )
 
 
 def wait_for(condition, process, timeout_s=120):
@@ -130,7 +142,9 @@ def test_second_run_executes_nothing(book):
 
 def test_changing_one_parameter_reexecutes_only_that_chapter(book):
     source = book.root / "book" / "beta.md"
-    source.write_text(source.read_text().replace("paper: {m: 5}", "paper: {m: 7}").replace("smoke: {}", "smoke: {m: 4}"))
+    source.write_text(
+        source.read_text().replace("paper: {m: 5}", "paper: {m: 7}").replace("smoke: {}", "smoke: {m: 4}")
+    )
     assert runner.stale_chapters(book, "smoke") == ["beta"]
     assert executed(runner.run_book(book, "smoke")) == ["beta"]
     assert read_results("beta", book.results_dir)["values"] == {"m": 4}
@@ -139,7 +153,9 @@ def test_changing_one_parameter_reexecutes_only_that_chapter(book):
 def test_package_change_makes_stale_the_chapters_that_execute_it(book):
     (book.package_dir / "new_module.py").write_text("VALUE = 1\n")  # imported by no chapter
     assert runner.stale_chapters(book, "smoke") == []
-    (book.package_dir / "__init__.py").write_text("VALUE = 2\n")  # every chapter imports the companion, which imports it
+    (book.package_dir / "__init__.py").write_text(
+        "VALUE = 2\n"
+    )  # every chapter imports the companion, which imports it
     assert runner.stale_chapters(book, "smoke") == ["alpha", "beta"]
 
 
@@ -180,8 +196,10 @@ def test_failing_chapter_names_itself_shows_the_error_and_leaves_no_result(book)
         runner.run_book(book, "smoke")
     message = str(info.value)
     assert info.value.chapter == "gamma"
-    assert ("chapter 'gamma' (book/gamma.md) with the parameters k=1, profile='smoke', results_dir='_build/results' "
-            "failed in the cell [") in message
+    assert (
+        "chapter 'gamma' (book/gamma.md) with the parameters k=1, profile='smoke', results_dir='_build/results' "
+        "failed in the cell ["
+    ) in message
     assert info.value.parameters == {"k": 1, "profile": "smoke", "results_dir": "_build/results"}
     assert "Traceback (most recent call last)" in message and "Cell In[" in message  # the kernel's traceback
     assert "raise ValueError('k is too small: ' + str(k))" in message  # the failing cell's code
@@ -209,11 +227,16 @@ def test_chapter_without_results_file_fails_and_keeps_the_previous_one(book):
 
 def test_a_chapter_kernel_runs_with_one_thread_in_every_pool(book):
     """The kernel's numbers do not depend on the machine's cores: torch and the BLAS pools have one thread."""
-    write_chapter(book.root, "beta", "m = 2", """
+    write_chapter(
+        book.root,
+        "beta",
+        "m = 2",
+        """
         import torch
         from threadpoolctl import threadpool_info
         values = {'torch': torch.get_num_threads(), 'pools': sorted({p['num_threads'] for p in threadpool_info()})}
-        """)
+        """,
+    )
     runner.run_chapter(book, "beta", "smoke", force=True)
     assert read_results("beta", book.results_dir)["values"] == {"torch": 1, "pools": [1]}
 
@@ -222,15 +245,24 @@ def test_results_with_other_parameters_than_the_run_are_refused(book):
     """A chapter that writes its results with a hand-kept parameter list missing one parameter fails, naming it;
     the last good results stay."""
     before = snapshot(book, "beta")
-    write_chapter(book.root, "beta", "m = 2\nk = 3", """
+    write_chapter(
+        book.root,
+        "beta",
+        "m = 2\nk = 3",
+        """
         from attnpaths_book.results import write_results
         write_results('beta', profile, {'m': m}, {'m': m}, results_dir)
         values = {'m': m}
-        """, profiles={"smoke": {}, "paper": {"m": 5}})
+        """,
+        profiles={"smoke": {}, "paper": {"m": 5}},
+    )
     source = book.root / "book" / "beta.md"
     source.write_text(source.read_text().replace("recorder.write()", "pass"))
-    with pytest.raises(ChapterFailed, match=r"recorded other parameters than it ran with \(profile 'smoke'; "
-                                            r"differing: k\)"):
+    with pytest.raises(
+        ChapterFailed,
+        match=r"recorded other parameters than it ran with \(profile 'smoke'; "
+        r"differing: k\)",
+    ):
         runner.run_chapter(book, "beta", "smoke", force=True)
     assert snapshot(book, "beta") == before
 
@@ -239,17 +271,25 @@ def test_failed_run_keeps_the_previous_results_and_names_its_parameters(book):
     """A chapter that wrote its results file and then failed: its new results are not taken, the last good
     ones stay, and the message names the chapter, its parameters and the traceback."""
     before = snapshot(book, "beta")
-    write_chapter(book.root, "beta", "m = 2", """
+    write_chapter(
+        book.root,
+        "beta",
+        "m = 2",
+        """
         from attnpaths_book.results import write_results
         write_results('beta', profile, {}, {'m': -1}, results_dir)
         values = {'m': m}
         assert m > 2, f'm must exceed 2, got {m}'
-        """, profiles={"smoke": {}, "paper": {"m": 5}})
+        """,
+        profiles={"smoke": {}, "paper": {"m": 5}},
+    )
     with pytest.raises(ChapterFailed) as info:
         runner.run_chapter(book, "beta", "smoke", {"m": 2}, force=True)
     message = str(info.value)
-    assert message.startswith("chapter 'beta' (book/beta.md) with the parameters m=2, profile='smoke', "
-                              "results_dir='_build/results' failed in the cell [")
+    assert message.startswith(
+        "chapter 'beta' (book/beta.md) with the parameters m=2, profile='smoke', "
+        "results_dir='_build/results' failed in the cell ["
+    )
     assert "assert m > 2, f'm must exceed 2, got {m}'" in message  # the failing cell
     assert "AssertionError: m must exceed 2, got 2" in message
     assert "The previous results file _build/results/beta.json is unchanged." in message
@@ -264,14 +304,20 @@ def test_killed_run_keeps_the_previous_results_and_leaves_nothing_running(book):
     and the next run removes the killed run's working folder."""
     before = snapshot(book, "beta")
     reached = book.root / "reached"
-    write_chapter(book.root, "beta", "m = 2", f"""
+    write_chapter(
+        book.root,
+        "beta",
+        "m = 2",
+        f"""
         import pathlib, time
         from attnpaths_book.results import write_results
         write_results('beta', profile, {{}}, {{'m': -1}}, results_dir)
         pathlib.Path({str(reached)!r}).write_text('written')
         time.sleep(120)
         values = {{'m': m}}
-        """, profiles={"smoke": {}, "paper": {"m": 5}})
+        """,
+        profiles={"smoke": {}, "paper": {"m": 5}},
+    )
     process = start_cli(book.root, "run", "beta", "--force", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     children = []
     try:
@@ -299,7 +345,9 @@ def test_interrupted_run_resumes_without_redoing_finished_chapters(book, workers
     executes only what is left. One worker runs the chapters one at a time (beta never starts); two run slow
     and beta at once (beta finishes before the interrupt and is kept)."""
     started = book.root / "slow-started"
-    write_chapter(book.root, "slow", "", f"import time\nopen({str(started)!r}, 'w').close()\nvalues = {{}}\ntime.sleep(120)")
+    write_chapter(
+        book.root, "slow", "", f"import time\nopen({str(started)!r}, 'w').close()\nvalues = {{}}\ntime.sleep(120)"
+    )
     write_toc(book.root, ["alpha", "slow", "beta"])
     source = book.root / "book" / "beta.md"
     source.write_text(source.read_text().replace("smoke: {}", "smoke: {m: 3}"))  # beta is stale too
@@ -341,7 +389,11 @@ def test_second_run_waits_for_the_first_and_names_it(book):
     log, release = book.root / "executions.log", book.root / "release"
     # each execution holds the lock until the test creates `release` (an event, not a time window); the second
     # finds it there when it starts, so it does not wait
-    write_chapter(book.root, "beta", "m = 2", f"""
+    write_chapter(
+        book.root,
+        "beta",
+        "m = 2",
+        f"""
         import os, time
         with open({str(log)!r}, 'a') as handle:
             handle.write('start\\n')
@@ -350,15 +402,18 @@ def test_second_run_waits_for_the_first_and_names_it(book):
         with open({str(log)!r}, 'a') as handle:
             handle.write('end\\n')
         values = {{'m': m}}
-        """, profiles={"smoke": {}, "paper": {"m": 5}})
+        """,
+        profiles={"smoke": {}, "paper": {"m": 5}},
+    )
     first_out, second_out = book.root / "first.out", book.root / "second.out"
     with open(first_out, "w") as out1, open(second_out, "w") as out2:
         first = start_cli(book.root, "run", "beta", "--force", "--workers", "1", stdout=out1, stderr=subprocess.STDOUT)
         second = None
         try:
             wait_for(lambda: log.is_file(), first)  # the first holds the lock and executes
-            second = start_cli(book.root, "run", "beta", "--force", "--workers", "1", stdout=out2,
-                               stderr=subprocess.STDOUT)
+            second = start_cli(
+                book.root, "run", "beta", "--force", "--workers", "1", stdout=out2, stderr=subprocess.STDOUT
+            )
             wait_for(lambda: "waiting for the build lock" in second_out.read_text(), second)  # the second waits
             release.touch()
             assert first.wait(timeout=120) == 0, first_out.read_text()
@@ -366,8 +421,10 @@ def test_second_run_waits_for_the_first_and_names_it(book):
         finally:
             kill_all([p.pid for p in (first, second) if p is not None and p.poll() is None])
     waited = second_out.read_text()
-    assert (f"waiting for the build lock _build/.lock of this checkout, held by PID {first.pid} "
-            f"({Path(sys.executable).name} -m attnpaths_book run beta --force --workers 1, since ") in waited, waited
+    assert (
+        f"waiting for the build lock _build/.lock of this checkout, held by PID {first.pid} "
+        f"({Path(sys.executable).name} -m attnpaths_book run beta --force --workers 1, since "
+    ) in waited, waited
     assert "got the build lock _build/.lock after waiting" in waited
     assert log.read_text().split() == ["start", "end", "start", "end"]  # one after the other
     assert book.lock.read_text() == ""  # released: no holder recorded
@@ -375,14 +432,22 @@ def test_second_run_waits_for_the_first_and_names_it(book):
 
 def test_lock_of_a_killed_holder_does_not_block(book):
     """A run waiting for the lock goes on as soon as the process holding it is killed."""
-    holder = subprocess.Popen([sys.executable, "-c", f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
 import time
 from pathlib import Path
 from attnpaths_book.layout import BookLayout, book_lock
 with book_lock(BookLayout(Path({str(book.root)!r}))):
     print('held', flush=True)
     time.sleep(300)
-"""], stdout=subprocess.PIPE, text=True)
+""",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     waiting_out = book.root / "waiting.out"
     waiting = None
     try:

@@ -17,10 +17,10 @@ from fractions import Fraction
 
 import jupytext
 import pytest
+from helpers import ROOT
 
 from attnpaths_book.chapters import book_chapters
 from attnpaths_book.layout import BookLayout
-from helpers import ROOT
 
 REMOVED_TAGS = {"remove-cell", "remove-input"}
 """Tags that take a code cell's input off the page."""
@@ -28,8 +28,17 @@ REMOVED_TAGS = {"remove-cell", "remove-input"}
 MAX_REMOVED = Fraction(1, 3)
 """The largest share of a chapter's code cells that may be removed."""
 
-RENDERING = {"by_outcome", "claims_table", "escape_markdown", "markdown_sentence", "markdown_claims_table",
-             "structural_table", "sanity_table", "outcome_counts", "enforce"}
+RENDERING = {
+    "by_outcome",
+    "claims_table",
+    "escape_markdown",
+    "markdown_sentence",
+    "markdown_claims_table",
+    "structural_table",
+    "sanity_table",
+    "outcome_counts",
+    "enforce",
+}
 """Functions of :mod:`attnpaths.claims` that render or enforce verdicts without computing one."""
 
 TEST_NAME = re.compile(r"(?:^|_)tests?$")
@@ -46,7 +55,7 @@ def _imports_claims(tree: ast.Module, package: tuple[str, ...]) -> bool:
     """Whether a module of package ``package`` imports from :mod:`attnpaths.claims`."""
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else ()
+            base = package[: len(package) - node.level + 1] if node.level else ()
             target = (*base, *(node.module or "").split("."))
             if target == ("attnpaths", "claims"):
                 return True
@@ -64,8 +73,9 @@ def claim_functions() -> set[str]:
             continue
         tree = ast.parse(path.read_text(), filename=str(path))
         if parts[-1] == "claims" or _imports_claims(tree, parts[:-1]):
-            names |= {node.name for node in tree.body
-                      if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
+            names |= {
+                node.name for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
+            }
     return names - RENDERING
 
 
@@ -88,8 +98,15 @@ def claim_computations(source: str) -> list[str]:
         called = _called_name(node) if isinstance(node, ast.Call) else None
         if called and (called in CLAIM_FUNCTIONS or TEST_NAME.search(called)):
             found.append(f"call {called}")
-        identifier = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
-                      else node.arg if isinstance(node, ast.keyword) else None)
+        identifier = (
+            node.id
+            if isinstance(node, ast.Name)
+            else node.attr
+            if isinstance(node, ast.Attribute)
+            else node.arg
+            if isinstance(node, ast.keyword)
+            else None
+        )
         if identifier and POWER_NAME.search(identifier):
             found.append(f"name {identifier}")
     return sorted(set(found))
@@ -114,8 +131,11 @@ def too_many_removed(cells) -> str | None:
 
 def hidden_claims(cells) -> dict[str, list[str]]:
     """The removed code cells among ``cells`` that compute claims or power checks, with what they compute."""
-    return {f"code cell {number} ({cell.source.splitlines()[0]!r})": claim_computations(cell.source)
-            for number, cell in enumerate(cells, 1) if is_removed(cell) and claim_computations(cell.source)}
+    return {
+        f"code cell {number} ({cell.source.splitlines()[0]!r})": claim_computations(cell.source)
+        for number, cell in enumerate(cells, 1)
+        if is_removed(cell) and claim_computations(cell.source)
+    }
 
 
 CHAPTERS = [c for c in book_chapters(BookLayout(ROOT)) if c.is_notebook]
@@ -152,10 +172,13 @@ def test_the_book_has_chapters_to_check():
 
 
 def test_claim_computations_are_found_in_code_not_in_words():
-    assert claim_computations("v = directional_z('1', 's', source='x', statistic='d', estimate=1, se=1)") == \
-        ["call directional_z"]
-    assert claim_computations("checks = hmc_claims.power_checks(run4, run2)") == ["call power_checks",
-                                                                                  "name power_checks"]
+    assert claim_computations("v = directional_z('1', 's', source='x', statistic='d', estimate=1, se=1)") == [
+        "call directional_z"
+    ]
+    assert claim_computations("checks = hmc_claims.power_checks(run4, run2)") == [
+        "call power_checks",
+        "name power_checks",
+    ]
     assert "name claim_2_power" in claim_computations("claim_2_power = 0.9")
     assert claim_computations("recorder.record('x', 1)  # the power check of claim 2\nprint('power')") == []
     assert claim_computations("rank = spearman_permutation_test(a, b)") == ["call spearman_permutation_test"]
@@ -165,8 +188,13 @@ def test_claim_computations_are_found_in_code_not_in_words():
 def test_a_chapter_that_hides_its_power_check_fails_both_checks():
     cells = code_cells(jupytext.reads(HIDDEN_POWER_CHECK, fmt="md:myst"))
     assert len(cells) == 3 and too_many_removed(cells).startswith("2 of its 3 code cells")
-    assert hidden_claims(cells) == {"code cell 3 ('detection_power = 0.8')": [
-        "call detectable_effect", "name detectable_effect", "name detection_power"]}
+    assert hidden_claims(cells) == {
+        "code cell 3 ('detection_power = 0.8')": [
+            "call detectable_effect",
+            "name detectable_effect",
+            "name detection_power",
+        ]
+    }
     cells[2].metadata["tags"] = ["hide-input"]  # folded: the reader can open it
     assert too_many_removed(cells) is None and hidden_claims(cells) == {}
 

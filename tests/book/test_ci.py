@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import ROOT
 
 CI_RUN = ROOT / ".ci" / "run"
@@ -37,8 +36,13 @@ def test_ci_runs_the_readmes_commands_in_the_readmes_order():
     # .ci/run itself stops when they differ, naming both
     assert re.search(r'readme="\$\(python3 \.ci/readme_commands\.py "\$\{name\}"\)"', text)
     # nothing else runs the book or the tests: every other line that would is a comment or an assignment above
-    others = [line for line in text.splitlines() if re.search(r"\b(pytest|attnpaths_book|pip install)\b", line)
-              and not line.lstrip().startswith("#") and not re.match(r"^\w+_COMMAND=", line)]
+    others = [
+        line
+        for line in text.splitlines()
+        if re.search(r"\b(pytest|attnpaths_book|pip install)\b", line)
+        and not line.lstrip().startswith("#")
+        and not re.match(r"^\w+_COMMAND=", line)
+    ]
     assert others == [], others
 
 
@@ -69,6 +73,7 @@ def test_a_readme_without_the_section_or_with_two_lines_is_refused():
         module.command("book", "# title\n")
     with pytest.raises(SystemExit, match="must be one line"):
         module.command("test", "## Two commands\n```bash\na\n```\n```bash\nb\nc\n```\n")
-    done = subprocess.run([sys.executable, str(ROOT / ".ci" / "readme_commands.py"), "nothing"], capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / ".ci" / "readme_commands.py"), "nothing"], capture_output=True, text=True
+    )
     assert done.returncode != 0 and "name must be one of" in done.stderr

@@ -4,15 +4,23 @@ escaped, sentences and tables whose text renders as written, the structural and 
 from attnpaths import claims as c
 from attnpaths.claims import directional_z
 from attnpaths.exchangeability import claims as V
-from attnpaths_book.claims_markdown import (claims_table, markdown_claims_table, markdown_sentence, sanity_table,
-                                            structural_table)
+from attnpaths_book.claims_markdown import (
+    claims_table,
+    markdown_claims_table,
+    markdown_sentence,
+    sanity_table,
+    structural_table,
+)
 
 COMMON = dict(source="test", statistic="x")
 
 
 def test_claims_table_escapes_pipes_and_counts():
     v = directional_z("A|1", "|x| grows", estimate=3.0, se=1.0, measured="|dev| = 3", **COMMON)
-    others = [directional_z("B", "b", estimate=0.0, se=1.0, **COMMON), directional_z("C", "c", estimate=-3.0, se=1.0, **COMMON)]
+    others = [
+        directional_z("B", "b", estimate=0.0, se=1.0, **COMMON),
+        directional_z("C", "c", estimate=-3.0, se=1.0, **COMMON),
+    ]
     table = claims_table([v] + others)
     lines = table.splitlines()
     assert len(lines) == 5 and lines[0].startswith("| claim |")

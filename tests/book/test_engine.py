@@ -18,6 +18,8 @@ import cloudpickle
 import numpy as np
 import pytest
 import torch
+from book_helpers import write_chapter, write_toc
+from helpers import random_attention, random_inputs
 
 from attnpaths import engine
 from attnpaths.experiments import sampling
@@ -26,9 +28,6 @@ from attnpaths.hmc import bands as hmc_ex
 from attnpaths.hmc.networks import four_path_network, two_path_network
 from attnpaths.oneshot import temperature_grid
 
-from book_helpers import write_chapter, write_toc
-from helpers import random_attention, random_inputs
-
 # the tasks and types defined here travel to the workers by value: the workers cannot import this module
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -36,8 +35,14 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 def _cluster(workers: int):
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=None,
-                           dashboard_address="127.0.0.1:0", host="127.0.0.1")
+    cluster = LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit=None,
+        dashboard_address="127.0.0.1:0",
+        host="127.0.0.1",
+    )
     return cluster, Client(cluster, set_as_default=False)
 
 
@@ -72,8 +77,9 @@ def _fails_at_three(x):
 
 
 def test_map_tasks_keeps_task_order_and_passes_shared_arguments():
-    assert engine.map_tasks(_square_plus, [dict(x=x) for x in (3, 1, 2)], shared=dict(offset=10),
-                            description="squares", progress=False) == [19, 11, 14]
+    assert engine.map_tasks(
+        _square_plus, [dict(x=x) for x in (3, 1, 2)], shared=dict(offset=10), description="squares", progress=False
+    ) == [19, 11, 14]
 
 
 def test_a_failing_task_names_the_sweep_its_arguments_and_the_original_traceback():
@@ -162,8 +168,10 @@ def engine_band(sets, client):
 
 @pytest.mark.cross_machine
 def test_sweeps_are_bit_identical_in_process_and_on_one_and_two_workers(hmc_data, one_worker, two_workers):
-    results = {name: _sweeps(hmc_data, client)
-               for name, client in (("in-process", None), ("1 worker", one_worker), ("2 workers", two_workers))}
+    results = {
+        name: _sweeps(hmc_data, client)
+        for name, client in (("in-process", None), ("1 worker", one_worker), ("2 workers", two_workers))
+    }
     reference_band, (reference_points, reference_exact) = results["in-process"]
     # determinism: the same task functions on the same inputs and seeds, in process or on workers
     for name, (band, (points, exact)) in results.items():
@@ -172,8 +180,11 @@ def test_sweeps_are_bit_identical_in_process_and_on_one_and_two_workers(hmc_data
         assert all(np.array_equal(band.gp[k], reference_band.gp[k]) for k in band.gp), name
         for width in reference_points:
             for field in ("mean", "sd", "U", "U_se", "kernel_mean"):
-                assert np.array_equal(getattr(points[width], field), getattr(reference_points[width], field)), \
-                    (name, width, field)
+                assert np.array_equal(getattr(points[width], field), getattr(reference_points[width], field)), (
+                    name,
+                    width,
+                    field,
+                )
             assert np.array_equal(exact[width].U, reference_exact[width].U), (name, width)
     # and the sampled widths really were computed apart: different widths give different numbers
     assert not np.array_equal(reference_points[10].U, reference_points[30].U)
@@ -181,8 +192,9 @@ def test_sweeps_are_bit_identical_in_process_and_on_one_and_two_workers(hmc_data
 
 def test_a_task_error_on_a_cluster_carries_the_remote_traceback(two_workers):
     with pytest.raises(engine.TaskFailed) as info:
-        engine.map_tasks(_fails_at_three, [dict(x=x) for x in range(5)], description="counting", progress=False,
-                         client=two_workers)
+        engine.map_tasks(
+            _fails_at_three, [dict(x=x) for x in range(5)], description="counting", progress=False, client=two_workers
+        )
     assert "x=3" in str(info.value) and "three is not allowed here" in str(info.value)
     assert "_fails_at_three" in info.value.remote_traceback
 
@@ -200,8 +212,9 @@ def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data, process_environme
 
         def sweep():
             try:
-                result["points"] = _with_client(client, sampling.sample_widths, data, plans, 0.01, 3, 0,
-                                                progress=False)[0]
+                result["points"] = _with_client(
+                    client, sampling.sample_widths, data, plans, 0.01, 3, 0, progress=False
+                )[0]
             except BaseException as err:  # reported below
                 errors.append(err)
 
@@ -266,16 +279,18 @@ values = {"accuracy": band.accuracy.tolist(), "U": band.U.tolist(), "gp": band.g
 
 
 def _cli(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "attnpaths_book", *args], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "attnpaths_book", *args], cwd=root, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def _results(root: Path) -> dict:
     return json.loads((root / "_build" / "results" / "band.json").read_text())["values"]
 
 
-def test_a_chapter_gives_the_same_results_on_an_existing_cluster_and_embedded(tiny_book, tmp_path_factory,
-                                                                             process_environment):
+def test_a_chapter_gives_the_same_results_on_an_existing_cluster_and_embedded(
+    tiny_book, tmp_path_factory, process_environment
+):
     """A scheduler and two workers started with `python -m dask scheduler|worker` on loopback; the chapter runs
     against --scheduler, on the embedded cluster and in-process, and its results files are identical."""
     root = tiny_book.root
@@ -283,17 +298,46 @@ def test_a_chapter_gives_the_same_results_on_an_existing_cluster_and_embedded(ti
     write_toc(root, ["band"])
     scheduler_file = tmp_path_factory.mktemp("dask") / "scheduler.json"
     dask = [sys.executable, "-m", "dask"]
-    processes = [subprocess.Popen([*dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                                   "--scheduler-file", str(scheduler_file)], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)]
+    processes = [
+        subprocess.Popen(
+            [
+                *dask,
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(scheduler_file),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
     try:
         deadline = time.monotonic() + 60
         while not scheduler_file.is_file():
             assert time.monotonic() < deadline, "the scheduler did not start"
             time.sleep(0.2)
-        processes += [subprocess.Popen([*dask, "worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1",
-                                        "--no-dashboard", "--memory-limit", "0"], stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL) for _ in range(2)]
+        processes += [
+            subprocess.Popen(
+                [
+                    *dask,
+                    "worker",
+                    "--scheduler-file",
+                    str(scheduler_file),
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--memory-limit",
+                    "0",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(2)
+        ]
         address = json.loads(scheduler_file.read_text())["address"]
         from distributed import Client
 
@@ -335,8 +379,7 @@ def test_bench_sweep_records_identical_runs_and_speedups(tmp_path, process_envir
     from attnpaths_book.benchmarks import sweep
 
     output = tmp_path / "sweep.json"
-    assert sweep.main(["--num-sets", "2", "--workers", "1", "2", "--project", "1", "2", "--output",
-                       str(output)]) == 0
+    assert sweep.main(["--num-sets", "2", "--workers", "1", "2", "--project", "1", "2", "--output", str(output)]) == 0
     report = json.loads(output.read_text())["report"]
     assert [r["workers"] for r in report["runs"]] == [1, 2]
     assert all(r["identical_to_first_run"] for r in report["runs"]) and report["num_tasks"] == 2
@@ -374,16 +417,32 @@ def test_slowest_cells_are_read_from_papermills_durations(tmp_path):
     from attnpaths_book.benchmarks.book import slowest_cells
 
     def code(source, duration):
-        return {"cell_type": "code", "source": source,
-                "metadata": {} if duration is None else {"papermill": {"duration": duration}}}
+        return {
+            "cell_type": "code",
+            "source": source,
+            "metadata": {} if duration is None else {"papermill": {"duration": duration}},
+        }
 
     notebook = tmp_path / "chapter.ipynb"
-    notebook.write_text(json.dumps({"cells": [
-        code("# a comment first\nfast()", 0.5), {"cell_type": "markdown", "source": "text", "metadata": {}},
-        code(["slow(\n", "  x)"], 12.25), code("untimed()", None), code("middle()", 3.0), code("last()", 0.1)]}))
+    notebook.write_text(
+        json.dumps(
+            {
+                "cells": [
+                    code("# a comment first\nfast()", 0.5),
+                    {"cell_type": "markdown", "source": "text", "metadata": {}},
+                    code(["slow(\n", "  x)"], 12.25),
+                    code("untimed()", None),
+                    code("middle()", 3.0),
+                    code("last()", 0.1),
+                ]
+            }
+        )
+    )
     assert slowest_cells(notebook, count=3) == [
-        {"cell": 1, "first_line": "slow(", "seconds": 12.25}, {"cell": 3, "first_line": "middle()", "seconds": 3.0},
-        {"cell": 0, "first_line": "fast()", "seconds": 0.5}]
+        {"cell": 1, "first_line": "slow(", "seconds": 12.25},
+        {"cell": 3, "first_line": "middle()", "seconds": 3.0},
+        {"cell": 0, "first_line": "fast()", "seconds": 0.5},
+    ]
 
 
 def test_submitted_tasks_run_lazily_in_process_and_at_once_on_a_cluster(two_workers):
@@ -440,9 +499,11 @@ def test_experiment_generators_are_independent_streams_of_the_chapter_seed():
 
 
 def test_use_one_thread_limits_torch_and_every_pool_of_the_process():
-    script = ("import torch, numpy\nfrom threadpoolctl import threadpool_info\n"
-              "from attnpaths.engine import use_one_thread\nuse_one_thread()\nimport scipy.linalg\n"
-              "print(torch.get_num_threads(), sorted({p['num_threads'] for p in threadpool_info()}))")
+    script = (
+        "import torch, numpy\nfrom threadpoolctl import threadpool_info\n"
+        "from attnpaths.engine import use_one_thread\nuse_one_thread()\nimport scipy.linalg\n"
+        "print(torch.get_num_threads(), sorted({p['num_threads'] for p in threadpool_info()}))"
+    )
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.split("\n")[0] == "1 [1]"

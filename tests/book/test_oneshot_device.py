@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths_book.benchmarks import training as bench
-from attnpaths_book.benchmarks.record import read_record
 from attnpaths.oneshot import training
 from attnpaths.oneshot.imagesets import ImageClasses, ImageDataset
 from attnpaths.oneshot.sequences import SequenceEncoder
 from attnpaths.oneshot.training import AUTHORS_TRAINING, TrainingConfig
+from attnpaths_book.benchmarks import training as bench
+from attnpaths_book.benchmarks.record import read_record
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = TrainingConfig(width=8, qk_width=4, batch_size=16, steps=6, validate_every=3, validation_sequences=32)
@@ -120,15 +120,27 @@ def resolve_parameters(chapter, profile):
 
 def test_full_profile_is_the_authors_run():
     params = resolve_parameters(oneshot_chapter(), "full")
-    assert (params["model_width"], params["qk_width"], params["num_heads"], params["input_channels"]) == (512, 128, 4, 3)
+    assert (params["model_width"], params["qk_width"], params["num_heads"], params["input_channels"]) == (
+        512,
+        128,
+        4,
+        3,
+    )
     assert (params["image_size"], params["distortion_scale"], params["alphabets"]) == (32, 1.0, [])
     assert params["widths"] == [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
     assert params["temperatures"] == [0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5]
-    config = TrainingConfig(width=params["model_width"], qk_width=params["qk_width"], num_heads=params["num_heads"],
-                            channels=params["input_channels"], steps=params["train_steps"],
-                            batch_size=params["batch_size"], learning_rate=params["learning_rate"],
-                            validate_every=params["validate_every"],
-                            validation_sequences=params["validation_sequences"], seed=params["train_seed"])
+    config = TrainingConfig(
+        width=params["model_width"],
+        qk_width=params["qk_width"],
+        num_heads=params["num_heads"],
+        channels=params["input_channels"],
+        steps=params["train_steps"],
+        batch_size=params["batch_size"],
+        learning_rate=params["learning_rate"],
+        validate_every=params["validate_every"],
+        validation_sequences=params["validation_sequences"],
+        seed=params["train_seed"],
+    )
     assert config == AUTHORS_TRAINING
     assert AUTHORS_TRAINING.steps == 10 * 4124
     assert params["device"] == "cpu"  # the device is chosen with --set device=cuda
@@ -141,7 +153,9 @@ def test_full_profile_only_in_the_chapters_that_define_it():
     chapters = [c for c in book_chapters(BookLayout(ROOT)) if c.is_notebook]
     without = [c for c in chapters if "full" not in c.profiles]
     assert without, "every chapter defines 'full': the book-wide error path is untested here"
-    with pytest.raises(ValueError, match=r"profile 'full' is defined only by some chapters.*run CHAPTER --profile full"):
+    with pytest.raises(
+        ValueError, match=r"profile 'full' is defined only by some chapters.*run CHAPTER --profile full"
+    ):
         resolve_parameters(without[0], "full")
     for chapter in chapters:
         assert {"smoke", "paper"} <= set(chapter.profiles)
@@ -152,11 +166,22 @@ def test_full_profile_code_path_at_small_sizes(dataset):
     from attnpaths.oneshot import episodes
 
     params = resolve_parameters(oneshot_chapter(), "full")
-    config = TrainingConfig(width=16, qk_width=8, num_heads=params["num_heads"], channels=params["input_channels"],
-                            steps=4, batch_size=16, learning_rate=params["learning_rate"], validate_every=2,
-                            validation_sequences=32, seed=params["train_seed"])
+    config = TrainingConfig(
+        width=16,
+        qk_width=8,
+        num_heads=params["num_heads"],
+        channels=params["input_channels"],
+        steps=4,
+        batch_size=16,
+        learning_rate=params["learning_rate"],
+        validate_every=2,
+        validation_sequences=32,
+        seed=params["train_seed"],
+    )
     trained = training.load_or_fit(config, dataset, cache_dir=None, progress=False, device=params["device"])
-    assert trained.encoder.input_width == 3 * trained.encoder.patch_size**2 == trained.model.hyperparameters["input_width"]
+    assert (
+        trained.encoder.input_width == 3 * trained.encoder.patch_size**2 == trained.model.hyperparameters["input_width"]
+    )
     drawn = episodes.draw_episodes(dataset, trained.encoder, num_train=8, num_validation=8, num_test=8, seed=0)
     data = episodes.episode_features(drawn, trained.model.attention())
     assert np.isfinite(np.asarray(data.features)).all() and data.splits == ("validation", "test")

@@ -14,10 +14,10 @@ import torch
 from matplotlib import pyplot as plt
 
 from attnpaths.oneshot import plots
-from attnpaths_book import oneshot_report as report
 from attnpaths.oneshot.digits import DigitPairs
 from attnpaths.oneshot.imagesets import ImageClasses, ImageDataset
 from attnpaths.oneshot.sequences import Sequences
+from attnpaths_book import oneshot_report as report
 
 
 # ---------------------------------------------------------------------------------------------------- report
@@ -38,44 +38,78 @@ def _classes(n, alphabets, seed):
 
 
 def test_data_set_description_counts_classes_and_alphabets_per_split():
-    dataset = ImageDataset(_classes(4, ["Latin", "Greek", "Latin", "Greek"], 0), _classes(2, ["Coptic"] * 2, 1),
-                           _classes(3, ["N'Ko", "Armenian", "N'Ko"], 2), parameters={"source": "glyphs"})
+    dataset = ImageDataset(
+        _classes(4, ["Latin", "Greek", "Latin", "Greek"], 0),
+        _classes(2, ["Coptic"] * 2, 1),
+        _classes(3, ["N'Ko", "Armenian", "N'Ko"], 2),
+        parameters={"source": "glyphs"},
+    )
     digits = DigitPairs(np.zeros((2, 5, 8, 8), np.float32), np.zeros((7, 8, 8), np.float32), np.zeros(7, int), (0, 1))
     description = report.data_set_description(dataset, digits, instances_per_class=2, seed=3)
     assert description["source"] == "glyphs" and description["image_size"] == 8 and description["seed"] == 3
     assert description["splits"]["train"] == {"alphabets": ["Greek", "Latin"], "num_alphabets": 2, "num_classes": 4}
     assert description["splits"]["test"] == {"alphabets": ["Armenian", "N'Ko"], "num_alphabets": 2, "num_classes": 3}
-    assert description["ood"] == {"digits": [0, 1], "support_per_digit": 5, "queries": 7,
-                                  "source": "sklearn.datasets.load_digits"}
+    assert description["ood"] == {
+        "digits": [0, 1],
+        "support_per_digit": 5,
+        "queries": 7,
+        "source": "sklearn.datasets.load_digits",
+    }
 
 
 def test_training_cost_reports_measured_devices_and_the_command_for_the_others(tmp_path):
-    record = {"benchmark": "training", "command": "bench", "finished_utc": "2025-01-02T03:04:05", "commit": "abcdef0123456",
-              "commit_dirty": True, "machine": {"cpu_count": 2}, "versions": {"torch": "2.9"},
-              "report": {"device_name": None, "num_threads": 2, "median_step_s": 0.01234, "timed_steps": 20,
-                         "validation_s": 1.5, "config": {"steps": 41240}, "num_validations": 42,
-                         "projected_total_hours": 3.21}}
+    record = {
+        "benchmark": "training",
+        "command": "bench",
+        "finished_utc": "2025-01-02T03:04:05",
+        "commit": "abcdef0123456",
+        "commit_dirty": True,
+        "machine": {"cpu_count": 2},
+        "versions": {"torch": "2.9"},
+        "report": {
+            "device_name": None,
+            "num_threads": 2,
+            "median_step_s": 0.01234,
+            "timed_steps": 20,
+            "validation_s": 1.5,
+            "config": {"steps": 41240},
+            "num_validations": 42,
+            "projected_total_hours": 3.21,
+        },
+    }
     cpu = tmp_path / "training_cpu.json"
     cpu.write_text(json.dumps(record))
     missing = tmp_path / "training_cuda.json"
     text, costs = report.training_cost({"cpu": cpu, "cuda": missing})
     first, second = text.split("\n")
-    assert first == ("- CPU (2 CPU cores, 2 torch threads, torch 2.9, commit abcdef0123 with local changes, 2025-01-02): "
-                     "0.0123 s a step (median of 20), 1.5 s a validation pass; 41240 steps and 42 validations: "
-                     "**3.21 hours**.")
-    assert second.startswith("- CUDA: not measured yet (`python -m attnpaths_book bench training --device cuda --output ")
-    assert costs == {"cpu": {"median_step_s": 0.01234, "validation_s": 1.5, "projected_total_hours": 3.21,
-                             "commit": "abcdef0123456"}}
+    assert first == (
+        "- CPU (2 CPU cores, 2 torch threads, torch 2.9, commit abcdef0123 with local changes, 2025-01-02): "
+        "0.0123 s a step (median of 20), 1.5 s a validation pass; 41240 steps and 42 validations: "
+        "**3.21 hours**."
+    )
+    assert second.startswith(
+        "- CUDA: not measured yet (`python -m attnpaths_book bench training --device cuda --output "
+    )
+    assert costs == {
+        "cpu": {"median_step_s": 0.01234, "validation_s": 1.5, "projected_total_hours": 3.21, "commit": "abcdef0123456"}
+    }
 
 
 def _selection(temperatures, test, validation):
-    return {"temperature": np.array(temperatures), "accuracy": {"test": np.array(test), "validation": np.array(validation)}}
+    return {
+        "temperature": np.array(temperatures),
+        "accuracy": {"test": np.array(test), "validation": np.array(validation)},
+    }
 
 
 def test_temperature_table_has_a_row_per_width_and_one_for_the_gp_limit():
     table = report.temperature_table(
-        [10, 100], _selection([0.5, 1.0], [0.86, 0.85], [0.9, 0.875]), _selection([0.25, 1.0], [0.88, 0.85], [0, 0]),
-        _selection([0.25], [0.84], [0.8125]), _selection([0.1], [0.845], [0]))
+        [10, 100],
+        _selection([0.5, 1.0], [0.86, 0.85], [0.9, 0.875]),
+        _selection([0.25, 1.0], [0.88, 0.85], [0, 0]),
+        _selection([0.25], [0.84], [0.8125]),
+        _selection([0.1], [0.845], [0]),
+    )
     assert table.split("\n") == [
         "| N | T (validation) | A test | A validation | T (test, authors' rule) | A test |",
         "|---|---|---|---|---|---|",
@@ -86,21 +120,37 @@ def test_temperature_table_has_a_row_per_width_and_one_for_the_gp_limit():
 
 
 def test_sampler_table_and_stage_table():
-    diagnostics = {"num_chains": 2, "num_samples": 20, "num_warmup": 10, "min_predictor_ess": 12.4,
-                   "median_predictor_ess": 30.6, "max_predictor_rhat": 1.0123, "min_U_ess": 8.5, "wall_time_s": 3.14}
+    diagnostics = {
+        "num_chains": 2,
+        "num_samples": 20,
+        "num_warmup": 10,
+        "min_predictor_ess": 12.4,
+        "median_predictor_ess": 30.6,
+        "max_predictor_rhat": 1.0123,
+        "min_U_ess": 8.5,
+        "wall_time_s": 3.14,
+    }
     table = report.sampler_table({10: SimpleNamespace(diagnostics=diagnostics)}, [0.5])
     assert table.split("\n")[2] == "| 10 | 0.5 | 2 x 20 (10) | 12 / 31 | 1.012 | 8 | 3.1 |"
     stages = report.stage_table({"data": 1.26, "episodes_and_path_features": 0.04})
-    assert stages.split("\n") == ["| stage | wall time (s) |", "|---|---|", "| data | 1.3 |",
-                                  "| episodes and path features | 0.0 |"]
+    assert stages.split("\n") == [
+        "| stage | wall time (s) |",
+        "|---|---|",
+        "| data | 1.3 |",
+        "| episodes and path features | 0.0 |",
+    ]
 
 
 # ----------------------------------------------------------------------------------------------------- plots
 def _episodes(n=6, size=8, tokens=12):
     rng = np.random.default_rng(0)
-    return Sequences(torch.from_numpy(rng.standard_normal((n, 5, tokens))),
-                     torch.tensor([1.0] * (n // 2) + [-1.0] * (n // 2)),
-                     rng.uniform(size=(n, 3, size, size)), np.tile([0, 1, 2], (n, 1)), np.zeros((n, 3), int))
+    return Sequences(
+        torch.from_numpy(rng.standard_normal((n, 5, tokens))),
+        torch.tensor([1.0] * (n // 2) + [-1.0] * (n // 2)),
+        rng.uniform(size=(n, 3, size, size)),
+        np.tile([0, 1, 2], (n, 1)),
+        np.zeros((n, 3), int),
+    )
 
 
 def test_task_example_holds_the_episodes_that_plot_task_shows():
@@ -114,9 +164,16 @@ def test_task_example_holds_the_episodes_that_plot_task_shows():
 
 
 def test_accuracy_plots_draw_the_numbers_they_are_given():
-    fig = plots.plot_accuracy_vs_width([10, 100, 1000], [0.8, 0.85, 0.84], theory_test_rule=[0.82, 0.86, 0.85], gp=0.7,
-                                       gp_test_rule=0.72, sampled_widths=[10, 100], sampled=[0.79, 0.86],
-                                       sampled_sd=[0.01, 0.02])
+    fig = plots.plot_accuracy_vs_width(
+        [10, 100, 1000],
+        [0.8, 0.85, 0.84],
+        theory_test_rule=[0.82, 0.86, 0.85],
+        gp=0.7,
+        gp_test_rule=0.72,
+        sampled_widths=[10, 100],
+        sampled=[0.79, 0.86],
+        sampled_sd=[0.01, 0.02],
+    )
     lines = {line.get_label(): line.get_ydata() for line in fig.axes[0].get_lines()}
     np.testing.assert_allclose(lines["RN, theory"], [80, 85, 84])
     np.testing.assert_allclose(lines["RN, theory, T chosen on test"], [82, 86, 85])

@@ -25,18 +25,18 @@ import re
 import numpy as np
 import pytest
 import torch
+from book_helpers import MC_Z, assert_matches_record, assert_within_mc_error
+from helpers import ROOT
 from scipy.optimize import minimize_scalar
 
 from attnpaths.claims import Verdict, rederive
+from attnpaths_book import runner
 from attnpaths_book.chapters import find_chapter, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.paper_records import read_record, record_path, record_problems
-from attnpaths_book import runner
 from attnpaths_book.runner import notebook_chapters
 from attnpaths_book.store import read_manifest, verify_results
 from attnpaths_book.tolerances import compare_results
-from helpers import ROOT
-from book_helpers import MC_Z, assert_matches_record, assert_within_mc_error
 
 LAYOUT = BookLayout(ROOT)
 pytestmark = pytest.mark.cross_machine
@@ -49,8 +49,10 @@ def load_record(name: str) -> dict:
     """The chapter's paper record, or a skip naming the command that makes it."""
     path = record_path(LAYOUT, find_chapter(CHAPTERS, name))
     if not path.is_file():
-        pytest.skip(f"no paper record of chapter {name!r} ({path.relative_to(ROOT)}): make it with "
-                    f"`python -m attnpaths_book record-paper {name}`")
+        pytest.skip(
+            f"no paper record of chapter {name!r} ({path.relative_to(ROOT)}): make it with "
+            f"`python -m attnpaths_book record-paper {name}`"
+        )
     return read_record(path)
 
 
@@ -94,8 +96,9 @@ class Recorded:
 
     def check_mc(self, key: str, estimate, estimate_se, recorded_se_key: str):
         """Compare a Monte-Carlo estimate with the recorded one within ``MC_Z`` combined standard errors."""
-        assert_within_mc_error(self.chapter, key, estimate, estimate_se, self.value(key),
-                               self.value(recorded_se_key), z=MC_Z)
+        assert_within_mc_error(
+            self.chapter, key, estimate, estimate_se, self.value(key), self.value(recorded_se_key), z=MC_Z
+        )
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -106,8 +109,11 @@ class Recorded:
 def test_record_is_a_paper_record_of_the_chapter(chapter):
     """Present, a paper run without overrides, made with the parameters the chapter's paper profile gives now."""
     problems = record_problems(LAYOUT, chapter, load_record(chapter.name))
-    assert not problems, (f"{record_path(LAYOUT, chapter).relative_to(ROOT)}: " + "; ".join(problems)
-                          + f"\nremake it with: python -m attnpaths_book record-paper {chapter.name}")
+    assert not problems, (
+        f"{record_path(LAYOUT, chapter).relative_to(ROOT)}: "
+        + "; ".join(problems)
+        + f"\nremake it with: python -m attnpaths_book record-paper {chapter.name}"
+    )
 
 
 NUMBER_KEY = re.compile(r"^-?\d+(\.\d+)?(e-?\d+)?$")
@@ -140,12 +146,15 @@ def test_record_holds_the_keys_that_the_chapter_writes_today(chapter):
     record = load_record(chapter.name)
     baseline = json.loads(results_baseline_path(LAYOUT, chapter).read_text())
     skip = RUN_DEPENDENT_KEYS.get(chapter.name, ())
-    recorded, written = ({k for k in key_shape(tree["values"]) if not k.startswith(skip)}
-                         for tree in (record["results"], baseline))
-    assert recorded == written, (f"{record_path(LAYOUT, chapter).relative_to(ROOT)}: keys only in the record: "
-                                 f"{sorted(recorded - written)[:10]}; keys the chapter writes today that the record "
-                                 f"lacks: {sorted(written - recorded)[:10]}\nremake it with: python -m attnpaths_book "
-                                 f"record-paper {chapter.name}")
+    recorded, written = (
+        {k for k in key_shape(tree["values"]) if not k.startswith(skip)} for tree in (record["results"], baseline)
+    )
+    assert recorded == written, (
+        f"{record_path(LAYOUT, chapter).relative_to(ROOT)}: keys only in the record: "
+        f"{sorted(recorded - written)[:10]}; keys the chapter writes today that the record "
+        f"lacks: {sorted(written - recorded)[:10]}\nremake it with: python -m attnpaths_book "
+        f"record-paper {chapter.name}"
+    )
 
 
 ENFORCING = [c for c in CHAPTERS if "enforce_claims" in c.defaults]
@@ -158,8 +167,10 @@ def test_recorded_run_enforced_the_chapters_claims(chapter):
     record = load_record(chapter.name)
     enforced = record["execution"]["parameters"].get("enforce_claims")
     expected = chapter.profiles["paper"].get("enforce_claims", chapter.defaults["enforce_claims"])
-    assert enforced == expected, (f"{chapter.name}: the recorded paper run enforced the claims {enforced}, the "
-                                  f"chapter's paper profile enforces {expected}")
+    assert enforced == expected, (
+        f"{chapter.name}: the recorded paper run enforced the claims {enforced}, the "
+        f"chapter's paper profile enforces {expected}"
+    )
 
 
 def _recorded_verdicts(node, where="values"):
@@ -192,8 +203,9 @@ def test_every_recorded_verdict_follows_from_the_inputs_recorded_with_it(recorde
     verdict = Verdict.from_dict(recorded_verdict)
     assert verdict.inputs is not None, f"claim {verdict.claim!r} was recorded without the inputs of its test"
     again = rederive(verdict)
-    assert again.outcome is verdict.outcome, (f"claim {verdict.claim!r}: recorded {verdict.outcome.value!r}, its "
-                                              f"inputs give {again.outcome.value!r}")
+    assert again.outcome is verdict.outcome, (
+        f"claim {verdict.claim!r}: recorded {verdict.outcome.value!r}, its inputs give {again.outcome.value!r}"
+    )
     for field in ("value", "p_value", "z"):
         recorded_value, value = getattr(verdict, field), getattr(again, field)
         assert (recorded_value is None) == (value is None), f"claim {verdict.claim!r}: {field}"
@@ -233,8 +245,9 @@ def test_a_paper_run_here_agrees_with_the_record_by_class(name, paper_workspace)
     runner.run_chapter(paper_workspace, name, "paper")
     results = json.loads(paper_workspace.results_file(name).read_text())
     problems = _results_by_class(name, results)
-    assert not problems, f"{name}: a paper run here differs from its record beyond the numbers' classes:\n" + \
-        "\n".join(problems[:20])
+    assert not problems, f"{name}: a paper run here differs from its record beyond the numbers' classes:\n" + "\n".join(
+        problems[:20]
+    )
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.name for c in CHAPTERS])
@@ -247,14 +260,18 @@ def test_the_last_paper_run_of_this_checkout_agrees_with_the_record_by_class(cha
     # a results file that no longer matches its manifest's checksum fails here, naming the file
     results = verify_results(LAYOUT.results_dir, chapter.name) if path.is_file() else None
     if results is None or results.get("profile") != "paper":
-        pytest.skip(f"no paper-profile results of {chapter.name} in {path.relative_to(ROOT)} "
-                    "(python -m attnpaths_book book --profile paper makes them)")
+        pytest.skip(
+            f"no paper-profile results of {chapter.name} in {path.relative_to(ROOT)} "
+            "(python -m attnpaths_book book --profile paper makes them)"
+        )
     profile = json.loads(json.dumps(resolve_parameters(chapter, "paper")))
     if results["parameters"] != {k: v for k, v in profile.items() if k not in ("profile", "results_dir")}:
         pytest.skip(f"the paper results of {chapter.name} were made with other parameters than its paper profile")
     problems = _results_by_class(chapter.name, results)
-    assert not problems, (f"{chapter.name}: the last paper run differs from its record beyond the numbers' "
-                          "classes:\n" + "\n".join(problems[:20]))
+    assert not problems, (
+        f"{chapter.name}: the last paper run differs from its record beyond the numbers' "
+        "classes:\n" + "\n".join(problems[:20])
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -279,10 +296,21 @@ def test_intro_recomputes(recorded):
     r.check("image_num_path_pairs", len(image) ** 2)
 
     train, test = paper_train_set(), paper_test_set()
-    headline = theory_sweep(path_data(four_path_network(train), train, test), [r["headline_width"]],
-                            [ex.PAPER_TEMPERATURE], gp_limit=True, progress=False)
-    r.check("headline", {"theory_accuracy": headline.accuracy["test"][0, 0],
-                         "gp_accuracy": headline.gp.accuracy["test"][0, 0], "N": r["headline_width"]})
+    headline = theory_sweep(
+        path_data(four_path_network(train), train, test),
+        [r["headline_width"]],
+        [ex.PAPER_TEMPERATURE],
+        gp_limit=True,
+        progress=False,
+    )
+    r.check(
+        "headline",
+        {
+            "theory_accuracy": headline.accuracy["test"][0, 0],
+            "gp_accuracy": headline.gp.accuracy["test"][0, 0],
+            "N": r["headline_width"],
+        },
+    )
 
 
 def test_model_recomputes(recorded):
@@ -295,7 +323,7 @@ def test_model_recomputes(recorded):
     r = recorded("model")
     data = paper_train_set(num_examples=r["num_examples"])
     task, example = data.task, r["example"]
-    x = data.x[example: example + 1]
+    x = data.x[example : example + 1]
     states = data.hidden_states[example].numpy()
     heads = {"same-token": same_token(task, seed=127), "uniform": uniform_attention(task, seed=217)}
     matrices = {name: AttentionLayer(W=W).matrices(x)[0, 0].numpy() for name, W in heads.items()}
@@ -352,8 +380,10 @@ def test_theory_recomputes(recorded):
     r.check("theory_accuracy", sweep.accuracy["test"][:, 0])
     r.check("gp_accuracy", sweep.gp.accuracy["test"][0, 0])
     r.check("max_distance_to_gp", distance)
-    far = [solve(features, train.y, heads=network.heads, widths=float(w), temperature=temperature)
-           for w in r["asymptotic_widths"]]
+    far = [
+        solve(features, train.y, heads=network.heads, widths=float(w), temperature=temperature)
+        for w in r["asymptotic_widths"]
+    ]
     far_distance = np.array([np.abs(s.U - np.eye(4)).max() for s in far])
     r.check("asymptotic_max_distance_to_gp", far_distance)
     all_widths = np.concatenate([np.asarray(widths, float), np.asarray(r["asymptotic_widths"], float)])
@@ -362,12 +392,16 @@ def test_theory_recomputes(recorded):
     r.check("certificate.iterations", sweep.iterations[:, 0])
 
     mc_examples = r["mc_examples"]
-    inputs = torch.cat([train.x[: mc_examples // 2], train.x[-(mc_examples - mc_examples // 2):]])
+    inputs = torch.cat([train.x[: mc_examples // 2], train.x[-(mc_examples - mc_examples // 2) :]])
     r.check("prior_kernel.gp_kernel", gp_kernel(path_features(inputs, network.attention)))
     generator = torch.Generator().manual_seed(r["seed"] + 1)  # independent of the chapter's draws
     for N in r["mc_widths"]:
-        mean, se = prior_kernel_monte_carlo(AttentionNetwork(network.attention, widths=N), inputs, generator,
-                                            num_samples=min(MC_TEST_SAMPLES, r["mc_samples"]))
+        mean, se = prior_kernel_monte_carlo(
+            AttentionNetwork(network.attention, widths=N),
+            inputs,
+            generator,
+            num_samples=min(MC_TEST_SAMPLES, r["mc_samples"]),
+        )
         key = f"prior_kernel.{int(N)}"
         r.check_mc(f"{key}.mc_kernel", mean.numpy(), se.numpy(), f"{key}.standard_error")
     # the parameters that the chapter copies into its values
@@ -399,25 +433,45 @@ def _hmc_network_values(r, prefix, curve, data, band_sets, band_factory, gp_refe
     r.check(f"{prefix}pc_overlap", pc_overlaps(data, curve.U[curve.index(r["pc_width"]), 0], r["num_pcs"]))
     r.check(f"{prefix}ablations", ex.ablation_curves(data, curve, temperature))
 
-    band = ex.data_set_band(band_sets, band_factory, widths, temperature, gp_references=gp_references,
-                            pc_width=r["pc_width"] if gp_references else None, pc_components=r["alignment_pcs"],
-                            progress=False)
+    band = ex.data_set_band(
+        band_sets,
+        band_factory,
+        widths,
+        temperature,
+        gp_references=gp_references,
+        pc_width=r["pc_width"] if gp_references else None,
+        pc_components=r["alignment_pcs"],
+        progress=False,
+    )
     recorded = r.value(f"{prefix}band")
     r.check(f"{prefix}band.widths", band.widths)
-    assert_matches_record(r.chapter, f"{prefix}band.accuracy.per_set[:{len(band_sets)}]", band.accuracy,
-                          recorded["accuracy"]["per_set"][: len(band_sets)])
+    assert_matches_record(
+        r.chapter,
+        f"{prefix}band.accuracy.per_set[:{len(band_sets)}]",
+        band.accuracy,
+        recorded["accuracy"]["per_set"][: len(band_sets)],
+    )
     assert set(band.gp) == set(recorded["gp_accuracy"]), f"{r.chapter}: values.{prefix}band.gp_accuracy lines"
     for line, accuracies in band.gp.items():
-        assert_matches_record(r.chapter, f"{prefix}band.gp_accuracy.{line}.per_set[:{len(band_sets)}]", accuracies,
-                              recorded["gp_accuracy"][line]["per_set"][: len(band_sets)])
+        assert_matches_record(
+            r.chapter,
+            f"{prefix}band.gp_accuracy.{line}.per_set[:{len(band_sets)}]",
+            accuracies,
+            recorded["gp_accuracy"][line]["per_set"][: len(band_sets)],
+        )
     for stat in ("mean", "min", "max"):  # the summary of the recorded per-set values
         per_set = np.asarray(recorded["accuracy"]["per_set"])
-        assert_matches_record(r.chapter, f"{prefix}band.accuracy.{stat}", getattr(per_set, stat)(axis=0),
-                              recorded["accuracy"][stat])
+        assert_matches_record(
+            r.chapter, f"{prefix}band.accuracy.{stat}", getattr(per_set, stat)(axis=0), recorded["accuracy"][stat]
+        )
     if band.label_fraction is not None:
         for kind in ("finite_width", "gp"):
-            assert_matches_record(r.chapter, f"{prefix}band.label_fraction.{kind}", band.label_fraction[kind],
-                                  recorded["label_fraction"][kind])
+            assert_matches_record(
+                r.chapter,
+                f"{prefix}band.label_fraction.{kind}",
+                band.label_fraction[kind],
+                recorded["label_fraction"][kind],
+            )
     return band
 
 
@@ -426,12 +480,14 @@ def _assert_verdicts_recomputed(r, verdicts):
     recorded = {v["claim"]: v for v in r.value("verdicts")}
     for verdict in verdicts:
         stored = recorded[verdict.claim]
-        assert verdict.outcome.value == stored["outcome"], (f"{r.chapter}: claim {verdict.claim!r} recomputed "
-                                                            f"{verdict.outcome.value!r}, recorded {stored['outcome']!r}")
+        assert verdict.outcome.value == stored["outcome"], (
+            f"{r.chapter}: claim {verdict.claim!r} recomputed {verdict.outcome.value!r}, recorded {stored['outcome']!r}"
+        )
         for field in ("value", "p_value", "z"):
             if stored[field] is not None:
                 assert getattr(verdict, field) == pytest.approx(stored[field], rel=BAND_VERDICT_RTOL, abs=1e-300), (
-                    f"{r.chapter}: claim {verdict.claim!r}.{field}")
+                    f"{r.chapter}: claim {verdict.claim!r}.{field}"
+                )
 
 
 @pytest.fixture
@@ -469,25 +525,34 @@ def test_hmc_recomputes(one_torch_thread, recorded, cluster_client):
     stays = (train.hidden_states[:, 1:] == train.hidden_states[:, :-1]).double().mean(dim=1).numpy()
     y = train.y.numpy()
     r.check("stay_fraction", {"y=+1": stays[y > 0].mean(), "y=-1": stays[y < 0].mean()})
-    r.check("task_example", {
-        "hidden_states": train.hidden_states[[0, num_train // 2]].numpy(),
-        "x": train.x[example].numpy(),
-        "along_e_B": torch.einsum("i,it->t", train.task.e_B, features).numpy(),
-        "along_e_A": torch.einsum("i,it->t", train.task.e_A, features).numpy(),
-        "perp_rms": (train.noise_components()["perp"][example].norm(dim=0)
-                     / np.sqrt(train.task.feature_width - 2)).numpy(),
-    })
-    r.check("attention_example", {
-        f"layer{l + 1}_head{h + 1}": layer.matrices(train.x[example][None])[0, h].numpy()
-        for l, layer in enumerate(net4.attention.layers) for h in range(layer.num_heads)
-    })
+    r.check(
+        "task_example",
+        {
+            "hidden_states": train.hidden_states[[0, num_train // 2]].numpy(),
+            "x": train.x[example].numpy(),
+            "along_e_B": torch.einsum("i,it->t", train.task.e_B, features).numpy(),
+            "along_e_A": torch.einsum("i,it->t", train.task.e_A, features).numpy(),
+            "perp_rms": (
+                train.noise_components()["perp"][example].norm(dim=0) / np.sqrt(train.task.feature_width - 2)
+            ).numpy(),
+        },
+    )
+    r.check(
+        "attention_example",
+        {
+            f"layer{l + 1}_head{h + 1}": layer.matrices(train.x[example][None])[0, h].numpy()
+            for l, layer in enumerate(net4.attention.layers)
+            for h in range(layer.num_heads)
+        },
+    )
 
     data4 = path_data(net4, train, test)
     curve4 = theory_sweep(data4, widths, [temperature], progress=False)
     gp_means = ex.gp_predictions(train, test, temperature)
     r.check("gp_accuracy", {key: classification_accuracy(mean, test.y.numpy()) for key, mean in gp_means.items()})
-    sets4 = ex.data_set_draws(num_sets, torch.Generator().manual_seed(r["band_seed"]), num_train=num_train,
-                              num_test=num_test)
+    sets4 = ex.data_set_draws(
+        num_sets, torch.Generator().manual_seed(r["band_seed"]), num_train=num_train, num_test=num_test
+    )
     with use_client(cluster_client):
         band4 = _hmc_network_values(r, "", curve4, data4, sets4, four_path_network, gp_references=True)
 
@@ -498,8 +563,14 @@ def test_hmc_recomputes(one_torch_thread, recorded, cluster_client):
     r.check("kernel_alignment", {name: kernel_pcs.centered_alignment(K, shown_y) for name, K in kernels.items()})
 
     versions = [v for layer in net4.head_versions for v in layer]
-    r.check("head_scores", {"N": curve4.widths, "scores": head_score_curve(curve4, net4.heads),
-                            "labels": [f"{label} ({v})" for label, v in zip(head_labels(net4.heads), versions)]})
+    r.check(
+        "head_scores",
+        {
+            "N": curve4.widths,
+            "scores": head_score_curve(curve4, net4.heads),
+            "labels": [f"{label} ({v})" for label, v in zip(head_labels(net4.heads), versions)],
+        },
+    )
 
     # two paths, noisier data
     train2 = paper_train_set(num_train, sigma_perp=ex.NOISY_SIGMA_PERP)
@@ -507,35 +578,71 @@ def test_hmc_recomputes(one_torch_thread, recorded, cluster_client):
     data2 = path_data(two_path_network(train2), train2, test2)
     curve2 = theory_sweep(data2, widths, [temperature], gp_limit=True, progress=False)
     r.check("two_path.gp_accuracy", {"g+d": curve2.gp.accuracy["test"][0, 0]})
-    sets2 = ex.data_set_draws(num_sets, torch.Generator().manual_seed(r["band_seed"] + 1), num_train=num_train,
-                              num_test=num_test, sigma_perp=ex.NOISY_SIGMA_PERP)
+    sets2 = ex.data_set_draws(
+        num_sets,
+        torch.Generator().manual_seed(r["band_seed"] + 1),
+        num_train=num_train,
+        num_test=num_test,
+        sigma_perp=ex.NOISY_SIGMA_PERP,
+    )
     with use_client(cluster_client):
         band2 = _hmc_network_values(r, "two_path.", curve2, data2, sets2, two_path_network, gp_references=False)
 
     # claims 1 (over data sets and on the authors' data), 3, 4, 5 and 6, through the chapter's claims functions
     from attnpaths.experiments import finite_width as fw
     from attnpaths.hmc import claims as hmc_claims
+
     level, extent = r["claim_level"], (int(widths[0]), int(widths[-1]))
     curve4_gp = theory_sweep(data4, widths[:1], [temperature], gp_limit=True, progress=False)
     verdicts = []
-    for label, band, curve, labels in (("4 paths", band4, curve4_gp, test.y.numpy()),
-                                       ("2 paths", band2, curve2, test2.y.numpy())):
+    for label, band, curve, labels in (
+        ("4 paths", band4, curve4_gp, test.y.numpy()),
+        ("2 paths", band2, curve2, test2.y.numpy()),
+    ):
         where = f", {label}"
         verdicts += [
             fw.finite_width_advantage_over_data_sets(
-                f"1 ({label})", accuracy_small=band.accuracy[:, 0], accuracy_large=band.accuracy[:, -1],
-                gp_accuracy=band.gp["all"], widths=extent, level=level, where=where),
+                f"1 ({label})",
+                accuracy_small=band.accuracy[:, 0],
+                accuracy_large=band.accuracy[:, -1],
+                gp_accuracy=band.gp["all"],
+                widths=extent,
+                level=level,
+                where=where,
+            ),
             fw.finite_width_advantage(
-                f"1 (authors' data, {label})", theory_mean=curve.means["test"][0, 0], gp_mean=curve.gp.means["test"][0, 0],
-                labels=labels, width=extent[0], level=level, where=f", authors' data set, {label}"),
-            fw.gp_limit_approach(f"3 ({label})", U_small=band.U[:, 0], U_large=band.U[:, -1], widths=extent, level=level,
-                                 where=where),
-            hmc_claims.path_interplay(f"6 ({label})", U_small=band.U[:, 0], U_large=band.U[:, -1], names=band.names,
-                                      widths=extent, level=level, where=where)]
-    verdicts += [fw.kernel_alignment("4", fraction_fw=band4.label_fraction["finite_width"],
-                                     fraction_gp=band4.label_fraction["gp"], k=r["alignment_pcs"], width=r["pc_width"],
-                                     level=level),
-                 hmc_claims.gp_ordering("5", gp_accuracy=band4.gp, level=level)]
+                f"1 (authors' data, {label})",
+                theory_mean=curve.means["test"][0, 0],
+                gp_mean=curve.gp.means["test"][0, 0],
+                labels=labels,
+                width=extent[0],
+                level=level,
+                where=f", authors' data set, {label}",
+            ),
+            fw.gp_limit_approach(
+                f"3 ({label})", U_small=band.U[:, 0], U_large=band.U[:, -1], widths=extent, level=level, where=where
+            ),
+            hmc_claims.path_interplay(
+                f"6 ({label})",
+                U_small=band.U[:, 0],
+                U_large=band.U[:, -1],
+                names=band.names,
+                widths=extent,
+                level=level,
+                where=where,
+            ),
+        ]
+    verdicts += [
+        fw.kernel_alignment(
+            "4",
+            fraction_fw=band4.label_fraction["finite_width"],
+            fraction_gp=band4.label_fraction["gp"],
+            k=r["alignment_pcs"],
+            width=r["pc_width"],
+            level=level,
+        ),
+        hmc_claims.gp_ordering("5", gp_accuracy=band4.gp, level=level),
+    ]
     _assert_verdicts_recomputed(r, verdicts)
 
 
@@ -563,16 +670,19 @@ def test_hmc_action_against_the_recorded_samples(one_torch_thread, recorded):
     data = path_data(four_path_network(train), train, test)
     points, exact = {}, {}
     for k, width in enumerate(WEIGHT_CHECK_WIDTHS):
-        points[width] = SimpleNamespace(U=np.array(r.value("U_sampled")[str(width)]),
-                                        U_se=np.array(r.value("sampler")[str(width)]["U_mc_se"]))
+        points[width] = SimpleNamespace(
+            U=np.array(r.value("U_sampled")[str(width)]), U_se=np.array(r.value("sampler")[str(width)]["U_mc_se"])
+        )
         generator = torch.Generator().manual_seed(1000 + k)
         run = dict(num_chains=16, num_warmup=150, num_samples=250, thin=2, progress=False)
         exact[width] = sampling.exact_order_parameter(data, width, r["temperature"], generator, **run)
         for c in r["exact_scales"]:
             exact[width].scaled[float(c)] = sampling.exact_order_parameter(
-                data, sampling.scaled_width(width, c), r["temperature"], generator, **run)
-    verdict = fw.entropy_weight_agreement("2w (4 paths)", points=points, exact=exact, margin=r["weight_margin"],
-                                          level=r["claim_level"])
+                data, sampling.scaled_width(width, c), r["temperature"], generator, **run
+            )
+    verdict = fw.entropy_weight_agreement(
+        "2w (4 paths)", points=points, exact=exact, margin=r["weight_margin"], level=r["claim_level"]
+    )
     assert verdict.holds, verdict.sentence()
 
 
@@ -588,16 +698,25 @@ def test_depth_recomputes(one_torch_thread, recorded):
     r = recorded("depth")
     widths, temperature = r["widths"], r["temperature"]
     train, test = paper_train_set(r["num_train"]), paper_test_set(r["num_test"])
-    networks = {"3 layers": three_layer_network(train), "4 + 2 heads": wide_network(train),
-                "3 layers, authors' layer-1 head": three_layer_network(train, bos_to_bos=False)}
+    networks = {
+        "3 layers": three_layer_network(train),
+        "4 + 2 heads": wide_network(train),
+        "3 layers, authors' layer-1 head": three_layer_network(train, bos_to_bos=False),
+    }
     data = {key: path_data(net, train, test) for key, net in networks.items()}
-    r.check("class_separation", {key: dict(zip(net.path_names, path_class_separation(data[key].features, train.y,
-                                                                                      train)))
-                                 for key, net in networks.items()})
+    r.check(
+        "class_separation",
+        {
+            key: dict(zip(net.path_names, path_class_separation(data[key].features, train.y, train)))
+            for key, net in networks.items()
+        },
+    )
     for key, tag in (("3 layers", "deep"), ("4 + 2 heads", "wide")):
         curve = theory_sweep(data[key], widths, [temperature], gp_limit=True, progress=False)
-        r.check(f"{tag}_theory", {"N": curve.widths, "accuracy": curve.accuracy["test"][:, 0],
-                                  "U": {str(w): curve.U_at(w) for w in widths}})
+        r.check(
+            f"{tag}_theory",
+            {"N": curve.widths, "accuracy": curve.accuracy["test"][:, 0], "U": {str(w): curve.U_at(w) for w in widths}},
+        )
         r.check(f"{tag}_gp_accuracy", curve.gp.accuracy["test"][0, 0])
         r.check(f"{tag}_path_order", list(curve.names))
 
@@ -616,25 +735,50 @@ def test_oneshot_theory_and_head_scores_from_the_shipped_weights(one_torch_threa
     the head scores of its ``U``; none of it is read from the record (about 15 s)."""
     from attnpaths.experiments.sweep import theory_sweep
     from attnpaths.head_scoring import head_scores
-    from attnpaths.oneshot import (DistortionConfig, GlyphDatasetConfig, TrainingConfig, load_digit_pairs,
-                                   load_image_dataset)
+    from attnpaths.oneshot import (
+        DistortionConfig,
+        GlyphDatasetConfig,
+        TrainingConfig,
+        load_digit_pairs,
+        load_image_dataset,
+    )
     from attnpaths.oneshot.episodes import draw_episodes, episode_features
     from attnpaths_book import trained as shipped_models
 
     r = recorded("oneshot")
-    dataset = load_image_dataset(config=GlyphDatasetConfig(
-        instances_per_class=r["instances_per_class"], alphabets=tuple(r["alphabets"]) or None,
-        image_size=r["image_size"], distortion=DistortionConfig().scaled(r["distortion_scale"]), seed=r["data_seed"]),
-        progress=False)
-    config = TrainingConfig(width=r["model_width"], qk_width=r["qk_width"], num_heads=r["num_heads"],
-                            channels=r["input_channels"], steps=r["train_steps"], batch_size=r["batch_size"],
-                            learning_rate=r["learning_rate"], validate_every=r["validate_every"],
-                            validation_sequences=r["validation_sequences"], seed=r["train_seed"])
+    dataset = load_image_dataset(
+        config=GlyphDatasetConfig(
+            instances_per_class=r["instances_per_class"],
+            alphabets=tuple(r["alphabets"]) or None,
+            image_size=r["image_size"],
+            distortion=DistortionConfig().scaled(r["distortion_scale"]),
+            seed=r["data_seed"],
+        ),
+        progress=False,
+    )
+    config = TrainingConfig(
+        width=r["model_width"],
+        qk_width=r["qk_width"],
+        num_heads=r["num_heads"],
+        channels=r["input_channels"],
+        steps=r["train_steps"],
+        batch_size=r["batch_size"],
+        learning_rate=r["learning_rate"],
+        validate_every=r["validate_every"],
+        validation_sequences=r["validation_sequences"],
+        seed=r["train_seed"],
+    )
     trained, source = shipped_models.oneshot_model(config, dataset, retrain=False, device="cpu")
     assert source.source == "shipped", "the paper profile's one-shot model must come with the package"
-    episodes = draw_episodes(dataset, trained.encoder, num_train=r["num_train"], num_validation=r["num_validation"],
-                             num_test=r["num_test"], seed=r["episode_seed"],
-                             digits=load_digit_pairs((0, 1), image_size=r["image_size"]))
+    episodes = draw_episodes(
+        dataset,
+        trained.encoder,
+        num_train=r["num_train"],
+        num_validation=r["num_validation"],
+        num_test=r["num_test"],
+        seed=r["episode_seed"],
+        digits=load_digit_pairs((0, 1), image_size=r["image_size"]),
+    )
     data = episode_features(episodes, trained.model.attention())
     selected = r.value("theory_accuracy")
     temperature = dict(zip(selected["N"], selected["temperature"]))
@@ -644,8 +788,9 @@ def test_oneshot_theory_and_head_scores_from_the_shipped_weights(one_torch_threa
         r.check(f"U.{width}", sweep.U[0, 0])
         k = selected["N"].index(width)
         for split in ("test", "validation"):
-            assert_matches_record(r.chapter, f"theory_accuracy.{split}[{k}]", sweep.accuracy[split][0, 0],
-                                  selected[split][k])
+            assert_matches_record(
+                r.chapter, f"theory_accuracy.{split}[{k}]", sweep.accuracy[split][0, 0], selected[split][k]
+            )
         if width == r.value("head_scores")["N"]:
             r.check("head_scores.scores", head_scores(sweep.U[0, 0], heads).ravel())
 
@@ -685,15 +830,32 @@ def test_pruning_first_seed_of_each_model_kind_from_its_shipped_weights(one_torc
     train, validation, test = train_validation_test_split(data, r["num_test"], r["num_validation"], r["data_seed"])
     seeds = training_seeds(r["seed"], r["num_seeds"])
     for architecture in r["architectures"]:
-        config = ModelTraining(architecture=architecture, width=r["width"], qk_width=r["qk_width"],
-                               num_heads=r["num_heads"], num_layers=r["num_layers"], steps=r["train_steps"],
-                               batch_size=r["batch_size"], learning_rate=r["learning_rate"])
+        config = ModelTraining(
+            architecture=architecture,
+            width=r["width"],
+            qk_width=r["qk_width"],
+            num_heads=r["num_heads"],
+            num_layers=r["num_layers"],
+            steps=r["train_steps"],
+            batch_size=r["batch_size"],
+            learning_rate=r["learning_rate"],
+        )
         weights, _, shipped = shipped_models.pruning_weights(config, train, seeds)
         assert shipped is not None, f"the paper profile's {architecture} models must come with the package"
-        result = run_seed(0, seed=r["seed"], train=train, validation=validation, test=test, training=config,
-                          theory_width=r["theory_width"], temperatures=r["temperatures"],
-                          theory_examples=r["theory_examples"], sensitivity_widths=r["sensitivity_widths"],
-                          max_iterations=r["max_iterations"], weights=weights[0])
+        result = run_seed(
+            0,
+            seed=r["seed"],
+            train=train,
+            validation=validation,
+            test=test,
+            training=config,
+            theory_width=r["theory_width"],
+            temperatures=r["temperatures"],
+            theory_examples=r["theory_examples"],
+            sensitivity_widths=r["sensitivity_widths"],
+            max_iterations=r["max_iterations"],
+            weights=weights[0],
+        )
         recorded_values = r.value(architecture)
         for split in ("validation", "test"):
             for bound in ("best", "random"):  # from the subset table alone
@@ -701,12 +863,17 @@ def test_pruning_first_seed_of_each_model_kind_from_its_shipped_weights(one_torc
                 got = np.asarray(result[bound][split], dtype=float)
                 want = np.asarray(recorded_values["curves"][split][bound][0], dtype=float)
                 assert got.shape == want.shape and np.all(np.abs(got - want) <= PRUNING_ACCURACY_ATOL), (
-                    f"{architecture} {split} {bound}: {got} against the record's {want}")
+                    f"{architecture} {split} {bound}: {got} against the record's {want}"
+                )
         assert set(result["scores"]) == set(recorded_values["scores"])
         for name, scores in result["scores"].items():
-            np.testing.assert_allclose(np.asarray(scores, dtype=float),
-                                       np.asarray(recorded_values["scores"][name][0], dtype=float),
-                                       rtol=PRUNING_SCORE_RTOL, atol=1e-9, err_msg=f"{architecture} {name}")
+            np.testing.assert_allclose(
+                np.asarray(scores, dtype=float),
+                np.asarray(recorded_values["scores"][name][0], dtype=float),
+                rtol=PRUNING_SCORE_RTOL,
+                atol=1e-9,
+                err_msg=f"{architecture} {name}",
+            )
         assert result["theory"]["temperature"] == recorded_values["theory"]["temperature"][0]
 
 
@@ -727,13 +894,13 @@ def test_exchangeability_recomputes(recorded):
     )
     from attnpaths.exchangeability.erm import MODES, erm_experiment
     from attnpaths.exchangeability.estimators import predicted_attention_mse, tilted_key_mean
-    from attnpaths.statistics import loglog_slope
     from attnpaths.exchangeability.representation import (
         concept_posterior_experiment,
         gaussian_representation_experiment,
         gaussian_risk_theory,
     )
     from attnpaths.exchangeability.transfer import predicted_transfer_ratio, transfer_experiment
+    from attnpaths.statistics import loglog_slope
 
     r = recorded("exchangeability")
     seed = r["seed"]
@@ -742,19 +909,50 @@ def test_exchangeability_recomputes(recorded):
     readout, tau, sigma, label_noise = (1.0, -1.0, 0.5, 0.0), 1.0, 2.0, 0.1
     lengths = np.asarray(r["e1_lengths"])
     r.check("E1_gaussian.risk_posterior_theory", gaussian_risk_theory(readout, lengths, tau, sigma, label_noise))
-    r.check("E1_gaussian.risk_first_token_theory",
-            np.full(lengths.shape, gaussian_risk_theory(readout, 1, tau, sigma, label_noise)))
-    e1 = gaussian_representation_experiment(_rng(seed, 1), lengths=r["e1_lengths"], num_sequences=r["e1_num_sequences"],
-                                            readout=readout, tau=tau, sigma=sigma, label_noise=label_noise)
-    r.check("E1_gaussian", {key: getattr(e1, key) for key in ("lengths", "risk_posterior", "risk_first_token",
-                                                                    "risk_flat_ls")})
-    r.check("E1_gaussian", {"perm_diff_posterior": e1.perm_diff_posterior,
-                                 "perm_diff_flat_ls": e1.perm_diff_flat_ls})
-    e1c = concept_posterior_experiment(_rng(seed, 2), lengths=r["e1_concept_lengths"],
-                                       num_sequences=r["e1_num_sequences"], num_concepts=5, dim=3, sigma=1.5)
-    r.check("E1_concepts", {key: getattr(e1c, key) for key in (
-        "lengths", "accuracy", "accuracy_se", "confidence", "calibration_se", "bin_edges", "bin_confidence",
-        "bin_accuracy", "bin_count")} | {"concept_means": e1c.means})
+    r.check(
+        "E1_gaussian.risk_first_token_theory",
+        np.full(lengths.shape, gaussian_risk_theory(readout, 1, tau, sigma, label_noise)),
+    )
+    e1 = gaussian_representation_experiment(
+        _rng(seed, 1),
+        lengths=r["e1_lengths"],
+        num_sequences=r["e1_num_sequences"],
+        readout=readout,
+        tau=tau,
+        sigma=sigma,
+        label_noise=label_noise,
+    )
+    r.check(
+        "E1_gaussian",
+        {key: getattr(e1, key) for key in ("lengths", "risk_posterior", "risk_first_token", "risk_flat_ls")},
+    )
+    r.check("E1_gaussian", {"perm_diff_posterior": e1.perm_diff_posterior, "perm_diff_flat_ls": e1.perm_diff_flat_ls})
+    e1c = concept_posterior_experiment(
+        _rng(seed, 2),
+        lengths=r["e1_concept_lengths"],
+        num_sequences=r["e1_num_sequences"],
+        num_concepts=5,
+        dim=3,
+        sigma=1.5,
+    )
+    r.check(
+        "E1_concepts",
+        {
+            key: getattr(e1c, key)
+            for key in (
+                "lengths",
+                "accuracy",
+                "accuracy_se",
+                "confidence",
+                "calibration_se",
+                "bin_edges",
+                "bin_confidence",
+                "bin_accuracy",
+                "bin_count",
+            )
+        }
+        | {"concept_means": e1c.means},
+    )
     r.check("E1_concepts.perm_diff", e1c.perm_diff)
 
     # E2: the large-L error (ex-mse), the bias floors and the optimal temperature in closed form, then the
@@ -763,101 +961,197 @@ def test_exchangeability_recomputes(recorded):
     inv_cov = np.linalg.inv(key_cov)
     arms = np.stack([inv_cov, np.eye(2), np.zeros((2, 2))])
     e2_lengths = np.asarray(r["e2_lengths"])
-    r.check("E2_length.rmse_predicted",
-            [np.sqrt(predicted_attention_mse(W, query, key_cov, value_noise, e2_lengths)) for W in arms])
+    r.check(
+        "E2_length.rmse_predicted",
+        [np.sqrt(predicted_attention_mse(W, query, key_cov, value_noise, e2_lengths)) for W in arms],
+    )
     r.check("E2_length.bias_floor", [np.linalg.norm(tilted_key_mean(W, query, key_cov) - query) for W in arms])
     temperatures = r["e2_temperatures"]
     small, large = r["e2_temperature_small_length"], r["e2_temperature_large_length"]
     beta_star = {
-        L: minimize_scalar(lambda b: predicted_attention_mse(b * inv_cov, query, key_cov, value_noise, L),
-                           bounds=(temperatures[0], temperatures[-1]), method="bounded", options={"xatol": 1e-6}).x
-        for L in (small, large)}
+        L: minimize_scalar(
+            lambda b: predicted_attention_mse(b * inv_cov, query, key_cov, value_noise, L),
+            bounds=(temperatures[0], temperatures[-1]),
+            method="bounded",
+            options={"xatol": 1e-6},
+        ).x
+        for L in (small, large)
+    }
     r.check("E2_temperature.predicted_best_temperature", {str(L): b for L, b in beta_star.items()})
     m3 = dict(key_cov=key_cov, query=query, value_noise=value_noise)
-    e2 = attention_error_vs_length(_rng(seed, 3), arms, lengths=r["e2_lengths"], num_sequences=r["e2_num_sequences"],
-                                   **m3)
+    e2 = attention_error_vs_length(
+        _rng(seed, 3), arms, lengths=r["e2_lengths"], num_sequences=r["e2_num_sequences"], **m3
+    )
     r.check("E2_length", {key: getattr(e2, key) for key in ("lengths", "rmse", "rmse_se", "mse", "mse_cov")})
     fit = e2.lengths >= 64
     r.check("E2_length.slope_desired_L_ge_64", loglog_slope(e2.lengths[fit], e2.rmse[0, fit]))
     small_betas = list(temperatures) + [beta_star[small]]
-    e2t_small = attention_error_vs_length(_rng(seed, 9), np.array([b * inv_cov for b in small_betas]), lengths=[small],
-                                          num_sequences=r["e2_temperature_small_sequences"], **m3)
-    e2t_large = attention_error_vs_length(_rng(seed, 10), np.array([b * inv_cov for b in temperatures]),
-                                          lengths=[large], num_sequences=r["e2_num_sequences"], **m3)
-    r.check("E2_temperature", {
-        "temperatures_small": small_betas, "rmse_small": e2t_small.rmse[:, 0], "rmse_se_small": e2t_small.rmse_se[:, 0],
-        "rmse_predicted_small": e2t_small.rmse_predicted[:, 0], "rmse_large": e2t_large.rmse[:, 0],
-        "rmse_se_large": e2t_large.rmse_se[:, 0], "rmse_predicted_large": e2t_large.rmse_predicted[:, 0]})
+    e2t_small = attention_error_vs_length(
+        _rng(seed, 9),
+        np.array([b * inv_cov for b in small_betas]),
+        lengths=[small],
+        num_sequences=r["e2_temperature_small_sequences"],
+        **m3,
+    )
+    e2t_large = attention_error_vs_length(
+        _rng(seed, 10),
+        np.array([b * inv_cov for b in temperatures]),
+        lengths=[large],
+        num_sequences=r["e2_num_sequences"],
+        **m3,
+    )
+    r.check(
+        "E2_temperature",
+        {
+            "temperatures_small": small_betas,
+            "rmse_small": e2t_small.rmse[:, 0],
+            "rmse_se_small": e2t_small.rmse_se[:, 0],
+            "rmse_predicted_small": e2t_small.rmse_predicted[:, 0],
+            "rmse_large": e2t_large.rmse[:, 0],
+            "rmse_se_large": e2t_large.rmse_se[:, 0],
+            "rmse_predicted_large": e2t_large.rmse_predicted[:, 0],
+        },
+    )
 
     # E2b, E2c: bandwidth and CME; the softmax bias floor in closed form
-    e2b = bandwidth_experiment(_rng(seed, 4), lengths=r["e2b_lengths"],
-                               bandwidths=np.geomspace(0.02, 1.0, r["e2b_num_bandwidths"]),
-                               num_sequences=r["e2b_num_sequences"], query=0.7, value_noise=0.3)
-    r.check("E2b_bandwidth", {key: getattr(e2b, key) for key in (
-        "lengths", "bandwidths", "mse", "mse_se", "h_star", "mse_star")} | {
-        "h_star_slope": loglog_slope(e2b.lengths, e2b.h_star),
-        "mse_star_slope": loglog_slope(e2b.lengths, e2b.mse_star)})
+    e2b = bandwidth_experiment(
+        _rng(seed, 4),
+        lengths=r["e2b_lengths"],
+        bandwidths=np.geomspace(0.02, 1.0, r["e2b_num_bandwidths"]),
+        num_sequences=r["e2b_num_sequences"],
+        query=0.7,
+        value_noise=0.3,
+    )
+    r.check(
+        "E2b_bandwidth",
+        {key: getattr(e2b, key) for key in ("lengths", "bandwidths", "mse", "mse_se", "h_star", "mse_star")}
+        | {
+            "h_star_slope": loglog_slope(e2b.lengths, e2b.h_star),
+            "mse_star_slope": loglog_slope(e2b.lengths, e2b.mse_star),
+        },
+    )
     queries = np.linspace(-1.5, 1.5, 7)
     r.check("E2c_cme.softmax_bias_floor", smoothing_bias_floor(queries, 0.3))
-    e2c = cme_vs_softmax_experiment(_rng(seed, 5), lengths=r["e2c_lengths"], num_sequences=r["e2c_num_sequences"],
-                                    queries=queries, bandwidth=0.3, ridge_scale=0.1, value_noise=0.3)
-    r.check("E2c_cme", {key: getattr(e2c, key) for key in (
-        "lengths", "queries", "mse_cme", "mse_softmax", "mse_cme_se", "mse_softmax_se")} | {
-        "cme_slope": loglog_slope(e2c.lengths, e2c.mse_cme)})
+    e2c = cme_vs_softmax_experiment(
+        _rng(seed, 5),
+        lengths=r["e2c_lengths"],
+        num_sequences=r["e2c_num_sequences"],
+        queries=queries,
+        bandwidth=0.3,
+        ridge_scale=0.1,
+        value_noise=0.3,
+    )
+    r.check(
+        "E2c_cme",
+        {
+            key: getattr(e2c, key)
+            for key in ("lengths", "queries", "mse_cme", "mse_softmax", "mse_cme_se", "mse_softmax_se")
+        }
+        | {"cme_slope": loglog_slope(e2c.lengths, e2c.mse_cme)},
+    )
 
     # E3: empirical risk minimisation, both objectives
     for k, mode in enumerate(MODES):
-        res = erm_experiment(_rng(seed, 6 + k), mode, lengths=r["e3_lengths"], sample_sizes=r["e3_sample_sizes"],
-                             repetitions=r["e3_repetitions"], test_size=r["e3_test_size"],
-                             reference_size=r["e3_reference_size"], key_cov=key_cov, value_noise=value_noise)
-        r.check(f"E3_erm.{mode}", dict(
-            lengths=res.lengths, sample_sizes=res.sample_sizes, W_reference=res.W_reference,
-            approximation=res.approximation, approximation_cov=res.approximation_cov, temperature_c_L=res.temperature,
-            temperature_c_L_se=res.temperature_se, excess=res.excess, excess_mean=res.excess_mean))
+        res = erm_experiment(
+            _rng(seed, 6 + k),
+            mode,
+            lengths=r["e3_lengths"],
+            sample_sizes=r["e3_sample_sizes"],
+            repetitions=r["e3_repetitions"],
+            test_size=r["e3_test_size"],
+            reference_size=r["e3_reference_size"],
+            key_cov=key_cov,
+            value_noise=value_noise,
+        )
+        r.check(
+            f"E3_erm.{mode}",
+            dict(
+                lengths=res.lengths,
+                sample_sizes=res.sample_sizes,
+                W_reference=res.W_reference,
+                approximation=res.approximation,
+                approximation_cov=res.approximation_cov,
+                temperature_c_L=res.temperature,
+                temperature_c_L_se=res.temperature_se,
+                excess=res.excess,
+                excess_mean=res.excess_mean,
+            ),
+        )
 
     # E4: the predicted transfer ratio in closed form, then the seeded experiment
     kappas = r["e4_condition_numbers"]
     r.check("E4_transfer.ratio_predicted", predicted_transfer_ratio(kappas, value_noise))
-    e4 = transfer_experiment(_rng(seed, 8), condition_numbers=kappas, length=r["e4_length"],
-                             num_sequences=r["e4_num_sequences"], value_noise=value_noise, label_noise=0.05)
-    r.check("E4_transfer", {key: getattr(e4, key) for key in (
-        "condition_numbers", "downstream_excess", "ratio", "pretrain_excess")} | {
-        "ratio_slope": loglog_slope(e4.condition_numbers, e4.ratio)})
+    e4 = transfer_experiment(
+        _rng(seed, 8),
+        condition_numbers=kappas,
+        length=r["e4_length"],
+        num_sequences=r["e4_num_sequences"],
+        value_noise=value_noise,
+        label_noise=0.05,
+    )
+    r.check(
+        "E4_transfer",
+        {key: getattr(e4, key) for key in ("condition_numbers", "downstream_excess", "ratio", "pretrain_excess")}
+        | {"ratio_slope": loglog_slope(e4.condition_numbers, e4.ratio)},
+    )
 
 
 def test_related_recomputes(recorded):
     from attnpaths.related.bayesian_attention import bayesian_attention_experiment
-    from attnpaths.statistics import loglog_slope
     from attnpaths.related.lipschitz import input_scaling_experiment, sequence_length_experiment
     from attnpaths.related.measures import measure_lipschitz_experiment
     from attnpaths.related.rank_collapse import rank_collapse_experiment
+    from attnpaths.statistics import loglog_slope
 
     r = recorded("related")
     seed = r["seed"]
-    r1 = rank_collapse_experiment(_rng(seed, 1), num_tokens=r["r1_num_tokens"], width=r["r1_width"],
-                                  depth=r["r1_depth"], repetitions=r["r1_repetitions"])
+    r1 = rank_collapse_experiment(
+        _rng(seed, 1),
+        num_tokens=r["r1_num_tokens"],
+        width=r["r1_width"],
+        depth=r["r1_depth"],
+        repetitions=r["r1_repetitions"],
+    )
     # the residuals fall to rounding level within a few layers: their tolerance is relative to the array's scale
     zero_layer = [int(np.argmax(x < 1e-10)) if np.any(x < 1e-10) else r["r1_depth"] + 1 for x in r1.residual_pure]
-    r.check("R1_rank_collapse", {"residual_pure": r1.residual_pure, "residual_skip": r1.residual_skip,
-                                      "first_layer_below_1e_10": zero_layer})
-    r2 = input_scaling_experiment(_rng(seed, 2), scales=r["r2_scales"], num_tokens=6, width=3,
-                                  num_draws=r["r2_num_draws"])
-    r.check("R2_lipschitz", {key: getattr(r2, key) for key in (
-        "scales", "dot_product", "l2", "dot_product_draws", "l2_draws")} | {
-        "dot_product_growth": r2.dot_product[-1] / r2.dot_product[0]})
-    r3 = sequence_length_experiment(_rng(seed, 3), num_tokens=r["r3_num_tokens"], radius=r["r3_radius"],
-                                    repetitions=r["r3_repetitions"])
+    r.check(
+        "R1_rank_collapse",
+        {"residual_pure": r1.residual_pure, "residual_skip": r1.residual_skip, "first_layer_below_1e_10": zero_layer},
+    )
+    r2 = input_scaling_experiment(
+        _rng(seed, 2), scales=r["r2_scales"], num_tokens=6, width=3, num_draws=r["r2_num_draws"]
+    )
+    r.check(
+        "R2_lipschitz",
+        {key: getattr(r2, key) for key in ("scales", "dot_product", "l2", "dot_product_draws", "l2_draws")}
+        | {"dot_product_growth": r2.dot_product[-1] / r2.dot_product[0]},
+    )
+    r3 = sequence_length_experiment(
+        _rng(seed, 3), num_tokens=r["r3_num_tokens"], radius=r["r3_radius"], repetitions=r["r3_repetitions"]
+    )
     big = r3.num_tokens >= 64
-    r.check("R3_sqrt_n", {key: getattr(r3, key) for key in ("num_tokens", "adversarial", "random", "random_draws")}
-                 | {"adversarial_slope_n_ge_64": loglog_slope(r3.num_tokens[big], r3.adversarial[big]),
-                    "random_ratio_last_over_128": r3.random[-1] / r3.random[list(r3.num_tokens).index(128)]})
-    r4 = measure_lipschitz_experiment(_rng(seed, 4), num_atoms=r["r4_num_atoms"], num_trials=r["r4_num_trials"],
-                                      num_queries=r["r4_num_queries"])
-    r.check("R4_measures", {key: getattr(r4, key) for key in (
-        "num_atoms", "ratio_max", "ratio_mean", "w1_mean", "delta_mean", "w1", "delta")})
+    r.check(
+        "R3_sqrt_n",
+        {key: getattr(r3, key) for key in ("num_tokens", "adversarial", "random", "random_draws")}
+        | {
+            "adversarial_slope_n_ge_64": loglog_slope(r3.num_tokens[big], r3.adversarial[big]),
+            "random_ratio_last_over_128": r3.random[-1] / r3.random[list(r3.num_tokens).index(128)],
+        },
+    )
+    r4 = measure_lipschitz_experiment(
+        _rng(seed, 4), num_atoms=r["r4_num_atoms"], num_trials=r["r4_num_trials"], num_queries=r["r4_num_queries"]
+    )
+    r.check(
+        "R4_measures",
+        {
+            key: getattr(r4, key)
+            for key in ("num_atoms", "ratio_max", "ratio_mean", "w1_mean", "delta_mean", "w1", "delta")
+        },
+    )
     r.check("R4_measures.duplication_diff", r4.duplication_diff)
-    r5 = bayesian_attention_experiment(_rng(seed, 5), num_tokens=16, dim=8, key_norm=2.0, noise=1.0,
-                                       num_trials=r["r5_num_trials"], rates=r["r5_rates"])
+    r5 = bayesian_attention_experiment(
+        _rng(seed, 5), num_tokens=16, dim=8, key_norm=2.0, noise=1.0, num_trials=r["r5_num_trials"], rates=r["r5_rates"]
+    )
     r.check("R5_bayes", {"rates": r5.rates, "window": r5.window, "window_uniform": r5.window_uniform})
     r.check("R5_bayes", {"max_weight_diff": r5.max_weight_diff, "max_output_diff": r5.max_output_diff})
 
@@ -877,9 +1171,16 @@ def _short_chain(r, data, width, temperature, identity, key_U, key_se):
     from attnpaths.experiments import sampling
 
     k = list(r["sampled_widths"]).index(width)
-    point = sampling.sample_posterior(data, width, temperature, task_generator(r["sample_seed"], *identity, width),
-                                      num_warmup=r["sample_warmup"][k], num_samples=SHORT_CHAIN_DRAWS,
-                                      num_chains=r["sample_chains"][k], progress=False)
+    point = sampling.sample_posterior(
+        data,
+        width,
+        temperature,
+        task_generator(r["sample_seed"], *identity, width),
+        num_warmup=r["sample_warmup"][k],
+        num_samples=SHORT_CHAIN_DRAWS,
+        num_chains=r["sample_chains"][k],
+        progress=False,
+    )
     assert_within_mc_error(r.chapter, key_U, point.U, point.U_se, r.value(key_U), r.value(key_se))
 
 
@@ -893,11 +1194,25 @@ def test_hmc_and_depth_short_chains_agree_with_the_recorded_samples(one_torch_th
 
     r = recorded("hmc")
     train, test = paper_train_set(r["num_train"]), paper_test_set(r["num_test"])
-    _short_chain(r, path_data(four_path_network(train), train, test), 100, r["temperature"], (0,), "U_sampled.100",
-                 "sampler.100.U_mc_se")
+    _short_chain(
+        r,
+        path_data(four_path_network(train), train, test),
+        100,
+        r["temperature"],
+        (0,),
+        "U_sampled.100",
+        "sampler.100.U_mc_se",
+    )
     d = recorded("depth")
     train, test = paper_train_set(d["num_train"]), paper_test_set(d["num_test"])
     for k, (tag, network) in enumerate((("deep", three_layer_network), ("wide", wide_network))):
         width = d["sampled_widths"][0]
-        _short_chain(d, path_data(network(train), train, test), width, d["temperature"], (k,),
-                     f"{tag}_sampled.{width}.U", f"{tag}_sampled.{width}.U_mc_se")
+        _short_chain(
+            d,
+            path_data(network(train), train, test),
+            width,
+            d["temperature"],
+            (k,),
+            f"{tag}_sampled.{width}.U",
+            f"{tag}_sampled.{width}.U_mc_se",
+        )

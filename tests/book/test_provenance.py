@@ -9,23 +9,31 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import ROOT
 
 import attnpaths
 from attnpaths_book import provenance
 from attnpaths_book.benchmarks.record import make_record, read_record, start_record, write_record
-from helpers import ROOT
 
 
 def test_versions_of_python_and_the_libraries():
     found = provenance.versions(("numpy", "surely-not-an-installed-distribution"))
-    assert found == {"python": platform.python_version(), "numpy": np.__version__,
-                     "surely-not-an-installed-distribution": None}
+    assert found == {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "surely-not-an-installed-distribution": None,
+    }
     assert set(provenance.versions()) == {"python", *provenance.NUMERIC_LIBRARIES}
 
 
 def git(folder, *args):
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=folder,
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def test_commit_and_dirty_flag(tmp_path):
@@ -59,9 +67,13 @@ def test_machine_and_the_whole_block(tmp_path):
     assert machine["load_average_1min"] is None or machine["load_average_1min"] >= 0
     assert "load_average_1min" not in provenance.machine(load=False)
     block = provenance.collect(tmp_path, packages=("numpy",), load=False)
-    assert block == {"package_version": attnpaths.__version__, "commit": None, "commit_dirty": None,
-                     "versions": {"python": platform.python_version(), "numpy": np.__version__},
-                     "machine": provenance.machine(load=False)}
+    assert block == {
+        "package_version": attnpaths.__version__,
+        "commit": None,
+        "commit_dirty": None,
+        "versions": {"python": platform.python_version(), "numpy": np.__version__},
+        "machine": provenance.machine(load=False),
+    }
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", provenance.utc_now())
 
 
@@ -81,9 +93,12 @@ def test_a_benchmark_record_carries_the_provenance(tmp_path):
 def test_provenance_is_gathered_in_one_module():
     """Git, the load average and library versions are read by ``attnpaths_book.provenance`` only."""
     readers = re.compile(r"rev-parse|getloadavg|metadata\.version\(|python_version\(\)")
-    offenders = [path.relative_to(ROOT).as_posix() for package in ("attnpaths", "attnpaths_book")
-                 for path in (ROOT / "src" / package).rglob("*.py")
-                 if path.name != "provenance.py" and readers.search(path.read_text())]
+    offenders = [
+        path.relative_to(ROOT).as_posix()
+        for package in ("attnpaths", "attnpaths_book")
+        for path in (ROOT / "src" / package).rglob("*.py")
+        if path.name != "provenance.py" and readers.search(path.read_text())
+    ]
     assert offenders == []
 
 
@@ -93,5 +108,10 @@ def test_records_are_read_without_the_book_machinery():
     modules = set(eval(loaded))  # a printed list of names
     # the records need the provenance and the library's JSON reader, nothing of the book's machinery
     assert "attnpaths_book.provenance" in modules and "attnpaths.json_files" in modules
-    assert not modules & {"attnpaths_book.runner", "attnpaths_book.executor", "attnpaths_book.cli",
-                          "attnpaths_book.chapters", "attnpaths_book.site"}
+    assert not modules & {
+        "attnpaths_book.runner",
+        "attnpaths_book.executor",
+        "attnpaths_book.cli",
+        "attnpaths_book.chapters",
+        "attnpaths_book.site",
+    }

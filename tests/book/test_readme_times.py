@@ -7,13 +7,21 @@ import json
 import re
 
 import pytest
-
-from attnpaths_book.benchmarks.record import RECORDS_DIR
 from helpers import ROOT
 
+from attnpaths_book.benchmarks.record import RECORDS_DIR
+
 DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(minutes?|min|seconds?|s|hours?)\b")
-SECONDS = {"minute": 60.0, "minutes": 60.0, "min": 60.0, "second": 1.0, "seconds": 1.0, "s": 1.0,
-           "hour": 3600.0, "hours": 3600.0}
+SECONDS = {
+    "minute": 60.0,
+    "minutes": 60.0,
+    "min": 60.0,
+    "second": 1.0,
+    "seconds": 1.0,
+    "s": 1.0,
+    "hour": 3600.0,
+    "hours": 3600.0,
+}
 
 
 def stated_durations(text: str) -> list[tuple[str, float, float]]:
@@ -26,7 +34,7 @@ def stated_durations(text: str) -> list[tuple[str, float, float]]:
         number, unit = match.groups()
         decimals = len(number.partition(".")[2])
         scale = SECONDS[unit]
-        found.append((match.group(0), float(number) * scale, 0.5 * 10 ** -decimals * scale))
+        found.append((match.group(0), float(number) * scale, 0.5 * 10**-decimals * scale))
     return found
 
 
@@ -48,16 +56,24 @@ def recorded_durations() -> list[float]:
 
 def test_every_time_the_readme_states_is_a_recorded_one():
     recorded = recorded_durations()
-    unsupported = [written for written, seconds, half in stated_durations((ROOT / "README.md").read_text())
-                   if not any(abs(seconds - r) <= half for r in recorded)]
-    assert not unsupported, (f"README.md states times that no committed record holds: {unsupported} "
-                             f"(records: {sorted(round(r) for r in recorded)} s)")
+    unsupported = [
+        written
+        for written, seconds, half in stated_durations((ROOT / "README.md").read_text())
+        if not any(abs(seconds - r) <= half for r in recorded)
+    ]
+    assert not unsupported, (
+        f"README.md states times that no committed record holds: {unsupported} "
+        f"(records: {sorted(round(r) for r in recorded)} s)"
+    )
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("took about 12 minutes", [("12 minutes", 720.0, 30.0)]),
-    ("hmc 3.5 min, `run 5 s`", [("3.5 min", 210.0, 3.0)]),
-    ("```\nsleep 4 s\n```\nin 40 s", [("40 s", 40.0, 0.5)]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("took about 12 minutes", [("12 minutes", 720.0, 30.0)]),
+        ("hmc 3.5 min, `run 5 s`", [("3.5 min", 210.0, 3.0)]),
+        ("```\nsleep 4 s\n```\nin 40 s", [("40 s", 40.0, 0.5)]),
+    ],
+)
 def test_durations_are_read_with_their_precision(text, expected):
     assert stated_durations(text) == expected

@@ -5,10 +5,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-
-from attnpaths_book.recorder import ChapterRecorder, glue_name, parameter_names
-from attnpaths.claims import Outcome, Verdict
 from book_helpers import write_chapter
+
+from attnpaths.claims import Outcome, Verdict
+from attnpaths_book.recorder import ChapterRecorder, glue_name, parameter_names
 
 
 @dataclass
@@ -18,8 +18,20 @@ class Point:
 
 
 def verdict(claim, outcome=Outcome.HOLDS):
-    return Verdict(claim=claim, statement="a *bold* claim with $x$", source="here", statistic="s", test="t",
-                   level=0.01, correction="none", value=1.0, p_value=0.001, z=3.1, outcome=outcome, measured="m")
+    return Verdict(
+        claim=claim,
+        statement="a *bold* claim with $x$",
+        source="here",
+        statistic="s",
+        test="t",
+        level=0.01,
+        correction="none",
+        value=1.0,
+        p_value=0.001,
+        z=3.1,
+        outcome=outcome,
+        measured="m",
+    )
 
 
 @pytest.fixture
@@ -31,8 +43,7 @@ def chapter(tmp_path, monkeypatch):
 
 def test_parameters_come_from_the_parameters_cell_with_their_values_after_overrides(chapter):
     assert parameter_names("alpha") == ["n", "widths", "level", "profile", "results_dir"]
-    namespace = {"n": 5, "widths": (10, 1000), "level": 0.01, "profile": "paper", "results_dir": "out",
-                 "unrelated": 1}
+    namespace = {"n": 5, "widths": (10, 1000), "level": 0.01, "profile": "paper", "results_dir": "out", "unrelated": 1}
     recorder = ChapterRecorder("alpha", namespace)
     assert recorder.parameters == {"n": 5, "widths": [10, 1000], "level": 0.01}
     assert (recorder.profile, recorder.results_dir, recorder.prefix) == ("paper", "out", "alpha_")

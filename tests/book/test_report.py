@@ -2,37 +2,58 @@
 timings and results files, and from the benchmark records."""
 
 import pytest
+from book_helpers import write_chapter, write_toc
 from scipy.stats import norm
 
+from attnpaths.claims import Outcome, Verdict
 from attnpaths_book import report
 from attnpaths_book.chapters import book_chapters
-from attnpaths.claims import Outcome, Verdict
 from attnpaths_book.results import write_results as _write_results
 from attnpaths_book.store import commit_unit
-from book_helpers import write_chapter, write_toc
 
 
 def write_results(chapter, profile, parameters, values, results):
     """A results file as a successful run of the runner leaves it: written, then committed with its manifest
     (the report reads only results that match their manifest's checksum)."""
     path = _write_results(chapter, profile, parameters, values, results)
-    commit_unit(results.parent, results, chapter, {"results": (path, path.read_text()),
-                                                   "notebook": (results.parent / "executed" / f"{chapter}.ipynb", "{}")},
-                {"cache_key": "key", "profile": profile, "execution": {}})
+    commit_unit(
+        results.parent,
+        results,
+        chapter,
+        {"results": (path, path.read_text()), "notebook": (results.parent / "executed" / f"{chapter}.ipynb", "{}")},
+        {"cache_key": "key", "profile": profile, "execution": {}},
+    )
     return path
 
 
 def verdict(claim, outcome=Outcome.HOLDS):
-    return Verdict(claim=claim, statement=f"claim {claim}", source="here", statistic="s", test="t", level=0.01,
-                   correction="none", value=1.0, p_value=0.001, z=3.1, outcome=outcome, measured="m")
+    return Verdict(
+        claim=claim,
+        statement=f"claim {claim}",
+        source="here",
+        statistic="s",
+        test="t",
+        level=0.01,
+        correction="none",
+        value=1.0,
+        p_value=0.001,
+        z=3.1,
+        outcome=outcome,
+        measured="m",
+    )
 
 
 @pytest.fixture
 def book(tiny_book):
     root = tiny_book.root
     write_chapter(root, "intro", "n = 3\nlabel = 'x'", "values = {}", profiles={"smoke": {}, "paper": {"n": 30}})
-    write_chapter(root, "theory", "widths = [10, 100]\nlevel = 0.01", "values = {}",
-                  profiles={"smoke": {}, "paper": {"widths": [10, 1000]}})
+    write_chapter(
+        root,
+        "theory",
+        "widths = [10, 100]\nlevel = 0.01",
+        "values = {}",
+        profiles={"smoke": {}, "paper": {"widths": [10, 1000]}},
+    )
     write_chapter(root, "summary", "", "values = {}", report=True)
     write_toc(root, ["intro", "theory", "summary"])
     return tiny_book
@@ -61,33 +82,50 @@ def test_profile_differences_show_only_parameters_that_differ(book):
 
 def test_timing_table_totals_only_complete_profiles(book):
     chapters = report.reported_chapters(book, "summary")
-    timings = {"smoke": {"intro": {"wall_s": 2.04, "peak_rss_mib": 300.4}, "theory": {"wall_s": 10.0,
-                                                                                     "peak_rss_mib": 512.6},
-                         "summary": {"wall_s": 1.0, "peak_rss_mib": 1.0}},
-               "paper": {"theory": {"wall_s": 50.0, "peak_rss_mib": 900.0}}}
+    timings = {
+        "smoke": {
+            "intro": {"wall_s": 2.04, "peak_rss_mib": 300.4},
+            "theory": {"wall_s": 10.0, "peak_rss_mib": 512.6},
+            "summary": {"wall_s": 1.0, "peak_rss_mib": 1.0},
+        },
+        "paper": {"theory": {"wall_s": 50.0, "peak_rss_mib": 900.0}},
+    }
     table = report.timing_table(chapters, timings, ("smoke", "paper"))
     assert table.totals == {"smoke": pytest.approx(12.04), "paper": None}
-    assert table.rows == [["intro", "2.0", "300", "not run", "not run"], ["theory", "10.0", "513", "50.0", "900"],
-                          ["**total**", "**12.0**", "", "—", ""]]
+    assert table.rows == [
+        ["intro", "2.0", "300", "not run", "not run"],
+        ["theory", "10.0", "513", "50.0", "900"],
+        ["**total**", "**12.0**", "", "—", ""],
+    ]
     assert table.timings["paper"] == {"intro": None, "theory": timings["paper"]["theory"]}  # this chapter left out
-    assert table.markdown().splitlines()[0] == ("| chapter | smoke: wall time (s) | smoke: peak memory (MiB) | "
-                                                "paper: wall time (s) | paper: peak memory (MiB) |")
+    assert table.markdown().splitlines()[0] == (
+        "| chapter | smoke: wall time (s) | smoke: peak memory (MiB) | "
+        "paper: wall time (s) | paper: peak memory (MiB) |"
+    )
     assert [report.total_text(t) for t in (12.04, None)] == ["12 s", "not measured yet"]
     assert [report.budget_verdict(t, 180) for t in (180.0, 180.5, None)] == ["within", "over", "not measured yet"]
 
 
 def test_claims_are_read_from_the_results_files_of_the_chapters_that_have_one(book, tmp_path):
     results = tmp_path / "results"
-    write_results("theory", "paper", {}, {"verdicts": [verdict("T1").to_dict(),
-                                                       verdict("T2", Outcome.NOT_SIGNIFICANT).to_dict()]}, results)
+    write_results(
+        "theory",
+        "paper",
+        {},
+        {"verdicts": [verdict("T1").to_dict(), verdict("T2", Outcome.NOT_SIGNIFICANT).to_dict()]},
+        results,
+    )
     write_results("intro", "smoke", {}, {"glued": {}}, results)  # a chapter without claims
     chapters = book_chapters(book)
     claims = report.read_claims(chapters, results)  # summary has no results file: left out
     assert [(c.chapter, c.profile, [v.claim for v in c.verdicts]) for c in claims] == [
-        ("intro", "smoke", []), ("theory", "paper", ["T1", "T2"])]
+        ("intro", "smoke", []),
+        ("theory", "paper", ["T1", "T2"]),
+    ]
     assert report.claims_rows(claims) == [
         ["{doc}`theory`", "paper", "T1", "claim T1", "1 %", "**holds**"],
-        ["{doc}`theory`", "paper", "T2", "claim T2", "1 %", "**not significant**"]]
+        ["{doc}`theory`", "paper", "T2", "claim T2", "1 %", "**not significant**"],
+    ]
     outcomes, counts = report.claim_outcomes(claims)
     assert outcomes == {"intro": {}, "theory": {"T1": "holds", "T2": "not significant"}}
     assert counts == {"holds": 1, "not significant": 1, "contradicted": 0}
@@ -126,14 +164,27 @@ def test_words_for_the_prose():
 
 
 def _sampler_report(with_accuracy=True):
-    summary = dict(wall_time_s=3.8, num_chains=1, num_samples=1000, min_predictor_ess=231.09,
-                   median_predictor_ess=790.2, max_predictor_rhat=1.00557, min_predictor_ess_per_s=60.75,
-                   min_order_parameter_ess=24.33, sampled_order_parameter=[[1.0]])
+    summary = dict(
+        wall_time_s=3.8,
+        num_chains=1,
+        num_samples=1000,
+        min_predictor_ess=231.09,
+        median_predictor_ess=790.2,
+        max_predictor_rhat=1.00557,
+        min_predictor_ess_per_s=60.75,
+        min_order_parameter_ess=24.33,
+        sampled_order_parameter=[[1.0]],
+    )
     if with_accuracy:
         summary["test_accuracy"] = 0.97
     nuts = dict(summary, wall_time_s=737.61, num_samples=50, min_predictor_ess_per_s=0.01185)
-    return {"gibbs": summary, "nuts": nuts, "ess_per_s_ratio": 5127.6, "max_mean_predictor_z": 2.97,
-            "sizes": {"num_test": 100}}
+    return {
+        "gibbs": summary,
+        "nuts": nuts,
+        "ess_per_s_ratio": 5127.6,
+        "max_mean_predictor_z": 2.97,
+        "sizes": {"num_test": 100},
+    }
 
 
 def test_sampler_rows_and_summary():
@@ -143,40 +194,83 @@ def test_sampler_rows_and_summary():
     assert rows[1] == ["chains x stored draws", "1 x 1000", "1 x 50"]
     assert rows[5] == ["**smallest ESS of f per second**", "**60.8**", "**0.0118**"]
     assert len(report.sampler_rows(_sampler_report(with_accuracy=False))) == 7
-    bench = {"command": "c", "finished_utc": "2026-11-30T01:59:47+00:00", "commit": "abc", "commit_dirty": False,
-             "machine": {"cpu_count": 2}, "report": _sampler_report()}
+    bench = {
+        "command": "c",
+        "finished_utc": "2026-11-30T01:59:47+00:00",
+        "commit": "abc",
+        "commit_dirty": False,
+        "machine": {"cpu_count": 2},
+        "report": _sampler_report(),
+    }
     summary = report.sampler_summary(bench, goal=100)
     assert summary["goal"] == 100 and summary["ess_per_s_ratio"] == 5127.6 and summary["commit"] == "abc"
     assert "sampled_order_parameter" not in summary["gibbs"] and summary["nuts"]["num_samples"] == 50
 
 
 def _record(report_, commit="6cc0eecf553bc569334b11c354382641483d9210"):
-    return {"command": "python -m attnpaths_book bench x", "commit": commit, "commit_dirty": False,
-            "finished_utc": "2026-11-30T22:00:59+00:00", "machine": {"cpu_count": 2}, "report": report_}
+    return {
+        "command": "python -m attnpaths_book bench x",
+        "commit": commit,
+        "commit_dirty": False,
+        "finished_utc": "2026-11-30T22:00:59+00:00",
+        "machine": {"cpu_count": 2},
+        "report": report_,
+    }
 
 
 def test_engine_benchmarks_rows_notes_and_summary():
-    book = _record({"profile": "paper", "html_wall_s": 24.69, "book_wall_s": 776.82, "runs": [
-        {"workers": 1, "wall_s": 1159.3, "model_cache_warm_at_start": True},
-        {"workers": 2, "wall_s": 752.13, "model_cache_warm_at_start": False}]})
-    sweep = _record({"num_tasks": 20, "speedup": {"1": 1.0, "2": 1.091},
-                     "projection": {"2": {"speedup": 1.997}, "4": {"speedup": 3.981}},
-                     "runs": [{"workers": 1, "wall_s": 41.274, "identical_to_first_run": True},
-                              {"workers": 2, "wall_s": 37.829, "identical_to_first_run": False}]})
-    tests = _record({"runs": [
-        {"tier": "full", "command": "python -m pytest", "wall_s": 541.2, "summary": "1520 passed in 540.01s",
-         "book_html_at_start": False},
-        {"tier": "fast", "command": 'python -m pytest -m "not slow"', "wall_s": 88.0, "summary": "900 passed in 87s",
-         "book_html_at_start": True}]})
+    book = _record(
+        {
+            "profile": "paper",
+            "html_wall_s": 24.69,
+            "book_wall_s": 776.82,
+            "runs": [
+                {"workers": 1, "wall_s": 1159.3, "model_cache_warm_at_start": True},
+                {"workers": 2, "wall_s": 752.13, "model_cache_warm_at_start": False},
+            ],
+        }
+    )
+    sweep = _record(
+        {
+            "num_tasks": 20,
+            "speedup": {"1": 1.0, "2": 1.091},
+            "projection": {"2": {"speedup": 1.997}, "4": {"speedup": 3.981}},
+            "runs": [
+                {"workers": 1, "wall_s": 41.274, "identical_to_first_run": True},
+                {"workers": 2, "wall_s": 37.829, "identical_to_first_run": False},
+            ],
+        }
+    )
+    tests = _record(
+        {
+            "runs": [
+                {
+                    "tier": "full",
+                    "command": "python -m pytest",
+                    "wall_s": 541.2,
+                    "summary": "1520 passed in 540.01s",
+                    "book_html_at_start": False,
+                },
+                {
+                    "tier": "fast",
+                    "command": 'python -m pytest -m "not slow"',
+                    "wall_s": 88.0,
+                    "summary": "900 passed in 87s",
+                    "book_html_at_start": True,
+                },
+            ]
+        }
+    )
     engines = report.engine_benchmarks(book, sweep, tests)
-    assert engines.rows == [["book, paper profile", "1", "in-process", "19.3 min"],
-                            ["book, paper profile", "2", "embedded LocalCluster", "12.5 min"],
-                            ["HTML build after it", "-", "-", "25 s (book and HTML 12.9 min)"],
-                            ["sweep, 20 tasks", "1", "in-process", "41.3 s (speed-up 1.00)"],
-                            ["sweep, 20 tasks", "2", "embedded LocalCluster", "37.8 s (speed-up 1.09)"],
-                            ["tests, full tier: `python -m pytest`", "-", "-", "9.0 min (1520 passed in 540.01s)"],
-                            ["tests, fast tier: `python -m pytest -m \"not slow\"`", "-", "-",
-                             "1.5 min (900 passed in 87s)"]]
+    assert engines.rows == [
+        ["book, paper profile", "1", "in-process", "19.3 min"],
+        ["book, paper profile", "2", "embedded LocalCluster", "12.5 min"],
+        ["HTML build after it", "-", "-", "25 s (book and HTML 12.9 min)"],
+        ["sweep, 20 tasks", "1", "in-process", "41.3 s (speed-up 1.00)"],
+        ["sweep, 20 tasks", "2", "embedded LocalCluster", "37.8 s (speed-up 1.09)"],
+        ["tests, full tier: `python -m pytest`", "-", "-", "9.0 min (1520 passed in 540.01s)"],
+        ["tests, fast tier: `python -m pytest -m \"not slow\"`", "-", "-", "1.5 min (900 passed in 87s)"],
+    ]
     assert engines.notes[0] == ("Book: `python -m attnpaths_book bench x`, commit 6cc0eecf55, 2026-11-30, 2 CPU cores.")
     assert "did not start with the same one-shot model cache" in engines.notes[1]
     assert "the same numbers as the first: **no**" in engines.notes[2]
@@ -189,9 +283,11 @@ def test_engine_benchmarks_rows_notes_and_summary():
     assert engines.markdown().startswith("| what | workers | engine | wall time |")
     empty = report.engine_benchmarks(None, None)
     assert (empty.rows, empty.summary) == ([], {})
-    assert empty.markdown() == ("The book benchmark has not been recorded yet. "
-                                "The sweep benchmark has not been recorded yet. "
-                                "The test-suite benchmark has not been recorded yet.")
+    assert empty.markdown() == (
+        "The book benchmark has not been recorded yet. "
+        "The sweep benchmark has not been recorded yet. "
+        "The test-suite benchmark has not been recorded yet."
+    )
 
 
 def test_committed_records():
@@ -209,20 +305,36 @@ def test_rerun_example_doubles_the_first_positive_integer_parameter(book):
 
 def test_numpyro_rows_show_each_run_and_the_ratio_with_its_interval():
     def run(accept, rhat, ess_per_s, stop="time_budget"):
-        return {"num_chains": 2, "num_samples": 30, "wall_time_s": 100.0, "max_predictor_rhat": rhat,
-                "stop_reason": stop, "rhat_target": 1.01, "mean_accept_prob": [accept, 0.25], "divergences": [3, 10],
-                "potential_evaluations_per_iteration": 512.0, "min_predictor_ess_per_s": ess_per_s}
+        return {
+            "num_chains": 2,
+            "num_samples": 30,
+            "wall_time_s": 100.0,
+            "max_predictor_rhat": rhat,
+            "stop_reason": stop,
+            "rhat_target": 1.01,
+            "mean_accept_prob": [accept, 0.25],
+            "divergences": [3, 10],
+            "potential_evaluations_per_iteration": 512.0,
+            "min_predictor_ess_per_s": ess_per_s,
+        }
 
-    bench_report = {"gibbs": run(1.0, 1.004, 30.0), "nuts_float64": run(0.5, 2.3, 0.01),
-                    "nuts_float32": run(0.9, 1.009, 0.03, stop="rhat"),
-                    "ess_per_s_ratio": {"float64": 3000.0, "float32": 1000.0},
-                    "ess_per_s_ratio_repeats": {"float64": {"interval_68": [2000.0, 4500.0]},
-                                                "float32": {"interval_68": [700.0, 1500.0]}}}
+    bench_report = {
+        "gibbs": run(1.0, 1.004, 30.0),
+        "nuts_float64": run(0.5, 2.3, 0.01),
+        "nuts_float32": run(0.9, 1.009, 0.03, stop="rhat"),
+        "ess_per_s_ratio": {"float64": 3000.0, "float32": 1000.0},
+        "ess_per_s_ratio_repeats": {
+            "float64": {"interval_68": [2000.0, 4500.0]},
+            "float32": {"interval_68": [700.0, 1500.0]},
+        },
+    }
     rows = {row[0]: row[1:] for row in report.numpyro_rows(bench_report)}
     assert rows["largest split R-hat of f"] == ["1.004", "2.300", "1.009"]
     assert rows["stopped by"][1:] == ["time budget (R-hat target 1.01)", "R-hat target 1.01 reached"]
-    assert rows["Gibbs / NUTS ratio (68 % interval over chains)"][1:] == ["3e+03 (2e+03 to 4.5e+03)",
-                                                                           "1e+03 (700 to 1.5e+03)"]
+    assert rows["Gibbs / NUTS ratio (68 % interval over chains)"][1:] == [
+        "3e+03 (2e+03 to 4.5e+03)",
+        "1e+03 (700 to 1.5e+03)",
+    ]
     assert rows["**smallest ESS of f per second**"] == ["**30**", "**0.01**", "**0.03**"]
     assert rows["divergent transitions per chain"] == ["none", "3, 10", "3, 10"]
     assert rows["mean acceptance probability per chain (target 0.8)"][1] == "0.50, 0.25"
@@ -231,27 +343,57 @@ def test_numpyro_rows_show_each_run_and_the_ratio_with_its_interval():
 
 def solver_record():
     """A solver record's shape with made-up numbers: Adam stopped by its limit on the image problem only."""
+
     def problem(ms, speedup, lower_bound, heads):
-        return {"num_train": 100, "heads": heads, "width": 10, "temperature": 0.01,
-                "solver": {"ms": ms, "iterations": 7, "ms_per_iteration": ms / 7, "gradient_norm": 1e-12},
-                "adam": {"ms": ms * speedup, "steps": 1000, "converged": not lower_bound, "time_limit_s": 300.0,
-                         "action_excess": 1e-8, "max_abs_difference_U": 1e-4},
-                "speedup": speedup, "speedup_is_lower_bound": lower_bound}
+        return {
+            "num_train": 100,
+            "heads": heads,
+            "width": 10,
+            "temperature": 0.01,
+            "solver": {"ms": ms, "iterations": 7, "ms_per_iteration": ms / 7, "gradient_norm": 1e-12},
+            "adam": {
+                "ms": ms * speedup,
+                "steps": 1000,
+                "converged": not lower_bound,
+                "time_limit_s": 300.0,
+                "action_excess": 1e-8,
+                "max_abs_difference_U": 1e-4,
+            },
+            "speedup": speedup,
+            "speedup_is_lower_bound": lower_bound,
+        }
 
     def series(label, sizes, crossover):
         rows = [{label: s, "num_train": 200, "ms_per_iteration": 0.01 * s**2} for s in sizes]
-        return {"width": 10, "temperature": 0.1, "rows": rows, "exponent_per_iteration": 2.0,
-                "exponent_per_iteration_largest_two": 2.0, "exponent_per_solve": 2.1, "expected_exponents": [3.0, 2.0],
-                "two_terms": {"exponents": [3.0, 2.0], "constant": False, "coefficients": [0.0 if crossover is None
-                                                                                          else 1e-5, 0.01],
-                              "crossover": crossover, "crossover_within_sizes": crossover is not None}}
+        return {
+            "width": 10,
+            "temperature": 0.1,
+            "rows": rows,
+            "exponent_per_iteration": 2.0,
+            "exponent_per_iteration_largest_two": 2.0,
+            "exponent_per_solve": 2.1,
+            "expected_exponents": [3.0, 2.0],
+            "two_terms": {
+                "exponents": [3.0, 2.0],
+                "constant": False,
+                "coefficients": [0.0 if crossover is None else 1e-5, 0.01],
+                "crossover": crossover,
+                "crossover_within_sizes": crossover is not None,
+            },
+        }
 
-    return {"command": "python -m attnpaths_book bench solver", "finished_utc": "2026-12-01T00:00:00+00:00",
-            "commit": "abc", "commit_dirty": False, "machine": {"cpu_count": 2},
-            "report": {"targets": {"hmc_ms": 5.0}, "problems": {"hmc": problem(20.0, 300.0, False, [2, 2]),
-                                                                 "image": problem(900.0, 330.0, True, [4, 4])},
-                       "growth": {"examples": series("P", [100, 200, 400], None),
-                                  "paths": series("paths", [4, 16, 64], 1000.0)}}}
+    return {
+        "command": "python -m attnpaths_book bench solver",
+        "finished_utc": "2026-12-01T00:00:00+00:00",
+        "commit": "abc",
+        "commit_dirty": False,
+        "machine": {"cpu_count": 2},
+        "report": {
+            "targets": {"hmc_ms": 5.0},
+            "problems": {"hmc": problem(20.0, 300.0, False, [2, 2]), "image": problem(900.0, 330.0, True, [4, 4])},
+            "growth": {"examples": series("P", [100, 200, 400], None), "paths": series("paths", [4, 16, 64], 1000.0)},
+        },
+    }
 
 
 def test_solver_rows_summary_and_crossover_words():
@@ -262,14 +404,21 @@ def test_solver_rows_summary_and_crossover_words():
     assert rows["heads per layer"] == ["2 x 2", "4 x 4"] and rows["Newton iterations"] == ["7", "7"]
     summary = report.solver_summary(record)
     assert summary["commit"] == "abc" and summary["targets"] == {"hmc_ms": 5.0}
-    assert summary["problems"]["image"] == {"ms": 900.0, "iterations": 7, "adam_ms": 297000.0, "speedup": 330.0,
-                                            "speedup_is_lower_bound": True}
+    assert summary["problems"]["image"] == {
+        "ms": 900.0,
+        "iterations": 7,
+        "adam_ms": 297000.0,
+        "speedup": 330.0,
+        "speedup_is_lower_bound": True,
+    }
     assert summary["growth"]["paths"]["two_terms"]["crossover"] == 1000.0
     assert report.crossover_text(record["report"]["growth"]["examples"]["two_terms"], "P") == (
         "the fit needs no term in s³ over these sizes: the term in s² describes them, so the crossover lies beyond "
-        "the largest size")
+        "the largest size"
+    )
     assert report.crossover_text(record["report"]["growth"]["paths"]["two_terms"], "paths").endswith(
-        "the terms in s³ and s² are equal at about 1e+03 paths, within the measured sizes")
+        "the terms in s³ and s² are equal at about 1e+03 paths, within the measured sizes"
+    )
 
 
 def test_solver_growth_figure_draws_the_record():
@@ -292,24 +441,61 @@ def test_solver_growth_figure_draws_the_record():
 def sampler_growth_record():
     """A sampler-growth record's shape with made-up numbers: time per sweep ~ size, ESS per second ~ 1 / size; the
     chains of the largest P did not converge."""
+
     def series(label, key, sizes):
         fixed = {"num_train": 100} if key == "width" else {"width": 10}
-        rows = [{key: s, **fixed, "ms_per_sweep": 1.0 * s, "wall_time_s": 0.5 * s, "min_predictor_ess": 400.0,
-                 "min_predictor_ess_per_s": 800.0 / s, "min_predictor_ess_per_sweep": 0.25,
-                 "max_predictor_rhat": 1.004, "converged": True} for s in sizes]
+        rows = [
+            {
+                key: s,
+                **fixed,
+                "ms_per_sweep": 1.0 * s,
+                "wall_time_s": 0.5 * s,
+                "min_predictor_ess": 400.0,
+                "min_predictor_ess_per_s": 800.0 / s,
+                "min_predictor_ess_per_sweep": 0.25,
+                "max_predictor_rhat": 1.004,
+                "converged": True,
+            }
+            for s in sizes
+        ]
         if label == "examples":
             rows[-1].update(max_predictor_rhat=1.09, converged=False, min_predictor_ess_per_s=0.1)
-        return {"sizes": sizes, "rows": rows, "exponent_per_sweep": 1.0, "exponent_per_sweep_largest_two": 1.0,
-                "expected_exponents": [2.0, 1.0], "ess_sizes": [r[key] for r in rows if r["converged"]],
-                "exponent_ess_per_s": -1.0, "exponent_ess_per_sweep": 0.0,
-                "two_terms": {"exponents": [2.0, 1.0], "constant": True, "coefficients": [0.0, 1.0, 0.0],
-                              "crossover": None, "crossover_within_sizes": False}}
+        return {
+            "sizes": sizes,
+            "rows": rows,
+            "exponent_per_sweep": 1.0,
+            "exponent_per_sweep_largest_two": 1.0,
+            "expected_exponents": [2.0, 1.0],
+            "ess_sizes": [r[key] for r in rows if r["converged"]],
+            "exponent_ess_per_s": -1.0,
+            "exponent_ess_per_sweep": 0.0,
+            "two_terms": {
+                "exponents": [2.0, 1.0],
+                "constant": True,
+                "coefficients": [0.0, 1.0, 0.0],
+                "crossover": None,
+                "crossover_within_sizes": False,
+            },
+        }
 
-    return {"command": "python -m attnpaths_book bench sampler_growth", "finished_utc": "2026-12-01T00:00:00+00:00",
-            "commit": "abc", "commit_dirty": False, "machine": {"cpu_count": 2},
-            "report": {"temperature": 0.01, "chains": 4, "warmup": 100, "samples": 400, "threads": 1,
-                       "growth": {"width": series("width", "width", [10, 100]),
-                                  "examples": series("examples", "num_train", [50, 100, 200])}}}
+    return {
+        "command": "python -m attnpaths_book bench sampler_growth",
+        "finished_utc": "2026-12-01T00:00:00+00:00",
+        "commit": "abc",
+        "commit_dirty": False,
+        "machine": {"cpu_count": 2},
+        "report": {
+            "temperature": 0.01,
+            "chains": 4,
+            "warmup": 100,
+            "samples": 400,
+            "threads": 1,
+            "growth": {
+                "width": series("width", "width", [10, 100]),
+                "examples": series("examples", "num_train", [50, 100, 200]),
+            },
+        },
+    }
 
 
 def test_sampler_growth_rows_and_summary():
@@ -357,7 +543,9 @@ def test_sampler_mixing_words_name_the_fitted_and_the_unconverged_sizes():
     assert report.sampler_mixing_text(growth["examples"], "P", "num_train") == (
         "against P the ESS per kept sweep scales with the exponent 0.00 and the ESS per second with -1.00 (fitted over "
         "P = 50, 100); the chains at P = 200 did not converge within their sweeps (R-hat 1.090), so their ESS is not "
-        "used")
+        "used"
+    )
     lonely = dict(growth["examples"], ess_sizes=[50], exponent_ess_per_s=None, exponent_ess_per_sweep=None)
     assert report.sampler_mixing_text(lonely, "P", "num_train").startswith(
-        "against P no exponent is fitted: fewer than two sizes converged (50)")
+        "against P no exponent is fitted: fewer than two sizes converged (50)"
+    )

@@ -2,17 +2,14 @@
 sampler benchmark (``attnpaths_book.benchmarks.sampler``): a two-sample KS test on f(x*) that must also reject a
 wrong temperature and a wrong prior, at two and three layers; and the benchmark's committed record."""
 
-import math
 import re
 
 import pytest
 import torch
+from helpers import ALPHA, gibbs_against_nuts_pvalues, random_inputs, sampler_problem
 
-from attnpaths.network import AttentionNetwork
-from attnpaths.sampler import PosteriorSampler
 from attnpaths_book.benchmarks import sampler as benchmark
 from attnpaths_book.benchmarks.record import committed_record_path, read_record
-from helpers import ALPHA, family_z, gibbs_against_nuts_pvalues, random_inputs, rejects, sampler_problem
 
 NUTS_TEMPERATURE = 1.0
 
@@ -39,8 +36,9 @@ def test_gibbs_agrees_with_nuts_and_the_comparison_detects_wrong_posteriors(
     nuts_problem, temperature_factor, variance, same_posterior
 ):
     network, x, y, test_features, nuts = nuts_problem
-    pvalues = gibbs_against_nuts_pvalues(network, x, y, test_features, nuts, temperature_factor * NUTS_TEMPERATURE,
-                                         variance)
+    pvalues = gibbs_against_nuts_pvalues(
+        network, x, y, test_features, nuts, temperature_factor * NUTS_TEMPERATURE, variance
+    )
     # Bonferroni over the test points
     assert bool((pvalues.min() * len(pvalues)) > ALPHA) == same_posterior
 
@@ -48,13 +46,17 @@ def test_gibbs_agrees_with_nuts_and_the_comparison_detects_wrong_posteriors(
 def test_committed_benchmark_record_is_complete_and_consistent():
     record = read_record(committed_record_path("sampler"))
     report = record["report"]
-    assert record["benchmark"] == "sampler" and re.match(r"python -m attnpaths(_book)? bench sampler", record["command"])  # committed before the companion was a package of its own
+    assert record["benchmark"] == "sampler" and re.match(
+        r"python -m attnpaths(_book)? bench sampler", record["command"]
+    )  # committed before the companion was a package of its own
     assert record["commit"] is not None and len(record["commit"]) == 40
     ratio = report["gibbs"]["min_predictor_ess_per_s"] / report["nuts"]["min_predictor_ess_per_s"]
     assert report["ess_per_s_ratio"] == pytest.approx(ratio)
     for name in ("gibbs", "nuts"):
         summary = report[name]
-        assert summary["min_predictor_ess_per_s"] == pytest.approx(summary["min_predictor_ess"] / summary["wall_time_s"])
+        assert summary["min_predictor_ess_per_s"] == pytest.approx(
+            summary["min_predictor_ess"] / summary["wall_time_s"]
+        )
 
 
 def test_reading_a_missing_or_incomplete_record_names_the_file(tmp_path):
@@ -69,12 +71,39 @@ def test_reading_a_missing_or_incomplete_record_names_the_file(tmp_path):
 
 def test_benchmark_entry_point_runs_at_tiny_sizes_and_writes_its_record(capsys, tmp_path):
     output = tmp_path / "records" / "bench.json"
-    argv = ["--data", "random", "--width", "2", "--num-train", "6", "--num-test", "4", "--input-width", "5",
-            "--num-tokens", "3", "--num-warmup", "10", "--num-samples", "10", "--gibbs-warmup", "10",
-            "--gibbs-samples", "20", "--num-chains", "2", "--temperature", "0.5", "--output", str(output)]
+    argv = [
+        "--data",
+        "random",
+        "--width",
+        "2",
+        "--num-train",
+        "6",
+        "--num-test",
+        "4",
+        "--input-width",
+        "5",
+        "--num-tokens",
+        "3",
+        "--num-warmup",
+        "10",
+        "--num-samples",
+        "10",
+        "--gibbs-warmup",
+        "10",
+        "--gibbs-samples",
+        "20",
+        "--num-chains",
+        "2",
+        "--temperature",
+        "0.5",
+        "--output",
+        str(output),
+    ]
     report = benchmark.main(argv)
     record = read_record(output)
-    assert record["benchmark"] == "sampler" and record["command"] == "python -m attnpaths_book bench sampler " + " ".join(argv)
+    assert record["benchmark"] == "sampler" and record[
+        "command"
+    ] == "python -m attnpaths_book bench sampler " + " ".join(argv)
     assert record["report"]["ess_per_s_ratio"] == pytest.approx(report["ess_per_s_ratio"])
     assert record["machine"]["cpu_count"] >= 1 and record["versions"]["torch"] == torch.__version__
     # every NUTS iteration evaluates the potential at least once (one leapfrog step); one step size per chain
@@ -107,7 +136,8 @@ def test_gibbs_agrees_with_nuts_at_depth_three_and_the_comparison_detects_wrong_
 ):
     network, x, y, test_features, nuts = nuts_problem_depth_three
     assert network.num_layers == 3
-    pvalues = gibbs_against_nuts_pvalues(network, x, y, test_features, nuts, temperature_factor * NUTS_TEMPERATURE,
-                                         variance)
+    pvalues = gibbs_against_nuts_pvalues(
+        network, x, y, test_features, nuts, temperature_factor * NUTS_TEMPERATURE, variance
+    )
     # Bonferroni over the test points
     assert bool((pvalues.min() * len(pvalues)) > ALPHA) == same_posterior

@@ -12,20 +12,27 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from helpers import ROOT
 
+from attnpaths.checkpoints import file_sha256, load_checkpoint, save_checkpoint
+from attnpaths.claims import Outcome
+from attnpaths.experiments.retraining import retraining_agreement, retraining_power, seed_spread
+from attnpaths.oneshot.training import training_key
+from attnpaths.pruning.digits import digit_patches, train_test_split, train_validation_test_split
+from attnpaths.pruning.sweep import base_accuracies, run_seed, training_seeds
+from attnpaths.pruning.training import (
+    ModelTraining,
+    load_models,
+    models_key,
+    rebuild_model,
+    save_models,
+    train_model,
+    trained_weights,
+)
 from attnpaths_book import trained as shipped
 from attnpaths_book.chapters import find_chapter, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.runner import notebook_chapters
-from attnpaths.checkpoints import file_sha256, load_checkpoint, save_checkpoint
-from attnpaths.claims import Outcome
-from attnpaths.oneshot.training import training_key
-from attnpaths.pruning.digits import digit_patches, train_test_split, train_validation_test_split
-from attnpaths.pruning.sweep import base_accuracies, run_seed, training_seeds
-from attnpaths.pruning.training import (ModelTraining, load_models, models_key, rebuild_model, save_models,
-                                        train_model, trained_weights)
-from attnpaths.experiments.retraining import retraining_agreement, retraining_power, seed_spread
-from helpers import ROOT
 
 LAYOUT = BookLayout(ROOT)
 pytestmark = pytest.mark.cross_machine
@@ -61,11 +68,15 @@ def test_every_shipped_file_has_its_recorded_checksum_and_provenance(name):
     entry = MANIFEST[name]
     assert entry.path().is_file(), f"{name} is listed in the manifest but not shipped"
     assert file_sha256(entry.path()) == entry.sha256
-    assert entry.kind in shipped.KINDS and entry.command.startswith(("python -m attnpaths_book ship-weights",
-                                                                     "attnpaths ship-weights",
-                                                                     # the command's name before the companion
-                                                                     # became a package of its own
-                                                                     "python -m attnpaths ship-weights"))
+    assert entry.kind in shipped.KINDS and entry.command.startswith(
+        (
+            "python -m attnpaths_book ship-weights",
+            "attnpaths ship-weights",
+            # the command's name before the companion
+            # became a package of its own
+            "python -m attnpaths ship-weights",
+        )
+    )
     machine = entry.provenance["machine"]
     assert machine["cpu_model"] and machine["cpu_capability"] and entry.provenance["commit"]
 
@@ -88,9 +99,19 @@ def _pruning_chapter(profile: str):
     p = _parameters("pruning", profile)
     data = digit_patches(p["patch_size"], p["positive_digits"])
     train, _, test = train_validation_test_split(data, p["num_test"], p["num_validation"], p["data_seed"])
-    configs = {a: ModelTraining(architecture=a, width=p["width"], qk_width=p["qk_width"], num_heads=p["num_heads"],
-                                num_layers=p["num_layers"], steps=p["train_steps"], batch_size=p["batch_size"],
-                                learning_rate=p["learning_rate"]) for a in p["architectures"]}
+    configs = {
+        a: ModelTraining(
+            architecture=a,
+            width=p["width"],
+            qk_width=p["qk_width"],
+            num_heads=p["num_heads"],
+            num_layers=p["num_layers"],
+            steps=p["train_steps"],
+            batch_size=p["batch_size"],
+            learning_rate=p["learning_rate"],
+        )
+        for a in p["architectures"]
+    }
     return configs, train, test, training_seeds(p["seed"], p["num_seeds"])
 
 
@@ -99,8 +120,10 @@ def test_the_pruning_chapter_finds_shipped_models_for_its_profiles(profile):
     configs, train, _, seeds = _pruning_chapter(profile)
     for architecture, config in configs.items():
         weights, key, entry = shipped.pruning_weights(config, train, seeds, cache_dir="/nonexistent")
-        assert entry is not None, (f"no shipped {architecture} models for the pruning chapter's {profile} profile: "
-                                   f"python -m attnpaths_book ship-weights pruning --profile {profile}")
+        assert entry is not None, (
+            f"no shipped {architecture} models for the pruning chapter's {profile} profile: "
+            f"python -m attnpaths_book ship-weights pruning --profile {profile}"
+        )
         assert len(weights) == len(seeds) and entry.key == key and entry.profile == profile
 
 
@@ -121,18 +144,34 @@ def test_the_oneshot_chapter_finds_shipped_models_for_its_profiles(profile):
     from attnpaths.oneshot import DistortionConfig, GlyphDatasetConfig, TrainingConfig, load_image_dataset
 
     p = _parameters("oneshot", profile)
-    dataset = load_image_dataset(config=GlyphDatasetConfig(
-        instances_per_class=p["instances_per_class"], alphabets=tuple(p["alphabets"]) or None,
-        image_size=p["image_size"], distortion=DistortionConfig().scaled(p["distortion_scale"]), seed=p["data_seed"]),
-        progress=False)
-    config = TrainingConfig(width=p["model_width"], qk_width=p["qk_width"], num_heads=p["num_heads"],
-                            channels=p["input_channels"], steps=p["train_steps"], batch_size=p["batch_size"],
-                            learning_rate=p["learning_rate"], validate_every=p["validate_every"],
-                            validation_sequences=p["validation_sequences"], seed=p["train_seed"])
+    dataset = load_image_dataset(
+        config=GlyphDatasetConfig(
+            instances_per_class=p["instances_per_class"],
+            alphabets=tuple(p["alphabets"]) or None,
+            image_size=p["image_size"],
+            distortion=DistortionConfig().scaled(p["distortion_scale"]),
+            seed=p["data_seed"],
+        ),
+        progress=False,
+    )
+    config = TrainingConfig(
+        width=p["model_width"],
+        qk_width=p["qk_width"],
+        num_heads=p["num_heads"],
+        channels=p["input_channels"],
+        steps=p["train_steps"],
+        batch_size=p["batch_size"],
+        learning_rate=p["learning_rate"],
+        validate_every=p["validate_every"],
+        validation_sequences=p["validation_sequences"],
+        seed=p["train_seed"],
+    )
     for seed in [p["train_seed"], *p["retrain_seeds"]]:
         entry = shipped.find_shipped("oneshot", training_key(replace(config, seed=seed), dataset))
-        assert entry is not None, (f"no shipped one-shot model of seed {seed} for the {profile} profile: "
-                                   f"python -m attnpaths_book ship-weights oneshot --profile {profile}")
+        assert entry is not None, (
+            f"no shipped one-shot model of seed {seed} for the {profile} profile: "
+            f"python -m attnpaths_book ship-weights oneshot --profile {profile}"
+        )
     trained, source = shipped.oneshot_model(config, dataset, cache_dir="/nonexistent")
     assert source.source == "shipped" and trained.config == config
 
@@ -167,8 +206,16 @@ def test_a_sweep_task_given_weights_reproduces_the_task_that_trained_them(small_
     train, held_out = small_split
     test, validation = train_test_split(held_out, 100, np.random.default_rng(1))
     training = ModelTraining(width=8, num_heads=2, steps=20, batch_size=32)
-    arguments = dict(seed=3, train=train, validation=validation, test=test, training=training, theory_width=10,
-                     theory_examples=60, temperatures=[0.1, 1.0])
+    arguments = dict(
+        seed=3,
+        train=train,
+        validation=validation,
+        test=test,
+        training=training,
+        theory_width=10,
+        theory_examples=60,
+        temperatures=[0.1, 1.0],
+    )
     trained = run_seed(1, **arguments)
     again = run_seed(1, weights=trained["weights"], **arguments)
     for split in ("validation", "test"):  # determinism: the same task on the weights it trained itself
@@ -182,22 +229,37 @@ def test_shipping_copies_the_retrained_models_and_replaces_the_profiles_earlier_
     model, history = train_model(config, train, 1)
     key = models_key(config, train, [1])
     cache = tmp_path / "cache"
-    source = shipped.pruning_source(config, key, [trained_weights(model, history)], shipped=None, retrain=True,
-                                    cache_dir=cache)
+    source = shipped.pruning_source(
+        config, key, [trained_weights(model, history)], shipped=None, retrain=True, cache_dir=cache
+    )
     folder = tmp_path / "shipped"
     folder.mkdir()
     (folder / "pruning-smoke-old.pt").write_bytes(b"old")
-    shipped.write_manifest({"pruning-smoke-old.pt": shipped.ShippedFile(
-        "pruning-smoke-old.pt", "0" * 64, "pruning", "k", "old", "pruning", "smoke", "c", {}, {})}, folder)
-    (entry,) = shipped.ship([source.to_dict()], chapter="pruning", profile="smoke", command="c", parameters={},
-                            provenance={}, folder=folder)
+    shipped.write_manifest(
+        {
+            "pruning-smoke-old.pt": shipped.ShippedFile(
+                "pruning-smoke-old.pt", "0" * 64, "pruning", "k", "old", "pruning", "smoke", "c", {}, {}
+            )
+        },
+        folder,
+    )
+    (entry,) = shipped.ship(
+        [source.to_dict()], chapter="pruning", profile="smoke", command="c", parameters={}, provenance={}, folder=folder
+    )
     assert set(shipped.read_manifest(folder)) == {entry.name} and not (folder / "pruning-smoke-old.pt").exists()
     weights, found_key, found = shipped.pruning_weights(config, train, [1], cache_dir=tmp_path / "none", folder=folder)
     assert found == entry and found_key == key and len(weights) == 1
     not_retrained = {**source.to_dict(), "source": "shipped"}
     with pytest.raises(ValueError, match="retrain=True"):
-        shipped.ship([not_retrained], chapter="pruning", profile="smoke", command="c", parameters={}, provenance={},
-                     folder=folder)
+        shipped.ship(
+            [not_retrained],
+            chapter="pruning",
+            profile="smoke",
+            command="c",
+            parameters={},
+            provenance={},
+            folder=folder,
+        )
 
 
 # ------------------------------------------------------------------------------------------------- claim R
@@ -208,12 +270,19 @@ def test_claim_r_holds_for_identical_and_for_equally_good_models_and_is_contradi
     shipped_acc = 0.8 + 0.02 * rng.standard_normal(20)
     same = retraining_agreement("R", shipped=shipped_acc, retrained=shipped_acc, statistic="acc")
     assert same.outcome is Outcome.HOLDS and same.level is None
-    redrawn = retraining_agreement("R", shipped=shipped_acc, retrained=0.8 + 0.02 * rng.standard_normal(20),
-                                   statistic="acc", margin_sd=1.0, level=0.05)
+    redrawn = retraining_agreement(
+        "R",
+        shipped=shipped_acc,
+        retrained=0.8 + 0.02 * rng.standard_normal(20),
+        statistic="acc",
+        margin_sd=1.0,
+        level=0.05,
+    )
     assert redrawn.outcome is Outcome.HOLDS and redrawn.level == 0.05
     worse_acc = shipped_acc - 0.08 + 0.02 * rng.standard_normal(20)
-    worse = retraining_agreement("R", shipped=shipped_acc, retrained=worse_acc, statistic="acc", margin_sd=1.0,
-                                 level=0.05)
+    worse = retraining_agreement(
+        "R", shipped=shipped_acc, retrained=worse_acc, statistic="acc", margin_sd=1.0, level=0.05
+    )
     assert worse.outcome is Outcome.CONTRADICTED  # 4 sd worse: another training, not another rounding
     assert seed_spread(shipped_acc) == pytest.approx(np.std(shipped_acc, ddof=1))
     flat = retraining_agreement("R", shipped=[0.8, 0.8], retrained=[0.8, 0.81], statistic="acc")

@@ -6,10 +6,10 @@ import json
 import math
 
 import pytest
+from helpers import ROOT
 
 from attnpaths_book import tolerances
 from attnpaths_book.tolerances import MC_Z, TABLE, Tolerance, compare_results, rule_for
-from helpers import ROOT
 
 
 def _baseline(chapter):

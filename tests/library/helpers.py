@@ -92,8 +92,13 @@ def assert_rounding_close(actual, expected, *, scale=None, rtol=None, what=""):
     if scale is None:
         finite = np.abs(e[np.isfinite(e)]).astype(np.float64)
         scale = float(finite.max()) if finite.size else 0.0
-    np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=rtol * float(scale),
-                               err_msg=f"{what} (rounding tolerance rtol={rtol:g}, scale={float(scale):.3g})")
+    np.testing.assert_allclose(
+        a.astype(np.float64),
+        e.astype(np.float64),
+        rtol=rtol,
+        atol=rtol * float(scale),
+        err_msg=f"{what} (rounding tolerance rtol={rtol:g}, scale={float(scale):.3g})",
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -157,8 +162,9 @@ def random_inputs(generator, num, input_width, num_tokens):
 # the posterior sampler's checks (tests/test_sampler.py for two layers, tests/test_sampler_depth.py deeper)
 
 
-def sampler_problem(seed=0, heads=(2, 2), widths=(2, 3, 2), variances=(0.5, 1.5, 0.8, 2.0), num_examples=6,
-                    input_width=4, num_tokens=3):
+def sampler_problem(
+    seed=0, heads=(2, 2), widths=(2, 3, 2), variances=(0.5, 1.5, 0.8, 2.0), num_examples=6, input_width=4, num_tokens=3
+):
     """A tiny network with random attention (``heads`` per layer; ``widths`` and ``variances`` as
     :class:`~attnpaths.network.AttentionNetwork` takes them), random inputs ``x`` ``[num_examples, input_width,
     num_tokens]``, class-sorted labels ``+-1`` and the generator that drew them (for further draws)."""
@@ -246,19 +252,25 @@ def ks_pvalues(samples_a, samples_b, ess_a, ess_b):
     return torch.tensor(pvalues)
 
 
-def gibbs_against_nuts_pvalues(network, x, y, features, nuts, temperature, variance, *, seed=2, num_warmup=50,
-                               num_samples=500, num_chains=4):
+def gibbs_against_nuts_pvalues(
+    network, x, y, features, nuts, temperature, variance, *, seed=2, num_warmup=50, num_samples=500, num_chains=4
+):
     """KS p-values (:func:`ks_pvalues`) of ``f`` on ``features`` between NUTS samples ``nuts`` of ``network``'s
     posterior and blocked-Gibbs samples of the same attention with prior variance ``variance`` at
     ``temperature`` (a wrong posterior when these differ from the NUTS run's). Asserts that both runs carry
     enough effective samples for the comparison to mean something."""
     gibbs_network = AttentionNetwork(network.attention, network.widths, variance)
     sampler = PosteriorSampler(gibbs_network, y, temperature, x=x)
-    gibbs = sampler.run(torch.Generator().manual_seed(seed), num_warmup, num_samples, num_chains=num_chains,
-                        progress=False)
+    gibbs = sampler.run(
+        torch.Generator().manual_seed(seed), num_warmup, num_samples, num_chains=num_chains, progress=False
+    )
     nuts_ess = nuts.diagnostics(features)["predictor_ess"]
     gibbs_diagnostics = gibbs.diagnostics(features)
     assert nuts_ess.min() > 100, "too few effective NUTS samples for a meaningful comparison"
     assert gibbs_diagnostics["max_predictor_rhat"] < 1.01
-    return ks_pvalues(gibbs.predictor_samples(features).flatten(0, 1), nuts.predictor_samples(features).flatten(0, 1),
-                      gibbs_diagnostics["predictor_ess"], nuts_ess)
+    return ks_pvalues(
+        gibbs.predictor_samples(features).flatten(0, 1),
+        nuts.predictor_samples(features).flatten(0, 1),
+        gibbs_diagnostics["predictor_ess"],
+        nuts_ess,
+    )

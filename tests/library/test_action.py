@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import assert_rounding_close, random_problem, random_spd
 from torch.func import hessian, jacrev
 
 from attnpaths.action import (
@@ -18,8 +19,6 @@ from attnpaths.action import (
 )
 from attnpaths.kernels import kernel_from_scaled, scaled_features
 from attnpaths.theory import architecture
-
-from helpers import assert_rounding_close, random_problem, random_spd
 
 ARCHITECTURES = [
     ((2, 2), (10, 20, 7), (1.0, 1.3, 0.7, 1.1)),
@@ -252,8 +251,9 @@ def test_energy_evaluator_matches_autograd_on_both_routes(P, n0, n):
         assert torch.allclose(gradient, expected_gradient, rtol=1e-10, atol=1e-10)
         # analytic against autograd, through solves with the P x P matrix G (T = 0.05): rounding on the scale of the
         # largest entry, amplified by G's condition and P (1.6e-13 of the scale seen at P = 320), hence rtol 1e-10
-        assert_rounding_close(symmetrized(second), expected_hessian, scale=scale, rtol=1e-10,
-                              what=f"{route} route Hessian")
+        assert_rounding_close(
+            symmetrized(second), expected_hessian, scale=scale, rtol=1e-10, what=f"{route} route Hessian"
+        )
     # the route with fewer operations: sample space for few examples and many features, the Gram matrix of the
     # features for many more examples than features (P = 320 > D = n0 n = 6), else features
     expected = "sample" if (P, n0) in [(5, 11), (12, 30)] else "gram" if (P, n0) == (320, 3) else "feature"

@@ -48,10 +48,14 @@ def test_reference_is_package_data_with_both_networks(reference):
 def test_every_reference_number_has_a_row(rows, reference):
     four, two = reference["four_path"], reference["two_path_sigma_perp_5"]
     n_w = len(four["widths"])
-    expected_four = (n_w * (2 + len(four["U"])) + len(four["gp_accuracy_percent"])
-                     + 3 * (len(four["U_layer2"]) - 1) + len(four["action_over_width_at_minimum"])
-                     + sum(len(v) for v in four["kernel_pc_label_overlap_first10"].values())
-                     + 4 * (len(four["head_scores"]) - 1))
+    expected_four = (
+        n_w * (2 + len(four["U"]))
+        + len(four["gp_accuracy_percent"])
+        + 3 * (len(four["U_layer2"]) - 1)
+        + len(four["action_over_width_at_minimum"])
+        + sum(len(v) for v in four["kernel_pc_label_overlap_first10"].values())
+        + 4 * (len(four["head_scores"]) - 1)
+    )
     expected_two = n_w * (2 + len(two["U"])) + len(two["gp_accuracy_percent"])
     assert sum(r.network == "four_path" for r in rows) == expected_four
     assert sum(r.network == "two_path_sigma_perp_5" for r in rows) == expected_two
@@ -61,15 +65,24 @@ def test_every_row_is_within_its_precision(rows):
     outside = _outside(rows)
     assert not outside, "rows differing from the authors' code beyond their precision: " + "; ".join(
         f"{r.network} {r.quantity} N={r.width}: authors {r.authors}, package {r.package:.6g}, "
-        f"|difference| {r.difference:.3g} > {r.precision:.3g}" for r in outside)
+        f"|difference| {r.difference:.3g} > {r.precision:.3g}"
+        for r in outside
+    )
     assert ar.worst_row(rows).ratio <= 1
 
 
 def test_precisions_are_the_stated_ones(rows):
     by_kind = {}
     for r in rows:
-        kind = ("accuracy" if "accuracy" in r.quantity else "U" if r.quantity.startswith("U") else
-                "action" if r.quantity == "S/N" else "value")
+        kind = (
+            "accuracy"
+            if "accuracy" in r.quantity
+            else "U"
+            if r.quantity.startswith("U")
+            else "action"
+            if r.quantity == "S/N"
+            else "value"
+        )
         by_kind.setdefault(kind, set()).add(r.precision)
     assert by_kind["accuracy"] == {0.05}
     assert by_kind["U"] == {5e-4 + 2.1e-4}
@@ -103,8 +116,13 @@ def test_scaled_U_falls_outside(quantities, reference):
     assert outside and all(r.network == "four_path" and r.quantity.startswith("U_") for r in outside)
     # every entry whose 1 % change is twice its precision is noticed
     for r in rows:
-        if r.network == "four_path" and r.quantity.startswith("U_") and "layer2" not in r.quantity \
-                and r.quantity != "U_a" and 0.01 * abs(r.authors) > 2 * r.precision:
+        if (
+            r.network == "four_path"
+            and r.quantity.startswith("U_")
+            and "layer2" not in r.quantity
+            and r.quantity != "U_a"
+            and 0.01 * abs(r.authors) > 2 * r.precision
+        ):
             assert not r.within, r
 
 
@@ -148,8 +166,13 @@ def test_bad_inputs_name_the_argument(quantities, reference):
 
 def test_curve_on_other_widths_or_test_set_is_refused(quantities, reference):
     four = quantities["four_path"]
-    fewer = dataclasses.replace(four, widths=four.widths[:3], accuracy={"test": four.accuracy["test"][:3]},
-                                U=four.U[:3], means={"test": four.means["test"][:3]})
+    fewer = dataclasses.replace(
+        four,
+        widths=four.widths[:3],
+        accuracy={"test": four.accuracy["test"][:3]},
+        U=four.U[:3],
+        means={"test": four.means["test"][:3]},
+    )
     with pytest.raises(ValueError, match="four_path must be solved at the reference widths"):
         ar.compare_with_authors(**dict(quantities, four_path=fewer), reference=reference)
     short = dataclasses.replace(four, means={"test": four.means["test"][..., :200]})

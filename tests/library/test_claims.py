@@ -58,8 +58,12 @@ def test_detectable_effect_is_held_with_the_stated_power(level, power, num_tests
     se = 0.0087
     effect = detectable_effect(se, level, power, num_tests=num_tests)
     estimates = np.random.default_rng(0).normal(effect, se, size=4000)
-    held = np.mean([directional_z("c", "s", estimate=e, se=se, level=level, num_tests=num_tests,
-                                  **COMMON).outcome is H for e in estimates])
+    held = np.mean(
+        [
+            directional_z("c", "s", estimate=e, se=se, level=level, num_tests=num_tests, **COMMON).outcome is H
+            for e in estimates
+        ]
+    )
     assert abs(held - power) < 4 * math.sqrt(power * (1 - power) / estimates.size)
     # the detectable effect scales with the standard error
     assert detectable_effect(se / 2, level, power, num_tests=num_tests) == pytest.approx(effect / 2)
@@ -75,8 +79,12 @@ def test_equivalence_power_is_the_chance_of_holding_at_zero_deviation(margin_ove
     se = np.array([0.01, 0.02, 0.05])
     margin = margin_over_se * se
     power = equivalence_power(se, margin, 0.01)
-    held = np.mean([equivalence("c", "s", deviation=rng.normal(0, se), se=se, margin=margin, level=0.01,
-                                **COMMON).outcome is H for _ in range(4000)])
+    held = np.mean(
+        [
+            equivalence("c", "s", deviation=rng.normal(0, se), se=se, margin=margin, level=0.01, **COMMON).outcome is H
+            for _ in range(4000)
+        ]
+    )
     assert abs(held - power) < 4 * math.sqrt(max(power * (1 - power), 1e-4) / 4000)
     assert equivalence_power(se, 2.0 * se, 0.01) == 0.0  # margins inside z_c se: it can never hold
     assert equivalence_power(se / 2, margin, 0.01) > power  # more draws, more power
@@ -86,18 +94,32 @@ def test_equivalence_power_is_the_chance_of_holding_at_zero_deviation(margin_ove
 
 
 @pytest.mark.parametrize("level, power, num_tests", [(0.01, 0.8, 1), (0.05, 0.9, 3)])
-def test_power_check_of_a_directional_test_holds_with_the_stated_power_at_its_detectable_effect(level, power,
-                                                                                             num_tests):
+def test_power_check_of_a_directional_test_holds_with_the_stated_power_at_its_detectable_effect(
+    level, power, num_tests
+):
     se = {"4 paths": 0.012, "2 paths": 0.02}
-    check = power_check("1", se=se, level=level, power=power, num_tests=num_tests, effect="an advantage",
-                        scale=100, unit="points", estimate={"4 paths": 0.2, "2 paths": 0.001})
+    check = power_check(
+        "1",
+        se=se,
+        level=level,
+        power=power,
+        num_tests=num_tests,
+        effect="an advantage",
+        scale=100,
+        unit="points",
+        estimate={"4 paths": 0.2, "2 paths": 0.001},
+    )
     assert check.cases == ("4 paths", "2 paths") and check.power == (power, power) and check.directional
     rng = np.random.default_rng(2)
     for s, d in zip(check.se, check.detectable):
         # z of a true effect d is N(d / se, 1): it clears the one-sided threshold with probability `power`
         assert stats.norm.sf(stats.norm.isf(level / num_tests) - d / s) == pytest.approx(power)
-        held = np.mean([directional_z("1", "s", estimate=e, se=s, level=level, num_tests=num_tests,
-                                      **COMMON).outcome is H for e in rng.normal(d, s, size=2000)])
+        held = np.mean(
+            [
+                directional_z("1", "s", estimate=e, se=s, level=level, num_tests=num_tests, **COMMON).outcome is H
+                for e in rng.normal(d, s, size=2000)
+            ]
+        )
         assert abs(held - power) < 4 * math.sqrt(power * (1 - power) / 2000)
     assert check.detectable[1] / check.detectable[0] == pytest.approx(0.02 / 0.012)  # proportional to se
     assert f"{100 * check.detectable[0]:.2f} points (4 paths)" in check.sentence
@@ -110,15 +132,23 @@ def test_power_check_of_an_agreement_test_states_its_probabilities_and_refuses_b
     check = power_check("2", probability={"N = 10": p, "N = 100": 1.0}, condition="were the samples exact")
     assert check.power == (p, 1.0) and check.se is None and check.detectable is None and not check.directional
     assert check.listing == f"{p:.2f} (N = 10) and 1.00 (N = 100)"
-    assert check.sentence == ("The power check of claim 2, the probability that it holds were the samples exact, "
-                              f"is {check.listing}.")
+    assert check.sentence == (
+        f"The power check of claim 2, the probability that it holds were the samples exact, is {check.listing}."
+    )
     assert power_check("2", probability=0.5).listing == "0.50"  # one unnamed case
-    for bad, name in ((dict(), "exactly one of se"), (dict(se=1.0, probability=0.5), "exactly one of se"),
-                      (dict(se={"a": 0.0}), "se"), (dict(se={}), "se"), (dict(probability=1.5), "probability"),
-                      (dict(probability={"a": math.nan}), "probability"), (dict(se=1.0, power=1.0), "power"),
-                      (dict(se=1.0, level=0.0), "level"), (dict(se=1.0, scale=-1.0), "scale"),
-                      (dict(se={"a": 1.0}, estimate={"b": 0.1}), "estimate"),
-                      (dict(probability=0.5, estimate=0.1), "estimate")):
+    for bad, name in (
+        (dict(), "exactly one of se"),
+        (dict(se=1.0, probability=0.5), "exactly one of se"),
+        (dict(se={"a": 0.0}), "se"),
+        (dict(se={}), "se"),
+        (dict(probability=1.5), "probability"),
+        (dict(probability={"a": math.nan}), "probability"),
+        (dict(se=1.0, power=1.0), "power"),
+        (dict(se=1.0, level=0.0), "level"),
+        (dict(se=1.0, scale=-1.0), "scale"),
+        (dict(se={"a": 1.0}, estimate={"b": 0.1}), "estimate"),
+        (dict(probability=0.5, estimate=0.1), "estimate"),
+    ):
         with pytest.raises(ValueError, match=name):
             power_check("2", **bad)
 
@@ -191,10 +221,12 @@ def test_equivalence_bonferroni_and_bad_input():
     dev = 0.1 - 0.5 * (zc1 + zc50) * 0.01  # inside the margin by a z between the one-entry and 50-entry thresholds
     assert equivalence("c", "s", deviation=[dev], se=0.01, margin=0.1, **COMMON).outcome is H
     assert equivalence("c", "s", deviation=np.full(50, dev), se=0.01, margin=0.1, **COMMON).outcome is NS
-    for kwargs, match in ((dict(deviation=[], se=1.0, margin=1.0), "deviation"),
-                          (dict(deviation=[0.1], se=0.0, margin=1.0), "se"),
-                          (dict(deviation=[0.1], se=1.0, margin=0.0), "margin"),
-                          (dict(deviation=[0.1, 0.2], se=[1.0, 1.0, 1.0], margin=1.0), None)):
+    for kwargs, match in (
+        (dict(deviation=[], se=1.0, margin=1.0), "deviation"),
+        (dict(deviation=[0.1], se=0.0, margin=1.0), "se"),
+        (dict(deviation=[0.1], se=1.0, margin=0.0), "margin"),
+        (dict(deviation=[0.1, 0.2], se=[1.0, 1.0, 1.0], margin=1.0), None),
+    ):
         with pytest.raises(ValueError, match=match):
             equivalence("c", "s", **kwargs, **COMMON)
 
@@ -216,9 +248,11 @@ def test_replicate_equivalence_uses_student_t_and_zero_spread():
     assert replicate_equivalence("c", "s", replicates=r, reference=0.0, margin=margin, **COMMON).outcome is NS
     assert replicate_equivalence("c", "s", replicates=[2.0, 2.0], reference=2.1, margin=0.5, **COMMON).outcome is H
     assert replicate_equivalence("c", "s", replicates=[2.0, 2.0], reference=3.0, margin=0.5, **COMMON).outcome is C
-    for kwargs, match in ((dict(replicates=[1.0], reference=0.0, margin=1.0), "at least 2"),
-                          (dict(replicates=[1.0, 2.0], reference=0.0, margin=0.0), "margin"),
-                          (dict(replicates=[1.0, 2.0], reference=0.0, margin=1.0, level=0.0), "level")):
+    for kwargs, match in (
+        (dict(replicates=[1.0], reference=0.0, margin=1.0), "at least 2"),
+        (dict(replicates=[1.0, 2.0], reference=0.0, margin=0.0), "margin"),
+        (dict(replicates=[1.0, 2.0], reference=0.0, margin=1.0, level=0.0), "level"),
+    ):
         with pytest.raises(ValueError, match=match):
             replicate_equivalence("c", "s", **kwargs, **COMMON)
 
@@ -246,9 +280,11 @@ def test_verdict_validation_sentence_and_dict():
 
 
 def _verdicts():
-    return [directional_z("A", "a", estimate=3.0, se=1.0, **COMMON),
-            directional_z("B", "b", estimate=0.0, se=1.0, **COMMON),
-            directional_z("C", "c", estimate=-3.0, se=1.0, **COMMON)]
+    return [
+        directional_z("A", "a", estimate=3.0, se=1.0, **COMMON),
+        directional_z("B", "b", estimate=0.0, se=1.0, **COMMON),
+        directional_z("C", "c", estimate=-3.0, se=1.0, **COMMON),
+    ]
 
 
 def test_enforce_names_every_failing_claim():
@@ -280,18 +316,35 @@ def test_outcome_counts():
 # ---------------------------------------------------------------------------------- inputs and re-derivation
 def _one_of_each():
     from attnpaths import claims as c
+
     return [
         c.directional_z("z", "s", source="x", statistic="d", estimate=0.3, se=0.1, level=0.01, num_tests=2),
         c.replicate_t("t", "s", source="x", statistic="d", differences=[0.1, 0.2, 0.15, 0.12], level=0.05),
-        c.permutation("p", "s", source="x", statistic="r", value=0.4, p_greater=0.002, p_smaller=0.999,
-                      test="permutation test over 500 draws", level=0.01),
+        c.permutation(
+            "p",
+            "s",
+            source="x",
+            statistic="r",
+            value=0.4,
+            p_greater=0.002,
+            p_smaller=0.999,
+            test="permutation test over 500 draws",
+            level=0.01,
+        ),
         c.equivalence("e", "s", source="x", statistic="m", deviation=[0.01, -0.02], se=[0.01, 0.01], margin=0.1),
-        c.replicate_equivalence("r", "s", source="x", statistic="m", replicates=[0.1, 0.12, 0.09], reference=0.1,
-                                margin=0.05),
+        c.replicate_equivalence(
+            "r", "s", source="x", statistic="m", replicates=[0.1, 0.12, 0.09], reference=0.1, margin=0.05
+        ),
         c.exact("x", "s", source="x", statistic="v", value=2.0, criterion="v > 0", satisfied=True),
-        c.all_of("a", "s", source="x", parts=[
-            c.replicate_t("a", "p1", source="x", statistic="d1", differences=[1.0, 1.1, 0.9], num_tests=2),
-            c.replicate_t("a", "p2", source="x", statistic="d2", differences=[-1.0, -1.1, -0.9], num_tests=2)]),
+        c.all_of(
+            "a",
+            "s",
+            source="x",
+            parts=[
+                c.replicate_t("a", "p1", source="x", statistic="d1", differences=[1.0, 1.1, 0.9], num_tests=2),
+                c.replicate_t("a", "p2", source="x", statistic="d2", differences=[-1.0, -1.1, -0.9], num_tests=2),
+            ],
+        ),
     ]
 
 
@@ -299,6 +352,7 @@ def test_every_constructor_records_its_inputs_and_rederive_reproduces_the_verdic
     import json
 
     from attnpaths.claims import Verdict, rederive
+
     for verdict in _one_of_each():
         assert verdict.inputs is not None and "test" in verdict.inputs
         stored = Verdict.from_dict(json.loads(json.dumps(verdict.to_dict())))
@@ -310,6 +364,7 @@ def test_rederive_sees_a_verdict_that_its_inputs_do_not_support():
     import dataclasses
 
     from attnpaths.claims import Outcome, rederive
+
     for verdict in _one_of_each():
         flipped = Outcome.CONTRADICTED if verdict.outcome is not Outcome.CONTRADICTED else Outcome.HOLDS
         assert rederive(dataclasses.replace(verdict, outcome=flipped)).outcome is verdict.outcome
@@ -322,6 +377,7 @@ def test_rederive_sees_a_verdict_that_its_inputs_do_not_support():
 
 def test_all_of_requires_parts_built_for_its_correction():
     from attnpaths import claims as c
+
     part = dict(source="x", statistic="d", differences=[1.0, 1.1, 0.9])
     with pytest.raises(ValueError, match="num_tests=2"):
         c.all_of("a", "s", source="x", parts=[c.replicate_t("a", "p", **part), c.replicate_t("a", "q", **part)])
@@ -333,6 +389,7 @@ def test_all_of_requires_parts_built_for_its_correction():
 
 def test_by_outcome_follows_the_weakest_verdict():
     from attnpaths import claims as c
+
     holds = c.exact("h", "s", source="x", statistic="v", value=1.0, criterion="v > 0", satisfied=True)
     fails = c.exact("f", "s|t", source="x", statistic="v", value=-1.0, criterion="v > 0", satisfied=False)
     ns = _one_of_each()[4]

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths.hmc.depth import claims as dc
 from attnpaths.claims import Outcome
 from attnpaths.experiments import finite_width as fw
 from attnpaths.experiments import sampling
 from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
 from attnpaths.hmc.data import HMCTask
+from attnpaths.hmc.depth import claims as dc
 from attnpaths.hmc.depth.networks import three_layer_network
 
 HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
@@ -22,10 +22,20 @@ HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRA
 
 def _point(U, se, width=30, accuracy=0.9):
     U = np.asarray(U, dtype=float)
-    return sampling.SampledPoint(width=width, accuracy=accuracy, accuracy_mc_sd=0.002, mean=np.zeros(3),
-                                 mean_se=np.ones(3), sd=np.ones(3), kernel_mean=np.zeros(3), U=U,
-                                 U_se=np.full(U.shape, se), U_sd=np.ones(U.shape), U_ess=np.ones(U.shape),
-                                 diagnostics={})
+    return sampling.SampledPoint(
+        width=width,
+        accuracy=accuracy,
+        accuracy_mc_sd=0.002,
+        mean=np.zeros(3),
+        mean_se=np.ones(3),
+        sd=np.ones(3),
+        kernel_mean=np.zeros(3),
+        U=U,
+        U_se=np.full(U.shape, se),
+        U_sd=np.ones(U.shape),
+        U_ess=np.ones(U.shape),
+        diagnostics={},
+    )
 
 
 def _exact(U, se, width=30):
@@ -40,13 +50,13 @@ def test_exact_mean_agreement_holds_within_the_margin_and_fails_for_a_U_scaled_b
     ok = dc.exact_mean_agreement("a", points=points, exact={30: _exact(U, 0.01)}, reference_accuracy={30: 0.9})
     assert ok.outcome is HOLDS and ok.source == dc.SOURCE
     assert "N=10" not in ok.measured  # only the widths with an exact mean are compared
-    wrong = dc.exact_mean_agreement("a", points=points, exact={30: _exact(1.2 * U, 0.01)},
-                                    reference_accuracy={30: 0.9})
+    wrong = dc.exact_mean_agreement("a", points=points, exact={30: _exact(1.2 * U, 0.01)}, reference_accuracy={30: 0.9})
     assert wrong.outcome is CONTRADICTED
     off = dc.exact_mean_agreement("a", points=points, exact={30: _exact(U, 0.01)}, reference_accuracy={30: 0.85})
     assert off.outcome is CONTRADICTED
-    short = dc.exact_mean_agreement("a", points={30: _point(U, 0.5)}, exact={30: _exact(U, 0.5)},
-                                    reference_accuracy={30: 0.9})
+    short = dc.exact_mean_agreement(
+        "a", points={30: _point(U, 0.5)}, exact={30: _exact(U, 0.5)}, reference_accuracy={30: 0.9}
+    )
     assert short.outcome is NS
     with pytest.raises(ValueError, match="missing \\[100\\]"):
         dc.exact_mean_agreement("a", points=points, exact={100: _exact(U, 0.01, 100)}, reference_accuracy={100: 0.9})
@@ -63,8 +73,9 @@ def test_exact_mean_agreement_power_falls_with_the_monte_carlo_errors():
     noisy = dc.exact_mean_agreement_power(points={30: _point(U, 0.5)}, exact={30: _exact(U, 0.5)}, **kwargs)
     assert precise > 0.99 and noisy < 0.01
     with pytest.raises(ValueError, match="missing \\[100\\]"):
-        dc.exact_mean_agreement_power(points={30: _point(U, 0.01)}, exact={100: _exact(U, 0.01, 100)},
-                                      reference_accuracy={100: 0.9})
+        dc.exact_mean_agreement_power(
+            points={30: _point(U, 0.01)}, exact={100: _exact(U, 0.01, 100)}, reference_accuracy={100: 0.9}
+        )
 
 
 # ------------------------------------------------------------------------------------ (b) finite width vs GP
@@ -117,15 +128,20 @@ def test_cross_path_weights_hold_at_finite_width_and_are_contradicted_by_wrong_i
     # samples whose cross weight has the opposite sign beyond doubt
     flipped = sampled.copy()
     flipped[0, 1] = flipped[1, 0] = -sampled[0, 1]
-    assert dc.cross_path_weights("c", theory_U=U, sampled_U=flipped, sampled_U_se=np.full((3, 3), 0.1),
-                                 **args).outcome is CONTRADICTED
+    assert (
+        dc.cross_path_weights("c", theory_U=U, sampled_U=flipped, sampled_U_se=np.full((3, 3), 0.1), **args).outcome
+        is CONTRADICTED
+    )
     assert ok.inputs["test"] == "directional_z"
     # samples of a network without cross weights (the GP value) and large errors: not significant
-    assert dc.cross_path_weights("c", theory_U=U, sampled_U=np.eye(3), sampled_U_se=np.full((3, 3), 0.5),
-                                 **args).outcome is NS
+    assert (
+        dc.cross_path_weights("c", theory_U=U, sampled_U=np.eye(3), sampled_U_se=np.full((3, 3), 0.5), **args).outcome
+        is NS
+    )
     with pytest.raises(ValueError, match="sampled_width"):
-        dc.cross_path_weights("c", theory_U=U, sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1),
-                              widths=widths, sampled_width=20)
+        dc.cross_path_weights(
+            "c", theory_U=U, sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1), widths=widths, sampled_width=20
+        )
 
 
 def test_cross_weight_decay_is_a_structural_check_that_sees_growing_or_constant_cross_weights():
@@ -151,10 +167,20 @@ def deep_small_problem():
     data = path_data(three_layer_network(train), train, test)
     T, N = 0.1, 30
     curve = theory_sweep(data, [N, 100, 1000], [T], progress=False)
-    point = sampling.sample_posterior(data, N, T, torch.Generator().manual_seed(1), num_warmup=100,
-                                      num_samples=1000, num_chains=2, progress=False)
-    exact = sampling.exact_order_parameter(data, N, T, torch.Generator().manual_seed(2), num_chains=32,
-                                           num_warmup=400, num_samples=300, thin=4, progress=False)
+    point = sampling.sample_posterior(
+        data, N, T, torch.Generator().manual_seed(1), num_warmup=100, num_samples=1000, num_chains=2, progress=False
+    )
+    exact = sampling.exact_order_parameter(
+        data,
+        N,
+        T,
+        torch.Generator().manual_seed(2),
+        num_chains=32,
+        num_warmup=400,
+        num_samples=300,
+        thin=4,
+        progress=False,
+    )
     return curve, point, exact
 
 
@@ -164,8 +190,14 @@ def test_depth_claims_on_real_samples_of_the_three_layer_network(deep_small_prob
     assert dc.exact_mean_agreement("a", exact={30: exact}, **kwargs).outcome is not CONTRADICTED
     scaled = dataclass_replace(exact, U=1.5 * exact.U)
     assert dc.exact_mean_agreement("a", exact={30: scaled}, **kwargs).outcome is CONTRADICTED
-    cross = dc.cross_path_weights("c", widths=curve.widths, theory_U=curve.U_figure[:, 0], sampled_U=point.U,
-                                  sampled_U_se=point.U_se, sampled_width=30)
+    cross = dc.cross_path_weights(
+        "c",
+        widths=curve.widths,
+        theory_U=curve.U_figure[:, 0],
+        sampled_U=point.U,
+        sampled_U_se=point.U_se,
+        sampled_width=30,
+    )
     assert cross.outcome is not CONTRADICTED
 
 
@@ -205,6 +237,7 @@ def test_claims_a_and_d_compare_the_layers_above_the_first(deep_small_problem):
     assert off.outcome is CONTRADICTED and "U_2[" in off.measured
     # claim d with the theory's upper layers: the entries of every layer enter
     upper = {w: curve.upper_U_at(w)}
-    d = fw.saddle_point_agreement("d", exact={w: exact}, theory_U={w: curve.U_at(w)}, theory_upper=upper,
-                                  num_paths=8, max_epsilon=0.5)
+    d = fw.saddle_point_agreement(
+        "d", exact={w: exact}, theory_U={w: curve.U_at(w)}, theory_upper=upper, num_paths=8, max_epsilon=0.5
+    )
     assert len(d.inputs["deviation"]) == sum(n * (n + 1) // 2 for n in (n_1, n_2, n_3))

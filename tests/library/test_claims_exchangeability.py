@@ -52,8 +52,9 @@ def _bad(v):
 
 @pytest.fixture(scope="module")
 def e1():
-    return gaussian_representation_experiment(_rng(1), lengths=[1, 4, 32], num_sequences=3000, readout=U, tau=1.0,
-                                              sigma=2.0, label_noise=0.1)
+    return gaussian_representation_experiment(
+        _rng(1), lengths=[1, 4, 32], num_sequences=3000, readout=U, tau=1.0, sigma=2.0, label_noise=0.1
+    )
 
 
 def test_e1_1_bayes_risk_against_a_wrong_closed_form(e1):
@@ -131,8 +132,9 @@ BETAS = [0.75, 1.0, 1.25]
 
 
 def _temperature_run(length, betas, n, seed):
-    return attention_error_vs_length(_rng(seed), np.array([b * INV for b in betas]), lengths=[length], num_sequences=n,
-                                     **M3)
+    return attention_error_vs_length(
+        _rng(seed), np.array([b * INV for b in betas]), lengths=[length], num_sequences=n, **M3
+    )
 
 
 def test_e2_4_unit_temperature_optimal_at_large_length_not_at_small():
@@ -159,8 +161,14 @@ def test_e2_5_softer_temperature_against_a_sharper_one():
 
 @pytest.fixture(scope="module")
 def e2b():
-    return bandwidth_experiment(_rng(7), lengths=[64, 256, 1024, 4096], bandwidths=np.geomspace(0.02, 1.0, 16),
-                                num_sequences=300, query=0.7, value_noise=0.3)
+    return bandwidth_experiment(
+        _rng(7),
+        lengths=[64, 256, 1024, 4096],
+        bandwidths=np.geomspace(0.02, 1.0, 16),
+        num_sequences=300,
+        query=0.7,
+        value_noise=0.3,
+    )
 
 
 def test_e2b_1_e2b_2_bandwidth_rates_against_an_untuned_bandwidth(e2b):
@@ -168,15 +176,23 @@ def test_e2b_1_e2b_2_bandwidth_rates_against_an_untuned_bandwidth(e2b):
         _ok(v)
     # an estimator that does not tune its bandwidth (the grid reduced to h = 0.3): no rate in L
     k = int(np.argmin(np.abs(e2b.bandwidths - 0.3)))
-    h_fixed, mse_fixed = V.bandwidth_rate_verdicts(_rng(8), e2b.lengths, e2b.bandwidths[k:k + 1],
-                                                   e2b.sq_error[:, :, k:k + 1], num_bootstrap=200)
+    h_fixed, mse_fixed = V.bandwidth_rate_verdicts(
+        _rng(8), e2b.lengths, e2b.bandwidths[k : k + 1], e2b.sq_error[:, :, k : k + 1], num_bootstrap=200
+    )
     _bad(h_fixed)
     _bad(mse_fixed)
 
 
 def _cme(**kwargs):
-    return cme_vs_softmax_experiment(_rng(9), lengths=[32, 256], num_sequences=20, queries=np.linspace(-1.5, 1.5, 5),
-                                     bandwidth=0.3, value_noise=0.3, **kwargs)
+    return cme_vs_softmax_experiment(
+        _rng(9),
+        lengths=[32, 256],
+        num_sequences=20,
+        queries=np.linspace(-1.5, 1.5, 5),
+        bandwidth=0.3,
+        value_noise=0.3,
+        **kwargs,
+    )
 
 
 def test_e2c_1_cme_decrease_against_a_growing_ridge():
@@ -197,8 +213,17 @@ def test_e2c_2_cme_against_an_oversmoothed_cme():
 
 @pytest.fixture(scope="module")
 def e3():
-    return erm_experiment(_rng(10), "supervised", lengths=[4, 512], sample_sizes=[200, 1600], repetitions=6,
-                          test_size=2000, reference_size=3000, key_cov=SIGMA, value_noise=0.5)
+    return erm_experiment(
+        _rng(10),
+        "supervised",
+        lengths=[4, 512],
+        sample_sizes=[200, 1600],
+        repetitions=6,
+        test_size=2000,
+        reference_size=3000,
+        key_cov=SIGMA,
+        value_noise=0.5,
+    )
 
 
 def test_e3_1_approximation_against_a_wrong_target(e3):
@@ -269,7 +294,9 @@ def test_stratified_rank_test_is_the_exact_permutation_test():
     assert out["p_smaller"] == pytest.approx(np.mean(null <= out["U"]))
     assert out["smallest_p"] == pytest.approx(0.1**2)
     # a level below the smallest attainable p is reported
-    v = V.sample_size_verdict("supervised", [50, 800], np.stack([a[:, :2], b], axis=1) + 10 * np.eye(2)[None, 0, :, None])
+    v = V.sample_size_verdict(
+        "supervised", [50, 800], np.stack([a[:, :2], b], axis=1) + 10 * np.eye(2)[None, 0, :, None]
+    )
     assert "not attainable" in v.measured and v.outcome is Outcome.NOT_SIGNIFICANT
     with pytest.raises(ValueError, match="larger and smaller"):
         V.stratified_rank_test(a, b[:1])
@@ -287,8 +314,9 @@ def test_e3_4_softening_against_a_wrong_desired_parameter(e3):
 
 @pytest.fixture(scope="module")
 def e4():
-    return transfer_experiment(_rng(12), condition_numbers=[1, 4, 16], length=256, num_sequences=4000,
-                               value_noise=0.5, label_noise=0.05)
+    return transfer_experiment(
+        _rng(12), condition_numbers=[1, 4, 16], length=256, num_sequences=4000, value_noise=0.5, label_noise=0.05
+    )
 
 
 def test_e4_1_transfer_ratio_against_the_worst_case(e4):
@@ -306,11 +334,19 @@ def test_e4_2_pretraining_against_reversed_condition_numbers(e4):
 
 
 def test_all_positive_decides_on_the_weakest_entry():
-    assert V.all_positive("c", "s", source="t", statistic="x", estimates=[5.0, 3.5], ses=[1.0, 1.0],
-                          labels=["a", "b"]).outcome is Outcome.HOLDS
+    assert (
+        V.all_positive(
+            "c", "s", source="t", statistic="x", estimates=[5.0, 3.5], ses=[1.0, 1.0], labels=["a", "b"]
+        ).outcome
+        is Outcome.HOLDS
+    )
     # z = 2.5 clears the one-sided 1 % threshold of one test (2.33), not that of two (2.58)
-    assert V.all_positive("c", "s", source="t", statistic="x", estimates=[5.0, 2.5], ses=[1.0, 1.0],
-                          labels=["a", "b"]).outcome is Outcome.NOT_SIGNIFICANT
+    assert (
+        V.all_positive(
+            "c", "s", source="t", statistic="x", estimates=[5.0, 2.5], ses=[1.0, 1.0], labels=["a", "b"]
+        ).outcome
+        is Outcome.NOT_SIGNIFICANT
+    )
     _bad(V.all_positive("c", "s", source="t", statistic="x", estimates=[5.0, -3.0], ses=[1.0, 1.0], labels=["a", "b"]))
     with pytest.raises(ValueError, match="same non-zero length"):
         V.all_positive("c", "s", source="t", statistic="x", estimates=[1.0], ses=[1.0], labels=["a", "b"])

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from attnpaths.experiments import finite_width as fw
 from attnpaths.claims import Outcome
-from attnpaths.hmc import claims as hmc_claims
+from attnpaths.experiments import finite_width as fw
 from attnpaths.experiments import sampling
 from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
 from attnpaths.hmc import bands as ex
+from attnpaths.hmc import claims as hmc_claims
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network
 
@@ -33,7 +33,7 @@ def _predictions(n, accuracy, rng):
 def test_paired_accuracy_sd_counts_discordant_points():
     y = np.array([1.0, 1.0, -1.0, -1.0])
     a = np.array([1.0, -1.0, -1.0, 1.0])  # right, wrong, right, wrong
-    b = np.array([1.0, 1.0, 1.0, 1.0])    # right, right, wrong, wrong
+    b = np.array([1.0, 1.0, 1.0, 1.0])  # right, right, wrong, wrong
     assert math.isclose(fw.paired_accuracy_sd(a, b, y), math.sqrt(2) / 4)
 
 
@@ -60,8 +60,9 @@ def test_finite_width_advantage_power_uses_the_test_standard_error():
     se, detectable = fw.finite_width_advantage_power(theory_mean=near, gp_mean=gp, labels=y, level=0.01)
     verdict = fw.finite_width_advantage("1", theory_mean=near, gp_mean=gp, labels=y, width=10)
     assert math.isclose(verdict.z * se, verdict.value) and detectable > verdict.value
-    se4, detectable4 = fw.finite_width_advantage_power(theory_mean=np.tile(near, 4), gp_mean=np.tile(gp, 4),
-                                                       labels=np.tile(y, 4), level=0.01)
+    se4, detectable4 = fw.finite_width_advantage_power(
+        theory_mean=np.tile(near, 4), gp_mean=np.tile(gp, 4), labels=np.tile(y, 4), level=0.01
+    )
     assert math.isclose(se4, se / 2) and math.isclose(detectable4, detectable / 2)
 
 
@@ -70,20 +71,24 @@ def test_advantage_over_data_sets_needs_both_the_gain_and_the_approach():
     gp = 0.82 + 0.01 * rng.standard_normal(8)
     small = gp + 0.10 + 0.01 * rng.standard_normal(8)
     large = gp + 0.005 * rng.standard_normal(8)
-    v = fw.finite_width_advantage_over_data_sets("1", accuracy_small=small, accuracy_large=large, gp_accuracy=gp,
-                                                 widths=(10, 1000))
+    v = fw.finite_width_advantage_over_data_sets(
+        "1", accuracy_small=small, accuracy_large=large, gp_accuracy=gp, widths=(10, 1000)
+    )
     assert v.outcome is HOLDS and v.correction == "Bonferroni over 2 parts"
     # the GP line above the theory: contradicted
-    below = fw.finite_width_advantage_over_data_sets("1", accuracy_small=gp - 0.1, accuracy_large=large,
-                                                     gp_accuracy=gp, widths=(10, 1000))
+    below = fw.finite_width_advantage_over_data_sets(
+        "1", accuracy_small=gp - 0.1, accuracy_large=large, gp_accuracy=gp, widths=(10, 1000)
+    )
     assert below.outcome is CONTRADICTED
     # widths reversed: the gap grows with N instead of shrinking
-    reversed_ = fw.finite_width_advantage_over_data_sets("1", accuracy_small=large + 0.01, accuracy_large=small,
-                                                         gp_accuracy=gp, widths=(10, 1000))
+    reversed_ = fw.finite_width_advantage_over_data_sets(
+        "1", accuracy_small=large + 0.01, accuracy_large=small, gp_accuracy=gp, widths=(10, 1000)
+    )
     assert reversed_.outcome is CONTRADICTED
     with pytest.raises(ValueError, match="one shape"):
-        fw.finite_width_advantage_over_data_sets("1", accuracy_small=small[:3], accuracy_large=large, gp_accuracy=gp,
-                                                 widths=(10, 1000))
+        fw.finite_width_advantage_over_data_sets(
+            "1", accuracy_small=small[:3], accuracy_large=large, gp_accuracy=gp, widths=(10, 1000)
+        )
 
 
 # ------------------------------------------------------------------------------------------------ claim 3
@@ -116,9 +121,18 @@ def test_kernel_alignment_and_swapped_kernels():
 # ------------------------------------------------------------------------------------------------ claim 2
 def _point(U, U_se, *, width=100, accuracy=0.9, accuracy_mc_sd=0.002):
     return sampling.SampledPoint(
-        width=width, accuracy=accuracy, accuracy_mc_sd=accuracy_mc_sd, mean=np.ones(4), mean_se=np.full(4, 0.01),
-        sd=np.full(4, 0.2), kernel_mean=np.ones(4), U=U, U_se=np.full_like(U, U_se), U_sd=np.full_like(U, 1.0),
-        U_ess=np.full_like(U, 100.0), diagnostics={},
+        width=width,
+        accuracy=accuracy,
+        accuracy_mc_sd=accuracy_mc_sd,
+        mean=np.ones(4),
+        mean_se=np.full(4, 0.01),
+        sd=np.full(4, 0.2),
+        kernel_mean=np.ones(4),
+        U=U,
+        U_se=np.full_like(U, U_se),
+        U_sd=np.full_like(U, 1.0),
+        U_ess=np.full_like(U, 100.0),
+        diagnostics={},
     )
 
 
@@ -130,8 +144,9 @@ def test_sample_agreement_holds_within_the_margin_and_fails_for_a_U_scaled_by_1_
     scaled = fw.sample_agreement("2", points=points, reference_accuracy={100: 0.9}, reference_U={100: 1.2 * U})
     assert scaled.outcome is CONTRADICTED
     # the accuracy 5 points off is contradicted too, whatever U does
-    off = fw.sample_agreement("2", points=[_point(U, 0.01, accuracy=0.85)], reference_accuracy={100: 0.9},
-                              reference_U={100: U})
+    off = fw.sample_agreement(
+        "2", points=[_point(U, 0.01, accuracy=0.85)], reference_accuracy={100: 0.9}, reference_U={100: U}
+    )
     assert off.outcome is CONTRADICTED
     # runs too short to resolve the margin: not significant
     short = fw.sample_agreement("2", points=[_point(U, 0.5)], reference_accuracy={100: 0.9}, reference_U={100: U})
@@ -149,17 +164,31 @@ def sampled_small_problem():
     data = path_data(four_path_network(train), train, test)
     T, N = 0.1, 10
     curve = theory_sweep(data, [N], [T], progress=False)
-    point = sampling.sample_posterior(data, N, T, torch.Generator().manual_seed(1), num_warmup=100,
-                                      num_samples=2000, num_chains=2, progress=False)
-    exact = sampling.exact_order_parameter(data, N, T, torch.Generator().manual_seed(2), num_chains=32,
-                                           num_warmup=300, num_samples=600, thin=3, progress=False)
+    point = sampling.sample_posterior(
+        data, N, T, torch.Generator().manual_seed(1), num_warmup=100, num_samples=2000, num_chains=2, progress=False
+    )
+    exact = sampling.exact_order_parameter(
+        data,
+        N,
+        T,
+        torch.Generator().manual_seed(2),
+        num_chains=32,
+        num_warmup=300,
+        num_samples=600,
+        thin=3,
+        progress=False,
+    )
     return curve, point, exact
 
 
 def test_sample_agreement_on_real_samples_and_the_exact_mean_scaled_by_1_2(sampled_small_problem):
     curve, point, exact = sampled_small_problem
-    kwargs = dict(points=[point], reference_accuracy={10: curve.accuracy["test"][0, 0]}, reference_U_se={10: exact.U_se},
-                  margin_accuracy=0.1)
+    kwargs = dict(
+        points=[point],
+        reference_accuracy={10: curve.accuracy["test"][0, 0]},
+        reference_U_se={10: exact.U_se},
+        margin_accuracy=0.1,
+    )
     right = fw.sample_agreement("2", reference_U={10: exact.U}, **kwargs)
     assert right.outcome is not CONTRADICTED
     wrong = fw.sample_agreement("2", reference_U={10: 1.2 * exact.U}, **kwargs)
@@ -169,8 +198,10 @@ def test_sample_agreement_on_real_samples_and_the_exact_mean_scaled_by_1_2(sampl
 def test_saddle_point_agreement_at_large_width_and_a_wrong_action():
     U = np.array([[1.3, -0.05], [-0.05, 1.2]])
     exact_mean = sampling.ExactOrderParameter
-    exact = {10: exact_mean(width=10, U=2 * U, U_se=np.full((2, 2), 0.01), mode=U, diagnostics={}),
-             100: exact_mean(width=100, U=U * 1.003, U_se=np.full((2, 2), 0.001), mode=U, diagnostics={})}
+    exact = {
+        10: exact_mean(width=10, U=2 * U, U_se=np.full((2, 2), 0.01), mode=U, diagnostics={}),
+        100: exact_mean(width=100, U=U * 1.003, U_se=np.full((2, 2), 0.001), mode=U, diagnostics={}),
+    }
     # N = 10 is left out: (n + 1) / N = 0.3 exceeds SADDLE_MAX_EPSILON, so its large shift is not tested
     ok = fw.saddle_point_agreement("2b", exact=exact, theory_U={10: U, 100: U}, num_paths=2)
     assert ok.outcome is HOLDS and "N = 100" in ok.measured and "N=10:" not in ok.measured
@@ -181,8 +212,10 @@ def test_saddle_point_agreement_at_large_width_and_a_wrong_action():
     wrong = fw.saddle_point_agreement("2b", exact=exact, theory_U={10: U, 100: 1.2 * U}, num_paths=2)
     assert wrong.outcome is CONTRADICTED
     weak_entropy = np.eye(2) + 1.1 * (U - np.eye(2))
-    assert fw.saddle_point_agreement("2b", exact=exact, theory_U={10: U, 100: weak_entropy},
-                                     num_paths=2).outcome is CONTRADICTED
+    assert (
+        fw.saddle_point_agreement("2b", exact=exact, theory_U={10: U, 100: weak_entropy}, num_paths=2).outcome
+        is CONTRADICTED
+    )
     with pytest.raises(ValueError, match="N >= 60"):
         fw.saddle_point_agreement("2b", exact={10: exact[10]}, theory_U={10: U}, num_paths=2)
 
@@ -216,14 +249,20 @@ def test_path_interplay_and_its_wrong_inputs():
     v = hmc_claims.path_interplay("6", U_small=small, U_large=large, names=names, widths=(10, 1000))
     assert v.outcome is HOLDS and v.correction == "Bonferroni over 6 parts"
     flipped, _ = _interplay(6, rng, u_gd=+4.0)
-    assert hmc_claims.path_interplay("6", U_small=flipped, U_large=large, names=names,
-                                     widths=(10, 1000)).outcome is CONTRADICTED
+    assert (
+        hmc_claims.path_interplay("6", U_small=flipped, U_large=large, names=names, widths=(10, 1000)).outcome
+        is CONTRADICTED
+    )
     raised, _ = _interplay(6, rng, a1=1.6)
-    assert hmc_claims.path_interplay("6", U_small=raised, U_large=large, names=names,
-                                     widths=(10, 1000)).outcome is CONTRADICTED
+    assert (
+        hmc_claims.path_interplay("6", U_small=raised, U_large=large, names=names, widths=(10, 1000)).outcome
+        is CONTRADICTED
+    )
     # widths reversed: |U_gd| would grow with N
-    assert hmc_claims.path_interplay("6", U_small=large, U_large=small, names=names,
-                                     widths=(10, 1000)).outcome is CONTRADICTED
+    assert (
+        hmc_claims.path_interplay("6", U_small=large, U_large=small, names=names, widths=(10, 1000)).outcome
+        is CONTRADICTED
+    )
 
 
 # ------------------------------------------------------------------------------------------------ end to end
@@ -231,20 +270,27 @@ def test_claims_on_real_theory_curves_hold_and_fail_with_widths_reversed():
     """Claims 1, 3, 4, 5 and 6 on four small independently drawn HMC data sets, then on the same numbers with
     the widths reversed (a theory whose finite-width effects grow with N)."""
     sets = ex.draw_data_sets(4, torch.Generator().manual_seed(11), num_train=60, num_test=300)
-    band = ex.data_set_band(sets, four_path_network, [10, 1000], 0.01, gp_references=True, pc_width=10,
-                            progress=False)
+    band = ex.data_set_band(sets, four_path_network, [10, 1000], 0.01, gp_references=True, pc_width=10, progress=False)
     args = dict(widths=(10, 1000))
     assert fw.gp_limit_approach("3", U_small=band.U[:, 0], U_large=band.U[:, -1], **args).outcome is HOLDS
     assert fw.gp_limit_approach("3", U_small=band.U[:, -1], U_large=band.U[:, 0], **args).outcome is CONTRADICTED
-    assert hmc_claims.path_interplay("6", U_small=band.U[:, 0], U_large=band.U[:, -1], names=band.names,
-                                     **args).outcome is not CONTRADICTED
-    assert hmc_claims.path_interplay("6", U_small=band.U[:, -1], U_large=band.U[:, 0], names=band.names,
-                                     **args).outcome is CONTRADICTED
+    assert (
+        hmc_claims.path_interplay("6", U_small=band.U[:, 0], U_large=band.U[:, -1], names=band.names, **args).outcome
+        is not CONTRADICTED
+    )
+    assert (
+        hmc_claims.path_interplay("6", U_small=band.U[:, -1], U_large=band.U[:, 0], names=band.names, **args).outcome
+        is CONTRADICTED
+    )
     frac = band.label_fraction
-    assert fw.kernel_alignment("4", fraction_fw=frac["finite_width"], fraction_gp=frac["gp"], k=5,
-                               width=10).outcome is HOLDS
-    assert fw.kernel_alignment("4", fraction_fw=frac["gp"], fraction_gp=frac["finite_width"], k=5,
-                               width=10).outcome is CONTRADICTED
+    assert (
+        fw.kernel_alignment("4", fraction_fw=frac["finite_width"], fraction_gp=frac["gp"], k=5, width=10).outcome
+        is HOLDS
+    )
+    assert (
+        fw.kernel_alignment("4", fraction_fw=frac["gp"], fraction_gp=frac["finite_width"], k=5, width=10).outcome
+        is CONTRADICTED
+    )
     adv = dict(accuracy_small=band.accuracy[:, 0], accuracy_large=band.accuracy[:, -1], gp_accuracy=band.gp["all"])
     assert fw.finite_width_advantage_over_data_sets("1", **adv, **args).outcome is not CONTRADICTED
     swapped = dict(adv, accuracy_small=band.gp["all"] - (band.accuracy[:, 0] - band.gp["all"]))
@@ -265,34 +311,72 @@ def _fake_run(label, names, rng, *, n_sets=6, n_test=400, U_scale=1.0, gp_lines=
     y = np.where(np.arange(n_test) < n_test // 2, 1.0, -1.0)
     right = lambda k: np.where(np.arange(n_test) < k, y, -y)  # noqa: E731
     curve = SimpleNamespace(
-        widths=widths, names=tuple(names), U=np.stack([U_theory[w] for w in widths])[:, None],
-        index=lambda w: int(np.flatnonzero(widths == w)[0]), U_at=lambda w: U_theory[int(w)],
+        widths=widths,
+        names=tuple(names),
+        U=np.stack([U_theory[w] for w in widths])[:, None],
+        index=lambda w: int(np.flatnonzero(widths == w)[0]),
+        U_at=lambda w: U_theory[int(w)],
         means={"test": np.stack([right(380), right(360), right(345)])[:, None]},
         accuracy={"test": np.array([[0.95], [0.9], [0.8625]])},
-        gp=SimpleNamespace(means={"test": right(340)[None, None]}))
+        gp=SimpleNamespace(means={"test": right(340)[None, None]}),
+    )
     noise = lambda scale, shape: scale * rng.standard_normal(shape)  # noqa: E731
-    band_U = np.stack([np.stack([U_theory[10] + noise(0.05, (n, n)), U_theory[1000] + noise(0.01, (n, n))], axis=0)
-                       for _ in range(n_sets)])
+    band_U = np.stack(
+        [
+            np.stack([U_theory[10] + noise(0.05, (n, n)), U_theory[1000] + noise(0.01, (n, n))], axis=0)
+            for _ in range(n_sets)
+        ]
+    )
     band_U = (band_U + np.swapaxes(band_U, -1, -2)) / 2
     gp_all = 0.8 + noise(0.01, n_sets)
     band = SimpleNamespace(
         accuracy=np.stack([gp_all + 0.1 + noise(0.01, n_sets), gp_all + 0.005 + noise(0.003, n_sets)], axis=1),
-        gp={line: gp_all + shift + noise(0.005 * (shift > 0), n_sets)
-            for line, shift in zip(gp_lines, (0.0, 0.05, 0.08))},
-        U=band_U, names=tuple(names),
-        label_fraction={"finite_width": 0.6 + noise(0.02, n_sets), "gp": 0.3 + noise(0.02, n_sets)})
-    samples = {w: sampling.SampledPoint(
-        width=w, accuracy=float(curve.accuracy["test"][curve.index(w), 0]), accuracy_mc_sd=0.001, mean=np.ones(4),
-        mean_se=np.full(4, 0.01), sd=np.ones(4), kernel_mean=np.ones(4), U=U_scale * U_theory[w],
-        U_se=np.full((n, n), 0.001), U_sd=np.ones((n, n)), U_ess=np.full((n, n), 1000.0), diagnostics={})
-        for w in (10, 100)}
+        gp={
+            line: gp_all + shift + noise(0.005 * (shift > 0), n_sets)
+            for line, shift in zip(gp_lines, (0.0, 0.05, 0.08))
+        },
+        U=band_U,
+        names=tuple(names),
+        label_fraction={"finite_width": 0.6 + noise(0.02, n_sets), "gp": 0.3 + noise(0.02, n_sets)},
+    )
+    samples = {
+        w: sampling.SampledPoint(
+            width=w,
+            accuracy=float(curve.accuracy["test"][curve.index(w), 0]),
+            accuracy_mc_sd=0.001,
+            mean=np.ones(4),
+            mean_se=np.full(4, 0.01),
+            sd=np.ones(4),
+            kernel_mean=np.ones(4),
+            U=U_scale * U_theory[w],
+            U_se=np.full((n, n), 0.001),
+            U_sd=np.ones((n, n)),
+            U_ess=np.full((n, n), 1000.0),
+            diagnostics={},
+        )
+        for w in (10, 100)
+    }
     # the exact means, and those of the actions with the entropy weighted by 0.9 and 1.1 (effect ~ 1 / (c N))
-    exact = {w: sampling.ExactOrderParameter(
-        width=w, U=U_theory[w], U_se=np.full((n, n), 0.001), mode=U_theory[w], diagnostics={},
-        scaled={c: sampling.ExactOrderParameter(width=int(c * w), U=np.eye(n) + (U_theory[w] - np.eye(n)) / c,
-                                                U_se=np.full((n, n), 0.001), mode=U_theory[w], diagnostics={})
-                for c in (0.9, 1.1)})
-        for w in (10, 100)}
+    exact = {
+        w: sampling.ExactOrderParameter(
+            width=w,
+            U=U_theory[w],
+            U_se=np.full((n, n), 0.001),
+            mode=U_theory[w],
+            diagnostics={},
+            scaled={
+                c: sampling.ExactOrderParameter(
+                    width=int(c * w),
+                    U=np.eye(n) + (U_theory[w] - np.eye(n)) / c,
+                    U_se=np.full((n, n), 0.001),
+                    mode=U_theory[w],
+                    diagnostics={},
+                )
+                for c in (0.9, 1.1)
+            },
+        )
+        for w in (10, 100)
+    }
     return ex.NetworkRun(label, curve, band, samples, exact, y)
 
 
@@ -303,19 +387,49 @@ def test_figure_verdicts_are_the_chapters_claims_in_order_and_see_a_wrong_input(
     options = dict(pc_width=10, alignment_pcs=5, level=0.01, margin_accuracy=0.02, margin_U=0.1)
     verdicts = hmc_claims.figure_verdicts(four, two, **options)
     assert [v.claim for v in verdicts] == [
-        "1 (4 paths)", "1 (2 paths)", "1 (authors' data, 4 paths)", "1 (authors' data, 2 paths)", "2 (4 paths)",
-        "2 (2 paths)", "2w (4 paths)", "2w (2 paths)", "2b (4 paths)", "2b (2 paths)", "3 (4 paths)", "3 (2 paths)",
-        "4", "5", "6 (4 paths)", "6 (2 paths)"]
+        "1 (4 paths)",
+        "1 (2 paths)",
+        "1 (authors' data, 4 paths)",
+        "1 (authors' data, 2 paths)",
+        "2 (4 paths)",
+        "2 (2 paths)",
+        "2w (4 paths)",
+        "2w (2 paths)",
+        "2b (4 paths)",
+        "2b (2 paths)",
+        "3 (4 paths)",
+        "3 (2 paths)",
+        "4",
+        "5",
+        "6 (4 paths)",
+        "6 (2 paths)",
+    ]
     assert all(v.outcome is HOLDS for v in verdicts), [v.sentence() for v in verdicts if v.outcome is not HOLDS]
     # each verdict is the claim's own test on the right inputs
     assert verdicts[0] == fw.finite_width_advantage_over_data_sets(
-        "1 (4 paths)", accuracy_small=four.band.accuracy[:, 0], accuracy_large=four.band.accuracy[:, -1],
-        gp_accuracy=four.band.gp["all"], widths=(10, 1000), where=", 4 paths")
+        "1 (4 paths)",
+        accuracy_small=four.band.accuracy[:, 0],
+        accuracy_large=four.band.accuracy[:, -1],
+        gp_accuracy=four.band.gp["all"],
+        widths=(10, 1000),
+        where=", 4 paths",
+    )
     assert verdicts[3] == fw.finite_width_advantage(
-        "1 (authors' data, 2 paths)", theory_mean=two.curve.means["test"][0, 0],
-        gp_mean=two.curve.gp.means["test"][0, 0], labels=two.test_labels, width=10, where=", authors' data set, 2 paths")
-    assert verdicts[15] == hmc_claims.path_interplay("6 (2 paths)", U_small=two.band.U[:, 0], U_large=two.band.U[:, -1],
-                                                     names=("g", "d"), widths=(10, 1000), where=", 2 paths")
+        "1 (authors' data, 2 paths)",
+        theory_mean=two.curve.means["test"][0, 0],
+        gp_mean=two.curve.gp.means["test"][0, 0],
+        labels=two.test_labels,
+        width=10,
+        where=", authors' data set, 2 paths",
+    )
+    assert verdicts[15] == hmc_claims.path_interplay(
+        "6 (2 paths)",
+        U_small=two.band.U[:, 0],
+        U_large=two.band.U[:, -1],
+        names=("g", "d"),
+        widths=(10, 1000),
+        where=", 2 paths",
+    )
     # samples of the 2-path network 20 % off the exact mean: its claims 2 and 2w are contradicted, nothing else moves
     off = _fake_run("2 paths", ("g", "d"), np.random.default_rng(7), U_scale=1.2, gp_lines=("all",))
     moved = {v.claim: v.outcome for v in hmc_claims.figure_verdicts(four, off, **options)}
@@ -340,11 +454,20 @@ def test_power_checks_are_those_of_the_claims_tests():
     two = _fake_run("2 paths", ("g", "d"), rng, gp_lines=("all",))
     options = dict(level=0.01, margin_accuracy=0.02, margin_U=0.1)
     checks = hmc_claims.power_checks(four, two, **options)
-    assert list(checks) == ["1 (authors' data, 4 paths)", "1 (authors' data, 2 paths)", "2 (4 paths)", "2 (2 paths)",
-                            "2b (4 paths)", "2b (2 paths)"]
-    se, detectable = fw.finite_width_advantage_power(theory_mean=two.curve.means["test"][0, 0],
-                                                     gp_mean=two.curve.gp.means["test"][0, 0], labels=two.test_labels,
-                                                     level=0.01)
+    assert list(checks) == [
+        "1 (authors' data, 4 paths)",
+        "1 (authors' data, 2 paths)",
+        "2 (4 paths)",
+        "2 (2 paths)",
+        "2b (4 paths)",
+        "2b (2 paths)",
+    ]
+    se, detectable = fw.finite_width_advantage_power(
+        theory_mean=two.curve.means["test"][0, 0],
+        gp_mean=two.curve.gp.means["test"][0, 0],
+        labels=two.test_labels,
+        level=0.01,
+    )
     assert checks["1 (authors' data, 2 paths)"] == {"se": se, "detectable": detectable}
     # Monte-Carlo errors small against the margins: claim 2 holds almost surely were the samples exact
     assert checks["2 (4 paths)"]["power"] > 0.99 and checks["2b (4 paths)"]["power"] > 0.99
@@ -378,8 +501,10 @@ def test_entropy_weight_estimate_recovers_the_weight_of_the_samples_and_its_clai
     rng = np.random.default_rng(8)
     run = _fake_run("4 paths", ("g", "d", "a1", "a2"), rng)
     for true_weight in (0.95, 1.0, 1.04):
-        points = {w: dataclasses.replace(p, U=np.eye(4) + (run.exact[w].U - np.eye(4)) / true_weight)
-                  for w, p in run.samples.items()}
+        points = {
+            w: dataclasses.replace(p, U=np.eye(4) + (run.exact[w].U - np.eye(4)) / true_weight)
+            for w, p in run.samples.items()
+        }
         est = fw.entropy_weight_estimate(points=points, exact=run.exact)
         # linear in c between the scales 0.9 and 1.1 while U moves as 1/c: within 5 % of |c - 1| near c = 1
         assert est["estimate"] == pytest.approx(true_weight, abs=0.05 * abs(true_weight - 1) + 1e-3)

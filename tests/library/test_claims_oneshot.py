@@ -17,8 +17,7 @@ def test_head_scores_predict_drops_holds_when_ranks_agree_and_is_contradicted_wh
     reversed_ = os_claims.head_scores_predict_drops("7a", scores=scores, drops=-scores)
     assert reversed_.outcome is CONTRADICTED
     # shuffled scores: a weak correlation that permutations reproduce often
-    shuffled = os_claims.head_scores_predict_drops("7a", scores=scores.ravel()[[3, 0, 6, 1, 7, 2, 4, 5]],
-                                                   drops=scores)
+    shuffled = os_claims.head_scores_predict_drops("7a", scores=scores.ravel()[[3, 0, 6, 1, 7, 2, 4, 5]], drops=scores)
     assert shuffled.outcome is NS and "not attainable" not in shuffled.measured
     # 4 heads: 4! = 24 pairings, p >= 1/24 > 1 %
     four = os_claims.head_scores_predict_drops("7a", scores=[1.0, 2.0, 3.0, 4.0], drops=[1.0, 2.0, 3.0, 4.0])
@@ -41,9 +40,15 @@ def test_pruning_order_against_random_orders():
     assert os_claims.pruning_order("7b", score_curve=middle, random_curves=random_curves).outcome is NS
     # with 20 random orders p >= 1/21 > 1 %: however good the order, the verdict says the level is out of reach
     few = os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves[:20])
-    assert few.outcome is NS and few.p_value == pytest.approx(1 / 21) and "not attainable with 20 random orders" in few.measured
+    assert (
+        few.outcome is NS
+        and few.p_value == pytest.approx(1 / 21)
+        and "not attainable with 20 random orders" in few.measured
+    )
     # ... which a level above 1/21 reaches
-    assert os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves[:20], level=0.05).outcome is HOLDS
+    assert (
+        os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves[:20], level=0.05).outcome is HOLDS
+    )
     with pytest.raises(ValueError, match="random_curves"):
         os_claims.pruning_order("7b", score_curve=best[:3], random_curves=random_curves)
 
@@ -74,11 +79,25 @@ def _sweep(U, converged, temperatures=(0.1, 0.5)):
     U = np.asarray(U, dtype=float)
     shape = U.shape[:2]
     zeros = np.zeros(shape)
-    return TheorySweep(widths=np.array([10, 1000]), temperatures=np.array(temperatures), U=U, U_layers=(U,),
-                       U_a=zeros, action=zeros, gradient_norm=zeros, hessian_min_eigenvalue=zeros + 1,
-                       converged=np.asarray(converged, dtype=bool), iterations=zeros, warm_started=zeros,
-                       solve_seconds=zeros, means={}, accuracy={"test": zeros}, mse={"test": zeros},
-                       names=("1,1", "1,2"), plot_order=(0, 1))
+    return TheorySweep(
+        widths=np.array([10, 1000]),
+        temperatures=np.array(temperatures),
+        U=U,
+        U_layers=(U,),
+        U_a=zeros,
+        action=zeros,
+        gradient_norm=zeros,
+        hessian_min_eigenvalue=zeros + 1,
+        converged=np.asarray(converged, dtype=bool),
+        iterations=zeros,
+        warm_started=zeros,
+        solve_seconds=zeros,
+        means={},
+        accuracy={"test": zeros},
+        mse={"test": zeros},
+        names=("1,1", "1,2"),
+        plot_order=(0, 1),
+    )
 
 
 def test_gp_approach_ratios_check_every_certified_temperature():
@@ -109,8 +128,9 @@ def test_sample_agreements_compare_each_sampled_width_with_the_selected_saddle_p
         return SimpleNamespace(width=width, accuracy=accuracy, accuracy_mc_sd=1e-4, U=U_sampled, U_se=se)
 
     good = {10: point(10, 0.80, U), 1000: point(1000, 0.851, U + 0.001)}
-    verdicts = os_claims.sample_agreements("2", good, selection=selection, grid=grid, margin_accuracy=0.02,
-                                           margin_U=0.1)
+    verdicts = os_claims.sample_agreements(
+        "2", good, selection=selection, grid=grid, margin_accuracy=0.02, margin_U=0.1
+    )
     assert [v.claim for v in verdicts] == ["2 (N=10)", "2 (N=1000)"]
     assert all(v.outcome is HOLDS for v in verdicts)
     # U scaled by 1.2 at N=1000, and an accuracy 5 points off at N=10: each width's claim is contradicted alone
@@ -118,16 +138,18 @@ def test_sample_agreements_compare_each_sampled_width_with_the_selected_saddle_p
     verdicts = os_claims.sample_agreements("2", bad, selection=selection, grid=grid, margin_accuracy=0.02, margin_U=0.1)
     assert [v.outcome for v in verdicts] == [CONTRADICTED, CONTRADICTED]
     with pytest.raises(ValueError, match="width"):
-        os_claims.sample_agreements("2", {20: point(20, 0.8, U)}, selection=selection, grid=grid,
-                                    margin_accuracy=0.02, margin_U=0.1)
+        os_claims.sample_agreements(
+            "2", {20: point(20, 0.8, U)}, selection=selection, grid=grid, margin_accuracy=0.02, margin_U=0.1
+        )
     # the power check per width: ~1 at these small Monte-Carlo errors, ~0 where the accuracy's error matches
     # its margin (the test can then not show agreement even for exact samples)
-    powers = os_claims.sample_agreement_powers(good, selection=selection, grid=grid, margin_accuracy=0.02,
-                                               margin_U=0.1)
+    powers = os_claims.sample_agreement_powers(good, selection=selection, grid=grid, margin_accuracy=0.02, margin_U=0.1)
     assert list(powers) == [10, 1000] and min(powers.values()) > 0.99
     noisy = {10: SimpleNamespace(width=10, accuracy=0.80, accuracy_mc_sd=0.02, U=U, U_se=se)}
-    assert os_claims.sample_agreement_powers(noisy, selection=selection, grid=grid, margin_accuracy=0.02,
-                                             margin_U=0.1)[10] < 0.01
+    assert (
+        os_claims.sample_agreement_powers(noisy, selection=selection, grid=grid, margin_accuracy=0.02, margin_U=0.1)[10]
+        < 0.01
+    )
 
 
 def test_kernel_alignment_over_independent_draws_needs_a_consistent_difference():
@@ -144,4 +166,3 @@ def test_kernel_alignment_over_independent_draws_needs_a_consistent_difference()
     # by 0.01 it is not significant
     tiny = gp + 0.001 + 0.01 * rng.standard_normal(6)
     assert fw.kernel_alignment("4", fraction_fw=tiny, fraction_gp=gp, k=5, width=10).outcome is NS
-

@@ -37,18 +37,21 @@ def simulated_auc(seed: int, num_seeds: int = 8, num_random: int = 20):
 
 def test_a_ranking_by_true_importance_holds_against_random_orders_and_a_reversed_one_is_contradicted():
     auc = simulated_auc(0)
-    good = pr_claims.ranking_comparison("P4", theory_auc=auc["true"], other_auc=auc["random"], other="random",
-                                        num_tests=4)
+    good = pr_claims.ranking_comparison(
+        "P4", theory_auc=auc["true"], other_auc=auc["random"], other="random", num_tests=4
+    )
     assert good.outcome is HOLDS and good.value > 0 and good.p_value < 0.05 / 4
     # the interval stated with the verdict is the one that decides it: above 0 when the claim holds
     low = float(good.measured.split("97.5 % interval ")[1].split(" to ")[0])
     assert low > 0
-    bad = pr_claims.ranking_comparison("P4", theory_auc=auc["reversed"], other_auc=auc["random"], other="random",
-                                       num_tests=4)
+    bad = pr_claims.ranking_comparison(
+        "P4", theory_auc=auc["reversed"], other_auc=auc["random"], other="random", num_tests=4
+    )
     assert bad.outcome is CONTRADICTED and bad.value < 0
     # against a good baseline (a noisy estimate of the importances), the reversed ranking is contradicted too
-    versus = pr_claims.ranking_comparison("P1", theory_auc=auc["reversed"], other_auc=auc["noisy"], other="michel",
-                                          num_tests=4)
+    versus = pr_claims.ranking_comparison(
+        "P1", theory_auc=auc["reversed"], other_auc=auc["noisy"], other="michel", num_tests=4
+    )
     assert versus.outcome is CONTRADICTED
     assert "on 0 of 8 seeds" in versus.measured
 
@@ -56,23 +59,34 @@ def test_a_ranking_by_true_importance_holds_against_random_orders_and_a_reversed
 def test_equal_rankings_are_not_significant_and_bonferroni_costs_power():
     rng = np.random.default_rng(3)
     base = rng.uniform(0.7, 0.8, size=6)
-    noise = pr_claims.ranking_comparison("P2", theory_auc=base + rng.normal(0, 0.01, 6), other_auc=base,
-                                         other="entropy")
+    noise = pr_claims.ranking_comparison(
+        "P2", theory_auc=base + rng.normal(0, 0.01, 6), other_auc=base, other="entropy"
+    )
     assert noise.outcome is NS
     # a small consistent advantage: significant alone, not after a correction over many comparisons
     small = base + 0.01 + rng.normal(0, 0.008, 6)
     alone = pr_claims.ranking_comparison("P3", theory_auc=small, other_auc=base, other="norm", level=0.05)
-    corrected = pr_claims.ranking_comparison("P3", theory_auc=small, other_auc=base, other="norm", level=0.05,
-                                             num_tests=200)
+    corrected = pr_claims.ranking_comparison(
+        "P3", theory_auc=small, other_auc=base, other="norm", level=0.05, num_tests=200
+    )
     assert alone.outcome is HOLDS and corrected.outcome is NS
     assert corrected.correction == "Bonferroni over 200 tests"
 
 
 def test_ranking_verdicts_names_each_comparison_and_checks_its_input():
     auc = simulated_auc(1, num_seeds=6)
-    verdicts = pr_claims.ranking_verdicts({"theory": auc["reversed"], "michel": auc["true"], "entropy": auc["noisy"],
-                                           "norm": auc["noisy"], "random": auc["random"]}, prefix="M", num_tests=8,
-                                          where=" (simulated)")
+    verdicts = pr_claims.ranking_verdicts(
+        {
+            "theory": auc["reversed"],
+            "michel": auc["true"],
+            "entropy": auc["noisy"],
+            "norm": auc["noisy"],
+            "random": auc["random"],
+        },
+        prefix="M",
+        num_tests=8,
+        where=" (simulated)",
+    )
     assert [v.claim for v in verdicts] == ["M1", "M2", "M3", "M4"]
     assert all(v.outcome is CONTRADICTED for v in verdicts)
     assert "gradient importance" in verdicts[0].statement and verdicts[0].statement.endswith("(simulated)")
@@ -94,11 +108,13 @@ def test_near_threshold_names_the_comparisons_decided_close_to_the_corrected_lev
     from attnpaths.pruning.claims import near_threshold
 
     def verdict(claim, p):
-        return Verdict(claim, "s", "src", "stat", "t", 0.05, "Bonferroni over 8 tests", 0.0, p, 0.0,
-                       Outcome.NOT_SIGNIFICANT, "m")
+        return Verdict(
+            claim, "s", "src", "stat", "t", 0.05, "Bonferroni over 8 tests", 0.0, p, 0.0, Outcome.NOT_SIGNIFICANT, "m"
+        )
 
-    found = near_threshold([verdict("A", 0.9974), verdict("B", 0.5), verdict("C", 0.003), verdict("D", 1e-6)],
-                           level=0.05, num_tests=8)
+    found = near_threshold(
+        [verdict("A", 0.9974), verdict("B", 0.5), verdict("C", 0.003), verdict("D", 1e-6)], level=0.05, num_tests=8
+    )
     assert [c for c, _, _ in found] == ["A", "C"] and found[0][2] == pytest.approx(0.05 / 8)
     assert found[0][1] == pytest.approx(0.0026)
     with pytest.raises(ValueError, match="factor"):

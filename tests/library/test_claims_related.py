@@ -95,8 +95,9 @@ def test_r4a_w1_lipschitz_against_a_squared_distance():
 
 
 def test_r5a_window_against_reversed_rates():
-    r5 = bayesian_attention_experiment(_rng(7), num_tokens=12, dim=6, key_norm=2.0, noise=1.0, num_trials=40,
-                                       rates=[0.01, 0.3, 0.9])
+    r5 = bayesian_attention_experiment(
+        _rng(7), num_tokens=12, dim=6, key_norm=2.0, noise=1.0, num_trials=40, rates=[0.01, 0.3, 0.9]
+    )
     _ok(V.window_verdict(r5.rates, r5.window_trials))
     _bad(V.window_verdict(r5.rates[::-1], r5.window_trials[:, ::-1]))  # the windows attributed to the wrong rates
 

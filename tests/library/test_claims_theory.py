@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from helpers import random_problem
 
 from attnpaths.attention import Attention, AttentionLayer
 from attnpaths.checks import prior_kernel_monte_carlo
@@ -16,10 +17,13 @@ from attnpaths.claims import Outcome
 from attnpaths.kernels import gp_kernel
 from attnpaths.network import AttentionNetwork
 from attnpaths.theory import CertificateWarning, solve
-from attnpaths.theory.claims import (certificate_verdict, local_slopes, monotone_approach_verdict,
-                                     prior_kernel_verdict, width_exponent_verdict)
-
-from helpers import random_problem
+from attnpaths.theory.claims import (
+    certificate_verdict,
+    local_slopes,
+    monotone_approach_verdict,
+    prior_kernel_verdict,
+    width_exponent_verdict,
+)
 
 
 @pytest.fixture(scope="module")
@@ -60,15 +64,17 @@ def test_t3_one_over_n_against_a_wrong_exponent(problem):
     assert abs(slopes[-1] + 1) < abs(slopes[0] + 1)  # the correction to the slope -1 shrinks with N
     assert width_exponent_verdict(widths, dist).outcome is Outcome.HOLDS
     assert width_exponent_verdict(widths, dist, expected=-0.5).outcome is Outcome.CONTRADICTED
-    assert width_exponent_verdict(widths, dist ** 0.5).outcome is Outcome.CONTRADICTED  # a 1/sqrt(N) approach
+    assert width_exponent_verdict(widths, dist**0.5).outcome is Outcome.CONTRADICTED  # a 1/sqrt(N) approach
     with pytest.raises(ValueError, match="widths"):
         local_slopes([10, 5], [1.0, 2.0])
 
 
 def _attention(g, n0=5):
     return Attention(
-        (AttentionLayer(W=torch.randn(2, n0, n0, generator=g, dtype=torch.float64)),
-         AttentionLayer(W=torch.randn(2, n0, n0, generator=g, dtype=torch.float64))),
+        (
+            AttentionLayer(W=torch.randn(2, n0, n0, generator=g, dtype=torch.float64)),
+            AttentionLayer(W=torch.randn(2, n0, n0, generator=g, dtype=torch.float64)),
+        ),
         readout="average_pooling",
     )
 
@@ -80,8 +86,9 @@ def test_t4_prior_kernel_against_a_wrong_normalisation():
     means, ses = [], []
     for width in (3, 20):
         network = AttentionNetwork(attention, widths=width)
-        mean, se = prior_kernel_monte_carlo(network, x, torch.Generator().manual_seed(width), num_samples=20000,
-                                            batch_size=5000)
+        mean, se = prior_kernel_monte_carlo(
+            network, x, torch.Generator().manual_seed(width), num_samples=20000, batch_size=5000
+        )
         means.append(mean.numpy())
         ses.append(se.numpy())
     K = gp_kernel(AttentionNetwork(attention, widths=3).features(x)).numpy()

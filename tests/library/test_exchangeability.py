@@ -3,9 +3,17 @@
 import numpy as np
 import pytest
 import torch
+from helpers import Z_MAX
 from scipy.integrate import quad
 from scipy.stats import multivariate_normal
 
+from attnpaths.attention_operators import (
+    bilinear_attention,
+    bilinear_attention_weights,
+    cme_attention,
+    gaussian_gram,
+    gaussian_smoothing_attention,
+)
 from attnpaths.exchangeability.convergence import _cme_estimates, attention_error_vs_length, smoothing_bias_floor
 from attnpaths.exchangeability.erm import (
     approximation_terms,
@@ -17,10 +25,7 @@ from attnpaths.exchangeability.erm import (
     fit_attention_parameter,
     sample_task,
 )
-from attnpaths.attention_operators import (bilinear_attention, bilinear_attention_weights, cme_attention,
-                                           gaussian_gram, gaussian_smoothing_attention)
 from attnpaths.exchangeability.estimators import predicted_attention_mse, prefix_softmax_averages, tilted_key_mean
-from attnpaths.statistics import loglog_slope, loglog_slope_with_se
 from attnpaths.exchangeability.latent_models import (
     concept_posterior,
     gaussian_posterior,
@@ -31,7 +36,7 @@ from attnpaths.exchangeability.latent_models import (
 )
 from attnpaths.exchangeability.representation import concept_posterior_experiment, gaussian_risk_theory
 from attnpaths.exchangeability.transfer import _diag_cov, predicted_transfer_ratio, transfer_experiment
-from helpers import Z_MAX
+from attnpaths.statistics import loglog_slope, loglog_slope_with_se
 
 SIGMA = np.array([[1.0, 0.3], [0.3, 0.5]])
 QUERY = np.array([0.5, -0.3])
@@ -43,7 +48,12 @@ def _rng(seed=0):
 
 def test_bilinear_attention_matches_explicit_softmax():
     rng = _rng(1)
-    q, k, v, W = rng.normal(size=(3, 4, 2)), rng.normal(size=(3, 7, 2)), rng.normal(size=(3, 7)), rng.normal(size=(2, 2))
+    q, k, v, W = (
+        rng.normal(size=(3, 4, 2)),
+        rng.normal(size=(3, 7, 2)),
+        rng.normal(size=(3, 7)),
+        rng.normal(size=(2, 2)),
+    )
     scores = np.einsum("btd,de,ble->btl", q, W, k)
     weights = np.exp(scores - scores.max(-1, keepdims=True))
     weights /= weights.sum(-1, keepdims=True)
@@ -151,7 +161,8 @@ def test_desired_parameter_has_no_bias_and_wrong_parameters_do():
     assert predicted_attention_mse(inv, QUERY, SIGMA, 0.5, big) == pytest.approx(0.0, abs=1e-10)
     assert predicted_attention_mse(2 * inv, QUERY, SIGMA, 0.5, big) == pytest.approx(QUERY @ QUERY)
     assert np.sqrt(predicted_attention_mse(np.eye(2), QUERY, SIGMA, 0.5, big)) == pytest.approx(
-        np.linalg.norm(SIGMA @ QUERY - QUERY))
+        np.linalg.norm(SIGMA @ QUERY - QUERY)
+    )
 
 
 def test_attention_error_vs_length_is_deterministic_and_beats_wrong_parameter():
@@ -197,8 +208,9 @@ def test_risk_hessian_matches_autograd(mode):
 
 def test_fit_sandwich_covariance_matches_the_spread_of_refits():
     # the influence-function covariance of W over draws of the examples, against 60 independent refits
-    fits = [fit_attention(sample_task(_rng(100 + i), "supervised", 300, 16, SIGMA, 0.5), influence=True)
-            for i in range(60)]
+    fits = [
+        fit_attention(sample_task(_rng(100 + i), "supervised", 300, 16, SIGMA, 0.5), influence=True) for i in range(60)
+    ]
     spread = np.var([f.W.reshape(-1) for f in fits], axis=0, ddof=1)
     sandwich = np.mean([np.diag(f.covariance) for f in fits], axis=0)
     # the variance of 60 draws has a relative standard error of about sqrt(2 / 59) = 0.18 (more for heavy tails)
@@ -232,8 +244,15 @@ def test_approximation_terms_delta_method():
 
 
 def test_erm_experiment_holds_the_reference_out_of_the_test_set():
-    kwargs = dict(lengths=[4, 16], sample_sizes=[30], repetitions=2, test_size=300, reference_size=400,
-                  key_cov=SIGMA, value_noise=0.5)
+    kwargs = dict(
+        lengths=[4, 16],
+        sample_sizes=[30],
+        repetitions=2,
+        test_size=300,
+        reference_size=400,
+        key_cov=SIGMA,
+        value_noise=0.5,
+    )
     res = erm_experiment(_rng(21), "masked", **kwargs)
     assert res.W_reference.shape == (2, 2, 2) and res.reference_cov.shape == (2, 4, 2, 4)
     assert res.excess.shape == (2, 1, 2) and np.all(np.isfinite(res.excess))
@@ -269,11 +288,16 @@ def test_masked_task_uses_first_token_as_query():
 
 def test_transfer_experiment_equals_direct_attention_on_the_same_draws():
     n, L, value_noise, label_noise, kappas = 40, 16, 0.5, 0.05, [1.0, 4.0]
-    result = transfer_experiment(_rng(16), condition_numbers=kappas, length=L, num_sequences=n,
-                                 value_noise=value_noise, label_noise=label_noise)
+    result = transfer_experiment(
+        _rng(16), condition_numbers=kappas, length=L, num_sequences=n, value_noise=value_noise, label_noise=label_noise
+    )
     rng = _rng(16)  # the experiment's draws, in its order
-    z, g, eps, xi = (rng.standard_normal((n, 2)), rng.standard_normal((n, 2, L)), rng.standard_normal((n, L)),
-                     rng.standard_normal((n, 2)))
+    z, g, eps, xi = (
+        rng.standard_normal((n, 2)),
+        rng.standard_normal((n, 2, L)),
+        rng.standard_normal((n, L)),
+        rng.standard_normal((n, 2)),
+    )
     for c, kappa in enumerate(kappas):
         cov = _diag_cov(kappa)
         keys = np.einsum("ndl,d->nld", g, np.sqrt(np.diag(cov)))
@@ -282,11 +306,12 @@ def test_transfer_experiment_equals_direct_attention_on_the_same_draws():
         rep = bilinear_attention(np.broadcast_to(np.sqrt(cov), (n, 2, 2)), keys, values, W).numpy()
         design = np.column_stack([np.ones(n), rep])
         coef, *_ = np.linalg.lstsq(design[: n // 2], (z + label_noise * xi)[: n // 2], rcond=None)
-        down = np.mean((design[n // 2:] @ coef - z[n // 2:]) ** 2, axis=0)
+        down = np.mean((design[n // 2 :] @ coef - z[n // 2 :]) ** 2, axis=0)
         masked = bilinear_attention(keys[:, :1], keys[:, 1:], values[:, 1:], W)[:, 0].numpy()
         np.testing.assert_allclose(result.downstream_excess[c], down, rtol=1e-10)
-        assert result.pretrain_excess[c] == pytest.approx(np.mean((masked - np.einsum("nd,nd->n", keys[:, 0], z)) ** 2),
-                                                          rel=1e-10)
+        assert result.pretrain_excess[c] == pytest.approx(
+            np.mean((masked - np.einsum("nd,nd->n", keys[:, 0], z)) ** 2), rel=1e-10
+        )
 
 
 def test_concept_posterior_is_calibrated_within_its_standard_error():

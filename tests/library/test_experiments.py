@@ -9,14 +9,13 @@ import matplotlib
 import numpy as np
 import pytest
 import torch
+from helpers import assert_rounding_close, random_attention, random_inputs, random_problem
 
 from attnpaths.engine import task_generator
 from attnpaths.experiments import plots, sampling
 from attnpaths.experiments.path_data import PathData, PathNetwork, path_data, reorder
 from attnpaths.experiments.sweep import head_score_curve, theory_sweep
 from attnpaths.theory import classification_accuracy, solve
-
-from helpers import assert_rounding_close, random_attention, random_inputs, random_problem
 
 matplotlib.use("Agg")
 
@@ -49,8 +48,9 @@ def network():
 @pytest.fixture(scope="module")
 def data(network):
     """Random path features with label structure (P = 24 training, 30 test and 30 validation examples)."""
-    (xi, y), (xt, yt), (xv, yv) = (random_problem(P=P, n0=6, heads=(2, 2), seed=s) for P, s in ((24, 0), (30, 2),
-                                                                                                 (30, 1)))
+    (xi, y), (xt, yt), (xv, yv) = (
+        random_problem(P=P, n0=6, heads=(2, 2), seed=s) for P, s in ((24, 0), (30, 2), (30, 1))
+    )
     return PathData(network, xi, y, {"validation": (xv, yv), "test": (xt, yt)})
 
 
@@ -144,10 +144,18 @@ def test_an_uncertified_point_is_kept_only_when_asked(data):
     assert not kept.converged[0, 0] and kept.iterations[0, 0] == 1
 
 
-@pytest.mark.parametrize("widths, temperatures, match", [
-    ([], [0.1], "widths"), ([5, 5], [0.1], "widths"), ([math.inf, 5], [0.1], "widths"), (5, [0.1], "widths"),
-    ([5], [], "temperatures"), ([5], [1.0, 0.1], "temperatures"), ([5], [0.0], "temperatures"),
-])
+@pytest.mark.parametrize(
+    "widths, temperatures, match",
+    [
+        ([], [0.1], "widths"),
+        ([5, 5], [0.1], "widths"),
+        ([math.inf, 5], [0.1], "widths"),
+        (5, [0.1], "widths"),
+        ([5], [], "temperatures"),
+        ([5], [1.0, 0.1], "temperatures"),
+        ([5], [0.0], "temperatures"),
+    ],
+)
 def test_a_sweep_refuses_bad_grids(data, widths, temperatures, match):
     with pytest.raises(ValueError, match=match):
         theory_sweep(data, widths, temperatures, progress=False)
@@ -164,8 +172,9 @@ def test_planned_widths_are_sampled_from_the_task_seed_of_their_identity(data):
     plans = [sampling.SamplingPlan(3, 2, 6, 2), sampling.SamplingPlan(12, 2, 6, 2, 2, 4, 4, 1)]
     points, exact = sampling.sample_widths(data, plans, [0.1, 0.5], 7, network_index=2, progress=False)
     assert list(points) == [3, 12] and list(exact) == [12] and exact[12].U.shape == (4, 4)
-    alone = sampling.sample_posterior(data, 3, 0.1, task_generator(7, 2, 3), num_warmup=2, num_samples=6,
-                                      num_chains=2, progress=False)
+    alone = sampling.sample_posterior(
+        data, 3, 0.1, task_generator(7, 2, 3), num_warmup=2, num_samples=6, num_chains=2, progress=False
+    )
     # determinism: sample_widths runs sample_posterior with the task generator of this identity
     np.testing.assert_array_equal(points[3].U, alone.U)
     np.testing.assert_array_equal(points[3].mean, alone.mean)
@@ -183,8 +192,13 @@ def test_a_precision_target_looks_on_a_geometric_schedule_and_refuses_bad_settin
     target = sampling.PrecisionTarget(0.05)
     assert target.checkpoints(100) == [25, 32, 40, 50, 63, 79, 99]
     assert target.checkpoints(25) == [] and sampling.PrecisionTarget(0.05, 8, 1.01).checkpoints(11) == [8, 9, 10]
-    for arguments, match in (((0.0,), "relative_se"), ((1.5,), "relative_se"), ((0.1, 5), "min_draws"),
-                             ((0.1, 25.0), "min_draws"), ((0.1, 25, 1.0), "growth")):
+    for arguments, match in (
+        ((0.0,), "relative_se"),
+        ((1.5,), "relative_se"),
+        ((0.1, 5), "min_draws"),
+        ((0.1, 25.0), "min_draws"),
+        ((0.1, 25, 1.0), "growth"),
+    ):
         with pytest.raises(ValueError, match=match):
             sampling.PrecisionTarget(*arguments)
 
@@ -207,15 +221,26 @@ def test_sampling_stops_at_the_first_look_that_meets_the_target_and_keeps_the_ch
         torch.testing.assert_close(mine, theirs[:, :kept], rtol=0, atol=0)  # determinism: as above, upper layers
 
     def met(draws):
-        return target.reached(full.order_parameters[:, :draws],
-                              tuple(u[:, :draws] for u in full.upper_order_parameters))
+        return target.reached(
+            full.order_parameters[:, :draws], tuple(u[:, :draws] for u in full.upper_order_parameters)
+        )
 
     assert met(kept) and not any(met(c) for c in target.checkpoints(120) if c < kept)
-    never = sampler.run(torch.Generator().manual_seed(3), 5, 120, 3, progress=False,
-                        stop=sampling.PrecisionTarget(1e-6, min_draws=10))
+    never = sampler.run(
+        torch.Generator().manual_seed(3), 5, 120, 3, progress=False, stop=sampling.PrecisionTarget(1e-6, min_draws=10)
+    )
     assert never.num_samples == 120
-    point = sampling.sample_posterior(data, 4, 0.1, torch.Generator().manual_seed(3), num_warmup=5, num_samples=120,
-                                      num_chains=3, progress=False, target=target)
+    point = sampling.sample_posterior(
+        data,
+        4,
+        0.1,
+        torch.Generator().manual_seed(3),
+        num_warmup=5,
+        num_samples=120,
+        num_chains=3,
+        progress=False,
+        target=target,
+    )
     assert point.diagnostics["num_samples"] == kept and point.diagnostics["max_samples"] == 120
 
 
@@ -235,10 +260,13 @@ def test_sampling_several_networks_at_once_gives_each_networks_own_numbers(data)
 
 
 def test_sampling_plans_pair_the_lists_and_share_the_exact_run():
-    plans = sampling.sampling_plans([10, 100], [200, 20], [100, 20], [4, 2], exact_chains=16, exact_warmup=30,
-                                    exact_draws=15, exact_thin=3)
-    assert plans == [sampling.SamplingPlan(10, 200, 100, 4, 16, 30, 15, 3),
-                     sampling.SamplingPlan(100, 20, 20, 2, 16, 30, 15, 3)]
+    plans = sampling.sampling_plans(
+        [10, 100], [200, 20], [100, 20], [4, 2], exact_chains=16, exact_warmup=30, exact_draws=15, exact_thin=3
+    )
+    assert plans == [
+        sampling.SamplingPlan(10, 200, 100, 4, 16, 30, 15, 3),
+        sampling.SamplingPlan(100, 20, 20, 2, 16, 30, 15, 3),
+    ]
     assert sampling.sampling_plans([10], [5], [6], [2])[0].exact_chains is None
     targeted = sampling.sampling_plans([10, 100], [5, 5], [60, 60], [2, 2], relative_se=0.02, min_draws=12)
     assert all(plan.target == sampling.PrecisionTarget(0.02, 12) for plan in targeted)
@@ -252,17 +280,46 @@ def test_sampling_plans_pair_the_lists_and_share_the_exact_run():
 
 def _point(width, U, *, accuracy=0.9, se=0.05):
     return sampling.SampledPoint(
-        width=width, accuracy=accuracy, accuracy_mc_sd=0.01, mean=np.ones(3), mean_se=np.full(3, 0.1), sd=np.ones(3),
-        kernel_mean=np.ones(3), U=U, U_se=np.full_like(U, se), U_sd=np.full_like(U, 0.5), U_ess=np.full_like(U, 100.0),
-        diagnostics={"wall_time_s": 1.25, "num_chains": 4, "num_samples": 100, "num_warmup": 200,
-                     "min_predictor_ess": 105.2, "median_predictor_ess": 368.0, "max_predictor_rhat": 1.0441,
-                     "min_U_ess": 7.4, "max_U_rhat": 1.1})
+        width=width,
+        accuracy=accuracy,
+        accuracy_mc_sd=0.01,
+        mean=np.ones(3),
+        mean_se=np.full(3, 0.1),
+        sd=np.ones(3),
+        kernel_mean=np.ones(3),
+        U=U,
+        U_se=np.full_like(U, se),
+        U_sd=np.full_like(U, 0.5),
+        U_ess=np.full_like(U, 100.0),
+        diagnostics={
+            "wall_time_s": 1.25,
+            "num_chains": 4,
+            "num_samples": 100,
+            "num_warmup": 200,
+            "min_predictor_ess": 105.2,
+            "median_predictor_ess": 368.0,
+            "max_predictor_rhat": 1.0441,
+            "min_U_ess": 7.4,
+            "max_U_rhat": 1.1,
+        },
+    )
 
 
 def _exact(width, U, *, se=0.02):
-    return sampling.ExactOrderParameter(width=width, U=U, U_se=np.full_like(U, se), mode=U - 0.1, diagnostics={
-        "wall_time_s": 4.04, "num_chains": 16, "num_samples": 150, "min_ess": 80.3, "max_rhat": 1.1372,
-        "acceptance": 0.3})
+    return sampling.ExactOrderParameter(
+        width=width,
+        U=U,
+        U_se=np.full_like(U, se),
+        mode=U - 0.1,
+        diagnostics={
+            "wall_time_s": 4.04,
+            "num_chains": 16,
+            "num_samples": 150,
+            "min_ess": 80.3,
+            "max_rhat": 1.1372,
+            "acceptance": 0.3,
+        },
+    )
 
 
 def test_records_of_sampled_widths():
@@ -311,13 +368,17 @@ def test_exact_density_dimension_counts_the_distinct_entries():
 
 def test_diagnostics_table_has_one_line_per_network_and_width():
     U = np.eye(2)
-    table = sampling.diagnostics_table({"4 paths": ({10: _point(10, U), 100: _point(100, U)},
-                                                    {10: _exact(10, U), 100: _exact(100, U)}),
-                                        "2 paths": ({10: _point(10, U)}, {10: _exact(10, U)})})
+    table = sampling.diagnostics_table(
+        {
+            "4 paths": ({10: _point(10, U), 100: _point(100, U)}, {10: _exact(10, U), 100: _exact(100, U)}),
+            "2 paths": ({10: _point(10, U)}, {10: _exact(10, U)}),
+        }
+    )
     lines = table.split("\n")
     assert len(lines) == 2 + 3 and all(line.count("|") == 10 for line in lines)
-    assert lines[2] == ("| 4 paths | 10 | 4 x 100 (200) | 105 / 368 | 1.044 | 7 | 0.0500 | 1.2 | "
-                        "16 x 150, 80, 1.137, 4.0 |")
+    assert lines[2] == (
+        "| 4 paths | 10 | 4 x 100 (200) | 105 / 368 | 1.044 | 7 | 0.0500 | 1.2 | 16 x 150, 80, 1.137, 4.0 |"
+    )
     assert lines[4].startswith("| 2 paths | 10 |")
     stopped = _point(10, 4 * U)
     stopped.diagnostics.update(num_samples=40, max_samples=500)
@@ -339,8 +400,9 @@ def test_kernel_alignments_of_named_kernels():
 
 # ------------------------------------------------------------------------------------------------ figures
 def test_figures_take_the_task_styles():
-    fig = plots.plot_accuracy([10, 100], [0.7, 0.8], gp={"GP": 0.6, "all": 0.5},
-                              gp_styles={"all": ("dashed", "all paths, GP")})
+    fig = plots.plot_accuracy(
+        [10, 100], [0.7, 0.8], gp={"GP": 0.6, "all": 0.5}, gp_styles={"all": ("dashed", "all paths, GP")}
+    )
     lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
     assert lines["all paths, GP"].get_linestyle() == "--" and lines["GP"].get_linestyle() == "-"
     fig = plots.plot_order_parameters([np.eye(2)], ["U"], ["g", "d"], colors={"g": "tab:green"})

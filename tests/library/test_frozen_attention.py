@@ -9,21 +9,42 @@ import math
 import subprocess
 import sys
 import textwrap
-import tomllib
 
 import numpy as np
 import pytest
+import tomllib
 import torch
-
-import attnpaths
-from attnpaths import (AUTO_TEMPERATURES, HeadMaskEvaluator, HeadModel, head_labels, path_features, rank_heads, solve,
-                       theory_from_attention)
-from attnpaths.hmc.data import HMCTask
-from attnpaths.hmc.networks import four_path_network
 from helpers import ROOT, assert_rounding_close, multihead_stack
 
-BOOK_MODULES = ("attnpaths_book", "yaml", "jupytext", "papermill", "nbformat", "nbclient", "myst_nb", "IPython",
-                "jupyter_book", "sphinx", "selenium", "pytest", "nbval")
+import attnpaths
+from attnpaths import (
+    AUTO_TEMPERATURES,
+    HeadMaskEvaluator,
+    HeadModel,
+    head_labels,
+    path_features,
+    rank_heads,
+    solve,
+    theory_from_attention,
+)
+from attnpaths.hmc.data import HMCTask
+from attnpaths.hmc.networks import four_path_network
+
+BOOK_MODULES = (
+    "attnpaths_book",
+    "yaml",
+    "jupytext",
+    "papermill",
+    "nbformat",
+    "nbclient",
+    "myst_nb",
+    "IPython",
+    "jupyter_book",
+    "sphinx",
+    "selenium",
+    "pytest",
+    "nbval",
+)
 
 
 def pytorch_layout(matrices, readout_query=-1):
@@ -112,7 +133,9 @@ class OwnModel(torch.nn.Module):
             w = torch.softmax(q @ k.transpose(-1, -2), dim=-1)  # [B, H, query, key]
             attention.append(w)
             heads_out = torch.einsum("bhqk,hed,bkd->bhqe", w, v, h)
-            gates = torch.ones(v.shape[0], dtype=torch.float64) if mask is None else torch.as_tensor(mask)[l, : v.shape[0]]
+            gates = (
+                torch.ones(v.shape[0], dtype=torch.float64) if mask is None else torch.as_tensor(mask)[l, : v.shape[0]]
+            )
             h = torch.einsum("h,bhqe->bqe", gates, heads_out)
         return h.mean(dim=1) @ self.a, attention
 
@@ -197,8 +220,17 @@ def test_the_head_mask_evaluator_prunes_a_model_of_ones_own_through_masked_outpu
 
 
 def test_the_face_exports_what_it_lists_and_loads_lazily():
-    assert {"solve", "path_features", "head_scores", "AttentionNetwork", "PosteriorSampler", "exact_action",
-            "Verdict", "rank_heads", "theory_from_attention"} <= set(attnpaths.__all__)
+    assert {
+        "solve",
+        "path_features",
+        "head_scores",
+        "AttentionNetwork",
+        "PosteriorSampler",
+        "exact_action",
+        "Verdict",
+        "rank_heads",
+        "theory_from_attention",
+    } <= set(attnpaths.__all__)
     for name in attnpaths.__all__:
         assert getattr(attnpaths, name) is not None
     # a face name that is also a submodule's would turn into the module once the submodule is imported
@@ -228,8 +260,12 @@ def test_the_readme_example_runs_without_the_book_packages():
         import attnpaths
         print(len(attnpaths.__all__))
     """)
-    done = subprocess.run([sys.executable, "-c", blocker + _readme_example()], capture_output=True, text=True,
-                          cwd=ROOT / "tests" / "baselines")  # not the repository root: no stray imports
+    done = subprocess.run(
+        [sys.executable, "-c", blocker + _readme_example()],
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "tests" / "baselines",
+    )  # not the repository root: no stray imports
     assert done.returncode == 0, done.stderr
     first, converged = done.stdout.splitlines()[:2]
     assert int(first) == len(attnpaths.__all__) and converged.startswith("True (4, 4)")
@@ -249,8 +285,9 @@ def _third_party_imports() -> set[str]:
 def test_the_library_needs_only_its_declared_dependencies():
     with open(ROOT / "pyproject.toml", "rb") as handle:
         project = tomllib.load(handle)["project"]
-    declared = {d.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip().lower()
-                for d in project["dependencies"]}
+    declared = {
+        d.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip().lower() for d in project["dependencies"]
+    }
     distribution = {"sklearn": "scikit-learn", "PIL": "pillow", "distributed": "dask"}
     imported = {distribution.get(name, name).lower() for name in _third_party_imports()}
     # optional imports, each behind a clear error where it is used: pyro (the reference NUTS of the tests)

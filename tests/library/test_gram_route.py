@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import assert_rounding_close, random_problem, random_spd
 
 from attnpaths.action import EnergyEvaluator
 from attnpaths.gram import GramStatistics, equivalent_problem
 from attnpaths.kernels import scaled_features
 from attnpaths.theory import solve, solve_from_statistics
-from helpers import assert_rounding_close, random_problem, random_spd
 
 ROUTE_RTOL = 1e-10
 """Relative tolerance between two routes of one solve: both solves stop at the same minimum to rounding (the
@@ -34,8 +34,9 @@ def _problem(P, n0, heads, seed):
 # the energy and its derivatives
 
 
-@pytest.mark.parametrize("P, n0, n", [(5, 3, 2), (7, 3, 2), (30, 3, 2), (11, 3, 4), (13, 3, 4), (40, 3, 4),
-                                      (3, 4, 1), (25, 4, 1)])
+@pytest.mark.parametrize(
+    "P, n0, n", [(5, 3, 2), (7, 3, 2), (30, 3, 2), (11, 3, 4), (13, 3, 4), (40, 3, 4), (3, 4, 1), (25, 4, 1)]
+)
 def test_gram_route_energy_and_derivatives_equal_the_other_routes(P, n0, n):
     """At a random ``U``: the value, the gradient and the Hessian in the symmetric basis, for ``P`` below, just
     above and well above ``D = n0 n``."""
@@ -98,9 +99,20 @@ def test_rank_deficient_features_give_the_same_solve():
 # the solve and the predictor
 
 
-@pytest.mark.parametrize("heads, n0, P", [((1,), 6, 5), ((1,), 6, 7), ((1,), 6, 40),
-                                          ((2,), 5, 9), ((2,), 5, 11), ((2,), 5, 50),
-                                          ((2, 2), 4, 15), ((2, 2), 4, 17), ((2, 2), 4, 60)])
+@pytest.mark.parametrize(
+    "heads, n0, P",
+    [
+        ((1,), 6, 5),
+        ((1,), 6, 7),
+        ((1,), 6, 40),
+        ((2,), 5, 9),
+        ((2,), 5, 11),
+        ((2,), 5, 50),
+        ((2, 2), 4, 15),
+        ((2, 2), 4, 17),
+        ((2, 2), 4, 60),
+    ],
+)
 @pytest.mark.parametrize("widths", [8, math.inf])
 def test_gram_route_solve_equals_the_other_routes(heads, n0, P, widths):
     """``U``, the action (the energy in the GP limit), the certificate and the predictor's mean and variance
@@ -201,8 +213,9 @@ def test_streamed_statistics_equal_the_unstreamed_ones_and_give_the_same_solve()
     test = _problem(11, 4, (2, 2), seed=8)[0]
     assert all(np.array_equal(a, b) for a, b in zip(from_statistics.predict(test), from_features.predict(test)))
     gp = solve_from_statistics(stats, heads=(2, 2), widths=math.inf, temperature=0.05)
-    assert gp.energy == pytest.approx(solve(xi, y, heads=(2, 2), widths=math.inf, temperature=0.05,
-                                            route="feature").energy, rel=ROUTE_RTOL)  # rounding: see ROUTE_RTOL
+    assert gp.energy == pytest.approx(
+        solve(xi, y, heads=(2, 2), widths=math.inf, temperature=0.05, route="feature").energy, rel=ROUTE_RTOL
+    )  # rounding: see ROUTE_RTOL
     for name in ("training_features", "training_labels", "kernel_cholesky", "dual_weights"):
         with pytest.raises(ValueError, match=rf"^{name} is not available: this solution was found from GramStatistics"):
             getattr(from_statistics, name)
@@ -228,8 +241,11 @@ def test_bad_input_is_refused_naming_the_argument():
         stats.update(xi[0], y[:1])
     assert stats.num_examples == 0  # a refused chunk adds nothing
     stats.update(xi, y)
-    with pytest.raises(ValueError, match=r"^features must have shape \[B, N0, n_paths\] = \[B, 3, 2\] like the "
-                                         r"earlier chunks, got \(4, 3, 4\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"^features must have shape \[B, N0, n_paths\] = \[B, 3, 2\] like the "
+        r"earlier chunks, got \(4, 3, 4\)",
+    ):
         stats.update(_problem(4, 3, (2, 2), seed=0)[0], y[:4])
     with pytest.raises(ValueError, match=r"^other must hold features .* same N0 and n_paths"):
         stats.merge(GramStatistics().update(*_problem(4, 5, (2,), seed=0)))
@@ -259,6 +275,9 @@ def test_bad_input_is_refused_naming_the_argument():
 def test_features_that_overflow_name_the_temperature_on_the_gram_route():
     xi, y = _problem(30, 3, (2,), seed=10)
     for widths, where in ((5, "at the starting point U"), (math.inf, "in the GP limit at U")):
-        with pytest.raises(ValueError, match=rf"^the action is not finite {where} = the GP values .* "
-                                             r"temperature=1e-10; try a larger temperature"):
+        with pytest.raises(
+            ValueError,
+            match=rf"^the action is not finite {where} = the GP values .* "
+            r"temperature=1e-10; try a larger temperature",
+        ):
             solve(xi * 1e200, y, heads=(2,), widths=widths, temperature=1e-10, route="gram")  # F^T F overflows

@@ -6,11 +6,11 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from helpers import assert_rounding_close
 
 from attnpaths.hmc import anatomy
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network, two_path_network
-from helpers import assert_rounding_close
 
 
 def _data(num_examples=40, seed=3, **task):
@@ -66,6 +66,9 @@ def test_attention_matrices_name_every_head_and_are_its_attention():
     for m in matrices.values():
         assert_rounding_close(m.sum(axis=0), 1.0, what="column sums")  # each query's weights sum to one
     assert list(anatomy.attention_matrices(two_path_network(data), data.x[5])) == [
-        "layer1_head1", "layer1_head2", "layer2_head1"]
+        "layer1_head1",
+        "layer1_head2",
+        "layer2_head1",
+    ]
     with pytest.raises(ValueError, match="one sequence"):
         anatomy.attention_matrices(network, data.x[:2])

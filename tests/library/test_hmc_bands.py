@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import random_problem, random_spd
 from scipy.stats import norm
 
 from attnpaths.engine import single_threaded
@@ -15,12 +16,9 @@ from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
 from attnpaths.hmc import bands as ex
 from attnpaths.hmc.data import HMCTask
-from attnpaths.hmc.networks import (four_path_network, good_and_denoising_network, good_path_network,
-                                    two_path_network)
+from attnpaths.hmc.networks import four_path_network, good_and_denoising_network, good_path_network, two_path_network
 from attnpaths.kernels import pc_label_overlap
 from attnpaths.theory import classification_accuracy, solve
-
-from helpers import random_problem, random_spd
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +63,9 @@ def test_mean_predictor_with_the_theory_U_is_the_theory_predictor():
     xi, y = random_problem(P=24, heads=(2, 2), seed=4)
     xt, _ = random_problem(P=10, heads=(2, 2), seed=5)
     sol = solve(xi, y, heads=(2, 2), widths=8, temperature=0.1)
-    np.testing.assert_allclose(kernel_pcs.mean_predictor(xi, y, xt, sol.U, 0.1), sol.predict(xt)[0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        kernel_pcs.mean_predictor(xi, y, xt, sol.U, 0.1), sol.predict(xt)[0], rtol=1e-9, atol=1e-12
+    )
 
 
 def test_ablation_with_identity_is_the_gp(small_data):
@@ -198,7 +198,9 @@ def test_label_fraction_of_all_components_is_one():
 
 def test_centered_alignment():
     y = np.array([1.0, 1.0, -1.0, -1.0])
-    assert math.isclose(kernel_pcs.centered_alignment(np.outer(y, y) + 3.0, y), 1.0)  # a constant offset is centred away
+    assert math.isclose(
+        kernel_pcs.centered_alignment(np.outer(y, y) + 3.0, y), 1.0
+    )  # a constant offset is centred away
     assert kernel_pcs.centered_alignment(np.ones((4, 4)), y) == 0.0  # exact on any CPU: 1 - 1 - 1 + 1 = 0, no norm
     # y is centred (H y = y), so <K_c, y y^T> = y^T K y = 1 + 2 + 3 + 4 = 10, and ||K_c||_F^2 = tr(K H K H)
     # = tr K^2 - 2 (1^T K^2 1) / 4 + (1^T K 1)^2 / 16 = 30 - 15 + 6.25 for K = diag(1, 2, 3, 4)
@@ -225,16 +227,18 @@ def test_finite_width_epsilon_is_n_plus_one_over_N():
 
 # ------------------------------------------------------------------------------------------------ sampling
 def test_sample_posterior_is_reproducible_and_summarised(small_data):
-    run = lambda: sampling.sample_posterior(small_data, 3, 0.1, torch.Generator().manual_seed(5), num_warmup=2,
-                                      num_samples=6, num_chains=2, progress=False)
+    run = lambda: sampling.sample_posterior(
+        small_data, 3, 0.1, torch.Generator().manual_seed(5), num_warmup=2, num_samples=6, num_chains=2, progress=False
+    )
     a, b = run(), run()
     assert np.array_equal(a.U, b.U) and a.accuracy == b.accuracy  # determinism: the same run twice
     assert a.U.shape == (4, 4) and np.allclose(a.U, a.U.T)
     assert a.mean.shape == (40,) and np.all(a.mean_se > 0)
     # the kernel predictor with the sampled U (flat order) is the (eq-predictor) predictor of that U
     inverse = np.argsort(small_data.network.plot_order)
-    expected = kernel_pcs.mean_predictor(small_data.features, small_data.y, small_data.features_test,
-                                 a.U[np.ix_(inverse, inverse)], 0.1)
+    expected = kernel_pcs.mean_predictor(
+        small_data.features, small_data.y, small_data.features_test, a.U[np.ix_(inverse, inverse)], 0.1
+    )
     np.testing.assert_allclose(a.kernel_mean, expected, rtol=1e-10, atol=1e-12)
     assert a.accuracy == classification_accuracy(a.mean, small_data.y_test.numpy())  # determinism: same function
     assert {"wall_time_s", "min_predictor_ess", "max_predictor_rhat", "min_U_ess", "max_U_rhat"} <= set(a.diagnostics)
@@ -245,14 +249,25 @@ def test_sample_posterior_is_reproducible_and_summarised(small_data):
 # ------------------------------------------------------------------------------------------------ the chapter's records
 def _sampled(width, U, *, accuracy=0.9):
     return sampling.SampledPoint(
-        width=width, accuracy=accuracy, accuracy_mc_sd=0.01, mean=np.ones(3), mean_se=np.full(3, 0.1),
-        sd=np.ones(3), kernel_mean=np.ones(3), U=U, U_se=np.full_like(U, 0.05), U_sd=np.full_like(U, 0.5),
-        U_ess=np.full_like(U, 100.0), diagnostics={"wall_time_s": 1.0, "num_chains": 2})
+        width=width,
+        accuracy=accuracy,
+        accuracy_mc_sd=0.01,
+        mean=np.ones(3),
+        mean_se=np.full(3, 0.1),
+        sd=np.ones(3),
+        kernel_mean=np.ones(3),
+        U=U,
+        U_se=np.full_like(U, 0.05),
+        U_sd=np.full_like(U, 0.5),
+        U_ess=np.full_like(U, 100.0),
+        diagnostics={"wall_time_s": 1.0, "num_chains": 2},
+    )
 
 
 def _exact(width, U):
-    return sampling.ExactOrderParameter(width=width, U=U, U_se=np.full_like(U, 0.02), mode=U - 0.1,
-                                        diagnostics={"wall_time_s": 2.0, "min_ess": 50.0})
+    return sampling.ExactOrderParameter(
+        width=width, U=U, U_se=np.full_like(U, 0.02), mode=U - 0.1, diagnostics={"wall_time_s": 2.0, "min_ess": 50.0}
+    )
 
 
 def test_network_record_holds_the_curve_band_and_samples(small_data):
@@ -262,16 +277,25 @@ def test_network_record_holds_the_curve_band_and_samples(small_data):
     samples = {5: _sampled(5, curve.U_at(5) + 0.1)}
     exact = {5: _exact(5, curve.U_at(5) + 0.05)}
     record = ex.network_record(curve, band, samples, exact)
-    assert set(record) == {"theory_accuracy", "sampled_accuracy", "U", "U_sampled", "U_order", "sampler", "U_exact",
-                           "band"}
+    assert set(record) == {
+        "theory_accuracy",
+        "sampled_accuracy",
+        "U",
+        "U_sampled",
+        "U_order",
+        "sampler",
+        "U_exact",
+        "band",
+    }
     # exact on any CPU (here and below): the record holds copies of the numbers it is given
     np.testing.assert_array_equal(record["theory_accuracy"]["accuracy"], curve.accuracy["test"][:, 0])
     assert list(record["U"]) == ["5", "50"] and np.array_equal(record["U"]["50"], curve.U_at(50))
     assert record["U_order"] == ["g", "d", "a1", "a2"]
     assert record["sampled_accuracy"] == {"N": [5], "accuracy": [0.9], "mc_sd": [0.01]}
     assert np.array_equal(record["U_sampled"]["5"], samples[5].U)
-    assert record["sampler"]["5"]["num_chains"] == 2 and np.array_equal(record["sampler"]["5"]["U_mc_se"],
-                                                                         samples[5].U_se)
+    assert record["sampler"]["5"]["num_chains"] == 2 and np.array_equal(
+        record["sampler"]["5"]["U_mc_se"], samples[5].U_se
+    )
     assert np.array_equal(record["U_exact"]["5"]["mode"], exact[5].mode) and record["U_exact"]["5"]["min_ess"] == 50
     assert record["band"]["num_sets"] == 2
     two_temperatures = theory_sweep(small_data, [5], [0.1, 0.2], progress=False)
@@ -297,8 +321,13 @@ def test_accuracy_with_band_shades_the_data_set_range_and_draws_the_samples(smal
     from attnpaths.hmc import plots
 
     curve = theory_sweep(small_data, [5, 50], [0.1], progress=False)
-    band = ex.Band(widths=np.array([5, 50]), accuracy=np.array([[0.7, 0.6], [0.8, 0.65]]), U=np.zeros((2, 2, 4, 4)),
-                   gp={"all": np.array([0.55, 0.6])}, names=("g", "d", "a1", "a2"))
+    band = ex.Band(
+        widths=np.array([5, 50]),
+        accuracy=np.array([[0.7, 0.6], [0.8, 0.65]]),
+        U=np.zeros((2, 2, 4, 4)),
+        gp={"all": np.array([0.55, 0.6])},
+        names=("g", "d", "a1", "a2"),
+    )
     fig = plots.plot_accuracy_with_band(curve, band, {5: _sampled(5, np.eye(4), accuracy=0.75)}, {"all": 0.58})
     ax = fig.axes[0]
     theory_range = [c for c in ax.collections if c.get_label() == "theory, spread over data sets"][0]
@@ -316,8 +345,11 @@ def test_ablation_panels_and_sampled_order_parameters():
 
     from attnpaths.hmc import plots
 
-    ablation = {"theory": np.array([0.9, 0.8]), "diagonal_only": np.array([0.85, 0.8]),
-                "evened_diagonal": np.array([0.6, 0.79])}
+    ablation = {
+        "theory": np.array([0.9, 0.8]),
+        "diagonal_only": np.array([0.85, 0.8]),
+        "evened_diagonal": np.array([0.6, 0.79]),
+    }
     fig = plots.plot_ablations([([10, 100], ablation, {"all": 0.7}, "4 paths"), ([10, 100], ablation, {}, "2 paths")])
     assert [ax.get_title() for ax in fig.axes] == ["4 paths", "2 paths"]
     lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
@@ -328,8 +360,12 @@ def test_ablation_panels_and_sampled_order_parameters():
     sampled = exact + np.array([[0.1, 0.0], [0.0, -0.3]])
     fig = plots.plot_sampled_order_parameters(theory, exact, sampled, ["g", "d"], width=10)
     heat_maps = [ax for ax in fig.axes if ax.images]
-    assert [ax.get_title() for ax in heat_maps] == ["theory (saddle), N=10", "exact mean, N=10", "sampled, N=10",
-                                                    "sampled - exact, N=10"]
+    assert [ax.get_title() for ax in heat_maps] == [
+        "theory (saddle), N=10",
+        "exact mean, N=10",
+        "sampled, N=10",
+        "sampled - exact, N=10",
+    ]
     np.testing.assert_allclose([ax.images[0].get_clim() for ax in heat_maps[:3]], [(-2.3, 2.3)] * 3)
     np.testing.assert_allclose(heat_maps[3].images[0].get_clim(), (-0.3, 0.3))
     np.testing.assert_allclose(heat_maps[3].images[0].get_array(), sampled - exact)

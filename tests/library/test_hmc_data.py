@@ -4,10 +4,10 @@ import math
 
 import pytest
 import torch
+from helpers import Z_MAX, assert_rounding_close
 
 from attnpaths.hmc import HMCTask, markov_optionE, paper_test_set, paper_train_set
 from attnpaths.hmc.data import TEST_SEED, TRAIN_SEED
-from helpers import Z_MAX, assert_rounding_close
 
 # Statistical checks accept deviations up to Z_MAX standard errors, while the smallest error they guard
 # against (e.g. swapping the two classes' probabilities, or a noise strength on the wrong direction) is tens
@@ -64,8 +64,12 @@ def test_stay_frequencies(test_set):
     d = test_set
     previous, current = d.hidden_states[:, :-1], d.hidden_states[:, 1:]
     stays = previous == current
-    expected = [(slice(0, 500), 1, 0.7), (slice(0, 500), -1, 0.7), (slice(500, 1000), 1, 0.3),
-                (slice(500, 1000), -1, 0.3)]
+    expected = [
+        (slice(0, 500), 1, 0.7),
+        (slice(0, 500), -1, 0.7),
+        (slice(500, 1000), 1, 0.3),
+        (slice(500, 1000), -1, 0.3),
+    ]
     for rows, state, p in expected:
         from_state = previous[rows] == state
         n = int(from_state.sum())
@@ -164,12 +168,18 @@ def _sequential_reference(num_examples, seq_len, feature_width, probabilities, r
 def test_rng_order_matches_sequential_reference():
     # Asymmetric probabilities, so that mixing up plus/minus, the classes or the comparisons changes states.
     probabilities = ((0.9, 0.2), (0.4, 0.65))
-    d = markov_optionE(6, generator(11), p_a_plus=0.9, p_a_minus=0.2, p_b_plus=0.4, p_b_minus=0.65,
-                       seq_len=7, feature_width=4)
+    d = markov_optionE(
+        6, generator(11), p_a_plus=0.9, p_a_minus=0.2, p_b_plus=0.4, p_b_minus=0.65, seq_len=7, feature_width=4
+    )
     g = generator(11)
     states, eta = _sequential_reference(
-        6, 7, 4, probabilities, lambda: torch.rand(1, generator=g, dtype=torch.float64),
-        lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64))
+        6,
+        7,
+        4,
+        probabilities,
+        lambda: torch.rand(1, generator=g, dtype=torch.float64),
+        lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64),
+    )
     assert torch.equal(d.hidden_states, states)  # exact on any CPU: integer states
     # With all strengths 1 the noise is eta up to the rounding of the projections (on the unit scale of eta).
     assert_rounding_close(d.noise, eta, scale=1.0, what="noise")
@@ -181,8 +191,13 @@ def test_paper_sets_reproduce_the_authors_global_seeding():
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             states, eta = _sequential_reference(
-                size, 30, 200, ((0.7, 0.7), (0.3, 0.3)), lambda: torch.rand(1, dtype=torch.float64),
-                lambda *shape: torch.randn(*shape, dtype=torch.float64))
+                size,
+                30,
+                200,
+                ((0.7, 0.7), (0.3, 0.3)),
+                lambda: torch.rand(1, dtype=torch.float64),
+                lambda *shape: torch.randn(*shape, dtype=torch.float64),
+            )
         d = make()
         assert torch.equal(d.hidden_states, states)  # exact on any CPU: integer states
         assert_rounding_close(d.noise, eta, scale=1.0, what="noise")  # as above: eta up to the projections' rounding

@@ -4,13 +4,19 @@ path's mechanism, and which paths carry the label."""
 import numpy as np
 import pytest
 import torch
+from helpers import assert_rounding_close
 
 from attnpaths.attention import AttentionLayer
 from attnpaths.hmc import four_path_network, markov_optionE, paper_train_set, same_token
-from attnpaths.hmc.depth.networks import (HeadSpec, bos_closed_same_token, coded_network, path_class_separation,
-                                          three_layer_network, wide_network)
+from attnpaths.hmc.depth.networks import (
+    HeadSpec,
+    bos_closed_same_token,
+    coded_network,
+    path_class_separation,
+    three_layer_network,
+    wide_network,
+)
 from attnpaths.paths import path_attention, path_features
-from helpers import assert_rounding_close
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +86,7 @@ def test_the_good_path_counts_runs_of_three_equal_states(clean):
 
 def test_only_the_good_path_carries_the_label_and_it_needs_all_three_heads(train):
     net = three_layer_network(train)
-    separation = dict(zip(net.path_names, path_class_separation(path_features(train.x, net.attention), train.y,
-                                                               train)))
+    separation = dict(zip(net.path_names, path_class_separation(path_features(train.x, net.attention), train.y, train)))
     assert separation["ssu"] > 3.0
     assert max(abs(v) for k, v in separation.items() if k != "ssu") < separation["ssu"] / 3
     for names in net.neighbours("ssu").values():
@@ -102,29 +107,40 @@ def test_wide_network_contains_the_four_path_network(train):
     # last bits (5e-16 seen on an AVX-512 machine). Rounding on the scale of the largest feature separates that
     # from another path (differences of order 1).
     for wide_name, four_name in (("su", "g"), ("sb", "a1"), ("bu", "d"), ("bb", "a2")):
-        assert_rounding_close(xw[..., wide.path_names.index(wide_name)], x4[..., four.path_names.index(four_name)],
-                              scale=float(x4.abs().max()), what=f"wide path {wide_name} against {four_name}")
-    separation = dict(zip(wide.path_names, path_class_separation(path_features(train.x, wide.attention), train.y,
-                                                                train)))
+        assert_rounding_close(
+            xw[..., wide.path_names.index(wide_name)],
+            x4[..., four.path_names.index(four_name)],
+            scale=float(x4.abs().max()),
+            what=f"wide path {wide_name} against {four_name}",
+        )
+    separation = dict(
+        zip(wide.path_names, path_class_separation(path_features(train.x, wide.attention), train.y, train))
+    )
     assert separation["su"] > 3.0 and separation["du"] < -3.0  # stays and switches: mirror images
     assert abs(separation["uu"]) < 0.5
 
 
-@pytest.mark.parametrize("layers, good, match", [
-    ([[HeadSpec("s", "same_token", "x"), HeadSpec("s", "blank", "y")]], "s", "distinct codes"),
-    ([[HeadSpec("s", "same_token", "x")]], "q", "good_path must be one of"),
-    ([[]], "s", "non-empty"),
-])
+@pytest.mark.parametrize(
+    "layers, good, match",
+    [
+        ([[HeadSpec("s", "same_token", "x"), HeadSpec("s", "blank", "y")]], "s", "distinct codes"),
+        ([[HeadSpec("s", "same_token", "x")]], "q", "good_path must be one of"),
+        ([[]], "s", "non-empty"),
+    ],
+)
 def test_bad_network_arguments_raise_value_errors_naming_them(clean, layers, good, match):
     with pytest.raises(ValueError, match=match):
         coded_network(clean, "n", "n", layers, good)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(code="ss", version="blank", name="x"), "code"),
-    (dict(code="s", version="other", name="x"), "version"),
-    (dict(code="b", version="blank", name="x", bos_to_bos=True), "bos_to_bos"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(code="ss", version="blank", name="x"), "code"),
+        (dict(code="s", version="other", name="x"), "version"),
+        (dict(code="b", version="blank", name="x", bos_to_bos=True), "bos_to_bos"),
+    ],
+)
 def test_bad_head_specs_raise_value_errors_naming_them(kwargs, match):
     with pytest.raises(ValueError, match=match):
         HeadSpec(**kwargs)

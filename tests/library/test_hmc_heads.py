@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from helpers import assert_rounding_close
 
 from attnpaths.attention import AttentionLayer
 from attnpaths.hmc import (
@@ -21,7 +22,6 @@ from attnpaths.hmc import (
     uniform_attention,
 )
 from attnpaths.paths import path_features
-from helpers import assert_rounding_close
 
 N_F, N_TOK = 200, 31
 
@@ -218,6 +218,13 @@ def test_head_version_labels_name_layer_head_and_version(train):
     from attnpaths.hmc.networks import head_version_labels
 
     assert head_version_labels(four_path_network(train)) == [
-        "(1)1 (same_token)", "(1)2 (blank)", "(2)1 (uniform_attention)", "(2)2 (blank)"]
-    assert head_version_labels(two_path_network(train)) == ["(1)1 (same_token)", "(1)2 (blank)",
-                                                            "(2)1 (uniform_attention)"]
+        "(1)1 (same_token)",
+        "(1)2 (blank)",
+        "(2)1 (uniform_attention)",
+        "(2)2 (blank)",
+    ]
+    assert head_version_labels(two_path_network(train)) == [
+        "(1)1 (same_token)",
+        "(1)2 (blank)",
+        "(2)1 (uniform_attention)",
+    ]

@@ -9,12 +9,17 @@ import math
 import numpy as np
 import pytest
 import torch
-
-from attnpaths import PosteriorSampler, path_features, sample_order_parameters, solve, theory_from_attention
-from attnpaths import _validation
-from attnpaths.frozen_attention import ROW_SUM_EPS, ROW_SUM_TOLERANCE, row_sum_tolerance
-
 from helpers import multihead_stack, random_problem, sampler_problem
+
+from attnpaths import (
+    PosteriorSampler,
+    _validation,
+    path_features,
+    sample_order_parameters,
+    solve,
+    theory_from_attention,
+)
+from attnpaths.frozen_attention import ROW_SUM_EPS, ROW_SUM_TOLERANCE, row_sum_tolerance
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +79,7 @@ def test_every_public_batch_size_is_checked(batch_size):
     for name, call in calls.items():
         with pytest.raises(ValueError, match=r"batch_size must be an integer >= 1"):
             call()
+            pytest.fail(f"{name} accepted batch_size={batch_size!r}")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -82,8 +88,11 @@ def test_every_public_batch_size_is_checked(batch_size):
 
 def test_complex_features_are_refused_not_silently_made_real(problem):
     xi, y = problem
-    for features, dtype in ((xi + 1j * xi, "torch.complex128"), (xi.numpy() + 1j * xi.numpy(), "complex128"),
-                            (xi.to(torch.complex64), "torch.complex64")):
+    for features, dtype in (
+        (xi + 1j * xi, "torch.complex128"),
+        (xi.numpy() + 1j * xi.numpy(), "complex128"),
+        (xi.to(torch.complex64), "torch.complex64"),
+    ):
         with pytest.raises(TypeError, match=rf"features must hold real numbers, got the complex dtype {dtype}"):
             solve(features, y, heads=(2, 2), widths=10, temperature=0.1)
 
@@ -101,8 +110,11 @@ def test_boolean_and_object_features_are_refused(problem):
 def test_boolean_labels_are_refused_with_the_plus_minus_one_convention(problem):
     xi, y = problem
     for labels in (y > 0, (y > 0).numpy(), [bool(v > 0) for v in y]):
-        with pytest.raises(TypeError, match=r"y must hold real targets, got the boolean dtype .*labels are \+-1 "
-                                            r"floats, pass 2.0 \* y - 1.0"):
+        with pytest.raises(
+            TypeError,
+            match=r"y must hold real targets, got the boolean dtype .*labels are \+-1 "
+            r"floats, pass 2.0 \* y - 1.0",
+        ):
             solve(xi, labels, heads=(2, 2), widths=10, temperature=0.1)
     with pytest.raises(TypeError, match=r"y must hold real numbers, got the complex dtype"):
         solve(xi, y + 0j, heads=(2, 2), widths=10, temperature=0.1)
@@ -123,8 +135,11 @@ def test_own_model_entry_refuses_complex_boolean_and_object_inputs(stack):
         theory_from_attention([attention[0].numpy() + 0j, attention[1]], tokens, targets, **settings)
     with pytest.raises(TypeError, match=r"tokens must be a numeric array, got the object dtype"):
         theory_from_attention(attention, np.asarray(tokens.numpy(), dtype=object), targets, **settings)
-    with pytest.raises(TypeError, match=r"targets must hold real targets, got the boolean dtype .*pass 2.0 \* "
-                                        r"targets - 1.0"):
+    with pytest.raises(
+        TypeError,
+        match=r"targets must hold real targets, got the boolean dtype .*pass 2.0 \* "
+        r"targets - 1.0",
+    ):
         theory_from_attention(attention, tokens, targets > 0, **settings)
 
 
@@ -203,23 +218,31 @@ def test_a_singular_kernel_names_the_temperature_not_initial(problem):
     with pytest.raises(ValueError) as info:
         solve(xi, y, heads=(2, 2), widths=10, temperature=5e-324)
     message = str(info.value)
-    assert message.startswith("the action is not finite at the starting point U = the GP values (U_1 = 1 I): "
-                              "the kernel K(U_1) + T I is numerically singular or overflows at temperature=5e-324")
+    assert message.startswith(
+        "the action is not finite at the starting point U = the GP values (U_1 = 1 I): "
+        "the kernel K(U_1) + T I is numerically singular or overflows at temperature=5e-324"
+    )
     assert "try a larger temperature" in message and "initial" not in message
 
 
 def test_an_overflowing_kernel_names_the_temperature_in_both_routes(problem):
     xi, y = problem
     for widths, where in ((10, "at the starting point U"), (math.inf, "in the GP limit at U")):
-        with pytest.raises(ValueError, match=rf"the action is not finite {where} = the GP values \(U_1 = 1 I\): the "
-                                             r"kernel .* overflows at temperature=1e-10; try a larger temperature"):
+        with pytest.raises(
+            ValueError,
+            match=rf"the action is not finite {where} = the GP values \(U_1 = 1 I\): the "
+            r"kernel .* overflows at temperature=1e-10; try a larger temperature",
+        ):
             solve(xi * 1e200, y, heads=(2, 2), widths=widths, temperature=1e-10)
 
 
 def test_a_given_initial_keeps_the_initial_wording(problem):
     xi, y = problem
-    with pytest.raises(ValueError, match=r"^initial must give a finite action \(K\(U_1\) \+ T I positive definite "
-                                         r"at temperature=5e-324\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^initial must give a finite action \(K\(U_1\) \+ T I positive definite "
+        r"at temperature=5e-324\)$",
+    ):
         solve(xi, y, heads=(2, 2), widths=10, temperature=5e-324, initial=[np.eye(4), np.eye(2)])
 
 
@@ -296,9 +319,12 @@ def test_solve_estimates_its_memory_before_allocating(problem, monkeypatch):
     xi, y = problem
     monkeypatch.setattr(_validation, "available_memory", lambda: 1000)
     for widths, route in ((10, "(sample|feature)-space"), (math.inf, "GP-limit")):
-        with pytest.raises(MemoryError, match=rf"solve with P = 20 examples \({route} route: three \[P, P\] float64 "
-                                              r"matrices and the features \[P, N0, n_paths\] = \[20, 4, 4\]\) needs "
-                                              r"about [0-9.e-]+ GiB, but only 9.31e-07 GiB of memory is available"):
+        with pytest.raises(
+            MemoryError,
+            match=rf"solve with P = 20 examples \({route} route: three \[P, P\] float64 "
+            r"matrices and the features \[P, N0, n_paths\] = \[20, 4, 4\]\) needs "
+            r"about [0-9.e-]+ GiB, but only 9.31e-07 GiB of memory is available",
+        ):
             solve(xi, y, heads=(2, 2), widths=widths, temperature=0.1, route="feature")
     monkeypatch.setattr(_validation, "available_memory", lambda: None)  # a system that does not say
     assert solve(xi, y, heads=(2, 2), widths=10, temperature=0.1).converged
@@ -362,8 +388,9 @@ def test_solve_checks_its_data_and_temperature(problem):
 
 def test_the_order_parameter_sampler_checks_its_data_and_temperature(problem):
     xi, y = problem
-    settings = dict(heads=(2, 2), widths=10, generator=torch.Generator().manual_seed(0), num_chains=2,
-                    num_warmup=0, num_samples=4)
+    settings = dict(
+        heads=(2, 2), widths=10, generator=torch.Generator().manual_seed(0), num_chains=2, num_warmup=0, num_samples=4
+    )
     for (features, labels), kind, match in _bad_data(xi, y):
         with pytest.raises(kind, match=match):
             sample_order_parameters(features, labels, temperature=0.1, **settings)

@@ -62,7 +62,12 @@ def imported_modules(path: Path, package_dir: Path = PACKAGE, *, strings: bool =
                 origin = node.module
             found.add(origin)
             found.update(f"{origin}.{alias.name}" for alias in node.names)
-        elif strings and isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
+        elif (
+            strings
+            and isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and MODULE_NAME.fullmatch(node.value)
+        ):
             found.add(node.value)
     return found
 
@@ -123,18 +128,27 @@ def test_the_library_imports_downwards_only_and_never_the_companion():
     assert layering_violations() == []
 
 
-@pytest.mark.parametrize("module, planted, rule", [
-    ("engine.py", "import attnpaths_book.recorder\n", "never imports the companion"),
-    ("pruning/sweep.py", "from ..oneshot import episodes\n", "no sibling"),
-    ("related/measures.py", "from ..exchangeability.estimators import prefix_softmax_averages\n", "no sibling"),
-    ("experiments/sweep.py", "def f():\n    from ..hmc import data\n", "imports no subject"),
-    ("kernels.py", "from .experiments import path_data\n", "no layer above it"),
-    ("paths.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .pruning import rankings\n",
-     "no layer above it"),
-    ("theory/__init__.py", "def f():\n    import importlib\n    return importlib.import_module('attnpaths_book.cli')\n",
-     "never imports the companion"),
-    ("__init__.py", "_EXPORTS['gradient_head_importance'] = 'attnpaths.pruning.rankings'\n", "no layer above it"),
-])
+@pytest.mark.parametrize(
+    "module, planted, rule",
+    [
+        ("engine.py", "import attnpaths_book.recorder\n", "never imports the companion"),
+        ("pruning/sweep.py", "from ..oneshot import episodes\n", "no sibling"),
+        ("related/measures.py", "from ..exchangeability.estimators import prefix_softmax_averages\n", "no sibling"),
+        ("experiments/sweep.py", "def f():\n    from ..hmc import data\n", "imports no subject"),
+        ("kernels.py", "from .experiments import path_data\n", "no layer above it"),
+        (
+            "paths.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .pruning import rankings\n",
+            "no layer above it",
+        ),
+        (
+            "theory/__init__.py",
+            "def f():\n    import importlib\n    return importlib.import_module('attnpaths_book.cli')\n",
+            "never imports the companion",
+        ),
+        ("__init__.py", "_EXPORTS['gradient_head_importance'] = 'attnpaths.pruning.rankings'\n", "no layer above it"),
+    ],
+)
 def test_a_planted_import_is_caught(tmp_path, module, planted, rule):
     copy = tmp_path / "attnpaths"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -143,8 +157,21 @@ def test_a_planted_import_is_caught(tmp_path, module, planted, rule):
     assert len(found) == 1 and module in found[0] and rule in found[0], found
 
 
-BOOK_ONLY_MODULES = (COMPANION, "yaml", "jupytext", "papermill", "nbformat", "nbclient", "myst_nb", "nbval",
-                     "jupyter_book", "sphinx", "selenium", "IPython", "book_helpers")
+BOOK_ONLY_MODULES = (
+    COMPANION,
+    "yaml",
+    "jupytext",
+    "papermill",
+    "nbformat",
+    "nbclient",
+    "myst_nb",
+    "nbval",
+    "jupyter_book",
+    "sphinx",
+    "selenium",
+    "IPython",
+    "book_helpers",
+)
 """What ``pip install .`` (without the book extra) does not install, and the book's tests' own helpers."""
 
 

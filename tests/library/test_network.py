@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
+from helpers import Z_MAX, random_attention, random_inputs
 
 from attnpaths.kernels import gp_kernel
 from attnpaths.network import AttentionNetwork, NetworkWeights
-from helpers import Z_MAX, random_attention, random_inputs
 
 
 def max_z_score(samples, expected):

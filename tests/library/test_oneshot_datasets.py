@@ -98,8 +98,12 @@ def test_cache_with_foreign_parameters_is_rendered_again(tmp_path, small):
 
 @pytest.mark.parametrize(
     "kwargs, name",
-    [({"instances_per_class": 1}, "instances_per_class"), ({"image_size": 4}, "image_size"),
-     ({"alphabets": ("Elvish",)}, "alphabet"), ({"seed": -1}, "seed")],
+    [
+        ({"instances_per_class": 1}, "instances_per_class"),
+        ({"image_size": 4}, "image_size"),
+        ({"alphabets": ("Elvish",)}, "alphabet"),
+        ({"seed": -1}, "seed"),
+    ],
 )
 def test_config_rejects_bad_values(kwargs, name):
     with pytest.raises(ValueError, match=name):

@@ -34,7 +34,7 @@ def test_invert_flips_polarity_and_resizing_keeps_the_mean():
     np.testing.assert_allclose(plain.queries + inverted.queries, 1.0, atol=1e-5)
     original = load_digits().images / 16.0
     both = np.isin(load_digits().target, (3, 8))
-    np.testing.assert_allclose(plain.queries.mean(), original[both][-plain.queries.shape[0]:].mean(), atol=0.05)
+    np.testing.assert_allclose(plain.queries.mean(), original[both][-plain.queries.shape[0] :].mean(), atol=0.05)
 
 
 @pytest.mark.parametrize("digits", [(1, 1), (0, 10), (2,)])

@@ -10,7 +10,7 @@ from matplotlib.ft2font import FT2Font
 from attnpaths.oneshot import glyphs
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def charmap(face_index):
     # Read the character map independently of the module under test.
     return set(FT2Font(glyphs.FONT_FACES[face_index].path).get_charmap())
@@ -85,8 +85,11 @@ def test_max_per_alphabet_spreads_over_the_block():
 
 @pytest.mark.parametrize(
     "kwargs, name",
-    [({"alphabets": ("Klingon",)}, "alphabet"), ({"max_per_alphabet": 0}, "max_per_alphabet"),
-     ({"duplicate_similarity": 1.5}, "duplicate_similarity")],
+    [
+        ({"alphabets": ("Klingon",)}, "alphabet"),
+        ({"max_per_alphabet": 0}, "max_per_alphabet"),
+        ({"duplicate_similarity": 1.5}, "duplicate_similarity"),
+    ],
 )
 def test_bad_arguments_name_themselves(kwargs, name):
     with pytest.raises(ValueError, match=name):

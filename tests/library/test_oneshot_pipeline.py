@@ -10,33 +10,36 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import random_problem
 from scipy.stats import spearmanr
 
+from attnpaths import statistics
 from attnpaths.attention import Attention, AttentionLayer
 from attnpaths.claims import Outcome
+from attnpaths.experiments import head_pruning
+from attnpaths.experiments.finite_width import sample_agreement
 from attnpaths.experiments.path_data import PathData
 from attnpaths.experiments.sampling import sample_posterior
-from attnpaths.experiments.finite_width import sample_agreement
-from attnpaths.experiments import head_pruning
 from attnpaths.head_scoring import pruning_order
-from attnpaths.oneshot import episodes
+from attnpaths.oneshot import episodes, temperature_grid
 from attnpaths.oneshot import pruning as oneshot_pruning
-from attnpaths.oneshot import temperature_grid
-from attnpaths import statistics
 from attnpaths.oneshot.imagesets import ImageClasses
-from attnpaths.transformer import SumHeadTransformer
 from attnpaths.oneshot.sequences import SequenceEncoder
 from attnpaths.oneshot.training import accuracy as model_accuracy
 from attnpaths.paths import all_paths
 from attnpaths.theory import classification_accuracy, solve
-
-from helpers import random_problem
+from attnpaths.transformer import SumHeadTransformer
 
 
 def tiny_attention(heads=(2, 2), n0=6, g=3, seed=0):
     gen = torch.Generator().manual_seed(seed)
-    layers = tuple(AttentionLayer(Q=torch.randn(h, g, n0, generator=gen, dtype=torch.float64),
-                                  K=torch.randn(h, g, n0, generator=gen, dtype=torch.float64)) for h in heads)
+    layers = tuple(
+        AttentionLayer(
+            Q=torch.randn(h, g, n0, generator=gen, dtype=torch.float64),
+            K=torch.randn(h, g, n0, generator=gen, dtype=torch.float64),
+        )
+        for h in heads
+    )
     return Attention(layers, readout="average_pooling")
 
 
@@ -47,8 +50,12 @@ def features():
     for split, (P, seed) in {"train": (24, 0), "validation": (30, 1), "test": (30, 2)}.items():
         xi, y = random_problem(P=P, n0=6, heads=(2, 2), seed=seed)
         feats[split], ys[split] = xi, y
-    return PathData(episodes.OneShotNetwork(tiny_attention()), feats["train"], ys["train"],
-                    {s: (feats[s], ys[s]) for s in ("validation", "test")})
+    return PathData(
+        episodes.OneShotNetwork(tiny_attention()),
+        feats["train"],
+        ys["train"],
+        {s: (feats[s], ys[s]) for s in ("validation", "test")},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -106,10 +113,12 @@ def test_label_fraction_draws_are_independent_reproducible_draws_of_the_training
     encoder = SequenceEncoder.create(np.random.default_rng(0), patch_size=4, image_size=16)
     attention = tiny_attention(n0=encoder.input_width)
     kwargs = dict(num_train=20, width=5, temperature=0.5, num_components=3)
-    draws = temperature_grid.label_fraction_draws(classes, encoder, attention,
-                                                  [np.random.default_rng([9, d]) for d in range(3)], **kwargs)
-    again = temperature_grid.label_fraction_draws(classes, encoder, attention,
-                                                  [np.random.default_rng([9, d]) for d in range(3)], **kwargs)
+    draws = temperature_grid.label_fraction_draws(
+        classes, encoder, attention, [np.random.default_rng([9, d]) for d in range(3)], **kwargs
+    )
+    again = temperature_grid.label_fraction_draws(
+        classes, encoder, attention, [np.random.default_rng([9, d]) for d in range(3)], **kwargs
+    )
     assert draws["finite_width"].shape == draws["gp"].shape == (3,)
     np.testing.assert_array_equal(draws["finite_width"], again["finite_width"])  # determinism: the same draws twice
     assert len(set(np.round(draws["gp"], 12))) == 3  # each draw has its own episodes
@@ -154,8 +163,15 @@ def test_warm_start_differences_measure_the_distance_to_a_start_from_the_gp_valu
 def test_order_parameter_summary_locates_U_relative_to_the_gp_value():
     U = np.array([[2.0, -0.5, 0.1], [-0.5, 1.0, 0.3], [0.1, 0.3, 0.5]])
     summary = temperature_grid.order_parameter_summary(U)
-    assert summary == pytest.approx({"diagonal_min": 0.5, "diagonal_max": 2.0, "offdiagonal_min": -0.5,
-                                     "offdiagonal_max": 0.3, "distance_to_gp": math.sqrt(1 + 0.25 + 2 * 0.35)})
+    assert summary == pytest.approx(
+        {
+            "diagonal_min": 0.5,
+            "diagonal_max": 2.0,
+            "offdiagonal_min": -0.5,
+            "offdiagonal_max": 0.3,
+            "distance_to_gp": math.sqrt(1 + 0.25 + 2 * 0.35),
+        }
+    )
     assert temperature_grid.order_parameter_summary(np.eye(4))["distance_to_gp"] == 0.0  # exact on any CPU: I - I = 0
     with pytest.raises(ValueError, match="square"):
         temperature_grid.order_parameter_summary(np.ones((2, 3)))
@@ -178,13 +194,17 @@ def test_selection_on_validation_never_looks_at_the_test_split(grid):
     # scramble the test split's accuracies and errors: the validation choice cannot change
     rng = np.random.default_rng(0)
     scrambled = dataclasses.replace(
-        grid, accuracy={**grid.accuracy, "test": rng.uniform(size=grid.accuracy["test"].shape)},
-        mse={**grid.mse, "test": rng.uniform(size=grid.mse["test"].shape)})
+        grid,
+        accuracy={**grid.accuracy, "test": rng.uniform(size=grid.accuracy["test"].shape)},
+        mse={**grid.mse, "test": rng.uniform(size=grid.mse["test"].shape)},
+    )
     again = temperature_grid.selected(scrambled, on="validation")
     assert again["index"].tolist() == chosen["index"].tolist()
     np.testing.assert_array_equal(again["temperature"], chosen["temperature"])  # exact on any CPU: grid values chosen
-    np.testing.assert_array_equal(chosen["index"], temperature_grid.select_temperature(grid.accuracy["validation"],
-                                                                         grid.mse["validation"], grid.converged))
+    np.testing.assert_array_equal(
+        chosen["index"],
+        temperature_grid.select_temperature(grid.accuracy["validation"], grid.mse["validation"], grid.converged),
+    )
     # the reported test accuracy is the test split at the validation-chosen temperature
     rows = np.arange(len(grid.widths))
     # exact on any CPU: the chosen entries of the grid, copied
@@ -321,7 +341,9 @@ def test_forward_pass_errors_are_rounding_and_catch_a_wrong_evaluation(pruning_s
     with torch.no_grad():
         doubled.readout.mul_(2.0)  # every output doubled
     wrong = oneshot_pruning.pruning_evaluator(doubled, seqs)
-    assert oneshot_pruning.forward_pass_errors(model, seqs, wrong, [[]])[0]["output"] == pytest.approx(checks[0]["scale"])
+    assert oneshot_pruning.forward_pass_errors(model, seqs, wrong, [[]])[0]["output"] == pytest.approx(
+        checks[0]["scale"]
+    )
 
 
 # ------------------------------------------------------------------------------------------------ statistics
@@ -347,11 +369,24 @@ SPEARMAN_REFERENCE = [
     ([2.0, 3.0, 3.0, 2.0], [3.0, 2.0, 3.0, 3.0], -0.5773502691896258, 1.0),
     ([0.1, 0.4, 0.2, 0.9, 0.5], [3.0, 1.0, 2.0, 2.0, 5.0], -0.051298917604257706, 0.55),
     ([2.0, 2.0, 5.0, 5.0, 2.0, 3.0], [1.0, 5.0, 1.0, 0.0, 1.0, 0.0], -0.6166666666666667, 0.95),
-    ([4.0, 2.0, 4.0, 0.0, 2.0, 4.0, 3.0], [6.0, 3.0, 4.0, 2.0, 1.0, 6.0, 3.0], 0.8860760232362956, 0.009523809523809525),
-    ([0.62, 0.05, 0.31, 1.0, 0.47, 0.12, 0.88, 0.2], [0.025, 0.004, 0.031, 0.079, 0.043, 0.008, 0.066, 0.017],
-     0.9285714285714286, 0.0011160714285714285),
-    ([0.62, 0.05, 0.31, 1.0, 0.47, 0.12, 0.88, 0.2],
-     [-0.025, -0.004, -0.031, -0.079, -0.043, -0.008, -0.066, -0.017], -0.9285714285714286, 0.9994295634920635),
+    (
+        [4.0, 2.0, 4.0, 0.0, 2.0, 4.0, 3.0],
+        [6.0, 3.0, 4.0, 2.0, 1.0, 6.0, 3.0],
+        0.8860760232362956,
+        0.009523809523809525,
+    ),
+    (
+        [0.62, 0.05, 0.31, 1.0, 0.47, 0.12, 0.88, 0.2],
+        [0.025, 0.004, 0.031, 0.079, 0.043, 0.008, 0.066, 0.017],
+        0.9285714285714286,
+        0.0011160714285714285,
+    ),
+    (
+        [0.62, 0.05, 0.31, 1.0, 0.47, 0.12, 0.88, 0.2],
+        [-0.025, -0.004, -0.031, -0.079, -0.043, -0.008, -0.066, -0.017],
+        -0.9285714285714286,
+        0.9994295634920635,
+    ),
 ]
 
 
@@ -401,9 +436,11 @@ def test_pattern_similarity_finds_a_pattern_and_its_relabelling():
 def test_layer_sampler_and_checks_run_on_one_shot_features(features, grid):
     """The experiment layer's posterior sampling and the claim-2 test work with the one-shot network."""
     k, j = 0, 1
-    point = sample_posterior(features, 5, 0.5, torch.Generator().manual_seed(0), num_warmup=5, num_samples=20,
-                             num_chains=2, progress=False)
+    point = sample_posterior(
+        features, 5, 0.5, torch.Generator().manual_seed(0), num_warmup=5, num_samples=20, num_chains=2, progress=False
+    )
     assert point.U.shape == (4, 4) and 0 <= point.accuracy <= 1
-    verdict = sample_agreement("2", points=[point], reference_accuracy={5: grid.accuracy["test"][k, j]},
-                               reference_U={5: grid.U[k, j]})
+    verdict = sample_agreement(
+        "2", points=[point], reference_accuracy={5: grid.accuracy["test"][k, j]}, reference_U={5: grid.U[k, j]}
+    )
     assert verdict.outcome in set(Outcome)

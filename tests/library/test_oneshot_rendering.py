@@ -86,8 +86,12 @@ def test_sampled_distortions_stay_in_their_ranges():
 
 @pytest.mark.parametrize(
     "kwargs, name",
-    [({"glyph_box": 0}, "glyph_box"), ({"stroke_threshold": (0.7, 0.2)}, "stroke_threshold"),
-     ({"supersampling": 0}, "supersampling"), ({"shear": -1.0}, "shear")],
+    [
+        ({"glyph_box": 0}, "glyph_box"),
+        ({"stroke_threshold": (0.7, 0.2)}, "stroke_threshold"),
+        ({"supersampling": 0}, "supersampling"),
+        ({"shear": -1.0}, "shear"),
+    ],
 )
 def test_config_rejects_bad_values(kwargs, name):
     with pytest.raises(ValueError, match=name):

@@ -69,14 +69,20 @@ def test_encoding_is_bit_for_bit_the_layer_norm_formula(encoder):
     images = rng.uniform(size=(5, 3, 32, 32)).astype(np.float32)
     labels = rng.integers(0, 3, size=(5, 3))
     tokens = encoder.patches(images)
-    layer_norm = (tokens - tokens.mean(axis=-1, keepdims=True)) / np.sqrt(tokens.var(axis=-1, keepdims=True)
-                                                                          + encoder.layer_norm_eps)
-    expected = layer_norm + encoder.positions()[None] + np.repeat(encoder.label_embedding[labels],
-                                                                  encoder.patches_per_image, axis=1)
+    layer_norm = (tokens - tokens.mean(axis=-1, keepdims=True)) / np.sqrt(
+        tokens.var(axis=-1, keepdims=True) + encoder.layer_norm_eps
+    )
+    expected = (
+        layer_norm
+        + encoder.positions()[None]
+        + np.repeat(encoder.label_embedding[labels], encoder.patches_per_image, axis=1)
+    )
     for dtype in (torch.float64, torch.float32):
         # determinism: the same NumPy reductions (np.var is the mean of the squared deviations from np.mean) and
         # sums in the same order on the same tokens, on the same CPU: what the encoder must keep (docstring)
-        assert torch.equal(encoder.encode(images, labels, dtype=dtype), torch.from_numpy(expected).to(dtype).transpose(1, 2))
+        assert torch.equal(
+            encoder.encode(images, labels, dtype=dtype), torch.from_numpy(expected).to(dtype).transpose(1, 2)
+        )
 
 
 def test_label_embedding_comes_from_the_generator():

@@ -55,7 +55,12 @@ def test_history_and_best_weights(dataset, trained):
 
 def test_adam_steps_fit_the_training_episodes(dataset):
     config = TrainingConfig(
-        width=16, qk_width=8, batch_size=32, steps=150, validate_every=50, validation_sequences=64,
+        width=16,
+        qk_width=8,
+        batch_size=32,
+        steps=150,
+        validate_every=50,
+        validation_sequences=64,
         learning_rate=3e-3,
     )
     result = training.fit(config, dataset, progress=False)
@@ -97,8 +102,15 @@ def test_load_or_fit_trains_once(tmp_path, dataset, monkeypatch):
     assert training.model_cache_path(TrainingConfig(**{**TINY.__dict__, "steps": 13}), dataset, "x") != path
 
 
-@pytest.mark.parametrize("kwargs, name", [({"width": 0}, "width"), ({"learning_rate": 0.0}, "learning_rate"),
-                                          ({"seed": -2}, "seed"), ({"weight_decay": -1.0}, "weight_decay")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"width": 0}, "width"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+        ({"seed": -2}, "seed"),
+        ({"weight_decay": -1.0}, "weight_decay"),
+    ],
+)
 def test_config_rejects_bad_values(kwargs, name):
     with pytest.raises(ValueError, match=name):
         TrainingConfig(**kwargs)

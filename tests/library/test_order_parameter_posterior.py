@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import Z_MAX, family_z, random_attention, random_inputs, random_problem
 
 from attnpaths.network import AttentionNetwork
 from attnpaths.order_parameter_posterior import MOVES, MultivariateT, exact_action, sample_order_parameters
 from attnpaths.sampler import PosteriorSampler
 from attnpaths.theory import CholeskyCoordinates, architecture, solve
-from helpers import Z_MAX, family_z, random_attention, random_inputs, random_problem
 
 # N_1 >= n_1 = 4, N_2 >= n_2 = 2: the Wishart densities exist; N_a large enough for (eq-exact-density) to have
 # a mode in log-Cholesky coordinates (at smaller widths the density there is a funnel towards U = 0)
@@ -64,9 +64,21 @@ def test_without_information_in_the_data_the_exact_posterior_is_the_prior_of_the
     # terms) would give a different spread, and a wrong degree of freedom a different mean. With independence moves
     # a wrong Hastings ratio (p(theta') / p(theta) alone) would sample p q instead of p: narrower, another spread
     xi, y = random_problem(P=6, n0=3, heads=(2, 2), seed=1)
-    samples = sample_order_parameters(xi, y, heads=(2, 2), widths=WIDTHS, temperature=1e9, variances=VARIANCES,
-                                      generator=torch.Generator().manual_seed(2), num_chains=64, num_warmup=1000,
-                                      num_samples=1000, thin=4, moves=moves, progress=False)
+    samples = sample_order_parameters(
+        xi,
+        y,
+        heads=(2, 2),
+        widths=WIDTHS,
+        temperature=1e9,
+        variances=VARIANCES,
+        generator=torch.Generator().manual_seed(2),
+        num_chains=64,
+        num_warmup=1000,
+        num_samples=1000,
+        thin=4,
+        moves=moves,
+        progress=False,
+    )
     assert samples.moves == moves
     prior = hierarchical_wishart_draws(torch.Generator().manual_seed(3), 20000)
     prior_mean, prior_sd = prior.mean(0).numpy(), prior.std(0).numpy()
@@ -96,16 +108,29 @@ def test_independence_moves_multiply_the_effective_sample_size_per_move_on_a_nea
     # at large widths the posterior is close to its Laplace approximation: independence moves from a t fitted to it
     # decorrelate the chains in a few moves, a random walk in O(D) (D = 14 here); same moves, same cost per move
     features, y = wide_network_problem()
-    runs = {moves: sample_order_parameters(features, y, heads=(2, 2), widths=300, temperature=0.05,
-                                           variances=VARIANCES, generator=torch.Generator().manual_seed(8),
-                                           num_chains=32, num_warmup=100, num_samples=200, thin=2, moves=moves,
-                                           progress=False)
-            for moves in MOVES}
+    runs = {
+        moves: sample_order_parameters(
+            features,
+            y,
+            heads=(2, 2),
+            widths=300,
+            temperature=0.05,
+            variances=VARIANCES,
+            generator=torch.Generator().manual_seed(8),
+            num_chains=32,
+            num_warmup=100,
+            num_samples=200,
+            thin=2,
+            moves=moves,
+            progress=False,
+        )
+        for moves in MOVES
+    }
     rows, cols = np.triu_indices(4)
     ess = {moves: run.ess[rows, cols].min() for moves, run in runs.items()}
     assert ess["mixed"] > 4 * ess["random_walk"], ess
     # and the two kinds of chains sample one density: means within Monte-Carlo error
-    se = np.sqrt(runs["mixed"].mc_se**2 + runs["random_walk"].mc_se**2)
+    se = np.sqrt(runs["mixed"].mc_se ** 2 + runs["random_walk"].mc_se ** 2)
     assert np.all(np.abs(runs["mixed"].mean - runs["random_walk"].mean) <= Z * se)
 
 
@@ -113,20 +138,29 @@ def test_a_precision_target_stops_the_chains_at_a_look_where_u_meets_it_keeping_
     from attnpaths.experiments.sampling import PrecisionTarget
 
     features, y = wide_network_problem()
-    arguments = dict(heads=(2, 2), widths=300, temperature=0.05, variances=VARIANCES, num_chains=16, num_warmup=40,
-                     num_samples=150, thin=2, progress=False)
+    arguments = dict(
+        heads=(2, 2),
+        widths=300,
+        temperature=0.05,
+        variances=VARIANCES,
+        num_chains=16,
+        num_warmup=40,
+        num_samples=150,
+        thin=2,
+        progress=False,
+    )
     full = sample_order_parameters(features, y, generator=torch.Generator().manual_seed(8), **arguments)
     target = PrecisionTarget(0.015, min_draws=10)
-    stopped = sample_order_parameters(features, y, generator=torch.Generator().manual_seed(8), stop=target,
-                                      **arguments)
+    stopped = sample_order_parameters(features, y, generator=torch.Generator().manual_seed(8), stop=target, **arguments)
     kept = stopped.U.shape[1]
     assert kept in target.checkpoints(150), kept
     np.testing.assert_array_equal(stopped.U, full.U[:, :kept])  # determinism: the same chains; a prefix of them
     np.testing.assert_allclose(stopped.mean, full.U[:, :kept].mean(axis=(0, 1)), rtol=1e-12)  # summation order
     assert kept < 150 and target.relative_errors(torch.from_numpy(full.U[:, :kept]))[0].max() <= 0.015
     assert 0 < stopped.acceptance < 1
-    never = sample_order_parameters(features, y, generator=torch.Generator().manual_seed(8),
-                                    stop=PrecisionTarget(1e-6, min_draws=10), **arguments)
+    never = sample_order_parameters(
+        features, y, generator=torch.Generator().manual_seed(8), stop=PrecisionTarget(1e-6, min_draws=10), **arguments
+    )
     np.testing.assert_array_equal(never.U, full.U)  # determinism: the same chains, never stopped
 
 
@@ -146,8 +180,9 @@ def test_multivariate_t_proposal_draws_and_density():
     assert np.allclose(ours - ours[0], reference - reference[0], atol=1e-12)
     draws = t.sample(200000, g)
     expected = (factor @ factor.T).numpy() * nu / (nu - 2)
-    assert np.allclose(np.cov(draws.numpy().T), expected, rtol=T_COVARIANCE_RTOL,
-                       atol=T_COVARIANCE_RTOL * np.abs(expected).max())
+    assert np.allclose(
+        np.cov(draws.numpy().T), expected, rtol=T_COVARIANCE_RTOL, atol=T_COVARIANCE_RTOL * np.abs(expected).max()
+    )
     assert np.allclose(draws.mean(0).numpy(), centre.numpy(), atol=0.02 * float(factor.diagonal().max()))
 
 
@@ -158,11 +193,23 @@ def test_exact_mean_matches_the_networks_gibbs_samples_and_differs_from_the_sadd
     y = torch.cat([torch.ones(4), -torch.ones(4)]).double()
     features = network.features(x)
     temperature = 0.05
-    exact = sample_order_parameters(features, y, heads=(2, 2), widths=WIDTHS, temperature=temperature,
-                                    variances=VARIANCES, generator=torch.Generator().manual_seed(5), num_chains=32,
-                                    num_warmup=300, num_samples=300, thin=4, progress=False)
+    exact = sample_order_parameters(
+        features,
+        y,
+        heads=(2, 2),
+        widths=WIDTHS,
+        temperature=temperature,
+        variances=VARIANCES,
+        generator=torch.Generator().manual_seed(5),
+        num_chains=32,
+        num_warmup=300,
+        num_samples=300,
+        thin=4,
+        progress=False,
+    )
     gibbs = PosteriorSampler(network, y, temperature, features=features).run(
-        torch.Generator().manual_seed(6), 200, 2500, num_chains=4, progress=False)
+        torch.Generator().manual_seed(6), 200, 2500, num_chains=4, progress=False
+    )
     diagnostics = gibbs.diagnostics(features)
     U_gibbs = gibbs.order_parameter().numpy()
     sd = gibbs.order_parameters.flatten(0, 1).std(dim=0).numpy()

@@ -6,28 +6,29 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import assert_rounding_close
 
 from attnpaths import rank_heads
 from attnpaths.attention_stack import MultiheadAttentionStack
+from attnpaths.experiments.head_pruning import all_heads, pruning_curve
 from attnpaths.head_masks import HeadMaskEvaluator, pruning_mask
 from attnpaths.head_models import MultiheadStackModel, SumHeadModel, attention_error, head_model
 from attnpaths.head_scoring import head_scores, pruning_order
-from attnpaths.experiments.head_pruning import all_heads, pruning_curve
-from attnpaths.transformer import SumHeadTransformer
 from attnpaths.paths import all_paths, path_features
 from attnpaths.pruning import attention_entropy, gradient_head_importance, value_norms
 from attnpaths.pruning.digits import digit_patches, train_test_split
 from attnpaths.pruning.sweep import RANKINGS, curve_auc, mean_interval, pruning_sweep, run_seed
 from attnpaths.pruning.training import ModelTraining, train_model
 from attnpaths.theory import solve
-from helpers import assert_rounding_close
+from attnpaths.transformer import SumHeadTransformer
 
 N0, T = 10, 7
 
 
 def stack(seed=0, bias=False, heads=4, width=12, layers=2):
-    model = MultiheadAttentionStack(N0, width, heads, layers, bias=bias, generator=torch.Generator().manual_seed(seed),
-                                    dtype=torch.float64)
+    model = MultiheadAttentionStack(
+        N0, width, heads, layers, bias=bias, generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+    )
     if bias:  # non-zero biases, so that the test sees them
         g = torch.Generator().manual_seed(seed + 100)
         with torch.no_grad():
@@ -83,7 +84,7 @@ def test_masking_a_multihead_head_is_zeroing_its_block_of_the_output_projection(
     d = 12 // 4
     with torch.no_grad():
         for l, h in pruned:
-            model.layers[l].out_proj.weight[:, h * d:(h + 1) * d] = 0.0
+            model.layers[l].out_proj.weight[:, h * d : (h + 1) * d] = 0.0
         assert (view.outputs(x, pruning_mask(view.heads, pruned)) - model(x)).abs().max() < 1e-12
         # the pruned model's second-layer attention is recomputed from the pruned first layer
         masked = view.layer_attention(x, pruning_mask(view.heads, pruned))
@@ -131,11 +132,15 @@ def test_the_frozen_multihead_stack_without_biases_is_a_sum_over_attention_paths
     a = model.readout.weight.detach()[0]
 
     def head_map(layer, h):
-        W_v = layer.in_proj_weight.detach()[24:][h * d:(h + 1) * d]
-        return layer.out_proj.weight.detach()[:, h * d:(h + 1) * d] @ W_v
+        W_v = layer.in_proj_weight.detach()[24:][h * d : (h + 1) * d]
+        return layer.out_proj.weight.detach()[:, h * d : (h + 1) * d] @ W_v
 
-    weights = torch.stack([a @ head_map(model.layers[1], h2) @ head_map(model.layers[0], h1) @ model.embed.weight.detach()
-                           for h1, h2 in all_paths(view.heads)])  # [paths, N0]
+    weights = torch.stack(
+        [
+            a @ head_map(model.layers[1], h2) @ head_map(model.layers[0], h1) @ model.embed.weight.detach()
+            for h1, h2 in all_paths(view.heads)
+        ]
+    )  # [paths, N0]
     torch.testing.assert_close(torch.einsum("pi,bip->b", weights, xi), model(x).detach(), rtol=1e-10, atol=1e-12)
 
 
@@ -269,7 +274,9 @@ def test_digit_patches_are_the_images_cut_into_positioned_patches():
     # token t = row-major patch (t // 4, t % 4): its 2x2 pixels, then one-hot position t
     for t in (0, 5, 15):  # exact on any CPU: copies of the same pixels (images / 16, one division) and a one-hot code
         r, c = divmod(t, 4)
-        np.testing.assert_array_equal(data.x[:, :4, t].numpy(), images[:, 2 * r:2 * r + 2, 2 * c:2 * c + 2].reshape(-1, 4))
+        np.testing.assert_array_equal(
+            data.x[:, :4, t].numpy(), images[:, 2 * r : 2 * r + 2, 2 * c : 2 * c + 2].reshape(-1, 4)
+        )
         np.testing.assert_array_equal(data.x[:, 4:, t].numpy(), np.broadcast_to(np.eye(16)[t], (1797, 16)))
     np.testing.assert_array_equal(data.y.numpy() > 0, np.isin(data.digits, (5, 7)))
     assert digit_patches(4).x.shape == (1797, 16 + 4, 4)
@@ -277,8 +284,10 @@ def test_digit_patches_are_the_images_cut_into_positioned_patches():
     assert len(train) == 1700 and len(test) == 97
     # the two parts are the whole data set, each image once
     both = torch.cat([train.x, test.x]).reshape(1797, -1).numpy()  # exact on any CPU: a permutation of the rows
-    np.testing.assert_array_equal(np.sort(both.view([("", both.dtype)] * both.shape[1]).ravel(), axis=0),
-                                  np.sort(data.x.reshape(1797, -1).numpy().view([("", both.dtype)] * both.shape[1]).ravel(), axis=0))
+    np.testing.assert_array_equal(
+        np.sort(both.view([("", both.dtype)] * both.shape[1]).ravel(), axis=0),
+        np.sort(data.x.reshape(1797, -1).numpy().view([("", both.dtype)] * both.shape[1]).ravel(), axis=0),
+    )
     with pytest.raises(ValueError, match="patch_size"):
         digit_patches(3)
     with pytest.raises(ValueError, match="positive_digits"):
@@ -296,8 +305,9 @@ def small_split():
 @pytest.mark.parametrize("architecture", ["multihead", "sum_heads"])
 def test_training_is_reproducible_and_learns(small_split, architecture):
     train, test = small_split
-    config = ModelTraining(architecture=architecture, width=8, qk_width=4, num_heads=2, steps=150, batch_size=64,
-                           learning_rate=1e-2)
+    config = ModelTraining(
+        architecture=architecture, width=8, qk_width=4, num_heads=2, steps=150, batch_size=64, learning_rate=1e-2
+    )
     a, history = train_model(config, train, 5)
     b, _ = train_model(config, train, 5)
     for p, q in zip(a.parameters(), b.parameters()):
@@ -354,8 +364,16 @@ def test_sweep_is_one_task_per_seed_and_reproducible(small_split):
     train, held_out = small_split
     test, validation = train_test_split(held_out, 100, np.random.default_rng(1))
     config = ModelTraining(width=8, num_heads=2, steps=20, batch_size=32)
-    arguments = dict(seed=3, train=train, validation=validation, test=test, training=config, theory_width=10,
-                     theory_examples=60, sensitivity_widths=[40])
+    arguments = dict(
+        seed=3,
+        train=train,
+        validation=validation,
+        test=test,
+        training=config,
+        theory_width=10,
+        theory_examples=60,
+        sensitivity_widths=[40],
+    )
     sweep = pruning_sweep(num_seeds=2, temperatures=[0.1, 1.0], progress=False, **arguments)
     n = len(RANKINGS)
     assert sweep.curves["test"].shape == (2, n, 3) and sweep.curves["validation"].shape == (2, n, 3)

@@ -9,34 +9,50 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import assert_rounding_close
 
+from attnpaths.attention_stack import MultiheadAttentionStack
 from attnpaths.claims import Outcome
 from attnpaths.experiments.head_pruning import all_heads, pruning_sets
-from attnpaths.experiments.head_subsets import (allowed_subsets, best_curve, greedy_order, normalised_area,
-                                                random_order_curve, random_order_weights, shapley_values,
-                                                subset_curve, subset_index, subset_masks)
-from attnpaths.paths import all_paths, path_features
-from attnpaths.attention_stack import MultiheadAttentionStack
+from attnpaths.experiments.head_subsets import (
+    allowed_subsets,
+    best_curve,
+    greedy_order,
+    normalised_area,
+    random_order_curve,
+    random_order_weights,
+    shapley_values,
+    subset_curve,
+    subset_index,
+    subset_masks,
+)
 from attnpaths.head_masks import pruning_mask
 from attnpaths.head_models import head_model
 from attnpaths.head_scoring import pruning_order
+from attnpaths.paths import all_paths, path_features
 from attnpaths.pruning import claims as pr_claims
-from attnpaths.pruning.masked_outputs import gated_stack, subset_outputs
 from attnpaths.pruning.exact import TableEvaluator, subset_table
+from attnpaths.pruning.masked_outputs import gated_stack, subset_outputs
 from attnpaths.pruning.practical import fisher_pruning_sets, gate_fisher, iterative_gradient_order
 from attnpaths.pruning.rankings import gradient_head_importance
-from attnpaths.pruning.theory_scores import (action_changes, action_gate_gradients, head_paths, loo_scores,
-                                             removal_scores, trained_path_scores)
+from attnpaths.pruning.theory_scores import (
+    action_changes,
+    action_gate_gradients,
+    head_paths,
+    loo_scores,
+    removal_scores,
+    trained_path_scores,
+)
 from attnpaths.theory import solve
 from attnpaths.transformer import SumHeadTransformer
-from helpers import assert_rounding_close
 
 N0, T = 10, 7
 
 
 def stack(seed=0, heads=4, width=12, layers=2):
-    return MultiheadAttentionStack(N0, width, heads, layers, generator=torch.Generator().manual_seed(seed),
-                                   dtype=torch.float64).eval()
+    return MultiheadAttentionStack(
+        N0, width, heads, layers, generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+    ).eval()
 
 
 def sum_heads(seed=0, heads=3):
@@ -52,7 +68,7 @@ def silence(model, layer, head):
     layer)."""
     d = model.hyperparameters["width"] // model.num_heads
     with torch.no_grad():
-        model.layers[layer].out_proj.weight[:, head * d:(head + 1) * d] = 0.0
+        model.layers[layer].out_proj.weight[:, head * d : (head + 1) * d] = 0.0
     return model
 
 
@@ -94,8 +110,9 @@ def test_ceiling_random_shapley_greedy_on_an_additive_table():
     np.testing.assert_allclose(best_curve(-values, heads, maximize=False), [-1, -1, -0.98, -0.93, -0.83])
     assert greedy_order(values, heads)[:4] == [(0, 1), (1, 2), (0, 0), (1, 0)]
     np.testing.assert_allclose(shapley_values(values, heads), cost.reshape(2, 3), atol=1e-12)
-    np.testing.assert_allclose(shapley_values(1 - values, heads, higher_is_better=False), cost.reshape(2, 3),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        shapley_values(1 - values, heads, higher_is_better=False), cost.reshape(2, 3), atol=1e-12
+    )
     # a random order's expectation: the mean cost of the pruned sets
     expected = random_order_weights(heads) @ values
     np.testing.assert_allclose(random_order_curve(values, heads), expected)
@@ -166,13 +183,15 @@ def test_path_weights_write_the_output_as_a_sum_over_paths(make):
     w = view.path_weights()
     assert w.shape == (len(all_paths(view.heads)), N0)
     with torch.no_grad():
-        torch.testing.assert_close(torch.einsum("pi,bip->b", w, path_features(x, view)), view.outputs(x),
-                                   rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(
+            torch.einsum("pi,bip->b", w, path_features(x, view)), view.outputs(x), rtol=1e-10, atol=1e-12
+        )
 
 
 def test_path_weights_refuse_a_model_with_biases():
-    model = MultiheadAttentionStack(N0, 12, 4, 2, bias=True, generator=torch.Generator().manual_seed(0),
-                                    dtype=torch.float64)
+    model = MultiheadAttentionStack(
+        N0, 12, 4, 2, bias=True, generator=torch.Generator().manual_seed(0), dtype=torch.float64
+    )
     with pytest.raises(ValueError, match="biases"):
         head_model(model).path_weights()
 
@@ -233,8 +252,12 @@ def planted_theory(seed=0, P=200, held_out=200):
 
 def test_every_theory_score_ranks_a_planted_useless_head_first():
     heads, features, y, (held, y_held), solution = planted_theory()
-    scores = {"removal": removal_scores(solution, held, y_held), "loo": loo_scores(solution),
-              "gate": action_gate_gradients(solution), "action": action_changes(features, y, solution)[0]}
+    scores = {
+        "removal": removal_scores(solution, held, y_held),
+        "loo": loo_scores(solution),
+        "gate": action_gate_gradients(solution),
+        "action": action_changes(features, y, solution)[0],
+    }
     for name, score in scores.items():
         assert np.argmin(score[0, :3]) == 1, (name, score)
     assert action_changes(features, y, solution)[1][0, :3].all()
@@ -251,8 +274,18 @@ def test_the_gate_gradient_is_the_derivative_of_the_minimal_action():
     for g in (1 + eps, 1 - eps):
         scaled = features.copy()
         scaled[:, :, through] *= g
-        actions.append(solve(scaled, y, heads=heads, widths=20, temperature=0.1, on_failure="raise",
-                             initial=solution.U_layers, gradient_tolerance=1e-11).action)
+        actions.append(
+            solve(
+                scaled,
+                y,
+                heads=heads,
+                widths=20,
+                temperature=0.1,
+                on_failure="raise",
+                initial=solution.U_layers,
+                gradient_tolerance=1e-11,
+            ).action
+        )
     derivative = (actions[0] - actions[1]) / (2 * eps)
     assert action_gate_gradients(solution)[1, 0] == pytest.approx(-derivative, rel=1e-4)
 
@@ -260,17 +293,21 @@ def test_the_gate_gradient_is_the_derivative_of_the_minimal_action():
 # ------------------------------------------------------------------------------------------------ the primary verdicts
 
 
-@pytest.mark.parametrize("shift, outcomes, answer", [
-    (0.3, (Outcome.HOLDS, Outcome.CONTRADICTED), "beats"),
-    (0.0, (Outcome.NOT_SIGNIFICANT, Outcome.HOLDS), "matches"),
-    (-0.3, (Outcome.CONTRADICTED, Outcome.CONTRADICTED), "loses"),
-])
+@pytest.mark.parametrize(
+    "shift, outcomes, answer",
+    [
+        (0.3, (Outcome.HOLDS, Outcome.CONTRADICTED), "beats"),
+        (0.0, (Outcome.NOT_SIGNIFICANT, Outcome.HOLDS), "matches"),
+        (-0.3, (Outcome.CONTRADICTED, Outcome.CONTRADICTED), "loses"),
+    ],
+)
 def test_the_primary_verdicts_have_power(shift, outcomes, answer):
     rng = np.random.default_rng(0)
     michel = 0.5 + 0.05 * rng.normal(size=20)
     theory = michel + shift + 0.03 * rng.normal(size=20)
-    beats, matches = pr_claims.primary_verdicts("X", theory=theory, michel=michel, theory_name="removal score",
-                                                margin=0.1, level=0.05, num_tests=4)
+    beats, matches = pr_claims.primary_verdicts(
+        "X", theory=theory, michel=michel, theory_name="removal score", margin=0.1, level=0.05, num_tests=4
+    )
     assert (beats.outcome, matches.outcome) == outcomes
     assert pr_claims.primary_answer(beats, matches) == answer
     assert beats.correction == matches.correction == "Bonferroni over 4 tests"
@@ -279,9 +316,14 @@ def test_the_primary_verdicts_have_power(shift, outcomes, answer):
 
 def test_the_primary_verdicts_are_undecided_with_too_few_seeds_and_check_their_input():
     rng = np.random.default_rng(1)
-    beats, matches = pr_claims.primary_verdicts("X", theory=0.5 + 0.2 * rng.normal(size=3),
-                                                michel=0.5 + 0.2 * rng.normal(size=3), theory_name="t", margin=0.1,
-                                                num_tests=4)
+    beats, matches = pr_claims.primary_verdicts(
+        "X",
+        theory=0.5 + 0.2 * rng.normal(size=3),
+        michel=0.5 + 0.2 * rng.normal(size=3),
+        theory_name="t",
+        margin=0.1,
+        num_tests=4,
+    )
     assert pr_claims.primary_answer(beats, matches) == "undecided"
     with pytest.raises(ValueError, match="seeds"):
         pr_claims.primary_verdicts("X", theory=[0.1], michel=[0.2], theory_name="t", margin=0.1)

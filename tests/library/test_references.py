@@ -9,14 +9,21 @@ import re
 from pathlib import Path
 
 import pytest
-
 from helpers import ROOT
 
 CHAPTERS = sorted((ROOT / "book").glob("*.md"))
 THIS_FILE = Path(__file__).resolve()  # its examples of bad citations are strings of the scanners' own test
-CITING_FILES = sorted(path for path in [*(ROOT / "src").rglob("*.py"), *(ROOT / "tests").glob("*.py"),
-                                        ROOT / "CONTRIBUTING.md", ROOT / "README.md", *CHAPTERS]
-                      if path.resolve() != THIS_FILE)
+CITING_FILES = sorted(
+    path
+    for path in [
+        *(ROOT / "src").rglob("*.py"),
+        *(ROOT / "tests").glob("*.py"),
+        ROOT / "CONTRIBUTING.md",
+        ROOT / "README.md",
+        *CHAPTERS,
+    ]
+    if path.resolve() != THIS_FILE
+)
 CHECKED_FILES = sorted({*CITING_FILES, ROOT / "_config.yml", ROOT / "_toc.yml", ROOT / "pyproject.toml"})
 
 LABEL_PREFIXES = ("eq", "ex", "rel", "sec", "th")
@@ -31,10 +38,11 @@ ROLE = re.compile(r"\{(eq|ref|numref)\}`(?:[^`<]*<)?([^`<>]+)>?`")
 CITED_LABEL = re.compile(r"(?<![\w./-])((?:%s)-[a-z0-9]+(?:-[a-z0-9]+)*)(?![\w-])" % "|".join(LABEL_PREFIXES))
 FOREIGN_CITATION = re.compile(
     r"(?i:\bspec(?:ification)?\b[ \t]*(?:§|S\d|section|sec\.|item|fig|table|\d))"  # "spec §3a"
-    r"|§"                                                          # any numbered section
-    r"|\(S\d+[a-z]?\)"                                             # "(S6)"
-    r"|(?<![\w-])S\d{1,2}(?:[-–]S?\d{1,2})?(?![\w-])"              # "S8", "S1-S11", "S6-9"
-    r"|\(E\d\)")                                                   # "(E1)": E1 names an experiment
+    r"|§"  # any numbered section
+    r"|\(S\d+[a-z]?\)"  # "(S6)"
+    r"|(?<![\w-])S\d{1,2}(?:[-–]S?\d{1,2})?(?![\w-])"  # "S8", "S1-S11", "S6-9"
+    r"|\(E\d\)"
+)  # "(E1)": E1 names an experiment
 """Citations of a document outside the repository (numbered sections and labels such as "spec §3a item 8",
 "(S11)" or "S1-S11"), and a parenthesised experiment name used as an equation label."""
 
@@ -46,8 +54,11 @@ def relative(path: Path) -> str:
 def definitions(text: str) -> dict[str, list[str]]:
     """Labels a chapter defines, by kind: ``equation`` (``:label:`` of a math directive, ``$$ ... $$ (label)``),
     ``section`` (MyST targets ``(label)=``) and ``figure`` (``:name:`` of a figure or glue figure)."""
-    return {"equation": [a or b for a, b in EQUATION_LABEL.findall(text)],
-            "section": SECTION_TARGET.findall(text), "figure": FIGURE_NAME.findall(text)}
+    return {
+        "equation": [a or b for a, b in EQUATION_LABEL.findall(text)],
+        "section": SECTION_TARGET.findall(text),
+        "figure": FIGURE_NAME.findall(text),
+    }
 
 
 def defined_labels() -> dict[str, list[tuple[str, str]]]:
@@ -75,18 +86,35 @@ def foreign_citations(text: str) -> list[tuple[int, str]]:
 
 
 def test_scanners_find_labels_citations_and_roles():
-    chapter = ("```{math}\n:label: eq-one\nx = 1\n```\n\n$$\ny = 2\n$$ (eq-two)\n\n(sec-part)=\n## Part\n\n"
-               "```{glue:figure} f\n:name: fig-f\n```\nSee {eq}`eq-one`, {ref}`the part <sec-part>`, {numref}`fig-f`.\n")
+    chapter = (
+        "```{math}\n:label: eq-one\nx = 1\n```\n\n$$\ny = 2\n$$ (eq-two)\n\n(sec-part)=\n## Part\n\n"
+        "```{glue:figure} f\n:name: fig-f\n```\nSee {eq}`eq-one`, {ref}`the part <sec-part>`, {numref}`fig-f`.\n"
+    )
     assert definitions(chapter) == {"equation": ["eq-one", "eq-two"], "section": ["sec-part"], "figure": ["fig-f"]}
     assert ROLE.findall(chapter) == [("eq", "eq-one"), ("ref", "sec-part"), ("numref", "fig-f")]
     assert cited_labels("the action (eq-action, eq-entropy); see (sec-hmc-task) and (ex-mse)") == {
-        "eq-action", "eq-entropy", "sec-hmc-task", "ex-mse"}
+        "eq-action",
+        "eq-entropy",
+        "sec-hmc-task",
+        "ex-mse",
+    }
     assert cited_labels("fig-hmc-shift, freq-x, path/eq-x.md, rel-tol") == {"rel-tol"}
-    bad = "\n".join(["(spec §3a item 8)", "spec S6", "the action (S6)", "labels S1-S11", "the S8 predictor",
-                     "density (E1)", "Gelman et al., §11.4"])
+    bad = "\n".join(
+        [
+            "(spec §3a item 8)",
+            "spec S6",
+            "the action (S6)",
+            "labels S1-S11",
+            "the S8 predictor",
+            "density (E1)",
+            "Gelman et al., §11.4",
+        ]
+    )
     assert [line for line, _ in foreign_citations(bad)] == [1, 2, 3, 4, 5, 6, 7]
-    fine = ("spec = find_spec('mathjax'); spec.origin; run(spec, x); f(spec: Path); spec['input']; experiments E1-E4 and R1-R5; claim E1.2; "
-            "eq. (eq-action); S_ent; S(U); PS1; U_S1; 0.5S")
+    fine = (
+        "spec = find_spec('mathjax'); spec.origin; run(spec, x); f(spec: Path); spec['input']; experiments E1-E4 and R1-R5; claim E1.2; "
+        "eq. (eq-action); S_ent; S(U); PS1; U_S1; 0.5S"
+    )
     assert foreign_citations(fine) == []
 
 
@@ -99,15 +127,27 @@ def test_every_label_is_defined_once_with_a_known_prefix():
     assert labels, "no labels found in book/*.md"
     twice = {label: where for label, where in labels.items() if len(where) > 1}
     assert not twice, f"labels defined more than once: {twice}"
-    unknown = sorted(label for label, where in labels.items()
-                     if where[0][0] != "figure" and label.split("-")[0] not in LABEL_PREFIXES)
+    unknown = sorted(
+        label
+        for label, where in labels.items()
+        if where[0][0] != "figure" and label.split("-")[0] not in LABEL_PREFIXES
+    )
     assert not unknown, f"labels without one of the prefixes {LABEL_PREFIXES}: {unknown}"
 
 
 def test_the_paper_chapters_number_their_equations_with_eq_labels():
     equations = [label for label, where in defined_labels().items() if where[0][0] == "equation"]
-    for label in ("eq-forward", "eq-path-features", "eq-kernel", "eq-action", "eq-readout", "eq-predictor",
-                  "eq-gp", "eq-sampled-u", "eq-exact-density"):
+    for label in (
+        "eq-forward",
+        "eq-path-features",
+        "eq-kernel",
+        "eq-action",
+        "eq-readout",
+        "eq-predictor",
+        "eq-gp",
+        "eq-sampled-u",
+        "eq-exact-density",
+    ):
         assert label in equations
 
 
@@ -123,14 +163,18 @@ def test_cited_labels_are_defined(path):
 def test_roles_name_labels_of_their_kind(chapter):
     kinds = {label: where[0][0] for label, where in defined_labels().items()}
     expected = {"eq": {"equation"}, "ref": {"section", "figure"}, "numref": {"figure"}}
-    wrong = [(role, label, kinds.get(label)) for role, label in ROLE.findall(chapter.read_text())
-             if kinds.get(label) not in expected[role]]
+    wrong = [
+        (role, label, kinds.get(label))
+        for role, label in ROLE.findall(chapter.read_text())
+        if kinds.get(label) not in expected[role]
+    ]
     assert not wrong, f"{relative(chapter)}: roles whose label is missing or of another kind: {wrong}"
 
 
 @pytest.mark.parametrize("path", CHECKED_FILES, ids=relative)
 def test_nothing_cites_documents_outside_the_repository(path):
     found = foreign_citations(path.read_text())
-    assert not found, (f"{relative(path)} cites sections or labels of a document that is not in the repository "
-                       f"(cite the book's labels instead, CONTRIBUTING.md): {found[:10]}")
-
+    assert not found, (
+        f"{relative(path)} cites sections or labels of a document that is not in the repository "
+        f"(cite the book's labels instead, CONTRIBUTING.md): {found[:10]}"
+    )

@@ -25,11 +25,13 @@ def close_figures():
 # --------------------------------------------------------------------------------------------------------
 # network_log_ratios, first_layer_below
 
-PURE = np.array([
-    [0.9, 0.08, 0.08**3, 0.08**9, 1e-16, 0.0],  # two ratios of 3, then below machine precision
-    [0.5, 0.08, 0.08**2, 0.08**4, 0.08**8, 0.08**16],  # three ratios of 2; 0.08**16 ~ 3e-18 is below 1e-12
-    [0.9, 0.8, 0.7, 0.6, 0.5, 0.4],  # never in the asymptotic regime: no ratio
-])
+PURE = np.array(
+    [
+        [0.9, 0.08, 0.08**3, 0.08**9, 1e-16, 0.0],  # two ratios of 3, then below machine precision
+        [0.5, 0.08, 0.08**2, 0.08**4, 0.08**8, 0.08**16],  # three ratios of 2; 0.08**16 ~ 3e-18 is below 1e-12
+        [0.9, 0.8, 0.7, 0.6, 0.5, 0.4],  # never in the asymptotic regime: no ratio
+    ]
+)
 
 
 def test_network_log_ratios_are_each_rows_ratios_in_order():
@@ -87,8 +89,13 @@ def test_rank_collapse_figure_floors_the_pure_residuals_and_draws_every_ratio():
 
 def test_input_scaling_figure_draws_both_maps():
     scales = np.array([1.0, 2.0, 4.0])
-    result = ScalingResult(scales=scales, dot_product=np.array([1.0, 4.0, 16.0]), l2=np.array([1.0, 1.1, 1.2]),
-                           dot_product_draws=np.ones((2, 3)), l2_draws=np.ones((2, 3)))
+    result = ScalingResult(
+        scales=scales,
+        dot_product=np.array([1.0, 4.0, 16.0]),
+        l2=np.array([1.0, 1.1, 1.2]),
+        dot_product_draws=np.ones((2, 3)),
+        l2_draws=np.ones((2, 3)),
+    )
     ax = plots.plot_input_scaling(result).axes[0]
     assert _has_line(ax, scales, result.dot_product) and _has_line(ax, scales, result.l2)
     assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
@@ -96,8 +103,12 @@ def test_input_scaling_figure_draws_both_maps():
 
 def test_sequence_length_figure_draws_the_square_root_through_the_last_adversarial_point():
     n = np.array([4, 16, 64])
-    result = SequenceLengthResult(num_tokens=n, adversarial=np.array([1.0, 1.5, 3.0]), random=np.array([1.0, 1.2, 1.3]),
-                                  random_draws=np.ones((2, 3)))
+    result = SequenceLengthResult(
+        num_tokens=n,
+        adversarial=np.array([1.0, 1.5, 3.0]),
+        random=np.array([1.0, 1.2, 1.3]),
+        random_draws=np.ones((2, 3)),
+    )
     ax = plots.plot_sequence_length(result).axes[0]
     assert _has_line(ax, n, result.adversarial) and _has_line(ax, n, result.random)
     assert _has_line(ax, n, [0.75, 1.5, 3.0])  # 3 sqrt(n / 64)
@@ -105,9 +116,16 @@ def test_sequence_length_figure_draws_the_square_root_through_the_last_adversari
 
 def test_measures_figure_draws_ratios_and_distances():
     n = np.array([8, 32, 128])
-    result = MeasureResult(num_atoms=n, duplication_diff=0.0, ratio_max=np.array([0.5, 0.4, 0.3]),
-                           ratio_mean=np.array([0.3, 0.25, 0.2]), w1_mean=np.array([0.4, 0.2, 0.1]),
-                           delta_mean=np.array([0.1, 0.05, 0.02]), w1=np.ones((3, 2)), delta=np.ones((3, 2)))
+    result = MeasureResult(
+        num_atoms=n,
+        duplication_diff=0.0,
+        ratio_max=np.array([0.5, 0.4, 0.3]),
+        ratio_mean=np.array([0.3, 0.25, 0.2]),
+        w1_mean=np.array([0.4, 0.2, 0.1]),
+        delta_mean=np.array([0.1, 0.05, 0.02]),
+        w1=np.ones((3, 2)),
+        delta=np.ones((3, 2)),
+    )
     left, right = plots.plot_measures(result).axes
     assert _has_line(left, n, result.ratio_max) and _has_line(left, n, result.ratio_mean)
     assert _has_line(right, n, result.w1_mean) and _has_line(right, n, result.delta_mean)
@@ -116,9 +134,15 @@ def test_measures_figure_draws_ratios_and_distances():
 
 def test_context_window_figure_draws_the_geometric_windows_and_the_uniform_line():
     rates = np.array([0.01, 0.1, 0.9])
-    result = BayesianAttentionResult(max_weight_diff=0.0, max_output_diff=0.0, rates=rates,
-                                     window=np.array([9.0, 5.0, 1.2]), window_uniform=9.5,
-                                     window_trials=np.ones((2, 3)), window_uniform_trials=np.ones(2))
+    result = BayesianAttentionResult(
+        max_weight_diff=0.0,
+        max_output_diff=0.0,
+        rates=rates,
+        window=np.array([9.0, 5.0, 1.2]),
+        window_uniform=9.5,
+        window_trials=np.ones((2, 3)),
+        window_uniform_trials=np.ones(2),
+    )
     ax = plots.plot_context_window(result).axes[0]
     assert _has_line(ax, rates, result.window)
     assert _has_line(ax, [0, 1], [9.5, 9.5])

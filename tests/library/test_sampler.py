@@ -6,16 +6,22 @@
 The whole sampler against pyro's NUTS is a test of the book's (``tests/book/test_sampler_against_nuts.py``).
 """
 
-import re
 import math
 
 import pytest
 import torch
+from helpers import (
+    ALPHA,
+    Z_MAX,
+    conditional_draw_mismatch,
+    random_inputs,
+    rejects,
+    sampler_problem,
+)
 from scipy import stats
 
 from attnpaths.network import AttentionNetwork
 from attnpaths.sampler import PosteriorSampler, effective_sample_size, split_rhat
-from helpers import ALPHA, Z_MAX, conditional_draw_mismatch, gibbs_against_nuts_pvalues, random_inputs, rejects, sampler_problem
 
 
 @pytest.mark.parametrize("block", ["a", "V_2", "V_1", "V_0"])
@@ -41,12 +47,6 @@ def test_scale_move_preserves_the_output_and_leaves_the_prior_invariant():
         assert stats.kstest(1.05 * norms.numpy(), chi2.cdf).pvalue < ALPHA  # the check sees a 5 % drift
         moved = ((new - old).reshape(20000, -1).abs().amax(dim=1) > 0).to(torch.float64).mean()
         assert moved > 0.5, f"{name}: the move was rejected too often ({moved:.2f} accepted)"
-
-
-
-
-
-
 
 
 # -- diagnostics -----------------------------------------------------------------------------------------
@@ -78,10 +78,6 @@ def test_effective_sample_size_is_positive_and_capped_for_short_antithetic_chain
     assert ess.item() == pytest.approx(4 * math.log10(4))
 
 
-
-
-
-
 def test_split_rhat_flags_disagreeing_chains_and_trends():
     g = torch.Generator().manual_seed(8)
     chains = ar1_chains(g, num_chains=4, num_draws=2000, phi=0.5)
@@ -99,16 +95,26 @@ def test_split_rhat_flags_disagreeing_chains_and_trends():
 # computed by the package's own implementation that ArviZ replaced (attnpaths.sampler at commit 1c620f5).
 REPLACED_IMPLEMENTATION = {
     # (phi, C, S): (ESS, split R-hat)
-    (0.0, 4, 1000): ([3767.7551214887317, 4352.169680962128, 3912.5486616379626],
-                     [1.0000626003213031, 0.9997369927011078, 1.0000215836525193]),
-    (0.5, 4, 1000): ([1326.2732663258403, 1619.3626375037493, 1274.2171192460744],
-                     [1.0020348124363119, 1.0013815191634765, 1.002030392981599]),
-    (0.9, 4, 1000): ([140.64987818567027, 227.3267151595422, 160.1691343411207],
-                     [1.0166857173064239, 1.0157360850077377, 1.0174794987660691]),
-    (-0.3, 4, 1000): ([7081.993753134319, 10458.14372908021, 7614.016837337658],
-                      [0.9995778381113307, 0.9993895533790434, 0.999544519876713]),
-    (0.5, 2, 200): ([59.618902196871126, 117.85407124784228, 95.80488768350989],
-                    [1.0542553090299804, 1.0189229203637657, 1.0316439889766835]),
+    (0.0, 4, 1000): (
+        [3767.7551214887317, 4352.169680962128, 3912.5486616379626],
+        [1.0000626003213031, 0.9997369927011078, 1.0000215836525193],
+    ),
+    (0.5, 4, 1000): (
+        [1326.2732663258403, 1619.3626375037493, 1274.2171192460744],
+        [1.0020348124363119, 1.0013815191634765, 1.002030392981599],
+    ),
+    (0.9, 4, 1000): (
+        [140.64987818567027, 227.3267151595422, 160.1691343411207],
+        [1.0166857173064239, 1.0157360850077377, 1.0174794987660691],
+    ),
+    (-0.3, 4, 1000): (
+        [7081.993753134319, 10458.14372908021, 7614.016837337658],
+        [0.9995778381113307, 0.9993895533790434, 0.999544519876713],
+    ),
+    (0.5, 2, 200): (
+        [59.618902196871126, 117.85407124784228, 95.80488768350989],
+        [1.0542553090299804, 1.0189229203637657, 1.0316439889766835],
+    ),
 }
 
 
@@ -121,7 +127,9 @@ def test_diagnostics_agree_with_the_replaced_implementation(phi, num_chains, num
     half-chain) plus one autocorrelation estimate at a lag where the chains have decorrelated, below
     ``Z_MAX`` of its standard error ``sqrt(tau / M)``."""
     chains = ar1_chains(torch.Generator().manual_seed(11), num_chains, num_draws, phi)
-    old_ess, old_rhat = (torch.tensor(v, dtype=torch.float64) for v in REPLACED_IMPLEMENTATION[phi, num_chains, num_draws])
+    old_ess, old_rhat = (
+        torch.tensor(v, dtype=torch.float64) for v in REPLACED_IMPLEMENTATION[phi, num_chains, num_draws]
+    )
     torch.testing.assert_close(split_rhat(chains), old_rhat, rtol=1e-12, atol=0.0)
     total, per_half = num_chains * num_draws, num_draws // 2
     old_tau, tau = total / old_ess, total / effective_sample_size(chains)
@@ -168,8 +176,6 @@ def test_invalid_arguments_raise_value_errors_naming_them():
         sampler.conditional_draw("V_9", network.sample_prior(g, 2), g)
     with pytest.raises(ValueError, match="samples"):
         effective_sample_size(torch.zeros(2, 3))
-
-
 
 
 def test_cuda_is_refused_where_there_is_no_gpu(monkeypatch):

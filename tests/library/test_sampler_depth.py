@@ -16,8 +16,12 @@ cannot pass unnoticed):
 
 import pytest
 import torch
-
-from helpers import ALPHA, conditional_draw_mismatch, family_z, gibbs_against_nuts_pvalues, random_inputs, rejects, sampler_problem
+from helpers import (
+    conditional_draw_mismatch,
+    family_z,
+    rejects,
+    sampler_problem,
+)
 
 HEADS = (2, 3, 2)
 """Three layers with 2, 3 and 2 heads: 12 paths, and the layer in the middle has heads above and below."""
@@ -36,8 +40,9 @@ def test_path_form_and_sampled_order_parameter_at_depth_three():
     network, x, _, g = sampler_problem(seed=6, heads=HEADS, widths=(3, 2, 4, 2), variances=(0.7, 1.3, 0.9, 1.1, 1.6))
     weights = network.sample_prior(g, 40000)
     # the path form (eq-path-form) gives the layer-by-layer output (eq-forward) for every draw
-    torch.testing.assert_close(network.forward_from_features(network.features(x), weights), network.forward(x, weights),
-                               rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        network.forward_from_features(network.features(x), weights), network.forward(x, weights), rtol=1e-10, atol=1e-12
+    )
     # under the prior, E[e_pi . e_pi' / N_1] = U_GP delta_{pi pi'} at any width (eq-gp)
     overlaps = network.sampled_order_parameter(weights, per_sample=True)
     mean, se = overlaps.mean(dim=0), overlaps.std(dim=0) / overlaps.shape[0] ** 0.5
@@ -48,13 +53,6 @@ def test_path_form_and_sampled_order_parameter_at_depth_three():
     assert ((mean * network.widths[1] / network.widths[0] - expected).abs() / se).max() > family_z(n)
 
 
-
-
-
-
-
-
-
 @pytest.mark.parametrize("heads", [(2, 2), HEADS])
 def test_strided_routing_gives_the_chains_of_the_einsum_routing(monkeypatch, heads):
     # Routing the data through a block by one product per (chain, head, heads-above index) on strided views is
@@ -63,8 +61,9 @@ def test_strided_routing_gives_the_chains_of_the_einsum_routing(monkeypatch, hea
     from attnpaths import sampler as sampler_module
     from attnpaths.sampler import PosteriorSampler
 
-    network, x, y, _ = sampler_problem(seed=4, heads=heads, widths=(3, 4, 5, 2)[: len(heads) + 1],
-                                       variances=1.0, num_examples=8)
+    network, x, y, _ = sampler_problem(
+        seed=4, heads=heads, widths=(3, 4, 5, 2)[: len(heads) + 1], variances=1.0, num_examples=8
+    )
 
     def run(work):
         monkeypatch.setattr(sampler_module, "STRIDED_PRODUCT_WORK", work)

@@ -12,6 +12,7 @@ import cloudpickle
 import numpy as np
 import pytest
 import torch
+from helpers import random_problem
 
 from attnpaths.engine import IN_PROCESS, Engine, TaskFailed, task_seed, use_client
 from attnpaths.experiments.streaming import gram_statistics, predict_streamed
@@ -20,7 +21,6 @@ from attnpaths.hmc import HMCTask, four_path_network
 from attnpaths.hmc.streams import HMCChunks
 from attnpaths.paths import path_features
 from attnpaths.theory import solve, solve_from_statistics
-from helpers import random_problem
 
 # the chunk generators defined here travel to the workers by value: the workers cannot import this module
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -77,10 +77,12 @@ def test_chunked_statistics_equal_the_one_shot_statistics_of_the_whole_set():
         assert streamed.block_size == 8 and streamed.num_examples == 80 and streamed.dimension == 12
         gram, b, yy, P = _totals(streamed)
         # rounding only: the products are the same, their grouping is not (STATISTICS_RTOL)
-        np.testing.assert_allclose(gram, whole.gram, rtol=STATISTICS_RTOL,
-                                   atol=STATISTICS_RTOL * np.abs(whole.gram).max())
-        np.testing.assert_allclose(b, whole.features_targets, rtol=STATISTICS_RTOL,
-                                   atol=STATISTICS_RTOL * np.abs(whole.features_targets).max())
+        np.testing.assert_allclose(
+            gram, whole.gram, rtol=STATISTICS_RTOL, atol=STATISTICS_RTOL * np.abs(whole.gram).max()
+        )
+        np.testing.assert_allclose(
+            b, whole.features_targets, rtol=STATISTICS_RTOL, atol=STATISTICS_RTOL * np.abs(whole.features_targets).max()
+        )
         assert yy == pytest.approx(whole.targets_norm2, rel=STATISTICS_RTOL) and P == 80
         assert np.array_equal(gram, gram.T)
         results[sizes] = _totals(streamed)
@@ -102,15 +104,20 @@ def test_the_sums_do_not_depend_on_the_rounds_or_the_engine_in_process():
 def test_the_sums_are_the_same_bits_on_two_workers(cluster_client):
     chunks = _small_chunks(num_examples=40, chunk_size=6)
     here = _totals(gram_statistics(chunks, chunks.num_chunks, engine=IN_THIS_PROCESS, progress=False))
-    there = _totals(gram_statistics(chunks, chunks.num_chunks, engine=cluster_client, chunks_per_round=3,
-                                    progress=False))
+    there = _totals(
+        gram_statistics(chunks, chunks.num_chunks, engine=cluster_client, chunks_per_round=3, progress=False)
+    )
     with use_client(cluster_client):
         chosen = _totals(gram_statistics(chunks, chunks.num_chunks, progress=False))
     for found in (there, chosen):
         assert all(np.array_equal(a, b) for a, b in zip(found, here))
     # and the predictions streamed over a test set on the workers: those made here
-    solution = solve_from_statistics(gram_statistics(chunks, chunks.num_chunks, engine=IN_THIS_PROCESS,
-                                                     progress=False), heads=chunks.heads, widths=10, temperature=0.01)
+    solution = solve_from_statistics(
+        gram_statistics(chunks, chunks.num_chunks, engine=IN_THIS_PROCESS, progress=False),
+        heads=chunks.heads,
+        widths=10,
+        temperature=0.01,
+    )
     test = _small_chunks(num_examples=12, chunk_size=4, stream=1)
     here = predict_streamed(solution, test, test.num_chunks, engine=IN_THIS_PROCESS, progress=False)
     there = predict_streamed(solution, test, test.num_chunks, engine=cluster_client, progress=False)
@@ -133,8 +140,9 @@ def test_the_solve_from_streamed_statistics_equals_the_gram_route_on_the_whole_s
 
     # predictions streamed over a test set in chunks: those of the solution on the whole test set
     xt, yt = random_problem(P=30, n0=3, heads=(2, 2), seed=8)
-    mean, variance, labels = predict_streamed(found, ListChunks(_pieces(xt, yt, (10, 3, 17))), 3,
-                                              engine=IN_THIS_PROCESS, batch_size=4, progress=False)
+    mean, variance, labels = predict_streamed(
+        found, ListChunks(_pieces(xt, yt, (10, 3, 17))), 3, engine=IN_THIS_PROCESS, batch_size=4, progress=False
+    )
     expected_mean, expected_variance = found.predict(xt)
     np.testing.assert_allclose(mean, expected_mean, rtol=1e-12, atol=1e-12 * np.abs(expected_mean).max())
     np.testing.assert_allclose(variance, expected_variance, rtol=1e-12, atol=1e-12 * np.abs(expected_variance).max())
@@ -198,16 +206,31 @@ def test_bad_chunks_and_arguments_are_refused_naming_them():
     _raises(r"chunks_per_round must be an integer >= 1", ListChunks(good), 3, chunks_per_round=0)
     _raises(r"block_size must be an integer >= 1", ListChunks(good), 3, block_size=0)
     _raises(r"make_chunk must be callable", good, 3)
-    _raises(r"make_chunk\(1\) returned a bad chunk: features must contain only finite values",
-            ListChunks([good[0], (bad_nan, y[8:16]), good[2]]), 3)
-    _raises(r"make_chunk\(2\) returned a bad chunk: y must contain only finite values",
-            ListChunks([good[0], good[1], (xi[16:], torch.full((8,), float("inf")))]), 3)
-    _raises(r"make_chunk\(2\) must return features \[p, N0, n_paths\] = \[p, 3, 4\] like chunk 0, got \[8, 4, 4\]",
-            ListChunks([good[0], good[1], (torch.zeros(8, 4, 4, dtype=torch.float64), y[16:])]), 3)
-    _raises(r"make_chunk\(1\) returned a bad chunk: y must have shape \[B\] = \[8\]",
-            ListChunks([good[0], (xi[8:16], y[8:12]), good[2]]), 3)
-    _raises(r"make_chunk\(0\) returned a bad chunk: features must have shape \[B, N0, n_paths\]",
-            ListChunks([(xi[:8, 0], y[:8])]), 1)
+    _raises(
+        r"make_chunk\(1\) returned a bad chunk: features must contain only finite values",
+        ListChunks([good[0], (bad_nan, y[8:16]), good[2]]),
+        3,
+    )
+    _raises(
+        r"make_chunk\(2\) returned a bad chunk: y must contain only finite values",
+        ListChunks([good[0], good[1], (xi[16:], torch.full((8,), float("inf")))]),
+        3,
+    )
+    _raises(
+        r"make_chunk\(2\) must return features \[p, N0, n_paths\] = \[p, 3, 4\] like chunk 0, got \[8, 4, 4\]",
+        ListChunks([good[0], good[1], (torch.zeros(8, 4, 4, dtype=torch.float64), y[16:])]),
+        3,
+    )
+    _raises(
+        r"make_chunk\(1\) returned a bad chunk: y must have shape \[B\] = \[8\]",
+        ListChunks([good[0], (xi[8:16], y[8:12]), good[2]]),
+        3,
+    )
+    _raises(
+        r"make_chunk\(0\) returned a bad chunk: features must have shape \[B, N0, n_paths\]",
+        ListChunks([(xi[:8, 0], y[:8])]),
+        1,
+    )
     _raises(r"make_chunk\(0\) must return a pair", ListChunks([xi[:8]]), 1)
     _raises(r"make_chunk\(1\) must return p >= 1 examples", ListChunks([good[0], (xi[:0], y[:0])]), 2)
     _raises(r"engine must be None, an attnpaths.engine.Engine", ListChunks(good), 3, engine="tcp://nowhere")
@@ -217,8 +240,9 @@ def test_bad_chunks_and_arguments_are_refused_naming_them():
 
     solution = solve(xi, y, heads=(2, 2), widths=5, temperature=0.1)
     with pytest.raises(ValueError, match=r"make_chunk\(1\) returned a bad chunk: features_test must"):
-        predict_streamed(solution, ListChunks([good[0], (xi[8:16, :2], y[8:16])]), 2, engine=IN_THIS_PROCESS,
-                         progress=False)
+        predict_streamed(
+            solution, ListChunks([good[0], (xi[8:16, :2], y[8:16])]), 2, engine=IN_THIS_PROCESS, progress=False
+        )
     with pytest.raises(ValueError, match=r"make_chunk\(0\) must return finite labels y \[p\] = \[8\]"):
         predict_streamed(solution, ListChunks([(xi[:8], y[:5])]), 1, engine=IN_THIS_PROCESS, progress=False)
     with pytest.raises(ValueError, match=r"solution must be a TheorySolution"):
@@ -233,10 +257,12 @@ def test_bad_hmc_chunk_arguments_are_refused():
         with pytest.raises(ValueError, match=r"k must be a chunk index, an integer in \[0, 4\)"):
             chunks(k)
     attention = four_path_network(SMALL_TASK).attention
-    for fields, match in ((dict(chunk_size=7), r"chunk_size \(even\) must be an even integer >= 2, got 7"),
-                          (dict(num_examples=31), r"num_examples \(P, even\) must be an even integer >= 2"),
-                          (dict(seed=-1), r"seed must be an integer >= 0, got -1"),
-                          (dict(stream=-2), r"stream must be an integer >= 0, got -2")):
+    for fields, match in (
+        (dict(chunk_size=7), r"chunk_size \(even\) must be an even integer >= 2, got 7"),
+        (dict(num_examples=31), r"num_examples \(P, even\) must be an even integer >= 2"),
+        (dict(seed=-1), r"seed must be an integer >= 0, got -1"),
+        (dict(stream=-2), r"stream must be an integer >= 0, got -2"),
+    ):
         with pytest.raises(ValueError, match=match):
             _small_chunks(**fields)
     with pytest.raises(ValueError, match=r"attention must read inputs of the task's width N0 = 231, got N0 = 14"):

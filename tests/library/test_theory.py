@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 import scipy.optimize
 import torch
+from helpers import assert_rounding_close, random_problem, random_spd
 
 from attnpaths.head_scoring import head_scores, prune_order_parameter
 from attnpaths.kernels import gp_kernel, path_kernels, pc_label_overlap, renormalized_kernel
 from attnpaths.theory import CertificateWarning, classification_accuracy, solve
-
-from helpers import assert_rounding_close, random_problem, random_spd
 
 
 def test_gp_predictor_equals_kernel_ridge_regression():
@@ -212,8 +211,10 @@ def _theta_action(action):
     return S
 
 
-@pytest.mark.parametrize("heads, P, n0, widths", [((2, 2), 12, 30, (8, 30, 12)), ((2, 2), 30, 6, 5),
-                                                  ((3, 2, 2), 25, 9, (5, 8, 9, 4)), ((4,), 20, 3, 7)])
+@pytest.mark.parametrize(
+    "heads, P, n0, widths",
+    [((2, 2), 12, 30, (8, 30, 12)), ((2, 2), 30, 6, 5), ((3, 2, 2), 25, 9, (5, 8, 9, 4)), ((4,), 20, 3, 7)],
+)
 def test_action_derivatives_in_theta_match_autograd(heads, P, n0, widths):
     from torch.func import hessian, jacrev
 
@@ -267,8 +268,12 @@ def test_trust_region_step_solves_its_subproblem(seed):
         assert sigma >= -1e-8 * max(1.0, abs(eigenvalues).max())
         assert eigenvalues[0] + sigma >= -1e-6 * max(1.0, abs(eigenvalues).max())
         # (the secular equation is solved to 1e-6 of the radius, so the components agree to a few 1e-6)
-        assert np.allclose((eigenvalues + sigma)[with_gradient] * step[with_gradient], -coefficients[with_gradient],
-                           rtol=1e-5, atol=1e-9)
+        assert np.allclose(
+            (eigenvalues + sigma)[with_gradient] * step[with_gradient],
+            -coefficients[with_gradient],
+            rtol=1e-5,
+            atol=1e-9,
+        )
         if sigma > 1e-8:
             assert length == pytest.approx(radius, rel=1e-5)
         # no point of a random sample inside the region has a lower model value

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from attnpaths.transformer import SumHeadTransformer
 from attnpaths.paths import path_features, path_index
+from attnpaths.transformer import SumHeadTransformer
 
 
 def make(seed=0, **kwargs):

@@ -33,9 +33,9 @@ from .._validation import (
     positive_int,
     positive_real,
 )
-from .threads import serial_blas
 from .estimators import predicted_attention_mse, prefix_softmax_averages
 from .latent_models import sample_linear_key_value, sample_sine_key_value
+from .threads import serial_blas
 
 #: Sequences are processed in chunks of at most this many scores (sequences x tokens x parameters), to bound memory.
 _SCORES_PER_CHUNK = 1 << 22
@@ -75,8 +75,9 @@ class LengthConvergenceResult:
     bias_floor: np.ndarray
 
 
-def attention_error_vs_length(rng, W, *, lengths, num_sequences: int, key_cov, query,
-                              value_noise: float, progress: bool = False) -> LengthConvergenceResult:
+def attention_error_vs_length(
+    rng, W, *, lengths, num_sequences: int, key_cov, query, value_noise: float, progress: bool = False
+) -> LengthConvergenceResult:
     """RMSE of bilinear attention (ex-attn) as an estimate of ``m_z(q) = z^T q`` in (M3), for every ``W``.
 
     Each sequence (a fresh ``z`` and fresh tokens) is drawn at the largest length; every length ``L`` uses its
@@ -119,8 +120,16 @@ def attention_error_vs_length(rng, W, *, lengths, num_sequences: int, key_cov, q
     rmse = np.sqrt(mse)
     predicted = np.stack([predicted_attention_mse(w, q, cov, value_noise, lengths) for w in W])
     floor = np.array([np.linalg.norm(cov @ w.T @ q - q) for w in W])
-    return LengthConvergenceResult(lengths=lengths, W=W, mse=mse, mse_cov=mse_cov, rmse=rmse,
-                                   rmse_se=mse_se / (2.0 * rmse), rmse_predicted=np.sqrt(predicted), bias_floor=floor)
+    return LengthConvergenceResult(
+        lengths=lengths,
+        W=W,
+        mse=mse,
+        mse_cov=mse_cov,
+        rmse=rmse,
+        rmse_se=mse_se / (2.0 * rmse),
+        rmse_predicted=np.sqrt(predicted),
+        bias_floor=floor,
+    )
 
 
 @dataclass(frozen=True)
@@ -139,8 +148,9 @@ class BandwidthResult:
     sq_error: np.ndarray
 
 
-def bandwidth_experiment(rng, *, lengths, bandwidths, num_sequences: int, query: float, value_noise: float,
-                         progress: bool = False) -> BandwidthResult:
+def bandwidth_experiment(
+    rng, *, lengths, bandwidths, num_sequences: int, query: float, value_noise: float, progress: bool = False
+) -> BandwidthResult:
     """Bandwidth-tuned Gaussian-kernel attention (ex-nw) in (M4): the optimal bandwidth and error versus ``L``.
 
     All bandwidths and lengths are evaluated on the same sequences (prefixes of the longest).
@@ -161,8 +171,9 @@ def bandwidth_experiment(rng, *, lengths, bandwidths, num_sequences: int, query:
     sq = np.concatenate(per_sequence)
     mse, mse_se = _mean_and_se(sq.sum(axis=0), (sq**2).sum(axis=0), s)
     h_star, mse_star = grid_minimum(mse, hs)
-    return BandwidthResult(lengths=lengths, bandwidths=hs, mse=mse, mse_se=mse_se, h_star=h_star,
-                           mse_star=mse_star, sq_error=sq)
+    return BandwidthResult(
+        lengths=lengths, bandwidths=hs, mse=mse, mse_se=mse_se, h_star=h_star, mse_star=mse_star, sq_error=sq
+    )
 
 
 def grid_minimum(mse, bandwidths):
@@ -173,8 +184,9 @@ def grid_minimum(mse, bandwidths):
     return np.asarray(bandwidths)[best], np.take_along_axis(mse, best[..., None], axis=-1)[..., 0]
 
 
-def smoothing_bias_floor(queries, bandwidth: float, z_low: float = 0.5, z_high: float = 2.0,
-                         num_nodes: int = 64) -> float:
+def smoothing_bias_floor(
+    queries, bandwidth: float, z_low: float = 0.5, z_high: float = 2.0, num_nodes: int = 64
+) -> float:
     """Large-L limit of the MSE of fixed-bandwidth Gaussian-kernel attention (ex-nw) in (M4) [DERIVED].
 
     As ``L -> inf`` the weights ``exp(-(q - k)^2 / (2 h^2))`` tilt ``k ~ N(0, 1)`` to ``N(m, s^2)`` with
@@ -234,19 +246,28 @@ def _cme_estimates(keys, values, queries, bandwidth: float, ridge: float) -> np.
     step = max(1, _GRAM_ENTRIES_PER_CHUNK // (length * length))
     scale = -0.5 / bandwidth**2
     for start in range(0, keys.shape[0], step):
-        k, v = keys[start:start + step], values[start:start + step]
+        k, v = keys[start : start + step], values[start : start + step]
         gram = np.exp(scale * (k[:, :, None] - k[:, None, :]) ** 2)
         gram[:, np.arange(length), np.arange(length)] += length * ridge
         chol = np.linalg.cholesky(gram)
         alpha = cho_solve((chol, True), v[..., None])[..., 0]
         cross = np.exp(scale * (k[:, :, None] - queries[None, None, :]) ** 2)  # [s, L, Q]
-        out[start:start + step] = np.matmul(alpha[:, None, :], cross)[:, 0]
+        out[start : start + step] = np.matmul(alpha[:, None, :], cross)[:, 0]
     return out
 
 
-def cme_vs_softmax_experiment(rng, *, lengths, num_sequences: int, queries, bandwidth: float,
-                              ridge_scale: float, value_noise: float, ridge_exponent: float = -0.5,
-                              progress: bool = False) -> CmeComparisonResult:
+def cme_vs_softmax_experiment(
+    rng,
+    *,
+    lengths,
+    num_sequences: int,
+    queries,
+    bandwidth: float,
+    ridge_scale: float,
+    value_noise: float,
+    ridge_exponent: float = -0.5,
+    progress: bool = False,
+) -> CmeComparisonResult:
     """Kernel CME attention (consistent when ``lambda -> 0``) against fixed-bandwidth softmax attention (biased).
 
     The ridge is ``lambda = ridge_scale * L**ridge_exponent`` (default ``L^{-1/2}``). Both estimators see the
@@ -274,5 +295,13 @@ def cme_vs_softmax_experiment(rng, *, lengths, num_sequences: int, queries, band
             per_seq_cme[:, j] = np.mean((est - target) ** 2, axis=1)
     cme, cme_se = _mean_and_se(per_seq_cme.sum(axis=0), (per_seq_cme**2).sum(axis=0), s)
     soft_mse, soft_se = _mean_and_se(per_seq_soft.sum(axis=0), (per_seq_soft**2).sum(axis=0), s)
-    return CmeComparisonResult(lengths=lengths, queries=qs, mse_cme=cme, mse_softmax=soft_mse, mse_cme_se=cme_se,
-                               mse_softmax_se=soft_se, sq_error_cme=per_seq_cme, sq_error_softmax=per_seq_soft)
+    return CmeComparisonResult(
+        lengths=lengths,
+        queries=qs,
+        mse_cme=cme,
+        mse_softmax=soft_mse,
+        mse_cme_se=cme_se,
+        mse_softmax_se=soft_se,
+        sq_error_cme=per_seq_cme,
+        sq_error_softmax=per_seq_soft,
+    )

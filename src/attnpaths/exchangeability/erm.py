@@ -31,8 +31,8 @@ from .._validation import (
     numpy_generator,
     positive_int,
 )
-from .threads import serial_blas
 from .latent_models import sample_linear_key_value
+from .threads import serial_blas
 
 MODES = ("supervised", "masked")
 
@@ -60,8 +60,9 @@ class AttentionRegressionData:
             )
 
 
-def _sample_task_arrays(rng, mode: str, num_sequences: int, length: int, key_cov, value_noise: float,
-                        label_noise: float):
+def _sample_task_arrays(
+    rng, mode: str, num_sequences: int, length: int, key_cov, value_noise: float, label_noise: float
+):
     """:func:`sample_task` as numpy arrays ``(queries, keys, values, targets)``."""
     numpy_generator(rng)
     if mode not in MODES:
@@ -82,8 +83,9 @@ def _sample_task_arrays(rng, mode: str, num_sequences: int, length: int, key_cov
     return data
 
 
-def sample_task(rng, mode: str, num_sequences: int, length: int, key_cov, value_noise: float,
-                label_noise: float = 0.1) -> AttentionRegressionData:
+def sample_task(
+    rng, mode: str, num_sequences: int, length: int, key_cov, value_noise: float, label_noise: float = 0.1
+) -> AttentionRegressionData:
     """Draw ``N`` examples of the supervised (ex-erm-sup) or masked (ex-erm-ssl) task on (M3).
 
     ``length`` is the number of tokens drawn per sequence: the supervised context has ``L`` tokens and an
@@ -110,15 +112,19 @@ class _Arrays:
     targets: np.ndarray
 
     @classmethod
-    def of(cls, data: AttentionRegressionData) -> "_Arrays":
+    def of(cls, data: AttentionRegressionData) -> _Arrays:
         return cls.from_arrays(data.queries.numpy(), data.keys.numpy(), data.values.numpy(), data.targets.numpy())
 
     @classmethod
-    def from_arrays(cls, queries, keys, values, targets) -> "_Arrays":
-        return cls(np.ascontiguousarray(queries), np.ascontiguousarray(keys.transpose(0, 2, 1)),
-                   np.ascontiguousarray(values), np.ascontiguousarray(targets))
+    def from_arrays(cls, queries, keys, values, targets) -> _Arrays:
+        return cls(
+            np.ascontiguousarray(queries),
+            np.ascontiguousarray(keys.transpose(0, 2, 1)),
+            np.ascontiguousarray(values),
+            np.ascontiguousarray(targets),
+        )
 
-    def prefix(self, context: int) -> "_Arrays":
+    def prefix(self, context: int) -> _Arrays:
         """The same examples with the first ``context`` tokens of every context."""
         return _Arrays(self.queries, self.keys_t[:, :, :context], self.values[:, :context], self.targets)
 
@@ -176,8 +182,12 @@ def _risk_terms(W: np.ndarray, data: _Arrays, order: int):
             continue
         outer = (kt[:, :, None, :] * kt[:, None, :, :]).reshape(m, d * d, L)
         second = (np.matmul(outer, weights_t) / norm).reshape(m, d, d, 2)  # E_a[k k^T], E_a[v k k^T]
-        M = (second[..., 1] - out[:, None, None] * second[..., 0] - c[:, :, None] * k_mean[:, None, :]
-             - k_mean[:, :, None] * c[:, None, :])
+        M = (
+            second[..., 1]
+            - out[:, None, None] * second[..., 0]
+            - c[:, :, None] * k_mean[:, None, :]
+            - k_mean[:, :, None] * c[:, None, :]
+        )
         jac = q[:, :, None] * c[:, None, :]  # [m, d, d]: d o_i / d W
         hess += np.einsum("nab,ncd->abcd", jac, jac) + np.einsum("n,na,nc,nbd->abcd", resid, q, q, M)
         if order == 3:
@@ -234,8 +244,14 @@ class AttentionFit:
         return self.influence.T @ self.influence / self.influence.shape[0] ** 2
 
 
-def fit_attention(data: AttentionRegressionData, *, initial=None, max_iter: int = 200,
-                  gradient_tol: float = 1e-9, influence: bool = False) -> AttentionFit:
+def fit_attention(
+    data: AttentionRegressionData,
+    *,
+    initial=None,
+    max_iter: int = 200,
+    gradient_tol: float = 1e-9,
+    influence: bool = False,
+) -> AttentionFit:
     """Minimise the empirical risk over ``W`` by a trust-region Newton method with the exact Hessian
     (``scipy.optimize.minimize(method="trust-exact")``), from ``initial`` (default ``W = 0``).
 
@@ -250,12 +266,12 @@ def fit_attention(data: AttentionRegressionData, *, initial=None, max_iter: int 
     Raises:
         ValueError: if the iteration stops without converging within ``max_iter`` iterations.
     """
-    return _fit(_Arrays.of(data), initial=initial, max_iter=max_iter, gradient_tol=gradient_tol,
-                influence=influence)
+    return _fit(_Arrays.of(data), initial=initial, max_iter=max_iter, gradient_tol=gradient_tol, influence=influence)
 
 
-def _fit(data: _Arrays, *, initial=None, max_iter: int = 200, gradient_tol: float = 1e-9,
-         influence: bool = False) -> AttentionFit:
+def _fit(
+    data: _Arrays, *, initial=None, max_iter: int = 200, gradient_tol: float = 1e-9, influence: bool = False
+) -> AttentionFit:
     d = data.keys_t.shape[1]
     w0 = np.zeros(d * d) if initial is None else as_float64_array(initial, "initial").reshape(-1)
     if w0.size != d * d:
@@ -270,8 +286,14 @@ def _fit(data: _Arrays, *, initial=None, max_iter: int = 200, gradient_tol: floa
             cache[key] = _risk_terms(flat.reshape(d, d), data, order=2)
         return cache[key]
 
-    fit = minimize(lambda x: (terms(x)[0], terms(x)[1].reshape(-1)), w0, jac=True, hess=lambda x: terms(x)[2],
-                   method="trust-exact", options={"maxiter": max_iter, "gtol": gradient_tol})
+    fit = minimize(
+        lambda x: (terms(x)[0], terms(x)[1].reshape(-1)),
+        w0,
+        jac=True,
+        hess=lambda x: terms(x)[2],
+        method="trust-exact",
+        options={"maxiter": max_iter, "gtol": gradient_tol},
+    )
     risk, grad, hess = terms(fit.x)
     g = grad.reshape(-1)
     if np.linalg.norm(g) > gradient_tol:
@@ -283,12 +305,14 @@ def _fit(data: _Arrays, *, initial=None, max_iter: int = 200, gradient_tol: floa
     if influence:
         _, _, hess, scores = _risk_terms(fit.x.reshape(d, d), data, order=3)
         psi = -np.linalg.solve(hess, scores.T).T
-    return AttentionFit(W=fit.x.reshape(d, d), risk=risk, max_gradient=float(np.abs(grad).max()), iterations=fit.nit,
-                        influence=psi)
+    return AttentionFit(
+        W=fit.x.reshape(d, d), risk=risk, max_gradient=float(np.abs(grad).max()), iterations=fit.nit, influence=psi
+    )
 
 
-def fit_attention_parameter(data: AttentionRegressionData, *, initial=None, max_iter: int = 200,
-                            gradient_tol: float = 1e-9) -> np.ndarray:
+def fit_attention_parameter(
+    data: AttentionRegressionData, *, initial=None, max_iter: int = 200, gradient_tol: float = 1e-9
+) -> np.ndarray:
     """The minimiser ``W`` ``[d, d]`` of the empirical risk found by :func:`fit_attention`."""
     return fit_attention(data, initial=initial, max_iter=max_iter, gradient_tol=gradient_tol).W
 
@@ -347,8 +371,20 @@ def approximation_terms(W_reference, reference_cov, target):
     return dist, np.einsum("ja,jakb,kb->jk", grad, cov, grad)
 
 
-def erm_experiment(rng, mode: str, *, lengths, sample_sizes, repetitions: int, test_size: int, reference_size: int,
-                   key_cov, value_noise: float, label_noise: float = 0.1, progress: bool = False) -> ErmResult:
+def erm_experiment(
+    rng,
+    mode: str,
+    *,
+    lengths,
+    sample_sizes,
+    repetitions: int,
+    test_size: int,
+    reference_size: int,
+    key_cov,
+    value_noise: float,
+    label_noise: float = 0.1,
+    progress: bool = False,
+) -> ErmResult:
     """Run E3: approximation term ``|W*_L - Sigma^{-1}|`` and excess test risk of ERM versus ``N`` and ``L``.
 
     Three independent data sets, each drawn at the largest length: a reference set of ``reference_size``
@@ -398,9 +434,16 @@ def erm_experiment(rng, mode: str, *, lengths, sample_sizes, repetitions: int, t
     approximation, approx_cov = approximation_terms(w_ref, reference_cov, target)
     temp_influence = influence @ target.reshape(-1) / np.sum(target**2)  # [J, n]
     return ErmResult(
-        mode=mode, lengths=lengths, sample_sizes=sizes, W_reference=w_ref, reference_cov=reference_cov,
-        approximation=approximation, approximation_cov=approx_cov, approximation_se=np.sqrt(np.diag(approx_cov)),
+        mode=mode,
+        lengths=lengths,
+        sample_sizes=sizes,
+        W_reference=w_ref,
+        reference_cov=reference_cov,
+        approximation=approximation,
+        approximation_cov=approx_cov,
+        approximation_se=np.sqrt(np.diag(approx_cov)),
         temperature=np.einsum("jab,ab->j", w_ref, target) / np.sum(target**2),
         temperature_se=np.sqrt(np.sum(temp_influence**2, axis=1)) / reference_size,
-        excess=excess, excess_mean=excess.mean(axis=2),
+        excess=excess,
+        excess_mean=excess.mean(axis=2),
     )

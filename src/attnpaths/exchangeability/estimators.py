@@ -44,8 +44,14 @@ def prefix_softmax_averages(scores, values, lengths) -> np.ndarray:
     if scores.ndim != 3 or values.shape != scores.shape[:2]:
         raise ValueError(f"scores must be [S, L, A] and values [S, L], got {scores.shape} and {values.shape}")
     lengths = np.asarray(lengths)
-    if (lengths.ndim != 1 or lengths.size == 0 or not np.issubdtype(lengths.dtype, np.integer) or lengths[0] < 1
-            or lengths[-1] > scores.shape[1] or np.any(np.diff(lengths) <= 0)):
+    if (
+        lengths.ndim != 1
+        or lengths.size == 0
+        or not np.issubdtype(lengths.dtype, np.integer)
+        or lengths[0] < 1
+        or lengths[-1] > scores.shape[1]
+        or np.any(np.diff(lengths) <= 0)
+    ):
         raise ValueError(f"lengths must be strictly increasing integers in [1, {scores.shape[1]}], got {lengths!r}")
     num, _, arms = scores.shape
     out = np.empty((num, lengths.size, arms))
@@ -80,9 +86,7 @@ def _check_m3(W, query, key_cov):
     cov = np.asarray(as_float64_tensor(key_cov, "key_cov"))
     d = q.shape[0] if q.ndim == 1 else -1
     if q.ndim != 1 or W.shape != (d, d) or cov.shape != (d, d):
-        raise ValueError(
-            f"query must be [d], W and key_cov [d, d]; got {q.shape}, {W.shape} and {cov.shape}"
-        )
+        raise ValueError(f"query must be [d], W and key_cov [d, d]; got {q.shape}, {W.shape} and {cov.shape}")
     return W, q, cov
 
 
@@ -114,8 +118,7 @@ def predicted_attention_mse(W, query, key_cov, value_noise: float, length) -> np
     return bias_sq + ess_factor * (float(m @ m) + float(np.trace(cov)) + value_noise**2) / L
 
 
-def predicted_best_temperature(query, key_cov, value_noise: float, length, *, bounds,
-                               tolerance: float = 1e-6) -> float:
+def predicted_best_temperature(query, key_cov, value_noise: float, length, *, bounds, tolerance: float = 1e-6) -> float:
     """The temperature factor ``beta*`` that minimises the predicted error (ex-mse) of ``W = beta Sigma^{-1}``
     at sequence length ``length``, in model (M3): ``argmin_{beta in bounds} MSE(beta Sigma^{-1}, L)``.
 
@@ -150,6 +153,10 @@ def predicted_best_temperature(query, key_cov, value_noise: float, length, *, bo
     except np.linalg.LinAlgError as err:
         raise ValueError("key_cov must be an invertible covariance matrix") from err
     predicted_attention_mse(inv_cov, query, key_cov, value_noise, length)  # checks the arguments
-    result = minimize_scalar(lambda b: predicted_attention_mse(b * inv_cov, query, key_cov, value_noise, length),
-                             bounds=(low, high), method="bounded", options={"xatol": tolerance})
+    result = minimize_scalar(
+        lambda b: predicted_attention_mse(b * inv_cov, query, key_cov, value_noise, length),
+        bounds=(low, high),
+        method="bounded",
+        options={"xatol": tolerance},
+    )
     return float(result.x)

@@ -123,8 +123,9 @@ def sample_linear_key_value(rng, num_sequences: int, length: int, key_cov, value
     return z, keys, values
 
 
-def sample_sine_key_value(rng, num_sequences: int, length: int, value_noise: float,
-                          z_low: float = 0.5, z_high: float = 2.0):
+def sample_sine_key_value(
+    rng, num_sequences: int, length: int, value_noise: float, z_low: float = 0.5, z_high: float = 2.0
+):
     """Draw from (M4): ``z ~ U[z_low, z_high]``, ``k_l ~ N(0, 1)``, ``v_l = sin(z k_l) + sigma_v eps_l``.
 
     Returns:

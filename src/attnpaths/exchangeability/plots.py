@@ -30,8 +30,13 @@ def plot_representation(gaussian, concepts):
     ax.plot(e1.lengths, e1.risk_first_token, "s", color="C1", label="(ii) first token only")
     ax.plot(e1.lengths, e1.risk_first_token_theory, "-", color="C1", lw=1, label="(ii) theory $R(1)$")
     ax.plot(e1.lengths, e1.risk_flat_ls, "x", color="C2", ms=8, label="(iii) least squares on all $L d$ coordinates")
-    ax.set(xscale="log", yscale="log", xlabel="sequence length $L$", ylabel="test risk (MSE)",
-           title="(M1): risk of three representations")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sequence length $L$",
+        ylabel="test risk (MSE)",
+        title="(M1): risk of three representations",
+    )
     ax.legend(fontsize=7)
     ax = axes[1]
     ax.plot(e1c.lengths, e1c.accuracy, "o-", label="accuracy of the posterior's mode")
@@ -42,15 +47,15 @@ def plot_representation(gaussian, concepts):
     ok = e1c.bin_count > 0
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, label="perfect calibration")
     ax.plot(e1c.bin_confidence[ok], e1c.bin_accuracy[ok], "o-", label="posterior, all L pooled")
-    ax.set(xlabel="confidence (max posterior)", ylabel="accuracy", title="(M2): reliability",
-           xlim=(0, 1), ylim=(0, 1))
+    ax.set(xlabel="confidence (max posterior)", ylabel="accuracy", title="(M2): reliability", xlim=(0, 1), ylim=(0, 1))
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def plot_attention_convergence(lengths_result, labels, temperatures, short, short_length: int, long,
-                               long_length: int, best_temperature: float):
+def plot_attention_convergence(
+    lengths_result, labels, temperatures, short, short_length: int, long, long_length: int, best_temperature: float
+):
     """E2, (M3). Left: the RMSE of attention against ``z^T q`` for each parameter of ``lengths_result``
     (measured, dots) with the prediction (ex-mse) (lines). Right: the temperature sweep ``W = beta Sigma^{-1}``
     at a short and a long length (error bars: one standard error) with its prediction, and a star at the
@@ -72,20 +77,48 @@ def plot_attention_convergence(lengths_result, labels, temperatures, short, shor
     for i, label in enumerate(labels):
         ax.plot(e2.lengths, e2.rmse[i], "o", color=f"C{i}", label=f"{label}: measured")
         ax.plot(e2.lengths, e2.rmse_predicted[i], "-", color=f"C{i}", lw=1, label=f"{label}: derived (ex-mse)")
-    ax.set(xscale="log", yscale="log", xlabel="sequence length $L$",
-           ylabel=r"RMSE of $\mathrm{Attn}_W(q; X)$ vs $z^\top q$", title="(M3): convergence and bias floors")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sequence length $L$",
+        ylabel=r"RMSE of $\mathrm{Attn}_W(q; X)$ vs $z^\top q$",
+        title="(M3): convergence and bias floors",
+    )
     ax.legend(fontsize=7)
     ax = axes[1]
     n_grid = len(temperatures)
     for j, (res, L) in enumerate(((short, short_length), (long, long_length))):
-        ax.errorbar(temperatures, res.rmse[:n_grid, 0], yerr=res.rmse_se[:n_grid, 0], fmt="o", color=f"C{3 + j}",
-                    capsize=2, label=f"$L = {L}$: measured")
-        ax.plot(temperatures, res.rmse_predicted[:n_grid, 0], "-", color=f"C{3 + j}", lw=1,
-                label=f"$L = {L}$: derived (ex-mse)")
-    ax.plot(best_temperature, np.sqrt(short.mse[-1, 0]), "*", color="C3", ms=12,
-            label=rf"$L = {short_length}$: at the derived optimum $\beta^*$")
-    ax.set(yscale="log", xlabel=r"temperature factor $\beta$ in $W = \beta\Sigma^{-1}$", ylabel="RMSE",
-           title="(M3): temperature")
+        ax.errorbar(
+            temperatures,
+            res.rmse[:n_grid, 0],
+            yerr=res.rmse_se[:n_grid, 0],
+            fmt="o",
+            color=f"C{3 + j}",
+            capsize=2,
+            label=f"$L = {L}$: measured",
+        )
+        ax.plot(
+            temperatures,
+            res.rmse_predicted[:n_grid, 0],
+            "-",
+            color=f"C{3 + j}",
+            lw=1,
+            label=f"$L = {L}$: derived (ex-mse)",
+        )
+    ax.plot(
+        best_temperature,
+        np.sqrt(short.mse[-1, 0]),
+        "*",
+        color="C3",
+        ms=12,
+        label=rf"$L = {short_length}$: at the derived optimum $\beta^*$",
+    )
+    ax.set(
+        yscale="log",
+        xlabel=r"temperature factor $\beta$ in $W = \beta\Sigma^{-1}$",
+        ylabel="RMSE",
+        title="(M3): temperature",
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -107,16 +140,26 @@ def plot_bandwidth(result, h_slope: float, mse_slope: float):
     for j, L in enumerate(e2b.lengths):
         ax.plot(e2b.bandwidths, e2b.mse[j], "-", color=f"C{j}", label=f"$L = {L}$")
         ax.plot(e2b.h_star[j], e2b.mse_star[j], "*", color=f"C{j}", ms=12)
-    ax.set(xscale="log", yscale="log", xlabel="bandwidth $h$", ylabel=r"MSE vs $\sin(zq)$",
-           title="(M4): MSE($h$), minimum marked")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="bandwidth $h$",
+        ylabel=r"MSE vs $\sin(zq)$",
+        title="(M4): MSE($h$), minimum marked",
+    )
     ax.legend(fontsize=8)
     ax = axes[1]
     ax.plot(e2b.lengths, e2b.h_star, "o", color="C0", label=f"$h^*$: slope {h_slope:.2f} (theory $-0.2$)")
     ax.plot(e2b.lengths, e2b.h_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.2, "-", color="C0", lw=1)
     ax.plot(e2b.lengths, e2b.mse_star, "s", color="C1", label=f"MSE$^*$: slope {mse_slope:.2f} (theory $-0.8$)")
     ax.plot(e2b.lengths, e2b.mse_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.8, "-", color="C1", lw=1)
-    ax.set(xscale="log", yscale="log", xlabel="sequence length $L$", ylabel="$h^*$ and MSE$^*$",
-           title="(M4): tuned bandwidth and error")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sequence length $L$",
+        ylabel="$h^*$ and MSE$^*$",
+        title="(M4): tuned bandwidth and error",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -134,13 +177,30 @@ def plot_cme_vs_softmax(result, softmax_floor: float):
     """
     e2c = result
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    ax.errorbar(e2c.lengths, e2c.mse_cme, yerr=e2c.mse_cme_se, fmt="o-", capsize=2,
-                label=r"CME attention, $\lambda = 0.1/\sqrt{L}$")
-    ax.errorbar(e2c.lengths, e2c.mse_softmax, yerr=e2c.mse_softmax_se, fmt="s-", capsize=2,
-                label="softmax attention, $h = 0.3$ fixed")
+    ax.errorbar(
+        e2c.lengths,
+        e2c.mse_cme,
+        yerr=e2c.mse_cme_se,
+        fmt="o-",
+        capsize=2,
+        label=r"CME attention, $\lambda = 0.1/\sqrt{L}$",
+    )
+    ax.errorbar(
+        e2c.lengths,
+        e2c.mse_softmax,
+        yerr=e2c.mse_softmax_se,
+        fmt="s-",
+        capsize=2,
+        label="softmax attention, $h = 0.3$ fixed",
+    )
     ax.axhline(softmax_floor, color="C1", ls=":", label="large-$L$ limit (bias floor) of fixed-$h$ softmax")
-    ax.set(xscale="log", yscale="log", xlabel="sequence length $L$", ylabel=r"MSE vs $\sin(zq)$",
-           title="(M4): CME vs fixed-temperature softmax")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sequence length $L$",
+        ylabel=r"MSE vs $\sin(zq)$",
+        title="(M4): CME vs fixed-temperature softmax",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -161,21 +221,46 @@ def plot_erm(results):
     fig, axes = plt.subplots(1, 1 + len(results), figsize=(14, 4))
     ax = axes[0]
     for k, (mode, res) in enumerate(results.items()):
-        ax.errorbar(res.lengths, res.approximation, yerr=res.approximation_se, fmt="o-", color=f"C{k}", capsize=3,
-                    label=mode + r": $\|W^*_L - \Sigma^{-1}\|_F$ $\pm$ s.e.")
-        ax.errorbar(res.lengths, 1 - res.temperature, yerr=res.temperature_se, fmt="s--", color=f"C{k}", alpha=0.6,
-                    capsize=3, label=mode + r": $1 - c_L$ $\pm$ s.e.")
-    ax.set(xscale="log", yscale="log", xlabel="sequence length $L$", ylabel="approximation term",
-           title=r"Reference minimiser $W^*_L$ vs $\Sigma^{-1}$")
+        ax.errorbar(
+            res.lengths,
+            res.approximation,
+            yerr=res.approximation_se,
+            fmt="o-",
+            color=f"C{k}",
+            capsize=3,
+            label=mode + r": $\|W^*_L - \Sigma^{-1}\|_F$ $\pm$ s.e.",
+        )
+        ax.errorbar(
+            res.lengths,
+            1 - res.temperature,
+            yerr=res.temperature_se,
+            fmt="s--",
+            color=f"C{k}",
+            alpha=0.6,
+            capsize=3,
+            label=mode + r": $1 - c_L$ $\pm$ s.e.",
+        )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sequence length $L$",
+        ylabel="approximation term",
+        title=r"Reference minimiser $W^*_L$ vs $\Sigma^{-1}$",
+    )
     ax.legend(fontsize=7)
     for ax, (mode, res) in zip(axes[1:], results.items()):
         for j, L in enumerate(res.lengths):
             se = res.excess[j].std(axis=1, ddof=1) / np.sqrt(res.excess.shape[2])
-            ax.errorbar(res.sample_sizes, res.excess_mean[j], yerr=se, fmt="o-", color=f"C{j}", capsize=2,
-                        label=f"$L = {L}$")
+            ax.errorbar(
+                res.sample_sizes, res.excess_mean[j], yerr=se, fmt="o-", color=f"C{j}", capsize=2, label=f"$L = {L}$"
+            )
         ax.axhline(0.0, color="0.5", lw=0.8)
-        ax.set(xscale="log", xlabel="training sequences $N$", ylabel="excess test risk (mean over repetitions)",
-               title=mode + r": $R(\hat W_N) - R(W^*_L)$")
+        ax.set(
+            xscale="log",
+            xlabel="training sequences $N$",
+            ylabel="excess test risk (mean over repetitions)",
+            title=mode + r": $R(\hat W_N) - R(W^*_L)$",
+        )
         ax.set_yscale("symlog", linthresh=1e-3)
         ax.set_xticks(res.sample_sizes, [str(n) for n in res.sample_sizes])
         ax.minorticks_off()
@@ -199,15 +284,25 @@ def plot_transfer(result):
     ax.plot(e4.condition_numbers, e4.ratio, "o", label="measured weak / strong excess")
     ax.plot(e4.condition_numbers, e4.ratio_predicted, "-", lw=1, label="derived from (ex-mse)")
     ax.plot(e4.condition_numbers, e4.condition_numbers, ":", color="0.5", label=r"$\kappa$ (worst case)")
-    ax.set(xscale="log", yscale="log", xlabel=r"condition number $\kappa(\Sigma)$", ylabel="downstream excess ratio",
-           title="Downstream: weak vs strong direction")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel=r"condition number $\kappa(\Sigma)$",
+        ylabel="downstream excess ratio",
+        title="Downstream: weak vs strong direction",
+    )
     ax.legend(fontsize=8)
     ax = axes[1]
     ax.plot(e4.condition_numbers, e4.downstream_excess[:, 0], "o-", label="downstream, strong direction")
     ax.plot(e4.condition_numbers, e4.downstream_excess[:, 1], "s-", label="downstream, weak direction")
     ax.plot(e4.condition_numbers, e4.pretrain_excess, "^-", label="pretraining (masked prediction)")
-    ax.set(xscale="log", yscale="log", xlabel=r"condition number $\kappa(\Sigma)$", ylabel="excess risk",
-           title="Pretraining and downstream excess")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel=r"condition number $\kappa(\Sigma)$",
+        ylabel="excess risk",
+        title="Pretraining and downstream excess",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

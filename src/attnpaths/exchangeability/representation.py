@@ -23,7 +23,6 @@ from .._validation import (
     positive_int,
     positive_real,
 )
-from .threads import serial_blas
 from .latent_models import (
     concept_posterior,
     gaussian_posterior,
@@ -31,6 +30,7 @@ from .latent_models import (
     sample_concept_tokens,
     sample_gaussian_tokens,
 )
+from .threads import serial_blas
 
 
 def gaussian_risk_theory(readout, length, tau: float, sigma: float, label_noise: float):
@@ -81,9 +81,16 @@ def _permute_tokens(rng, x):
     return np.take_along_axis(x, order[:, :, None], axis=1)
 
 
-def gaussian_representation_experiment(rng, *, lengths=(1, 4, 16, 64), num_sequences: int = 20000,
-                                       readout=(1.0, -1.0, 0.5, 0.0), tau: float = 1.0, sigma: float = 2.0,
-                                       label_noise: float = 0.1) -> GaussianRepresentationResult:
+def gaussian_representation_experiment(
+    rng,
+    *,
+    lengths=(1, 4, 16, 64),
+    num_sequences: int = 20000,
+    readout=(1.0, -1.0, 0.5, 0.0),
+    tau: float = 1.0,
+    sigma: float = 2.0,
+    label_noise: float = 0.1,
+) -> GaussianRepresentationResult:
     """Run E1 on (M1) with ``y = u^T z + sigma_y xi`` (ex-risk-m1).
 
     For each ``L``, ``num_sequences`` training and ``num_sequences`` test sequences are drawn; risks are test
@@ -129,7 +136,9 @@ def gaussian_representation_experiment(rng, *, lengths=(1, 4, 16, 64), num_seque
         risk_flat_ls=sq["flat"].mean(axis=1),
         perm_diff_posterior=np.array(out["perm_post"]),
         perm_diff_flat_ls=np.array(out["perm_flat"]),
-        sq_error_posterior=sq["post"], sq_error_first_token=sq["first"], sq_error_flat_ls=sq["flat"],
+        sq_error_posterior=sq["post"],
+        sq_error_first_token=sq["first"],
+        sq_error_flat_ls=sq["flat"],
     )
 
 
@@ -160,9 +169,16 @@ class ConceptPosteriorResult:
     means: np.ndarray
 
 
-def concept_posterior_experiment(rng, *, lengths=(1, 2, 4, 8, 16, 32), num_sequences: int = 20000,
-                                 num_concepts: int = 5, dim: int = 3, sigma: float = 1.5,
-                                 num_bins: int = 10) -> ConceptPosteriorResult:
+def concept_posterior_experiment(
+    rng,
+    *,
+    lengths=(1, 2, 4, 8, 16, 32),
+    num_sequences: int = 20000,
+    num_concepts: int = 5,
+    dim: int = 3,
+    sigma: float = 1.5,
+    num_bins: int = 10,
+) -> ConceptPosteriorResult:
     """Run E1 on (M2): the posterior (ex-post-m2), computed as attention, predicts the concept and is calibrated."""
     numpy_generator(rng)
     lengths = increasing_ints(lengths, "lengths")
@@ -190,7 +206,16 @@ def concept_posterior_experiment(rng, *, lengths=(1, 2, 4, 8, 16, 32), num_seque
         bin_conf = np.bincount(idx, weights=all_conf, minlength=num_bins) / count
         bin_acc = np.bincount(idx, weights=all_hit.astype(float), minlength=num_bins) / count
     acc = np.array(acc)
-    return ConceptPosteriorResult(lengths=lengths, accuracy=acc, confidence=np.array(conf),
-                                  calibration_se=np.array(conf_se), accuracy_se=np.sqrt(acc * (1 - acc) / n),
-                                  perm_diff=np.array(perm), bin_edges=edges,
-                                  bin_confidence=bin_conf, bin_accuracy=bin_acc, bin_count=count, means=means)
+    return ConceptPosteriorResult(
+        lengths=lengths,
+        accuracy=acc,
+        confidence=np.array(conf),
+        calibration_se=np.array(conf_se),
+        accuracy_se=np.sqrt(acc * (1 - acc) / n),
+        perm_diff=np.array(perm),
+        bin_edges=edges,
+        bin_confidence=bin_conf,
+        bin_accuracy=bin_acc,
+        bin_count=count,
+        means=means,
+    )

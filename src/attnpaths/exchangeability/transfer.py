@@ -37,8 +37,10 @@ def predicted_transfer_ratio(condition_numbers, value_noise: float) -> np.ndarra
     for kappa in kappas:
         cov = _diag_cov(kappa)
         W = np.linalg.inv(cov)
-        var = [predicted_attention_mse(W, np.sqrt(cov[i, i]) * np.eye(2)[i], cov, value_noise, 1.0) / cov[i, i]
-               for i in range(2)]
+        var = [
+            predicted_attention_mse(W, np.sqrt(cov[i, i]) * np.eye(2)[i], cov, value_noise, 1.0) / cov[i, i]
+            for i in range(2)
+        ]
         out.append(var[1] / var[0])
     return np.array(out)
 
@@ -61,9 +63,15 @@ class TransferResult:
     pretrain_sq: np.ndarray
 
 
-def transfer_experiment(rng, *, condition_numbers=(1, 2, 4, 8, 16), length: int = 512,
-                        num_sequences: int = 3000, value_noise: float = 0.5,
-                        label_noise: float = 0.05) -> TransferResult:
+def transfer_experiment(
+    rng,
+    *,
+    condition_numbers=(1, 2, 4, 8, 16),
+    length: int = 512,
+    num_sequences: int = 3000,
+    value_noise: float = 0.5,
+    label_noise: float = 0.05,
+) -> TransferResult:
     """Run E4: downstream excess in the strong and weak directions and the pretraining excess versus ``kappa``.
 
     Every ``kappa`` uses the same standard-normal draws (common random numbers): whitened keys ``g_l``, latents
@@ -108,6 +116,12 @@ def transfer_experiment(rng, *, condition_numbers=(1, 2, 4, 8, 16), length: int 
         pre.append((readout[:, 2] - masked_target) ** 2)
     down_sq, pre_sq = np.array(down), np.array(pre)
     down = down_sq.mean(axis=1)
-    return TransferResult(condition_numbers=kappas, downstream_excess=down, ratio=down[:, 1] / down[:, 0],
-                          ratio_predicted=predicted_transfer_ratio(kappas, value_noise),
-                          pretrain_excess=pre_sq.mean(axis=1), downstream_sq=down_sq, pretrain_sq=pre_sq)
+    return TransferResult(
+        condition_numbers=kappas,
+        downstream_excess=down,
+        ratio=down[:, 1] / down[:, 0],
+        ratio_predicted=predicted_transfer_ratio(kappas, value_noise),
+        pretrain_excess=pre_sq.mean(axis=1),
+        downstream_sq=down_sq,
+        pretrain_sq=pre_sq,
+    )

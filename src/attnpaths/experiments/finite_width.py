@@ -26,8 +26,16 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_float64_array
-from ..claims import (Verdict, all_of, detectable_effect, directional_z, equivalence, equivalence_power, exact,
-                      replicate_t)
+from ..claims import (
+    Verdict,
+    all_of,
+    detectable_effect,
+    directional_z,
+    equivalence,
+    equivalence_power,
+    exact,
+    replicate_t,
+)
 
 #: The sources of the claims (the paper's body text was not available, so its abstract and captions).
 SOURCE_ADVANTAGE = "paper (abstract; captions of Fig. 1d, 2c, 3b)"
@@ -67,8 +75,9 @@ def _advantage_se(theory_mean, gp_mean, labels) -> float:
     return max(paired_accuracy_sd(gp_mean, theory_mean, labels), 1.0 / labels.size)
 
 
-def finite_width_advantage_power(*, theory_mean, gp_mean, labels, level: float = 0.01,
-                                 power: float = 0.8) -> tuple[float, float]:
+def finite_width_advantage_power(
+    *, theory_mean, gp_mean, labels, level: float = 0.01, power: float = 0.8
+) -> tuple[float, float]:
     """The power check of :func:`finite_width_advantage` (same predictions and labels): ``(se, detectable)``,
     its standard error and the smallest accuracy advantage that its test declares to hold with probability
     ``power`` (:func:`attnpaths.claims.detectable_effect`)."""
@@ -76,8 +85,9 @@ def finite_width_advantage_power(*, theory_mean, gp_mean, labels, level: float =
     return se, detectable_effect(se, level, power)
 
 
-def finite_width_advantage(claim: str, *, theory_mean, gp_mean, labels, width: int, level: float = 0.01,
-                           where: str = "") -> Verdict:
+def finite_width_advantage(
+    claim: str, *, theory_mean, gp_mean, labels, width: int, level: float = 0.01, where: str = ""
+) -> Verdict:
     """Claim: at width ``width`` the theory's mean predictor is more accurate than the GP limit's.
 
     Args:
@@ -87,16 +97,34 @@ def finite_width_advantage(claim: str, *, theory_mean, gp_mean, labels, width: i
     :func:`paired_accuracy_sd` (at least ``1 / n_test``).
     """
     labels = as_float64_array(labels, "labels")
-    a, g = _accuracy(as_float64_array(theory_mean, "theory_mean"), labels), _accuracy(as_float64_array(gp_mean, "gp_mean"), labels)
+    a, g = (
+        _accuracy(as_float64_array(theory_mean, "theory_mean"), labels),
+        _accuracy(as_float64_array(gp_mean, "gp_mean"), labels),
+    )
     se = _advantage_se(theory_mean, gp_mean, labels)
     stat = f"A(N={width}) - A_GP"
-    return directional_z(claim, f"finite width beats the GP limit{where}", source=SOURCE_ADVANTAGE, statistic=stat,
-                         estimate=a - g, se=se, level=level,
-                         measured=f"A(N={width}) = {a:.3f} vs A_GP = {g:.3f} on {labels.size} test points{where}.")
+    return directional_z(
+        claim,
+        f"finite width beats the GP limit{where}",
+        source=SOURCE_ADVANTAGE,
+        statistic=stat,
+        estimate=a - g,
+        se=se,
+        level=level,
+        measured=f"A(N={width}) = {a:.3f} vs A_GP = {g:.3f} on {labels.size} test points{where}.",
+    )
 
 
-def finite_width_advantage_over_data_sets(claim: str, *, accuracy_small, accuracy_large, gp_accuracy,
-                                          widths: tuple[int, int], level: float = 0.01, where: str = "") -> Verdict:
+def finite_width_advantage_over_data_sets(
+    claim: str,
+    *,
+    accuracy_small,
+    accuracy_large,
+    gp_accuracy,
+    widths: tuple[int, int],
+    level: float = 0.01,
+    where: str = "",
+) -> Verdict:
     """Claim: over independently drawn data sets, the theory beats the GP limit at the smallest width, and
     the gap shrinks by the largest width.
 
@@ -112,28 +140,50 @@ def finite_width_advantage_over_data_sets(claim: str, *, accuracy_small, accurac
     large = as_float64_array(accuracy_large, "accuracy_large")
     gp = as_float64_array(gp_accuracy, "gp_accuracy")
     if not small.shape == large.shape == gp.shape or small.ndim != 1:
-        raise ValueError(f"accuracy_small, accuracy_large and gp_accuracy must be [n_sets] arrays of one shape, got "
-                         f"{small.shape}, {large.shape}, {gp.shape}")
+        raise ValueError(
+            f"accuracy_small, accuracy_large and gp_accuracy must be [n_sets] arrays of one shape, got "
+            f"{small.shape}, {large.shape}, {gp.shape}"
+        )
     n_min, n_max = (int(w) for w in widths)
     parts = [
-        replicate_t(claim, "advantage", source=SOURCE_ADVANTAGE, statistic=f"A(N={n_min}) - A_GP",
-                    differences=small - gp, level=level, num_tests=2),
-        replicate_t(claim, "approach", source=SOURCE_ADVANTAGE,
-                    statistic=f"|A(N={n_min}) - A_GP| - |A(N={n_max}) - A_GP|",
-                    differences=np.abs(small - gp) - np.abs(large - gp), level=level, num_tests=2),
+        replicate_t(
+            claim,
+            "advantage",
+            source=SOURCE_ADVANTAGE,
+            statistic=f"A(N={n_min}) - A_GP",
+            differences=small - gp,
+            level=level,
+            num_tests=2,
+        ),
+        replicate_t(
+            claim,
+            "approach",
+            source=SOURCE_ADVANTAGE,
+            statistic=f"|A(N={n_min}) - A_GP| - |A(N={n_max}) - A_GP|",
+            differences=np.abs(small - gp) - np.abs(large - gp),
+            level=level,
+            num_tests=2,
+        ),
     ]
-    return all_of(claim, f"finite width beats the GP limit and approaches it as N grows{where}",
-                  source=SOURCE_ADVANTAGE, parts=parts,
-                  measured=(f"Over {small.size} data sets: mean A(N={n_min}) - A_GP = {np.mean(small - gp):+.3f}, "
-                            f"mean A(N={n_max}) - A_GP = {np.mean(large - gp):+.3f}{where}."))
+    return all_of(
+        claim,
+        f"finite width beats the GP limit and approaches it as N grows{where}",
+        source=SOURCE_ADVANTAGE,
+        parts=parts,
+        measured=(
+            f"Over {small.size} data sets: mean A(N={n_min}) - A_GP = {np.mean(small - gp):+.3f}, "
+            f"mean A(N={n_max}) - A_GP = {np.mean(large - gp):+.3f}{where}."
+        ),
+    )
 
 
 def _distance(U, u_gp: float) -> np.ndarray:
     return np.linalg.norm(U - u_gp * np.eye(U.shape[-1]), axis=(-2, -1))
 
 
-def gp_limit_approach(claim: str, *, U_small, U_large, widths: tuple[int, int], u_gp: float = 1.0,
-                      level: float = 0.01, where: str = "") -> Verdict:
+def gp_limit_approach(
+    claim: str, *, U_small, U_large, widths: tuple[int, int], u_gp: float = 1.0, level: float = 0.01, where: str = ""
+) -> Verdict:
     """Claim: the order parameter moves towards its GP value ``u_gp I`` as ``N`` grows.
 
     Args:
@@ -146,25 +196,42 @@ def gp_limit_approach(claim: str, *, U_small, U_large, widths: tuple[int, int], 
     """
     small, large = as_float64_array(U_small, "U_small"), as_float64_array(U_large, "U_large")
     if small.shape != large.shape or small.ndim not in (2, 3) or small.shape[-1] != small.shape[-2]:
-        raise ValueError(f"U_small and U_large must be [n_sets, n, n] or [n, n] of one shape, got {small.shape}, "
-                         f"{large.shape}")
+        raise ValueError(
+            f"U_small and U_large must be [n_sets, n, n] or [n, n] of one shape, got {small.shape}, {large.shape}"
+        )
     n_min, n_max = (int(w) for w in widths)
     statement = f"U tends to its GP value as N grows{where}"
     stat = f"||U(N={n_min}) - U_GP|| - ||U(N={n_max}) - U_GP||"
     d_small, d_large = _distance(small, u_gp), _distance(large, u_gp)
     if small.ndim == 2:
         diff = float(d_small - d_large)
-        return exact(claim, statement, source=SOURCE_GP_LIMIT, statistic=stat, value=diff,
-                     criterion=f"{stat} > 0", satisfied=diff > 0,
-                     measured=f"||U - U_GP||_F = {d_small:.3f} at N={n_min}, {d_large:.3f} at N={n_max}{where}.")
-    return replicate_t(claim, statement, source=SOURCE_GP_LIMIT, statistic=stat, differences=d_small - d_large,
-                       level=level,
-                       measured=(f"Mean ||U - U_GP||_F over {small.shape[0]} data sets: {d_small.mean():.3f} at "
-                                 f"N={n_min}, {d_large.mean():.3f} at N={n_max}{where}."))
+        return exact(
+            claim,
+            statement,
+            source=SOURCE_GP_LIMIT,
+            statistic=stat,
+            value=diff,
+            criterion=f"{stat} > 0",
+            satisfied=diff > 0,
+            measured=f"||U - U_GP||_F = {d_small:.3f} at N={n_min}, {d_large:.3f} at N={n_max}{where}.",
+        )
+    return replicate_t(
+        claim,
+        statement,
+        source=SOURCE_GP_LIMIT,
+        statistic=stat,
+        differences=d_small - d_large,
+        level=level,
+        measured=(
+            f"Mean ||U - U_GP||_F over {small.shape[0]} data sets: {d_small.mean():.3f} at "
+            f"N={n_min}, {d_large.mean():.3f} at N={n_max}{where}."
+        ),
+    )
 
 
-def kernel_alignment(claim: str, *, fraction_fw, fraction_gp, k: int, width: int, level: float = 0.01,
-                     where: str = "") -> Verdict:
+def kernel_alignment(
+    claim: str, *, fraction_fw, fraction_gp, k: int, width: int, level: float = 0.01, where: str = ""
+) -> Verdict:
     """Claim: at width ``width`` the first ``k`` principal components of the training kernel carry a larger
     fraction of ``|y|^2`` than those of the GP kernel.
 
@@ -176,17 +243,35 @@ def kernel_alignment(claim: str, *, fraction_fw, fraction_gp, k: int, width: int
     """
     fw, gp = as_float64_array(fraction_fw, "fraction_fw"), as_float64_array(fraction_gp, "fraction_gp")
     if fw.shape != gp.shape or fw.ndim > 1:
-        raise ValueError(f"fraction_fw and fraction_gp must be scalars or [n_sets] arrays of one shape, got {fw.shape}, "
-                         f"{gp.shape}")
+        raise ValueError(
+            f"fraction_fw and fraction_gp must be scalars or [n_sets] arrays of one shape, got {fw.shape}, {gp.shape}"
+        )
     statement = f"finite width aligns the leading kernel PCs with the labels{where}"
     stat = f"label fraction of the first {k} PCs, N={width} minus GP"
     if fw.ndim == 0:
         diff = float(fw - gp)
-        return exact(claim, statement, source=SOURCE_ALIGNMENT, statistic=stat, value=diff, criterion=f"{stat} > 0",
-                     satisfied=diff > 0, measured=f"label fraction {float(fw):.3f} (N={width}) vs {float(gp):.3f} (GP){where}.")
-    return replicate_t(claim, statement, source=SOURCE_ALIGNMENT, statistic=stat, differences=fw - gp, level=level,
-                       measured=(f"Mean label fraction of the first {k} PCs over {fw.size} data sets: {fw.mean():.3f} "
-                                 f"(N={width}) vs {gp.mean():.3f} (GP){where}."))
+        return exact(
+            claim,
+            statement,
+            source=SOURCE_ALIGNMENT,
+            statistic=stat,
+            value=diff,
+            criterion=f"{stat} > 0",
+            satisfied=diff > 0,
+            measured=f"label fraction {float(fw):.3f} (N={width}) vs {float(gp):.3f} (GP){where}.",
+        )
+    return replicate_t(
+        claim,
+        statement,
+        source=SOURCE_ALIGNMENT,
+        statistic=stat,
+        differences=fw - gp,
+        level=level,
+        measured=(
+            f"Mean label fraction of the first {k} PCs over {fw.size} data sets: {fw.mean():.3f} "
+            f"(N={width}) vs {gp.mean():.3f} (GP){where}."
+        ),
+    )
 
 
 def entry_scale(U) -> np.ndarray:
@@ -204,12 +289,17 @@ def _matrix_entries(U, U_se, ref, ref_se, margin_U: float, label: str):
     ref_se = np.zeros_like(ref) if ref_se is None else as_float64_array(ref_se, label)
     iu = np.triu_indices(U.shape[0])
     scale = entry_scale(ref)
-    return ((U - ref)[iu], np.maximum(np.sqrt(U_se**2 + ref_se**2)[iu], 1e-12), (margin_U * scale)[iu],
-            [f"{label}[{i},{j}]" for i, j in zip(*iu)])
+    return (
+        (U - ref)[iu],
+        np.maximum(np.sqrt(U_se**2 + ref_se**2)[iu], 1e-12),
+        (margin_U * scale)[iu],
+        [f"{label}[{i},{j}]" for i, j in zip(*iu)],
+    )
 
 
-def _agreement_entries(points, reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U,
-                       reference_upper=None):
+def _agreement_entries(
+    points, reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U, reference_upper=None
+):
     """``(deviation, se, margin, names)`` of the numbers that :func:`sample_agreement` compares."""
     points = list(points)
     if not points:
@@ -227,10 +317,13 @@ def _agreement_entries(points, reference_accuracy, reference_U, reference_U_se, 
         if reference_upper is not None:
             upper, upper_se = reference_upper[w]
             if len(upper) != len(p.U_upper):
-                raise ValueError(f"reference_upper[{w}] must hold {len(p.U_upper)} layers above the first, got "
-                                 f"{len(upper)}")
-            matrices += [(U, se, ref, ref_se, f"U_{l + 2}")
-                         for l, (U, se, ref, ref_se) in enumerate(zip(p.U_upper, p.U_upper_se, upper, upper_se))]
+                raise ValueError(
+                    f"reference_upper[{w}] must hold {len(p.U_upper)} layers above the first, got {len(upper)}"
+                )
+            matrices += [
+                (U, se, ref, ref_se, f"U_{l + 2}")
+                for l, (U, se, ref, ref_se) in enumerate(zip(p.U_upper, p.U_upper_se, upper, upper_se))
+            ]
         for U, U_se, ref, ref_se, label in matrices:
             d, s, m, n = _matrix_entries(U, U_se, ref, ref_se, margin_U, label)
             deviation.extend(d)
@@ -240,20 +333,40 @@ def _agreement_entries(points, reference_accuracy, reference_U, reference_U_se, 
     return np.array(deviation), np.array(se), np.array(margin), names
 
 
-def sample_agreement_power(*, points, reference_accuracy, reference_U, reference_U_se=None,
-                           margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01,
-                           reference_upper=None) -> float:
+def sample_agreement_power(
+    *,
+    points,
+    reference_accuracy,
+    reference_U,
+    reference_U_se=None,
+    margin_accuracy: float = 0.02,
+    margin_U: float = 0.1,
+    level: float = 0.01,
+    reference_upper=None,
+) -> float:
     """The power check of :func:`sample_agreement` with the same arguments: the probability that its test
     declares agreement if the samples matched the reference exactly, given the Monte-Carlo errors
     (:func:`attnpaths.claims.equivalence_power`)."""
-    _, se, margin, _ = _agreement_entries(list(points), reference_accuracy, reference_U, reference_U_se,
-                                          margin_accuracy, margin_U, reference_upper)
+    _, se, margin, _ = _agreement_entries(
+        list(points), reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U, reference_upper
+    )
     return equivalence_power(se, margin, level)
 
 
-def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, reference_U_se=None,
-                     margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01,
-                     reference: str = "the theory", where: str = "", reference_upper=None) -> Verdict:
+def sample_agreement(
+    claim: str,
+    *,
+    points,
+    reference_accuracy,
+    reference_U,
+    reference_U_se=None,
+    margin_accuracy: float = 0.02,
+    margin_U: float = 0.1,
+    level: float = 0.01,
+    reference: str = "the theory",
+    where: str = "",
+    reference_upper=None,
+) -> Verdict:
     """Claim: posterior samples of the finite network agree with a reference at every sampled width.
 
     Args:
@@ -275,16 +388,27 @@ def sample_agreement(claim: str, *, points, reference_accuracy, reference_U, ref
     entries together (Bonferroni over all of them): holds when each lies within its margin beyond
     Monte-Carlo doubt, contradicted when one lies outside it beyond Monte-Carlo doubt.
     """
-    deviation, se, margin, names = _agreement_entries(points, reference_accuracy, reference_U, reference_U_se,
-                                                      margin_accuracy, margin_U, reference_upper)
+    deviation, se, margin, names = _agreement_entries(
+        points, reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U, reference_upper
+    )
     worst = int(np.argmax(np.abs(deviation) / margin))
     acc_dev = deviation[[n.startswith("accuracy") for n in names]]
-    measured = (f"Largest |deviation| / margin {abs(deviation[worst]) / margin[worst]:.2f} ({names[worst]}: "
-                f"deviation {deviation[worst]:+.4f}, margin {margin[worst]:.4f}, Monte-Carlo se {se[worst]:.4f}); "
-                f"largest accuracy difference {np.abs(acc_dev).max():.4f}{where}.")
-    return equivalence(claim, f"posterior samples agree with {reference}{where}", source=SOURCE_SAMPLES,
-                       statistic="largest |sampled - reference| / margin", deviation=deviation, se=se, margin=margin,
-                       level=level, measured=measured)
+    measured = (
+        f"Largest |deviation| / margin {abs(deviation[worst]) / margin[worst]:.2f} ({names[worst]}: "
+        f"deviation {deviation[worst]:+.4f}, margin {margin[worst]:.4f}, Monte-Carlo se {se[worst]:.4f}); "
+        f"largest accuracy difference {np.abs(acc_dev).max():.4f}{where}."
+    )
+    return equivalence(
+        claim,
+        f"posterior samples agree with {reference}{where}",
+        source=SOURCE_SAMPLES,
+        statistic="largest |sampled - reference| / margin",
+        deviation=deviation,
+        se=se,
+        margin=margin,
+        level=level,
+        measured=measured,
+    )
 
 
 def _finite_width_effect(U, u_gp: float) -> float:
@@ -292,24 +416,31 @@ def _finite_width_effect(U, u_gp: float) -> float:
     return float(np.abs(U - u_gp * np.eye(U.shape[-1])).max())
 
 
-def _saddle_entries(exact, theory_U, num_paths: int, margin_fw: float, max_epsilon: float, u_gp: float,
-                    theory_upper=None):
+def _saddle_entries(
+    exact, theory_U, num_paths: int, margin_fw: float, max_epsilon: float, u_gp: float, theory_upper=None
+):
     """``(widths, deviation, se, margin, names)`` of :func:`saddle_point_agreement`: the distinct entries of
     ``U_theory - U_exact`` (and of the layers above the first, given ``theory_upper``) at the widths where
     ``(n + 1) / N <= max_epsilon``."""
     widths = sorted(w for w in exact if (num_paths + 1) / w <= max_epsilon)
     if not widths:
-        raise ValueError(f"exact must hold a width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
-                         f"(N >= {(num_paths + 1) / max_epsilon:g}), got {sorted(exact)}")
+        raise ValueError(
+            f"exact must hold a width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
+            f"(N >= {(num_paths + 1) / max_epsilon:g}), got {sorted(exact)}"
+        )
     deviation, se, margin, names = [], [], [], []
     for w in widths:
         layers = [(theory_U[w], exact[w].U, exact[w].U_se, "U")]
         if theory_upper is not None:
             if len(theory_upper[w]) != len(exact[w].U_upper):
-                raise ValueError(f"theory_upper[{w}] must hold the {len(exact[w].U_upper)} layers above the first "
-                                 f"that exact[{w}] holds, got {len(theory_upper[w])}")
-            layers += [(U, ref, se, f"U_{l + 2}")
-                       for l, (U, ref, se) in enumerate(zip(theory_upper[w], exact[w].U_upper, exact[w].U_upper_se))]
+                raise ValueError(
+                    f"theory_upper[{w}] must hold the {len(exact[w].U_upper)} layers above the first "
+                    f"that exact[{w}] holds, got {len(theory_upper[w])}"
+                )
+            layers += [
+                (U, ref, se, f"U_{l + 2}")
+                for l, (U, ref, se) in enumerate(zip(theory_upper[w], exact[w].U_upper, exact[w].U_upper_se))
+            ]
         for U, ref, ref_se, label in layers:
             ref = as_float64_array(ref, f"exact[{w}].{label}")
             U = as_float64_array(U, f"theory {label} at N={w}")
@@ -321,9 +452,17 @@ def _saddle_entries(exact, theory_U, num_paths: int, margin_fw: float, max_epsil
     return widths, np.array(deviation), np.array(se), np.array(margin), names
 
 
-def saddle_point_agreement_power(*, exact, theory_U, num_paths: int, margin_fw: float = 0.04,
-                                 max_epsilon: float = SADDLE_MAX_EPSILON, u_gp: float = 1.0, level: float = 0.01,
-                                 theory_upper=None) -> float:
+def saddle_point_agreement_power(
+    *,
+    exact,
+    theory_U,
+    num_paths: int,
+    margin_fw: float = 0.04,
+    max_epsilon: float = SADDLE_MAX_EPSILON,
+    u_gp: float = 1.0,
+    level: float = 0.01,
+    theory_upper=None,
+) -> float:
     """The power check of :func:`saddle_point_agreement` with the same arguments: the probability that its test
     declares agreement if the theory's ``U`` were exactly the exact finite-width mean, given that mean's
     Monte-Carlo errors (:func:`attnpaths.claims.equivalence_power`)."""
@@ -331,9 +470,19 @@ def saddle_point_agreement_power(*, exact, theory_U, num_paths: int, margin_fw: 
     return equivalence_power(se, margin, level)
 
 
-def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margin_fw: float = 0.04,
-                           max_epsilon: float = SADDLE_MAX_EPSILON, u_gp: float = 1.0, level: float = 0.01,
-                           where: str = "", theory_upper=None) -> Verdict:
+def saddle_point_agreement(
+    claim: str,
+    *,
+    exact,
+    theory_U,
+    num_paths: int,
+    margin_fw: float = 0.04,
+    max_epsilon: float = SADDLE_MAX_EPSILON,
+    u_gp: float = 1.0,
+    level: float = 0.01,
+    where: str = "",
+    theory_upper=None,
+) -> Verdict:
     """Claim: the theory's ``U`` (the saddle point of the action, eq-action) agrees with the exact finite-width
     posterior mean of ``U`` (eq-exact-density) to a small fraction of the finite-width effect.
 
@@ -356,17 +505,26 @@ def saddle_point_agreement(claim: str, *, exact, theory_U, num_paths: int, margi
     Test: :func:`attnpaths.claims.equivalence` of ``U_theory - U_exact`` against those margins; raises
     ``ValueError`` when no width qualifies.
     """
-    widths, deviation, se, margin, names = _saddle_entries(exact, theory_U, num_paths, margin_fw, max_epsilon, u_gp,
-                                                           theory_upper)
+    widths, deviation, se, margin, names = _saddle_entries(
+        exact, theory_U, num_paths, margin_fw, max_epsilon, u_gp, theory_upper
+    )
     worst = int(np.argmax(np.abs(deviation) / margin))
     return equivalence(
-        claim, f"the saddle point agrees with the exact finite-width mean of U (saddle-point approximation and "
-        f"solver){where}", source=SOURCE_SADDLE,
-        statistic="largest |U_theory - U_exact| / margin", deviation=deviation, se=se, margin=margin, level=level,
-        measured=(f"At N = {', '.join(map(str, widths))} (margin {margin_fw:g} of max|U_exact - U_GP| per width): "
-                  f"largest |U_theory - U_exact| / margin {abs(deviation[worst]) / margin[worst]:.2f} "
-                  f"({names[worst]}: deviation {deviation[worst]:+.4f}, margin {margin[worst]:.4f}, Monte-Carlo se "
-                  f"{se[worst]:.4f}){where}."))
+        claim,
+        f"the saddle point agrees with the exact finite-width mean of U (saddle-point approximation and solver){where}",
+        source=SOURCE_SADDLE,
+        statistic="largest |U_theory - U_exact| / margin",
+        deviation=deviation,
+        se=se,
+        margin=margin,
+        level=level,
+        measured=(
+            f"At N = {', '.join(map(str, widths))} (margin {margin_fw:g} of max|U_exact - U_GP| per width): "
+            f"largest |U_theory - U_exact| / margin {abs(deviation[worst]) / margin[worst]:.2f} "
+            f"({names[worst]}: deviation {deviation[worst]:+.4f}, margin {margin[worst]:.4f}, Monte-Carlo se "
+            f"{se[worst]:.4f}){where}."
+        ),
+    )
 
 
 def entropy_weight_estimate(*, points, exact, reference_scale: float = 1.0) -> dict:
@@ -412,20 +570,33 @@ def entropy_weight_estimate(*, points, exact, reference_scale: float = 1.0) -> d
         iu = np.triu_indices(G.shape[0])
         G_all.extend(G[iu])
         d_all.extend((as_float64_array(p.U, "U") - as_float64_array(ref, "U"))[iu])
-        v_all.extend((as_float64_array(p.U_se, "U_se")**2 + as_float64_array(ref_se, "U_se")**2)[iu])
+        v_all.extend((as_float64_array(p.U_se, "U_se") ** 2 + as_float64_array(ref_se, "U_se") ** 2)[iu])
     G, d, v = np.array(G_all), np.array(d_all), np.maximum(np.array(v_all), 1e-24)
     information = float(np.sum(G**2 / v))
     if not information > 0:
         raise ValueError("the neighbouring exact runs must differ: the entropy weight is not identifiable")
     shift = float(np.sum(G * d / v)) / information
     dof = max(d.size - 1, 1)
-    chi2_dof = float(np.sum((d - shift * G)**2 / v)) / dof
-    return {"estimate": 1.0 + shift, "se": float(np.sqrt(max(1.0, chi2_dof) / information)), "chi2_dof": chi2_dof,
-            "num_entries": int(d.size), "widths": widths}
+    chi2_dof = float(np.sum((d - shift * G) ** 2 / v)) / dof
+    return {
+        "estimate": 1.0 + shift,
+        "se": float(np.sqrt(max(1.0, chi2_dof) / information)),
+        "chi2_dof": chi2_dof,
+        "num_entries": int(d.size),
+        "widths": widths,
+    }
 
 
-def entropy_weight_agreement(claim: str, *, points, exact, margin: float = 0.05, reference_scale: float = 1.0,
-                             level: float = 0.01, where: str = "") -> Verdict:
+def entropy_weight_agreement(
+    claim: str,
+    *,
+    points,
+    exact,
+    margin: float = 0.05,
+    reference_scale: float = 1.0,
+    level: float = 0.01,
+    where: str = "",
+) -> Verdict:
     """Claim: the network's posterior samples, drawn by code that shares nothing with the action (eq-action),
     are those of the exact density (eq-exact-density) with the entropy weight the theory gives it (1), within
     ``margin``: a test of the action itself, which an action with its entropy weighted by ``1 +- 2 margin`` fails.
@@ -440,8 +611,17 @@ def entropy_weight_agreement(claim: str, *, points, exact, margin: float = 0.05,
     shift = est["estimate"] - 1.0
     against = "the action" if reference_scale == 1 else f"an action with its entropy weighted by {reference_scale:g}"
     return equivalence(
-        claim, f"the network's samples measure the entropy weight of {against} as 1{where}", source=SOURCE_SAMPLES,
-        statistic="|entropy weight - 1| / margin", deviation=[shift], se=[est["se"]], margin=[margin], level=level,
-        measured=(f"Entropy weight {est['estimate']:.4f} +- {est['se']:.4f} (margin {margin:g}; {est['num_entries']} "
-                  f"entries of U at N = {', '.join(map(str, est['widths']))}; reduced chi-square "
-                  f"{est['chi2_dof']:.2f}){where}."))
+        claim,
+        f"the network's samples measure the entropy weight of {against} as 1{where}",
+        source=SOURCE_SAMPLES,
+        statistic="|entropy weight - 1| / margin",
+        deviation=[shift],
+        se=[est["se"]],
+        margin=[margin],
+        level=level,
+        measured=(
+            f"Entropy weight {est['estimate']:.4f} +- {est['se']:.4f} (margin {margin:g}; {est['num_entries']} "
+            f"entries of U at N = {', '.join(map(str, est['widths']))}; reduced chi-square "
+            f"{est['chi2_dof']:.2f}){where}."
+        ),
+    )

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from .._validation import as_float64_array, heads_tuple
-from .head_pruning import all_heads, pruning_sets
+from .head_pruning import all_heads
 
 
 def subset_index(pruned, heads) -> int:
@@ -154,8 +154,9 @@ def shapley_values(values, heads, *, higher_is_better: bool = True) -> np.ndarra
     full = 2**n - 1
     worth = (values if higher_is_better else -values)[full ^ np.arange(2**n)]  # worth[kept set]
     sizes = subset_masks(heads).sum(axis=1)
-    weight = np.array([math.factorial(s) * math.factorial(n - s - 1) / math.factorial(n) if s < n else 0.0
-                       for s in range(n + 1)])
+    weight = np.array(
+        [math.factorial(s) * math.factorial(n - s - 1) / math.factorial(n) if s < n else 0.0 for s in range(n + 1)]
+    )
     phi = np.empty(n)
     everything = np.arange(2**n)
     for i in range(n):
@@ -199,8 +200,9 @@ def normalised_area(auc, auc_random, auc_best) -> np.ndarray:
     Args:
         auc, auc_random, auc_best: broadcastable arrays of areas (eq-pruning-auc).
     """
-    auc, low, high = (as_float64_array(a, name) for a, name in
-                      ((auc, "auc"), (auc_random, "auc_random"), (auc_best, "auc_best")))
+    auc, low, high = (
+        as_float64_array(a, name) for a, name in ((auc, "auc"), (auc_random, "auc_random"), (auc_best, "auc_best"))
+    )
     span = high - low
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(span > 0, (auc - low) / np.where(span > 0, span, 1.0), np.nan)

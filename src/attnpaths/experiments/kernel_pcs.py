@@ -49,8 +49,13 @@ def pc_overlaps(data: PathData, U_flat, num_components: int = 30) -> dict:
     gp, gp_eig = pc_label_overlap(K_gp, data.y, num_components)
     ones = torch.ones_like(data.y)
     mean_direction = (float(pc_label_overlap(K_fw, ones, 1)[0][0]), float(pc_label_overlap(K_gp, ones, 1)[0][0]))
-    return {"finite_width": fw, "gp": gp, "eigenvalues_finite_width": fw_eig, "eigenvalues_gp": gp_eig,
-            "first_pc_mean_direction": mean_direction}
+    return {
+        "finite_width": fw,
+        "gp": gp,
+        "eigenvalues_finite_width": fw_eig,
+        "eigenvalues_gp": gp_eig,
+        "first_pc_mean_direction": mean_direction,
+    }
 
 
 def label_fraction(overlaps, k: int) -> float:

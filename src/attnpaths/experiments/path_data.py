@@ -71,15 +71,19 @@ class PathData:
 
     def __post_init__(self):
         if not isinstance(self.network, PathNetwork):
-            raise ValueError(f"network must be a PathNetwork (a network with named paths), got "
-                             f"{type(self.network).__name__}")
+            raise ValueError(
+                f"network must be a PathNetwork (a network with named paths), got {type(self.network).__name__}"
+            )
         if not isinstance(self.evaluation, dict) or "test" not in self.evaluation:
-            raise ValueError(f"evaluation must be a dict of (features, y) pairs with a 'test' split, got "
-                             f"{self.evaluation!r}")
+            raise ValueError(
+                f"evaluation must be a dict of (features, y) pairs with a 'test' split, got {self.evaluation!r}"
+            )
         for split, (features, y) in [("train", (self.features, self.y)), *self.evaluation.items()]:
             if features.ndim != 3 or features.shape[2] != self.network.num_paths or y.shape != features.shape[:1]:
-                raise ValueError(f"the {split} split must hold features [B, N0, {self.network.num_paths}] and "
-                                 f"labels [B], got {tuple(features.shape)} and {tuple(y.shape)}")
+                raise ValueError(
+                    f"the {split} split must hold features [B, N0, {self.network.num_paths}] and "
+                    f"labels [B], got {tuple(features.shape)} and {tuple(y.shape)}"
+                )
 
     @property
     def splits(self) -> tuple[str, ...]:
@@ -105,8 +109,10 @@ class PathData:
 def _labelled(data, name: str) -> tuple[torch.Tensor, torch.Tensor]:
     x, y = getattr(data, "x", None), getattr(data, "y", None)
     if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or x.ndim != 3 or y.shape != x.shape[:1]:
-        raise ValueError(f"{name} must be a data set with inputs x [B, N0, T] and labels y [B] (torch tensors), "
-                         f"got {type(data).__name__}")
+        raise ValueError(
+            f"{name} must be a data set with inputs x [B, N0, T] and labels y [B] (torch tensors), "
+            f"got {type(data).__name__}"
+        )
     return x, y.to(torch.float64)
 
 
@@ -122,8 +128,9 @@ def path_data(network: PathNetwork, train, test, **splits) -> PathData:
     x, y = _labelled(train, "train")
     tasks = [data.task for data in (train, *sets.values()) if hasattr(data, "task")]
     if any(task != tasks[0] for task in tasks[1:]):
-        raise ValueError(f"train and {', '.join(sets)} must be drawn from the same task (the same generative "
-                         "parameters)")
+        raise ValueError(
+            f"train and {', '.join(sets)} must be drawn from the same task (the same generative parameters)"
+        )
     evaluation = {}
     for split, data in sets.items():
         x_s, y_s = _labelled(data, split)

@@ -27,9 +27,20 @@ def figure_and_axes(ax, figsize):
 
 
 def plot_accuracy(
-    widths, theory, *, gp=None, band=None, gp_band=None, sampled=None, title="Classification accuracy",
-    theory_label="all paths, theory", sampled_label="all paths, sampled", theory_style="solid", gp_styles=None,
-    extra=None, ax=None,
+    widths,
+    theory,
+    *,
+    gp=None,
+    band=None,
+    gp_band=None,
+    sampled=None,
+    title="Classification accuracy",
+    theory_label="all paths, theory",
+    sampled_label="all paths, sampled",
+    theory_style="solid",
+    gp_styles=None,
+    extra=None,
+    ax=None,
 ):
     """Accuracy (%) vs ``N``.
 
@@ -46,13 +57,36 @@ def plot_accuracy(
     styles = gp_styles or {}
     widths = np.asarray(widths)
     if band is not None:
-        ax.fill_between(widths, 100 * np.asarray(band[0]), 100 * np.asarray(band[1]), color=THEORY_COLOR,
-                        alpha=0.18, linewidth=0, label="theory, spread over data sets")
-    ax.plot(widths, 100 * np.asarray(theory), color=THEORY_COLOR, marker="x", linestyle=theory_style,
-            linewidth=1, markersize=5, label=theory_label)
+        ax.fill_between(
+            widths,
+            100 * np.asarray(band[0]),
+            100 * np.asarray(band[1]),
+            color=THEORY_COLOR,
+            alpha=0.18,
+            linewidth=0,
+            label="theory, spread over data sets",
+        )
+    ax.plot(
+        widths,
+        100 * np.asarray(theory),
+        color=THEORY_COLOR,
+        marker="x",
+        linestyle=theory_style,
+        linewidth=1,
+        markersize=5,
+        label=theory_label,
+    )
     for accuracy, label, color, linestyle in extra or []:
-        ax.plot(widths, 100 * np.asarray(accuracy), color=color, marker="x", linestyle=linestyle, linewidth=1,
-                markersize=5, label=label)
+        ax.plot(
+            widths,
+            100 * np.asarray(accuracy),
+            color=color,
+            marker="x",
+            linestyle=linestyle,
+            linewidth=1,
+            markersize=5,
+            label=label,
+        )
     for key, value in (gp or {}).items():
         linestyle, label = styles.get(key, ("solid", key))
         ax.axhline(100 * value, color=GP_COLOR, linestyle=linestyle, linewidth=1, label=label)
@@ -61,8 +95,9 @@ def plot_accuracy(
             ax.axhspan(100 * low, 100 * high, color=GP_COLOR, alpha=0.08, linewidth=0)
     if sampled is not None:
         w, acc, err = (np.asarray(v) for v in sampled)
-        ax.errorbar(w, 100 * acc, yerr=100 * err, fmt="o", color="k", markersize=4, capsize=2, zorder=10,
-                    label=sampled_label)
+        ax.errorbar(
+            w, 100 * acc, yerr=100 * err, fmt="o", color="k", markersize=4, capsize=2, zorder=10, label=sampled_label
+        )
     ax.set_xscale("log")
     ax.set_xlabel("N")
     ax.set_ylabel("A (%)")
@@ -92,8 +127,7 @@ def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: boo
         colors: ``{path name: colour}`` of the tick labels (default black).
     """
     matrices = [np.asarray(U) for U in matrices]
-    fig, axes = plt.subplots(1, len(matrices), figsize=(2.6 * len(matrices), 2.6), layout="constrained",
-                             squeeze=False)
+    fig, axes = plt.subplots(1, len(matrices), figsize=(2.6 * len(matrices), 2.6), layout="constrained", squeeze=False)
     limits = [np.abs(U).max() for U in matrices] if limits is None else list(limits)
     for ax, U, title, vmax in zip(axes[0], matrices, titles, limits):
         image = ax.imshow(U, cmap="RdBu", vmin=-vmax, vmax=vmax)
@@ -101,8 +135,15 @@ def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: boo
         ax.set_title(title, fontsize=9)
         if annotate:
             for (i, j), value in np.ndenumerate(U):
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6.5,
-                        color="white" if abs(value) > 0.6 * vmax else "k")
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=6.5,
+                    color="white" if abs(value) > 0.6 * vmax else "k",
+                )
         fig.colorbar(image, ax=ax, shrink=0.8)
     return fig
 
@@ -131,8 +172,10 @@ def plot_head_scores_and_drops(scores, drops, labels, *, drops_label="accuracy l
     """
     scores, drops = np.asarray(scores, dtype=float), np.asarray(drops, dtype=float)
     if scores.shape != drops.shape or scores.shape != (len(labels),):
-        raise ValueError(f"scores, drops and labels must have one entry per head, got {scores.shape}, "
-                         f"{drops.shape} and {len(labels)}")
+        raise ValueError(
+            f"scores, drops and labels must have one entry per head, got {scores.shape}, "
+            f"{drops.shape} and {len(labels)}"
+        )
     fig, (bars, scatter) = plt.subplots(1, 2, figsize=(8.0, 2.8), layout="constrained")
     fig.get_layout_engine().set(wspace=0.12)  # room for the twin axis' label between the panels
     at = np.arange(len(labels))

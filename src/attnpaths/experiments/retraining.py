@@ -40,8 +40,9 @@ def seed_spread(shipped) -> float:
     return float(a.std(ddof=1))
 
 
-def retraining_agreement(claim: str, *, shipped, retrained, statistic: str, margin_sd: float = 1.0,
-                         level: float = 0.05, what: str = "models") -> Verdict:
+def retraining_agreement(
+    claim: str, *, shipped, retrained, statistic: str, margin_sd: float = 1.0, level: float = 0.05, what: str = "models"
+) -> Verdict:
     """Claim: retrained models agree with the shipped ones of the same seeds within the spread across seeds.
 
     Args:
@@ -59,25 +60,49 @@ def retraining_agreement(claim: str, *, shipped, retrained, statistic: str, marg
     a, b = _paired(shipped, retrained)
     margin_sd = positive_real(margin_sd, "margin_sd")
     spread = seed_spread(a)
-    statement = (f"{what} retrained from the shipped models' seeds agree with them in {statistic} within "
-                 f"{margin_sd:g} standard deviation(s) across seeds")
+    statement = (
+        f"{what} retrained from the shipped models' seeds agree with them in {statistic} within "
+        f"{margin_sd:g} standard deviation(s) across seeds"
+    )
     d = b - a
     if spread == 0 or np.all(d == 0):
         identical = bool(np.all(d == 0))
-        return exact(claim, statement, source=SOURCE, statistic=f"max |retrained - shipped {statistic}|",
-                     value=float(np.abs(d).max()), satisfied=identical,
-                     criterion="every retrained value equals its shipped value (identical models, no sampling error)",
-                     measured=f"{'every' if identical else 'not every'} retrained {statistic} equals the shipped one "
-                              f"({a.size} seeds; spread across seeds {spread:.3g}).")
+        return exact(
+            claim,
+            statement,
+            source=SOURCE,
+            statistic=f"max |retrained - shipped {statistic}|",
+            value=float(np.abs(d).max()),
+            satisfied=identical,
+            criterion="every retrained value equals its shipped value (identical models, no sampling error)",
+            measured=f"{'every' if identical else 'not every'} retrained {statistic} equals the shipped one "
+            f"({a.size} seeds; spread across seeds {spread:.3g}).",
+        )
     return replicate_equivalence(
-        claim, statement, source=SOURCE, statistic=f"retrained - shipped {statistic}", replicates=d, reference=0.0,
-        margin=margin_sd * spread, level=level,
-        measured=(f"mean retrained - shipped {statistic} = {d.mean():+.4g} (sd {d.std(ddof=1):.3g} over {d.size} "
-                  f"seeds); spread of the shipped models across seeds {spread:.3g}, margin {margin_sd * spread:.3g}."))
+        claim,
+        statement,
+        source=SOURCE,
+        statistic=f"retrained - shipped {statistic}",
+        replicates=d,
+        reference=0.0,
+        margin=margin_sd * spread,
+        level=level,
+        measured=(
+            f"mean retrained - shipped {statistic} = {d.mean():+.4g} (sd {d.std(ddof=1):.3g} over {d.size} "
+            f"seeds); spread of the shipped models across seeds {spread:.3g}, margin {margin_sd * spread:.3g}."
+        ),
+    )
 
 
-def retraining_power(num_seeds: int, *, shift_sd: float, margin_sd: float = 1.0, level: float = 0.05,
-                     draws: int = 2000, rng: np.random.Generator) -> dict:
+def retraining_power(
+    num_seeds: int,
+    *,
+    shift_sd: float,
+    margin_sd: float = 1.0,
+    level: float = 0.05,
+    draws: int = 2000,
+    rng: np.random.Generator,
+) -> dict:
     """The power check of :func:`retraining_agreement`, by simulation: shipped and retrained statistics of
     ``num_seeds`` seeds drawn as independent Gaussians of one standard deviation across seeds (the retrained
     ones shifted by ``shift_sd`` standard deviations), the claim decided on each of ``draws`` draws.
@@ -95,8 +120,9 @@ def retraining_power(num_seeds: int, *, shift_sd: float, margin_sd: float = 1.0,
     for _ in range(draws):
         shipped = rng.standard_normal(num_seeds)
         retrained = rng.standard_normal(num_seeds) + shift_sd
-        verdict = retraining_agreement("R", shipped=shipped, retrained=retrained, statistic="x",
-                                       margin_sd=margin_sd, level=level)
+        verdict = retraining_agreement(
+            "R", shipped=shipped, retrained=retrained, statistic="x", margin_sd=margin_sd, level=level
+        )
         counts[verdict.outcome] += 1
     return {"contradicted": counts[Outcome.CONTRADICTED] / draws, "holds": counts[Outcome.HOLDS] / draws}
 

@@ -149,8 +149,9 @@ class PrecisionTarget:
 
     def reached(self, order_parameters: torch.Tensor, upper_order_parameters=()) -> bool:
         """Whether the draws kept so far meet the target in every entry of every layer."""
-        return all(bool(np.all(e <= self.relative_se)) for e in self.relative_errors(order_parameters,
-                                                                                    upper_order_parameters))
+        return all(
+            bool(np.all(e <= self.relative_se)) for e in self.relative_errors(order_parameters, upper_order_parameters)
+        )
 
 
 def sample_posterior(
@@ -246,8 +247,16 @@ class ExactOrderParameter:
 
 
 def exact_order_parameter(
-    data: PathData, width: int, temperature: float, generator: torch.Generator, *, num_chains: int = 32,
-    num_warmup: int = 300, num_samples: int = 300, thin: int = 4, progress: bool = True,
+    data: PathData,
+    width: int,
+    temperature: float,
+    generator: torch.Generator,
+    *,
+    num_chains: int = 32,
+    num_warmup: int = 300,
+    num_samples: int = 300,
+    thin: int = 4,
+    progress: bool = True,
     target: PrecisionTarget | None = None,
 ) -> ExactOrderParameter:
     """Sample the exact posterior (eq-exact-density) of the order parameters of ``data``'s network at width ``N`` (every layer)
@@ -256,18 +265,36 @@ def exact_order_parameter(
     ``num_samples`` being the most they store."""
     width = positive_int(width, "width")
     draws = sample_order_parameters(
-        data.features, data.y, heads=data.network.heads, widths=width, temperature=temperature,
-        generator=generator, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin,
-        progress=progress, stop=target,
+        data.features,
+        data.y,
+        heads=data.network.heads,
+        widths=width,
+        temperature=temperature,
+        generator=generator,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        thin=thin,
+        progress=progress,
+        stop=target,
     )
     order = data.network.plot_order
     return ExactOrderParameter(
-        width=width, U=reorder(draws.mean, order), U_se=reorder(draws.mc_se, order), mode=reorder(draws.mode, order),
-        diagnostics={"wall_time_s": draws.wall_time_s, "num_chains": int(draws.U.shape[0]),
-                     "num_samples": int(draws.U.shape[1]), "max_samples": num_samples,
-                     "min_ess": float(draws.ess.min()),
-                     "max_rhat": float(draws.rhat.max()), "acceptance": draws.acceptance},
-        U_upper=tuple(draws.upper_mean), U_upper_se=tuple(draws.upper_mc_se),
+        width=width,
+        U=reorder(draws.mean, order),
+        U_se=reorder(draws.mc_se, order),
+        mode=reorder(draws.mode, order),
+        diagnostics={
+            "wall_time_s": draws.wall_time_s,
+            "num_chains": int(draws.U.shape[0]),
+            "num_samples": int(draws.U.shape[1]),
+            "max_samples": num_samples,
+            "min_ess": float(draws.ess.min()),
+            "max_rhat": float(draws.rhat.max()),
+            "acceptance": draws.acceptance,
+        },
+        U_upper=tuple(draws.upper_mean),
+        U_upper_se=tuple(draws.upper_mc_se),
     )
 
 
@@ -296,26 +323,53 @@ class SamplingPlan:
     exact_target: PrecisionTarget | None = None
 
 
-def sample_width(data: PathData, plan: SamplingPlan, temperature: float, seed: int, identity: tuple = (),
-                 device="cpu") -> tuple[SampledPoint, ExactOrderParameter | None]:
+def sample_width(
+    data: PathData, plan: SamplingPlan, temperature: float, seed: int, identity: tuple = (), device="cpu"
+) -> tuple[SampledPoint, ExactOrderParameter | None]:
     """Posterior samples of the network (:func:`sample_posterior`) and, if planned, the exact mean of ``U``
     (:func:`exact_order_parameter`) at ``plan.width``, both from one generator seeded with
     :func:`~attnpaths.engine.task_seed` ``(seed, *identity, plan.width)`` (the network's run first): one task of
     :func:`sample_widths`."""
     generator = task_generator(seed, *identity, plan.width)
-    point = sample_posterior(data, plan.width, temperature, generator, num_warmup=plan.warmup,
-                             num_samples=plan.draws, num_chains=plan.chains, progress=False, device=device,
-                             target=plan.target)
+    point = sample_posterior(
+        data,
+        plan.width,
+        temperature,
+        generator,
+        num_warmup=plan.warmup,
+        num_samples=plan.draws,
+        num_chains=plan.chains,
+        progress=False,
+        device=device,
+        target=plan.target,
+    )
     if plan.exact_chains is None:
         return point, None
-    exact = exact_order_parameter(data, plan.width, temperature, generator, num_chains=plan.exact_chains,
-                                  num_warmup=plan.exact_warmup, num_samples=plan.exact_draws, thin=plan.exact_thin,
-                                  progress=False, target=plan.exact_target)
+    exact = exact_order_parameter(
+        data,
+        plan.width,
+        temperature,
+        generator,
+        num_chains=plan.exact_chains,
+        num_warmup=plan.exact_warmup,
+        num_samples=plan.exact_draws,
+        thin=plan.exact_thin,
+        progress=False,
+        target=plan.exact_target,
+    )
     for c in plan.exact_scales:
         exact.scaled[float(c)] = exact_order_parameter(
-            data, scaled_width(plan.width, c), temperature, generator, num_chains=plan.exact_chains,
-            num_warmup=plan.exact_warmup, num_samples=plan.exact_scaled_draws or plan.exact_draws,
-            thin=plan.exact_thin, progress=False, target=plan.exact_target)
+            data,
+            scaled_width(plan.width, c),
+            temperature,
+            generator,
+            num_chains=plan.exact_chains,
+            num_warmup=plan.exact_warmup,
+            num_samples=plan.exact_scaled_draws or plan.exact_draws,
+            thin=plan.exact_thin,
+            progress=False,
+            target=plan.exact_target,
+        )
     return point, exact
 
 
@@ -350,8 +404,16 @@ def _by_width(plans, results) -> tuple[dict, dict]:
     return points, exact
 
 
-def sample_widths(data: PathData, plans, temperature, seed: int, *, network_index: int | None = None,
-                  progress: bool = True, device="cpu") -> tuple[dict, dict]:
+def sample_widths(
+    data: PathData,
+    plans,
+    temperature,
+    seed: int,
+    *,
+    network_index: int | None = None,
+    progress: bool = True,
+    device="cpu",
+) -> tuple[dict, dict]:
     """:func:`sample_width` at every plan's width, one task per width (:func:`~attnpaths.engine.map_tasks`).
 
     Args:
@@ -368,14 +430,17 @@ def sample_widths(data: PathData, plans, temperature, seed: int, *, network_inde
     """
     plans, temperatures = _plans_and_temperatures(plans, temperature)
     identity = () if network_index is None else (int_at_least(network_index, "network_index", 0),)
-    results = map_tasks(sample_width, [dict(plan=plan, temperature=T) for plan, T in zip(plans, temperatures)],
-                        description="sampled widths", progress=progress,
-                        shared=dict(data=data, seed=seed, identity=identity, device=device))
+    results = map_tasks(
+        sample_width,
+        [dict(plan=plan, temperature=T) for plan, T in zip(plans, temperatures)],
+        description="sampled widths",
+        progress=progress,
+        shared=dict(data=data, seed=seed, identity=identity, device=device),
+    )
     return _by_width(plans, results)
 
 
-def sample_networks(networks: dict, plans, temperature, seed: int, *, progress: bool = True,
-                    device="cpu") -> dict:
+def sample_networks(networks: dict, plans, temperature, seed: int, *, progress: bool = True, device="cpu") -> dict:
     """:func:`sample_widths` of several networks, ``networks`` ``{key: PathData}``, the ``k``-th (in order) with
     ``network_index = k``: the same numbers as one call per network, but every width of every network is one task
     of a single :func:`~attnpaths.engine.map_tasks`, so the long runs of different networks share the workers
@@ -388,12 +453,16 @@ def sample_networks(networks: dict, plans, temperature, seed: int, *, progress: 
     networks = dict(networks)
     if not networks or not all(isinstance(d, PathData) for d in networks.values()):
         raise ValueError(f"networks must be a non-empty dict of PathData, got {networks!r}")
-    tasks = [dict(data=data, identity=(k,), plan=plan, temperature=T)
-             for k, data in enumerate(networks.values()) for plan, T in zip(plans, temperatures)]
-    results = map_tasks(sample_width, tasks, description="sampled widths", progress=progress,
-                        shared=dict(seed=seed, device=device))
+    tasks = [
+        dict(data=data, identity=(k,), plan=plan, temperature=T)
+        for k, data in enumerate(networks.values())
+        for plan, T in zip(plans, temperatures)
+    ]
+    results = map_tasks(
+        sample_width, tasks, description="sampled widths", progress=progress, shared=dict(seed=seed, device=device)
+    )
     n = len(plans)
-    return {key: _by_width(plans, results[k * n:(k + 1) * n]) for k, key in enumerate(networks)}
+    return {key: _by_width(plans, results[k * n : (k + 1) * n]) for k, key in enumerate(networks)}
 
 
 def finite_width_epsilon(width, num_paths: int) -> float:
@@ -418,10 +487,22 @@ def finite_width_epsilon(width, num_paths: int) -> float:
 # plans, summaries and tables of sampled widths (a chapter's results file and its sampler table)
 
 
-def sampling_plans(widths, warmup, draws, chains, *, exact_chains: int | None = None, exact_warmup: int = 300,
-                   exact_draws: int = 300, exact_thin: int = 4, exact_scales=(),
-                   exact_scaled_draws: int | None = None, relative_se: float | None = None,
-                   exact_relative_se: float | None = None, min_draws: int = 25) -> list[SamplingPlan]:
+def sampling_plans(
+    widths,
+    warmup,
+    draws,
+    chains,
+    *,
+    exact_chains: int | None = None,
+    exact_warmup: int = 300,
+    exact_draws: int = 300,
+    exact_thin: int = 4,
+    exact_scales=(),
+    exact_scaled_draws: int | None = None,
+    relative_se: float | None = None,
+    exact_relative_se: float | None = None,
+    min_draws: int = 25,
+) -> list[SamplingPlan]:
     """One :class:`SamplingPlan` per sampled width, from a chapter's parameter lists.
 
     Args:
@@ -435,28 +516,49 @@ def sampling_plans(widths, warmup, draws, chains, *, exact_chains: int | None = 
     """
     widths, warmup, draws, chains = (list(v) for v in (widths, warmup, draws, chains))
     if not widths or not len(warmup) == len(draws) == len(chains) == len(widths):
-        raise ValueError(f"warmup, draws and chains must give one value per sampled width ({len(widths)} widths), "
-                         f"got {len(warmup)}, {len(draws)} and {len(chains)}")
-    exact = {} if exact_chains is None else dict(
-        exact_chains=positive_int(exact_chains, "exact_chains"),
-        exact_warmup=positive_int(exact_warmup, "exact_warmup"),
-        exact_draws=positive_int(exact_draws, "exact_draws"), exact_thin=positive_int(exact_thin, "exact_thin"),
-        exact_scales=tuple(positive_real(c, "exact_scales") for c in exact_scales),
-        exact_scaled_draws=None if exact_scaled_draws is None else positive_int(exact_scaled_draws, "exact_scaled_draws"))
+        raise ValueError(
+            f"warmup, draws and chains must give one value per sampled width ({len(widths)} widths), "
+            f"got {len(warmup)}, {len(draws)} and {len(chains)}"
+        )
+    exact = (
+        {}
+        if exact_chains is None
+        else dict(
+            exact_chains=positive_int(exact_chains, "exact_chains"),
+            exact_warmup=positive_int(exact_warmup, "exact_warmup"),
+            exact_draws=positive_int(exact_draws, "exact_draws"),
+            exact_thin=positive_int(exact_thin, "exact_thin"),
+            exact_scales=tuple(positive_real(c, "exact_scales") for c in exact_scales),
+            exact_scaled_draws=None
+            if exact_scaled_draws is None
+            else positive_int(exact_scaled_draws, "exact_scaled_draws"),
+        )
+    )
     target = None if relative_se is None else PrecisionTarget(relative_se, min_draws)
     if exact_relative_se is not None:
         exact["exact_target"] = PrecisionTarget(exact_relative_se, min_draws)
-    return [SamplingPlan(positive_int(w, "widths"), positive_int(a, "warmup"), positive_int(d, "draws"),
-                         positive_int(c, "chains"), **exact, target=target)
-            for w, a, d, c in zip(widths, warmup, draws, chains)]
+    return [
+        SamplingPlan(
+            positive_int(w, "widths"),
+            positive_int(a, "warmup"),
+            positive_int(d, "draws"),
+            positive_int(c, "chains"),
+            **exact,
+            target=target,
+        )
+        for w, a, d, c in zip(widths, warmup, draws, chains)
+    ]
 
 
 def sampled_accuracy_record(points: dict) -> dict:
     """``{"N": [n_s], "accuracy": [n_s], "mc_sd": [n_s]}``: the sampled mean predictor's test accuracy and its
     Monte-Carlo standard deviation (:func:`accuracy_mc_sd`) at every sampled width of ``points``
     (``{width: SampledPoint}``, as returned by :func:`sample_widths`)."""
-    return {"N": list(points), "accuracy": [p.accuracy for p in points.values()],
-            "mc_sd": [p.accuracy_mc_sd for p in points.values()]}
+    return {
+        "N": list(points),
+        "accuracy": [p.accuracy for p in points.values()],
+        "mc_sd": [p.accuracy_mc_sd for p in points.values()],
+    }
 
 
 def sampler_record(points: dict) -> dict:
@@ -475,11 +577,13 @@ def exact_record(exacts: dict) -> dict:
     for w, e in exacts.items():
         record[str(w)] = {"U": e.U, "U_mc_se": e.U_se, "mode": e.mode, **e.diagnostics}
         if e.U_upper:
-            record[str(w)]["U_upper"] = {f"U_{l + 2}": {"U": U, "U_mc_se": se}
-                                         for l, (U, se) in enumerate(zip(e.U_upper, e.U_upper_se))}
+            record[str(w)]["U_upper"] = {
+                f"U_{l + 2}": {"U": U, "U_mc_se": se} for l, (U, se) in enumerate(zip(e.U_upper, e.U_upper_se))
+            }
         if e.scaled:
-            record[str(w)]["scaled"] = {f"{c:g}": {"width": s.width, "U": s.U, "U_mc_se": s.U_se, **s.diagnostics}
-                                        for c, s in e.scaled.items()}
+            record[str(w)]["scaled"] = {
+                f"{c:g}": {"width": s.width, "U": s.U, "U_mc_se": s.U_se, **s.diagnostics} for c, s in e.scaled.items()
+            }
     return record
 
 
@@ -573,9 +677,11 @@ def diagnostics_table(runs: dict) -> str:
         runs: ``{network label: (points, exacts)}`` with ``points`` ``{width: SampledPoint}`` and ``exacts``
             ``{width: ExactOrderParameter}`` holding every sampled width.
     """
-    lines = ["| network | N | chains x draws (warm-up) | min / median ESS of f | max R-hat of f | min ESS of U "
-             "| max relative se of U | wall time (s) | exact mean: chains x draws, min ESS, max R-hat, time (s) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| network | N | chains x draws (warm-up) | min / median ESS of f | max R-hat of f | min ESS of U "
+        "| max relative se of U | wall time (s) | exact mean: chains x draws, min ESS, max R-hat, time (s) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, (points, exacts) in runs.items():
         missing = [w for w in points if w not in exacts]
         if missing:
@@ -584,10 +690,12 @@ def diagnostics_table(runs: dict) -> str:
             d, e = p.diagnostics, exacts[w].diagnostics
             draws = kept_draws(d)
             relative_se = np.max(p.U_se / entry_scale(p.U))
-            lines.append(f"| {name} | {w} | {d['num_chains']} x {draws} ({d['num_warmup']}) | "
-                         f"{d['min_predictor_ess']:.0f} / {d['median_predictor_ess']:.0f} | "
-                         f"{d['max_predictor_rhat']:.3f} | "
-                         f"{d['min_U_ess']:.0f} | {relative_se:.4f} | {d['wall_time_s']:.1f} | "
-                         f"{e['num_chains']} x {kept_draws(e)}, "
-                         f"{e['min_ess']:.0f}, {e['max_rhat']:.3f}, {e['wall_time_s']:.1f} |")
+            lines.append(
+                f"| {name} | {w} | {d['num_chains']} x {draws} ({d['num_warmup']}) | "
+                f"{d['min_predictor_ess']:.0f} / {d['median_predictor_ess']:.0f} | "
+                f"{d['max_predictor_rhat']:.3f} | "
+                f"{d['min_U_ess']:.0f} | {relative_se:.4f} | {d['wall_time_s']:.1f} | "
+                f"{e['num_chains']} x {kept_draws(e)}, "
+                f"{e['min_ess']:.0f}, {e['max_rhat']:.3f}, {e['wall_time_s']:.1f} |"
+            )
     return "\n".join(lines)

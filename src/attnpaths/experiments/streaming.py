@@ -45,8 +45,10 @@ def _client(engine):
     if isinstance(engine, Engine):
         return IN_PROCESS if engine.mode == IN_PROCESS else client_for(engine.address)
     if not callable(getattr(engine, "submit", None)) or not callable(getattr(engine, "gather", None)):
-        raise ValueError(f"engine must be None, an attnpaths.engine.Engine (start_engine) or a dask.distributed "
-                         f"Client, got {type(engine).__name__}")
+        raise ValueError(
+            f"engine must be None, an attnpaths.engine.Engine (start_engine) or a dask.distributed "
+            f"Client, got {type(engine).__name__}"
+        )
     return engine
 
 
@@ -67,15 +69,15 @@ def _map(function, tasks, *, shared, description, client, offset: int, total: in
                 raise TaskFailed(description, index, len(tasks), describe_arguments(task), text) from err
         return results
     except TaskFailed as err:
-        raise TaskFailed(description, offset + err.index, total, err.arguments, err.remote_traceback) \
-            from err.__cause__
+        raise TaskFailed(description, offset + err.index, total, err.arguments, err.remote_traceback) from err.__cause__
 
 
 def _check_chunk(chunk, k: int):
     """``(features, y)`` of ``make_chunk(k)``, or a ``ValueError`` naming the chunk."""
     if not isinstance(chunk, (tuple, list)) or len(chunk) != 2:
-        raise ValueError(f"make_chunk({k}) must return a pair (features [p, N0, n_paths], y [p]), got "
-                         f"{type(chunk).__name__}")
+        raise ValueError(
+            f"make_chunk({k}) must return a pair (features [p, N0, n_paths], y [p]), got {type(chunk).__name__}"
+        )
     return chunk
 
 
@@ -100,9 +102,16 @@ def _chunk_statistics(make_chunk: Callable, k: int, block_size: int = DEFAULT_BL
     return GramStatistics(1).merge(statistics), None
 
 
-def gram_statistics(make_chunk: Callable, num_chunks: int, *, engine=None, block_size: int = DEFAULT_BLOCK_SIZE,
-                    chunks_per_round: int = CHUNKS_PER_ROUND, progress: bool = True,
-                    description: str = "Gram statistics") -> GramStatistics:
+def gram_statistics(
+    make_chunk: Callable,
+    num_chunks: int,
+    *,
+    engine=None,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    chunks_per_round: int = CHUNKS_PER_ROUND,
+    progress: bool = True,
+    description: str = "Gram statistics",
+) -> GramStatistics:
     """The :class:`attnpaths.gram.GramStatistics` (``F^T F``, ``F^T y``, ``y^T y``, ``P``) of the chunks
     ``make_chunk(0), ..., make_chunk(num_chunks - 1)``: one engine task per chunk, merged in chunk order (module
     docstring), for :func:`attnpaths.theory.solve_from_statistics`.
@@ -141,9 +150,15 @@ def gram_statistics(make_chunk: Callable, num_chunks: int, *, engine=None, block
     with tqdm(total=num_chunks, desc=description, disable=not progress, leave=False) as bar:
         for start in range(0, num_chunks, chunks_per_round):
             indices = range(start, min(start + chunks_per_round, num_chunks))
-            results = _map(_chunk_statistics, [dict(k=k) for k in indices],
-                           shared=dict(make_chunk=make_chunk, block_size=block_size), description=description,
-                           client=client, offset=start, total=num_chunks)
+            results = _map(
+                _chunk_statistics,
+                [dict(k=k) for k in indices],
+                shared=dict(make_chunk=make_chunk, block_size=block_size),
+                description=description,
+                client=client,
+                offset=start,
+                total=num_chunks,
+            )
             for k, (statistics, message) in zip(indices, results):
                 if message is not None:
                     raise ValueError(message)
@@ -151,9 +166,11 @@ def gram_statistics(make_chunk: Callable, num_chunks: int, *, engine=None, block
                 if shape is None:
                     shape = found
                 elif found != shape:
-                    raise ValueError(f"make_chunk({k}) must return features [p, N0, n_paths] = [p, {shape[0]}, "
-                                     f"{shape[1]}] like chunk 0, got [{statistics.num_examples}, {found[0]}, "
-                                     f"{found[1]}]")
+                    raise ValueError(
+                        f"make_chunk({k}) must return features [p, N0, n_paths] = [p, {shape[0]}, "
+                        f"{shape[1]}] like chunk 0, got [{statistics.num_examples}, {found[0]}, "
+                        f"{found[1]}]"
+                    )
                 total = total.merge(statistics)  # in chunk order: the same sums whatever the engine
             bar.update(len(indices))
     return total
@@ -167,8 +184,10 @@ def _chunk_predictions(solution, make_chunk: Callable, k: int, batch_size: int =
         labels = np.asarray(y, dtype=np.float64)
         mean, variance = solution.predict(features, batch_size=batch_size)
         if labels.shape != mean.shape or not np.isfinite(labels).all():
-            raise ValueError(f"make_chunk({k}) must return finite labels y [p] = [{mean.shape[0]}] (one per "
-                             f"example of features), got shape {labels.shape}")
+            raise ValueError(
+                f"make_chunk({k}) must return finite labels y [p] = [{mean.shape[0]}] (one per "
+                f"example of features), got shape {labels.shape}"
+            )
     except (ValueError, TypeError) as err:
         if isinstance(err, ValueError) and str(err).startswith(f"make_chunk({k})"):
             return None, str(err), None
@@ -176,9 +195,17 @@ def _chunk_predictions(solution, make_chunk: Callable, k: int, batch_size: int =
     return mean, variance, labels
 
 
-def predict_streamed(solution, make_chunk: Callable, num_chunks: int, *, engine=None, batch_size: int = 512,
-                     chunks_per_round: int = CHUNKS_PER_ROUND, progress: bool = True,
-                     description: str = "streamed predictions") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def predict_streamed(
+    solution,
+    make_chunk: Callable,
+    num_chunks: int,
+    *,
+    engine=None,
+    batch_size: int = 512,
+    chunks_per_round: int = CHUNKS_PER_ROUND,
+    progress: bool = True,
+    description: str = "streamed predictions",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The predictor's mean and variance (eq-predictor, :meth:`attnpaths.theory.TheorySolution.predict`) on the
     chunks of a test set too large to hold, one engine task per chunk (the solution is sent to each worker once),
     concatenated in chunk order with the chunks' labels.
@@ -208,9 +235,15 @@ def predict_streamed(solution, make_chunk: Callable, num_chunks: int, *, engine=
     with tqdm(total=num_chunks, desc=description, disable=not progress, leave=False) as bar:
         for start in range(0, num_chunks, chunks_per_round):
             indices = range(start, min(start + chunks_per_round, num_chunks))
-            results = _map(_chunk_predictions, [dict(k=k) for k in indices],
-                           shared=dict(solution=solution, make_chunk=make_chunk, batch_size=batch_size),
-                           description=description, client=client, offset=start, total=num_chunks)
+            results = _map(
+                _chunk_predictions,
+                [dict(k=k) for k in indices],
+                shared=dict(solution=solution, make_chunk=make_chunk, batch_size=batch_size),
+                description=description,
+                client=client,
+                offset=start,
+                total=num_chunks,
+            )
             for mean, variance, y in results:
                 if mean is None:
                     raise ValueError(variance)

@@ -77,8 +77,10 @@ class TheorySweep:
         temperature."""
         if temperature is None:
             if self.temperatures.size != 1:
-                raise ValueError(f"temperature must be given for a sweep at {self.temperatures.size} temperatures "
-                                 f"{self.temperatures.tolist()}")
+                raise ValueError(
+                    f"temperature must be given for a sweep at {self.temperatures.size} temperatures "
+                    f"{self.temperatures.tolist()}"
+                )
             return 0
         hits = np.flatnonzero(self.temperatures == temperature)
         if hits.size == 0:
@@ -106,10 +108,15 @@ def _widths(widths) -> tuple:
     try:
         items = list(widths)
     except TypeError as err:
-        raise ValueError(f"widths must be a sequence of integer widths >= 1 (inf: the GP limit), got {widths!r}") \
-            from err
-    gp = bool(items) and isinstance(items[-1], numbers.Real) and not isinstance(items[-1], bool) \
+        raise ValueError(
+            f"widths must be a sequence of integer widths >= 1 (inf: the GP limit), got {widths!r}"
+        ) from err
+    gp = (
+        bool(items)
+        and isinstance(items[-1], numbers.Real)
+        and not isinstance(items[-1], bool)
         and items[-1] == math.inf
+    )
     finite = items[:-1] if gp else items
     out = tuple(int(w) for w in increasing_ints(finite, "widths")) if finite or not gp else ()
     return out + ((math.inf,) if gp else ())
@@ -119,12 +126,21 @@ def _solve(data: PathData, width, temperature: float, initial, max_iterations: i
     with warnings.catch_warnings():
         # an uncertified point that may be kept is marked in `converged` (strict: the solver raises instead)
         warnings.simplefilter("ignore", CertificateWarning)
-        return solve(data.features, data.y, heads=data.network.heads, widths=width, temperature=temperature,
-                     initial=initial, max_iterations=max_iterations, on_failure="raise" if strict else "warn")
+        return solve(
+            data.features,
+            data.y,
+            heads=data.network.heads,
+            widths=width,
+            temperature=temperature,
+            initial=initial,
+            max_iterations=max_iterations,
+            on_failure="raise" if strict else "warn",
+        )
 
 
-def sweep_width(data: PathData, width, temperatures, warm_start: bool, keep_uncertified: bool,
-                max_iterations: int) -> dict:
+def sweep_width(
+    data: PathData, width, temperatures, warm_start: bool, keep_uncertified: bool, max_iterations: int
+) -> dict:
     """The theory at one width and every temperature (one task of :func:`theory_sweep`).
 
     The temperatures are solved from the highest down: the minimiser moves smoothly with ``T``, so with
@@ -141,18 +157,27 @@ def sweep_width(data: PathData, width, temperatures, warm_start: bool, keep_unce
     for j in reversed(range(len(temperatures))):
         start = time.perf_counter()
         initial = previous if (warm_start and math.isfinite(width)) else None
-        sol = _solve(data, width, temperatures[j], initial, max_iterations,
-                     strict=not keep_uncertified and initial is None)
+        sol = _solve(
+            data, width, temperatures[j], initial, max_iterations, strict=not keep_uncertified and initial is None
+        )
         if initial is not None and not sol.converged:
             initial = None
             sol = _solve(data, width, temperatures[j], None, max_iterations, strict=not keep_uncertified)
         seconds = time.perf_counter() - start
         previous = [torch.as_tensor(u) for u in sol.U_layers] if sol.converged else None
-        points[j] = {"U": sol.U, "U_layers": sol.U_layers, "U_a": sol.U_a, "action": sol.action,
-                     "gradient_norm": sol.gradient_norm, "hessian_min_eigenvalue": sol.hessian_min_eigenvalue,
-                     "converged": sol.converged, "iterations": sol.iterations, "warm_started": initial is not None,
-                     "solve_seconds": seconds,
-                     "means": {s: sol.predict(features)[0] for s, (features, _) in data.evaluation.items()}}
+        points[j] = {
+            "U": sol.U,
+            "U_layers": sol.U_layers,
+            "U_a": sol.U_a,
+            "action": sol.action,
+            "gradient_norm": sol.gradient_norm,
+            "hessian_min_eigenvalue": sol.hessian_min_eigenvalue,
+            "converged": sol.converged,
+            "iterations": sol.iterations,
+            "warm_started": initial is not None,
+            "solve_seconds": seconds,
+            "means": {s: sol.predict(features)[0] for s, (features, _) in data.evaluation.items()},
+        }
     row = {key: np.array([p[key] for p in points]) for key in _SCALARS}
     row["U"] = np.stack([p["U"] for p in points])
     row["U_layers"] = [np.stack([p["U_layers"][l] for p in points]) for l in range(len(points[0]["U_layers"]))]
@@ -160,13 +185,31 @@ def sweep_width(data: PathData, width, temperatures, warm_start: bool, keep_unce
     return row
 
 
-_SCALARS = ("U_a", "action", "gradient_norm", "hessian_min_eigenvalue", "converged", "iterations", "warm_started",
-            "solve_seconds")
+_SCALARS = (
+    "U_a",
+    "action",
+    "gradient_norm",
+    "hessian_min_eigenvalue",
+    "converged",
+    "iterations",
+    "warm_started",
+    "solve_seconds",
+)
 
 
-def theory_sweep(data: PathData, widths, temperatures, *, gp_limit: bool = False, warm_start: bool = False,
-                 keep_uncertified: bool = False, max_iterations: int = 200, on_engine: bool = False,
-                 description: str = "theory (N, T)", progress: bool = True) -> TheorySweep:
+def theory_sweep(
+    data: PathData,
+    widths,
+    temperatures,
+    *,
+    gp_limit: bool = False,
+    warm_start: bool = False,
+    keep_uncertified: bool = False,
+    max_iterations: int = 200,
+    on_engine: bool = False,
+    description: str = "theory (N, T)",
+    progress: bool = True,
+) -> TheorySweep:
     """Solve the theory (eq-action) at every width and temperature and evaluate the mean predictor (eq-predictor) on every
     evaluation split of ``data``.
 
@@ -190,14 +233,26 @@ def theory_sweep(data: PathData, widths, temperatures, *, gp_limit: bool = False
     widths = _widths(widths)
     temperatures = tuple(float(T) for T in increasing_reals(temperatures, "temperatures"))
     max_iterations = positive_int(max_iterations, "max_iterations")
-    shared = dict(data=data, temperatures=list(temperatures), warm_start=bool(warm_start),
-                  keep_uncertified=bool(keep_uncertified), max_iterations=max_iterations)
+    shared = dict(
+        data=data,
+        temperatures=list(temperatures),
+        warm_start=bool(warm_start),
+        keep_uncertified=bool(keep_uncertified),
+        max_iterations=max_iterations,
+    )
     if on_engine:
-        rows = map_tasks(sweep_width, [dict(width=width) for width in widths], description=description,
-                         progress=progress, shared=shared)
+        rows = map_tasks(
+            sweep_width,
+            [dict(width=width) for width in widths],
+            description=description,
+            progress=progress,
+            shared=shared,
+        )
     else:
-        rows = [sweep_width(width=width, **shared) for width in tqdm(widths, desc=description, disable=not progress,
-                                                                      leave=False)]
+        rows = [
+            sweep_width(width=width, **shared)
+            for width in tqdm(widths, desc=description, disable=not progress, leave=False)
+        ]
     means = {s: np.stack([r["means"][s] for r in rows]) for s in data.evaluation}
     labels = {s: y.numpy() for s, (_, y) in data.evaluation.items()}
     accuracy = {s: np.array([[classification_accuracy(m, labels[s]) for m in row] for row in means[s]]) for s in means}
@@ -206,11 +261,27 @@ def theory_sweep(data: PathData, widths, temperatures, *, gp_limit: bool = False
     U_layers = tuple(np.stack([r["U_layers"][l] for r in rows]) for l in range(len(rows[0]["U_layers"])))
     gp = None
     if gp_limit:
-        gp = theory_sweep(data, (math.inf,), temperatures, max_iterations=max_iterations, on_engine=on_engine,
-                          description=f"{description}, GP limit", progress=False)
-    return TheorySweep(widths=np.array(widths), temperatures=np.array(temperatures), U_layers=U_layers, means=means,
-                       accuracy=accuracy, mse=mse, names=data.network.plot_names, plot_order=data.network.plot_order,
-                       gp=gp, **stacked)
+        gp = theory_sweep(
+            data,
+            (math.inf,),
+            temperatures,
+            max_iterations=max_iterations,
+            on_engine=on_engine,
+            description=f"{description}, GP limit",
+            progress=False,
+        )
+    return TheorySweep(
+        widths=np.array(widths),
+        temperatures=np.array(temperatures),
+        U_layers=U_layers,
+        means=means,
+        accuracy=accuracy,
+        mse=mse,
+        names=data.network.plot_names,
+        plot_order=data.network.plot_order,
+        gp=gp,
+        **stacked,
+    )
 
 
 def head_score_curve(sweep: TheorySweep, heads, temperature=None) -> np.ndarray:

@@ -46,8 +46,12 @@ def same_token_targets(omega, hidden_states) -> dict:
         raise ValueError(f"hidden_states must have T = {len(keys) + 1} entries for this omega, got {len(states)}")
     stay = states[1:] == states[:-1]
     to_previous = keys == np.arange(1, len(states))
-    return {"stays": int(stay.sum()), "attends_previous": int(to_previous.sum()),
-            "attends_bos": int((keys == 0).sum()), "previous_exactly_when_stays": bool(np.array_equal(to_previous, stay))}
+    return {
+        "stays": int(stay.sum()),
+        "attends_previous": int(to_previous.sum()),
+        "attends_bos": int((keys == 0).sum()),
+        "previous_exactly_when_stays": bool(np.array_equal(to_previous, stay)),
+    }
 
 
 def project_path_features(features, direction) -> np.ndarray:
@@ -62,8 +66,10 @@ def project_path_features(features, direction) -> np.ndarray:
     features = as_float64_array(features, "features")
     direction = as_float64_array(direction, "direction")
     if features.ndim != 3 or direction.ndim != 1 or len(direction) > features.shape[1]:
-        raise ValueError(f"features must be [P, N0, paths] and direction [d] with d <= N0, got shapes "
-                         f"{features.shape} and {direction.shape}")
+        raise ValueError(
+            f"features must be [P, N0, paths] and direction [d] with d <= N0, got shapes "
+            f"{features.shape} and {direction.shape}"
+        )
     padded = np.concatenate([direction, np.zeros(features.shape[1] - len(direction))])
     return np.einsum("i,pin->pn", padded / np.linalg.norm(direction), features)
 
@@ -151,5 +157,6 @@ def attention_matrices(network, x) -> dict[str, np.ndarray]:
         raise ValueError(f"x must be one sequence [N0, T+1], got shape {tuple(x.shape)}")
     return {
         f"layer{l + 1}_head{h + 1}": layer.matrices(x[None])[0, h].numpy()
-        for l, layer in enumerate(network.attention.layers) for h in range(layer.num_heads)
+        for l, layer in enumerate(network.attention.layers)
+        for h in range(layer.num_heads)
     }

@@ -35,8 +35,8 @@ from .._validation import as_float64_array, positive_int, positive_real
 from ..experiments.kernel_pcs import pc_overlaps
 from ..experiments.path_data import path_data
 from ..experiments.sweep import TheorySweep, head_score_curve, theory_sweep
-from .data import paper_test_set, paper_train_set
 from .bands import NOISY_SIGMA_PERP, PAPER_TEMPERATURE, gp_lines
+from .data import paper_test_set, paper_train_set
 from .networks import four_path_network, two_path_network
 
 #: File name of the reference, package data of :mod:`attnpaths.hmc`.
@@ -131,8 +131,9 @@ def _printed_half_unit(values) -> float:
 
 def _check_curve(curve, name: str, widths, names) -> None:
     if not isinstance(curve, TheorySweep) or curve.temperatures.size != 1 or curve.gp is None:
-        raise ValueError(f"{name} must be a TheorySweep at one temperature with its GP limit, got "
-                         f"{type(curve).__name__}")
+        raise ValueError(
+            f"{name} must be a TheorySweep at one temperature with its GP limit, got {type(curve).__name__}"
+        )
     missing = [w for w in widths if w not in curve.widths]
     if missing:
         raise ValueError(f"{name} must be solved at the reference widths {list(widths)}, missing {missing}")
@@ -140,20 +141,26 @@ def _check_curve(curve, name: str, widths, names) -> None:
         raise ValueError(f"{name} must have the paths {names} (figure order), got {curve.names}")
     num_test = curve.means["test"].shape[-1]
     if num_test != REFERENCE_NUM_TEST:
-        raise ValueError(f"{name} must be evaluated on the reference's {REFERENCE_NUM_TEST} test sequences, got "
-                         f"{num_test}")
+        raise ValueError(
+            f"{name} must be evaluated on the reference's {REFERENCE_NUM_TEST} test sequences, got {num_test}"
+        )
 
 
 def _entry(key: str, names) -> tuple[int, int]:
     for i, a in enumerate(names):
-        if key.startswith(a) and key[len(a):] in names:
-            return i, names.index(key[len(a):])
+        if key.startswith(a) and key[len(a) :] in names:
+            return i, names.index(key[len(a) :])
     raise ValueError(f"reference entry U[{key!r}] does not name two paths of {names}")
 
 
 def compare_with_authors(
-    four_path: TheorySweep, two_path: TheorySweep, gp_accuracy: dict, overlaps: dict, head_scores,
-    *, reference: dict | None = None,
+    four_path: TheorySweep,
+    two_path: TheorySweep,
+    gp_accuracy: dict,
+    overlaps: dict,
+    head_scores,
+    *,
+    reference: dict | None = None,
 ) -> list[AuthorsCodeRow]:
     """Every number of the reference next to the package's, each with its precision (see the module).
 
@@ -188,23 +195,39 @@ def compare_with_authors(
     gp_overlaps = as_float64_array(overlaps["gp"], "overlaps['gp']")
     scores = as_float64_array(head_scores, "head_scores")
     if scores.shape != (len(four_path.widths), 2, 2):
-        raise ValueError(f"head_scores must have shape [{len(four_path.widths)}, 2, 2] (the widths of four_path), "
-                         f"got {scores.shape}")
+        raise ValueError(
+            f"head_scores must have shape [{len(four_path.widths)}, 2, 2] (the widths of four_path), got {scores.shape}"
+        )
 
     rows: list[AuthorsCodeRow] = []
 
     def add(network, quantity, width, authors, package, precision):
         authors, package = float(authors), float(package)
-        rows.append(AuthorsCodeRow(network, quantity, None if width is None else int(width), authors, package,
-                                   float(precision), bool(abs(authors - package) <= precision)))
+        rows.append(
+            AuthorsCodeRow(
+                network,
+                quantity,
+                None if width is None else int(width),
+                authors,
+                package,
+                float(precision),
+                bool(abs(authors - package) <= precision),
+            )
+        )
 
     u_precision = VALUE_HALF_UNIT + ADAM_ENDPOINT_DISTANCE
     for key, names in _NETWORKS.items():
         ref, curve = reference[key], curves[key]
         for k, width in enumerate(ref["widths"]):
             i = curve.index(width)
-            add(key, "accuracy (%)", width, ref["theory_accuracy_percent"][k], 100 * curve.accuracy["test"][i, 0],
-                ACCURACY_HALF_UNIT)
+            add(
+                key,
+                "accuracy (%)",
+                width,
+                ref["theory_accuracy_percent"][k],
+                100 * curve.accuracy["test"][i, 0],
+                ACCURACY_HALF_UNIT,
+            )
             U = curve.U_at(width)
             for entry, values in ref["U"].items():
                 a, b = _entry(entry, names)
@@ -213,8 +236,14 @@ def compare_with_authors(
         for line, label in _GP_KEYS.items():
             if label in ref["gp_accuracy_percent"]:
                 package = gp_accuracy[line] if key == "four_path" else curve.gp.accuracy["test"][0, 0]
-                add(key, f"GP accuracy (%), {label}", None, ref["gp_accuracy_percent"][label], 100 * package,
-                    ACCURACY_HALF_UNIT)
+                add(
+                    key,
+                    f"GP accuracy (%), {label}",
+                    None,
+                    ref["gp_accuracy_percent"][label],
+                    100 * package,
+                    ACCURACY_HALF_UNIT,
+                )
 
     key, ref = "four_path", reference["four_path"]
     heads = ref["U_layer2"]["head_order"].split("[")[1].rstrip("]").split(", ")
@@ -227,7 +256,8 @@ def compare_with_authors(
                 add(key, f"U_layer2[{heads[a]}, {heads[b]}]", int(width), matrix[a][b], U2[a, b], u_precision)
     actions = ref["action_over_width_at_minimum"]
     action_precision = _printed_half_unit(actions.values()) + adam_action_excess(
-        sum(U[0, 0].size for U in four_path.U_layers))
+        sum(U[0, 0].size for U in four_path.U_layers)
+    )
     for width, value in actions.items():
         N = int(width)
         add(key, "S/N", N, value, four_path.action[four_path.index(N), 0] / N, action_precision)
@@ -236,8 +266,14 @@ def compare_with_authors(
         if package.shape[0] < len(authors):
             raise ValueError(f"overlaps must hold at least {len(authors)} PCs, got {package.shape[0]}")
         for j, value in enumerate(authors):
-            add(key, f"PC {j + 1} overlap, {label}", PC_WIDTH if label == "N=10" else None, value, package[j],
-                VALUE_HALF_UNIT)
+            add(
+                key,
+                f"PC {j + 1} overlap, {label}",
+                PC_WIDTH if label == "N=10" else None,
+                value,
+                package[j],
+                VALUE_HALF_UNIT,
+            )
     order = ref["head_scores"]["order"]
     for width, values in ref["head_scores"].items():
         if width == "order":
@@ -264,8 +300,9 @@ def reference_quantities(reference: dict | None = None, *, temperature: float = 
     train2 = paper_train_set(REFERENCE_NUM_TRAIN, sigma_perp=NOISY_SIGMA_PERP)
     test2 = paper_test_set(REFERENCE_NUM_TEST, sigma_perp=NOISY_SIGMA_PERP)
     data2 = path_data(two_path_network(train2), train2, test2)
-    two = theory_sweep(data2, reference["two_path_sigma_perp_5"]["widths"], [temperature], gp_limit=True,
-                       progress=False)
+    two = theory_sweep(
+        data2, reference["two_path_sigma_perp_5"]["widths"], [temperature], gp_limit=True, progress=False
+    )
     num_pcs = len(reference["four_path"]["kernel_pc_label_overlap_first10"]["GP"])
     return {
         "four_path": four,
@@ -292,8 +329,16 @@ def worst_row(rows) -> AuthorsCodeRow:
 NETWORK_LABELS = {"four_path": "4 paths", "two_path_sigma_perp_5": "2 paths, noisier data"}
 
 
-def chapter_mismatches(four_path: TheorySweep, two_path: TheorySweep, inputs: dict, *, num_train: int, num_test: int,
-                       temperature: float, atol: float = 1e-10) -> list[str]:
+def chapter_mismatches(
+    four_path: TheorySweep,
+    two_path: TheorySweep,
+    inputs: dict,
+    *,
+    num_train: int,
+    num_test: int,
+    temperature: float,
+    atol: float = 1e-10,
+) -> list[str]:
     """Widths at which a chapter's own theory curves differ from those compared with the authors' code.
 
     When the chapter runs in the reference's configuration (``num_train`` = :data:`REFERENCE_NUM_TRAIN`,
@@ -315,8 +360,10 @@ def chapter_mismatches(four_path: TheorySweep, two_path: TheorySweep, inputs: di
     if (num_train, num_test, temperature) != (REFERENCE_NUM_TRAIN, REFERENCE_NUM_TEST, PAPER_TEMPERATURE):
         return []
     mismatches = []
-    for name, chapter, compared in (("four_path", four_path, inputs["four_path"]),
-                                    ("two_path", two_path, inputs["two_path"])):
+    for name, chapter, compared in (
+        ("four_path", four_path, inputs["four_path"]),
+        ("two_path", two_path, inputs["two_path"]),
+    ):
         for w in sorted(set(chapter.widths.tolist()) & set(compared.widths.tolist())):
             difference = float(abs(chapter.U_at(w) - compared.U_at(w)).max())
             if not difference <= atol:
@@ -326,14 +373,17 @@ def chapter_mismatches(four_path: TheorySweep, two_path: TheorySweep, inputs: di
 
 def disagreements(rows) -> list[str]:
     """One description per row outside its precision (empty: every row agrees with the authors' code)."""
-    return [f"{r.network} {r.quantity} N={r.width}: authors {r.authors}, package {r.package:.6g}, |difference| "
-            f"{r.difference:.3g} > precision {r.precision:.3g}" for r in rows if not r.within]
+    return [
+        f"{r.network} {r.quantity} N={r.width}: authors {r.authors}, package {r.package:.6g}, |difference| "
+        f"{r.difference:.3g} > precision {r.precision:.3g}"
+        for r in rows
+        if not r.within
+    ]
 
 
 def row_description(row: AuthorsCodeRow) -> str:
     """``"<network label>, <quantity>[ at N = <width>]"``, e.g. ``"4 paths, U_gd at N = 10"``."""
-    return (f"{NETWORK_LABELS[row.network]}, {row.quantity}"
-            + ("" if row.width is None else f" at N = {row.width}"))
+    return f"{NETWORK_LABELS[row.network]}, {row.quantity}" + ("" if row.width is None else f" at N = {row.width}")
 
 
 def _package_text(row: AuthorsCodeRow) -> str:
@@ -346,9 +396,13 @@ def markdown_table(rows) -> str:
     """Markdown table of the comparison, one line per row: network and quantity, ``N`` (``GP`` for a GP-limit
     quantity), the authors' value, the package's (to the digits that the precision makes meaningful:
     accuracies to 0.01, ``S/N`` to 1e-10, the rest to 1e-5), ``|difference|`` and the precision."""
-    lines = ["| quantity | N | authors' code | this package | \\|difference\\| | precision |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| quantity | N | authors' code | this package | \\|difference\\| | precision |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {NETWORK_LABELS[r.network]}: {r.quantity} | {'GP' if r.width is None else r.width} | "
-                     f"{r.authors:.10g} | {_package_text(r)} | {r.difference:.1e} | {r.precision:.2g} |")
+        lines.append(
+            f"| {NETWORK_LABELS[r.network]}: {r.quantity} | {'GP' if r.width is None else r.width} | "
+            f"{r.authors:.10g} | {_package_text(r)} | {r.difference:.1e} | {r.precision:.2g} |"
+        )
     return "\n".join(lines)

@@ -52,8 +52,9 @@ GP_LINES = ("all", "g", "g+d")
 # the GP lines of Fig. 2c
 
 
-def gp_predictions(train: HMCDataset, test: HMCDataset, temperature: float, *,
-                   data: PathData | None = None) -> dict[str, np.ndarray]:
+def gp_predictions(
+    train: HMCDataset, test: HMCDataset, temperature: float, *, data: PathData | None = None
+) -> dict[str, np.ndarray]:
     """Test-set mean predictors (eq-predictor) of the three GP lines of Fig. 2c: the GP limit (eq-gp) of the
     4-path network (``"all"``), of the good path alone (``"g"``) and of the good and denoising paths (``"g+d"``),
     sec-hmc-theory.
@@ -70,10 +71,15 @@ def gp_predictions(train: HMCDataset, test: HMCDataset, temperature: float, *,
     temperature = positive_real(temperature, "temperature")
     if data is None:
         data = path_data(four_path_network(train), train, test)
-    elif not (isinstance(data, PathData) and getattr(data.network, "name", None) == "four_path"
-              and data.network.beta == PAPER_BETA and data.network.perturbation == 1.0):
-        raise ValueError("data must be the path data of four_path_network(train) with its default beta and "
-                         "perturbation")
+    elif not (
+        isinstance(data, PathData)
+        and getattr(data.network, "name", None) == "four_path"
+        and data.network.beta == PAPER_BETA
+        and data.network.perturbation == 1.0
+    ):
+        raise ValueError(
+            "data must be the path data of four_path_network(train) with its default beta and perturbation"
+        )
     out = {}
     for key, factory in zip(GP_LINES, (four_path_network, good_path_network, good_and_denoising_network)):
         network = factory(train)
@@ -83,12 +89,15 @@ def gp_predictions(train: HMCDataset, test: HMCDataset, temperature: float, *,
     return out
 
 
-def gp_lines(train: HMCDataset, test: HMCDataset, temperature: float, *,
-             data: PathData | None = None) -> dict[str, float]:
+def gp_lines(
+    train: HMCDataset, test: HMCDataset, temperature: float, *, data: PathData | None = None
+) -> dict[str, float]:
     """Test accuracies of the three GP lines of Fig. 2c (see :func:`gp_predictions`, also for ``data``)."""
     labels = test.y.numpy()
-    return {key: classification_accuracy(mean, labels)
-            for key, mean in gp_predictions(train, test, temperature, data=data).items()}
+    return {
+        key: classification_accuracy(mean, labels)
+        for key, mean in gp_predictions(train, test, temperature, data=data).items()
+    }
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -180,19 +189,37 @@ class Band:
 
     def summary(self) -> dict:
         """Per-data-set values and their mean, min, max (plain numbers for a results file)."""
+
         def stats(a):
-            return {"per_set": a, "mean": a.mean(axis=0), "min": a.min(axis=0), "max": a.max(axis=0),
-                    "std": a.std(axis=0, ddof=1) if a.shape[0] > 1 else np.zeros_like(a[0])}
-        out = {"widths": self.widths, "num_sets": self.num_sets, "accuracy": stats(self.accuracy),
-               "gp_accuracy": {k: stats(v) for k, v in self.gp.items()}}
+            return {
+                "per_set": a,
+                "mean": a.mean(axis=0),
+                "min": a.min(axis=0),
+                "max": a.max(axis=0),
+                "std": a.std(axis=0, ddof=1) if a.shape[0] > 1 else np.zeros_like(a[0]),
+            }
+
+        out = {
+            "widths": self.widths,
+            "num_sets": self.num_sets,
+            "accuracy": stats(self.accuracy),
+            "gp_accuracy": {k: stats(v) for k, v in self.gp.items()},
+        }
         if self.label_fraction is not None:
             out["label_fraction"] = self.label_fraction
         return out
 
 
 def data_set_band(
-    data_sets, network_factory, widths, temperature: float, *, gp_references: bool = False,
-    pc_width: int | None = None, pc_components: int = 5, progress: bool = True,
+    data_sets,
+    network_factory,
+    widths,
+    temperature: float,
+    *,
+    gp_references: bool = False,
+    pc_width: int | None = None,
+    pc_components: int = 5,
+    progress: bool = True,
 ) -> Band:
     """Theory curve and GP accuracy of ``network_factory(train)`` on every (training, test) pair.
 
@@ -214,21 +241,41 @@ def data_set_band(
         raise ValueError(f"pc_width must be one of widths {tuple(widths)}, got {pc_width!r}")
     pc_components = positive_int(pc_components, "pc_components")
     tasks = [dict(data_set=data_set) for data_set in data_sets]
-    members = map_tasks(band_member, tasks, description="data sets", progress=progress,
-                        shared=dict(network_factory=network_factory, widths=widths, temperature=temperature,
-                                    gp_references=gp_references, pc_width=pc_width, pc_components=pc_components))
+    members = map_tasks(
+        band_member,
+        tasks,
+        description="data sets",
+        progress=progress,
+        shared=dict(
+            network_factory=network_factory,
+            widths=widths,
+            temperature=temperature,
+            gp_references=gp_references,
+            pc_width=pc_width,
+            pc_components=pc_components,
+        ),
+    )
     gp = {key: np.array([m["gp"][key] for m in members]) for key in members[0]["gp"]}
     return Band(
-        widths=np.array(checked), accuracy=np.array([m["accuracy"] for m in members]),
-        U=np.array([m["U"] for m in members]), gp=gp, names=members[0]["names"],
-        label_fraction=None if pc_width is None else {
+        widths=np.array(checked),
+        accuracy=np.array([m["accuracy"] for m in members]),
+        U=np.array([m["U"] for m in members]),
+        gp=gp,
+        names=members[0]["names"],
+        label_fraction=None
+        if pc_width is None
+        else {
             "finite_width": np.array([m["label_fraction"][0] for m in members]),
-            "gp": np.array([m["label_fraction"][1] for m in members]), "width": int(pc_width), "k": pc_components},
+            "gp": np.array([m["label_fraction"][1] for m in members]),
+            "width": int(pc_width),
+            "k": pc_components,
+        },
     )
 
 
-def band_member(data_set, network_factory, widths, temperature: float, gp_references: bool, pc_width: int | None,
-                pc_components: int) -> dict:
+def band_member(
+    data_set, network_factory, widths, temperature: float, gp_references: bool, pc_width: int | None, pc_components: int
+) -> dict:
     """One data set of :func:`data_set_band` (one task of its sweep), a ``(train, test)`` pair or a
     :class:`DataSetDraw`: ``{"accuracy": [n_w], "U": [n_w, n, n], "names", "gp": {line: accuracy},
     "label_fraction": (finite width, GP) or None}``."""
@@ -240,8 +287,13 @@ def band_member(data_set, network_factory, widths, temperature: float, gp_refere
         pcs = pc_overlaps(data, sweep.U[sweep.index(pc_width), 0], pc_components)
         fractions = (label_fraction(pcs["finite_width"], pc_components), label_fraction(pcs["gp"], pc_components))
     gp = gp_lines(train, test, temperature, data=data) if gp_references else {"all": sweep.gp.accuracy["test"][0, 0]}
-    return {"accuracy": sweep.accuracy["test"][:, 0], "U": sweep.U_figure[:, 0], "names": sweep.names, "gp": gp,
-            "label_fraction": fractions}
+    return {
+        "accuracy": sweep.accuracy["test"][:, 0],
+        "U": sweep.U_figure[:, 0],
+        "names": sweep.names,
+        "gp": gp,
+        "label_fraction": fractions,
+    }
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -356,8 +408,10 @@ def least_relevant_head(scores, labels) -> tuple[str, float]:
     labels = list(labels)
     valid = ~np.isnan(scores)
     if scores.ndim != 2 or not valid.any() or len(labels) != int(valid.sum()):
-        raise ValueError(f"scores must be [L, max(H)] with one label per head ({int(valid.sum())}), got shape "
-                         f"{scores.shape} and {len(labels)} labels")
+        raise ValueError(
+            f"scores must be [L, max(H)] with one label per head ({int(valid.sum())}), got shape "
+            f"{scores.shape} and {len(labels)} labels"
+        )
     low = np.unravel_index(np.nanargmin(scores), scores.shape)
     position = int(valid.reshape(-1)[: np.ravel_multi_index(low, scores.shape)].sum())
     return labels[position], float(scores[low])

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..experiments import finite_width as fw
 from .._validation import as_float64_array
 from ..claims import Outcome, Verdict, all_of, bonferroni_z, replicate_t
+from ..experiments import finite_width as fw
 from ..experiments.sampling import saddle_point_z_max
 
 SOURCE_GP_ORDER = "output of the authors' code (the GP lines of Fig. 2c)"
@@ -38,20 +38,52 @@ def gp_ordering(claim: str, *, gp_accuracy: dict, level: float = 0.01) -> Verdic
         raise ValueError(f"gp_accuracy must hold the keys 'all', 'g', 'g+d', missing {missing}")
     a, g, gd = (as_float64_array(gp_accuracy[k], f"gp_accuracy[{k!r}]") for k in ("all", "g", "g+d"))
     if not a.shape == g.shape == gd.shape or a.ndim != 1:
-        raise ValueError(f"gp_accuracy values must be [n_sets] arrays of one shape, got {a.shape}, {g.shape}, {gd.shape}")
+        raise ValueError(
+            f"gp_accuracy values must be [n_sets] arrays of one shape, got {a.shape}, {g.shape}, {gd.shape}"
+        )
     parts = [
-        replicate_t(claim, "adversarial paths hurt", source=SOURCE_GP_ORDER, statistic="GP(g) - GP(all)",
-                    differences=g - a, level=level, num_tests=2),
-        replicate_t(claim, "denoising path helps", source=SOURCE_GP_ORDER, statistic="GP(g+d) - GP(g)",
-                    differences=gd - g, level=level, num_tests=2),
+        replicate_t(
+            claim,
+            "adversarial paths hurt",
+            source=SOURCE_GP_ORDER,
+            statistic="GP(g) - GP(all)",
+            differences=g - a,
+            level=level,
+            num_tests=2,
+        ),
+        replicate_t(
+            claim,
+            "denoising path helps",
+            source=SOURCE_GP_ORDER,
+            statistic="GP(g+d) - GP(g)",
+            differences=gd - g,
+            level=level,
+            num_tests=2,
+        ),
     ]
-    return all_of(claim, "GP limit: all paths < path g < paths g+d", source=SOURCE_GP_ORDER, parts=parts,
-                  measured=(f"Mean over {a.size} data sets: GP(all) = {a.mean():.3f}, GP(g) = {g.mean():.3f}, "
-                            f"GP(g+d) = {gd.mean():.3f}."))
+    return all_of(
+        claim,
+        "GP limit: all paths < path g < paths g+d",
+        source=SOURCE_GP_ORDER,
+        parts=parts,
+        measured=(
+            f"Mean over {a.size} data sets: GP(all) = {a.mean():.3f}, GP(g) = {g.mean():.3f}, "
+            f"GP(g+d) = {gd.mean():.3f}."
+        ),
+    )
 
 
-def path_interplay(claim: str, *, U_small, U_large, names, widths: tuple[int, int], u_gp: float = 1.0,
-                   level: float = 0.01, where: str = "") -> Verdict:
+def path_interplay(
+    claim: str,
+    *,
+    U_small,
+    U_large,
+    names,
+    widths: tuple[int, int],
+    u_gp: float = 1.0,
+    level: float = 0.01,
+    where: str = "",
+) -> Verdict:
     """Claim: at small ``N`` the theory raises ``U_gg`` and ``U_dd`` above the GP value, suppresses the
     adversarial diagonals below it, and pairs g and d with a negative ``U_gd`` whose magnitude falls as ``N``
     grows.
@@ -70,7 +102,9 @@ def path_interplay(claim: str, *, U_small, U_large, names, widths: tuple[int, in
     names = tuple(names)
     n = len(names)
     if small.shape != large.shape or small.ndim != 3 or small.shape[1:] != (n, n):
-        raise ValueError(f"U_small and U_large must be [n_sets, {n}, {n}] of one shape, got {small.shape}, {large.shape}")
+        raise ValueError(
+            f"U_small and U_large must be [n_sets, {n}, {n}] of one shape, got {small.shape}, {large.shape}"
+        )
     if "g" not in names or "d" not in names:
         raise ValueError(f"names must include 'g' and 'd', got {names}")
     g, d = names.index("g"), names.index("d")
@@ -82,22 +116,47 @@ def path_interplay(claim: str, *, U_small, U_large, names, widths: tuple[int, in
         f"-U_gd(N={n_min})": -small[:, g, d],
         f"|U_gd(N={n_min})| - |U_gd(N={n_max})|": np.abs(small[:, g, d]) - np.abs(large[:, g, d]),
     }
-    parts = [replicate_t(claim, stat, source=SOURCE_INTERPLAY, statistic=stat, differences=diff, level=level,
-                         num_tests=len(differences)) for stat, diff in differences.items()]
+    parts = [
+        replicate_t(
+            claim,
+            stat,
+            source=SOURCE_INTERPLAY,
+            statistic=stat,
+            differences=diff,
+            level=level,
+            num_tests=len(differences),
+        )
+        for stat, diff in differences.items()
+    ]
     means = ", ".join(f"U_{a}{a} = {small[:, i, i].mean():.2f}" for i, a in enumerate(names))
-    return all_of(claim, f"path interplay in U: g, d raised, adversarial suppressed, U_gd < 0 growing as N falls{where}",
-                  source=SOURCE_INTERPLAY, parts=parts,
-                  measured=(f"Mean over {small.shape[0]} data sets at N={n_min}: {means}, U_gd = {small[:, g, d].mean():.2f} "
-                            f"(N={n_max}: {large[:, g, d].mean():.3f}){where}."))
+    return all_of(
+        claim,
+        f"path interplay in U: g, d raised, adversarial suppressed, U_gd < 0 growing as N falls{where}",
+        source=SOURCE_INTERPLAY,
+        parts=parts,
+        measured=(
+            f"Mean over {small.shape[0]} data sets at N={n_min}: {means}, U_gd = {small[:, g, d].mean():.2f} "
+            f"(N={n_max}: {large[:, g, d].mean():.3f}){where}."
+        ),
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
 # every claim of the chapter, and how far the samples lie from the saddle point
 
 
-def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: float = 0.01,
-                    margin_accuracy: float = 0.02, margin_U: float = 0.1, margin_weight: float = 0.05,
-                    margin_fw: float = 0.04) -> list[Verdict]:
+def figure_verdicts(
+    four,
+    two,
+    *,
+    pc_width: int,
+    alignment_pcs: int,
+    level: float = 0.01,
+    margin_accuracy: float = 0.02,
+    margin_U: float = 0.1,
+    margin_weight: float = 0.05,
+    margin_fw: float = 0.04,
+) -> list[Verdict]:
     """The claims of Fig. 2 (sec-hmc-theory, sec-hmc-pcs, sec-hmc-two-paths), each a test, in the chapter's order:
     1 over data sets and on the authors' data, 2 (samples against the exact finite-width mean of ``U``,
     eq-exact-density), 2w (the entropy weight that the samples measure), 2b (saddle point against the exact
@@ -129,34 +188,67 @@ def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: floa
     def advantage(run):
         n_min, n_max = extent[run.label]
         return fw.finite_width_advantage_over_data_sets(
-            f"1 ({run.label})", accuracy_small=run.band.accuracy[:, 0], accuracy_large=run.band.accuracy[:, -1],
-            gp_accuracy=run.band.gp["all"], widths=(n_min, n_max), level=level, where=where(run))
+            f"1 ({run.label})",
+            accuracy_small=run.band.accuracy[:, 0],
+            accuracy_large=run.band.accuracy[:, -1],
+            gp_accuracy=run.band.gp["all"],
+            widths=(n_min, n_max),
+            level=level,
+            where=where(run),
+        )
 
     def authors_data_advantage(run):
         return fw.finite_width_advantage(
-            f"1 (authors' data, {run.label})", **_authors_data_predictions(run), width=extent[run.label][0],
-            level=level, where=where(run, "authors' data set, "))
+            f"1 (authors' data, {run.label})",
+            **_authors_data_predictions(run),
+            width=extent[run.label][0],
+            level=level,
+            where=where(run, "authors' data set, "),
+        )
 
     def samples_agree(run):
         return fw.sample_agreement(
-            f"2 ({run.label})", **_sample_agreement_arguments(run, margin_accuracy, margin_U, level),
-            reference="the exact finite-width mean of U and the theory's accuracy", where=where(run))
+            f"2 ({run.label})",
+            **_sample_agreement_arguments(run, margin_accuracy, margin_U, level),
+            reference="the exact finite-width mean of U and the theory's accuracy",
+            where=where(run),
+        )
 
     def weight_agrees(run):
-        return fw.entropy_weight_agreement(f"2w ({run.label})", points=run.samples, exact=run.exact,
-                                           margin=margin_weight, level=level, where=where(run))
+        return fw.entropy_weight_agreement(
+            f"2w ({run.label})",
+            points=run.samples,
+            exact=run.exact,
+            margin=margin_weight,
+            level=level,
+            where=where(run),
+        )
 
     def saddle_agrees(run):
-        return fw.saddle_point_agreement(f"2b ({run.label})", **_saddle_arguments(run, margin_fw, level),
-                                         where=where(run))
+        return fw.saddle_point_agreement(
+            f"2b ({run.label})", **_saddle_arguments(run, margin_fw, level), where=where(run)
+        )
 
     def approach(run):
-        return fw.gp_limit_approach(f"3 ({run.label})", U_small=run.band.U[:, 0], U_large=run.band.U[:, -1],
-                                    widths=extent[run.label], level=level, where=where(run))
+        return fw.gp_limit_approach(
+            f"3 ({run.label})",
+            U_small=run.band.U[:, 0],
+            U_large=run.band.U[:, -1],
+            widths=extent[run.label],
+            level=level,
+            where=where(run),
+        )
 
     def interplay(run):
-        return path_interplay(f"6 ({run.label})", U_small=run.band.U[:, 0], U_large=run.band.U[:, -1],
-                              names=run.band.names, widths=extent[run.label], level=level, where=where(run))
+        return path_interplay(
+            f"6 ({run.label})",
+            U_small=run.band.U[:, 0],
+            U_large=run.band.U[:, -1],
+            names=run.band.names,
+            widths=extent[run.label],
+            level=level,
+            where=where(run),
+        )
 
     return [
         *(advantage(run) for run in runs),
@@ -165,8 +257,14 @@ def figure_verdicts(four, two, *, pc_width: int, alignment_pcs: int, level: floa
         *(weight_agrees(run) for run in runs),
         *(saddle_agrees(run) for run in runs),
         *(approach(run) for run in runs),
-        fw.kernel_alignment("4", fraction_fw=four.band.label_fraction["finite_width"],
-                            fraction_gp=four.band.label_fraction["gp"], k=alignment_pcs, width=pc_width, level=level),
+        fw.kernel_alignment(
+            "4",
+            fraction_fw=four.band.label_fraction["finite_width"],
+            fraction_gp=four.band.label_fraction["gp"],
+            k=alignment_pcs,
+            width=pc_width,
+            level=level,
+        ),
         gp_ordering("5", gp_accuracy=four.band.gp, level=level),
         *(interplay(run) for run in runs),
     ]
@@ -181,30 +279,43 @@ def _check_runs(runs):
 def _authors_data_predictions(run) -> dict:
     """Claim 1's predictions on the authors' data set: the theory at the smallest width and the GP limit."""
     curve = run.curve
-    return dict(theory_mean=curve.means["test"][curve.index(int(curve.widths[0])), 0],
-                gp_mean=curve.gp.means["test"][0, 0], labels=run.test_labels)
+    return dict(
+        theory_mean=curve.means["test"][curve.index(int(curve.widths[0])), 0],
+        gp_mean=curve.gp.means["test"][0, 0],
+        labels=run.test_labels,
+    )
 
 
 def _sample_agreement_arguments(run, margin_accuracy: float, margin_U: float, level: float) -> dict:
     """Claim 2's comparison of one network: its samples against the exact finite-width mean of ``U``
     (eq-exact-density) and the theory's accuracy at the sampled widths."""
     curve = run.curve
-    return dict(points=list(run.samples.values()),
-                reference_accuracy={w: curve.accuracy["test"][curve.index(w), 0] for w in run.samples},
-                reference_U={w: e.U for w, e in run.exact.items()},
-                reference_U_se={w: e.U_se for w, e in run.exact.items()},
-                margin_accuracy=margin_accuracy, margin_U=margin_U, level=level)
+    return dict(
+        points=list(run.samples.values()),
+        reference_accuracy={w: curve.accuracy["test"][curve.index(w), 0] for w in run.samples},
+        reference_U={w: e.U for w, e in run.exact.items()},
+        reference_U_se={w: e.U_se for w, e in run.exact.items()},
+        margin_accuracy=margin_accuracy,
+        margin_U=margin_U,
+        level=level,
+    )
 
 
 def _saddle_arguments(run, margin_fw: float, level: float, theory_U=None) -> dict:
     """Claim 2b's comparison of one network: the theory's ``U`` (``theory_U``, default the run's own) against the
     exact finite-width mean."""
-    return dict(exact=run.exact, theory_U=theory_U or {w: run.curve.U_at(w) for w in run.exact},
-                num_paths=len(run.curve.names), margin_fw=margin_fw, level=level)
+    return dict(
+        exact=run.exact,
+        theory_U=theory_U or {w: run.curve.U_at(w) for w in run.exact},
+        num_paths=len(run.curve.names),
+        margin_fw=margin_fw,
+        level=level,
+    )
 
 
-def wrong_action_checks(run, scaled_theory_U: dict, *, level: float = 0.01, margin_weight: float = 0.05,
-                        margin_fw: float = 0.04) -> dict[float, list[Verdict]]:
+def wrong_action_checks(
+    run, scaled_theory_U: dict, *, level: float = 0.01, margin_weight: float = 0.05, margin_fw: float = 0.04
+) -> dict[float, list[Verdict]]:
     """The power checks of claims 2w and 2b against realistic wrong theories, on the run's own data: for each
     entropy weight ``c`` of the run's neighbouring exact runs (e.g. 0.9, 1.1), claim 2w with the exact mean of
     the action weighted by ``c`` as the reference, and claim 2b with the theory solved at width ``c N``
@@ -219,8 +330,14 @@ def wrong_action_checks(run, scaled_theory_U: dict, *, level: float = 0.01, marg
     for c, theory_U in scaled_theory_U.items():
         tag = f" ({run.label}, entropy x {c:g})"
         checks[float(c)] = [
-            fw.entropy_weight_agreement(f"2w{tag}", points=run.samples, exact=run.exact, margin=margin_weight,
-                                        reference_scale=float(c), level=level),
+            fw.entropy_weight_agreement(
+                f"2w{tag}",
+                points=run.samples,
+                exact=run.exact,
+                margin=margin_weight,
+                reference_scale=float(c),
+                level=level,
+            ),
             fw.saddle_point_agreement(f"2b{tag}", **_saddle_arguments(run, margin_fw, level, theory_U=theory_U)),
         ]
     return checks
@@ -238,14 +355,25 @@ def wrong_action_sentence(checks: dict, claim: str) -> str:
             found.append(v.outcome is Outcome.CONTRADICTED)
     if not parts:
         raise ValueError("checks must hold at least one wrong theory")
-    verdict = ("every such wrong theory is contradicted" if all(found) else
-               "not every such wrong theory is contradicted: at these run lengths the claim cannot see an error of "
-               "this size")
+    verdict = (
+        "every such wrong theory is contradicted"
+        if all(found)
+        else "not every such wrong theory is contradicted: at these run lengths the claim cannot see an error of "
+        "this size"
+    )
     return "; ".join(parts) + f". So {verdict}."
 
 
-def power_checks(four, two, *, level: float = 0.01, margin_accuracy: float = 0.02, margin_U: float = 0.1,
-                 margin_fw: float = 0.04, power: float = 0.8) -> dict[str, dict[str, float]]:
+def power_checks(
+    four,
+    two,
+    *,
+    level: float = 0.01,
+    margin_accuracy: float = 0.02,
+    margin_U: float = 0.1,
+    margin_fw: float = 0.04,
+    power: float = 0.8,
+) -> dict[str, dict[str, float]]:
     """The power checks of :func:`figure_verdicts`' tests whose outcome rests on one Monte-Carlo run or one test
     set, per network (same arguments as there):
 
@@ -268,8 +396,9 @@ def power_checks(four, two, *, level: float = 0.01, margin_accuracy: float = 0.0
         arguments = _sample_agreement_arguments(run, margin_accuracy, margin_U, level)
         checks[f"2 ({run.label})"] = {"power": fw.sample_agreement_power(**arguments)}
     for run in runs:
-        checks[f"2b ({run.label})"] = {"power": fw.saddle_point_agreement_power(**_saddle_arguments(run, margin_fw,
-                                                                                                  level))}
+        checks[f"2b ({run.label})"] = {
+            "power": fw.saddle_point_agreement_power(**_saddle_arguments(run, margin_fw, level))
+        }
     return checks
 
 
@@ -297,6 +426,8 @@ def saddle_point_ratios(runs, level: float = 0.01) -> dict[str, float]:
 def saddle_point_reading(ratio: float) -> str:
     """What a :func:`saddle_point_ratios` ratio says about the comparison of the samples with the exact mean."""
     if ratio > 1:
-        return ("these runs resolve the O(1/N) difference between the saddle point and the posterior mean, which is "
-                "why U is compared with the exact mean.")
+        return (
+            "these runs resolve the O(1/N) difference between the saddle point and the posterior mean, which is "
+            "why U is compared with the exact mean."
+        )
     return "at these run lengths the Monte-Carlo error would also hide the finite-width difference."

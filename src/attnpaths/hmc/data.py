@@ -111,7 +111,7 @@ class HMCTask:
         """Unit vector along ``v_+ - v_-`` (the ``sigma_B`` noise direction), shape ``[N_f]``."""
         return _unit(self.v_plus - self.v_minus)
 
-    def sample(self, num_examples: int, generator: torch.Generator) -> "HMCDataset":
+    def sample(self, num_examples: int, generator: torch.Generator) -> HMCDataset:
         """Draw ``num_examples`` class-sorted examples; see :func:`markov_optionE`."""
         return _sample(self, num_examples, generator)
 
@@ -191,7 +191,7 @@ class HMCDataset:
         along_a, along_b = _project(self.task.e_A, self.noise), _project(self.task.e_B, self.noise)
         return {"A": along_a, "B": along_b, "perp": self.noise - along_a - along_b}
 
-    def resample(self, num_examples: int, generator: torch.Generator) -> "HMCDataset":
+    def resample(self, num_examples: int, generator: torch.Generator) -> HMCDataset:
         """A new data set with the same task parameters (hence the same ``v_+``, ``v_-``), e.g. a test set."""
         return self.task.sample(num_examples, generator)
 
@@ -274,8 +274,15 @@ def markov_optionE(
         :class:`HMCDataset` with ``x`` of shape ``[P, N_f + T_seq + 1, T_seq + 1]``.
     """
     task = HMCTask(
-        p_a_plus=p_a_plus, p_a_minus=p_a_minus, p_b_plus=p_b_plus, p_b_minus=p_b_minus, seq_len=seq_len,
-        feature_width=feature_width, sigma_perp=sigma_perp, sigma_A=sigma_A, sigma_B=sigma_B,
+        p_a_plus=p_a_plus,
+        p_a_minus=p_a_minus,
+        p_b_plus=p_b_plus,
+        p_b_minus=p_b_minus,
+        seq_len=seq_len,
+        feature_width=feature_width,
+        sigma_perp=sigma_perp,
+        sigma_A=sigma_A,
+        sigma_B=sigma_B,
     )
     return task.sample(num_examples, generator)
 

@@ -63,16 +63,21 @@ def default_bos_strength(informative_strength: float = 1.0, position_strength: f
     non-matching score ``max(position - informative, informative)`` and the matching one. With both
     strengths 1 this is 1.5 (the authors' value).
     """
-    return (position_strength + informative_strength + max(position_strength - informative_strength,
-                                                            informative_strength)) / 2
+    return (
+        position_strength + informative_strength + max(position_strength - informative_strength, informative_strength)
+    ) / 2
 
 
 def _shift(value, seq_len: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
-            or float(value) != int(value) or abs(int(value)) > seq_len - 1:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or float(value) != int(value)
+        or abs(int(value)) > seq_len - 1
+    ):
         raise ValueError(
-            f"shift must be an integer with |shift| <= T_seq - 1 = {seq_len - 1} (key = query + shift), "
-            f"got {value!r}"
+            f"shift must be an integer with |shift| <= T_seq - 1 = {seq_len - 1} (key = query + shift), got {value!r}"
         )
     return int(value)
 

@@ -111,9 +111,14 @@ def _network(dataset, name: str, label: str, layers, beta: float, perturbation: 
         for path in all_paths(attention.heads)
     )
     return HMCNetwork(
-        name=name, label=label, attention=attention, head_versions=versions,
-        head_seeds=tuple(tuple(seed for _, seed in layer) for layer in layers), path_names=path_names,
-        beta=float(beta), perturbation=perturbation,
+        name=name,
+        label=label,
+        attention=attention,
+        head_versions=versions,
+        head_seeds=tuple(tuple(seed for _, seed in layer) for layer in layers),
+        path_names=path_names,
+        beta=float(beta),
+        perturbation=perturbation,
     )
 
 

@@ -61,10 +61,24 @@ def plot_task(data: HMCDataset, examples=None):
     ax.axhline(task.feature_width - 0.5, color="k", linewidth=0.8)
     ax.set_xlabel("token (0 = BOS)")
     ax.set_ylabel("input row")
-    ax.text(task.num_tokens - 1, task.feature_width * 0.5, "features", ha="right", va="center", fontsize=7,
-            bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0})
-    ax.text(task.num_tokens - 1, task.feature_width + task.num_tokens / 2, "position", ha="right", va="center",
-            fontsize=7, bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0})
+    ax.text(
+        task.num_tokens - 1,
+        task.feature_width * 0.5,
+        "features",
+        ha="right",
+        va="center",
+        fontsize=7,
+        bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0},
+    )
+    ax.text(
+        task.num_tokens - 1,
+        task.feature_width + task.num_tokens / 2,
+        "position",
+        ha="right",
+        va="center",
+        fontsize=7,
+        bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0},
+    )
     ax.set_title(f"visible tokens of example {examples[0]} (y = {int(data.y[examples[0]]):+d})", fontsize=9)
 
     ax = axes[2]
@@ -76,8 +90,9 @@ def plot_task(data: HMCDataset, examples=None):
     perp = noise["perp"][idx].norm(dim=0).numpy() / np.sqrt(task.feature_width - 2)
     ax.plot(t, along_b, "o-", markersize=3, color="tab:blue", label=r"$e_B \cdot x_t$ (state; noise $\sigma_B$)")
     ax.plot(t, along_a, "s-", markersize=3, color="tab:orange", label=r"$e_A \cdot x_t$ (noise $\sigma_A$)")
-    ax.plot(t, perp, "^-", markersize=3, color="tab:gray",
-            label=r"$|\eta_\perp| / \sqrt{N_f - 2}$ (noise $\sigma_\perp$)")
+    ax.plot(
+        t, perp, "^-", markersize=3, color="tab:gray", label=r"$|\eta_\perp| / \sqrt{N_f - 2}$ (noise $\sigma_\perp$)"
+    )
     scale = float(torch.dot(task.e_B, task.v_plus))
     ax.axhline(scale, color="tab:blue", linewidth=0.6, linestyle=":")
     ax.axhline(-scale, color="tab:blue", linewidth=0.6, linestyle=":")
@@ -91,8 +106,12 @@ def plot_task(data: HMCDataset, examples=None):
 # Fig. 2b: the network and its paths
 
 
-HEAD_NAMES = {"same_token": "same-token", "uniform_attention": "uniform", "blank": "random (blank)",
-              "different_token": "different-token"}
+HEAD_NAMES = {
+    "same_token": "same-token",
+    "uniform_attention": "uniform",
+    "blank": "random (blank)",
+    "different_token": "different-token",
+}
 
 
 def plot_network(network: HMCNetwork, x_example):
@@ -119,10 +138,27 @@ def plot_network(network: HMCNetwork, x_example):
     for layer, heads in enumerate(versions):
         for head, version in enumerate(heads):
             y = ypos(layer, head)
-            ax.add_patch(FancyBboxPatch((layer + 1 - 0.32, y - 0.22), 0.64, 0.44, boxstyle="round,pad=0.02",
-                                        facecolor="whitesmoke", edgecolor="k", linewidth=0.8, zorder=3))
-            ax.text(layer + 1, y, f"layer {layer + 1}, head {head + 1}\n{HEAD_NAMES.get(version, version)}",
-                    ha="center", va="center", fontsize=6.5, zorder=4)
+            ax.add_patch(
+                FancyBboxPatch(
+                    (layer + 1 - 0.32, y - 0.22),
+                    0.64,
+                    0.44,
+                    boxstyle="round,pad=0.02",
+                    facecolor="whitesmoke",
+                    edgecolor="k",
+                    linewidth=0.8,
+                    zorder=3,
+                )
+            )
+            ax.text(
+                layer + 1,
+                y,
+                f"layer {layer + 1}, head {head + 1}\n{HEAD_NAMES.get(version, version)}",
+                ha="center",
+                va="center",
+                fontsize=6.5,
+                zorder=4,
+            )
     ax.text(0, height / 2, "input x\n(tokens)", ha="center", va="center", fontsize=8)
     ax.text(L + 1.15, height / 2, "last-token\nreadout a\n-> f(x)", ha="center", va="center", fontsize=8)
     paths = all_paths(network.heads)
@@ -131,8 +167,14 @@ def plot_network(network: HMCNetwork, x_example):
         xs = [0.25] + [layer + 1 for layer in range(L)] + [L + 0.75]
         ys = [height / 2 + spread[k]] + [ypos(layer, h) + spread[k] for layer, h in enumerate(path)]
         ys.append(height / 2 + spread[k])
-        ax.plot(xs, ys, color=PATH_COLORS[name], linewidth=2, zorder=2,
-                label=f"{name}: {PATH_LABELS[name]} (heads {', '.join(str(h + 1) for h in path)})")
+        ax.plot(
+            xs,
+            ys,
+            color=PATH_COLORS[name],
+            linewidth=2,
+            zorder=2,
+            label=f"{name}: {PATH_LABELS[name]} (heads {', '.join(str(h + 1) for h in path)})",
+        )
     ax.legend(fontsize=6.5, loc="lower center", bbox_to_anchor=(0.5, -0.12), ncols=2, frameon=False)
     ax.set_title(f"{network.label}: {len(paths)} attention paths", fontsize=9)
 
@@ -145,8 +187,12 @@ def plot_network(network: HMCNetwork, x_example):
             if head >= network.heads[layer]:
                 a.axis("off")
                 continue
-            image = a.imshow(matrices[layer][head].numpy(), cmap="Greys", norm=PowerNorm(0.4, vmin=0, vmax=1),
-                             interpolation="nearest")
+            image = a.imshow(
+                matrices[layer][head].numpy(),
+                cmap="Greys",
+                norm=PowerNorm(0.4, vmin=0, vmax=1),
+                interpolation="nearest",
+            )
             a.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=7)
             a.set_xticks([])
             a.set_yticks([])
@@ -155,8 +201,11 @@ def plot_network(network: HMCNetwork, x_example):
             if layer == L - 1:
                 a.set_xlabel("query t", fontsize=7)
     sub[1].colorbar(image, ax=axes, shrink=0.8, ticks=[0, 0.03, 0.2, 0.5, 1])
-    sub[1].suptitle(r"attention $\Omega_{st}$ on one sequence (colour $\propto \Omega^{0.4}$;"
-                    "\nlayer 2: only the last query column is read out)", fontsize=8)
+    sub[1].suptitle(
+        r"attention $\Omega_{st}$ on one sequence (colour $\propto \Omega^{0.4}$;"
+        "\nlayer 2: only the last query column is read out)",
+        fontsize=8,
+    )
     return fig
 
 
@@ -185,7 +234,9 @@ def plot_accuracy_with_band(curve, band, samples, gp, *, band_line: str = "all",
         options: further options of :func:`attnpaths.experiments.plots.plot_accuracy` (title, labels, styles).
     """
     return plot_accuracy(
-        curve.widths, curve.accuracy["test"][:, 0], gp=gp,
+        curve.widths,
+        curve.accuracy["test"][:, 0],
+        gp=gp,
         band=(band.accuracy.min(axis=0), band.accuracy.max(axis=0)),
         gp_band={band_line: (band.gp["all"].min(), band.gp["all"].max())},
         sampled=(list(samples), [p.accuracy for p in samples.values()], [p.accuracy_mc_sd for p in samples.values()]),
@@ -206,9 +257,18 @@ def plot_ablations(panels):
     panels = list(panels)
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.4), layout="constrained", squeeze=False)
     for ax, (widths, ablation, gp, title) in zip(axes[0], panels):
-        plot_accuracy(widths, ablation["theory"], gp=gp, title=title, theory_label="theory",
-                      extra=[(ablation["diagonal_only"], "U -> diag(U)", "tab:green", "--"),
-                             (ablation["evened_diagonal"], "diag(U) -> U_gg", "tab:orange", "--")], ax=ax)
+        plot_accuracy(
+            widths,
+            ablation["theory"],
+            gp=gp,
+            title=title,
+            theory_label="theory",
+            extra=[
+                (ablation["diagonal_only"], "U -> diag(U)", "tab:green", "--"),
+                (ablation["evened_diagonal"], "diag(U) -> U_gg", "tab:orange", "--"),
+            ],
+            ax=ax,
+        )
     return fig
 
 
@@ -219,8 +279,9 @@ def plot_ablations(panels):
 def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: bool = True):
     """One ``U`` heat map per matrix (:func:`attnpaths.experiments.plots.plot_order_parameters`), tick labels
     coloured by path (:data:`~attnpaths.hmc.networks.PATH_COLORS`)."""
-    return layer_plots.plot_order_parameters(matrices, titles, names, limits=limits, annotate=annotate,
-                                             colors=PATH_COLORS)
+    return layer_plots.plot_order_parameters(
+        matrices, titles, names, limits=limits, annotate=annotate, colors=PATH_COLORS
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -237,12 +298,14 @@ def plot_sampled_order_parameters(theory_U, exact_U, sampled_U, names, *, width)
     """
     matrices = [np.asarray(theory_U), np.asarray(exact_U), np.asarray(sampled_U)]
     matrices.append(matrices[2] - matrices[1])
-    titles = [f"theory (saddle), N={width}", f"exact mean, N={width}", f"sampled, N={width}",
-              f"sampled - exact, N={width}"]
+    titles = [
+        f"theory (saddle), N={width}",
+        f"exact mean, N={width}",
+        f"sampled, N={width}",
+        f"sampled - exact, N={width}",
+    ]
     common = max(np.abs(m).max() for m in matrices[:3])
     return plot_order_parameters(matrices, titles, names, limits=[common] * 3 + [np.abs(matrices[3]).max()])
-
-
 
 
 def plot_kernels(kernels: dict, *, width=10):
@@ -287,15 +350,35 @@ def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, exact
         color = PATH_COLORS.get(name, "k")
         offset = widths * (1 + 0.04 * (k - (len(names) - 1) / 2))  # side by side, so the bars stay readable
         yerr = None if errors is None else widths * np.asarray(errors)[:, k]
-        ax.errorbar(offset, scaled[:, k], yerr=yerr, fmt="o", color=color, markersize=4, capsize=2,
-                    linewidth=1, label=f"U_{name}{name} sampled")
+        ax.errorbar(
+            offset,
+            scaled[:, k],
+            yerr=yerr,
+            fmt="o",
+            color=color,
+            markersize=4,
+            capsize=2,
+            linewidth=1,
+            label=f"U_{name}{name} sampled",
+        )
         if exact is not None:
-            ax.plot(widths, widths * np.asarray(exact)[:, k], "-", color=color, linewidth=1.2,
-                    label=f"U_{name}{name} exact mean")
+            ax.plot(
+                widths,
+                widths * np.asarray(exact)[:, k],
+                "-",
+                color=color,
+                linewidth=1.2,
+                label=f"U_{name}{name} exact mean",
+            )
     if num_paths is not None:
         for sign in (1, -1):
-            ax.axhline(sign * (num_paths + 1), color="k", linestyle="--", linewidth=1,
-                       label="scale $\\pm(n+1)$" if sign > 0 else None)
+            ax.axhline(
+                sign * (num_paths + 1),
+                color="k",
+                linestyle="--",
+                linewidth=1,
+                label="scale $\\pm(n+1)$" if sign > 0 else None,
+            )
     ax.axhline(0, color="gray", linewidth=0.6)
     ax.set_xscale("log")
     ax.set_xlabel("N")
@@ -339,17 +422,32 @@ def plot_path_features(network: HMCNetwork, path_attention, projection, y, *, di
     path_attention, projection, y = np.asarray(path_attention), np.asarray(projection), np.asarray(y)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
     for i in network.plot_order:
-        axes[0].plot(path_attention[i], "o-", ms=3, color=network.path_colors[i],
-                     label=f"{network.path_names[i]} ({network.path_labels[i]})")
+        axes[0].plot(
+            path_attention[i],
+            "o-",
+            ms=3,
+            color=network.path_colors[i],
+            label=f"{network.path_names[i]} ({network.path_labels[i]})",
+        )
     axes[0].set(xlabel="token $s$ (0 = BOS)", ylabel=r"$\omega_{\pi,s}$", title="path attention, one sequence")
     axes[0].legend(fontsize=7)
     for i in network.plot_order:
         name = network.path_names[i]
         for sign, style in ((1, "-"), (-1, "--")):
-            axes[1].hist(projection[y * sign > 0, i], bins=25, histtype="step", color=network.path_colors[i],
-                         lw=1.5, ls=style, label=f"{name}, y={sign:+d}")
-    axes[1].set(xlabel=rf"$\xi_\pi(x) \cdot {direction_label}$", ylabel="sequences",
-                title=f"path features along ${direction_label}$")
+            axes[1].hist(
+                projection[y * sign > 0, i],
+                bins=25,
+                histtype="step",
+                color=network.path_colors[i],
+                lw=1.5,
+                ls=style,
+                label=f"{name}, y={sign:+d}",
+            )
+    axes[1].set(
+        xlabel=rf"$\xi_\pi(x) \cdot {direction_label}$",
+        ylabel="sequences",
+        title=f"path features along ${direction_label}$",
+    )
     axes[1].legend(fontsize=6, ncol=2)
     fig.tight_layout()
     return fig

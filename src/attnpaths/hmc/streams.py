@@ -69,11 +69,15 @@ class HMCChunks:
         if not isinstance(self.task, HMCTask):
             raise ValueError(f"task must be an HMCTask (attnpaths.hmc.data), got {type(self.task).__name__}")
         if not isinstance(self.attention, Attention):
-            raise ValueError(f"attention must be an Attention (attnpaths.attention), e.g. four_path_network(task)"
-                             f".attention, got {type(self.attention).__name__}")
+            raise ValueError(
+                f"attention must be an Attention (attnpaths.attention), e.g. four_path_network(task)"
+                f".attention, got {type(self.attention).__name__}"
+            )
         if self.attention.input_width != self.task.input_width:
-            raise ValueError(f"attention must read inputs of the task's width N0 = {self.task.input_width}, got "
-                             f"N0 = {self.attention.input_width}")
+            raise ValueError(
+                f"attention must read inputs of the task's width N0 = {self.task.input_width}, got "
+                f"N0 = {self.attention.input_width}"
+            )
         object.__setattr__(self, "seed", int_at_least(self.seed, "seed", 0))
         object.__setattr__(self, "stream", int_at_least(self.stream, "stream", 0))
         object.__setattr__(self, "num_examples", even_int(self.num_examples, "num_examples (P, even)"))

@@ -22,12 +22,12 @@ import math
 
 import numpy as np
 
-from ..experiments import finite_width as fw_claims
 from .._validation import as_float64_array
 from ..claims import LEVEL, Verdict, permutation, permutation_p_values
+from ..experiments import finite_width as fw_claims
 from ..experiments.sweep import TheorySweep
-from .pruning import pattern_similarity
 from ..statistics import spearman_permutation_test
+from .pruning import pattern_similarity
 
 SOURCE_PRUNING = "paper (abstract; captions of Fig. 3e, 3f)"
 SOURCE_PATTERN = "paper (abstract; Fig. 3c)"
@@ -38,8 +38,10 @@ def attainability(level: float, smallest_p: float, arrangements: str) -> str:
     reached (with the ``arrangements`` named), or ``""`` when it can."""
     if smallest_p < level:
         return ""
-    return (f" The level {level:g} is not attainable with {arrangements} (smallest p {smallest_p:.2g}); the claim "
-            "cannot hold in this run.")
+    return (
+        f" The level {level:g} is not attainable with {arrangements} (smallest p {smallest_p:.2g}); the claim "
+        "cannot hold in this run."
+    )
 
 
 def head_scores_predict_drops(claim: str, *, scores, drops, level: float = LEVEL) -> Verdict:
@@ -59,12 +61,18 @@ def head_scores_predict_drops(claim: str, *, scores, drops, level: float = LEVEL
     greater = spearman_permutation_test(s, d)
     smaller = spearman_permutation_test(s, -d)  # P(rho_perm <= rho) = P(-rho_perm >= -rho)
     return permutation(
-        claim, "low-score heads cost little accuracy when pruned singly", source=SOURCE_PRUNING,
-        statistic="Spearman rho(head score, single-head drop)", value=greater["rho"], p_greater=greater["p_value"],
-        p_smaller=smaller["p_value"], level=level,
+        claim,
+        "low-score heads cost little accuracy when pruned singly",
+        source=SOURCE_PRUNING,
+        statistic="Spearman rho(head score, single-head drop)",
+        value=greater["rho"],
+        p_greater=greater["p_value"],
+        p_smaller=smaller["p_value"],
+        level=level,
         test=f"exact permutation test over all {greater['n']}! pairings of scores and drops",
         measured=f"Spearman rho = {greater['rho']:+.2f} over {greater['n']} heads."
-                 + attainability(level, 1 / math.factorial(greater["n"]), f"{greater['n']}! pairings"))
+        + attainability(level, 1 / math.factorial(greater["n"]), f"{greater['n']}! pairings"),
+    )
 
 
 def pruning_order(claim: str, *, score_curve, random_curves, level: float = LEVEL) -> Verdict:
@@ -86,13 +94,21 @@ def pruning_order(claim: str, *, score_curve, random_curves, level: float = LEVE
     observed, null = float(sc[1:].mean()), rc[:, 1:].mean(axis=1)
     p_greater, p_smaller = permutation_p_values(observed, null)
     return permutation(
-        claim, "pruning in ascending head-score order beats random pruning orders", source=SOURCE_PRUNING,
-        statistic=f"accuracy averaged over 1..{sc.size - 1} pruned heads", value=observed, p_greater=p_greater,
-        p_smaller=p_smaller, level=level,
+        claim,
+        "pruning in ascending head-score order beats random pruning orders",
+        source=SOURCE_PRUNING,
+        statistic=f"accuracy averaged over 1..{sc.size - 1} pruned heads",
+        value=observed,
+        p_greater=p_greater,
+        p_smaller=p_smaller,
+        level=level,
         test=f"rank among {rc.shape[0]} random pruning orders (Monte-Carlo permutation p-value)",
-        measured=(f"mean accuracy over 1..{sc.size - 1} pruned heads {observed:.3f} (score order) vs {null.mean():.3f} "
-                  f"(mean of {rc.shape[0]} random orders); {int(np.sum(null >= observed))} of the {rc.shape[0]} random "
-                  f"orders do at least as well." + attainability(level, 1 / (rc.shape[0] + 1), f"{rc.shape[0]} random orders")))
+        measured=(
+            f"mean accuracy over 1..{sc.size - 1} pruned heads {observed:.3f} (score order) vs {null.mean():.3f} "
+            f"(mean of {rc.shape[0]} random orders); {int(np.sum(null >= observed))} of the {rc.shape[0]} random "
+            f"orders do at least as well." + attainability(level, 1 / (rc.shape[0] + 1), f"{rc.shape[0]} random orders")
+        ),
+    )
 
 
 def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = LEVEL) -> Verdict:
@@ -106,16 +122,32 @@ def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = LEVEL)
     sim = pattern_similarity(U_theory, U_gd, heads)
     p_smaller = float(np.mean(np.asarray(sim["null"]) <= sim["pearson"] + 1e-12))
     return permutation(
-        claim, "the theory's U pattern transfers to the gradient-descent weights", source=SOURCE_PATTERN,
-        statistic="Pearson correlation of the normalised U patterns", value=sim["pearson"],
-        p_greater=sim["p_value"], p_smaller=p_smaller, level=level,
+        claim,
+        "the theory's U pattern transfers to the gradient-descent weights",
+        source=SOURCE_PATTERN,
+        statistic="Pearson correlation of the normalised U patterns",
+        value=sim["pearson"],
+        p_greater=sim["p_value"],
+        p_smaller=p_smaller,
+        level=level,
         test=f"permutation test over all {sim['num_relabelings']} relabellings of the heads within their layers",
-        measured=(f"correlation of the patterns {sim['pearson']:+.2f} (off-diagonal {sim['pearson_offdiagonal']:+.2f})."
-                  + attainability(level, 1 / sim["num_relabelings"], f"{sim['num_relabelings']} relabellings")))
+        measured=(
+            f"correlation of the patterns {sim['pearson']:+.2f} (off-diagonal {sim['pearson_offdiagonal']:+.2f})."
+            + attainability(level, 1 / sim["num_relabelings"], f"{sim['num_relabelings']} relabellings")
+        ),
+    )
 
 
-def sample_agreements(claim: str, samples: dict, *, selection: dict, grid: TheorySweep, margin_accuracy: float,
-                      margin_U: float, level: float = 0.01) -> list[Verdict]:
+def sample_agreements(
+    claim: str,
+    samples: dict,
+    *,
+    selection: dict,
+    grid: TheorySweep,
+    margin_accuracy: float,
+    margin_U: float,
+    level: float = 0.01,
+) -> list[Verdict]:
     """Claims ``"<claim> (N=...)"``, one per sampled width: the posterior samples at the selected temperature
     agree with the theory's saddle point there, accuracy within ``margin_accuracy`` and every distinct entry
     of ``U`` within ``margin_U`` of ``sqrt(U_ii U_jj)`` (:func:`attnpaths.experiments.finite_width.sample_agreement`).
@@ -124,25 +156,36 @@ def sample_agreements(claim: str, samples: dict, *, selection: dict, grid: Theor
         samples: ``{width: SampledPoint}`` (:func:`attnpaths.oneshot.temperature_grid.sample_widths`).
         selection: :func:`attnpaths.oneshot.temperature_grid.selected` ``(grid, ...)``, the reference.
     """
-    return [fw_claims.sample_agreement(f"{claim} (N={w})", **arguments, reference="the theory's saddle point",
-                                       where=f" at N={w}")
-            for w, arguments in _agreement_arguments(samples, selection, grid, margin_accuracy, margin_U, level).items()]
+    return [
+        fw_claims.sample_agreement(
+            f"{claim} (N={w})", **arguments, reference="the theory's saddle point", where=f" at N={w}"
+        )
+        for w, arguments in _agreement_arguments(samples, selection, grid, margin_accuracy, margin_U, level).items()
+    ]
 
 
-def sample_agreement_powers(samples: dict, *, selection: dict, grid: TheorySweep, margin_accuracy: float,
-                            margin_U: float, level: float = 0.01) -> dict[int, float]:
+def sample_agreement_powers(
+    samples: dict, *, selection: dict, grid: TheorySweep, margin_accuracy: float, margin_U: float, level: float = 0.01
+) -> dict[int, float]:
     """The power checks of :func:`sample_agreements` (same arguments): ``{width: probability}`` that the claim at
     that width holds were the samples exactly the saddle point, at their Monte-Carlo errors
     (:func:`attnpaths.experiments.finite_width.sample_agreement_power`)."""
-    return {w: fw_claims.sample_agreement_power(**arguments)
-            for w, arguments in _agreement_arguments(samples, selection, grid, margin_accuracy, margin_U, level).items()}
+    return {
+        w: fw_claims.sample_agreement_power(**arguments)
+        for w, arguments in _agreement_arguments(samples, selection, grid, margin_accuracy, margin_U, level).items()
+    }
 
 
 def _agreement_arguments(samples, selection, grid, margin_accuracy, margin_U, level) -> dict[int, dict]:
     arguments = {}
     for w, point in samples.items():
         k = grid.index(w)
-        arguments[w] = dict(points=[point], reference_accuracy={w: selection["accuracy"]["test"][k]},
-                            reference_U={w: selection["U"][k]}, margin_accuracy=margin_accuracy, margin_U=margin_U,
-                            level=level)
+        arguments[w] = dict(
+            points=[point],
+            reference_accuracy={w: selection["accuracy"]["test"][k]},
+            reference_U={w: selection["U"][k]},
+            margin_accuracy=margin_accuracy,
+            margin_U=margin_U,
+            level=level,
+        )
     return arguments

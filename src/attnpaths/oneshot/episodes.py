@@ -12,8 +12,10 @@ Every ``U`` of this task is in the flat path order (``h_1`` slowest), which is a
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 import torch
+
 from .._validation import even_int, int_at_least
 from ..attention import Attention
 from ..experiments.path_data import PathData, PathNetwork
@@ -27,7 +29,6 @@ PAPER_NUM_TRAIN = 600
 PAPER_NUM_TEST = 1000
 #: Splits on which the theory's predictors are evaluated.
 EVALUATION_SPLITS = ("validation", "test", "ood")
-
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -92,9 +93,16 @@ def class_sorted_sequences(classes, n: int, encoder: SequenceEncoder, rng: np.ra
         y = torch.cat([b.y for b in blocks])
         if min(int((y > 0).sum()), int((y < 0).sum())) >= n // 2:
             break
-    merged = blocks[0] if len(blocks) == 1 else Sequences(
-        torch.cat([b.x for b in blocks]), y, np.concatenate([b.images for b in blocks]),
-        np.concatenate([b.label_tokens for b in blocks]), np.concatenate([b.classes for b in blocks]),
+    merged = (
+        blocks[0]
+        if len(blocks) == 1
+        else Sequences(
+            torch.cat([b.x for b in blocks]),
+            y,
+            np.concatenate([b.images for b in blocks]),
+            np.concatenate([b.label_tokens for b in blocks]),
+            np.concatenate([b.classes for b in blocks]),
+        )
     )
     return merged.class_sorted(n)
 
@@ -138,7 +146,6 @@ def episode_features(episodes: Episodes, attention: Attention) -> PathData:
     features = {s: path_features(episodes.split(s).x, attention) for s in names}
     y = {s: episodes.split(s).y.to(torch.float64) for s in names}
     return PathData(network, features["train"], y["train"], {s: (features[s], y[s]) for s in names[1:]})
-
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -147,12 +147,12 @@ def alphabet_by_name(name: str) -> Alphabet:
     raise ValueError(f"alphabet must be one of {[a.name for a in ALPHABETS]}, got {name!r}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _font(face_index: int) -> FT2Font:
     return FT2Font(FONT_FACES[face_index].path)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _charmap(face_index: int) -> frozenset[int]:
     return frozenset(_font(face_index).get_charmap())
 
@@ -201,7 +201,7 @@ def glyph_bitmap(face_index: int, codepoint: int, em_pixels: int = 96) -> np.nda
     return draw_glyph(face_index, codepoint, em_pixels).coverage
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def notdef_bitmap(face_index: int, em_pixels: int = 96) -> np.ndarray:
     """The missing-glyph box (glyph index 0) of a face, cropped like :func:`glyph_bitmap`."""
     return _draw(_font(face_index), 0, em_pixels).coverage
@@ -245,7 +245,7 @@ def character_styles(alphabet: Alphabet, codepoint: int) -> tuple[tuple[int, int
     return tuple(styles)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def alphabet_frame(alphabet_name: str, face_index: int, em_pixels: int = 96) -> tuple[float, float, float, float]:
     """Union of the ink boxes of an alphabet's glyphs in one face, ``(x_min, y_min, x_max, y_max)``."""
     alphabet = alphabet_by_name(alphabet_name)

@@ -28,8 +28,13 @@ def task_example(episodes: Sequences, *, num_episodes: int = 3) -> dict:
     """The data that :func:`plot_task` shows: ``{"episodes": indices, "images": [k, 3, S, S], "y": [k],
     "label_tokens": [k, 3], "x": [N0, T]}`` (``x``: the token features of the first episode shown)."""
     shown = task_episodes(len(episodes), num_episodes)
-    return {"episodes": shown, "images": episodes.images[shown], "y": episodes.y[shown],
-            "label_tokens": episodes.label_tokens[shown], "x": episodes.x[shown[0]]}
+    return {
+        "episodes": shown,
+        "images": episodes.images[shown],
+        "y": episodes.y[shown],
+        "label_tokens": episodes.label_tokens[shown],
+        "x": episodes.x[shown[0]],
+    }
 
 
 def plot_task(episodes: Sequences, *, num_episodes: int = 3, token_example: int = 0):
@@ -90,13 +95,15 @@ def plot_order_parameter_comparison(U_theory, U_sampled, U_gd, names, *, width):
     """
     U_theory, U_sampled, U_gd = (np.asarray(U, dtype=float) for U in (U_theory, U_sampled, U_gd))
     common = float(max(np.abs(U_theory).max(), np.abs(U_sampled).max()))
-    return plot_order_parameters([U_theory, U_sampled, U_gd],
-                                 [f"theory, N={width}", f"sampled, N={width}", "gradient descent"], names,
-                                 limits=[common, common, float(np.abs(U_gd).max())])
+    return plot_order_parameters(
+        [U_theory, U_sampled, U_gd],
+        [f"theory, N={width}", f"sampled, N={width}", "gradient descent"],
+        names,
+        limits=[common, common, float(np.abs(U_gd).max())],
+    )
 
 
-def plot_accuracy_vs_width(widths, theory, *, theory_test_rule, gp, gp_test_rule, sampled_widths, sampled,
-                           sampled_sd):
+def plot_accuracy_vs_width(widths, theory, *, theory_test_rule, gp, gp_test_rule, sampled_widths, sampled, sampled_sd):
     """Fig. 3b: test accuracy vs ``N`` of the theory with the temperature chosen on the validation episodes
     (blue) and on the test episodes (grey dashed), the GP limit with both rules (red solid and dotted) and the
     posterior samples (black dots, Monte-Carlo sd bars) (:func:`attnpaths.experiments.plots.plot_accuracy`).
@@ -106,11 +113,15 @@ def plot_accuracy_vs_width(widths, theory, *, theory_test_rule, gp, gp_test_rule
         sampled_widths, sampled, sampled_sd: ``[n_s]`` the sampled widths, accuracies and their sd.
     """
     return layer_plots.plot_accuracy(
-        widths, theory, gp={"GP": gp, "GP_test": gp_test_rule},
+        widths,
+        theory,
+        gp={"GP": gp, "GP_test": gp_test_rule},
         gp_styles={"GP": ("solid", "GP"), "GP_test": ("dotted", "GP, T chosen on test")},
         sampled=(sampled_widths, sampled, sampled_sd),
         extra=[(theory_test_rule, "RN, theory, T chosen on test", "tab:gray", "--")],
-        title="A vs N, in distribution", theory_label="RN, theory", sampled_label="RN, sampled",
+        title="A vs N, in distribution",
+        theory_label="RN, theory",
+        sampled_label="RN, sampled",
     )
 
 
@@ -121,8 +132,14 @@ def plot_ood_accuracy(widths, theory, *, gp, gd_model):
     Args:
         widths, theory: ``[n_w]`` (fractions); gp, gd_model: floats.
     """
-    fig = layer_plots.plot_accuracy(widths, theory, gp={"GP": gp}, gp_styles={"GP": ("solid", "GP")},
-                                    title="A vs N, ood (digits 0 vs 1)", theory_label="RN, theory")
+    fig = layer_plots.plot_accuracy(
+        widths,
+        theory,
+        gp={"GP": gp},
+        gp_styles={"GP": ("solid", "GP")},
+        title="A vs N, ood (digits 0 vs 1)",
+        theory_label="RN, theory",
+    )
     fig.axes[0].axhline(100 * gd_model, color="tab:green", linestyle="--", linewidth=1, label="GD model")
     fig.axes[0].legend(fontsize=6.5, loc="lower right")
     return fig
@@ -152,8 +169,9 @@ def plot_head_scores_and_drops(labels, scores, drops, *, base_accuracy=None):
         title += f" (unpruned: {100 * base_accuracy:.1f} %)"
     ax.set_title(title, fontsize=9)
     handles = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
-    ax.legend(handles, ["head score (theory, max = 1)", "drop when pruned alone (GD model)"], fontsize=6.5,
-              loc="upper left")
+    ax.legend(
+        handles, ["head score (theory, max = 1)", "drop when pruned alone (GD model)"], fontsize=6.5, loc="upper left"
+    )
     return fig
 
 
@@ -172,15 +190,29 @@ def plot_cumulative_pruning(score_curve, random_curves, *, score_labels=None):
     for curve in rc:
         ax.plot(k, curve, color="0.75", linewidth=0.6, zorder=1)
     mean, sd = rc.mean(axis=0), rc.std(axis=0, ddof=1) if rc.shape[0] > 1 else np.zeros(sc.size)
-    ax.fill_between(k, mean - sd, mean + sd, color="0.5", alpha=0.25, linewidth=0, zorder=2,
-                    label=f"random orders, mean +- sd ({rc.shape[0]} orders)")
+    ax.fill_between(
+        k,
+        mean - sd,
+        mean + sd,
+        color="0.5",
+        alpha=0.25,
+        linewidth=0,
+        zorder=2,
+        label=f"random orders, mean +- sd ({rc.shape[0]} orders)",
+    )
     ax.plot(k, mean, color="k", linewidth=1.2, zorder=3, label="random orders, mean")
-    ax.plot(k, sc, color=SCORE_COLOR, marker="o", markersize=4, linewidth=1.5, zorder=4,
-            label="ascending head score")
+    ax.plot(k, sc, color=SCORE_COLOR, marker="o", markersize=4, linewidth=1.5, zorder=4, label="ascending head score")
     if score_labels is not None:
         for step, label in enumerate(score_labels, start=1):
-            ax.annotate(label, (step, sc[step]), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=6,
-                        color=SCORE_COLOR)
+            ax.annotate(
+                label,
+                (step, sc[step]),
+                textcoords="offset points",
+                xytext=(0, 5),
+                ha="center",
+                fontsize=6,
+                color=SCORE_COLOR,
+            )
     ax.set_xticks(k)
     ax.set_xlabel("number of pruned heads")
     ax.set_ylabel("A (%)")
@@ -209,8 +241,16 @@ def plot_temperature_grid(widths, temperatures, accuracy, chosen, *, converged=N
             for i, j in zip(*np.nonzero(bad)):
                 ax.text(i, j, "n.c.", ha="center", va="center", fontsize=5, color="w")
         for (label, idx), marker in zip(chosen.items(), markers):
-            ax.plot(np.arange(len(widths)), np.asarray(idx), marker=marker, linestyle="none", color="tab:red",
-                    markersize=6 if marker == "o" else 7, markerfacecolor="none", label=label)
+            ax.plot(
+                np.arange(len(widths)),
+                np.asarray(idx),
+                marker=marker,
+                linestyle="none",
+                color="tab:red",
+                markersize=6 if marker == "o" else 7,
+                markerfacecolor="none",
+                label=label,
+            )
         ax.set_xticks(range(len(widths)), [str(int(w)) for w in widths], rotation=90, fontsize=7)
         ax.set_yticks(range(len(temperatures)), [f"{t:g}" for t in temperatures], fontsize=7)
         ax.set_xlabel("N")

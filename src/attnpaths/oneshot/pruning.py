@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+
 import numpy as np
-import torch
+
 from .._validation import as_float64_array, positive_int
 from ..experiments.head_pruning import all_heads, pruning_curve, pruning_sets, random_orders
 from ..head_masks import HeadMaskEvaluator
@@ -54,8 +55,9 @@ def single_head_drops(evaluator: HeadMaskEvaluator) -> dict:
     return {"base": base, "accuracy": acc, "drop": base - acc}
 
 
-def forward_pass_errors(model: SumHeadTransformer, sequences: Sequences, evaluator: HeadMaskEvaluator,
-                        pruned_sets) -> list[dict]:
+def forward_pass_errors(
+    model: SumHeadTransformer, sequences: Sequences, evaluator: HeadMaskEvaluator, pruned_sets
+) -> list[dict]:
     """How far the evaluator's float64 outputs (:func:`pruning_evaluator`) lie from the model's own forward pass
     (float32, :func:`attnpaths.oneshot.training.predict`) on the same episodes, for every set of pruned heads in
     ``pruned_sets``.
@@ -68,9 +70,14 @@ def forward_pass_errors(model: SumHeadTransformer, sequences: Sequences, evaluat
     for pruned in pruned_sets:
         pruned = [tuple(int(v) for v in pair) for pair in pruned]
         direct = predict(model, sequences.x, drop_heads=pruned).double().numpy()
-        out.append({"pruned": pruned, "output": float(np.abs(evaluator.outputs(pruned) - direct).max()),
-                    "scale": float(np.abs(direct).max()),
-                    "accuracy": abs(evaluator(pruned) - model_accuracy(model, sequences, drop_heads=pruned))})
+        out.append(
+            {
+                "pruned": pruned,
+                "output": float(np.abs(evaluator.outputs(pruned) - direct).max()),
+                "scale": float(np.abs(direct).max()),
+                "accuracy": abs(evaluator(pruned) - model_accuracy(model, sequences, drop_heads=pruned)),
+            }
+        )
     return out
 
 
@@ -123,9 +130,11 @@ class PruningResult:
     def to_dict(self) -> dict:
         """The results-file form: accuracies and drops flat in label order, orders as labels."""
         return {
-            "num_episodes": self.num_episodes, "base_accuracy": self.base_accuracy,
+            "num_episodes": self.num_episodes,
+            "base_accuracy": self.base_accuracy,
             "single_head_accuracy": self.single_head_accuracy.ravel(),
-            "single_head_drop": self.single_head_drop.ravel(), "labels": self.labels,
+            "single_head_drop": self.single_head_drop.ravel(),
+            "labels": self.labels,
             "score_order": [self.label(lh) for lh in self.score_order],
             "score_order_pruned": self.score_order_pruned,
             "score_order_accuracy": self.score_curve,
@@ -136,7 +145,9 @@ class PruningResult:
         }
 
 
-def prune_heads(evaluator: HeadMaskEvaluator, scores, num_random_orders: int, rng: np.random.Generator) -> PruningResult:
+def prune_heads(
+    evaluator: HeadMaskEvaluator, scores, num_random_orders: int, rng: np.random.Generator
+) -> PruningResult:
     """Figs. 3e and 3f: the accuracy drop of every head pruned alone (:func:`single_head_drops`), the pruning
     curve along ascending head score (:func:`attnpaths.head_scoring.pruning_order`,
     :func:`~attnpaths.experiments.head_pruning.pruning_curve`) and those of
@@ -153,12 +164,18 @@ def prune_heads(evaluator: HeadMaskEvaluator, scores, num_random_orders: int, rn
     order = pruning_order(scores)
     orders = random_orders(heads, num_random_orders, rng)
     return PruningResult(
-        heads=tuple(heads), labels=head_labels(heads), num_episodes=evaluator.num_examples, scores=scores,
-        base_accuracy=single["base"], single_head_accuracy=single["accuracy"], single_head_drop=single["drop"],
-        score_order=order, score_curve=pruning_curve(evaluator, order), random_orders=orders,
+        heads=tuple(heads),
+        labels=head_labels(heads),
+        num_episodes=evaluator.num_examples,
+        scores=scores,
+        base_accuracy=single["base"],
+        single_head_accuracy=single["accuracy"],
+        single_head_drop=single["drop"],
+        score_order=order,
+        score_curve=pruning_curve(evaluator, order),
+        random_orders=orders,
         random_curves=np.array([pruning_curve(evaluator, o) for o in orders]),
     )
-
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -89,8 +89,12 @@ class DistortionConfig:
             return self
         lo, hi = self.scale_range
         return replace(
-            self, scale_range=(1 + factor * (lo - 1), 1 + factor * (hi - 1)), aspect_jitter=factor * self.aspect_jitter,
-            rotation_degrees=factor * self.rotation_degrees, shear=factor * self.shear, shift=factor * self.shift,
+            self,
+            scale_range=(1 + factor * (lo - 1), 1 + factor * (hi - 1)),
+            aspect_jitter=factor * self.aspect_jitter,
+            rotation_degrees=factor * self.rotation_degrees,
+            shear=factor * self.shear,
+            shift=factor * self.shift,
             elastic_amplitude=factor * self.elastic_amplitude,
         )
 

@@ -79,14 +79,16 @@ class SequenceEncoder:
         object.__setattr__(self, "label_embedding", emb)
 
     @classmethod
-    def create(cls, rng: np.random.Generator, *, patch_size: int = 8, image_size: int = 32,
-               channels: int = 1) -> SequenceEncoder:
+    def create(
+        cls, rng: np.random.Generator, *, patch_size: int = 8, image_size: int = 32, channels: int = 1
+    ) -> SequenceEncoder:
         """An encoder with a fresh ``N(0, 1)`` label embedding ``[3, channels * patch_size^2]`` drawn from
         ``rng``."""
         positive_int(patch_size, "patch_size")
         positive_int(channels, "channels")
-        return cls(rng.standard_normal((3, channels * patch_size * patch_size)), patch_size, image_size,
-                   channels=channels)
+        return cls(
+            rng.standard_normal((3, channels * patch_size * patch_size)), patch_size, image_size, channels=channels
+        )
 
     @property
     def input_width(self) -> int:
@@ -195,8 +197,11 @@ class Sequences:
         """The episodes at ``index`` (an index array or a boolean mask over the ``B`` episodes)."""
         index = np.asarray(index)
         return Sequences(
-            self.x[torch.as_tensor(index)], self.y[torch.as_tensor(index)],
-            self.images[index], self.label_tokens[index], self.classes[index],
+            self.x[torch.as_tensor(index)],
+            self.y[torch.as_tensor(index)],
+            self.images[index],
+            self.label_tokens[index],
+            self.classes[index],
         )
 
     def class_sorted(self, n: int) -> Sequences:
@@ -278,6 +283,9 @@ def digit_sequences(digits: DigitPairs, encoder: SequenceEncoder, *, dtype: torc
     class_ids = np.stack([np.zeros(Q, np.int64), np.ones(Q, np.int64), digits.query_labels], axis=1)
     y = 2.0 * digits.query_labels - 1.0
     return Sequences(
-        encoder.encode(images, label_tokens, dtype=dtype), torch.from_numpy(y), images.astype(np.float32),
-        label_tokens, class_ids,
+        encoder.encode(images, label_tokens, dtype=dtype),
+        torch.from_numpy(y),
+        images.astype(np.float32),
+        label_tokens,
+        class_ids,
     )

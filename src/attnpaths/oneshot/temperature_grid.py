@@ -17,13 +17,14 @@ import math
 
 import numpy as np
 import torch
+
 from .._validation import as_float64_array
 from ..experiments import sampling
 from ..experiments.kernel_pcs import label_fraction
-from ..kernels import gp_kernel, pc_label_overlap, renormalized_kernel
-from ..paths import path_features
 from ..experiments.path_data import PathData
 from ..experiments.sweep import TheorySweep, theory_sweep
+from ..kernels import gp_kernel, pc_label_overlap, renormalized_kernel
+from ..paths import path_features
 from ..theory import solve
 from .episodes import class_sorted_sequences
 
@@ -35,8 +36,15 @@ PAPER_TEMPERATURES = (0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)
 PAPER_GP_TEMPERATURES = (0.025, 0.05, 0.075, 0.1, 0.25)
 
 
-def theory_grid(data: PathData, widths=PAPER_WIDTHS, temperatures=PAPER_TEMPERATURES, *,
-                warm_start: bool = True, max_iterations: int = 200, progress: bool = True) -> TheorySweep:
+def theory_grid(
+    data: PathData,
+    widths=PAPER_WIDTHS,
+    temperatures=PAPER_TEMPERATURES,
+    *,
+    warm_start: bool = True,
+    max_iterations: int = 200,
+    progress: bool = True,
+) -> TheorySweep:
     """The theory (eq-action) at every width and temperature, with the mean predictor (eq-predictor) on every split: the
     :func:`~attnpaths.experiments.sweep.theory_sweep` of the one-shot chapter, one engine task per width.
 
@@ -48,14 +56,31 @@ def theory_grid(data: PathData, widths=PAPER_WIDTHS, temperatures=PAPER_TEMPERAT
     A point whose minimiser is not certified (the solver's gradient or Hessian test fails) keeps the
     solver's last iterate and is marked ``False`` in ``converged``; :func:`selected` never chooses it.
     """
-    return theory_sweep(data, widths, temperatures, warm_start=warm_start, keep_uncertified=True,
-                        max_iterations=max_iterations, on_engine=True, description="theory (N, T)", progress=progress)
+    return theory_sweep(
+        data,
+        widths,
+        temperatures,
+        warm_start=warm_start,
+        keep_uncertified=True,
+        max_iterations=max_iterations,
+        on_engine=True,
+        description="theory (N, T)",
+        progress=progress,
+    )
 
 
 def gp_grid(data: PathData, temperatures=PAPER_GP_TEMPERATURES) -> TheorySweep:
     """The GP limit (eq-gp), ``U = I`` at every temperature, as a one-width :class:`~attnpaths.experiments.sweep.TheorySweep`."""
-    return theory_sweep(data, (math.inf,), temperatures, keep_uncertified=True, max_iterations=1, on_engine=True,
-                        description="GP", progress=False)
+    return theory_sweep(
+        data,
+        (math.inf,),
+        temperatures,
+        keep_uncertified=True,
+        max_iterations=1,
+        on_engine=True,
+        description="GP",
+        progress=False,
+    )
 
 
 def select_temperature(accuracy, mse=None, allowed=None) -> np.ndarray:
@@ -79,8 +104,10 @@ def select_temperature(accuracy, mse=None, allowed=None) -> np.ndarray:
     if ok.shape != acc.shape:
         raise ValueError(f"allowed must have the shape of accuracy {acc.shape}, got {ok.shape}")
     if not ok.any(axis=1).all():
-        raise ValueError(f"allowed must leave at least one temperature for every width (none for rows "
-                         f"{np.flatnonzero(~ok.any(axis=1)).tolist()})")
+        raise ValueError(
+            f"allowed must leave at least one temperature for every width (none for rows "
+            f"{np.flatnonzero(~ok.any(axis=1)).tolist()})"
+        )
     chosen = []
     for a, e, m in zip(acc, err, ok):
         # lexicographic: highest accuracy, then lowest mse, then lowest temperature index
@@ -111,8 +138,9 @@ def selected(grid: TheorySweep, on: str = "validation") -> dict:
     }
 
 
-def sample_widths(data: PathData, widths, temperatures, seed: int, *, warmup, draws, chains,
-                  progress: bool = True, device="cpu") -> dict:
+def sample_widths(
+    data: PathData, widths, temperatures, seed: int, *, warmup, draws, chains, progress: bool = True, device="cpu"
+) -> dict:
     """Posterior samples of the network at every sampled width and its selected temperature
     (:func:`attnpaths.experiments.sampling.sample_widths`, one engine task per width, the generator of width
     ``N`` seeded with :func:`~attnpaths.engine.task_seed` ``(seed, N)``; no exact order-parameter run).
@@ -126,11 +154,14 @@ def sample_widths(data: PathData, widths, temperatures, seed: int, *, warmup, dr
     """
     columns = (widths, temperatures, warmup, draws, chains)
     if len({len(c) for c in columns}) != 1:
-        raise ValueError("widths, temperatures, warmup, draws and chains must have one entry per sampled width, got "
-                         f"lengths {[len(c) for c in columns]}")
+        raise ValueError(
+            "widths, temperatures, warmup, draws and chains must have one entry per sampled width, got "
+            f"lengths {[len(c) for c in columns]}"
+        )
     plans = [sampling.SamplingPlan(int(w), int(a), int(b), int(c)) for w, a, b, c in zip(widths, warmup, draws, chains)]
-    points, _ = sampling.sample_widths(data, plans, [float(T) for T in temperatures], seed, progress=progress,
-                                       device=device)
+    points, _ = sampling.sample_widths(
+        data, plans, [float(T) for T in temperatures], seed, progress=progress, device=device
+    )
     return points
 
 
@@ -148,8 +179,14 @@ def warm_start_differences(data: PathData, grid: TheorySweep, selection: dict, w
     out = {}
     for w in widths:
         k = grid.index(w)
-        reference = solve(data.features, data.y, heads=data.network.heads, widths=w,
-                          temperature=float(selection["temperature"][k]), on_failure="raise")
+        reference = solve(
+            data.features,
+            data.y,
+            heads=data.network.heads,
+            widths=w,
+            temperature=float(selection["temperature"][k]),
+            on_failure="raise",
+        )
         out[int(w)] = float(np.abs(reference.U - selection["U"][k]).max())
     return out
 
@@ -168,10 +205,13 @@ def order_parameter_summary(U) -> dict:
     if U.ndim != 2 or U.shape[0] != U.shape[1] or U.shape[0] < 2:
         raise ValueError(f"U must be a square matrix of size >= 2, got shape {U.shape}")
     diagonal, off = np.diag(U), U[~np.eye(U.shape[0], dtype=bool)]
-    return {"diagonal_min": float(diagonal.min()), "diagonal_max": float(diagonal.max()),
-            "offdiagonal_min": float(off.min()), "offdiagonal_max": float(off.max()),
-            "distance_to_gp": float(np.linalg.norm(U - np.eye(U.shape[0])))}
-
+    return {
+        "diagonal_min": float(diagonal.min()),
+        "diagonal_max": float(diagonal.max()),
+        "offdiagonal_min": float(off.min()),
+        "offdiagonal_max": float(off.max()),
+        "distance_to_gp": float(np.linalg.norm(U - np.eye(U.shape[0]))),
+    }
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -192,15 +232,19 @@ def gp_approach_ratios(grid: TheorySweep) -> dict[float, float]:
     if not isinstance(grid, TheorySweep):
         raise ValueError(f"grid must be a TheorySweep, got {type(grid).__name__}")
     eye = np.eye(grid.U.shape[-1])
-    out = {float(T): float(np.linalg.norm(grid.U[-1, j] - eye) / np.linalg.norm(grid.U[0, j] - eye))
-           for j, T in enumerate(grid.temperatures) if grid.converged[:, j].all()}
+    out = {
+        float(T): float(np.linalg.norm(grid.U[-1, j] - eye) / np.linalg.norm(grid.U[0, j] - eye))
+        for j, T in enumerate(grid.temperatures)
+        if grid.converged[:, j].all()
+    }
     if not out:
         raise ValueError("grid must have a temperature with certified points at every width")
     return out
 
 
-def label_fraction_draws(classes, encoder, attention, rngs, *, num_train: int, width: float, temperature: float,
-                         num_components: int) -> dict:
+def label_fraction_draws(
+    classes, encoder, attention, rngs, *, num_train: int, width: float, temperature: float, num_components: int
+) -> dict:
     """The fraction of ``|y|^2`` carried by the first ``num_components`` principal components of the training
     kernel, at width ``width`` (``K(U)`` at the minimiser of eq-action) and in the GP limit (eq-gp), on one
     independently drawn set of ``num_train`` class-sorted training episodes per generator of ``rngs``
@@ -223,8 +267,7 @@ def label_fraction_draws(classes, encoder, attention, rngs, *, num_train: int, w
         episodes = class_sorted_sequences(classes, num_train, encoder, rng)
         features = path_features(episodes.x, attention)
         y = episodes.y.to(features.dtype)
-        solution = solve(features, y, heads=attention.heads, widths=width, temperature=temperature,
-                         on_failure="raise")
+        solution = solve(features, y, heads=attention.heads, widths=width, temperature=temperature, on_failure="raise")
         K = renormalized_kernel(features, torch.as_tensor(solution.U))
         fw.append(label_fraction(pc_label_overlap(K, y, num_components)[0], num_components))
         gp.append(label_fraction(pc_label_overlap(gp_kernel(features), y, num_components)[0], num_components))

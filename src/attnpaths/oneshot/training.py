@@ -27,12 +27,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .imagesets import ImageDataset
-from ..transformer import FORWARD_REVISION, SumHeadTransformer
-from ..checkpoints import load_checkpoint, save_checkpoint
-from ..engine import map_tasks
 from .._validation import int_at_least, positive_int
+from ..checkpoints import load_checkpoint, save_checkpoint
 from ..devices import torch_device
+from ..engine import map_tasks
+from ..transformer import FORWARD_REVISION, SumHeadTransformer
+from .imagesets import ImageDataset
 from .sequences import SequenceEncoder, Sequences, sample_sequences
 
 FORMAT = "attnpaths.oneshot.trained/1"
@@ -67,8 +67,18 @@ class TrainingConfig:
     seed: int = 42
 
     def __post_init__(self):
-        for name in ("width", "qk_width", "num_layers", "num_heads", "patch_size", "channels", "batch_size", "steps",
-                     "validate_every", "validation_sequences"):
+        for name in (
+            "width",
+            "qk_width",
+            "num_layers",
+            "num_heads",
+            "patch_size",
+            "channels",
+            "batch_size",
+            "steps",
+            "validate_every",
+            "validation_sequences",
+        ):
             positive_int(getattr(self, name), name)
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
@@ -82,9 +92,19 @@ AUTHORS_STEPS_PER_EPOCH = 1028 * 1027 // 2 // 128
 of the 1028 Omniglot training characters once per epoch, in full batches of 128 episodes."""
 
 AUTHORS_TRAINING = TrainingConfig(
-    width=512, qk_width=128, num_layers=2, num_heads=4, patch_size=8, channels=3, learning_rate=3e-4,
-    weight_decay=5e-5, batch_size=128, steps=10 * AUTHORS_STEPS_PER_EPOCH, validate_every=1000,
-    validation_sequences=1024, seed=42,
+    width=512,
+    qk_width=128,
+    num_layers=2,
+    num_heads=4,
+    patch_size=8,
+    channels=3,
+    learning_rate=3e-4,
+    weight_decay=5e-5,
+    batch_size=128,
+    steps=10 * AUTHORS_STEPS_PER_EPOCH,
+    validate_every=1000,
+    validation_sequences=1024,
+    seed=42,
 )
 """The authors' gradient-descent run (``train_2lay_h4_g128_n512.sh``): N = 512, G = 128, 2 layers x 4 heads,
 8x8 patches of 3-channel images (N0 = 192), Adam lr 3e-4, weight decay 5e-5, batch 128, 10 epochs
@@ -133,8 +153,13 @@ def split_accuracy(trained: TrainedModel, images, num_sequences: int, seed: int)
     """:func:`accuracy` of ``trained.model`` on ``num_sequences`` episodes of the image split ``images`` (e.g.
     ``dataset.test``), encoded with the model's own encoder and drawn from ``numpy.random.default_rng(seed)``:
     models of different training seeds (each with its own label embedding) compared on one footing."""
-    sequences = sample_sequences(images, positive_int(num_sequences, "num_sequences"), trained.encoder,
-                                 np.random.default_rng(int_at_least(seed, "seed", 0)), dtype=torch.float32)
+    sequences = sample_sequences(
+        images,
+        positive_int(num_sequences, "num_sequences"),
+        trained.encoder,
+        np.random.default_rng(int_at_least(seed, "seed", 0)),
+        dtype=torch.float32,
+    )
     return accuracy(trained.model, sequences)
 
 
@@ -153,7 +178,11 @@ def initial_model(config: TrainingConfig, image_size: int) -> tuple[SumHeadTrans
         encoder_rng, patch_size=config.patch_size, image_size=image_size, channels=config.channels
     )
     model = SumHeadTransformer(
-        encoder.input_width, config.width, config.qk_width, config.num_layers, config.num_heads,
+        encoder.input_width,
+        config.width,
+        config.qk_width,
+        config.num_layers,
+        config.num_heads,
         generator=torch.Generator().manual_seed(config.seed),
     )
     return model, encoder, (train_rng, validation_rng)
@@ -226,8 +255,13 @@ def fit_seeds(config: TrainingConfig, dataset: ImageDataset, seeds, *, device="c
     in order), one engine task each (:func:`attnpaths.engine.map_tasks`): the spread between them is the
     variability of a trained model across seeds."""
     seeds = [int_at_least(s, "seeds", 0) for s in seeds]
-    return map_tasks(fit_seed, [dict(seed=s) for s in seeds], shared=dict(config=config, dataset=dataset,
-                     device=str(device)), description="one-shot model: training seeds", progress=progress)
+    return map_tasks(
+        fit_seed,
+        [dict(seed=s) for s in seeds],
+        shared=dict(config=config, dataset=dataset, device=str(device)),
+        description="one-shot model: training seeds",
+        progress=progress,
+    )
 
 
 def _cpu_state(model: SumHeadTransformer) -> dict:
@@ -256,7 +290,9 @@ def load_trained(path: str, sha256: str | None = None) -> TrainedModel:
     SHA-256 when ``sha256`` is given (``ValueError`` if it differs; :func:`attnpaths.checkpoints.load_checkpoint`)."""
     payload = load_checkpoint(path, sha256)
     if payload.get("format") != FORMAT:
-        raise ValueError(f"path must be a file written by save_trained ({FORMAT}), got format {payload.get('format')!r}")
+        raise ValueError(
+            f"path must be a file written by save_trained ({FORMAT}), got format {payload.get('format')!r}"
+        )
     state = payload["state_dict"]
     model = SumHeadTransformer(
         **payload["hyperparameters"], generator=torch.Generator().manual_seed(0), dtype=state["readout"].dtype
@@ -278,8 +314,12 @@ def training_key(config: TrainingConfig, dataset: ImageDataset) -> str:
     Neither the device nor the torch version enters it: trained again from the same key on another machine,
     the model is another draw of float32 rounding, which is why the book ships the weights it uses."""
     text = json.dumps(
-        {"training": asdict(config), "data": dataset.parameters, "format": FORMAT,
-         "forward_revision": FORWARD_REVISION},
+        {
+            "training": asdict(config),
+            "data": dataset.parameters,
+            "format": FORMAT,
+            "forward_revision": FORWARD_REVISION,
+        },
         sort_keys=True,
     )
     return hashlib.sha256(text.encode()).hexdigest()

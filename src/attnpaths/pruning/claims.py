@@ -22,15 +22,18 @@ from .._validation import as_float64_array, positive_int
 from ..claims import Outcome, Verdict, replicate_equivalence, replicate_t
 from .sweep import RANKING_NAMES, mean_interval
 
-PRIMARY_SOURCE = ("primary question of this book, stated before the results: does the best theory score, chosen on "
-                  "validation images, prune as well as the gradient importance of Michel et al.?")
+PRIMARY_SOURCE = (
+    "primary question of this book, stated before the results: does the best theory score, chosen on "
+    "validation images, prune as well as the gradient importance of Michel et al.?"
+)
 SOURCE = "question of this book: is the theory's head score a better pruning guide than the usual rankings?"
 #: The rankings the theory's is compared with, in the chapter's order.
 COMPARISONS = ("michel", "entropy", "norm", "random")
 
 
-def ranking_comparison(claim: str, *, theory_auc, other_auc, other: str, level: float = 0.05, num_tests: int = 1,
-                       where: str = "") -> Verdict:
+def ranking_comparison(
+    claim: str, *, theory_auc, other_auc, other: str, level: float = 0.05, num_tests: int = 1, where: str = ""
+) -> Verdict:
     """Claim: pruning along the theory's head score keeps more test accuracy than pruning along ``other``.
 
     Args:
@@ -48,7 +51,9 @@ def ranking_comparison(claim: str, *, theory_auc, other_auc, other: str, level: 
     a = as_float64_array(theory_auc, "theory_auc", ndim=1)
     b = as_float64_array(other_auc, "other_auc", ndim=1)
     if a.shape != b.shape or a.size < 2:
-        raise ValueError(f"theory_auc and other_auc must hold the same number (>= 2) of seeds, got {a.size} and {b.size}")
+        raise ValueError(
+            f"theory_auc and other_auc must hold the same number (>= 2) of seeds, got {a.size} and {b.size}"
+        )
     positive_int(num_tests, "num_tests")
     difference = a - b
     # the two-sided interval whose bounds decide the two one-sided tests: holds iff it lies above 0,
@@ -56,15 +61,31 @@ def ranking_comparison(claim: str, *, theory_auc, other_auc, other: str, level: 
     coverage = 1 - 2 * level / num_tests
     interval = mean_interval(difference, coverage) if difference.std() > 0 and coverage > 0 else None
     ci = f" ({100 * coverage:.4g} % interval {interval['low']:+.3f} to {interval['high']:+.3f})" if interval else ""
-    measured = (f"AUC {a.mean():.3f} (theory) vs {b.mean():.3f} ({RANKING_NAMES[other]}), mean difference "
-                f"{difference.mean():+.3f}{ci}, theory ahead on {int((difference > 0).sum())} of {a.size} seeds.")
-    return replicate_t(claim, f"pruning by the theory's head score keeps more accuracy than {RANKING_NAMES[other]}{where}",
-                       source=SOURCE, statistic="AUC(theory) - AUC(" + RANKING_NAMES[other] + ")",
-                       differences=difference, level=level, num_tests=num_tests, measured=measured)
+    measured = (
+        f"AUC {a.mean():.3f} (theory) vs {b.mean():.3f} ({RANKING_NAMES[other]}), mean difference "
+        f"{difference.mean():+.3f}{ci}, theory ahead on {int((difference > 0).sum())} of {a.size} seeds."
+    )
+    return replicate_t(
+        claim,
+        f"pruning by the theory's head score keeps more accuracy than {RANKING_NAMES[other]}{where}",
+        source=SOURCE,
+        statistic="AUC(theory) - AUC(" + RANKING_NAMES[other] + ")",
+        differences=difference,
+        level=level,
+        num_tests=num_tests,
+        measured=measured,
+    )
 
 
-def ranking_verdicts(auc: dict, *, prefix: str = "P", level: float = 0.05, num_tests: int | None = None,
-                     where: str = "", others=COMPARISONS) -> list[Verdict]:
+def ranking_verdicts(
+    auc: dict,
+    *,
+    prefix: str = "P",
+    level: float = 0.05,
+    num_tests: int | None = None,
+    where: str = "",
+    others=COMPARISONS,
+) -> list[Verdict]:
     """One :func:`ranking_comparison` per ranking of ``others``, claims ``"<prefix>1"``, ``"<prefix>2"``, ...
 
     Args:
@@ -78,9 +99,18 @@ def ranking_verdicts(auc: dict, *, prefix: str = "P", level: float = 0.05, num_t
     if missing:
         raise ValueError(f"auc must hold the areas of 'theory' and of {list(others)}, missing {missing}")
     num_tests = len(others) if num_tests is None else positive_int(num_tests, "num_tests")
-    return [ranking_comparison(f"{prefix}{i + 1}", theory_auc=np.asarray(auc["theory"]), other_auc=np.asarray(auc[k]),
-                               other=k, level=level, num_tests=num_tests, where=where)
-            for i, k in enumerate(others)]
+    return [
+        ranking_comparison(
+            f"{prefix}{i + 1}",
+            theory_auc=np.asarray(auc["theory"]),
+            other_auc=np.asarray(auc[k]),
+            other=k,
+            level=level,
+            num_tests=num_tests,
+            where=where,
+        )
+        for i, k in enumerate(others)
+    ]
 
 
 def near_threshold(verdicts, *, level: float, num_tests: int, factor: float = 3.0) -> list[tuple[str, float, float]]:
@@ -121,8 +151,17 @@ def select_on_validation(normalised: dict, candidates) -> str:
     return candidates[int(np.argmax(means))]
 
 
-def primary_verdicts(prefix: str, *, theory, michel, theory_name: str, margin: float, level: float = 0.05,
-                     num_tests: int = 1, where: str = "") -> tuple[Verdict, Verdict]:
+def primary_verdicts(
+    prefix: str,
+    *,
+    theory,
+    michel,
+    theory_name: str,
+    margin: float,
+    level: float = 0.05,
+    num_tests: int = 1,
+    where: str = "",
+) -> tuple[Verdict, Verdict]:
     """The primary question for one model kind, as two verdicts on the per-seed differences
     ``d = A(theory) - A(Michel)`` of normalised areas on the test images (eq-pruning-normalised), paired by seed:
 
@@ -144,15 +183,31 @@ def primary_verdicts(prefix: str, *, theory, michel, theory_name: str, margin: f
     num_tests = positive_int(num_tests, "num_tests")
     d = a - b
     statistic = "A(theory) - A(Michel)"
-    measured = (f"normalised area {a.mean():.3f} ({theory_name}) vs {b.mean():.3f} (Michel et al.), mean difference "
-                f"{d.mean():+.3f} (sd {d.std(ddof=1):.3f}), theory ahead on {int((d > 0).sum())} of {d.size} seeds.")
-    beats = replicate_t(f"{prefix}-B", f"the {theory_name} prunes better than Michel et al.'s importance{where}",
-                        source=PRIMARY_SOURCE, statistic=statistic, differences=d, level=level, num_tests=num_tests,
-                        measured=measured)
-    matches = replicate_equivalence(f"{prefix}-E", f"the {theory_name} prunes as well as Michel et al.'s importance "
-                                    f"within {margin:g} of normalised area{where}", source=PRIMARY_SOURCE,
-                                    statistic=statistic, replicates=d, reference=0.0, margin=margin,
-                                    level=level / num_tests, measured=measured)
+    measured = (
+        f"normalised area {a.mean():.3f} ({theory_name}) vs {b.mean():.3f} (Michel et al.), mean difference "
+        f"{d.mean():+.3f} (sd {d.std(ddof=1):.3f}), theory ahead on {int((d > 0).sum())} of {d.size} seeds."
+    )
+    beats = replicate_t(
+        f"{prefix}-B",
+        f"the {theory_name} prunes better than Michel et al.'s importance{where}",
+        source=PRIMARY_SOURCE,
+        statistic=statistic,
+        differences=d,
+        level=level,
+        num_tests=num_tests,
+        measured=measured,
+    )
+    matches = replicate_equivalence(
+        f"{prefix}-E",
+        f"the {theory_name} prunes as well as Michel et al.'s importance within {margin:g} of normalised area{where}",
+        source=PRIMARY_SOURCE,
+        statistic=statistic,
+        replicates=d,
+        reference=0.0,
+        margin=margin,
+        level=level / num_tests,
+        measured=measured,
+    )
     matches = dataclasses.replace(matches, level=level, correction=f"Bonferroni over {num_tests} tests")
     return beats, matches
 

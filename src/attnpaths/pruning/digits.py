@@ -48,7 +48,7 @@ class PatchDigits:
     def input_width(self) -> int:
         return int(self.x.shape[1])
 
-    def subset(self, index) -> "PatchDigits":
+    def subset(self, index) -> PatchDigits:
         """The images at ``index`` (an integer array), in that order."""
         index = np.asarray(index, dtype=np.int64)
         return PatchDigits(self.x[index], self.y[index], self.digits[index], self.patch_size, self.positive_digits)
@@ -66,7 +66,9 @@ def digit_patches(patch_size: int = 2, positive_digits=(5, 6, 7, 8, 9)) -> Patch
         raise ValueError(f"patch_size must be 1, 2 or 4 (a divisor of 8 below 8), got {patch_size}")
     positive = tuple(sorted({int(d) for d in positive_digits}))
     if not positive or len(positive) == 10 or any(not 0 <= d <= 9 for d in positive):
-        raise ValueError(f"positive_digits must be a non-empty proper subset of the digits 0-9, got {positive_digits!r}")
+        raise ValueError(
+            f"positive_digits must be a non-empty proper subset of the digits 0-9, got {positive_digits!r}"
+        )
     data = load_digits()
     images = data.images.astype(np.float64) / 16.0  # [B, 8, 8]
     side = IMAGE_SIZE // patch_size
@@ -75,8 +77,13 @@ def digit_patches(patch_size: int = 2, positive_digits=(5, 6, 7, 8, 9)) -> Patch
     position = np.broadcast_to(np.eye(side * side), (images.shape[0], side * side, side * side))
     tokens = np.concatenate([patches, position], axis=2).transpose(0, 2, 1)  # [B, N0, T]
     y = np.where(np.isin(data.target, positive), 1.0, -1.0)
-    return PatchDigits(torch.from_numpy(np.ascontiguousarray(tokens)), torch.from_numpy(y),
-                       data.target.astype(np.int64), patch_size, positive)
+    return PatchDigits(
+        torch.from_numpy(np.ascontiguousarray(tokens)),
+        torch.from_numpy(y),
+        data.target.astype(np.int64),
+        patch_size,
+        positive,
+    )
 
 
 def train_test_split(data: PatchDigits, num_test: int, rng: np.random.Generator) -> tuple[PatchDigits, PatchDigits]:
@@ -90,8 +97,9 @@ def train_test_split(data: PatchDigits, num_test: int, rng: np.random.Generator)
     return data.subset(np.sort(order[num_test:])), data.subset(np.sort(order[:num_test]))
 
 
-def train_validation_test_split(data: PatchDigits, num_held_out: int, num_validation: int,
-                                seed: int) -> tuple[PatchDigits, PatchDigits, PatchDigits]:
+def train_validation_test_split(
+    data: PatchDigits, num_held_out: int, num_validation: int, seed: int
+) -> tuple[PatchDigits, PatchDigits, PatchDigits]:
     """``(train, validation, test)``: ``num_held_out`` images held out from training
     (:func:`train_test_split` with ``numpy.random.default_rng(seed)``), of which ``num_validation`` become the
     validation images (drawn with ``default_rng([seed, 1])``) and the rest the test images. The models train on

@@ -93,8 +93,12 @@ def subset_outputs(model, x) -> torch.Tensor:
                 return (out + offset.reshape(V, B)[None]).reshape(-1, B)
             heads_out = view._heads(index, flat, omega)
             masks = _kept(view.heads[index])  # new variant m * V + v: this layer's bits above the earlier ones
-            h = torch.stack([view._combine(index, heads_out, mask[None].expand(V * B, -1)).reshape(V, B, *h.shape[2:])
-                             for mask in masks]).reshape(len(masks) * V, B, *h.shape[2:])
+            h = torch.stack(
+                [
+                    view._combine(index, heads_out, mask[None].expand(V * B, -1)).reshape(V, B, *h.shape[2:])
+                    for mask in masks
+                ]
+            ).reshape(len(masks) * V, B, *h.shape[2:])
 
 
 def path_outputs(model, x) -> torch.Tensor:
@@ -113,8 +117,10 @@ def path_outputs(model, x) -> torch.Tensor:
     """
     view = head_model(model)
     if not view.multilinear_in_mask:
-        raise ValueError(f"the output of a {type(view).__name__} is not multilinear in its head masks (its attention "
-                         "reads the masked layers, or it has biases)")
+        raise ValueError(
+            f"the output of a {type(view).__name__} is not multilinear in its head masks (its attention "
+            "reads the masked layers, or it has biases)"
+        )
     x = view._input(x)
     last = view.num_layers - 1
     with torch.no_grad():
@@ -124,5 +130,8 @@ def path_outputs(model, x) -> torch.Tensor:
             if index == last:
                 return torch.cat([view._last_terms(view._pooled_heads(index, h, omega))[0] for h in inputs], dim=1)
             units = torch.eye(view.heads[index], dtype=torch.float64)
-            inputs = [view._combine(index, heads_out, unit[None]) for heads_out in
-                      (view._heads(index, h, omega) for h in inputs) for unit in units]
+            inputs = [
+                view._combine(index, heads_out, unit[None])
+                for heads_out in (view._heads(index, h, omega) for h in inputs)
+                for unit in units
+            ]

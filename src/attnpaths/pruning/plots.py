@@ -9,13 +9,40 @@ from matplotlib import pyplot as plt
 
 from .sweep import RANKING_NAMES, mean_interval
 
-COLORS = {"theory": "tab:blue", "theory_removal": "tab:cyan", "theory_action": "navy", "theory_gate": "steelblue",
-          "theory_loo": "slateblue", "theory_trained": "royalblue", "michel": "tab:orange",
-          "michel_iterative": "darkorange", "fisher": "tab:red", "entropy": "tab:green", "norm": "tab:purple",
-          "shapley": "tab:brown", "greedy": "tab:pink", "random": "0.35", "best": "black"}
-MARKERS = {"theory": "o", "theory_removal": "o", "theory_action": "o", "theory_gate": "o", "theory_loo": "o",
-           "theory_trained": "o", "michel": "s", "michel_iterative": "s", "fisher": "s", "entropy": "^", "norm": "D",
-           "shapley": "v", "greedy": "v", "random": "x", "best": "*"}
+COLORS = {
+    "theory": "tab:blue",
+    "theory_removal": "tab:cyan",
+    "theory_action": "navy",
+    "theory_gate": "steelblue",
+    "theory_loo": "slateblue",
+    "theory_trained": "royalblue",
+    "michel": "tab:orange",
+    "michel_iterative": "darkorange",
+    "fisher": "tab:red",
+    "entropy": "tab:green",
+    "norm": "tab:purple",
+    "shapley": "tab:brown",
+    "greedy": "tab:pink",
+    "random": "0.35",
+    "best": "black",
+}
+MARKERS = {
+    "theory": "o",
+    "theory_removal": "o",
+    "theory_action": "o",
+    "theory_gate": "o",
+    "theory_loo": "o",
+    "theory_trained": "o",
+    "michel": "s",
+    "michel_iterative": "s",
+    "fisher": "s",
+    "entropy": "^",
+    "norm": "D",
+    "shapley": "v",
+    "greedy": "v",
+    "random": "x",
+    "best": "*",
+}
 
 
 def plot_pruning_curves(curves: dict, *, confidence: float = 0.95):
@@ -26,16 +53,25 @@ def plot_pruning_curves(curves: dict, *, confidence: float = 0.95):
         curves: ``{model label: {ranking: [S, K + 1]}}`` (:meth:`~.sweep.PruningSweep.curves_by_ranking`).
         confidence: of the two-sided Student-t band over seeds.
     """
-    fig, axes = plt.subplots(1, len(curves), figsize=(4.6 * len(curves), 3.4), layout="constrained", squeeze=False,
-                             sharey=True)
+    fig, axes = plt.subplots(
+        1, len(curves), figsize=(4.6 * len(curves), 3.4), layout="constrained", squeeze=False, sharey=True
+    )
     for ax, (model, by_ranking) in zip(axes[0], curves.items()):
         for name, values in by_ranking.items():
             values = 100 * np.asarray(values, dtype=float)
             k = np.arange(values.shape[1])
             interval = mean_interval(values, confidence)
             ax.fill_between(k, interval["low"], interval["high"], color=COLORS[name], alpha=0.15, linewidth=0)
-            ax.plot(k, interval["mean"], color=COLORS[name], marker=MARKERS[name], markersize=4, linewidth=1.3,
-                    linestyle="--" if name in ("random", "best") else "-", label=RANKING_NAMES[name])
+            ax.plot(
+                k,
+                interval["mean"],
+                color=COLORS[name],
+                marker=MARKERS[name],
+                markersize=4,
+                linewidth=1.3,
+                linestyle="--" if name in ("random", "best") else "-",
+                label=RANKING_NAMES[name],
+            )
         ax.set_xticks(k)
         ax.set_xlabel("heads pruned")
         ax.set_title(f"{model} ({values.shape[0]} training seeds)", fontsize=9)
@@ -53,17 +89,29 @@ def plot_normalised_areas(normalised: dict, *, confidence: float = 0.95):
         normalised: ``{model label: {ranking: [S]}}`` (:meth:`~.sweep.PruningSweep.normalised_auc`).
     """
     names = list(dict.fromkeys(n for by_ranking in normalised.values() for n in by_ranking))
-    fig, axes = plt.subplots(1, len(normalised), figsize=(4.4 * len(normalised), 0.32 * len(names) + 1.2),
-                             layout="constrained", squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1,
+        len(normalised),
+        figsize=(4.4 * len(normalised), 0.32 * len(names) + 1.2),
+        layout="constrained",
+        squeeze=False,
+        sharey=True,
+    )
     y = np.arange(len(names))[::-1]
     for ax, (model, by_ranking) in zip(axes[0], normalised.items()):
         for yi, name in zip(y, names):
             if name not in by_ranking:
                 continue
             interval = mean_interval(np.asarray(by_ranking[name], dtype=float), confidence)
-            ax.errorbar(interval["mean"], yi, xerr=[[interval["mean"] - interval["low"]],
-                                                    [interval["high"] - interval["mean"]]],
-                        color=COLORS[name], marker=MARKERS[name], capsize=3, markersize=5)
+            ax.errorbar(
+                interval["mean"],
+                yi,
+                xerr=[[interval["mean"] - interval["low"]], [interval["high"] - interval["mean"]]],
+                color=COLORS[name],
+                marker=MARKERS[name],
+                capsize=3,
+                markersize=5,
+            )
         ax.axvline(0, color=COLORS["random"], linestyle="--", linewidth=1)
         ax.axvline(1, color=COLORS["best"], linestyle=":", linewidth=1)
         ax.set_xlabel("normalised area (0: random, 1: best subset)")
@@ -83,16 +131,23 @@ def plot_sensitivity(values, normalised: dict, *, xlabel: str, confidence: float
         xlabel: the axis label.
     """
     values = np.asarray(values, dtype=float)
-    fig, axes = plt.subplots(1, len(normalised), figsize=(4.6 * len(normalised), 3.0), layout="constrained",
-                             squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(normalised), figsize=(4.6 * len(normalised), 3.0), layout="constrained", squeeze=False, sharey=True
+    )
     for ax, (model, by_ranking) in zip(axes[0], normalised.items()):
         for name, v in by_ranking.items():
             v = np.asarray(v, dtype=float)
             keep = ~np.isnan(v).any(axis=0)
             interval = mean_interval(v[:, keep], confidence)
-            ax.errorbar(values[keep], interval["mean"], yerr=[interval["mean"] - interval["low"],
-                                                              interval["high"] - interval["mean"]],
-                        color=COLORS[name], marker=MARKERS[name], capsize=3, label=RANKING_NAMES[name])
+            ax.errorbar(
+                values[keep],
+                interval["mean"],
+                yerr=[interval["mean"] - interval["low"], interval["high"] - interval["mean"]],
+                color=COLORS[name],
+                marker=MARKERS[name],
+                capsize=3,
+                label=RANKING_NAMES[name],
+            )
         ax.axhline(0, color=COLORS["random"], linestyle="--", linewidth=1)
         ax.set_xscale("log")
         ax.set_xticks(values, [f"{x:g}" for x in values])

@@ -52,8 +52,10 @@ class GateGradients:
         self.batch_size = positive_int(batch_size, "batch_size")
         self._paths = None
         if self.view.multilinear_in_mask:
-            chunks = [path_outputs(self.view, self.x[start:start + self.batch_size])
-                      for start in range(0, self.x.shape[0], self.batch_size)]
+            chunks = [
+                path_outputs(self.view, self.x[start : start + self.batch_size])
+                for start in range(0, self.x.shape[0], self.batch_size)
+            ]
             self._paths = torch.cat(chunks) if chunks else torch.zeros(0, self.view.num_paths, dtype=torch.float64)
             self._path_heads = torch.as_tensor(all_paths(self.view.heads))  # [n_paths, L]
 
@@ -70,13 +72,13 @@ class GateGradients:
             error = self._paths @ gates.prod(dim=1) - self.y  # f - y
             gradient = torch.zeros(self.x.shape[0], L, H, dtype=torch.float64)
             for l in range(L):
-                others = torch.cat([gates[:, :l], gates[:, l + 1:]], dim=1).prod(dim=1)  # [n_paths]
+                others = torch.cat([gates[:, :l], gates[:, l + 1 :]], dim=1).prod(dim=1)  # [n_paths]
                 through = torch.nn.functional.one_hot(self._path_heads[:, l], H).to(torch.float64)  # [n_paths, H]
                 gradient[:, l] = (self._paths * others) @ through
             return 2.0 * error[:, None, None] * gradient
         rows = []
         for start in range(0, self.x.shape[0], self.batch_size):
-            xb, yb = self.x[start:start + self.batch_size], self.y[start:start + self.batch_size]
+            xb, yb = self.x[start : start + self.batch_size], self.y[start : start + self.batch_size]
             gates = at.expand(xb.shape[0], L, H).clone().requires_grad_(True)
             loss = ((self.view.outputs(xb, gates) - yb) ** 2).sum()  # sum of per-example losses: per-example gradients
             rows.append(torch.autograd.grad(loss, gates)[0])

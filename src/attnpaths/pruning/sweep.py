@@ -16,27 +16,38 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from scipy import stats
 
 from .._validation import increasing_reals, int_at_least, positive_int, probability
 from ..devices import torch_device
 from ..engine import map_tasks, task_seed
 from ..experiments.head_pruning import pruning_sets
-from ..head_masks import HeadMaskEvaluator
+from ..experiments.head_subsets import (
+    best_curve,
+    greedy_order,
+    normalised_area,
+    random_order_curve,
+    shapley_values,
+    subset_curve,
+)
 from ..frozen_attention import rank_heads
+from ..head_masks import HeadMaskEvaluator
 from ..head_models import attention_error, head_model
 from ..head_scoring import head_scores, pruning_order
-from ..experiments.head_subsets import best_curve, greedy_order, random_order_curve, shapley_values, subset_curve
-from ..experiments.head_subsets import normalised_area
 from ..paths import path_features
 from ..theory import CertificateWarning, classification_accuracy, parse_widths
 from .digits import PatchDigits
 from .exact import subset_table
 from .practical import fisher_pruning_sets, iterative_gradient_order
 from .rankings import attention_entropy, gradient_head_importance, value_norms
-from .theory_scores import (THEORY_SCORES, action_changes, action_gate_gradients, loo_scores, removal_scores,
-                            trained_path_scores)
+from .theory_scores import (
+    THEORY_SCORES,
+    action_changes,
+    action_gate_gradients,
+    loo_scores,
+    removal_scores,
+    trained_path_scores,
+)
 from .training import ModelTraining, TrainedWeights, rebuild_model, train_model, trained_weights
 
 #: The rankings compared, in the chapter's order: the theory scores (sec-pruning-theory-scores), the practical
@@ -94,14 +105,29 @@ def training_seeds(seed: int, num_seeds: int) -> list[int]:
 
 def _theory_curves(view, solution, heldout_features, heldout_y, table, split) -> np.ndarray:
     """``[2, K + 1]`` the curves of the paper's score and of the removal score of one theory solution."""
-    orders = [pruning_order(head_scores(solution.U, view.heads)),
-              pruning_order(removal_scores(solution, heldout_features, heldout_y))]
+    orders = [
+        pruning_order(head_scores(solution.U, view.heads)),
+        pruning_order(removal_scores(solution, heldout_features, heldout_y)),
+    ]
     return np.stack([subset_curve(table.accuracy[split], pruning_sets(o, view.heads), view.heads) for o in orders])
 
 
-def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: PatchDigits, test: PatchDigits,
-             training: ModelTraining, theory_width, temperatures, theory_examples: int, sensitivity_widths=(),
-             max_iterations: int = 200, device="cpu", weights: TrainedWeights | None = None) -> dict:
+def run_seed(
+    seed_index: int,
+    *,
+    seed: int,
+    train: PatchDigits,
+    validation: PatchDigits,
+    test: PatchDigits,
+    training: ModelTraining,
+    theory_width,
+    temperatures,
+    theory_examples: int,
+    sensitivity_widths=(),
+    max_iterations: int = 200,
+    device="cpu",
+    weights: TrainedWeights | None = None,
+) -> dict:
     """One training seed: train a model (or rebuild it from ``weights``), evaluate every set of pruned heads
     on the validation and test images (:func:`~.exact.subset_table`), rank the heads by every method of
     :data:`RANKINGS` and read each ranking's pruning curve from the table (one task of :func:`pruning_sweep`).
@@ -146,32 +172,53 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: Patc
     x_held, y_held = train.x[theory_examples:], train.y[theory_examples:]
     held = path_features(x_held, view)
     tokens_theory = x_theory.transpose(1, 2)  # [P, T, N0]: the layout of rank_heads
-    theory = rank_heads(view, tokens_theory, y_theory, width=theory_width, temperature=temperatures,
-                        max_iterations=max_iterations)
+    theory = rank_heads(
+        view, tokens_theory, y_theory, width=theory_width, temperature=temperatures, max_iterations=max_iterations
+    )
     features = theory.features
     theory_mean, _ = theory.solution.predict(path_features(test.x, view))
     action, action_certified = action_changes(features, y_theory, theory.solution, max_iterations=max_iterations)
-    scores = {"theory": theory.head_scores, "theory_removal": removal_scores(theory.solution, held, y_held),
-              "theory_action": action, "theory_gate": action_gate_gradients(theory.solution),
-              "theory_loo": loo_scores(theory.solution), "theory_trained": trained_path_scores(view)}
+    scores = {
+        "theory": theory.head_scores,
+        "theory_removal": removal_scores(theory.solution, held, y_held),
+        "theory_action": action,
+        "theory_gate": action_gate_gradients(theory.solution),
+        "theory_loo": loo_scores(theory.solution),
+        "theory_trained": trained_path_scores(view),
+    }
     scan_curves = np.stack([_theory_curves(view, s, held, y_held, table, "test") for s in theory.solutions])
     width_curves, width_converged = [], []
     for N in sensitivity_widths:
         # started from the chosen minimum at theory_width: the same minimum in fewer Newton steps
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CertificateWarning)  # an uncertified width is marked, never used
-            at_N = rank_heads(view, tokens_theory, y_theory, width=N, temperature=theory.temperature,
-                              max_iterations=max_iterations, initial=theory.solution.U_layers)
+            at_N = rank_heads(
+                view,
+                tokens_theory,
+                y_theory,
+                width=N,
+                temperature=theory.temperature,
+                max_iterations=max_iterations,
+                initial=theory.solution.U_layers,
+            )
         certified = bool(at_N.solution.converged)
-        width_curves.append(_theory_curves(view, at_N.solution, held, y_held, table, "test") if certified
-                            else np.full((2, K + 1), np.nan))
+        width_curves.append(
+            _theory_curves(view, at_N.solution, held, y_held, table, "test")
+            if certified
+            else np.full((2, K + 1), np.nan)
+        )
         width_converged.append(certified)
     seconds["theory"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    scores.update({"michel": gradient_head_importance(view, train.x, train.y),
-                   "entropy": attention_entropy(view, train.x), "norm": value_norms(view),
-                   "shapley": shapley_values(table.loss["validation"], view.heads, higher_is_better=False)})
+    scores.update(
+        {
+            "michel": gradient_head_importance(view, train.x, train.y),
+            "entropy": attention_entropy(view, train.x),
+            "norm": value_norms(view),
+            "shapley": shapley_values(table.loss["validation"], view.heads, higher_is_better=False),
+        }
+    )
     orders = {name: pruning_order(scores[name]) for name in scores if name != "entropy"}
     orders["entropy"] = pruning_order(scores["entropy"], prune_first="highest")
     orders["michel_iterative"] = iterative_gradient_order(view, train.x, train.y)
@@ -180,33 +227,54 @@ def run_seed(seed_index: int, *, seed: int, train: PatchDigits, validation: Patc
     sets["fisher"], _ = fisher_pruning_sets(view, train.x, train.y)
     seconds["baselines"] = time.perf_counter() - start
 
-    curves = {split: np.stack([subset_curve(table.accuracy[split], sets[name], view.heads) for name in RANKINGS])
-              for split in SPLITS}
+    curves = {
+        split: np.stack([subset_curve(table.accuracy[split], sets[name], view.heads) for name in RANKINGS])
+        for split in SPLITS
+    }
     loss = weights.loss
     return {
-        "scores": scores, "orders": orders, "sets": {"fisher": sets["fisher"]}, "curves": curves,
+        "scores": scores,
+        "orders": orders,
+        "sets": {"fisher": sets["fisher"]},
+        "curves": curves,
         "random": {split: random_order_curve(table.accuracy[split], view.heads) for split in SPLITS},
         "best": {split: best_curve(table.accuracy[split], view.heads) for split in SPLITS},
-        "train_loss": float(loss[-max(1, loss.size // 10):].mean()), "attention_error": frozen_error,
-        "theory": {"temperature": theory.temperature, "converged": bool(theory.solution.converged),
-                   "iterations": int(theory.solution.iterations),
-                   "gradient_norm": float(theory.solution.gradient_norm),
-                   "hessian_min_eigenvalue": float(theory.solution.hessian_min_eigenvalue),
-                   "test_accuracy": classification_accuracy(theory_mean, test.y.numpy()),
-                   "action_change_certified": bool(action_certified[~np.isnan(action)].all())},
-        "theory_scan": {"temperatures": theory.scan["temperatures"], "action": theory.scan["action"],
-                        "converged": theory.scan["converged"], "curves": scan_curves},
-        "width_scan": {"widths": np.array(sensitivity_widths, dtype=float), "converged": np.array(width_converged, dtype=bool),
-                       "curves": np.array(width_curves).reshape(len(width_curves), 2, K + 1)},
-        "weights": weights, "seconds": seconds,
+        "train_loss": float(loss[-max(1, loss.size // 10) :].mean()),
+        "attention_error": frozen_error,
+        "theory": {
+            "temperature": theory.temperature,
+            "converged": bool(theory.solution.converged),
+            "iterations": int(theory.solution.iterations),
+            "gradient_norm": float(theory.solution.gradient_norm),
+            "hessian_min_eigenvalue": float(theory.solution.hessian_min_eigenvalue),
+            "test_accuracy": classification_accuracy(theory_mean, test.y.numpy()),
+            "action_change_certified": bool(action_certified[~np.isnan(action)].all()),
+        },
+        "theory_scan": {
+            "temperatures": theory.scan["temperatures"],
+            "action": theory.scan["action"],
+            "converged": theory.scan["converged"],
+            "curves": scan_curves,
+        },
+        "width_scan": {
+            "widths": np.array(sensitivity_widths, dtype=float),
+            "converged": np.array(width_converged, dtype=bool),
+            "curves": np.array(width_curves).reshape(len(width_curves), 2, K + 1),
+        },
+        "weights": weights,
+        "seconds": seconds,
     }
 
 
 def base_accuracies(training: ModelTraining, weights, test: PatchDigits) -> np.ndarray:
     """``[S]`` test accuracy of each unpruned model rebuilt from ``weights`` (a list of
     :class:`~.training.TrainedWeights` of ``training``), as :attr:`PruningSweep.base_accuracy` measures it."""
-    return np.array([HeadMaskEvaluator(rebuild_model(training, test.input_width, w), test.x.transpose(1, 2), test.y)()
-                     for w in weights])
+    return np.array(
+        [
+            HeadMaskEvaluator(rebuild_model(training, test.input_width, w), test.x.transpose(1, 2), test.y)()
+            for w in weights
+        ]
+    )
 
 
 def mean_interval(values, confidence: float = 0.95, axis: int = 0) -> dict:
@@ -312,9 +380,23 @@ def auc_table(auc: dict, *, confidence: float = 0.95, scale: float = 100.0, digi
     return "\n".join(lines)
 
 
-def pruning_sweep(train: PatchDigits, validation: PatchDigits, test: PatchDigits, *, training: ModelTraining,
-                  num_seeds: int, seed: int, theory_width, temperatures, theory_examples: int, sensitivity_widths=(),
-                  max_iterations: int = 200, device="cpu", weights=None, progress: bool = True) -> PruningSweep:
+def pruning_sweep(
+    train: PatchDigits,
+    validation: PatchDigits,
+    test: PatchDigits,
+    *,
+    training: ModelTraining,
+    num_seeds: int,
+    seed: int,
+    theory_width,
+    temperatures,
+    theory_examples: int,
+    sensitivity_widths=(),
+    max_iterations: int = 200,
+    device="cpu",
+    weights=None,
+    progress: bool = True,
+) -> PruningSweep:
     """:func:`run_seed` for ``seed_index = 0..num_seeds - 1``, one :func:`attnpaths.engine.map_tasks` task each.
 
     Args:
@@ -336,13 +418,16 @@ def pruning_sweep(train: PatchDigits, validation: PatchDigits, test: PatchDigits
     if weights is not None:
         weights = list(weights)
         if len(weights) != num_seeds or not all(isinstance(w, TrainedWeights) for w in weights):
-            raise ValueError(f"weights must be None or {num_seeds} TrainedWeights (one per seed), got "
-                             f"{len(weights)} items")
+            raise ValueError(
+                f"weights must be None or {num_seeds} TrainedWeights (one per seed), got {len(weights)} items"
+            )
     seed = int_at_least(seed, "seed", 0)
     theory_examples = positive_int(theory_examples, "theory_examples")
     if theory_examples >= len(train):
-        raise ValueError(f"theory_examples must be below the {len(train)} training images (the others score the "
-                         f"removal score), got {theory_examples}")
+        raise ValueError(
+            f"theory_examples must be below the {len(train)} training images (the others score the "
+            f"removal score), got {theory_examples}"
+        )
     parse_widths(theory_width, training.num_layers)
     sensitivity_widths = [float(N) for N in sensitivity_widths]
     for N in sensitivity_widths:
@@ -350,32 +435,60 @@ def pruning_sweep(train: PatchDigits, validation: PatchDigits, test: PatchDigits
     temperatures = [float(T) for T in increasing_reals(temperatures, "temperatures")]
     max_iterations = positive_int(max_iterations, "max_iterations")
     torch_device(device, "device")
-    shared = dict(seed=seed, train=train, validation=validation, test=test, training=training,
-                  theory_width=theory_width, temperatures=temperatures, theory_examples=theory_examples,
-                  sensitivity_widths=sensitivity_widths, max_iterations=max_iterations, device=str(device))
-    tasks = [dict(seed_index=i) if weights is None else dict(seed_index=i, weights=weights[i])
-             for i in range(num_seeds)]
-    rows = map_tasks(run_seed, tasks, shared=shared,
-                     description="pruning: training seeds", progress=progress)
+    shared = dict(
+        seed=seed,
+        train=train,
+        validation=validation,
+        test=test,
+        training=training,
+        theory_width=theory_width,
+        temperatures=temperatures,
+        theory_examples=theory_examples,
+        sensitivity_widths=sensitivity_widths,
+        max_iterations=max_iterations,
+        device=str(device),
+    )
+    tasks = [
+        dict(seed_index=i) if weights is None else dict(seed_index=i, weights=weights[i]) for i in range(num_seeds)
+    ]
+    rows = map_tasks(run_seed, tasks, shared=shared, description="pruning: training seeds", progress=progress)
     heads = (training.num_heads,) * training.num_layers
     return PruningSweep(
-        rankings=RANKINGS, heads=heads,
+        rankings=RANKINGS,
+        heads=heads,
         curves={split: np.stack([r["curves"][split] for r in rows]) for split in SPLITS},
         random={split: np.stack([r["random"][split] for r in rows]) for split in SPLITS},
         best={split: np.stack([r["best"][split] for r in rows]) for split in SPLITS},
         scores={name: np.stack([r["scores"][name] for r in rows]) for name in rows[0]["scores"]},
         orders={name: [r["orders"][name] for r in rows] for name in rows[0]["orders"]},
-        fisher_sets=[r["sets"]["fisher"] for r in rows], train_loss=np.array([r["train_loss"] for r in rows]),
+        fisher_sets=[r["sets"]["fisher"] for r in rows],
+        train_loss=np.array([r["train_loss"] for r in rows]),
         attention_error=np.array([r["attention_error"] for r in rows]),
         theory={key: np.array([r["theory"][key] for r in rows]) for key in rows[0]["theory"]},
-        theory_scan={"temperatures": np.array(temperatures),
-                     **{key: np.stack([r["theory_scan"][key] for r in rows]) for key in ("action", "converged", "curves")}},
-        width_scan={"widths": np.array(sensitivity_widths),
-                    **{key: np.stack([r["width_scan"][key] for r in rows]) for key in ("converged", "curves")}},
+        theory_scan={
+            "temperatures": np.array(temperatures),
+            **{key: np.stack([r["theory_scan"][key] for r in rows]) for key in ("action", "converged", "curves")},
+        },
+        width_scan={
+            "widths": np.array(sensitivity_widths),
+            **{key: np.stack([r["width_scan"][key] for r in rows]) for key in ("converged", "curves")},
+        },
         seconds={key: np.array([r["seconds"][key] for r in rows]) for key in rows[0]["seconds"]},
         weights=[r["weights"] for r in rows],
     )
 
 
-__all__ = ["RANKINGS", "RANKING_NAMES", "SPLITS", "HeadMaskEvaluator", "PruningSweep", "auc_table", "base_accuracies",
-           "curve_auc", "mean_interval", "pruning_sweep", "run_seed", "training_seeds"]
+__all__ = [
+    "RANKINGS",
+    "RANKING_NAMES",
+    "SPLITS",
+    "HeadMaskEvaluator",
+    "PruningSweep",
+    "auc_table",
+    "base_accuracies",
+    "curve_auc",
+    "mean_interval",
+    "pruning_sweep",
+    "run_seed",
+    "training_seeds",
+]

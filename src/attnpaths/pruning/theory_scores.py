@@ -25,11 +25,11 @@ import numpy as np
 import torch
 
 from .._validation import as_float64_tensor, positive_int
+from ..head_models import head_model
 from ..head_scoring import head_scores
 from ..kernels import kernel_from_scaled, scaled_features
 from ..paths import all_paths
 from ..theory import CertificateWarning, TheorySolution, solve
-from ..head_models import head_model
 
 #: The theory scores, in the chapter's order (``"theory"``: the paper's head score, eq-head-score).
 THEORY_SCORES = ("theory", "theory_removal", "theory_action", "theory_gate", "theory_loo", "theory_trained")
@@ -108,8 +108,9 @@ def loo_scores(solution: TheorySolution) -> np.ndarray:
     eye = torch.eye(X.shape[0], dtype=torch.float64)
 
     def loo(keep):
-        inverse = torch.cholesky_inverse(torch.linalg.cholesky(kernel_from_scaled(X, U * keep[:, None] * keep[None, :], X)
-                                                                + T * eye))
+        inverse = torch.cholesky_inverse(
+            torch.linalg.cholesky(kernel_from_scaled(X, U * keep[:, None] * keep[None, :], X) + T * eye)
+        )
         return float(((inverse @ y) / torch.diagonal(inverse)).pow(2).mean())
 
     return _per_head(solution.heads, loo) - loo(torch.ones(U.shape[0], dtype=torch.float64))
@@ -142,7 +143,9 @@ def action_gate_gradients(solution: TheorySolution) -> np.ndarray:
     return -_per_head(solution.heads, gradient)
 
 
-def action_changes(features, y, solution: TheorySolution, *, max_iterations: int = 200) -> tuple[np.ndarray, np.ndarray]:
+def action_changes(
+    features, y, solution: TheorySolution, *, max_iterations: int = 200
+) -> tuple[np.ndarray, np.ndarray]:
     """``Delta S_h = min S(without h) - min S`` (eq-action-change): the theory solved again on the paths that
     avoid head ``h`` (a network with ``H_l - 1`` heads in layer ``l``), at the solution's widths, variances and
     temperature, started from the minimum with the head's entries taken out.
@@ -165,15 +168,22 @@ def action_changes(features, y, solution: TheorySolution, *, max_iterations: int
         if H < 2:
             continue
         for h in range(H):
-            reduced = heads[:l] + (H - 1,) + heads[l + 1:]
+            reduced = heads[:l] + (H - 1,) + heads[l + 1 :]
             # started from the minimum with the head's rows and columns taken out: a few Newton steps
-            initial = [U[np.ix_(keep, keep)] for U, keep in
-                       zip(solution.U_layers, _layer_paths_avoiding(heads, l, h))]
+            initial = [U[np.ix_(keep, keep)] for U, keep in zip(solution.U_layers, _layer_paths_avoiding(heads, l, h))]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", CertificateWarning)
-                without = solve(xi[:, :, torch.from_numpy(~through[l, h])], y, heads=reduced, widths=solution.widths,
-                                temperature=solution.temperature, variances=solution.variances, initial=initial,
-                                max_iterations=max_iterations, on_failure="warn")
+                without = solve(
+                    xi[:, :, torch.from_numpy(~through[l, h])],
+                    y,
+                    heads=reduced,
+                    widths=solution.widths,
+                    temperature=solution.temperature,
+                    variances=solution.variances,
+                    initial=initial,
+                    max_iterations=max_iterations,
+                    on_failure="warn",
+                )
             scores[l, h] = without.action - solution.action
             certified[l, h] = without.converged
     return scores, certified
@@ -205,5 +215,12 @@ def trained_path_scores(model) -> np.ndarray:
     return head_scores((w @ w.T / view.input_width).numpy(), view.heads)
 
 
-__all__ = ["THEORY_SCORES", "action_changes", "action_gate_gradients", "head_paths", "loo_scores", "removal_scores",
-           "trained_path_scores"]
+__all__ = [
+    "THEORY_SCORES",
+    "action_changes",
+    "action_gate_gradients",
+    "head_paths",
+    "loo_scores",
+    "removal_scores",
+    "trained_path_scores",
+]

@@ -18,11 +18,11 @@ import torch
 from tqdm import tqdm
 
 from .._validation import int_at_least, nonnegative_real, positive_int, positive_real
-from ..devices import torch_device
+from ..attention_stack import MultiheadAttentionStack
 from ..checkpoints import load_checkpoint, save_checkpoint
+from ..devices import torch_device
 from ..transformer import FORWARD_REVISION, SumHeadTransformer
 from .digits import PatchDigits
-from ..attention_stack import MultiheadAttentionStack
 
 #: ``"multihead"``: :class:`~attnpaths.attention_stack.MultiheadAttentionStack` (``torch.nn.MultiheadAttention`` layers);
 #: ``"sum_heads"``: :class:`~attnpaths.transformer.SumHeadTransformer` (query/key on the raw input).
@@ -62,8 +62,9 @@ class ModelTraining:
         positive_real(self.learning_rate, "learning_rate")
         nonnegative_real(self.weight_decay, "weight_decay")
         if self.architecture == "multihead" and self.width % self.num_heads:
-            raise ValueError(f"width must be a multiple of num_heads = {self.num_heads} for 'multihead', got "
-                             f"{self.width}")
+            raise ValueError(
+                f"width must be a multiple of num_heads = {self.num_heads} for 'multihead', got {self.width}"
+            )
 
     def to_dict(self) -> dict:
         """The settings as a dict (for a results file)."""
@@ -74,10 +75,12 @@ def build_model(config: ModelTraining, input_width: int, generator: torch.Genera
     """The untrained model of ``config`` for tokens of ``input_width`` features, weights drawn from
     ``generator`` (float32, on the CPU)."""
     if config.architecture == "multihead":
-        return MultiheadAttentionStack(input_width, config.width, config.num_heads, config.num_layers,
-                                       generator=generator)
-    return SumHeadTransformer(input_width, config.width, config.qk_width, config.num_layers, config.num_heads,
-                              generator=generator)
+        return MultiheadAttentionStack(
+            input_width, config.width, config.num_heads, config.num_layers, generator=generator
+        )
+    return SumHeadTransformer(
+        input_width, config.width, config.qk_width, config.num_layers, config.num_heads, generator=generator
+    )
 
 
 def train_model(config: ModelTraining, train: PatchDigits, seed: int, *, device="cpu", progress: bool = False):
@@ -153,17 +156,30 @@ def models_key(config: ModelTraining, train: PatchDigits, seeds) -> str:
     digest = hashlib.sha256()
     for tensor in (train.x, train.y):
         digest.update(np.ascontiguousarray(tensor.numpy()).tobytes())
-    text = json.dumps({"config": config.to_dict(), "train": digest.hexdigest(), "seeds": [int(s) for s in seeds],
-                       "input_width": int(train.input_width), "format": MODELS_FORMAT,
-                       "forward_revision": FORWARD_REVISION}, sort_keys=True)
+    text = json.dumps(
+        {
+            "config": config.to_dict(),
+            "train": digest.hexdigest(),
+            "seeds": [int(s) for s in seeds],
+            "input_width": int(train.input_width),
+            "format": MODELS_FORMAT,
+            "forward_revision": FORWARD_REVISION,
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def save_models(path, config: ModelTraining, key: str, weights) -> str:
     """Write the trained weights of a sweep's seeds (a list of :class:`TrainedWeights`, in seed order) with
     their ``config`` and :func:`models_key`; returns the file's SHA-256."""
-    payload = {"format": MODELS_FORMAT, "config": config.to_dict(), "key": key,
-               "states": [w.state for w in weights], "losses": [torch.from_numpy(np.asarray(w.loss)) for w in weights]}
+    payload = {
+        "format": MODELS_FORMAT,
+        "config": config.to_dict(),
+        "key": key,
+        "states": [w.state for w in weights],
+        "losses": [torch.from_numpy(np.asarray(w.loss)) for w in weights],
+    }
     return save_checkpoint(payload, path)
 
 
@@ -172,10 +188,24 @@ def load_models(path, key: str, sha256: str | None = None) -> list[TrainedWeight
     holds the models of ``key`` (``ValueError`` otherwise)."""
     payload = load_checkpoint(path, sha256, format=MODELS_FORMAT)
     if payload["key"] != key:
-        raise ValueError(f"{path} holds the models of key {payload['key'][:12]}..., not of the requested "
-                         f"{key[:12]}... (other training settings, images or seeds)")
+        raise ValueError(
+            f"{path} holds the models of key {payload['key'][:12]}..., not of the requested "
+            f"{key[:12]}... (other training settings, images or seeds)"
+        )
     return [TrainedWeights(state=state, loss=loss.numpy()) for state, loss in zip(payload["states"], payload["losses"])]
 
 
-__all__ = ["ARCHITECTURES", "ARCHITECTURE_NAMES", "MODELS_FORMAT", "ModelTraining", "TrainedWeights", "build_model",
-           "load_models", "models_key", "rebuild_model", "save_models", "train_model", "trained_weights"]
+__all__ = [
+    "ARCHITECTURES",
+    "ARCHITECTURE_NAMES",
+    "MODELS_FORMAT",
+    "ModelTraining",
+    "TrainedWeights",
+    "build_model",
+    "load_models",
+    "models_key",
+    "rebuild_model",
+    "save_models",
+    "train_model",
+    "trained_weights",
+]

@@ -86,12 +86,23 @@ def _entropy(p):
     return -np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0))
 
 
-def bayesian_attention_experiment(rng, *, num_tokens: int = 16, dim: int = 8, key_norm: float = 2.0,
-                                  noise: float = 1.0, num_trials: int = 200,
-                                  rates=(0.01, 0.03, 0.1, 0.3, 0.6, 0.9)) -> BayesianAttentionResult:
+def bayesian_attention_experiment(
+    rng,
+    *,
+    num_tokens: int = 16,
+    dim: int = 8,
+    key_norm: float = 2.0,
+    noise: float = 1.0,
+    num_trials: int = 200,
+    rates=(0.01, 0.03, 0.1, 0.3, 0.6, 0.9),
+) -> BayesianAttentionResult:
     """Compare Bayes' rule with softmax attention on equal-norm keys; sweep the geometric prior's rate."""
     numpy_generator(rng)
-    n, d, trials = positive_int(num_tokens, "num_tokens"), positive_int(dim, "dim"), positive_int(num_trials, "num_trials")
+    n, d, trials = (
+        positive_int(num_tokens, "num_tokens"),
+        positive_int(dim, "dim"),
+        positive_int(num_trials, "num_trials"),
+    )
     r, sigma = positive_real(key_norm, "key_norm"), positive_real(noise, "noise")
     rates = increasing_reals(rates, "rates")
     priors = [geometric_log_prior(n, float(rho)) for rho in rates]
@@ -109,6 +120,12 @@ def bayesian_attention_experiment(rng, *, num_tokens: int = 16, dim: int = 8, ke
         uniform[t] = np.exp(_entropy(post))
         for i, lp in enumerate(priors):
             windows[t, i] = np.exp(_entropy(parent_posterior(query, keys, sigma, lp)))
-    return BayesianAttentionResult(max_weight_diff=w_diff, max_output_diff=o_diff, rates=rates,
-                                   window=windows.mean(axis=0), window_uniform=float(uniform.mean()),
-                                   window_trials=windows, window_uniform_trials=uniform)
+    return BayesianAttentionResult(
+        max_weight_diff=w_diff,
+        max_output_diff=o_diff,
+        rates=rates,
+        window=windows.mean(axis=0),
+        window_uniform=float(uniform.mean()),
+        window_trials=windows,
+        window_uniform_trials=uniform,
+    )

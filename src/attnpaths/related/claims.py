@@ -15,8 +15,9 @@ from ..claims import LEVEL, Verdict, exact, permutation, permutation_p_values, r
 from ..statistics import loglog_slope
 
 
-def collapse_exponent_verdict(per_network_ratios, *, exponent: float = 3.0, margin: float = 1.0,
-                              level: float = LEVEL) -> Verdict:
+def collapse_exponent_verdict(
+    per_network_ratios, *, exponent: float = 3.0, margin: float = 1.0, level: float = LEVEL
+) -> Verdict:
     """R1a: pure self-attention collapses doubly exponentially with the bound's exponent: the mean (over
     independent networks) of each network's mean log-residual ratio equals ``exponent`` within ``margin``
     (1: an exponential collapse gives ratios near 1, a collapse with exponent 3 near 3).
@@ -28,12 +29,17 @@ def collapse_exponent_verdict(per_network_ratios, *, exponent: float = 3.0, marg
     if means.size < 2:
         raise ValueError("need log-residual ratios from at least 2 networks")
     return replicate_equivalence(
-        "R1a", f"pure self-attention loses rank doubly exponentially: successive log-residual ratios equal the "
+        "R1a",
+        f"pure self-attention loses rank doubly exponentially: successive log-residual ratios equal the "
         f"bound's exponent {exponent:g} within {margin:g}",
         source="[SRC] Dong et al. 2021 (doubly exponential collapse); exponent from the bound (rel-rank-bound), "
-               "[SRC-2], read asymptotically in this book",
-        statistic="per-network mean of log r_{l+1} / log r_l", replicates=means, reference=exponent, margin=margin,
-        level=level)
+        "[SRC-2], read asymptotically in this book",
+        statistic="per-network mean of log r_{l+1} / log r_l",
+        replicates=means,
+        reference=exponent,
+        margin=margin,
+        level=level,
+    )
 
 
 def skip_verdict(final_residuals, *, floor: float = 1e-2, level: float = LEVEL) -> Verdict:
@@ -42,11 +48,15 @@ def skip_verdict(final_residuals, *, floor: float = 1e-2, level: float = LEVEL) 
     r = as_float64_array(final_residuals, "final_residuals", ndim=1)
     logs = np.log10(np.maximum(r, 1e-300))
     return replicate_t(
-        "R1b", f"with skip connections the output stays away from rank one: the final relative residual is above "
+        "R1b",
+        f"with skip connections the output stays away from rank one: the final relative residual is above "
         f"{floor:g} (log10, mean over networks)",
         source="[SRC] Dong et al. 2021 (skip connections stop the degeneration)",
-        statistic=f"log10 final residual - log10 {floor:g}", differences=logs - np.log10(floor), level=level,
-        measured=f"final residuals {r.min():.3g} to {r.max():.3g}.")
+        statistic=f"log10 final residual - log10 {floor:g}",
+        differences=logs - np.log10(floor),
+        level=level,
+        measured=f"final residuals {r.min():.3g} to {r.max():.3g}.",
+    )
 
 
 def scale_slopes(scales, norms) -> np.ndarray:
@@ -56,14 +66,30 @@ def scale_slopes(scales, norms) -> np.ndarray:
     return np.log(J[:, -1] / J[:, -2]) / np.log(t[-1] / t[-2])
 
 
-def growth_exponent_verdict(claim: str, statement: str, *, source: str, scales, norms, exponent: float,
-                            margin: float = 0.5, level: float = LEVEL) -> Verdict:
+def growth_exponent_verdict(
+    claim: str,
+    statement: str,
+    *,
+    source: str,
+    scales,
+    norms,
+    exponent: float,
+    margin: float = 0.5,
+    level: float = LEVEL,
+) -> Verdict:
     """R2a/R2b: the Jacobian norm grows like ``t^exponent`` at large input scales ``t``: the per-draw slopes
     between the two largest scales (independent draws) have mean ``exponent`` within ``margin``."""
     slopes = scale_slopes(scales, norms)
-    return replicate_equivalence(claim, statement, source=source,
-                                 statistic="log-log slope of the Jacobian norm between the two largest scales",
-                                 replicates=slopes, reference=exponent, margin=margin, level=level)
+    return replicate_equivalence(
+        claim,
+        statement,
+        source=source,
+        statistic="log-log slope of the Jacobian norm between the two largest scales",
+        replicates=slopes,
+        reference=exponent,
+        margin=margin,
+        level=level,
+    )
 
 
 def dot_product_growth_verdict(scales, norms, *, margin: float = 1.0, level: float = LEVEL) -> Verdict:
@@ -75,10 +101,16 @@ def dot_product_growth_verdict(scales, norms, *, margin: float = 1.0, level: flo
         scales: ``[S]`` increasing input scales; norms: ``[draws, S]`` Jacobian norms per independent draw.
     """
     return growth_exponent_verdict(
-        "R2a", f"dot-product self-attention is not Lipschitz: its Jacobian norm grows like t^2 with the input "
-        f"scale t (slope 2 within {margin:g})", source="[SRC] Kim et al. 2021 (not Lipschitz on an unbounded "
-        "domain); the exponent 2 is derived in this book", scales=scales, norms=norms, exponent=2.0, margin=margin,
-        level=level)
+        "R2a",
+        f"dot-product self-attention is not Lipschitz: its Jacobian norm grows like t^2 with the input "
+        f"scale t (slope 2 within {margin:g})",
+        source="[SRC] Kim et al. 2021 (not Lipschitz on an unbounded domain); the exponent 2 is derived in this book",
+        scales=scales,
+        norms=norms,
+        exponent=2.0,
+        margin=margin,
+        level=level,
+    )
 
 
 def l2_growth_verdict(scales, norms, *, margin: float = 0.5, level: float = LEVEL) -> Verdict:
@@ -90,13 +122,21 @@ def l2_growth_verdict(scales, norms, *, margin: float = 0.5, level: float = LEVE
         scales: ``[S]`` increasing input scales; norms: ``[draws, S]`` Jacobian norms per independent draw.
     """
     return growth_exponent_verdict(
-        "R2b", f"L2 self-attention is Lipschitz: its Jacobian norm does not grow with the input scale (slope 0 "
-        f"within {margin:g})", source="[SRC] Kim et al. 2021 (L2 self-attention is Lipschitz)", scales=scales,
-        norms=norms, exponent=0.0, margin=margin, level=level)
+        "R2b",
+        f"L2 self-attention is Lipschitz: its Jacobian norm does not grow with the input scale (slope 0 "
+        f"within {margin:g})",
+        source="[SRC] Kim et al. 2021 (L2 self-attention is Lipschitz)",
+        scales=scales,
+        norms=norms,
+        exponent=0.0,
+        margin=margin,
+        level=level,
+    )
 
 
-def adversarial_rate_verdict(num_tokens, norms, *, min_tokens: int = 64, exponent: float = 0.5,
-                             margin: float = 0.125) -> Verdict:
+def adversarial_rate_verdict(
+    num_tokens, norms, *, min_tokens: int = 64, exponent: float = 0.5, margin: float = 0.125
+) -> Verdict:
     """R3a: on the adversarial construction (deterministic, no sampling error) the Jacobian norm grows like
     ``n^exponent``: the log-log slope over ``n >= min_tokens`` is within ``margin`` (0.125: closer to 1/2 than to
     the exponent 1/4 reported on real data)."""
@@ -104,12 +144,16 @@ def adversarial_rate_verdict(num_tokens, norms, *, min_tokens: int = 64, exponen
     keep = n >= min_tokens
     slope = loglog_slope(n[keep], J[keep])
     return exact(
-        "R3a", f"on a compact set the Jacobian norm of self-attention can grow like sqrt(n): on the adversarial "
+        "R3a",
+        f"on a compact set the Jacobian norm of self-attention can grow like sqrt(n): on the adversarial "
         f"tokens the log-log slope is {exponent:g} within {margin:g}",
         source="[SRC] Castin et al. 2024 (the sqrt(n) bound is attained); the construction is derived in this book",
-        statistic=f"log-log slope of the Jacobian norm for n >= {min_tokens}", value=slope,
-        criterion=f"|slope - {exponent:g}| < {margin:g}", satisfied=abs(slope - exponent) < margin,
-        measured=f"slope {slope:+.3f}.")
+        statistic=f"log-log slope of the Jacobian norm for n >= {min_tokens}",
+        value=slope,
+        criterion=f"|slope - {exponent:g}| < {margin:g}",
+        satisfied=abs(slope - exponent) < margin,
+        measured=f"slope {slope:+.3f}.",
+    )
 
 
 def random_input_verdict(num_tokens, draws, *, n_from: int, n_to: int, level: float = LEVEL) -> Verdict:
@@ -121,15 +165,21 @@ def random_input_verdict(num_tokens, draws, *, n_from: int, n_to: int, level: fl
     d = np.log(J[:, n.index(n_to)]) - np.log(J[:, n.index(n_from)])
     margin = np.log(n_to / n_from) / 4
     return replicate_equivalence(
-        "R3b", f"on random tokens the Jacobian norm does not grow with n (n = {n_from} to {n_to}: log-change 0 "
+        "R3b",
+        f"on random tokens the Jacobian norm does not grow with n (n = {n_from} to {n_to}: log-change 0 "
         f"within {margin:.3f}, half that of sqrt(n))",
         source="[SRC] Castin et al. 2024 (mean-field bounds independent of n); our random-token instance",
-        statistic=f"log J(n = {n_to}) - log J(n = {n_from})", replicates=d, reference=0.0, margin=margin,
-        level=level)
+        statistic=f"log J(n = {n_to}) - log J(n = {n_from})",
+        replicates=d,
+        reference=0.0,
+        margin=margin,
+        level=level,
+    )
 
 
-def w1_lipschitz_verdict(rng, num_atoms, delta, distance, *, num_permutations: int = 2000,
-                         level: float = LEVEL) -> Verdict:
+def w1_lipschitz_verdict(
+    rng, num_atoms, delta, distance, *, num_permutations: int = 2000, level: float = LEVEL
+) -> Verdict:
     """R4a: attention is Lipschitz in ``W1`` on a compact domain: the ratio of output change to ``W1`` distance
     does not grow with ``n``; tested as: its mean over independent trials is larger at the smallest ``n`` than
     at the largest (permutation test of the difference of means).
@@ -146,16 +196,21 @@ def w1_lipschitz_verdict(rng, num_atoms, delta, distance, *, num_permutations: i
     null = np.empty(positive_int(num_permutations, "num_permutations"))
     for b in range(null.size):
         perm = rng.permutation(pooled)
-        null[b] = perm[: first.size].mean() - perm[first.size:].mean()
+        null[b] = perm[: first.size].mean() - perm[first.size :].mean()
     p_greater, p_smaller = permutation_p_values(observed, null)
     return permutation(
-        "R4a", f"attention is Lipschitz in W1 on a compact domain: the ratio |Delta Gamma| / W1 does not grow "
+        "R4a",
+        f"attention is Lipschitz in W1 on a compact domain: the ratio |Delta Gamma| / W1 does not grow "
         f"with n (tested as: larger at n = {int(ns[0])} than at n = {int(ns[-1])})",
         source="[SRC] Vuckovic et al. 2020, 2021 (Lipschitz on compact domains); [SRC-2] the metric W1",
-        statistic="mean ratio (smallest n) - mean ratio (largest n)", value=observed, p_greater=p_greater,
-        p_smaller=p_smaller, test=f"permutation test of the difference of means over trials ({null.size} permutations)",
+        statistic="mean ratio (smallest n) - mean ratio (largest n)",
+        value=observed,
+        p_greater=p_greater,
+        p_smaller=p_smaller,
+        test=f"permutation test of the difference of means over trials ({null.size} permutations)",
         level=level,
-        measured=f"mean ratio {first.mean():.3f} (n = {int(ns[0])}) -> {last.mean():.3f} (n = {int(ns[-1])}).")
+        measured=f"mean ratio {first.mean():.3f} (n = {int(ns[0])}) -> {last.mean():.3f} (n = {int(ns[-1])}).",
+    )
 
 
 def window_verdict(rates, window_trials, *, level: float = LEVEL) -> Verdict:
@@ -164,9 +219,13 @@ def window_verdict(rates, window_trials, *, level: float = LEVEL) -> Verdict:
     rates = as_float64_array(rates, "rates", ndim=1)
     w = as_float64_array(window_trials, "window_trials", ndim=2)
     return replicate_t(
-        "R5a", f"a geometric prior over positions narrows the effective window exp H as its rate grows (rate "
+        "R5a",
+        f"a geometric prior over positions narrows the effective window exp H as its rate grows (rate "
         f"{rates[0]:g} against {rates[-1]:g})",
         source="[SRC] Singh and Buckley 2023 (a geometric prior scales the context window); instance derived in "
-               "this book",
-        statistic="window(smallest rate) - window(largest rate)", differences=w[:, 0] - w[:, -1], level=level,
-        measured=f"mean window {w[:, 0].mean():.2f} -> {w[:, -1].mean():.2f} tokens.")
+        "this book",
+        statistic="window(smallest rate) - window(largest rate)",
+        differences=w[:, 0] - w[:, -1],
+        level=level,
+        measured=f"mean window {w[:, 0].mean():.2f} -> {w[:, -1].mean():.2f} tokens.",
+    )

@@ -41,7 +41,7 @@ class SelfAttentionWeights:
     value: torch.Tensor
 
     @classmethod
-    def draw(cls, rng, width: int) -> "SelfAttentionWeights":
+    def draw(cls, rng, width: int) -> SelfAttentionWeights:
         """I.i.d. ``N(0, 1/d)`` entries."""
         numpy_generator(rng)
         d = positive_int(width, "width")
@@ -85,8 +85,9 @@ class ScalingResult:
     l2_draws: np.ndarray
 
 
-def input_scaling_experiment(rng, *, scales=(1, 2, 4, 8, 16, 32), num_tokens: int = 6, width: int = 3,
-                             num_draws: int = 30) -> ScalingResult:
+def input_scaling_experiment(
+    rng, *, scales=(1, 2, 4, 8, 16, 32), num_tokens: int = 6, width: int = 3, num_draws: int = 30
+) -> ScalingResult:
     """Jacobian norms of (sec-r2) and (rel-l2) on inputs ``t x`` with one token at 0, as ``t`` grows.
 
     The same draws (inputs and weights) are used for every scale.
@@ -103,8 +104,9 @@ def input_scaling_experiment(rng, *, scales=(1, 2, 4, 8, 16, 32), num_tokens: in
         for i, t in enumerate(scales):
             dp[k, i] = jacobian_spectral_norm(lambda y: dot_product_self_attention(y, weights), t * x)
             l2[k, i] = jacobian_spectral_norm(lambda y: l2_self_attention(y, weights), t * x)
-    return ScalingResult(scales=scales, dot_product=dp.max(axis=0), l2=l2.max(axis=0), dot_product_draws=dp,
-                         l2_draws=l2)
+    return ScalingResult(
+        scales=scales, dot_product=dp.max(axis=0), l2=l2.max(axis=0), dot_product_draws=dp, l2_draws=l2
+    )
 
 
 def bare_attention(x, A) -> torch.Tensor:
@@ -179,8 +181,9 @@ class SequenceLengthResult:
     random_draws: np.ndarray
 
 
-def sequence_length_experiment(rng, *, num_tokens=(4, 8, 16, 32, 64, 128, 256, 512), radius: float = 6.0,
-                               repetitions: int = 3) -> SequenceLengthResult:
+def sequence_length_experiment(
+    rng, *, num_tokens=(4, 8, 16, 32, 64, 128, 256, 512), radius: float = 6.0, repetitions: int = 3
+) -> SequenceLengthResult:
     """Lipschitz constant (Jacobian norm at a point) of (sec-r3) versus ``n``: adversarial and random inputs."""
     numpy_generator(rng)
     ns = increasing_ints(num_tokens, "num_tokens", 2)

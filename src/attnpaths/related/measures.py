@@ -30,8 +30,12 @@ def measure_attention(queries, atoms, A, V) -> np.ndarray:
     """
     atoms = as_float64_array(atoms, "atoms")
     V = as_float64_array(V, "V")
-    out = bilinear_attention(as_float64_tensor(queries, "queries")[None], as_float64_tensor(atoms, "atoms")[None],
-                             torch.from_numpy(atoms @ V.T)[None], as_float64_tensor(A, "A"))
+    out = bilinear_attention(
+        as_float64_tensor(queries, "queries")[None],
+        as_float64_tensor(atoms, "atoms")[None],
+        torch.from_numpy(atoms @ V.T)[None],
+        as_float64_tensor(A, "A"),
+    )
     return out[0].numpy()
 
 
@@ -64,8 +68,9 @@ class MeasureResult:
     delta: np.ndarray
 
 
-def measure_lipschitz_experiment(rng, *, num_atoms=(8, 32, 128, 512), num_trials: int = 30,
-                                 num_queries: int = 16) -> MeasureResult:
+def measure_lipschitz_experiment(
+    rng, *, num_atoms=(8, 32, 128, 512), num_trials: int = 30, num_queries: int = 16
+) -> MeasureResult:
     """Duplication invariance and the ``W1``-Lipschitz ratio of (rel-meas) on ``[-1, 1]^2`` as ``n`` grows.
 
     ``A`` and ``V`` are drawn once (Gaussian, rescaled to spectral norm 1); each trial draws two independent
@@ -95,6 +100,13 @@ def measure_lipschitz_experiment(rng, *, num_atoms=(8, 32, 128, 512), num_trials
         deltas.append(np.mean(d_n))
         w1_trials.append(w_n)
         delta_trials.append(d_n)
-    return MeasureResult(num_atoms=ns, duplication_diff=dup, ratio_max=np.array(ratio),
-                         ratio_mean=np.array(ratio_mean), w1_mean=np.array(w1s),
-                         delta_mean=np.array(deltas), w1=np.array(w1_trials), delta=np.array(delta_trials))
+    return MeasureResult(
+        num_atoms=ns,
+        duplication_diff=dup,
+        ratio_max=np.array(ratio),
+        ratio_mean=np.array(ratio_mean),
+        w1_mean=np.array(w1s),
+        delta_mean=np.array(deltas),
+        w1=np.array(w1_trials),
+        delta=np.array(delta_trials),
+    )

@@ -33,11 +33,21 @@ def plot_rank_collapse(result):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     ax = axes[0]
     for r in range(pure.shape[0]):
-        ax.plot(layers, np.maximum(pure[r], RESIDUAL_FLOOR), "o-", color="C0", alpha=0.6,
-                label="pure attention" if r == 0 else None)
+        ax.plot(
+            layers,
+            np.maximum(pure[r], RESIDUAL_FLOOR),
+            "o-",
+            color="C0",
+            alpha=0.6,
+            label="pure attention" if r == 0 else None,
+        )
         ax.plot(layers, skip[r], "s-", color="C1", alpha=0.6, label="with skip connections" if r == 0 else None)
-    ax.set(yscale="log", xlabel="layer $l$", ylabel=r"relative residual $r_l$ (floored at $10^{-17}$)",
-           title="Distance to rank one")
+    ax.set(
+        yscale="log",
+        xlabel="layer $l$",
+        ylabel=r"relative residual $r_l$ (floored at $10^{-17}$)",
+        title="Distance to rank one",
+    )
     ax.legend(fontsize=8)
     ax = axes[1]
     ax.plot(np.arange(ratios.size), ratios, "o", label=r"$\log r_{l+1} / \log r_l$, $r_l \leq 0.1$")
@@ -58,8 +68,13 @@ def plot_input_scaling(result):
     fig, ax = plt.subplots(figsize=(5.5, 4))
     ax.plot(result.scales, result.dot_product, "o-", label="dot-product attention")
     ax.plot(result.scales, result.l2, "s-", label="L2 attention (rel-l2)")
-    ax.set(xscale="log", yscale="log", xlabel="input scale $t$", ylabel="max Jacobian spectral norm over draws",
-           title="Local Lipschitz constant vs input scale")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="input scale $t$",
+        ylabel="max Jacobian spectral norm over draws",
+        title="Local Lipschitz constant vs input scale",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -78,10 +93,16 @@ def plot_sequence_length(result):
     fig, ax = plt.subplots(figsize=(5.5, 4))
     ax.plot(n, result.adversarial, "o-", label="adversarial tokens")
     ax.plot(n, result.random, "s-", label="uniform in the disk (mean over draws)")
-    ax.plot(n, result.adversarial[-1] * np.sqrt(n / n[-1]), ":", color="0.5",
-            label=r"$\sqrt{n}$ through the last point")
-    ax.set(xscale="log", yscale="log", xlabel="sequence length $n$", ylabel="Jacobian spectral norm (rel-jac)",
-           title="Lipschitz constant vs sequence length")
+    ax.plot(
+        n, result.adversarial[-1] * np.sqrt(n / n[-1]), ":", color="0.5", label=r"$\sqrt{n}$ through the last point"
+    )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sequence length $n$",
+        ylabel="Jacobian spectral norm (rel-jac)",
+        title="Lipschitz constant vs sequence length",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -101,14 +122,20 @@ def plot_measures(result):
     ax = axes[0]
     ax.plot(n, result.ratio_max, "o-", label="largest over trials")
     ax.plot(n, result.ratio_mean, "s-", label="mean over trials")
-    ax.set(xscale="log", ylim=(0, None), xlabel="number of atoms $n$", ylabel=r"$\max_q\|\Delta\Gamma\| / W_1$",
-           title=r"$W_1$-Lipschitz ratio")
+    ax.set(
+        xscale="log",
+        ylim=(0, None),
+        xlabel="number of atoms $n$",
+        ylabel=r"$\max_q\|\Delta\Gamma\| / W_1$",
+        title=r"$W_1$-Lipschitz ratio",
+    )
     ax.legend(fontsize=8)
     ax = axes[1]
     ax.plot(n, result.w1_mean, "o-", label=r"mean $W_1(\mu, \nu)$")
     ax.plot(n, result.delta_mean, "s-", label=r"mean $\max_q \|\Gamma(\mu)(q) - \Gamma(\nu)(q)\|$")
-    ax.set(xscale="log", yscale="log", xlabel="number of atoms $n$", ylabel="distance",
-           title="Distances between samples")
+    ax.set(
+        xscale="log", yscale="log", xlabel="number of atoms $n$", ylabel="distance", title="Distances between samples"
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -126,8 +153,12 @@ def plot_context_window(result):
     fig, ax = plt.subplots(figsize=(5.5, 4))
     ax.plot(result.rates, result.window, "o-", label="geometric prior")
     ax.axhline(result.window_uniform, color="0.5", ls=":", label="uniform prior (= softmax attention)")
-    ax.set(xscale="log", xlabel=r"geometric prior rate $\rho$", ylabel=r"effective window $\exp H$ (mean over trials)",
-           title="A prior over positions and the context window")
+    ax.set(
+        xscale="log",
+        xlabel=r"geometric prior rate $\rho$",
+        ylabel=r"effective window $\exp H$ (mean over trials)",
+        title="A prior over positions and the context window",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

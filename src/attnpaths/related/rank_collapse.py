@@ -40,7 +40,7 @@ class RandomSelfAttention:
     value: torch.Tensor  # [d, d]
 
     @classmethod
-    def draw(cls, rng, width: int) -> "RandomSelfAttention":
+    def draw(cls, rng, width: int) -> RandomSelfAttention:
         """``W_Q, W_K, W_V`` with i.i.d. ``N(0, 1/d)`` entries."""
         numpy_generator(rng)
         d = positive_int(width, "width")
@@ -66,8 +66,9 @@ class RankCollapseResult:
     residual_skip: np.ndarray
 
 
-def rank_collapse_experiment(rng, *, num_tokens: int = 32, width: int = 64, depth: int = 12,
-                             repetitions: int = 5) -> RankCollapseResult:
+def rank_collapse_experiment(
+    rng, *, num_tokens: int = 32, width: int = 64, depth: int = 12, repetitions: int = 5
+) -> RankCollapseResult:
     """Propagate Gaussian tokens ``[width, num_tokens]`` through ``depth`` random layers, with and without skips."""
     numpy_generator(rng)
     n, d = positive_int(num_tokens, "num_tokens"), positive_int(width, "width")

@@ -28,15 +28,21 @@ import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional  # Optional[ArrayLike]: autodoc_type_aliases cannot read ArrayLike | None
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
 from .._validation import as_float64_tensor, check_memory, heads_tuple, positive_int, positive_real
-from ..action import (Architecture, EnergyEvaluator, SymmetricBasis, energy, entropy_terms, gp_order_parameters,
-                      readout_order_parameter)
+from ..action import (
+    Architecture,
+    EnergyEvaluator,
+    SymmetricBasis,
+    energy,
+    entropy_terms,
+    gp_order_parameters,
+    readout_order_parameter,
+)
 from ..gram import DEFAULT_BLOCK_SIZE, GramStatistics
 from ..kernels import kernel_from_scaled, scaled_features
 from ..paths import check_num_paths
@@ -122,8 +128,9 @@ class CholeskyCoordinates:
     def factors(self, theta: torch.Tensor) -> list[torch.Tensor]:
         """``[L_1, ..., L_L]``, each ``[..., n_l, n_l]`` lower triangular with a positive diagonal."""
         out = []
-        for part, n, (rows, cols), place in zip(torch.split(theta, self.counts, dim=-1), self.sizes, self.index,
-                                                self._placement):
+        for part, n, (rows, cols), place in zip(
+            torch.split(theta, self.counts, dim=-1), self.sizes, self.index, self._placement
+        ):
             entries = torch.where(rows == cols, torch.exp(part), part)
             out.append((entries @ place).reshape(*theta.shape[:-1], n, n))
         return out
@@ -169,7 +176,9 @@ class CholeskyCoordinates:
             curvatures.append((cols[:, None] == cols[None, :]).to(torch.float64) * sym[rows[:, None], rows[None, :]])
             on_diagonal = rows == cols
             scales.append(torch.where(on_diagonal, chol[rows, cols], torch.ones(rows.numel(), dtype=torch.float64)))
-            diagonal_terms.append(torch.where(on_diagonal, jac.T @ g.reshape(-1), torch.zeros(rows.numel(), dtype=torch.float64)))
+            diagonal_terms.append(
+                torch.where(on_diagonal, jac.T @ g.reshape(-1), torch.zeros(rows.numel(), dtype=torch.float64))
+            )
             jacobians.append(jac)
         jac = torch.block_diag(*jacobians)
         scale = torch.cat(scales)
@@ -222,8 +231,14 @@ class _Action:
     entries of ``U``.
     """
 
-    def __init__(self, X: torch.Tensor | None, y: torch.Tensor | None, arch: Architecture, temperature: float,
-                 evaluator: EnergyEvaluator | None = None):
+    def __init__(
+        self,
+        X: torch.Tensor | None,
+        y: torch.Tensor | None,
+        arch: Architecture,
+        temperature: float,
+        evaluator: EnergyEvaluator | None = None,
+    ):
         self.X, self.y, self.arch, self.temperature = X, y, arch, temperature
         self.energy = EnergyEvaluator(X, y, temperature) if evaluator is None else evaluator
         self.sizes = sizes = _layer_sizes(arch)
@@ -287,8 +302,9 @@ class _Action:
         en_gradient, en_hessian = self.energy.derivatives_in_basis(point.energy, order=2)
         _, gradients, terms = entropy_terms(point.factors, self.arch, order=2)
         # numpy: the arrays are small (a fraction of torch's cost per operation)
-        gradient_u = np.concatenate([g.reshape(-1)[basis.flat_positions[0]] * basis.weights.numpy()
-                                     for g, basis in zip(gradients, self.bases)])
+        gradient_u = np.concatenate(
+            [g.reshape(-1)[basis.flat_positions[0]] * basis.weights.numpy() for g, basis in zip(gradients, self.bases)]
+        )
         gradient_u[: s[1]] += en_gradient.numpy()
         hessian_u = np.zeros((s[-1], s[-1]))
         hessian_u[: s[1], : s[1]] = en_hessian.numpy()
@@ -305,8 +321,9 @@ class _Action:
         hessian = self._times_jacobian(np.ascontiguousarray(right.T), F, scale)[0]  # (H_u J)^T J = J^T H_u J
         hessian += (2.0 * self.same_column) * g[self.row_pairs] * np.outer(scale, scale)
         hessian.flat[:: hessian.shape[0] + 1] += np.where(self.on_diagonal, gradient, 0.0)
-        return _Derivatives(torch.from_numpy(gradient), torch.from_numpy((hessian + hessian.T) / 2),
-                            gradient_u, hessian_u)
+        return _Derivatives(
+            torch.from_numpy(gradient), torch.from_numpy((hessian + hessian.T) / 2), gradient_u, hessian_u
+        )
 
     def certificate(self, derivatives: _Derivatives) -> tuple[float, float]:
         """Gradient norm and smallest Hessian eigenvalue of ``S`` in symmetric directions of every ``U_l``
@@ -437,8 +454,16 @@ class _Model:
         return float(np.abs(V @ (coefficients / lam)).max())
 
 
-def _newton(action: _Action, theta, tolerance: float, max_iterations: int, radius: float = 2.0,
-            refine: float = 1e-12, *, initial_given: bool = True):
+def _newton(
+    action: _Action,
+    theta,
+    tolerance: float,
+    max_iterations: int,
+    radius: float = 2.0,
+    refine: float = 1e-12,
+    *,
+    initial_given: bool = True,
+):
     """Trust-region Newton method in log-Cholesky coordinates with the exact Hessian.
 
     Each iteration minimises the quadratic model of ``S`` within a ball of radius ``radius`` around ``theta``
@@ -458,8 +483,10 @@ def _newton(action: _Action, theta, tolerance: float, max_iterations: int, radiu
     point = action.point(theta)
     if point is None:
         if initial_given:
-            raise ValueError(f"initial must give a finite action (K(U_1) + T I positive definite at "
-                             f"temperature={action.temperature!r})")
+            raise ValueError(
+                f"initial must give a finite action (K(U_1) + T I positive definite at "
+                f"temperature={action.temperature!r})"
+            )
         U_1 = action.coords.matrices(theta)[0]
         raise ValueError(_infinite_start(float(U_1[0, 0]), action.temperature))
     derivatives = action.derivatives(point)
@@ -512,8 +539,10 @@ def _newton(action: _Action, theta, tolerance: float, max_iterations: int, radiu
 # --------------------------------------------------------------------------------------------------------
 # the solution
 
-_NO_TRAINING_SET = ("{what} is not available: this solution was found from GramStatistics (solve_from_statistics), "
-                    "which hold no training examples; solve(features, y, ...) keeps them")
+_NO_TRAINING_SET = (
+    "{what} is not available: this solution was found from GramStatistics (solve_from_statistics), "
+    "which hold no training examples; solve(features, y, ...) keeps them"
+)
 
 
 @dataclass(frozen=True)
@@ -550,13 +579,13 @@ class TheorySolution:
     iterations: int
     arch: Architecture
     temperature: float
-    _X: Optional[torch.Tensor] = field(repr=False)
-    _y: Optional[torch.Tensor] = field(repr=False)
+    _X: torch.Tensor | None = field(repr=False)
+    _y: torch.Tensor | None = field(repr=False)
     _chol: torch.Tensor = field(repr=False)
     _alpha: torch.Tensor = field(repr=False)
     route: str = "feature"
-    _rows: Optional[torch.Tensor] = field(default=None, repr=False)
-    _raw: Optional[tuple] = field(default=None, repr=False)
+    _rows: torch.Tensor | None = field(default=None, repr=False)
+    _raw: tuple | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False, init=False)
 
     @property
@@ -705,9 +734,11 @@ def _infinite_start(u: float, temperature: float, gp_limit: bool = False) -> str
     """The error where the action is not finite at the GP values ``U_1 = u I``: the default starting point of the
     minimisation, or the solution itself in the GP limit."""
     where = "in the GP limit at U" if gp_limit else "at the starting point U"
-    return (f"the action is not finite {where} = the GP values (U_1 = {u:g} I): the kernel K(U_1) + T I is "
-            f"numerically singular or overflows at temperature={temperature!r}; try a larger temperature (or "
-            f"features of a smaller scale)")
+    return (
+        f"the action is not finite {where} = the GP values (U_1 = {u:g} I): the kernel K(U_1) + T I is "
+        f"numerically singular or overflows at temperature={temperature!r}; try a larger temperature (or "
+        f"features of a smaller scale)"
+    )
 
 
 ROUTES = (None, "sample", "feature", "gram")
@@ -737,8 +768,10 @@ def _solver_memory(P: int, n0: int, n: int, arch: Architecture, route: str | Non
     D = n0 * n
     if route == "gram":
         numbers = 8 * D * D + DEFAULT_BLOCK_SIZE * D
-        what = (f"solve with P = {P} examples (gram route: eight [D, D] float64 matrices, D = N0 n_paths = {D}, "
-                f"for the features [P, N0, n_paths] = [{P}, {n0}, {n}])")
+        what = (
+            f"solve with P = {P} examples (gram route: eight [D, D] float64 matrices, D = N0 n_paths = {D}, "
+            f"for the features [P, N0, n_paths] = [{P}, {n0}, {n}])"
+        )
         return 8.0 * numbers, what
     if arch.gp_limit:
         route, numbers = "GP-limit", 3 * P * P + P * n0 * n
@@ -747,8 +780,10 @@ def _solver_memory(P: int, n0: int, n: int, arch: Architecture, route: str | Non
         numbers = 3 * P * P + 2 * P * n0 * n + (n0 * n) ** 2
         if route == "sample-space":
             numbers += 3 * P * P * (n * (n + 1) // 2)
-    what = (f"solve with P = {P} examples ({route} route: three [P, P] float64 matrices and the features "
-            f"[P, N0, n_paths] = [{P}, {n0}, {n}])")
+    what = (
+        f"solve with P = {P} examples ({route} route: three [P, P] float64 matrices and the features "
+        f"[P, N0, n_paths] = [{P}, {n0}, {n}])"
+    )
     return 8.0 * numbers, what
 
 
@@ -772,11 +807,11 @@ def solve(
     widths: float | Sequence[float],
     temperature: float,
     variances: float | Sequence[float] = 1.0,
-    initial: Optional[Sequence[ArrayLike]] = None,
+    initial: Sequence[ArrayLike] | None = None,
     gradient_tolerance: float = 1e-8,
     max_iterations: int = 200,
     on_failure: str = "warn",
-    route: Optional[str] = None,
+    route: str | None = None,
 ) -> TheorySolution:
     """Minimise the action S(U) (eq-action) and return the order parameters and the predictor (eq-predictor).
 
@@ -842,8 +877,9 @@ def solve(
         if en is None or not math.isfinite(en.value):
             raise ValueError(_infinite_start(float(U_layers[0][0, 0]), temperature, gp_limit=True))
         return _solution(X, labels, arch, temperature, U_layers, U_a, en.value, math.inf, math.nan, math.nan, True, 0)
-    return _minimise(EnergyEvaluator(X, labels, temperature, route=route), arch, initial, options,
-                     {"_X": X, "_y": labels})
+    return _minimise(
+        EnergyEvaluator(X, labels, temperature, route=route), arch, initial, options, {"_X": X, "_y": labels}
+    )
 
 
 def solve_from_statistics(
@@ -853,7 +889,7 @@ def solve_from_statistics(
     widths: float | Sequence[float],
     temperature: float,
     variances: float | Sequence[float] = 1.0,
-    initial: Optional[Sequence[ArrayLike]] = None,
+    initial: Sequence[ArrayLike] | None = None,
     gradient_tolerance: float = 1e-8,
     max_iterations: int = 200,
     on_failure: str = "warn",
@@ -908,12 +944,29 @@ def _minimise(evaluator: EnergyEvaluator, arch: Architecture, initial, options, 
         point = evaluator.point(torch.linalg.cholesky(U_layers[0]))
         if point is None:
             raise ValueError(_infinite_start(float(U_layers[0][0, 0]), temperature, gp_limit=True))
-        return _solution(None, None, arch, temperature, U_layers, U_a, point.value, math.inf, math.nan, math.nan, True,
-                         0, factorization=(point.chol, point.alpha), **extra)
+        return _solution(
+            None,
+            None,
+            arch,
+            temperature,
+            U_layers,
+            U_a,
+            point.value,
+            math.inf,
+            math.nan,
+            math.nan,
+            True,
+            0,
+            factorization=(point.chol, point.alpha),
+            **extra,
+        )
     action = _Action(None, None, arch, temperature, evaluator=evaluator)
     start = gp_order_parameters(arch)[0] if initial is None else _check_initial(initial, arch)
     point, iterations, success, message, derivatives = _newton(
-        action, action.coords.coordinates(start), gradient_tolerance, max_iterations,
+        action,
+        action.coords.coordinates(start),
+        gradient_tolerance,
+        max_iterations,
         initial_given=initial is not None,
     )
     U_layers = [torch.from_numpy(F @ F.T) for F in point.factors]
@@ -929,8 +982,22 @@ def _minimise(evaluator: EnergyEvaluator, arch: Architecture, initial, options, 
         if on_failure == "raise":
             raise RuntimeError(message)
         warnings.warn(message, CertificateWarning, stacklevel=3)
-    return _solution(None, None, arch, temperature, U_layers, U_a, en, ent, grad_norm, min_eig, converged, iterations,
-                     factorization=(point.energy.chol, point.energy.alpha), **extra)
+    return _solution(
+        None,
+        None,
+        arch,
+        temperature,
+        U_layers,
+        U_a,
+        en,
+        ent,
+        grad_norm,
+        min_eig,
+        converged,
+        iterations,
+        factorization=(point.energy.chol, point.energy.alpha),
+        **extra,
+    )
 
 
 def _check_initial(initial, arch: Architecture) -> list[torch.Tensor]:
@@ -948,8 +1015,27 @@ def _check_initial(initial, arch: Architecture) -> list[torch.Tensor]:
     return out
 
 
-def _solution(X, y, arch, temperature, U_layers, U_a, energy_value, entropy_value, grad_norm, min_eig, converged, nit,
-              factorization=None, *, route="feature", rows=None, _X=None, _y=None, _raw=None):
+def _solution(
+    X,
+    y,
+    arch,
+    temperature,
+    U_layers,
+    U_a,
+    energy_value,
+    entropy_value,
+    grad_norm,
+    min_eig,
+    converged,
+    nit,
+    factorization=None,
+    *,
+    route="feature",
+    rows=None,
+    _X=None,
+    _y=None,
+    _raw=None,
+):
     X = _X if X is None else X
     y = _y if y is None else y
     U1 = U_layers[0]

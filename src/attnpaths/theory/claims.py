@@ -20,8 +20,9 @@ from ..claims import Verdict, equivalence, exact
 SRC_DERIVED = "derived in this book (expansion of the action around the entropy's minimum)"
 
 
-def certificate_verdict(widths, gradient_norms, hessian_min_eigenvalues, *,
-                        gradient_tolerance: float = 1e-8) -> Verdict:
+def certificate_verdict(
+    widths, gradient_norms, hessian_min_eigenvalues, *, gradient_tolerance: float = 1e-8
+) -> Verdict:
     """T1: every solution is a strict local minimum of the action: gradient norm below ``gradient_tolerance``
     and smallest eigenvalue of the Hessian (symmetric directions) above 0, at every width."""
     gradient_tolerance = positive_real(gradient_tolerance, "gradient_tolerance")
@@ -31,12 +32,17 @@ def certificate_verdict(widths, gradient_norms, hessian_min_eigenvalues, *,
     if not (w.shape == g.shape == e.shape):
         raise ValueError("widths, gradient_norms and hessian_min_eigenvalues must have the same length")
     ok = bool(np.all(g < gradient_tolerance) and np.all(e > 0))
-    return exact("T1", "every solution of the theory is a strict local minimum of the action",
-                 source="numerical certificate of the solver (this book)",
-                 statistic="largest gradient norm", value=float(g.max()),
-                 criterion=f"every gradient norm < {gradient_tolerance:g} and every smallest Hessian eigenvalue > 0",
-                 satisfied=ok, measured=f"largest gradient norm {g.max():.2g}, smallest Hessian eigenvalue "
-                                        f"{e.min():.3g} over {w.size} widths.")
+    return exact(
+        "T1",
+        "every solution of the theory is a strict local minimum of the action",
+        source="numerical certificate of the solver (this book)",
+        statistic="largest gradient norm",
+        value=float(g.max()),
+        criterion=f"every gradient norm < {gradient_tolerance:g} and every smallest Hessian eigenvalue > 0",
+        satisfied=ok,
+        measured=f"largest gradient norm {g.max():.2g}, smallest Hessian eigenvalue "
+        f"{e.min():.3g} over {w.size} widths.",
+    )
 
 
 def monotone_approach_verdict(widths, distance) -> Verdict:
@@ -48,13 +54,17 @@ def monotone_approach_verdict(widths, distance) -> Verdict:
         raise ValueError("widths and distance must have the same length >= 2")
     order = np.argsort(w)
     steps = np.diff(d[order])
-    return exact("T2", "the order parameter U approaches its GP value monotonically as the width N grows",
-                 source="this book: the theory solved on the chapter's task (an observation, not a theorem)",
-                 statistic="largest step of max|U - U_GP| from one width to the next",
-                 value=float(steps.max()), criterion="max|U - U_GP| decreases strictly with N",
-                 satisfied=bool(np.all(steps < 0)),
-                 measured=f"max|U - U_GP| = {d[order][0]:.3g} (N = {w[order][0]:g}) -> {d[order][-1]:.3g} "
-                          f"(N = {w[order][-1]:g}).")
+    return exact(
+        "T2",
+        "the order parameter U approaches its GP value monotonically as the width N grows",
+        source="this book: the theory solved on the chapter's task (an observation, not a theorem)",
+        statistic="largest step of max|U - U_GP| from one width to the next",
+        value=float(steps.max()),
+        criterion="max|U - U_GP| decreases strictly with N",
+        satisfied=bool(np.all(steps < 0)),
+        measured=f"max|U - U_GP| = {d[order][0]:.3g} (N = {w[order][0]:g}) -> {d[order][-1]:.3g} "
+        f"(N = {w[order][-1]:g}).",
+    )
 
 
 def local_slopes(widths, distance) -> np.ndarray:
@@ -77,16 +87,25 @@ def width_exponent_verdict(widths, distance, *, expected: float = -1.0, margin: 
     slopes = local_slopes(widths, distance)
     w = as_float64_array(widths, "widths", ndim=1, nonempty=True)
     slope = float(slopes[-1])
-    return exact("T3", f"the order parameter approaches its GP value as N^({expected:g}) at large width",
-                 source=SRC_DERIVED, statistic=f"log-log slope of max|U - U_GP| between N = {w[-2]:g} and {w[-1]:g}",
-                 value=slope, criterion=f"|slope - ({expected:g})| < {margin:g}",
-                 satisfied=abs(slope - expected) < margin,
-                 measured="local slopes " + ", ".join(f"{s:+.4f}" for s in slopes) + " (successive widths "
-                          + ", ".join(f"{x:g}" for x in w) + ").")
+    return exact(
+        "T3",
+        f"the order parameter approaches its GP value as N^({expected:g}) at large width",
+        source=SRC_DERIVED,
+        statistic=f"log-log slope of max|U - U_GP| between N = {w[-2]:g} and {w[-1]:g}",
+        value=slope,
+        criterion=f"|slope - ({expected:g})| < {margin:g}",
+        satisfied=abs(slope - expected) < margin,
+        measured="local slopes "
+        + ", ".join(f"{s:+.4f}" for s in slopes)
+        + " (successive widths "
+        + ", ".join(f"{x:g}" for x in w)
+        + ").",
+    )
 
 
-def prior_kernel_verdict(widths, mc_means, mc_ses, gp_kernel, *, margin_fraction: float = 0.1,
-                         level: float = 0.01) -> Verdict:
+def prior_kernel_verdict(
+    widths, mc_means, mc_ses, gp_kernel, *, margin_fraction: float = 0.1, level: float = 0.01
+) -> Verdict:
     """T4: the prior kernel of finite networks equals ``K_GP`` at every width: every entry of each Monte-Carlo
     estimate (upper triangle with the diagonal) agrees with ``K_GP`` within ``margin_fraction`` of the largest
     prior variance ``max_x K_GP(x, x)`` (equivalence test, Bonferroni over all entries and widths).
@@ -104,10 +123,16 @@ def prior_kernel_verdict(widths, mc_means, mc_ses, gp_kernel, *, margin_fraction
     dev = (means - K)[:, iu[0], iu[1]]
     scale = float(np.max(np.diag(K)))
     return equivalence(
-        "T4", f"the prior kernel E[f(x) f(x')] of finite networks equals K_GP at every width (within "
+        "T4",
+        f"the prior kernel E[f(x) f(x')] of finite networks equals K_GP at every width (within "
         f"{100 * margin_fraction:g} % of the largest prior variance)",
         source="derived in this book (the network is linear in each layer's weights)",
-        statistic="Monte-Carlo kernel - K_GP", deviation=dev, se=ses[:, iu[0], iu[1]],
-        margin=margin_fraction * scale, level=level,
+        statistic="Monte-Carlo kernel - K_GP",
+        deviation=dev,
+        se=ses[:, iu[0], iu[1]],
+        margin=margin_fraction * scale,
+        level=level,
         measured=f"largest |deviation| {np.abs(dev).max():.3g} (margin {margin_fraction * scale:.3g}; widths "
-                 + ", ".join(f"{x:g}" for x in w) + ").")
+        + ", ".join(f"{x:g}" for x in w)
+        + ").",
+    )

@@ -22,10 +22,20 @@ def plot_order_parameter_approach(widths, U_by_width, names, colors, distance, f
     widths, far_widths = np.asarray(widths, float), np.asarray(far_widths, float)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for a, (name, color) in enumerate(zip(names, colors)):
-        axes[0].plot(widths, [U_by_width[int(w)][a, a] for w in widths], "o-", color=color,
-                     label=f"$U_{{\\mathrm{{{name}}},\\mathrm{{{name}}}}}$")
-    axes[0].plot(widths, [U_by_width[int(w)][0, 1] for w in widths], "s--", color="black",
-                 label=f"$U_{{\\mathrm{{{names[0]}}},\\mathrm{{{names[1]}}}}}$")
+        axes[0].plot(
+            widths,
+            [U_by_width[int(w)][a, a] for w in widths],
+            "o-",
+            color=color,
+            label=f"$U_{{\\mathrm{{{name}}},\\mathrm{{{name}}}}}$",
+        )
+    axes[0].plot(
+        widths,
+        [U_by_width[int(w)][0, 1] for w in widths],
+        "s--",
+        color="black",
+        label=f"$U_{{\\mathrm{{{names[0]}}},\\mathrm{{{names[1]}}}}}$",
+    )
     axes[0].axhline(1.0, color="grey", lw=0.8, ls=":")
     axes[0].axhline(0.0, color="grey", lw=0.8, ls=":")
     axes[0].set(xscale="log", xlabel="width $N$", ylabel="order parameter entry", title="Entries of $U$")
@@ -46,8 +56,9 @@ def plot_certificates(widths, min_eigenvalues, gradient_norms, solve_seconds):
     directions), final gradient norm, and the solve's wall time. All arguments are ``[W]``."""
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.0))
     axes[0].semilogx(widths, min_eigenvalues, "o-")
-    axes[0].set(xlabel="width $N$", ylabel="smallest eigenvalue", title="Hessian of $S$ (symmetric directions)",
-                yscale="log")
+    axes[0].set(
+        xlabel="width $N$", ylabel="smallest eigenvalue", title="Hessian of $S$ (symmetric directions)", yscale="log"
+    )
     axes[1].loglog(widths, np.maximum(gradient_norms, 1e-18), "o-", color="tab:orange")
     axes[1].set(xlabel="width $N$", ylabel="gradient norm", title="Gradient at the solution")
     axes[2].semilogx(widths, 1000 * np.asarray(solve_seconds), "o-", color="tab:green")
@@ -67,7 +78,10 @@ def plot_prior_kernel(K_gp, estimates):
     for ax, (N, (mean, se)) in zip(axes[0], estimates.items()):
         ax.errorbar(K_gp.ravel(), np.asarray(mean).ravel(), yerr=2 * np.asarray(se).ravel(), fmt=".", ms=3, alpha=0.7)
         ax.plot([K_gp.min(), K_gp.max()], [K_gp.min(), K_gp.max()], "k:", lw=1)
-        ax.set(xlabel=r"$K_{\mathrm{GP}}(x, x')$", ylabel=r"Monte-Carlo $\langle f(x) f(x')\rangle$",
-               title=f"prior of the network at N = {N}")
+        ax.set(
+            xlabel=r"$K_{\mathrm{GP}}(x, x')$",
+            ylabel=r"Monte-Carlo $\langle f(x) f(x')\rangle$",
+            title=f"prior of the network at N = {N}",
+        )
     fig.tight_layout()
     return fig

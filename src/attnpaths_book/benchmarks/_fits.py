@@ -10,7 +10,9 @@ def fit_exponent(sizes, seconds) -> float:
     """Least-squares slope of ``log(seconds)`` against ``log(sizes)`` (the exponent ``a`` of ``t ~ size^a``)."""
     sizes, seconds = np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float)
     if sizes.shape != seconds.shape or sizes.size < 2 or np.any(sizes <= 0) or np.any(seconds <= 0):
-        raise ValueError(f"sizes and seconds must be positive arrays of the same length >= 2, got {sizes} and {seconds}")
+        raise ValueError(
+            f"sizes and seconds must be positive arrays of the same length >= 2, got {sizes} and {seconds}"
+        )
     return float(np.polyfit(np.log(sizes), np.log(seconds), 1)[0])
 
 
@@ -37,6 +39,11 @@ def fit_two_terms(sizes, seconds, exponents: tuple[float, float], constant: bool
     fitted = np.stack(columns, axis=1) @ coefficients
     share = np.where(fitted > 0, a * sizes**p / np.where(fitted > 0, fitted, 1.0), 0.0)
     within = crossover is not None and bool(sizes.min() <= crossover <= sizes.max())
-    return {"exponents": [p, q], "constant": constant, "coefficients": [float(c) for c in coefficients],
-            "crossover": crossover, "crossover_within_sizes": within,
-            "share_of_the_higher_term": [float(x) for x in share]}
+    return {
+        "exponents": [p, q],
+        "constant": constant,
+        "coefficients": [float(c) for c in coefficients],
+        "crossover": crossover,
+        "crossover_within_sizes": within,
+        "share_of_the_higher_term": [float(x) for x in share],
+    }

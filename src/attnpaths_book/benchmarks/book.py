@@ -19,18 +19,16 @@ cache held files when the run started (a run that trains the model takes minutes
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from attnpaths.json_files import read_json
+from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
 from attnpaths_book.chapters import PROFILES
 from attnpaths_book.layout import BookLayout, find_root
 from attnpaths_book.runner import notebook_chapters, read_timings
-from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
-from attnpaths.json_files import read_json
-
 
 SLOWEST_CELLS = 3
 """Cells per chapter that the record lists by their execution time."""
@@ -76,13 +74,30 @@ def run_book(root: Path, profile: str, workers: int) -> dict:
     cache_warm = cache.is_dir() and any(cache.iterdir())
     cpu_start = cpu_times()
     start = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-m", "attnpaths_book", "book", "--profile", profile, "--force",
-                                "--no-html", "--workers", str(workers)], cwd=root, capture_output=True, text=True)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "attnpaths_book",
+            "book",
+            "--profile",
+            profile,
+            "--force",
+            "--no-html",
+            "--workers",
+            str(workers),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     wall_s = time.perf_counter() - start
     busy = busy_fraction(cpu_start, cpu_times())
     if completed.returncode != 0:
-        raise RuntimeError(f"the book run with --workers {workers} failed (status {completed.returncode}):\n"
-                           f"{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}")
+        raise RuntimeError(
+            f"the book run with --workers {workers} failed (status {completed.returncode}):\n"
+            f"{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
+        )
     timings = read_timings(layout.results_dir).get(profile, {})
     notebooks = {c.name: layout.executed_notebook(c.docname) for c in notebook_chapters(layout)}
     chapters = {}
@@ -90,22 +105,29 @@ def run_book(root: Path, profile: str, workers: int) -> dict:
         chapters[name] = {k: entry[k] for k in ("wall_s", "peak_rss_mib", "engine", "workers") if k in entry}
         if notebooks.get(name) is not None and notebooks[name].is_file():
             chapters[name]["slowest_cells"] = slowest_cells(notebooks[name])
-    return {"workers": workers, "wall_s": round(wall_s, 2), "cpu_busy_fraction": busy,
-            "model_cache_warm_at_start": cache_warm,
-            "engine_line": next((line for line in completed.stdout.splitlines() if line.startswith("engine:")), ""),
-            "chapters": chapters}
+    return {
+        "workers": workers,
+        "wall_s": round(wall_s, 2),
+        "cpu_busy_fraction": busy,
+        "model_cache_warm_at_start": cache_warm,
+        "engine_line": next((line for line in completed.stdout.splitlines() if line.startswith("engine:")), ""),
+        "chapters": chapters,
+    }
 
 
 def build_html(root: Path, profile: str) -> float:
     """Wall time (s) of ``python -m attnpaths_book book --profile P`` right after a run of every chapter: the
     chapters are current, so it only builds the HTML book."""
     start = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-m", "attnpaths_book", "book", "--profile", profile], cwd=root,
-                               capture_output=True, text=True)
+    completed = subprocess.run(
+        [sys.executable, "-m", "attnpaths_book", "book", "--profile", profile], cwd=root, capture_output=True, text=True
+    )
     wall_s = time.perf_counter() - start
     if completed.returncode != 0:
-        raise RuntimeError(f"the HTML build failed (status {completed.returncode}):\n{completed.stdout[-3000:]}\n"
-                           f"{completed.stderr[-3000:]}")
+        raise RuntimeError(
+            f"the HTML build failed (status {completed.returncode}):\n{completed.stdout[-3000:]}\n"
+            f"{completed.stderr[-3000:]}"
+        )
     if "chapters: 0 executed" not in completed.stdout:
         raise RuntimeError("the HTML build executed chapters again: the timed run did not leave them current")
     return wall_s
@@ -116,10 +138,17 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench book", description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", choices=PROFILES, default="paper")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], metavar="K",
-                        help="engines to compare, by worker count (default: 1 2)")
-    parser.add_argument("--html", action="store_true",
-                        help="after the runs, time the HTML build of the last run's executed chapters")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        metavar="K",
+        help="engines to compare, by worker count (default: 1 2)",
+    )
+    parser.add_argument(
+        "--html", action="store_true", help="after the runs, time the HTML build of the last run's executed chapters"
+    )
     parser.add_argument("--output", type=Path, default=committed_record_path("book"))
     args = parser.parse_args(argv)
     if any(k < 1 for k in args.workers):

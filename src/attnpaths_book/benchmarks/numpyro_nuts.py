@@ -59,7 +59,13 @@ from tqdm import tqdm
 
 from attnpaths.network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
 from attnpaths.sampler import PosteriorSampler, PosteriorSamples, effective_sample_size, split_rhat
-from attnpaths_book.benchmarks.record import VERSIONED_PACKAGES, committed_record_path, make_record, start_record, write_record
+from attnpaths_book.benchmarks.record import (
+    VERSIONED_PACKAGES,
+    committed_record_path,
+    make_record,
+    start_record,
+    write_record,
+)
 from attnpaths_book.benchmarks.sampler import SUMMARY_KEYS, _hmc_inputs, _random_inputs, _summary, print_summaries
 
 INSTALL_HINT = 'pip install -e ".[bench]"'
@@ -144,8 +150,10 @@ def jax_potential_energy(network: AttentionNetwork, x, y, temperature: float, dt
     x = torch.as_tensor(x, dtype=torch.float64)
     y = torch.as_tensor(y, dtype=torch.float64)
     if x.ndim != 3 or x.shape[1] != network.input_width or y.shape != (x.shape[0],):
-        raise ValueError(f"x must have shape [P, {network.input_width}, T] and y shape [P], got "
-                         f"{tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"x must have shape [P, {network.input_width}, T] and y shape [P], got "
+            f"{tuple(x.shape)} and {tuple(y.shape)}"
+        )
     matrices = [jnp.asarray(m.numpy(), dtype=dtype) for m in network.attention.matrices(x)]
     inputs, labels = jnp.asarray(x.numpy(), dtype=dtype), jnp.asarray(y.numpy(), dtype=dtype)
     names = list(network.weight_shapes())
@@ -285,8 +293,9 @@ def run_numpyro_nuts(
         chains, wall_times, cpu_times = [], [0.0] * num_chains, [0.0] * num_chains
         evaluations = [0] * num_chains
         draws = [[] for _ in range(num_chains)]
-        bar = tqdm(total=num_chains * (num_warmup + round_samples), desc=f"NUTS ({dtype})", disable=not progress,
-                   leave=False)
+        bar = tqdm(
+            total=num_chains * (num_warmup + round_samples), desc=f"NUTS ({dtype})", disable=not progress, leave=False
+        )
 
         def advance(c: int, state, iterations: int, keep: bool):
             began, cpu_began = time.perf_counter(), time.process_time()
@@ -296,8 +305,12 @@ def run_numpyro_nuts(
                 evaluations[c] += int(state.num_steps)
                 if keep:
                     draws[c].append(
-                        (jax.tree.map(np.asarray, state.z), int(state.num_steps), bool(state.diverging),
-                         float(state.accept_prob))
+                        (
+                            jax.tree.map(np.asarray, state.z),
+                            int(state.num_steps),
+                            bool(state.diverging),
+                            float(state.accept_prob),
+                        )
                     )
                 bar.update()
             wall_times[c] += time.perf_counter() - began
@@ -337,7 +350,8 @@ def run_numpyro_nuts(
                 chains[c] = advance(c, chains[c], round_samples, keep=True)
                 new = [z for z, *_ in draws[c][done:]]
                 weights = NetworkWeights(
-                    V0=_stack(new, "V_0"), V=tuple(_stack(new, f"V_{l}") for l in range(1, len(names) - 1)),
+                    V0=_stack(new, "V_0"),
+                    V=tuple(_stack(new, f"V_{l}") for l in range(1, len(names) - 1)),
                     a=_stack(new, "a"),
                 )
                 input_weights[c].append(network.path_input_weights(weights))
@@ -347,8 +361,13 @@ def run_numpyro_nuts(
             num_drawn = len(draws[0])
             history.append((num_drawn, max_rhat, time.perf_counter() - start))
             stop_reason = stop_reason_after_round(
-                max_rhat, num_drawn, time.perf_counter() - start, time.perf_counter() - round_began,
-                rhat_target=rhat_target, round_samples=round_samples, max_samples=max_samples,
+                max_rhat,
+                num_drawn,
+                time.perf_counter() - start,
+                time.perf_counter() - round_began,
+                rhat_target=rhat_target,
+                round_samples=round_samples,
+                max_samples=max_samples,
                 time_budget_s=time_budget_s,
             )
             if stop_reason:
@@ -383,8 +402,15 @@ def run_numpyro_nuts(
 
 
 def stop_reason_after_round(
-    max_rhat: float, draws_per_chain: int, elapsed_s: float, last_round_s: float, *, rhat_target: float,
-    round_samples: int, max_samples: int, time_budget_s: float | None,
+    max_rhat: float,
+    draws_per_chain: int,
+    elapsed_s: float,
+    last_round_s: float,
+    *,
+    rhat_target: float,
+    round_samples: int,
+    max_samples: int,
+    time_budget_s: float | None,
 ) -> str:
     """The stopping rule of :func:`run_numpyro_nuts` after a round of draws: ``"rhat"`` when ``max_rhat <=
     rhat_target`` (NaN never is), else ``"max_samples"`` when another round would pass ``max_samples`` draws
@@ -405,8 +431,16 @@ def _stack(draws: list[dict], name: str) -> torch.Tensor:
 
 
 def run_gibbs_chains(
-    network: AttentionNetwork, x, y, temperature: float, generator: torch.Generator, num_warmup: int,
-    num_samples: int, num_chains: int, *, progress: bool = False,
+    network: AttentionNetwork,
+    x,
+    y,
+    temperature: float,
+    generator: torch.Generator,
+    num_warmup: int,
+    num_samples: int,
+    num_chains: int,
+    *,
+    progress: bool = False,
 ) -> tuple[PosteriorSamples, list[float], list[float]]:
     """``num_chains`` independent single-chain Gibbs runs (each timed alone), stacked along the chain axis.
 
@@ -485,10 +519,25 @@ def mean_predictor_z(a: PosteriorSamples, b: PosteriorSamples, features) -> floa
 
 
 def compare(
-    network: AttentionNetwork, x, y, x_test, temperature: float, seed: int, *, precisions=PRECISIONS,
-    num_chains: int = 4, num_warmup: int = 100, round_samples: int = 10, max_samples: int = 1000,
-    rhat_target: float = 1.01, time_budget_s: float | None = None, gibbs_warmup: int = 100,
-    gibbs_samples: int = 1000, y_test=None, num_threads: int = 1, progress: bool = False,
+    network: AttentionNetwork,
+    x,
+    y,
+    x_test,
+    temperature: float,
+    seed: int,
+    *,
+    precisions=PRECISIONS,
+    num_chains: int = 4,
+    num_warmup: int = 100,
+    round_samples: int = 10,
+    max_samples: int = 1000,
+    rhat_target: float = 1.01,
+    time_budget_s: float | None = None,
+    gibbs_warmup: int = 100,
+    gibbs_samples: int = 1000,
+    y_test=None,
+    num_threads: int = 1,
+    progress: bool = False,
 ) -> dict:
     """Gibbs and numpyro's NUTS (each precision in ``precisions``) on the same posterior; see the module text.
 
@@ -509,14 +558,32 @@ def compare(
     try:
         features = network.features(x_test)
         gibbs, gibbs_times, gibbs_cpu_times = run_gibbs_chains(
-            network, x, y, temperature, torch.Generator().manual_seed(seed), gibbs_warmup, gibbs_samples,
-            num_chains, progress=progress,
+            network,
+            x,
+            y,
+            temperature,
+            torch.Generator().manual_seed(seed),
+            gibbs_warmup,
+            gibbs_samples,
+            num_chains,
+            progress=progress,
         )
         nuts = {
             p: run_numpyro_nuts(
-                network, x, y, temperature, jax.random.PRNGKey(seed), features, dtype=p, num_warmup=num_warmup,
-                num_chains=num_chains, round_samples=round_samples, max_samples=max_samples,
-                rhat_target=rhat_target, time_budget_s=time_budget_s, progress=progress,
+                network,
+                x,
+                y,
+                temperature,
+                jax.random.PRNGKey(seed),
+                features,
+                dtype=p,
+                num_warmup=num_warmup,
+                num_chains=num_chains,
+                round_samples=round_samples,
+                max_samples=max_samples,
+                rhat_target=rhat_target,
+                time_budget_s=time_budget_s,
+                progress=progress,
             )
             for p in precisions
         }
@@ -541,8 +608,12 @@ def compare(
         "max_mean_predictor_z": {},
     }
     gibbs_per_chain = per_chain_min_ess_per_s(gibbs, gibbs_times, features)
-    report["gibbs"].update(num_warmup=gibbs_warmup, chain_wall_times_s=gibbs_times,
-                           per_chain_min_predictor_ess_per_s=gibbs_per_chain, **_cpu_summary(report["gibbs"], gibbs_cpu_times))
+    report["gibbs"].update(
+        num_warmup=gibbs_warmup,
+        chain_wall_times_s=gibbs_times,
+        per_chain_min_predictor_ess_per_s=gibbs_per_chain,
+        **_cpu_summary(report["gibbs"], gibbs_cpu_times),
+    )
     for p, run in nuts.items():
         summary = _summary(run.samples, run.samples.diagnostics(features))
         iterations = num_chains * run.iterations
@@ -561,7 +632,9 @@ def compare(
             mean_accept_prob=run.mean_accept_prob,
             rhat_target=rhat_target,
             time_budget_s=time_budget_s,
-            rhat_history=[{"draws_per_chain": n, "max_predictor_rhat": r, "elapsed_s": t} for n, r, t in run.rhat_history],
+            rhat_history=[
+                {"draws_per_chain": n, "max_predictor_rhat": r, "elapsed_s": t} for n, r, t in run.rhat_history
+            ],
             stop_reason=run.stop_reason,
             converged=run.converged,
         )
@@ -585,33 +658,49 @@ def compare(
 def main(argv=None):
     """Command-line entry point; prints the report and returns it (exit status 2 when jax or numpyro is
     missing, with the command that installs them)."""
-    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench numpyro_nuts", description=__doc__.split("\n")[0])
-    parser.add_argument("--data", choices=("hmc", "random"), default="hmc",
-                        help="HMC task (4-path network of Figure 2) or random inputs of the same sizes")
+    parser = argparse.ArgumentParser(
+        prog="python -m attnpaths_book bench numpyro_nuts", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--data",
+        choices=("hmc", "random"),
+        default="hmc",
+        help="HMC task (4-path network of Figure 2) or random inputs of the same sizes",
+    )
     parser.add_argument("--width", type=int, default=10, help="N (all widths)")
     parser.add_argument("--temperature", type=float, default=0.01)
     parser.add_argument("--num-train", type=int, default=100)
     parser.add_argument("--num-test", type=int, default=100)
     parser.add_argument("--input-width", type=int, default=231, help="N0 of --data random")
     parser.add_argument("--num-tokens", type=int, default=31, help="sequence length of --data random")
-    parser.add_argument("--precision", nargs="+", choices=PRECISIONS, default=list(PRECISIONS),
-                        help="NUTS precisions to run (float32: the authors' JAX default)")
+    parser.add_argument(
+        "--precision",
+        nargs="+",
+        choices=PRECISIONS,
+        default=list(PRECISIONS),
+        help="NUTS precisions to run (float32: the authors' JAX default)",
+    )
     parser.add_argument("--num-chains", type=int, default=4, help="chains of each sampler (independent repeats)")
     parser.add_argument("--num-warmup", type=int, default=100, help="NUTS warm-up (adaptation) iterations per chain")
     parser.add_argument("--round-samples", type=int, default=10, help="NUTS draws per chain between R-hat checks")
     parser.add_argument("--max-samples", type=int, default=1000, help="NUTS draws per chain at most")
     parser.add_argument("--rhat-target", type=float, default=1.01, help="stop when max split R-hat <= this")
-    parser.add_argument("--time-budget-s", type=float, default=None,
-                        help="wall-time budget of each precision's NUTS run (no new round past it)")
+    parser.add_argument(
+        "--time-budget-s",
+        type=float,
+        default=None,
+        help="wall-time budget of each precision's NUTS run (no new round past it)",
+    )
     parser.add_argument("--gibbs-warmup", type=int, default=100, help="Gibbs burn-in sweeps per chain")
     parser.add_argument("--gibbs-samples", type=int, default=1000, help="Gibbs samples per chain")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (and one XLA thread when 1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--progress", action="store_true")
     parser.add_argument(
-        "--output", default=os.path.join("_build", "results", "bench_numpyro_nuts.json"),
+        "--output",
+        default=os.path.join("_build", "results", "bench_numpyro_nuts.json"),
         help="where to write the report with its provenance; the committed record is "
-             + str(committed_record_path("numpyro_nuts")),
+        + str(committed_record_path("numpyro_nuts")),
     )
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
@@ -630,10 +719,23 @@ def main(argv=None):
         )
     network = AttentionNetwork(attention, widths=args.width)
     report = compare(
-        network, x, y, x_test, args.temperature, args.seed, precisions=tuple(dict.fromkeys(args.precision)),
-        num_chains=args.num_chains, num_warmup=args.num_warmup, round_samples=args.round_samples,
-        max_samples=args.max_samples, rhat_target=args.rhat_target, time_budget_s=args.time_budget_s,
-        gibbs_warmup=args.gibbs_warmup, gibbs_samples=args.gibbs_samples, y_test=y_test, num_threads=args.threads,
+        network,
+        x,
+        y,
+        x_test,
+        args.temperature,
+        args.seed,
+        precisions=tuple(dict.fromkeys(args.precision)),
+        num_chains=args.num_chains,
+        num_warmup=args.num_warmup,
+        round_samples=args.round_samples,
+        max_samples=args.max_samples,
+        rhat_target=args.rhat_target,
+        time_budget_s=args.time_budget_s,
+        gibbs_warmup=args.gibbs_warmup,
+        gibbs_samples=args.gibbs_samples,
+        y_test=y_test,
+        num_threads=args.threads,
         progress=args.progress,
     )
     _print_report(report)
@@ -644,20 +746,27 @@ def main(argv=None):
 
 def _print_report(report: dict) -> None:
     columns = ["gibbs"] + [name for name in report if name.startswith("nuts_")]
-    print_summaries(report["sizes"], {name: report[name] for name in columns},
-                    SUMMARY_KEYS + ("min_predictor_ess_per_cpu_s", "potential_evaluations_per_iteration",
-                                    "compile_time_s"))
+    print_summaries(
+        report["sizes"],
+        {name: report[name] for name in columns},
+        SUMMARY_KEYS + ("min_predictor_ess_per_cpu_s", "potential_evaluations_per_iteration", "compile_time_s"),
+    )
     for name in columns[1:]:
         precision = name.removeprefix("nuts_")
         repeats = report["ess_per_s_ratio_repeats"][precision]
-        spread = (f", over chains {repeats['geometric_mean_ratio']:.3g} x/÷ {math.exp(repeats['log_se']):.2g}"
-                  if repeats["log_se"] is not None else "")
+        spread = (
+            f", over chains {repeats['geometric_mean_ratio']:.3g} x/÷ {math.exp(repeats['log_se']):.2g}"
+            if repeats["log_se"] is not None
+            else ""
+        )
         summary = report[name]
-        print(f"NUTS {precision}: stopped by {summary['stop_reason']} after {summary['num_samples']} draws per chain "
-              f"(max R-hat {summary['max_predictor_rhat']:.4g}, target {summary['rhat_target']}); "
-              f"ESS/s ratio Gibbs / NUTS {report['ess_per_s_ratio'][precision]:.3g}{spread} "
-              f"(per CPU second {report['ess_per_cpu_s_ratio'][precision]:.3g}); "
-              f"max |<f>_Gibbs - <f>_NUTS| / MC error {report['max_mean_predictor_z'][precision]:.3g}")
+        print(
+            f"NUTS {precision}: stopped by {summary['stop_reason']} after {summary['num_samples']} draws per chain "
+            f"(max R-hat {summary['max_predictor_rhat']:.4g}, target {summary['rhat_target']}); "
+            f"ESS/s ratio Gibbs / NUTS {report['ess_per_s_ratio'][precision]:.3g}{spread} "
+            f"(per CPU second {report['ess_per_cpu_s_ratio'][precision]:.3g}); "
+            f"max |<f>_Gibbs - <f>_NUTS| / MC error {report['max_mean_predictor_z'][precision]:.3g}"
+        )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,15 @@ from attnpaths_book.records import VERSIONED_PACKAGES, make_record, read_record,
 
 RECORDS_DIR = Path(__file__).with_name("records")
 
-__all__ = ["RECORDS_DIR", "VERSIONED_PACKAGES", "committed_record_path", "start_record", "make_record",
-           "read_record", "write_record"]
+__all__ = [
+    "RECORDS_DIR",
+    "VERSIONED_PACKAGES",
+    "committed_record_path",
+    "start_record",
+    "make_record",
+    "read_record",
+    "write_record",
+]
 
 
 def committed_record_path(name: str) -> Path:
@@ -41,5 +48,6 @@ def committed_record_path(name: str) -> Path:
 def start_record(name: str, argv: list[str], packages=VERSIONED_PACKAGES) -> dict:
     """:func:`attnpaths_book.records.start_record` for ``python -m attnpaths_book bench NAME ARGV...``."""
     committed_record_path(name)  # validates the name
-    return records.start_record(name, " ".join(["python -m attnpaths_book bench", name, *argv]),
-                                Path(__file__).parent, packages)
+    return records.start_record(
+        name, " ".join(["python -m attnpaths_book bench", name, *argv]), Path(__file__).parent, packages
+    )

@@ -61,9 +61,7 @@ def potential_energy(network: AttentionNetwork, x, y, temperature: float):
     variances = dict(zip(names, network.variances))
 
     def energy(params: dict) -> torch.Tensor:
-        weights = NetworkWeights(
-            V0=params["V_0"], V=tuple(params[name] for name in names[1:-1]), a=params["a"]
-        )
+        weights = NetworkWeights(V0=params["V_0"], V=tuple(params[name] for name in names[1:-1]), a=params["a"])
         f = network.forward(x, weights, matrices=matrices)
         prior = sum((params[name] ** 2).sum() / (2 * variances[name]) for name in names)
         return prior + ((y - f) ** 2).sum() / (2 * temperature)
@@ -116,11 +114,12 @@ def run_nuts(
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            kernel = NUTS(
-                potential_fn=energy, target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth
-            )
+            kernel = NUTS(potential_fn=energy, target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth)
             mcmc = MCMC(
-                kernel, num_samples=num_samples, warmup_steps=num_warmup, initial_params=initial,
+                kernel,
+                num_samples=num_samples,
+                warmup_steps=num_warmup,
+                initial_params=initial,
                 disable_progbar=not progress,
             )
             mcmc.run()
@@ -204,8 +203,18 @@ def compare_samplers(
             progress=progress,
         )
         nuts_stats = {}
-        nuts = run_nuts(network, x, y, temperature, generator, num_warmup, num_samples, num_chains, progress=progress,
-                        stats=nuts_stats)
+        nuts = run_nuts(
+            network,
+            x,
+            y,
+            temperature,
+            generator,
+            num_warmup,
+            num_samples,
+            num_chains,
+            progress=progress,
+            stats=nuts_stats,
+        )
     finally:
         torch.set_num_threads(previous_threads)
     runs = {"gibbs": gibbs, "nuts": nuts}
@@ -266,7 +275,9 @@ def _random_inputs(generator, num_train: int, num_test: int, input_width: int = 
 
 def main(argv=None) -> dict:
     """Command-line entry point; prints the report and returns it."""
-    parser = argparse.ArgumentParser(prog="python -m attnpaths_book.benchmarks.sampler", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m attnpaths_book.benchmarks.sampler", description=__doc__.split("\n")[0]
+    )
     parser.add_argument(
         "--data", choices=("hmc", "random"), default="hmc", help="HMC task (4-path network) or random inputs"
     )
@@ -285,9 +296,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--progress", action="store_true")
     parser.add_argument(
-        "--output", default=os.path.join("_build", "results", "bench_sampler.json"),
+        "--output",
+        default=os.path.join("_build", "results", "bench_sampler.json"),
         help="where to write the report with its provenance (attnpaths_book.benchmarks.record); the book reads the "
-             "committed record " + str(committed_record_path("sampler")),
+        "committed record " + str(committed_record_path("sampler")),
     )
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
@@ -301,10 +313,20 @@ def main(argv=None) -> dict:
         )
     network = AttentionNetwork(attention, widths=args.width)
     report = compare_samplers(
-        network, x, y, x_test, args.temperature, generator,
-        num_warmup=args.num_warmup, num_samples=args.num_samples, num_chains=args.num_chains,
-        gibbs_warmup=args.gibbs_warmup, gibbs_samples=args.gibbs_samples, y_test=y_test,
-        num_threads=args.threads, progress=args.progress,
+        network,
+        x,
+        y,
+        x_test,
+        args.temperature,
+        generator,
+        num_warmup=args.num_warmup,
+        num_samples=args.num_samples,
+        num_chains=args.num_chains,
+        gibbs_warmup=args.gibbs_warmup,
+        gibbs_samples=args.gibbs_samples,
+        y_test=y_test,
+        num_threads=args.threads,
+        progress=args.progress,
     )
     _print_report(report)
     path = write_record(make_record(started, report), args.output)
@@ -312,15 +334,26 @@ def main(argv=None) -> dict:
     return report
 
 
-SUMMARY_KEYS = ("wall_time_s", "num_chains", "num_samples", "min_predictor_ess", "median_predictor_ess",
-                "max_predictor_rhat", "min_predictor_ess_per_s", "min_order_parameter_ess", "test_accuracy")
+SUMMARY_KEYS = (
+    "wall_time_s",
+    "num_chains",
+    "num_samples",
+    "min_predictor_ess",
+    "median_predictor_ess",
+    "max_predictor_rhat",
+    "min_predictor_ess_per_s",
+    "min_order_parameter_ess",
+    "test_accuracy",
+)
 """The rows of :func:`print_summaries` (a summary without one of them leaves its cell empty)."""
 
 
 def print_summaries(sizes: dict, summaries: dict, keys=SUMMARY_KEYS) -> None:
     """Print the posterior's sizes and one column per sampler run (``{column title: summary}``), a row per key."""
-    print(f"posterior: P={sizes['num_train']}, N0={sizes['input_width']}, heads={sizes['heads']}, "
-          f"widths={sizes['widths']}, T={sizes['temperature']}, threads={sizes['num_threads']}")
+    print(
+        f"posterior: P={sizes['num_train']}, N0={sizes['input_width']}, heads={sizes['heads']}, "
+        f"widths={sizes['widths']}, T={sizes['temperature']}, threads={sizes['num_threads']}"
+    )
     print(f"{'':36s}" + "".join(f"{name:>16s}" for name in summaries))
     for key in keys:
         if any(key in summary for summary in summaries.values()):

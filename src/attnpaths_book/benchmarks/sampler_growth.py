@@ -61,12 +61,17 @@ def sample_point(width: int, num_train: int, *, chains: int, warmup: int, sample
     sampler = PosteriorSampler(network, train.y, TEMPERATURE, x=train.x)
     run = sampler.run(torch.Generator().manual_seed(seed), warmup, samples, chains, progress=False)
     diagnostics = run.diagnostics(network.features(test.x))
-    return {"width": width, "num_train": num_train, "ms_per_sweep": 1e3 * run.wall_time_s / (warmup + samples),
-            "wall_time_s": run.wall_time_s, "min_predictor_ess": diagnostics["min_predictor_ess"],
-            "min_predictor_ess_per_s": diagnostics["min_predictor_ess_per_s"],
-            "min_predictor_ess_per_sweep": diagnostics["min_predictor_ess"] / (chains * samples),
-            "max_predictor_rhat": diagnostics["max_predictor_rhat"],
-            "converged": bool(diagnostics["max_predictor_rhat"] <= RHAT_LIMIT)}
+    return {
+        "width": width,
+        "num_train": num_train,
+        "ms_per_sweep": 1e3 * run.wall_time_s / (warmup + samples),
+        "wall_time_s": run.wall_time_s,
+        "min_predictor_ess": diagnostics["min_predictor_ess"],
+        "min_predictor_ess_per_s": diagnostics["min_predictor_ess_per_s"],
+        "min_predictor_ess_per_sweep": diagnostics["min_predictor_ess"] / (chains * samples),
+        "max_predictor_rhat": diagnostics["max_predictor_rhat"],
+        "converged": bool(diagnostics["max_predictor_rhat"] <= RHAT_LIMIT),
+    }
 
 
 def growth(label: str, sizes, rows: list[dict]) -> dict:
@@ -82,26 +87,36 @@ def growth(label: str, sizes, rows: list[dict]) -> dict:
             return None
         return fit_exponent([size for size, _ in trusted], [row[key] for _, row in trusted])
 
-    return {"sizes": list(sizes), "rows": rows,
-            "exponent_per_sweep": fit_exponent(sizes, ms),
-            "exponent_per_sweep_largest_two": fit_exponent(sizes[-2:], ms[-2:]),
-            "expected_exponents": list(EXPECTED_EXPONENTS[label]),
-            "two_terms": fit_two_terms(sizes, ms, EXPECTED_EXPONENTS[label], constant=len(sizes) > 3),
-            "ess_sizes": [size for size, _ in trusted],
-            "exponent_ess_per_s": ess_exponent("min_predictor_ess_per_s"),
-            "exponent_ess_per_sweep": ess_exponent("min_predictor_ess_per_sweep")}
+    return {
+        "sizes": list(sizes),
+        "rows": rows,
+        "exponent_per_sweep": fit_exponent(sizes, ms),
+        "exponent_per_sweep_largest_two": fit_exponent(sizes[-2:], ms[-2:]),
+        "expected_exponents": list(EXPECTED_EXPONENTS[label]),
+        "two_terms": fit_two_terms(sizes, ms, EXPECTED_EXPONENTS[label], constant=len(sizes) > 3),
+        "ess_sizes": [size for size, _ in trusted],
+        "exponent_ess_per_s": ess_exponent("min_predictor_ess_per_s"),
+        "exponent_ess_per_sweep": ess_exponent("min_predictor_ess_per_sweep"),
+    }
 
 
 def main(argv=None) -> dict:
     """Entry point of ``python -m attnpaths_book bench sampler_growth``; prints a summary and returns the report."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench sampler_growth",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m attnpaths_book bench sampler_growth", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a check that everything runs)")
-    parser.add_argument("--widths", type=int, nargs="+", default=None,
-                        help="widths N at P = 100 (default 10 30 100 300)")
-    parser.add_argument("--num-train", type=int, nargs="+", default=None,
-                        help="training-set sizes P at N = 10 (default 50 100 200 400 800)")
+    parser.add_argument(
+        "--widths", type=int, nargs="+", default=None, help="widths N at P = 100 (default 10 30 100 300)"
+    )
+    parser.add_argument(
+        "--num-train",
+        type=int,
+        nargs="+",
+        default=None,
+        help="training-set sizes P at N = 10 (default 50 100 200 400 800)",
+    )
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=None, help="discarded sweeps per chain (default 100)")
     parser.add_argument("--samples", type=int, default=None, help="kept sweeps per chain (default 400)")
@@ -125,30 +140,44 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     series = {}
     try:
-        for label, values, point in (("width", widths, lambda v: sample_point(v, 100, **settings)),
-                                     ("examples", sizes, lambda v: sample_point(10, v, **settings))):
-            print(f"growth with {'the width N (P = 100)' if label == 'width' else 'the examples P (N = 10)'}",
-                  flush=True)
+        for label, values, point in (
+            ("width", widths, lambda v: sample_point(v, 100, **settings)),
+            ("examples", sizes, lambda v: sample_point(10, v, **settings)),
+        ):
+            print(
+                f"growth with {'the width N (P = 100)' if label == 'width' else 'the examples P (N = 10)'}", flush=True
+            )
             rows = []
             for value in values:
                 rows.append(point(value))
                 row = rows[-1]
-                print(f"  {label}={value}: {row['ms_per_sweep']:.2f} ms per sweep, min ESS "
-                      f"{row['min_predictor_ess']:.0f} ({row['min_predictor_ess_per_s']:.3g}/s), "
-                      f"max R-hat {row['max_predictor_rhat']:.3f}", flush=True)
+                print(
+                    f"  {label}={value}: {row['ms_per_sweep']:.2f} ms per sweep, min ESS "
+                    f"{row['min_predictor_ess']:.0f} ({row['min_predictor_ess_per_s']:.3g}/s), "
+                    f"max R-hat {row['max_predictor_rhat']:.3f}",
+                    flush=True,
+                )
             series[label] = growth(label, values, rows)
     finally:
         torch.set_num_threads(previous_threads)
-    report = {"threads": args.threads, "quick": quick, "temperature": TEMPERATURE, "num_test": NUM_TEST,
-              **settings, "note": "wall times on a machine shared with other work: read them with the load averages",
-              "growth": series}
+    report = {
+        "threads": args.threads,
+        "quick": quick,
+        "temperature": TEMPERATURE,
+        "num_test": NUM_TEST,
+        **settings,
+        "note": "wall times on a machine shared with other work: read them with the load averages",
+        "growth": series,
+    }
     for label, fit in series.items():
         two = fit["two_terms"]
         where = "none in the fit" if two["crossover"] is None else f"{two['crossover']:.3g}"
-        print(f"{label}: time per sweep exponent {fit['exponent_per_sweep']:.2f} over all sizes, "
-              f"{fit['exponent_per_sweep_largest_two']:.2f} between the largest two (terms {two['exponents']}, "
-              f"crossover at {where}); ESS/s exponent {fit['exponent_ess_per_s']} over the converged sizes "
-              f"{fit['ess_sizes']}")
+        print(
+            f"{label}: time per sweep exponent {fit['exponent_per_sweep']:.2f} over all sizes, "
+            f"{fit['exponent_per_sweep_largest_two']:.2f} between the largest two (terms {two['exponents']}, "
+            f"crossover at {where}); ESS/s exponent {fit['exponent_ess_per_s']} over the converged sizes "
+            f"{fit['ess_sizes']}"
+        )
     path = write_record(make_record(started, report), args.output)
     print(f"record written to {path}")
     return report

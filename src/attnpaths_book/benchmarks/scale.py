@@ -99,8 +99,13 @@ def run_row(spec: dict) -> dict:
     from attnpaths.theory import CertificateWarning, _solver_memory, architecture, solve, solve_from_statistics
 
     task = HMCTask(**spec["task"])
-    chunks = HMCChunks(task, four_path_network(task).attention, seed=spec["seed"], num_examples=spec["P"],
-                       chunk_size=spec["chunk_size"])
+    chunks = HMCChunks(
+        task,
+        four_path_network(task).attention,
+        seed=spec["seed"],
+        num_examples=spec["P"],
+        chunk_size=spec["chunk_size"],
+    )
     timed = _TimedChunks(chunks)
     options = dict(heads=HEADS, widths=WIDTH, temperature=TEMPERATURE, gradient_tolerance=GRADIENT_TOLERANCE)
     D = task.input_width * chunks.attention.num_paths
@@ -119,14 +124,26 @@ def run_row(spec: dict) -> dict:
             solution = solve(features, y, route="feature", **options)
     wall_s = time.perf_counter() - start
     arch = architecture(HEADS, WIDTH)
-    memory, _ = _solver_memory(spec["P"], task.input_width, chunks.attention.num_paths, arch,
-                               "gram" if spec["route"] == "gram" else "feature")
-    return {"route": spec["route"], "P": spec["P"], "D": D, "chunks": chunks.num_chunks, "wall_s": wall_s,
-            "features_s": timed.seconds, "accumulate_s": data_s - timed.seconds if spec["route"] == "gram" else 0.0,
-            "solve_s": wall_s - data_s, "iterations": solution.iterations, "converged": bool(solution.converged),
-            "gradient_norm": solution.gradient_norm, "hessian_min_eigenvalue": solution.hessian_min_eigenvalue,
-            "action": solution.action, "U_layers": [U.tolist() for U in solution.U_layers],
-            "solver_memory_estimate_gib": memory / 2**30}
+    memory, _ = _solver_memory(
+        spec["P"], task.input_width, chunks.attention.num_paths, arch, "gram" if spec["route"] == "gram" else "feature"
+    )
+    return {
+        "route": spec["route"],
+        "P": spec["P"],
+        "D": D,
+        "chunks": chunks.num_chunks,
+        "wall_s": wall_s,
+        "features_s": timed.seconds,
+        "accumulate_s": data_s - timed.seconds if spec["route"] == "gram" else 0.0,
+        "solve_s": wall_s - data_s,
+        "iterations": solution.iterations,
+        "converged": bool(solution.converged),
+        "gradient_norm": solution.gradient_norm,
+        "hessian_min_eigenvalue": solution.hessian_min_eigenvalue,
+        "action": solution.action,
+        "U_layers": [U.tolist() for U in solution.U_layers],
+        "solver_memory_estimate_gib": memory / 2**30,
+    }
 
 
 def _in_process():
@@ -140,8 +157,10 @@ def _threads() -> dict:
     import torch
     from threadpoolctl import threadpool_info
 
-    return {"torch": torch.get_num_threads(),
-            "blas": sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})}
+    return {
+        "torch": torch.get_num_threads(),
+        "blas": sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}),
+    }
 
 
 def row_main(argv=None) -> None:
@@ -167,11 +186,11 @@ def measure_row(spec: dict) -> dict:
 
     environment = dict(os.environ, **{name: "1" for name in THREAD_VARIABLES}, **{SCHEDULER_ENV: "in-process"})
     code = "import sys; from attnpaths_book.benchmarks.scale import row_main; row_main(sys.argv[1:])"
-    completed = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True,
-                               env=environment)
+    completed = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True, env=environment
+    )
     if completed.returncode != 0:
-        raise RuntimeError(f"the row {spec} failed (exit status {completed.returncode}):\n"
-                           f"{completed.stderr[-4000:]}")
+        raise RuntimeError(f"the row {spec} failed (exit status {completed.returncode}):\n{completed.stderr[-4000:]}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
@@ -196,11 +215,21 @@ def dense_sizes(candidates, task: dict, memory_gib: float, largest: int) -> tupl
     for P in candidates:
         estimate = dense_memory_gib(P, task)
         if estimate > memory_gib:
-            skipped.append({"P": P, "memory_estimate_gib": estimate,
-                            "reason": f"memory estimate {estimate:.2f} GiB > {memory_gib:g} GiB"})
+            skipped.append(
+                {
+                    "P": P,
+                    "memory_estimate_gib": estimate,
+                    "reason": f"memory estimate {estimate:.2f} GiB > {memory_gib:g} GiB",
+                }
+            )
         elif P > largest:
-            skipped.append({"P": P, "memory_estimate_gib": estimate,
-                            "reason": f"P > {largest} (time: the dense factorisation grows as P^3)"})
+            skipped.append(
+                {
+                    "P": P,
+                    "memory_estimate_gib": estimate,
+                    "reason": f"P > {largest} (time: the dense factorisation grows as P^3)",
+                }
+            )
         else:
             kept.append(P)
     return kept, skipped
@@ -211,15 +240,20 @@ def compare(gram: dict, dense: dict) -> dict:
     ``U`` (largest entry difference over the largest entry of the dense ``U``, all layers) and of the action."""
     import numpy as np
 
-    difference = max(float(np.abs(np.array(a) - np.array(b)).max())
-                     for a, b in zip(gram["U_layers"], dense["U_layers"]))
+    difference = max(
+        float(np.abs(np.array(a) - np.array(b)).max()) for a, b in zip(gram["U_layers"], dense["U_layers"])
+    )
     scale = max(float(np.abs(np.array(b)).max()) for b in dense["U_layers"])
-    return {"P": gram["P"], "time_ratio_dense_over_gram": dense["wall_s"] / gram["wall_s"],
-            "solve_time_ratio_dense_over_gram": dense["solve_s"] / (gram["accumulate_s"] + gram["solve_s"]),
-            "U_relative_difference": difference / scale,
-            "action_relative_difference": abs(gram["action"] - dense["action"]) / abs(dense["action"]),
-            "gram_converged": gram["converged"], "dense_converged": dense["converged"],
-            "dense_gradient_norm": dense["gradient_norm"]}
+    return {
+        "P": gram["P"],
+        "time_ratio_dense_over_gram": dense["wall_s"] / gram["wall_s"],
+        "solve_time_ratio_dense_over_gram": dense["solve_s"] / (gram["accumulate_s"] + gram["solve_s"]),
+        "U_relative_difference": difference / scale,
+        "action_relative_difference": abs(gram["action"] - dense["action"]) / abs(dense["action"]),
+        "gram_converged": gram["converged"],
+        "dense_converged": dense["converged"],
+        "dense_gradient_norm": dense["gradient_norm"],
+    }
 
 
 def main(argv=None) -> dict:
@@ -228,8 +262,9 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench scale", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a check that everything runs)")
     parser.add_argument("--chunk-size", type=int, default=None, help="examples per chunk (default 1000, quick 20)")
-    parser.add_argument("--dense-memory-gib", type=float, default=4.0,
-                        help="largest memory estimate of a dense row, GiB")
+    parser.add_argument(
+        "--dense-memory-gib", type=float, default=4.0, help="largest memory estimate of a dense row, GiB"
+    )
     parser.add_argument("--dense-max", type=int, default=None, help="largest P of a dense row (default 8000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=committed_record_path("scale"))
@@ -240,41 +275,65 @@ def main(argv=None) -> dict:
     if chunk_size < 2 or chunk_size % 2 or args.seed < 0 or args.dense_memory_gib <= 0:
         parser.error("--chunk-size must be an even integer >= 2, --seed >= 0 and --dense-memory-gib > 0")
     task = QUICK_TASK if quick else {}
-    dense_P, skipped = dense_sizes(QUICK_DENSE_CANDIDATES if quick else DENSE_CANDIDATES, task,
-                                   args.dense_memory_gib, dense_max)
+    dense_P, skipped = dense_sizes(
+        QUICK_DENSE_CANDIDATES if quick else DENSE_CANDIDATES, task, args.dense_memory_gib, dense_max
+    )
     gram_P = sorted(set(QUICK_GRAM_SIZES if quick else GRAM_SIZES) | set(dense_P))
     started = start_record("scale", argv)
     rows = []
-    print(f"{'route':>6} {'P':>7} {'wall s':>9} {'features s':>10} {'solve s':>8} {'peak RSS MiB':>12} "
-          f"{'iterations':>10} converged", flush=True)
+    print(
+        f"{'route':>6} {'P':>7} {'wall s':>9} {'features s':>10} {'solve s':>8} {'peak RSS MiB':>12} "
+        f"{'iterations':>10} converged",
+        flush=True,
+    )
     for route, sizes in (("gram", gram_P), ("dense", dense_P)):
         for P in sizes:
             row = measure_row({"route": route, "P": P, "chunk_size": chunk_size, "seed": args.seed, "task": task})
             rows.append(row)
-            print(f"{route:>6} {P:>7} {row['wall_s']:>9.2f} {row['features_s']:>10.2f} {row['solve_s']:>8.2f} "
-                  f"{row['peak_rss_mib']:>12.0f} {row['iterations']:>10} {row['converged']}", flush=True)
+            print(
+                f"{route:>6} {P:>7} {row['wall_s']:>9.2f} {row['features_s']:>10.2f} {row['solve_s']:>8.2f} "
+                f"{row['peak_rss_mib']:>12.0f} {row['iterations']:>10} {row['converged']}",
+                flush=True,
+            )
     by_route = {route: {row["P"]: row for row in rows if row["route"] == route} for route in ("gram", "dense")}
     comparisons = [compare(by_route["gram"][P], by_route["dense"][P]) for P in dense_P]
     for c in comparisons:
-        print(f"P = {c['P']}: dense/gram time {c['time_ratio_dense_over_gram']:.2f}, U relative difference "
-              f"{c['U_relative_difference']:.2e}, action relative difference {c['action_relative_difference']:.2e}"
-              + ("" if c["dense_converged"] else f" (dense uncertified, gradient norm {c['dense_gradient_norm']:.2g})"))
+        print(
+            f"P = {c['P']}: dense/gram time {c['time_ratio_dense_over_gram']:.2f}, U relative difference "
+            f"{c['U_relative_difference']:.2e}, action relative difference {c['action_relative_difference']:.2e}"
+            + ("" if c["dense_converged"] else f" (dense uncertified, gradient norm {c['dense_gradient_norm']:.2g})")
+        )
     largest_gram = by_route["gram"][gram_P[-1]]
     largest_dense = by_route["dense"][dense_P[-1]] if dense_P else None
     report = {
-        "quick": quick, "threads": 1, "task": task, "heads": list(HEADS), "width": WIDTH, "temperature": TEMPERATURE,
+        "quick": quick,
+        "threads": 1,
+        "task": task,
+        "heads": list(HEADS),
+        "width": WIDTH,
+        "temperature": TEMPERATURE,
         "gradient_tolerance": GRADIENT_TOLERANCE,
-        "chunk_size": chunk_size, "seed": args.seed, "dense_memory_gib": args.dense_memory_gib, "dense_max": dense_max,
-        "gram_sizes": gram_P, "dense_sizes": dense_P, "dense_skipped": skipped, "rows": rows,
-        "comparisons": comparisons, "time_ratio_bound": TIME_RATIO_BOUND,
-        "largest_gram_over_largest_dense_time": (None if largest_dense is None
-                                                 else largest_gram["wall_s"] / largest_dense["wall_s"]),
+        "chunk_size": chunk_size,
+        "seed": args.seed,
+        "dense_memory_gib": args.dense_memory_gib,
+        "dense_max": dense_max,
+        "gram_sizes": gram_P,
+        "dense_sizes": dense_P,
+        "dense_skipped": skipped,
+        "rows": rows,
+        "comparisons": comparisons,
+        "time_ratio_bound": TIME_RATIO_BOUND,
+        "largest_gram_over_largest_dense_time": (
+            None if largest_dense is None else largest_gram["wall_s"] / largest_dense["wall_s"]
+        ),
         "note": "wall times on a machine shared with other work: read them with the load averages; each row ran in "
-                "a fresh process, its peak RSS includes the Python and torch imports (rss_after_imports_mib)",
+        "a fresh process, its peak RSS includes the Python and torch imports (rss_after_imports_mib)",
     }
     if largest_dense is not None:
-        print(f"Gram at P = {gram_P[-1]} over dense at P = {dense_P[-1]}: "
-              f"{report['largest_gram_over_largest_dense_time']:.2f} of the time")
+        print(
+            f"Gram at P = {gram_P[-1]} over dense at P = {dense_P[-1]}: "
+            f"{report['largest_gram_over_largest_dense_time']:.2f} of the time"
+        )
     path = write_record(make_record(started, report), args.output)
     print(f"record written to {path}")
     return report

@@ -62,8 +62,19 @@ TARGETS = {"hmc_ms": 5.0, "image_ms": 500.0, "hmc_speedup": 1000.0}
 # the original method
 
 
-def adam_minimise(features, y, heads, widths, temperature: float, variances=1.0, *, lr: float = 0.1,
-                  gradient_tolerance: float = 1e-5, max_steps: int = 50000, time_limit: float | None = None) -> dict:
+def adam_minimise(
+    features,
+    y,
+    heads,
+    widths,
+    temperature: float,
+    variances=1.0,
+    *,
+    lr: float = 0.1,
+    gradient_tolerance: float = 1e-5,
+    max_steps: int = 50000,
+    time_limit: float | None = None,
+) -> dict:
     """The authors' minimisation of the action on the package's action (eq-action): one full matrix per
     ``U_l`` (``U_1, ..., U_L``), symmetrised as ``(U + U^T) / 2`` at every evaluation, the GP values as start,
     the loss ``(S_ent + S_en) / max(N_1, ..., N_a)``, Adam (default betas) with learning rate ``lr``, stopped
@@ -113,8 +124,14 @@ def adam_minimise(features, y, heads, widths, temperature: float, variances=1.0,
         steps += 1
     seconds = time.perf_counter() - start
     layers = [((U + U.T) / 2).detach() for U in params]
-    return {"U_layers": [U.numpy() for U in layers], "action": math.inf if value is None else float(value.detach()),
-            "steps": steps, "converged": converged, "max_gradient": largest, "seconds": seconds}
+    return {
+        "U_layers": [U.numpy() for U in layers],
+        "action": math.inf if value is None else float(value.detach()),
+        "steps": steps,
+        "converged": converged,
+        "max_gradient": largest,
+        "seconds": seconds,
+    }
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -132,9 +149,17 @@ def hmc_problem(num_train: int = 100, **task):
     return path_features(train.x, network.attention), train.y.to(torch.float64), network.heads
 
 
-def image_problem(num_train: int = 600, *, heads: int = 4, qk_width: int = 32, scale: float = 3.0, seed: int = 0,
-                  alphabets=("Latin", "Greek", "Coptic", "N'Ko"), image_size: int = 32,
-                  cache_dir: str | None = os.path.join("_build", "cache")):
+def image_problem(
+    num_train: int = 600,
+    *,
+    heads: int = 4,
+    qk_width: int = 32,
+    scale: float = 3.0,
+    seed: int = 0,
+    alphabets=("Latin", "Greek", "Coptic", "N'Ko"),
+    image_size: int = 32,
+    cache_dir: str | None = os.path.join("_build", "cache"),
+):
     """``(features [P, N0, heads^2], y, (heads, heads))``: class-sorted one-shot episodes of rendered glyphs
     (:func:`attnpaths.oneshot.load_image_dataset`, 20 instances per class), encoded by a fresh
     :class:`~attnpaths.oneshot.sequences.SequenceEncoder` (8 x 8 patches, one channel: ``N0 = 64``), and the paths
@@ -162,8 +187,9 @@ def image_problem(num_train: int = 600, *, heads: int = 4, qk_width: int = 32, s
     return path_features(episodes.x, attention), episodes.y.to(torch.float64), attention.heads
 
 
-def paths_problem(heads_per_layer: int, num_train: int = 200, *, seq_len: int = 7, feature_width: int = 8,
-                  seed: int = 0):
+def paths_problem(
+    heads_per_layer: int, num_train: int = 200, *, seq_len: int = 7, feature_width: int = 8, seed: int = 0
+):
     """``(features [P, N0, H^2], y, (H, H))``: HMC sequences of ``seq_len`` tokens with ``feature_width``
     features (``N0 = feature_width + seq_len + 1``) through 2 layers of ``H`` random bilinear heads
     (``W ~ N(0, 1/N0^2)``, last-token readout), drawn with ``torch.Generator().manual_seed(seed)``."""
@@ -174,8 +200,10 @@ def paths_problem(heads_per_layer: int, num_train: int = 200, *, seq_len: int = 
     train = paper_train_set(num_train, seq_len=seq_len, feature_width=feature_width)
     n0 = train.x.shape[1]
     generator = torch.Generator().manual_seed(seed)
-    layers = tuple(AttentionLayer(W=torch.randn(heads_per_layer, n0, n0, generator=generator, dtype=torch.float64) / n0)
-                   for _ in range(2))
+    layers = tuple(
+        AttentionLayer(W=torch.randn(heads_per_layer, n0, n0, generator=generator, dtype=torch.float64) / n0)
+        for _ in range(2)
+    )
     attention = Attention(layers, readout="last_token")
     return path_features(train.x, attention), train.y.to(torch.float64), attention.heads
 
@@ -195,10 +223,17 @@ def time_solver(features, y, heads, width, temperature: float, repeats: int, war
         solution = solve(features, y, heads=heads, widths=width, temperature=temperature)
         seconds.append(time.perf_counter() - start)
     median = float(np.median(seconds))
-    return {"ms": 1e3 * median, "ms_all": [round(1e3 * s, 4) for s in seconds], "iterations": solution.iterations,
-            "ms_per_iteration": 1e3 * median / max(solution.iterations, 1), "converged": bool(solution.converged),
-            "gradient_norm": solution.gradient_norm, "hessian_min_eigenvalue": solution.hessian_min_eigenvalue,
-            "action": solution.action, "solution": solution}
+    return {
+        "ms": 1e3 * median,
+        "ms_all": [round(1e3 * s, 4) for s in seconds],
+        "iterations": solution.iterations,
+        "ms_per_iteration": 1e3 * median / max(solution.iterations, 1),
+        "converged": bool(solution.converged),
+        "gradient_norm": solution.gradient_norm,
+        "hessian_min_eigenvalue": solution.hessian_min_eigenvalue,
+        "action": solution.action,
+        "solution": solution,
+    }
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -214,21 +249,36 @@ def compare(name: str, problem, width, temperature: float, repeats: int, adam_re
     adam_ms = 1e3 * float(np.median([r["seconds"] for r in runs]))
     last = runs[-1]
     report = {
-        "problem": name, "num_train": int(features.shape[0]), "input_width": int(features.shape[1]),
-        "heads": list(heads), "width": width, "temperature": temperature, "solver": timed,
-        "adam": {"ms": adam_ms, "ms_all": [round(1e3 * r["seconds"], 2) for r in runs], "steps": last["steps"],
-                 "converged": last["converged"], "max_gradient": last["max_gradient"], "action": last["action"],
-                 "action_excess": last["action"] - solution.action,
-                 "max_abs_difference_U": max(float(np.abs(a - b).max()) for a, b in zip(last["U_layers"], solution.U_layers)),
-                 **{key: value for key, value in adam.items() if key != "time_limit"},
-                 "time_limit_s": adam.get("time_limit")},
+        "problem": name,
+        "num_train": int(features.shape[0]),
+        "input_width": int(features.shape[1]),
+        "heads": list(heads),
+        "width": width,
+        "temperature": temperature,
+        "solver": timed,
+        "adam": {
+            "ms": adam_ms,
+            "ms_all": [round(1e3 * r["seconds"], 2) for r in runs],
+            "steps": last["steps"],
+            "converged": last["converged"],
+            "max_gradient": last["max_gradient"],
+            "action": last["action"],
+            "action_excess": last["action"] - solution.action,
+            "max_abs_difference_U": max(
+                float(np.abs(a - b).max()) for a, b in zip(last["U_layers"], solution.U_layers)
+            ),
+            **{key: value for key, value in adam.items() if key != "time_limit"},
+            "time_limit_s": adam.get("time_limit"),
+        },
         "speedup": adam_ms / timed["ms"],
         "speedup_is_lower_bound": not last["converged"],
     }
     return report
 
 
-def growth(label: str, sizes, problems, width, temperature: float, repeats: int, exponents, warmup: bool = True) -> dict:
+def growth(
+    label: str, sizes, problems, width, temperature: float, repeats: int, exponents, warmup: bool = True
+) -> dict:
     """Solve times over a family of problems and the fits of :func:`fit_exponent` and :func:`fit_two_terms`."""
     rows = []
     for size, problem in zip(sizes, problems):
@@ -236,17 +286,32 @@ def growth(label: str, sizes, problems, width, temperature: float, repeats: int,
         timed = time_solver(features, y, heads, width, temperature, repeats, warmup)
         timed.pop("solution")
         P, n0, n = features.shape
-        rows.append({label: size, "num_train": int(P), "input_width": int(n0), "heads": list(heads),
-                     "energy_route": EnergyEvaluator.cheaper_route(P, n0, n), **timed})
-        print(f"  {label}={size}: {timed['ms']:.1f} ms, {timed['iterations']} iterations "
-              f"({timed['ms_per_iteration']:.2f} ms each, {rows[-1]['energy_route']} space)", flush=True)
+        rows.append(
+            {
+                label: size,
+                "num_train": int(P),
+                "input_width": int(n0),
+                "heads": list(heads),
+                "energy_route": EnergyEvaluator.cheaper_route(P, n0, n),
+                **timed,
+            }
+        )
+        print(
+            f"  {label}={size}: {timed['ms']:.1f} ms, {timed['iterations']} iterations "
+            f"({timed['ms_per_iteration']:.2f} ms each, {rows[-1]['energy_route']} space)",
+            flush=True,
+        )
     per_iteration = [r["ms_per_iteration"] for r in rows]
-    return {"width": width, "temperature": temperature, "rows": rows,
-            "exponent_per_iteration": fit_exponent(sizes, per_iteration),
-            "exponent_per_iteration_largest_two": fit_exponent(sizes[-2:], per_iteration[-2:]),
-            "exponent_per_solve": fit_exponent(sizes, [r["ms"] for r in rows]),
-            "expected_exponents": list(exponents),
-            "two_terms": fit_two_terms(sizes, per_iteration, exponents, constant=len(sizes) > 3)}
+    return {
+        "width": width,
+        "temperature": temperature,
+        "rows": rows,
+        "exponent_per_iteration": fit_exponent(sizes, per_iteration),
+        "exponent_per_iteration_largest_two": fit_exponent(sizes[-2:], per_iteration[-2:]),
+        "exponent_per_solve": fit_exponent(sizes, [r["ms"] for r in rows]),
+        "expected_exponents": list(exponents),
+        "two_terms": fit_two_terms(sizes, per_iteration, exponents, constant=len(sizes) > 3),
+    }
 
 
 def main(argv=None) -> dict:
@@ -257,12 +322,20 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeats", type=int, default=None, help="solver runs per problem (default 21, quick 3)")
     parser.add_argument("--adam-repeats", type=int, default=None, help="Adam runs on the HMC problem (default 3)")
     parser.add_argument("--adam-lr", type=float, default=0.1)
-    parser.add_argument("--adam-tolerance", type=float, default=1e-5,
-                        help="Adam stops when the largest entry of the gradient of its loss is below this")
+    parser.add_argument(
+        "--adam-tolerance",
+        type=float,
+        default=1e-5,
+        help="Adam stops when the largest entry of the gradient of its loss is below this",
+    )
     parser.add_argument("--adam-max-steps", type=int, default=50000)
     parser.add_argument("--adam-time-limit", type=float, default=300.0, help="seconds per Adam run at most")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads and numpy/scipy BLAS threads (pinned, restored afterwards)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads and numpy/scipy BLAS threads (pinned, restored afterwards)",
+    )
     parser.add_argument("--cache-dir", default=os.path.join("_build", "cache"), help="rendered glyphs cache")
     parser.add_argument("--output", type=Path, default=committed_record_path("solver"))
     args = parser.parse_args(argv)
@@ -271,8 +344,12 @@ def main(argv=None) -> dict:
     quick = args.quick
     repeats = args.repeats or (2 if quick else 21)
     adam_repeats = args.adam_repeats or (1 if quick else 3)
-    adam = {"lr": args.adam_lr, "gradient_tolerance": args.adam_tolerance, "max_steps": 20 if quick else args.adam_max_steps,
-            "time_limit": args.adam_time_limit}
+    adam = {
+        "lr": args.adam_lr,
+        "gradient_tolerance": args.adam_tolerance,
+        "max_steps": 20 if quick else args.adam_max_steps,
+        "time_limit": args.adam_time_limit,
+    }
     started = start_record("solver", argv)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
@@ -280,40 +357,60 @@ def main(argv=None) -> dict:
         with warnings.catch_warnings(), threadpool_limits(limits=args.threads, user_api="blas"):
             warnings.simplefilter("ignore", CertificateWarning)  # recorded in each row's "converged"
             print("speed: solver against Adam", flush=True)
-            image = (dict(num_train=24, heads=2, alphabets=("Latin", "Greek"), image_size=16) if quick
-                     else dict(num_train=600, heads=4))
+            image = (
+                dict(num_train=24, heads=2, alphabets=("Latin", "Greek"), image_size=16)
+                if quick
+                else dict(num_train=600, heads=4)
+            )
             problems = {
                 "hmc": compare("hmc", hmc_problem(20 if quick else 100), 10, 0.01, repeats, adam_repeats, adam),
-                "image": compare("image", image_problem(**image, cache_dir=args.cache_dir), 10, 0.1,
-                                 max(1, repeats // 3), 1, adam),
+                "image": compare(
+                    "image", image_problem(**image, cache_dir=args.cache_dir), 10, 0.1, max(1, repeats // 3), 1, adam
+                ),
             }
             for name, row in problems.items():
                 bound = ">= " if row["speedup_is_lower_bound"] else ""
-                print(f"  {name}: solver {row['solver']['ms']:.2f} ms ({row['solver']['iterations']} iterations), "
-                      f"Adam {row['adam']['ms']:.0f} ms ({row['adam']['steps']} steps), speed-up {bound}{row['speedup']:.0f}x",
-                      flush=True)
+                print(
+                    f"  {name}: solver {row['solver']['ms']:.2f} ms ({row['solver']['iterations']} iterations), "
+                    f"Adam {row['adam']['ms']:.0f} ms ({row['adam']['steps']} steps), speed-up {bound}{row['speedup']:.0f}x",
+                    flush=True,
+                )
             print("growth with the number of examples P (4-path HMC network)", flush=True)
             sizes_P = [20, 30, 40] if quick else [100, 200, 400, 800, 1400, 2000]
-            by_examples = growth("P", sizes_P, [lambda P=P: hmc_problem(P) for P in sizes_P], 10, 0.01,
-                                 max(1, repeats // 7), (3.0, 2.0))
+            by_examples = growth(
+                "P", sizes_P, [lambda P=P: hmc_problem(P) for P in sizes_P], 10, 0.01, max(1, repeats // 7), (3.0, 2.0)
+            )
             heads, num_paths_train = ([2, 3], 20) if quick else ([2, 4, 8], 200)
             print(f"growth with the number of paths (2 layers of H heads, N0 = 16, P = {num_paths_train})", flush=True)
-            by_paths = growth("paths", [h * h for h in heads],
-                              [lambda h=h: paths_problem(h, num_paths_train) for h in heads], 10, 0.1,
-                              1 if quick else 2, (6.0, 4.0), warmup=False)
+            by_paths = growth(
+                "paths",
+                [h * h for h in heads],
+                [lambda h=h: paths_problem(h, num_paths_train) for h in heads],
+                10,
+                0.1,
+                1 if quick else 2,
+                (6.0, 4.0),
+                warmup=False,
+            )
     finally:
         torch.set_num_threads(previous_threads)
     report = {
-        "threads": args.threads, "quick": quick, "repeats": repeats,
+        "threads": args.threads,
+        "quick": quick,
+        "repeats": repeats,
         "note": "wall times on a machine shared with other work: read them with the load averages",
-        "targets": TARGETS, "problems": problems, "growth": {"examples": by_examples, "paths": by_paths},
+        "targets": TARGETS,
+        "problems": problems,
+        "growth": {"examples": by_examples, "paths": by_paths},
     }
     for key, fit in (("examples", by_examples), ("paths", by_paths)):
         two = fit["two_terms"]
         where = "none in the fit" if two["crossover"] is None else f"{two['crossover']:.3g}"
-        print(f"{key}: exponent {fit['exponent_per_iteration']:.2f} per iteration over all sizes, "
-              f"{fit['exponent_per_iteration_largest_two']:.2f} between the largest two "
-              f"(terms {two['exponents']}, crossover at {where})")
+        print(
+            f"{key}: exponent {fit['exponent_per_iteration']:.2f} per iteration over all sizes, "
+            f"{fit['exponent_per_iteration_largest_two']:.2f} between the largest two "
+            f"(terms {two['exponents']}, crossover at {where})"
+        )
     path = write_record(make_record(started, report), args.output)
     print(f"record written to {path}")
     return report

@@ -39,8 +39,12 @@ def timed_band_member(**arguments) -> tuple[dict, float]:
 def same_member(a: dict, b: dict) -> bool:
     """Whether two results of :func:`attnpaths.hmc.bands.band_member` hold the same numbers, bit for bit
     (accuracy, U, GP accuracies and label fractions)."""
-    return (np.array_equal(a["accuracy"], b["accuracy"]) and np.array_equal(a["U"], b["U"])
-            and a["gp"] == b["gp"] and a["label_fraction"] == b["label_fraction"])
+    return (
+        np.array_equal(a["accuracy"], b["accuracy"])
+        and np.array_equal(a["U"], b["U"])
+        and a["gp"] == b["gp"]
+        and a["label_fraction"] == b["label_fraction"]
+    )
 
 
 def projected_makespan(task_seconds, workers: int) -> float:
@@ -54,11 +58,22 @@ def projected_makespan(task_seconds, workers: int) -> float:
 def run_sweep(num_sets: int, seed: int, client=None) -> tuple[list, float]:
     """The band sweep, timed: ``(members with their task times, wall time in s)``."""
     data_sets = ex.draw_data_sets(num_sets, torch.Generator().manual_seed(seed))
-    shared = dict(network_factory=four_path_network, widths=ex.PAPER_WIDTHS, temperature=ex.PAPER_TEMPERATURE,
-                  gp_references=True, pc_width=100, pc_components=5)
+    shared = dict(
+        network_factory=four_path_network,
+        widths=ex.PAPER_WIDTHS,
+        temperature=ex.PAPER_TEMPERATURE,
+        gp_references=True,
+        pc_width=100,
+        pc_components=5,
+    )
     start = time.perf_counter()
-    results = engine.map_tasks(timed_band_member, [dict(data_set=pair) for pair in data_sets],
-                               description="band (bench)", shared=shared, client=client)
+    results = engine.map_tasks(
+        timed_band_member,
+        [dict(data_set=pair) for pair in data_sets],
+        description="band (bench)",
+        shared=shared,
+        client=client,
+    )
     return results, time.perf_counter() - start
 
 
@@ -66,12 +81,22 @@ def main(argv=None) -> int:
     """Entry point of ``python -m attnpaths_book bench sweep``."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench sweep", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--num-sets", type=int, default=20, help="data sets, i.e. tasks (default: 20, as the paper "
-                        "profile of the hmc chapter)")
+    parser.add_argument(
+        "--num-sets",
+        type=int,
+        default=20,
+        help="data sets, i.e. tasks (default: 20, as the paper profile of the hmc chapter)",
+    )
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], metavar="K")
     parser.add_argument("--seed", type=int, default=2024)
-    parser.add_argument("--project", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32], metavar="K",
-                        help="worker counts of the projection")
+    parser.add_argument(
+        "--project",
+        type=int,
+        nargs="+",
+        default=[1, 2, 4, 8, 16, 32],
+        metavar="K",
+        help="worker counts of the projection",
+    )
     parser.add_argument("--output", type=Path, default=committed_record_path("sweep"))
     args = parser.parse_args(argv)
     if args.num_sets < 1 or any(k < 1 for k in args.workers + args.project):
@@ -88,9 +113,15 @@ def main(argv=None) -> int:
         members = [member for member, _ in results]
         if reference is None:
             reference = members
-        runs.append({"workers": workers, "engine": chosen.mode, "wall_s": round(wall_s, 3),
-                     "task_seconds": [round(s, 4) for _, s in results],
-                     "identical_to_first_run": all(same_member(a, b) for a, b in zip(members, reference))})
+        runs.append(
+            {
+                "workers": workers,
+                "engine": chosen.mode,
+                "wall_s": round(wall_s, 3),
+                "task_seconds": [round(s, 4) for _, s in results],
+                "identical_to_first_run": all(same_member(a, b) for a, b in zip(members, reference)),
+            }
+        )
         print(f"sweep of {args.num_sets} tasks on {workers} worker(s): {wall_s:.1f} s", flush=True)
     base = runs[0]
     tasks = base["task_seconds"]
@@ -100,8 +131,13 @@ def main(argv=None) -> int:
         "num_tasks": args.num_sets,
         "runs": runs,
         "speedup": {str(r["workers"]): round(base["wall_s"] / r["wall_s"], 3) for r in runs},
-        "projection": {str(k): {"makespan_s": round(projected_makespan(tasks, k), 3),
-                                "speedup": round(total / projected_makespan(tasks, k), 3)} for k in args.project},
+        "projection": {
+            str(k): {
+                "makespan_s": round(projected_makespan(tasks, k), 3),
+                "speedup": round(total / projected_makespan(tasks, k), 3),
+            }
+            for k in args.project
+        },
     }
     path = write_record(make_record(started, report), args.output)
     print(f"record written to {path}")

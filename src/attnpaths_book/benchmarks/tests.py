@@ -32,24 +32,35 @@ def run_tier(root: Path, tier: str) -> dict:
         raise ValueError(f"tier must be one of {sorted(TIERS)}, got {tier!r}")
     html_at_start = (BookLayout(root).build_dir / SUITE_BOOK / "_build" / "html").is_dir()  # the tests' own book
     start = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", *TIERS[tier]], cwd=root, capture_output=True,
-                               text=True)
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *TIERS[tier]], cwd=root, capture_output=True, text=True
+    )
     wall_s = time.perf_counter() - start
     lines = [line for line in completed.stdout.splitlines() if line.strip()]
-    summary = next((line.strip("= ") for line in reversed(lines) if " in " in line and ("passed" in line
-                                                                                       or "failed" in line)), "")
-    return {"tier": tier, "command": " ".join(["python -m pytest", *(f'"{a}"' if " " in a else a for a in TIERS[tier])]),
-            "wall_s": round(wall_s, 1), "returncode": completed.returncode, "summary": summary,
-            "book_html_at_start": html_at_start}
+    summary = next(
+        (line.strip("= ") for line in reversed(lines) if " in " in line and ("passed" in line or "failed" in line)), ""
+    )
+    return {
+        "tier": tier,
+        "command": " ".join(["python -m pytest", *(f'"{a}"' if " " in a else a for a in TIERS[tier])]),
+        "wall_s": round(wall_s, 1),
+        "returncode": completed.returncode,
+        "summary": summary,
+        "book_html_at_start": html_at_start,
+    }
 
 
 def main(argv=None) -> int:
     """Entry point of ``python -m attnpaths_book bench tests``."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench tests",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tier", choices=sorted(TIERS), nargs="+", default=["full", "fast"],
-                        help="tiers to run, in this order (default: full fast)")
+    parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench tests", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--tier",
+        choices=sorted(TIERS),
+        nargs="+",
+        default=["full", "fast"],
+        help="tiers to run, in this order (default: full fast)",
+    )
     parser.add_argument("--output", type=Path, default=committed_record_path("tests"))
     args = parser.parse_args(argv)
     started = start_record("tests", argv)
@@ -61,9 +72,11 @@ def main(argv=None) -> int:
         print(f"  {runs[-1]['wall_s']:.0f} s: {runs[-1]['summary'] or 'no summary'}", flush=True)
     failed = [run for run in runs if run["returncode"] != 0]
     if failed:
-        print(f"error: the {failed[0]['tier']} tier failed (status {failed[0]['returncode']}: "
-              f"{failed[0]['summary']}); no record is written, its time is not that of a passing suite",
-              file=sys.stderr)
+        print(
+            f"error: the {failed[0]['tier']} tier failed (status {failed[0]['returncode']}: "
+            f"{failed[0]['summary']}); no record is written, its time is not that of a passing suite",
+            file=sys.stderr,
+        )
         return failed[0]["returncode"]
     path = write_record(make_record(started, {"runs": runs}), args.output)
     print(f"record written to {path}")

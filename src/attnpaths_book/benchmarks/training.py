@@ -27,7 +27,14 @@ import torch
 from attnpaths.devices import torch_device
 from attnpaths.oneshot.imagesets import ImageClasses
 from attnpaths.oneshot.sequences import sample_sequences
-from attnpaths.oneshot.training import AUTHORS_TRAINING, TrainingConfig, accuracy, initial_model, make_optimiser, training_step
+from attnpaths.oneshot.training import (
+    AUTHORS_TRAINING,
+    TrainingConfig,
+    accuracy,
+    initial_model,
+    make_optimiser,
+    training_step,
+)
 from attnpaths_book.benchmarks.record import RECORDS_DIR, make_record, start_record, write_record
 
 
@@ -106,10 +113,16 @@ def time_training(
         "device": device.type,
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
         "num_threads": torch.get_num_threads(),
-        "sizes": {"width": config.width, "qk_width": config.qk_width, "num_layers": config.num_layers,
-                  "num_heads": config.num_heads, "input_width": encoder.input_width,
-                  "num_tokens": encoder.num_tokens, "batch_size": config.batch_size,
-                  "parameters": int(sum(p.numel() for p in model.parameters()))},
+        "sizes": {
+            "width": config.width,
+            "qk_width": config.qk_width,
+            "num_layers": config.num_layers,
+            "num_heads": config.num_heads,
+            "input_width": encoder.input_width,
+            "num_tokens": encoder.num_tokens,
+            "batch_size": config.batch_size,
+            "parameters": int(sum(p.numel() for p in model.parameters())),
+        },
         "config": asdict(config),
         "timed_steps": steps,
         "step_seconds": seconds,
@@ -128,13 +141,18 @@ def main(argv=None) -> dict:
     parser.add_argument("--steps", type=int, default=5, help="timed training steps (after 2 warm-up steps)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's own)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--commit", default=None,
-                        help="commit of the measured sources, recorded instead of what git reads where it runs (for a "
-                             "copy of the tree on another machine, whose git metadata may be missing or stale)")
-    parser.add_argument("--output", default=None,
-                        help="where to write the record (default: _build/results/bench_training_DEVICE.json); "
-                             "the book reads the committed records training_cpu.json and training_cuda.json in "
-                             + str(RECORDS_DIR))
+    parser.add_argument(
+        "--commit",
+        default=None,
+        help="commit of the measured sources, recorded instead of what git reads where it runs (for a "
+        "copy of the tree on another machine, whose git metadata may be missing or stale)",
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="where to write the record (default: _build/results/bench_training_DEVICE.json); "
+        "the book reads the committed records training_cpu.json and training_cuda.json in " + str(RECORDS_DIR),
+    )
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.threads is not None:
@@ -142,16 +160,24 @@ def main(argv=None) -> dict:
     device = torch_device(args.device, "--device")
     started = start_record("training", argv)
     if args.commit and args.commit != started["commit"]:
-        started.update(commit=args.commit, commit_note=f"given with --commit; git where it ran read {started['commit']}")
+        started.update(
+            commit=args.commit, commit_note=f"given with --commit; git where it ran read {started['commit']}"
+        )
     report = time_training(replace(AUTHORS_TRAINING), device=device, steps=args.steps, seed=args.seed)
     output = args.output or os.path.join("_build", "results", f"bench_training_{device.type}.json")
     path = write_record(make_record(started, report), output)
-    print(f"device {report['device']} ({report['device_name'] or 'CPU'}), {report['num_threads']} threads, "
-          f"{report['sizes']['parameters']} parameters")
-    print(f"median step {report['median_step_s']:.4g} s over {args.steps} steps; validation pass "
-          f"{report['validation_s']:.4g} s")
-    print(f"projected {AUTHORS_TRAINING.steps} steps + {report['num_validations']} validations: "
-          f"{report['projected_total_hours']:.3g} h")
+    print(
+        f"device {report['device']} ({report['device_name'] or 'CPU'}), {report['num_threads']} threads, "
+        f"{report['sizes']['parameters']} parameters"
+    )
+    print(
+        f"median step {report['median_step_s']:.4g} s over {args.steps} steps; validation pass "
+        f"{report['validation_s']:.4g} s"
+    )
+    print(
+        f"projected {AUTHORS_TRAINING.steps} steps + {report['num_validations']} validations: "
+        f"{report['projected_total_hours']:.3g} h"
+    )
     print(f"record written to {path}")
     return report
 

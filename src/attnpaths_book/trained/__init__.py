@@ -27,13 +27,23 @@ from pathlib import Path
 import numpy as np
 
 from attnpaths.checkpoints import file_sha256
-from attnpaths.oneshot.training import (TrainedModel, TrainingConfig, fit, fit_seeds, load_or_fit, load_trained,
-                                   model_cache_path, save_trained, split_accuracy, training_key)
+from attnpaths.experiments.retraining import retraining_agreement, retraining_power
+from attnpaths.json_files import read_json
+from attnpaths.oneshot.training import (
+    TrainedModel,
+    TrainingConfig,
+    fit,
+    fit_seeds,
+    load_or_fit,
+    load_trained,
+    model_cache_path,
+    save_trained,
+    split_accuracy,
+    training_key,
+)
 from attnpaths.pruning.sweep import base_accuracies
 from attnpaths.pruning.training import load_models, models_key, save_models
 from attnpaths_book.results import atomic_write_text
-from attnpaths.experiments.retraining import retraining_agreement, retraining_power
-from attnpaths.json_files import read_json
 
 SHIPPED_DIR = Path(__file__).resolve().parent
 """The folder of the shipped weight files and of ``manifest.json``."""
@@ -139,8 +149,15 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def oneshot_model(config: TrainingConfig, dataset, *, retrain: bool = False, device="cpu",
-                  cache_dir="_build/cache", folder=SHIPPED_DIR) -> tuple[TrainedModel, ModelSource]:
+def oneshot_model(
+    config: TrainingConfig,
+    dataset,
+    *,
+    retrain: bool = False,
+    device="cpu",
+    cache_dir="_build/cache",
+    folder=SHIPPED_DIR,
+) -> tuple[TrainedModel, ModelSource]:
     """The one-shot model of ``config`` trained on ``dataset``, and where it came from.
 
     Shipped weights of the same :func:`~attnpaths.oneshot.training.training_key` are loaded (SHA-256 checked)
@@ -153,20 +170,23 @@ def oneshot_model(config: TrainingConfig, dataset, *, retrain: bool = False, dev
     shipped = None if retrain else find_shipped("oneshot", key, folder)
     if shipped is not None:
         path = shipped.path(folder)
-        return load_trained(str(path), shipped.sha256), ModelSource("oneshot", key, "shipped", shipped.name,
-                                                                      shipped.sha256, label)
+        return load_trained(str(path), shipped.sha256), ModelSource(
+            "oneshot", key, "shipped", shipped.name, shipped.sha256, label
+        )
     path = Path(model_cache_path(config, dataset, str(cache_dir)))
     if retrain:
         trained = fit(config, dataset, progress=False, device=device)
         save_trained(trained, str(path))
     else:
         trained = load_or_fit(config, dataset, cache_dir=str(cache_dir), progress=False, device=device)
-    return trained, ModelSource("oneshot", key, "retrained" if retrain else "trained", _shown(path),
-                                file_sha256(path), label)
+    return trained, ModelSource(
+        "oneshot", key, "retrained" if retrain else "trained", _shown(path), file_sha256(path), label
+    )
 
 
-def retrained_oneshot_models(config: TrainingConfig, dataset, seeds, *, device="cpu",
-                             cache_dir="_build/cache") -> list[tuple[TrainedModel, ModelSource]]:
+def retrained_oneshot_models(
+    config: TrainingConfig, dataset, seeds, *, device="cpu", cache_dir="_build/cache"
+) -> list[tuple[TrainedModel, ModelSource]]:
     """The one-shot models of ``config`` trained afresh from each training seed of ``seeds``
     (:func:`~attnpaths.oneshot.training.fit_seeds`, one engine task each), each saved to this machine's cache
     ``cache_dir`` (from where ``ship-weights`` takes them), with their :class:`ModelSource` ``"retrained"``."""
@@ -174,8 +194,19 @@ def retrained_oneshot_models(config: TrainingConfig, dataset, seeds, *, device="
     for trained in fit_seeds(config, dataset, seeds, device=device, progress=False):
         path = Path(model_cache_path(trained.config, dataset, str(cache_dir)))
         sha256 = save_trained(trained, str(path))
-        out.append((trained, ModelSource("oneshot", training_key(trained.config, dataset), "retrained", _shown(path),
-                                         sha256, f"seed {trained.config.seed}")))
+        out.append(
+            (
+                trained,
+                ModelSource(
+                    "oneshot",
+                    training_key(trained.config, dataset),
+                    "retrained",
+                    _shown(path),
+                    sha256,
+                    f"seed {trained.config.seed}",
+                ),
+            )
+        )
     return out
 
 
@@ -191,8 +222,18 @@ def shipped_oneshot_models(config: TrainingConfig, dataset, seeds, folder=SHIPPE
     return models
 
 
-def oneshot_claim_r(trained: TrainedModel, source: ModelSource, dataset, *, seeds, num_test: int,
-                    episode_seed: int, margin_sd: float, level: float, device="cpu") -> tuple[list, dict]:
+def oneshot_claim_r(
+    trained: TrainedModel,
+    source: ModelSource,
+    dataset,
+    *,
+    seeds,
+    num_test: int,
+    episode_seed: int,
+    margin_sd: float,
+    level: float,
+    device="cpu",
+) -> tuple[list, dict]:
     """Claim R of the one-shot chapter for a run with ``retrain = True``: trains the models of the extra training
     ``seeds`` afresh (:func:`retrained_oneshot_models`), measures every retrained and shipped model's accuracy on
     ``num_test`` test episodes (:func:`~attnpaths.oneshot.training.split_accuracy`, episodes from
@@ -215,20 +256,44 @@ def oneshot_claim_r(trained: TrainedModel, source: ModelSource, dataset, *, seed
     if shipped is None:
         return sources, {}
     models = {"shipped": shipped, "retrained": [trained, *[m for m, _ in extra]]}
-    accuracy = {name: np.array([split_accuracy(m, dataset.test, num_test, episode_seed) for m in group])
-                for name, group in models.items()}
-    verdict = retraining_agreement("R", shipped=accuracy["shipped"], retrained=accuracy["retrained"],
-                                   statistic="GD test accuracy", margin_sd=margin_sd, level=level,
-                                   what="the one-shot models")
-    power = retraining_power(len(all_seeds), shift_sd=3 * margin_sd, margin_sd=margin_sd, level=level,
-                             rng=np.random.default_rng(config.seed))
-    return sources, {"seeds": all_seeds, "shipped_accuracy": accuracy["shipped"],
-                     "retrained_accuracy": accuracy["retrained"], "verdict": verdict.to_dict(),
-                     "power_at_3_margins": power["contradicted"]}
+    accuracy = {
+        name: np.array([split_accuracy(m, dataset.test, num_test, episode_seed) for m in group])
+        for name, group in models.items()
+    }
+    verdict = retraining_agreement(
+        "R",
+        shipped=accuracy["shipped"],
+        retrained=accuracy["retrained"],
+        statistic="GD test accuracy",
+        margin_sd=margin_sd,
+        level=level,
+        what="the one-shot models",
+    )
+    power = retraining_power(
+        len(all_seeds), shift_sd=3 * margin_sd, margin_sd=margin_sd, level=level, rng=np.random.default_rng(config.seed)
+    )
+    return sources, {
+        "seeds": all_seeds,
+        "shipped_accuracy": accuracy["shipped"],
+        "retrained_accuracy": accuracy["retrained"],
+        "verdict": verdict.to_dict(),
+        "power_at_3_margins": power["contradicted"],
+    }
 
 
-def pruning_claim_r(config, train, test, seeds, retrained_accuracy, *, name: str, claim: str, margin_sd: float,
-                    level: float, power_seed: int) -> dict:
+def pruning_claim_r(
+    config,
+    train,
+    test,
+    seeds,
+    retrained_accuracy,
+    *,
+    name: str,
+    claim: str,
+    margin_sd: float,
+    level: float,
+    power_seed: int,
+) -> dict:
     """Claim R of the pruning chapter for one architecture in a run with ``retrain = True``: the retrained models'
     test accuracy ``retrained_accuracy`` ``[S]`` against the shipped models of the same ``seeds`` (config
     ``config``, training images ``train``, test images ``test``), with its power at a shift of three margins.
@@ -241,13 +306,24 @@ def pruning_claim_r(config, train, test, seeds, retrained_accuracy, *, name: str
     if shipped is None:
         return {}
     shipped_accuracy = base_accuracies(config, weights, test)
-    verdict = retraining_agreement(claim, shipped=shipped_accuracy, retrained=retrained_accuracy,
-                                   statistic="test accuracy", margin_sd=margin_sd, level=level,
-                                   what=f"the {name} models")
-    power = retraining_power(len(seeds), shift_sd=3 * margin_sd, margin_sd=margin_sd, level=level,
-                             rng=np.random.default_rng(power_seed))
-    return {"shipped_accuracy": shipped_accuracy, "retrained_accuracy": np.asarray(retrained_accuracy),
-            "verdict": verdict.to_dict(), "power_at_3_margins": power["contradicted"]}
+    verdict = retraining_agreement(
+        claim,
+        shipped=shipped_accuracy,
+        retrained=retrained_accuracy,
+        statistic="test accuracy",
+        margin_sd=margin_sd,
+        level=level,
+        what=f"the {name} models",
+    )
+    power = retraining_power(
+        len(seeds), shift_sd=3 * margin_sd, margin_sd=margin_sd, level=level, rng=np.random.default_rng(power_seed)
+    )
+    return {
+        "shipped_accuracy": shipped_accuracy,
+        "retrained_accuracy": np.asarray(retrained_accuracy),
+        "verdict": verdict.to_dict(),
+        "power_at_3_margins": power["contradicted"],
+    }
 
 
 def pruning_cache_path(key: str, cache_dir) -> Path:
@@ -255,8 +331,7 @@ def pruning_cache_path(key: str, cache_dir) -> Path:
     return Path(cache_dir) / f"pruning-models-{key[:16]}.pt"
 
 
-def pruning_weights(config, train, seeds, *, retrain: bool = False, cache_dir="_build/cache",
-                    folder=SHIPPED_DIR):
+def pruning_weights(config, train, seeds, *, retrain: bool = False, cache_dir="_build/cache", folder=SHIPPED_DIR):
     """The trained weights of a pruning sweep's seeds (``config``: its ``attnpaths.pruning.training.ModelTraining``;
     ``train``: its training images; ``seeds``: its training seeds), or ``None`` when they are to be trained.
 
@@ -276,8 +351,16 @@ def pruning_weights(config, train, seeds, *, retrain: bool = False, cache_dir="_
     return (load_models(path, key) if path.is_file() else None), key, None
 
 
-def pruning_source(config, key: str, weights, *, shipped: ShippedFile | None, retrain: bool,
-                   cache_dir="_build/cache", folder=SHIPPED_DIR) -> ModelSource:
+def pruning_source(
+    config,
+    key: str,
+    weights,
+    *,
+    shipped: ShippedFile | None,
+    retrain: bool,
+    cache_dir="_build/cache",
+    folder=SHIPPED_DIR,
+) -> ModelSource:
     """Where a sweep's models (of ``config``, an ``attnpaths.pruning.training.ModelTraining``) came from; models
     that were not shipped are saved to ``cache_dir`` first (from where ``ship-weights`` takes them, and the next run
     loads them)."""
@@ -294,18 +377,25 @@ def source_sentence(sources) -> str:
     parts = []
     for source in sources:
         if source.source == "shipped":
-            parts.append(f"{source.label}: the shipped weights `{source.file}` (SHA-256 "
-                         f"`{source.sha256[:12]}...`, checked when loaded)")
+            parts.append(
+                f"{source.label}: the shipped weights `{source.file}` (SHA-256 "
+                f"`{source.sha256[:12]}...`, checked when loaded)"
+            )
         elif source.source == "retrained":
             parts.append(f"{source.label}: trained afresh in this run (`retrain = True`)")
         else:
-            parts.append(f"{source.label}: trained on this machine, since no shipped weights hold these parameters "
-                         f"(cached in `{source.file}`)")
+            parts.append(
+                f"{source.label}: trained on this machine, since no shipped weights hold these parameters "
+                f"(cached in `{source.file}`)"
+            )
     shipped = all(s.source == "shipped" for s in sources)
-    tail = (" Everything computed from them starts from fixed inputs: another machine reproduces the float64 "
-            "computations within rounding and the float32 network's accuracies within an episode." if shipped else
-            " Trained elsewhere, the same settings give other models: their numbers agree with the shipped "
-            "models' only within the spread between training seeds.")
+    tail = (
+        " Everything computed from them starts from fixed inputs: another machine reproduces the float64 "
+        "computations within rounding and the float32 network's accuracies within an episode."
+        if shipped
+        else " Trained elsewhere, the same settings give other models: their numbers agree with the shipped "
+        "models' only within the spread between training seeds."
+    )
     return "Trained models: " + "; ".join(parts) + "." + tail
 
 
@@ -313,21 +403,26 @@ def retraining_sentence(results: dict, *, retrain: bool, chapter: str) -> str:
     """The outcome of claim R per model kind (``{name: {"verdict": Verdict dict, "power_at_3_margins": p}}``),
     or why it was not tested (``chapter``: the chapter's name, for the command that tests it)."""
     if not retrain:
-        return (f"This run used the shipped weights, so claim R was not tested; `python -m attnpaths_book run {chapter} "
-                "--set retrain=True` tests it.")
+        return (
+            f"This run used the shipped weights, so claim R was not tested; `python -m attnpaths_book run {chapter} "
+            "--set retrain=True` tests it."
+        )
     if not results:
         return "This run retrained the models, but no shipped weights hold its parameters: claim R was not tested."
     sentences = []
     for name, result in results.items():
         verdict = result["verdict"]
-        sentences.append(f"{name}: claim {verdict['claim']} {verdict['outcome']}. {verdict['measured']} "
-                         f"Power: a retrained set three margins off is contradicted with probability "
-                         f"{result['power_at_3_margins']:.2f}.")
+        sentences.append(
+            f"{name}: claim {verdict['claim']} {verdict['outcome']}. {verdict['measured']} "
+            f"Power: a retrained set three margins off is contradicted with probability "
+            f"{result['power_at_3_margins']:.2f}."
+        )
     return " ".join(sentences)
 
 
-def ship(sources, *, chapter: str, profile: str, command: str, parameters: dict, provenance: dict,
-         folder=SHIPPED_DIR) -> list[ShippedFile]:
+def ship(
+    sources, *, chapter: str, profile: str, command: str, parameters: dict, provenance: dict, folder=SHIPPED_DIR
+) -> list[ShippedFile]:
     """Copy the models a chapter's run trained (its :class:`ModelSource` dicts, source ``"retrained"``) into
     ``folder`` as ``<chapter>-<profile>-<kind>-<key[:12]>.pt`` and list them in its manifest, in place of every
     earlier file of the same chapter and profile. Raises ``ValueError`` for a model that was not trained by the
@@ -341,23 +436,52 @@ def ship(sources, *, chapter: str, profile: str, command: str, parameters: dict,
     for item in sources:
         source = ModelSource(**item)
         if source.source != "retrained":
-            raise ValueError(f"sources must be models the run trained afresh (source 'retrained'), got "
-                             f"{source.source!r} for {source.label}: run the chapter with retrain=True")
+            raise ValueError(
+                f"sources must be models the run trained afresh (source 'retrained'), got "
+                f"{source.source!r} for {source.label}: run the chapter with retrain=True"
+            )
         origin = Path(source.file)
         if file_sha256(origin) != source.sha256:
             raise ValueError(f"{origin} changed since the run recorded it (SHA-256 differs): run the chapter again")
         name = f"{chapter}-{profile}-{source.kind}-{source.key[:12]}.pt"
         shutil.copyfile(origin, Path(folder) / name)
-        entry = ShippedFile(name=name, sha256=source.sha256, kind=source.kind, key=source.key, label=source.label,
-                            chapter=chapter, profile=profile, command=command, parameters=parameters,
-                            provenance=provenance)
+        entry = ShippedFile(
+            name=name,
+            sha256=source.sha256,
+            kind=source.kind,
+            key=source.key,
+            label=source.label,
+            chapter=chapter,
+            profile=profile,
+            command=command,
+            parameters=parameters,
+            provenance=provenance,
+        )
         entries[name] = entry
         added.append(entry)
     write_manifest(entries, folder)
     return added
 
 
-__all__ = ["KINDS", "MANIFEST_FORMAT", "ModelSource", "SHIPPED_DIR", "SOURCES", "ShippedFile", "find_shipped",
-           "oneshot_claim_r", "oneshot_model", "pruning_claim_r", "pruning_cache_path", "pruning_source", "pruning_weights", "read_manifest",
-           "retrained_oneshot_models", "retraining_sentence", "ship", "shipped_oneshot_models", "source_sentence",
-           "write_manifest"]
+__all__ = [
+    "KINDS",
+    "MANIFEST_FORMAT",
+    "ModelSource",
+    "SHIPPED_DIR",
+    "SOURCES",
+    "ShippedFile",
+    "find_shipped",
+    "oneshot_claim_r",
+    "oneshot_model",
+    "pruning_claim_r",
+    "pruning_cache_path",
+    "pruning_source",
+    "pruning_weights",
+    "read_manifest",
+    "retrained_oneshot_models",
+    "retraining_sentence",
+    "ship",
+    "shipped_oneshot_models",
+    "source_sentence",
+    "write_manifest",
+]

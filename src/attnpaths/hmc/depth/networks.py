@@ -70,8 +70,9 @@ def bos_closed_same_token(task, *, beta: float = PAPER_BETA, bos_self_strength: 
     """
     task = _as_task(task)
     beta = positive_real(beta, "beta")
-    strength = default_bos_strength() if bos_self_strength is None else positive_real(bos_self_strength,
-                                                                                     "bos_self_strength")
+    strength = (
+        default_bos_strength() if bos_self_strength is None else positive_real(bos_self_strength, "bos_self_strength")
+    )
     weights = hmc_head("same_token", task, beta=beta)
     bos = task.feature_width  # the first row and column of the position block
     weights[bos, bos] = beta * strength
@@ -160,12 +161,13 @@ class CodedHMCNetwork(PathNetwork):
         self.path_heads(path)
         out = {}
         for l, layer in enumerate(self.layers):
-            out[f"layer {l + 1}"] = [path[:l] + spec.code + path[l + 1:] for spec in layer if spec.code != path[l]]
+            out[f"layer {l + 1}"] = [path[:l] + spec.code + path[l + 1 :] for spec in layer if spec.code != path[l]]
         return out
 
 
-def coded_network(dataset, name: str, label: str, layers, good_path: str, *, beta: float = PAPER_BETA,
-                  perturbation: float = 1.0) -> CodedHMCNetwork:
+def coded_network(
+    dataset, name: str, label: str, layers, good_path: str, *, beta: float = PAPER_BETA, perturbation: float = 1.0
+) -> CodedHMCNetwork:
     """A :class:`CodedHMCNetwork` from its layers of :class:`HeadSpec` (readout: last token).
 
     Args:
@@ -188,15 +190,23 @@ def coded_network(dataset, name: str, label: str, layers, good_path: str, *, bet
         tuple(AttentionLayer(W=torch.stack([s.weights(task, beta, perturbation) for s in layer])) for layer in layers),
         readout="last_token",
     )
-    network = CodedHMCNetwork(name=name, label=label, attention=attention, layers=layers, good_path=good_path,
-                              beta=beta, perturbation=perturbation)
+    network = CodedHMCNetwork(
+        name=name,
+        label=label,
+        attention=attention,
+        layers=layers,
+        good_path=good_path,
+        beta=beta,
+        perturbation=perturbation,
+    )
     if good_path not in network.path_names:
         raise ValueError(f"good_path must be one of the network's paths {network.path_names}, got {good_path!r}")
     return network
 
 
-def three_layer_network(dataset, *, beta: float = PAPER_BETA, perturbation: float = 1.0,
-                        bos_to_bos: bool = True) -> CodedHMCNetwork:
+def three_layer_network(
+    dataset, *, beta: float = PAPER_BETA, perturbation: float = 1.0, bos_to_bos: bool = True
+) -> CodedHMCNetwork:
     """Three layers of two heads (8 paths): layer 1 = [``s`` same-token (BOS query to BOS), ``b`` blank],
     layer 2 = [``s`` same-token, ``d`` different-token], layer 3 = [``u`` uniform, ``b`` blank]; good path
     ``ssu`` (the module's table).
@@ -208,17 +218,29 @@ def three_layer_network(dataset, *, beta: float = PAPER_BETA, perturbation: floa
         bos_to_bos: the layer-1 same-token head sends its BOS query to BOS (:func:`bos_closed_same_token`);
             ``False`` uses the authors' head, whose BOS query attends uniformly.
     """
-    same_1 = (HeadSpec("s", "same_token", "same-token, BOS to BOS", bos_to_bos=True) if bos_to_bos
-              else HeadSpec("s", "same_token", "same-token"))
+    same_1 = (
+        HeadSpec("s", "same_token", "same-token, BOS to BOS", bos_to_bos=True)
+        if bos_to_bos
+        else HeadSpec("s", "same_token", "same-token")
+    )
     layers = (
         (same_1, HeadSpec("b", "blank", "blank", LAYER1_BLANK_SEED)),
         (HeadSpec("s", "same_token", "same-token"), HeadSpec("d", "different_token", "different-token")),
-        (HeadSpec("u", "uniform_attention", "uniform", LAYER2_MAIN_SEED), HeadSpec("b", "blank", "blank",
-                                                                                   LAYER2_BLANK_SEED)),
+        (
+            HeadSpec("u", "uniform_attention", "uniform", LAYER2_MAIN_SEED),
+            HeadSpec("b", "blank", "blank", LAYER2_BLANK_SEED),
+        ),
     )
     label = "3 layers x 2 heads" if bos_to_bos else "3 layers x 2 heads, authors' layer-1 head"
-    return coded_network(dataset, "three_layer" if bos_to_bos else "three_layer_authors_gate", label, layers,
-                         "ssu", beta=beta, perturbation=perturbation)
+    return coded_network(
+        dataset,
+        "three_layer" if bos_to_bos else "three_layer_authors_gate",
+        label,
+        layers,
+        "ssu",
+        beta=beta,
+        perturbation=perturbation,
+    )
 
 
 def wide_network(dataset, *, beta: float = PAPER_BETA, perturbation: float = 1.0) -> CodedHMCNetwork:
@@ -232,10 +254,16 @@ def wide_network(dataset, *, beta: float = PAPER_BETA, perturbation: float = 1.0
         perturbation: ``p_I = p_P = p_O`` of the two blank heads (as in the 4-path network: 1).
     """
     layers = (
-        (HeadSpec("s", "same_token", "same-token"), HeadSpec("b", "blank", "blank", LAYER1_BLANK_SEED),
-         HeadSpec("d", "different_token", "different-token"), HeadSpec("u", "uniform_attention", "uniform")),
-        (HeadSpec("u", "uniform_attention", "uniform", LAYER2_MAIN_SEED), HeadSpec("b", "blank", "blank",
-                                                                                   LAYER2_BLANK_SEED)),
+        (
+            HeadSpec("s", "same_token", "same-token"),
+            HeadSpec("b", "blank", "blank", LAYER1_BLANK_SEED),
+            HeadSpec("d", "different_token", "different-token"),
+            HeadSpec("u", "uniform_attention", "uniform"),
+        ),
+        (
+            HeadSpec("u", "uniform_attention", "uniform", LAYER2_MAIN_SEED),
+            HeadSpec("b", "blank", "blank", LAYER2_BLANK_SEED),
+        ),
     )
     return coded_network(dataset, "wide", "2 layers, 4 + 2 heads", layers, "su", beta=beta, perturbation=perturbation)
 

@@ -37,10 +37,27 @@ def plot_coded_network(network: CodedHMCNetwork, *, ax=None):
     for layer, specs in enumerate(network.layers):
         for head, spec in enumerate(specs):
             y = ypos(layer, head)
-            ax.add_patch(FancyBboxPatch((layer + 1 - 0.36, y - 0.3), 0.72, 0.6, boxstyle="round,pad=0.02",
-                                        facecolor="whitesmoke", edgecolor="k", linewidth=0.8, zorder=3))
-            ax.text(layer + 1, y, f"{spec.code}\n" + spec.name.replace(", ", ",\n"), ha="center", va="center",
-                    fontsize=6.5, zorder=4)
+            ax.add_patch(
+                FancyBboxPatch(
+                    (layer + 1 - 0.36, y - 0.3),
+                    0.72,
+                    0.6,
+                    boxstyle="round,pad=0.02",
+                    facecolor="whitesmoke",
+                    edgecolor="k",
+                    linewidth=0.8,
+                    zorder=3,
+                )
+            )
+            ax.text(
+                layer + 1,
+                y,
+                f"{spec.code}\n" + spec.name.replace(", ", ",\n"),
+                ha="center",
+                va="center",
+                fontsize=6.5,
+                zorder=4,
+            )
         ax.text(layer + 1, -(tallest - 1) / 2 - 0.55, f"layer {layer + 1}", ha="center", va="top", fontsize=8)
     paths = all_paths(network.heads)
     for k, (path, name) in enumerate(zip(paths, network.path_names)):
@@ -48,8 +65,14 @@ def plot_coded_network(network: CodedHMCNetwork, *, ax=None):
         offset = (k - (len(paths) - 1) / 2) * 0.025
         xs = [0.3] + [layer + 1 for layer in range(L)] + [L + 0.7]
         ys = [offset] + [ypos(layer, h) + offset for layer, h in enumerate(path)] + [offset]
-        ax.plot(xs, ys, color=GOOD_COLOR if good else OTHER_COLOR, linewidth=2.4 if good else 0.8,
-                zorder=2.5 if good else 2, label=f"good path {name}" if good else None)
+        ax.plot(
+            xs,
+            ys,
+            color=GOOD_COLOR if good else OTHER_COLOR,
+            linewidth=2.4 if good else 0.8,
+            zorder=2.5 if good else 2,
+            label=f"good path {name}" if good else None,
+        )
     ax.text(0.15, 0, "input x", ha="right", va="center", fontsize=8)
     ax.text(L + 0.85, 0, "last-token\nreadout", ha="left", va="center", fontsize=8)
     ax.set_xlim(-0.6, L + 1.8)
