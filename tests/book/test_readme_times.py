@@ -1,5 +1,6 @@
 """Times in the README are measurements: every duration it states must be one that a committed benchmark record
-holds (a whole book run's, one chapter's, or a test tier's wall time), to the precision the README prints it with."""
+holds (a whole book run's, one chapter's, a test tier's wall time, or a row of the solver's scaling benchmark), to
+the precision the README prints it with."""
 
 from __future__ import annotations
 
@@ -48,6 +49,10 @@ def recorded_durations() -> list[float]:
         found.append(float(run["wall_s"]))
         found.extend(float(chapter["wall_s"]) for chapter in run["chapters"].values())
     found.extend(float(record["report"][key]) for key in ("html_wall_s", "book_wall_s") if key in record["report"])
+    scale = RECORDS_DIR / "scale.json"  # the solver's scaling with the number of examples (bench scale)
+    if scale.is_file():
+        for row in json.loads(scale.read_text())["report"]["rows"]:
+            found.extend(float(row[key]) for key in ("wall_s", "solve_s"))
     tests = RECORDS_DIR / "tests.json"
     if tests.is_file():
         found.extend(float(run["wall_s"]) for run in json.loads(tests.read_text())["report"]["runs"])
