@@ -1,9 +1,9 @@
-"""The book's equation and section labels that the docstrings of :mod:`attnpaths` cite.
+"""The book's equation and section labels that the docstrings of ``attnpaths`` cite.
 
 Docstrings refer to the equations of the theory and of the experiments by the labels of the companion book,
 such as ``(eq-action)`` for the action or ``(sec-head-scores)`` for the section on head scores. This module
-explains each of them without the book: :data:`EQUATIONS` states every cited ``eq-...`` label in words with a
-plain-text formula (notation as in the book), and :data:`SECTIONS` names the chapter file and the title of
+explains each of them without the book: ``EQUATIONS`` states every cited ``eq-...`` label in words with a
+plain-text formula (notation as in the book), and ``SECTIONS`` names the chapter file and the title of
 every cited ``sec-...`` label. ``import attnpaths.equations; help(attnpaths.equations)`` lists them, and
 ``attnpaths.equations.describe("eq-action")`` explains any one label.
 
@@ -229,7 +229,7 @@ def describe(label: str) -> str:
     """The explanation of a book label cited in a docstring: an equation (``eq-...``) in words with its
     plain-text formula, or a section (``sec-...``) as its chapter file and title.
 
-    Raises ValueError for a label that is not listed in :data:`EQUATIONS` or :data:`SECTIONS`.
+    Raises ValueError for a label that is not listed in ``EQUATIONS`` or ``SECTIONS``.
     """
     key = label.strip().strip("()")
     if key in EQUATIONS:

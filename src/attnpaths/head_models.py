@@ -10,7 +10,7 @@ sec-pruning-models).
   ``mask[l, h]`` (``mask`` ``[L, max(H)]``; 1 keeps a head, 0 prunes it), which pruning experiments evaluate.
 
 Any object with these methods is a :class:`HeadModel` (a structural protocol: no base class to inherit).
-:func:`attnpaths.rank_heads` needs ``attention_weights`` only; :class:`attnpaths.experiments.head_pruning.HeadMaskEvaluator`
+:func:`attnpaths.frozen_attention.rank_heads` needs ``attention_weights`` only; :class:`attnpaths.head_masks.HeadMaskEvaluator`
 needs ``masked_output``.
 
 The package's two trained architectures have the protocol through :class:`FrozenHeadModel`, a copy of their
@@ -291,7 +291,7 @@ class SumHeadModel(FrozenHeadModel):
     """:class:`~attnpaths.transformer.SumHeadTransformer` in float64 (sec-oneshot-data): attention from the raw
     input through the trained query/key maps (:meth:`~attnpaths.transformer.SumHeadTransformer.attention`),
     layer outputs ``h^(l) = F^{-1/2} sum_h mask[l, h] V^(l,h) h^(l-1) Omega^(l,h)``. With the mask of
-    :func:`pruning_mask` ``(..., rescale=True)`` this is the model's own ``drop_heads`` pruning."""
+    :func:`attnpaths.head_masks.pruning_mask` ``(..., rescale=True)`` this is the model's own ``drop_heads`` pruning."""
 
     attention_from_input = True
     multilinear_in_mask = True

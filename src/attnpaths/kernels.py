@@ -9,6 +9,8 @@ With ``xi_pi(x)`` the path features of :func:`attnpaths.paths.path_features`:
 
 from __future__ import annotations
 
+from typing import Optional  # Optional[ArrayLike]: autodoc_type_aliases cannot read ArrayLike | None
+
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
@@ -28,7 +30,7 @@ def scaled_features(features, s0: float = 1.0) -> torch.Tensor:
     return xi * (s0 / (n0 * n_paths)) ** 0.5
 
 
-def path_kernels(features_a: ArrayLike, features_b: ArrayLike | None = None, *, s0: float = 1.0) -> torch.Tensor:
+def path_kernels(features_a: ArrayLike, features_b: Optional[ArrayLike] = None, *, s0: float = 1.0) -> torch.Tensor:
     """Pre-kernels ``C[pi, pi', mu, nu]`` (eq-kernel), without the ``1/n_paths`` factor.
 
     Args:
@@ -45,7 +47,7 @@ def path_kernels(features_a: ArrayLike, features_b: ArrayLike | None = None, *, 
 
 
 def renormalized_kernel(
-    features_a: ArrayLike, U: ArrayLike, features_b: ArrayLike | None = None, *, s0: float = 1.0
+    features_a: ArrayLike, U: ArrayLike, features_b: Optional[ArrayLike] = None, *, s0: float = 1.0
 ) -> torch.Tensor:
     """``K(U)`` between two sets of examples (eq-kernel), shape ``[Pa, Pb]``.
 
@@ -71,7 +73,7 @@ def kernel_from_scaled(xa: torch.Tensor, U: torch.Tensor, xb: torch.Tensor) -> t
 
 
 def gp_kernel(
-    features_a: ArrayLike, features_b: ArrayLike | None = None, *, s0: float = 1.0, u_gp: float = 1.0
+    features_a: ArrayLike, features_b: Optional[ArrayLike] = None, *, s0: float = 1.0, u_gp: float = 1.0
 ) -> torch.Tensor:
     """GP-limit kernel ``K_GP = (u_gp / n) sum_pi C_{pi pi}`` (eq-gp), shape ``[Pa, Pb]``.
 

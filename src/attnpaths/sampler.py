@@ -39,6 +39,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Optional  # Optional[ArrayLike]: autodoc_type_aliases cannot read ArrayLike | None
 
 import numpy as np
 import torch
@@ -269,8 +270,8 @@ class PosteriorSampler:
         y: ArrayLike,
         temperature: float,
         *,
-        x: ArrayLike | None = None,
-        features: ArrayLike | None = None,
+        x: Optional[ArrayLike] = None,
+        features: Optional[ArrayLike] = None,
         scale_moves: bool = True,
         device: str | torch.device = "cpu",
     ) -> None:

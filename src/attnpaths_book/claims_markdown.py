@@ -30,7 +30,7 @@ def escape_markdown(text: str) -> str:
 
 
 def markdown_sentence(verdict: Verdict) -> str:
-    """:meth:`Verdict.sentence`, escaped for Markdown."""
+    """:meth:`attnpaths.claims.Verdict.sentence`, escaped for Markdown."""
     return escape_markdown(verdict.sentence())
 
 
@@ -43,7 +43,7 @@ def markdown_claims_table(verdicts) -> str:
 
 
 def structural_table(verdicts) -> str:
-    """A Markdown table of structural checks: verdicts (usually :func:`exact`) of properties that follow from the
+    """A Markdown table of structural checks: verdicts (usually :func:`attnpaths.claims.exact`) of properties that follow from the
     form of the theory once its solver has converged (e.g. any action ``E + N s`` approaches its large-``N``
     limit as ``1/N``), whatever the task or a wrong energy or entropy weight. They check the solver and the
     setup, not the theory against data, so they are shown apart from the claims. Text fields are escaped for

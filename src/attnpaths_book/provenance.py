@@ -2,11 +2,11 @@
 
 Three consumers record it:
 
-- the chapter cache (:mod:`attnpaths_book.cache`): the versions of Python and of the numerical libraries
+- the chapter cache (``attnpaths_book.cache``): the versions of Python and of the numerical libraries
   (:data:`NUMERIC_LIBRARIES`) enter every chapter's cache key, since a new numpy may change the numbers;
-- the benchmark records (:mod:`attnpaths_book.benchmarks.record`): commit, dirty flag, machine and versions of the
+- the benchmark records (``attnpaths_book.benchmarks.record``): commit, dirty flag, machine and versions of the
   run they measured;
-- the paper records (:mod:`attnpaths_book.paper_records`): commit, dirty flag, versions and machine of the
+- the paper records (``attnpaths_book.paper_records``): commit, dirty flag, versions and machine of the
   paper-profile results they hold.
 
 :func:`collect` gathers the whole block::

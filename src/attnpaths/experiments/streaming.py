@@ -32,7 +32,7 @@ from ..engine import IN_PROCESS, Engine, TaskFailed, client_for, describe_argume
 from ..gram import DEFAULT_BLOCK_SIZE, GramStatistics
 
 CHUNKS_PER_ROUND = 16
-"""Chunks sent to the engine at once by default: the calling process holds the statistics of one round
+"""Chunks sent to the engine at once by default. The calling process holds the statistics of one round
 (``[D, D]`` each, 7 MB at ``D = 924``) before they are merged into the running sum."""
 
 

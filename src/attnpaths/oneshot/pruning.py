@@ -1,7 +1,7 @@
 """Pruning the trained one-shot model by the theory's head scores (Figs. 3e and 3f; sec-oneshot-pruning).
 
 * :func:`pruning_evaluator`, :func:`single_head_drops`: the gradient-descent model's accuracy with heads pruned
-  (:class:`attnpaths.experiments.head_pruning.HeadMaskEvaluator`, with the model's own rescaling of a pruned
+  (:class:`attnpaths.head_masks.HeadMaskEvaluator`, with the model's own rescaling of a pruned
   layer), and the drop when one head is pruned;
 * :func:`prune_heads` (a :class:`PruningResult`): all of Figs. 3e and 3f, along the theory's order and random
   orders (:mod:`attnpaths.experiments.head_pruning`); :func:`forward_pass_errors` its check;

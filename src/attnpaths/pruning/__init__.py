@@ -4,7 +4,7 @@ Modules, one job each:
 
 * :mod:`.rankings`    the practitioners' head rankings: the gradient importance of Michel, Levy and Neubig (2019),
   attention entropy and value-weight norm (sec-pruning-rankings); the paper's head score is
-  :func:`attnpaths.rank_heads`, and the models are the core's (:mod:`attnpaths.attention_stack`,
+  :func:`attnpaths.frozen_attention.rank_heads`, and the models are the core's (:mod:`attnpaths.attention_stack`,
   :mod:`attnpaths.head_models`);
 * :mod:`.masked_outputs` many head masks of a model evaluated at once (every subset, every path);
 * :mod:`.theory_scores` theory scores that measure what pruning removes: the removal score, the change of the

@@ -1,6 +1,6 @@
 """Head rankings of a trained model that practitioners use, beside the theory's head score (sec-pruning-rankings).
 
-The theory's ranking is :func:`attnpaths.rank_heads` (the frozen attention's path features, the action minimised at
+The theory's ranking is :func:`attnpaths.frozen_attention.rank_heads` (the frozen attention's path features, the action minimised at
 a width and temperature, and every head scored by the order parameter ``U`` it touches, eq-head-score). The
 baselines here:
 

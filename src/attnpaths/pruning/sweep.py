@@ -136,7 +136,7 @@ def run_seed(
     ``weights`` (the :class:`~.training.TrainedWeights` of an earlier training from that seed, e.g. shipped
     ones), the model is rebuilt from them instead of trained. The theory is solved on the first
     ``theory_examples`` training images at every temperature of ``temperatures`` and its scores are taken at the
-    one with the smallest action (:func:`attnpaths.rank_heads`); the removal score is measured on the
+    one with the smallest action (:func:`attnpaths.frozen_attention.rank_heads`); the removal score is measured on the
     other training images. The gradient importances, the gate Fisher matrix and the attention entropy use every
     training image; the Shapley values and the greedy order, the validation table; the curves are read on both
     splits. Sensitivity: the paper's and the removal score at every temperature, and at each width of

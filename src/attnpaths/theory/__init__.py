@@ -28,6 +28,7 @@ import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Optional  # Optional[ArrayLike]: autodoc_type_aliases cannot read ArrayLike | None
 
 import numpy as np
 import torch
@@ -807,7 +808,7 @@ def solve(
     widths: float | Sequence[float],
     temperature: float,
     variances: float | Sequence[float] = 1.0,
-    initial: Sequence[ArrayLike] | None = None,
+    initial: Optional[Sequence[ArrayLike]] = None,
     gradient_tolerance: float = 1e-8,
     max_iterations: int = 200,
     on_failure: str = "warn",
@@ -889,7 +890,7 @@ def solve_from_statistics(
     widths: float | Sequence[float],
     temperature: float,
     variances: float | Sequence[float] = 1.0,
-    initial: Sequence[ArrayLike] | None = None,
+    initial: Optional[Sequence[ArrayLike]] = None,
     gradient_tolerance: float = 1e-8,
     max_iterations: int = 200,
     on_failure: str = "warn",
