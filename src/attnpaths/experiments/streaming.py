@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 from tqdm import tqdm
 
-from .._validation import positive_int
+from .._validation import increasing_ints, positive_int
 from ..engine import IN_PROCESS, Engine, TaskFailed, client_for, describe_arguments, map_tasks, run_task
 from ..gram import DEFAULT_BLOCK_SIZE, GramStatistics
 
@@ -81,25 +81,40 @@ def _check_chunk(chunk, k: int):
     return chunk
 
 
-def _chunk_statistics(make_chunk: Callable, k: int, block_size: int = DEFAULT_BLOCK_SIZE):
-    """The task of :func:`gram_statistics` for chunk ``k``: ``(statistics, None)``, the
-    :class:`attnpaths.gram.GramStatistics` of ``make_chunk(k)``, or ``(None, message)`` where the chunk is
-    refused (a shape other than ``[p, N0, n_paths]`` and ``[p]`` with ``p >= 1``, NaN or inf, complex or boolean
-    values): the caller raises the ``ValueError``, naming the chunk, in its own process.
+def _chunk_statistics(make_chunk: Callable, k: int, block_size: int = DEFAULT_BLOCK_SIZE, stop: int | None = None):
+    """The task of :func:`gram_statistics_at` for chunks ``k, ..., stop - 1`` (default: chunk ``k`` alone):
+    ``(statistics, None)``, the :class:`attnpaths.gram.GramStatistics` of their examples in chunk order, or
+    ``(None, message)`` where a chunk is refused (a shape other than ``[p, N0, n_paths]`` and ``[p]`` with
+    ``p >= 1``, NaN or inf, complex or boolean values, features of another ``N0`` or ``n_paths`` than the task's
+    first chunk): the caller raises the ``ValueError``, naming the chunk, in its own process.
 
     The statistics returned hold no block buffer (``[block_size, D]``, 15 MB at ``D = 924``): they are the
-    merge of the chunk's into empty statistics of blocks of one example, which copies the sums exactly (each is
+    merge of the chunks' into empty statistics of blocks of one example, which copies the sums exactly (each is
     added to zeros) and leaves nothing to add later."""
-    try:
-        features, y = _check_chunk(make_chunk(k), k)
-        if len(features) == 0:
-            raise ValueError(f"make_chunk({k}) must return p >= 1 examples (features [p, N0, n_paths]), got none")
-        statistics = GramStatistics(block_size).update(features, y)
-    except (ValueError, TypeError) as err:
-        if isinstance(err, ValueError) and str(err).startswith(f"make_chunk({k})"):
-            return None, str(err)
-        return None, f"make_chunk({k}) returned a bad chunk: {err}"
+    statistics = GramStatistics(block_size)
+    for j in range(k, k + 1 if stop is None else stop):
+        try:
+            features, y = _check_chunk(make_chunk(j), j)
+            if len(features) == 0:
+                raise ValueError(f"make_chunk({j}) must return p >= 1 examples (features [p, N0, n_paths]), got none")
+            statistics.update(features, y)
+        except (ValueError, TypeError) as err:
+            if isinstance(err, ValueError) and str(err).startswith(f"make_chunk({j})"):
+                return None, str(err)
+            return None, f"make_chunk({j}) returned a bad chunk: {err}"
     return GramStatistics(1).merge(statistics), None
+
+
+def _tasks(prefixes: list[int], chunks_per_task: int) -> list[tuple[int, int]]:
+    """The chunk ranges ``[start, stop)`` of the tasks of :func:`gram_statistics_at`: consecutive, at most
+    ``chunks_per_task`` chunks each, none across a prefix's end (so each prefix is a sum of whole tasks)."""
+    tasks, start = [], 0
+    for end in prefixes:
+        while start < end:
+            stop = min(start + chunks_per_task, end)
+            tasks.append((start, stop))
+            start = stop
+    return tasks
 
 
 def gram_statistics(
@@ -139,27 +154,79 @@ def gram_statistics(
             ``p >= 1``, or chunks of different ``N0`` or ``n_paths`` (each naming the chunk).
         attnpaths.engine.TaskFailed: ``make_chunk`` itself raised.
     """
+    num_chunks = positive_int(num_chunks, "num_chunks")
+    (statistics,) = gram_statistics_at(
+        make_chunk,
+        [num_chunks],
+        engine=engine,
+        block_size=block_size,
+        chunks_per_round=chunks_per_round,
+        progress=progress,
+        description=description,
+    )
+    return statistics
+
+
+def gram_statistics_at(
+    make_chunk: Callable,
+    prefixes,
+    *,
+    engine=None,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    chunks_per_task: int = 1,
+    chunks_per_round: int = CHUNKS_PER_ROUND,
+    progress: bool = True,
+    description: str = "Gram statistics",
+) -> list[GramStatistics]:
+    """The :class:`attnpaths.gram.GramStatistics` of the first ``m`` chunks for every ``m`` in ``prefixes``, from
+    one pass over ``make_chunk(0), ..., make_chunk(max(prefixes) - 1)``: the nested training sets of a learning
+    curve (``P = 10^2, ..., 10^5`` examples) cost what the largest one costs.
+
+    The chunks are cut into tasks of at most ``chunks_per_task`` consecutive chunks, none across the end of a
+    prefix; a task accumulates its chunks in order (:meth:`attnpaths.gram.GramStatistics.update`), and the tasks'
+    statistics are merged in order, ``((S_0 + S_1) + S_2) + ...``, the merged sum read at each prefix's end. The
+    tasks depend on ``prefixes`` and ``chunks_per_task`` only, so the statistics are the same bits whatever the
+    engine and its number of workers (with one prefix and ``chunks_per_task = 1`` they are those of
+    :func:`gram_statistics`).
+
+    Args:
+        make_chunk, engine, block_size, chunks_per_round, progress, description: as in :func:`gram_statistics`
+            (``chunks_per_round`` counts tasks).
+        prefixes: strictly increasing integers >= 1, numbers of chunks.
+        chunks_per_task: an integer >= 1 (more: fewer ``[D, D]`` results to send back, 7 MB each at ``D = 924``).
+
+    Returns:
+        one :class:`attnpaths.gram.GramStatistics` per prefix, in the order of ``prefixes`` (independent objects).
+
+    Raises:
+        ValueError: as :func:`gram_statistics`; ``prefixes`` not strictly increasing integers >= 1.
+        attnpaths.engine.TaskFailed: ``make_chunk`` itself raised.
+    """
     if not callable(make_chunk):
         raise ValueError(f"make_chunk must be callable (k -> (features, y)), got {type(make_chunk).__name__}")
-    num_chunks = positive_int(num_chunks, "num_chunks")
+    prefixes = [int(m) for m in increasing_ints(prefixes, "prefixes (numbers of chunks)", 1)]
     block_size = positive_int(block_size, "block_size")
+    chunks_per_task = positive_int(chunks_per_task, "chunks_per_task")
     chunks_per_round = positive_int(chunks_per_round, "chunks_per_round")
     client = _client(engine)
+    tasks = _tasks(prefixes, chunks_per_task)
+    ends = set(prefixes)
     total = GramStatistics(block_size)
+    found_at = []
     shape = None  # (N0, n_paths) of chunk 0
-    with tqdm(total=num_chunks, desc=description, disable=not progress, leave=False) as bar:
-        for start in range(0, num_chunks, chunks_per_round):
-            indices = range(start, min(start + chunks_per_round, num_chunks))
+    with tqdm(total=prefixes[-1], desc=description, disable=not progress, leave=False, unit="chunk") as bar:
+        for first in range(0, len(tasks), chunks_per_round):
+            batch = tasks[first : first + chunks_per_round]
             results = _map(
                 _chunk_statistics,
-                [dict(k=k) for k in indices],
+                [dict(k=start, stop=stop) for start, stop in batch],
                 shared=dict(make_chunk=make_chunk, block_size=block_size),
                 description=description,
                 client=client,
-                offset=start,
-                total=num_chunks,
+                offset=first,
+                total=len(tasks),
             )
-            for k, (statistics, message) in zip(indices, results):
+            for (start, stop), (statistics, message) in zip(batch, results):
                 if message is not None:
                     raise ValueError(message)
                 found = (statistics.input_width, statistics.num_paths)
@@ -167,13 +234,15 @@ def gram_statistics(
                     shape = found
                 elif found != shape:
                     raise ValueError(
-                        f"make_chunk({k}) must return features [p, N0, n_paths] = [p, {shape[0]}, "
-                        f"{shape[1]}] like chunk 0, got [{statistics.num_examples}, {found[0]}, "
-                        f"{found[1]}]"
+                        f"make_chunk({start}) must return features [p, N0, n_paths] = [p, {shape[0]}, "
+                        f"{shape[1]}] like chunk 0, got [{statistics.num_examples if stop - start == 1 else 'p'}, "
+                        f"{found[0]}, {found[1]}]"
                     )
                 total = total.merge(statistics)  # in chunk order: the same sums whatever the engine
-            bar.update(len(indices))
-    return total
+                if stop in ends:
+                    found_at.append(total)
+                bar.update(stop - start)
+    return found_at
 
 
 def _chunk_predictions(solution, make_chunk: Callable, k: int, batch_size: int = 512):
