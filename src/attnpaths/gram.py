@@ -133,7 +133,7 @@ class GramStatistics:
         """:meth:`update` without the checks (``xi`` ``[B, N0, n]`` float64, ``labels`` ``[B]``, both finite)."""
         if self._shape is None:
             self._start(tuple(xi.shape[1:]))
-        rows = xi.reshape(xi.shape[0], -1).numpy()
+        rows = xi.reshape(xi.shape[0], self.dimension).numpy()  # (-1 is ambiguous for a chunk of 0 examples)
         targets = labels.numpy()
         done = 0
         while done < rows.shape[0]:

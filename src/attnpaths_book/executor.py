@@ -294,6 +294,33 @@ applications (``[IPKernelApp] ERROR | ...``), Python's default logging format (`
 ...``) and a traceback. A chapter whose run prints one has failed, even when every cell succeeded."""
 
 
+SHUTDOWN_RACE_HEADER = "ERROR:tornado.general:Uncaught exception in ZMQStream callback"
+SHUTDOWN_RACE_ERROR = "zmq.error.ZMQError: Socket operation on non-socket"
+SHUTDOWN_RACE_FRAME = "_publish_status_and_flush"
+"""The one traceback of standard error that is not the chapter's: ipykernel 7.4 (the pinned version) may publish
+its last "idle" status on the control channel after its IO thread closed the socket, at shutdown, once every
+cell has run; tornado then logs the ``ZMQError`` (ENOTSOCK) under this header. The race is fixed upstream
+(ipython/ipykernel pull request 1518, which logs it at debug level). Only a block with this header, this frame and
+this final line is skipped; any other traceback still fails the run."""
+
+
+def error_lines(lines) -> list[str]:
+    """The :data:`ERROR_LINE` lines of a worker's standard error ``lines`` (stripped of ANSI colours), without
+    the traceback of ipykernel's shutdown race (:data:`SHUTDOWN_RACE_HEADER`)."""
+    lines = [ANSI_ESCAPE.sub("", line).rstrip() for line in lines]
+    skipped: set[int] = set()
+    for i, line in enumerate(lines[:-1]):
+        if line != SHUTDOWN_RACE_HEADER or not lines[i + 1].startswith("Traceback (most recent call last)"):
+            continue
+        end = i + 2
+        while end < len(lines) and (lines[end].startswith((" ", "\t")) or not lines[end]):
+            end += 1  # the frames, indented, up to the exception's own line
+        block = lines[i : end + 1]
+        if end < len(lines) and lines[end] == SHUTDOWN_RACE_ERROR and any(SHUTDOWN_RACE_FRAME in b for b in block):
+            skipped.update(range(i, end + 1))
+    return [line for k, line in enumerate(lines) if k not in skipped and ERROR_LINE.search(line)]
+
+
 def _cell_error_lines(notebook) -> list[str]:
     """The :data:`ERROR_LINE` lines that the notebook's code cells printed to their standard error stream."""
     return [
@@ -321,13 +348,12 @@ def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float, l
         text=True,
         errors="replace",
     )
-    errors: list[str] = []
+    printed: list[str] = []
 
     def pass_on():
         for line in process.stderr:
             sys.stderr.write(line)
-            if ERROR_LINE.search(ANSI_ESCAPE.sub("", line)):
-                errors.append(line.rstrip())
+            printed.append(line)
 
     reader = threading.Thread(target=pass_on, name="worker-stderr", daemon=True)
     reader.start()
@@ -343,7 +369,7 @@ def _run_worker(spec: Path, cwd: Path, environment: dict) -> tuple[int, float, l
             _running.discard(process)
     reader.join(timeout=10)
     process.returncode = os.waitstatus_to_exitcode(wait_status)
-    return process.returncode, time.perf_counter() - start, errors
+    return process.returncode, time.perf_counter() - start, error_lines(printed)
 
 
 def _stop(process: subprocess.Popen) -> None:

@@ -223,6 +223,8 @@ def test_page_renders_and_fits_its_column(browser, site_url, docname):
     try:
         for width in COLUMN_WIDTHS:
             browser.set_window_size(width, 1600)
+            # the resize reaches the page asynchronously (seen late on a loaded machine): measure once it has
+            WebDriverWait(browser, 30).until(lambda b: b.execute_script("return window.innerWidth") == width)
             found = browser.execute_script(WIDE_CONTENT)
             assert found["window"] == width
             assert not found["problems"], f"{docname} at {width} px: wider than their column: {found['problems']}"

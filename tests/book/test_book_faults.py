@@ -379,3 +379,34 @@ def test_the_report_names_a_damaged_results_file_instead_of_a_bare_json_error(co
     os.truncate(committed.results_file("theory"), 30)
     with pytest.raises(DamagedFile, match=r"_build/results/theory\.json: this results file does not match the SHA-256"):
         report.read_claims([SimpleNamespace(name="theory")], committed.results_dir)
+
+
+SHUTDOWN_RACE = """\
+ERROR:tornado.general:Uncaught exception in ZMQStream callback
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/zmq/eventloop/zmqstream.py", line 585, in _log_error
+    f.result()
+  File "/venv/lib/python3.11/site-packages/ipykernel/kernelbase.py", line 409, in process_control
+    self._publish_status_and_flush("idle", "control", self.control_stream)
+  File "/venv/lib/python3.11/site-packages/ipykernel/kernelbase.py", line 718, in _publish_status_and_flush
+    self._publish_status(status, channel, parent)
+  File "zmq/backend/cython/_zmq.py", line 190, in zmq.backend.cython._zmq._check_rc
+zmq.error.ZMQError: Socket operation on non-socket
+"""
+"""The traceback of ipykernel 7.4's shutdown race as a chapter's worker printed it (paths shortened)."""
+
+
+def test_ipykernel_shutdown_race_is_not_an_error_but_every_other_traceback_is():
+    from attnpaths_book.executor import error_lines
+
+    race = SHUTDOWN_RACE.splitlines(keepends=True)
+    assert error_lines(race) == []
+    assert error_lines(["progress 3/4\n", *race, "done\n"]) == []
+    # the same header over another exception, or a traceback of its own next to it, is reported
+    other = SHUTDOWN_RACE.replace("zmq.error.ZMQError: Socket operation on non-socket", "ValueError: bad")
+    assert error_lines(other.splitlines()) == ["Traceback (most recent call last):"]
+    elsewhere = SHUTDOWN_RACE.replace("_publish_status_and_flush", "execute_request")
+    assert error_lines(elsewhere.splitlines()) == ["Traceback (most recent call last):"]
+    mixed = [*race, "Traceback (most recent call last):\n", '  File "x.py", line 1\n', "KeyError: 1\n"]
+    assert error_lines(mixed) == ["Traceback (most recent call last):"]
+    assert error_lines(["[IPKernelApp] ERROR | kernel died\n"]) == ["[IPKernelApp] ERROR | kernel died"]

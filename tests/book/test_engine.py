@@ -150,7 +150,7 @@ def _sweeps(hmc_data, client):
     sets, data = hmc_data
     band = engine_band(sets, client)
     plans = [sampling.SamplingPlan(w, 5, 20, 2, 2, 10, 8, 1) for w in (10, 30)]
-    samples = _with_client(client, sampling.sample_widths, data, plans, 0.01, 11, 0, progress=False)
+    samples = _with_client(client, sampling.sample_widths, data, plans, 0.01, 11, network_index=0, progress=False)
     return band, samples
 
 
@@ -213,7 +213,7 @@ def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data, process_environme
         def sweep():
             try:
                 result["points"] = _with_client(
-                    client, sampling.sample_widths, data, plans, 0.01, 3, 0, progress=False
+                    client, sampling.sample_widths, data, plans, 0.01, 3, network_index=0, progress=False
                 )[0]
             except BaseException as err:  # reported below
                 errors.append(err)

@@ -240,7 +240,14 @@ def test_bad_input_is_refused_naming_the_argument():
     with pytest.raises(ValueError, match=r"^features must have shape \[B, N0, n_paths\]"):
         stats.update(xi[0], y[:1])
     assert stats.num_examples == 0  # a refused chunk adds nothing
+    empty = GramStatistics().update(xi[:0], y[:0])  # a chunk of no examples adds nothing, and fixes the shape
+    assert empty.num_examples == 0 and empty.dimension == 6
+    with pytest.raises(ValueError, match=r"^statistics must hold P >= 1 examples, got 0"):
+        solve_from_statistics(empty, heads=(2,), widths=5, temperature=0.1)
     stats.update(xi, y)
+    reference = stats.gram
+    stats.update(xi[:0], y[:0])
+    assert np.array_equal(stats.gram, reference) and stats.num_examples == 10
     with pytest.raises(
         ValueError,
         match=r"^features must have shape \[B, N0, n_paths\] = \[B, 3, 2\] like the "
