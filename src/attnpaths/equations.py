@@ -217,6 +217,10 @@ SECTIONS: dict[str, str] = {
     "sec-pruning-curves": "book/pruning.md, 'Pruning curves over training seeds'",
     "sec-pruning-verdicts": "book/pruning.md, 'Does the best theory score prune as well as the gradient importance?'",
     "sec-own-model": "book/own_model.md, 'Use the theory on your own model'",
+    "sec-learning-curves": (
+        "book/learning_curves.md, 'Learning curves: the theory from a hundred to a hundred thousand examples'"
+    ),
+    "sec-learning-gram": "book/learning_curves.md, 'Why a hundred thousand examples cost what a thousand do'",
     "sec-e2": "book/exchangeability.md, 'E2. Attention estimates the conditional mean of the value given the key'",
     "sec-r1": "book/related.md, 'R1. Pure attention loses rank doubly exponentially with depth'",
     "sec-r2": "book/related.md, 'R2. Dot-product attention is not Lipschitz; L2 attention is'",

@@ -49,10 +49,11 @@ def recorded_durations() -> list[float]:
         found.append(float(run["wall_s"]))
         found.extend(float(chapter["wall_s"]) for chapter in run["chapters"].values())
     found.extend(float(record["report"][key]) for key in ("html_wall_s", "book_wall_s") if key in record["report"])
-    scale = RECORDS_DIR / "scale.json"  # the solver's scaling with the number of examples (bench scale)
-    if scale.is_file():
-        for row in json.loads(scale.read_text())["report"]["rows"]:
-            found.extend(float(row[key]) for key in ("wall_s", "solve_s"))
+    # the solver's scaling with the number of examples (bench scale), and its run at a million examples
+    for scale in (RECORDS_DIR / "scale.json", RECORDS_DIR / "scale_million.json"):
+        if scale.is_file():
+            for row in json.loads(scale.read_text())["report"]["rows"]:
+                found.extend(float(row[key]) for key in ("wall_s", "solve_s"))
     tests = RECORDS_DIR / "tests.json"
     if tests.is_file():
         found.extend(float(run["wall_s"]) for run in json.loads(tests.read_text())["report"]["runs"])

@@ -271,3 +271,23 @@ def test_bad_hmc_chunk_arguments_are_refused():
         HMCChunks(None, attention, seed=0, num_examples=10)
     with pytest.raises(ValueError, match=r"attention must be an Attention"):
         HMCChunks(SMALL_TASK, four_path_network(SMALL_TASK), seed=0, num_examples=10)
+
+
+def test_twenty_thousand_examples_streamed_over_workers_solve_as_the_whole_set(cluster_client):
+    """P = 2 10^4 HMC sequences (the small task, D = 56): streamed in 20 chunks over two workers and solved from
+    the statistics, against the whole set's features concatenated and solved by ``solve`` (which takes the Gram
+    route at this P): U, the action and the predictor agree within ROUTE_RTOL (the same action, from statistics
+    summed in another grouping)."""
+    chunks = _small_chunks(num_examples=20_000, chunk_size=1000)
+    options = dict(heads=chunks.heads, widths=10, temperature=0.01, on_failure="raise")
+    streamed = solve_from_statistics(
+        gram_statistics(chunks, chunks.num_chunks, engine=cluster_client, progress=False), **options
+    )
+    parts = [chunks(k) for k in range(chunks.num_chunks)]
+    whole = solve(torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts]), **options)
+    assert whole.route == "gram" and streamed.converged and whole.converged
+    np.testing.assert_allclose(streamed.U, whole.U, rtol=ROUTE_RTOL, atol=ROUTE_RTOL * np.abs(whole.U).max())
+    assert streamed.action == pytest.approx(whole.action, rel=ROUTE_RTOL)
+    test = _small_chunks(seed=4, num_examples=200, chunk_size=200, stream=1)(0)[0]
+    for a, b in zip(streamed.predict(test), whole.predict(test)):
+        np.testing.assert_allclose(a, b, rtol=ROUTE_RTOL, atol=ROUTE_RTOL * np.abs(b).max())

@@ -112,7 +112,11 @@ def run_row(spec: dict) -> dict:
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CertificateWarning)  # recorded in the row's "converged"
-        if spec["route"] == "gram":
+        if spec["route"] == "gram" and spec.get("workers", 1) > 1:
+            statistics, worker_rss = _streamed_on_workers(chunks, spec["workers"])
+            data_s = time.perf_counter() - start
+            solution = solve_from_statistics(statistics, **options)
+        elif spec["route"] == "gram":
             statistics = gram_statistics(timed, chunks.num_chunks, engine=_in_process(), progress=False)
             data_s = time.perf_counter() - start
             solution = solve_from_statistics(statistics, **options)
@@ -123,6 +127,10 @@ def run_row(spec: dict) -> dict:
             data_s = time.perf_counter() - start
             solution = solve(features, y, route="feature", **options)
     wall_s = time.perf_counter() - start
+    if spec.get("workers", 1) > 1 and spec["route"] == "gram":
+        features_s = None  # made on the workers, inside their tasks: not timed apart from the accumulation
+    else:
+        features_s, worker_rss = timed.seconds, []
     arch = architecture(HEADS, WIDTH)
     memory, _ = _solver_memory(
         spec["P"], task.input_width, chunks.attention.num_paths, arch, "gram" if spec["route"] == "gram" else "feature"
@@ -133,8 +141,8 @@ def run_row(spec: dict) -> dict:
         "D": D,
         "chunks": chunks.num_chunks,
         "wall_s": wall_s,
-        "features_s": timed.seconds,
-        "accumulate_s": data_s - timed.seconds if spec["route"] == "gram" else 0.0,
+        "features_s": features_s,
+        "accumulate_s": (data_s - (features_s or 0.0)) if spec["route"] == "gram" else 0.0,
         "solve_s": wall_s - data_s,
         "iterations": solution.iterations,
         "converged": bool(solution.converged),
@@ -143,7 +151,27 @@ def run_row(spec: dict) -> dict:
         "action": solution.action,
         "U_layers": [U.tolist() for U in solution.U_layers],
         "solver_memory_estimate_gib": memory / 2**30,
+        **({"workers": spec["workers"], "worker_peak_rss_mib": worker_rss} if worker_rss else {}),
     }
+
+
+def _streamed_on_workers(chunks, workers: int):
+    """The Gram statistics of ``chunks`` streamed over an embedded cluster of ``workers`` one-thread processes
+    (:func:`attnpaths.engine.start_engine`; the same bits as in-process), and each worker's peak resident memory
+    in MiB at the end (the calling process's is the row's own)."""
+    import resource
+
+    from attnpaths.engine import client_for, start_engine
+    from attnpaths.experiments.streaming import gram_statistics
+
+    def peak_mib():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    with start_engine(workers=workers) as engine:
+        statistics = gram_statistics(chunks, chunks.num_chunks, engine=engine, chunks_per_round=4 * workers,
+                                     progress=False)  # fmt: skip
+        rss = sorted(client_for(engine.address).run(peak_mib).values())
+    return statistics, rss
 
 
 def _in_process():
@@ -267,18 +295,37 @@ def main(argv=None) -> dict:
     )
     parser.add_argument("--dense-max", type=int, default=None, help="largest P of a dense row (default 8000)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--gram-sizes", type=int, nargs="+", default=None, help=f"P of the Gram rows (default {list(GRAM_SIZES)})"
+    )
+    parser.add_argument("--gram-only", action="store_true", help="no dense rows (e.g. for P = 10^6 alone)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="Gram rows: stream the chunks over an embedded cluster of this many one-thread worker processes "
+        "(default 1: in the row's process; the statistics are the same bits)",
+    )
     parser.add_argument("--output", type=Path, default=committed_record_path("scale"))
     args = parser.parse_args(argv)
     quick = args.quick
     chunk_size = args.chunk_size or (20 if quick else 1000)
     dense_max = args.dense_max or (QUICK_DENSE_MAX if quick else 8000)
-    if chunk_size < 2 or chunk_size % 2 or args.seed < 0 or args.dense_memory_gib <= 0:
-        parser.error("--chunk-size must be an even integer >= 2, --seed >= 0 and --dense-memory-gib > 0")
+    if chunk_size < 2 or chunk_size % 2 or args.seed < 0 or args.dense_memory_gib <= 0 or args.workers < 1:
+        parser.error(
+            "--chunk-size must be an even integer >= 2, --seed >= 0, --dense-memory-gib > 0 and --workers >= 1"
+        )
+    if args.gram_sizes is not None and any(P < 2 or P % 2 for P in args.gram_sizes):
+        parser.error(f"--gram-sizes must be even integers >= 2, got {args.gram_sizes}")
     task = QUICK_TASK if quick else {}
-    dense_P, skipped = dense_sizes(
-        QUICK_DENSE_CANDIDATES if quick else DENSE_CANDIDATES, task, args.dense_memory_gib, dense_max
-    )
-    gram_P = sorted(set(QUICK_GRAM_SIZES if quick else GRAM_SIZES) | set(dense_P))
+    if args.gram_only:
+        dense_P, skipped = [], []
+    else:
+        dense_P, skipped = dense_sizes(
+            QUICK_DENSE_CANDIDATES if quick else DENSE_CANDIDATES, task, args.dense_memory_gib, dense_max
+        )
+    default_gram = QUICK_GRAM_SIZES if quick else GRAM_SIZES
+    gram_P = sorted(set(default_gram if args.gram_sizes is None else args.gram_sizes) | set(dense_P))
     started = start_record("scale", argv)
     rows = []
     print(
@@ -288,11 +335,17 @@ def main(argv=None) -> dict:
     )
     for route, sizes in (("gram", gram_P), ("dense", dense_P)):
         for P in sizes:
-            row = measure_row({"route": route, "P": P, "chunk_size": chunk_size, "seed": args.seed, "task": task})
+            spec = {"route": route, "P": P, "chunk_size": chunk_size, "seed": args.seed, "task": task}
+            row = measure_row({**spec, "workers": args.workers} if route == "gram" else spec)
             rows.append(row)
             print(
-                f"{route:>6} {P:>7} {row['wall_s']:>9.2f} {row['features_s']:>10.2f} {row['solve_s']:>8.2f} "
-                f"{row['peak_rss_mib']:>12.0f} {row['iterations']:>10} {row['converged']}",
+                f"{route:>6} {P:>7} {row['wall_s']:>9.2f} {row['features_s'] or math.nan:>10.2f} "
+                f"{row['solve_s']:>8.2f} {row['peak_rss_mib']:>12.0f} {row['iterations']:>10} {row['converged']}"
+                + (
+                    f" (workers' peak RSS MiB: {[round(m) for m in row['worker_peak_rss_mib']]})"
+                    if "workers" in row
+                    else ""
+                ),
                 flush=True,
             )
     by_route = {route: {row["P"]: row for row in rows if row["route"] == route} for route in ("gram", "dense")}
@@ -318,6 +371,7 @@ def main(argv=None) -> dict:
         "dense_memory_gib": args.dense_memory_gib,
         "dense_max": dense_max,
         "gram_sizes": gram_P,
+        "workers": args.workers,
         "dense_sizes": dense_P,
         "dense_skipped": skipped,
         "rows": rows,
