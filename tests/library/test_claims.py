@@ -17,6 +17,7 @@ from attnpaths.claims import (
     equivalence,
     equivalence_power,
     exact,
+    monte_carlo_draws,
     outcome_counts,
     permutation,
     permutation_p_values,
@@ -206,6 +207,19 @@ def test_permutation_p_values_and_bad_input():
         permutation("c", "s", value=1.0, p_greater=1.5, p_smaller=0.1, test="perm", **COMMON)
     with pytest.raises(ValueError, match="p_smaller"):
         permutation("c", "s", value=1.0, p_greater=0.1, p_smaller=-0.1, test="perm", **COMMON)
+
+
+def test_monte_carlo_p_values_have_room_at_their_level():
+    """At 1 % a Monte-Carlo p-value needs 9 900 draws for its standard error at the threshold to be a tenth of
+    the level; fewer draws are refused when the level is given."""
+    assert monte_carlo_draws(0.01) == 9900 and monte_carlo_draws(0.05) == 1900
+    for level in (0.01, 0.05):
+        m = monte_carlo_draws(level)
+        assert np.sqrt(level * (1 - level) / m) <= 0.1 * level < np.sqrt(level * (1 - level) / (m - 1))
+    null = np.arange(9899.0)
+    with pytest.raises(ValueError, match="at least 9900 draws"):
+        permutation_p_values(1.0, null, level=0.01)
+    assert permutation_p_values(1e6, np.arange(9900.0), level=0.01)[0] == pytest.approx(1 / 9901)
 
 
 @pytest.mark.parametrize("deviation, expected", [([0.01, -0.02], H), ([0.08, 0.0], NS), ([0.2, 0.0], C)])

@@ -1,10 +1,14 @@
 """Power tests of the claims about the trained one-shot model (attnpaths.oneshot.claims): each test must
 hold on a correct input and say "contradicted" on a deliberately wrong one."""
 
+import itertools
+
 import numpy as np
 import pytest
 
 from attnpaths.claims import Outcome
+from attnpaths.experiments.head_pruning import all_heads, pruning_sets
+from attnpaths.experiments.head_subsets import subset_curve, subset_masks
 from attnpaths.oneshot import claims as os_claims
 
 HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
@@ -24,33 +28,50 @@ def test_head_scores_predict_drops_holds_when_ranks_agree_and_is_contradicted_wh
     assert four.outcome is NS and "not attainable with 4! pairings" in four.measured
 
 
-def test_pruning_order_against_random_orders():
-    rng = np.random.default_rng(0)
-    R = 200
-    random_curves = 0.8 - np.cumsum(0.05 + 0.02 * rng.random((R, 7)), axis=1)
-    random_curves = np.hstack([np.full((R, 1), 0.8), random_curves[:, :-1]])
-    best = np.concatenate([[0.8], random_curves[:, 1:].max(axis=0) + 0.01])
-    worst = np.concatenate([[0.8], random_curves[:, 1:].min(axis=0) - 0.01])
-    holds = os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves)
-    assert holds.outcome is HOLDS and holds.level == 0.01 and holds.p_value == pytest.approx(1 / 201)
-    assert "not attainable" not in holds.measured
-    assert os_claims.pruning_order("7b", score_curve=worst, random_curves=random_curves).outcome is CONTRADICTED
-    # a curve in the middle of the random ones
-    middle = np.median(random_curves, axis=0)
-    assert os_claims.pruning_order("7b", score_curve=middle, random_curves=random_curves).outcome is NS
-    # with 20 random orders p >= 1/21 > 1 %: however good the order, the verdict says the level is out of reach
-    few = os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves[:20])
-    assert (
-        few.outcome is NS
-        and few.p_value == pytest.approx(1 / 21)
-        and "not attainable with 20 random orders" in few.measured
+def additive_table(weights, heads):
+    """Accuracy of every set of pruned heads when each head ``i`` costs ``weights[i]`` on its own."""
+    masks = subset_masks(heads)
+    return 0.9 - masks @ np.asarray(weights, dtype=float)
+
+
+def test_pruning_order_against_every_random_order():
+    heads = (4, 4)
+    weights = np.array([0.01, 0.05, 0.02, 0.08, 0.03, 0.07, 0.04, 0.06])
+    values = additive_table(weights, heads)
+    pairs = all_heads(heads)
+    cheapest_first = [pairs[i] for i in np.argsort(weights)]
+    holds = os_claims.pruning_order("7b", score_order=cheapest_first, values=values, heads=heads)
+    assert holds.outcome is HOLDS and holds.level == 0.01 and holds.p_value < 0.001
+    assert "not attainable" not in holds.measured and "exact" in holds.test
+    dearest_first = cheapest_first[::-1]
+    assert os_claims.pruning_order("7b", score_order=dearest_first, values=values, heads=heads).outcome is CONTRADICTED
+    # an order that alternates cheap and dear heads sits in the middle of the random orders
+    middle = [cheapest_first[i] for i in (0, 7, 1, 6, 2, 5, 3, 4)]
+    assert os_claims.pruning_order("7b", score_order=middle, values=values, heads=heads).outcome is NS
+    # two heads per layer: two sets to prune, a handful of orders; no order reaches 1 %, and the verdict says so
+    small = os_claims.pruning_order(
+        "7b",
+        score_order=[(0, 0), (1, 0), (0, 1), (1, 1)],
+        values=additive_table([0.0, 0.1, 0.0, 0.1], (2, 2)),
+        heads=(2, 2),
     )
-    # ... which a level above 1/21 reaches
-    assert (
-        os_claims.pruning_order("7b", score_curve=best, random_curves=random_curves[:20], level=0.05).outcome is HOLDS
-    )
-    with pytest.raises(ValueError, match="random_curves"):
-        os_claims.pruning_order("7b", score_curve=best[:3], random_curves=random_curves)
+    assert small.outcome is NS and "not attainable" in small.measured
+
+
+def test_pruning_order_p_value_is_the_fraction_of_all_orders_that_do_as_well():
+    """The exact p-value equals the share of the n! orders (each equally likely) whose curve's mean is at least
+    the score order's: counted here by brute force over every permutation of 3 + 3 heads."""
+    heads = (3, 3)
+    rng = np.random.default_rng(3)
+    values = rng.random(2**6)
+    pairs = all_heads(heads)
+    order = [pairs[i] for i in rng.permutation(6)]
+    verdict = os_claims.pruning_order("7b", score_order=order, values=values, heads=heads, level=0.3)
+    area = subset_curve(values, pruning_sets(order, heads), heads)[1:].mean()
+    means = [subset_curve(values, pruning_sets(p, heads), heads)[1:].mean() for p in itertools.permutations(pairs)]
+    assert verdict.p_value == pytest.approx(np.mean(np.array(means) >= area - 1e-12), abs=1e-12)
+    with pytest.raises(ValueError, match="order"):
+        os_claims.pruning_order("7b", score_order=order[:3], values=values, heads=heads)
 
 
 def test_pattern_transfer_holds_for_the_same_pattern_and_is_contradicted_when_negated():

@@ -17,9 +17,12 @@ from attnpaths.experiments.head_pruning import all_heads, pruning_sets
 from attnpaths.experiments.head_subsets import (
     allowed_subsets,
     best_curve,
+    curve_table,
     greedy_order,
     normalised_area,
+    random_order_area_distribution,
     random_order_curve,
+    random_order_p_values,
     random_order_weights,
     shapley_values,
     subset_curve,
@@ -335,3 +338,51 @@ def test_the_choice_on_validation_takes_the_largest_mean():
     assert pr_claims.select_on_validation(normalised, ("a", "b", "c")) == "c"
     with pytest.raises(ValueError, match="candidates"):
         pr_claims.select_on_validation(normalised, ("d",))
+
+
+@pytest.mark.parametrize("heads", [(2, 2), (3, 2), (2, 3, 2)])
+def test_the_distribution_over_random_orders_is_that_of_every_permutation(heads):
+    """Every permutation of the heads equally likely: the chain's paths carry the same distribution of a curve's
+    mean (compared at every value the permutations take), and its mean is the exact random expectation."""
+    rng = np.random.default_rng(sum(heads))
+    n = sum(heads)
+    values = np.round(rng.random(2**n), 2)  # ties between orders are common, as with accuracies
+    areas, probabilities = random_order_area_distribution(values, heads)
+    assert probabilities.sum() == pytest.approx(1.0, abs=1e-12) and np.all(probabilities > 0)
+    assert areas @ probabilities == pytest.approx(random_order_curve(values, heads)[1:].mean(), abs=1e-12)
+    pairs = all_heads(heads)
+    means = np.array(
+        [subset_curve(values, pruning_sets(p, heads), heads)[1:].mean() for p in itertools.permutations(pairs)]
+    )
+    for x in np.unique(means):
+        greater, smaller = random_order_p_values(x, areas, probabilities)
+        assert greater == pytest.approx(np.mean(means >= x - 1e-12), abs=1e-12)
+        assert smaller == pytest.approx(np.mean(means <= x + 1e-12), abs=1e-12)
+
+
+def test_the_distribution_refuses_what_it_cannot_enumerate_and_what_has_nothing_to_prune():
+    with pytest.raises(ValueError, match="Monte Carlo"):
+        random_order_area_distribution(np.zeros(2**12), (4, 4, 4))
+    with pytest.raises(ValueError, match="at least one head to prune"):
+        random_order_area_distribution(np.zeros(4), (1, 1))
+    with pytest.raises(ValueError, match="probabilities"):
+        random_order_p_values(0.5, [0.1, 0.2], [1.0])
+
+
+def test_curve_table_evaluates_every_set_that_keeps_a_head_per_layer():
+    heads = (3, 2)
+    calls = []
+
+    class Evaluator:
+        def __init__(self):
+            self.heads = heads
+
+        def __call__(self, pruned=()):
+            calls.append(tuple(pruned))
+            return 1.0 - 0.1 * len(pruned)
+
+    table = curve_table(Evaluator())
+    allowed = allowed_subsets(heads)
+    assert len(calls) == allowed.sum() and len(set(calls)) == len(calls)
+    np.testing.assert_array_equal(table[allowed], 1.0 - 0.1 * subset_masks(heads)[allowed].sum(axis=1))
+    assert np.all(table[~allowed] == 0)

@@ -8,9 +8,12 @@ accuracy or the loss of the model with those heads pruned). From one table:
 * :func:`best_curve`: the best value reachable with ``k`` heads pruned, ``k = 0..K`` (the ceiling of every
   ranking, eq-pruning-ceiling);
 * :func:`random_order_curve`: the exact expected curve of a uniformly random pruning order (eq-pruning-random);
+* :func:`random_order_area_distribution`, :func:`random_order_p_values`: the exact distribution of a curve's mean
+  over random orders, and a ranking's p-values against it;
 * :func:`shapley_values`: each head's exact Shapley value in the game "value of the kept heads"
   (eq-pruning-shapley);
 * :func:`greedy_order`: removal, one head at a time, of the head whose removal leaves the best value;
+* :func:`curve_table`: the table of an evaluator over the sets a pruning curve can reach;
 * :func:`subset_curve`, :func:`normalised_area`: a ranking's curve read from the table and its area between
   the random expectation (0) and the ceiling (1) (eq-pruning-normalised).
 
@@ -64,6 +67,26 @@ def _table(values, heads) -> np.ndarray:
     if values.shape != (2**n,):
         raise ValueError(f"values must hold one number per subset of the {n} heads, shape [{2**n}], got {values.shape}")
     return values
+
+
+def curve_table(evaluator) -> np.ndarray:
+    """A subset table of ``evaluator`` over the sets a pruning curve can reach.
+
+    Args:
+        evaluator: a callable taking a tuple of pruned ``(layer, head)`` pairs and returning a number, with an
+            attribute ``heads`` (e.g. :class:`attnpaths.head_masks.HeadMaskEvaluator`).
+
+    Returns:
+        float64 ``[2^n]``: the evaluator at every set that keeps a head in every layer; a set that empties a
+        layer is not a model and holds 0 (no pruning curve, random expectation or order distribution reads it;
+        :func:`shapley_values` needs a table of every set and must not be given this one).
+    """
+    heads = heads_tuple(evaluator.heads)
+    pairs = all_heads(heads)
+    table = np.zeros(2 ** len(pairs))
+    for m in np.flatnonzero(allowed_subsets(heads)):
+        table[m] = float(evaluator(tuple(pairs[i] for i in range(len(pairs)) if m >> i & 1)))
+    return table
 
 
 def subset_curve(values, sets, heads) -> np.ndarray:
@@ -133,6 +156,75 @@ def random_order_curve(values, heads) -> np.ndarray:
     """
     heads = heads_tuple(heads)
     return random_order_weights(heads) @ _table(values, heads)
+
+
+MAX_ORDER_PATHS = 2_000_000
+"""The most sequences of pruned sets that :func:`random_order_area_distribution` enumerates (two heads layers of
+four have 11 520; a third layer of four makes it 7.5 million)."""
+
+
+def random_order_area_distribution(values, heads) -> tuple[np.ndarray, np.ndarray]:
+    """The exact distribution, over uniformly random pruning orders, of a curve's mean over ``k = 1..K``::
+
+        a(order) = (1/K) sum_{k=1..K} A(S_k(order)),
+
+    the statistic of a pruning curve against random orders, without Monte-Carlo error. The chain of pruned sets
+    of :func:`random_order_weights` is followed along every path: an order is a path, and its probability the
+    product of the chain's steps (orders that differ only in the heads they skip share a path).
+
+    Args:
+        values: ``[2^n]`` subset table (only the sets on some pruning curve are read).
+        heads: ``(H_1, ..., H_L)``.
+
+    Returns:
+        ``(areas [M], probabilities [M])``, one entry per path of the chain; the probabilities sum to 1 and the
+        mean of ``areas`` is the mean of :func:`random_order_curve` over ``k = 1..K``.
+    """
+    heads = heads_tuple(heads)
+    values = _table(values, heads)
+    pairs = all_heads(heads)
+    K = len(pairs) - len(heads)
+    if K < 1:
+        raise ValueError(f"heads must leave at least one head to prune (some layer with 2 or more), got {heads}")
+    layer_of = np.array([l for l, _ in pairs])
+    masks = np.zeros(1, dtype=np.int64)
+    sums = np.zeros(1)
+    probabilities = np.ones(1)
+    for _ in range(K):
+        pruned = (masks[:, None] >> np.arange(len(pairs))[None, :]) & 1 == 1  # [paths, n]
+        left = np.stack([heads[l] - pruned[:, layer_of == l].sum(axis=1) for l in range(len(heads))], axis=1)
+        options = ~pruned & (left[:, layer_of] > 1)  # [paths, n]: heads that can be pruned next
+        counts = options.sum(axis=1)
+        total = int(counts.sum())
+        if total > MAX_ORDER_PATHS:
+            raise ValueError(
+                f"heads={heads} has more than {MAX_ORDER_PATHS} pruning paths: compare with random orders "
+                "drawn by Monte Carlo instead"
+            )
+        path, head = np.nonzero(options)
+        masks = masks[path] | (np.int64(1) << head)
+        sums = sums[path] + values[masks]
+        probabilities = probabilities[path] / counts[path]
+    return sums / K, probabilities
+
+
+def random_order_p_values(observed: float, areas, probabilities) -> tuple[float, float]:
+    """Exact one-sided p-values ``(P(a >= observed), P(a <= observed))`` of a pruning curve's mean ``observed``
+    under uniformly random orders, from :func:`random_order_area_distribution`.
+
+    Areas within ``1e-12`` (relative) of ``observed`` count as ties on both sides: the same table entries summed
+    in another order differ in the last bits, and an order that reproduces the observed curve must count as at
+    least as good.
+    """
+    areas = as_float64_array(areas, "areas", ndim=1, nonempty=True)
+    probabilities = as_float64_array(probabilities, "probabilities", ndim=1)
+    if probabilities.shape != areas.shape:
+        raise ValueError(f"probabilities must have the shape of areas {areas.shape}, got {probabilities.shape}")
+    observed = float(observed)
+    tie = 1e-12 * max(1.0, abs(observed))
+    greater = float(probabilities[areas >= observed - tie].sum())
+    smaller = float(probabilities[areas <= observed + tie].sum())
+    return min(greater, 1.0), min(smaller, 1.0)
 
 
 def shapley_values(values, heads, *, higher_is_better: bool = True) -> np.ndarray:

@@ -5,7 +5,7 @@ Each function returns a :class:`attnpaths.claims.Verdict` decided by permutation
 * :func:`head_scores_predict_drops`: heads with low theory scores cost little accuracy when pruned singly
   (Spearman correlation of score and drop, exact permutation test over all pairings);
 * :func:`pruning_order`: pruning heads in ascending score order keeps more accuracy than random orders
-  (rank of the score order among the random orders);
+  (exact p-value over every random order, from the table of every set of pruned heads);
 * :func:`pattern_transfer`: the theory's order-parameter pattern is found in the gradient-descent weights
   (correlation of the patterns against every relabelling of the heads within their layers).
 
@@ -22,9 +22,10 @@ import math
 
 import numpy as np
 
-from .._validation import as_float64_array
-from ..claims import LEVEL, Verdict, permutation, permutation_p_values
+from ..claims import LEVEL, Verdict, permutation
 from ..experiments import finite_width as fw_claims
+from ..experiments.head_pruning import pruning_sets
+from ..experiments.head_subsets import random_order_area_distribution, random_order_p_values, subset_curve
 from ..experiments.sweep import TheorySweep
 from ..statistics import spearman_permutation_test
 from .pruning import pattern_similarity
@@ -75,38 +76,42 @@ def head_scores_predict_drops(claim: str, *, scores, drops, level: float = LEVEL
     )
 
 
-def pruning_order(claim: str, *, score_curve, random_curves, level: float = LEVEL) -> Verdict:
+def pruning_order(claim: str, *, score_order, values, heads, level: float = LEVEL) -> Verdict:
     """Claim: pruning heads in ascending head-score order keeps more accuracy than pruning in random orders
     (Fig. 3f).
 
     Args:
-        score_curve: ``[K + 1]`` accuracies after pruning ``k = 0..K`` heads in score order.
-        random_curves: ``[n_orders, K + 1]`` the same for random orders.
+        score_order: the heads in pruning order (:func:`attnpaths.head_scoring.pruning_order` of the scores).
+        values: ``[2^n]`` accuracy of every set of pruned heads (the subset table of
+            :mod:`attnpaths.experiments.head_subsets`; only the sets on some pruning curve are read).
+        heads: ``(H_1, ..., H_L)``.
 
-    Test: the statistic is the accuracy averaged over ``k = 1..K``; its Monte-Carlo permutation p-values
-    against the random orders (:func:`attnpaths.claims.permutation_p_values`; with ``n_orders`` random orders
-    the smallest attainable p is ``1 / (n_orders + 1)``).
+    Test: the statistic is the accuracy averaged over ``k = 1..K`` pruned heads; its exact one-sided p-values
+    over every random order (:func:`~attnpaths.experiments.head_subsets.random_order_p_values`), so no
+    Monte-Carlo error enters the verdict. The score order is itself one of the orders: the smallest attainable p
+    is the probability of its path.
     """
-    sc = as_float64_array(score_curve, "score_curve")
-    rc = as_float64_array(random_curves, "random_curves")
-    if rc.ndim != 2 or rc.shape[1] != sc.size or sc.size < 2:
-        raise ValueError(f"random_curves must have shape [n_orders, {sc.size}], got {rc.shape}")
-    observed, null = float(sc[1:].mean()), rc[:, 1:].mean(axis=1)
-    p_greater, p_smaller = permutation_p_values(observed, null)
+    heads = tuple(int(h) for h in heads)
+    sets = pruning_sets(score_order, heads)
+    curve = subset_curve(values, sets, heads)
+    observed = float(curve[1:].mean())
+    areas, probabilities = random_order_area_distribution(values, heads)
+    p_greater, p_smaller = random_order_p_values(observed, areas, probabilities)
+    mean_random = float(areas @ probabilities)
     return permutation(
         claim,
         "pruning in ascending head-score order beats random pruning orders",
         source=SOURCE_PRUNING,
-        statistic=f"accuracy averaged over 1..{sc.size - 1} pruned heads",
+        statistic=f"accuracy averaged over 1..{curve.size - 1} pruned heads",
         value=observed,
         p_greater=p_greater,
         p_smaller=p_smaller,
         level=level,
-        test=f"rank among {rc.shape[0]} random pruning orders (Monte-Carlo permutation p-value)",
+        test=f"exact p-value over all random pruning orders ({areas.size} distinct sequences of pruned sets)",
         measured=(
-            f"mean accuracy over 1..{sc.size - 1} pruned heads {observed:.3f} (score order) vs {null.mean():.3f} "
-            f"(mean of {rc.shape[0]} random orders); {int(np.sum(null >= observed))} of the {rc.shape[0]} random "
-            f"orders do at least as well." + attainability(level, 1 / (rc.shape[0] + 1), f"{rc.shape[0]} random orders")
+            f"mean accuracy over 1..{curve.size - 1} pruned heads {observed:.3f} (score order) vs {mean_random:.3f} "
+            f"(exact mean over random orders); a random order does at least as well with probability "
+            f"{p_greater:.3g}." + attainability(level, float(probabilities.min()), "this model's orders")
         ),
     )
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._validation import as_float64_array, positive_int
 from ..experiments.head_pruning import all_heads, pruning_curve, pruning_sets, random_orders
+from ..experiments.head_subsets import curve_table, random_order_curve
 from ..head_masks import HeadMaskEvaluator
 from ..head_scoring import head_labels, pruning_order
 from ..paths import all_paths
@@ -94,7 +95,11 @@ class PruningResult:
         single_head_accuracy, single_head_drop: ``[L, H]`` accuracy with one head pruned, and its drop.
         score_order: heads ``(l, h)`` in ascending score; score_curve: ``[K + 1]`` accuracy after pruning
             ``k = 0..K`` heads along it (:func:`~attnpaths.experiments.head_pruning.pruning_curve`).
-        random_orders: random orders of the heads; random_curves: ``[n_orders, K + 1]`` their curves.
+        random_orders: random orders of the heads (drawn, for the figure); random_curves: ``[n_orders, K + 1]``
+            their curves.
+        curve_accuracy: ``[2^n]`` accuracy of every set of pruned heads that keeps a head per layer
+            (:func:`~attnpaths.experiments.head_subsets.curve_table`; 0 for the sets that empty a layer).
+        random_expectation: ``[K + 1]`` the exact expected curve of a random order (eq-pruning-random).
     """
 
     heads: tuple
@@ -108,6 +113,8 @@ class PruningResult:
     score_curve: np.ndarray
     random_orders: list
     random_curves: np.ndarray
+    curve_accuracy: np.ndarray
+    random_expectation: np.ndarray
     _label_of: dict = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -142,6 +149,8 @@ class PruningResult:
             "random_order_accuracy": self.random_curves,
             "random_order_mean": self.random_curves.mean(axis=0),
             "random_order_sd": self.random_curves.std(axis=0, ddof=1),
+            "curve_accuracy": self.curve_accuracy,
+            "random_expectation": self.random_expectation,
         }
 
 
@@ -151,7 +160,8 @@ def prune_heads(
     """Figs. 3e and 3f: the accuracy drop of every head pruned alone (:func:`single_head_drops`), the pruning
     curve along ascending head score (:func:`attnpaths.head_scoring.pruning_order`,
     :func:`~attnpaths.experiments.head_pruning.pruning_curve`) and those of
-    ``num_random_orders`` random orders drawn from ``rng`` (:func:`~attnpaths.experiments.head_pruning.random_orders`).
+    ``num_random_orders`` random orders drawn from ``rng`` (:func:`~attnpaths.experiments.head_pruning.random_orders`),
+    and the accuracy of every set a pruning curve can reach with the exact random expectation built from it.
 
     Args:
         evaluator: the model and its episodes; scores: ``[L, H]`` head scores (sec-head-scores).
@@ -163,6 +173,7 @@ def prune_heads(
     single = single_head_drops(evaluator)
     order = pruning_order(scores)
     orders = random_orders(heads, num_random_orders, rng)
+    table = curve_table(evaluator)
     return PruningResult(
         heads=tuple(heads),
         labels=head_labels(heads),
@@ -175,6 +186,8 @@ def prune_heads(
         score_curve=pruning_curve(evaluator, order),
         random_orders=orders,
         random_curves=np.array([pruning_curve(evaluator, o) for o in orders]),
+        curve_accuracy=table,
+        random_expectation=random_order_curve(table, heads),
     )
 
 
