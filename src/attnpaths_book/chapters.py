@@ -9,7 +9,7 @@ the build as it is. A chapter's front matter may hold::
         smoke: {}                        # values that override the parameters cell's defaults
         paper: {num_samples: 1000}
         full: {num_samples: 100000}      # optional profile: only the chapters that list it have it
-      report: true                       # optional: the chapter reads the results of the chapters before it
+      report: true                       # optional: the chapter reads the results of the other chapters
 
 Its ``parameters`` cell (a code cell tagged ``parameters``) holds plain literal assignments, among them
 ``profile`` and ``results_dir``, which the executor sets.
@@ -65,7 +65,8 @@ class Chapter:
         notebook: the source read as a notebook (``None`` for a page).
         defaults: the ``parameters`` cell's assignments, in order.
         profiles: ``{profile: {name: value}}`` overrides from the front matter, one entry per profile.
-        report: whether the chapter reads the results of the chapters before it.
+        report: whether the chapter reads the results of the other chapters (it executes after every chapter
+            that is not a report, wherever the toc places it: :func:`execution_order`).
     """
 
     name: str
@@ -204,6 +205,15 @@ def load_chapter(layout: BookLayout, docname: str) -> Chapter:
     }
     chapter.report = bool(settings.get("report", False))
     return chapter
+
+
+def execution_order(chapters: list[Chapter]) -> list[Chapter]:
+    """The executable chapters of ``chapters`` in the order they execute: every chapter that is not a report, in
+    toc order, then the report chapters, in toc order. A report reads the results of every chapter executed
+    before it, so a report may stand early in the book (the introduction's answers to the paper's claims) and
+    still read what the later chapters found."""
+    notebooks = [c for c in chapters if c.is_notebook]
+    return [c for c in notebooks if not c.report] + [c for c in notebooks if c.report]
 
 
 def book_chapters(layout: BookLayout) -> list[Chapter]:

@@ -16,7 +16,7 @@ from scipy.stats import norm
 from attnpaths.claims import Verdict, outcome_counts
 from attnpaths_book import provenance
 from attnpaths_book.benchmarks.record import committed_record_path, read_record
-from attnpaths_book.chapters import INJECTED, Chapter, book_chapters
+from attnpaths_book.chapters import INJECTED, Chapter, book_chapters, execution_order
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.store import verify_results
 
@@ -34,14 +34,16 @@ def markdown_table(header, rows) -> str:
 
 
 def reported_chapters(layout: BookLayout, this_chapter: str) -> list[Chapter]:
-    """The executed chapters (MyST notebooks) of the book before ``this_chapter``, in the order of the table of
-    contents. Raises ``ValueError`` unless ``this_chapter`` is the last executed chapter (a report chapter
-    runs after every chapter it reports on)."""
-    chapters = [c for c in book_chapters(layout) if c.is_notebook]
-    if not chapters or chapters[-1].name != this_chapter:
-        last = chapters[-1].name if chapters else None
-        raise ValueError(f"this_chapter must be the book's last executed chapter ({last!r}), got {this_chapter!r}")
-    return chapters[:-1]
+    """The chapters executed before the report chapter ``this_chapter`` (:func:`~attnpaths_book.chapters.execution_order`):
+    every chapter that is not a report, in toc order, then the reports before it. Raises ``ValueError`` unless
+    ``this_chapter`` is a report chapter of the book."""
+    chapters = execution_order(book_chapters(layout))
+    reports = [c.name for c in chapters if c.report]
+    if this_chapter not in reports:
+        raise ValueError(
+            f"this_chapter must be a report chapter of the book ({', '.join(reports) or 'none'}), got {this_chapter!r}"
+        )
+    return chapters[: [c.name for c in chapters].index(this_chapter)]
 
 
 def package_versions(packages) -> dict[str, str]:

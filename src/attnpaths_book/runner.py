@@ -1,14 +1,15 @@
-"""Run the book's chapters: those whose cache key changed, in the order of ``_toc.yml``.
+"""Run the book's chapters: those whose cache key changed, in the order of ``_toc.yml`` with the report chapters
+last (:func:`attnpaths_book.chapters.execution_order`).
 
 With an engine of several workers (:func:`attnpaths.engine.start_engine`), independent chapters execute
 concurrently, as many at a time as the engine has workers, so that their tasks keep the cluster busy; a
-report chapter waits for every chapter before it. Each chapter's kernel receives the engine's environment,
+report chapter waits for every chapter executed before it. Each chapter's kernel receives the engine's environment,
 which sends the chapter's tasks to the cluster. The numbers do not depend on the engine
 (:mod:`attnpaths.engine`), so the cache key does not include it.
 
-A report chapter (front matter ``attnpaths: {report: true}``, e.g. ``reproducibility``) shows the results
-and run times of the chapters before it, so its key includes their keys: it runs again whenever one of them
-did. Runs hold the checkout's build lock (:func:`~attnpaths_book.layout.book_lock`): a second run in the same
+A report chapter (front matter ``attnpaths: {report: true}``: the introduction's answers to the paper's
+claims, ``reproducibility``) shows the results and run times of the chapters executed before it, so its key
+includes their keys: it runs again whenever one of them did. Runs hold the checkout's build lock (:func:`~attnpaths_book.layout.book_lock`): a second run in the same
 checkout waits for the first, naming the PID that holds the lock. Holding it, a run removes the working
 folders that killed runs left in ``_build/``. A chapter's results file, executed notebook and timing are
 made current together, only when it succeeded, and a unit whose files no longer match their manifest's checksums
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from attnpaths.engine import Engine
 from attnpaths_book import store
 from attnpaths_book.cache import PackageCode, chapter_key
-from attnpaths_book.chapters import Chapter, book_chapters, find_chapter, resolve_parameters
+from attnpaths_book.chapters import Chapter, book_chapters, execution_order, find_chapter, resolve_parameters
 from attnpaths_book.executor import execute_chapter, remove_stale_run_folders, stop_running_chapters
 from attnpaths_book.layout import BookLayout, Progress, book_lock, silent
 from attnpaths_book.provenance import versions
@@ -41,8 +42,8 @@ class Outcome:
 
 
 def notebook_chapters(layout: BookLayout) -> list[Chapter]:
-    """The executable chapters of the toc, in order."""
-    return [c for c in book_chapters(layout) if c.is_notebook]
+    """The executable chapters of the toc, in the order they execute (:func:`~attnpaths_book.chapters.execution_order`)."""
+    return execution_order(book_chapters(layout))
 
 
 def current_key(
@@ -77,7 +78,7 @@ def is_fresh(layout: BookLayout, chapter: Chapter, key: str) -> bool:
 
 
 def chapter_states(layout: BookLayout, profile: str) -> list[tuple[str, str | None]]:
-    """``(chapter, reason)`` for every executable chapter in toc order: ``reason`` is ``None`` when
+    """``(chapter, reason)`` for every executable chapter in execution order: ``reason`` is ``None`` when
     :func:`run_book` would take the chapter from the cache, else why it would execute it (a report chapter
     executes when any chapter before it does)."""
     chapters = notebook_chapters(layout)
@@ -176,10 +177,10 @@ def run_book(
 ) -> list[Outcome]:
     """Execute every stale chapter of the toc for ``profile``; ``force`` re-executes every chapter.
 
-    Chapters run in toc order, up to ``engine.workers`` at a time (one at a time without an engine); a
+    Chapters run in execution order (toc order, the report chapters last), up to ``engine.workers`` at a time (one at a time without an engine); a
     report chapter starts when every chapter before it has finished. The first failure
     (:class:`~attnpaths_book.executor.ChapterFailed`) stops the run: no further chapter starts, the running
-    ones finish, and the failure is raised. Returns the outcomes in toc order.
+    ones finish, and the failure is raised. Returns the outcomes in execution order.
     """
     with book_lock(layout, progress):
         _prepare(layout)

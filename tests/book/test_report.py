@@ -6,8 +6,8 @@ from book_helpers import write_chapter, write_toc
 from scipy.stats import norm
 
 from attnpaths.claims import Outcome, Verdict
-from attnpaths_book import report
-from attnpaths_book.chapters import book_chapters
+from attnpaths_book import report, runner
+from attnpaths_book.chapters import book_chapters, execution_order
 from attnpaths_book.results import write_results as _write_results
 from attnpaths_book.store import commit_unit
 
@@ -65,10 +65,22 @@ def test_markdown_table_and_its_row_check():
         report.markdown_table(["a", "b"], [[1]])
 
 
-def test_reported_chapters_are_those_before_the_last(book):
+def test_reported_chapters_are_those_executed_before_the_report(book):
     assert [c.name for c in report.reported_chapters(book, "summary")] == ["intro", "theory"]
-    with pytest.raises(ValueError, match="last executed chapter \\('summary'\\), got 'theory'"):
+    with pytest.raises(ValueError, match="a report chapter of the book \\(summary\\), got 'theory'"):
         report.reported_chapters(book, "theory")
+
+
+def test_a_report_early_in_the_toc_executes_after_every_other_chapter(book):
+    """A report chapter placed first in the toc (an introduction that answers the paper's claims) still runs
+    after the chapters it reads, and a report after it reads it too."""
+    write_chapter(book.root, "answers", "", "values = {}", report=True)
+    write_toc(book.root, ["answers", "intro", "theory", "summary"])
+    order = [c.name for c in execution_order(book_chapters(book))]
+    assert order == ["intro", "theory", "answers", "summary"]
+    assert [c.name for c in report.reported_chapters(book, "answers")] == ["intro", "theory"]
+    assert [c.name for c in report.reported_chapters(book, "summary")] == ["intro", "theory", "answers"]
+    assert [name for name, _ in runner.chapter_states(book, "smoke")] == order
 
 
 def test_profile_differences_show_only_parameters_that_differ(book):

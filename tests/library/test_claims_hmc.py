@@ -266,6 +266,29 @@ def test_path_interplay_and_its_wrong_inputs():
 
 
 # ------------------------------------------------------------------------------------------------ end to end
+def test_interplay_gains_see_which_part_of_U_carries_the_gain():
+    """The cross-path claim holds when zeroing U's cross-path entries costs accuracy and is contradicted when it
+    gains; the same-path claim does the same for U's diagonal against the GP limit; a gain within the noise of
+    the data sets is not significant."""
+    rng = np.random.default_rng(11)
+    gp = 0.80 + 0.01 * rng.standard_normal(20)
+    theory = gp + 0.10 + 0.005 * rng.standard_normal(20)
+    cases = {
+        "cross-path gain": (theory - 0.08 + 0.005 * rng.standard_normal(20), (HOLDS, HOLDS)),
+        "diagonal gain only": (theory + 0.002 * rng.standard_normal(20), (NS, HOLDS)),
+        "cross-path weights hurt": (theory + 0.03 + 0.005 * rng.standard_normal(20), (CONTRADICTED, HOLDS)),
+        "diagonal below the GP": (gp - 0.05 + 0.005 * rng.standard_normal(20), (HOLDS, CONTRADICTED)),
+    }
+    for name, (diagonal, expected) in cases.items():
+        cross, same = hmc_claims.interplay_gains(
+            "I", accuracy=theory, diagonal_accuracy=diagonal, gp_accuracy=gp, width=10, case="4 paths"
+        )
+        assert (cross.claim, same.claim) == ("I (4 paths)", "Iw (4 paths)")
+        assert (cross.outcome, same.outcome) == expected, name
+    with pytest.raises(ValueError, match="one shape"):
+        hmc_claims.interplay_gains("I", accuracy=theory, diagonal_accuracy=theory[:5], gp_accuracy=gp, width=10)
+
+
 def test_claims_on_real_theory_curves_hold_and_fail_with_widths_reversed():
     """Claims 1, 3, 4, 5 and 6 on four small independently drawn HMC data sets, then on the same numbers with
     the widths reversed (a theory whose finite-width effects grow with N)."""
@@ -339,6 +362,8 @@ def _fake_run(label, names, rng, *, n_sets=6, n_test=400, U_scale=1.0, gp_lines=
         names=tuple(names),
         label_fraction={"finite_width": 0.6 + noise(0.02, n_sets), "gp": 0.3 + noise(0.02, n_sets)},
     )
+    # U's diagonal alone: half-way between the theory and the GP limit on every data set
+    band.diagonal_accuracy = (band.accuracy + gp_all[:, None]) / 2 + noise(0.002, (n_sets, 2))
     samples = {
         w: sampling.SampledPoint(
             width=w,
@@ -403,6 +428,10 @@ def test_figure_verdicts_are_the_chapters_claims_in_order_and_see_a_wrong_input(
         "5",
         "6 (4 paths)",
         "6 (2 paths)",
+        "I (4 paths)",
+        "Iw (4 paths)",
+        "I (2 paths)",
+        "Iw (2 paths)",
     ]
     assert all(v.outcome is HOLDS for v in verdicts), [v.sentence() for v in verdicts if v.outcome is not HOLDS]
     # each verdict is the claim's own test on the right inputs
@@ -429,6 +458,17 @@ def test_figure_verdicts_are_the_chapters_claims_in_order_and_see_a_wrong_input(
         names=("g", "d"),
         widths=(10, 1000),
         where=", 2 paths",
+    )
+    assert verdicts[18:] == list(
+        hmc_claims.interplay_gains(
+            "I",
+            accuracy=two.band.accuracy[:, 0],
+            diagonal_accuracy=two.band.diagonal_accuracy[:, 0],
+            gp_accuracy=two.band.gp["all"],
+            width=10,
+            case="2 paths",
+            where=", 2 paths",
+        )
     )
     # samples of the 2-path network 20 % off the exact mean: its claims 2 and 2w are contradicted, nothing else moves
     off = _fake_run("2 paths", ("g", "d"), np.random.default_rng(7), U_scale=1.2, gp_lines=("all",))

@@ -174,6 +174,8 @@ class Band:
         label_fraction: ``{"finite_width": [n_sets], "gp": [n_sets], "width": N, "k": k}``, the fraction of
             ``|y|^2`` carried by the first ``k`` PCs of the training kernel at width ``N`` and of the GP kernel
             (:func:`~attnpaths.experiments.kernel_pcs.label_fraction`), or ``None`` when not computed.
+        diagonal_accuracy: ``[n_sets, n_w]`` accuracy with the theory's ``U`` replaced by its diagonal
+            (:func:`diagonal_only`: every cross-path weight set to zero), the ablation behind the interplay claims.
     """
 
     widths: np.ndarray
@@ -182,6 +184,7 @@ class Band:
     gp: dict
     names: tuple[str, ...]
     label_fraction: dict | None = None
+    diagonal_accuracy: np.ndarray | None = None
 
     @property
     def num_sets(self) -> int:
@@ -207,6 +210,8 @@ class Band:
         }
         if self.label_fraction is not None:
             out["label_fraction"] = self.label_fraction
+        if self.diagonal_accuracy is not None:
+            out["diagonal_accuracy"] = stats(self.diagonal_accuracy)
         return out
 
 
@@ -270,6 +275,7 @@ def data_set_band(
             "width": int(pc_width),
             "k": pc_components,
         },
+        diagonal_accuracy=np.array([m["diagonal_accuracy"] for m in members]),
     )
 
 
@@ -278,7 +284,7 @@ def band_member(
 ) -> dict:
     """One data set of :func:`data_set_band` (one task of its sweep), a ``(train, test)`` pair or a
     :class:`DataSetDraw`: ``{"accuracy": [n_w], "U": [n_w, n, n], "names", "gp": {line: accuracy},
-    "label_fraction": (finite width, GP) or None}``."""
+    "label_fraction": (finite width, GP) or None, "diagonal_accuracy": [n_w]}``."""
     train, test = data_set.draw() if isinstance(data_set, DataSetDraw) else data_set
     data = path_data(network_factory(train), train, test)
     sweep = theory_sweep(data, widths, [temperature], gp_limit=not gp_references, progress=False)
@@ -293,6 +299,9 @@ def band_member(
         "names": sweep.names,
         "gp": gp,
         "label_fraction": fractions,
+        "diagonal_accuracy": np.array(
+            [accuracy_with_order_parameter(data, diagonal_only(U), temperature) for U in sweep.U[:, 0]]
+        ),
     }
 
 

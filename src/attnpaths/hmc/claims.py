@@ -1,7 +1,8 @@
 """Claims specific to the hidden-Markov-chain task (Fig. 2), as tests.
 
-Both are read off the outputs of the authors' code (the GP lines and the ``U`` panels of Fig. 2c), not
-quoted from the paper's text. Each function returns a :class:`attnpaths.claims.Verdict`; the tests run over
+The GP ordering and the pattern of ``U`` are read off the outputs of the authors' code (the GP lines and the
+``U`` panels of Fig. 2c), not quoted from the paper's text; the interplay claims (:func:`interplay_gains`) test
+the abstract's mechanism, that the finite-width gain comes from combining paths, by ablating ``U``. Each function returns a :class:`attnpaths.claims.Verdict`; the tests run over
 independently drawn data sets (one replicate per data set), so they speak of the task, not of one draw.
 
 :func:`figure_verdicts` assembles every claim of the chapter from these two and the finite-width claims of
@@ -21,6 +22,7 @@ from ..experiments.sampling import saddle_point_z_max
 
 SOURCE_GP_ORDER = "output of the authors' code (the GP lines of Fig. 2c)"
 SOURCE_INTERPLAY = "output of the authors' code (the U panels of Fig. 2c, 2e)"
+SOURCE_MECHANISM = "paper (abstract: the interplay between attention paths enhances generalization; Fig. 1d caption)"
 
 
 def gp_ordering(claim: str, *, gp_accuracy: dict, level: float = 0.01) -> Verdict:
@@ -141,6 +143,75 @@ def path_interplay(
     )
 
 
+def interplay_gains(
+    claim: str,
+    *,
+    accuracy,
+    diagonal_accuracy,
+    gp_accuracy,
+    width: int,
+    case: str = "",
+    level: float = 0.01,
+    where: str = "",
+) -> tuple[Verdict, Verdict]:
+    """Two claims on the mechanism of the finite-width gain, over independently drawn data sets at one width
+    (the ablations of sec-hmc-theory):
+
+    * ``claim`` (cross-path weights; ``"<claim> (<case>)"`` with a ``case``): the accuracy with the theory's ``U`` is above that with ``U``'s cross-path
+      entries set to zero (its diagonal kept);
+    * ``claim + "w"`` (same-path weights, named the same way): the accuracy with ``U``'s diagonal alone is above the GP limit's (equal
+      weights, no cross-path kernels).
+
+    Args:
+        accuracy, diagonal_accuracy, gp_accuracy: ``[n_sets]`` test accuracy of the theory, of its diagonal
+            ablation and of the GP limit on each data set (the same test set for the three).
+        width: the width ``N`` of the first two.
+
+    Test: one-sided t-tests over the data sets of the paired differences
+    (:func:`attnpaths.claims.replicate_t`); either may hold, be not significant or be contradicted (the 4-path
+    and the 2-path networks need not gain the same way).
+    """
+    full = as_float64_array(accuracy, "accuracy", ndim=1)
+    diagonal = as_float64_array(diagonal_accuracy, "diagonal_accuracy", ndim=1)
+    gp = as_float64_array(gp_accuracy, "gp_accuracy", ndim=1)
+    if not full.shape == diagonal.shape == gp.shape:
+        raise ValueError(
+            f"accuracy, diagonal_accuracy and gp_accuracy must be [n_sets] of one shape, got "
+            f"{full.shape}, {diagonal.shape}, {gp.shape}"
+        )
+    n = int(width)
+
+    def name(base):
+        return f"{base} ({case})" if case else base
+
+    cross = replicate_t(
+        name(claim),
+        f"the cross-path weights of U add accuracy: at N = {n}, U beats U with its cross-path entries set to "
+        f"zero{where}",
+        source=SOURCE_MECHANISM,
+        statistic=f"accuracy(U) - accuracy(diag U) at N = {n}",
+        differences=full - diagonal,
+        level=level,
+        measured=(
+            f"mean accuracy over {full.size} data sets at N = {n}: {full.mean():.4f} with U, {diagonal.mean():.4f} "
+            f"with its diagonal only (difference {100 * (full - diagonal).mean():+.2f} points){where}."
+        ),
+    )
+    same = replicate_t(
+        name(f"{claim}w"),
+        f"re-weighting the same-path kernels adds accuracy: at N = {n}, U's diagonal alone beats the GP limit{where}",
+        source=SOURCE_MECHANISM,
+        statistic=f"accuracy(diag U) - accuracy(GP) at N = {n}",
+        differences=diagonal - gp,
+        level=level,
+        measured=(
+            f"mean accuracy over {full.size} data sets: {diagonal.mean():.4f} with U's diagonal at N = {n}, "
+            f"{gp.mean():.4f} in the GP limit (difference {100 * (diagonal - gp).mean():+.2f} points){where}."
+        ),
+    )
+    return cross, same
+
+
 # --------------------------------------------------------------------------------------------------------
 # every claim of the chapter, and how far the samples lie from the saddle point
 
@@ -160,7 +231,8 @@ def figure_verdicts(
     """The claims of Fig. 2 (sec-hmc-theory, sec-hmc-pcs, sec-hmc-two-paths), each a test, in the chapter's order:
     1 over data sets and on the authors' data, 2 (samples against the exact finite-width mean of ``U``,
     eq-exact-density), 2w (the entropy weight that the samples measure), 2b (saddle point against the exact
-    mean), 3, 4, 5 and 6.
+    mean), 3, 4, 5, 6, and I and Iw (:func:`interplay_gains`: the cross-path and the same-path weights of ``U``
+    against ablations, at the smallest width).
 
     Args:
         four, two: :class:`~attnpaths.hmc.bands.NetworkRun` of the 4-path network and of the 2-path network
@@ -174,9 +246,9 @@ def figure_verdicts(
             (:func:`~attnpaths.experiments.finite_width.saddle_point_agreement`).
 
     Returns:
-        16 verdicts: ``1 (<four>)``, ``1 (<two>)``, ``1 (authors' data, <four>)``, ``1 (authors' data, <two>)``,
+        20 verdicts: ``1 (<four>)``, ``1 (<two>)``, ``1 (authors' data, <four>)``, ``1 (authors' data, <two>)``,
         ``2 (...)``, ``2w (...)`` and ``2b (...)`` for both, ``3 (...)`` for both, ``4``, ``5``, ``6 (...)`` for
-        both.
+        both, ``I (...)`` and ``Iw (...)`` for both.
     """
     runs = (four, two)
     _check_runs(runs)
@@ -250,6 +322,20 @@ def figure_verdicts(
             where=where(run),
         )
 
+    def mechanism(run):
+        if run.band.diagonal_accuracy is None:
+            raise ValueError(f"the band of {run.label} must hold diagonal_accuracy (data_set_band computes it)")
+        return interplay_gains(
+            "I",
+            case=run.label,
+            accuracy=run.band.accuracy[:, 0],
+            diagonal_accuracy=run.band.diagonal_accuracy[:, 0],
+            gp_accuracy=run.band.gp["all"],
+            width=extent[run.label][0],
+            level=level,
+            where=where(run),
+        )
+
     return [
         *(advantage(run) for run in runs),
         *(authors_data_advantage(run) for run in runs),
@@ -267,6 +353,7 @@ def figure_verdicts(
         ),
         gp_ordering("5", gp_accuracy=four.band.gp, level=level),
         *(interplay(run) for run in runs),
+        *(v for run in runs for v in mechanism(run)),
     ]
 
 
