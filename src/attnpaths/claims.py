@@ -25,7 +25,8 @@ Constructors for the tests the book uses:
 Power checks say how likely a test is to hold when its claim is true: :func:`detectable_effect` (the smallest
 effect a directional test detects with a stated power), :func:`equivalence_power` (the chance that an agreement
 test holds at zero deviation) and :func:`power_check`, which states either of them, for one case or several, as a
-:class:`PowerCheck` with its sentence.
+:class:`PowerCheck` with its sentence. :func:`agreement_power` reads the power of a recorded agreement verdict for a
+correct result from its inputs: below :data:`MIN_POWER` the test is a diagnostic, not a claim.
 
 :func:`rederive` decides a recorded verdict again from the numbers stored with it (``Verdict.inputs``).
 :func:`enforce` turns the verdicts a profile requires into a single :class:`ClaimViolation`;
@@ -814,6 +815,58 @@ def all_of(claim: str, statement: str, *, source: str, parts, measured: str = ""
         measured or " ".join(p.measured for p in parts),
         inputs=dict(test="all_of", parts=[p.to_dict() for p in parts]),
     )
+
+
+MIN_POWER = 0.8
+"""The smallest power for a correct result at which an agreement test is reported as a claim: below it, the test
+would most likely fail even were the theory exactly right, so its outcome says little about the theory, and it
+is reported as a diagnostic with its power (:func:`agreement_power`)."""
+
+
+def replicate_equivalence_power(replicates, margin: float, level: float = 0.01) -> float:
+    """The power check of :func:`replicate_equivalence`: the probability that it declares agreement when the true
+    mean equals the reference, at the replicates' spread (their standard error taken as known),
+    ``max(0, 2 F_{n-1}(margin / se - t_c) - 1)`` with ``t_c = t_{n-1}^{-1}(1 - level)``; 1 for identical
+    replicates (they are decided by their deviation alone).
+
+    Args:
+        replicates: ``[n]``, ``n >= 2``; margin: the agreement margin (> 0).
+    """
+    level = probability(level, "level", open_interval=True)
+    r = as_float64_array(replicates, "replicates").ravel()
+    if r.size < 2:
+        raise ValueError(f"replicates must hold at least 2 values, got {r.size}")
+    margin = float(margin)
+    if not margin > 0:
+        raise ValueError(f"margin must be > 0, got {margin!r}")
+    sd = float(r.std(ddof=1))
+    if sd == 0:
+        return 1.0
+    n = r.size
+    se = sd / math.sqrt(n)
+    return float(max(0.0, 2 * stats.t.cdf(margin / se - stats.t.isf(level, n - 1), n - 1) - 1))
+
+
+def agreement_power(verdict: Verdict) -> float | None:
+    """The power of an agreement verdict for a correct result, from its recorded inputs: the probability that its
+    test holds were every true deviation zero, at the standard errors (or the spread of the replicates) it was
+    decided with (:func:`equivalence_power`, :func:`replicate_equivalence_power`; for :func:`all_of`, the product
+    over its agreement parts). ``None`` for a verdict that is not an agreement test (directional, permutation and
+    exact tests state a detectable effect or have no sampling error instead).
+    """
+    if not isinstance(verdict, Verdict):
+        raise ValueError(f"verdict must be a Verdict, got {type(verdict).__name__}")
+    inputs = verdict.inputs or {}
+    kind = inputs.get("test")
+    if kind == "equivalence":
+        return equivalence_power(inputs["se"], inputs["margin"], inputs["level"])
+    if kind == "replicate_equivalence":
+        return replicate_equivalence_power(inputs["replicates"], inputs["margin"], inputs["level"])
+    if kind == "all_of":
+        powers = [agreement_power(Verdict.from_dict(p)) for p in inputs["parts"]]
+        powers = [p for p in powers if p is not None]
+        return float(np.prod(powers)) if powers else None
+    return None
 
 
 def rederive(verdict: Verdict) -> Verdict:

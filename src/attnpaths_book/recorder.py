@@ -5,7 +5,8 @@ A chapter creates one :class:`ChapterRecorder` right after its parameters cell::
     rec = ChapterRecorder("hmc", globals())
     rec.glue("P", num_train)                    # glue:text hmc_P in the prose, values["glued"]["P"]
     rec.record("band", band4)                    # a dataclass, dict, array ... in values["band"]
-    rec.claims(*verdicts)                        # values["verdicts"], a glued sentence per claim
+    rec.claims(*verdicts)                        # values["verdicts"], a glued sentence per claim (an agreement
+                                                 # test without power for a correct result: values["diagnostics"])
     rec.write()                                  # <results_dir>/hmc.json
 
 Its parameters are read, never listed by hand: the names assigned in the chapter's parameters cell (the
@@ -26,9 +27,15 @@ import torch
 from IPython.display import Markdown
 from myst_nb import glue as _glue
 
-from attnpaths.claims import Verdict, enforce, outcome_counts
+from attnpaths.claims import MIN_POWER, ClaimViolation, Verdict, agreement_power, enforce, outcome_counts
 from attnpaths_book.chapters import INJECTED, parameters_cell
-from attnpaths_book.claims_markdown import claims_table, markdown_claims_table, markdown_sentence, structural_table
+from attnpaths_book.claims_markdown import (
+    claims_table,
+    escape_markdown,
+    markdown_claims_table,
+    markdown_sentence,
+    structural_table,
+)
 from attnpaths_book.results import to_jsonable, write_results
 
 
@@ -80,6 +87,29 @@ def _plain(value):
     return value
 
 
+def diagnostic_words(power: float) -> str:
+    """The words that mark an agreement test reported as a diagnostic, with its power for a correct result."""
+    return (
+        f"Not a claim: were the theory exactly right, this test would hold with probability {power:.2g} only "
+        f"(below {MIN_POWER:g}), so it is a diagnostic."
+    )
+
+
+def diagnostics_table(diagnostics) -> str:
+    """A Markdown table of the diagnostics ``[(verdict, power)]``: test, power for a correct result, measured,
+    outcome; a sentence saying that there are none when the list is empty."""
+    if not diagnostics:
+        return f"Every agreement test of this run has a power of at least {MIN_POWER:g} for a correct result."
+    rows = [
+        "| test (a diagnostic, not a claim) | power for a correct result | measured | outcome |",
+        "|---|---|---|---|",
+    ]
+    for v, p in diagnostics:
+        cells = [escape_markdown(f"{v.claim}: {v.statement}"), f"{p:.2g}", escape_markdown(v.measured)]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + f" | **{v.outcome.value}** |")
+    return "\n".join(rows)
+
+
 class ChapterRecorder:
     """Glue and record a chapter's numbers, claims and run times; write its results file.
 
@@ -102,6 +132,8 @@ class ChapterRecorder:
         self.values: dict = {}
         self.verdicts: list[Verdict] = []
         self.structural: list[Verdict] = []
+        self.diagnostics: list[tuple[Verdict, float]] = []
+        self._sentences: dict[str, str] = {}
         self.run_seconds: dict[str, float] = {}
         self.run_cpu_seconds: dict[str, float] = {}
 
@@ -138,16 +170,35 @@ class ChapterRecorder:
 
     def claims(self, *verdicts: Verdict, sentences: bool = True) -> list[Verdict]:
         """Keep ``verdicts`` (written as ``values["verdicts"]``) and, if ``sentences``, glue each one's sentence
-        as ``<prefix>claim_<claim>`` (non-identifier characters of the claim turned into ``_``)."""
+        as ``<prefix>claim_<claim>`` (non-identifier characters of the claim turned into ``_``).
+
+        An agreement test whose power for a correct result is below :data:`attnpaths.claims.MIN_POWER`
+        (:func:`attnpaths.claims.agreement_power`) is not a claim: it is kept as a diagnostic
+        (``values["diagnostics"]``, with its power; its sentence says so) and left out of the claims, their
+        table and their counts. Returns the verdicts kept as claims."""
+        kept = []
         for verdict in verdicts:
             if not isinstance(verdict, Verdict):
                 raise ValueError(f"verdicts must be attnpaths.claims.Verdict objects, got {type(verdict).__name__}")
-            if any(v.claim == verdict.claim for v in self.verdicts):
+            if any(v.claim == verdict.claim for v in self.verdicts + [d for d, _ in self.diagnostics]):
                 raise ValueError(f"claim {verdict.claim!r} is recorded twice in chapter {self.chapter!r}")
-            self.verdicts.append(verdict)
+            power = agreement_power(verdict)
+            if power is not None and power < MIN_POWER:
+                self.diagnostics.append((verdict, power))
+                sentence = f"{diagnostic_words(power)} {markdown_sentence(verdict)}"
+            else:
+                self.verdicts.append(verdict)
+                kept.append(verdict)
+                sentence = markdown_sentence(verdict)
+            self._sentences[verdict.claim] = sentence
             if sentences:
-                self.markdown(f"claim_{glue_name(verdict.claim)}", markdown_sentence(verdict))
-        return list(verdicts)
+                self.markdown(f"claim_{glue_name(verdict.claim)}", sentence)
+        return kept
+
+    def sentences(self, prefix: str) -> str:
+        """The Markdown sentences of the claims and diagnostics whose id starts with ``prefix``, in the order
+        they were recorded, joined by spaces (a diagnostic's sentence says that it is one)."""
+        return " ".join(s for claim, s in self._sentences.items() if claim.startswith(prefix))
 
     def structural_checks(self, *verdicts: Verdict, name: str = "structural_table") -> list[Verdict]:
         """Keep ``verdicts`` of structural checks (properties that follow from the theory's form once its solver
@@ -180,7 +231,16 @@ class ChapterRecorder:
         (``claims_holds``, ``claims_not_significant``, ``claims_contradicted``), their total
         (``claims_total``) and the number that the run's profile requires (``claims_enforced``), and record
         the required claims as ``values["enforced_claims"]``. Returns the counts by outcome."""
+        unpowered = [v.claim for v, _ in self.diagnostics if v.claim in {str(k) for k in enforced}]
+        if unpowered:
+            raise ClaimViolation(
+                f"the profile requires {unpowered}, whose tests lack the power to hold for a correct result in "
+                f"this run (below {MIN_POWER:g}): they are diagnostics, not claims"
+            )
         self.claims_table(escape=escape)
+        self.markdown("diagnostics_table", diagnostics_table(self.diagnostics))
+        self.glue("claims_diagnostics", len(self.diagnostics))
+        self.glue("min_power", MIN_POWER, record=False)  # the rule, not a result
         counts = outcome_counts(self.verdicts)
         for outcome, count in counts.items():
             self.glue(f"claims_{glue_name(outcome)}", int(count))
@@ -205,6 +265,8 @@ class ChapterRecorder:
             values["verdicts"] = [v.to_dict() for v in self.verdicts]
         if self.structural:
             values["structural_checks"] = [v.to_dict() for v in self.structural]
+        if self.diagnostics:
+            values["diagnostics"] = [{**v.to_dict(), "power": power} for v, power in self.diagnostics]
         if self.run_seconds:
             values["run_seconds"] = dict(self.run_seconds)
             values["run_cpu_seconds"] = dict(self.run_cpu_seconds)

@@ -29,7 +29,7 @@ from book_helpers import MC_Z, assert_matches_record, assert_within_mc_error
 from helpers import ROOT
 from scipy.optimize import minimize_scalar
 
-from attnpaths.claims import Verdict, rederive
+from attnpaths.claims import MIN_POWER, Verdict, agreement_power, rederive
 from attnpaths_book import runner
 from attnpaths_book.chapters import find_chapter, resolve_parameters
 from attnpaths_book.layout import BookLayout
@@ -211,6 +211,24 @@ def test_every_recorded_verdict_follows_from_the_inputs_recorded_with_it(recorde
         assert (recorded_value is None) == (value is None), f"claim {verdict.claim!r}: {field}"
         if value is not None:
             assert value == pytest.approx(recorded_value, rel=1e-9, abs=1e-12), f"claim {verdict.claim!r}: {field}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.name for c in CHAPTERS])
+def test_every_reported_claim_could_hold_for_a_correct_result(chapter):
+    """The power rule: an agreement test is a claim of the record only if its power for a correct result, at the
+    errors it was decided with, is at least MIN_POWER (attnpaths.claims.agreement_power); each test below it is
+    among the record's diagnostics, with that power."""
+    values = load_record(chapter.name)["results"]["values"]
+    weak = []
+    for recorded in values.get("verdicts", []):
+        power = agreement_power(Verdict.from_dict(recorded))
+        if power is not None and power < MIN_POWER:
+            weak.append(f"{recorded['claim']} (power {power:.3g})")
+    assert not weak, f"{chapter.name}: claims whose tests could not hold for a correct result: {weak}"
+    for recorded in values.get("diagnostics", []):
+        power = agreement_power(Verdict.from_dict({k: v for k, v in recorded.items() if k != "power"}))
+        assert power is not None and power < MIN_POWER, f"{chapter.name}: diagnostic {recorded['claim']} has power"
+        assert recorded["power"] == pytest.approx(power, rel=1e-9), f"{chapter.name}: {recorded['claim']}"
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from book_helpers import write_chapter
 
-from attnpaths.claims import Outcome, Verdict
+from attnpaths.claims import MIN_POWER, ClaimViolation, Outcome, Verdict, agreement_power, equivalence
 from attnpaths_book.recorder import ChapterRecorder, glue_name, parameter_names
 
 
@@ -86,6 +86,32 @@ def test_glued_recorded_claims_and_run_times_reach_the_results_file(chapter):
     assert values["point"] == {"width": 10, "accuracy": [0.5, 0.75]}
     assert [v["claim"] for v in values["verdicts"]] == ["1", "2 N=10"]
     assert values["run_seconds"] == {"E1": 5.0} and values["run_cpu_seconds"] == {"E1": 4.0}
+
+
+def test_an_agreement_test_without_power_for_a_correct_result_is_a_diagnostic(chapter, monkeypatch):
+    """An agreement test whose margins are narrow against its errors would fail even for a correct theory: it is
+    kept as a diagnostic with its power, out of the claims, and a profile cannot require it."""
+    glued = {}
+    monkeypatch.setattr("attnpaths_book.recorder._glue", lambda name, value, display: glued.__setitem__(name, value))
+    namespace = {"n": 3, "widths": [10, 100], "level": 0.01, "profile": "smoke", "results_dir": "out"}
+    recorder = ChapterRecorder("alpha", namespace)
+    common = dict(source="here", statistic="U - U_theory", level=0.01)
+    powered = equivalence("2 (N=100)", "samples agree", deviation=[0.01], se=[0.01], margin=[0.1], **common)
+    weak = equivalence("2 (N=10)", "samples agree", deviation=[0.01], se=[0.05], margin=[0.1], **common)
+    assert agreement_power(powered) > MIN_POWER > agreement_power(weak)
+    kept = recorder.claims(powered, weak, verdict("1"))
+    assert [v.claim for v in kept] == ["2 (N=100)", "1"] == [v.claim for v in recorder.verdicts]
+    assert str(glued["alpha_claim_2__N_10_"].data).startswith("Not a claim: were the theory exactly right")
+    with pytest.raises(ClaimViolation, match="requires \\['2 \\(N=10\\)'\\]"):
+        recorder.summarize_claims(["1", "2 (N=10)"])
+    recorder.summarize_claims(["1"])
+    assert "| 2 (N=10): samples agree |" in str(glued["alpha_diagnostics_table"].data)
+    values = json.loads(recorder.write().read_text())["values"]
+    assert [v["claim"] for v in values["verdicts"]] == ["2 (N=100)", "1"]
+    assert [d["claim"] for d in values["diagnostics"]] == ["2 (N=10)"]
+    assert values["diagnostics"][0]["power"] == pytest.approx(agreement_power(weak))
+    with pytest.raises(ValueError, match="recorded twice"):
+        recorder.claims(weak)
 
 
 def test_glue_names_are_identifiers():

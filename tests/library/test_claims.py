@@ -10,6 +10,8 @@ from attnpaths.claims import (
     ClaimViolation,
     Outcome,
     Verdict,
+    agreement_power,
+    all_of,
     bonferroni_z,
     detectable_effect,
     directional_z,
@@ -23,6 +25,7 @@ from attnpaths.claims import (
     permutation_p_values,
     power_check,
     replicate_equivalence,
+    replicate_equivalence_power,
     replicate_t,
 )
 
@@ -411,3 +414,22 @@ def test_by_outcome_follows_the_weakest_verdict():
     assert c.by_outcome(holds, **words) == "H"
     assert c.by_outcome([holds, ns], **words) == ("N" if ns.outcome is c.Outcome.NOT_SIGNIFICANT else "H")
     assert c.by_outcome([holds, ns, fails], **words) == "C"
+
+
+def test_agreement_power_reads_the_power_of_a_recorded_agreement_test():
+    common = dict(source="s", statistic="d", level=0.01)
+    v = equivalence("c", "s", deviation=[0.0, 0.01], se=[0.02, 0.03], margin=[0.1, 0.1], **common)
+    assert agreement_power(Verdict.from_dict(v.to_dict())) == equivalence_power([0.02, 0.03], [0.1, 0.1], 0.01)
+    rng = np.random.default_rng(0)
+    tight = rng.normal(0.0, 0.01, 10)
+    assert replicate_equivalence_power(tight, 0.1) > 0.99 > 0.01 > replicate_equivalence_power(tight, 0.005)
+    assert replicate_equivalence_power(np.full(4, 0.3), 0.1) == 1.0  # decided by the deviation alone
+    r = replicate_equivalence("c", "s", replicates=tight, reference=0.0, margin=0.02, **common)
+    assert agreement_power(r) == replicate_equivalence_power(tight, 0.02, 0.01)
+    # a claim of agreement parts multiplies their powers; directional and permutation tests have none
+    z = directional_z("c", "s", estimate=0.1, se=0.01, **common)
+    assert agreement_power(z) is None
+    parts = [replicate_t(f"c{i}", "s", differences=[0.1, 0.2, 0.15], num_tests=2, **common) for i in range(2)]
+    assert agreement_power(all_of("c", "s", source="s", parts=parts)) is None
+    with pytest.raises(ValueError, match="replicates"):
+        replicate_equivalence_power([1.0], 0.1)

@@ -18,6 +18,7 @@ from attnpaths.hmc import bands as ex
 from attnpaths.hmc import claims as hmc_claims
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network
+from attnpaths.paths import path_features
 
 HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
 
@@ -155,12 +156,17 @@ def test_sample_agreement_holds_within_the_margin_and_fails_for_a_U_scaled_by_1_
         fw.sample_agreement("2", points=points, reference_accuracy={10: 0.9}, reference_U={10: U})
 
 
+def small_problem_sets():
+    """The training and test sets of the small HMC problem (P = 20, 40 test sequences), drawn afresh each call."""
+    task = HMCTask()
+    generator = torch.Generator().manual_seed(3)
+    return task.sample(20, generator), task.sample(40, generator)
+
+
 @pytest.fixture(scope="module")
 def sampled_small_problem():
     """Network samples and the exact finite-width mean of U on a small HMC problem (P = 20, N = 10)."""
-    task = HMCTask()
-    generator = torch.Generator().manual_seed(3)
-    train, test = task.sample(20, generator), task.sample(40, generator)
+    train, test = small_problem_sets()
     data = path_data(four_path_network(train), train, test)
     T, N = 0.1, 10
     curve = theory_sweep(data, [N], [T], progress=False)
@@ -559,3 +565,66 @@ def test_entropy_weight_estimate_recovers_the_weight_of_the_samples_and_its_clai
     bare = {w: dataclasses.replace(e, scaled={}) for w, e in run.exact.items()}
     with pytest.raises(ValueError, match="below and one above 1"):
         fw.entropy_weight_estimate(points=run.samples, exact=bare)
+
+
+# ------------------------------------------------------------------------------------------------ wrong theories
+class TransposedAttention:
+    """A plausible bug: the network's attention with the full attention matrices (every layer below the last,
+    whose readout keeps one query) transposed, queries and keys swapped."""
+
+    def __init__(self, attention):
+        self._attention = attention
+
+    def __getattr__(self, name):
+        return getattr(self._attention, name)
+
+    def matrices(self, x):
+        return [m.transpose(-1, -2) if m.ndim == 4 else m for m in self._attention.matrices(x)]
+
+
+def _wrong_theories(train, test, width, temperature):
+    """The chapter's theory on the small problem with the bugs a real implementation could have: ``{bug: (U in
+    figure order, test accuracy)}`` at the sampled width ``width``, beside the correct theory (``"none"``)."""
+
+    def theory(d, solved_width):
+        curve = theory_sweep(d, [solved_width], [temperature], progress=False)
+        return curve.U_at(solved_width), float(curve.accuracy["test"][0, 0])
+
+    data = path_data(four_path_network(train), train, test)
+    transposed = TransposedAttention(data.network.attention)
+    bugged = dataclasses.replace(
+        data,
+        features=path_features(train.x, transposed),
+        evaluation={"test": (path_features(test.x, transposed), data.evaluation["test"][1])},
+    )
+    gp = theory_sweep(data, [width], [temperature], gp_limit=True, progress=False)
+    return {
+        "none": theory(data, width),
+        "entropy x 0.5": theory(data, sampling.scaled_width(width, 0.5)),
+        "entropy x 2": theory(data, sampling.scaled_width(width, 2)),
+        "GP kernel (U = I)": (np.eye(data.network.num_paths), float(gp.gp.accuracy["test"][0, 0])),
+        "U of the wrong width (10 N)": theory(data, 10 * width),
+        "transposed attention": theory(bugged, width),
+    }
+
+
+def test_the_samples_contradict_every_wrong_theory_that_a_plausible_bug_makes(sampled_small_problem):
+    """Claim 2's test (the network's samples against the theory's U and accuracy) on the small problem: the
+    correct theory is not contradicted; the theory with its entropy weighted by 0.5 or 2, the GP kernel in place
+    of the renormalised one, U of ten times the width and transposed attention matrices each are."""
+    _, point, _ = sampled_small_problem
+    train, test = small_problem_sets()
+    theories = _wrong_theories(train, test, 10, 0.1)
+    outcomes = {}
+    for bug, (U, accuracy) in theories.items():
+        verdict = fw.sample_agreement(
+            "2",
+            points=[point],
+            reference_accuracy={10: accuracy},
+            reference_U={10: U},
+            margin_accuracy=0.1,
+            margin_U=0.1,
+        )
+        outcomes[bug] = verdict.outcome
+    assert outcomes.pop("none") is not CONTRADICTED
+    assert outcomes == dict.fromkeys(outcomes, CONTRADICTED), outcomes
