@@ -818,7 +818,7 @@ def all_of(claim: str, statement: str, *, source: str, parts, measured: str = ""
 
 
 MIN_POWER = 0.8
-"""The smallest power for a correct result at which an agreement test is reported as a claim: below it, the test
+"""The smallest power for a correct result at which an agreement test is reported as a claim. Below it the test
 would most likely fail even were the theory exactly right, so its outcome says little about the theory, and it
 is reported as a diagnostic with its power (:func:`agreement_power`)."""
 

@@ -195,6 +195,20 @@ class ChapterRecorder:
                 self.markdown(f"claim_{glue_name(verdict.claim)}", sentence)
         return kept
 
+    @property
+    def tested(self) -> list[Verdict]:
+        """Every verdict recorded so far, claims and diagnostics, in the order they were recorded."""
+        diagnostics = {v.claim: v for v, _ in self.diagnostics}
+        claims = {v.claim: v for v in self.verdicts}
+        return [claims.get(c) or diagnostics[c] for c in self._sentences]
+
+    def verdict(self, claim: str) -> Verdict:
+        """The recorded verdict of ``claim``, a claim or a diagnostic (``KeyError`` naming the recorded ones)."""
+        for v in self.tested:
+            if v.claim == claim:
+                return v
+        raise KeyError(f"claim {claim!r} is not recorded; recorded: {[v.claim for v in self.tested]}")
+
     def sentences(self, prefix: str) -> str:
         """The Markdown sentences of the claims and diagnostics whose id starts with ``prefix``, in the order
         they were recorded, joined by spaces (a diagnostic's sentence says that it is one)."""

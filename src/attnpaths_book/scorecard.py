@@ -71,7 +71,7 @@ PAPER_CLAIMS = (
         "P4",
         "the order parameter weights pairs of paths by their relevance to the task, cross-path weights included",
         "abstract (task-relevant kernel combination, interplay between attention paths); captions of Figs. 1b, 1d",
-        (("hmc", "6"), ("hmc", "I"), ("depth", "c")),
+        (("hmc", "6"), ("hmc", "I"), ("hmc", "Iw"), ("depth", "c")),
     ),
     PaperClaim(
         "P5",
