@@ -231,7 +231,7 @@ TABLE: tuple[Tolerance, ...] = (
     *(
         Tolerance(f"{chapter}:values.{key}.*", "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0, _SAMPLED_VERDICTS)
         for chapter in ("hmc", "depth", "oneshot")
-        for key in ("verdicts", "wrong_action_checks")
+        for key in ("verdicts", "diagnostics", "wrong_action_checks")  # a diagnostic is a verdict set aside
     ),
     # class c, downstream of the shipped weights
     Tolerance(
@@ -373,6 +373,7 @@ TABLE: tuple[Tolerance, ...] = (
             "related:values.R1_rank_collapse.log_ratios",
             "related:values.glued.r1_*",
             "related:values.verdicts.*",
+            "related:values.diagnostics.*",
         )
     ),
     *(
@@ -389,14 +390,17 @@ TABLE: tuple[Tolerance, ...] = (
         )
         for pattern in ("exchangeability:values.E3_erm.*", "exchangeability:values.glued.e3_*")
     ),
-    Tolerance(
-        "exchangeability:values.verdicts.*",
-        "rounding",
-        1e-5,
-        1e-12,
-        0.0,
-        "statistics of tests on the minimisers' excess risks, which carry the solver's tolerance (1e-8 on "
-        "risks of ~1e-3: 1e-5 relative)",
+    *(
+        Tolerance(
+            f"exchangeability:values.{key}.*",
+            "rounding",
+            1e-5,
+            1e-12,
+            0.0,
+            "statistics of tests on the minimisers' excess risks, which carry the solver's tolerance (1e-8 on "
+            "risks of ~1e-3: 1e-5 relative)",
+        )
+        for key in ("verdicts", "diagnostics")
     ),
     Tolerance(
         "*",
