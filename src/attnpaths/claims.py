@@ -825,7 +825,8 @@ is reported as a diagnostic with its power (:func:`agreement_power`)."""
 
 def replicate_equivalence_power(replicates, margin: float, level: float = 0.01) -> float:
     """The power check of :func:`replicate_equivalence`: the probability that it declares agreement when the true
-    mean equals the reference, at the replicates' spread (their standard error taken as known),
+    mean equals the reference, at the replicates' spread, approximated with the standard error ``se = sd /
+    sqrt(n)`` of this run in place of the unknown one and the t distribution for the mean,
     ``max(0, 2 F_{n-1}(margin / se - t_c) - 1)`` with ``t_c = t_{n-1}^{-1}(1 - level)``; 1 for identical
     replicates (they are decided by their deviation alone).
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from attnpaths.claims import Verdict
+from attnpaths.claims import MIN_POWER, Verdict
 
 
 def claims_table(verdicts) -> str:
@@ -68,3 +68,26 @@ def sanity_table(rows) -> str:
     for name, dev, bound in rows:
         lines.append(f"| {name} | {dev:.1e} | {bound:.0e} |")
     return "\n".join(lines)
+
+
+def diagnostic_words(power: float) -> str:
+    """The words that mark an agreement test reported as a diagnostic, with its power for a correct result."""
+    return (
+        f"Not a claim: were the theory exactly right, this test would hold with probability {power:.2g} only "
+        f"(below {MIN_POWER:g}), so it is a diagnostic."
+    )
+
+
+def diagnostics_table(diagnostics) -> str:
+    """A Markdown table of the diagnostics ``[(verdict, power)]``: test, power for a correct result, measured,
+    outcome; a sentence saying that there are none when the list is empty."""
+    if not diagnostics:
+        return f"Every agreement test of this run has a power of at least {MIN_POWER:g} for a correct result."
+    rows = [
+        "| test (a diagnostic, not a claim) | power for a correct result | measured | outcome |",
+        "|---|---|---|---|",
+    ]
+    for v, p in diagnostics:
+        cells = [escape_markdown(f"{v.claim}: {v.statement}"), f"{p:.2g}", escape_markdown(v.measured)]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + f" | **{v.outcome.value}** |")
+    return "\n".join(rows)

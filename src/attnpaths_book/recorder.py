@@ -27,11 +27,12 @@ import torch
 from IPython.display import Markdown
 from myst_nb import glue as _glue
 
-from attnpaths.claims import MIN_POWER, ClaimViolation, Verdict, agreement_power, enforce, outcome_counts
+from attnpaths.claims import MIN_POWER, ClaimViolation, Outcome, Verdict, agreement_power, enforce, outcome_counts
 from attnpaths_book.chapters import INJECTED, parameters_cell
 from attnpaths_book.claims_markdown import (
     claims_table,
-    escape_markdown,
+    diagnostic_words,
+    diagnostics_table,
     markdown_claims_table,
     markdown_sentence,
     structural_table,
@@ -85,29 +86,6 @@ def _plain(value):
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         return value.item()
     return value
-
-
-def diagnostic_words(power: float) -> str:
-    """The words that mark an agreement test reported as a diagnostic, with its power for a correct result."""
-    return (
-        f"Not a claim: were the theory exactly right, this test would hold with probability {power:.2g} only "
-        f"(below {MIN_POWER:g}), so it is a diagnostic."
-    )
-
-
-def diagnostics_table(diagnostics) -> str:
-    """A Markdown table of the diagnostics ``[(verdict, power)]``: test, power for a correct result, measured,
-    outcome; a sentence saying that there are none when the list is empty."""
-    if not diagnostics:
-        return f"Every agreement test of this run has a power of at least {MIN_POWER:g} for a correct result."
-    rows = [
-        "| test (a diagnostic, not a claim) | power for a correct result | measured | outcome |",
-        "|---|---|---|---|",
-    ]
-    for v, p in diagnostics:
-        cells = [escape_markdown(f"{v.claim}: {v.statement}"), f"{p:.2g}", escape_markdown(v.measured)]
-        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + f" | **{v.outcome.value}** |")
-    return "\n".join(rows)
 
 
 class ChapterRecorder:
@@ -173,17 +151,19 @@ class ChapterRecorder:
         as ``<prefix>claim_<claim>`` (non-identifier characters of the claim turned into ``_``).
 
         An agreement test whose power for a correct result is below :data:`attnpaths.claims.MIN_POWER`
-        (:func:`attnpaths.claims.agreement_power`) is not a claim: it is kept as a diagnostic
+        (:func:`attnpaths.claims.agreement_power`) and that is not contradicted is not a claim (it could hardly hold,
+        so its "not significant" says little): it is kept as a diagnostic
         (``values["diagnostics"]``, with its power; its sentence says so) and left out of the claims, their
-        table and their counts. Returns the verdicts kept as claims."""
+        table and their counts. A contradicted one stays a claim: a contradiction keeps its error rate at the level
+        whatever the power, so it is evidence. Returns the verdicts kept as claims."""
         kept = []
         for verdict in verdicts:
             if not isinstance(verdict, Verdict):
                 raise ValueError(f"verdicts must be attnpaths.claims.Verdict objects, got {type(verdict).__name__}")
-            if any(v.claim == verdict.claim for v in self.verdicts + [d for d, _ in self.diagnostics]):
+            if any(v.claim == verdict.claim for v in self.tested + self.structural):
                 raise ValueError(f"claim {verdict.claim!r} is recorded twice in chapter {self.chapter!r}")
             power = agreement_power(verdict)
-            if power is not None and power < MIN_POWER:
+            if power is not None and power < MIN_POWER and verdict.outcome is not Outcome.CONTRADICTED:
                 self.diagnostics.append((verdict, power))
                 sentence = f"{diagnostic_words(power)} {markdown_sentence(verdict)}"
             else:
@@ -227,7 +207,7 @@ class ChapterRecorder:
         for verdict in verdicts:
             if not isinstance(verdict, Verdict):
                 raise ValueError(f"verdicts must be attnpaths.claims.Verdict objects, got {type(verdict).__name__}")
-            if any(v.claim == verdict.claim for v in self.structural + self.verdicts):
+            if any(v.claim == verdict.claim for v in self.structural + self.tested):
                 raise ValueError(f"check {verdict.claim!r} is recorded twice in chapter {self.chapter!r}")
             self.structural.append(verdict)
         self.markdown(name, structural_table(self.structural))

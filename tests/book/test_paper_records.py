@@ -220,18 +220,19 @@ def test_every_recorded_verdict_follows_from_the_inputs_recorded_with_it(recorde
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.name for c in CHAPTERS])
 def test_every_reported_claim_could_hold_for_a_correct_result(chapter):
     """The power rule: an agreement test is a claim of the record only if its power for a correct result, at the
-    errors it was decided with, is at least MIN_POWER (attnpaths.claims.agreement_power); each test below it is
-    among the record's diagnostics, with that power."""
+    errors it was decided with, is at least MIN_POWER (attnpaths.claims.agreement_power), or if it is contradicted
+    (evidence whatever the power); every other test below it is among the record's diagnostics, with that power."""
     values = load_record(chapter.name)["results"]["values"]
     weak = []
     for recorded in values.get("verdicts", []):
         power = agreement_power(Verdict.from_dict(recorded))
-        if power is not None and power < MIN_POWER:
+        if power is not None and power < MIN_POWER and recorded["outcome"] != "contradicted":
             weak.append(f"{recorded['claim']} (power {power:.3g})")
     assert not weak, f"{chapter.name}: claims whose tests could not hold for a correct result: {weak}"
     for recorded in values.get("diagnostics", []):
         power = agreement_power(Verdict.from_dict({k: v for k, v in recorded.items() if k != "power"}))
         assert power is not None and power < MIN_POWER, f"{chapter.name}: diagnostic {recorded['claim']} has power"
+        assert recorded["outcome"] != "contradicted", f"{chapter.name}: contradicted {recorded['claim']} set aside"
         assert recorded["power"] == pytest.approx(power, rel=1e-9), f"{chapter.name}: {recorded['claim']}"
 
 

@@ -99,19 +99,26 @@ def test_an_agreement_test_without_power_for_a_correct_result_is_a_diagnostic(ch
     powered = equivalence("2 (N=100)", "samples agree", deviation=[0.01], se=[0.01], margin=[0.1], **common)
     weak = equivalence("2 (N=10)", "samples agree", deviation=[0.01], se=[0.05], margin=[0.1], **common)
     assert agreement_power(powered) > MIN_POWER > agreement_power(weak)
-    kept = recorder.claims(powered, weak, verdict("1"))
-    assert [v.claim for v in kept] == ["2 (N=100)", "1"] == [v.claim for v in recorder.verdicts]
+    refuted = equivalence("2 (N=20)", "samples agree", deviation=[0.5], se=[0.05], margin=[0.1], **common)
+    assert refuted.outcome is Outcome.CONTRADICTED and agreement_power(refuted) < MIN_POWER
+    kept = recorder.claims(powered, weak, refuted, verdict("1"))
+    # a contradiction is evidence whatever the power: it stays a claim
+    assert [v.claim for v in kept] == ["2 (N=100)", "2 (N=20)", "1"] == [v.claim for v in recorder.verdicts]
     assert str(glued["alpha_claim_2__N_10_"].data).startswith("Not a claim: were the theory exactly right")
     with pytest.raises(ClaimViolation, match="requires \\['2 \\(N=10\\)'\\]"):
         recorder.summarize_claims(["1", "2 (N=10)"])
     recorder.summarize_claims(["1"])
     assert "| 2 (N=10): samples agree |" in str(glued["alpha_diagnostics_table"].data)
     values = json.loads(recorder.write().read_text())["values"]
-    assert [v["claim"] for v in values["verdicts"]] == ["2 (N=100)", "1"]
+    assert [v["claim"] for v in values["verdicts"]] == ["2 (N=100)", "2 (N=20)", "1"]
     assert [d["claim"] for d in values["diagnostics"]] == ["2 (N=10)"]
     assert values["diagnostics"][0]["power"] == pytest.approx(agreement_power(weak))
     with pytest.raises(ValueError, match="recorded twice"):
         recorder.claims(weak)
+    assert [v.claim for v in recorder.tested] == ["2 (N=100)", "2 (N=10)", "2 (N=20)", "1"]
+    assert recorder.verdict("2 (N=10)") is weak
+    with pytest.raises(KeyError, match="not recorded"):
+        recorder.verdict("3")
 
 
 def test_glue_names_are_identifiers():

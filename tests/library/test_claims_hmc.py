@@ -476,6 +476,10 @@ def test_figure_verdicts_are_the_chapters_claims_in_order_and_see_a_wrong_input(
             where=", 2 paths",
         )
     )
+    check = hmc_claims.interplay_power((four, two), level=0.01, power=0.8)
+    d = four.band.accuracy[:, 0] - four.band.diagonal_accuracy[:, 0]
+    assert check.cases == ("4 paths", "2 paths") and check.se[0] == pytest.approx(d.std(ddof=1) / np.sqrt(d.size))
+    assert check.detectable[0] == pytest.approx(check.se[0] * (2.3263478740408408 + 0.8416212335729143))
     # samples of the 2-path network 20 % off the exact mean: its claims 2 and 2w are contradicted, nothing else moves
     off = _fake_run("2 paths", ("g", "d"), np.random.default_rng(7), U_scale=1.2, gp_lines=("all",))
     moved = {v.claim: v.outcome for v in hmc_claims.figure_verdicts(four, off, **options)}

@@ -8,7 +8,7 @@ import pytest
 
 from attnpaths.claims import Outcome
 from attnpaths.experiments.head_pruning import all_heads, pruning_sets
-from attnpaths.experiments.head_subsets import subset_curve, subset_masks
+from attnpaths.experiments.head_subsets import random_order_area_distribution, subset_curve, subset_masks
 from attnpaths.oneshot import claims as os_claims
 
 HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
@@ -56,6 +56,10 @@ def test_pruning_order_against_every_random_order():
         heads=(2, 2),
     )
     assert small.outcome is NS and "not attainable" in small.measured
+    # the smallest attainable p is the mass of the orders with the best curve, not the rarest path
+    areas, probabilities = random_order_area_distribution(values, heads)
+    best = os_claims.smallest_order_p_value(areas, probabilities)
+    assert best == pytest.approx(probabilities[areas >= areas.max() - 1e-12].sum()) and best >= probabilities.min()
 
 
 def test_pruning_order_p_value_is_the_fraction_of_all_orders_that_do_as_well():

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_float64_array
-from ..claims import Outcome, Verdict, all_of, bonferroni_z, replicate_t
+from ..claims import Outcome, PowerCheck, Verdict, all_of, bonferroni_z, power_check, replicate_t
 from ..experiments import finite_width as fw
 from ..experiments.sampling import saddle_point_z_max
 
@@ -159,8 +159,10 @@ def interplay_gains(
 
     * ``claim`` (cross-path weights; ``"<claim> (<case>)"`` with a ``case``): the accuracy with the theory's ``U`` is above that with ``U``'s cross-path
       entries set to zero (its diagonal kept);
-    * ``claim + "w"`` (same-path weights, named the same way): the accuracy with ``U``'s diagonal alone is above the GP limit's (equal
-      weights, no cross-path kernels).
+    * ``claim + "w"`` (same-path weights, named the same way): the accuracy with ``U``'s diagonal alone is above the
+      GP limit's (``U = I``: equal weights, no cross-path kernels). The diagonal differs from ``I`` both in the
+      relative weights of the paths and in its overall scale against ``T`` (an effective ridge); the claim does not
+      tell the two apart.
 
     Args:
         accuracy, diagonal_accuracy, gp_accuracy: ``[n_sets]`` test accuracy of the theory, of its diagonal
@@ -199,7 +201,7 @@ def interplay_gains(
     )
     same = replicate_t(
         name(f"{claim}w"),
-        f"re-weighting the same-path kernels adds accuracy: at N = {n}, U's diagonal alone beats the GP limit{where}",
+        f"the same-path weights of U add accuracy: at N = {n}, U's diagonal alone beats the GP limit{where}",
         source=SOURCE_MECHANISM,
         statistic=f"accuracy(diag U) - accuracy(GP) at N = {n}",
         differences=diagonal - gp,
@@ -210,6 +212,25 @@ def interplay_gains(
         ),
     )
     return cross, same
+
+
+def interplay_power(runs, *, level: float = 0.01, power: float = 0.8) -> PowerCheck:
+    """The power check of claim I of :func:`interplay_gains` for each network of ``runs``
+    (:class:`~attnpaths.hmc.bands.NetworkRun`, their bands with ``diagonal_accuracy``): the gain of the cross-path
+    weights that its t-test detects with probability ``power`` (normal approximation, standard error
+    ``sd / sqrt(n_sets)`` of the paired differences at the smallest width), beside the measured gain."""
+    differences = {run.label: run.band.accuracy[:, 0] - run.band.diagonal_accuracy[:, 0] for run in runs}
+    return power_check(
+        "I",
+        se={k: float(np.std(d, ddof=1) / np.sqrt(d.size)) for k, d in differences.items()},
+        estimate={k: float(np.mean(d)) for k, d in differences.items()},
+        level=level,
+        power=power,
+        condition="over the data sets (normal approximation of the t-test)",
+        effect="a gain of the cross-path weights",
+        scale=100,
+        unit="points",
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
