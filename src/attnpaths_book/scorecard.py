@@ -58,8 +58,8 @@ PAPER_CLAIMS = (
         "against samples)",
         (("hmc", "2"), ("hmc", "2w"), ("hmc", "2b"), ("oneshot", "2"), ("depth", "a"), ("depth", "aw"), ("depth", "d")),
         caveat="The saddle point of the theory is an approximation for large width: where the number of paths is "
-        "large against the width (16 paths at N = 10 in the one-shot task) it is not expected to hold, and the "
-        "one-shot chapter's power check says how often a correct theory would pass there.",
+        "large against the width (the one-shot task at its smallest sampled width) it is not expected to hold, "
+        "and the one-shot chapter's power check says how often a correct theory would pass there.",
     ),
     PaperClaim(
         "P3",
