@@ -18,6 +18,7 @@ SLOW_FIXTURES = {
     "paper_workspace": "executes chapters' paper profiles",
     "executed_book": "executes chapters in Jupyter kernels",
     "browser": "drives headless Chromium",
+    "book_pdf": "prints the smoke book into one PDF with headless Chromium",
     "two_workers": "starts a Dask cluster",
     "cluster_client": "starts a Dask cluster",
     "process_environment": "starts Dask clusters, Jupyter kernels or the command line in new processes",

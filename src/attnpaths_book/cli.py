@@ -1,6 +1,8 @@
 """The package's command line: ``attnpaths COMMAND`` (the console script) or ``python -m attnpaths_book COMMAND``.
 
-- ``book --profile {smoke,paper}``: execute the stale chapters (in toc order) and build ``_build/html``;
+- ``book --profile {smoke,paper}``: execute the stale chapters (in toc order), build ``_build/html`` and, where
+  Chromium is installed, the whole book as one PDF (``_build/pdf/attnpaths.pdf``, copied into the HTML);
+- ``pdf [--html DIR] [--output FILE]``: print the built HTML book into one PDF with headless Chromium, offline;
 - ``run CHAPTER [--profile P] [--set NAME=VALUE ...]``: execute one chapter, overrides checked first;
 - ``status --profile P``: list the chapters that ``book`` would execute;
 - ``refresh-baselines [--accept]``: run the smoke profile, show how each chapter's nbval baseline in
@@ -37,10 +39,10 @@ from pathlib import Path
 
 from attnpaths import engine as engine_
 from attnpaths.json_files import DamagedFile
-from attnpaths_book import baselines, paper_records, runner, site, tolerances
+from attnpaths_book import baselines, browser, paper_records, pdf, runner, site, tolerances
 from attnpaths_book.chapters import PROFILES, ChapterError, book_chapters, find_chapter, parse_assignments
 from attnpaths_book.executor import ChapterFailed
-from attnpaths_book.layout import BookLayout, find_root, suite_book
+from attnpaths_book.layout import BookLayout, book_lock, find_root, suite_book
 
 
 def _say(message: str) -> None:
@@ -94,6 +96,16 @@ def _parser(prog: str = MODULE_PROG) -> argparse.ArgumentParser:
     book.add_argument("--profile", choices=PROFILES, default="smoke", help="execution profile (default: smoke)")
     book.add_argument("--force", action="store_true", help="re-execute every chapter")
     book.add_argument("--no-html", action="store_true", help="execute the chapters but do not build the HTML")
+    book.add_argument("--no-pdf", action="store_true", help="build the HTML but not the PDF of the whole book")
+
+    printing = commands.add_parser(
+        "pdf", help="print the built HTML book into one PDF (headless Chromium, offline): _build/pdf/attnpaths.pdf"
+    )
+    printing.add_argument("--html", metavar="DIR", type=Path, help="the built HTML book (default: _build/html)")
+    printing.add_argument(
+        "--output", metavar="FILE", type=Path, help="the PDF to write (default: _build/pdf/attnpaths.pdf)"
+    )
+    printing.add_argument("--no-code", action="store_true", help="fold the code cells to their outputs")
 
     run = commands.add_parser("run", help="execute one chapter, optionally with other parameter values")
     run.add_argument("chapter", help="chapter name, e.g. theory")
@@ -166,7 +178,24 @@ def run_benchmark(name: str, argv: list[str]):
     return module.main(argv)
 
 
-def _book(layout: BookLayout, profile: str, force: bool, html: bool, engine) -> None:
+def _pdf(layout: BookLayout, html_dir: Path | None, output: Path | None, code: bool) -> Path:
+    """Print the built HTML into one PDF, holding the build lock so that no build changes the HTML meanwhile."""
+    html_dir = layout.html_dir if html_dir is None else html_dir
+    _say("printing the book into one PDF (headless Chromium, offline) ...")
+    with book_lock(layout, _say):
+        report = pdf.build_pdf(
+            layout,
+            html_dir,
+            output,
+            code=code,
+            progress=_say,
+            progress_bar=sys.stderr.isatty(),
+            profile=site.stamp_profile(html_dir),
+        )
+    return report.path
+
+
+def _book(layout: BookLayout, profile: str, force: bool, html: bool, engine, make_pdf: bool = True) -> None:
     start = time.perf_counter()
     _say(f"attnpaths book, {profile} profile: executing stale chapters in {layout.relative(layout.executed_dir)}/")
     outcomes = runner.run_book(
@@ -182,6 +211,15 @@ def _book(layout: BookLayout, profile: str, force: bool, html: bool, engine) -> 
             f"built {layout.relative(index)} in {time.perf_counter() - build_start:.1f} s "
             f"(total {time.perf_counter() - start:.1f} s)"
         )
+        if not make_pdf:
+            return
+        missing = browser.missing_browser()
+        if missing:
+            _say(f"skipped the PDF of the book: {missing}")
+            return
+        path = _pdf(layout, None, None, True)
+        copy = pdf.copy_into_html(path, layout.html_dir)
+        _say(f"the HTML links its copy {layout.relative(copy)} (total {time.perf_counter() - start:.1f} s)")
 
 
 def _refresh_baselines(layout: BookLayout, accept: bool, engine) -> int:
@@ -312,6 +350,9 @@ def main(argv=None) -> int:
             result = run_benchmark(args.name, args.args)
             return result if isinstance(result, int) else 0
         layout = BookLayout(find_root())
+        if args.command == "pdf":
+            _pdf(layout, args.html, args.output, not args.no_code)
+            return 0
         if args.command == "status":
             states = runner.status(layout, args.profile)
             stale = [(name, reason) for name, reason in states if reason is not None]
@@ -334,7 +375,7 @@ def main(argv=None) -> int:
             if executes:  # a command that executes nothing starts no cluster
                 _say(engine.describe())
             if args.command == "book":
-                _book(layout, args.profile, args.force, not args.no_html, engine)
+                _book(layout, args.profile, args.force, not args.no_html, engine, not args.no_pdf)
             elif args.command == "run":
                 outcome = runner.run_chapter(
                     layout,
@@ -361,6 +402,9 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except site.BuildFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except pdf.PdfFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except DamagedFile as err:  # a file of the build, a record or the shipped weights: named in the message

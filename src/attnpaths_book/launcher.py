@@ -21,6 +21,8 @@ BOOK_EXTRA_MODULES = (
     "IPython",
     "jupyter_book",
     "sphinx",
+    "selenium",
+    "pypdf",
 )
 """The modules of the ``book`` extra (pyproject.toml) that the companion imports beyond the library's own
 dependencies."""

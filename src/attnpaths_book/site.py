@@ -151,6 +151,18 @@ def _build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Pa
     return layout.html_dir / "index.html"
 
 
+def stamp_profile(html_dir) -> str | None:
+    """The profile that the HTML in ``html_dir`` was built from, as its build stamp says (``None`` without a
+    readable stamp); unlike :func:`built_profile`, whether the sources changed since is not asked."""
+    stamp_path = Path(html_dir) / BUILD_STAMP
+    try:
+        stamp = read_json(stamp_path, "build stamp") if stamp_path.is_file() else {}
+    except DamagedFile:
+        return None
+    profile = stamp.get("profile") if isinstance(stamp, dict) else None
+    return profile if isinstance(profile, str) else None
+
+
 def built_profile(layout: BookLayout, chapters: list[Chapter]) -> str | None:
     """The profile of ``_build/html`` if it was built from exactly the current sources, else ``None``."""
     stamp_path = layout.html_dir / BUILD_STAMP

@@ -6,38 +6,22 @@ page is wider than its column in a desktop and in a narrow window."""
 import functools
 import os
 import re
-import shutil
-import tempfile
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from book_helpers import API_PAGES_DIR, api_modules
 from helpers import ROOT
-from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from attnpaths_book.browser import missing_browser, start_browser
 from attnpaths_book.chapters import toc_docnames
 
 DOCNAMES = toc_docnames(ROOT / "_toc.yml")
 PAGES = DOCNAMES + [f"{API_PAGES_DIR}/{module}" for module in api_modules()]
 """Every page of the book: the toc's documents and the API pages generated from the docstrings."""
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1280,1600",
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-)  # no network but ours
 VISIBLE_TEXT = """
 const root = document.querySelector('article') || document.body;
 const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {acceptNode: node =>
@@ -119,22 +103,13 @@ def site_url(built_book):
 
 @pytest.fixture(scope="module")
 def browser():
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver):
-        reason = "Debian's chromium and chromium-driver are not installed (`bash .ci/run` installs them)"
+    reason = missing_browser()
+    if reason:
         if os.environ.get("CI") == "true":  # CI must run the browser checks, never skip them
             pytest.fail(reason)
         pytest.skip(reason)
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    session = webdriver.Chrome(service=Service(executable_path=driver), options=options)
-    session.set_page_load_timeout(60)
-    yield session
-    session.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    with start_browser(reachable=["127.0.0.1"]) as session:  # no network but ours
+        yield session
 
 
 def open_page(browser, url):

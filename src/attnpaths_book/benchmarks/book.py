@@ -116,11 +116,14 @@ def run_book(root: Path, profile: str, workers: int) -> dict:
 
 
 def build_html(root: Path, profile: str) -> float:
-    """Wall time (s) of ``python -m attnpaths_book book --profile P`` right after a run of every chapter: the
-    chapters are current, so it only builds the HTML book."""
+    """Wall time (s) of ``python -m attnpaths_book book --profile P --no-pdf`` right after a run of every chapter:
+    the chapters are current, so it only builds the HTML book (not its PDF, which needs Chromium)."""
     start = time.perf_counter()
     completed = subprocess.run(
-        [sys.executable, "-m", "attnpaths_book", "book", "--profile", profile], cwd=root, capture_output=True, text=True
+        [sys.executable, "-m", "attnpaths_book", "book", "--profile", profile, "--no-pdf"],
+        cwd=root,
+        capture_output=True,
+        text=True,
     )
     wall_s = time.perf_counter() - start
     if completed.returncode != 0:

@@ -1,0 +1,400 @@
+"""The whole book as one PDF (:mod:`attnpaths_book.pdf`).
+
+Without a browser (fast): which pages are printed in which order, and how the printed pages are joined (front
+matter, outline, links, page numbers laid over), on tiny PDFs made here. With headless Chromium (slow, on the test
+run's smoke book, ``built_book``): the one file holds every chapter under its title, every image its HTML shows,
+no untypeset TeX, a bookmark per chapter at its first page; the book's first page links it; and a page with a
+failed request, a console error or mathematics that MathJax did not typeset stops the build, naming the page.
+Without Chromium the slow tests are skipped with the reason, and fail under ``CI=true``."""
+
+import html
+import io
+import os
+import re
+
+import pytest
+from book_helpers import write_chapter, write_toc
+from pypdf import PdfReader, PdfWriter
+from pypdf.annotations import Link
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+from attnpaths_book import browser as browser_module
+from attnpaths_book import cli, pdf, runner, site
+from attnpaths_book.browser import missing_browser, start_browser
+from attnpaths_book.layout import BookLayout
+
+
+def tiny_pdf(*texts: str) -> bytes:
+    """A PDF of A4 pages, one per text, each showing its text in Helvetica."""
+    writer = PdfWriter()
+    for text in texts:
+        page = writer.add_blank_page(595, 842)
+        font = DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+            }
+        )
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})}
+        )
+        stream = DecodedStreamObject()
+        stream.set_data(f"BT /F1 12 Tf 72 700 Td ({text}) Tj ET".encode())
+        page[NameObject("/Contents")] = writer._add_object(stream)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def printed(docname, title, level, *texts):
+    return pdf.PrintedPage(docname, title, level, tiny_pdf(*texts))
+
+
+def written(writer) -> PdfReader:
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return PdfReader(io.BytesIO(buffer.getvalue()))
+
+
+PARTS = [
+    printed("book/intro", "Introduction", 0, "intro one", "intro two"),
+    printed("book/model", "The model", 0, "model one"),
+    printed("book/api/index", "API reference", 0, "api index"),
+    printed("book/api/generated/attnpaths.paths", "attnpaths.paths", 1, "paths one", "paths two"),
+    printed("book/api/generated/attnpaths.kernels", "attnpaths.kernels", 1, "kernels one"),
+]
+
+
+def test_joined_book_has_the_front_matter_then_every_page_in_order():
+    writer, starts = pdf.join_book(tiny_pdf("title", "contents"), PARTS, title="A book")
+    reader = written(writer)
+    texts = [page.extract_text().strip() for page in reader.pages]
+    assert texts == ["title", "contents", "intro one", "intro two", "model one", "api index", "paths one",
+                     "paths two", "kernels one"]  # fmt: skip
+    assert starts == [3, 5, 6, 7, 9]
+    assert starts == pdf.chapter_starts(2, PARTS)
+    assert reader.metadata.title == "A book"
+
+
+def test_outline_has_one_bookmark_per_chapter_at_its_first_page_and_the_generated_pages_below():
+    writer, _ = pdf.join_book(tiny_pdf("title"), PARTS)
+    reader = written(writer)
+    outline = reader.outline
+    top = [item for item in outline if not isinstance(item, list)]
+    assert [item.title for item in top] == ["Introduction", "The model", "API reference"]
+    assert [reader.get_destination_page_number(item) for item in top] == [1, 3, 4]
+    children = outline[-1]  # pypdf lists an item's children right after it
+    assert isinstance(children, list)
+    assert [(c.title, reader.get_destination_page_number(c)) for c in children] == [
+        ("attnpaths.paths", 5),
+        ("attnpaths.kernels", 7),
+    ]
+
+
+def test_page_numbers_are_laid_over_every_page_but_the_title_page():
+    front = tiny_pdf("title", "contents")
+    total = 2 + sum(pdf.page_count(p.pdf) for p in PARTS)
+    numbers = tiny_pdf(*(f"page {n}" for n in range(1, total + 1)))
+    writer, _ = pdf.join_book(front, PARTS, numbers)
+    texts = [page.extract_text() for page in written(writer).pages]
+    assert "page 1" not in texts[0] and texts[0].strip() == "title"
+    for number, text in enumerate(texts[1:], start=2):
+        assert f"page {number}" in text, (number, text)
+    assert "model one" in texts[4] and "page 5" in texts[4]
+
+
+def linked_pdf(*urls: str) -> bytes:
+    """One page with a text and a link to each of ``urls``."""
+    reader = PdfReader(io.BytesIO(tiny_pdf("links")))
+    writer = PdfWriter(clone_from=reader)
+    for n, url in enumerate(urls):
+        writer.add_annotation(0, Link(rect=(72, 600 - 30 * n, 200, 620 - 30 * n), url=url))
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def test_links_between_printed_pages_go_to_their_first_page_and_other_local_links_are_dropped():
+    model_url, api_url = "file:///html/book/model.html", "file:///html/book/api/generated/m.html"
+    parts = [
+        pdf.PrintedPage("book/intro", "Intro", 0, linked_pdf(model_url + "#sec-x", api_url, "file:///html/genindex.html",
+                                                             "https://arxiv.org/abs/2405.15926"), "file:///html/book/intro.html"),
+        pdf.PrintedPage("book/model", "Model", 0, tiny_pdf("m1", "m2"), model_url),
+        pdf.PrintedPage("book/api/generated/m", "m", 1, tiny_pdf("api"), api_url),
+    ]  # fmt: skip
+    writer, starts = pdf.join_book(tiny_pdf("title"), parts)
+    reader = written(writer)
+    annotations = [a.get_object() for a in reader.pages[1]["/Annots"]]
+    internal = [reader.get_page_number(a["/Dest"][0].get_object()) for a in annotations if "/Dest" in a]
+    assert internal == [starts[1] - 1, starts[2] - 1] == [2, 4]
+    web = [a["/A"]["/URI"] for a in annotations if "/A" in a]
+    assert web == ["https://arxiv.org/abs/2405.15926"]  # the index is not printed: its link is gone
+
+
+def test_numbers_must_match_the_books_length():
+    with pytest.raises(ValueError, match="numbers must have as many pages as the book"):
+        pdf.join_book(tiny_pdf("title"), PARTS, tiny_pdf("1", "2"))
+
+
+def test_the_first_printed_page_must_be_a_chapter():
+    with pytest.raises(ValueError, match="first printed page must be a chapter"):
+        pdf.join_book(tiny_pdf("title"), PARTS[3:])
+
+
+def test_front_matter_lists_every_entry_with_its_page_and_escapes_titles():
+    text = pdf.front_matter_html(
+        {"title": "Paths & heads", "author": "us"}, "smoke", [("A <b> chapter", 0, 3), ("a.module", 1, 14)]
+    )
+    assert "Paths &amp; heads" in text and "A &lt;b&gt; chapter" in text
+    assert text.count('<li class="level0">') == 1 and text.count('<li class="level1">') == 1
+    assert '<span class="page">3</span>' in text and '<span class="page">14</span>' in text
+
+
+def test_numbers_document_has_one_page_break_fewer_than_pages():
+    assert pdf.numbers_html(5, "t").count("break-after: page") == 4
+    assert 'class="pageNumber"' in pdf.footer_template("t") and 'class="totalPages"' in pdf.footer_template("t")
+
+
+def built_html(root, pages: dict[str, str]):
+    for docname, body in pages.items():
+        path = root / "_build" / "html" / f"{docname}.html"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"<html><body><article>{body}</article></body></html>")
+
+
+def test_book_pages_follow_the_toc_with_generated_pages_after_their_chapter(tiny_book):
+    root = tiny_book.root
+    write_toc(root, ["intro", "api/index", "end"])
+    built_html(
+        root,
+        {
+            "book/intro": "<h1>Intro</h1>",
+            "book/api/index": '<a href="generated/m.b.html">b</a> <a href="generated/m.a.html#x">a</a> '
+            '<a href="generated/m.b.html">b again</a> <a href="generated/gone.html">not built</a>',
+            "book/api/generated/m.a": "<h1>m.a</h1>",
+            "book/api/generated/m.b": "<h1>m.b</h1>",
+            "book/end": "<h1>End</h1>",
+        },
+    )
+    pages = pdf.book_pages(BookLayout(root))
+    assert [(p.docname, p.level) for p in pages] == [
+        ("book/intro", 0),
+        ("book/api/index", 0),
+        ("book/api/generated/m.b", 1),
+        ("book/api/generated/m.a", 1),
+        ("book/end", 0),
+    ]
+    assert all(p.path.is_file() for p in pages)
+
+
+def test_a_page_not_built_is_named(tiny_book):
+    write_toc(tiny_book.root, ["intro", "model"])
+    built_html(tiny_book.root, {"book/intro": "<h1>Intro</h1>"})
+    with pytest.raises(FileNotFoundError, match="page book/model of the book was not built"):
+        pdf.book_pages(tiny_book)
+
+
+@pytest.fixture
+def book_command(tiny_book, monkeypatch):
+    """``python -m attnpaths_book book`` on a one-chapter book with the execution and the HTML build stubbed."""
+    write_chapter(tiny_book.root, "alpha", "", "values = {}")
+    write_toc(tiny_book.root, ["alpha"])
+    monkeypatch.chdir(tiny_book.root)
+    monkeypatch.setattr(runner, "run_book", lambda layout, profile, **kw: [])
+    monkeypatch.setattr(site, "build_html", lambda layout, chapters, profile: layout.html_dir / "index.html")
+    return tiny_book
+
+
+def test_the_book_command_without_chromium_skips_the_pdf_in_one_line(book_command, monkeypatch, capsys):
+    monkeypatch.setattr(browser_module, "missing_browser", lambda: "chromium and chromedriver not on the PATH")
+    monkeypatch.setattr(pdf, "build_pdf", lambda *a, **k: pytest.fail("the PDF was built without a browser"))
+    assert cli.main(["book", "--workers", "1"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "PDF" in line]
+    assert said == ["skipped the PDF of the book: chromium and chromedriver not on the PATH"]
+
+
+def test_the_book_command_makes_the_pdf_and_copies_it_into_the_html(book_command, monkeypatch, capsys):
+    def build(layout, html_dir, output, **kwargs):
+        path = pdf.default_output(layout) if output is None else output
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(tiny_pdf("book"))
+        return pdf.PdfReport(path, 1, path.stat().st_size, {}, 0.0)
+
+    monkeypatch.setattr(browser_module, "missing_browser", lambda: None)
+    monkeypatch.setattr(pdf, "build_pdf", build)
+    assert cli.main(["book", "--workers", "1"]) == 0
+    copy = book_command.html_dir / "_static" / pdf.PDF_NAME
+    assert copy.read_bytes() == pdf.default_output(book_command).read_bytes()
+    assert "_static/attnpaths.pdf" in capsys.readouterr().out
+    copy.unlink()
+    assert cli.main(["book", "--workers", "1", "--no-pdf"]) == 0
+    assert not copy.exists() and "PDF" not in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------------------
+# the smoke book printed by headless Chromium
+
+
+def require_browser():
+    reason = missing_browser()
+    if reason:
+        if os.environ.get("CI") == "true":  # CI must make the PDF, never skip it
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def book_pdf(built_book):
+    """The smoke book printed into ``_build/tests-book/_build/pdf/attnpaths.pdf`` and copied into its HTML, as
+    ``python -m attnpaths_book book`` does."""
+    require_browser()
+    report = pdf.build_pdf(built_book, progress_bar=False, profile="smoke")
+    pdf.copy_into_html(report.path, built_book.html_dir)
+    return report
+
+
+@pytest.fixture(scope="module")
+def book_reader(book_pdf):
+    return PdfReader(book_pdf.path)
+
+
+@pytest.fixture(scope="module")
+def book_pages(built_book):
+    return pdf.book_pages(built_book)
+
+
+def page_ranges(book_pdf, book_reader, book_pages):
+    """``{docname: range of page indices}`` of every printed page, from the starts the build reports."""
+    starts = [book_pdf.starts[p.docname] - 1 for p in book_pages] + [len(book_reader.pages)]
+    return {p.docname: range(starts[k], starts[k + 1]) for k, p in enumerate(book_pages)}
+
+
+def html_title(path) -> str:
+    """The text of the page's first heading in its HTML, without the heading's link mark."""
+    text = path.read_text(encoding="utf-8")
+    heading = re.search(r"<h1[^>]*>(.*?)</h1>", text, re.S).group(1)
+    heading = re.sub(r'<a class="headerlink".*?</a>', "", heading, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", heading)).strip()
+
+
+def squeezed(text: str) -> str:
+    """Text without whitespace: a title wraps differently in print and in the HTML."""
+    return re.sub(r"\s+", "", text)
+
+
+def test_the_book_is_one_file_with_more_pages_than_chapters(book_pdf, book_reader, built_book):
+    assert book_pdf.path == built_book.build_dir / "pdf" / pdf.PDF_NAME and book_pdf.path.is_file()
+    assert len(book_reader.pages) == book_pdf.pages
+    chapters = [p for p in pdf.book_pages(built_book) if p.level == 0]
+    assert book_pdf.pages > len(chapters)
+    assert book_reader.metadata.title == pdf.book_metadata(built_book)["title"]
+
+
+def test_every_chapter_starts_with_its_title_under_a_bookmark(book_pdf, book_reader, book_pages):
+    chapters = [p for p in book_pages if p.level == 0]
+    top = [item for item in book_reader.outline if not isinstance(item, list)]
+    assert [item.title for item in top] == [html_title(p.path) for p in chapters]
+    for item, chapter in zip(top, chapters):
+        first = book_reader.get_destination_page_number(item)
+        assert first == book_pdf.starts[chapter.docname] - 1
+        assert squeezed(html_title(chapter.path)) in squeezed(book_reader.pages[first].extract_text()), chapter.docname
+
+
+def test_the_table_of_contents_lists_every_page_with_its_first_page(book_pdf, book_reader, book_pages):
+    first_chapter = book_pdf.starts[book_pages[0].docname] - 1
+    contents = squeezed("".join(book_reader.pages[i].extract_text() for i in range(1, first_chapter)))
+    for page in book_pages:
+        entry = squeezed(html_title(page.path)) + str(book_pdf.starts[page.docname])
+        assert entry in contents, page.docname
+
+
+def image_objects(page) -> set[int]:
+    """The image XObjects a PDF page draws (also inside form XObjects), by object number."""
+    found = set()
+
+    def walk(resources):
+        resources = resources.get_object() if resources is not None else None
+        for reference in (resources or {}).get("/XObject", {}).values():
+            obj = reference.get_object()
+            if obj.get("/Subtype") == "/Image":
+                found.add(reference.idnum)
+            elif obj.get("/Subtype") == "/Form":
+                walk(obj.get("/Resources"))
+
+    walk(page.get("/Resources"))
+    return found
+
+
+def test_every_image_of_the_html_is_in_the_pdf(book_pdf, book_reader, book_pages):
+    """Per printed page: as many distinct images in its PDF pages as distinct image files its article shows (a
+    file shown twice on one page is embedded once)."""
+    ranges = page_ranges(book_pdf, book_reader, book_pages)
+    total = 0
+    for page in book_pages:
+        text = page.path.read_text(encoding="utf-8")
+        article = text[text.find("<article") : text.rfind("</article>")]
+        sources = set(re.findall(r'<img\b[^>]*\bsrc="([^"]+)"', article))
+        drawn = set().union(*(image_objects(book_reader.pages[i]) for i in ranges[page.docname]))
+        assert len(drawn) == len(sources), f"{page.docname}: {len(sources)} images in the HTML, {len(drawn)} in the PDF"
+        total += len(sources)
+    assert total > 0
+
+
+def test_no_raw_tex_in_the_text(book_reader):
+    raw = []
+    for number, page in enumerate(book_reader.pages, start=1):
+        raw += [(number, m) for m in re.findall(r"\\\(|\\\[|\$\$|\\begin\{", page.extract_text())]
+    assert not raw, f"untypeset TeX (page, text): {raw[:10]}"
+
+
+def test_page_numbers_run_through_the_book(book_pdf, book_reader):
+    total = len(book_reader.pages)
+    for index in (1, book_pdf.pages // 2, total - 1):
+        assert f"{index + 1} / {total}" in book_reader.pages[index].extract_text(), index + 1
+    assert f"1 / {total}" not in book_reader.pages[0].extract_text()  # the title page has no number
+
+
+def test_the_books_first_page_links_the_pdf(book_pdf, built_book, book_pages):
+    intro = book_pages[0].path
+    links = re.findall(r'<a href="([^"]+\.pdf)"', intro.read_text(encoding="utf-8"))
+    assert links, f"{intro} has no link to the PDF"
+    for link in links:
+        target = (intro.parent / link).resolve()
+        assert target == pdf.html_copy(built_book.html_dir).resolve()
+        assert target.read_bytes() == book_pdf.path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    require_browser()
+    with start_browser(logs=True) as session:
+        yield session
+
+
+FAULTY_PAGES = {
+    "missing-image": ('<img src="missing.png">', "missing.png"),
+    "foreign-script": ('<script src="https://example.org/script.js"></script>', "example.org"),
+    "console-error": ("<script>throw new Error('a broken script')</script>", "a broken script"),
+    "math-not-typeset": ('<span class="math notranslate">\\(x^2\\)</span>', "MathJax did not start"),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTY_PAGES)
+def test_a_faulty_page_stops_the_pdf_naming_the_page(browser, tmp_path, fault):
+    markup, expected = FAULTY_PAGES[fault]
+    path = tmp_path / f"{fault}.html"
+    path.write_text(f"<!DOCTYPE html><html><head></head><body><article><h1>Faulty</h1>{markup}</article></body></html>")
+    with pytest.raises(pdf.PdfFailed, match=f"page book/{fault} ") as failure:
+        pdf.print_page(browser, pdf.BookPage(f"book/{fault}", path))
+    assert expected in str(failure.value)
+
+
+def test_a_sound_page_prints(browser, tmp_path):
+    path = tmp_path / "sound.html"
+    path.write_text(
+        "<!DOCTYPE html><html><head></head><body><article><h1>Sound</h1><p>text</p></article></body></html>"
+    )
+    printed = pdf.print_page(browser, pdf.BookPage("book/sound", path))
+    assert printed.title == "Sound" and printed.url == path.as_uri()
+    assert "text" in PdfReader(io.BytesIO(printed.pdf)).pages[0].extract_text()
