@@ -58,7 +58,7 @@ html, body { background: white !important; }
 figure, img, mjx-container[display="true"], table, .cell_output { break-inside: avoid; }
 img { max-width: 100% !important; height: auto !important; }
 h1, h2, h3, h4 { break-after: avoid; }
-article h1 { font-size: 2em !important; }
+#jb-print-docs-body h1, article h1 { font-size: 2.2em !important; }
 pre { white-space: pre-wrap !important; word-break: break-word; }
 """
 """Injected into every page before it is printed: only the article, as wide as the paper."""
@@ -226,10 +226,11 @@ def join_book(front: bytes, printed: list[PrintedPage], numbers: bytes | None = 
     """Join the front matter and the printed pages into one ``pypdf.PdfWriter``.
 
     The outline has one bookmark per page of level 0 (a chapter) at its first page, and below it one per page of
-    level 1 that follows it. A link from one page to another (a ``file://`` URL of a printed page, with or
-    without an anchor) goes to that page's first page in the joined book; other links to local files (pages
-    that are not printed, such as the index) are removed, links to the web are kept. ``numbers``, a PDF with
-    as many pages as the joined book, is laid over it page by page from the second page on (the title page
+    level 1 that follows it. Links keep working in the one file: a link to an anchor of its own page (Chromium
+    names it by the element's id, and two pages may use the same id) and a link to another printed page (its
+    ``file://`` URL, with or without an anchor) go to that place in the joined book; other links to local files
+    (pages that are not printed, such as the index) are removed, links to the web are kept. ``numbers``, a PDF
+    with as many pages as the joined book, is laid over it page by page from the second page on (the title page
     carries no number). Returns ``(writer, starts)``, ``starts`` the first page (1-based) of each printed page
     as :func:`chapter_starts` gives it.
     """
@@ -241,9 +242,14 @@ def join_book(front: bytes, printed: list[PrintedPage], numbers: bytes | None = 
     writer.append(PdfReader(io.BytesIO(front)), import_outline=False)
     front_pages = len(writer.pages)
     starts = chapter_starts(front_pages, printed)
-    for part in printed:
-        writer.append(PdfReader(io.BytesIO(part.pdf)), import_outline=False)
-    _resolve_links(writer, {part.url: start - 1 for part, start in zip(printed, starts) if part.url})
+    readers = [PdfReader(io.BytesIO(part.pdf)) for part in printed]
+    anchors = [_anchors(reader, start - 1) for reader, start in zip(readers, starts)]
+    for reader in readers:
+        writer.append(reader, import_outline=False)
+    urls = {part.url: k for k, part in enumerate(printed) if part.url}
+    for k, (reader, start) in enumerate(zip(readers, starts)):
+        for index in range(start - 1, start - 1 + len(reader.pages)):
+            _resolve_links(writer, writer.pages[index], anchors[k], urls, starts, anchors)
     if numbers is not None:
         overlay = PdfReader(io.BytesIO(numbers))
         if len(overlay.pages) != len(writer.pages):
@@ -267,32 +273,73 @@ def join_book(front: bytes, printed: list[PrintedPage], numbers: bytes | None = 
     return writer, starts
 
 
-def _resolve_links(writer, targets: dict[str, int]) -> None:
-    """Point the links to printed pages (``targets``: URL -> page index) at their pages; drop other local links."""
+Anchor = tuple[int, float | None, float | None]
+"""Where an anchor points in the joined book: page index, left and top (``None``: keep the viewer's)."""
+
+
+def _anchors(reader, offset: int) -> dict[str, Anchor]:
+    """The named destinations of one printed page, ``{name without a leading slash: anchor}``, its pages counted
+    from ``offset`` in the joined book."""
+    found = {}
+    for name, destination in reader.named_destinations.items():
+        try:
+            page = reader.get_destination_page_number(destination)
+        except Exception:  # noqa: BLE001 - a destination without a page leads nowhere: leave it out
+            continue
+        if page >= 0:
+            found[str(name).lstrip("/")] = (offset + page, destination.left, destination.top)
+    return found
+
+
+def _destination(writer, anchor: Anchor):
+    from pypdf.generic import ArrayObject, FloatObject, NameObject, NullObject
+
+    page, left, top = anchor
+    position = [FloatObject(v) if v is not None else NullObject() for v in (left, top)]
+    return ArrayObject([writer.pages[page].indirect_reference, NameObject("/XYZ"), *position, NullObject()])
+
+
+def _resolve_links(writer, page, own: dict[str, Anchor], urls: dict[str, int], starts: list[int], anchors) -> None:
+    """Rewrite the links of one page of the joined book: anchors of its own printed page (``own``) and links to
+    printed pages (``urls``: URL -> position in ``starts`` and ``anchors``) become explicit destinations; other
+    links to local files are dropped."""
     from pypdf.generic import ArrayObject, NameObject
 
-    for page in writer.pages:
-        if "/Annots" not in page:
+    if "/Annots" not in page:
+        return
+    kept = ArrayObject()
+    for reference in page["/Annots"].get_object():
+        annotation = reference.get_object()
+        action = annotation.get("/A")
+        action = action.get_object() if action is not None else None
+        named = annotation.get("/Dest")
+        if named is None and action is not None and action.get("/S") == "/GoTo":
+            named = action.get("/D")
+        if isinstance(named, str):  # an anchor of the page itself, by name
+            anchor = own.get(named.lstrip("/"))
+            if anchor is not None:
+                annotation.pop("/A", None)
+                annotation[NameObject("/Dest")] = _destination(writer, anchor)
+            kept.append(reference)
             continue
-        kept = ArrayObject()
-        for reference in page["/Annots"].get_object():
-            annotation = reference.get_object()
-            action = annotation.get("/A")
-            action = action.get_object() if action is not None else None
-            if action is None or action.get("/S") != "/URI":
-                kept.append(reference)
-                continue
-            url = str(action.get("/URI", ""))
-            target = targets.get(url.partition("#")[0])
-            if target is not None:
-                del annotation["/A"]
-                annotation[NameObject("/Dest")] = ArrayObject(
-                    [writer.pages[target].indirect_reference, NameObject("/Fit")]
-                )
-                kept.append(reference)
-            elif not url.startswith("file:"):
-                kept.append(reference)
-        page[NameObject("/Annots")] = kept
+        if action is None or action.get("/S") != "/URI":
+            kept.append(reference)
+            continue
+        url = str(action.get("/URI", ""))
+        base, _, fragment = url.partition("#")
+        target = urls.get(base)
+        if target is not None:
+            anchor = anchors[target].get(fragment) if fragment else None
+            del annotation["/A"]
+            annotation[NameObject("/Dest")] = (
+                _destination(writer, anchor)
+                if anchor is not None
+                else ArrayObject([writer.pages[starts[target] - 1].indirect_reference, NameObject("/Fit")])
+            )
+            kept.append(reference)
+        elif not url.startswith("file:"):
+            kept.append(reference)
+    page[NameObject("/Annots")] = kept
 
 
 def front_matter_html(metadata: dict[str, str], subtitle: str, entries: list[tuple[str, int, int]]) -> str:
@@ -467,8 +514,9 @@ def build_pdf(
         subtitle += time.strftime(", built on %Y-%m-%d", time.gmtime())
         folder = Path(scratch)
         # the table of contents needs the chapters' first pages, which depend on its own length: print it with
-        # provisional numbers of the same width first
-        provisional = [(p.title, p.level, 0) for p in printed]
+        # provisional numbers at least as wide first, then again until its length settles
+        widest = sum(page_count(p.pdf) for p in printed) + 99
+        provisional = [(p.title, p.level, widest) for p in printed]
         front_pages = page_count(
             _print_document(driver, folder, "front.html", front_matter_html(metadata, subtitle, provisional))
         )

@@ -11,12 +11,13 @@ import html
 import io
 import os
 import re
+import unicodedata
 
 import pytest
 from book_helpers import write_chapter, write_toc
 from pypdf import PdfReader, PdfWriter
 from pypdf.annotations import Link
-from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject, TextStringObject
 
 from attnpaths_book import browser as browser_module
 from attnpaths_book import cli, pdf, runner, site
@@ -104,32 +105,49 @@ def test_page_numbers_are_laid_over_every_page_but_the_title_page():
     assert "model one" in texts[4] and "page 5" in texts[4]
 
 
-def linked_pdf(*urls: str) -> bytes:
-    """One page with a text and a link to each of ``urls``."""
-    reader = PdfReader(io.BytesIO(tiny_pdf("links")))
+def linked_pdf(pages: int, anchors: dict[str, int], urls=(), named=()) -> bytes:
+    """``pages`` pages with named destinations ``anchors`` (name -> page) and, on the first page, a link to each
+    URL of ``urls`` and to each anchor named in ``named`` (as Chromium writes a link within the page)."""
+    reader = PdfReader(io.BytesIO(tiny_pdf(*(f"page {n}" for n in range(pages)))))
     writer = PdfWriter(clone_from=reader)
+    for name, page in anchors.items():
+        writer.add_named_destination(name, page)
     for n, url in enumerate(urls):
         writer.add_annotation(0, Link(rect=(72, 600 - 30 * n, 200, 620 - 30 * n), url=url))
+    for n, name in enumerate(named):
+        link = writer.add_annotation(0, Link(rect=(300, 600 - 30 * n, 400, 620 - 30 * n), target_page_index=0))
+        link.get_object()[NameObject("/Dest")] = TextStringObject(name)
     buffer = io.BytesIO()
     writer.write(buffer)
     return buffer.getvalue()
 
 
-def test_links_between_printed_pages_go_to_their_first_page_and_other_local_links_are_dropped():
-    model_url, api_url = "file:///html/book/model.html", "file:///html/book/api/generated/m.html"
+def link_targets(reader, page) -> list:
+    """Where the links of ``page`` lead: a page index for a destination in the file, else the URL."""
+    targets = []
+    for annotation in (a.get_object() for a in reader.pages[page].get("/Annots", [])):
+        if "/Dest" in annotation:
+            targets.append(reader.get_page_number(annotation["/Dest"][0].get_object()))
+        else:
+            targets.append(str(annotation["/A"]["/URI"]))
+    return targets
+
+
+def test_links_lead_to_their_place_in_the_joined_book_and_links_to_unprinted_files_are_dropped():
+    intro, model, api = "file:///html/book/intro.html", "file:///html/book/model.html", "file:///html/api/m.html"
     parts = [
-        pdf.PrintedPage("book/intro", "Intro", 0, linked_pdf(model_url + "#sec-x", api_url, "file:///html/genindex.html",
-                                                             "https://arxiv.org/abs/2405.15926"), "file:///html/book/intro.html"),
-        pdf.PrintedPage("book/model", "Model", 0, tiny_pdf("m1", "m2"), model_url),
-        pdf.PrintedPage("book/api/generated/m", "m", 1, tiny_pdf("api"), api_url),
+        pdf.PrintedPage("book/intro", "Intro", 0, linked_pdf(
+            2, {"results": 1}, [model + "#results", model, api + "#nowhere", "file:///html/genindex.html",
+                                "https://arxiv.org/abs/2405.15926"], ["results"]), intro),
+        pdf.PrintedPage("book/model", "Model", 0, linked_pdf(3, {"results": 2}, named=["results"]), model),
+        pdf.PrintedPage("book/api/generated/m", "m", 1, tiny_pdf("api"), api),
     ]  # fmt: skip
     writer, starts = pdf.join_book(tiny_pdf("title"), parts)
+    assert starts == [2, 4, 7]
     reader = written(writer)
-    annotations = [a.get_object() for a in reader.pages[1]["/Annots"]]
-    internal = [reader.get_page_number(a["/Dest"][0].get_object()) for a in annotations if "/Dest" in a]
-    assert internal == [starts[1] - 1, starts[2] - 1] == [2, 4]
-    web = [a["/A"]["/URI"] for a in annotations if "/A" in a]
-    assert web == ["https://arxiv.org/abs/2405.15926"]  # the index is not printed: its link is gone
+    # the model's own "results" anchor (its page 3, index 5), its first page, the API page, the intro's own anchor
+    assert link_targets(reader, 1) == [5, 3, 6, "https://arxiv.org/abs/2405.15926", 2]
+    assert link_targets(reader, 3) == [5]  # the same anchor name in another page leads to that page's own
 
 
 def test_numbers_must_match_the_books_length():
@@ -279,8 +297,9 @@ def html_title(path) -> str:
 
 
 def squeezed(text: str) -> str:
-    """Text without whitespace: a title wraps differently in print and in the HTML."""
-    return re.sub(r"\s+", "", text)
+    """Text without whitespace and ligatures: a title wraps differently in print and in the HTML, and the
+    printed text writes "fi" as one character."""
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
 
 
 def test_the_book_is_one_file_with_more_pages_than_chapters(book_pdf, book_reader, built_book):
@@ -344,8 +363,28 @@ def test_every_image_of_the_html_is_in_the_pdf(book_pdf, book_reader, book_pages
 def test_no_raw_tex_in_the_text(book_reader):
     raw = []
     for number, page in enumerate(book_reader.pages, start=1):
-        raw += [(number, m) for m in re.findall(r"\\\(|\\\[|\$\$|\\begin\{", page.extract_text())]
+        raw += [(number, m) for m in re.findall(r"\\\(|\$\$|\\begin\{", page.extract_text())]
     assert not raw, f"untypeset TeX (page, text): {raw[:10]}"
+
+
+def test_every_link_leads_to_a_page_of_the_book_or_to_the_web(book_reader):
+    """No link is left by name (two pages may name an anchor alike) or to a file of the machine that printed it."""
+    explicit, left = 0, []
+    for number, page in enumerate(book_reader.pages, start=1):
+        for annotation in (a.get_object() for a in page.get("/Annots", [])):
+            if annotation.get("/Subtype") != "/Link":
+                continue
+            destination = annotation.get("/Dest")
+            if destination is not None and not isinstance(destination, str):
+                assert 0 <= book_reader.get_page_number(destination[0].get_object()) < len(book_reader.pages)
+                explicit += 1
+                continue
+            action = annotation.get("/A", {})
+            uri = str(action.get("/URI", ""))
+            if destination is not None or not uri.startswith(("http://", "https://", "mailto:")):
+                left.append((number, destination, uri[:80]))
+    assert not left, f"links by name or to local files (page, name, URL): {left[:10]}"
+    assert explicit > 0
 
 
 def test_page_numbers_run_through_the_book(book_pdf, book_reader):
