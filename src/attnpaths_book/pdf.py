@@ -10,9 +10,10 @@ did not finish stops the build with :class:`PdfFailed`, naming the page.
 
 The printed pages are joined with ``pypdf`` (:func:`join_book`) behind a title page and a printed table of
 contents (chapter titles and page numbers); the outline (bookmarks) has one entry per toc page at its first
-page, with the generated pages below their chapter's. Page numbers are printed in the footer by Chromium
-(``displayHeaderFooter`` and ``footerTemplate``) on pages as many as the book's, which are laid over the
-book's pages, so that the numbers run through the whole book (:func:`number_pages`).
+page, with the generated pages below their chapter's. Links between pages and to anchors lead to their place in
+the one file. Page numbers are printed in the footer by Chromium (``displayHeaderFooter`` and
+``footerTemplate``) on a blank document of as many pages as the book, which is laid over the book page by
+page, so that the numbers run through the whole book rather than restart with every printed page.
 """
 
 from __future__ import annotations

@@ -437,3 +437,17 @@ def test_a_sound_page_prints(browser, tmp_path):
     printed = pdf.print_page(browser, pdf.BookPage("book/sound", path))
     assert printed.title == "Sound" and printed.url == path.as_uri()
     assert "text" in PdfReader(io.BytesIO(printed.pdf)).pages[0].extract_text()
+
+
+def test_code_cells_fold_to_their_outputs_on_request(browser, tmp_path):
+    path = tmp_path / "cells.html"
+    path.write_text(
+        "<!DOCTYPE html><html><head></head><body><article><h1>Cells</h1><div class='cell'>"
+        "<div class='cell_input'>the code of the cell</div><div class='cell_output'>what it printed</div>"
+        "</div></article></body></html>"
+    )
+    page = pdf.BookPage("book/cells", path)
+    shown = PdfReader(io.BytesIO(pdf.print_page(browser, page).pdf)).pages[0].extract_text()
+    folded = PdfReader(io.BytesIO(pdf.print_page(browser, page, code=False).pdf)).pages[0].extract_text()
+    assert "the code of the cell" in shown and "what it printed" in shown
+    assert "the code of the cell" not in folded and "what it printed" in folded
