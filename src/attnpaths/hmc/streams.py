@@ -56,10 +56,11 @@ class HMCChunks:
         chunk_size: examples per chunk, even, >= 2 (memory: a chunk's inputs ``[chunk_size, N0, T_seq + 1]`` and
             its random draws are made at once; 1000 sequences of the paper's task take about 60 MB each).
         stream: a non-negative integer that tells apart sets drawn from one seed (0: training, 1: test, ...).
-        exact_features: ``True``: the features are :func:`attnpaths.paths.path_features` of the chunk's inputs, bit
-            for bit; ``False`` (default): :class:`attnpaths.paths.FactoredPathFeatures`, the same features up to
-            rounding (about 1e-14 of the largest, seen on the paper's task) in about a third of the time (the
-            last layer scored for the readout query only, low-rank heads through their factors).
+        factored_features: ``False`` (default): the features are :func:`attnpaths.paths.path_features` of the
+            chunk's inputs; ``True``: :class:`attnpaths.paths.FactoredPathFeatures`, the same features up to
+            rounding (about 1e-14 of the largest, seen on the paper's task; a solve from them moves by that times
+            the conditioning of its minimum) with fewer operations (the last layer scored for its readout query
+            only, low-rank heads through their factors).
     """
 
     task: HMCTask
@@ -68,7 +69,7 @@ class HMCChunks:
     num_examples: int
     chunk_size: int = 1000
     stream: int = 0
-    exact_features: bool = False
+    factored_features: bool = False
     _features: FactoredPathFeatures | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self):
@@ -88,9 +89,9 @@ class HMCChunks:
         object.__setattr__(self, "stream", int_at_least(self.stream, "stream", 0))
         object.__setattr__(self, "num_examples", even_int(self.num_examples, "num_examples (P, even)"))
         object.__setattr__(self, "chunk_size", even_int(self.chunk_size, "chunk_size (even)"))
-        if not isinstance(self.exact_features, bool):
-            raise ValueError(f"exact_features must be True or False, got {self.exact_features!r}")
-        if not self.exact_features:
+        if not isinstance(self.factored_features, bool):
+            raise ValueError(f"factored_features must be True or False, got {self.factored_features!r}")
+        if self.factored_features:
             object.__setattr__(self, "_features", FactoredPathFeatures(self.attention))
 
     @property

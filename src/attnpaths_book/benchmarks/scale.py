@@ -106,7 +106,7 @@ def run_row(spec: dict) -> dict:
         seed=spec["seed"],
         num_examples=spec["P"],
         chunk_size=spec["chunk_size"],
-        exact_features=spec.get("exact_features", False),
+        factored_features=not spec.get("exact_features", False),
     )
     timed = _TimedChunks(chunks)
     options = dict(heads=HEADS, widths=WIDTH, temperature=TEMPERATURE, gradient_tolerance=GRADIENT_TOLERANCE)
