@@ -130,9 +130,9 @@ def _unit(vector: torch.Tensor) -> torch.Tensor:
 
 def _coefficients(direction: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
     """``e^T v`` for every example and token: ``[N_f]``, ``[P, N_f, T] -> [P, T]``."""
-    # A batched row-vector product per example: the same sums, in the same order, as the einsum
-    # "b,cbd->cd" (one [1, N_f] x [N_f, P T] product after a transposed copy of the whole array), without the copy
-    # (the same bits; tests/library/test_hmc_data.py).
+    # A batched row-vector product per example: the same sums as the einsum "b,cbd->cd" (one [1, N_f] x [N_f, P T]
+    # product after a transposed copy of the whole array), without the copy; the same bits on the Intel CPU with
+    # MKL seen (another BLAS kernel may round differently: tests/library/test_hmc_data.py checks up to rounding).
     return torch.bmm(direction.expand(vectors.shape[0], 1, -1), vectors).squeeze(1)
 
 
