@@ -14,7 +14,7 @@ import torch
 from numpy.typing import ArrayLike
 
 from ._validation import as_float64_tensor, heads_tuple, positive_int
-from .attention import Attention
+from .attention import Attention, softmax_over_keys, token_readout
 
 
 def path_index(path, heads) -> int:
@@ -98,3 +98,122 @@ def check_num_paths(n_paths: int, heads) -> tuple[int, ...]:
     if math.prod(heads) != n_paths:
         raise ValueError(f"heads={heads} gives {math.prod(heads)} paths but features hold {n_paths} paths (last axis)")
     return heads
+
+
+class FactoredPathFeatures:
+    """The path features of :func:`path_features` (eq-path-features), computed with fewer operations: equal to
+    them up to rounding (the sums are grouped differently; about 1e-14 of the largest feature seen on the
+    hidden-Markov-chain task), for streams of many chunks of examples through one fixed attention.
+
+    Two rearrangements of the scores ``A_{s t} = x_s^T W x_t`` (:meth:`attnpaths.attention.AttentionLayer.scores`):
+
+    * the last layer's readout needs one query only (``last_token``: ``t = T - 1``; ``first_token``: ``t = 0``),
+      so its scores are ``x_s^T (W x_t)`` for that ``t`` alone, softmax over the keys ``s`` (``average_pooling``
+      needs every query and keeps the full scores);
+    * a head whose ``W`` (W form) has numerical rank ``r <= N0 / 2`` (then ``r (2 N0 T + T^2)`` operations per
+      example instead of ``N0^2 T + N0 T^2``; e.g. the hidden-Markov-chain ``same_token`` head: a rank-one feature
+      block beside a ``T x T`` position block) scores through its factors ``W = L R^T`` (singular value
+      decomposition, singular values above ``N0 eps`` times the largest kept): ``A_{s t} = (L^T x_s) . (R^T x_t)``.
+
+    The factors are computed once, here. Heads in the query/key form, and full-rank heads, score as in
+    :meth:`~attnpaths.attention.AttentionLayer.scores`. A picklable callable.
+
+    Args:
+        attention: the network's fixed attention.
+
+    Example::
+
+        features = FactoredPathFeatures(attention)(x)   # x [B, N0, T] -> [B, N0, n_paths]
+    """
+
+    def __init__(self, attention: Attention):
+        if not isinstance(attention, Attention):
+            raise ValueError(f"attention must be an Attention (attnpaths.attention), got {type(attention).__name__}")
+        self.attention = attention
+        # per layer, per head: None (dense W or query/key form) or the factors (L [N0, r], R [N0, r])
+        self.factors = [
+            [_low_rank_factors(W) for W in layer.W] if layer.W is not None else [None] * layer.num_heads
+            for layer in attention.layers
+        ]
+
+    @property
+    def ranks(self) -> list[list[int | None]]:
+        """Per layer, per head: the rank ``r`` of the factored heads, ``None`` for the others."""
+        return [[None if f is None else f[0].shape[1] for f in layer] for layer in self.factors]
+
+    def __call__(self, x, *, batch_size: int = 256) -> torch.Tensor:
+        """``[B, N0, T]`` inputs -> ``[B, N0, n_paths]`` path features (as :func:`path_features`, up to rounding).
+
+        Args:
+            x: ``[B, N0, T]`` input sequences (features before tokens).
+            batch_size: examples processed at once, an integer >= 1 (memory only).
+        """
+        attention = self.attention
+        x = as_float64_tensor(x, "x")
+        if x.ndim != 3 or x.shape[1] != attention.input_width:
+            raise ValueError(
+                f"x must have shape [B, N0, T] = [B, {attention.input_width}, T] (features before tokens), "
+                f"got {tuple(x.shape)}"
+            )
+        batch_size = positive_int(batch_size, "batch_size")
+        chunks = []
+        for start in range(0, x.shape[0], batch_size):
+            xb = x[start : start + batch_size].contiguous()
+            tokens = xb.transpose(1, 2)  # [B, T, N0], a view: the batched products read it transposed
+            matrices = [
+                softmax_over_keys(self._scores(layer, factors, xb, tokens))
+                for layer, factors in zip(attention.layers[:-1], self.factors[:-1])
+            ]
+            matrices.append(self._readout(xb, tokens))
+            # xi[b, i, p] = sum_s x[b, i, s] omega[b, p, s] (eq-path-features)
+            chunks.append(torch.bmm(xb, path_attention(matrices).transpose(1, 2)))
+        return torch.cat(chunks, dim=0) if chunks else x.new_zeros((0, x.shape[1], attention.num_paths))
+
+    @staticmethod
+    def _scores(layer, factors, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """``[B, H, T, T]`` scores of one layer (``x`` ``[B, N0, T]``, ``tokens`` its ``[B, T, N0]`` transpose),
+        the factored heads through their factors."""
+        if layer.W is None:
+            return layer.scores(x)
+        # one product x^T [W_h for the dense heads | L_h, R_h for the factored ones]: [B, T, sum of widths]
+        blocks = [W if f is None else torch.cat(f, dim=1) for W, f in zip(layer.W, factors)]
+        right = torch.cat(blocks, dim=1)
+        products = torch.bmm(tokens, right.expand(x.shape[0], *right.shape))
+        heads, offset = [], 0
+        for block, f in zip(blocks, factors):
+            part = products[..., offset : offset + block.shape[1]]
+            offset += block.shape[1]
+            if f is None:  # A = (x^T W) x
+                heads.append(torch.bmm(part, x))
+            else:  # A = (x^T L) (x^T R)^T
+                rank = f[0].shape[1]
+                heads.append(torch.bmm(part[..., :rank], part[..., rank:].transpose(1, 2)))
+        return torch.stack(heads, dim=1)
+
+    def _readout(self, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """The last layer's attention vectors ``[B, H_L, T]`` after the token readout."""
+        layer, readout = self.attention.layers[-1], self.attention.readout
+        if readout == "average_pooling":
+            return token_readout(softmax_over_keys(self._scores(layer, self.factors[-1], x, tokens)), readout)
+        query = x[:, :, -1 if readout == "last_token" else 0]  # [B, N0]
+        if layer.W is not None:  # A_s = x_s^T (W x_t) for the one query t
+            weighted = torch.einsum("hij,bj->bhi", layer.W, query)  # [B, H, N0]
+            scores = torch.bmm(weighted, x)  # [B, H, T]
+        else:
+            keys = torch.einsum("hgi,bis->bhgs", layer.K, x)
+            queries = torch.einsum("hgi,bi->bhg", layer.Q, query)
+            scores = torch.einsum("bhgs,bhg->bhs", keys, queries) / math.sqrt(layer.Q.shape[1])
+        return torch.softmax(scores, dim=-1)
+
+
+def _low_rank_factors(W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``(L [N0, r], R [N0, r])`` with ``W = L R^T`` up to rounding when that makes the scores cheaper
+    (``r (2 N0 + T) < N0 (N0 + T)`` for every ``T >= 1``, i.e. ``r <= N0 / 2``), else ``None``."""
+    n0 = W.shape[0]
+    u, s, vh = torch.linalg.svd(W)
+    if s.numel() == 0 or s[0] == 0:
+        return W.new_zeros((n0, 0)), W.new_zeros((n0, 0))
+    rank = int((s > s[0] * n0 * torch.finfo(torch.float64).eps).sum())
+    if 2 * rank > n0:
+        return None
+    return u[:, :rank] * s[:rank], vh[:rank].T.contiguous()

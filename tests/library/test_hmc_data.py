@@ -237,3 +237,78 @@ def test_bad_arguments_raise_value_error_naming_them(kwargs, name):
 def test_task_rejects_bad_fields():
     with pytest.raises(ValueError, match="feature_width"):
         HMCTask(feature_width=3)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the fast construction against the whole-array reference
+
+
+def _whole_array_reference(task, num_examples, g):
+    """The construction the data set had before it was done block by block: the same draws, every step on the
+    whole ``[P, N_f, T_seq]`` arrays, the projection coefficients by ``einsum``, ``x`` by concatenation."""
+    from attnpaths.hmc.data import _hidden_states, _random_draws
+
+    coins, eta = _random_draws(task, num_examples, g)
+    states = _hidden_states(task, coins)
+    clean = torch.where((states == 1).unsqueeze(1), task.v_plus[None, :, None], task.v_minus[None, :, None])
+    along_a = task.e_A[None, :, None] * torch.einsum("b,cbd->cd", task.e_A, eta)[:, None, :]
+    along_b = task.e_B[None, :, None] * torch.einsum("b,cbd->cd", task.e_B, eta)[:, None, :]
+    noise = task.sigma_A * along_a + task.sigma_B * along_b + task.sigma_perp * (eta - along_a - along_b)
+    bos = torch.zeros(num_examples, task.feature_width, 1, dtype=torch.float64)
+    positions = torch.eye(task.num_tokens, dtype=torch.float64).expand(num_examples, -1, -1)
+    x = torch.cat([torch.cat([bos, clean + noise], dim=2), positions], dim=1)
+    return x, noise, states, eta
+
+
+REFERENCE_CASES = [
+    (HMCTask(), 100, 0),
+    (HMCTask(), 38, 5),  # not a whole number of blocks
+    (HMCTask(sigma_perp=5.0), 2, 27),  # fewer examples than a block
+    (HMCTask(sigma_perp=3.0, sigma_A=0.5, sigma_B=2.0, seq_len=7, feature_width=12, p_a_plus=0.9), 50, 11),
+]
+
+
+@pytest.mark.parametrize("task, num_examples, seed", REFERENCE_CASES)
+def test_the_blockwise_construction_gives_the_whole_array_numbers(task, num_examples, seed):
+    from attnpaths.hmc.data import _coefficients, _inputs, _random_draws, sample_inputs
+
+    x, noise, states, eta = _whole_array_reference(task, num_examples, generator(seed))
+    data = task.sample(num_examples, generator(seed))
+    assert torch.equal(data.hidden_states, states)  # exact on any CPU: integer states from the same coins
+    # the coefficients e^T eta: a batched product instead of the einsum's single one (the same bits seen on the
+    # Intel CPU and MKL here; another BLAS kernel may round differently)
+    for e in (task.e_A, task.e_B):
+        assert_rounding_close(_coefficients(e, eta), torch.einsum("b,cbd->cd", e, eta), what="e^T eta")
+    assert_rounding_close(data.x, x, what="x")
+    assert_rounding_close(data.noise, noise, what="noise")
+    # Given the coefficients, every element gets the same IEEE operations in the same order as the whole-array
+    # expressions, block by block: exact on any CPU.
+    coins, eta = _random_draws(task, num_examples, generator(seed))
+    blockwise_x, blockwise_states, blockwise_noise = _inputs(task, coins, eta)
+    along = {}
+    for name, e in (("a", task.e_A), ("b", task.e_B)):
+        along[name] = e[None, :, None] * _coefficients(e, eta)[:, None, :]
+    expected_noise = (
+        task.sigma_A * along["a"] + task.sigma_B * along["b"] + task.sigma_perp * (eta - along["a"] - along["b"])
+    )
+    clean = torch.where((states == 1).unsqueeze(1), task.v_plus[None, :, None], task.v_minus[None, :, None])
+    assert torch.equal(blockwise_noise, expected_noise)  # exact on any CPU (see above)
+    assert torch.equal(blockwise_x[:, : task.feature_width, 1:], clean + expected_noise)  # exact on any CPU
+    assert torch.equal(blockwise_x[:, : task.feature_width, 0], torch.zeros(num_examples, task.feature_width))
+    eye = torch.eye(task.num_tokens, dtype=torch.float64).expand(num_examples, -1, -1)
+    assert torch.equal(blockwise_x[:, task.feature_width :], eye)  # exact on any CPU: copied zeros and ones
+    # sample_inputs: the same x and y as the data set, and the generator left where sample leaves it
+    g1, g2 = generator(seed), generator(seed)
+    inputs, labels = sample_inputs(task, num_examples, g1)
+    again = task.sample(num_examples, g2)
+    assert torch.equal(inputs, again.x) and torch.equal(labels, again.y)  # determinism: the same code path
+    assert torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2))  # the same draws consumed
+
+
+def test_sample_inputs_refuses_bad_arguments():
+    from attnpaths.hmc.data import sample_inputs
+
+    with pytest.raises(ValueError, match="num_examples"):
+        sample_inputs(HMCTask(), 3, generator(0))
+    with pytest.raises(ValueError, match="generator"):
+        sample_inputs(HMCTask(), 4, None)

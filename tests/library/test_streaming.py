@@ -12,7 +12,7 @@ import cloudpickle
 import numpy as np
 import pytest
 import torch
-from helpers import random_problem
+from helpers import assert_rounding_close, random_problem
 
 from attnpaths.engine import IN_PROCESS, Engine, TaskFailed, task_seed, use_client
 from attnpaths.experiments.streaming import gram_statistics, predict_streamed
@@ -179,9 +179,16 @@ def test_an_hmc_chunk_is_the_same_whether_or_not_earlier_chunks_were_made():
     assert features.shape == (8, SMALL_TASK.input_width, 4) and features.dtype == torch.float64
     assert y.tolist() == [1.0] * 4 + [-1.0] * 4  # class-sorted within the chunk
     assert in_order[3][0].shape[0] == 6
-    # chunk k's draws: the task's sample from task_seed(seed, k, stream) (the engine's rule), then the paths
+    # chunk k's draws: the task's sample from task_seed(seed, k, stream) (the engine's rule), then the paths:
+    # path_features itself (determinism: the same code on the same inputs), or with factored_features the
+    # factored computation, equal up to rounding
     data = SMALL_TASK.sample(8, torch.Generator().manual_seed(task_seed(3, 2, 0)))
-    assert torch.equal(features, path_features(data.x, chunks.attention))
+    assert torch.equal(y, data.y)  # exact on any CPU: +-1 labels
+    expected = path_features(data.x, chunks.attention)
+    assert torch.equal(features, expected)
+    factored = _small_chunks(factored_features=True)
+    assert_rounding_close(factored(2)[0], expected, what="factored features")
+    assert torch.equal(pickle.loads(pickle.dumps(factored))(2)[0], factored(2)[0])  # determinism
     # different chunks, streams and seeds differ
     for other in (in_order[1][0], _small_chunks(stream=1)(2)[0], _small_chunks(seed=4)(2)[0]):
         assert not torch.equal(other, features)
@@ -262,6 +269,7 @@ def test_bad_hmc_chunk_arguments_are_refused():
         (dict(num_examples=31), r"num_examples \(P, even\) must be an even integer >= 2"),
         (dict(seed=-1), r"seed must be an integer >= 0, got -1"),
         (dict(stream=-2), r"stream must be an integer >= 0, got -2"),
+        (dict(factored_features=1), r"factored_features must be True or False, got 1"),
     ):
         with pytest.raises(ValueError, match=match):
             _small_chunks(**fields)

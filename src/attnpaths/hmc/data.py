@@ -128,12 +128,19 @@ def _unit(vector: torch.Tensor) -> torch.Tensor:
     return vector / torch.sqrt(torch.dot(vector, vector))
 
 
+def _coefficients(direction: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+    """``e^T v`` for every example and token: ``[N_f]``, ``[P, N_f, T] -> [P, T]``."""
+    # A batched row-vector product per example: the same sums as the einsum "b,cbd->cd" (one [1, N_f] x [N_f, P T]
+    # product after a transposed copy of the whole array), without the copy; the same bits on the Intel CPU with
+    # MKL seen (another BLAS kernel may round differently: tests/library/test_hmc_data.py checks up to rounding).
+    return torch.bmm(direction.expand(vectors.shape[0], 1, -1), vectors).squeeze(1)
+
+
 def _project(direction: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
     """``e e^T v`` for every example and token: ``[N_f]``, ``[P, N_f, T] -> [P, N_f, T]``."""
     # Coefficients first: far cheaper than forming e e^T, and the order opt_einsum picks for the authors'
     # three-operand einsum (likely their case: jax, needed by their numpyro sampler, depends on opt_einsum).
-    coefficients = torch.einsum("b,cbd->cd", direction, vectors)
-    return direction[None, :, None] * coefficients[:, None, :]
+    return direction[None, :, None] * _coefficients(direction, vectors)[:, None, :]
 
 
 @dataclass(frozen=True, eq=False)
@@ -222,25 +229,76 @@ def _hidden_states(task: HMCTask, coins: torch.Tensor) -> torch.Tensor:
     return states
 
 
+_BLOCK = 16
+"""Examples per block of the element-wise work of :func:`_inputs` (about 0.8 MB of noise at the paper's size):
+its temporaries stay in the cache instead of a dozen passes over the whole ``[P, N_f, T_seq]`` arrays."""
+
+
+def _inputs(
+    task: HMCTask, coins: torch.Tensor, eta: torch.Tensor, keep_noise: bool = True
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """``(x [P, N0, T_seq + 1], hidden states [P, T_seq], noise [P, N_f, T_seq] or None)`` from the random draws.
+
+    Every element gets the same floating-point operations, in the same order, as the whole-array expressions
+    ``clean + (sigma_A a + sigma_B b + sigma_perp ((eta - a) - b))`` with ``a = e_A e_A^T eta`` and
+    ``b = e_B e_B^T eta`` (:func:`_project`; the authors' grouping), so ``x`` and ``noise`` are the same bits; only
+    the work is done a block of examples at a time, written straight into ``x``.
+    """
+    num_examples, n_f, n_tok = coins.shape[0], task.feature_width, task.num_tokens
+    states = _hidden_states(task, coins)
+    coefficient_a, coefficient_b = _coefficients(task.e_A, eta), _coefficients(task.e_B, eta)
+    e_a, e_b = task.e_A[None, :, None], task.e_B[None, :, None]
+    v_plus, v_minus = task.v_plus[None, :, None], task.v_minus[None, :, None]
+    plus = (states == 1).unsqueeze(1)
+    x = torch.empty(num_examples, task.input_width, n_tok, dtype=torch.float64)
+    x[:, :n_f, 0] = 0.0  # BOS: all-zero features
+    x[:, n_f:, :] = torch.eye(n_tok, dtype=torch.float64)
+    noise = torch.empty_like(eta) if keep_noise else None
+    # block buffers, reused: along e_A, along e_B, out of the plane, the clean features
+    buffers = [torch.empty(min(_BLOCK, num_examples), n_f, task.seq_len, dtype=torch.float64) for _ in range(4)]
+    for start in range(0, num_examples, _BLOCK):
+        rows = slice(start, min(start + _BLOCK, num_examples))
+        along_a, along_b, out_of_plane, clean = (b[: rows.stop - start] for b in buffers)
+        torch.mul(e_a, coefficient_a[rows, None, :], out=along_a)
+        torch.mul(e_b, coefficient_b[rows, None, :], out=along_b)
+        torch.sub(eta[rows], along_a, out=out_of_plane).sub_(along_b).mul_(task.sigma_perp)
+        block_noise = along_a.mul_(task.sigma_A).add_(along_b.mul_(task.sigma_B)).add_(out_of_plane)
+        torch.where(plus[rows], v_plus, v_minus, out=clean)
+        torch.add(clean, block_noise, out=x[rows, :n_f, 1:])
+        if noise is not None:
+            noise[rows] = block_noise
+    return x, states, noise
+
+
+def _labels(num_examples: int) -> torch.Tensor:
+    """``[P]`` float64: ``+1`` for the first half (class a), ``-1`` for the rest."""
+    y = torch.ones(num_examples, dtype=torch.float64)
+    y[num_examples // 2 :] = -1.0
+    return y
+
+
 def _sample(task: HMCTask, num_examples: int, generator: torch.Generator, seed: int | None = None) -> HMCDataset:
     even_int(num_examples, "num_examples (P, half per class)")
     torch_generator(generator, cpu=True)
     num_examples = int(num_examples)
-    coins, eta = _random_draws(task, num_examples, generator)
-    states = _hidden_states(task, coins)
-    clean = torch.where((states == 1).unsqueeze(1), task.v_plus[None, :, None], task.v_minus[None, :, None])
-    along_a = _project(task.e_A, eta)
-    along_b = _project(task.e_B, eta)
-    # Same grouping of the floating-point operations as the authors' code.
-    noise = task.sigma_A * along_a + task.sigma_B * along_b + task.sigma_perp * (eta - along_a - along_b)
-    features = clean + noise
+    x, states, noise = _inputs(task, *_random_draws(task, num_examples, generator))
+    return HMCDataset(x=x, y=_labels(num_examples), hidden_states=states, noise=noise, task=task, seed=seed)
 
-    bos = torch.zeros(num_examples, task.feature_width, 1, dtype=torch.float64)
-    positions = torch.eye(task.num_tokens, dtype=torch.float64).expand(num_examples, -1, -1)
-    x = torch.cat([torch.cat([bos, features], dim=2), positions], dim=1)
-    y = torch.ones(num_examples, dtype=torch.float64)
-    y[num_examples // 2 :] = -1.0
-    return HMCDataset(x=x, y=y, hidden_states=states, noise=noise, task=task, seed=seed)
+
+def sample_inputs(task: HMCTask, num_examples: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x [P, N0, T_seq + 1], y [P])`` of :meth:`HMCTask.sample` (the same random draws, the same bits) without
+    the rest of the :class:`HMCDataset` (its noise and hidden states are not kept): for streams of chunks.
+
+    Args:
+        task: the task.
+        num_examples: ``P``, even.
+        generator: CPU ``torch.Generator``, advanced exactly as by :meth:`HMCTask.sample`.
+    """
+    even_int(num_examples, "num_examples (P, half per class)")
+    torch_generator(generator, cpu=True)
+    num_examples = int(num_examples)
+    x, _, _ = _inputs(task, *_random_draws(task, num_examples, generator), keep_noise=False)
+    return x, _labels(num_examples)
 
 
 def markov_optionE(

@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from .._validation import even_int, int_at_least
 from ..attention import Attention
 from ..engine import task_seed
-from ..paths import path_features
-from .data import HMCTask
+from ..paths import FactoredPathFeatures, path_features
+from .data import HMCTask, sample_inputs
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,8 +54,13 @@ class HMCChunks:
         seed: a non-negative integer; chunk ``k`` draws from ``task_seed(seed, k, stream)``.
         num_examples: ``P``, even, >= 2.
         chunk_size: examples per chunk, even, >= 2 (memory: a chunk's inputs ``[chunk_size, N0, T_seq + 1]`` and
-            their noise are made at once; 1000 sequences of the paper's task take about 60 MB each).
+            its random draws are made at once; 1000 sequences of the paper's task take about 60 MB each).
         stream: a non-negative integer that tells apart sets drawn from one seed (0: training, 1: test, ...).
+        factored_features: ``False`` (default): the features are :func:`attnpaths.paths.path_features` of the
+            chunk's inputs; ``True``: :class:`attnpaths.paths.FactoredPathFeatures`, the same features up to
+            rounding (about 1e-14 of the largest, seen on the paper's task; a solve from them moves by that times
+            the conditioning of its minimum) with fewer operations (the last layer scored for its readout query
+            only, low-rank heads through their factors).
     """
 
     task: HMCTask
@@ -64,6 +69,8 @@ class HMCChunks:
     num_examples: int
     chunk_size: int = 1000
     stream: int = 0
+    factored_features: bool = False
+    _features: FactoredPathFeatures | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self):
         if not isinstance(self.task, HMCTask):
@@ -82,6 +89,10 @@ class HMCChunks:
         object.__setattr__(self, "stream", int_at_least(self.stream, "stream", 0))
         object.__setattr__(self, "num_examples", even_int(self.num_examples, "num_examples (P, even)"))
         object.__setattr__(self, "chunk_size", even_int(self.chunk_size, "chunk_size (even)"))
+        if not isinstance(self.factored_features, bool):
+            raise ValueError(f"factored_features must be True or False, got {self.factored_features!r}")
+        if self.factored_features:
+            object.__setattr__(self, "_features", FactoredPathFeatures(self.attention))
 
     @property
     def num_chunks(self) -> int:
@@ -108,8 +119,10 @@ class HMCChunks:
         Raises:
             ValueError: ``k`` is not an integer in ``[0, num_chunks)``.
         """
-        data = self.task.sample(self.chunk_examples(k), self.generator(k))
-        return path_features(data.x, self.attention), data.y.to(torch.float64)
+        # the inputs and labels of task.sample(p_k, generator(k)), the same bits, without the rest of the data set
+        x, y = sample_inputs(self.task, self.chunk_examples(k), self.generator(k))
+        features = path_features(x, self.attention) if self._features is None else self._features(x)
+        return features, y
 
     def _index(self, k) -> int:
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < self.num_chunks:

@@ -6,7 +6,8 @@ On the hidden-Markov-chain task (the paper's :class:`attnpaths.hmc.data.HMCTask`
 :func:`attnpaths.hmc.four_path_network`, heads ``(2, 2)``, ``N = 10``, ``T = 0.01``: the hmc chapter's problem,
 ``N0 = 231``, ``D = N0 n_paths = 924``), the training set of ``P`` sequences is made in chunks of ``--chunk-size``
 (:class:`attnpaths.hmc.streams.HMCChunks`, seed ``--seed``: chunk ``k`` from its own seed, so every row of the same
-``P`` has the same examples) and solved two ways:
+``P`` has the same examples; its path features by :class:`attnpaths.paths.FactoredPathFeatures`, or by
+:func:`attnpaths.paths.path_features` with ``--exact-features``: the same up to rounding) and solved two ways:
 
 * ``gram``: the chunks streamed into the Gram statistics (:func:`attnpaths.experiments.streaming.gram_statistics`,
   in-process: no chunk's features outlive it) and :func:`attnpaths.theory.solve_from_statistics`; memory a few
@@ -105,6 +106,7 @@ def run_row(spec: dict) -> dict:
         seed=spec["seed"],
         num_examples=spec["P"],
         chunk_size=spec["chunk_size"],
+        factored_features=not spec.get("exact_features", False),
     )
     timed = _TimedChunks(chunks)
     options = dict(heads=HEADS, widths=WIDTH, temperature=TEMPERATURE, gradient_tolerance=GRADIENT_TOLERANCE)
@@ -306,6 +308,11 @@ def main(argv=None) -> dict:
         help="Gram rows: stream the chunks over an embedded cluster of this many one-thread worker processes "
         "(default 1: in the row's process; the statistics are the same bits)",
     )
+    parser.add_argument(
+        "--exact-features",
+        action="store_true",
+        help="the path features by attnpaths.paths.path_features (default: FactoredPathFeatures, equal up to rounding)",
+    )
     parser.add_argument("--output", type=Path, default=committed_record_path("scale"))
     args = parser.parse_args(argv)
     quick = args.quick
@@ -335,7 +342,14 @@ def main(argv=None) -> dict:
     )
     for route, sizes in (("gram", gram_P), ("dense", dense_P)):
         for P in sizes:
-            spec = {"route": route, "P": P, "chunk_size": chunk_size, "seed": args.seed, "task": task}
+            spec = {
+                "route": route,
+                "P": P,
+                "chunk_size": chunk_size,
+                "seed": args.seed,
+                "task": task,
+                "exact_features": args.exact_features,
+            }
             row = measure_row({**spec, "workers": args.workers} if route == "gram" else spec)
             rows.append(row)
             print(
@@ -367,6 +381,7 @@ def main(argv=None) -> dict:
         "temperature": TEMPERATURE,
         "gradient_tolerance": GRADIENT_TOLERANCE,
         "chunk_size": chunk_size,
+        "features": "path_features" if args.exact_features else "FactoredPathFeatures",
         "seed": args.seed,
         "dense_memory_gib": args.dense_memory_gib,
         "dense_max": dense_max,

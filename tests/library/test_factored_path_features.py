@@ -1,0 +1,86 @@
+"""``FactoredPathFeatures``: the path features (eq-path-features) with the last layer scored for its readout query
+only and low-rank heads through their factors, against ``path_features`` (the same numbers up to rounding)."""
+
+import pickle
+
+import pytest
+import torch
+from helpers import assert_rounding_close, random_attention, random_inputs
+
+from attnpaths.attention import Attention, AttentionLayer
+from attnpaths.hmc import HMCTask, four_path_network
+from attnpaths.hmc.data import sample_inputs
+from attnpaths.paths import FactoredPathFeatures, path_features
+
+FEATURES_RTOL = 1e-13
+"""Largest difference allowed, relative to the largest feature: both compute the same sums, grouped differently
+(the factored scores ``(x^T L)(R^T x)`` against ``(x^T W) x``; the readout's softmax over one column); a feature is
+a weighted sum of the inputs with attention weights whose rounding moves with the scores' (scores of order 10 to
+100 at the hidden-Markov-chain task's ``beta = 10``: ~1e-14 of the largest feature seen)."""
+
+
+def test_the_hmc_network_features_agree_with_path_features_on_several_seeds():
+    task = HMCTask()
+    attention = four_path_network(task).attention
+    factored = FactoredPathFeatures(attention)
+    # layer 1: the same_token head (a rank-one feature block beside the position block, rank 31 of 231) is
+    # factored, the perturbed blank head is full rank; layer 2: the uniform head has rank one, the blank full
+    assert factored.ranks == [[31, None], [1, None]]
+    for seed in (0, 1, 2):
+        x, _ = sample_inputs(task, 40, torch.Generator().manual_seed(seed))
+        expected = path_features(x, attention)
+        found = factored(x, batch_size=16)
+        assert_rounding_close(found, expected, rtol=FEATURES_RTOL, what=f"features, seed {seed}")
+        # the position rows are attention weights themselves (positive, no cancellation): close entry by entry
+        positions = slice(task.feature_width, None)
+        assert_rounding_close(found[:, positions], expected[:, positions], scale=0.0, rtol=1e-11, what="weights")
+        assert torch.equal(factored(x, batch_size=40), found)  # determinism: the batch only cuts the work
+
+
+@pytest.mark.parametrize("readout", ["last_token", "first_token", "average_pooling"])
+def test_random_attentions_with_low_rank_and_query_key_heads(readout):
+    g = torch.Generator().manual_seed(3)
+    n0, tokens = 9, 6
+    dense = random_attention(g, (2, 3), n0, readout)
+    # a rank-2 head (factored) beside a full one, and a query/key layer (never factored)
+    low = torch.randn(n0, 2, generator=g, dtype=torch.float64) @ torch.randn(2, n0, generator=g, dtype=torch.float64)
+    mixed_layer = AttentionLayer(W=torch.stack([low / n0, dense.layers[0].W[1]]))
+    qk_layer = AttentionLayer(
+        Q=torch.randn(3, 4, n0, generator=g, dtype=torch.float64) / n0,
+        K=torch.randn(3, 4, n0, generator=g, dtype=torch.float64) / n0,
+    )
+    x = random_inputs(g, 11, n0, tokens)
+    for attention, ranks in (
+        (dense, [[None, None], [None, None, None]]),
+        (Attention((mixed_layer, dense.layers[1]), readout), [[2, None], [None, None, None]]),
+        (Attention((mixed_layer, qk_layer), readout), [[2, None], [None, None, None]]),
+        (Attention((qk_layer, mixed_layer), readout), [[None, None, None], [2, None]]),
+    ):
+        factored = FactoredPathFeatures(attention)
+        assert factored.ranks == ranks
+        assert_rounding_close(factored(x, batch_size=4), path_features(x, attention), what=f"{readout}, {ranks}")
+
+
+def test_a_zero_head_and_pickling():
+    n0 = 5
+    g = torch.Generator().manual_seed(0)
+    layer = AttentionLayer(W=torch.stack([torch.zeros(n0, n0, dtype=torch.float64), torch.eye(n0).double()]))
+    attention = Attention((layer, layer))
+    factored = FactoredPathFeatures(attention)
+    assert factored.ranks == [[0, None], [0, None]]  # the zero head: uniform attention from rank-0 factors
+    x = random_inputs(g, 3, n0, 4)
+    shipped = pickle.loads(pickle.dumps(factored))
+    assert torch.equal(shipped(x), factored(x))  # determinism: the same factors, the same code
+    assert_rounding_close(factored(x), path_features(x, attention))
+    assert factored(x[:0]).shape == (0, n0, 4)
+
+
+def test_bad_arguments_are_refused_naming_them():
+    attention = random_attention(torch.Generator().manual_seed(0), (2,), 4)
+    with pytest.raises(ValueError, match="attention must be an Attention"):
+        FactoredPathFeatures(attention.layers[0])
+    factored = FactoredPathFeatures(attention)
+    with pytest.raises(ValueError, match=r"x must have shape \[B, N0, T\] = \[B, 4, T\]"):
+        factored(torch.zeros(2, 5, 3))
+    with pytest.raises(ValueError, match="batch_size"):
+        factored(torch.zeros(2, 4, 3), batch_size=0)
