@@ -151,7 +151,7 @@ def little_loss(
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k!r}")
     how = "after brief fine-tuning with the heads pruned" if fine_tuned else "without fine-tuning"
-    heads = "head" if k == 1 else f"{k} heads"
+    heads = "1 head" if k == 1 else f"{k} heads"
     lowest = "the lowest-score head" if k == 1 else f"the {k} lowest-score heads"
     return directional_z(
         claim,
