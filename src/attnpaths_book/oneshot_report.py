@@ -193,3 +193,46 @@ def sampler_table(samples: dict, temperatures) -> str:
 def stage_table(seconds: dict) -> str:
     """Wall time per stage (``{stage: seconds}``, underscores shown as spaces)."""
     return _table(["stage", "wall time (s)"], [[k.replace("_", " "), f"{v:.1f}"] for k, v in seconds.items()])
+
+
+def little_loss_table(result) -> str:
+    """Per number of heads pruned ``k`` (sec-oneshot-little-loss): the heads pruned along the score order, the
+    accuracy without and after fine-tuning with their changes from the unpruned model, and the score order's
+    difference from the exact random-order expectation and from the best set of ``k`` heads (points, +- one
+    standard error, paired over the episodes; after fine-tuning over the episodes and the seeds).
+
+    Args:
+        result: :class:`attnpaths.oneshot.pruning.LittleLoss`.
+    """
+
+    def pm(value, se):
+        return f"{100 * value:+.1f} ± {100 * se:.1f}"
+
+    rows = []
+    for i, k in enumerate(result.ks):
+        rows.append(
+            [
+                k,
+                ", ".join(result.score_sets[i]),
+                _percent(result.pruned_accuracy[i]),
+                pm(result.pruned_difference[i], result.pruned_se[i]),
+                _percent(result.tuned_accuracy[i].mean()),
+                pm(result.tuned_difference[i], result.tuned_se[i]),
+                f"{_percent(result.random_accuracy[i])} ({pm(result.minus_random[i], result.minus_random_se[i])})",
+                f"{_percent(result.best_accuracy[i])}: {', '.join(result.best_sets[i])} "
+                f"({pm(result.minus_best[i], result.minus_best_se[i])})",
+            ]
+        )
+    return _table(
+        [
+            "k",
+            "heads pruned (score order)",
+            "A, no fine-tuning",
+            "change",
+            f"A, fine-tuned (mean of {result.num_seeds} seeds)",
+            "change",
+            "random orders, exact (score order minus it)",
+            "best set of k heads (score order minus it)",
+        ],
+        rows,
+    )

@@ -197,3 +197,69 @@ def test_order_parameter_comparison_shares_one_scale_for_theory_and_samples():
     assert [im.get_clim() for im in images] == [(-1.3, 1.3), (-1.3, 1.3), (-20.0, 20.0)]
     assert [ax.get_title() for ax in fig.axes[:3]] == ["theory, N=10", "sampled, N=10", "gradient descent"]
     plt.close(fig)
+
+
+def _little_loss():
+    """A :class:`attnpaths.oneshot.pruning.LittleLoss` of two values of k, two fine-tuning seeds."""
+    from attnpaths.oneshot.pruning import LittleLoss
+
+    a = np.array
+    return LittleLoss(
+        ks=(1, 2),
+        num_episodes=400,
+        num_seeds=2,
+        base_accuracy=0.83,
+        base_se=0.019,
+        score_sets=[["(1)2"], ["(1)2", "(2)1"]],
+        pruned_accuracy=a([0.81, 0.75]),
+        pruned_difference=a([-0.02, -0.08]),
+        pruned_se=a([0.007, 0.012]),
+        random_accuracy=a([0.79, 0.70]),
+        minus_random=a([0.02, 0.05]),
+        minus_random_se=a([0.006, 0.01]),
+        best_accuracy=a([0.82, 0.78]),
+        best_sets=[["(2)3"], ["(1)1", "(2)3"]],
+        minus_best=a([-0.01, -0.03]),
+        minus_best_se=a([0.004, 0.008]),
+        tuned_accuracy=a([[0.82, 0.83], [0.80, 0.81]]),
+        tuned_difference=a([-0.005, -0.025]),
+        tuned_se=a([0.008, 0.011]),
+        control_accuracy=a([0.84, 0.85]),
+        control_difference=0.015,
+        control_se=0.007,
+        losses={0: np.zeros((2, 3)), 1: np.zeros((2, 3)), 2: np.zeros((2, 3))},
+    )
+
+
+def test_little_loss_table_and_figure_carry_the_numbers_they_are_given():
+    ll = _little_loss()
+    rows = report.little_loss_table(ll).split("\n")
+    assert len(rows) == 4 and "fine-tuned (mean of 2 seeds)" in rows[0]
+    assert rows[3] == (
+        "| 2 | (1)2, (2)1 | 75.0 % | -8.0 ± 1.2 | 80.5 % | -2.5 ± 1.1 | 70.0 % (+5.0 ± 1.0) | "
+        "78.0 %: (1)1, (2)3 (-3.0 ± 0.8) |"
+    )
+    fig = plots.plot_little_loss(
+        ll.base_accuracy,
+        ll.base_se,
+        0.03,
+        [0.83, 0.81, 0.75, 0.6],
+        [0.83, 0.79, 0.70, 0.55],
+        [0.83, 0.82, 0.78, 0.65],
+        ks=ll.ks,
+        tuned=ll.tuned_accuracy.mean(axis=1),
+        tuned_se=ll.tuned_se,
+        pruned_se=ll.pruned_se,
+        control=ll.control_accuracy.mean(),
+        control_se=ll.control_se,
+    )
+    lines = {line.get_label(): line.get_ydata() for line in fig.axes[0].get_lines()}
+    np.testing.assert_allclose(lines["score order, no fine-tuning"], [83, 81, 75, 60])
+    np.testing.assert_allclose(lines["random order (exact expectation)"], [83, 79, 70, 55])
+    np.testing.assert_allclose(lines["best set of k heads (optimum)"], [83, 82, 78, 65])
+    np.testing.assert_allclose(lines["unpruned minus the margin"], [80, 80])
+    bars = {c.get_label(): np.asarray(c.lines[0].get_ydata(), dtype=float) for c in fig.axes[0].containers}
+    np.testing.assert_allclose(bars["score order, briefly fine-tuned"], [82.5, 80.5])
+    np.testing.assert_allclose(bars["unpruned, same fine-tuning (control)"], [84.5])
+    assert fig.axes[0].get_legend() is not None
+    plt.close(fig)

@@ -10,6 +10,7 @@ from attnpaths.claims import Outcome
 from attnpaths.experiments.head_pruning import all_heads, pruning_sets
 from attnpaths.experiments.head_subsets import random_order_area_distribution, subset_curve, subset_masks
 from attnpaths.oneshot import claims as os_claims
+from attnpaths.oneshot import pruning as oneshot_pruning
 
 HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
 
@@ -191,3 +192,52 @@ def test_kernel_alignment_over_independent_draws_needs_a_consistent_difference()
     # by 0.01 it is not significant
     tiny = gp + 0.001 + 0.01 * rng.standard_normal(6)
     assert fw.kernel_alignment("4", fraction_fw=tiny, fraction_gp=gp, k=5, width=10).outcome is NS
+
+
+def _correctness(n, accuracy, rng):
+    """``[n]`` 1/0 correctness with exactly ``round(accuracy n)`` episodes right, in a random order."""
+    out = np.zeros(n)
+    out[rng.permutation(n)[: round(accuracy * n)]] = 1.0
+    return out
+
+
+def test_little_loss_holds_for_a_small_loss_and_is_contradicted_beyond_the_margin():
+    rng = np.random.default_rng(0)
+    reference = _correctness(4000, 0.83, rng)
+    right = np.flatnonzero(reference == 1)
+    # pruned model: the same episodes right except 1 % of them (a loss of 1 point, margin 3 points)
+    small = reference.copy()
+    small[right[:40]] = 0
+    diff, se = oneshot_pruning.paired_difference(small, reference)
+    verdict = os_claims.little_loss("7c (k=1)", difference=diff, se=se, margin=0.03, k=1, fine_tuned=False)
+    assert verdict.outcome is Outcome.HOLDS and "lowest-score head " in verdict.statement
+    # a loss of 8 points, beyond the margin of 3: contradicted (the paper's claim, if made at this k, is wrong)
+    large = reference.copy()
+    large[right[:320]] = 0
+    diff, se = oneshot_pruning.paired_difference(large, reference)
+    verdict = os_claims.little_loss("7c (k=2)", difference=diff, se=se, margin=0.03, k=2, fine_tuned=False)
+    assert verdict.outcome is Outcome.CONTRADICTED and diff == pytest.approx(-0.08)
+    # a loss at the margin cannot be told apart from it
+    verdict = os_claims.little_loss("7d (k=2)", difference=-0.03, se=0.01, margin=0.03, k=2, fine_tuned=True)
+    assert verdict.outcome is Outcome.NOT_SIGNIFICANT and "fine-tuning" in verdict.statement
+    # a gain from pruning holds whatever the margin
+    verdict = os_claims.little_loss("7d (k=1)", difference=0.02, se=0.01, margin=0.01, k=1, fine_tuned=True)
+    assert verdict.outcome is Outcome.HOLDS
+    with pytest.raises(ValueError, match="margin"):
+        os_claims.little_loss("7c", difference=0.0, se=0.01, margin=3, k=1, fine_tuned=False)
+
+
+def test_little_loss_power_is_the_chance_of_holding_at_no_loss():
+    # margin / se - z_c = 0: a coin flip; far above: certain; and it rises as the standard error shrinks
+    zc = 2.3263478740408408  # Phi^{-1}(0.99)
+    assert os_claims.little_loss_power(0.01, 0.01 * zc, 0.01) == pytest.approx(0.5)
+    assert os_claims.little_loss_power(0.001, 0.03, 0.01) > 0.999999
+    assert os_claims.little_loss_power(0.02, 0.03) < os_claims.little_loss_power(0.01, 0.03)
+    # the power is what the test does: at a true loss of 0, draws of the estimate hold with that frequency
+    rng = np.random.default_rng(1)
+    se, margin = 0.015, 0.03
+    holds = [
+        os_claims.little_loss("7c", difference=d, se=se, margin=margin, k=1, fine_tuned=False).holds
+        for d in rng.normal(0.0, se, 4000)
+    ]
+    assert np.mean(holds) == pytest.approx(os_claims.little_loss_power(se, margin), abs=0.03)

@@ -18,6 +18,7 @@ from attnpaths.attention import Attention, AttentionLayer
 from attnpaths.claims import Outcome
 from attnpaths.experiments import head_pruning
 from attnpaths.experiments.finite_width import sample_agreement
+from attnpaths.experiments.head_subsets import best_curve
 from attnpaths.experiments.path_data import PathData
 from attnpaths.experiments.sampling import sample_posterior
 from attnpaths.head_scoring import pruning_order
@@ -25,6 +26,7 @@ from attnpaths.oneshot import episodes, temperature_grid
 from attnpaths.oneshot import pruning as oneshot_pruning
 from attnpaths.oneshot.imagesets import ImageClasses
 from attnpaths.oneshot.sequences import SequenceEncoder
+from attnpaths.oneshot.training import TrainedModel, TrainingConfig
 from attnpaths.oneshot.training import accuracy as model_accuracy
 from attnpaths.paths import all_paths
 from attnpaths.theory import classification_accuracy, solve
@@ -259,9 +261,14 @@ def test_pruning_order_is_ascending_with_layer_major_ties():
         pruning_order(scores, prune_first="random")
 
 
+def seqs_encoder():
+    """The encoder of :func:`_episodes_and_model`'s episodes."""
+    return SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
+
+
 def _episodes_and_model():
     model = SumHeadTransformer(16, 8, 4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    encoder = SequenceEncoder.create(np.random.default_rng(1), patch_size=4, image_size=16)
+    encoder = seqs_encoder()
     seqs = episodes.class_sorted_sequences(blob_classes(6, 1), 60, encoder, np.random.default_rng(2))
     return model, seqs
 
@@ -444,3 +451,55 @@ def test_layer_sampler_and_checks_run_on_one_shot_features(features, grid):
         "2", points=[point], reference_accuracy={5: grid.accuracy["test"][k, j]}, reference_U={5: grid.U[k, j]}
     )
     assert verdict.outcome in set(Outcome)
+
+
+# ------------------------------------------------------------------------------------------------ little loss
+
+
+def test_paired_difference_over_episodes_and_over_fine_tuning_seeds():
+    reference = np.array([1, 1, 0, 1, 0, 1, 1, 0], dtype=float)
+    one = np.array([1, 0, 0, 1, 1, 1, 0, 0], dtype=float)
+    estimate, se = oneshot_pruning.paired_difference(one, reference)
+    d = one - reference
+    assert estimate == pytest.approx(d.mean()) and se == pytest.approx(d.std(ddof=1) / math.sqrt(8))
+    seeds = np.array([one, reference, np.ones(8)])
+    estimate, se = oneshot_pruning.paired_difference(seeds, reference)
+    per_episode = seeds.mean(axis=0) - reference
+    expected = per_episode.var(ddof=1) / 8 + seeds.mean(axis=1).var(ddof=1) / 3
+    assert estimate == pytest.approx(per_episode.mean()) and se == pytest.approx(math.sqrt(expected))
+    # seeds that agree on every episode add no seed variance: the one-model standard error
+    assert oneshot_pruning.paired_difference(np.array([one, one]), reference)[1] == pytest.approx(
+        d.std(ddof=1) / math.sqrt(8)
+    )
+    with pytest.raises(ValueError, match="correct"):
+        oneshot_pruning.paired_difference(one[:5], reference)
+
+
+def test_little_loss_compares_the_score_order_with_the_unpruned_model_the_random_orders_and_the_best(pruning_setup):
+    model, seqs, evaluator = pruning_setup
+    scores = np.array([[0.5, 0.1, 0.9], [1.0, 0.3, 0.2]])
+    result = oneshot_pruning.prune_heads(evaluator, scores, 2, np.random.default_rng(5))
+    sets = head_pruning.pruning_sets(result.score_order, result.heads)
+    trained = TrainedModel(model, seqs_encoder(), TrainingConfig(batch_size=8, learning_rate=1e-3), {})
+    tuned = oneshot_pruning.fine_tune_pruned_sets(
+        trained, blob_classes(6, 3), seqs, {0: sets[0], 1: sets[1], 2: sets[2]}, num_seeds=2, seed=0, steps=3
+    )
+    assert tuned[2]["pruned"] == tuple(sorted(sets[2])) and tuned[1]["correct"].shape == (2, 60)
+    ll = oneshot_pruning.little_loss(evaluator, result, [1, 2], tuned)
+    assert ll.ks == (1, 2) and ll.num_seeds == 2 and ll.num_episodes == 60
+    assert ll.score_sets == [["(1)2"], ["(1)2", "(2)3"]]
+    # the same evaluator's numbers, read three ways: the pruning curve, the exact random expectation, the ceiling
+    np.testing.assert_allclose(ll.pruned_accuracy, result.score_curve[1:3], rtol=1e-12)
+    np.testing.assert_allclose(ll.random_accuracy, result.random_expectation[1:3], rtol=1e-12)
+    np.testing.assert_allclose(ll.best_accuracy, best_curve(result.curve_accuracy, result.heads)[1:3], rtol=1e-12)
+    np.testing.assert_allclose(ll.pruned_difference, ll.pruned_accuracy - ll.base_accuracy, atol=1e-12)
+    np.testing.assert_allclose(ll.minus_random, ll.pruned_accuracy - ll.random_accuracy, atol=1e-12)
+    np.testing.assert_allclose(ll.minus_best, ll.pruned_accuracy - ll.best_accuracy, atol=1e-12)
+    assert np.all(ll.minus_best <= 1e-12)  # no set of k heads beats the best one
+    np.testing.assert_allclose(ll.tuned_difference, ll.tuned_accuracy.mean(axis=1) - ll.base_accuracy, atol=1e-12)
+    assert ll.control_accuracy.shape == (2,) and ll.losses[0].shape == (2, 3)
+    assert set(ll.to_dict()) >= {"tuned_mean_accuracy", "final_loss", "best_sets", "base_se"}
+    with pytest.raises(ValueError, match="ks"):
+        oneshot_pruning.little_loss(evaluator, result, [5], tuned)
+    with pytest.raises(ValueError, match="fine_tuned"):
+        oneshot_pruning.little_loss(evaluator, result, [1, 2], {1: tuned[1], 2: tuned[1]})

@@ -1,5 +1,6 @@
 """Training: reproducible from its seed, keeps the best validation weights, saves everything it needs."""
 
+import copy
 import os
 
 import numpy as np
@@ -114,3 +115,41 @@ def test_load_or_fit_trains_once(tmp_path, dataset, monkeypatch):
 def test_config_rejects_bad_values(kwargs, name):
     with pytest.raises(ValueError, match=name):
         TrainingConfig(**kwargs)
+
+
+def test_fine_tuning_keeps_the_pruned_heads_pruned_and_trains_the_kept_ones(dataset, trained):
+    before = {name: value.clone() for name, value in trained.model.state_dict().items()}
+    pruned = [(1, 3), (0, 1)]
+    tuned = training.fine_tune_pruned(trained, dataset.train, pruned, steps=6, rng=np.random.default_rng(3))
+    assert tuned.pruned == ((0, 1), (1, 3)) and len(tuned.losses) == 6 and np.all(np.isfinite(tuned.losses))
+    for name, value in trained.model.state_dict().items():
+        assert torch.equal(value, before[name])  # the model it started from is not changed
+    for name in ("queries", "keys", "values"):
+        start, end = getattr(trained.model, name), getattr(tuned.model, name)
+        for lh in pruned:
+            # the pruned heads' weights are set back after every step (weight decay would move them)
+            assert torch.equal(end[lh], start[lh])
+        assert not torch.equal(end[0, 0], start[0, 0])  # a kept head is trained
+    assert not torch.equal(tuned.model.readout, trained.model.readout)
+    # with the heads dropped, the output does not depend on the pruned heads' weights at all
+    x = sample_sequences(dataset.test, 20, trained.encoder, np.random.default_rng(4), dtype=torch.float32).x
+    scrambled = copy.deepcopy(tuned.model)
+    with torch.no_grad():
+        for l, h in pruned:
+            scrambled.values[l, h].normal_()
+            scrambled.queries[l, h].normal_()
+    out = training.predict(tuned.model, x, drop_heads=tuned.pruned)
+    assert torch.equal(training.predict(scrambled, x, drop_heads=tuned.pruned), out)  # the pruned heads' outputs are 0
+    # reproducible from the episodes' generator, and another generator gives another model
+    again = training.fine_tune_pruned(trained, dataset.train, pruned, steps=6, rng=np.random.default_rng(3))
+    assert all(torch.equal(a, b) for a, b in zip(again.model.parameters(), tuned.model.parameters()))
+    other = training.fine_tune_pruned(trained, dataset.train, pruned, steps=6, rng=np.random.default_rng(5))
+    assert not torch.equal(other.model.readout, tuned.model.readout)
+    with pytest.raises(ValueError, match="at least one head"):
+        training.fine_tune_pruned(
+            trained, dataset.train, [(0, h) for h in range(4)], steps=1, rng=np.random.default_rng(0)
+        )
+    with pytest.raises(ValueError, match="steps"):
+        training.fine_tune_pruned(trained, dataset.train, pruned, steps=0, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="rng"):
+        training.fine_tune_pruned(trained, dataset.train, pruned, steps=1, rng=3)

@@ -9,6 +9,9 @@ Each function returns a :class:`attnpaths.claims.Verdict` decided by permutation
 * :func:`pattern_transfer`: the theory's order-parameter pattern is found in the gradient-descent weights
   (correlation of the patterns against every relabelling of the heads within their layers).
 
+:func:`little_loss` (with its power check :func:`little_loss_power`) is decided by a one-sided z-test instead: pruning
+the lowest-score heads costs at most a stated margin of accuracy (non-inferiority to the unpruned model).
+
 A permutation test with ``m`` equally likely arrangements cannot give a p-value below ``1 / m``; where the
 level lies below it, the verdict says that the level is not attainable (and cannot hold).
 
@@ -21,8 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
-from ..claims import LEVEL, Verdict, permutation
+from ..claims import LEVEL, Verdict, directional_z, permutation
 from ..experiments import finite_width as fw_claims
 from ..experiments.head_pruning import pruning_sets
 from ..experiments.head_subsets import random_order_area_distribution, random_order_p_values, subset_curve
@@ -122,6 +126,56 @@ def pruning_order(claim: str, *, score_order, values, heads, level: float = LEVE
             + attainability(level, smallest_order_p_value(areas, probabilities), "this model's orders")
         ),
     )
+
+
+def little_loss(
+    claim: str, *, difference: float, se: float, margin: float, k: int, fine_tuned: bool, level: float = LEVEL
+) -> Verdict:
+    """Claim: pruning the ``k`` lowest-score heads of the gradient-descent model costs little accuracy, at most
+    ``margin`` below the unpruned model (abstract; Figs. 3e, 3f; sec-oneshot-little-loss).
+
+    Args:
+        difference: accuracy after pruning minus the unpruned accuracy on the same episodes (fractions; negative =
+            a loss); se: its standard error (:func:`attnpaths.oneshot.pruning.paired_difference`).
+        margin: the largest loss that counts as little (a fraction, > 0), fixed before measuring.
+        fine_tuned: whether the pruned model was fine-tuned (words only).
+
+    Test: one-sided non-inferiority z-test of ``difference + margin > 0``
+    (:func:`attnpaths.claims.directional_z`): holds when the loss lies below the margin beyond doubt (``z > z_c``),
+    contradicted when it lies beyond the margin beyond doubt (``z < -z_c``), not significant otherwise.
+    """
+    margin = float(margin)
+    if not 0 < margin < 1:
+        raise ValueError(f"margin must be an accuracy fraction in (0, 1), got {margin!r}")
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k!r}")
+    how = "after brief fine-tuning with the heads pruned" if fine_tuned else "without fine-tuning"
+    heads = "1 head" if k == 1 else f"{k} heads"
+    lowest = "the lowest-score head" if k == 1 else f"the {k} lowest-score heads"
+    return directional_z(
+        claim,
+        f"pruning {lowest} ({how}) costs at most {100 * margin:g} accuracy points",
+        source=SOURCE_PRUNING,
+        statistic=f"accuracy change after pruning {heads} {how}, plus the margin {margin:g}",
+        estimate=float(difference) + margin,
+        se=float(se),
+        level=level,
+        measured=(
+            f"accuracy change {100 * float(difference):+.1f} points (standard error {100 * float(se):.2f}) against a "
+            f"margin of -{100 * margin:g} points."
+        ),
+    )
+
+
+def little_loss_power(se: float, margin: float, level: float = LEVEL) -> float:
+    """The power check of :func:`little_loss`: the probability that it holds were pruning free of cost (true
+    difference 0), ``Phi(margin / se - Phi^{-1}(1 - level))``."""
+    if not (math.isfinite(se) and se > 0):
+        raise ValueError(f"se must be a finite number > 0, got {se!r}")
+    if not margin > 0:
+        raise ValueError(f"margin must be > 0, got {margin!r}")
+    return float(stats.norm.cdf(float(margin) / float(se) - stats.norm.isf(level)))
 
 
 def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = LEVEL) -> Verdict:

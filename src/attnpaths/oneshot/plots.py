@@ -221,6 +221,80 @@ def plot_cumulative_pruning(score_curve, random_curves, *, score_labels=None):
     return fig
 
 
+def plot_little_loss(
+    base_accuracy,
+    base_se,
+    margin,
+    score_curve,
+    random_expectation,
+    best,
+    *,
+    ks,
+    tuned,
+    tuned_se,
+    pruned_se,
+    control=None,
+    control_se=None,
+    z: float = 1.96,
+):
+    """Accuracy of the GD model against the number of heads pruned (sec-oneshot-little-loss): the unpruned model
+    (black line, band: +-``z`` binomial standard errors) and its accuracy minus the margin (dashed); the score order
+    without fine-tuning (blue, bars at ``ks``: +-``z`` paired standard errors of the difference from the unpruned
+    model) and after brief fine-tuning (orange, mean over seeds, bars: +-``z`` standard errors over episodes and
+    seeds); the exact random-order expectation (grey) and the best set of each size (green, chosen on the same
+    episodes).
+
+    Args:
+        base_accuracy, base_se, margin: fractions; score_curve, random_expectation, best: ``[K + 1]`` fractions.
+        ks: ``[m]`` numbers of heads pruned with fine-tuned models; tuned, tuned_se, pruned_se: ``[m]``.
+        control, control_se: the unpruned model after the same fine-tuning (drawn at ``k = 0``), or ``None``.
+    """
+    sc, rnd, bst = (100 * np.asarray(v, dtype=float) for v in (score_curve, random_expectation, best))
+    ks = np.asarray(ks, dtype=int)
+    k = np.arange(sc.size)
+    fig, ax = plt.subplots(figsize=(5.2, 3.3), layout="constrained")
+    base, band = 100 * float(base_accuracy), 100 * z * float(base_se)
+    ax.axhspan(base - band, base + band, color="k", alpha=0.1, linewidth=0)
+    ax.axhline(base, color="k", linewidth=1.0, label="unpruned model")
+    ax.axhline(base - 100 * float(margin), color="k", linewidth=1.0, linestyle="--", label="unpruned minus the margin")
+    ax.plot(k, bst, color="tab:green", marker="^", markersize=4, linewidth=1.0, label="best set of k heads (optimum)")
+    ax.plot(k, rnd, color="0.5", marker="s", markersize=3, linewidth=1.0, label="random order (exact expectation)")
+    ax.plot(k, sc, color=SCORE_COLOR, marker="o", markersize=4, linewidth=1.5, label="score order, no fine-tuning")
+    ax.errorbar(
+        ks, sc[ks], yerr=100 * z * np.asarray(pruned_se, dtype=float), color=SCORE_COLOR, linestyle="none", capsize=3
+    )
+    ax.errorbar(
+        ks + 0.08,
+        100 * np.asarray(tuned, dtype=float),
+        yerr=100 * z * np.asarray(tuned_se, dtype=float),
+        color="tab:orange",
+        marker="D",
+        markersize=4,
+        linestyle="none",
+        capsize=3,
+        label="score order, briefly fine-tuned",
+    )
+    if control is not None:
+        ax.errorbar(
+            [0.08],
+            [100 * float(control)],
+            yerr=[100 * z * float(control_se)],
+            color="tab:orange",
+            marker="D",
+            markerfacecolor="white",
+            markersize=4,
+            linestyle="none",
+            capsize=3,
+            label="unpruned, same fine-tuning (control)",
+        )
+    ax.set_xticks(k)
+    ax.set_xlabel("number of pruned heads k")
+    ax.set_ylabel("A (%)")
+    ax.set_title("Little loss? Accuracy after pruning, with and without fine-tuning", fontsize=9)
+    ax.legend(fontsize=6, loc="lower left")
+    return fig
+
+
 def plot_temperature_grid(widths, temperatures, accuracy, chosen, *, converged=None, titles=None):
     """Accuracy of the theory over the (N, T) grid, one heat map per split, with the temperature chosen for
     every width marked (one marker style per selection rule).

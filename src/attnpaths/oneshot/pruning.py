@@ -5,6 +5,9 @@
   layer), and the drop when one head is pruned;
 * :func:`prune_heads` (a :class:`PruningResult`): all of Figs. 3e and 3f, along the theory's order and random
   orders (:mod:`attnpaths.experiments.head_pruning`); :func:`forward_pass_errors` its check;
+* :func:`fine_tune_pruned_sets` (over :func:`fine_tuned_correct`), :func:`little_loss` (a :class:`LittleLoss`):
+  whether pruning the lowest-score heads costs little, in absolute accuracy, without and after brief fine-tuning,
+  with paired standard errors over the episodes (:func:`paired_difference`) and the seeds of the fine-tuning;
 * :func:`head_relabelings`, :func:`pattern_similarity`: the comparison of two head-score patterns up to a
   relabelling of the heads within their layers.
 """
@@ -12,20 +15,29 @@
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
-from .._validation import as_float64_array, positive_int
+from .._validation import as_float64_array, int_at_least, positive_int
+from ..engine import experiment_generator, map_tasks
 from ..experiments.head_pruning import all_heads, pruning_curve, pruning_sets, random_orders
-from ..experiments.head_subsets import curve_table, random_order_curve
+from ..experiments.head_subsets import (
+    allowed_subsets,
+    curve_table,
+    random_order_curve,
+    random_order_weights,
+    subset_masks,
+)
 from ..head_masks import HeadMaskEvaluator
 from ..head_scoring import head_labels, pruning_order
 from ..paths import all_paths
 from ..transformer import SumHeadTransformer
 from .sequences import Sequences
+from .training import TrainedModel, fine_tune_pruned, predict
 from .training import accuracy as model_accuracy
-from .training import predict
 
 #: The authors' GD model, its test accuracy and single-head pruning drops (points, heads in ascending score order)
 #: as typed into their PLOT_head_scores_vs_performance_drop.py (sec-oneshot-pruning, Fig. 3e); quoted for comparison only.
@@ -188,6 +200,298 @@ def prune_heads(
         random_curves=np.array([pruning_curve(evaluator, o) for o in orders]),
         curve_accuracy=table,
         random_expectation=random_order_curve(table, heads),
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# little loss: absolute accuracy after pruning the lowest-score heads, without and after fine-tuning
+
+
+def episode_correct(evaluator: HeadMaskEvaluator, pruned=()) -> np.ndarray:
+    """``[B]`` float64, 1 or 0: whether the model of ``evaluator`` with the ``(layer, head)`` pairs ``pruned`` pruned
+    gets each of its episodes right (``sign(f) == y``; the mean is ``evaluator(pruned)``)."""
+    return (np.sign(evaluator.outputs(pruned)) == evaluator.labels).astype(np.float64)
+
+
+def paired_difference(correct, reference) -> tuple[float, float]:
+    """The accuracy difference of a model against a reference on the same episodes, and its standard error
+    (sec-oneshot-little-loss).
+
+    Args:
+        correct: ``[B]`` (one model) or ``[S, B]`` (``S >= 2`` fine-tuning seeds of one model) per-episode
+            correctness, 1 or 0.
+        reference: ``[B]`` the reference model's correctness on the same episodes.
+
+    Returns:
+        ``(estimate, se)``. One model: ``estimate = mean_i (c_i - r_i)`` and ``se = sd_i(c_i - r_i) / sqrt(B)``, the
+        paired (McNemar) standard error over the episodes, drawn independently from the test classes. ``S`` seeds:
+        ``estimate = mean_{s,i} (c_si - r_i)`` and ``se^2 = var_i(mean_s c_si - r_i) / B + var_s(mean_i c_si) / S``:
+        the first term is the episodes' share, the second the seeds' (each sample variance with ``ddof = 1``).
+        Under the crossed random-effects model ``c_si - r_i = mu + e_i + s_s + (es)_si`` each term also holds the
+        interaction's ``var((es)) / (B S)``, so the sum counts it twice: a conservative standard error.
+    """
+    r = as_float64_array(reference, "reference", ndim=1)
+    c = as_float64_array(correct, "correct")
+    if c.ndim == 1:
+        c = c[None]
+    if c.ndim != 2 or c.shape[1] != r.size:
+        raise ValueError(f"correct must have shape [B] or [S, B] with B = {r.size}, got {tuple(c.shape)}")
+    if r.size < 2:
+        raise ValueError(f"reference must hold at least 2 episodes, got {r.size}")
+    per_episode = c.mean(axis=0) - r
+    var = per_episode.var(ddof=1) / r.size
+    if c.shape[0] > 1:
+        var += c.mean(axis=1).var(ddof=1) / c.shape[0]
+    return float(per_episode.mean()), float(math.sqrt(var))
+
+
+def fine_tuned_correct(
+    pruned,
+    seed: int,
+    identity: tuple,
+    *,
+    trained: TrainedModel,
+    train_classes,
+    sequences: Sequences,
+    steps: int,
+    batch_size: int | None = None,
+    learning_rate: float | None = None,
+) -> dict:
+    """One engine task of :func:`fine_tune_pruned_sets`: fine-tune ``trained`` with ``pruned`` pruned
+    (:func:`attnpaths.oneshot.training.fine_tune_pruned`, episodes from ``experiment_generator(seed, *identity)``,
+    on one torch thread so that a worker and the calling process give the same numbers) and evaluate it on
+    ``sequences`` with those heads pruned, by its own float32 forward pass (``drop_heads``; the float64 evaluation
+    of :func:`pruning_evaluator` agrees with it up to outputs within float32 rounding of 0, and would keep every
+    layer's activations of the episodes in memory).
+
+    Returns:
+        ``{"pruned", "correct": [B] (1 or 0), "accuracy", "losses": [steps]}``.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        tuned = fine_tune_pruned(
+            trained,
+            train_classes,
+            pruned,
+            steps=steps,
+            rng=experiment_generator(seed, *identity),
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+        )
+        outputs = predict(tuned.model, sequences.x.to(torch.float32), drop_heads=tuned.pruned).double()
+        correct = (torch.sign(outputs) == sequences.y.double()).double().numpy()
+    finally:
+        torch.set_num_threads(threads)
+    return {"pruned": tuned.pruned, "correct": correct, "accuracy": float(correct.mean()), "losses": tuned.losses}
+
+
+def fine_tune_pruned_sets(
+    trained: TrainedModel,
+    train_classes,
+    sequences: Sequences,
+    pruned_sets: dict,
+    *,
+    num_seeds: int,
+    seed: int,
+    steps: int,
+    batch_size: int | None = None,
+    learning_rate: float | None = None,
+    progress: bool = False,
+) -> dict:
+    """Brief fine-tuning of ``trained`` with each set of heads of ``pruned_sets`` pruned, from ``num_seeds`` seeds
+    each, one engine task per (set, seed) (:func:`attnpaths.engine.map_tasks`; sec-oneshot-little-loss).
+
+    Args:
+        pruned_sets: ``{k: pruned}``: a key (e.g. the number of heads pruned) and its 0-based ``(layer, head)``
+            pairs; the episodes of seed ``s`` come from ``experiment_generator(seed, k, s)``.
+        sequences: the episodes on which every fine-tuned model is evaluated (e.g. those of
+            :func:`pruning_evaluator`).
+
+    Returns:
+        ``{k: {"pruned", "correct": [S, B] (1 or 0), "accuracy": [S], "losses": [S, steps]}}``.
+    """
+    num_seeds = positive_int(num_seeds, "num_seeds")
+    seed = int_at_least(seed, "seed", 0)
+    keys = [int_at_least(k, "pruned_sets keys", 0) for k in pruned_sets]
+    tasks = [dict(pruned=tuple(pruned_sets[k]), identity=(k, s)) for k in keys for s in range(num_seeds)]
+    results = map_tasks(
+        fine_tuned_correct,
+        tasks,
+        shared=dict(
+            seed=seed,
+            trained=trained,
+            train_classes=train_classes,
+            sequences=sequences,
+            steps=positive_int(steps, "steps"),
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+        ),
+        description="one-shot model: fine-tuning pruned models",
+        progress=progress,
+    )
+    out = {}
+    for i, k in enumerate(keys):
+        runs = results[i * num_seeds : (i + 1) * num_seeds]
+        out[k] = {
+            "pruned": runs[0]["pruned"],
+            "correct": np.array([r["correct"] for r in runs]),
+            "accuracy": np.array([r["accuracy"] for r in runs]),
+            "losses": np.array([r["losses"] for r in runs]),
+        }
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class LittleLoss:
+    """Absolute accuracy of the gradient-descent model after pruning ``k`` heads along the theory's order, without
+    and after brief fine-tuning, against the unpruned model and the other orders (sec-oneshot-little-loss).
+
+    Every accuracy is on the same episodes; every difference is paired over them (:func:`paired_difference`).
+
+    Attributes:
+        ks: ``[m]`` the numbers of heads pruned that are asked about.
+        num_episodes: ``B``; num_seeds: ``S`` fine-tuning seeds.
+        base_accuracy, base_se: the unpruned model's accuracy and its binomial standard error over the episodes.
+        score_sets: the heads pruned along the score order at each ``k`` (labels).
+        pruned_accuracy, pruned_difference, pruned_se: ``[m]`` accuracy without fine-tuning, its difference from
+            the unpruned model and the difference's standard error.
+        random_accuracy: ``[m]`` the exact expected accuracy of a uniformly random order (eq-pruning-random);
+            minus_random, minus_random_se: ``[m]`` the score order's accuracy minus it, and the standard error over
+            the episodes of that difference (the expectation's per-episode weights are exact).
+        best_accuracy: ``[m]`` the best accuracy over every allowed set of ``k`` pruned heads (eq-pruning-ceiling),
+            chosen on these episodes (so optimistic); best_sets: their heads (labels); minus_best, minus_best_se:
+            ``[m]`` the score order's accuracy minus the best, and its paired standard error.
+        tuned_accuracy: ``[m, S]`` accuracy after fine-tuning (per seed); tuned_difference, tuned_se: ``[m]`` the
+            mean over seeds minus the unpruned accuracy, and its standard error over episodes and seeds.
+        control_accuracy: ``[S]`` the unpruned model after the same fine-tuning (``None`` if not run);
+            control_difference, control_se: its difference from the unpruned model and the standard error.
+        losses: ``{k: [S, steps]}`` the fine-tuning losses (``k = 0``: the control).
+    """
+
+    ks: tuple
+    num_episodes: int
+    num_seeds: int
+    base_accuracy: float
+    base_se: float
+    score_sets: list
+    pruned_accuracy: np.ndarray
+    pruned_difference: np.ndarray
+    pruned_se: np.ndarray
+    random_accuracy: np.ndarray
+    minus_random: np.ndarray
+    minus_random_se: np.ndarray
+    best_accuracy: np.ndarray
+    best_sets: list
+    minus_best: np.ndarray
+    minus_best_se: np.ndarray
+    tuned_accuracy: np.ndarray
+    tuned_difference: np.ndarray
+    tuned_se: np.ndarray
+    control_accuracy: np.ndarray | None
+    control_difference: float | None
+    control_se: float | None
+    losses: dict
+
+    def to_dict(self) -> dict:
+        """The results-file form (accuracies and differences as fractions, heads as labels)."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "losses"}
+        out["ks"] = list(self.ks)
+        out["tuned_mean_accuracy"] = self.tuned_accuracy.mean(axis=1)
+        out["final_loss"] = {str(k): v[:, -1] for k, v in self.losses.items()}
+        return out
+
+
+def little_loss(evaluator: HeadMaskEvaluator, pruning: PruningResult, ks, fine_tuned: dict) -> LittleLoss:
+    """The numbers of :class:`LittleLoss` from the evaluator of the unpruned model's episodes, the pruning result of
+    the same evaluator (:func:`prune_heads`) and the fine-tuned models (:func:`fine_tune_pruned_sets`, keyed by
+    ``k``, with the score order's set at each ``k`` of ``ks`` and optionally ``k = 0``, the control).
+
+    Args:
+        ks: numbers of heads pruned, each in ``1..K`` (``K = sum_l (H_l - 1)``).
+    """
+    heads = pruning.heads
+    sets = pruning_sets(pruning.score_order, heads)
+    ks = tuple(int(k) for k in ks)
+    if not ks or any(not 1 <= k < len(sets) for k in ks):
+        raise ValueError(f"ks must hold numbers of pruned heads in 1..{len(sets) - 1}, got {ks!r}")
+    missing = [k for k in ks if k not in fine_tuned]
+    if missing:
+        raise ValueError(f"fine_tuned must hold the models fine-tuned at every k of ks, missing {missing}")
+    for k in ks:
+        if set(fine_tuned[k]["pruned"]) != set(sets[k]):
+            raise ValueError(
+                f"fine_tuned[{k}] must prune the score order's heads {sets[k]}, got {fine_tuned[k]['pruned']}"
+            )
+    pairs = all_heads(heads)
+    masks = subset_masks(heads)
+    allowed = allowed_subsets(heads)
+    sizes = masks.sum(axis=1)
+    weights = random_order_weights(heads)
+    base = episode_correct(evaluator)
+    B = base.size
+
+    def members(m):
+        return [pairs[i] for i in np.flatnonzero(masks[m])]
+
+    rows = {name: [] for name in ("acc", "diff", "se", "rand", "mr", "mr_se", "best", "best_set", "mb", "mb_se")}
+    rows.update(tuned=[], tdiff=[], tse=[])
+    for k in ks:
+        score = episode_correct(evaluator, sets[k])
+        diff, se = paired_difference(score, base)
+        random_correct = sum(w * episode_correct(evaluator, members(m)) for m, w in enumerate(weights[k]) if w > 0)
+        mr, mr_se = paired_difference(score, random_correct)
+        candidates = np.flatnonzero(allowed & (sizes == k))
+        best_m = candidates[np.argmax([pruning.curve_accuracy[m] for m in candidates])]
+        mb, mb_se = paired_difference(score, episode_correct(evaluator, members(best_m)))
+        tuned = fine_tuned[k]
+        td, tse = paired_difference(tuned["correct"], base)
+        for name, value in zip(
+            rows,
+            (
+                score.mean(),
+                diff,
+                se,
+                random_correct.mean(),
+                mr,
+                mr_se,
+                pruning.curve_accuracy[best_m],
+                [pruning.label(lh) for lh in members(best_m)],
+                mb,
+                mb_se,
+                tuned["accuracy"],
+                td,
+                tse,
+            ),
+        ):
+            rows[name].append(value)
+    control = fine_tuned.get(0)
+    control_difference, control_se = paired_difference(control["correct"], base) if control else (None, None)
+    num_seeds = int(fine_tuned[ks[0]]["correct"].shape[0])
+    return LittleLoss(
+        ks=ks,
+        num_episodes=B,
+        num_seeds=num_seeds,
+        base_accuracy=float(base.mean()),
+        base_se=float(np.sqrt(base.mean() * (1 - base.mean()) / B)),
+        score_sets=[[pruning.label(lh) for lh in sets[k]] for k in ks],
+        pruned_accuracy=np.array(rows["acc"]),
+        pruned_difference=np.array(rows["diff"]),
+        pruned_se=np.array(rows["se"]),
+        random_accuracy=np.array(rows["rand"]),
+        minus_random=np.array(rows["mr"]),
+        minus_random_se=np.array(rows["mr_se"]),
+        best_accuracy=np.array(rows["best"]),
+        best_sets=rows["best_set"],
+        minus_best=np.array(rows["mb"]),
+        minus_best_se=np.array(rows["mb_se"]),
+        tuned_accuracy=np.array(rows["tuned"]),
+        tuned_difference=np.array(rows["tdiff"]),
+        tuned_se=np.array(rows["tse"]),
+        control_accuracy=None if control is None else np.asarray(control["accuracy"]),
+        control_difference=control_difference,
+        control_se=control_se,
+        losses={k: np.asarray(v["losses"]) for k, v in fine_tuned.items()},
     )
 
 

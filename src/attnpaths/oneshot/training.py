@@ -18,6 +18,7 @@ returned model is always on the CPU.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -27,7 +28,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .._validation import int_at_least, positive_int
+from .._validation import int_at_least, numpy_generator, positive_int
 from ..checkpoints import load_checkpoint, save_checkpoint
 from ..devices import torch_device
 from ..engine import map_tasks
@@ -354,3 +355,85 @@ def load_or_fit(
     trained = fit(config, dataset, progress=progress, device=device)
     save_trained(trained, path)
     return trained
+
+
+@dataclass
+class FineTunedModel:
+    """A trained model fine-tuned with a set of heads pruned (:func:`fine_tune_pruned`).
+
+    Attributes:
+        model: the fine-tuned network (float32, on the CPU); its pruned heads' weights are those of the model it
+            started from, and it is meant to be evaluated with ``drop_heads=pruned``.
+        pruned: the 0-based ``(layer, head)`` pairs pruned throughout the fine-tuning.
+        losses: ``[steps]`` the mean squared error of each step's batch, before the step.
+    """
+
+    model: SumHeadTransformer
+    pruned: tuple
+    losses: list
+
+
+def fine_tune_pruned(
+    trained: TrainedModel,
+    train_classes,
+    pruned,
+    *,
+    steps: int,
+    rng: np.random.Generator,
+    batch_size: int | None = None,
+    learning_rate: float | None = None,
+    device="cpu",
+) -> FineTunedModel:
+    """Brief fine-tuning of a trained model with the heads ``pruned`` pruned (sec-oneshot-little-loss).
+
+    The chapter's training continued for ``steps`` Adam steps (a fresh optimiser with the weight decay of
+    ``trained.config``) on fresh episodes of ``train_classes`` (the training split only), drawn from ``rng``; every
+    forward pass prunes the heads as :meth:`~attnpaths.transformer.SumHeadTransformer.forward` does with
+    ``drop_heads`` (a pruned head's output is 0 and its layer's head sum is rescaled by ``(H - n_pruned)^{-1/2}``,
+    the mask of :class:`attnpaths.head_masks.HeadMaskEvaluator` with ``rescale=True``). A pruned head's queries, keys
+    and value map then get no gradient, and after every step they are set back to their values before the
+    fine-tuning (Adam's weight decay would otherwise move them), so the heads stay pruned and unchanged: the model
+    returned, evaluated with ``drop_heads=pruned``, is a model of the kept heads only.
+
+    Args:
+        trained: the model to start from (it is copied, never changed) and its encoder and training settings.
+        train_classes: the image classes of the training split (``dataset.train``).
+        pruned: 0-based ``(layer, head)`` pairs, leaving at least one head per layer; ``()`` fine-tunes the
+            unpruned model (the control of the same amount of extra training).
+        steps: Adam steps (``>= 1``); rng: the source of the episodes.
+        batch_size, learning_rate: those of ``trained.config`` unless given.
+        device: where the steps run (``"cpu"`` or ``"cuda"``); the episodes are drawn on the CPU.
+
+    Returns:
+        a :class:`FineTunedModel`, on the CPU.
+    """
+    steps = positive_int(steps, "steps")
+    batch_size = positive_int(trained.config.batch_size if batch_size is None else batch_size, "batch_size")
+    lr = trained.config.learning_rate if learning_rate is None else float(learning_rate)
+    if not lr > 0:
+        raise ValueError(f"learning_rate must be > 0, got {learning_rate!r}")
+    numpy_generator(rng)
+    model = copy.deepcopy(trained.model)
+    pruned = tuple(sorted({tuple(int(v) for v in pair) for pair in pruned}))
+    model._head_masks(pruned)  # the model's own check: pairs in range, a head left in every layer
+    device = torch_device(device, "device")
+    model.to(device)
+    frozen = {
+        name: {lh: getattr(model, name)[lh].detach().clone() for lh in pruned} for name in ("queries", "keys", "values")
+    }
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=trained.config.weight_decay)
+    losses = []
+    for _ in range(steps):
+        batch = sample_sequences(train_classes, batch_size, trained.encoder, rng, dtype=torch.float32)
+        target = batch.y.to(device=device, dtype=torch.float32)
+        loss = torch.mean((model(batch.x.to(device), drop_heads=pruned) - target) ** 2)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+        with torch.no_grad():
+            for name, heads in frozen.items():
+                for lh, value in heads.items():
+                    getattr(model, name)[lh] = value
+        losses.append(float(loss.detach()))
+    model.to("cpu")
+    return FineTunedModel(model, pruned, losses)
