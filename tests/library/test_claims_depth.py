@@ -118,30 +118,38 @@ def test_largest_cross_weight_is_normalised_by_the_diagonal():
         dc.largest_cross_weight(-np.eye(2))
 
 
-def test_cross_path_weights_hold_at_finite_width_and_are_contradicted_by_wrong_inputs():
+def test_cross_path_weights_compare_values_within_the_monte_carlo_error_where_the_saddle_point_applies():
     widths = [10, 30, 100, 300, 1000]
-    U = _theory_U(widths)
-    sampled = U[0] * 1.1
-    args = dict(widths=widths, sampled_width=10, names=["g", "x", "y"])
-    ok = dc.cross_path_weights("c", theory_U=U, sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1), **args)
-    assert ok.outcome is HOLDS and "U[g,x]" in ok.measured and ok.z > 10
-    # samples whose cross weight has the opposite sign beyond doubt
-    flipped = sampled.copy()
-    flipped[0, 1] = flipped[1, 0] = -sampled[0, 1]
-    assert (
-        dc.cross_path_weights("c", theory_U=U, sampled_U=flipped, sampled_U_se=np.full((3, 3), 0.1), **args).outcome
-        is CONTRADICTED
-    )
-    assert ok.inputs["test"] == "directional_z"
-    # samples of a network without cross weights (the GP value) and large errors: not significant
-    assert (
-        dc.cross_path_weights("c", theory_U=U, sampled_U=np.eye(3), sampled_U_se=np.full((3, 3), 0.5), **args).outcome
-        is NS
-    )
-    with pytest.raises(ValueError, match="sampled_width"):
-        dc.cross_path_weights(
-            "c", theory_U=U, sampled_U=sampled, sampled_U_se=np.full((3, 3), 0.1), widths=widths, sampled_width=20
-        )
+    U = _theory_U(widths)  # at N = 300: U_gx = -0.067, finite-width effect max|U - I| = 0.267, margin 0.0107
+    se = np.full((3, 3), 0.002)
+    theory = {w: U[k] for k, w in enumerate(widths)}
+    # N = 10 is left out ((n + 1) / N = 0.4): a sampled cross weight far from the theory's there is not tested
+    sampled = {10: 2 * theory[10], 300: theory[300] + 0.001}
+    args = dict(widths=widths, theory_U=U, sampled_U_se={10: se, 300: se}, names=["g", "x", "y"])
+    ok = dc.cross_path_weights("c", sampled_U=sampled, **args)
+    assert ok.outcome is HOLDS and ok.source == dc.SOURCE and ok.inputs["test"] == "equivalence"
+    assert "U[g,x] at N=300" in ok.measured and "N=10" not in ok.measured
+    assert ok.inputs["margin"] == [pytest.approx(0.04 * 80 / 300)]
+    # a theory whose cross weight is off by the margin plus 5 standard errors: contradicted, whatever its sign
+    shifted = U.copy()
+    shifted[3, 0, 1] = shifted[3, 1, 0] = U[3, 0, 1] + ok.inputs["margin"][0] + 5 * 0.002
+    assert dc.cross_path_weights("c", **dict(args, theory_U=shifted), sampled_U=sampled).outcome is CONTRADICTED
+    # samples without cross weights (the GP limit's), or with the opposite sign: contradicted
+    gp = {10: sampled[10], 300: np.diag(np.diag(theory[300]))}
+    assert dc.cross_path_weights("c", sampled_U=gp, **args).outcome is CONTRADICTED
+    flipped = theory[300].copy()
+    flipped[0, 1] = flipped[1, 0] = -theory[300][0, 1]
+    assert dc.cross_path_weights("c", sampled_U={10: sampled[10], 300: flipped}, **args).outcome is CONTRADICTED
+    # errors as large as the margin: not significant, and the power check says the test could hardly hold
+    noisy = dict(args, sampled_U_se={10: se, 300: np.full((3, 3), 0.01)})
+    assert dc.cross_path_weights("c", sampled_U=sampled, **noisy).outcome is NS
+    power = {k: v for k, v in args.items() if k != "names"}
+    assert dc.cross_path_weights_power(sampled_U=sampled, **power) > 0.99
+    assert dc.cross_path_weights_power(sampled_U=sampled, **{k: v for k, v in noisy.items() if k != "names"}) < 0.1
+    with pytest.raises(ValueError, match="N >= 80"):
+        dc.cross_path_weights("c", sampled_U={10: sampled[10]}, **dict(args, sampled_U_se={10: se}))
+    with pytest.raises(ValueError, match="among the theory's widths"):
+        dc.cross_path_weights("c", sampled_U={20: sampled[10]}, **dict(args, sampled_U_se={20: se}))
 
 
 def test_cross_weight_decay_is_a_structural_check_that_sees_growing_or_constant_cross_weights():
@@ -190,15 +198,17 @@ def test_depth_claims_on_real_samples_of_the_three_layer_network(deep_small_prob
     assert dc.exact_mean_agreement("a", exact={30: exact}, **kwargs).outcome is not CONTRADICTED
     scaled = dataclass_replace(exact, U=1.5 * exact.U)
     assert dc.exact_mean_agreement("a", exact={30: scaled}, **kwargs).outcome is CONTRADICTED
-    cross = dc.cross_path_weights(
-        "c",
-        widths=curve.widths,
-        theory_U=curve.U_figure[:, 0],
-        sampled_U=point.U,
-        sampled_U_se=point.U_se,
-        sampled_width=30,
-    )
-    assert cross.outcome is not CONTRADICTED
+    # claim c at N = 30 ((n + 1) / N = 0.3, admitted here with max_epsilon = 0.5): the theory's cross weight against
+    # the samples', and a theory whose cross weight is shifted by the margin and 5 standard errors
+    cross = dict(widths=curve.widths, sampled_U={30: point.U}, sampled_U_se={30: point.U_se}, max_epsilon=0.5)
+    right = dc.cross_path_weights("c", theory_U=curve.U_figure[:, 0], **cross)
+    assert right.outcome is not CONTRADICTED
+    _, (i, j) = dc.largest_cross_weight(curve.U_figure[0, 0])
+    shift = right.inputs["margin"][0] + 5 * right.inputs["se"][0]
+    shifted = curve.U_figure[:, 0].copy()
+    shifted[0, i, j] += np.sign(shifted[0, i, j]) * shift
+    shifted[0, j, i] = shifted[0, i, j]
+    assert dc.cross_path_weights("c", theory_U=shifted, **cross).outcome is CONTRADICTED
 
 
 def dataclass_replace(value, **changes):

@@ -201,6 +201,69 @@ def test_sample_agreement_on_real_samples_and_the_exact_mean_scaled_by_1_2(sampl
     assert wrong.outcome is CONTRADICTED
 
 
+def _variance_point(mean_variance, mean_variance_se, width=100):
+    return dataclasses.replace(
+        _point(np.eye(2), 0.01, width=width), mean_variance=mean_variance, mean_variance_se=mean_variance_se
+    )
+
+
+def test_predictor_variance_agreement_holds_within_the_margin_and_fails_for_a_variance_off_by_2():
+    theory = np.array([0.1, 0.2, 0.3, 0.2])  # test-set average 0.2
+    points = {10: _variance_point(0.5, 0.001, width=10), 100: _variance_point(0.204, 0.002)}
+    # N = 10 is left out: (n + 1) / N = 0.3 exceeds SADDLE_MAX_EPSILON, so its large finite-width shift is not tested
+    ok = fw.predictor_variance_agreement("2v", points=points, theory_variance={10: theory, 100: theory}, num_paths=2)
+    assert ok.outcome is HOLDS and "N = 100" in ok.measured and "N = 10:" not in ok.measured
+    assert ok.inputs["deviation"] == [pytest.approx(0.02)] and ok.inputs["se"] == [pytest.approx(0.01)]
+    for factor in (2.0, 0.5):
+        wrong = fw.predictor_variance_agreement(
+            "2v", points=points, theory_variance={100: factor * theory}, num_paths=2
+        )
+        assert wrong.outcome is CONTRADICTED
+    # runs too short to resolve the margin: not significant, and the power check says so
+    noisy = {100: _variance_point(0.204, 0.05)}
+    assert fw.predictor_variance_agreement("2v", points=noisy, theory_variance={100: theory}, num_paths=2).outcome is NS
+    power = dict(theory_variance={100: theory}, num_paths=2)
+    assert fw.predictor_variance_agreement_power(points=points, **power) > 0.99
+    assert fw.predictor_variance_agreement_power(points=noisy, **power) < 0.01
+    with pytest.raises(ValueError, match="N >= 60"):
+        fw.predictor_variance_agreement("2v", points={10: points[10]}, theory_variance={10: theory}, num_paths=2)
+    with pytest.raises(ValueError, match="one positive variance per test point"):
+        fw.predictor_variance_agreement("2v", points=points, theory_variance={100: theory[:3]}, num_paths=2)
+    with pytest.raises(ValueError, match="mean_variance"):
+        fw.predictor_variance_agreement(
+            "2v", points={100: _point(np.eye(2), 0.01)}, theory_variance={100: theory}, num_paths=2
+        )
+
+
+def test_predictor_variance_agreement_on_real_samples_sees_the_gp_limit_and_a_factor_2():
+    """The theory's variance against the posterior variance of a small 4-path network's output at N = 100
+    (``(n + 1) / N = 0.05``): the theory is not contradicted; the GP limit's variance and the theory's times 2 or
+    divided by 2 are."""
+    from attnpaths.experiments.kernel_pcs import predictor_variance
+
+    task = HMCTask(seq_len=6, feature_width=10)
+    generator = torch.Generator().manual_seed(3)
+    train, test = task.sample(20, generator), task.sample(40, generator)
+    data = path_data(four_path_network(train), train, test)
+    T, N = 0.01, 100
+    curve = theory_sweep(data, [N], [T], progress=False)
+    point = sampling.sample_posterior(
+        data, N, T, torch.Generator().manual_seed(1), num_warmup=20, num_samples=100, num_chains=2, progress=False
+    )
+    arguments = (data.features, data.y, data.features_test)
+    theory = predictor_variance(*arguments, curve.U[0, 0], T)
+    gp = predictor_variance(*arguments, np.eye(4), T)
+
+    def outcome(variance):
+        return fw.predictor_variance_agreement(
+            "2v", points={N: point}, theory_variance={N: variance}, num_paths=4
+        ).outcome
+
+    assert outcome(theory) is not CONTRADICTED
+    assert outcome(gp) is CONTRADICTED
+    assert outcome(2 * theory) is CONTRADICTED and outcome(theory / 2) is CONTRADICTED
+
+
 def test_saddle_point_agreement_at_large_width_and_a_wrong_action():
     U = np.array([[1.3, -0.05], [-0.05, 1.2]])
     exact_mean = sampling.ExactOrderParameter

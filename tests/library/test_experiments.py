@@ -409,3 +409,72 @@ def test_figures_take_the_task_styles():
     colors = [tick.get_color() for tick in fig.axes[0].get_xticklabels()]
     assert colors == ["tab:green", "k"]
     matplotlib.pyplot.close("all")
+
+
+# ------------------------------------------------------------------------------------------------ predictor variance
+def test_variance_and_se_are_the_draws_variance_and_a_calibrated_monte_carlo_error():
+    rng = np.random.default_rng(0)
+    draws = torch.as_tensor(rng.standard_normal((4, 1000, 3)) * np.array([1.0, 2.0, 0.5]))
+    variance, se, mean_variance, mean_variance_se = sampling.variance_and_se(draws)
+    expected = draws.flatten(0, 1).var(dim=0).numpy()
+    np.testing.assert_allclose(variance, expected, rtol=1e-12)
+    assert math.isclose(mean_variance, expected.mean(), rel_tol=1e-12)
+    # independent Gaussian draws: Var(s^2) = 2 sigma^4 / n, so the error is near sigma^2 sqrt(2 / 4000)
+    np.testing.assert_allclose(se, np.array([1.0, 4.0, 0.25]) * math.sqrt(2 / 4000), rtol=0.2)
+    # AR(1) chains of correlation 0.9 (ESS of the squares ~ n (1 - 0.81) / (1 + 0.81)): the error of the
+    # estimated variance over independent runs is what the standard error says, not the i.i.d. error
+    errors, ses = [], []
+    for k in range(200):
+        g = np.random.default_rng(100 + k)
+        x = np.empty((2, 400))
+        x[:, 0] = g.standard_normal(2)
+        for t in range(1, 400):
+            x[:, t] = 0.9 * x[:, t - 1] + math.sqrt(1 - 0.81) * g.standard_normal(2)
+        v, s, _, _ = sampling.variance_and_se(torch.as_tensor(x[..., None]))
+        errors.append(v[0] - 1.0)
+        ses.append(s[0])
+    ratio = np.std(errors) / np.mean(ses)
+    assert 0.8 < ratio < 1.25
+    assert np.mean(ses) > 2 * math.sqrt(2 / 800)  # much more than the i.i.d. error of 800 draws
+
+
+def test_the_average_variances_error_counts_the_shared_draws():
+    # test points that are one series (fully correlated errors) average to that series' error; independent ones
+    # average to an error smaller by sqrt(B)
+    rng = np.random.default_rng(1)
+    one = torch.as_tensor(rng.standard_normal((4, 200, 1)))
+    _, se_one, _, _ = sampling.variance_and_se(one)
+    _, _, _, shared_se = sampling.variance_and_se(one.repeat(1, 1, 16))
+    assert math.isclose(shared_se, se_one[0], rel_tol=1e-9)
+    _, se_independent, _, independent_se = sampling.variance_and_se(torch.as_tensor(rng.standard_normal((4, 200, 16))))
+    assert independent_se < 0.4 * se_independent.mean()
+    with pytest.raises(ValueError, match="C, S >= 4, B"):
+        sampling.variance_and_se(torch.zeros(2, 3, 4))
+
+
+def test_sampled_points_keep_the_variance_error_of_their_draws(data):
+    point = sampling.sample_posterior(
+        data, 5, 0.1, torch.Generator().manual_seed(3), num_warmup=5, num_samples=40, num_chains=2, progress=False
+    )
+    assert point.variance_se.shape == point.sd.shape and np.all(point.variance_se > 0)
+    assert math.isclose(point.mean_variance, float(np.mean(point.sd**2)), rel_tol=1e-9)
+    assert 0 < point.mean_variance_se < point.variance_se.max()
+
+
+def test_predictor_variance_at_the_minimiser_is_the_theorys_and_at_the_identity_the_gp_limits(data):
+    from attnpaths.experiments.kernel_pcs import predictor_variance
+
+    sol = solve(data.features, data.y, heads=(2, 2), widths=8, temperature=0.1)
+    _, expected = sol.predict(data.features_test)
+    np.testing.assert_allclose(
+        predictor_variance(data.features, data.y, data.features_test, sol.U, 0.1), expected, rtol=1e-10, atol=1e-13
+    )
+    gp = solve(data.features, data.y, heads=(2, 2), widths=math.inf, temperature=0.1)
+    np.testing.assert_allclose(
+        predictor_variance(data.features, data.y, data.features_test, np.eye(4), 0.1),
+        gp.predict(data.features_test)[1],
+        rtol=1e-10,
+        atol=1e-13,
+    )
+    with pytest.raises(ValueError, match="y must have shape"):
+        predictor_variance(data.features, data.y[:3], data.features_test, np.eye(4), 0.1)

@@ -15,10 +15,12 @@ images) call them on their own numbers:
 * :func:`entropy_weight_agreement`: the network's samples measure the action's entropy weight as 1, within a
   margin (the test of the action that shares no code with it);
 * :func:`saddle_point_agreement`: the theory's ``U`` agrees with the exact finite-width mean of ``U`` at widths
-  where the finite-width shift is small (a test of the saddle-point approximation and the solver).
+  where the finite-width shift is small (a test of the saddle-point approximation and the solver);
+* :func:`predictor_variance_agreement`: the theory's predictor variance agrees with the posterior variance of
+  the network's output on the test points, at the same widths.
 
 The equivalence tests have power checks with the same arguments (:func:`sample_agreement_power`,
-:func:`saddle_point_agreement_power`).
+:func:`saddle_point_agreement_power`, :func:`predictor_variance_agreement_power`).
 """
 
 from __future__ import annotations
@@ -624,4 +626,107 @@ def entropy_weight_agreement(
             f"entries of U at N = {', '.join(map(str, est['widths']))}; reduced chi-square "
             f"{est['chi2_dof']:.2f}){where}."
         ),
+    )
+
+
+def _variance_entries(points, theory_variance, num_paths: int, max_epsilon: float):
+    """``(widths, deviation, se, sampled, theory)`` of :func:`predictor_variance_agreement`: per width with
+    ``(n + 1) / N <= max_epsilon``, the test-set average of the sampled posterior variance of ``f`` relative to
+    the theory's, minus 1, and its relative Monte-Carlo standard error."""
+    points = dict(points)
+    num_paths = int(num_paths)
+    if num_paths < 1:
+        raise ValueError(f"num_paths must be an integer >= 1, got {num_paths!r}")
+    widths = sorted(w for w in points if (num_paths + 1) / w <= max_epsilon)
+    if not widths:
+        raise ValueError(
+            f"points must hold a sampled width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
+            f"(N >= {(num_paths + 1) / max_epsilon:g}), got {sorted(points)}"
+        )
+    missing = [w for w in widths if w not in theory_variance]
+    if missing:
+        raise ValueError(f"theory_variance must hold every compared width {widths}, missing {missing}")
+    deviation, se, sampled, theory = [], [], [], []
+    for w in widths:
+        p = points[w]
+        if p.mean_variance is None or p.mean_variance_se is None:
+            raise ValueError(f"points[{w}] must carry mean_variance and mean_variance_se (sample_posterior keeps them)")
+        v = as_float64_array(theory_variance[w], f"theory_variance[{w}]", ndim=1)
+        if v.shape != np.shape(p.mean) or np.any(v <= 0):
+            raise ValueError(
+                f"theory_variance[{w}] must hold one positive variance per test point ({np.size(p.mean)}), "
+                f"got shape {v.shape}"
+            )
+        reference = float(v.mean())
+        deviation.append(p.mean_variance / reference - 1)
+        se.append(max(p.mean_variance_se / reference, 1e-12))
+        sampled.append(p.mean_variance)
+        theory.append(reference)
+    return widths, np.array(deviation), np.array(se), np.array(sampled), np.array(theory)
+
+
+def predictor_variance_agreement_power(
+    *,
+    points,
+    theory_variance,
+    num_paths: int,
+    margin: float = 0.1,
+    max_epsilon: float = SADDLE_MAX_EPSILON,
+    level: float = 0.01,
+) -> float:
+    """The power check of :func:`predictor_variance_agreement` with the same arguments: the probability that its
+    test declares agreement if the theory's variance were exactly the posterior's, at the samples' Monte-Carlo
+    errors (:func:`attnpaths.claims.equivalence_power`)."""
+    _, _, se, _, _ = _variance_entries(points, theory_variance, num_paths, max_epsilon)
+    return equivalence_power(se, margin, level)
+
+
+def predictor_variance_agreement(
+    claim: str,
+    *,
+    points,
+    theory_variance,
+    num_paths: int,
+    margin: float = 0.1,
+    max_epsilon: float = SADDLE_MAX_EPSILON,
+    level: float = 0.01,
+    where: str = "",
+) -> Verdict:
+    """Claim: the theory's predictor variance (eq-predictor) is the posterior variance of the finite network's
+    output, on the test points, at the widths where the saddle point applies.
+
+    The statistic per width ``N`` is the test-set average of the sampled posterior variance of ``f``
+    (``SampledPoint.mean_variance``) relative to the average of the theory's variance at the same points, minus 1;
+    its Monte-Carlo standard error comes from the ESS of the per-draw average of the squared deviations
+    (:func:`attnpaths.experiments.sampling.variance_and_se`), which accounts for the test points sharing draws.
+
+    Args:
+        points: ``{width: SampledPoint}`` with ``mean_variance`` and ``mean_variance_se``
+            (:func:`attnpaths.experiments.sampling.sample_posterior`).
+        theory_variance: ``{width: [P_test]}`` the theory's variance ``kappa - k^T (K + T I)^{-1} k`` at the
+            sampled widths, on the samples' test points
+            (:func:`attnpaths.experiments.kernel_pcs.predictor_variance` at the theory's ``U``).
+        num_paths: ``n``; only the widths with ``(n + 1) / N <= max_epsilon`` are compared (the saddle point's
+            relative error scale, :func:`attnpaths.experiments.sampling.finite_width_epsilon`, as in
+            :func:`saddle_point_agreement`).
+        margin: the largest relative deviation that counts as agreement.
+
+    Test: :func:`attnpaths.claims.equivalence` of the relative deviations against ``margin`` (Bonferroni over the
+    compared widths); raises ``ValueError`` when no width qualifies.
+    """
+    widths, deviation, se, sampled, theory = _variance_entries(points, theory_variance, num_paths, max_epsilon)
+    parts = ", ".join(
+        f"N = {w}: sampled {s:.4f} +- {e * t:.4f}, theory {t:.4f} ({d:+.1%})"
+        for w, s, t, d, e in zip(widths, sampled, theory, deviation, se)
+    )
+    return equivalence(
+        claim,
+        f"the theory's predictor variance is the posterior variance of the network's output on the test points{where}",
+        source=SOURCE_SAMPLES,
+        statistic="largest |sampled / theory - 1| / margin of the test-set average variance",
+        deviation=deviation,
+        se=se,
+        margin=margin,
+        level=level,
+        measured=f"Test-set average of Var f (margin {margin:g} relative): {parts}{where}.",
     )

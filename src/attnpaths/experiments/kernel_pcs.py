@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .._validation import as_float64_array, positive_int, positive_real, square_matrix
-from ..kernels import gp_kernel, path_kernels, pc_label_overlap, renormalized_kernel
+from ..kernels import gp_kernel, path_kernels, pc_label_overlap, renormalized_kernel, scaled_features
 from .path_data import PathData
 
 
@@ -32,6 +32,30 @@ def mean_predictor(features, y, features_test, U, temperature: float) -> np.ndar
         raise ValueError(f"y must have shape [{K.shape[0]}], got {tuple(labels.shape)}")
     chol = torch.linalg.cholesky(K + temperature * torch.eye(K.shape[0], dtype=torch.float64))
     return (k @ torch.cholesky_solve(labels[:, None], chol))[:, 0].numpy()
+
+
+def predictor_variance(features, y, features_test, U, temperature: float) -> np.ndarray:
+    """Predictor variance (eq-predictor) with a GIVEN order parameter ``U`` (flat order):
+    ``Var f(x*) = kappa - k^T (K(U) + T I)^{-1} k`` with ``k_mu = K(x^mu, x*)``, ``kappa = K(x*, x*)`` and the
+    renormalised kernel (eq-kernel). At the minimiser of the action it is the theory's variance
+    (:meth:`attnpaths.theory.TheorySolution.predict`); at ``U = I`` the GP limit's (eq-gp).
+
+    Args:
+        features: ``[P, N0, n]`` training path features; y: ``[P]`` (only its length is checked: the variance
+            does not depend on the labels); features_test: ``[B, N0, n]``; U: ``[n, n]``.
+
+    Returns:
+        ``[B]``.
+    """
+    temperature = positive_real(temperature, "temperature")
+    U = torch.as_tensor(square_matrix(U, "U"))
+    K = renormalized_kernel(features, U)
+    k = renormalized_kernel(features_test, U, features)  # [B, P]
+    if torch.as_tensor(y).shape != (K.shape[0],):
+        raise ValueError(f"y must have shape [{K.shape[0]}], got {tuple(torch.as_tensor(y).shape)}")
+    kappa = torch.einsum("bip,pq,biq->b", scaled_features(features_test), U, scaled_features(features_test))
+    chol = torch.linalg.cholesky(K + temperature * torch.eye(K.shape[0], dtype=torch.float64))
+    return (kappa - (k * torch.cholesky_solve(k.T, chol).T).sum(dim=1)).numpy()
 
 
 def pc_overlaps(data: PathData, U_flat, num_components: int = 30) -> dict:

@@ -48,6 +48,11 @@ class SampledPoint:
         U_upper, U_upper_se: ``(U_2, ..., U_L)`` of the layers above the first
             (:meth:`~attnpaths.network.AttentionNetwork.layer_order_parameters`) and their Monte-Carlo standard
             errors, ``[n_l, n_l]`` in path order (``h_l`` slowest); empty for one layer.
+        variance_se: ``[P_test]`` Monte-Carlo standard error of the posterior variance ``sd ** 2`` of ``f`` per test
+            point (:func:`variance_and_se`); ``None`` where a run did not keep it.
+        mean_variance, mean_variance_se: the posterior variance of ``f`` averaged over the test points and its
+            Monte-Carlo standard error, from the ESS of the per-draw average of ``(f - <f>) ** 2`` (the test
+            points' errors share the draws, so they are not independent); ``None`` where a run did not keep it.
     """
 
     width: int
@@ -64,6 +69,9 @@ class SampledPoint:
     diagnostics: dict
     U_upper: tuple = ()
     U_upper_se: tuple = ()
+    variance_se: np.ndarray | None = None
+    mean_variance: float | None = None
+    mean_variance_se: float | None = None
 
 
 def _mean_and_se(draws: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -89,6 +97,35 @@ def accuracy_mc_sd(mean, mean_se) -> float:
         raise ValueError("mean and mean_se must be [n] arrays with mean_se > 0")
     p = norm.cdf(-np.abs(mean) / se)
     return float(np.sqrt(np.sum(p * (1 - p))) / mean.size)
+
+
+def variance_and_se(draws) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Posterior variance of every entry of ``draws`` ``[C, S, B]`` (chains, draws, test points) and its
+    Monte-Carlo standard error, and the same for the variance averaged over the ``B`` entries.
+
+    The variance is the unbiased variance over all ``C S`` draws, the mean of the squared deviations
+    ``d = (f - <f>) ** 2`` up to the factor ``C S / (C S - 1)``; its standard error is ``sd(d) / sqrt(ESS(d))``
+    with the ESS of ``d`` itself (:func:`~attnpaths.sampler.effective_sample_size`), not that of ``f``: the
+    squares decorrelate at their own rate. The average over the entries is the mean of the per-draw average of
+    ``d``, a single series whose ESS accounts for the correlation that the shared draws put between the
+    entries' errors.
+
+    Args:
+        draws: ``[C, S, B]``, ``S >= 4``.
+
+    Returns:
+        ``(variance [B], variance_se [B], mean_variance, mean_variance_se)``.
+    """
+    draws = torch.as_tensor(draws, dtype=torch.float64)
+    if draws.ndim != 3 or draws.shape[1] < 4 or draws.shape[0] * draws.shape[1] < 2:
+        raise ValueError(f"draws must have shape [C, S >= 4, B], got {tuple(draws.shape)}")
+    total = draws.shape[0] * draws.shape[1]
+    factor = total / (total - 1)  # the unbiased variance, as torch.var
+    squares = (draws - draws.mean(dim=(0, 1))).square_().mul_(factor)  # [C, S, B], in place: as large as draws
+    variance, variance_se = _mean_and_se(squares)
+    average = squares.mean(dim=2)[..., None]  # [C, S, 1]
+    mean_variance, mean_variance_se = _mean_and_se(average)
+    return variance, variance_se, float(mean_variance[0]), float(mean_variance_se[0])
 
 
 def _usable_ess(ess: np.ndarray) -> np.ndarray:
@@ -190,6 +227,7 @@ def sample_posterior(
     sd = predictor.flatten(0, 1).var(dim=0).sqrt().numpy()
     ess = _usable_ess(effective_sample_size(predictor).numpy())
     max_predictor_rhat = float(split_rhat(predictor).max())
+    _, variance_se, mean_variance, mean_variance_se = variance_and_se(predictor)
     del predictor
     mean_se = sd / np.sqrt(ess)
     order = data.network.plot_order
@@ -223,6 +261,9 @@ def sample_posterior(
         },
         U_upper=tuple(m for m, _ in upper),
         U_upper_se=tuple(se for _, se in upper),
+        variance_se=variance_se,
+        mean_variance=mean_variance,
+        mean_variance_se=mean_variance_se,
     )
 
 

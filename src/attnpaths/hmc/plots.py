@@ -388,6 +388,37 @@ def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, exact
     return fig
 
 
+#: colour-blind-safe colours (Okabe and Ito 2008) of the sampled widths in :func:`plot_predictor_variance`
+WIDTH_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
+
+
+def plot_predictor_variance(panels):
+    """The theory's predictor variance (eq-predictor) against the posterior variance of the network's output,
+    per test point, one panel per network, one colour per sampled width, with the identity line.
+
+    Args:
+        panels: ``[(title, theory_variance, sampled_variance)]`` with ``theory_variance`` and ``sampled_variance``
+            ``{width: [P_test]}`` (the sampled one ``SampledPoint.sd ** 2``), the same widths.
+    """
+    panels = list(panels)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.2), layout="constrained", squeeze=False)
+    for ax, (title, theory, sampled) in zip(axes[0], panels):
+        if list(theory) != list(sampled):
+            raise ValueError(
+                f"theory and sampled variances must name the same widths, got {list(theory)}, {list(sampled)}"
+            )
+        if len(theory) > len(WIDTH_COLORS):
+            raise ValueError(f"at most {len(WIDTH_COLORS)} widths per panel, got {len(theory)}")
+        values = [np.asarray(v, dtype=np.float64) for w in theory for v in (theory[w], sampled[w])]
+        low, high = min(v.min() for v in values), max(v.max() for v in values)
+        ax.plot([low, high], [low, high], color="gray", linewidth=0.8, label="identity")
+        for color, w in zip(WIDTH_COLORS, theory):
+            ax.plot(np.asarray(theory[w]), np.asarray(sampled[w]), ".", ms=3, alpha=0.6, color=color, label=f"N={w}")
+        ax.set(xlabel="theory: Var f(x*)", ylabel="samples: Var f(x*)", title=title)
+        ax.legend(fontsize=7, markerscale=2)
+    return fig
+
+
 # --------------------------------------------------------------------------------------------------------
 # The model chapter: heads and paths on one sequence
 

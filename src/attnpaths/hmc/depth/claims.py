@@ -9,8 +9,8 @@ paper's, as tests (any task).
 * :func:`saddle_point_agreement`: the theory's ``U`` agrees with the exact finite-width mean where the
   finite-width shift is small (:func:`attnpaths.experiments.finite_width.saddle_point_agreement`);
 * :func:`entropy_weight_agreement`: the samples measure the action's entropy weight as 1, within a margin;
-* :func:`cross_path_weights`: cross-path weights (off-diagonal ``U``) appear at finite width, in the finite
-  network's posterior;
+* :func:`cross_path_weights`: the finite network's posterior carries the theory's cross-path weights
+  (off-diagonal ``U``), their values within a margin, where the saddle point applies (an equivalence test);
 * :func:`cross_weight_decay` (a structural check, not a claim): the theory's cross weights vanish towards the
   GP limit, where ``U`` is diagonal (eq-gp).
 
@@ -25,7 +25,7 @@ import dataclasses
 import numpy as np
 
 from ..._validation import as_float64_array, positive_real
-from ...claims import Verdict, directional_z, exact
+from ...claims import Verdict, equivalence, equivalence_power, exact
 from ...experiments import finite_width as fw
 
 #: Where the claims of the depth chapter come from.
@@ -197,6 +197,67 @@ def _cross_inputs(widths, theory_U):
     return widths, U
 
 
+def _cross_entries(widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, names):
+    """``(compared, deviation, se, margin, texts)`` of :func:`cross_path_weights`: per sampled width with
+    ``(n + 1) / N <= max_epsilon``, the theory's largest normalised cross weight, sampled minus theory."""
+    widths, U = _cross_inputs(widths, theory_U)
+    n = U.shape[1]
+    names = [str(k) for k in range(n)] if names is None else [str(name) for name in names]
+    if len(names) != n:
+        raise ValueError(f"names must name the {n} paths, got {len(names)}")
+    sampled_U, sampled_U_se = dict(sampled_U), dict(sampled_U_se)
+    if sorted(sampled_U) != sorted(sampled_U_se):
+        raise ValueError(
+            f"sampled_U and sampled_U_se must name the same widths, got {sorted(sampled_U)}, {sorted(sampled_U_se)}"
+        )
+    unknown = sorted(w for w in sampled_U if w not in widths)
+    if unknown:
+        raise ValueError(f"sampled_U must hold widths among the theory's widths {widths.tolist()}, got {unknown}")
+    compared = sorted(w for w in sampled_U if (n + 1) / w <= max_epsilon)
+    if not compared:
+        raise ValueError(
+            f"sampled_U must hold a width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
+            f"(N >= {(n + 1) / max_epsilon:g}), got {sorted(sampled_U)}"
+        )
+    deviation, se, margin, texts = [], [], [], []
+    for w in compared:
+        theory = U[int(np.flatnonzero(widths == w)[0])]
+        sampled = as_float64_array(sampled_U[w], f"sampled_U[{w}]")
+        sampled_se = as_float64_array(sampled_U_se[w], f"sampled_U_se[{w}]")
+        if sampled.shape != (n, n) or sampled_se.shape != (n, n):
+            raise ValueError(
+                f"sampled_U[{w}] and sampled_U_se[{w}] must be [{n}, {n}], got {sampled.shape}, {sampled_se.shape}"
+            )
+        _, (i, j) = largest_cross_weight(theory)
+        m = margin_fw * float(np.abs(theory - u_gp * np.eye(n)).max())
+        deviation.append(sampled[i, j] - theory[i, j])
+        se.append(max(float(sampled_se[i, j]), 1e-12))
+        margin.append(m)
+        texts.append(
+            f"U[{names[i]},{names[j]}] at N={int(w)}: sampled {sampled[i, j]:+.4f} +- {sampled_se[i, j]:.4f}, theory "
+            f"{theory[i, j]:+.4f} ({abs(theory[i, j]) / m:.1f} margins from 0), margin {m:.4f}"
+        )
+    return compared, np.array(deviation), np.array(se), np.array(margin), texts
+
+
+def cross_path_weights_power(
+    *,
+    widths,
+    theory_U,
+    sampled_U,
+    sampled_U_se,
+    margin_fw: float = 0.04,
+    max_epsilon: float = fw.SADDLE_MAX_EPSILON,
+    u_gp: float = 1.0,
+    level: float = 0.01,
+) -> float:
+    """The power check of :func:`cross_path_weights` with the same arguments: the probability that its test holds
+    were the theory's cross weights exactly the posterior's, at the samples' Monte-Carlo errors
+    (:func:`attnpaths.claims.equivalence_power`)."""
+    _, _, se, margin, _ = _cross_entries(widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, None)
+    return equivalence_power(se, margin, level)
+
+
 def cross_path_weights(
     claim: str,
     *,
@@ -204,54 +265,50 @@ def cross_path_weights(
     theory_U,
     sampled_U,
     sampled_U_se,
-    sampled_width: int,
+    margin_fw: float = 0.04,
+    max_epsilon: float = fw.SADDLE_MAX_EPSILON,
+    u_gp: float = 1.0,
     level: float = 0.01,
     names=None,
     where: str = "",
 ) -> Verdict:
-    """Claim: the finite network's posterior carries cross-path weights (off-diagonal ``U``, absent in the GP
-    limit, eq-gp) at a small width, with the theory's sign.
+    """Claim: the finite network's posterior carries the theory's cross-path weights (off-diagonal ``U``, absent
+    in the GP limit, eq-gp), with the theory's value within a margin, where the saddle point applies.
 
     Args:
         widths: ``[n_w]`` strictly increasing widths of the theory (at least two).
         theory_U: ``[n_w, n, n]`` the theory's ``U`` at these widths.
-        sampled_U, sampled_U_se: ``[n, n]`` the sampled ``U`` (eq-sampled-u) at ``sampled_width`` and its
-            Monte-Carlo standard errors.
-        sampled_width: one of ``widths``.
+        sampled_U, sampled_U_se: ``{width: [n, n]}`` the sampled ``U`` (eq-sampled-u) and its Monte-Carlo
+            standard errors at sampled widths among ``widths``; only those with ``(n + 1) / N <= max_epsilon``
+            are compared (the saddle point's relative error scale, as in
+            :func:`attnpaths.experiments.finite_width.saddle_point_agreement`).
+        margin_fw: the margin at width ``N`` as a fraction of the theory's finite-width effect
+            ``max_ij |U_theory - u_gp I|`` there (claim d's margin).
         names: path names (for the message), default the indices.
 
-    Test: the entry ``(i, j)`` with the theory's largest normalised cross weight ``|U_ij| / sqrt(U_ii U_jj)`` at
-    ``sampled_width`` (chosen from the theory, so the samples are not searched for their largest entry) is
-    tested in the samples with the theory's sign: one-sided z-test of ``z = sign(U^theory_ij) U^sampled_ij / se``
-    (:func:`attnpaths.claims.directional_z`). That the theory's cross weights vanish towards the GP limit follows
-    from the form of the action and is a structural check (:func:`cross_weight_decay`).
+    Test: at each compared width, the entry ``(i, j)`` with the theory's largest normalised cross weight
+    ``|U_ij| / sqrt(U_ii U_jj)`` (chosen from the theory, so the samples are not searched for their largest
+    entry): ``U^sampled_ij - U^theory_ij`` against the margin with the sampled entry's Monte-Carlo error,
+    :func:`attnpaths.claims.equivalence` (Bonferroni over the compared widths). Where the theory's cross weight
+    exceeds its margin (the measured text says by how many margins), agreement implies a weight of the theory's
+    sign in the samples, and a posterior without cross weights (the GP limit's) is contradicted. That the
+    theory's cross weights vanish towards the GP limit follows from the form of the action and is a structural
+    check (:func:`cross_weight_decay`).
     """
-    widths, U = _cross_inputs(widths, theory_U)
-    sampled, se = as_float64_array(sampled_U, "sampled_U"), as_float64_array(sampled_U_se, "sampled_U_se")
-    if sampled.shape != U.shape[1:] or se.shape != U.shape[1:]:
-        raise ValueError(
-            f"sampled_U and sampled_U_se must be [{U.shape[1]}, {U.shape[1]}], got {sampled.shape}, {se.shape}"
-        )
-    hits = np.flatnonzero(widths == sampled_width)
-    if hits.size == 0:
-        raise ValueError(f"sampled_width must be one of the widths {widths.tolist()}, got {sampled_width!r}")
-    names = [str(k) for k in range(U.shape[1])] if names is None else [str(n) for n in names]
-    _, (i, j) = largest_cross_weight(U[hits[0]])
-    sign = float(np.sign(U[hits[0], i, j]))
-    entry = f"U[{names[i]},{names[j]}]"
+    compared, deviation, se, margin, texts = _cross_entries(
+        widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, names
+    )
     return _sourced(
-        directional_z(
+        equivalence(
             claim,
-            f"cross-path weights appear at finite width{where}",
+            f"the finite network carries the theory's cross-path weights{where}",
             source=SOURCE,
-            statistic=f"theory's sign x sampled {entry} at N={int(sampled_width)}",
-            estimate=sign * sampled[i, j],
-            se=max(float(se[i, j]), 1e-12),
+            statistic="largest |sampled - theory| / margin of the theory's largest normalised cross weight",
+            deviation=deviation,
+            se=se,
+            margin=margin,
             level=level,
-            measured=(
-                f"Sampled {entry} at N={int(sampled_width)}: {sampled[i, j]:+.3f} +- {se[i, j]:.3f} (theory "
-                f"{U[hits[0], i, j]:+.3f}, its largest normalised cross weight there){where}."
-            ),
+            measured=f"{'; '.join(texts)} (margin {margin_fw:g} of max|U_theory - U_GP|){where}.",
         )
     )
 
