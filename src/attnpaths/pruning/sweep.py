@@ -2,10 +2,11 @@
 
 * :func:`curve_auc`: the area under a pruning curve (eq-pruning-auc); the curves themselves come from
   :func:`attnpaths.experiments.head_pruning.pruning_curve` (the last head of a layer is never pruned);
-* :func:`run_seed`: one training seed: train, rank the heads by every method, prune along every ranking and
-  along random orders (one engine task);
+* :func:`run_seed`: one training seed: train, rank the heads by every method (timing each), prune along every
+  ranking and along random orders, on the validation and test images of every split of the held-out images (one
+  engine task);
 * :func:`pruning_sweep`: every training seed on the engine (:func:`attnpaths.engine.map_tasks`), collected in
-  a :class:`PruningSweep`.
+  a :class:`PruningSweep`; :func:`split_mean`: each seed's mean over the splits, the replicate of the tests.
 """
 
 from __future__ import annotations
