@@ -5,9 +5,11 @@ problem (summed-head models of 2 layers of 3 heads trained for a few steps on th
   theory score lands on another head): the chapter's primary claim (the best theory score against the best practical score,
   both chosen on validation images) must come out contradicted, where the right theory is not contradicted;
 * the GP kernel, ``U = I``, in place of the renormalised order parameter (the theory at infinite width): the paper's
-  head score then gives every head of a layer the same score and carries no information, but the removal score,
-  which reads the kernel of the head's paths, barely moves. The pipeline cannot tell this mistake from the right
-  theory through the removal score; the test states it with the numbers, so that a change of either is seen.
+  head score then gives every head of a layer the same score and carries no information. The scores that read
+  the kernel of a head's paths (removal, leave-one-out) keep part of theirs: on this small problem they lose
+  enough for the primary claim to come out contradicted, where the right theory is not. On the chapter's own
+  models the removal and leave-one-out scores at ``U = I`` come close to the right theory's, so there the
+  pipeline may not tell this mistake from the right theory through them.
 """
 
 import numpy as np
@@ -144,13 +146,12 @@ def test_mislabelled_heads_make_the_primary_claim_contradicted_and_the_right_the
     assert wrong.outcome is Outcome.CONTRADICTED, wrong.measured
 
 
-def test_the_gp_kernel_in_place_of_u_empties_the_papers_score_but_not_the_removal_score(pipeline):
+def test_the_gp_kernel_in_place_of_u_empties_the_papers_score_and_the_primary_claim_catches_it(pipeline):
     areas, paper_scores = pipeline
     for scores in paper_scores:
         # U = I: every head of a layer lies on as many paths, so the paper's score is one number per layer
         assert np.allclose(scores, scores[:, :1]), scores
-    # what the pipeline sees of the mistake: the removal score moves by less than the seeds' spread of its mean
-    right, gp = areas["right"]["test"]["theory_removal"], areas["U = I"]["test"]["theory_removal"]
-    difference = np.nanmean(gp - right, axis=1)
-    spread = difference.std(ddof=1) / np.sqrt(difference.size)
-    assert abs(difference.mean()) < max(3 * spread, 0.1), (difference.mean(), spread)
+    right, _ = family_verdict(areas["right"])
+    wrong, _ = family_verdict(areas["U = I"])
+    assert right.outcome is not Outcome.CONTRADICTED, right.measured
+    assert wrong.outcome is Outcome.CONTRADICTED, wrong.measured
