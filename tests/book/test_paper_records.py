@@ -844,14 +844,15 @@ attention): float32 rounding, summed over the images, on another CPU."""
 def test_pruning_first_seed_of_each_model_kind_from_its_shipped_weights(one_torch_thread, recorded):
     """Seed 0 of both architectures: the shipped weights, the subset table on every split, every ranking's scores and
     the theory's temperature (about 15 s); the record's first seed must come out again."""
-    from attnpaths.pruning.digits import digit_patches, train_validation_test_split
+    from attnpaths.pruning.digits import digit_patches, held_out_splits, train_test_split
     from attnpaths.pruning.sweep import run_seed, training_seeds
     from attnpaths.pruning.training import ModelTraining
     from attnpaths_book import trained as shipped_models
 
     r = recorded("pruning")
     data = digit_patches(r["patch_size"], r["positive_digits"])
-    train, validation, test = train_validation_test_split(data, r["num_test"], r["num_validation"], r["data_seed"])
+    train, held_out = train_test_split(data, r["num_test"], np.random.default_rng(r["data_seed"]))
+    masks = held_out_splits(len(held_out), r["num_validation"], r["data_seed"], r["num_splits"])
     seeds = training_seeds(r["seed"], r["num_seeds"])
     for architecture in r["architectures"]:
         config = ModelTraining(
@@ -870,8 +871,8 @@ def test_pruning_first_seed_of_each_model_kind_from_its_shipped_weights(one_torc
             0,
             seed=r["seed"],
             train=train,
-            validation=validation,
-            test=test,
+            held_out=held_out,
+            validation_masks=masks,
             training=config,
             theory_width=r["theory_width"],
             temperatures=r["temperatures"],

@@ -18,7 +18,7 @@ from attnpaths.checkpoints import file_sha256, load_checkpoint, save_checkpoint
 from attnpaths.claims import Outcome
 from attnpaths.experiments.retraining import retraining_agreement, retraining_power, seed_spread
 from attnpaths.oneshot.training import training_key
-from attnpaths.pruning.digits import digit_patches, train_test_split, train_validation_test_split
+from attnpaths.pruning.digits import digit_patches, held_out_splits, train_test_split, train_validation_test_split
 from attnpaths.pruning.sweep import base_accuracies, run_seed, training_seeds
 from attnpaths.pruning.training import (
     ModelTraining,
@@ -204,13 +204,12 @@ def test_a_model_rebuilt_from_its_weights_is_the_trained_model(tmp_path, small_s
 
 def test_a_sweep_task_given_weights_reproduces_the_task_that_trained_them(small_split):
     train, held_out = small_split
-    test, validation = train_test_split(held_out, 100, np.random.default_rng(1))
     training = ModelTraining(width=8, num_heads=2, steps=20, batch_size=32)
     arguments = dict(
         seed=3,
         train=train,
-        validation=validation,
-        test=test,
+        held_out=held_out,
+        validation_masks=held_out_splits(len(held_out), 100, 1, 2),
         training=training,
         theory_width=10,
         theory_examples=60,

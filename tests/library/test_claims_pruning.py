@@ -82,12 +82,16 @@ def test_ranking_verdicts_names_each_comparison_and_checks_its_input():
             "entropy": auc["noisy"],
             "norm": auc["noisy"],
             "random": auc["random"],
+            "michel_iterative": auc["true"],
+            "fisher": auc["noisy"],
         },
         prefix="M",
         num_tests=8,
         where=" (simulated)",
     )
-    assert [v.claim for v in verdicts] == ["M1", "M2", "M3", "M4"]
+    # the claim ids of the first four comparisons stay those of the earlier chapter; the later ones follow
+    assert [v.claim for v in verdicts] == ["M1", "M2", "M3", "M4", "M5", "M6"]
+    assert "re-estimated" in verdicts[4].statement and "Fisher" in verdicts[5].statement
     assert all(v.outcome is CONTRADICTED for v in verdicts)
     assert "gradient importance" in verdicts[0].statement and verdicts[0].statement.endswith("(simulated)")
     assert all(v.correction == "Bonferroni over 8 tests" for v in verdicts)
@@ -119,3 +123,61 @@ def test_near_threshold_names_the_comparisons_decided_close_to_the_corrected_lev
     assert found[0][1] == pytest.approx(0.0026)
     with pytest.raises(ValueError, match="factor"):
         near_threshold([], level=0.05, num_tests=8, factor=1.0)
+
+
+def simulated_families(seed: int, *, theory_shift: float, num_seeds: int = 12, num_splits: int = 5):
+    """Normalised areas ``[S, R]`` on the validation and the test images of ``R`` splits for two families of two
+    scores each: in every family one good score and one poor one; the theory family's good score is better than
+    the practical family's by ``theory_shift``. A seed's quality is shared by its splits (the splits of one seed
+    share a model); validation and test differ by independent noise."""
+    rng = np.random.default_rng(seed)
+    seed_effect = rng.normal(0, 0.05, size=(num_seeds, 1))
+    truth = {"theory_loo": 0.6 + theory_shift, "theory": 0.1, "fisher": 0.6, "norm": 0.2}
+    validation, test = {}, {}
+    for name, mean in truth.items():
+        common = mean + seed_effect + rng.normal(0, 0.05, size=(num_seeds, 1))
+        validation[name] = common + rng.normal(0, 0.03, size=(num_seeds, num_splits))
+        test[name] = common + rng.normal(0, 0.03, size=(num_seeds, num_splits))
+    return validation, test
+
+
+@pytest.mark.parametrize("shift, outcome", [(0.15, HOLDS), (0.0, NS), (-0.15, CONTRADICTED)])
+def test_the_family_comparison_finds_the_better_family_and_is_fair_when_they_are_equal(shift, outcome):
+    validation, test = simulated_families(4, theory_shift=shift)
+    picks = {
+        f: pr_claims.family_choice(validation, test, members)
+        for f, members in {"theory": ("theory", "theory_loo"), "practical": ("norm", "fisher")}.items()
+    }
+    # each family picks its good score in every split
+    assert picks["theory"][0] == ["theory_loo"] * 5 and picks["practical"][0] == ["fisher"] * 5
+    np.testing.assert_array_equal(picks["theory"][1], test["theory_loo"])
+    beats, _ = pr_claims.family_verdicts(
+        "F",
+        theory=picks["theory"][1].mean(axis=1),
+        practical=picks["practical"][1].mean(axis=1),
+        theory_choices=picks["theory"][0],
+        practical_choices=picks["practical"][0],
+        margin=0.1,
+        num_tests=4,
+    )
+    assert beats.outcome is outcome
+
+
+def test_the_family_choice_reads_only_the_validation_images():
+    validation, test = simulated_families(5, theory_shift=0.0)
+    choices, areas = pr_claims.family_choice(validation, test, ("theory", "theory_loo"))
+    # a test set on which the poor score looks best changes nothing in the choice, only what is judged
+    flipped = {**test, "theory": test["theory"] + 10.0}
+    again, judged = pr_claims.family_choice(validation, flipped, ("theory", "theory_loo"))
+    assert again == choices and np.array_equal(judged, areas)
+    # a split whose validation images favour the other score chooses it there, and only there
+    tilted = {**validation, "theory": validation["theory"].copy()}
+    tilted["theory"][:, 2] += 10.0
+    split_choices, split_areas = pr_claims.family_choice(tilted, test, ("theory", "theory_loo"))
+    assert split_choices == ["theory_loo", "theory_loo", "theory", "theory_loo", "theory_loo"]
+    np.testing.assert_array_equal(split_areas[:, 2], test["theory"][:, 2])
+    assert pr_claims.choice_counts(split_choices).startswith("theory's leave-one-out change in 4 of 5 splits")
+    with pytest.raises(ValueError, match="candidates"):
+        pr_claims.family_choice(validation, test, ("michel",))
+    with pytest.raises(ValueError, match=r"\[S, R\]"):
+        pr_claims.family_choice({"a": np.zeros(3)}, {"a": np.zeros(3)}, ("a",))

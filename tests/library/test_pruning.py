@@ -16,8 +16,9 @@ from attnpaths.head_models import MultiheadStackModel, SumHeadModel, attention_e
 from attnpaths.head_scoring import head_scores, pruning_order
 from attnpaths.paths import all_paths, path_features
 from attnpaths.pruning import attention_entropy, gradient_head_importance, value_norms
-from attnpaths.pruning.digits import digit_patches, train_test_split
-from attnpaths.pruning.sweep import RANKINGS, curve_auc, mean_interval, pruning_sweep, run_seed
+from attnpaths.pruning.digits import digit_patches, held_out_splits, train_test_split
+from attnpaths.pruning.exact import subset_outcomes, subset_table
+from attnpaths.pruning.sweep import RANKINGS, curve_auc, mean_interval, pruning_sweep, run_seed, split_mean
 from attnpaths.pruning.training import ModelTraining, train_model
 from attnpaths.theory import solve
 from attnpaths.transformer import SumHeadTransformer
@@ -360,15 +361,49 @@ def test_mean_interval_is_students_t():
         mean_interval([1.0])
 
 
+def test_held_out_splits_are_seeded_streams_of_the_stated_sizes():
+    masks = held_out_splits(50, 20, 7, 4)
+    assert masks.shape == (4, 50) and masks.dtype == bool and (masks.sum(axis=1) == 20).all()
+    assert len({m.tobytes() for m in masks}) == 4  # four different splits
+    np.testing.assert_array_equal(held_out_splits(50, 20, 7, 2), masks[:2])  # a split is its own stream
+    assert not np.array_equal(held_out_splits(50, 20, 8, 1)[0], masks[0])
+    with pytest.raises(ValueError, match="num_validation"):
+        held_out_splits(50, 50, 7, 2)
+    with pytest.raises(ValueError, match="num_splits"):
+        held_out_splits(50, 20, 7, 0)
+
+
+def test_a_split_table_is_the_table_of_its_images(small_split):
+    """The table of a split read from the per-image outcomes is the table evaluated on that split's images."""
+    train, held_out = small_split
+    model, _ = train_model(ModelTraining(width=8, num_heads=2, steps=10, batch_size=32), train, 2)
+    mask = held_out_splits(len(held_out), 100, 0, 1)[0]
+    outcomes = subset_outcomes(model, held_out.x, held_out.y)
+    table = outcomes.table({"validation": mask, "test": ~mask})
+    index = np.arange(len(held_out))
+    direct = subset_table(
+        model,
+        {
+            "validation": (held_out.x[index[mask]], held_out.y[index[mask]]),
+            "test": (held_out.x[index[~mask]], held_out.y[index[~mask]]),
+        },
+    )
+    for split in ("validation", "test"):
+        np.testing.assert_allclose(table.accuracy[split], direct.accuracy[split], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(table.loss[split], direct.loss[split], rtol=1e-12)
+    with pytest.raises(ValueError, match="bool mask"):
+        outcomes.table({"test": np.zeros(len(held_out), dtype=bool)})
+
+
 def test_sweep_is_one_task_per_seed_and_reproducible(small_split):
     train, held_out = small_split
-    test, validation = train_test_split(held_out, 100, np.random.default_rng(1))
+    masks = held_out_splits(len(held_out), 100, 1, 3)
     config = ModelTraining(width=8, num_heads=2, steps=20, batch_size=32)
     arguments = dict(
         seed=3,
         train=train,
-        validation=validation,
-        test=test,
+        held_out=held_out,
+        validation_masks=masks,
         training=config,
         theory_width=10,
         theory_examples=60,
@@ -376,24 +411,40 @@ def test_sweep_is_one_task_per_seed_and_reproducible(small_split):
     )
     sweep = pruning_sweep(num_seeds=2, temperatures=[0.1, 1.0], progress=False, **arguments)
     n = len(RANKINGS)
-    assert sweep.curves["test"].shape == (2, n, 3) and sweep.curves["validation"].shape == (2, n, 3)
+    assert sweep.curves["test"].shape == (2, 3, n, 3) and sweep.curves["validation"].shape == (2, 3, n, 3)
+    assert sweep.num_splits == 3 and sweep.held_out["best"].shape == (2, 3)
     assert sweep.theory_scan["curves"].shape == (2, 2, 2, 3) and sweep.width_scan["curves"].shape == (2, 1, 2, 3)
     single = run_seed(1, temperatures=[0.1, 1.0], **arguments)
     for split in ("validation", "test"):  # determinism: the sweep's task for seed 1 is this run_seed call
         np.testing.assert_array_equal(single["curves"][split], sweep.curves[split][1])
         np.testing.assert_array_equal(single["best"][split], sweep.best[split][1])
     auc = sweep.auc()
-    assert set(auc) == set(RANKINGS) | {"random", "best"}
+    assert set(auc) == set(RANKINGS) | {"random", "best"} and auc["michel"].shape == (2, 3)
     # no ranking passes the ceiling, and the ceiling is 1 in normalised area
     assert all((auc[name] <= auc["best"] + 1e-12).all() for name in RANKINGS)
     normalised = sweep.normalised_auc("validation")
     np.testing.assert_allclose(normalised["best"][~np.isnan(normalised["best"])], 1.0)
-    # determinism: every ranking's curve starts with the same evaluation of the unpruned model
-    assert (sweep.curves["test"][:, :, 0] == sweep.base_accuracy[:, None]).all()
+    # a ranking that does not depend on the split is one order, its curves differ only by the images judged
+    fixed = RANKINGS.index("michel")
+    for r in range(3):
+        mask = masks[r]
+        test_images = mask.size - mask.sum()
+        valid = sweep.curves["validation"][:, r, fixed] * mask.sum()
+        np.testing.assert_allclose(
+            (valid + sweep.curves["test"][:, r, fixed] * test_images)[:, 0] / mask.size, sweep.base_accuracy
+        )
+    np.testing.assert_allclose(split_mean(auc)["michel"], auc["michel"].mean(axis=1))
+    # every ranking's cost is timed, and those that need the theory's minimum include its solve
+    assert set(sweep.cost_seconds) == {*RANKINGS, "table"}
+    assert (sweep.cost_seconds["theory_removal"] >= sweep.cost_seconds["theory"]).all()
+    assert (sweep.cost_seconds["shapley"] >= sweep.cost_seconds["table"]).all()
+    assert len(sweep.order_labels("greedy")[0]) == 3 and len(sweep.order_labels("michel")[0]) == 4
     with pytest.raises(ValueError, match="theory_examples"):
         pruning_sweep(num_seeds=2, temperatures=[0.1], **{**arguments, "theory_examples": len(train)})
     with pytest.raises(ValueError, match="temperatures"):
         pruning_sweep(num_seeds=2, temperatures=[1.0, 0.1], **arguments)
+    with pytest.raises(ValueError, match="validation_masks"):
+        run_seed(0, temperatures=[0.1], **{**arguments, "validation_masks": masks[:, :10]})
 
 
 @pytest.mark.parametrize("make", [stack, sum_heads])

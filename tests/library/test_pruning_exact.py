@@ -306,30 +306,36 @@ def test_the_gate_gradient_is_the_derivative_of_the_minimal_action():
 )
 def test_the_primary_verdicts_have_power(shift, outcomes, answer):
     rng = np.random.default_rng(0)
-    michel = 0.5 + 0.05 * rng.normal(size=20)
-    theory = michel + shift + 0.03 * rng.normal(size=20)
-    beats, matches = pr_claims.primary_verdicts(
-        "X", theory=theory, michel=michel, theory_name="removal score", margin=0.1, level=0.05, num_tests=4
+    practical = 0.5 + 0.05 * rng.normal(size=20)
+    theory = practical + shift + 0.03 * rng.normal(size=20)
+    beats, matches = pr_claims.family_verdicts(
+        "X",
+        theory=theory,
+        practical=practical,
+        theory_choices=["theory_loo"] * 4 + ["theory_action"],
+        practical_choices=["fisher"] * 5,
+        margin=0.1,
+        level=0.05,
+        num_tests=4,
     )
     assert (beats.outcome, matches.outcome) == outcomes
     assert pr_claims.primary_answer(beats, matches) == answer
     assert beats.correction == matches.correction == "Bonferroni over 4 tests"
-    assert (beats.claim, matches.claim) == ("X-B", "X-E")
+    assert (beats.claim, matches.claim) == ("X-FB", "X-FE")
+    # the statement says what each family chose, and in how many splits
+    assert "theory's leave-one-out change in 4 of 5 splits, theory's action change in 1 of 5 splits" in beats.measured
+    assert "gate Fisher, joint (Kwon et al.) in 5 of 5 splits" in beats.measured
 
 
 def test_the_primary_verdicts_are_undecided_with_too_few_seeds_and_check_their_input():
     rng = np.random.default_rng(1)
-    beats, matches = pr_claims.primary_verdicts(
-        "X",
-        theory=0.5 + 0.2 * rng.normal(size=3),
-        michel=0.5 + 0.2 * rng.normal(size=3),
-        theory_name="t",
-        margin=0.1,
-        num_tests=4,
+    arguments = dict(theory_choices=["theory"], practical_choices=["michel"], margin=0.1)
+    beats, matches = pr_claims.family_verdicts(
+        "X", theory=0.5 + 0.2 * rng.normal(size=3), practical=0.5 + 0.2 * rng.normal(size=3), num_tests=4, **arguments
     )
     assert pr_claims.primary_answer(beats, matches) == "undecided"
     with pytest.raises(ValueError, match="seeds"):
-        pr_claims.primary_verdicts("X", theory=[0.1], michel=[0.2], theory_name="t", margin=0.1)
+        pr_claims.family_verdicts("X", theory=[0.1], practical=[0.2], **arguments)
 
 
 def test_the_choice_on_validation_takes_the_largest_mean():

@@ -1,15 +1,17 @@
-"""The pruning chapter's claims: the theory's head ranking against each other ranking, as tests (sec-pruning-verdicts).
+"""The pruning chapter's claims: theory scores against practical scores, as tests (sec-pruning-verdicts).
 
-The primary question, one per model kind (:func:`primary_verdicts`): does the best theory score, chosen on the
-validation images (:func:`select_on_validation`), beat, match or lose to the gradient importance of Michel et
-al. on the test images, in normalised area (eq-pruning-normalised)? The secondary comparisons
-(:func:`ranking_verdicts`) put the paper's head score against each other ranking.
+The primary question, one per model kind (:func:`family_verdicts`): each family of scores (the theory scores,
+:data:`THEORY_FAMILY`; the practical scores, :data:`PRACTICAL_FAMILY`) picks its best score on the validation
+images of each split of the held-out images by the same rule (:func:`family_choice`); does the theory family's
+pick beat, match or lose to the practical family's pick on the test images, in normalised area
+(eq-pruning-normalised)? The secondary comparisons (:func:`ranking_verdicts`) put one fixed score, the paper's
+head score, against each fixed practical score and the random expectation, with no choice on data.
 
-For each comparison the statistic is, per training seed, the difference of the areas under the two pruning
-curves (eq-pruning-auc), ``AUC(theory) - AUC(other)``, both measured on the same trained model and test set;
-the test is a one-sided paired t-test over the seeds (:func:`attnpaths.claims.replicate_t`) with a Bonferroni
-correction over every comparison of the chapter: "holds" when the theory's ranking keeps significantly more
-accuracy, "contradicted" when it keeps significantly less, "not significant" otherwise.
+Each statistic is a per-seed difference averaged over the splits (:func:`attnpaths.pruning.sweep.split_mean`):
+the splits of one seed share its model and its held-out images, so they are not independent replicates; the
+seeds are, and the spread of their split-averaged differences carries the split-to-split variation. The tests
+are paired over the seeds (:func:`attnpaths.claims.replicate_t`, :func:`attnpaths.claims.replicate_equivalence`)
+with a Bonferroni correction over each family of tests.
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ from ..claims import Outcome, Verdict, replicate_equivalence, replicate_t
 from .sweep import RANKING_NAMES, mean_interval
 
 PRIMARY_SOURCE = (
-    "primary question of this book, stated before the results: does the best theory score, chosen on "
-    "validation images, prune as well as the gradient importance of Michel et al.?"
+    "primary question of this book: does the best theory score prune as well as the best practical score, each "
+    "family choosing its best on validation images by the same rule?"
 )
 SOURCE = "question of this book: is the theory's head score a better pruning guide than the usual rankings?"
-#: The rankings the theory's is compared with, in the chapter's order.
-COMPARISONS = ("michel", "entropy", "norm", "random")
+#: The rankings the paper's head score is compared with, in the order of their claims (``<prefix>1`` ...).
+COMPARISONS = ("michel", "entropy", "norm", "random", "michel_iterative", "fisher")
+#: The theory family (sec-pruning-theory-scores), in the chapter's order.
+THEORY_FAMILY = ("theory", "theory_removal", "theory_action", "theory_gate", "theory_loo", "theory_trained")
+#: The practical family (sec-pruning-rankings): the scores a practitioner computes without the theory or a
+#: table of pruned models.
+PRACTICAL_FAMILY = ("michel", "michel_iterative", "fisher", "entropy", "norm")
 
 
 def ranking_comparison(
@@ -141,7 +148,7 @@ def select_on_validation(normalised: dict, candidates) -> str:
 
     Args:
         normalised: ``{ranking: [S]}`` normalised areas on the validation images.
-        candidates: the ranking names to choose from (e.g. :data:`attnpaths.pruning.theory_scores.THEORY_SCORES`).
+        candidates: the ranking names to choose from (e.g. :data:`THEORY_FAMILY`).
     """
     candidates = tuple(candidates)
     missing = [c for c in candidates if c not in normalised]
@@ -151,45 +158,86 @@ def select_on_validation(normalised: dict, candidates) -> str:
     return candidates[int(np.argmax(means))]
 
 
-def primary_verdicts(
+def family_choice(validation: dict, test: dict, candidates) -> tuple[list[str], np.ndarray]:
+    """A family's best score, chosen on each split's validation images and judged on its test images: in split
+    ``r``, the candidate of largest mean (over seeds) validation area (:func:`select_on_validation`), and its test
+    areas.
+
+    Args:
+        validation, test: ``{ranking: [S, R]}`` normalised areas (eq-pruning-normalised) on the validation and
+            the test images of ``R`` splits (:meth:`attnpaths.pruning.sweep.PruningSweep.normalised_auc`).
+        candidates: the family's ranking names (:data:`THEORY_FAMILY`, :data:`PRACTICAL_FAMILY`).
+
+    Returns:
+        ``(choices, areas)``: ``choices[r]`` the ranking chosen in split ``r``; ``areas`` ``[S, R]`` its test areas.
+    """
+    candidates = tuple(candidates)
+    missing = [c for c in candidates if c not in validation or c not in test]
+    if not candidates or missing:
+        raise ValueError(f"candidates must be a non-empty list of rankings of validation and test, missing {missing}")
+    shape = np.shape(validation[candidates[0]])
+    if len(shape) != 2 or any(np.shape(d[c]) != shape for d in (validation, test) for c in candidates):
+        raise ValueError(f"validation and test must hold [S, R] areas of one shape for every candidate, got {shape}")
+    choices = [
+        select_on_validation({c: np.asarray(validation[c])[:, r] for c in candidates}, candidates)
+        for r in range(shape[1])
+    ]
+    areas = np.stack([np.asarray(test[c], dtype=np.float64)[:, r] for r, c in enumerate(choices)], axis=1)
+    return choices, areas
+
+
+def choice_counts(choices, names: dict | None = None) -> str:
+    """``"<name> in a of R splits, ..."``, the rankings chosen by :func:`family_choice`, most often first."""
+    values, counts = np.unique(np.asarray(choices), return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    names = names or RANKING_NAMES
+    return ", ".join(f"{names[str(values[i])]} in {counts[i]} of {len(choices)} splits" for i in order)
+
+
+def family_verdicts(
     prefix: str,
     *,
     theory,
-    michel,
-    theory_name: str,
+    practical,
+    theory_choices,
+    practical_choices,
     margin: float,
     level: float = 0.05,
     num_tests: int = 1,
     where: str = "",
 ) -> tuple[Verdict, Verdict]:
     """The primary question for one model kind, as two verdicts on the per-seed differences
-    ``d = A(theory) - A(Michel)`` of normalised areas on the test images (eq-pruning-normalised), paired by seed:
+    ``d = A(theory family's pick) - A(practical family's pick)`` of normalised areas on the test images
+    (eq-pruning-normalised), each averaged over the splits, paired by seed:
 
-    * ``<prefix>-B`` (:func:`attnpaths.claims.replicate_t`): the theory score beats Michel et al.'s importance
+    * ``<prefix>-FB`` (:func:`attnpaths.claims.replicate_t`): the theory family's pick beats the practical family's
       (holds) or loses to it (contradicted), one-sided t-tests;
-    * ``<prefix>-E`` (:func:`attnpaths.claims.replicate_equivalence`): the two agree within ``margin`` (two
+    * ``<prefix>-FE`` (:func:`attnpaths.claims.replicate_equivalence`): the two agree within ``margin`` (two
       one-sided t-tests against ``+-margin``).
 
     Both at ``level / num_tests`` (Bonferroni over every primary test of the chapter).
 
     Args:
-        theory, michel: ``[S]`` normalised test areas; theory_name: the theory score's name (for the statement).
+        theory, practical: ``[S]`` split-averaged normalised test areas of each family's pick
+            (:func:`family_choice` then :func:`attnpaths.pruning.sweep.split_mean`).
+        theory_choices, practical_choices: each split's pick (for the statement of what was measured).
         margin: the largest ``|mean d|`` that counts as a match (> 0).
     """
     a = as_float64_array(theory, "theory", ndim=1)
-    b = as_float64_array(michel, "michel", ndim=1)
+    b = as_float64_array(practical, "practical", ndim=1)
     if a.shape != b.shape or a.size < 2:
-        raise ValueError(f"theory and michel must hold the same number (>= 2) of seeds, got {a.size} and {b.size}")
+        raise ValueError(f"theory and practical must hold the same number (>= 2) of seeds, got {a.size} and {b.size}")
     num_tests = positive_int(num_tests, "num_tests")
     d = a - b
-    statistic = "A(theory) - A(Michel)"
+    statistic = "A(best theory score) - A(best practical score), both chosen on validation"
     measured = (
-        f"normalised area {a.mean():.3f} ({theory_name}) vs {b.mean():.3f} (Michel et al.), mean difference "
-        f"{d.mean():+.3f} (sd {d.std(ddof=1):.3f}), theory ahead on {int((d > 0).sum())} of {d.size} seeds."
+        f"normalised area {a.mean():.3f} (theory family: {choice_counts(theory_choices)}) vs {b.mean():.3f} "
+        f"(practical family: {choice_counts(practical_choices)}), mean difference {d.mean():+.3f} "
+        f"(sd {d.std(ddof=1):.3f} over seeds), theory ahead on {int((d > 0).sum())} of {d.size} seeds."
     )
     beats = replicate_t(
-        f"{prefix}-B",
-        f"the {theory_name} prunes better than Michel et al.'s importance{where}",
+        f"{prefix}-FB",
+        f"the best theory score prunes better than the best practical score, each chosen on validation images{where}",
         source=PRIMARY_SOURCE,
         statistic=statistic,
         differences=d,
@@ -198,8 +246,9 @@ def primary_verdicts(
         measured=measured,
     )
     matches = replicate_equivalence(
-        f"{prefix}-E",
-        f"the {theory_name} prunes as well as Michel et al.'s importance within {margin:g} of normalised area{where}",
+        f"{prefix}-FE",
+        f"the best theory score prunes as well as the best practical score, each chosen on validation images, "
+        f"within {margin:g} of normalised area{where}",
         source=PRIMARY_SOURCE,
         statistic=statistic,
         replicates=d,
@@ -213,7 +262,7 @@ def primary_verdicts(
 
 
 def primary_answer(beats: Verdict, matches: Verdict) -> str:
-    """One word from the two primary verdicts of :func:`primary_verdicts`: ``"beats"`` or ``"loses"`` (the
+    """One word from the two primary verdicts of :func:`family_verdicts`: ``"beats"`` or ``"loses"`` (the
     one-sided test decides; ``" narrowly"`` appended when the equivalence also holds), else ``"matches"`` (the
     equivalence holds), else ``"undecided"``."""
     narrowly = " narrowly" if matches.outcome is Outcome.HOLDS else ""

@@ -16,6 +16,7 @@ import torch
 from sklearn.datasets import load_digits
 
 from .._validation import int_at_least, numpy_generator
+from ..engine import task_seed
 
 IMAGE_SIZE = 8
 
@@ -107,3 +108,21 @@ def train_validation_test_split(
     train, held_out = train_test_split(data, num_held_out, np.random.default_rng(seed))
     test, validation = train_test_split(held_out, num_validation, np.random.default_rng([seed, 1]))
     return train, validation, test
+
+
+def held_out_splits(num_held_out: int, num_validation: int, seed: int, num_splits: int) -> np.ndarray:
+    """``[num_splits, num_held_out]`` bool: split ``r`` of the held-out images into ``num_validation`` validation
+    images (``True``) and the others, the test images (``False``), a uniformly random choice drawn with
+    ``numpy.random.default_rng(task_seed(seed, 1, r))`` (:func:`attnpaths.engine.task_seed`): each split is its
+    own stream, so adding splits changes none of the earlier ones."""
+    num_held_out = int_at_least(num_held_out, "num_held_out", 2)
+    num_validation = int_at_least(num_validation, "num_validation", 1)
+    if num_validation >= num_held_out:
+        raise ValueError(f"num_validation must be below num_held_out ({num_held_out}), got {num_validation}")
+    seed = int_at_least(seed, "seed", 0)
+    num_splits = int_at_least(num_splits, "num_splits", 1)
+    masks = np.zeros((num_splits, num_held_out), dtype=bool)
+    for r in range(num_splits):
+        chosen = np.random.default_rng(task_seed(seed, 1, r)).permutation(num_held_out)[:num_validation]
+        masks[r, chosen] = True
+    return masks
