@@ -138,7 +138,7 @@ class FactoredPathFeatures:
 
     @property
     def ranks(self) -> list[list[int | None]]:
-        """Per layer, per head: the rank ``r`` of the factored heads, ``None`` for the others."""
+        """The rank ``r`` of each factored head and ``None`` for the others, one list per layer with an entry per head."""
         return [[None if f is None else f[0].shape[1] for f in layer] for layer in self.factors]
 
     def __call__(self, x, *, batch_size: int = 256) -> torch.Tensor:
