@@ -204,6 +204,7 @@ SECTIONS: dict[str, str] = {
     ),
     "sec-oneshot-pcs": "book/oneshot.md, 'Kernel principal components and the labels (Figure 3d)'",
     "sec-oneshot-pruning": "book/oneshot.md, 'Head scores and pruning the trained model (Figures 3e and 3f)'",
+    "sec-oneshot-little-loss": "book/oneshot.md, 'Little loss? The pruned model's accuracy in absolute terms'",
     "sec-oneshot-digits": "book/oneshot.md, 'Out-of-distribution digits'",
     "sec-oneshot-temperatures": "book/oneshot.md, 'The temperature grid'",
     "sec-pruning-task": "book/pruning.md, 'The task: handwritten digits as sequences of patches'",
