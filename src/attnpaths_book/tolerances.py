@@ -170,6 +170,11 @@ TABLE: tuple[Tolerance, ...] = (
         ("exact_relative_diagonal_shift", "exact_relative_mc_se"),
     ),
     _estimate(
+        "hmc:values.predictor_variance.*.sampled",
+        "test-set average of the sampled networks' predictive variance (its se: sampled_mc_se)",
+        (r"\.sampled$", ".sampled_mc_se"),
+    ),
+    _estimate(
         "hmc:values.finite_width_shift.relative_diagonal_shift",
         "finite-width shift of the sampled mean",
         ("relative_diagonal_shift", "relative_mc_se"),
@@ -205,6 +210,9 @@ TABLE: tuple[Tolerance, ...] = (
             "*:values.glued.max_sampled_diff",
             "hmc:values.power_checks.2*",
             "depth:values.claim_*_power.*",
+            "hmc:values.predictor_variance.*.relative_deviation",
+            "hmc:values.glued.variance_dev_*",
+            "hmc:values.glued.variance_z_*",
             "hmc:values.glued.saddle_ratio",
             "oneshot:values.glued.U_theory_sampled_r",
             "oneshot:values.U_pattern_theory_vs_sampled.*",
