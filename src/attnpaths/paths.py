@@ -52,6 +52,17 @@ def path_attention(matrices: list[torch.Tensor]) -> torch.Tensor:
     return vectors
 
 
+def _checked_inputs(x, attention) -> torch.Tensor:
+    """``x`` as a float64 tensor ``[B, N0, T]``, or ``ValueError`` naming the expected shape."""
+    x = as_float64_tensor(x, "x")
+    if x.ndim != 3 or x.shape[1] != attention.input_width:
+        raise ValueError(
+            f"x must have shape [B, N0, T] = [B, {attention.input_width}, T] (features before tokens; "
+            f"PyTorch's [B, T, D] transposed), got {tuple(x.shape)}"
+        )
+    return x
+
+
 def path_features(x: ArrayLike, attention: Attention, *, batch_size: int = 256) -> torch.Tensor:
     """Path features ``xi_pi(x) = sum_s x_s omega_{pi, s}(x)`` (eq-path-features): the raw input routed along path pi.
 
@@ -65,12 +76,7 @@ def path_features(x: ArrayLike, attention: Attention, *, batch_size: int = 256) 
     Returns:
         float64 tensor ``[B, N0, n_paths]``, with no normalisation factor (``solve`` adds ``s0/N0``).
     """
-    x = as_float64_tensor(x, "x")
-    if x.ndim != 3 or x.shape[1] != attention.input_width:
-        raise ValueError(
-            f"x must have shape [B, N0, T] = [B, {attention.input_width}, T] (features before tokens; "
-            f"PyTorch's [B, T, D] transposed), got {tuple(x.shape)}"
-        )
+    x = _checked_inputs(x, attention)
     batch_size = positive_int(batch_size, "batch_size")
     chunks = []
     for start in range(0, x.shape[0], batch_size):
@@ -149,12 +155,7 @@ class FactoredPathFeatures:
             batch_size: examples processed at once, an integer >= 1 (memory only).
         """
         attention = self.attention
-        x = as_float64_tensor(x, "x")
-        if x.ndim != 3 or x.shape[1] != attention.input_width:
-            raise ValueError(
-                f"x must have shape [B, N0, T] = [B, {attention.input_width}, T] (features before tokens), "
-                f"got {tuple(x.shape)}"
-            )
+        x = _checked_inputs(x, attention)
         batch_size = positive_int(batch_size, "batch_size")
         chunks = []
         for start in range(0, x.shape[0], batch_size):

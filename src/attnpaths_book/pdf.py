@@ -537,9 +537,13 @@ def build_pdf(
     writer, starts = join_book(front, printed, numbers, metadata["title"])
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
-    with open(partial, "wb") as handle:
-        writer.write(handle)
-    partial.replace(output)
+    try:  # a failed write leaves the last good PDF, not a half-written file beside it
+        with open(partial, "wb") as handle:
+            writer.write(handle)
+        partial.replace(output)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     report = PdfReport(
         output,
         len(writer.pages),
