@@ -195,23 +195,36 @@ def directional_z(
     level: float = 0.01,
     num_tests: int = 1,
     measured: str = "",
+    df: float | None = None,
 ) -> Verdict:
     """The claim "``estimate > 0``", tested with a one-sided z-test of standard error ``se``.
 
     ``z = estimate / se``; holds when ``z > z_c``, contradicted when ``z < -z_c``, with
-    ``z_c = Phi^{-1}(1 - level / num_tests)`` (``num_tests`` one-sided tests share the family level).
+    ``z_c = Phi^{-1}(1 - level / num_tests)`` (``num_tests`` one-sided tests share the family level). With ``df``
+    (degrees of freedom of ``se``, e.g. Welch-Satterthwaite's where few replicates enter it) the statistic is read
+    against Student's t with ``df`` degrees of freedom instead of the normal distribution.
     """
     level, num_tests = probability(level, "level", open_interval=True), positive_int(num_tests, "num_tests")
     estimate = float(estimate)
     if not (math.isfinite(se) and se > 0):
         raise ValueError(f"se must be a finite number > 0, got {se!r}")
+    if df is not None and not (math.isfinite(df) and df > 0):
+        raise ValueError(f"df must be a finite number > 0 or None, got {df!r}")
     z = estimate / float(se)
     alpha = level / num_tests
-    outcome = _three_way(float(stats.norm.sf(z)), float(stats.norm.cdf(z)), alpha)
+    law = stats.norm if df is None else stats.t(float(df))
+    outcome = _three_way(float(law.sf(z)), float(law.cdf(z)), alpha)
+    name = "z-test" if df is None else f"t-test ({float(df):.1f} degrees of freedom)"
     test = (
-        f"one-sided z-test of {statistic} > 0 (standard error {se:.3g}): holds if z > {stats.norm.isf(alpha):.2f}, "
+        f"one-sided {name} of {statistic} > 0 (standard error {se:.3g}): holds if the statistic > "
+        f"{law.isf(alpha):.2f}, contradicted if < -{law.isf(alpha):.2f}"
+        if df is not None
+        else f"one-sided z-test of {statistic} > 0 (standard error {se:.3g}): holds if z > {stats.norm.isf(alpha):.2f}, "
         f"contradicted if z < -{stats.norm.isf(alpha):.2f}"
     )
+    inputs = dict(test="directional_z", estimate=estimate, se=float(se), level=level, num_tests=num_tests)
+    if df is not None:
+        inputs["df"] = float(df)
     return Verdict(
         claim,
         statement,
@@ -221,11 +234,11 @@ def directional_z(
         level,
         _correction(num_tests, "tests"),
         estimate,
-        float(stats.norm.sf(z)),
+        float(law.sf(z)),
         z,
         outcome,
         measured or f"{statistic} = {estimate:+.4g}.",
-        inputs=dict(test="directional_z", estimate=estimate, se=float(se), level=level, num_tests=num_tests),
+        inputs=inputs,
     )
 
 

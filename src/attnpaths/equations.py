@@ -202,6 +202,8 @@ SECTIONS: dict[str, str] = {
     "sec-oneshot-order-parameter": (
         "book/oneshot.md, 'The order parameter: theory, samples and gradient descent (Figure 3c)'"
     ),
+    "sec-oneshot-saddle": "book/oneshot.md, 'Samples against the saddle point: the width and the entropy weight'",
+    "sec-oneshot-interplay": "book/oneshot.md, 'What the cross-path weights do'",
     "sec-oneshot-pcs": "book/oneshot.md, 'Kernel principal components and the labels (Figure 3d)'",
     "sec-oneshot-pruning": "book/oneshot.md, 'Head scores and pruning the trained model (Figures 3e and 3f)'",
     "sec-oneshot-little-loss": "book/oneshot.md, 'Little loss? The pruned model's accuracy in absolute terms'",

@@ -11,9 +11,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from attnpaths.claims import Outcome
 from attnpaths.oneshot.digits import DigitPairs
 from attnpaths.oneshot.imagesets import SPLITS, ImageDataset
 
+from .claims_markdown import escape_markdown
 from .records import read_record
 
 DIGITS_SOURCE = "sklearn.datasets.load_digits"
@@ -236,3 +238,33 @@ def little_loss_table(result) -> str:
         ],
         rows,
     )
+
+
+def saddle_deviation_table(deviation: dict) -> str:
+    """The samples' distance from the saddle point at one temperature (sec-oneshot-saddle): ``r(N)``, its standard
+    error and ``N r(N)``, which is constant where the distance falls like ``1 / N``."""
+    rows = [
+        [str(int(N)), f"{r:.4f}", f"{se:.4f}", f"{N * r:.3f}"]
+        for N, r, se in zip(deviation["N"], deviation["r"], deviation["se"])
+    ]
+    return _table(["$N$", "$r(N)$", "standard error", "$N\\,r(N)$"], rows)
+
+
+def wrong_weight_sentence(verdicts) -> str:
+    """What claim 2w says against actions with a wrong entropy weight (claims ``"2w (entropy x c)"``), and whether
+    every such mistake is caught (contradicted)."""
+    verdicts = list(verdicts)
+    if not verdicts:
+        raise ValueError("verdicts must hold at least one wrong entropy weight")
+    parts = [
+        f"against the action with its entropy weighted by {v.claim.rsplit('x ', 1)[1].rstrip(')')}, claim 2w is "
+        f"{v.outcome.value} ({escape_markdown(v.measured.rstrip('.'))})"
+        for v in verdicts
+    ]
+    caught = all(v.outcome is Outcome.CONTRADICTED for v in verdicts)
+    ending = (
+        "every such mistake is caught."
+        if caught
+        else "not every such mistake is caught: at these run lengths the claim cannot see an error of that size."
+    )
+    return "The same test " + "; ".join(parts) + ": " + ending

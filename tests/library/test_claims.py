@@ -433,3 +433,18 @@ def test_agreement_power_reads_the_power_of_a_recorded_agreement_test():
     assert agreement_power(all_of("c", "s", source="s", parts=parts)) is None
     with pytest.raises(ValueError, match="replicates"):
         replicate_equivalence_power([1.0], 0.1)
+
+
+def test_directional_z_with_degrees_of_freedom_reads_student_t_and_rederives():
+    from attnpaths.claims import rederive
+
+    # estimate / se = 3: beyond the normal law's 1 % threshold (2.33), not beyond Student's t with 2 degrees of
+    # freedom (6.96)
+    z = directional_z("c", "s", source="x", statistic="d", estimate=0.3, se=0.1)
+    t = directional_z("c", "s", source="x", statistic="d", estimate=0.3, se=0.1, df=2)
+    assert z.outcome is Outcome.HOLDS and t.outcome is Outcome.NOT_SIGNIFICANT
+    assert t.p_value == pytest.approx(stats.t.sf(3.0, 2)) and "2.0 degrees of freedom" in t.test
+    assert rederive(t).outcome is t.outcome and rederive(t).p_value == pytest.approx(t.p_value)
+    assert "df" not in z.inputs  # a z-test's record is unchanged
+    with pytest.raises(ValueError, match="df"):
+        directional_z("c", "s", source="x", statistic="d", estimate=0.3, se=0.1, df=0)

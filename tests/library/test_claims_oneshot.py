@@ -241,3 +241,115 @@ def test_little_loss_power_is_the_chance_of_holding_at_no_loss():
         for d in rng.normal(0.0, se, 4000)
     ]
     assert np.mean(holds) == pytest.approx(os_claims.little_loss_power(se, margin), abs=0.03)
+
+
+# ------------------------------------------------------------------------- interplay, entropy weight, 1/N approach
+def _predictors(right_fraction, labels, rng):
+    """A predictor right on the first ``right_fraction`` of the points (nested: a more accurate one is right wherever
+    a less accurate one is)."""
+    right = np.arange(labels.size) < int(right_fraction * labels.size)
+    return np.where(right, labels, -labels) * (0.5 + rng.random(labels.size))
+
+
+def test_interplay_gains_hold_for_a_real_gain_and_are_contradicted_when_the_ablation_does_better():
+    rng = np.random.default_rng(0)
+    labels = rng.choice([-1.0, 1.0], size=2000)
+    means = {
+        "theory": _predictors(0.9, labels, rng),
+        "diagonal": _predictors(0.8, labels, rng),
+        "gp": _predictors(0.7, labels, rng),
+    }
+    cross, same = os_claims.interplay_gains("I", means=means, labels=labels, width=10)
+    assert (cross.claim, same.claim) == ("I", "Iw") and cross.outcome is HOLDS and same.outcome is HOLDS
+    assert cross.value == pytest.approx(0.1) and same.value == pytest.approx(0.1)
+    # the cross-path weights costing accuracy (the diagonal alone does better) is contradicted, not hidden
+    swapped = dict(means, theory=means["diagonal"], diagonal=means["theory"])
+    cross, same = os_claims.interplay_gains("I", means=swapped, labels=labels, width=10)
+    assert cross.outcome is CONTRADICTED and same.outcome is HOLDS
+    power = os_claims.interplay_power(means, labels)
+    assert power.cases == ("I", "Iw") and max(power.detectable) < 0.05
+    with pytest.raises(ValueError, match="diagonal"):
+        os_claims.interplay_gains("I", means={"theory": means["theory"], "gp": means["gp"]}, labels=labels, width=10)
+
+
+def _saddle_family(widths, scales, n=4, seed=0):
+    """Saddle points ``U(N, c) = U0 + (1 - c) G / N`` (a smaller entropy weight moves U further from its GP value)."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, n))
+    U0 = A @ A.T / n + np.eye(n)
+    G = np.diag(rng.random(n) + 0.5) + 0.1
+    return {w: {float(c): U0 + 20 * (1 - c) * G / w for c in scales} for w in widths}
+
+
+def _points(U_by_width, se=1e-3, seed=1):
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for w, U in U_by_width.items():
+        noise = se * rng.standard_normal(U.shape)
+        out[w] = SimpleNamespace(width=w, U=U + (noise + noise.T) / 2, U_se=np.full(U.shape, se))
+    return out
+
+
+def test_entropy_weight_claim_measures_the_weight_of_the_samples_and_contradicts_a_halved_or_doubled_entropy():
+    scales = [0.5, 0.9, 1.0, 1.1, 2.0]
+    saddle = _saddle_family([50, 100], scales)
+    right = _points({w: saddle[w][1.0] for w in saddle})
+    verdict = os_claims.entropy_weight_agreement("2w", samples=right, saddle=saddle, widths=[50, 100], margin=0.25)
+    assert verdict.outcome is HOLDS
+    for c in (0.5, 2.0):  # the two plausible mistakes of the entropy term
+        wrong = os_claims.entropy_weight_agreement(
+            "2w", samples=right, saddle=saddle, widths=[50, 100], margin=0.25, reference_scale=c
+        )
+        assert wrong.outcome is CONTRADICTED, c
+    # samples of an action whose entropy is weighted by 1.5 (outside the margin 0.25) are contradicted too
+    off = _points({w: saddle[w][1.0] + 0.5 * (saddle[w][1.1] - saddle[w][0.9]) / 0.2 for w in saddle})
+    assert (
+        os_claims.entropy_weight_agreement("2w", samples=off, saddle=saddle, widths=[50, 100], margin=0.25).outcome
+        is CONTRADICTED
+    )
+    with pytest.raises(ValueError, match="widths"):
+        os_claims.entropy_weight_agreement("2w", samples=right, saddle=saddle, widths=[20], margin=0.25)
+    with pytest.raises(ValueError, match="entropy weight 1"):
+        os_claims.entropy_weight_agreement(
+            "2w",
+            samples=right,
+            saddle={w: {0.9: s[0.9], 1.1: s[1.1]} for w, s in saddle.items()},
+            widths=[50],
+            margin=0.25,
+        )
+
+
+@pytest.mark.parametrize(
+    "power, outcome", [(1.0, HOLDS), (0.3, CONTRADICTED), (0.0, CONTRADICTED), (2.0, CONTRADICTED)]
+)
+def test_deviation_decay_tells_one_over_n_from_other_rates(power, outcome):
+    rng = np.random.default_rng(3)
+    n = 4
+    U = np.eye(n) + 0.3
+    direction = rng.standard_normal((n, n))
+    direction = (direction + direction.T) / 2
+    widths = [10, 20, 50, 100]
+    samples = _points({w: U + 2.0 * direction / w**power for w in widths}, se=1e-4)
+    deviation = os_claims.saddle_deviation(samples, {w: U for w in widths})
+    assert deviation["N"].tolist() == widths and np.all(deviation["se"] > 0)
+    verdict = os_claims.deviation_decay("2s", deviation, margin=0.5)
+    assert verdict.outcome is outcome, verdict.measured
+    if power == 1.0:
+        assert os_claims.deviation_decay_power(deviation, margin=0.5) > 0.99
+
+
+def test_saddle_deviation_removes_the_monte_carlo_part_and_the_slope_needs_three_widths():
+    U = np.eye(3)
+    # samples exactly at the saddle point up to their noise: the corrected distance is near 0, not the noise's size
+    samples = _points({10: U, 20: U}, se=0.01, seed=4)
+    deviation = os_claims.saddle_deviation(samples, {10: U, 20: U})
+    raw = [np.linalg.norm(samples[w].U - U) / np.linalg.norm(U) for w in (10, 20)]
+    assert np.all(deviation["r"] < np.array(raw))
+    # distances within their noise cannot give a slope: the claim is not significant, with no power
+    verdict = os_claims.deviation_decay("2s", deviation)
+    assert verdict.outcome is NS and "not measured" in verdict.measured
+    assert os_claims.deviation_decay_power(deviation) == 0.0
+    with pytest.raises(ValueError, match="share a width"):
+        os_claims.saddle_deviation(samples, {50: U})

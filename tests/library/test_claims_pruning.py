@@ -148,8 +148,8 @@ def test_the_family_comparison_finds_the_better_family_and_is_fair_when_they_are
         f: pr_claims.family_choice(validation, test, members)
         for f, members in {"theory": ("theory", "theory_loo"), "practical": ("norm", "fisher")}.items()
     }
-    # each family picks its good score in every split
-    assert picks["theory"][0] == ["theory_loo"] * 5 and picks["practical"][0] == ["fisher"] * 5
+    # each family picks its good score for every seed in every split
+    assert picks["theory"][0] == [["theory_loo"] * 12] * 5 and picks["practical"][0] == [["fisher"] * 12] * 5
     np.testing.assert_array_equal(picks["theory"][1], test["theory_loo"])
     beats, _ = pr_claims.family_verdicts(
         "F",
@@ -174,9 +174,24 @@ def test_the_family_choice_reads_only_the_validation_images():
     tilted = {**validation, "theory": validation["theory"].copy()}
     tilted["theory"][:, 2] += 10.0
     split_choices, split_areas = pr_claims.family_choice(tilted, test, ("theory", "theory_loo"))
-    assert split_choices == ["theory_loo", "theory_loo", "theory", "theory_loo", "theory_loo"]
+    assert [set(c) for c in split_choices] == [
+        {"theory_loo"},
+        {"theory_loo"},
+        {"theory"},
+        {"theory_loo"},
+        {"theory_loo"},
+    ]
     np.testing.assert_array_equal(split_areas[:, 2], test["theory"][:, 2])
-    assert pr_claims.choice_counts(split_choices).startswith("theory's leave-one-out change in 4 of 5 splits")
+    assert pr_claims.choice_counts(split_choices).startswith("theory's leave-one-out change in 48 of 60 choices")
+    assert pr_claims.most_chosen(split_choices) == "theory_loo"
+    # one seed whose validation images favour the other score chooses it for itself alone: no seed's choice reads
+    # another seed's images
+    one_seed = {**validation, "theory": validation["theory"].copy()}
+    one_seed["theory"][3, :] += 10.0
+    seed_choices, seed_areas = pr_claims.family_choice(one_seed, test, ("theory", "theory_loo"))
+    assert all(c[3] == "theory" and c[:3] + c[4:] == ["theory_loo"] * 11 for c in seed_choices)
+    np.testing.assert_array_equal(seed_areas[3], test["theory"][3])
+    np.testing.assert_array_equal(np.delete(seed_areas, 3, axis=0), np.delete(test["theory_loo"], 3, axis=0))
     with pytest.raises(ValueError, match="candidates"):
         pr_claims.family_choice(validation, test, ("michel",))
     with pytest.raises(ValueError, match=r"\[S, R\]"):

@@ -475,6 +475,23 @@ def test_paired_difference_over_episodes_and_over_fine_tuning_seeds():
         oneshot_pruning.paired_difference(one[:5], reference)
 
 
+def test_paired_difference_df_counts_the_seeds_where_their_variance_dominates():
+    rng = np.random.default_rng(5)
+    reference = (rng.random(400) < 0.8).astype(float)
+    one = (rng.random(400) < 0.8).astype(float)
+    assert oneshot_pruning.paired_difference_df(one, reference) == 399.0
+    # three seeds that differ in their overall accuracy (a shift of whole models): the seeds' share dominates and the
+    # degrees of freedom fall towards S - 1 = 2
+    seeds = np.array([one, np.roll(one, 1), np.ones(400)])
+    df = oneshot_pruning.paired_difference_df(seeds, reference)
+    per_episode = seeds.mean(axis=0) - reference
+    v_e, v_s = per_episode.var(ddof=1) / 400, seeds.mean(axis=1).var(ddof=1) / 3
+    assert df == pytest.approx((v_e + v_s) ** 2 / (v_e**2 / 399 + v_s**2 / 2))
+    assert 2.0 <= df < 10.0
+    with pytest.raises(ValueError, match="correct"):
+        oneshot_pruning.paired_difference_df(one[:5], reference)
+
+
 def test_little_loss_compares_the_score_order_with_the_unpruned_model_the_random_orders_and_the_best(pruning_setup):
     model, seqs, evaluator = pruning_setup
     scores = np.array([[0.5, 0.1, 0.9], [1.0, 0.3, 0.2]])
@@ -503,3 +520,51 @@ def test_little_loss_compares_the_score_order_with_the_unpruned_model_the_random
         oneshot_pruning.little_loss(evaluator, result, [5], tuned)
     with pytest.raises(ValueError, match="fine_tuned"):
         oneshot_pruning.little_loss(evaluator, result, [1, 2], {1: tuned[1], 2: tuned[1]})
+
+
+# ------------------------------------------------------------------ ablations, entropy weights, one temperature
+def test_ablation_means_predict_with_U_its_diagonal_and_the_gp_value(features, grid):
+    T = 0.5
+    j = grid.temperature_index(T)
+    U = grid.U[0, j]
+    means = temperature_grid.ablation_means(features, U, T)
+    # the theory's own predictor and the GP limit's at the same temperature (tolerance: two solves of the same
+    # linear system, equal to rounding)
+    np.testing.assert_allclose(means["theory"], grid.means["test"][0, j], atol=1e-7)
+    gp = temperature_grid.gp_grid(features, (T,))
+    np.testing.assert_allclose(means["gp"], gp.means["test"][0, 0], atol=1e-9)
+    assert not np.allclose(means["diagonal"], means["theory"])  # the cross-path entries matter on this problem
+    with pytest.raises(ValueError, match="U must be"):
+        temperature_grid.ablation_means(features, np.eye(3), T)
+
+
+def test_scaled_saddle_points_are_the_theory_at_width_c_n(features, grid):
+    j = grid.temperature_index(0.1)
+    saddle = temperature_grid.scaled_saddle_points(features, [5], [0.1], [1.0, 10.0])
+    assert list(saddle) == [5] and sorted(saddle[5]) == [1.0, 10.0]
+    # entropy weight 1 at N = 5 is the grid's point; weight 10 is the grid's N = 50 (the action's entropy term is
+    # N times a function of U): two certified minimisers of one action, equal to the solver's tolerance
+    np.testing.assert_allclose(saddle[5][1.0], grid.U[0, j], atol=1e-6)
+    np.testing.assert_allclose(saddle[5][10.0], grid.U[1, j], atol=1e-6)
+    with pytest.raises(ValueError, match="integer"):
+        temperature_grid.scaled_saddle_points(features, [5], [0.1], [1.1])
+    with pytest.raises(ValueError, match="one temperature per width"):
+        temperature_grid.scaled_saddle_points(features, [5, 50], [0.1], [1.0])
+
+
+def test_fixed_temperature_samples_reuse_the_samples_drawn_at_that_temperature(features, grid):
+    from types import SimpleNamespace
+
+    kept = SimpleNamespace(U=np.eye(4))
+    other = SimpleNamespace(U=np.eye(4))
+    samples = {5: kept, 50: other}
+    drawn, reference = temperature_grid.fixed_temperature_samples(
+        features, grid, samples, [0.5, 1.0], 0.5, 3, warmup=[2, 2], draws=[4, 4], chains=[1, 1], progress=False
+    )
+    assert list(drawn) == [5, 50] and drawn[5] is kept and drawn[50] is not other and drawn[50].width == 50
+    j = grid.temperature_index(0.5)
+    np.testing.assert_array_equal(reference[50], grid.U[1, j])
+    with pytest.raises(ValueError, match="one entry per sampled width"):
+        temperature_grid.fixed_temperature_samples(
+            features, grid, samples, [0.5], 0.5, 3, warmup=[2, 2], draws=[4, 4], chains=[1, 1]
+        )

@@ -4,7 +4,7 @@ Each function returns a :class:`attnpaths.claims.Verdict`; the task chapters (hi
 images) call them on their own numbers:
 
 * :func:`finite_width_advantage`: at small width the theory's predictor is more accurate than the GP limit
-  (paired z-test on one test set);
+  (paired z-test on one test set, :func:`paired_accuracy_gain`, which any two predictors can share);
 * :func:`finite_width_advantage_over_data_sets`: the same, and the advantage shrinks as ``N`` grows, over
   independently drawn data sets (t-tests over the data sets);
 * :func:`gp_limit_approach`: the order parameter ``U`` moves towards its GP value as ``N`` grows;
@@ -45,6 +45,7 @@ SOURCE_SAMPLES = "paper (captions of Fig. 2c, 2e, 3b, 3c: theory vs samples)"
 SOURCE_GP_LIMIT = "derived in this book (the GP limit of the action)"
 SOURCE_ALIGNMENT = "paper (captions of Fig. 1c, 2d, 3d)"
 SOURCE_SADDLE = "derived in this book (the saddle point of the action)"
+SOURCE_VARIANCE = "derived in this book (the theory's predictor variance against the samples)"
 
 #: Largest finite-width scale ``(n + 1) / N`` of a width at which the saddle point is compared with the exact mean.
 SADDLE_MAX_EPSILON = 0.05
@@ -95,25 +96,56 @@ def finite_width_advantage(
     Args:
         theory_mean, gp_mean, labels: ``[n_test]`` predictions of the two predictors and the labels.
 
-    Test: one-sided paired z-test of ``A(N) - A_GP`` on the test set, standard error
-    :func:`paired_accuracy_sd` (at least ``1 / n_test``).
+    Test: :func:`paired_accuracy_gain` of the theory over the GP limit.
     """
-    labels = as_float64_array(labels, "labels")
-    a, g = (
-        _accuracy(as_float64_array(theory_mean, "theory_mean"), labels),
-        _accuracy(as_float64_array(gp_mean, "gp_mean"), labels),
-    )
-    se = _advantage_se(theory_mean, gp_mean, labels)
-    stat = f"A(N={width}) - A_GP"
-    return directional_z(
+    return paired_accuracy_gain(
         claim,
         f"finite width beats the GP limit{where}",
         source=SOURCE_ADVANTAGE,
-        statistic=stat,
-        estimate=a - g,
-        se=se,
+        mean=theory_mean,
+        reference_mean=gp_mean,
+        labels=labels,
+        names=(f"A(N={width})", "A_GP"),
         level=level,
-        measured=f"A(N={width}) = {a:.3f} vs A_GP = {g:.3f} on {labels.size} test points{where}.",
+        where=where,
+    )
+
+
+def paired_accuracy_gain(
+    claim: str,
+    statement: str,
+    *,
+    source: str,
+    mean,
+    reference_mean,
+    labels,
+    names: tuple[str, str],
+    level: float = 0.01,
+    where: str = "",
+) -> Verdict:
+    """Claim ``statement``: the predictor ``mean`` is more accurate than ``reference_mean`` on the same test points.
+
+    Args:
+        mean, reference_mean, labels: ``[n_test]`` predictions of the two predictors (their signs are the predicted
+            labels) and the labels ``+-1``.
+        names: how the two accuracies are written, e.g. ``("A(N=10)", "A_GP")``.
+
+    Test: one-sided paired z-test of the accuracy difference on the test set, standard error
+    :func:`paired_accuracy_sd` (at least ``1 / n_test``).
+    """
+    labels = as_float64_array(labels, "labels")
+    a = _accuracy(as_float64_array(mean, "mean"), labels)
+    r = _accuracy(as_float64_array(reference_mean, "reference_mean"), labels)
+    first, second = names
+    return directional_z(
+        claim,
+        statement,
+        source=source,
+        statistic=f"{first} - {second}",
+        estimate=a - r,
+        se=_advantage_se(mean, reference_mean, labels),
+        level=level,
+        measured=f"{first} = {a:.3f} vs {second} = {r:.3f} on {labels.size} test points{where}.",
     )
 
 
@@ -693,7 +725,8 @@ def predictor_variance_agreement(
     where: str = "",
 ) -> Verdict:
     """Claim: the theory's predictor variance (eq-predictor) is the posterior variance of the finite network's
-    output, on the test points, at the widths where the saddle point applies.
+    output, on average over the test points, at the widths where the saddle point applies. Point by point the two
+    are compared in the chapter's figure, not tested: the points share the draws, so their errors are correlated.
 
     The statistic per width ``N`` is the test-set average of the sampled posterior variance of ``f``
     (``SampledPoint.mean_variance``) relative to the average of the theory's variance at the same points, minus 1;
@@ -721,8 +754,9 @@ def predictor_variance_agreement(
     )
     return equivalence(
         claim,
-        f"the theory's predictor variance is the posterior variance of the network's output on the test points{where}",
-        source=SOURCE_SAMPLES,
+        f"the theory's predictor variance is the posterior variance of the network's output, on average over the test "
+        f"points{where}",
+        source=SOURCE_VARIANCE,
         statistic="largest |sampled / theory - 1| / margin of the test-set average variance",
         deviation=deviation,
         se=se,

@@ -245,6 +245,26 @@ def paired_difference(correct, reference) -> tuple[float, float]:
     return float(per_episode.mean()), float(math.sqrt(var))
 
 
+def paired_difference_df(correct, reference) -> float:
+    """The degrees of freedom of :func:`paired_difference`'s standard error (Welch-Satterthwaite): ``B - 1`` for one
+    model; for ``S`` seeds ``(v_e + v_s)^2 / (v_e^2 / (B - 1) + v_s^2 / (S - 1))`` with ``v_e`` and ``v_s`` the
+    episodes' and the seeds' shares of the variance. With few seeds and a seeds' share that dominates, this is near
+    ``S - 1``: the test must then use Student's t, not the normal law."""
+    r = as_float64_array(reference, "reference", ndim=1)
+    c = as_float64_array(correct, "correct")
+    if c.ndim == 1:
+        c = c[None]
+    if c.ndim != 2 or c.shape[1] != r.size or r.size < 2:
+        raise ValueError(f"correct must have shape [B] or [S, B] with B = {r.size} >= 2, got {tuple(c.shape)}")
+    B, S = r.size, c.shape[0]
+    v_e = (c.mean(axis=0) - r).var(ddof=1) / B
+    if S == 1:
+        return float(B - 1)
+    v_s = c.mean(axis=1).var(ddof=1) / S
+    denominator = v_e**2 / (B - 1) + v_s**2 / (S - 1)
+    return float((v_e + v_s) ** 2 / denominator) if denominator > 0 else float(B - 1)
+
+
 def fine_tuned_correct(
     pruned,
     seed: int,
@@ -363,7 +383,8 @@ class LittleLoss:
             chosen on these episodes (so optimistic); best_sets: their heads (labels); minus_best, minus_best_se:
             ``[m]`` the score order's accuracy minus the best, and its paired standard error.
         tuned_accuracy: ``[m, S]`` accuracy after fine-tuning (per seed); tuned_difference, tuned_se: ``[m]`` the
-            mean over seeds minus the unpruned accuracy, and its standard error over episodes and seeds.
+            mean over seeds minus the unpruned accuracy, and its standard error over episodes and seeds; tuned_df:
+            ``[m]`` the degrees of freedom of that standard error (:func:`paired_difference_df`).
         control_accuracy: ``[S]`` the unpruned model after the same fine-tuning (``None`` if not run);
             control_difference, control_se: its difference from the unpruned model and the standard error.
         losses: ``{k: [S, steps]}`` the fine-tuning losses (``k = 0``: the control).
@@ -388,6 +409,7 @@ class LittleLoss:
     tuned_accuracy: np.ndarray
     tuned_difference: np.ndarray
     tuned_se: np.ndarray
+    tuned_df: np.ndarray
     control_accuracy: np.ndarray | None
     control_difference: float | None
     control_se: float | None
@@ -435,7 +457,7 @@ def little_loss(evaluator: HeadMaskEvaluator, pruning: PruningResult, ks, fine_t
         return [pairs[i] for i in np.flatnonzero(masks[m])]
 
     rows = {name: [] for name in ("acc", "diff", "se", "rand", "mr", "mr_se", "best", "best_set", "mb", "mb_se")}
-    rows.update(tuned=[], tdiff=[], tse=[])
+    rows.update(tuned=[], tdiff=[], tse=[], tdf=[])
     for k in ks:
         score = episode_correct(evaluator, sets[k])
         diff, se = paired_difference(score, base)
@@ -446,6 +468,7 @@ def little_loss(evaluator: HeadMaskEvaluator, pruning: PruningResult, ks, fine_t
         mb, mb_se = paired_difference(score, episode_correct(evaluator, members(best_m)))
         tuned = fine_tuned[k]
         td, tse = paired_difference(tuned["correct"], base)
+        rows["tdf"].append(paired_difference_df(tuned["correct"], base))
         for name, value in zip(
             rows,
             (
@@ -488,6 +511,7 @@ def little_loss(evaluator: HeadMaskEvaluator, pruning: PruningResult, ks, fine_t
         tuned_accuracy=np.array(rows["tuned"]),
         tuned_difference=np.array(rows["tdiff"]),
         tuned_se=np.array(rows["tse"]),
+        tuned_df=np.array(rows["tdf"]),
         control_accuracy=None if control is None else np.asarray(control["accuracy"]),
         control_difference=control_difference,
         control_se=control_se,

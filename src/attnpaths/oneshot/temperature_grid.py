@@ -8,7 +8,12 @@
 * :func:`warm_start_differences`, :func:`order_parameter_summary`, :func:`gp_approach_ratios`: checks of the
   grid's minimisers and where the selected ``U`` lies relative to its GP value;
 * :func:`label_fraction_draws`: the label fraction of the leading kernel PCs, finite width against the GP
-  limit, on independently drawn training episodes (sec-oneshot-pcs).
+  limit, on independently drawn training episodes (sec-oneshot-pcs);
+* :func:`ablation_means`: the predictor with ``U``, with its diagonal only and with the GP value (the interplay
+  of paths, sec-oneshot-interplay);
+* :func:`scaled_saddle_points`: the theory at neighbouring entropy weights, the reference of the entropy-weight
+  claim and of the wrong theories that test it; :func:`fixed_temperature_samples`: the samples of every sampled
+  width at one temperature, for their approach to the saddle point.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import torch
 
 from .._validation import as_float64_array
 from ..experiments import sampling
-from ..experiments.kernel_pcs import label_fraction
+from ..experiments.kernel_pcs import label_fraction, mean_predictor
 from ..experiments.path_data import PathData
 from ..experiments.sweep import TheorySweep, theory_sweep
 from ..kernels import gp_kernel, pc_label_overlap, renormalized_kernel
@@ -272,3 +277,108 @@ def label_fraction_draws(
         fw.append(label_fraction(pc_label_overlap(K, y, num_components)[0], num_components))
         gp.append(label_fraction(pc_label_overlap(gp_kernel(features), y, num_components)[0], num_components))
     return {"finite_width": np.array(fw), "gp": np.array(gp)}
+
+
+# --------------------------------------------------------------------------------------------------------
+# what the theory's U does for the predictor, and the saddle point at neighbouring entropy weights
+
+
+def ablation_means(data: PathData, U, temperature: float) -> dict[str, np.ndarray]:
+    """The mean predictor (eq-predictor) on the test episodes with the theory's ``U`` and with two ablations of it, at
+    one temperature (sec-oneshot-interplay).
+
+    Args:
+        U: ``[n, n]`` the theory's order parameter (flat path order) at one width.
+
+    Returns:
+        ``{"theory", "diagonal", "gp"}``, each ``[B]``: with ``U``; with ``U``'s cross-path entries set to zero
+        (its diagonal kept: the paths re-weighted, no cross-path kernels); with the GP value ``I``.
+    """
+    U = as_float64_array(U, "U")
+    n = data.network.num_paths
+    if U.ndim != 2 or U.shape != (n, n):
+        raise ValueError(f"U must be [{n}, {n}] (flat path order), got shape {U.shape}")
+    orders = {"theory": U, "diagonal": np.diag(np.diag(U)), "gp": np.eye(U.shape[0])}
+    return {
+        name: mean_predictor(data.features, data.y, data.features_test, order, temperature)
+        for name, order in orders.items()
+    }
+
+
+def scaled_saddle_points(data: PathData, widths, temperatures, scales) -> dict[int, dict[float, np.ndarray]]:
+    """The theory's ``U`` (flat path order) at width ``c N`` for every scale ``c`` of ``scales``: the saddle point of
+    the action (eq-action) with its entropy weighted by ``c`` at width ``N``
+    (:func:`attnpaths.experiments.sampling.scaled_width`), at each width's own temperature.
+
+    Args:
+        widths, temperatures: one temperature per width (e.g. the sampled widths and their selected temperatures).
+        scales: entropy weights ``c`` (``c N`` must be an integer for every width).
+
+    Returns:
+        ``{N: {c: [n, n]}}``.
+    """
+    widths, temperatures = list(widths), [float(t) for t in temperatures]
+    if len(widths) != len(temperatures):
+        raise ValueError(f"temperatures must give one temperature per width, got {len(temperatures)} for {len(widths)}")
+    scales = sorted({float(c) for c in scales})
+    if not scales:
+        raise ValueError("scales must hold at least one entropy weight")
+    out = {}
+    for w, T in zip(widths, temperatures):
+        scaled = [sampling.scaled_width(w, c) for c in scales]
+        sweep = theory_sweep(data, scaled, [T], progress=False)  # raises where a minimiser is not certified
+        out[int(w)] = {c: sweep.U[k, 0] for k, c in enumerate(scales)}
+    return out
+
+
+def fixed_temperature_samples(
+    data: PathData,
+    grid: TheorySweep,
+    samples: dict,
+    sample_temperatures,
+    temperature: float,
+    seed: int,
+    *,
+    warmup,
+    draws,
+    chains,
+    progress: bool = False,
+    device="cpu",
+) -> tuple[dict, dict]:
+    """Posterior samples at every width of ``samples`` at ONE temperature of the grid, and the saddle point there
+    (sec-oneshot-saddle): how the samples approach the saddle point as ``N`` grows is a statement at fixed ``T``,
+    while each width's samples are drawn at its own selected temperature.
+
+    Args:
+        samples: ``{width: SampledPoint}`` (:func:`sample_widths`) and sample_temperatures, the temperature of
+            each (in its order): a width whose samples were drawn at ``temperature`` is reused, the others are drawn
+            afresh with ``seed``.
+        temperature: one of the grid's temperatures.
+        warmup, draws, chains: one entry per width of ``samples``, in its order.
+
+    Returns:
+        ``({width: SampledPoint}, {width: [n, n] the grid's U at that width and temperature})``.
+    """
+    j = grid.temperature_index(float(temperature))
+    widths = list(samples)
+    if not (len(warmup) == len(draws) == len(chains) == len(sample_temperatures) == len(widths)):
+        raise ValueError(
+            f"sample_temperatures, warmup, draws and chains must give one entry per sampled width {widths}"
+        )
+    redo = [k for k, T in enumerate(sample_temperatures) if float(T) != float(temperature)]
+    out = {w: samples[w] for k, w in enumerate(widths) if k not in redo}
+    if redo:
+        drawn = sample_widths(
+            data,
+            [widths[k] for k in redo],
+            [float(temperature)] * len(redo),
+            seed,
+            warmup=[warmup[k] for k in redo],
+            draws=[draws[k] for k in redo],
+            chains=[chains[k] for k in redo],
+            progress=progress,
+            device=device,
+        )
+        out.update(drawn)
+    out = {w: out[w] for w in widths}
+    return out, {w: grid.U[grid.index(w), j] for w in widths}

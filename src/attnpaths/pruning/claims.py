@@ -2,8 +2,8 @@
 
 The primary question, one per model kind (:func:`family_verdicts`): each family of scores (the theory scores,
 :data:`THEORY_FAMILY`; the practical scores, :data:`PRACTICAL_FAMILY`) picks its best score on the validation
-images of each split of the held-out images by the same rule (:func:`family_choice`); does the theory family's
-pick beat, match or lose to the practical family's pick on the test images, in normalised area
+images of each seed and split of the held-out images by the same rule (:func:`family_choice`); does the theory
+family's pick beat, match or lose to the practical family's pick on the test images, in normalised area
 (eq-pruning-normalised)? The secondary comparisons (:func:`ranking_verdicts`) put one fixed score, the paper's
 head score, against each fixed practical score and the random expectation, with no choice on data.
 
@@ -158,10 +158,14 @@ def select_on_validation(normalised: dict, candidates) -> str:
     return candidates[int(np.argmax(means))]
 
 
-def family_choice(validation: dict, test: dict, candidates) -> tuple[list[str], np.ndarray]:
-    """A family's best score, chosen on each split's validation images and judged on its test images: in split
-    ``r``, the candidate of largest mean (over seeds) validation area (:func:`select_on_validation`), and its test
-    areas.
+def family_choice(validation: dict, test: dict, candidates) -> tuple[list[list[str]], np.ndarray]:
+    """A family's best score, chosen for each seed on each split's validation images of that seed alone and judged
+    on the same seed's test images: for seed ``s`` in split ``r``, the candidate of largest validation area
+    (:func:`select_on_validation`), and its test area.
+
+    The choice for one seed reads none of the other seeds' images or models, so the per-seed differences of two
+    families stay independent replicates (a choice pooled over the seeds would tie every seed's difference to the
+    others' validation areas).
 
     Args:
         validation, test: ``{ranking: [S, R]}`` normalised areas (eq-pruning-normalised) on the validation and
@@ -169,7 +173,8 @@ def family_choice(validation: dict, test: dict, candidates) -> tuple[list[str], 
         candidates: the family's ranking names (:data:`THEORY_FAMILY`, :data:`PRACTICAL_FAMILY`).
 
     Returns:
-        ``(choices, areas)``: ``choices[r]`` the ranking chosen in split ``r``; ``areas`` ``[S, R]`` its test areas.
+        ``(choices, areas)``: ``choices[r][s]`` the ranking chosen for seed ``s`` in split ``r``; ``areas``
+        ``[S, R]`` its test areas.
     """
     candidates = tuple(candidates)
     missing = [c for c in candidates if c not in validation or c not in test]
@@ -178,20 +183,36 @@ def family_choice(validation: dict, test: dict, candidates) -> tuple[list[str], 
     shape = np.shape(validation[candidates[0]])
     if len(shape) != 2 or any(np.shape(d[c]) != shape for d in (validation, test) for c in candidates):
         raise ValueError(f"validation and test must hold [S, R] areas of one shape for every candidate, got {shape}")
+    num_seeds, num_splits = shape
     choices = [
-        select_on_validation({c: np.asarray(validation[c])[:, r] for c in candidates}, candidates)
-        for r in range(shape[1])
+        [
+            select_on_validation(
+                {c: np.asarray(validation[c], dtype=np.float64)[s : s + 1, r] for c in candidates}, candidates
+            )
+            for s in range(num_seeds)
+        ]
+        for r in range(num_splits)
     ]
-    areas = np.stack([np.asarray(test[c], dtype=np.float64)[:, r] for r, c in enumerate(choices)], axis=1)
+    areas = np.array(
+        [[float(np.asarray(test[choices[r][s]])[s, r]) for r in range(num_splits)] for s in range(num_seeds)]
+    )
     return choices, areas
 
 
+def most_chosen(choices) -> str:
+    """The ranking chosen most often by :func:`family_choice` (ties: the first in sorted order)."""
+    values, counts = np.unique(np.asarray(choices).ravel(), return_counts=True)
+    return str(values[int(np.argmax(counts))])
+
+
 def choice_counts(choices, names: dict | None = None) -> str:
-    """``"<name> in a of R splits, ..."``, the rankings chosen by :func:`family_choice`, most often first."""
-    values, counts = np.unique(np.asarray(choices), return_counts=True)
+    """``"<name> in a of n choices, ..."``, the rankings chosen by :func:`family_choice` (one choice per seed and
+    split), most often first."""
+    values, counts = np.unique(np.asarray(choices).ravel(), return_counts=True)
     order = np.argsort(-counts, kind="stable")
     names = names or RANKING_NAMES
-    return ", ".join(f"{names[str(values[i])]} in {counts[i]} of {len(choices)} splits" for i in order)
+    total = int(counts.sum())
+    return ", ".join(f"{names[str(values[i])]} in {counts[i]} of {total} choices" for i in order)
 
 
 def family_verdicts(

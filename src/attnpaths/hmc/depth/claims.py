@@ -198,8 +198,9 @@ def _cross_inputs(widths, theory_U):
 
 
 def _cross_entries(widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, names):
-    """``(compared, deviation, se, margin, texts)`` of :func:`cross_path_weights`: per sampled width with
-    ``(n + 1) / N <= max_epsilon``, the theory's largest normalised cross weight, sampled minus theory."""
+    """``(compared, deviation, se, margin, texts, theory)`` of :func:`cross_path_weights`: per sampled width with
+    ``(n + 1) / N <= max_epsilon``, the theory's largest normalised cross weight, sampled minus theory, and the
+    theory's value of that entry."""
     widths, U = _cross_inputs(widths, theory_U)
     n = U.shape[1]
     names = [str(k) for k in range(n)] if names is None else [str(name) for name in names]
@@ -219,7 +220,7 @@ def _cross_entries(widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_eps
             f"sampled_U must hold a width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
             f"(N >= {(n + 1) / max_epsilon:g}), got {sorted(sampled_U)}"
         )
-    deviation, se, margin, texts = [], [], [], []
+    deviation, se, margin, texts, values = [], [], [], [], []
     for w in compared:
         theory = U[int(np.flatnonzero(widths == w)[0])]
         sampled = as_float64_array(sampled_U[w], f"sampled_U[{w}]")
@@ -233,11 +234,12 @@ def _cross_entries(widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_eps
         deviation.append(sampled[i, j] - theory[i, j])
         se.append(max(float(sampled_se[i, j]), 1e-12))
         margin.append(m)
+        values.append(float(theory[i, j]))
         texts.append(
             f"U[{names[i]},{names[j]}] at N={int(w)}: sampled {sampled[i, j]:+.4f} +- {sampled_se[i, j]:.4f}, theory "
             f"{theory[i, j]:+.4f} ({abs(theory[i, j]) / m:.1f} margins from 0), margin {m:.4f}"
         )
-    return compared, np.array(deviation), np.array(se), np.array(margin), texts
+    return compared, np.array(deviation), np.array(se), np.array(margin), texts, np.array(values)
 
 
 def cross_path_weights_power(
@@ -254,8 +256,31 @@ def cross_path_weights_power(
     """The power check of :func:`cross_path_weights` with the same arguments: the probability that its test holds
     were the theory's cross weights exactly the posterior's, at the samples' Monte-Carlo errors
     (:func:`attnpaths.claims.equivalence_power`)."""
-    _, _, se, margin, _ = _cross_entries(widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, None)
+    _, _, se, margin, _, _ = _cross_entries(
+        widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, None
+    )
     return equivalence_power(se, margin, level)
+
+
+def cross_weight_margins(
+    *,
+    widths,
+    theory_U,
+    sampled_U,
+    sampled_U_se,
+    margin_fw: float = 0.04,
+    max_epsilon: float = fw.SADDLE_MAX_EPSILON,
+    u_gp: float = 1.0,
+    level: float = 0.01,
+) -> dict[int, float]:
+    """How many of its margins the theory's tested cross weight lies from 0 at each width that
+    :func:`cross_path_weights` compares (same arguments): ``{N: |U_ij| / margin}``. Where it is several, agreement
+    within the margin means a weight of the theory's sign and size in the samples; near 1 or below, agreement would
+    not tell the theory's weight from none."""
+    compared, _, _, margin, _, values = _cross_entries(
+        widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, None
+    )
+    return {int(w): float(abs(v) / m) for w, v, m in zip(compared, values, margin)}
 
 
 def cross_path_weights(
@@ -295,7 +320,7 @@ def cross_path_weights(
     theory's cross weights vanish towards the GP limit follows from the form of the action and is a structural
     check (:func:`cross_weight_decay`).
     """
-    compared, deviation, se, margin, texts = _cross_entries(
+    compared, deviation, se, margin, texts, _ = _cross_entries(
         widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, names
     )
     return _sourced(
