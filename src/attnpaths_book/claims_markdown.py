@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from attnpaths.claims import MIN_POWER, Verdict
+from attnpaths.claims import MIN_POWER, Outcome, Verdict
 
 
 def claims_table(verdicts) -> str:
@@ -91,3 +91,26 @@ def diagnostics_table(diagnostics) -> str:
         cells = [escape_markdown(f"{v.claim}: {v.statement}"), f"{p:.2g}", escape_markdown(v.measured)]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + f" | **{v.outcome.value}** |")
     return "\n".join(rows)
+
+
+def wrong_theory_sentence(verdicts: dict) -> str:
+    """What a claim's test says of the right theory and of each theory with a plausible mistake
+    (:func:`attnpaths.experiments.wrong_theories.wrong_theory_verdicts`, ``{mistake: Verdict}`` with ``"none"`` the
+    right theory), and whether every mistake is caught (contradicted) while the right theory is not."""
+    verdicts = dict(verdicts)
+    if "none" not in verdicts or len(verdicts) < 2:
+        raise ValueError("verdicts must hold the right theory ('none') and at least one mistake")
+    right = verdicts.pop("none")
+    parts = [f"{m}, {v.outcome.value} ({v.value:.2f})" for m, v in verdicts.items()]
+    caught = [m for m, v in verdicts.items() if v.outcome is Outcome.CONTRADICTED]
+    missed = [m for m in verdicts if m not in caught]
+    ending = (
+        "every mistake is caught"
+        if not missed
+        else "not caught: " + ", ".join(missed) + " (at this width and these Monte-Carlo errors the test cannot tell "
+        "it from the right theory)"
+    )
+    return (
+        f"With the statistic {escape_markdown(right.statistic)} in parentheses: against the right theory the test is "
+        f"{right.outcome.value} ({right.value:.2f}); against the mistakes, " + "; ".join(parts) + f": {ending}."
+    )

@@ -56,10 +56,22 @@ PAPER_CLAIMS = (
         "theory's order parameter and accuracy)",
         "abstract (exact equations for the predictor statistics); captions of Figs. 2c, 2e, 3b, 3c (theory "
         "against samples)",
-        (("hmc", "2"), ("hmc", "2w"), ("hmc", "2b"), ("oneshot", "2"), ("depth", "a"), ("depth", "aw"), ("depth", "d")),
+        (
+            ("hmc", "2"),
+            ("hmc", "2w"),
+            ("hmc", "2b"),
+            ("hmc", "2v"),
+            ("oneshot", "2"),
+            ("oneshot", "2w"),
+            ("oneshot", "2s"),
+            ("depth", "a"),
+            ("depth", "aw"),
+            ("depth", "d"),
+        ),
         caveat="The saddle point of the theory is an approximation for large width: where the number of paths is "
-        "large against the width (the one-shot task at its smallest sampled width) it is not expected to hold, "
-        "and the one-shot chapter's power check says how often a correct theory would pass there.",
+        "large against the width (the one-shot task at its smallest sampled widths) it is not expected to hold; "
+        "the one-shot chapter's power check says how often a correct theory would pass there, and its claim 2s "
+        "asks whether the samples approach the saddle point like 1/N as the width grows.",
     ),
     PaperClaim(
         "P3",
@@ -71,7 +83,7 @@ PAPER_CLAIMS = (
         "P4",
         "the order parameter weights pairs of paths by their relevance to the task, cross-path weights included",
         "abstract (task-relevant kernel combination, interplay between attention paths); captions of Figs. 1b, 1d",
-        (("hmc", "6"), ("hmc", "I"), ("hmc", "Iw"), ("depth", "c")),
+        (("hmc", "6"), ("hmc", "I"), ("hmc", "Iw"), ("oneshot", "I"), ("oneshot", "Iw"), ("depth", "c")),
     ),
     PaperClaim(
         "P5",

@@ -1,6 +1,8 @@
 """The book's Markdown of verdicts (attnpaths_book.claims_markdown): tables whose cells keep their separators
 escaped, sentences and tables whose text renders as written, the structural and sanity tables."""
 
+import pytest
+
 from attnpaths import claims as c
 from attnpaths.claims import directional_z
 from attnpaths.exchangeability import claims as V
@@ -49,3 +51,20 @@ def test_markdown_text_is_escaped():
 def test_sanity_table():
     table = sanity_table([("identity", 1.1e-16, 1e-12)])
     assert "| identity | 1.1e-16 | 1e-12 |" in table
+
+
+def test_wrong_theory_sentence_says_which_mistakes_are_caught():
+    from attnpaths.claims import equivalence
+    from attnpaths_book.claims_markdown import wrong_theory_sentence
+
+    def verdict(deviation):
+        return equivalence(
+            "2", "s", source="x", statistic="largest |d| / margin", deviation=[deviation], se=[0.01], margin=[0.1]
+        )
+
+    caught = wrong_theory_sentence({"none": verdict(0.0), "GP kernel (U = I)": verdict(0.5)})
+    assert "every mistake is caught" in caught and "holds (0.00)" in caught
+    missed = wrong_theory_sentence({"none": verdict(0.0), "a": verdict(0.5), "b": verdict(0.05)})
+    assert "not caught: b" in missed and "every mistake" not in missed
+    with pytest.raises(ValueError, match="none"):
+        wrong_theory_sentence({"a": verdict(0.5)})

@@ -14,6 +14,7 @@ from attnpaths.experiments import finite_width as fw
 from attnpaths.experiments import sampling
 from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
+from attnpaths.experiments.wrong_theories import TransposedAttention, wrong_theories, wrong_theory_verdicts
 from attnpaths.hmc import bands as ex
 from attnpaths.hmc import claims as hmc_claims
 from attnpaths.hmc.data import HMCTask
@@ -635,28 +636,9 @@ def test_entropy_weight_estimate_recovers_the_weight_of_the_samples_and_its_clai
 
 
 # ------------------------------------------------------------------------------------------------ wrong theories
-class TransposedAttention:
-    """A plausible bug: the network's attention with the full attention matrices (every layer below the last,
-    whose readout keeps one query) transposed, queries and keys swapped."""
-
-    def __init__(self, attention):
-        self._attention = attention
-
-    def __getattr__(self, name):
-        return getattr(self._attention, name)
-
-    def matrices(self, x):
-        return [m.transpose(-1, -2) if m.ndim == 4 else m for m in self._attention.matrices(x)]
-
-
 def _wrong_theories(train, test, width, temperature):
     """The chapter's theory on the small problem with the bugs a real implementation could have: ``{bug: (U in
     figure order, test accuracy)}`` at the sampled width ``width``, beside the correct theory (``"none"``)."""
-
-    def theory(d, solved_width):
-        curve = theory_sweep(d, [solved_width], [temperature], progress=False)
-        return curve.U_at(solved_width), float(curve.accuracy["test"][0, 0])
-
     data = path_data(four_path_network(train), train, test)
     transposed = TransposedAttention(data.network.attention)
     bugged = dataclasses.replace(
@@ -664,15 +646,7 @@ def _wrong_theories(train, test, width, temperature):
         features=path_features(train.x, transposed),
         evaluation={"test": (path_features(test.x, transposed), data.evaluation["test"][1])},
     )
-    gp = theory_sweep(data, [width], [temperature], gp_limit=True, progress=False)
-    return {
-        "none": theory(data, width),
-        "entropy x 0.5": theory(data, sampling.scaled_width(width, 0.5)),
-        "entropy x 2": theory(data, sampling.scaled_width(width, 2)),
-        "GP kernel (U = I)": (np.eye(data.network.num_paths), float(gp.gp.accuracy["test"][0, 0])),
-        "U of the wrong width (10 N)": theory(data, 10 * width),
-        "transposed attention": theory(bugged, width),
-    }
+    return wrong_theories(data, bugged, width, temperature)
 
 
 def test_the_samples_contradict_every_wrong_theory_that_a_plausible_bug_makes(sampled_small_problem):
@@ -682,16 +656,20 @@ def test_the_samples_contradict_every_wrong_theory_that_a_plausible_bug_makes(sa
     _, point, _ = sampled_small_problem
     train, test = small_problem_sets()
     theories = _wrong_theories(train, test, 10, 0.1)
-    outcomes = {}
-    for bug, (U, accuracy) in theories.items():
-        verdict = fw.sample_agreement(
-            "2",
-            points=[point],
-            reference_accuracy={10: accuracy},
-            reference_U={10: U},
-            margin_accuracy=0.1,
-            margin_U=0.1,
-        )
-        outcomes[bug] = verdict.outcome
+    verdicts = wrong_theory_verdicts("2", point, theories, margin_accuracy=0.1, margin_U=0.1)
+    assert all(v.claim == f"2 ({bug})" for bug, v in verdicts.items())
+    outcomes = {bug: v.outcome for bug, v in verdicts.items()}
     assert outcomes.pop("none") is not CONTRADICTED
     assert outcomes == dict.fromkeys(outcomes, CONTRADICTED), outcomes
+
+
+def test_transposed_attention_transposes_the_full_matrices_and_keeps_the_readout():
+    train, _ = small_problem_sets()
+    attention = four_path_network(train).attention
+    x = train.x[:3]
+    right, wrong = attention.matrices(x), TransposedAttention(attention).matrices(x)
+    assert len(right) == len(wrong) and TransposedAttention(attention).num_paths == attention.num_paths
+    for r, w in zip(right, wrong):
+        expected = r.transpose(-1, -2) if r.ndim == 4 else r
+        assert torch.equal(w, expected)
+    assert any(r.ndim == 4 and not torch.equal(r, r.transpose(-1, -2)) for r in right)  # the mistake changes something
