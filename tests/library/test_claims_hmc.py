@@ -14,12 +14,16 @@ from attnpaths.experiments import finite_width as fw
 from attnpaths.experiments import sampling
 from attnpaths.experiments.path_data import path_data
 from attnpaths.experiments.sweep import theory_sweep
-from attnpaths.experiments.wrong_theories import TransposedAttention, wrong_theories, wrong_theory_verdicts
+from attnpaths.experiments.wrong_theories import (
+    TransposedAttention,
+    transposed_features,
+    wrong_theories,
+    wrong_theory_verdicts,
+)
 from attnpaths.hmc import bands as ex
 from attnpaths.hmc import claims as hmc_claims
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network
-from attnpaths.paths import path_features
 
 HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
 
@@ -640,13 +644,7 @@ def _wrong_theories(train, test, width, temperature):
     """The chapter's theory on the small problem with the bugs a real implementation could have: ``{bug: (U in
     figure order, test accuracy)}`` at the sampled width ``width``, beside the correct theory (``"none"``)."""
     data = path_data(four_path_network(train), train, test)
-    transposed = TransposedAttention(data.network.attention)
-    bugged = dataclasses.replace(
-        data,
-        features=path_features(train.x, transposed),
-        evaluation={"test": (path_features(test.x, transposed), data.evaluation["test"][1])},
-    )
-    return wrong_theories(data, bugged, width, temperature)
+    return wrong_theories(data, transposed_features(data, {"train": train.x, "test": test.x}), width, temperature)
 
 
 def test_the_samples_contradict_every_wrong_theory_that_a_plausible_bug_makes(sampled_small_problem):

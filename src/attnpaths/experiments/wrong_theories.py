@@ -16,8 +16,11 @@ The samples are drawn from the network as written, so each mistake must show aga
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from ..paths import path_features
 from . import sampling
 from .finite_width import sample_agreement
 from .path_data import PathData
@@ -40,6 +43,25 @@ class TransposedAttention:
         return [m.transpose(-1, -2) if m.ndim == 4 else m for m in self._attention.matrices(x)]
 
 
+def transposed_features(data: PathData, inputs: dict) -> PathData:
+    """``data`` with its path features recomputed under :class:`TransposedAttention` of its network (the labels and
+    the network kept): the input of :func:`wrong_theories`.
+
+    Args:
+        inputs: ``{"train": x, split: x, ...}`` the inputs ``[B, N0, T]`` of the training set and of every
+            evaluation split of ``data``, in the order of its examples.
+    """
+    missing = [s for s in ("train", *data.splits) if s not in inputs]
+    if missing:
+        raise ValueError(f"inputs must hold the inputs of every split of data, missing {missing}")
+    attention = TransposedAttention(data.network.attention)
+    return dataclasses.replace(
+        data,
+        features=path_features(inputs["train"], attention),
+        evaluation={s: (path_features(inputs[s], attention), y) for s, (_, y) in data.evaluation.items()},
+    )
+
+
 def wrong_theories(
     data: PathData, transposed: PathData, width: int, temperature: float, *, split: str = "test"
 ) -> dict[str, tuple[np.ndarray, float]]:
@@ -47,7 +69,8 @@ def wrong_theories(
 
     Args:
         data: the path features of the network as written.
-        transposed: the same examples' path features under :class:`TransposedAttention` of the same network.
+        transposed: the same examples' path features under :class:`TransposedAttention` of the same network
+            (:func:`transposed_features`).
         split: the evaluation split whose accuracy is returned.
 
     Returns:

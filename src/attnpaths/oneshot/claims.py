@@ -495,12 +495,12 @@ def deviation_decay(claim: str, deviation: dict, *, margin: float = 0.5, level: 
     if keep.sum() >= 3:
         slope, se, chi2_dof = _decay_slope(deviation)
         measured = (
-            f"slope {slope:+.2f} +- {se:.2f} over N = {widths} ({distances}{note}; reduced chi-square "
+            f"Slope {slope:+.2f} +- {se:.2f} over N = {widths} ({distances}{note}; reduced chi-square "
             f"{chi2_dof:.2f}), margin {margin:g} around -1."
         )
     else:
         slope, se = -1.0, _UNMEASURED_SE
-        measured = f"the slope is not measured: fewer than 3 widths resolve their distance ({distances}{note})."
+        measured = f"The slope is not measured: fewer than 3 widths resolve their distance ({distances}{note})."
     return equivalence(
         claim,
         "the samples approach the saddle point like 1/N as the width grows",
