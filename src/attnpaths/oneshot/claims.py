@@ -146,6 +146,7 @@ def little_loss(
     fine_tuned: bool,
     level: float = LEVEL,
     df: float | None = None,
+    num_tests: int = 1,
 ) -> Verdict:
     """Claim: pruning the ``k`` lowest-score heads of the gradient-descent model costs little accuracy, at most
     ``margin`` below the unpruned model (abstract; Figs. 3e, 3f; sec-oneshot-little-loss).
@@ -157,6 +158,7 @@ def little_loss(
         fine_tuned: whether the pruned model was fine-tuned (words only).
         df: the degrees of freedom of ``se`` where few fine-tuning seeds enter it
             (:func:`attnpaths.oneshot.pruning.paired_difference_df`): the test then reads Student's t.
+        num_tests: the numbers of pruned heads asked together (Bonferroni: each test at ``level / num_tests``).
 
     Test: one-sided non-inferiority z-test (t-test with ``df``) of ``difference + margin > 0``
     (:func:`attnpaths.claims.directional_z`): holds when the loss lies below the margin beyond doubt (``z > z_c``),
@@ -179,6 +181,7 @@ def little_loss(
         estimate=float(difference) + margin,
         se=float(se),
         level=level,
+        num_tests=num_tests,
         measured=(
             f"accuracy change {100 * float(difference):+.1f} points (standard error {100 * float(se):.2f}) against a "
             f"margin of -{100 * margin:g} points" + ("." if df is None else f"; {df:.1f} degrees of freedom.")
