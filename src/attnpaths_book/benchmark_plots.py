@@ -10,6 +10,8 @@ import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.ticker import NullFormatter
 
+from attnpaths.plot_style import BLUE, ORANGE
+
 SERIES = {
     "examples": ("P", "training examples P", "4-path network, N = {width}, T = {temperature:g}"),
     "paths": ("paths", "paths n", "2 layers of random heads, P = {num_train}, T = {temperature:g}"),
@@ -37,16 +39,14 @@ def _growth_panel(ax, sizes, values, exponent: float, two_terms: dict | None, xl
     ax.loglog(
         grid,
         _power_law(sizes, values, exponent, grid),
-        color="tab:blue",
+        color=BLUE,
         linestyle="--",
         label=f"power law, exponent {exponent:.2f}",
     )
     if two_terms is not None:
         p, q = two_terms["exponents"]
         constant = " + c" if two_terms["constant"] else ""
-        ax.loglog(
-            grid, _two_terms(two_terms, grid), color="tab:orange", label=f"a s$^{{{p:g}}}$ + b s$^{{{q:g}}}${constant}"
-        )
+        ax.loglog(grid, _two_terms(two_terms, grid), color=ORANGE, label=f"a s$^{{{p:g}}}$ + b s$^{{{q:g}}}${constant}")
     ax.set_xticks(sizes, [f"{s:g}" for s in sizes], minor=False)
     ax.set_xticks([], minor=True)
     ax.set_xlabel(xlabel)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
+from ..plot_style import BLUE, GREEN, ORANGE, VERMILLION
+
 
 def plot_representation(gaussian, concepts):
     """E1. Left, (M1): the test risk of the three predictors of ``gaussian`` (posterior mean, first token,
@@ -25,11 +27,11 @@ def plot_representation(gaussian, concepts):
     e1, e1c = gaussian, concepts
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     ax = axes[0]
-    ax.plot(e1.lengths, e1.risk_posterior, "o", color="C0", label="(i) posterior mean")
-    ax.plot(e1.lengths, e1.risk_posterior_theory, "-", color="C0", lw=1, label="(i) Bayes risk (ex-risk-m1)")
-    ax.plot(e1.lengths, e1.risk_first_token, "s", color="C1", label="(ii) first token only")
-    ax.plot(e1.lengths, e1.risk_first_token_theory, "-", color="C1", lw=1, label="(ii) theory $R(1)$")
-    ax.plot(e1.lengths, e1.risk_flat_ls, "x", color="C2", ms=8, label="(iii) least squares on all $L d$ coordinates")
+    ax.plot(e1.lengths, e1.risk_posterior, "o", color=BLUE, label="(i) posterior mean")
+    ax.plot(e1.lengths, e1.risk_posterior_theory, "-", color=BLUE, lw=1, label="(i) Bayes risk (ex-risk-m1)")
+    ax.plot(e1.lengths, e1.risk_first_token, "s", color=ORANGE, label="(ii) first token only")
+    ax.plot(e1.lengths, e1.risk_first_token_theory, "-", color=ORANGE, lw=1, label="(ii) theory $R(1)$")
+    ax.plot(e1.lengths, e1.risk_flat_ls, "x", color=GREEN, ms=8, label="(iii) least squares on all $L d$ coordinates")
     ax.set(
         xscale="log",
         yscale="log",
@@ -109,7 +111,7 @@ def plot_attention_convergence(
         best_temperature,
         np.sqrt(short.mse[-1, 0]),
         "*",
-        color="C3",
+        color=VERMILLION,
         ms=12,
         label=rf"$L = {short_length}$: at the derived optimum $\beta^*$",
     )
@@ -149,10 +151,10 @@ def plot_bandwidth(result, h_slope: float, mse_slope: float):
     )
     ax.legend(fontsize=8)
     ax = axes[1]
-    ax.plot(e2b.lengths, e2b.h_star, "o", color="C0", label=f"$h^*$: slope {h_slope:.2f} (theory $-0.2$)")
-    ax.plot(e2b.lengths, e2b.h_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.2, "-", color="C0", lw=1)
-    ax.plot(e2b.lengths, e2b.mse_star, "s", color="C1", label=f"MSE$^*$: slope {mse_slope:.2f} (theory $-0.8$)")
-    ax.plot(e2b.lengths, e2b.mse_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.8, "-", color="C1", lw=1)
+    ax.plot(e2b.lengths, e2b.h_star, "o", color=BLUE, label=f"$h^*$: slope {h_slope:.2f} (theory $-0.2$)")
+    ax.plot(e2b.lengths, e2b.h_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.2, "-", color=BLUE, lw=1)
+    ax.plot(e2b.lengths, e2b.mse_star, "s", color=ORANGE, label=f"MSE$^*$: slope {mse_slope:.2f} (theory $-0.8$)")
+    ax.plot(e2b.lengths, e2b.mse_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.8, "-", color=ORANGE, lw=1)
     ax.set(
         xscale="log",
         yscale="log",
@@ -193,7 +195,7 @@ def plot_cme_vs_softmax(result, softmax_floor: float):
         capsize=2,
         label="softmax attention, $h = 0.3$ fixed",
     )
-    ax.axhline(softmax_floor, color="C1", ls=":", label="large-$L$ limit (bias floor) of fixed-$h$ softmax")
+    ax.axhline(softmax_floor, color=ORANGE, ls=":", label="large-$L$ limit (bias floor) of fixed-$h$ softmax")
     ax.set(
         xscale="log",
         yscale="log",

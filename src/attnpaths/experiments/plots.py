@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
-THEORY_COLOR = "tab:blue"
-GP_COLOR = "tab:red"
-FW_BAR_COLOR = "tab:blue"
-GP_BAR_COLOR = "tab:orange"
+from ..plot_style import BLUE, GREY, ORANGE, VERMILLION
+
+THEORY_COLOR = BLUE
+GP_COLOR = VERMILLION
+FW_BAR_COLOR = BLUE
+GP_BAR_COLOR = ORANGE
 
 
 def figure_and_axes(ax, figsize):
@@ -182,7 +184,7 @@ def plot_head_scores_and_drops(scores, drops, labels, *, drops_label="accuracy l
     bars.bar(at - 0.2, scores, width=0.4, color=THEORY_COLOR, label="head score (theory)")
     bars.set_ylabel("head score")
     twin = bars.twinx()
-    twin.bar(at + 0.2, drops, width=0.4, color="0.35", label=drops_label)
+    twin.bar(at + 0.2, drops, width=0.4, color=GREY, label=drops_label)
     twin.set_ylabel(drops_label, fontsize=8)
     bars.set_xticks(at, labels, fontsize=8)
     bars.set_xlabel("head (layer) index")

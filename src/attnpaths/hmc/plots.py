@@ -20,6 +20,7 @@ from matplotlib.patches import FancyBboxPatch
 from ..experiments import plots as layer_plots
 from ..experiments.plots import figure_and_axes
 from ..paths import all_paths
+from ..plot_style import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY_BLUE, VERMILLION
 from .data import HMCDataset
 from .networks import PATH_COLORS, PATH_LABELS, HMCNetwork
 
@@ -44,7 +45,7 @@ def plot_task(data: HMCDataset, examples=None):
 
     ax = axes[0]
     t = np.arange(1, task.seq_len + 1)
-    for offset, idx, color in zip((1.25, -1.25), examples, ("tab:green", "tab:gray")):
+    for offset, idx, color in zip((1.25, -1.25), examples, (GREEN, GREY)):
         label = f"y = {int(data.y[idx]):+d}"
         ax.step(t, data.hidden_states[idx].numpy() * 0.5 + offset, where="mid", color=color, label=label)
     ax.set_yticks([1.75, 0.75, -0.75, -1.75], ["+1", "-1", "+1", "-1"])
@@ -88,14 +89,12 @@ def plot_task(data: HMCDataset, examples=None):
     along_b = torch.einsum("i,it->t", task.e_B, features).numpy()
     along_a = torch.einsum("i,it->t", task.e_A, features).numpy()
     perp = noise["perp"][idx].norm(dim=0).numpy() / np.sqrt(task.feature_width - 2)
-    ax.plot(t, along_b, "o-", markersize=3, color="tab:blue", label=r"$e_B \cdot x_t$ (state; noise $\sigma_B$)")
-    ax.plot(t, along_a, "s-", markersize=3, color="tab:orange", label=r"$e_A \cdot x_t$ (noise $\sigma_A$)")
-    ax.plot(
-        t, perp, "^-", markersize=3, color="tab:gray", label=r"$|\eta_\perp| / \sqrt{N_f - 2}$ (noise $\sigma_\perp$)"
-    )
+    ax.plot(t, along_b, "o-", markersize=3, color=BLUE, label=r"$e_B \cdot x_t$ (state; noise $\sigma_B$)")
+    ax.plot(t, along_a, "s-", markersize=3, color=ORANGE, label=r"$e_A \cdot x_t$ (noise $\sigma_A$)")
+    ax.plot(t, perp, "^-", markersize=3, color=GREY, label=r"$|\eta_\perp| / \sqrt{N_f - 2}$ (noise $\sigma_\perp$)")
     scale = float(torch.dot(task.e_B, task.v_plus))
-    ax.axhline(scale, color="tab:blue", linewidth=0.6, linestyle=":")
-    ax.axhline(-scale, color="tab:blue", linewidth=0.6, linestyle=":")
+    ax.axhline(scale, color=BLUE, linewidth=0.6, linestyle=":")
+    ax.axhline(-scale, color=BLUE, linewidth=0.6, linestyle=":")
     ax.set_xlabel("token t")
     ax.set_title("the three noise directions", fontsize=9)
     ax.legend(fontsize=6.5, loc="lower left", framealpha=0.85)
@@ -264,8 +263,8 @@ def plot_ablations(panels):
             title=title,
             theory_label="theory",
             extra=[
-                (ablation["diagonal_only"], "U -> diag(U)", "tab:green", "--"),
-                (ablation["evened_diagonal"], "diag(U) -> U_gg", "tab:orange", "--"),
+                (ablation["diagonal_only"], "U -> diag(U)", GREEN, "--"),
+                (ablation["evened_diagonal"], "diag(U) -> U_gg", ORANGE, "--"),
             ],
             ax=ax,
         )
@@ -389,7 +388,7 @@ def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, exact
 
 
 #: colour-blind-safe colours (Okabe and Ito 2008) of the sampled widths in :func:`plot_predictor_variance`
-WIDTH_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
+WIDTH_COLORS = (BLUE, ORANGE, GREEN, PURPLE, SKY_BLUE, VERMILLION, BLACK)
 
 
 def plot_predictor_variance(panels):

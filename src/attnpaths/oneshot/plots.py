@@ -11,10 +11,11 @@ import numpy as np
 from matplotlib import pyplot as plt
 
 from ..experiments import plots as layer_plots
+from ..plot_style import BLUE, GREEN, GREY, ORANGE, VERMILLION
 from .sequences import Sequences
 
-SCORE_COLOR = "tab:blue"
-DROP_COLOR = "tab:red"
+SCORE_COLOR = BLUE
+DROP_COLOR = VERMILLION
 
 
 def task_episodes(num_sequences: int, num_episodes: int = 3) -> list[int]:
@@ -118,7 +119,7 @@ def plot_accuracy_vs_width(widths, theory, *, theory_test_rule, gp, gp_test_rule
         gp={"GP": gp, "GP_test": gp_test_rule},
         gp_styles={"GP": ("solid", "GP"), "GP_test": ("dotted", "GP, T chosen on test")},
         sampled=(sampled_widths, sampled, sampled_sd),
-        extra=[(theory_test_rule, "RN, theory, T chosen on test", "tab:gray", "--")],
+        extra=[(theory_test_rule, "RN, theory, T chosen on test", GREY, "--")],
         title="A vs N, in distribution",
         theory_label="RN, theory",
         sampled_label="RN, sampled",
@@ -140,7 +141,7 @@ def plot_ood_accuracy(widths, theory, *, gp, gd_model):
         title="A vs N, ood (digits 0 vs 1)",
         theory_label="RN, theory",
     )
-    fig.axes[0].axhline(100 * gd_model, color="tab:green", linestyle="--", linewidth=1, label="GD model")
+    fig.axes[0].axhline(100 * gd_model, color=GREEN, linestyle="--", linewidth=1, label="GD model")
     fig.axes[0].legend(fontsize=6.5, loc="lower right")
     return fig
 
@@ -257,8 +258,8 @@ def plot_little_loss(
     ax.axhspan(base - band, base + band, color="k", alpha=0.1, linewidth=0)
     ax.axhline(base, color="k", linewidth=1.0, label="unpruned model")
     ax.axhline(base - 100 * float(margin), color="k", linewidth=1.0, linestyle="--", label="unpruned minus the margin")
-    ax.plot(k, bst, color="tab:green", marker="^", markersize=4, linewidth=1.0, label="best set of k heads (optimum)")
-    ax.plot(k, rnd, color="0.5", marker="s", markersize=3, linewidth=1.0, label="random order (exact expectation)")
+    ax.plot(k, bst, color=GREEN, marker="^", markersize=4, linewidth=1.0, label="best set of k heads (optimum)")
+    ax.plot(k, rnd, color=GREY, marker="s", markersize=3, linewidth=1.0, label="random order (exact expectation)")
     ax.plot(k, sc, color=SCORE_COLOR, marker="o", markersize=4, linewidth=1.5, label="score order, no fine-tuning")
     ax.errorbar(
         ks, sc[ks], yerr=100 * z * np.asarray(pruned_se, dtype=float), color=SCORE_COLOR, linestyle="none", capsize=3
@@ -267,7 +268,7 @@ def plot_little_loss(
         ks + 0.08,
         100 * np.asarray(tuned, dtype=float),
         yerr=100 * z * np.asarray(tuned_se, dtype=float),
-        color="tab:orange",
+        color=ORANGE,
         marker="D",
         markersize=4,
         linestyle="none",
@@ -279,7 +280,7 @@ def plot_little_loss(
             [0.08],
             [100 * float(control)],
             yerr=[100 * z * float(control_se)],
-            color="tab:orange",
+            color=ORANGE,
             marker="D",
             markerfacecolor="white",
             markersize=4,
@@ -320,7 +321,7 @@ def plot_temperature_grid(widths, temperatures, accuracy, chosen, *, converged=N
                 np.asarray(idx),
                 marker=marker,
                 linestyle="none",
-                color="tab:red",
+                color=VERMILLION,
                 markersize=6 if marker == "o" else 7,
                 markerfacecolor="none",
                 label=label,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
+from ..plot_style import BLUE, ORANGE
 from .rank_collapse import network_log_ratios
 
 RESIDUAL_FLOOR = 1e-17
@@ -37,11 +38,11 @@ def plot_rank_collapse(result):
             layers,
             np.maximum(pure[r], RESIDUAL_FLOOR),
             "o-",
-            color="C0",
+            color=BLUE,
             alpha=0.6,
             label="pure attention" if r == 0 else None,
         )
-        ax.plot(layers, skip[r], "s-", color="C1", alpha=0.6, label="with skip connections" if r == 0 else None)
+        ax.plot(layers, skip[r], "s-", color=ORANGE, alpha=0.6, label="with skip connections" if r == 0 else None)
     ax.set(
         yscale="log",
         xlabel="layer $l$",

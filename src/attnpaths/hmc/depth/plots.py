@@ -13,10 +13,11 @@ from matplotlib.patches import FancyBboxPatch
 
 from ...experiments import plots as layer_plots
 from ...paths import all_paths
+from ...plot_style import CATEGORICAL, GREEN, GREY
 from .networks import CodedHMCNetwork
 
-GOOD_COLOR = "tab:green"
-OTHER_COLOR = "tab:gray"
+GOOD_COLOR = GREEN
+OTHER_COLOR = GREY
 
 
 def plot_coded_network(network: CodedHMCNetwork, *, ax=None):
@@ -99,7 +100,13 @@ def plot_path_separation(names, separations: dict, *, good=None, ax=None):
     k = np.arange(len(names))
     width = 0.8 / max(len(separations), 1)
     for m, (label, values) in enumerate(separations.items()):
-        ax.bar(k + (m - (len(separations) - 1) / 2) * width, np.asarray(values), width=width, label=label)
+        ax.bar(
+            k + (m - (len(separations) - 1) / 2) * width,
+            np.asarray(values),
+            width=width,
+            color=CATEGORICAL[m % len(CATEGORICAL)],
+            label=label,
+        )
     ax.axhline(0, color="k", linewidth=0.6)
     ax.set_xticks(k, names)
     for tick, name in zip(ax.get_xticklabels(), names):
