@@ -5,9 +5,10 @@ from __future__ import annotations
 from matplotlib import pyplot as plt
 
 from .paths import all_paths
-from .plot_style import CATEGORICAL
+from .plot_style import CATEGORICAL, palette_cycle
 
 
+@palette_cycle
 def plot_path_diagram(heads, ax=None):
     """Input tokens -> one head per layer -> readout, one coloured line per attention path.
 

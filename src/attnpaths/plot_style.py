@@ -9,6 +9,9 @@ everywhere: the theory is blue, a GP limit red (vermillion), samples black.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 BLUE = "#0072B2"
 ORANGE = "#E69F00"
 GREEN = "#009E73"
@@ -29,3 +32,20 @@ CATEGORICAL = (BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY_BLUE, YELLOW, BLACK)
 
 NEUTRALS = (BLACK, GREY)
 """Colours of reference series (samples, random baselines, identity lines) drawn with the palette."""
+
+
+def palette_cycle(function: Callable) -> Callable:
+    """Make ``function`` draw with :data:`CATEGORICAL` as matplotlib's colour cycle: the axes it creates give
+    their series without a colour of their own the palette's colours, in its order, instead of matplotlib's
+    default ``tab10`` (whose red and green, blue and purple, collide for colour-blind readers)."""
+
+    @functools.wraps(function)
+    def drawn_with_the_palette(*args, **kwargs):
+        from cycler import cycler
+        from matplotlib import pyplot as plt
+
+        with plt.rc_context({"axes.prop_cycle": cycler(color=CATEGORICAL)}):
+            return function(*args, **kwargs)
+
+    drawn_with_the_palette.palette_cycle = True
+    return drawn_with_the_palette

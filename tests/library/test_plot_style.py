@@ -10,6 +10,7 @@ figure is among the pairs checked here.
 
 from __future__ import annotations
 
+import ast
 import itertools
 import re
 from pathlib import Path
@@ -48,11 +49,13 @@ PLOT_MODULES = (
     "attnpaths/diagrams.py",
     "attnpaths/theory/plots.py",
     "attnpaths/experiments/plots.py",
+    "attnpaths/experiments/learning_curve_plots.py",
     "attnpaths/hmc/networks.py",
     "attnpaths/hmc/plots.py",
     "attnpaths/hmc/depth/plots.py",
     "attnpaths/oneshot/plots.py",
     "attnpaths/exchangeability/plots.py",
+    "attnpaths/pruning/plots.py",
     "attnpaths/related/plots.py",
     "attnpaths_book/benchmark_plots.py",
 )
@@ -176,3 +179,51 @@ def test_the_path_colours_are_the_palette():
 
     assert set(PATH_COLORS.values()) <= set(plot_style.CATEGORICAL)
     assert len(set(PATH_COLORS.values())) == len(PATH_COLORS)
+
+
+def test_every_figure_function_draws_with_the_palette_as_its_colour_cycle():
+    src = Path(plot_style.__file__).resolve().parents[1]
+    undecorated = []
+    for module in PLOT_MODULES:
+        for node in ast.parse((src / module).read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("plot_"):
+                names = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
+                if "palette_cycle" not in names:
+                    undecorated.append(f"{module}: {node.name}")
+    assert not undecorated
+
+
+def test_series_without_a_colour_take_the_palette_in_its_order():
+    from matplotlib import pyplot as plt
+    from matplotlib.colors import same_color
+
+    @plot_style.palette_cycle
+    def draw(series):
+        fig, ax = plt.subplots()
+        for k in range(series):
+            ax.plot([0, 1], [k, k])
+        return fig
+
+    default = plt.rcParams["axes.prop_cycle"]
+    fig = draw(len(plot_style.CATEGORICAL) + 1)
+    drawn = [line.get_color() for line in fig.axes[0].lines]
+    plt.close(fig)
+    expected = [*plot_style.CATEGORICAL, plot_style.CATEGORICAL[0]]
+    assert all(same_color(a, b) for a, b in zip(drawn, expected, strict=True))
+    assert plt.rcParams["axes.prop_cycle"] == default  # nothing changed outside the figure
+    assert draw.palette_cycle and draw.__wrapped__.__name__ == "draw"
+
+
+def test_the_rankings_drawn_together_in_a_pruning_figure_have_their_own_colours():
+    from attnpaths.pruning.claims import PRACTICAL_FAMILY, THEORY_FAMILY
+    from attnpaths.pruning.plots import COLORS
+
+    palette = {*plot_style.CATEGORICAL, *plot_style.NEUTRALS}
+    assert set(COLORS.values()) <= palette
+    # the pruning-curve figure: the paper's score, the theory and the practical score chosen on validation
+    # images, the gradient importance, the random expectation and the best subset
+    for theory, practical in itertools.product(THEORY_FAMILY, PRACTICAL_FAMILY):
+        shown = list(dict.fromkeys(["theory", theory, practical, "michel", "random", "best"]))
+        colors = [COLORS[name] for name in shown]
+        assert len(set(colors)) == len(colors), shown
+    assert COLORS["theory"] != COLORS["theory_removal"]  # the sensitivity figures draw these two

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
-from ..plot_style import BLUE, GREEN, ORANGE, VERMILLION
+from ..plot_style import BLUE, GREEN, ORANGE, VERMILLION, palette_cycle
 
 
+@palette_cycle
 def plot_representation(gaussian, concepts):
     """E1. Left, (M1): the test risk of the three predictors of ``gaussian`` (posterior mean, first token,
     least squares on all raw coordinates) against ``L``, with the Bayes risk (ex-risk-m1) and ``R(1)``.
@@ -55,6 +56,7 @@ def plot_representation(gaussian, concepts):
     return fig
 
 
+@palette_cycle
 def plot_attention_convergence(
     lengths_result, labels, temperatures, short, short_length: int, long, long_length: int, best_temperature: float
 ):
@@ -126,6 +128,7 @@ def plot_attention_convergence(
     return fig
 
 
+@palette_cycle
 def plot_bandwidth(result, h_slope: float, mse_slope: float):
     """E2b, (M4). Left: the MSE of Gaussian-kernel attention (ex-nw) against the bandwidth, one curve per
     length, a star at each grid minimum. Right: the best bandwidth ``h*`` and its MSE against ``L``, with lines
@@ -167,6 +170,7 @@ def plot_bandwidth(result, h_slope: float, mse_slope: float):
     return fig
 
 
+@palette_cycle
 def plot_cme_vs_softmax(result, softmax_floor: float):
     """E2c, (M4). The MSE of CME attention (ex-cme) and of fixed-bandwidth softmax attention (ex-nw) against
     ``L`` (error bars: one standard error over the sequences), and the large-L limit of the latter.
@@ -208,6 +212,7 @@ def plot_cme_vs_softmax(result, softmax_floor: float):
     return fig
 
 
+@palette_cycle
 def plot_erm(results):
     """E3, (M3). Left: for each objective, the distance ``|W*_L - Sigma^{-1}|_F`` of the reference minimiser
     (solid) and the shortfall ``1 - c_L`` (dashed) against ``L``, with their standard errors. One more panel
@@ -271,6 +276,7 @@ def plot_erm(results):
     return fig
 
 
+@palette_cycle
 def plot_transfer(result):
     """E4. Left: the downstream excess risk in the weak direction over that in the strong one, against the
     condition number ``kappa``, with its prediction from (ex-mse) and the worst case ``kappa``. Right: the

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
-from ..plot_style import BLUE, GREY, ORANGE, VERMILLION
+from ..plot_style import BLUE, GREY, ORANGE, VERMILLION, palette_cycle
 
 THEORY_COLOR = BLUE
 GP_COLOR = VERMILLION
@@ -28,6 +28,7 @@ def figure_and_axes(ax, figsize):
     return ax.figure, ax
 
 
+@palette_cycle
 def plot_accuracy(
     widths,
     theory,
@@ -120,6 +121,7 @@ def label_ticks(ax, names, colors=None):
         tick.set_color(colors.get(name, "k"))
 
 
+@palette_cycle
 def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: bool = True, colors=None):
     """One ``U`` heat map per matrix (``RdBu``), path-labelled axes.
 
@@ -150,6 +152,7 @@ def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: boo
     return fig
 
 
+@palette_cycle
 def plot_pc_overlap(finite_width, gp, *, width=10, ax=None):
     """Paired bars: overlap of the kernel PCs with the labels, finite width (blue) vs GP (orange) (Fig. 2d)."""
     fig, ax = figure_and_axes(ax, (5.2, 3.0))
@@ -163,6 +166,7 @@ def plot_pc_overlap(finite_width, gp, *, width=10, ax=None):
     return fig
 
 
+@palette_cycle
 def plot_head_scores_and_drops(scores, drops, labels, *, drops_label="accuracy lost (points)"):
     """The theory's head scores (eq-head-score) beside a measured effect of pruning each head alone: paired bars
     per head (left), and the effect against the score (right).

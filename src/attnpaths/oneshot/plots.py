@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib import pyplot as plt
 
 from ..experiments import plots as layer_plots
-from ..plot_style import BLUE, GREEN, GREY, ORANGE, VERMILLION
+from ..plot_style import BLUE, GREEN, GREY, ORANGE, VERMILLION, palette_cycle
 from .sequences import Sequences
 
 SCORE_COLOR = BLUE
@@ -38,6 +38,7 @@ def task_example(episodes: Sequences, *, num_episodes: int = 3) -> dict:
     }
 
 
+@palette_cycle
 def plot_task(episodes: Sequences, *, num_episodes: int = 3, token_example: int = 0):
     """Fig. 3a from data: a few episodes (support A, support B, query; label tokens and target) and the token
     features ``x`` of one episode (rows: features; columns: the tokens, image by image).
@@ -75,6 +76,7 @@ def plot_task(episodes: Sequences, *, num_episodes: int = 3, token_example: int 
     return fig
 
 
+@palette_cycle
 def plot_order_parameters(matrices, titles, names, *, limits=None):
     """``U`` heat maps side by side (Fig. 3c), symmetric colour scales ``+-limits`` (default ``max|U|`` of
     each panel), path-labelled axes (:func:`attnpaths.experiments.plots.plot_order_parameters` without numbers,
@@ -87,6 +89,7 @@ def plot_order_parameters(matrices, titles, names, *, limits=None):
     return fig
 
 
+@palette_cycle
 def plot_order_parameter_comparison(U_theory, U_sampled, U_gd, names, *, width):
     """Fig. 3c: the theory's and the sampled ``U`` at width ``width`` on one shared symmetric colour scale, and
     the gradient-descent model's path-weight overlaps on its own scale (:func:`plot_order_parameters`).
@@ -104,6 +107,7 @@ def plot_order_parameter_comparison(U_theory, U_sampled, U_gd, names, *, width):
     )
 
 
+@palette_cycle
 def plot_accuracy_vs_width(widths, theory, *, theory_test_rule, gp, gp_test_rule, sampled_widths, sampled, sampled_sd):
     """Fig. 3b: test accuracy vs ``N`` of the theory with the temperature chosen on the validation episodes
     (blue) and on the test episodes (grey dashed), the GP limit with both rules (red solid and dotted) and the
@@ -126,6 +130,7 @@ def plot_accuracy_vs_width(widths, theory, *, theory_test_rule, gp, gp_test_rule
     )
 
 
+@palette_cycle
 def plot_ood_accuracy(widths, theory, *, gp, gd_model):
     """Accuracy vs ``N`` on the out-of-distribution digit episodes (sec-oneshot-digits): the theory (blue), the
     GP limit (red) and the gradient-descent model (green dashed).
@@ -146,6 +151,7 @@ def plot_ood_accuracy(widths, theory, *, gp, gd_model):
     return fig
 
 
+@palette_cycle
 def plot_head_scores_and_drops(labels, scores, drops, *, base_accuracy=None):
     """Fig. 3e: head scores (blue bars, left axis) and the accuracy drop when the head alone is pruned
     (red bars, right axis, in %), heads sorted by ascending score.
@@ -176,6 +182,7 @@ def plot_head_scores_and_drops(labels, scores, drops, *, base_accuracy=None):
     return fig
 
 
+@palette_cycle
 def plot_cumulative_pruning(score_curve, random_curves, *, score_labels=None):
     """Fig. 3f: accuracy after pruning ``k`` heads in ascending score order (blue) against random orders
     (grey lines; black: their mean, band: +-1 sd).
@@ -222,6 +229,7 @@ def plot_cumulative_pruning(score_curve, random_curves, *, score_labels=None):
     return fig
 
 
+@palette_cycle
 def plot_little_loss(
     base_accuracy,
     base_se,
@@ -296,6 +304,7 @@ def plot_little_loss(
     return fig
 
 
+@palette_cycle
 def plot_temperature_grid(widths, temperatures, accuracy, chosen, *, converged=None, titles=None):
     """Accuracy of the theory over the (N, T) grid, one heat map per split, with the temperature chosen for
     every width marked (one marker style per selection rule).

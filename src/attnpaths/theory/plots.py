@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
-from ..plot_style import BLUE, GREEN, ORANGE
+from ..plot_style import BLUE, GREEN, ORANGE, palette_cycle
 
 
+@palette_cycle
 def plot_order_parameter_approach(widths, U_by_width, names, colors, distance, far_widths, far_distance):
     """Left: the diagonal entries of ``U`` and its first cross entry against the width; right: the largest
     distance of ``U`` to its GP value at the figure's widths and at far larger ones, with a ``1/N`` line.
@@ -53,6 +54,7 @@ def plot_order_parameter_approach(widths, U_by_width, names, colors, distance, f
     return fig
 
 
+@palette_cycle
 def plot_certificates(widths, min_eigenvalues, gradient_norms, solve_seconds):
     """The certificate of each solution against the width: smallest Hessian eigenvalue (symmetric
     directions), final gradient norm, and the solve's wall time. All arguments are ``[W]``."""
@@ -69,6 +71,7 @@ def plot_certificates(widths, min_eigenvalues, gradient_norms, solve_seconds):
     return fig
 
 
+@palette_cycle
 def plot_prior_kernel(K_gp, estimates):
     """Monte-Carlo prior kernels of finite networks against the GP kernel, one panel per width.
 
