@@ -658,11 +658,3 @@ def build_pdf(
         f"wrote {layout.relative(output)}: {report.pages} pages, {report.size / 2**20:.1f} MiB, {report.seconds:.1f} s"
     )
     return report
-
-
-def copy_into_html(pdf_path, html_dir) -> Path:
-    """Copy the PDF into the HTML book (:func:`html_copy`), where the link on its first page finds it."""
-    target = html_copy(html_dir)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(pdf_path, target)
-    return target
