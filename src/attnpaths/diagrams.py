@@ -5,8 +5,10 @@ from __future__ import annotations
 from matplotlib import pyplot as plt
 
 from .paths import all_paths
+from .plot_style import CATEGORICAL, palette_cycle
 
 
+@palette_cycle
 def plot_path_diagram(heads, ax=None):
     """Input tokens -> one head per layer -> readout, one coloured line per attention path.
 
@@ -23,7 +25,7 @@ def plot_path_diagram(heads, ax=None):
         fig, ax = plt.subplots(figsize=(6.9, 2.8))
     else:
         fig = ax.figure
-    colors = plt.get_cmap("tab10").colors
+    colors = CATEGORICAL
     layers, paths, tallest = len(heads), all_paths(heads), max(heads)
     x_positions = list(range(layers + 2))  # input, layers..., readout
 

@@ -10,6 +10,8 @@ import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.ticker import NullFormatter
 
+from attnpaths.plot_style import BLUE, ORANGE, palette_cycle
+
 SERIES = {
     "examples": ("P", "training examples P", "4-path network, N = {width}, T = {temperature:g}"),
     "paths": ("paths", "paths n", "2 layers of random heads, P = {num_train}, T = {temperature:g}"),
@@ -37,16 +39,14 @@ def _growth_panel(ax, sizes, values, exponent: float, two_terms: dict | None, xl
     ax.loglog(
         grid,
         _power_law(sizes, values, exponent, grid),
-        color="tab:blue",
+        color=BLUE,
         linestyle="--",
         label=f"power law, exponent {exponent:.2f}",
     )
     if two_terms is not None:
         p, q = two_terms["exponents"]
         constant = " + c" if two_terms["constant"] else ""
-        ax.loglog(
-            grid, _two_terms(two_terms, grid), color="tab:orange", label=f"a s$^{{{p:g}}}$ + b s$^{{{q:g}}}${constant}"
-        )
+        ax.loglog(grid, _two_terms(two_terms, grid), color=ORANGE, label=f"a s$^{{{p:g}}}$ + b s$^{{{q:g}}}${constant}")
     ax.set_xticks(sizes, [f"{s:g}" for s in sizes], minor=False)
     ax.set_xticks([], minor=True)
     ax.set_xlabel(xlabel)
@@ -55,6 +55,7 @@ def _growth_panel(ax, sizes, values, exponent: float, two_terms: dict | None, xl
     ax.legend(fontsize=8)
 
 
+@palette_cycle
 def plot_solver_growth(growth: dict):
     """Time per Newton iteration (ms, log-log) against ``P`` and against the number of paths, one panel each:
     the measured points, the least-squares power law (its exponent in the legend) and the two-term cost model
@@ -88,6 +89,7 @@ SAMPLER_SERIES = {"width": ("width N", "P", "num_train"), "examples": ("training
 """Per series of the ``sampler_growth`` record: the axis label, and the size held fixed (its symbol and row key)."""
 
 
+@palette_cycle
 def plot_sampler_growth(report: dict):
     """The exact sampler's time per sweep (ms, top row, with the two-term cost model) and the smallest ESS per
     second of the predictor over the test points (bottom row), log-log, against the width ``N`` (left) and the

@@ -82,5 +82,7 @@ def start_browser(
         session.set_page_load_timeout(page_load_timeout_s)
         yield session
     finally:
-        session.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+        try:
+            session.quit()
+        finally:  # a browser that fails to quit leaves no profile folder behind
+            shutil.rmtree(profile, ignore_errors=True)

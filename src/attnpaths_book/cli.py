@@ -1,7 +1,8 @@
 """The package's command line: ``attnpaths COMMAND`` (the console script) or ``python -m attnpaths_book COMMAND``.
 
 - ``book --profile {smoke,paper}``: execute the stale chapters (in toc order), build ``_build/html`` and, where
-  Chromium is installed, the whole book as one PDF (``_build/pdf/attnpaths.pdf``, copied into the HTML);
+  Chromium is installed, the whole book as one PDF (``_build/pdf/attnpaths.pdf``, printed again only when the
+  HTML changed, and copied into the HTML, whose first page links it only while it matches the HTML);
 - ``pdf [--html DIR] [--output FILE]``: print the built HTML book into one PDF with headless Chromium, offline;
 - ``run CHAPTER [--profile P] [--set NAME=VALUE ...]``: execute one chapter, overrides checked first;
 - ``status --profile P``: list the chapters that ``book`` would execute;
@@ -211,15 +212,32 @@ def _book(layout: BookLayout, profile: str, force: bool, html: bool, engine, mak
             f"built {layout.relative(index)} in {time.perf_counter() - build_start:.1f} s "
             f"(total {time.perf_counter() - start:.1f} s)"
         )
-        if not make_pdf:
-            return
-        missing = browser.missing_browser()
-        if missing:
-            _say(f"skipped the PDF of the book: {missing}")
-            return
-        path = _pdf(layout, None, None, True)
-        copy = pdf.copy_into_html(path, layout.html_dir)
-        _say(f"the HTML links its copy {layout.relative(copy)} (total {time.perf_counter() - start:.1f} s)")
+        _publish_pdf(layout, _book_pdf(layout) if make_pdf else None, start)
+
+
+def _book_pdf(layout: BookLayout) -> Path | None:
+    """The book's PDF, printed again only when the HTML changed since it was printed (``None``: skipped, no
+    browser)."""
+    output = pdf.default_output(layout)
+    if pdf.is_current(output, layout):
+        _say(f"the PDF of the book is current: {layout.relative(output)} was printed from this HTML")
+        return output
+    missing = browser.missing_browser()
+    if missing:
+        _say(f"skipped the PDF of the book: {missing}")
+        return None
+    return _pdf(layout, None, None, True)
+
+
+def _publish_pdf(layout: BookLayout, path: Path | None, start: float) -> None:
+    """Give the HTML its copy of the PDF and show the link to it, only if the PDF was printed from this HTML;
+    otherwise remove a stale copy and hide the link."""
+    stale = pdf.html_copy(layout.html_dir).is_file()
+    if pdf.publish(layout, layout.html_dir, path if path is not None else pdf.default_output(layout)):
+        copy = layout.relative(pdf.html_copy(layout.html_dir))
+        _say(f"the HTML links its copy {copy} (total {time.perf_counter() - start:.1f} s)")
+    elif stale:
+        _say("removed the HTML's copy of an older PDF of the book and hid the link to it")
 
 
 def _refresh_baselines(layout: BookLayout, accept: bool, engine) -> int:
@@ -351,7 +369,9 @@ def main(argv=None) -> int:
             return result if isinstance(result, int) else 0
         layout = BookLayout(find_root())
         if args.command == "pdf":
-            _pdf(layout, args.html, args.output, not args.no_code)
+            path = _pdf(layout, args.html, args.output, not args.no_code)
+            if args.html is None and args.output is None and not args.no_code:  # the PDF the HTML links
+                _publish_pdf(layout, path, time.perf_counter())
             return 0
         if args.command == "status":
             states = runner.status(layout, args.profile)

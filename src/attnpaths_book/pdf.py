@@ -14,11 +14,17 @@ page, with the generated pages below their chapter's. Links between pages and to
 the one file. Page numbers are printed in the footer by Chromium (``displayHeaderFooter`` and
 ``footerTemplate``) on a blank document of as many pages as the book, which is laid over the book page by
 page, so that the numbers run through the whole book rather than restart with every printed page.
+
+The PDF records the HTML it was printed from (:func:`html_key`, in its metadata): :func:`is_current` tells
+whether it still matches the built HTML, so that ``book`` prints it again only when a page changed, and
+:func:`publish` puts the copy the book's first page links into the HTML only when it matches (the link is
+shown only then; otherwise a stale copy is removed and the link stays hidden).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import re
@@ -32,6 +38,7 @@ import yaml
 
 from attnpaths_book.chapters import toc_docnames
 from attnpaths_book.layout import BookLayout, Progress, silent
+from attnpaths_book.results import atomic_write_text
 
 PDF_NAME = "attnpaths.pdf"
 """The file name of the book's PDF, in ``_build/pdf/`` and, for the link on the book's first page, in the
@@ -46,7 +53,16 @@ MARGINS_INCHES = {"marginTop": 0.55, "marginBottom": 0.75, "marginLeft": 0.6, "m
 """Page margins; the bottom one holds the page number."""
 
 PAGE_TIMEOUT_S = 120
-"""How long a page may take to load, typeset its mathematics and load its images."""
+"""How long a page may take to load (the browser's page-load timeout), and then to typeset its mathematics and
+load its images."""
+
+HTML_KEY_FIELD = "/AttnpathsHtml"
+"""The PDF's metadata field holding :func:`html_key` of the HTML it was printed from."""
+
+LINK_SHOWN = '<p class="pdf-link">'
+LINK_HIDDEN = '<p class="pdf-link" hidden>'
+"""The paragraph of the book's first page that links the PDF (``book/intro.md`` writes it hidden):
+:func:`publish` shows it only while the HTML holds a copy of the PDF printed from that HTML."""
 
 PRINT_CSS = """
 .bd-header, .bd-header-announcement, .bd-sidebar-primary, .bd-sidebar-secondary, .bd-header-article,
@@ -195,6 +211,74 @@ def book_metadata(layout: BookLayout) -> dict[str, str]:
     """The title and author of the book from ``_config.yml`` (empty strings where it gives none)."""
     config = yaml.safe_load(layout.config.read_text()) or {}
     return {"title": str(config.get("title") or ""), "author": str(config.get("author") or "")}
+
+
+_IMAGE_SOURCE = re.compile(r'<img\b[^>]*\bsrc="([^"#?]+)"')
+
+
+def html_key(pages: list[BookPage], code: bool = True) -> str:
+    """A SHA-256 of what the PDF of ``pages`` shows: each page's HTML (with the PDF link's paragraph read as shown,
+    whether it is or not: the link is not printed), the local images it shows and whether code is printed."""
+    digest = hashlib.sha256(f"code={bool(code)}\0".encode())
+    for page in pages:
+        text = page.path.read_text(encoding="utf-8")
+        digest.update(page.docname.encode() + b"\0" + text.replace(LINK_HIDDEN, LINK_SHOWN).encode() + b"\0")
+        for source in sorted(set(_IMAGE_SOURCE.findall(text))):
+            image = page.path.parent / html.unescape(source)
+            if "://" not in source and image.is_file():
+                digest.update(source.encode() + b"\0" + hashlib.sha256(image.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def recorded_key(pdf_path) -> str | None:
+    """The :func:`html_key` a PDF written by :func:`build_pdf` records (``None``: no such PDF, an unreadable
+    one or one that records none)."""
+    from pypdf import PdfReader
+
+    try:
+        metadata = PdfReader(pdf_path).metadata
+    except Exception:  # noqa: BLE001 - a missing or damaged PDF is simply not current
+        return None
+    key = metadata.get(HTML_KEY_FIELD) if metadata is not None else None
+    return str(key) if key is not None else None
+
+
+def is_current(pdf_path, layout: BookLayout, html_dir=None, code: bool = True) -> bool:
+    """Whether the PDF at ``pdf_path`` was printed from the HTML as it is now (every page of :func:`book_pages`
+    and its images, by content); ``False`` when either is missing."""
+    if not Path(pdf_path).is_file():
+        return False
+    try:
+        pages = book_pages(layout, html_dir)
+    except FileNotFoundError:
+        return False
+    return recorded_key(pdf_path) == html_key(pages, code)
+
+
+def publish(layout: BookLayout, html_dir=None, pdf_path=None) -> bool:
+    """Give the HTML book its copy of the PDF (:func:`html_copy`) and show the link to it on the toc's pages that
+    hold :data:`LINK_HIDDEN`, if the PDF at ``pdf_path`` (default :func:`default_output`) was printed from this
+    HTML with its code; otherwise remove a copy left from an earlier build and hide the link. Returns whether the
+    link is shown."""
+    html_dir = Path(layout.html_dir if html_dir is None else html_dir)
+    pdf_path = Path(default_output(layout) if pdf_path is None else pdf_path)
+    current = is_current(pdf_path, layout, html_dir)
+    copy = html_copy(html_dir)
+    if current:
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if not (copy.is_file() and copy.read_bytes() == pdf_path.read_bytes()):
+            partial = copy.with_name(copy.name + ".partial")
+            shutil.copyfile(pdf_path, partial)
+            partial.replace(copy)
+    else:
+        copy.unlink(missing_ok=True)
+    before, after = (LINK_HIDDEN, LINK_SHOWN) if current else (LINK_SHOWN, LINK_HIDDEN)
+    for docname in toc_docnames(layout.toc):
+        page = html_dir / f"{docname}.html"
+        text = page.read_text(encoding="utf-8") if page.is_file() else ""
+        if before in text:
+            atomic_write_text(page, text.replace(before, after))
+    return current
 
 
 # -------------------------------------------------------------------------------------------------------
@@ -444,13 +528,13 @@ def print_page(driver, page: BookPage, code: bool = True) -> PrintedPage:
 
     _drain_logs(driver)
     url = page.path.resolve().as_uri()
+    _load(driver, url, f"page {page.docname} ({page.path})")
     try:
-        driver.get(url)
         driver.set_script_timeout(PAGE_TIMEOUT_S)
         state = driver.execute_async_script(WAIT_FOR_PAGE)
     except TimeoutException as err:
         raise PdfFailed(
-            f"page {page.docname} ({page.path}): did not finish loading, typesetting its mathematics (MathJax) "
+            f"page {page.docname} ({page.path}): did not finish typesetting its mathematics (MathJax) "
             f"or loading its images within {PAGE_TIMEOUT_S} s"
         ) from err
     except WebDriverException as err:
@@ -467,10 +551,24 @@ def print_page(driver, page: BookPage, code: bool = True) -> PrintedPage:
     return PrintedPage(page.docname, state["title"] or page.docname, page.level, _print(driver), url)
 
 
+def _load(driver, url: str, what: str) -> None:
+    """Open ``url``; :class:`PdfFailed` naming ``what`` when it does not load within the browser's page-load
+    timeout (:data:`PAGE_TIMEOUT_S` in :func:`build_pdf`) or the browser fails."""
+    from selenium.common.exceptions import TimeoutException, WebDriverException
+
+    try:
+        driver.get(url)
+    except TimeoutException as err:
+        raise PdfFailed(f"{what}: did not load within the page-load timeout ({PAGE_TIMEOUT_S} s)") from err
+    except WebDriverException as err:
+        raise PdfFailed(f"{what}: the browser failed: {err.msg}") from err
+
+
 def _print_document(driver, folder: Path, name: str, text: str, header_footer: str | None = None) -> bytes:
+    """Print a page the PDF adds (the front matter, the page numbers), written to ``folder/name`` first."""
     path = folder / name
     path.write_text(text, encoding="utf-8")
-    driver.get(path.as_uri())
+    _load(driver, path.as_uri(), f"the PDF's own page {name} ({path})")
     return _print(driver, header_footer)
 
 
@@ -505,9 +603,13 @@ def build_pdf(
     start = time.perf_counter()
     output = Path(default_output(layout) if output is None else output)
     pages = book_pages(layout, html_dir)
+    key = html_key(pages, code)
     metadata = book_metadata(layout)
     printed = []
-    with tempfile.TemporaryDirectory(prefix="attnpaths-pdf-") as scratch, start_browser(logs=True) as driver:
+    with (
+        tempfile.TemporaryDirectory(prefix="attnpaths-pdf-") as scratch,
+        start_browser(logs=True, page_load_timeout_s=PAGE_TIMEOUT_S) as driver,
+    ):
         for page in tqdm(pages, desc="printing the book", unit="page", disable=not progress_bar):
             printed.append(print_page(driver, page, code))
         progress(f"printed {len(pages)} pages of the book in {time.perf_counter() - start:.1f} s")
@@ -535,6 +637,7 @@ def build_pdf(
             driver, folder, "numbers.html", numbers_html(total, metadata["title"]), footer_template(metadata["title"])
         )
     writer, starts = join_book(front, printed, numbers, metadata["title"])
+    writer.add_metadata({HTML_KEY_FIELD: key})  # what is_current compares with the HTML
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     try:  # a failed write leaves the last good PDF, not a half-written file beside it
@@ -555,11 +658,3 @@ def build_pdf(
         f"wrote {layout.relative(output)}: {report.pages} pages, {report.size / 2**20:.1f} MiB, {report.seconds:.1f} s"
     )
     return report
-
-
-def copy_into_html(pdf_path, html_dir) -> Path:
-    """Copy the PDF into the HTML book (:func:`html_copy`), where the link on its first page finds it."""
-    target = html_copy(html_dir)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(pdf_path, target)
-    return target

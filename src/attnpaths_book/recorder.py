@@ -128,14 +128,15 @@ class ChapterRecorder:
         _glue(self.prefix + name, Markdown(text), display=False)
         return text
 
-    def figure(self, name: str, figure):
+    def figure(self, name: str, figure) -> None:
         """Glue a matplotlib ``figure`` as ``<prefix><name>`` (placed by a ``{glue:figure}`` directive with its
-        caption) and close it, so it is not shown a second time where it was made."""
+        caption and text alternative) and close it, so it is not shown a second time where it was made: it
+        returns nothing, so that a cell ending with this call has no output (an image there would have no
+        caption and no text alternative)."""
         from matplotlib import pyplot as plt
 
         _glue(self.prefix + name, figure, display=False)
         plt.close(figure)
-        return figure
 
     def record(self, name: str, value, *, glue: bool | str = False):
         """Keep ``value`` (number, array, tensor, dict, list, dataclass) as ``values[name]`` and, if ``glue`` is

@@ -215,6 +215,37 @@ def test_intro_shows_its_figure(browser, site_url):
     assert browser.find_elements(By.CSS_SELECTOR, "article figure img")
 
 
+IMAGES_WITHOUT_ALT = """
+// Every image of the page (its header and sidebars too) whose alt text is empty or only repeats its file name.
+return [...document.images].filter(image => {
+    const alt = (image.getAttribute('alt') || '').trim(), src = image.getAttribute('src') || '';
+    return !alt || alt === src || src.endsWith(alt);
+}).map(image => image.getAttribute('src'));
+"""
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_every_image_of_a_chapter_has_alt_text(browser, site_url, docname):
+    open_page(browser, f"{site_url}/{docname}.html")
+    assert not browser.execute_script(IMAGES_WITHOUT_ALT), f"{docname}: images without alt text"
+    if "{glue:figure}" in (ROOT / f"{docname}.md").read_text():  # the check saw the chapter's figures
+        assert browser.find_elements(By.CSS_SELECTOR, "article figure img[alt]")
+
+
+def test_the_alt_check_sees_an_image_without_alt(browser, site_url):
+    open_page(browser, f"{site_url}/{DOCNAMES[0]}.html")
+    assert not browser.execute_script(IMAGES_WITHOUT_ALT)
+    browser.execute_script("""
+        const article = document.querySelector('article');
+        for (const alt of [null, '', 'plot.png']) {
+            const image = document.createElement('img');
+            image.src = 'plot.png';
+            if (alt !== null) image.alt = alt;
+            article.appendChild(image);
+        }""")
+    assert browser.execute_script(IMAGES_WITHOUT_ALT) == ["plot.png"] * 3
+
+
 def test_the_column_check_sees_what_sticks_out(browser, site_url):
     """The check itself: on a real page, an injected wide table and a wide display equation are reported; the
     same table inside a container that scrolls horizontally is not."""

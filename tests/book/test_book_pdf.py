@@ -7,11 +7,13 @@ no untypeset TeX, a bookmark per chapter at its first page; the book's first pag
 failed request, a console error or mathematics that MathJax did not typeset stops the build, naming the page.
 Without Chromium the slow tests are skipped with the reason, and fail under ``CI=true``."""
 
+import contextlib
 import html
 import io
 import os
 import re
 import unicodedata
+from pathlib import Path
 
 import pytest
 from book_helpers import write_chapter, write_toc
@@ -213,15 +215,70 @@ def test_a_page_not_built_is_named(tiny_book):
         pdf.book_pages(tiny_book)
 
 
+HTML_TEXT = {"alpha": "first version"}
+"""What the stubbed HTML build of ``book_command`` writes on the page."""
+
+
+def write_page(layout, text: str = "first version") -> Path:
+    """The one page of the tiny book's HTML as Sphinx writes it: its first page, with the PDF link hidden."""
+    page = layout.html_dir / "book" / "alpha.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(
+        f"<!DOCTYPE html><html><body><article><h1>Alpha</h1>{pdf.LINK_HIDDEN}<a href=\"../_static/{pdf.PDF_NAME}\">"
+        f"the whole book as one PDF</a></p><p>{text}</p></article></body></html>"
+    )
+    return page
+
+
 @pytest.fixture
 def book_command(tiny_book, monkeypatch):
-    """``python -m attnpaths_book book`` on a one-chapter book with the execution and the HTML build stubbed."""
+    """``python -m attnpaths_book book`` on a one-chapter book with the execution and the HTML build stubbed
+    (the build writes the page with the text in ``HTML_TEXT["alpha"]``)."""
     write_chapter(tiny_book.root, "alpha", "", "values = {}")
     write_toc(tiny_book.root, ["alpha"])
     monkeypatch.chdir(tiny_book.root)
     monkeypatch.setattr(runner, "run_book", lambda layout, profile, **kw: [])
-    monkeypatch.setattr(site, "build_html", lambda layout, chapters, profile: layout.html_dir / "index.html")
+    monkeypatch.setitem(HTML_TEXT, "alpha", "first version")
+
+    def build_html(layout, chapters, profile):
+        write_page(layout, HTML_TEXT["alpha"])
+        return layout.html_dir / "index.html"
+
+    monkeypatch.setattr(site, "build_html", build_html)
     return tiny_book
+
+
+def keyed_pdf(layout, html_dir=None, code=True) -> bytes:
+    """A one-page PDF recording the key of the HTML as it is now, as build_pdf writes it."""
+    writer = PdfWriter()
+    writer.append(PdfReader(io.BytesIO(tiny_pdf("book"))))
+    writer.add_metadata({pdf.HTML_KEY_FIELD: pdf.html_key(pdf.book_pages(layout, html_dir), code)})
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def printer(monkeypatch):
+    """``pdf.build_pdf`` stubbed (a keyed one-page PDF; ``printer`` lists the calls) with a browser present."""
+    calls = []
+
+    def build(layout, html_dir, output, code=True, **kwargs):
+        calls.append(output)
+        path = pdf.default_output(layout) if output is None else output
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(keyed_pdf(layout, html_dir, code))
+        return pdf.PdfReport(path, 1, path.stat().st_size, {}, 0.0)
+
+    monkeypatch.setattr(browser_module, "missing_browser", lambda: None)
+    monkeypatch.setattr(pdf, "build_pdf", build)
+    return calls
+
+
+def link_shown(layout) -> bool:
+    text = (layout.html_dir / "book" / "alpha.html").read_text()
+    assert (pdf.LINK_SHOWN in text) != (pdf.LINK_HIDDEN in text)
+    return pdf.LINK_SHOWN in text
 
 
 def test_the_book_command_without_chromium_skips_the_pdf_in_one_line(book_command, monkeypatch, capsys):
@@ -232,22 +289,173 @@ def test_the_book_command_without_chromium_skips_the_pdf_in_one_line(book_comman
     assert said == ["skipped the PDF of the book: chromium and chromedriver not on the PATH"]
 
 
-def test_the_book_command_makes_the_pdf_and_copies_it_into_the_html(book_command, monkeypatch, capsys):
-    def build(layout, html_dir, output, **kwargs):
-        path = pdf.default_output(layout) if output is None else output
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(tiny_pdf("book"))
-        return pdf.PdfReport(path, 1, path.stat().st_size, {}, 0.0)
-
-    monkeypatch.setattr(browser_module, "missing_browser", lambda: None)
-    monkeypatch.setattr(pdf, "build_pdf", build)
+def test_the_book_command_makes_the_pdf_and_copies_it_into_the_html(book_command, printer, capsys):
     assert cli.main(["book", "--workers", "1"]) == 0
     copy = book_command.html_dir / "_static" / pdf.PDF_NAME
     assert copy.read_bytes() == pdf.default_output(book_command).read_bytes()
     assert "_static/attnpaths.pdf" in capsys.readouterr().out
-    copy.unlink()
+    assert link_shown(book_command) and len(printer) == 1
+
+
+def test_the_book_command_prints_the_pdf_again_only_when_the_html_changed(book_command, printer, capsys):
+    assert cli.main(["book", "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert cli.main(["book", "--workers", "1"]) == 0  # the HTML built again, the same
+    said = [line for line in capsys.readouterr().out.splitlines() if "PDF" in line]
+    assert said == ["the PDF of the book is current: _build/pdf/attnpaths.pdf was printed from this HTML"]
+    assert len(printer) == 1 and link_shown(book_command)
+    HTML_TEXT["alpha"] = "second version"
+    assert cli.main(["book", "--workers", "1"]) == 0
+    assert len(printer) == 2 and link_shown(book_command)
+    assert pdf.is_current(pdf.default_output(book_command), book_command)
+
+
+def test_a_stale_pdf_is_not_linked_and_its_copy_is_removed(book_command, printer, monkeypatch, capsys):
+    assert cli.main(["book", "--workers", "1"]) == 0
+    copy = pdf.html_copy(book_command.html_dir)
+    assert copy.is_file() and link_shown(book_command)
+    HTML_TEXT["alpha"] = "second version"
+    monkeypatch.setattr(browser_module, "missing_browser", lambda: "chromium not on the PATH")
+    capsys.readouterr()
+    assert cli.main(["book", "--workers", "1"]) == 0  # the HTML changed and no PDF can be printed
+    said = [line for line in capsys.readouterr().out.splitlines() if "PDF" in line]
+    assert said == [
+        "skipped the PDF of the book: chromium not on the PATH",
+        "removed the HTML's copy of an older PDF of the book and hid the link to it",
+    ]
+    assert not copy.exists() and not link_shown(book_command) and len(printer) == 1
+    assert cli.main(["book", "--workers", "1", "--no-pdf"]) == 0  # still stale: nothing linked
+    assert not copy.exists() and not link_shown(book_command)
+    HTML_TEXT["alpha"] = "first version"  # the HTML the PDF was printed from, built again
     assert cli.main(["book", "--workers", "1", "--no-pdf"]) == 0
-    assert not copy.exists() and "PDF" not in capsys.readouterr().out
+    assert copy.read_bytes() == pdf.default_output(book_command).read_bytes() and link_shown(book_command)
+
+
+def test_the_html_key_follows_what_the_pdf_shows(tiny_book):
+    write_toc(tiny_book.root, ["alpha"])
+    page = write_page(tiny_book)
+    pages = pdf.book_pages(tiny_book)
+    key = pdf.html_key(pages)
+    page.write_text(page.read_text().replace(pdf.LINK_HIDDEN, pdf.LINK_SHOWN))
+    assert pdf.html_key(pages) == key  # the link is not printed
+    assert pdf.html_key(pages, code=False) != key
+    (page.parent / "figure.png").write_bytes(b"one image")
+    page.write_text(page.read_text().replace("</article>", '<img src="figure.png" alt="a figure"></article>'))
+    with_image = pdf.html_key(pages)
+    assert with_image != key
+    (page.parent / "figure.png").write_bytes(b"another image")
+    assert pdf.html_key(pages) != with_image
+    write_page(tiny_book, "another text")
+    assert pdf.html_key(pages) != key
+
+
+def test_a_pdf_without_a_key_or_without_its_html_is_not_current(tiny_book, tmp_path):
+    write_toc(tiny_book.root, ["alpha"])
+    output = tmp_path / "book.pdf"
+    assert not pdf.is_current(output, tiny_book)  # no PDF
+    write_page(tiny_book)
+    output.write_bytes(tiny_pdf("book"))
+    assert not pdf.is_current(output, tiny_book)  # no key
+    output.write_bytes(b"not a PDF")
+    assert not pdf.is_current(output, tiny_book)
+    output.write_bytes(keyed_pdf(tiny_book))
+    assert pdf.is_current(output, tiny_book) and not pdf.is_current(output, tiny_book, code=False)
+    (tiny_book.html_dir / "book" / "alpha.html").unlink()
+    assert not pdf.is_current(output, tiny_book)  # no HTML
+
+
+class FakeDriver:
+    """What build_pdf asks of a selenium session, without a browser: every page loads and prints as one tiny
+    page, except pages whose URL contains ``times_out``, whose loading times out."""
+
+    def __init__(self, times_out: str):
+        self.times_out, self.loaded = times_out, []
+
+    def get(self, url):
+        from selenium.common.exceptions import TimeoutException
+
+        self.loaded.append(url)
+        if self.times_out in url:
+            raise TimeoutException("timeout: Timed out receiving message from renderer: 120.000")
+
+    def get_log(self, kind):
+        return []
+
+    def set_script_timeout(self, seconds):
+        pass
+
+    def execute_async_script(self, script):
+        return {"problems": [], "title": "Alpha"}
+
+    def execute_script(self, script, *args):
+        pass
+
+    def execute_cdp_cmd(self, command, options):
+        import base64
+        from urllib.request import url2pathname
+
+        document = url2pathname(self.loaded[-1].removeprefix("file://"))
+        pages = Path(document).read_text().count("break-after: page") + 1  # the page numbers: one per page
+        return {"data": base64.b64encode(tiny_pdf(*["printed"] * pages)).decode()}
+
+
+@pytest.mark.parametrize(
+    ("times_out", "named"), [("alpha.html", "page book/alpha "), ("front.html", "the PDF's own page front.html")]
+)
+def test_a_page_that_does_not_load_in_time_stops_the_pdf_naming_it(tiny_book, monkeypatch, times_out, named):
+    write_toc(tiny_book.root, ["alpha"])
+    write_page(tiny_book)
+    driver = FakeDriver(times_out)
+
+    @contextlib.contextmanager
+    def fake_browser(**kwargs):
+        assert kwargs["page_load_timeout_s"] == pdf.PAGE_TIMEOUT_S
+        yield driver
+
+    monkeypatch.setattr(browser_module, "start_browser", fake_browser)
+    with pytest.raises(pdf.PdfFailed, match="did not load within the page-load timeout") as failure:
+        pdf.build_pdf(tiny_book, progress_bar=False)
+    assert named in str(failure.value) and any(times_out in url for url in driver.loaded)
+    assert not pdf.default_output(tiny_book).exists()
+
+
+def test_a_fake_browser_prints_the_whole_book(tiny_book, monkeypatch):
+    """The same fake session with no timeout makes a PDF that records its HTML (the test above fails for the
+    reason it names)."""
+    write_toc(tiny_book.root, ["alpha"])
+    write_page(tiny_book)
+
+    @contextlib.contextmanager
+    def fake_browser(**kwargs):
+        yield FakeDriver("never")
+
+    monkeypatch.setattr(browser_module, "start_browser", fake_browser)
+    report = pdf.build_pdf(tiny_book, progress_bar=False)
+    assert pdf.is_current(report.path, tiny_book) and report.starts == {"book/alpha": 3}
+
+
+def test_the_browser_profile_is_removed_when_quitting_fails(monkeypatch):
+    from selenium import webdriver
+
+    started = []
+
+    class FailingToQuit:
+        def __init__(self, service, options):
+            started.append(next(a for a in options.arguments if a.startswith("--user-data-dir=")).split("=", 1)[1])
+
+        def set_page_load_timeout(self, seconds):
+            pass
+
+        def quit(self):
+            raise RuntimeError("the browser did not quit")
+
+    monkeypatch.setattr(browser_module, "missing_browser", lambda: None)
+    monkeypatch.setattr(browser_module.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(webdriver, "Chrome", FailingToQuit)
+    with pytest.raises(RuntimeError, match="did not quit"):
+        with browser_module.start_browser():
+            assert Path(started[0]).is_dir()
+    assert started and not Path(started[0]).exists()
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -268,7 +476,7 @@ def book_pdf(built_book):
     ``python -m attnpaths_book book`` does."""
     require_browser()
     report = pdf.build_pdf(built_book, progress_bar=False, profile="smoke")
-    pdf.copy_into_html(report.path, built_book.html_dir)
+    assert pdf.publish(built_book, built_book.html_dir, report.path)
     return report
 
 
@@ -396,7 +604,9 @@ def test_page_numbers_run_through_the_book(book_pdf, book_reader):
 
 def test_the_books_first_page_links_the_pdf(book_pdf, built_book, book_pages):
     intro = book_pages[0].path
-    links = re.findall(r'<a href="([^"]+\.pdf)"', intro.read_text(encoding="utf-8"))
+    text = intro.read_text(encoding="utf-8")
+    assert pdf.LINK_SHOWN in text and pdf.LINK_HIDDEN not in text, "the link to the current PDF is hidden"
+    links = re.findall(r'<a href="([^"]+\.pdf)"', text)
     assert links, f"{intro} has no link to the PDF"
     for link in links:
         target = (intro.parent / link).resolve()

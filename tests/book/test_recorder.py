@@ -148,3 +148,17 @@ def test_numpy_and_torch_scalars_are_glued_as_python_numbers(chapter, monkeypatc
     recorder.record("b", torch.tensor(2.0, dtype=torch.float64), glue=True)
     assert type(glued["alpha_a"]) is float and type(glued["alpha_b"]) is float
     assert f"{glued['alpha_a']:.2f}" == "0.50"
+
+
+def test_a_glued_figure_is_closed_and_not_shown_where_it_was_made(chapter, monkeypatch):
+    from matplotlib import pyplot as plt
+
+    glued = {}
+    monkeypatch.setattr("attnpaths_book.recorder._glue", lambda name, value, display: glued.update({name: display}))
+    namespace = {"n": 3, "widths": [10, 100], "level": 0.01, "profile": "smoke", "results_dir": "out"}
+    figure = plt.figure()
+    # a cell ending with the call shows its value: None shows nothing (the figure appears once, in its
+    # {glue:figure} with caption and alt text)
+    assert ChapterRecorder("alpha", namespace).figure("fig", figure) is None
+    assert glued == {"alpha_fig": False}
+    assert not plt.fignum_exists(figure.number)

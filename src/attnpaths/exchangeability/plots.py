@@ -10,7 +10,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
+from ..plot_style import BLUE, GREEN, ORANGE, VERMILLION, palette_cycle
 
+
+@palette_cycle
 def plot_representation(gaussian, concepts):
     """E1. Left, (M1): the test risk of the three predictors of ``gaussian`` (posterior mean, first token,
     least squares on all raw coordinates) against ``L``, with the Bayes risk (ex-risk-m1) and ``R(1)``.
@@ -25,11 +28,11 @@ def plot_representation(gaussian, concepts):
     e1, e1c = gaussian, concepts
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     ax = axes[0]
-    ax.plot(e1.lengths, e1.risk_posterior, "o", color="C0", label="(i) posterior mean")
-    ax.plot(e1.lengths, e1.risk_posterior_theory, "-", color="C0", lw=1, label="(i) Bayes risk (ex-risk-m1)")
-    ax.plot(e1.lengths, e1.risk_first_token, "s", color="C1", label="(ii) first token only")
-    ax.plot(e1.lengths, e1.risk_first_token_theory, "-", color="C1", lw=1, label="(ii) theory $R(1)$")
-    ax.plot(e1.lengths, e1.risk_flat_ls, "x", color="C2", ms=8, label="(iii) least squares on all $L d$ coordinates")
+    ax.plot(e1.lengths, e1.risk_posterior, "o", color=BLUE, label="(i) posterior mean")
+    ax.plot(e1.lengths, e1.risk_posterior_theory, "-", color=BLUE, lw=1, label="(i) Bayes risk (ex-risk-m1)")
+    ax.plot(e1.lengths, e1.risk_first_token, "s", color=ORANGE, label="(ii) first token only")
+    ax.plot(e1.lengths, e1.risk_first_token_theory, "-", color=ORANGE, lw=1, label="(ii) theory $R(1)$")
+    ax.plot(e1.lengths, e1.risk_flat_ls, "x", color=GREEN, ms=8, label="(iii) least squares on all $L d$ coordinates")
     ax.set(
         xscale="log",
         yscale="log",
@@ -53,6 +56,7 @@ def plot_representation(gaussian, concepts):
     return fig
 
 
+@palette_cycle
 def plot_attention_convergence(
     lengths_result, labels, temperatures, short, short_length: int, long, long_length: int, best_temperature: float
 ):
@@ -109,7 +113,7 @@ def plot_attention_convergence(
         best_temperature,
         np.sqrt(short.mse[-1, 0]),
         "*",
-        color="C3",
+        color=VERMILLION,
         ms=12,
         label=rf"$L = {short_length}$: at the derived optimum $\beta^*$",
     )
@@ -124,6 +128,7 @@ def plot_attention_convergence(
     return fig
 
 
+@palette_cycle
 def plot_bandwidth(result, h_slope: float, mse_slope: float):
     """E2b, (M4). Left: the MSE of Gaussian-kernel attention (ex-nw) against the bandwidth, one curve per
     length, a star at each grid minimum. Right: the best bandwidth ``h*`` and its MSE against ``L``, with lines
@@ -149,10 +154,10 @@ def plot_bandwidth(result, h_slope: float, mse_slope: float):
     )
     ax.legend(fontsize=8)
     ax = axes[1]
-    ax.plot(e2b.lengths, e2b.h_star, "o", color="C0", label=f"$h^*$: slope {h_slope:.2f} (theory $-0.2$)")
-    ax.plot(e2b.lengths, e2b.h_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.2, "-", color="C0", lw=1)
-    ax.plot(e2b.lengths, e2b.mse_star, "s", color="C1", label=f"MSE$^*$: slope {mse_slope:.2f} (theory $-0.8$)")
-    ax.plot(e2b.lengths, e2b.mse_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.8, "-", color="C1", lw=1)
+    ax.plot(e2b.lengths, e2b.h_star, "o", color=BLUE, label=f"$h^*$: slope {h_slope:.2f} (theory $-0.2$)")
+    ax.plot(e2b.lengths, e2b.h_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.2, "-", color=BLUE, lw=1)
+    ax.plot(e2b.lengths, e2b.mse_star, "s", color=ORANGE, label=f"MSE$^*$: slope {mse_slope:.2f} (theory $-0.8$)")
+    ax.plot(e2b.lengths, e2b.mse_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.8, "-", color=ORANGE, lw=1)
     ax.set(
         xscale="log",
         yscale="log",
@@ -165,6 +170,7 @@ def plot_bandwidth(result, h_slope: float, mse_slope: float):
     return fig
 
 
+@palette_cycle
 def plot_cme_vs_softmax(result, softmax_floor: float):
     """E2c, (M4). The MSE of CME attention (ex-cme) and of fixed-bandwidth softmax attention (ex-nw) against
     ``L`` (error bars: one standard error over the sequences), and the large-L limit of the latter.
@@ -193,7 +199,7 @@ def plot_cme_vs_softmax(result, softmax_floor: float):
         capsize=2,
         label="softmax attention, $h = 0.3$ fixed",
     )
-    ax.axhline(softmax_floor, color="C1", ls=":", label="large-$L$ limit (bias floor) of fixed-$h$ softmax")
+    ax.axhline(softmax_floor, color=ORANGE, ls=":", label="large-$L$ limit (bias floor) of fixed-$h$ softmax")
     ax.set(
         xscale="log",
         yscale="log",
@@ -206,6 +212,7 @@ def plot_cme_vs_softmax(result, softmax_floor: float):
     return fig
 
 
+@palette_cycle
 def plot_erm(results):
     """E3, (M3). Left: for each objective, the distance ``|W*_L - Sigma^{-1}|_F`` of the reference minimiser
     (solid) and the shortfall ``1 - c_L`` (dashed) against ``L``, with their standard errors. One more panel
@@ -269,6 +276,7 @@ def plot_erm(results):
     return fig
 
 
+@palette_cycle
 def plot_transfer(result):
     """E4. Left: the downstream excess risk in the weak direction over that in the strong one, against the
     condition number ``kappa``, with its prediction from (ex-mse) and the worst case ``kappa``. Right: the

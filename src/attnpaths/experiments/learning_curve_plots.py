@@ -12,9 +12,11 @@ import numpy as np
 from matplotlib import pyplot as plt
 
 from .._validation import as_float64_array
+from ..plot_style import BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, palette_cycle
 
-#: Okabe and Ito's colour-blind-safe palette (blue, vermillion, bluish green, orange, reddish purple, sky blue).
-OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9")
+#: Okabe and Ito's colour-blind-safe palette (attnpaths.plot_style) in this chapter's order: blue, vermillion,
+#: bluish green, orange, reddish purple, sky blue.
+OKABE_ITO = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY_BLUE)
 LINE_STYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P")
 
@@ -27,6 +29,7 @@ def mean_and_se(values) -> tuple[np.ndarray, np.ndarray]:
     return values.mean(axis=0), values.std(axis=0, ddof=1) / np.sqrt(values.shape[0])
 
 
+@palette_cycle
 def plot_learning_curves(sizes, accuracy: dict, *, dimension: int | None = None, ax=None):
     """Test accuracy (%) against the number of training examples ``P`` (log axis), one line per curve with a band of
     one standard error over the training sets.
@@ -57,6 +60,7 @@ def plot_learning_curves(sizes, accuracy: dict, *, dimension: int | None = None,
     return fig
 
 
+@palette_cycle
 def plot_path_structure(sizes, shares, correlations: dict, path_names):
     """Two panels against ``P`` (log axis), means with one standard error over the training sets: each path's
     share ``U_pp / tr U`` of the diagonal of ``U`` (left) and chosen correlations ``U_pq / sqrt(U_pp U_qq)``

@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
-THEORY_COLOR = "tab:blue"
-GP_COLOR = "tab:red"
-FW_BAR_COLOR = "tab:blue"
-GP_BAR_COLOR = "tab:orange"
+from ..plot_style import BLUE, GREY, ORANGE, VERMILLION, palette_cycle
+
+THEORY_COLOR = BLUE
+GP_COLOR = VERMILLION
+FW_BAR_COLOR = BLUE
+GP_BAR_COLOR = ORANGE
 
 
 def figure_and_axes(ax, figsize):
@@ -26,6 +28,7 @@ def figure_and_axes(ax, figsize):
     return ax.figure, ax
 
 
+@palette_cycle
 def plot_accuracy(
     widths,
     theory,
@@ -118,6 +121,7 @@ def label_ticks(ax, names, colors=None):
         tick.set_color(colors.get(name, "k"))
 
 
+@palette_cycle
 def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: bool = True, colors=None):
     """One ``U`` heat map per matrix (``RdBu``), path-labelled axes.
 
@@ -148,6 +152,7 @@ def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: boo
     return fig
 
 
+@palette_cycle
 def plot_pc_overlap(finite_width, gp, *, width=10, ax=None):
     """Paired bars: overlap of the kernel PCs with the labels, finite width (blue) vs GP (orange) (Fig. 2d)."""
     fig, ax = figure_and_axes(ax, (5.2, 3.0))
@@ -161,6 +166,7 @@ def plot_pc_overlap(finite_width, gp, *, width=10, ax=None):
     return fig
 
 
+@palette_cycle
 def plot_head_scores_and_drops(scores, drops, labels, *, drops_label="accuracy lost (points)"):
     """The theory's head scores (eq-head-score) beside a measured effect of pruning each head alone: paired bars
     per head (left), and the effect against the score (right).
@@ -182,7 +188,7 @@ def plot_head_scores_and_drops(scores, drops, labels, *, drops_label="accuracy l
     bars.bar(at - 0.2, scores, width=0.4, color=THEORY_COLOR, label="head score (theory)")
     bars.set_ylabel("head score")
     twin = bars.twinx()
-    twin.bar(at + 0.2, drops, width=0.4, color="0.35", label=drops_label)
+    twin.bar(at + 0.2, drops, width=0.4, color=GREY, label=drops_label)
     twin.set_ylabel(drops_label, fontsize=8)
     bars.set_xticks(at, labels, fontsize=8)
     bars.set_xlabel("head (layer) index")

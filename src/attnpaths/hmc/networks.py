@@ -5,10 +5,10 @@ Paths are named by the roles of their two heads (layer 1, layer 2):
 =====================  ==================  ======  ================  ===========
 layer-1 head           layer-2 head        name    label             colour
 =====================  ==================  ======  ================  ===========
-``same_token``         ``uniform``         ``g``   good              tab:green
-``blank``              ``uniform``         ``d``   denoising         tab:blue
-``same_token``         ``blank``           ``a1``  adversarial #1    tab:red
-``blank``              ``blank``           ``a2``  adversarial #2    tab:purple
+``same_token``         ``uniform``         ``g``   good              green
+``blank``              ``uniform``         ``d``   denoising         blue
+``same_token``         ``blank``           ``a1``  adversarial #1    red
+``blank``              ``blank``           ``a2``  adversarial #2    purple
 =====================  ==================  ======  ================  ===========
 
 In the 4-path network the flat path order (``h_1`` slowest, eq-path-form) is ``[g, a1, d, a2]``; figures show
@@ -28,13 +28,14 @@ from ..attention import Attention, AttentionLayer
 from ..experiments.path_data import PathNetwork
 from ..head_scoring import head_labels
 from ..paths import all_paths
+from ..plot_style import BLUE, GREEN, PURPLE, VERMILLION
 from .heads import PAPER_BETA, _as_task, hmc_head
 
 #: Order of the paths in every figure.
 PLOT_ORDER_NAMES = ("g", "d", "a1", "a2")
 #: Long names and colours of the paths (authors' PLOT_order_parameter.py / PLOT_kernels.py).
 PATH_LABELS = {"g": "good", "d": "denoising", "a1": "adversarial #1", "a2": "adversarial #2"}
-PATH_COLORS = {"g": "tab:green", "d": "tab:blue", "a1": "tab:red", "a2": "tab:purple"}
+PATH_COLORS = {"g": GREEN, "d": BLUE, "a1": VERMILLION, "a2": PURPLE}
 #: (layer-1 head version, layer-2 head version) -> path name.
 _PATH_BY_HEADS = {
     ("same_token", "uniform_attention"): "g",

@@ -20,6 +20,7 @@ from matplotlib.patches import FancyBboxPatch
 from ..experiments import plots as layer_plots
 from ..experiments.plots import figure_and_axes
 from ..paths import all_paths
+from ..plot_style import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY_BLUE, VERMILLION, palette_cycle
 from .data import HMCDataset
 from .networks import PATH_COLORS, PATH_LABELS, HMCNetwork
 
@@ -31,6 +32,7 @@ GP_STYLES = {"all": ("solid", "all paths, GP"), "g": ("dashed", "path g, GP"), "
 # Fig. 2a: the task drawn from data
 
 
+@palette_cycle
 def plot_task(data: HMCDataset, examples=None):
     """Fig. 2a from data: hidden states, the visible tokens of one sequence, and the three noise directions.
 
@@ -44,7 +46,7 @@ def plot_task(data: HMCDataset, examples=None):
 
     ax = axes[0]
     t = np.arange(1, task.seq_len + 1)
-    for offset, idx, color in zip((1.25, -1.25), examples, ("tab:green", "tab:gray")):
+    for offset, idx, color in zip((1.25, -1.25), examples, (GREEN, GREY)):
         label = f"y = {int(data.y[idx]):+d}"
         ax.step(t, data.hidden_states[idx].numpy() * 0.5 + offset, where="mid", color=color, label=label)
     ax.set_yticks([1.75, 0.75, -0.75, -1.75], ["+1", "-1", "+1", "-1"])
@@ -88,14 +90,12 @@ def plot_task(data: HMCDataset, examples=None):
     along_b = torch.einsum("i,it->t", task.e_B, features).numpy()
     along_a = torch.einsum("i,it->t", task.e_A, features).numpy()
     perp = noise["perp"][idx].norm(dim=0).numpy() / np.sqrt(task.feature_width - 2)
-    ax.plot(t, along_b, "o-", markersize=3, color="tab:blue", label=r"$e_B \cdot x_t$ (state; noise $\sigma_B$)")
-    ax.plot(t, along_a, "s-", markersize=3, color="tab:orange", label=r"$e_A \cdot x_t$ (noise $\sigma_A$)")
-    ax.plot(
-        t, perp, "^-", markersize=3, color="tab:gray", label=r"$|\eta_\perp| / \sqrt{N_f - 2}$ (noise $\sigma_\perp$)"
-    )
+    ax.plot(t, along_b, "o-", markersize=3, color=BLUE, label=r"$e_B \cdot x_t$ (state; noise $\sigma_B$)")
+    ax.plot(t, along_a, "s-", markersize=3, color=ORANGE, label=r"$e_A \cdot x_t$ (noise $\sigma_A$)")
+    ax.plot(t, perp, "^-", markersize=3, color=GREY, label=r"$|\eta_\perp| / \sqrt{N_f - 2}$ (noise $\sigma_\perp$)")
     scale = float(torch.dot(task.e_B, task.v_plus))
-    ax.axhline(scale, color="tab:blue", linewidth=0.6, linestyle=":")
-    ax.axhline(-scale, color="tab:blue", linewidth=0.6, linestyle=":")
+    ax.axhline(scale, color=BLUE, linewidth=0.6, linestyle=":")
+    ax.axhline(-scale, color=BLUE, linewidth=0.6, linestyle=":")
     ax.set_xlabel("token t")
     ax.set_title("the three noise directions", fontsize=9)
     ax.legend(fontsize=6.5, loc="lower left", framealpha=0.85)
@@ -114,6 +114,7 @@ HEAD_NAMES = {
 }
 
 
+@palette_cycle
 def plot_network(network: HMCNetwork, x_example):
     """Fig. 2b drawn by code: the heads of each layer, the paths through them (coloured as in every figure)
     and, on the right, each head's attention matrix on one input sequence.
@@ -213,12 +214,14 @@ def plot_network(network: HMCNetwork, x_example):
 # accuracy vs N (Fig. 2c top, 2e)
 
 
+@palette_cycle
 def plot_accuracy(widths, theory, *, gp_styles=None, **options):
     """Accuracy (%) vs ``N`` (:func:`attnpaths.experiments.plots.plot_accuracy`) with the GP lines of Fig. 2c
     styled as the authors' (:data:`GP_STYLES`; ``gp_styles`` adds or overrides keys)."""
     return layer_plots.plot_accuracy(widths, theory, gp_styles=dict(GP_STYLES, **(gp_styles or {})), **options)
 
 
+@palette_cycle
 def plot_accuracy_with_band(curve, band, samples, gp, *, band_line: str = "all", **options):
     """Fig. 2c (top) and 2e: the theory's accuracy vs ``N`` on the authors' data, its range over independently
     drawn data sets (shaded), the posterior samples (black dots, bars = Monte-Carlo standard deviation) and the
@@ -244,6 +247,7 @@ def plot_accuracy_with_band(curve, band, samples, gp, *, band_line: str = "all",
     )
 
 
+@palette_cycle
 def plot_ablations(panels):
     """The ablations of ``U`` (appendix), one panel per network: the accuracy with the theory's ``U`` (blue), with
     ``U`` replaced by its diagonal (green, dashed) and with every diagonal entry set to ``U_gg`` (orange, dashed),
@@ -264,8 +268,8 @@ def plot_ablations(panels):
             title=title,
             theory_label="theory",
             extra=[
-                (ablation["diagonal_only"], "U -> diag(U)", "tab:green", "--"),
-                (ablation["evened_diagonal"], "diag(U) -> U_gg", "tab:orange", "--"),
+                (ablation["diagonal_only"], "U -> diag(U)", GREEN, "--"),
+                (ablation["evened_diagonal"], "diag(U) -> U_gg", ORANGE, "--"),
             ],
             ax=ax,
         )
@@ -276,6 +280,7 @@ def plot_ablations(panels):
 # U heat maps (Fig. 2c bottom, appendix)
 
 
+@palette_cycle
 def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: bool = True):
     """One ``U`` heat map per matrix (:func:`attnpaths.experiments.plots.plot_order_parameters`), tick labels
     coloured by path (:data:`~attnpaths.hmc.networks.PATH_COLORS`)."""
@@ -288,6 +293,7 @@ def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: boo
 # appendix
 
 
+@palette_cycle
 def plot_sampled_order_parameters(theory_U, exact_U, sampled_U, names, *, width):
     """Four ``U`` heat maps at one width (appendix): the theory's saddle point, the exact posterior mean
     (eq-exact-density), the sampled ``U`` (eq-sampled-u) on one colour scale ``+-max|U|`` of the three, and the
@@ -308,6 +314,7 @@ def plot_sampled_order_parameters(theory_U, exact_U, sampled_U, names, *, width)
     return plot_order_parameters(matrices, titles, names, limits=[common] * 3 + [np.abs(matrices[3]).max()])
 
 
+@palette_cycle
 def plot_kernels(kernels: dict, *, width=10):
     """Heat maps (viridis) of the same-path pre-kernels, ``K_GP`` and the finite-width ``K``."""
     titles = {name: PATH_LABELS.get(name, name) for name in kernels}
@@ -323,6 +330,7 @@ def plot_kernels(kernels: dict, *, width=10):
     return fig
 
 
+@palette_cycle
 def plot_head_scores(widths, scores, labels, *, ax=None):
     """Normalised head scores (sec-head-scores) vs ``N``, one line per head."""
     fig, ax = figure_and_axes(ax, (5.2, 3.0))
@@ -338,6 +346,7 @@ def plot_head_scores(widths, scores, labels, *, ax=None):
     return fig
 
 
+@palette_cycle
 def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, exact=None, num_paths=None, ax=None):
     """``N (U_sampled - U_theory) / U_theory`` on the diagonal vs ``N``: a shift of order ``1/N`` is a level
     line. Error bars ``N * errors`` (Monte-Carlo standard errors); ``exact`` (same shape as ``relative_shift``):
@@ -389,9 +398,10 @@ def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, exact
 
 
 #: colour-blind-safe colours (Okabe and Ito 2008) of the sampled widths in :func:`plot_predictor_variance`
-WIDTH_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
+WIDTH_COLORS = (BLUE, ORANGE, GREEN, PURPLE, SKY_BLUE, VERMILLION, BLACK)
 
 
+@palette_cycle
 def plot_predictor_variance(panels):
     """The theory's predictor variance (eq-predictor) against the posterior variance of the network's output,
     per test point, one panel per network, one colour per sampled width, with the identity line.
@@ -423,6 +433,7 @@ def plot_predictor_variance(panels):
 # The model chapter: heads and paths on one sequence
 
 
+@palette_cycle
 def plot_head_matrices(matrices: dict):
     """Attention matrices of several heads on one sequence, side by side with one colour bar.
 
@@ -440,6 +451,7 @@ def plot_head_matrices(matrices: dict):
     return fig
 
 
+@palette_cycle
 def plot_path_features(network: HMCNetwork, path_attention, projection, y, *, direction_label: str):
     """Left: the path attention vectors of one sequence; right: histograms of the path features of a data set
     projected on one direction, by class.

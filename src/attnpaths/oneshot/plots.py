@@ -11,10 +11,11 @@ import numpy as np
 from matplotlib import pyplot as plt
 
 from ..experiments import plots as layer_plots
+from ..plot_style import BLUE, GREEN, GREY, ORANGE, VERMILLION, palette_cycle
 from .sequences import Sequences
 
-SCORE_COLOR = "tab:blue"
-DROP_COLOR = "tab:red"
+SCORE_COLOR = BLUE
+DROP_COLOR = VERMILLION
 
 
 def task_episodes(num_sequences: int, num_episodes: int = 3) -> list[int]:
@@ -37,6 +38,7 @@ def task_example(episodes: Sequences, *, num_episodes: int = 3) -> dict:
     }
 
 
+@palette_cycle
 def plot_task(episodes: Sequences, *, num_episodes: int = 3, token_example: int = 0):
     """Fig. 3a from data: a few episodes (support A, support B, query; label tokens and target) and the token
     features ``x`` of one episode (rows: features; columns: the tokens, image by image).
@@ -74,6 +76,7 @@ def plot_task(episodes: Sequences, *, num_episodes: int = 3, token_example: int 
     return fig
 
 
+@palette_cycle
 def plot_order_parameters(matrices, titles, names, *, limits=None):
     """``U`` heat maps side by side (Fig. 3c), symmetric colour scales ``+-limits`` (default ``max|U|`` of
     each panel), path-labelled axes (:func:`attnpaths.experiments.plots.plot_order_parameters` without numbers,
@@ -86,6 +89,7 @@ def plot_order_parameters(matrices, titles, names, *, limits=None):
     return fig
 
 
+@palette_cycle
 def plot_order_parameter_comparison(U_theory, U_sampled, U_gd, names, *, width):
     """Fig. 3c: the theory's and the sampled ``U`` at width ``width`` on one shared symmetric colour scale, and
     the gradient-descent model's path-weight overlaps on its own scale (:func:`plot_order_parameters`).
@@ -103,6 +107,7 @@ def plot_order_parameter_comparison(U_theory, U_sampled, U_gd, names, *, width):
     )
 
 
+@palette_cycle
 def plot_accuracy_vs_width(widths, theory, *, theory_test_rule, gp, gp_test_rule, sampled_widths, sampled, sampled_sd):
     """Fig. 3b: test accuracy vs ``N`` of the theory with the temperature chosen on the validation episodes
     (blue) and on the test episodes (grey dashed), the GP limit with both rules (red solid and dotted) and the
@@ -118,13 +123,14 @@ def plot_accuracy_vs_width(widths, theory, *, theory_test_rule, gp, gp_test_rule
         gp={"GP": gp, "GP_test": gp_test_rule},
         gp_styles={"GP": ("solid", "GP"), "GP_test": ("dotted", "GP, T chosen on test")},
         sampled=(sampled_widths, sampled, sampled_sd),
-        extra=[(theory_test_rule, "RN, theory, T chosen on test", "tab:gray", "--")],
+        extra=[(theory_test_rule, "RN, theory, T chosen on test", GREY, "--")],
         title="A vs N, in distribution",
         theory_label="RN, theory",
         sampled_label="RN, sampled",
     )
 
 
+@palette_cycle
 def plot_ood_accuracy(widths, theory, *, gp, gd_model):
     """Accuracy vs ``N`` on the out-of-distribution digit episodes (sec-oneshot-digits): the theory (blue), the
     GP limit (red) and the gradient-descent model (green dashed).
@@ -140,11 +146,12 @@ def plot_ood_accuracy(widths, theory, *, gp, gd_model):
         title="A vs N, ood (digits 0 vs 1)",
         theory_label="RN, theory",
     )
-    fig.axes[0].axhline(100 * gd_model, color="tab:green", linestyle="--", linewidth=1, label="GD model")
+    fig.axes[0].axhline(100 * gd_model, color=GREEN, linestyle="--", linewidth=1, label="GD model")
     fig.axes[0].legend(fontsize=6.5, loc="lower right")
     return fig
 
 
+@palette_cycle
 def plot_head_scores_and_drops(labels, scores, drops, *, base_accuracy=None):
     """Fig. 3e: head scores (blue bars, left axis) and the accuracy drop when the head alone is pruned
     (red bars, right axis, in %), heads sorted by ascending score.
@@ -175,6 +182,7 @@ def plot_head_scores_and_drops(labels, scores, drops, *, base_accuracy=None):
     return fig
 
 
+@palette_cycle
 def plot_cumulative_pruning(score_curve, random_curves, *, score_labels=None):
     """Fig. 3f: accuracy after pruning ``k`` heads in ascending score order (blue) against random orders
     (grey lines; black: their mean, band: +-1 sd).
@@ -221,6 +229,7 @@ def plot_cumulative_pruning(score_curve, random_curves, *, score_labels=None):
     return fig
 
 
+@palette_cycle
 def plot_little_loss(
     base_accuracy,
     base_se,
@@ -257,8 +266,8 @@ def plot_little_loss(
     ax.axhspan(base - band, base + band, color="k", alpha=0.1, linewidth=0)
     ax.axhline(base, color="k", linewidth=1.0, label="unpruned model")
     ax.axhline(base - 100 * float(margin), color="k", linewidth=1.0, linestyle="--", label="unpruned minus the margin")
-    ax.plot(k, bst, color="tab:green", marker="^", markersize=4, linewidth=1.0, label="best set of k heads (optimum)")
-    ax.plot(k, rnd, color="0.5", marker="s", markersize=3, linewidth=1.0, label="random order (exact expectation)")
+    ax.plot(k, bst, color=GREEN, marker="^", markersize=4, linewidth=1.0, label="best set of k heads (optimum)")
+    ax.plot(k, rnd, color=GREY, marker="s", markersize=3, linewidth=1.0, label="random order (exact expectation)")
     ax.plot(k, sc, color=SCORE_COLOR, marker="o", markersize=4, linewidth=1.5, label="score order, no fine-tuning")
     ax.errorbar(
         ks, sc[ks], yerr=100 * z * np.asarray(pruned_se, dtype=float), color=SCORE_COLOR, linestyle="none", capsize=3
@@ -267,7 +276,7 @@ def plot_little_loss(
         ks + 0.08,
         100 * np.asarray(tuned, dtype=float),
         yerr=100 * z * np.asarray(tuned_se, dtype=float),
-        color="tab:orange",
+        color=ORANGE,
         marker="D",
         markersize=4,
         linestyle="none",
@@ -279,7 +288,7 @@ def plot_little_loss(
             [0.08],
             [100 * float(control)],
             yerr=[100 * z * float(control_se)],
-            color="tab:orange",
+            color=ORANGE,
             marker="D",
             markerfacecolor="white",
             markersize=4,
@@ -295,6 +304,7 @@ def plot_little_loss(
     return fig
 
 
+@palette_cycle
 def plot_temperature_grid(widths, temperatures, accuracy, chosen, *, converged=None, titles=None):
     """Accuracy of the theory over the (N, T) grid, one heat map per split, with the temperature chosen for
     every width marked (one marker style per selection rule).
@@ -320,7 +330,7 @@ def plot_temperature_grid(widths, temperatures, accuracy, chosen, *, converged=N
                 np.asarray(idx),
                 marker=marker,
                 linestyle="none",
-                color="tab:red",
+                color=VERMILLION,
                 markersize=6 if marker == "o" else 7,
                 markerfacecolor="none",
                 label=label,

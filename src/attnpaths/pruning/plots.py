@@ -7,25 +7,30 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
+from ..plot_style import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, palette_cycle
 from .sweep import RANKING_NAMES, mean_interval
 
 COLORS = {
-    "theory": "tab:blue",
-    "theory_removal": "tab:cyan",
-    "theory_action": "navy",
-    "theory_gate": "steelblue",
-    "theory_loo": "slateblue",
-    "theory_trained": "royalblue",
-    "michel": "tab:orange",
-    "michel_iterative": "darkorange",
-    "fisher": "tab:red",
-    "entropy": "tab:green",
-    "norm": "tab:purple",
-    "shapley": "tab:brown",
-    "greedy": "tab:pink",
-    "random": "0.35",
-    "best": "black",
+    "theory": BLUE,
+    "theory_removal": SKY_BLUE,
+    "theory_action": SKY_BLUE,
+    "theory_gate": SKY_BLUE,
+    "theory_loo": SKY_BLUE,
+    "theory_trained": SKY_BLUE,
+    "michel": ORANGE,
+    "michel_iterative": VERMILLION,
+    "fisher": PURPLE,
+    "entropy": GREEN,
+    "norm": YELLOW,
+    "shapley": GREY,
+    "greedy": GREY,
+    "random": GREY,
+    "best": BLACK,
 }
+"""Colours of the rankings, from the book's palette (attnpaths.plot_style). Every pair a pruning-curve figure
+draws together differs: the paper's score, one of the other theory scores (sky blue; the one the validation
+images choose), one practical score and the gradient importance, the random expectation and the best subset.
+Figures with every ranking put each on its own labelled row or give it its own marker."""
 MARKERS = {
     "theory": "o",
     "theory_removal": "o",
@@ -45,6 +50,7 @@ MARKERS = {
 }
 
 
+@palette_cycle
 def plot_pruning_curves(curves: dict, *, confidence: float = 0.95):
     """Test accuracy (%) after pruning ``k`` heads along each ranking: mean over training seeds and its
     confidence band, one panel per model.
@@ -81,6 +87,7 @@ def plot_pruning_curves(curves: dict, *, confidence: float = 0.95):
     return fig
 
 
+@palette_cycle
 def plot_normalised_areas(normalised: dict, *, confidence: float = 0.95):
     """Normalised area of every ranking (eq-pruning-normalised: 0 the random expectation, 1 the ceiling): the
     mean over training seeds and its confidence interval, one panel per model, rankings top to bottom.
@@ -121,6 +128,7 @@ def plot_normalised_areas(normalised: dict, *, confidence: float = 0.95):
     return fig
 
 
+@palette_cycle
 def plot_sensitivity(values, normalised: dict, *, xlabel: str, confidence: float = 0.95):
     """Normalised area of theory rankings as a function of one setting of the theory (mean and confidence
     interval over seeds), one panel per model.

@@ -10,12 +10,14 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
+from ..plot_style import BLUE, ORANGE, palette_cycle
 from .rank_collapse import network_log_ratios
 
 RESIDUAL_FLOOR = 1e-17
 """The pure networks' residuals are drawn no lower than this (an exact rank one gives 0, off a log axis)."""
 
 
+@palette_cycle
 def plot_rank_collapse(result):
     """R1 (sec-r1). Left: the relative residual ``r_l`` of every pure network (floored at
     :data:`RESIDUAL_FLOOR`) and of the same networks with skip connections, against the layer ``l``. Right:
@@ -37,11 +39,11 @@ def plot_rank_collapse(result):
             layers,
             np.maximum(pure[r], RESIDUAL_FLOOR),
             "o-",
-            color="C0",
+            color=BLUE,
             alpha=0.6,
             label="pure attention" if r == 0 else None,
         )
-        ax.plot(layers, skip[r], "s-", color="C1", alpha=0.6, label="with skip connections" if r == 0 else None)
+        ax.plot(layers, skip[r], "s-", color=ORANGE, alpha=0.6, label="with skip connections" if r == 0 else None)
     ax.set(
         yscale="log",
         xlabel="layer $l$",
@@ -58,6 +60,7 @@ def plot_rank_collapse(result):
     return fig
 
 
+@palette_cycle
 def plot_input_scaling(result):
     """R2 (sec-r2). The largest Jacobian spectral norm over the draws of dot-product attention and of L2
     attention (rel-l2) against the input scale ``t``, on log-log axes.
@@ -80,6 +83,7 @@ def plot_input_scaling(result):
     return fig
 
 
+@palette_cycle
 def plot_sequence_length(result):
     """R3 (sec-r3). The Jacobian spectral norm (rel-jac) on the adversarial tokens and its mean over the
     random draws in the disk against the number of tokens ``n``, with the line ``sqrt(n)`` through the last
@@ -108,6 +112,7 @@ def plot_sequence_length(result):
     return fig
 
 
+@palette_cycle
 def plot_measures(result):
     """R4 (rel-meas). Left: the ratio ``max_q |Gamma(mu)(q) - Gamma(nu)(q)| / W1(mu, nu)``, largest and mean
     over the trials, against the number of atoms ``n``. Right: the mean ``W1`` distance between the two
@@ -141,6 +146,7 @@ def plot_measures(result):
     return fig
 
 
+@palette_cycle
 def plot_context_window(result):
     """R5 (rel-bayes). The mean effective window ``exp H`` of the posterior over the parent token under the
     geometric prior against its rate ``rho`` (log axis), and as a horizontal line under the uniform prior,

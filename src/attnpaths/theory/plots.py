@@ -9,7 +9,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib import pyplot as plt
 
+from ..plot_style import BLUE, GREEN, ORANGE, palette_cycle
 
+
+@palette_cycle
 def plot_order_parameter_approach(widths, U_by_width, names, colors, distance, far_widths, far_distance):
     """Left: the diagonal entries of ``U`` and its first cross entry against the width; right: the largest
     distance of ``U`` to its GP value at the figure's widths and at far larger ones, with a ``1/N`` line.
@@ -41,7 +44,7 @@ def plot_order_parameter_approach(widths, U_by_width, names, colors, distance, f
     axes[0].set(xscale="log", xlabel="width $N$", ylabel="order parameter entry", title="Entries of $U$")
     axes[0].legend(fontsize=7, ncol=2)
     axes[1].loglog(widths, distance, "o-", label=r"$\max|U - U_{\mathrm{GP}}|$")
-    axes[1].loglog(far_widths, far_distance, "o", color="C0", mfc="none", label="same, far widths (claim T3)")
+    axes[1].loglog(far_widths, far_distance, "o", color=BLUE, mfc="none", label="same, far widths (claim T3)")
     all_widths = np.concatenate([widths, far_widths])
     reference = np.concatenate([distance, far_distance])[-1] * all_widths[-1] / all_widths
     axes[1].loglog(all_widths, reference, "k:", label=r"$\propto 1/N$ through the last point")
@@ -51,6 +54,7 @@ def plot_order_parameter_approach(widths, U_by_width, names, colors, distance, f
     return fig
 
 
+@palette_cycle
 def plot_certificates(widths, min_eigenvalues, gradient_norms, solve_seconds):
     """The certificate of each solution against the width: smallest Hessian eigenvalue (symmetric
     directions), final gradient norm, and the solve's wall time. All arguments are ``[W]``."""
@@ -59,14 +63,15 @@ def plot_certificates(widths, min_eigenvalues, gradient_norms, solve_seconds):
     axes[0].set(
         xlabel="width $N$", ylabel="smallest eigenvalue", title="Hessian of $S$ (symmetric directions)", yscale="log"
     )
-    axes[1].loglog(widths, np.maximum(gradient_norms, 1e-18), "o-", color="tab:orange")
+    axes[1].loglog(widths, np.maximum(gradient_norms, 1e-18), "o-", color=ORANGE)
     axes[1].set(xlabel="width $N$", ylabel="gradient norm", title="Gradient at the solution")
-    axes[2].semilogx(widths, 1000 * np.asarray(solve_seconds), "o-", color="tab:green")
+    axes[2].semilogx(widths, 1000 * np.asarray(solve_seconds), "o-", color=GREEN)
     axes[2].set(xlabel="width $N$", ylabel="ms", title="Solve time")
     fig.tight_layout()
     return fig
 
 
+@palette_cycle
 def plot_prior_kernel(K_gp, estimates):
     """Monte-Carlo prior kernels of finite networks against the GP kernel, one panel per width.
 

@@ -13,12 +13,14 @@ from matplotlib.patches import FancyBboxPatch
 
 from ...experiments import plots as layer_plots
 from ...paths import all_paths
+from ...plot_style import CATEGORICAL, GREEN, GREY, palette_cycle
 from .networks import CodedHMCNetwork
 
-GOOD_COLOR = "tab:green"
-OTHER_COLOR = "tab:gray"
+GOOD_COLOR = GREEN
+OTHER_COLOR = GREY
 
 
+@palette_cycle
 def plot_coded_network(network: CodedHMCNetwork, *, ax=None):
     """The heads of each layer (``code: name``) and every path through them, the good path in green.
 
@@ -83,6 +85,7 @@ def plot_coded_network(network: CodedHMCNetwork, *, ax=None):
     return fig
 
 
+@palette_cycle
 def plot_path_separation(names, separations: dict, *, good=None, ax=None):
     """Class separation of every path's features (one group of bars per path, one bar per variant).
 
@@ -99,7 +102,13 @@ def plot_path_separation(names, separations: dict, *, good=None, ax=None):
     k = np.arange(len(names))
     width = 0.8 / max(len(separations), 1)
     for m, (label, values) in enumerate(separations.items()):
-        ax.bar(k + (m - (len(separations) - 1) / 2) * width, np.asarray(values), width=width, label=label)
+        ax.bar(
+            k + (m - (len(separations) - 1) / 2) * width,
+            np.asarray(values),
+            width=width,
+            color=CATEGORICAL[m % len(CATEGORICAL)],
+            label=label,
+        )
     ax.axhline(0, color="k", linewidth=0.6)
     ax.set_xticks(k, names)
     for tick, name in zip(ax.get_xticklabels(), names):
@@ -113,6 +122,7 @@ def plot_path_separation(names, separations: dict, *, good=None, ax=None):
     return fig
 
 
+@palette_cycle
 def plot_order_parameters(matrices, titles, names, *, limits=None):
     """``U`` heat maps (:func:`attnpaths.experiments.plots.plot_order_parameters`, not annotated) whose column
     labels stand upright, so that the names of many paths stay readable."""
