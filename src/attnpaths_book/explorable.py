@@ -286,6 +286,7 @@ def toggle_figure(
     alt: str,
     figure_options: Mapping | None = None,
     decorate: Callable | None = None,
+    shown: Sequence[str] | None = None,
 ) -> Explorable:
     """Series in one or more panels, shown and hidden together by a group of checkboxes (one per series).
 
@@ -295,17 +296,18 @@ def toggle_figure(
         panels: ``{panel title: {series: {"x": [n], "y": [n], optionally "low" and "high": [n] (a band)}}}``.
         colors: ``{series: colour}`` (any CSS colour, e.g. a matplotlib colour as hex); labels: ``{series:
             label}`` of the checkboxes (default the series' key); dashed: series drawn dashed.
-        title, x_label, y_label: of every panel (a panel's title follows the figure's); alt: the text
-            alternative.
+        title, x_label, y_label: of the figure (with several panels, each panel's title is its key); alt: the
+            text alternative.
         figure_options: further options of ``bokeh.plotting.figure``; decorate: ``decorate(figure)`` on every
             panel once drawn (e.g. an axis format), or None.
+        shown: the series shown first (default all); the others start hidden, their checkboxes cleared.
 
     Raises:
         ValueError: no panels or series, a series without ``x`` and ``y`` of equal length, a band of another
             length, a series without a colour, a document above :data:`MAX_DOCUMENT_BYTES`.
     """
     from bokeh.layouts import column, row
-    from bokeh.models import CheckboxGroup, ColumnDataSource, CustomJS
+    from bokeh.models import CheckboxGroup, ColumnDataSource, CustomJS, InlineStyleSheet
     from bokeh.plotting import figure
 
     if not panels or not all(panels.values()):
@@ -320,7 +322,7 @@ def toggle_figure(
     options = dict(sizing_mode="stretch_width", height=360, tools="pan,wheel_zoom,box_zoom,reset,save,hover")
     for p, (panel, by_series) in enumerate(panels.items()):
         plot = figure(
-            title=f"{title}: {panel}" if len(panels) > 1 else title,
+            title=panel if len(panels) > 1 else title,
             x_axis_label=x_label,
             y_axis_label=y_label,
             name=f"{name}-plot-{p}",
@@ -344,7 +346,7 @@ def toggle_figure(
                         "high",
                         source=source,
                         fill_color=color,
-                        fill_alpha=0.15,
+                        fill_alpha=0.1,
                         name=f"{name}-{p}-{s}-band",
                     )
                 )
@@ -365,7 +367,16 @@ def toggle_figure(
         if decorate is not None:
             decorate(plot)
         plots.append(plot)
-    toggles = CheckboxGroup(labels=[labels.get(s, s) for s in series], active=list(range(len(series))), inline=True)
+    shown = series if shown is None else [s for s in series if s in set(shown)]
+    for s in series:
+        for renderer in renderers[s]:
+            renderer.visible = s in shown
+    toggles = CheckboxGroup(
+        labels=[labels.get(s, s) for s in series],
+        active=[k for k, s in enumerate(series) if s in shown],
+        inline=True,
+        stylesheets=[InlineStyleSheet(css=".bk-input-group { flex-wrap: wrap; column-gap: 1em; }")],
+    )
     toggles.name = f"{name}-toggles"
     toggles.js_on_change(
         "active", CustomJS(args=dict(toggles=toggles, renderers=[renderers[s] for s in series]), code=TOGGLE_CALLBACK)
@@ -440,6 +451,7 @@ def hmc_accuracy_figure(record: Mapping, sampled: Mapping) -> Explorable:
             "x", "y", source=sources["sampled"], color=points, size=7, legend_label="sampled (chapter's T only)"
         )
         plot.legend.location = "top_right"
+        plot.xaxis.ticker = widths.tolist()  # the solved widths, not a log scale's decades
         _percent_axis(plot)
 
     axes = [
@@ -541,12 +553,15 @@ def order_parameter_figure(record: Mapping, task: str) -> Explorable:
     )
 
 
-def pruning_curves_figure(curves: Mapping, *, dashed: Sequence[str] = ("random", "best")) -> Explorable:
+def pruning_curves_figure(
+    curves: Mapping, *, shown: Sequence[str] | None = None, dashed: Sequence[str] = ("random", "best")
+) -> Explorable:
     """The pruning chapter's curves: test accuracy after pruning ``k`` heads along every ranking, mean over training
     seeds with its confidence band, one panel per model, each ranking shown or hidden by its checkbox.
 
     Args:
         curves: ``{model label: {ranking: {"mean", "low", "high": [K + 1]}}}`` (accuracies as fractions).
+        shown: the rankings shown first (default all; the others' checkboxes start cleared).
         dashed: rankings drawn dashed (the random expectation and the ceiling, as in the static figure).
     """
     from attnpaths.pruning.plots import COLORS
@@ -564,6 +579,7 @@ def pruning_curves_figure(curves: Mapping, *, dashed: Sequence[str] = ("random",
         "pruning-curves",
         panels,
         decorate=_percent_axis,
+        shown=shown,
         colors={name: _hex(COLORS[name]) for name in rankings},
         labels={name: RANKING_NAMES[name] for name in rankings},
         dashed=dashed,
@@ -604,13 +620,13 @@ def learning_curves_figure(record: Mapping) -> Explorable:
         return {"x": sizes, "y": values, "low": values, "high": values}
 
     data = {
-        f"curve{k}": {c: [column(name, i)[c] for i in range(len(choices))] for c in ("x", "y", "low", "high")}
-        for k, name in enumerate(names)
+        name: {c: [column(name, i)[c] for i in range(len(choices))] for c in ("x", "y", "low", "high")}
+        for name in names
     }
 
     def draw(plot, sources):
         for k, name in enumerate(names):
-            source, color = sources[f"curve{k}"], OKABE_ITO[k % len(OKABE_ITO)]
+            source, color = sources[name], OKABE_ITO[k % len(OKABE_ITO)]
             plot.add_layout(
                 Band(source=source, base="x", lower="low", upper="high", fill_color=color, fill_alpha=0.2, line_alpha=0)
             )
@@ -625,6 +641,7 @@ def learning_curves_figure(record: Mapping) -> Explorable:
             )
             plot.scatter("x", "y", source=source, color=color, size=7, legend_label=name)
         plot.legend.location = "bottom_right"
+        plot.xaxis.ticker = sizes.tolist()  # the computed P, not a log scale's decades
         _percent_axis(plot)
 
     return grid_figure(

@@ -11,9 +11,11 @@ import re
 
 import numpy as np
 import pytest
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
+from attnpaths.pruning.sweep import RANKING_NAMES
 from attnpaths_book import explorable
 from attnpaths_book.browser import missing_browser, start_browser
 from attnpaths_book.explorable import GridAxis, grid_figure, toggle_figure
@@ -92,7 +94,7 @@ def test_grid_document_holds_the_grid_exactly():
     assert drawn["y"] == y[0, 1].tolist()  # the initial positions: the first width, the second temperature
     for key, values in (("N", (10, 100, 1000)), ("T", (0.003, 0.01, 0.03, 0.1))):
         widget = _named(document, f"g-{key}")["attributes"]
-        assert widget["end"] == len(values) - 1 and widget["step"] == 1
+        assert widget["end"] == len(values) - 1 and widget.get("step", 1) == 1  # one grid point a step
     assert 'role="figure"' in figure.html() and 'aria-label="a"' in figure.html()
     assert "@media print" in figure.html()
 
@@ -217,7 +219,6 @@ DATA = (
     + ("return Object.fromEntries(Object.entries(m.data).map(([k, v]) => [k, Array.from(v)]));")
 )
 VALUE = "const m = (function(name) {" + MODEL.replace("arguments[0]", "name") + "})(arguments[0]); return m.value;"
-VISIBLE = "const m = (function(name) {" + MODEL.replace("arguments[0]", "name") + "})(arguments[0]); return m.visible;"
 SET = (
     "const m = (function(name) {" + MODEL.replace("arguments[0]", "name") + "})(arguments[0]); m.value = arguments[1];"
 )
@@ -238,10 +239,15 @@ def _open(browser, url: str, figures: int) -> list[str]:
         for entry in browser.get_log("browser")
         if entry["level"] == "SEVERE" and not any(known in entry["message"] for known in HARMLESS_CONSOLE_ERRORS)
     ]
+    requests = {}  # the page's own requests (the browser's start page makes others, which are not the book's)
     for entry in browser.get_log("performance"):
         message = json.loads(entry["message"])["message"]
-        if message.get("method") == "Network.loadingFailed" and not message["params"].get("canceled"):
-            problems.append(f"failed request: {message['params'].get('errorText')}")
+        params = message.get("params", {})
+        if message.get("method") == "Network.requestWillBeSent" and params.get("documentURL") == url:
+            requests[params.get("requestId")] = params.get("request", {}).get("url", "?")
+        elif message.get("method") == "Network.loadingFailed" and params.get("requestId") in requests:
+            if not params.get("canceled"):
+                problems.append(f"failed request {requests[params['requestId']][:200]}: {params.get('errorText')}")
     return problems
 
 
@@ -325,18 +331,28 @@ def test_a_slider_moves_with_the_arrow_keys(built_book, offline_browser):
     _close(theory["y"], np.asarray(record["tasks"][task]["accuracy"])[:, here - 1], "after the arrow key")
 
 
+def _model(attribute: str) -> str:
+    """Script returning ``attribute`` of the model named by its first argument."""
+    return (
+        "const m = (function(name) {"
+        + MODEL.replace("arguments[0]", "name")
+        + f"}})(arguments[0]); return m.{attribute};"
+    )
+
+
 def test_pruning_checkboxes_hide_and_show_series(built_book, offline_browser):
     browser = offline_browser
     problems = _open(browser, _url(built_book, "book/pruning"), 1)
     assert not problems, problems
     record = _results(built_book, "pruning")["explorable_curves"]
-    rankings = list(dict.fromkeys(r for by_ranking in record.values() for r in by_ranking))
-    for p, (model, by_ranking) in enumerate(record.items()):
+    panels = {browser.execute_script(_model("title.text"), f"pruning-curves-plot-{p}"): p for p in range(len(record))}
+    assert sorted(panels) == sorted(record), "a panel per model"
+    for model, by_ranking in record.items():
         for ranking, curve in by_ranking.items():
-            drawn = browser.execute_script(DATA, f"pruning-curves-{p}-{ranking}")
+            drawn = browser.execute_script(DATA, f"pruning-curves-{panels[model]}-{ranking}")
             _close(drawn["y"], curve["mean"], f"{model}, {ranking}: mean")
             _close(drawn["low"], curve["low"], f"{model}, {ranking}: interval")
-    visible = VISIBLE
+            _close(drawn["high"], curve["high"], f"{model}, {ranking}: interval")
     boxes = browser.execute_script(
         """
         const out = [];
@@ -347,17 +363,33 @@ def test_pruning_checkboxes_hide_and_show_series(built_book, offline_browser):
         walk(document.getElementById('pruning-curves'));
         return out;"""
     )
-    assert len(boxes) == len(rankings)
-    first = rankings[0]
-    assert browser.execute_script(visible, f"pruning-curves-0-{first}-line")
-    boxes[0].send_keys(Keys.SPACE)  # the keyboard: a checkbox is an HTML input
-    WebDriverWait(browser, 10).until(lambda b: not b.execute_script(visible, f"pruning-curves-0-{first}-line"))
-    for p in range(len(record)):
-        assert not browser.execute_script(visible, f"pruning-curves-{p}-{first}-points")
-    second = rankings[1]
-    assert browser.execute_script(visible, f"pruning-curves-0-{second}-line"), "the other series stay"
-    boxes[0].send_keys(Keys.SPACE)
-    WebDriverWait(browser, 10).until(lambda b: b.execute_script(visible, f"pruning-curves-0-{first}-line"))
+    rankings = list(dict.fromkeys(r for by_ranking in record.values() for r in by_ranking))
+    labels = browser.execute_script(_model("labels"), "pruning-curves-toggles")
+    by_label = {RANKING_NAMES[r]: r for r in rankings}
+    assert len(boxes) == len(labels) and sorted(labels) == sorted(by_label), "a checkbox per ranking"
+
+    def shown(ranking):
+        """Whether every renderer of the ranking (line, points, band, in every panel) is visible."""
+        states = {
+            browser.execute_script(_model("visible"), f"pruning-curves-{p}-{ranking}-{part}")
+            for p in range(len(record))
+            for part in ("line", "points", "band")
+        }
+        assert len(states) == 1, f"{ranking}: its renderers disagree on being shown"
+        return states.pop()
+
+    before = {r: shown(r) for r in rankings}
+    active = browser.execute_script(_model("active"), "pruning-curves-toggles")
+    assert [k for k, label in enumerate(labels) if before[by_label[label]]] == sorted(active)
+    for k in (active[0], next(k for k in range(len(labels)) if k not in active)):  # one shown, one hidden
+        ranking = by_label[labels[k]]
+        browser.execute_script("arguments[0].focus()", boxes[k])  # the keyboard: a checkbox is an HTML input
+        assert browser.execute_script("return arguments[0].getRootNode().activeElement === arguments[0]", boxes[k])
+        ActionChains(browser).send_keys(Keys.SPACE).perform()
+        WebDriverWait(browser, 10).until(lambda b: shown(ranking) != before[ranking])
+        assert {r: shown(r) for r in rankings} == {**before, ranking: not before[ranking]}, "the others stay"
+        ActionChains(browser).send_keys(Keys.SPACE).perform()
+        WebDriverWait(browser, 10).until(lambda b: shown(ranking) == before[ranking])
 
 
 def test_learning_curves_follow_the_selector(built_book, offline_browser):
@@ -370,8 +402,8 @@ def test_learning_curves_follow_the_selector(built_book, offline_browser):
     choices = ["mean over the sets", *(f"training set {s + 1}" for s in range(num_sets))]
     for c, choice in enumerate(choices):
         browser.execute_script(SET, "learning-curves-set", choice)
-        for k, name in enumerate(names):
-            drawn = browser.execute_script(DATA, f"learning-curves-curve{k}")
+        for name in names:
+            drawn = browser.execute_script(DATA, f"learning-curves-{name}")
             _close(drawn["x"], record["sizes"], "sizes")
             expected = record["mean"][name] if c == 0 else record["accuracy"][name][c - 1]
             _close(drawn["y"], expected, f"{choice}, {name}")
