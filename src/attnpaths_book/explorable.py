@@ -25,10 +25,13 @@ import numpy as np
 MAX_DOCUMENT_BYTES = 5_000_000
 """The largest embedded document (script and div) of one figure."""
 
-PRINT_CSS = (
-    "<style>@media print { .attnpaths-explorable, .attnpaths-explorable-caption { display: none !important; } }</style>"
+STYLE = (
+    "<style>.attnpaths-explorable { overflow-x: clip; }"
+    "@media print { .attnpaths-explorable, .attnpaths-explorable-caption { display: none !important; } }</style>"
 )
-"""Printed pages (the PDF) show the static figure only: the interactive one and its caption are hidden."""
+"""The figures' page style. Printed pages (the PDF) show the static figure only: the interactive one and its
+caption are hidden. On screen a figure is clipped to its column: Bokeh's layout can round a stretched figure
+one pixel wider than the column after a widget changes it, which would give the output a scrollbar."""
 
 MARKER = "attnpaths-explorable"
 """The class of the element around every figure (:mod:`attnpaths_book.local_bokeh` loads BokehJS on the pages
@@ -86,7 +89,7 @@ class Explorable:
 
     def html(self) -> str:
         """The HTML of the figure: its document's script and div (``bokeh.embed.components``) inside an element
-        of class :data:`MARKER` labelled by the alt text, and the print rule."""
+        of class :data:`MARKER` labelled by the alt text, and :data:`STYLE`."""
         return self.markup
 
     @property
@@ -106,7 +109,7 @@ def _embed(name: str, layout, alt: str) -> Explorable:
 
     script, div = components(layout)
     markup = (
-        f'{PRINT_CSS}<div class="{MARKER}" id="{html.escape(name)}" role="figure" '
+        f'{STYLE}<div class="{MARKER}" id="{html.escape(name)}" role="figure" '
         f'aria-label="{html.escape(alt)}">{div}</div>{script}'
     )
     size = len(markup.encode())

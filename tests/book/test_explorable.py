@@ -96,7 +96,7 @@ def test_grid_document_holds_the_grid_exactly():
         widget = _named(document, f"g-{key}")["attributes"]
         assert widget["end"] == len(values) - 1 and widget.get("step", 1) == 1  # one grid point a step
     assert 'role="figure"' in figure.html() and 'aria-label="a"' in figure.html()
-    assert "@media print" in figure.html()
+    assert "@media print" in figure.html() and "overflow-x: clip" in figure.html()
 
 
 def test_grid_figure_allows_points_that_vary_between_grid_points():
@@ -400,6 +400,17 @@ def test_learning_curves_follow_the_selector(built_book, offline_browser):
     names = list(record["accuracy"])
     num_sets = len(record["accuracy"][names[0]])
     choices = ["mean over the sets", *(f"training set {s + 1}" for s in range(num_sets))]
+    select = browser.execute_script(
+        """
+        const walk = (root) => { for (const el of root.querySelectorAll('*')) {
+            if (el.tagName === 'SELECT') return el;
+            if (el.shadowRoot) { const hit = walk(el.shadowRoot); if (hit) return hit; }
+        } return null; };
+        return walk(document.getElementById('learning-curves'));"""
+    )
+    browser.execute_script("arguments[0].focus()", select)  # the keyboard: the selector is an HTML select
+    ActionChains(browser).send_keys(Keys.ARROW_DOWN).perform()
+    WebDriverWait(browser, 10).until(lambda b: b.execute_script(VALUE, "learning-curves-set") == choices[1])
     for c, choice in enumerate(choices):
         browser.execute_script(SET, "learning-curves-set", choice)
         for name in names:
