@@ -119,8 +119,11 @@ def _embed(name: str, layout, alt: str) -> Explorable:
 
 
 def _leaf(value, what: str) -> list:
-    """One grid point's column: a 1-D list of floats or of strings."""
+    """One grid point's column: a 1-D list of floats or of strings (``None``, a results file's missing number, as
+    ``nan``)."""
     array = np.asarray(value)
+    if array.dtype == object and array.ndim == 1 and any(v is None for v in array):
+        array = np.array([np.nan if v is None else v for v in array], dtype=np.float64)
     if array.ndim != 1:
         raise ValueError(f"{what} must hold a 1-D array at every grid point, got shape {array.shape}")
     if array.dtype.kind in "US":

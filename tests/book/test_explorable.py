@@ -107,6 +107,23 @@ def test_grid_figure_allows_points_that_vary_between_grid_points():
     assert _columns(_named(document, "v-grid-curve"))["y"] == [[0.5, 0.25], []]
 
 
+def test_a_missing_number_is_drawn_as_a_gap():
+    axes = [GridAxis("T", "temperature T", (0.01,))]
+    figure = grid_figure(
+        "m",
+        axes,
+        {"curve": {"x": [[1.0, 2.0]], "y": [[0.5, None]]}},
+        _line,
+        title="t",
+        x_label="x",
+        y_label="y",
+        alt="a",
+    )
+    (document,) = _documents(figure.html())
+    y = _columns(_named(document, "m-grid-curve"))["y"][0]
+    assert y[0] == 0.5 and y[1] == {"type": "number", "value": "nan"}  # Bokeh's JSON for NaN
+
+
 def test_toggle_document_holds_the_series_exactly():
     rng = np.random.default_rng(1)
     panels = {"left": {"a": {"x": np.arange(4.0), "y": rng.random(4)}, "b": {"x": np.arange(4.0), "y": rng.random(4)}}}
