@@ -20,6 +20,8 @@ Modules, one job each:
   and figures;
 - :mod:`~attnpaths_book.site`, :mod:`~attnpaths_book.api_docs`, :mod:`~attnpaths_book.local_mathjax`:
   assemble the Sphinx source from the executed notebooks and build the HTML;
+- :mod:`~attnpaths_book.explorable`, :mod:`~attnpaths_book.local_bokeh`: the HTML book's interactive figures
+  (standalone Bokeh documents over the chapters' recorded numbers) and the BokehJS they load from ``_static``;
 - :mod:`~attnpaths_book.baselines`, :mod:`~attnpaths_book.paper_records`, :mod:`~attnpaths_book.numeric_diff`,
   :mod:`~attnpaths_book.tolerances`: the nbval baselines, the paper records and how numbers are compared;
 - :mod:`~attnpaths_book.trained`: the shipped trained weights;
