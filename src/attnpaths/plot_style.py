@@ -41,8 +41,8 @@ def palette_cycle(function: Callable) -> Callable:
 
     @functools.wraps(function)
     def drawn_with_the_palette(*args, **kwargs):
-        from cycler import cycler
         from matplotlib import pyplot as plt
+        from matplotlib.rcsetup import cycler  # matplotlib's own (cycler is its dependency, not ours)
 
         with plt.rc_context({"axes.prop_cycle": cycler(color=CATEGORICAL)}):
             return function(*args, **kwargs)

@@ -6,6 +6,7 @@ import pytest
 import torch
 from helpers import assert_rounding_close
 
+from attnpaths import plot_style
 from attnpaths.attention import AttentionLayer
 from attnpaths.hmc import (
     blank,
@@ -176,7 +177,12 @@ def test_four_path_network_heads_and_path_names(train):
     assert net.head_seeds == ((127, 147), (217, 247))
     assert net.path_names == ("g", "a1", "d", "a2")
     assert [net.path_names[i] for i in net.plot_order] == ["g", "d", "a1", "a2"]
-    assert [net.path_colors[i] for i in net.plot_order] == ["tab:green", "tab:blue", "tab:red", "tab:purple"]
+    assert [net.path_colors[i] for i in net.plot_order] == [
+        plot_style.GREEN,
+        plot_style.BLUE,
+        plot_style.VERMILLION,
+        plot_style.PURPLE,
+    ]
     assert net.path_labels[2] == "denoising"
     layer1, layer2 = net.attention.layers
     # determinism: the network builds its heads with these very calls

@@ -312,8 +312,8 @@ def test_the_primary_verdicts_have_power(shift, outcomes, answer):
         "X",
         theory=theory,
         practical=practical,
-        theory_choices=["theory_loo"] * 4 + ["theory_action"],
-        practical_choices=["fisher"] * 5,
+        theory_choices=[["theory_loo"] * 4 + ["theory_action"]],
+        practical_choices=[["fisher"] * 5],
         margin=0.1,
         level=0.05,
         num_tests=4,
@@ -322,9 +322,9 @@ def test_the_primary_verdicts_have_power(shift, outcomes, answer):
     assert pr_claims.primary_answer(beats, matches) == answer
     assert beats.correction == matches.correction == "Bonferroni over 4 tests"
     assert (beats.claim, matches.claim) == ("X-FB", "X-FE")
-    # the statement says what each family chose, and in how many splits
-    assert "theory's leave-one-out change in 4 of 5 splits, theory's action change in 1 of 5 splits" in beats.measured
-    assert "gate Fisher, joint (Kwon et al.) in 5 of 5 splits" in beats.measured
+    # the statement says what each family chose, and how often (one choice per seed and split)
+    assert "theory's leave-one-out change in 4 of 5 choices, theory's action change in 1 of 5 choices" in beats.measured
+    assert "gate Fisher, joint (Kwon et al.) in 5 of 5 choices" in beats.measured
 
 
 def test_the_primary_verdicts_are_undecided_with_too_few_seeds_and_check_their_input():
