@@ -84,3 +84,26 @@ def test_bad_arguments_are_refused_naming_them():
         factored(torch.zeros(2, 5, 3))
     with pytest.raises(ValueError, match="batch_size"):
         factored(torch.zeros(2, 4, 3), batch_size=0)
+
+
+@pytest.mark.parametrize("readout", ["last_token", "average_pooling"])
+def test_query_key_heads_score_through_their_factors_or_their_product_whichever_is_cheaper(readout):
+    """A query/key head of ``G`` rows is ``W = K^T Q / sqrt(G)``: scored through the factors ``(K^T / sqrt(G),
+    Q^T)`` where ``G (2 N0 + T) < N0 (N0 + T)`` (here ``G = 2``), else through ``W`` (``G = 12 > N0 = 9``, as the
+    one-shot model's ``G = 128`` at ``N0 = 192``, ``T = 48``); both equal the query/key scores up to rounding."""
+    g = torch.Generator().manual_seed(5)
+    n0, tokens = 9, 6
+
+    def qk_layer(rows):
+        return AttentionLayer(
+            Q=torch.randn(2, rows, n0, generator=g, dtype=torch.float64) / n0,
+            K=torch.randn(2, rows, n0, generator=g, dtype=torch.float64) / n0,
+        )
+
+    x = random_inputs(g, 7, n0, tokens)
+    for rows, through_factors in ((2, True), (12, False)):
+        attention = Attention((qk_layer(rows), qk_layer(rows)), readout)
+        factored = FactoredPathFeatures(attention)
+        assert factored.ranks == [[None, None], [None, None]]  # no W-form head to factor
+        assert [f is not None for _, f in factored._heads(0, tokens)] == [through_factors] * 2
+        assert_rounding_close(factored(x, batch_size=3), path_features(x, attention), what=f"G = {rows}")
