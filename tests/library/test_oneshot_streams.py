@@ -125,3 +125,24 @@ def test_bad_arguments_are_refused_naming_them():
         EpisodeChunks(_classes(), wide, attention, **options)
     with pytest.raises(ValueError, match=r"attention must be an Attention"):
         EpisodeChunks(_classes(), encoder, None, **options)
+
+
+def test_the_encoders_input_basis_spans_its_tokens_in_fewer_dimensions_with_several_channels():
+    """Three copies of each pixel: every token lies in the span of the 16 copy patterns, the 12 positions and
+    the 3 label rows, fewer than ``N0 = 48`` dimensions; the factored features of the chunks use that basis and
+    equal the exact ones up to rounding. One channel: the basis spans every feature (nothing to save)."""
+    classes = _classes()
+    wide = TrainingConfig(width=8, qk_width=4, num_heads=2, patch_size=PATCH, channels=3, seed=1)
+    model, encoder, _ = initial_model(wide, SIZE)
+    basis = encoder.input_basis()
+    d = basis.shape[1]
+    assert basis.shape[0] == 48 and d <= 16 + 12 + 3 < 48
+    np.testing.assert_allclose(basis.T @ basis, np.eye(d), atol=1e-13)
+    factored = EpisodeChunks(classes, encoder, model.attention(), seed=0, num_examples=8, chunk_size=8,
+                             factored_features=True)  # fmt: skip
+    assert factored._features.input_basis.shape == (48, d)
+    x = factored.episodes(0).x
+    assert_rounding_close(torch.from_numpy(basis @ (basis.T @ x.numpy())), x, what="tokens in the span")
+    assert_rounding_close(factored(0)[0], path_features(x, model.attention()), what="features on the basis")
+    assert _model()[0].input_basis().shape == (16, 16)
+    assert _chunks(factored_features=True)._features.input_basis is None

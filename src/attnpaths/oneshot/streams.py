@@ -64,7 +64,9 @@ class EpisodeChunks:
         stream: a non-negative integer that tells apart sets drawn from one seed (0: training, 1: test, ...).
         factored_features: ``False`` (default): the features are :func:`attnpaths.paths.path_features` of the
             chunk's inputs; ``True``: :class:`attnpaths.paths.FactoredPathFeatures`, the same features up to
-            rounding.
+            rounding, with the encoder's :meth:`~attnpaths.oneshot.sequences.SequenceEncoder.input_basis` where it
+            spans fewer than ``N0`` dimensions (several channels: the scores on 95 coordinates instead of 192 at
+            the authors' size).
     """
 
     classes: ImageClasses
@@ -114,7 +116,9 @@ class EpisodeChunks:
         if not isinstance(self.factored_features, bool):
             raise ValueError(f"factored_features must be True or False, got {self.factored_features!r}")
         if self.factored_features:
-            object.__setattr__(self, "_features", FactoredPathFeatures(self.attention))
+            basis = self.encoder.input_basis()
+            basis = basis if basis.shape[1] < basis.shape[0] else None  # the whole space: nothing to save
+            object.__setattr__(self, "_features", FactoredPathFeatures(self.attention, input_basis=basis))
 
     @property
     def num_chunks(self) -> int:
