@@ -67,25 +67,25 @@ DENSE_CANDIDATES = (1000, 2000, 4000, 8000, 10_000, 16_000)
 QUICK_TASK = dict(seq_len=5, feature_width=8)
 """The task of ``--quick``: sequences of 5 tokens with 8 features (``N0 = 14``, ``D = 56``)."""
 QUICK_GRAM_SIZES, QUICK_DENSE_CANDIDATES, QUICK_DENSE_MAX = (20, 80), (40, 80), 40
+"""``--quick``: the Gram rows' and the dense candidates' ``P``, and the largest dense ``P`` (80 is left out)."""
 TASKS = ("hmc", "image")
-"""``--task``: the hidden-Markov-chain task (default) or the one-shot image task."""
+"""The choices of ``--task``, the hidden-Markov-chain task (default) or the one-shot image task."""
 IMAGE_MODEL = {}
-"""The image task's model: :data:`attnpaths.oneshot.training.AUTHORS_TRAINING` with these fields replaced (none:
+"""The fields of :data:`attnpaths.oneshot.training.AUTHORS_TRAINING` replaced in the image task's model (none, so
 the authors' size, ``N0 = 192``, heads ``(4, 4)``)."""
 IMAGE_GLYPHS = {}
-"""The image task's data set: :class:`attnpaths.oneshot.GlyphDatasetConfig` with these fields replaced (none: the
+"""The fields of :class:`attnpaths.oneshot.GlyphDatasetConfig` replaced in the image task's data set (none, so the
 default set, 32x32 images, 20 instances of each class)."""
 QUICK_IMAGE_MODEL = dict(width=8, qk_width=4, num_heads=2, patch_size=4, channels=1)
-"""The image task of ``--quick``: 4x4 patches of 16x16 images, one copy of each pixel (``N0 = 16``, ``T = 48``),
+"""The image model of ``--quick``, 4x4 patches of 16x16 images, one copy of each pixel (``N0 = 16``, ``T = 48``),
 2 layers of 2 heads (``D = 64``)."""
 QUICK_IMAGE_GLYPHS = dict(instances_per_class=4, image_size=16, alphabets=("Latin", "Coptic", "Armenian"),
                           max_per_alphabet=5)  # fmt: skip
-"""The data set of ``--quick --task image``: 5 classes of 4 instances in each split, rendered without a cache."""
+"""The data set of ``--quick --task image``, 5 classes of 4 instances in each split, rendered without a cache."""
 IMAGE_THEORY = dict(widths=512, temperature=0.01)
-"""The image task's theory: the authors' width ``N = 512`` in both layers and the likelihood variance 0.01."""
+"""The image task's theory, the authors' width ``N = 512`` in both layers and the likelihood variance 0.01."""
 IMAGE_DENSE_MAX = 2000
-"""The image task's largest dense ``P`` by default (``--quick``: :data:`QUICK_DENSE_MAX`)."""
-"""``--quick``: the Gram rows' and the dense candidates' ``P``, and the largest dense ``P`` (80 is left out)."""
+"""The image task's largest dense ``P`` by default (with ``--quick``, :data:`QUICK_DENSE_MAX`)."""
 GRADIENT_TOLERANCE = 1e-8
 """The solver's default stopping rule (:func:`attnpaths.theory.solve`), used by every row."""
 TIME_RATIO_BOUND = 1.0
@@ -198,7 +198,11 @@ def run_row(spec: dict) -> dict:
             data_s = time.perf_counter() - start
             solution = solve_from_statistics(statistics, **options)
         elif spec["route"] == "gram":
-            statistics = gram_statistics(timed, chunks.num_chunks, engine=_in_process(), progress=False)
+            # one chunk a round: in this process nothing runs in parallel, and a round's statistics are held at
+            # once (16 by default: 1.2 GB at the image task's D = 3072); the sums do not depend on it
+            statistics = gram_statistics(
+                timed, chunks.num_chunks, engine=_in_process(), chunks_per_round=1, progress=False
+            )
             data_s = time.perf_counter() - start
             solution = solve_from_statistics(statistics, **options)
         else:
