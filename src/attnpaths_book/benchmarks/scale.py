@@ -33,7 +33,8 @@ trust region collapses where the rounding of its ``P``-term sums is above the gr
 classes of the rendered glyph data set (:func:`attnpaths.oneshot.load_glyph_dataset` with the default
 :class:`~attnpaths.oneshot.GlyphDatasetConfig`, cached under ``_build/cache``) by
 :class:`attnpaths.oneshot.streams.EpisodeChunks` (chunk ``k`` from its own seed, as above; features by
-:class:`~attnpaths.paths.FactoredPathFeatures` unless ``--exact-features``), and solved at the authors' width
+:class:`~attnpaths.paths.FactoredPathFeatures`, which scores the tokens' coordinates on the encoder's
+:meth:`~attnpaths.oneshot.sequences.SequenceEncoder.input_basis`, unless ``--exact-features``), and solved at the authors' width
 ``N = 512`` and ``T = 0.01`` (:data:`IMAGE_THEORY`). Timing only: untrained attention. No trained weights exist at
 that size; the solver's cost does not depend on the weights' values, so the attention is the query/key maps of
 the untrained model of :func:`attnpaths.oneshot.training.initial_model` (weights drawn from
