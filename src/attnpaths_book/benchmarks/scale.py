@@ -40,7 +40,8 @@ that size; the solver's cost does not depend on the weights' values, so the atte
 the untrained model of :func:`attnpaths.oneshot.training.initial_model` (weights drawn from
 ``torch.Generator().manual_seed(AUTHORS_TRAINING.seed)``, 42; the label embedding from the same seed), and its
 ``U`` and action mean nothing for the chapter. Loading the data set and building the model are timed apart
-(``setup_s``), outside ``wall_s``. Its dense rows are at most ``P = 2000`` by default (``--dense-max``).
+(``setup_s``), outside ``wall_s``. Its dense rows are at most ``P = 2000`` by default (``--dense-max``); its
+record goes to ``scale_image.json`` by default.
 
 The machine's load is recorded at the start and at the end (:mod:`attnpaths_book.benchmarks.record`).
 """
@@ -434,7 +435,12 @@ def main(argv=None) -> dict:
         action="store_true",
         help="the path features by attnpaths.paths.path_features (default: FactoredPathFeatures, equal up to rounding)",
     )
-    parser.add_argument("--output", type=Path, default=committed_record_path("scale"))
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="where the record goes (default: the committed record, scale.json; with --task image, scale_image.json)",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     chunk_size = args.chunk_size or (20 if quick else 1000)
@@ -537,7 +543,8 @@ def main(argv=None) -> dict:
             f"Gram at P = {gram_P[-1]} over dense at P = {dense_P[-1]}: "
             f"{report['largest_gram_over_largest_dense_time']:.2f} of the time"
         )
-    path = write_record(make_record(started, report), args.output)
+    output = args.output or committed_record_path("scale_image" if image else "scale")
+    path = write_record(make_record(started, report), output)
     print(f"record written to {path}")
     return report
 
