@@ -121,26 +121,70 @@ class FactoredPathFeatures:
       block beside a ``T x T`` position block) scores through its factors ``W = L R^T`` (singular value
       decomposition, singular values above ``N0 eps`` times the largest kept): ``A_{s t} = (L^T x_s) . (R^T x_t)``.
 
-    The factors are computed once, here. Heads in the query/key form, and full-rank heads, score as in
-    :meth:`~attnpaths.attention.AttentionLayer.scores`. A picklable callable.
+    * a head in the query/key form (``Q``, ``K`` ``[G, N0]``, scores ``(K x_s) . (Q x_t) / sqrt(G)``) is a W-form
+      head of ``W = K^T Q / sqrt(G)``, scored through the factors ``L = K^T / sqrt(G)``, ``R = Q^T`` (rank ``G``)
+      or through ``W`` itself, whichever takes fewer operations for the ``T`` of the inputs
+      (``G (2 N0 T + T^2)`` against ``N0^2 T + N0 T^2``; e.g. ``W`` for the one-shot model at ``N0 = 192``,
+      ``G = 128``, ``T = 48``).
+
+    With ``input_basis`` ``B`` (``[N0, d]``, orthonormal columns spanning every input token, ``d < N0``; e.g.
+    :meth:`attnpaths.oneshot.sequences.SequenceEncoder.input_basis`: three copies of each pixel plus the position
+    and label codes span 95 of the one-shot model's 192 features), every head scores the ``d`` coordinates
+    ``x~ = B^T x`` through ``B^T W B`` (or the factors ``B^T L``, ``B^T R``): ``x^T W x = x~^T (B^T W B) x~`` where
+    ``B B^T x = x`` (checked on every input: ``ValueError`` otherwise), in ``d^2 T + d T^2`` operations instead of
+    ``N0^2 T + N0 T^2``. The path features are still summed from the inputs ``x`` themselves.
+
+    Every head of a layer is scored from one matrix product of the inputs with its heads' ``W`` and factors side
+    by side. The factors are computed once, here; full-rank W-form heads score through ``W``. A picklable
+    callable.
 
     Args:
         attention: the network's fixed attention.
+        input_basis: None (default), or ``[N0, d]`` with orthonormal columns (``B^T B = I`` within ``1e-10``),
+            ``1 <= d <= N0``, whose span holds every input token.
 
     Example::
 
         features = FactoredPathFeatures(attention)(x)   # x [B, N0, T] -> [B, N0, n_paths]
     """
 
-    def __init__(self, attention: Attention):
+    SPAN_TOLERANCE = 1e-10
+    """Largest ``|x - B B^T x|`` allowed, relative to the largest ``|x|`` of the batch, with an ``input_basis``
+    (rounding leaves ~1e-16 of tokens that lie in the span)."""
+
+    def __init__(self, attention: Attention, *, input_basis=None):
         if not isinstance(attention, Attention):
             raise ValueError(f"attention must be an Attention (attnpaths.attention), got {type(attention).__name__}")
         self.attention = attention
-        # per layer, per head: None (dense W or query/key form) or the factors (L [N0, r], R [N0, r])
+        self.input_basis = None if input_basis is None else _checked_basis(input_basis, attention.input_width)
+        # for each layer, for each head: the factors (L [N0, r], R [N0, r]) of a W-form head of low rank, else None
         self.factors = [
             [_low_rank_factors(W) for W in layer.W] if layer.W is not None else [None] * layer.num_heads
             for layer in attention.layers
         ]
+        # for each layer, for each head: (W [N0, N0], factors or None); a query/key head's W = K^T Q / sqrt(G) and
+        # factors (K^T / sqrt(G), Q^T)
+        self._options = []
+        for layer, factors in zip(attention.layers, self.factors):
+            if layer.W is not None:
+                self._options.append(list(zip(layer.W, factors)))
+            else:
+                scale = 1.0 / math.sqrt(layer.Q.shape[1])
+                self._options.append(
+                    [
+                        (K.T @ Q * scale, ((K.T * scale).contiguous(), Q.T.contiguous()))
+                        for Q, K in zip(layer.Q, layer.K)
+                    ]
+                )
+        if self.input_basis is not None:  # the heads on the basis' coordinates: B^T W B, (B^T L, B^T R)
+            B = self.input_basis
+            self._options = [
+                [
+                    (B.T @ W @ B, None if f is None else ((B.T @ f[0]).contiguous(), (B.T @ f[1]).contiguous()))
+                    for W, f in layer
+                ]
+                for layer in self._options
+            ]
 
     @property
     def ranks(self) -> list[list[int | None]]:
@@ -160,24 +204,44 @@ class FactoredPathFeatures:
         chunks = []
         for start in range(0, x.shape[0], batch_size):
             xb = x[start : start + batch_size].contiguous()
-            tokens = xb.transpose(1, 2)  # [B, T, N0], a view: the batched products read it transposed
+            scored = xb if self.input_basis is None else self._coordinates(xb)  # [B, N0 or d, T]
+            tokens = scored.transpose(1, 2)  # [B, T, N0 or d], a view: the batched products read it transposed
             matrices = [
-                softmax_over_keys(self._scores(layer, factors, xb, tokens))
-                for layer, factors in zip(attention.layers[:-1], self.factors[:-1])
+                softmax_over_keys(self._scores(self._heads(l, xb.shape[-1]), scored, tokens))
+                for l in range(len(attention.layers) - 1)
             ]
-            matrices.append(self._readout(xb, tokens))
+            matrices.append(self._readout(scored, tokens))
             # xi[b, i, p] = sum_s x[b, i, s] omega[b, p, s] (eq-path-features)
             chunks.append(torch.bmm(xb, path_attention(matrices).transpose(1, 2)))
         return torch.cat(chunks, dim=0) if chunks else x.new_zeros((0, x.shape[1], attention.num_paths))
 
+    def _coordinates(self, x: torch.Tensor) -> torch.Tensor:
+        """``B^T x`` ``[B, d, T]`` of inputs ``x`` ``[B, N0, T]``, or ``ValueError`` where a token is off the span."""
+        basis = self.input_basis
+        coordinates = torch.matmul(basis.T, x)
+        off = float((x - torch.matmul(basis, coordinates)).abs().max()) if x.numel() else 0.0
+        if off > self.SPAN_TOLERANCE * (float(x.abs().max()) if x.numel() else 0.0):
+            raise ValueError(
+                f"x must lie in the span of input_basis (|x - B B^T x| <= {self.SPAN_TOLERANCE:g} of the largest "
+                f"|x|), got {off:.3g} off it"
+            )
+        return coordinates
+
+    def _heads(self, l: int, T: int) -> list[tuple[torch.Tensor, tuple | None]]:
+        """Layer ``l``'s heads for inputs of ``T`` tokens: ``(W, None)`` where ``W`` takes fewer operations than
+        the factors (or there are none), else ``(W, (L, R))`` (on the basis' ``d`` coordinates, if any)."""
+        N0 = self.attention.input_width if self.input_basis is None else self.input_basis.shape[1]
+        return [
+            (W, None if f is None or f[0].shape[1] * (2 * N0 + T) >= N0 * (N0 + T) else f) for W, f in self._options[l]
+        ]
+
     @staticmethod
-    def _scores(layer, factors, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-        """``[B, H, T, T]`` scores of one layer (``x`` ``[B, N0, T]``, ``tokens`` its ``[B, T, N0]`` transpose),
-        the factored heads through their factors."""
-        if layer.W is None:
-            return layer.scores(x)
+    def _scores(chosen, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """``[B, H, T, T]`` scores of one layer's heads as ``chosen`` by :meth:`_heads` (``x`` ``[B, N0, T]``,
+        ``tokens`` its ``[B, T, N0]`` transpose), the factored heads through their factors."""
+        factors = [f for _, f in chosen]
         # one product x^T [W_h for the dense heads | L_h, R_h for the factored ones]: [B, T, sum of widths]
-        blocks = [W if f is None else torch.cat(f, dim=1) for W, f in zip(layer.W, factors)]
+        blocks = [W if f is None else torch.cat(f, dim=1) for W, f in chosen]
         right = torch.cat(blocks, dim=1)
         products = torch.bmm(tokens, right.expand(x.shape[0], *right.shape))
         heads, offset = [], 0
@@ -195,9 +259,13 @@ class FactoredPathFeatures:
         """The last layer's attention vectors ``[B, H_L, T]`` after the token readout."""
         layer, readout = self.attention.layers[-1], self.attention.readout
         if readout == "average_pooling":
-            return token_readout(softmax_over_keys(self._scores(layer, self.factors[-1], x, tokens)), readout)
+            heads = self._heads(len(self.attention.layers) - 1, x.shape[-1])
+            return token_readout(softmax_over_keys(self._scores(heads, x, tokens)), readout)
         query = x[:, :, -1 if readout == "last_token" else 0]  # [B, N0]
-        if layer.W is not None:  # A_s = x_s^T (W x_t) for the one query t
+        if self.input_basis is not None:  # on the basis' coordinates: x~_s^T (B^T W B) x~_t
+            W = torch.stack([W for W, _ in self._options[-1]])
+            scores = torch.bmm(torch.einsum("hij,bj->bhi", W, query), x)  # [B, H, T]
+        elif layer.W is not None:  # A_s = x_s^T (W x_t) for the one query t
             weighted = torch.einsum("hij,bj->bhi", layer.W, query)  # [B, H, N0]
             scores = torch.bmm(weighted, x)  # [B, H, T]
         else:
@@ -205,6 +273,19 @@ class FactoredPathFeatures:
             queries = torch.einsum("hgi,bi->bhg", layer.Q, query)
             scores = torch.einsum("bhgs,bhg->bhs", keys, queries) / math.sqrt(layer.Q.shape[1])
         return torch.softmax(scores, dim=-1)
+
+
+def _checked_basis(basis, n0: int) -> torch.Tensor:
+    """``basis`` as a float64 tensor ``[N0, d]`` with orthonormal columns, or ``ValueError`` naming it."""
+    basis = as_float64_tensor(basis, "input_basis")
+    if basis.ndim != 2 or basis.shape[0] != n0 or not 1 <= basis.shape[1] <= n0:
+        raise ValueError(
+            f"input_basis must have shape [N0, d] = [{n0}, d] with 1 <= d <= {n0}, got {tuple(basis.shape)}"
+        )
+    gap = float((basis.T @ basis - torch.eye(basis.shape[1], dtype=torch.float64)).abs().max())
+    if gap > 1e-10:
+        raise ValueError(f"input_basis must have orthonormal columns (B^T B = I within 1e-10), got {gap:.3g} off")
+    return basis.contiguous()
 
 
 def _low_rank_factors(W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:

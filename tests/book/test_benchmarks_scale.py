@@ -1,5 +1,6 @@
-"""``python -m attnpaths_book bench scale``: the entry point at tiny size (each row in its own process) and the
-committed record of the Gram route streamed up to ``P = 10^5`` against the dense route."""
+"""``python -m attnpaths_book bench scale``: the entry point at tiny size (each row in its own process), on the
+hidden-Markov-chain task and on the one-shot image task, and the committed record of the Gram route streamed up to
+``P = 10^5`` against the dense route."""
 
 import json
 import math
@@ -39,16 +40,19 @@ ROW_FIELDS = {
     "peak_rss_mib",
     "threads",
 }
+IMAGE_ROW_FIELDS = ROW_FIELDS | {"setup_s", "attention"}
+"""An image row also holds the seconds of loading the data set and building the model, and its statement that
+the attention is untrained (timing only)."""
 
 
-def _check_rows(report):
+def _check_rows(report, fields=ROW_FIELDS):
     rows = report["rows"]
     assert {row["route"] for row in rows} == {"gram", "dense"}
     assert [row["P"] for row in rows if row["route"] == "gram"] == report["gram_sizes"]
     assert [row["P"] for row in rows if row["route"] == "dense"] == report["dense_sizes"]
     assert set(report["dense_sizes"]) <= set(report["gram_sizes"])
     for row in rows:
-        assert set(row) == ROW_FIELDS, row["route"]
+        assert set(row) == fields, row["route"]
         assert row["threads"] == {"torch": 1, "blas": [1]}  # one thread in the row's own process
         assert 0 < row["rss_after_imports_mib"] <= row["peak_rss_mib"]
         assert row["chunks"] == math.ceil(row["P"] / report["chunk_size"])
@@ -88,6 +92,26 @@ def test_entry_point_runs_at_tiny_size_and_writes_a_complete_record(tmp_path, ca
     assert all(row["D"] == 14 * 4 for row in saved["rows"])
     out = capsys.readouterr().out
     assert "peak RSS MiB" in out and "record written to" in out
+
+
+def test_the_image_task_runs_at_tiny_size_with_untrained_attention(tmp_path):
+    """``--task image --quick``: one-shot episodes of a small rendered glyph set through an untrained model of
+    2 layers of 2 heads (``N0 = 16``, ``D = 64``), streamed and dense; the routes agree as on the hmc task."""
+    output = tmp_path / "image.json"
+    report = bench.main(["--quick", "--task", "image", "--output", str(output)])
+    saved = read_record(output)["report"]
+    assert json.loads(json.dumps(report, default=float)) == saved
+    assert saved["problem"] == "image" and saved["quick"]
+    assert saved["task"] == json.loads(
+        json.dumps({"glyphs": bench.QUICK_IMAGE_GLYPHS, "model": bench.QUICK_IMAGE_MODEL})
+    )
+    assert saved["heads"] == [2, 2] and saved["width"] == 512 and saved["temperature"] == 0.01
+    assert saved["gram_sizes"] == [20, 40, 80] and saved["dense_sizes"] == [40]
+    _check_rows(saved, IMAGE_ROW_FIELDS)
+    for row in saved["rows"]:
+        assert row["D"] == 16 * 4 and row["setup_s"] > 0
+        assert row["attention"].startswith("timing only: untrained attention")
+    assert "timing only: untrained attention" in saved["note"]
 
 
 def test_the_committed_record_streams_to_a_hundred_thousand_examples():

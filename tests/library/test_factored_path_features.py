@@ -84,3 +84,57 @@ def test_bad_arguments_are_refused_naming_them():
         factored(torch.zeros(2, 5, 3))
     with pytest.raises(ValueError, match="batch_size"):
         factored(torch.zeros(2, 4, 3), batch_size=0)
+
+
+@pytest.mark.parametrize("readout", ["last_token", "average_pooling"])
+def test_query_key_heads_score_through_their_factors_or_their_product_whichever_is_cheaper(readout):
+    """A query/key head of ``G`` rows is ``W = K^T Q / sqrt(G)``: scored through the factors ``(K^T / sqrt(G),
+    Q^T)`` where ``G (2 N0 + T) < N0 (N0 + T)`` (here ``G = 2``), else through ``W`` (``G = 12 > N0 = 9``, as the
+    one-shot model's ``G = 128`` at ``N0 = 192``, ``T = 48``); both equal the query/key scores up to rounding."""
+    g = torch.Generator().manual_seed(5)
+    n0, tokens = 9, 6
+
+    def qk_layer(rows):
+        return AttentionLayer(
+            Q=torch.randn(2, rows, n0, generator=g, dtype=torch.float64) / n0,
+            K=torch.randn(2, rows, n0, generator=g, dtype=torch.float64) / n0,
+        )
+
+    x = random_inputs(g, 7, n0, tokens)
+    for rows, through_factors in ((2, True), (12, False)):
+        attention = Attention((qk_layer(rows), qk_layer(rows)), readout)
+        factored = FactoredPathFeatures(attention)
+        assert factored.ranks == [[None, None], [None, None]]  # no W-form head to factor
+        assert [f is not None for _, f in factored._heads(0, tokens)] == [through_factors] * 2
+        assert_rounding_close(factored(x, batch_size=3), path_features(x, attention), what=f"G = {rows}")
+
+
+def test_an_input_basis_scores_the_coordinates_of_inputs_in_its_span():
+    """With an orthonormal ``B`` ``[N0, d]`` spanning the inputs, the heads score ``B^T x`` through ``B^T W B``
+    (or ``B^T L``, ``B^T R``): the same features up to rounding, for W-form (low-rank and full) and query/key
+    heads, every readout; an input off the span, or a basis that is not orthonormal, is refused."""
+    g = torch.Generator().manual_seed(7)
+    n0, d, tokens = 9, 5, 6
+    basis, _ = torch.linalg.qr(torch.randn(n0, d, generator=g, dtype=torch.float64))
+    x = torch.einsum("id,bdt->bit", basis, torch.randn(8, d, tokens, generator=g, dtype=torch.float64))
+    low = torch.randn(n0, 1, generator=g, dtype=torch.float64) @ torch.randn(1, n0, generator=g, dtype=torch.float64)
+    w_layer = AttentionLayer(W=torch.stack([low, torch.randn(n0, n0, generator=g, dtype=torch.float64) / n0]))
+    qk_layer = AttentionLayer(
+        Q=torch.randn(2, 12, n0, generator=g, dtype=torch.float64) / n0,
+        K=torch.randn(2, 12, n0, generator=g, dtype=torch.float64) / n0,
+    )
+    for readout in ("last_token", "first_token", "average_pooling"):
+        for layers in ((w_layer, qk_layer), (qk_layer, w_layer)):
+            attention = Attention(layers, readout)
+            factored = FactoredPathFeatures(attention, input_basis=basis)
+            assert factored.ranks == FactoredPathFeatures(attention).ranks
+            assert_rounding_close(factored(x, batch_size=3), path_features(x, attention), what=readout)
+    factored = FactoredPathFeatures(Attention((w_layer, qk_layer)), input_basis=basis)
+    off = x.clone()
+    off[3, 0, 2] += 1e-3
+    with pytest.raises(ValueError, match=r"x must lie in the span of input_basis"):
+        factored(off)
+    with pytest.raises(ValueError, match=r"input_basis must have orthonormal columns"):
+        FactoredPathFeatures(Attention((w_layer,)), input_basis=2 * basis)
+    with pytest.raises(ValueError, match=r"input_basis must have shape \[N0, d\] = \[9, d\]"):
+        FactoredPathFeatures(Attention((w_layer,)), input_basis=basis[:4])

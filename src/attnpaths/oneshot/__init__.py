@@ -12,6 +12,8 @@ Modules, one job each:
 * ``training``   Adam training with validation, and weights saved with their parameters; the model itself,
                  2 layers x 4 summed heads with Q/K on the raw input, is :mod:`attnpaths.transformer`;
 * ``episodes``   the theory network of a trained model and the episodes' path features;
+* ``streams``    chunks of episodes and their path features made one at a time from a seed, for training sets
+                 too large to hold (streamed into the theory's Gram statistics);
 * ``temperature_grid`` the theory over widths and temperatures, and the temperature chosen per width;
 * ``pruning``    pruning the trained model by the theory's head scores (Figs. 3e, 3f);
 * ``claims``, ``plots``, ``report``  the chapter's claims, figures and descriptions.

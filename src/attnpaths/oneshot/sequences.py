@@ -109,6 +109,23 @@ class SequenceEncoder:
         """float64 ``[T, N0]`` position table."""
         return sinusoidal_positions(self.num_tokens, self.input_width)
 
+    def input_basis(self) -> np.ndarray:
+        """Orthonormal columns ``[N0, d]`` spanning every token this encoder makes: a token is ``LayerNorm(patch)``
+        (the ``channels`` copies of each of the ``p^2`` pixels equal) plus a row of the position table plus a row
+        of the label embedding, so it lies in the span of the ``p^2`` copy patterns, the ``T`` positions and the 3
+        label rows (``d <= min(N0, p^2 + T + 3)``; 95 of ``N0 = 192`` at the authors' size, ``N0`` with one
+        channel). For :class:`attnpaths.paths.FactoredPathFeatures`' ``input_basis``.
+
+        Returns:
+            float64 ``[N0, d]``, the left singular vectors of those ``p^2 + T + 3`` vectors with singular values
+            above ``N0 eps`` times the largest.
+        """
+        copies = np.repeat(np.eye(self.patch_size**2), self.channels, axis=0)  # [N0, p^2]: a pixel's copies
+        spanning = np.concatenate([copies, self.positions().T, self.label_embedding.T], axis=1)
+        u, s, _ = np.linalg.svd(spanning, full_matrices=False)
+        rank = int((s > s[0] * self.input_width * np.finfo(np.float64).eps).sum())
+        return np.ascontiguousarray(u[:, :rank])
+
     def patches(self, images) -> np.ndarray:
         """Cut episodes into patch tokens.
 

@@ -1,6 +1,6 @@
 """Benchmark: the theory's solver at large ``P``, the Gram route streamed in chunks against the dense route.
 
-``python -m attnpaths_book bench scale [--quick] [--output PATH] [...]``
+``python -m attnpaths_book bench scale [--quick] [--task hmc|image] [--output PATH] [...]``
 
 On the hidden-Markov-chain task (the paper's :class:`attnpaths.hmc.data.HMCTask`, the 4-path network
 :func:`attnpaths.hmc.four_path_network`, heads ``(2, 2)``, ``N = 10``, ``T = 0.01``: the hmc chapter's problem,
@@ -27,9 +27,21 @@ every layer) and of the action. The dense route may stop uncertified at large ``
 trust region collapses where the rounding of its ``P``-term sums is above the gradient tolerance, ``1e-8``); its
 ``U`` is then as precise as that rounding allows, and the row says so.
 
-The one-shot image task is not part of the benchmark: its features need the trained model's attention (the
-companion's shipped weights, for the chapter's ``N0 = 64``; the authors' ``N0 = 192``, ``D = 3072``, has none) and
-the rendered glyph data set, and the library has no chunk generator for its episodes.
+``--task image``: the one-shot image task at the authors' model size instead (:data:`IMAGE_MODEL`,
+:data:`attnpaths.oneshot.training.AUTHORS_TRAINING`: 8x8 patches of 3 copies of each grayscale pixel, ``N0 = 192``,
+``T = 48`` tokens, 2 layers of 4 heads, 16 paths, ``D = 3072``), its training episodes drawn from the training
+classes of the rendered glyph data set (:func:`attnpaths.oneshot.load_glyph_dataset` with the default
+:class:`~attnpaths.oneshot.GlyphDatasetConfig`, cached under ``_build/cache``) by
+:class:`attnpaths.oneshot.streams.EpisodeChunks` (chunk ``k`` from its own seed, as above; features by
+:class:`~attnpaths.paths.FactoredPathFeatures`, which scores the tokens' coordinates on the encoder's
+:meth:`~attnpaths.oneshot.sequences.SequenceEncoder.input_basis`, unless ``--exact-features``), and solved at the authors' width
+``N = 512`` and ``T = 0.01`` (:data:`IMAGE_THEORY`). Timing only: untrained attention. No trained weights exist at
+that size; the solver's cost does not depend on the weights' values, so the attention is the query/key maps of
+the untrained model of :func:`attnpaths.oneshot.training.initial_model` (weights drawn from
+``torch.Generator().manual_seed(AUTHORS_TRAINING.seed)``, 42; the label embedding from the same seed), and its
+``U`` and action mean nothing for the chapter. Loading the data set and building the model are timed apart
+(``setup_s``), outside ``wall_s``. Its dense rows are at most ``P = 2000`` by default (``--dense-max``); its
+record goes to ``scale_image.json`` by default.
 
 The machine's load is recorded at the start and at the end (:mod:`attnpaths_book.benchmarks.record`).
 """
@@ -58,6 +70,24 @@ QUICK_TASK = dict(seq_len=5, feature_width=8)
 """The task of ``--quick``: sequences of 5 tokens with 8 features (``N0 = 14``, ``D = 56``)."""
 QUICK_GRAM_SIZES, QUICK_DENSE_CANDIDATES, QUICK_DENSE_MAX = (20, 80), (40, 80), 40
 """``--quick``: the Gram rows' and the dense candidates' ``P``, and the largest dense ``P`` (80 is left out)."""
+TASKS = ("hmc", "image")
+"""The choices of ``--task``, the hidden-Markov-chain task (default) or the one-shot image task."""
+IMAGE_MODEL = {}
+"""The fields of :data:`attnpaths.oneshot.training.AUTHORS_TRAINING` replaced in the image task's model (none, so
+the authors' size, ``N0 = 192``, heads ``(4, 4)``)."""
+IMAGE_GLYPHS = {}
+"""The fields of :class:`attnpaths.oneshot.GlyphDatasetConfig` replaced in the image task's data set (none, so the
+default set, 32x32 images, 20 instances of each class)."""
+QUICK_IMAGE_MODEL = dict(width=8, qk_width=4, num_heads=2, patch_size=4, channels=1)
+"""The image model of ``--quick``, 4x4 patches of 16x16 images, one copy of each pixel (``N0 = 16``, ``T = 48``),
+2 layers of 2 heads (``D = 64``)."""
+QUICK_IMAGE_GLYPHS = dict(instances_per_class=4, image_size=16, alphabets=("Latin", "Coptic", "Armenian"),
+                          max_per_alphabet=5)  # fmt: skip
+"""The data set of ``--quick --task image``, 5 classes of 4 instances in each split, rendered without a cache."""
+IMAGE_THEORY = dict(widths=512, temperature=0.01)
+"""The image task's theory, the authors' width ``N = 512`` in both layers and the likelihood variance 0.01."""
+IMAGE_DENSE_MAX = 2000
+"""The image task's largest dense ``P`` by default (with ``--quick``, :data:`QUICK_DENSE_MAX`)."""
 GRADIENT_TOLERANCE = 1e-8
 """The solver's default stopping rule (:func:`attnpaths.theory.solve`), used by every row."""
 TIME_RATIO_BOUND = 1.0
@@ -89,15 +119,10 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
-def run_row(spec: dict) -> dict:
-    """Make the features and solve one row (``spec``: ``route``, ``P``, ``chunk_size``, ``seed``, ``task``: the
-    :class:`attnpaths.hmc.data.HMCTask` fields); the row's report, without its peak memory."""
-    import torch
-
-    from attnpaths.experiments.streaming import gram_statistics
+def _hmc_chunks(spec: dict):
+    """The hmc row's chunks and theory options: ``(chunks, options)``."""
     from attnpaths.hmc import HMCTask, four_path_network
     from attnpaths.hmc.streams import HMCChunks
-    from attnpaths.theory import CertificateWarning, _solver_memory, architecture, solve, solve_from_statistics
 
     task = HMCTask(**spec["task"])
     chunks = HMCChunks(
@@ -108,9 +133,65 @@ def run_row(spec: dict) -> dict:
         chunk_size=spec["chunk_size"],
         factored_features=not spec.get("exact_features", False),
     )
+    return chunks, dict(heads=HEADS, widths=WIDTH, temperature=TEMPERATURE)
+
+
+def image_setup(task: dict):
+    """The image task's training classes, encoder and attention (``task``: ``{"glyphs": fields of
+    GlyphDatasetConfig, "model": fields of TrainingConfig}`` replaced in the defaults and in
+    :data:`attnpaths.oneshot.training.AUTHORS_TRAINING`): ``(classes, encoder, attention, config)``, the attention
+    of the untrained model (timing only)."""
+    from dataclasses import replace
+
+    from attnpaths.oneshot import GlyphDatasetConfig, load_glyph_dataset
+    from attnpaths.oneshot.training import AUTHORS_TRAINING, initial_model
+
+    glyphs = dict(task["glyphs"])
+    if "alphabets" in glyphs:
+        glyphs["alphabets"] = tuple(glyphs["alphabets"])
+    quick = bool(glyphs)  # a small set: rendered each time, not cached
+    dataset = load_glyph_dataset(
+        GlyphDatasetConfig(**glyphs), cache_dir=None if quick else os.path.join("_build", "cache"), progress=False
+    )
+    config = replace(AUTHORS_TRAINING, **task["model"])
+    model, encoder, _ = initial_model(config, dataset.train.image_size)
+    return dataset.train, encoder, model.attention(), config
+
+
+def _image_chunks(spec: dict):
+    """The image row's chunks and theory options: ``(chunks, options)``."""
+    from attnpaths.oneshot.streams import EpisodeChunks
+
+    classes, encoder, attention, _ = image_setup(spec["task"])
+    chunks = EpisodeChunks(
+        classes,
+        encoder,
+        attention,
+        seed=spec["seed"],
+        num_examples=spec["P"],
+        chunk_size=spec["chunk_size"],
+        factored_features=not spec.get("exact_features", False),
+    )
+    return chunks, dict(heads=attention.heads, **IMAGE_THEORY)
+
+
+def run_row(spec: dict) -> dict:
+    """Make the features and solve one row (``spec``: ``route``, ``P``, ``chunk_size``, ``seed``, ``problem``
+    (``"hmc"`` or ``"image"``) and ``task``: the :class:`attnpaths.hmc.data.HMCTask` fields, or the image task's
+    of :func:`image_setup`); the row's report, without its peak memory."""
+    import torch
+
+    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.theory import CertificateWarning, _solver_memory, architecture, solve, solve_from_statistics
+
+    image = spec.get("problem", "hmc") == "image"
+    start = time.perf_counter()
+    chunks, options = (_image_chunks if image else _hmc_chunks)(spec)
+    setup_s = time.perf_counter() - start
     timed = _TimedChunks(chunks)
-    options = dict(heads=HEADS, widths=WIDTH, temperature=TEMPERATURE, gradient_tolerance=GRADIENT_TOLERANCE)
-    D = task.input_width * chunks.attention.num_paths
+    options = dict(options, gradient_tolerance=GRADIENT_TOLERANCE)
+    n0 = chunks.attention.input_width
+    D = n0 * chunks.attention.num_paths
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CertificateWarning)  # recorded in the row's "converged"
@@ -119,7 +200,11 @@ def run_row(spec: dict) -> dict:
             data_s = time.perf_counter() - start
             solution = solve_from_statistics(statistics, **options)
         elif spec["route"] == "gram":
-            statistics = gram_statistics(timed, chunks.num_chunks, engine=_in_process(), progress=False)
+            # one chunk a round: in this process nothing runs in parallel, and a round's statistics are held at
+            # once (16 by default: 1.2 GB at the image task's D = 3072); the sums do not depend on it
+            statistics = gram_statistics(
+                timed, chunks.num_chunks, engine=_in_process(), chunks_per_round=1, progress=False
+            )
             data_s = time.perf_counter() - start
             solution = solve_from_statistics(statistics, **options)
         else:
@@ -133,9 +218,9 @@ def run_row(spec: dict) -> dict:
         features_s = None  # made on the workers, inside their tasks: not timed apart from the accumulation
     else:
         features_s, worker_rss = timed.seconds, []
-    arch = architecture(HEADS, WIDTH)
+    arch = architecture(options["heads"], options["widths"])
     memory, _ = _solver_memory(
-        spec["P"], task.input_width, chunks.attention.num_paths, arch, "gram" if spec["route"] == "gram" else "feature"
+        spec["P"], n0, chunks.attention.num_paths, arch, "gram" if spec["route"] == "gram" else "feature"
     )
     return {
         "route": spec["route"],
@@ -154,7 +239,15 @@ def run_row(spec: dict) -> dict:
         "U_layers": [U.tolist() for U in solution.U_layers],
         "solver_memory_estimate_gib": memory / 2**30,
         **({"workers": spec["workers"], "worker_peak_rss_mib": worker_rss} if worker_rss else {}),
+        **({"setup_s": setup_s, "attention": IMAGE_ATTENTION_NOTE} if image else {}),
     }
+
+
+IMAGE_ATTENTION_NOTE = (
+    "timing only: untrained attention (the query/key maps of attnpaths.oneshot.training.initial_model, weights "
+    "drawn from torch.Generator().manual_seed(AUTHORS_TRAINING.seed)); U and the action mean nothing for the chapter"
+)
+"""Stated in every image row."""
 
 
 def _streamed_on_workers(chunks, workers: int):
@@ -203,6 +296,10 @@ def row_main(argv=None) -> None:
     import attnpaths.hmc.streams  # noqa: F401
     import attnpaths.theory  # noqa: F401
 
+    if spec.get("problem") == "image":
+        import attnpaths.oneshot.streams  # noqa: F401
+        import attnpaths.oneshot.training  # noqa: F401
+
     rss_start = _peak_rss_mib()
     row = run_row(spec)
     row.update(rss_after_imports_mib=rss_start, peak_rss_mib=_peak_rss_mib(), threads=_threads())
@@ -228,22 +325,38 @@ def measure_row(spec: dict) -> dict:
 # sizes and comparisons
 
 
-def dense_memory_gib(P: int, task: dict) -> float:
+def _problem_shape(task: dict, problem: str = "hmc") -> tuple[int, tuple[int, ...], int]:
+    """``(N0, heads, width)`` of the problem's theory (``problem``, ``task`` as in :func:`run_row`)."""
+    if problem == "image":
+        from dataclasses import replace
+
+        from attnpaths.oneshot.training import AUTHORS_TRAINING
+
+        config = replace(AUTHORS_TRAINING, **task["model"])
+        return config.channels * config.patch_size**2, (config.num_heads,) * config.num_layers, IMAGE_THEORY["widths"]
+    from attnpaths.hmc import HMCTask
+
+    return HMCTask(**task).input_width, HEADS, WIDTH
+
+
+def dense_memory_gib(P: int, task: dict, problem: str = "hmc") -> float:
     """The dense row's memory estimate: the solver's (:func:`attnpaths.theory.solve`'s check before it allocates,
     feature route) and the concatenated features ``[P, N0, n_paths]``, in GiB."""
-    from attnpaths.hmc import HMCTask
     from attnpaths.theory import _solver_memory, architecture
 
-    n0, n = HMCTask(**task).input_width, math.prod(HEADS)
-    solver, _ = _solver_memory(P, n0, n, architecture(HEADS, WIDTH), "feature")
+    n0, heads, width = _problem_shape(task, problem)
+    n = math.prod(heads)
+    solver, _ = _solver_memory(P, n0, n, architecture(heads, width), "feature")
     return (solver + 8.0 * P * n0 * n) / 2**30
 
 
-def dense_sizes(candidates, task: dict, memory_gib: float, largest: int) -> tuple[list[int], list[dict]]:
+def dense_sizes(
+    candidates, task: dict, memory_gib: float, largest: int, problem: str = "hmc"
+) -> tuple[list[int], list[dict]]:
     """The dense rows' ``P`` among ``candidates`` and the ones left out, each with its reason."""
     kept, skipped = [], []
     for P in candidates:
-        estimate = dense_memory_gib(P, task)
+        estimate = dense_memory_gib(P, task, problem)
         if estimate > memory_gib:
             skipped.append(
                 {
@@ -291,11 +404,20 @@ def main(argv=None) -> dict:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench scale", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a check that everything runs)")
+    parser.add_argument(
+        "--task",
+        choices=TASKS,
+        default="hmc",
+        help="hmc: the hidden-Markov-chain task (default); image: the one-shot task at the authors' size "
+        "(timing only: untrained attention)",
+    )
     parser.add_argument("--chunk-size", type=int, default=None, help="examples per chunk (default 1000, quick 20)")
     parser.add_argument(
         "--dense-memory-gib", type=float, default=4.0, help="largest memory estimate of a dense row, GiB"
     )
-    parser.add_argument("--dense-max", type=int, default=None, help="largest P of a dense row (default 8000)")
+    parser.add_argument(
+        "--dense-max", type=int, default=None, help="largest P of a dense row (default 8000; image task 2000)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--gram-sizes", type=int, nargs="+", default=None, help=f"P of the Gram rows (default {list(GRAM_SIZES)})"
@@ -313,24 +435,38 @@ def main(argv=None) -> dict:
         action="store_true",
         help="the path features by attnpaths.paths.path_features (default: FactoredPathFeatures, equal up to rounding)",
     )
-    parser.add_argument("--output", type=Path, default=committed_record_path("scale"))
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="where the record goes (default: the committed record, scale.json; with --task image, scale_image.json)",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     chunk_size = args.chunk_size or (20 if quick else 1000)
-    dense_max = args.dense_max or (QUICK_DENSE_MAX if quick else 8000)
+    image = args.task == "image"
+    dense_max = args.dense_max or (QUICK_DENSE_MAX if quick else IMAGE_DENSE_MAX if image else 8000)
     if chunk_size < 2 or chunk_size % 2 or args.seed < 0 or args.dense_memory_gib <= 0 or args.workers < 1:
         parser.error(
             "--chunk-size must be an even integer >= 2, --seed >= 0, --dense-memory-gib > 0 and --workers >= 1"
         )
     if args.gram_sizes is not None and any(P < 2 or P % 2 for P in args.gram_sizes):
         parser.error(f"--gram-sizes must be even integers >= 2, got {args.gram_sizes}")
-    task = QUICK_TASK if quick else {}
+    if image:
+        task = {
+            "glyphs": QUICK_IMAGE_GLYPHS if quick else IMAGE_GLYPHS,
+            "model": QUICK_IMAGE_MODEL if quick else IMAGE_MODEL,
+        }
+    else:
+        task = QUICK_TASK if quick else {}
     if args.gram_only:
         dense_P, skipped = [], []
     else:
         dense_P, skipped = dense_sizes(
-            QUICK_DENSE_CANDIDATES if quick else DENSE_CANDIDATES, task, args.dense_memory_gib, dense_max
+            QUICK_DENSE_CANDIDATES if quick else DENSE_CANDIDATES, task, args.dense_memory_gib, dense_max, args.task
         )
+    if image:
+        image_setup(task)  # renders and caches the data set once, before the rows (each loads it)
     default_gram = QUICK_GRAM_SIZES if quick else GRAM_SIZES
     gram_P = sorted(set(default_gram if args.gram_sizes is None else args.gram_sizes) | set(dense_P))
     started = start_record("scale", argv)
@@ -347,6 +483,7 @@ def main(argv=None) -> dict:
                 "P": P,
                 "chunk_size": chunk_size,
                 "seed": args.seed,
+                "problem": args.task,
                 "task": task,
                 "exact_features": args.exact_features,
             }
@@ -372,13 +509,15 @@ def main(argv=None) -> dict:
         )
     largest_gram = by_route["gram"][gram_P[-1]]
     largest_dense = by_route["dense"][dense_P[-1]] if dense_P else None
+    _, heads, width = _problem_shape(task, args.task)
     report = {
         "quick": quick,
         "threads": 1,
+        "problem": args.task,
         "task": task,
-        "heads": list(HEADS),
-        "width": WIDTH,
-        "temperature": TEMPERATURE,
+        "heads": list(heads),
+        "width": width,
+        "temperature": IMAGE_THEORY["temperature"] if image else TEMPERATURE,
         "gradient_tolerance": GRADIENT_TOLERANCE,
         "chunk_size": chunk_size,
         "features": "path_features" if args.exact_features else "FactoredPathFeatures",
@@ -396,14 +535,16 @@ def main(argv=None) -> dict:
             None if largest_dense is None else largest_gram["wall_s"] / largest_dense["wall_s"]
         ),
         "note": "wall times on a machine shared with other work: read them with the load averages; each row ran in "
-        "a fresh process, its peak RSS includes the Python and torch imports (rss_after_imports_mib)",
+        "a fresh process, its peak RSS includes the Python and torch imports (rss_after_imports_mib)"
+        + (f"; {IMAGE_ATTENTION_NOTE}" if image else ""),
     }
     if largest_dense is not None:
         print(
             f"Gram at P = {gram_P[-1]} over dense at P = {dense_P[-1]}: "
             f"{report['largest_gram_over_largest_dense_time']:.2f} of the time"
         )
-    path = write_record(make_record(started, report), args.output)
+    output = args.output or committed_record_path("scale_image" if image else "scale")
+    path = write_record(make_record(started, report), output)
     print(f"record written to {path}")
     return report
 

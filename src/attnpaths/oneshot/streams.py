@@ -1,0 +1,180 @@
+"""Chunks of one-shot episodes made one at a time from a seed (sec-oneshot-task, eq-path-features): for training
+sets too large to hold, streamed into the Gram statistics of the theory
+(:func:`attnpaths.experiments.streaming.gram_statistics`), as :class:`attnpaths.hmc.streams.HMCChunks` does for
+the hidden-Markov-chain task.
+
+Chunk ``k`` draws its episodes from its own generator, ``numpy.random.default_rng(task_seed(seed, k, stream))``
+(:func:`attnpaths.engine.task_seed`: the engine's seeding rule), never from what earlier chunks left in a shared
+one, so chunk ``k`` is the same whether or not chunks ``0, ..., k - 1`` were made, in any order and on any worker.
+``stream`` tells apart sets drawn from one seed (e.g. 0 for training, 1 for testing).
+
+Each chunk is class-sorted on its own (:func:`attnpaths.oneshot.episodes.class_sorted_sequences`: its first half
+``y = +1``, then ``y = -1``, the ordering of the chapter's training set), so the whole set has as many episodes
+of each target, in alternating runs of half a chunk: the order of the examples changes nothing in the theory.
+
+Example::
+
+    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.theory import solve_from_statistics
+
+    chunks = EpisodeChunks(dataset.train, trained.encoder, trained.model.attention(), seed=0,
+                           num_examples=100_000, chunk_size=1000)
+    stats = gram_statistics(chunks, chunks.num_chunks)
+    sol = solve_from_statistics(stats, heads=chunks.heads, widths=512, temperature=0.01)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .._validation import even_int, int_at_least
+from ..attention import Attention
+from ..engine import task_seed
+from ..paths import FactoredPathFeatures, path_features
+from .imagesets import ImageClasses
+from .sequences import SequenceEncoder, Sequences, sample_episodes
+
+
+@dataclass(frozen=True, eq=False)
+class EpisodeChunks:
+    """The path features (eq-path-features) of ``num_examples`` one-shot episodes of one split's classes, in
+    chunks of ``chunk_size`` made one at a time: ``chunks(k)`` is ``(features [p_k, N0, n_paths], y [p_k])`` of
+    chunk ``k`` (float64 tensors; ``p_k = chunk_size`` except for the last chunk, which holds the rest; ``y`` in
+    ``{-1, +1}``, the first half ``+1``). A picklable callable: the ``make_chunk`` of
+    :func:`attnpaths.experiments.streaming.gram_statistics` and
+    :func:`attnpaths.experiments.streaming.predict_streamed`.
+
+    Attributes:
+        classes: the :class:`~attnpaths.oneshot.imagesets.ImageClasses` the episodes are drawn from (e.g.
+            ``dataset.train``), at least 2 classes of at least 2 instances, images of side
+            ``encoder.image_size``.
+        encoder: the frozen token encoding (:class:`~attnpaths.oneshot.sequences.SequenceEncoder`) of the model
+            whose attention is given: episodes become ``x [p_k, N0, T]``, ``N0 = encoder.input_width``.
+        attention: the network's fixed attention (e.g. ``model.attention()``), of input width ``N0``.
+        seed: a non-negative integer; chunk ``k`` draws from ``task_seed(seed, k, stream)``.
+        num_examples: ``P``, even, >= 2.
+        chunk_size: episodes per chunk, even, >= 2 (memory: a chunk's inputs ``[chunk_size, N0, T]`` are encoded
+            at once, about twice over while drawing until each target has ``chunk_size / 2`` episodes; 1000
+            episodes of the authors' size, ``N0 = 192``, ``T = 48``, take 74 MB each).
+        stream: a non-negative integer that tells apart sets drawn from one seed (0: training, 1: test, ...).
+        factored_features: ``False`` (default): the features are :func:`attnpaths.paths.path_features` of the
+            chunk's inputs; ``True``: :class:`attnpaths.paths.FactoredPathFeatures`, the same features up to
+            rounding, with the encoder's :meth:`~attnpaths.oneshot.sequences.SequenceEncoder.input_basis` where it
+            spans fewer than ``N0`` dimensions (several channels: the scores on 95 coordinates instead of 192 at
+            the authors' size).
+    """
+
+    classes: ImageClasses
+    encoder: SequenceEncoder
+    attention: Attention
+    seed: int
+    num_examples: int
+    chunk_size: int = 1000
+    stream: int = 0
+    factored_features: bool = False
+    _features: FactoredPathFeatures | None = field(init=False, repr=False, default=None)
+
+    def __post_init__(self):
+        if not isinstance(self.classes, ImageClasses):
+            raise ValueError(
+                f"classes must be an ImageClasses (attnpaths.oneshot.imagesets), e.g. dataset.train, got "
+                f"{type(self.classes).__name__}"
+            )
+        if self.classes.num_classes < 2 or self.classes.instances_per_class < 2:
+            raise ValueError(
+                f"classes must hold >= 2 classes of >= 2 instances each, got {self.classes.num_classes} x "
+                f"{self.classes.instances_per_class}"
+            )
+        if not isinstance(self.encoder, SequenceEncoder):
+            raise ValueError(
+                f"encoder must be a SequenceEncoder (attnpaths.oneshot.sequences), got {type(self.encoder).__name__}"
+            )
+        if self.classes.image_size != self.encoder.image_size:
+            raise ValueError(
+                f"classes must hold images of the encoder's side {self.encoder.image_size}, got "
+                f"{self.classes.image_size}"
+            )
+        if not isinstance(self.attention, Attention):
+            raise ValueError(
+                f"attention must be an Attention (attnpaths.attention), e.g. model.attention(), got "
+                f"{type(self.attention).__name__}"
+            )
+        if self.attention.input_width != self.encoder.input_width:
+            raise ValueError(
+                f"attention must read inputs of the encoder's width N0 = {self.encoder.input_width}, got "
+                f"N0 = {self.attention.input_width}"
+            )
+        object.__setattr__(self, "seed", int_at_least(self.seed, "seed", 0))
+        object.__setattr__(self, "stream", int_at_least(self.stream, "stream", 0))
+        object.__setattr__(self, "num_examples", even_int(self.num_examples, "num_examples (P, even)"))
+        object.__setattr__(self, "chunk_size", even_int(self.chunk_size, "chunk_size (even)"))
+        if not isinstance(self.factored_features, bool):
+            raise ValueError(f"factored_features must be True or False, got {self.factored_features!r}")
+        if self.factored_features:
+            basis = self.encoder.input_basis()
+            basis = basis if basis.shape[1] < basis.shape[0] else None  # the whole space: nothing to save
+            object.__setattr__(self, "_features", FactoredPathFeatures(self.attention, input_basis=basis))
+
+    @property
+    def num_chunks(self) -> int:
+        """``ceil(P / chunk_size)``."""
+        return math.ceil(self.num_examples / self.chunk_size)
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """``(H_1, ..., H_L)`` of the attention."""
+        return self.attention.heads
+
+    def chunk_examples(self, k: int) -> int:
+        """``p_k``, the episodes of chunk ``k`` (``0 <= k < num_chunks``; even, as ``P`` and ``chunk_size`` are)."""
+        k = self._index(k)
+        return min(self.chunk_size, self.num_examples - k * self.chunk_size)
+
+    def generator(self, k: int) -> np.random.Generator:
+        """The generator chunk ``k`` draws from: ``numpy.random.default_rng(task_seed(seed, k, stream))``."""
+        return np.random.default_rng(task_seed(self.seed, self._index(k), self.stream))
+
+    def episodes(self, k: int) -> Sequences:
+        """The :class:`~attnpaths.oneshot.sequences.Sequences` of chunk ``k`` (inputs ``x [p_k, N0, T]``, targets,
+        images, label tokens, classes), made from its own generator only: those of
+        ``class_sorted_sequences(classes, p_k, encoder, generator(k))``
+        (:func:`attnpaths.oneshot.episodes.class_sorted_sequences`), the same bits, with only the kept episodes
+        encoded (it encodes every episode drawn, about twice as many)."""
+        n = self.chunk_examples(k)
+        rng = self.generator(k)
+        blocks = []
+        while True:  # the draws of class_sorted_sequences: blocks of n until each target has n / 2 episodes
+            blocks.append(sample_episodes(self.classes, n, rng))
+            y = np.concatenate([b[3] for b in blocks])
+            if min(int((y > 0).sum()), int((y < 0).sum())) >= n // 2:
+                break
+        keep = np.concatenate([np.flatnonzero(y > 0)[: n // 2], np.flatnonzero(y < 0)[: n // 2]])
+        images, label_tokens, classes = (np.concatenate([b[i] for b in blocks])[keep] for i in range(3))
+        return Sequences(
+            self.encoder.encode(images, label_tokens),
+            torch.from_numpy(y[keep]),
+            images.astype(np.float32),
+            label_tokens,
+            classes,
+        )
+
+    def __call__(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(features [p_k, N0, n_paths], y [p_k])`` of chunk ``k``, made from its own generator only.
+
+        Raises:
+            ValueError: ``k`` is not an integer in ``[0, num_chunks)``.
+        """
+        episodes = self.episodes(k)
+        x = episodes.x
+        features = path_features(x, self.attention) if self._features is None else self._features(x)
+        return features, episodes.y.to(torch.float64)
+
+    def _index(self, k) -> int:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < self.num_chunks:
+            raise ValueError(f"k must be a chunk index, an integer in [0, {self.num_chunks}), got {k!r}")
+        return int(k)
