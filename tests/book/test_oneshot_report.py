@@ -224,6 +224,7 @@ def _little_loss():
         tuned_accuracy=a([[0.82, 0.83], [0.80, 0.81]]),
         tuned_difference=a([-0.005, -0.025]),
         tuned_se=a([0.008, 0.011]),
+        tuned_df=a([799.0, 2.3]),
         control_accuracy=a([0.84, 0.85]),
         control_difference=0.015,
         control_se=0.007,
