@@ -61,7 +61,11 @@ def _check_rows(report, fields=ROW_FIELDS):
         )
         assert math.isfinite(row["action"]) and row["iterations"] >= 1 and len(row["U_layers"]) == 2
         if row["route"] == "gram":
-            assert row["converged"] and row["gradient_norm"] < 1e-8 and row["hessian_min_eigenvalue"] > 0
+            # certified by the solver (its tolerance, 1e-8, is on the gradient in log-Cholesky coordinates); the
+            # certificate's gradient norm recorded here is bounded by the tolerance or by the rounding of an action
+            # that sums P terms (1e-13 of it, as the million-example record's test argues), whichever is larger
+            assert row["converged"] and row["hessian_min_eigenvalue"] > 0
+            assert row["gradient_norm"] < max(1e-8, 1e-13 * abs(row["action"])), row
         else:
             assert row["accumulate_s"] == 0.0 and row["P"] <= report["dense_max"]
     assert [c["P"] for c in report["comparisons"]] == report["dense_sizes"]
@@ -167,3 +171,30 @@ def test_the_committed_million_example_record_streams_without_holding_the_featur
     assert row["gradient_norm"] < 1e-13 * abs(row["action"])
     features_mib = 8.0 * row["P"] * row["D"] / 2**20
     assert max(row["peak_rss_mib"], *row["worker_peak_rss_mib"]) < features_mib / 4
+
+
+def test_the_committed_one_process_million_example_record_streams_in_one_process():
+    """The record of ``bench scale --gram-only --gram-sizes 1000000 --workers 1``: P = 10^6 streamed in the calling
+    process alone, certified, its peak memory far below the 7.4 GB that the features [10^6, 231, 4] would take and
+    below the 4 GiB that a reader's laptop spares."""
+    record = read_record(committed_record_path("scale_million_one_process"))
+    report = record["report"]
+    assert record["benchmark"] == "scale" and not report["quick"] and report["gram_sizes"] == [1_000_000]
+    assert report["dense_sizes"] == [] and report["workers"] == 1
+    (row,) = report["rows"]
+    assert row["P"] == 1_000_000 and row["D"] == 924 and row["converged"] and row["hessian_min_eigenvalue"] > 0
+    assert "worker_peak_rss_mib" not in row and row["features_s"] is not None
+    features_mib = 8.0 * row["P"] * row["D"] / 2**20
+    assert row["peak_rss_mib"] < min(features_mib / 4, 4 * 1024)
+
+
+def test_the_committed_image_record_reaches_a_hundred_thousand_episodes_at_the_authors_size():
+    """The record of ``bench scale --task image``: the one-shot task at the authors' model size (D = 3072, timing only),
+    streamed Gram rows up to P = 10^5, certified, each within 4 GiB; the dense route beside it where it fits."""
+    record = read_record(committed_record_path("scale_image"))
+    report = record["report"]
+    assert "untrained attention" in report["note"]
+    gram = [r for r in report["rows"] if r["route"] == "gram"]
+    assert max(r["P"] for r in gram) == 100_000 and all(r["D"] == 3072 and r["converged"] for r in gram)
+    assert all(r["peak_rss_mib"] < 4 * 1024 for r in report["rows"])
+    assert {c["P"] for c in report["comparisons"]} == {r["P"] for r in report["rows"] if r["route"] == "dense"}

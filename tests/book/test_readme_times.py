@@ -50,7 +50,12 @@ def recorded_durations() -> list[float]:
         found.extend(float(chapter["wall_s"]) for chapter in run["chapters"].values())
     found.extend(float(record["report"][key]) for key in ("html_wall_s", "book_wall_s") if key in record["report"])
     # the solver's scaling with the number of examples (bench scale), and its run at a million examples
-    for scale in (RECORDS_DIR / "scale.json", RECORDS_DIR / "scale_million.json"):
+    for scale in (
+        RECORDS_DIR / "scale.json",
+        RECORDS_DIR / "scale_million.json",
+        RECORDS_DIR / "scale_million_one_process.json",
+        RECORDS_DIR / "scale_image.json",
+    ):
         if scale.is_file():
             for row in json.loads(scale.read_text())["report"]["rows"]:
                 found.extend(float(row[key]) for key in ("wall_s", "solve_s"))
