@@ -31,9 +31,12 @@ from attnpaths.pruning.sweep import curve_auc
 from attnpaths.pruning.theory_scores import action_gate_gradients, loo_scores, removal_scores
 from attnpaths.pruning.training import ModelTraining, train_model
 
-# eight models trained and three theories solved per seed: about a minute alone, the slow tier
+# models trained and three theories solved per seed: under a minute alone, the slow tier. Sixteen seeds: each seed
+# chooses its family's best score on its own validation images, so the primary claim's differences carry that
+# choice's noise, and eight seeds leave the GP-kernel mistake undecided (a loss of 0.25 in normalised area, not
+# significant at 8 seeds)
 pytestmark = pytest.mark.slow
-NUM_SEEDS = 8
+NUM_SEEDS = 16
 NUM_SPLITS = 3
 THEORY = ("theory", "theory_removal", "theory_gate", "theory_loo")
 PRACTICAL = ("michel", "fisher", "norm")
