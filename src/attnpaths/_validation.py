@@ -305,3 +305,15 @@ def check_memory(bytes_needed: float, what: str) -> None:
             f"of memory is available (the smaller of MemAvailable and the RLIMIT_AS address-space "
             f"limit): use fewer examples or a machine with more memory"
         )
+
+
+def check_chunked_stream(stream) -> None:
+    """Normalise and check the chunking fields that the chunk generators of the tasks share (a frozen dataclass with
+    ``seed``, ``stream``, ``num_examples``, ``chunk_size`` and ``factored_features``): integers ``seed, stream >= 0``,
+    even ``num_examples`` and ``chunk_size`` (pairs of the two labels), ``factored_features`` a bool."""
+    object.__setattr__(stream, "seed", int_at_least(stream.seed, "seed", 0))
+    object.__setattr__(stream, "stream", int_at_least(stream.stream, "stream", 0))
+    object.__setattr__(stream, "num_examples", even_int(stream.num_examples, "num_examples (P, even)"))
+    object.__setattr__(stream, "chunk_size", even_int(stream.chunk_size, "chunk_size (even)"))
+    if not isinstance(stream.factored_features, bool):
+        raise ValueError(f"factored_features must be True or False, got {stream.factored_features!r}")

@@ -9,11 +9,10 @@ extra_extensions``.
 
 from __future__ import annotations
 
-import filecmp
-import shutil
 from pathlib import Path
 
 from attnpaths_book.explorable import MARKER
+from attnpaths_book.local_mathjax import copy_if_changed
 
 BUNDLES = ("bokeh", "bokeh-widgets")
 """The BokehJS bundles the figures need: the core (plots, data sources, callbacks) and the widgets (sliders,
@@ -40,15 +39,7 @@ def bokehjs_files() -> dict[str, Path]:
 def copy_bokehjs(destination) -> int:
     """Copy the bundles to ``destination`` (files already identical are left alone); returns the number written."""
     destination = Path(destination)
-    written = 0
-    for name, path in bokehjs_files().items():
-        target = destination / name
-        if target.is_file() and filecmp.cmp(path, target, shallow=False):
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-        written += 1
-    return written
+    return sum(copy_if_changed(path, destination / name) for name, path in bokehjs_files().items())
 
 
 def _configure(app, config) -> None:

@@ -41,14 +41,19 @@ def copy_mathjax(destination) -> int:
             if (source / part).is_file()
             else sorted(p for p in (source / part).rglob("*") if p.is_file())
         )
-        for path in files:
-            target = destination / path.relative_to(source)
-            if target.is_file() and filecmp.cmp(path, target, shallow=False):
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-            written += 1
+        written += sum(copy_if_changed(path, destination / path.relative_to(source)) for path in files)
     return written
+
+
+def copy_if_changed(path: Path, target: Path) -> bool:
+    """Copy the file ``path`` to ``target`` unless ``target`` already holds the same bytes; whether it copied. The
+    book's builds copy packaged JavaScript (MathJax here, BokehJS in :mod:`attnpaths_book.local_bokeh`) this way, so
+    an unchanged ``_static`` is not rewritten."""
+    if target.is_file() and filecmp.cmp(path, target, shallow=False):
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, target)
+    return True
 
 
 def _configure(app, config) -> None:

@@ -437,3 +437,14 @@ def test_learning_curves_follow_the_selector(built_book, offline_browser):
             _close(drawn["y"], expected, f"{choice}, {name}")
             if c == 0:
                 _close(np.asarray(drawn["high"]) - drawn["y"], record["se"][name], f"{name}: band")
+
+
+def test_packaged_javascript_is_copied_only_when_it_changed(tmp_path):
+    from attnpaths_book.local_mathjax import copy_if_changed
+
+    source, target = tmp_path / "a.js", tmp_path / "static" / "a.js"
+    source.write_text("one")
+    assert copy_if_changed(source, target) and target.read_text() == "one"
+    assert not copy_if_changed(source, target)  # same bytes: left alone
+    source.write_text("two")
+    assert copy_if_changed(source, target) and target.read_text() == "two"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .._validation import even_int, int_at_least
+from .._validation import check_chunked_stream
 from ..attention import Attention
 from ..engine import task_seed
 from ..paths import FactoredPathFeatures, path_features
@@ -109,12 +109,7 @@ class EpisodeChunks:
                 f"attention must read inputs of the encoder's width N0 = {self.encoder.input_width}, got "
                 f"N0 = {self.attention.input_width}"
             )
-        object.__setattr__(self, "seed", int_at_least(self.seed, "seed", 0))
-        object.__setattr__(self, "stream", int_at_least(self.stream, "stream", 0))
-        object.__setattr__(self, "num_examples", even_int(self.num_examples, "num_examples (P, even)"))
-        object.__setattr__(self, "chunk_size", even_int(self.chunk_size, "chunk_size (even)"))
-        if not isinstance(self.factored_features, bool):
-            raise ValueError(f"factored_features must be True or False, got {self.factored_features!r}")
+        check_chunked_stream(self)
         if self.factored_features:
             basis = self.encoder.input_basis()
             basis = basis if basis.shape[1] < basis.shape[0] else None  # the whole space: nothing to save
