@@ -268,6 +268,8 @@ def test_interplay_gains_hold_for_a_real_gain_and_are_contradicted_when_the_abla
     assert cross.outcome is CONTRADICTED and same.outcome is HOLDS
     power = os_claims.interplay_power(means, labels)
     assert power.cases == ("I", "Iw") and max(power.detectable) < 0.05
+    with pytest.raises(ValueError, match="labels"):
+        os_claims.interplay_gains("I", means={k: np.zeros(0) for k in means}, labels=np.zeros(0), width=10)
     with pytest.raises(ValueError, match="diagonal"):
         os_claims.interplay_gains("I", means={"theory": means["theory"], "gp": means["gp"]}, labels=labels, width=10)
 

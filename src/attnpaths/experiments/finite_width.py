@@ -134,6 +134,8 @@ def paired_accuracy_gain(
     :func:`paired_accuracy_sd` (at least ``1 / n_test``).
     """
     labels = as_float64_array(labels, "labels")
+    if labels.ndim != 1 or labels.size < 1:
+        raise ValueError(f"labels must be [n_test] with n_test >= 1, got shape {labels.shape}")
     a = _accuracy(as_float64_array(mean, "mean"), labels)
     r = _accuracy(as_float64_array(reference_mean, "reference_mean"), labels)
     first, second = names
