@@ -43,6 +43,11 @@ SCHEDULER_ENV = "ATTNPATHS_SCHEDULER"
 """Environment variable naming where tasks run (a Dask scheduler address, or ``"in-process"``)."""
 
 IN_PROCESS = "in-process"
+THREADS = "threads"
+"""The mode of an :class:`Engine` that runs tasks in a pool of threads of the calling process
+(``start_engine(workers=k, threads=True)``, passed as the ``client`` of :func:`map_tasks` or the ``engine`` of a
+streamed computation): no process to start and nothing to serialise, for tasks whose work releases the
+interpreter lock (torch and numpy kernels), e.g. the chunks of :func:`attnpaths.experiments.streaming.gram_statistics`."""
 
 
 class TaskFailed(RuntimeError):
@@ -90,24 +95,42 @@ def experiment_generator(seed: int, *identity: int) -> np.random.Generator:
     return np.random.default_rng([int(v) for v in entropy])
 
 
-# reentrant: a task that runs a sweep in-process nests single_threaded() in its own thread
-_thread_settings = threading.RLock()
+# Counted, not held: tasks running at once in threads of one process (an engine of mode "threads") share the
+# one-thread settings, which the first task in sets and the last task out restores; a task that runs a sweep
+# in-process nests single_threaded() in its own thread and only adds a count.
+_thread_settings = threading.Lock()
+_one_thread_users = 0
+_restore_one_thread = None
 
 
 @contextmanager
 def single_threaded():
-    """Run the body with one thread in torch and in every BLAS/OpenMP pool, restoring the settings after.
+    """Run the body with one thread in torch and in every BLAS/OpenMP pool, restoring the settings after the
+    last body running in this process ends (bodies may run at once in several threads).
 
     Floating-point sums depend on how a reduction is split between threads; with one thread everywhere a
-    task gives the same bits in any process."""
+    task gives the same bits in any process, and in any thread."""
+    global _one_thread_users, _restore_one_thread
     with _thread_settings:
-        previous = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            with threadpool_limits(limits=1):
-                yield
-        finally:
-            torch.set_num_threads(previous)
+        if _one_thread_users == 0:
+            previous = torch.get_num_threads()
+            torch.set_num_threads(1)
+            limits = threadpool_limits(limits=1)
+
+            def restore(previous=previous, limits=limits):
+                limits.restore_original_limits()
+                torch.set_num_threads(previous)
+
+            _restore_one_thread = restore
+        _one_thread_users += 1
+    try:
+        yield
+    finally:
+        with _thread_settings:
+            _one_thread_users -= 1
+            if _one_thread_users == 0:
+                _restore_one_thread()
+                _restore_one_thread = None
 
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -186,7 +209,12 @@ def _describe(value) -> str:
 
 def _resolve_client(client):
     """``client`` if given, else the one of :func:`use_client`, else the one :data:`SCHEDULER_ENV` names, else
-    ``None`` (in-process)."""
+    ``None`` (in-process). An :class:`Engine` given: ``None`` in-process, itself in threads, else a client of its
+    scheduler."""
+    if isinstance(client, Engine):
+        if client.mode == IN_PROCESS:
+            return None
+        return client if client.mode == THREADS else client_for(client.address)
     if client is None:
         client = _chosen_client.get()
     if client is None:
@@ -228,7 +256,8 @@ def map_tasks(
             workers once, not with every task.
         description: the sweep's name, shown on the progress bar and in errors.
         progress: a tqdm bar over finished tasks.
-        client: a ``dask.distributed.Client`` to use; by default the one of :func:`use_client`, else the one
+        client: a ``dask.distributed.Client`` or an :class:`Engine` (of :func:`start_engine`; ``"threads"``: a
+            pool of threads of this process) to use; by default the one of :func:`use_client`, else the one
             :data:`SCHEDULER_ENV` names, else none (in-process execution).
 
     Raises:
@@ -246,6 +275,8 @@ def map_tasks(
     try:
         if client is None:
             return _in_process(function, tasks, shared, description, bar)
+        if isinstance(client, Engine) and client.mode == THREADS:
+            return _in_threads(client.workers, function, tasks, shared, description, bar)
         return _on_cluster(client, function, tasks, shared, description, bar)
     finally:
         bar.close()
@@ -265,6 +296,30 @@ def _in_process(function, tasks, shared, description, bar) -> list:
             raise _failure(description, index, tasks, err) from err
         bar.update()
     return results
+
+
+def _in_threads(threads: int, function, tasks, shared, description, bar) -> list:
+    """The tasks on a pool of ``threads`` threads of this process, each with one thread in every pool (the
+    settings are the process's, shared by the tasks running at once: :func:`single_threaded`). The standard
+    library's pool: Dask's threaded scheduler would run the same pool behind a task graph these independent
+    tasks do not need."""
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="attnpaths-task") as pool:
+        futures = [pool.submit(run_task, function, {**shared, **arguments}) for arguments in tasks]
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in sorted(done, key=futures.index):
+                    err = future.exception()
+                    if err is not None:
+                        raise _failure(description, futures.index(future), tasks, err) from err
+                bar.update(len(done))
+        finally:
+            for future in pending:
+                future.cancel()
+        return [future.result() for future in futures]
 
 
 def _value(value):
@@ -356,9 +411,10 @@ def submit(function: Callable, *, description: str, client=None, **arguments) ->
 
 @dataclass(frozen=True)
 class Engine:
-    """Where a command's chapters send their tasks: ``mode`` (``"embedded"``, ``"external"`` or
-    ``"in-process"``), ``address`` (the scheduler's, ``None`` in-process), ``workers`` (worker processes;
-    1 in-process), ``dashboard`` (the dashboard's address, ``None`` when there is none)."""
+    """Where a command's chapters send their tasks: ``mode`` (``"embedded"``, ``"external"``, ``"in-process"``
+    or ``"threads"``), ``address`` (the scheduler's, ``None`` in-process and in threads), ``workers`` (worker
+    processes; 1 in-process; threads of this process in ``"threads"``), ``dashboard`` (the dashboard's address,
+    ``None`` when there is none)."""
 
     mode: str
     address: str | None
@@ -369,13 +425,23 @@ class Engine:
         """One line for the command's output."""
         if self.mode == IN_PROCESS:
             return "engine: in-process (tasks run one after the other inside each chapter)"
+        if self.mode == THREADS:
+            return f"engine: {self.workers} thread(s) of this process, each task with one thread"
         where = "embedded LocalCluster" if self.mode == "embedded" else "existing Dask cluster"
         dashboard = f", dashboard {self.dashboard}" if self.dashboard else ", no dashboard"
         return f"engine: {where} at {self.address}, {self.workers} worker process(es) with one thread{dashboard}"
 
     @property
     def environment(self) -> dict:
-        """The environment that sends a chapter's tasks to this engine."""
+        """The environment that sends a chapter's tasks to this engine.
+
+        Raises:
+            ValueError: a ``"threads"`` engine, whose threads no other process can reach."""
+        if self.mode == THREADS:
+            raise ValueError(
+                "a threads engine runs tasks in this process only: pass it as the engine of a computation; "
+                "for chapters executed in other processes use start_engine(workers=k) (a Dask cluster)"
+            )
         return {SCHEDULER_ENV: self.address or IN_PROCESS}
 
 
@@ -400,21 +466,31 @@ def default_workers() -> int:
 
 
 @contextmanager
-def start_engine(scheduler: str | None = None, workers: int | None = None):
+def start_engine(scheduler: str | None = None, workers: int | None = None, threads: bool = False):
     """The engine of one command, as a context manager yielding an :class:`Engine`.
 
     Args:
         scheduler: address of an existing Dask scheduler (default: the value of :data:`SCHEDULER_ENV`, if it
-            names one); with it, ``workers`` must be ``None``.
+            names one); with it, ``workers`` must be ``None`` and ``threads`` false.
         workers: ``1`` runs every task in-process (for debugging); ``k > 1`` starts an embedded
             ``LocalCluster`` of ``k`` worker processes with one thread each; ``None``: :func:`default_workers`
             (in-process when that is 1).
+        threads: with ``k > 1`` workers, a pool of ``k`` threads of this process instead of worker processes
+            (mode :data:`THREADS`; the scheduler of the environment is then not used).
 
     The embedded cluster has no memory limit per worker: a chapter's tasks are sized for the machine, and
     Dask's pause-and-restart policy would turn one large task into a restart loop.
     """
     if workers is not None:
         positive_int(workers, "workers")
+    if not isinstance(threads, bool):
+        raise ValueError(f"threads must be True or False, got {threads!r}")
+    if threads:
+        if scheduler is not None:
+            raise ValueError("threads must be False with a scheduler: an existing cluster has its own workers")
+        workers = default_workers() if workers is None else workers
+        yield Engine(THREADS, None, workers, None) if workers > 1 else Engine(IN_PROCESS, None, 1, None)
+        return
     scheduler = scheduler or scheduler_address()
     if scheduler is not None:
         if workers is not None:

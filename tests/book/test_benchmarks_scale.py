@@ -141,6 +141,10 @@ def test_the_committed_record_streams_to_a_hundred_thousand_examples():
     ratio = gram[100_000]["wall_s"] / dense[8000]["wall_s"]
     assert ratio == pytest.approx(report["largest_gram_over_largest_dense_time"])
     assert ratio <= bench.TIME_RATIO_BOUND
+    # the largest row again on the machine's cores in one process: the same solution, bit for bit, in less time
+    (threaded,) = report["threaded"]
+    assert threaded["P"] == 100_000 and threaded["threads"] >= 2 and threaded["same_U_bits"]
+    assert threaded["speedup"] > 1.0 and threaded["peak_rss_mib"] < 2 * 1024
 
 
 def test_gram_rows_streamed_over_workers_give_the_same_solution(tmp_path):
@@ -155,6 +159,20 @@ def test_gram_rows_streamed_over_workers_give_the_same_solution(tmp_path):
         assert a["U_layers"] == b["U_layers"] and a["action"] == b["action"]
         assert "workers" not in a and b["workers"] == 2 and b["features_s"] is None
         assert len(b["worker_peak_rss_mib"]) == 2 and all(m > 0 for m in b["worker_peak_rss_mib"])
+
+
+def test_the_largest_gram_row_run_again_on_threads_gives_the_same_solution(tmp_path):
+    """``--threads 2``: the largest Gram row once more with its chunks made on two threads of its one process,
+    the same solution bit for bit as on one thread, and the speed-up recorded beside it."""
+    report = bench.main(["--quick", "--gram-only", "--threads", "2", "--output", str(tmp_path / "threads.json")])
+    (row,) = report["threaded_rows"]
+    assert row["P"] == max(report["gram_sizes"]) and row["task_threads"] == 2 and row["features_s"] is None
+    (threaded,) = report["threaded"]
+    one_thread = next(r for r in report["rows"] if r["route"] == "gram" and r["P"] == row["P"])
+    assert threaded["same_U_bits"] and one_thread["U_layers"] == row["U_layers"]
+    assert threaded["speedup"] == pytest.approx(one_thread["wall_s"] / row["wall_s"])
+    none = bench.main(["--quick", "--gram-only", "--threads", "1", "--output", str(tmp_path / "none.json")])
+    assert none["threaded_rows"] == [] and none["threaded"] == []
 
 
 def test_the_committed_million_example_record_streams_without_holding_the_features():

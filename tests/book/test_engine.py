@@ -509,6 +509,64 @@ def test_use_one_thread_limits_torch_and_every_pool_of_the_process():
     assert out.stdout.split("\n")[0] == "1 [1]"
 
 
+def test_single_threaded_is_shared_by_tasks_running_at_once_in_threads():
+    """Two bodies in two threads at once: both run with one thread, neither waits for the other (the settings are
+    counted, not held), and the settings come back when the last one ends, not the first."""
+    import threading
+
+    from attnpaths.engine import single_threaded
+
+    torch.set_num_threads(2)
+    try:
+        inside, release, seen = threading.Barrier(2, timeout=30), threading.Event(), []
+
+        def body(last: bool):
+            with single_threaded():
+                inside.wait()  # both bodies inside at once: a lock held by the first would deadlock here
+                if last:
+                    release.wait(timeout=30)
+                seen.append(torch.get_num_threads())
+            if not last:
+                seen.append(("after first", torch.get_num_threads()))
+                release.set()
+
+        workers = [threading.Thread(target=body, args=(last,)) for last in (False, True)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(timeout=60)
+        assert seen == [1, ("after first", 1), 1]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)
+
+
+def test_an_engine_of_threads_runs_tasks_at_once_in_order_and_refuses_what_it_cannot_do():
+    import threading
+
+    barrier = threading.Barrier(2, timeout=30)
+
+    def meet(i):
+        barrier.wait()  # two tasks at once, or this times out
+        return i * i
+
+    with engine.start_engine(workers=2, threads=True) as found:
+        assert found.mode == engine.THREADS and found.address is None
+        assert "2 thread(s) of this process" in found.describe()
+        assert engine.map_tasks(meet, [dict(i=i) for i in range(6)], description="meet", client=found,
+                                progress=False) == [0, 1, 4, 9, 16, 25]  # fmt: skip
+        with pytest.raises(ValueError, match="threads engine runs tasks in this process only"):
+            found.environment
+    with engine.start_engine(workers=1, threads=True) as found:
+        assert found.mode == engine.IN_PROCESS
+    with pytest.raises(ValueError, match="threads must be True or False"):
+        with engine.start_engine(workers=2, threads="yes"):
+            pass
+    with pytest.raises(ValueError, match="threads must be False with a scheduler"):
+        with engine.start_engine(scheduler="tcp://127.0.0.1:1", threads=True):
+            pass
+
+
 def test_single_threaded_nests():
     from attnpaths.engine import single_threaded
 

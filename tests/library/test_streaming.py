@@ -14,7 +14,7 @@ import pytest
 import torch
 from helpers import assert_rounding_close, random_problem
 
-from attnpaths.engine import IN_PROCESS, Engine, TaskFailed, task_seed, use_client
+from attnpaths.engine import IN_PROCESS, THREADS, Engine, TaskFailed, start_engine, task_seed, use_client
 from attnpaths.experiments.streaming import gram_statistics, predict_streamed
 from attnpaths.gram import GramStatistics
 from attnpaths.hmc import HMCTask, four_path_network
@@ -99,6 +99,35 @@ def test_the_sums_do_not_depend_on_the_rounds_or_the_engine_in_process():
     for engine, per_round in ((IN_THIS_PROCESS, 1), (IN_THIS_PROCESS, 2), (None, 3), (None, 16)):
         found = _totals(gram_statistics(chunks, 5, engine=engine, chunks_per_round=per_round, progress=False))
         assert all(np.array_equal(a, b) for a, b in zip(found, reference)), (engine, per_round)
+
+
+def test_the_sums_and_predictions_are_the_same_bits_on_two_threads_of_this_process():
+    """An engine of threads (``start_engine(workers=2, threads=True)``): the chunks are made two at a time in this
+    process, each on one thread, and merged in chunk order: the same statistics and predictions, bit for bit, as one
+    after the other; the process's thread settings are back after it; a chunk that raises is named."""
+    chunks = _small_chunks(num_examples=40, chunk_size=6)
+    here = gram_statistics(chunks, chunks.num_chunks, engine=IN_THIS_PROCESS, progress=False)
+    threads_before = torch.get_num_threads()
+    with start_engine(workers=2, threads=True) as engine:
+        assert engine.mode == THREADS and engine.workers == 2
+        for per_round in (1, 3, 16):
+            there = gram_statistics(chunks, chunks.num_chunks, engine=engine, chunks_per_round=per_round, progress=False)
+            assert all(np.array_equal(a, b) for a, b in zip(_totals(there), _totals(here))), per_round
+        solution = solve_from_statistics(here, heads=chunks.heads, widths=10, temperature=0.01)
+        test = _small_chunks(num_examples=12, chunk_size=4, stream=1)
+        expected = predict_streamed(solution, test, test.num_chunks, engine=IN_THIS_PROCESS, progress=False)
+        found = predict_streamed(solution, test, test.num_chunks, engine=engine, progress=False)
+        assert all(np.array_equal(a, b) for a, b in zip(found, expected))
+
+        def failing(k):
+            if k == 4:
+                raise RuntimeError("chunk four is broken")
+            return chunks(k)
+
+        with pytest.raises(TaskFailed, match=r"(?s)task 5 of 7 .*k=4.*chunk four is broken") as failure:
+            gram_statistics(failing, chunks.num_chunks, engine=engine, chunks_per_round=3, progress=False)
+        assert isinstance(failure.value.__cause__, RuntimeError)
+    assert torch.get_num_threads() == threads_before
 
 
 def test_the_sums_are_the_same_bits_on_two_workers(cluster_client):

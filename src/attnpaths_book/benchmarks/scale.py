@@ -27,6 +27,11 @@ every layer) and of the action. The dense route may stop uncertified at large ``
 trust region collapses where the rounding of its ``P``-term sums is above the gradient tolerance, ``1e-8``); its
 ``U`` is then as precise as that rounding allows, and the row says so.
 
+The largest Gram row is then run once more with its chunks made on ``--threads`` threads of its one process
+(default: the CPUs available; :func:`attnpaths.engine.start_engine` with ``threads=True``): the machine's cores
+in one process, each chunk on one thread, so the same statistics bit for bit; the record gives its wall time, the
+speed-up over the one-thread row and whether the two solutions are the same bits (``threaded``).
+
 ``--task image``: the one-shot image task at the authors' model size instead (:data:`IMAGE_MODEL`,
 :data:`attnpaths.oneshot.training.AUTHORS_TRAINING`: 8x8 patches of 3 copies of each grayscale pixel, ``N0 = 192``,
 ``T = 48`` tokens, 2 layers of 4 heads, 16 paths, ``D = 3072``), its training episodes drawn from the training
@@ -199,6 +204,10 @@ def run_row(spec: dict) -> dict:
             statistics, worker_rss = _streamed_on_workers(chunks, spec["workers"])
             data_s = time.perf_counter() - start
             solution = solve_from_statistics(statistics, **options)
+        elif spec["route"] == "gram" and spec.get("threads", 1) > 1:
+            statistics = _streamed_on_threads(chunks, spec["threads"])
+            data_s = time.perf_counter() - start
+            solution = solve_from_statistics(statistics, **options)
         elif spec["route"] == "gram":
             # one chunk a round: in this process nothing runs in parallel, and a round's statistics are held at
             # once (16 by default: 1.2 GB at the image task's D = 3072); the sums do not depend on it
@@ -214,8 +223,10 @@ def run_row(spec: dict) -> dict:
             data_s = time.perf_counter() - start
             solution = solve(features, y, route="feature", **options)
     wall_s = time.perf_counter() - start
-    if spec.get("workers", 1) > 1 and spec["route"] == "gram":
+    if spec["route"] == "gram" and spec.get("workers", 1) > 1:
         features_s = None  # made on the workers, inside their tasks: not timed apart from the accumulation
+    elif spec["route"] == "gram" and spec.get("threads", 1) > 1:
+        features_s, worker_rss = None, []  # made inside the tasks, at once: not timed apart from the accumulation
     else:
         features_s, worker_rss = timed.seconds, []
     arch = architecture(options["heads"], options["widths"])
@@ -239,6 +250,7 @@ def run_row(spec: dict) -> dict:
         "U_layers": [U.tolist() for U in solution.U_layers],
         "solver_memory_estimate_gib": memory / 2**30,
         **({"workers": spec["workers"], "worker_peak_rss_mib": worker_rss} if worker_rss else {}),
+        **({"task_threads": spec["threads"]} if spec["route"] == "gram" and spec.get("threads", 1) > 1 else {}),
         **({"setup_s": setup_s, "attention": IMAGE_ATTENTION_NOTE} if image else {}),
     }
 
@@ -267,6 +279,17 @@ def _streamed_on_workers(chunks, workers: int):
                                      progress=False)  # fmt: skip
         rss = sorted(client_for(engine.address).run(peak_mib).values())
     return statistics, rss
+
+
+def _streamed_on_threads(chunks, threads: int):
+    """The Gram statistics of ``chunks`` streamed over ``threads`` threads of this process
+    (``start_engine(workers=threads, threads=True)``; each task on one thread, the same bits as in-process)."""
+    from attnpaths.engine import start_engine
+    from attnpaths.experiments.streaming import gram_statistics
+
+    with start_engine(workers=threads, threads=True) as engine:
+        # two chunks in flight per thread: a round's statistics are held at once (7 MB each at D = 924)
+        return gram_statistics(chunks, chunks.num_chunks, engine=engine, chunks_per_round=2 * threads, progress=False)
 
 
 def _in_process():
@@ -399,6 +422,21 @@ def compare(gram: dict, dense: dict) -> dict:
     }
 
 
+def compare_threaded(one_thread: dict, threaded: dict) -> dict:
+    """The Gram route at one ``P`` on one thread and on the threads of one process: the wall times, their ratio
+    (the speed-up), and whether the two solutions are the same bits (they should: every chunk's statistics are
+    made on one thread and merged in chunk order)."""
+    return {
+        "P": threaded["P"],
+        "threads": threaded["task_threads"],
+        "wall_s": threaded["wall_s"],
+        "one_thread_wall_s": one_thread["wall_s"],
+        "speedup": one_thread["wall_s"] / threaded["wall_s"],
+        "peak_rss_mib": threaded["peak_rss_mib"],
+        "same_U_bits": one_thread["U_layers"] == threaded["U_layers"] and one_thread["action"] == threaded["action"],
+    }
+
+
 def main(argv=None) -> dict:
     """Entry point of ``python -m attnpaths_book bench scale``; prints a table and returns the report."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -431,6 +469,13 @@ def main(argv=None) -> dict:
         "(default 1: in the row's process; the statistics are the same bits)",
     )
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="the largest Gram row is run again with its chunks made on this many threads of its one process "
+        "(default: the CPUs available; 1: not run again; the statistics are the same bits)",
+    )
+    parser.add_argument(
         "--exact-features",
         action="store_true",
         help="the path features by attnpaths.paths.path_features (default: FactoredPathFeatures, equal up to rounding)",
@@ -446,9 +491,16 @@ def main(argv=None) -> dict:
     chunk_size = args.chunk_size or (20 if quick else 1000)
     image = args.task == "image"
     dense_max = args.dense_max or (QUICK_DENSE_MAX if quick else IMAGE_DENSE_MAX if image else 8000)
-    if chunk_size < 2 or chunk_size % 2 or args.seed < 0 or args.dense_memory_gib <= 0 or args.workers < 1:
+    from attnpaths.engine import default_workers
+
+    threads = default_workers() if args.threads is None else args.threads
+    if (
+        chunk_size < 2 or chunk_size % 2 or args.seed < 0 or args.dense_memory_gib <= 0 or args.workers < 1
+        or threads < 1
+    ):  # fmt: skip
         parser.error(
-            "--chunk-size must be an even integer >= 2, --seed >= 0, --dense-memory-gib > 0 and --workers >= 1"
+            "--chunk-size must be an even integer >= 2, --seed >= 0, --dense-memory-gib > 0, --workers >= 1 and "
+            "--threads >= 1"
         )
     if args.gram_sizes is not None and any(P < 2 or P % 2 for P in args.gram_sizes):
         parser.error(f"--gram-sizes must be even integers >= 2, got {args.gram_sizes}")
@@ -476,7 +528,13 @@ def main(argv=None) -> dict:
         f"{'iterations':>10} converged",
         flush=True,
     )
-    for route, sizes in (("gram", gram_P), ("dense", dense_P)):
+    threaded_P = [gram_P[-1]] if threads > 1 and args.workers == 1 else []
+    threaded_rows = []
+    for route, sizes, extra in (
+        ("gram", gram_P, {"workers": args.workers}),
+        ("dense", dense_P, {}),
+        ("gram", threaded_P, {"threads": threads}),
+    ):
         for P in sizes:
             spec = {
                 "route": route,
@@ -486,9 +544,10 @@ def main(argv=None) -> dict:
                 "problem": args.task,
                 "task": task,
                 "exact_features": args.exact_features,
+                **extra,
             }
-            row = measure_row({**spec, "workers": args.workers} if route == "gram" else spec)
-            rows.append(row)
+            row = measure_row(spec)
+            (threaded_rows if "threads" in extra else rows).append(row)
             print(
                 f"{route:>6} {P:>7} {row['wall_s']:>9.2f} {row['features_s'] or math.nan:>10.2f} "
                 f"{row['solve_s']:>8.2f} {row['peak_rss_mib']:>12.0f} {row['iterations']:>10} {row['converged']}"
@@ -496,10 +555,17 @@ def main(argv=None) -> dict:
                     f" (workers' peak RSS MiB: {[round(m) for m in row['worker_peak_rss_mib']]})"
                     if "workers" in row
                     else ""
-                ),
+                )
+                + (f" ({row['task_threads']} threads of one process)" if "task_threads" in row else ""),
                 flush=True,
             )
     by_route = {route: {row["P"]: row for row in rows if row["route"] == route} for route in ("gram", "dense")}
+    threaded = [compare_threaded(by_route["gram"][row["P"]], row) for row in threaded_rows]
+    for t in threaded:
+        print(
+            f"P = {t['P']}: {t['threads']} threads in one process, {t['wall_s']:.1f} s against {t['one_thread_wall_s']:.1f}"
+            f" s on one thread (speed-up {t['speedup']:.2f}); the same U bit for bit: {t['same_U_bits']}"
+        )
     comparisons = [compare(by_route["gram"][P], by_route["dense"][P]) for P in dense_P]
     for c in comparisons:
         print(
@@ -529,6 +595,8 @@ def main(argv=None) -> dict:
         "dense_sizes": dense_P,
         "dense_skipped": skipped,
         "rows": rows,
+        "threaded_rows": threaded_rows,
+        "threaded": threaded,
         "comparisons": comparisons,
         "time_ratio_bound": TIME_RATIO_BOUND,
         "largest_gram_over_largest_dense_time": (
