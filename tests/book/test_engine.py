@@ -556,7 +556,7 @@ def test_an_engine_of_threads_runs_tasks_at_once_in_order_and_refuses_what_it_ca
         assert engine.map_tasks(meet, [dict(i=i) for i in range(6)], description="meet", client=found,
                                 progress=False) == [0, 1, 4, 9, 16, 25]  # fmt: skip
         with pytest.raises(ValueError, match="threads engine runs tasks in this process only"):
-            found.environment
+            _ = found.environment
     with engine.start_engine(workers=1, threads=True) as found:
         assert found.mode == engine.IN_PROCESS
     with pytest.raises(ValueError, match="threads must be True or False"):

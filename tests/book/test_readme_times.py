@@ -57,7 +57,8 @@ def recorded_durations() -> list[float]:
         RECORDS_DIR / "scale_image.json",
     ):
         if scale.is_file():
-            for row in json.loads(scale.read_text())["report"]["rows"]:
+            report = json.loads(scale.read_text())["report"]
+            for row in report["rows"] + report.get("threaded_rows", []):
                 found.extend(float(row[key]) for key in ("wall_s", "solve_s"))
     tests = RECORDS_DIR / "tests.json"
     if tests.is_file():

@@ -111,7 +111,9 @@ def test_the_sums_and_predictions_are_the_same_bits_on_two_threads_of_this_proce
     with start_engine(workers=2, threads=True) as engine:
         assert engine.mode == THREADS and engine.workers == 2
         for per_round in (1, 3, 16):
-            there = gram_statistics(chunks, chunks.num_chunks, engine=engine, chunks_per_round=per_round, progress=False)
+            there = gram_statistics(
+                chunks, chunks.num_chunks, engine=engine, chunks_per_round=per_round, progress=False
+            )
             assert all(np.array_equal(a, b) for a, b in zip(_totals(there), _totals(here))), per_round
         solution = solve_from_statistics(here, heads=chunks.heads, widths=10, temperature=0.01)
         test = _small_chunks(num_examples=12, chunk_size=4, stream=1)
