@@ -176,15 +176,22 @@ def test_the_largest_gram_row_run_again_on_threads_gives_the_same_solution(tmp_p
     assert threaded["speedup"] == pytest.approx(one_thread["wall_s"] / row["wall_s"])
 
 
+def _million_example_row(name: str, workers: int) -> dict:
+    """The one row of a committed ``bench scale --gram-only --gram-sizes 1000000 --workers K`` record, checked to be
+    that run's: P = 10^6 on the hmc task (D = 924), streamed on ``workers`` processes, certified."""
+    record = read_record(committed_record_path(name))
+    report = record["report"]
+    assert record["benchmark"] == "scale" and not report["quick"] and report["gram_sizes"] == [1_000_000]
+    assert report["dense_sizes"] == [] and report["workers"] == workers
+    (row,) = report["rows"]
+    assert row["P"] == 1_000_000 and row["D"] == 924 and row["converged"] and row["hessian_min_eigenvalue"] > 0
+    return row
+
+
 def test_the_committed_million_example_record_streams_without_holding_the_features():
     """The record of ``bench scale --gram-only --gram-sizes 1000000 --workers 2`` (one run on 2 cores): P = 10^6
     streamed, certified, every process far below the 7.4 GB that the features [10^6, 231, 4] would take."""
-    record = read_record(committed_record_path("scale_million"))
-    report = record["report"]
-    assert record["benchmark"] == "scale" and not report["quick"] and report["gram_sizes"] == [1_000_000]
-    assert report["dense_sizes"] == [] and report["workers"] == 2
-    (row,) = report["rows"]
-    assert row["P"] == 1_000_000 and row["D"] == 924 and row["converged"] and row["hessian_min_eigenvalue"] > 0
+    row = _million_example_row("scale_million", workers=2)
     # certified; its gradient norm (1.3e-7) is the rounding of an action of 1.4e7 (a sum over 10^6 examples), as the
     # committed record's grows with P (7.5e-13 at P = 10^3, 8.6e-9 at 10^5): 1e-14 of the action, not 1e-8
     assert row["gradient_norm"] < 1e-13 * abs(row["action"])
@@ -196,12 +203,7 @@ def test_the_committed_one_process_million_example_record_streams_in_one_process
     """The record of ``bench scale --gram-only --gram-sizes 1000000 --workers 1``: P = 10^6 streamed in the calling
     process alone, certified, its peak memory far below the 7.4 GB that the features [10^6, 231, 4] would take and
     below the 4 GiB that a reader's laptop spares."""
-    record = read_record(committed_record_path("scale_million_one_process"))
-    report = record["report"]
-    assert record["benchmark"] == "scale" and not report["quick"] and report["gram_sizes"] == [1_000_000]
-    assert report["dense_sizes"] == [] and report["workers"] == 1
-    (row,) = report["rows"]
-    assert row["P"] == 1_000_000 and row["D"] == 924 and row["converged"] and row["hessian_min_eigenvalue"] > 0
+    row = _million_example_row("scale_million_one_process", workers=1)
     assert "worker_peak_rss_mib" not in row and row["features_s"] is not None
     features_mib = 8.0 * row["P"] * row["D"] / 2**20
     assert row["peak_rss_mib"] < min(features_mib / 4, 4 * 1024)

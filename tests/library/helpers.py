@@ -274,3 +274,26 @@ def gibbs_against_nuts_pvalues(
         gibbs_diagnostics["predictor_ess"],
         nuts_ess,
     )
+
+
+def assert_streamed_solve_equals_the_whole_set(chunks, widths, rtol: float):
+    """Stream ``chunks`` (a chunk generator, ``chunks(k) = (features, y)``) into Gram statistics in this process and
+    solve from them: the same certified minimum as the dense feature route on the concatenated chunks, ``U`` and
+    action within ``rtol`` (the caller's reason: rounding of sums grouped differently, times the conditioning).
+    Returns the statistics."""
+    import pytest
+
+    from attnpaths.engine import IN_PROCESS, Engine
+    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.theory import solve, solve_from_statistics
+
+    statistics = gram_statistics(chunks, chunks.num_chunks, engine=Engine(IN_PROCESS, None, 1, None), progress=False)
+    parts = [chunks(k) for k in range(chunks.num_chunks)]
+    features, y = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+    options = dict(heads=chunks.heads, widths=widths, temperature=0.01)
+    found = solve_from_statistics(statistics, **options)
+    expected = solve(features, y, route="feature", **options)
+    assert found.converged and expected.converged
+    np.testing.assert_allclose(found.U, expected.U, rtol=rtol, atol=rtol * np.abs(expected.U).max())
+    assert found.action == pytest.approx(expected.action, rel=rtol)
+    return statistics

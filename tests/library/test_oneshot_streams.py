@@ -9,17 +9,15 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from helpers import assert_rounding_close
+from helpers import assert_rounding_close, assert_streamed_solve_equals_the_whole_set
 
 from attnpaths.engine import IN_PROCESS, Engine, task_seed
-from attnpaths.experiments.streaming import gram_statistics
 from attnpaths.oneshot.episodes import class_sorted_sequences
 from attnpaths.oneshot.imagesets import ImageClasses
 from attnpaths.oneshot.sequences import SequenceEncoder
 from attnpaths.oneshot.streams import EpisodeChunks
 from attnpaths.oneshot.training import TrainingConfig, initial_model
 from attnpaths.paths import path_features
-from attnpaths.theory import solve, solve_from_statistics
 
 IN_THIS_PROCESS = Engine(IN_PROCESS, None, 1, None)
 SIZE, PATCH = 8, 4  # 8x8 images, 4x4 patches: T = 3 * 4 = 12 tokens of N0 = 16 features
@@ -84,16 +82,8 @@ def test_a_chunk_holds_the_class_sorted_episodes_of_its_own_seed_and_their_path_
 
 def test_the_chunks_stream_into_the_solve_of_the_whole_set():
     chunks = _chunks(num_examples=40, chunk_size=10, factored_features=True)
-    statistics = gram_statistics(chunks, chunks.num_chunks, engine=IN_THIS_PROCESS, progress=False)
-    parts = [chunks(k) for k in range(chunks.num_chunks)]
-    features, y = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+    statistics = assert_streamed_solve_equals_the_whole_set(chunks, widths=8, rtol=ROUTE_RTOL)
     assert statistics.num_examples == 40 and statistics.dimension == PATCH * PATCH * 4
-    options = dict(heads=chunks.heads, widths=8, temperature=0.01)
-    found = solve_from_statistics(statistics, **options)
-    expected = solve(features, y, route="feature", **options)
-    assert found.converged and expected.converged
-    np.testing.assert_allclose(found.U, expected.U, rtol=ROUTE_RTOL, atol=ROUTE_RTOL * np.abs(expected.U).max())
-    assert found.action == pytest.approx(expected.action, rel=ROUTE_RTOL)
 
 
 def test_bad_arguments_are_refused_naming_them():

@@ -12,7 +12,7 @@ import cloudpickle
 import numpy as np
 import pytest
 import torch
-from helpers import assert_rounding_close, random_problem
+from helpers import assert_rounding_close, assert_streamed_solve_equals_the_whole_set, random_problem
 
 from attnpaths.engine import IN_PROCESS, THREADS, Engine, TaskFailed, start_engine, task_seed, use_client
 from attnpaths.experiments.streaming import gram_statistics, predict_streamed
@@ -182,15 +182,8 @@ def test_the_solve_from_streamed_statistics_equals_the_gram_route_on_the_whole_s
 
 def test_hmc_chunks_stream_into_a_solve():
     chunks = _small_chunks(num_examples=40, chunk_size=10)
-    statistics = gram_statistics(chunks, chunks.num_chunks, engine=IN_THIS_PROCESS, progress=False)
-    parts = [chunks(k) for k in range(chunks.num_chunks)]
-    features, y = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
-    options = dict(heads=chunks.heads, widths=10, temperature=0.01)
-    found = solve_from_statistics(statistics, **options)
-    expected = solve(features, y, route="feature", **options)
-    assert found.converged and expected.converged
-    np.testing.assert_allclose(found.U, expected.U, rtol=ROUTE_RTOL, atol=ROUTE_RTOL * np.abs(expected.U).max())
-    assert found.action == pytest.approx(expected.action, rel=ROUTE_RTOL)
+    statistics = assert_streamed_solve_equals_the_whole_set(chunks, widths=10, rtol=ROUTE_RTOL)
+    assert statistics.num_examples == 40
 
 
 # --------------------------------------------------------------------------------------------------------

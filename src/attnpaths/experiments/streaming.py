@@ -23,6 +23,8 @@ matrices (``D = N0 n_paths``) and the results of one round of ``chunks_per_round
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 
 import numpy as np
@@ -31,6 +33,41 @@ from tqdm import tqdm
 from .._validation import increasing_ints, positive_int
 from ..engine import IN_PROCESS, THREADS, Engine, TaskFailed, client_for, map_tasks
 from ..gram import DEFAULT_BLOCK_SIZE, GramStatistics
+
+
+class ChunkedStream:
+    """What the tasks' chunk generators share (:class:`attnpaths.hmc.streams.HMCChunks`,
+    :class:`attnpaths.oneshot.streams.EpisodeChunks`): ``P = num_examples`` examples cut into chunks of
+    ``chunk_size``, the last one holding the rest, read through a network's ``attention``. A base class of frozen
+    dataclasses with those three fields (checked by their own ``__post_init__``)."""
+
+    num_examples: int
+    chunk_size: int
+
+    @property
+    def num_chunks(self) -> int:
+        """``ceil(P / chunk_size)``."""
+        return math.ceil(self.num_examples / self.chunk_size)
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """``(H_1, ..., H_L)`` of the attention."""
+        return self.attention.heads
+
+    def chunk_examples(self, k: int) -> int:
+        """``p_k``, the examples of chunk ``k`` (``0 <= k < num_chunks``).
+
+        Raises:
+            ValueError: ``k`` is not an integer in ``[0, num_chunks)``.
+        """
+        k = self._index(k)
+        return min(self.chunk_size, self.num_examples - k * self.chunk_size)
+
+    def _index(self, k) -> int:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < self.num_chunks:
+            raise ValueError(f"k must be a chunk index, an integer in [0, {self.num_chunks}), got {k!r}")
+        return int(k)
+
 
 CHUNKS_PER_ROUND = 16
 """Chunks sent to the engine at once by default. The calling process holds the statistics of one round

@@ -26,8 +26,6 @@ Example::
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass, field
 
 import torch
@@ -35,12 +33,13 @@ import torch
 from .._validation import check_chunked_stream
 from ..attention import Attention
 from ..engine import task_seed
+from ..experiments.streaming import ChunkedStream
 from ..paths import FactoredPathFeatures, path_features
 from .data import HMCTask, sample_inputs
 
 
 @dataclass(frozen=True, eq=False)
-class HMCChunks:
+class HMCChunks(ChunkedStream):
     """The path features (eq-path-features) of ``num_examples`` HMC sequences, in chunks of ``chunk_size`` made
     one at a time: ``chunks(k)`` is ``(features [p_k, N0, n_paths], y [p_k])`` of chunk ``k`` (float64 tensors;
     ``p_k = chunk_size`` except for the last chunk, which holds the rest). A picklable callable: the ``make_chunk``
@@ -89,21 +88,6 @@ class HMCChunks:
         if self.factored_features:
             object.__setattr__(self, "_features", FactoredPathFeatures(self.attention))
 
-    @property
-    def num_chunks(self) -> int:
-        """``ceil(P / chunk_size)``."""
-        return math.ceil(self.num_examples / self.chunk_size)
-
-    @property
-    def heads(self) -> tuple[int, ...]:
-        """``(H_1, ..., H_L)`` of the attention."""
-        return self.attention.heads
-
-    def chunk_examples(self, k: int) -> int:
-        """``p_k``, the examples of chunk ``k`` (``0 <= k < num_chunks``)."""
-        k = self._index(k)
-        return min(self.chunk_size, self.num_examples - k * self.chunk_size)
-
     def generator(self, k: int) -> torch.Generator:
         """The generator chunk ``k`` draws from: ``torch.Generator().manual_seed(task_seed(seed, k, stream))``."""
         return torch.Generator().manual_seed(task_seed(self.seed, self._index(k), self.stream))
@@ -118,8 +102,3 @@ class HMCChunks:
         x, y = sample_inputs(self.task, self.chunk_examples(k), self.generator(k))
         features = path_features(x, self.attention) if self._features is None else self._features(x)
         return features, y
-
-    def _index(self, k) -> int:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < self.num_chunks:
-            raise ValueError(f"k must be a chunk index, an integer in [0, {self.num_chunks}), got {k!r}")
-        return int(k)

@@ -25,8 +25,6 @@ Example::
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,13 +33,14 @@ import torch
 from .._validation import check_chunked_stream
 from ..attention import Attention
 from ..engine import task_seed
+from ..experiments.streaming import ChunkedStream
 from ..paths import FactoredPathFeatures, path_features
 from .imagesets import ImageClasses
 from .sequences import SequenceEncoder, Sequences, sample_episodes
 
 
 @dataclass(frozen=True, eq=False)
-class EpisodeChunks:
+class EpisodeChunks(ChunkedStream):
     """The path features (eq-path-features) of ``num_examples`` one-shot episodes of one split's classes, in
     chunks of ``chunk_size`` made one at a time: ``chunks(k)`` is ``(features [p_k, N0, n_paths], y [p_k])`` of
     chunk ``k`` (float64 tensors; ``p_k = chunk_size`` except for the last chunk, which holds the rest; ``y`` in
@@ -115,21 +114,6 @@ class EpisodeChunks:
             basis = basis if basis.shape[1] < basis.shape[0] else None  # the whole space: nothing to save
             object.__setattr__(self, "_features", FactoredPathFeatures(self.attention, input_basis=basis))
 
-    @property
-    def num_chunks(self) -> int:
-        """``ceil(P / chunk_size)``."""
-        return math.ceil(self.num_examples / self.chunk_size)
-
-    @property
-    def heads(self) -> tuple[int, ...]:
-        """``(H_1, ..., H_L)`` of the attention."""
-        return self.attention.heads
-
-    def chunk_examples(self, k: int) -> int:
-        """``p_k``, the episodes of chunk ``k`` (``0 <= k < num_chunks``; even, as ``P`` and ``chunk_size`` are)."""
-        k = self._index(k)
-        return min(self.chunk_size, self.num_examples - k * self.chunk_size)
-
     def generator(self, k: int) -> np.random.Generator:
         """The generator chunk ``k`` draws from: ``numpy.random.default_rng(task_seed(seed, k, stream))``."""
         return np.random.default_rng(task_seed(self.seed, self._index(k), self.stream))
@@ -168,8 +152,3 @@ class EpisodeChunks:
         x = episodes.x
         features = path_features(x, self.attention) if self._features is None else self._features(x)
         return features, episodes.y.to(torch.float64)
-
-    def _index(self, k) -> int:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < self.num_chunks:
-            raise ValueError(f"k must be a chunk index, an integer in [0, {self.num_chunks}), got {k!r}")
-        return int(k)
