@@ -5,7 +5,8 @@
   HTML changed, and copied into the HTML, whose first page links it only while it matches the HTML);
 - ``pdf [--html DIR] [--output FILE]``: print the built HTML book into one PDF with headless Chromium, offline;
 - ``run CHAPTER [--profile P] [--set NAME=VALUE ...]``: execute one chapter, overrides checked first;
-- ``status --profile P``: list the chapters that ``book`` would execute;
+- ``status --profile P``: list the chapters that ``book`` would execute (without waiting while a run holds the
+  build lock: it names the run and shows the chapters as they are);
 - ``refresh-baselines [--accept]``: run the smoke profile, show how each chapter's nbval baseline in
   ``tests/baselines`` would change, and write the changed ones with ``--accept``;
 - ``record-paper [CHAPTER ...] [--accept] [--no-execute]``: execute the stale chapters' paper profile, show how
@@ -374,7 +375,7 @@ def main(argv=None) -> int:
                 _publish_pdf(layout, path, time.perf_counter())
             return 0
         if args.command == "status":
-            states = runner.status(layout, args.profile)
+            states = runner.status(layout, args.profile, progress=_say)  # says who holds the lock, never waits
             stale = [(name, reason) for name, reason in states if reason is not None]
             _say(
                 f"{args.profile} profile: "

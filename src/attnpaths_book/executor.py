@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -30,7 +29,7 @@ from attnpaths.engine import THREAD_VARIABLES
 from attnpaths_book import worker
 from attnpaths_book.cache import EXECUTION_METADATA
 from attnpaths_book.chapters import INJECTED, Chapter
-from attnpaths_book.layout import BookLayout
+from attnpaths_book.layout import RUN_FOLDER_PREFIX, BookLayout, new_run_folder, run_folder_in_use
 from attnpaths_book.results import STAGING_ENV, to_jsonable
 from attnpaths_book.store import CommitFailed, DamagedFile, commit_unit, read_json
 
@@ -110,7 +109,7 @@ def execute_chapter(
         raise ValueError(f"chapter must be a notebook chapter, got the page {chapter.name!r}")
     results = layout.root / parameters["results_dir"] / f"{chapter.name}.json"
     layout.build_dir.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(dir=layout.build_dir, prefix=f"{RUN_FOLDER_PREFIX}{chapter.name}-"))
+    workdir = new_run_folder(layout, chapter.name)
     try:
         input_path, output_path, error_path, usage_path = (
             workdir / n for n in ("input.ipynb", "output.ipynb", "error.json", "usage.json")
@@ -252,19 +251,15 @@ def _check_recorded_parameters(
         )
 
 
-RUN_FOLDER_PREFIX = ".run-"
-"""Prefix of the working folders of running chapters in ``_build/``: ``.run-<chapter>-<random>``."""
-
-
 def remove_stale_run_folders(layout: BookLayout) -> list[Path]:
-    """Remove the working folders of killed runs from ``layout.build_dir``; returns their paths. Call it only
-    while holding the build lock (:func:`~attnpaths_book.layout.book_lock`): a live run's folder belongs to
-    the lock's holder."""
+    """Remove the working folders of killed runs from ``layout.build_dir``: those whose owner (recorded in the
+    name, :func:`~attnpaths_book.layout.new_run_folder`) has ended; returns their paths. A living run's folder
+    stays, even when its run no longer holds the build lock, or another process took it."""
     if not layout.build_dir.is_dir():
         return []
-    stale = sorted(p for p in layout.build_dir.glob(f"{RUN_FOLDER_PREFIX}*") if p.is_dir())
+    stale = sorted(p for p in layout.build_dir.glob(f"{RUN_FOLDER_PREFIX}*") if p.is_dir() and not run_folder_in_use(p))
     for folder in stale:
-        shutil.rmtree(folder)
+        shutil.rmtree(folder, ignore_errors=True)
     return stale
 
 

@@ -26,7 +26,7 @@ from attnpaths_book import store
 from attnpaths_book.cache import PackageCode, chapter_key
 from attnpaths_book.chapters import Chapter, book_chapters, execution_order, find_chapter, resolve_parameters
 from attnpaths_book.executor import execute_chapter, remove_stale_run_folders, stop_running_chapters
-from attnpaths_book.layout import BookLayout, Progress, book_lock, silent
+from attnpaths_book.layout import BookLayout, Progress, book_lock, lock_holder, silent
 from attnpaths_book.provenance import versions
 from attnpaths_book.store import read_timings  # noqa: F401  (the reproducibility chapter reads it from here)
 
@@ -105,17 +105,25 @@ def stale_chapters(layout: BookLayout, profile: str) -> list[str]:
 
 def status(layout: BookLayout, profile: str, progress: Progress = silent) -> list[tuple[str, str | None]]:
     """:func:`chapter_states` after finishing, holding the build lock, the commits a killed run left half done
-    (so that a status reports the units a next run would find)."""
-    with book_lock(layout, progress):
-        store.recover(layout.results_dir)
+    (so that a status reports the units a next run would find). It never waits: while another process holds the
+    lock, it says who through ``progress`` and reads the units as they are."""
+    with book_lock(layout, progress, wait=False) as held:
+        if held:
+            store.recover(layout.results_dir, progress=progress)
+    if not held:
+        progress(
+            f"the build lock {layout.relative(layout.lock)} is held by {lock_holder(layout)}: showing the chapters "
+            "as they are now, without waiting for it (a chapter it is committing may show as stale)"
+        )
     return chapter_states(layout, profile)
 
 
-def _prepare(layout: BookLayout) -> None:
+def _prepare(layout: BookLayout, progress: Progress = silent) -> None:
     """What every command that executes does first, holding the build lock: finish the commits a killed run
-    left half done, remove the working folders of killed runs, and check that the record of run times can be
-    read (a damaged one is reported before anything executes, not after)."""
-    store.recover(layout.results_dir)
+    left half done (saying through ``progress`` what it refused or could not finish), remove the working folders
+    of killed runs, and check that the record of run times can be read (a damaged one is reported before
+    anything executes, not after)."""
+    store.recover(layout.results_dir, progress=progress)
     remove_stale_run_folders(layout)
     try:
         store.read_timings(layout.results_dir)
@@ -142,7 +150,9 @@ def _run(
     state = unit_state(layout, chapter, key)
     if not force and state.fresh:
         record = state.manifest["execution"]
-        progress(f"{label} {chapter.name}: up to date (ran in {record['wall_s']:.1f} s)")
+        ran = record.get("wall_s")
+        ran = f" (ran in {ran:.1f} s)" if isinstance(ran, (int, float)) and not isinstance(ran, bool) else ""
+        progress(f"{label} {chapter.name}: up to date{ran}")
         return Outcome(chapter.name, False, record)
     why = "forced" if force else state.reason
     progress(f"{label} {chapter.name}: executing ({parameters['profile']} profile; {why}) ...")
@@ -183,7 +193,7 @@ def run_book(
     ones finish, and the failure is raised. Returns the outcomes in execution order.
     """
     with book_lock(layout, progress):
-        _prepare(layout)
+        _prepare(layout, progress)
         chapters = notebook_chapters(layout)
         code, env = PackageCode(*layout.package_dirs), versions()
         results_dir = layout.relative(layout.results_dir)
@@ -248,7 +258,7 @@ def run_chapter(
     """Execute one chapter for ``profile`` with validated ``overrides`` (skipped when its cached execution
     has the same key, unless ``force``); its tasks go to ``engine`` (in the kernel's process without one)."""
     with book_lock(layout, progress):
-        _prepare(layout)
+        _prepare(layout, progress)
         chapters = notebook_chapters(layout)
         chapter = find_chapter(chapters, name)
         parameters = resolve_parameters(chapter, profile, overrides, results_dir=layout.relative(layout.results_dir))

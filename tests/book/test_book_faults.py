@@ -153,6 +153,7 @@ def test_a_commit_killed_at_any_rename_leaves_one_whole_unit(committed, renames,
     if survivor == "key-1":
         assert unit_files(committed, "theory") == before
     assert not list((committed.results_dir / store.MANIFEST_FOLDER).glob("*.journal"))
+    assert not list(committed.build_dir.rglob("*.tmp"))  # the killed commit's temporary files are removed
 
 
 def test_a_truncated_results_file_is_stale_and_named(committed):
@@ -254,15 +255,15 @@ def test_the_paper_records_and_benchmark_records_name_a_damaged_file(tmp_path):
 # the runner and the command line on a tiny book
 
 
-@pytest.fixture
-def tiny(tmp_path) -> BookLayout:
-    """A one-chapter book (``theory``, parameter ``temperature``) whose unit is committed as if executed now
-    (no kernel): ``status`` calls it up to date."""
-    (tmp_path / "_config.yml").write_text("title: tiny\n")
-    write_stand_in_packages(tmp_path)
-    write_chapter(tmp_path, "theory", "temperature = 0.1", "values = {'t': temperature}")
-    write_toc(tmp_path, ["theory"])
-    layout = BookLayout(tmp_path)
+def tiny_book_at(root) -> BookLayout:
+    """A one-chapter book in ``root`` (``theory``, parameter ``temperature``) whose unit is committed as if
+    executed now (no kernel): ``status`` calls it up to date."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "_config.yml").write_text("title: tiny\n")
+    write_stand_in_packages(root)
+    write_chapter(root, "theory", "temperature = 0.1", "values = {'t': temperature}")
+    write_toc(root, ["theory"])
+    layout = BookLayout(root)
     chapter = runner.notebook_chapters(layout)[0]
     from attnpaths_book.cache import PackageCode
     from attnpaths_book.chapters import resolve_parameters
@@ -273,6 +274,12 @@ def tiny(tmp_path) -> BookLayout:
     )
     commit(layout, "theory", 0.1, key=key)
     return layout
+
+
+@pytest.fixture
+def tiny(tmp_path) -> BookLayout:
+    """:func:`tiny_book_at` in ``tmp_path``."""
+    return tiny_book_at(tmp_path)
 
 
 def test_status_names_a_damaged_results_file_and_why(tiny, monkeypatch, capsys):
@@ -327,6 +334,28 @@ def test_a_run_whose_notebook_cannot_be_written_leaves_status_and_results_as_bef
     assert status == 1 and "cannot write" in err and "theory.ipynb" in err, err
     assert unit_files(executed_book, "theory") == before
     assert json.loads(before["results"])["values"]["t"] == 0.1
+    assert main(["status"]) == 0 and "every chapter is up to date" in capsys.readouterr().out
+
+
+def test_a_notebook_that_cannot_be_replaced_leaves_the_previous_unit_and_blocks_nothing(
+    executed_book, capsys, monkeypatch
+):
+    """``chattr +i _build/executed/book/theory.ipynb; run theory --force``: the results file, already replaced, is
+    put back and the notebook is not touched again; exit 1 naming the notebook, the unit exactly as before, no
+    journal left, and the next command works."""
+    monkeypatch.chdir(executed_book.root)
+    notebook = executed_book.executed_notebook("book/theory")
+    before = unit_files(executed_book, "theory")
+    if shutil.which("chattr") is None or not _chattr("+i", notebook):
+        pytest.skip("chattr +i is not available here (it needs root and a file system that supports it)")
+    try:
+        status = main(["run", "theory", "--force", "--workers", "1"])
+    finally:
+        _chattr("-i", notebook)
+    err = capsys.readouterr().err
+    assert status == 1 and "cannot replace" in err and "theory.ipynb" in err and "unchanged" in err, err
+    assert unit_files(executed_book, "theory") == before
+    assert not list((executed_book.results_dir / store.MANIFEST_FOLDER).glob("*.journal"))
     assert main(["status"]) == 0 and "every chapter is up to date" in capsys.readouterr().out
 
 
