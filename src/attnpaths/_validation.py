@@ -5,6 +5,7 @@ object entries; a ``MemoryError`` for a computation that cannot fit, :func:`chec
 from __future__ import annotations
 
 import numbers
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -90,10 +91,38 @@ def as_float64_array(
     return array
 
 
+def labelled_examples(features, y) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(features [B, N0, n_paths], y [B])`` as finite float64 CPU tensors: the checks of every door that takes a
+    batch of path features with their labels (:meth:`attnpaths.gram.GramStatistics.update`, the chunks of
+    :mod:`attnpaths.experiments.streaming`), those of :func:`attnpaths.theory.solve`'s data: no NaN or inf, no
+    complex, boolean or object values (``TypeError``; booleans are not the theory's ``+-1`` labels), ``features``
+    of three dimensions and one label per example (``ValueError``)."""
+    xi = as_float64_tensor(features, "features")
+    if xi.ndim != 3:
+        raise ValueError(f"features must have shape [B, N0, n_paths], got {tuple(xi.shape)}")
+    labels = as_float64_tensor(y, "y", labels=True)
+    if labels.shape != (xi.shape[0],):
+        raise ValueError(
+            f"y must have shape [B] = [{xi.shape[0]}] (one label per example of features), got {tuple(labels.shape)}"
+        )
+    return xi, labels
+
+
+def real_scalar(value):
+    """The number held by a 0-d numpy array or torch tensor (``np.array(0.01)``, ``torch.tensor(0.01)``: what
+    indexing or reducing an array gives), as the Python number of its kind; any other ``value`` as it is, for the
+    checks below to accept (numbers, numpy scalars) or refuse (strings, booleans, arrays of one element or more)."""
+    if isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 0:
+        return value.item()
+    return value
+
+
 def positive_real(value, name: str, *, allow_inf: bool = False) -> float:
-    """Check that ``value`` is a real number > 0 (``inf`` allowed only when ``allow_inf``)."""
+    """Check that ``value`` is a real number > 0 (``inf`` allowed only when ``allow_inf``; a 0-d array or tensor
+    counts as its number, :func:`real_scalar`)."""
+    given, value = value, real_scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number > 0, got {value!r}")
+        raise ValueError(f"{name} must be a real number > 0, got {given!r}")
     value = float(value)
     if np.isnan(value) or value <= 0 or (np.isinf(value) and not allow_inf):
         allowed = "a real number > 0 or inf" if allow_inf else "a finite real number > 0"
@@ -138,29 +167,32 @@ def even_int(value, name: str, least: int = 2) -> int:
 
 
 def finite_real(value, name: str) -> float:
-    """Check that ``value`` is a finite real number."""
+    """Check that ``value`` is a finite real number (a 0-d array or tensor counts as its number)."""
+    given, value = value, real_scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+        raise ValueError(f"{name} must be a finite real number, got {given!r}")
     return float(value)
 
 
 def nonnegative_real(value, name: str) -> float:
-    """Check that ``value`` is a finite real number ``>= 0``."""
+    """Check that ``value`` is a finite real number ``>= 0`` (a 0-d array or tensor counts as its number)."""
+    given, value = value, real_scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite real number >= 0, got {value!r}")
+        raise ValueError(f"{name} must be a finite real number >= 0, got {given!r}")
     return float(value)
 
 
 def probability(value, name: str, *, open_interval: bool = False) -> float:
     """Check that ``value`` is a probability in ``[0, 1]`` (in ``(0, 1)`` when ``open_interval``, e.g. a test's
-    level)."""
+    level; a 0-d array or tensor counts as its number)."""
+    given, value = value, real_scalar(value)
     ok = (
         isinstance(value, numbers.Real)
         and not isinstance(value, bool)
         and (0.0 < float(value) < 1.0 if open_interval else 0.0 <= float(value) <= 1.0)
     )
     if not ok:
-        raise ValueError(f"{name} must be a probability in {'(0, 1)' if open_interval else '[0, 1]'}, got {value!r}")
+        raise ValueError(f"{name} must be a probability in {'(0, 1)' if open_interval else '[0, 1]'}, got {given!r}")
     return float(value)
 
 
@@ -274,13 +306,79 @@ def _address_space_in_use() -> int | None:
     return None
 
 
+PROC_MEMINFO = "/proc/meminfo"
+PROC_SELF_CGROUP = "/proc/self/cgroup"
+CGROUP_ROOT = "/sys/fs/cgroup"
+"""Where :func:`available_memory` reads the system's free memory and this process's cgroups."""
+
+_CGROUP_FILES = {
+    2: ("memory.max", "memory.current", "inactive_file"),
+    1: ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"),
+}
+"""Per cgroup version: the limit's file, the usage's file and the key of ``memory.stat`` for the inactive page
+cache."""
+
+
+def _read_int(path) -> int | None:
+    """The integer a one-line file holds; None where it is missing, unreadable or not an integer (``max``: no
+    limit)."""
+    try:
+        with open(path) as file:
+            return int(file.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _stat_value(path, key: str) -> int:
+    """The value of ``key`` in a ``memory.stat`` file (``key value`` lines); 0 where it is not there."""
+    try:
+        with open(path) as file:
+            for line in file:
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _cgroup_memory_left() -> int | None:
+    """Bytes left under the memory limits of this process's cgroup and of the cgroups above it, the tightest, or
+    None where no limit is set or readable (cgroup v2 ``memory.max``, v1 ``memory.limit_in_bytes``). At each level:
+    the limit less the usage, with the inactive page cache counted as free (the kernel reclaims it before it fails
+    an allocation, so a full cache is not a lack of memory)."""
+    try:
+        with open(PROC_SELF_CGROUP) as file:
+            lines = file.read().splitlines()
+    except OSError:
+        return None
+    left = []
+    for line in lines:
+        fields = line.split(":", 2)
+        if len(fields) != 3 or not (fields[1] == "" or "memory" in fields[1].split(",")):
+            continue
+        version = 2 if fields[1] == "" else 1
+        base = Path(CGROUP_ROOT) if version == 2 else Path(CGROUP_ROOT) / "memory"
+        limit_file, usage_file, inactive = _CGROUP_FILES[version]
+        directory = base / fields[2].lstrip("/")
+        while True:
+            limit, usage = _read_int(directory / limit_file), _read_int(directory / usage_file)
+            if limit is not None and usage is not None:
+                left.append(max(0, limit - usage + _stat_value(directory / "memory.stat", inactive)))
+            if directory == base or base not in directory.parents:
+                break
+            directory = directory.parent
+    return min(left) if left else None
+
+
 def available_memory() -> int | None:
-    """Bytes this process can still allocate, or None where the system does not say: the smaller of the
-    system's ``MemAvailable`` (``/proc/meminfo``) and, when a soft ``RLIMIT_AS`` is set, that limit less the
-    address space already mapped (``VmSize``)."""
+    """Bytes this process can still allocate, or None where the system does not say: the smallest of the
+    system's ``MemAvailable`` (``/proc/meminfo``), when a soft ``RLIMIT_AS`` is set that limit less the address
+    space already mapped (``VmSize``), and when a cgroup memory limit is set what is left under it
+    (:func:`_cgroup_memory_left`)."""
     candidates = []
     try:
-        with open("/proc/meminfo") as meminfo:
+        with open(PROC_MEMINFO) as meminfo:
             for line in meminfo:
                 if line.startswith("MemAvailable:"):
                     candidates.append(int(line.split()[1]) * 1024)
@@ -291,6 +389,9 @@ def available_memory() -> int | None:
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
         if soft != resource.RLIM_INFINITY:
             candidates.append(max(0, soft - (_address_space_in_use() or 0)))
+    cgroup = _cgroup_memory_left()
+    if cgroup is not None:
+        candidates.append(cgroup)
     return min(candidates) if candidates else None
 
 
@@ -302,8 +403,8 @@ def check_memory(bytes_needed: float, what: str) -> None:
     if available is not None and bytes_needed > available:
         raise MemoryError(
             f"{what} needs about {bytes_needed / GIB:.3g} GiB, but only {available / GIB:.3g} GiB "
-            f"of memory is available (the smaller of MemAvailable and the RLIMIT_AS address-space "
-            f"limit): use fewer examples or a machine with more memory"
+            f"of memory is available (the smallest of MemAvailable, the RLIMIT_AS address-space limit and "
+            f"the cgroup memory limit): use fewer examples or a machine with more memory"
         )
 
 

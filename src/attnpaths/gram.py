@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from scipy.linalg.blas import dsyrk as symmetric_rank_k
 
-from ._validation import as_float64_tensor, positive_int
+from ._validation import labelled_examples, positive_int
 
 DEFAULT_BLOCK_SIZE = 2048
 """Examples per block of :class:`GramStatistics` (a ``[block, D]`` float64 buffer: 15 MB at ``D = 924``)."""
@@ -43,12 +43,14 @@ class GramStatistics:
     :func:`attnpaths.kernels.scaled_features`): all that the action (eq-action) and the predictor (eq-predictor)
     need of the data when the kernel ``K(U) = F (I_N0 (x) U) F^T`` (eq-kernel) has more rows than rank.
 
-    Memory is ``D^2`` numbers and one block of ``block_size`` examples whatever ``P``, so ``P`` is limited by time,
-    not memory. The sums are float64 and in a fixed order: the examples are copied, in the order given, into
-    blocks of ``block_size`` rows (one buffer, reused), and each full block is added to the sums (BLAS ``dsyrk``
-    for the lower triangle of ``Gram``) before the next; the last, partial block is added when the statistics are
-    read. So the statistics do not depend on how the examples were cut into chunks: chunks of any sizes give
-    the same numbers as one call with every example (the same block sums in the same order).
+    Memory is ``D^2`` numbers and one block of ``block_size`` examples whatever ``P`` (twice that while a chunk
+    that completes a block is added), so ``P`` is limited by time, not memory. The sums are float64 and in a fixed
+    order: the examples are copied, in the order given, into blocks of ``block_size`` rows (a buffer), and each
+    full block is added to the sums (BLAS ``dsyrk`` for the lower triangle of ``Gram``) before the next; the last,
+    partial block is added when the statistics are read. So the statistics do not depend on how the examples were
+    cut into chunks: chunks of any sizes give the same numbers as one call with every example (the same block
+    sums in the same order). :meth:`update` adds a chunk all or nothing, so an interrupted loop over chunks can
+    be resumed at the chunk it stopped in.
 
     Args:
         block_size: examples per block, an integer >= 1 (the same for two sets of statistics to be equal bit for
@@ -98,7 +100,8 @@ class GramStatistics:
     # ------------------------------------------------------------------ accumulation
 
     def update(self, features, y) -> GramStatistics:
-        """Add a chunk of examples.
+        """Add a chunk of examples, all or nothing: where the update is interrupted (an exception, ``KeyboardInterrupt``
+        included), the statistics are those before the chunk, and giving the chunk again continues the stream.
 
         Args:
             features: ``[B, N0, n_paths]`` path features ``xi`` (numpy or torch, real, finite), the same ``N0`` and
@@ -111,63 +114,87 @@ class GramStatistics:
         Raises:
             ValueError: NaN or inf in ``features`` or ``y``, a ``y`` of another length than ``features``, or
                 ``features`` of a shape other than ``[B, N0, n_paths]`` of the earlier chunks.
+            TypeError: complex, boolean or object ``features`` or ``y``.
         """
-        xi = as_float64_tensor(features, "features")
-        if xi.ndim != 3:
-            raise ValueError(f"features must have shape [B, N0, n_paths], got {tuple(xi.shape)}")
+        xi, labels = labelled_examples(features, y)
         if self._shape is not None and tuple(xi.shape[1:]) != self._shape:
             raise ValueError(
                 f"features must have shape [B, N0, n_paths] = [B, {self._shape[0]}, {self._shape[1]}] "
                 f"like the earlier chunks, got {tuple(xi.shape)}"
-            )
-        labels = as_float64_tensor(y, "y", labels=True)
-        if labels.shape != (xi.shape[0],):
-            raise ValueError(
-                f"y must have shape [B] = [{xi.shape[0]}] (one label per example of features), "
-                f"got {tuple(labels.shape)}"
             )
         self._accumulate(xi, labels)
         return self
 
     def _accumulate(self, xi: torch.Tensor, labels: torch.Tensor) -> None:
         """:meth:`update` without the checks (``xi`` ``[B, N0, n]`` float64, ``labels`` ``[B]``, both finite)."""
-        if self._shape is None:
+        started = self._shape is None
+        if started:
             self._start(tuple(xi.shape[1:]))
-        rows = xi.reshape(xi.shape[0], self.dimension).numpy()  # (-1 is ambiguous for a chunk of 0 examples)
-        targets = labels.numpy()
-        done = 0
+        try:
+            self._add_rows(xi.reshape(xi.shape[0], self.dimension).numpy(), labels.numpy())
+        except BaseException:
+            if started:  # as before the chunk: no shape fixed yet
+                self._shape = None
+            raise
+
+    def _add_rows(self, rows: np.ndarray, targets: np.ndarray) -> None:
+        """Add ``rows`` ``[B, D]`` with their ``targets`` ``[B]``; the state (sums, buffer, fill, count) changes in one
+        assignment at the end, so an exception part-way leaves it as it was (a chunk counted in part would be added
+        again in part where it is given again: the sums would hold some examples twice)."""
+        end = self._filled + rows.shape[0]
+        if end < self.block_size:  # no block completes: the rows go where nothing reads them before the fill moves
+            self._buffer[self._filled : end] = rows
+            self._buffer_y[self._filled : end] = targets
+            self._filled, self._count = end, self._count + rows.shape[0]
+            return
+        # blocks complete: they are added to copies of the sums (one [D, D] copy per chunk, against the
+        # 2 block_size D^2 operations of at least one block). The first block is made in the buffer, whose rows
+        # past the fill are free; the later ones in a new buffer, as the first one holds the partial block of the
+        # state until the end. The same blocks in the same order as without copies: the same bits
+        gram, b, filled = self._gram.copy(order="F"), self._b.copy(), self._filled
+        buffer, buffer_y = self._buffer, self._buffer_y
+        take = self.block_size - filled
+        buffer[filled:], buffer_y[filled:] = rows[:take], targets[:take]
+        yy = self._yy + self._add_block(gram, b, buffer, buffer_y)
+        filled, done = 0, take
+        if done < rows.shape[0]:
+            buffer, buffer_y = np.empty_like(self._buffer), np.empty_like(self._buffer_y)
         while done < rows.shape[0]:
-            take = min(self.block_size - self._filled, rows.shape[0] - done)
-            self._buffer[self._filled : self._filled + take] = rows[done : done + take]
-            self._buffer_y[self._filled : self._filled + take] = targets[done : done + take]
-            self._filled += take
+            take = min(self.block_size - filled, rows.shape[0] - done)
+            buffer[filled : filled + take] = rows[done : done + take]
+            buffer_y[filled : filled + take] = targets[done : done + take]
+            filled += take
             done += take
-            if self._filled == self.block_size:
-                self._add_block(self._gram, self._b, self.block_size, in_place=True)
-                self._filled = 0
-        self._count += rows.shape[0]
+            if filled == self.block_size:
+                yy += self._add_block(gram, b, buffer, buffer_y)
+                filled = 0
+        self._gram, self._b, self._yy, self._buffer, self._buffer_y, self._filled, self._count = (
+            gram,
+            b,
+            yy,
+            buffer,
+            buffer_y,
+            filled,
+            self._count + rows.shape[0],
+        )
 
     def _start(self, shape: tuple[int, int]) -> None:
         D = shape[0] * shape[1]
-        self._shape = shape
         self._gram = np.zeros((D, D), order="F")
         self._b = np.zeros(D)
         self._buffer = np.zeros((self.block_size, D))
         self._buffer_y = np.zeros(self.block_size)
+        self._shape = shape
 
-    def _add_block(self, gram: np.ndarray, b: np.ndarray, rows: int, in_place: bool) -> float:
-        """Add the first ``rows`` rows of the buffer to ``gram`` (lower triangle, in place) and ``b``; add their
-        ``y^T y`` to the running sum when ``in_place``, else return it."""
-        block, targets = self._buffer[:rows], self._buffer_y[:rows]
+    def _add_block(self, gram: np.ndarray, b: np.ndarray, block: np.ndarray, targets: np.ndarray) -> float:
+        """Add ``block`` ``[rows, D]`` (C-ordered) to ``gram`` (lower triangle, in place) and ``targets @ block`` to
+        ``b`` (in place); return ``targets^T targets``."""
         # block^T block: dsyrk on the Fortran-ordered [D, rows] view, into the Fortran-ordered sum (in place)
         out = symmetric_rank_k(1.0, block.T, beta=1.0, c=gram, trans=0, lower=1, overwrite_c=1)
         if not np.shares_memory(out, gram):  # pragma: no cover (dsyrk writes into a Fortran-ordered float64 c)
             gram[...] = out
         b += targets @ block
-        yy = float(targets @ targets)
-        if in_place:
-            self._yy += yy
-        return yy
+        return float(targets @ targets)
 
     def _lower_totals(self) -> tuple[np.ndarray, np.ndarray, float]:
         """``(Gram [D, D] lower triangle, zeros above, b [D], y^T y)`` with the partial block added; the state's own
@@ -177,7 +204,7 @@ class GramStatistics:
         gram, b, yy = self._gram, self._b, self._yy
         if self._filled:
             gram, b = gram.copy(order="F"), b.copy()
-            yy = yy + self._add_block(gram, b, self._filled, in_place=False)
+            yy = yy + self._add_block(gram, b, self._buffer[: self._filled], self._buffer_y[: self._filled])
         return gram, b, yy
 
     def _totals(self) -> tuple[np.ndarray, np.ndarray, float]:

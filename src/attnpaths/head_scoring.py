@@ -2,18 +2,53 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_float64_array, heads_tuple
-from .paths import all_paths, check_num_paths
+from ._validation import as_float64_array, float_eps, heads_tuple
+from .paths import all_paths
 
 
 def _path_heads(heads: tuple[int, ...]) -> np.ndarray:
     """``[n_paths, L]`` array: the head each path uses in each layer (0-based)."""
     return np.array(all_paths(heads), dtype=int).reshape(-1, len(heads))
+
+
+def _order_parameter(value, heads) -> np.ndarray:
+    """``value`` as a float64 order parameter ``U [n_paths, n_paths]`` of ``heads``, or a ``ValueError`` naming ``U``.
+
+    Symmetry and positive semidefiniteness are checked to a relative tolerance of ``sqrt(eps)`` of the dtype ``U``
+    was given in (1.5e-8 for float64): an order parameter computed as ``F F^T`` with ``k`` terms per entry is off
+    by at most about ``k n_paths eps`` of its largest eigenvalue in every eigenvalue (Weyl), far below that for any
+    ``k n_paths`` up to ``1 / sqrt(eps)``, while a matrix that is not an order parameter (a sign lost, a
+    difference of two ``U``) is off by a fraction of itself."""
+    eps = float_eps(value) or float(np.finfo(np.float64).eps)
+    U = as_float64_array(value, "U")
+    if U.ndim != 2 or U.shape[0] != U.shape[1]:
+        raise ValueError(f"U must be a square [n_paths, n_paths] matrix, got shape {U.shape}")
+    heads = heads_tuple(heads)
+    if math.prod(heads) != U.shape[0]:
+        raise ValueError(
+            f"heads={heads} gives {math.prod(heads)} paths but U is [{U.shape[0]}, {U.shape[1]}] "
+            f"(one row and column per path)"
+        )
+    tolerance, scale = math.sqrt(eps), float(np.abs(U).max(initial=0.0))
+    asymmetry = float(np.abs(U - U.T).max(initial=0.0))
+    if asymmetry > tolerance * scale:
+        raise ValueError(
+            f"U must be symmetric (an order parameter), but its largest |U_ij - U_ji| is {asymmetry:.3g} "
+            f"(of entries up to {scale:.3g}; rounding allows {tolerance:.1g} of them)"
+        )
+    eigenvalues = np.linalg.eigvalsh((U + U.T) / 2)
+    if eigenvalues.size and eigenvalues[0] < -tolerance * float(np.abs(eigenvalues).max()):
+        raise ValueError(
+            f"U must be positive semidefinite (an order parameter), but its smallest eigenvalue is {eigenvalues[0]:.3g} "
+            f"(of eigenvalues up to {np.abs(eigenvalues).max():.3g} in size; rounding allows {tolerance:.1g} of them)"
+        )
+    return U
 
 
 def head_scores(U: ArrayLike, heads: int | Sequence[int], *, normalized: bool = True) -> np.ndarray:
@@ -23,17 +58,20 @@ def head_scores(U: ArrayLike, heads: int | Sequence[int], *, normalized: bool = 
     ``normalized``.
 
     Args:
-        U: ``[n_paths, n_paths]`` order parameter ``U_1``.
-        heads: ``(H_1, ..., H_L)``.
+        U: ``[n_paths, n_paths]`` order parameter ``U_1``: symmetric positive semidefinite (to rounding).
+        heads: ``(H_1, ..., H_L)``, ``H_1 ... H_L = n_paths``.
 
     Returns:
         list-like ``[L, max(H)]`` float array; entry ``[l, h]`` is the score of head ``h`` of layer ``l + 1``
         (``nan`` where layer ``l + 1`` has fewer heads).
+
+    Raises:
+        ValueError: ``U`` not a finite square matrix of ``H_1 ... H_L`` rows, not symmetric or not positive
+            semidefinite (beyond rounding), or ``heads`` not positive integers.
+        TypeError: complex, boolean or object ``U``.
     """
-    U = as_float64_array(U, "U")
-    heads = check_num_paths(U.shape[0], heads)
-    if U.shape != (U.shape[0], U.shape[0]):
-        raise ValueError(f"U must be a square [n_paths, n_paths] matrix, got {U.shape}")
+    U = _order_parameter(U, heads)
+    heads = heads_tuple(heads)
     magnitude = np.abs(U)
     path_heads = _path_heads(heads)
     scores = np.full((len(heads), max(heads)), np.nan)
@@ -79,12 +117,12 @@ def prune_order_parameter(U, heads, pruned) -> np.ndarray:
     """Zero every entry of ``U`` whose row or column path uses a pruned head (sec-oneshot-pruning).
 
     Args:
-        U: ``[n_paths, n_paths]``.
+        U: ``[n_paths, n_paths]`` order parameter (checked as by :func:`head_scores`).
         heads: ``(H_1, ..., H_L)``.
         pruned: iterable of ``(layer, head)`` pairs, 0-based.
     """
-    U = as_float64_array(U, "U").copy()
-    heads = check_num_paths(U.shape[0], heads)
+    U = _order_parameter(U, heads).copy()
+    heads = heads_tuple(heads)
     path_heads = _path_heads(heads)
     drop = np.zeros(U.shape[0], dtype=bool)
     for pair in pruned:

@@ -288,3 +288,44 @@ def test_features_that_overflow_name_the_temperature_on_the_gram_route():
             r"temperature=1e-10; try a larger temperature",
         ):
             solve(xi * 1e200, y, heads=(2,), widths=widths, temperature=1e-10, route="gram")  # F^T F overflows
+
+
+# --------------------------------------------------------------------------------------------------------
+# an update interrupted part-way
+
+
+@pytest.mark.parametrize("failing_block", [1, 2, 5])
+def test_an_update_interrupted_between_blocks_changes_nothing(monkeypatch, failing_block):
+    """A chunk of 70 examples after 10 (blocks of 16: it completes five blocks) is interrupted when its
+    ``failing_block``-th block is added (the first mixes the 10 earlier examples with the chunk's, the second comes
+    after the buffer has wrapped over those 10, the fifth is the chunk's last): the statistics are those before the
+    chunk, and the same chunk given again, then the rest, gives the bits of a stream never interrupted."""
+    xi, y = _problem(100, 3, (2, 2), seed=11)
+    cuts = [0, 10, 80, 100]
+    uninterrupted = GramStatistics(block_size=16)
+    for a, b in zip(cuts, cuts[1:]):
+        uninterrupted.update(xi[a:b], y[a:b])
+
+    stats = GramStatistics(block_size=16).update(xi[:10], y[:10])
+    before = (stats.gram, stats.features_targets, stats.targets_norm2)
+    add_block, calls = GramStatistics._add_block, []
+
+    def interrupted(self, *args, **kwargs):
+        calls.append(None)
+        if len(calls) == failing_block:
+            raise KeyboardInterrupt
+        return add_block(self, *args, **kwargs)
+
+    monkeypatch.setattr(GramStatistics, "_add_block", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        stats.update(xi[10:80], y[10:80])
+    monkeypatch.setattr(GramStatistics, "_add_block", add_block)
+    assert stats.num_examples == 10
+    assert np.array_equal(stats.gram, before[0]) and np.array_equal(stats.features_targets, before[1])
+    assert stats.targets_norm2 == before[2]
+    stats.update(xi[10:80], y[10:80]).update(xi[80:], y[80:])
+    assert stats.num_examples == 100
+    # determinism: the same blocks of the same examples, added in the same order
+    assert np.array_equal(stats.gram, uninterrupted.gram)
+    assert np.array_equal(stats.features_targets, uninterrupted.features_targets)
+    assert stats.targets_norm2 == uninterrupted.targets_norm2

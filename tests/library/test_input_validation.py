@@ -4,7 +4,12 @@ names the argument, before any work is done (attnpaths._validation)."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -20,6 +25,11 @@ from attnpaths import (
     theory_from_attention,
 )
 from attnpaths.frozen_attention import ROW_SUM_EPS, ROW_SUM_TOLERANCE, row_sum_tolerance
+
+try:
+    import resource
+except ImportError:  # pragma: no cover
+    resource = None
 
 
 @pytest.fixture(scope="module")
@@ -318,10 +328,10 @@ def test_the_heads_that_features_cannot_tell_apart_are_documented():
 def test_solve_estimates_its_memory_before_allocating(problem, monkeypatch):
     xi, y = problem
     monkeypatch.setattr(_validation, "available_memory", lambda: 1000)
-    for widths, route in ((10, "(sample|feature)-space"), (math.inf, "GP-limit")):
+    for widths, route, kernels in ((10, "(sample|feature)-space", "six"), (math.inf, "GP-limit", "five")):
         with pytest.raises(
             MemoryError,
-            match=rf"solve with P = 20 examples \({route} route: three \[P, P\] float64 "
+            match=rf"solve with P = 20 examples \({route} route: {kernels} \[P, P\] float64 "
             r"matrices and the features \[P, N0, n_paths\] = \[20, 4, 4\]\) needs "
             r"about [0-9.e-]+ GiB, but only 9.31e-07 GiB of memory is available",
         ):
@@ -330,14 +340,15 @@ def test_solve_estimates_its_memory_before_allocating(problem, monkeypatch):
     assert solve(xi, y, heads=(2, 2), widths=10, temperature=0.1).converged
 
 
-def test_the_estimate_for_a_large_problem_is_three_kernels(monkeypatch):
+def test_the_estimate_for_a_large_problem_is_six_kernels(monkeypatch):
+    """Five [P, P] matrices at once at the measured peak, and one for the margin (theory._solver_memory)."""
     from attnpaths.theory import _solver_memory, architecture
 
     needed, what = _solver_memory(12000, 4, 2, architecture((2,), 10), "feature")
-    assert needed >= 3 * 12000**2 * 8 and needed < 3.01 * 12000**2 * 8
+    assert needed >= 6 * 12000**2 * 8 and needed < 6.2 * 12000**2 * 8
     assert what.startswith("solve with P = 12000 examples (feature-space route")
     monkeypatch.setattr(_validation, "available_memory", lambda: 3 * 2**30)
-    with pytest.raises(MemoryError, match=r"P = 12000 .* needs about 3.22 GiB, but only 3 GiB of memory is available"):
+    with pytest.raises(MemoryError, match=r"P = 12000 .* needs about 6.63 GiB, but only 3 GiB of memory is available"):
         _validation.check_memory(needed, what)
 
 
@@ -354,6 +365,107 @@ def test_available_memory_is_the_smaller_of_meminfo_and_the_address_space_limit(
     with pytest.raises(MemoryError, match=r"the test computation needs about 1 GiB, but only 0 GiB"):
         _validation.check_memory(2**30, "the test computation")
     _validation.check_memory(0, "nothing")
+
+
+DENSE_SOLVE = """
+import json, resource, sys
+import torch
+from attnpaths.theory import _solver_memory, architecture, solve
+
+def status(key):
+    with open("/proc/self/status") as lines:
+        return next(int(line.split()[1]) * 1024 for line in lines if line.startswith(key + ":"))
+
+P, n0 = 1500, 60  # D = 240: the feature route's [P, P] matrices dominate
+g = torch.Generator().manual_seed(0)
+y = torch.cat([torch.ones(P // 2), -torch.ones(P - P // 2)]).to(torch.float64)
+xi = torch.randn(P, n0, 4, generator=g, dtype=torch.float64)
+xi[:, 0, 0] += 1.5 * y
+estimate = _solver_memory(P, n0, 4, architecture((2, 2), 10), "feature")[0]
+headroom = sys.argv[1]
+if headroom != "none":
+    resource.setrlimit(resource.RLIMIT_AS, (status("VmSize") + int(headroom), resource.getrlimit(resource.RLIMIT_AS)[1]))
+try:
+    open("/proc/self/clear_refs", "w").write("5")  # VmHWM from here on
+except OSError:
+    pass
+size, resident = status("VmSize"), status("VmRSS")
+try:
+    solve(xi, y, heads=(2, 2), widths=10, temperature=0.01, route="feature", on_failure="warn")
+    outcome = ["solved", ""]
+except BaseException as err:
+    outcome = [type(err).__name__, str(err)]
+print(json.dumps(dict(outcome=outcome, estimate=estimate, virtual=status("VmPeak") - size,
+                      resident=status("VmHWM") - resident)))
+"""
+
+
+def _dense_solve(headroom) -> dict:
+    """A forced feature-route solve of P = 1500 examples (D = 240) in a fresh process, with ``headroom`` bytes of
+    address space (RLIMIT_AS) beyond what the process has mapped before it, or none; its outcome, the estimate and
+    the peaks it reached (virtual: VmPeak, resident: VmHWM, over their values before the solve)."""
+    environment = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    done = subprocess.run(
+        [sys.executable, "-c", DENSE_SOLVE, str(headroom)], capture_output=True, text=True, env=environment, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_the_estimate_covers_the_measured_peak_of_a_dense_solve():
+    run = _dense_solve("none")
+    assert run["outcome"] == ["solved", ""]
+    # the estimate holds the peak, virtual (what RLIMIT_AS counts) and resident, and is not several times it
+    assert max(run["virtual"], run["resident"]) <= run["estimate"] <= 2.5 * max(run["virtual"], run["resident"])
+
+
+@pytest.mark.skipif(resource is None or not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc")
+def test_a_dense_solve_beyond_the_address_space_limit_is_refused_before_it_starts():
+    """80 MiB of address space is more than three [P, P] matrices and the features take (57 MiB) but less than the
+    solve's peak (above 100 MiB resident, 170 MiB of address space): the solve is refused by the library's check
+    before it starts, not by torch part-way."""
+    run = _dense_solve(80 * 2**20)
+    kind, message = run["outcome"]
+    assert kind == "MemoryError"
+    assert re.match(
+        r"solve with P = 1500 examples \(feature-space route: .*\) needs about 0.3\d* GiB, but only 0.0\d* GiB of "
+        r"memory is available",
+        message,
+    ), message
+
+
+def test_available_memory_reads_the_cgroup_memory_limit(tmp_path, monkeypatch):
+    """A cgroup memory limit (v2: memory.max, v1: memory.limit_in_bytes, on this process's cgroup or one above it)
+    bounds the memory left where it is below MemAvailable: the limit less the usage, less the inactive page cache
+    the kernel reclaims first."""
+    monkeypatch.setattr(_validation.resource, "getrlimit", lambda which: (_validation.resource.RLIM_INFINITY,) * 2)
+    gib = 2**30
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(f"MemTotal: {64 * 2**20} kB\nMemAvailable: {32 * 2**20} kB\n")  # 32 GiB
+    monkeypatch.setattr(_validation, "PROC_MEMINFO", str(meminfo))
+    for version, (limit_file, usage_file, inactive) in {
+        2: ("memory.max", "memory.current", "inactive_file"),
+        1: ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"),
+    }.items():
+        root = tmp_path / f"v{version}"
+        base = root if version == 2 else root / "memory"
+        for where, limit, usage, cache in (("outer", 3 * gib, 2 * gib, 0), ("outer/job", gib, gib, gib // 4)):
+            (base / where).mkdir(parents=True)
+            (base / where / limit_file).write_text(f"{limit}\n")
+            (base / where / usage_file).write_text(f"{usage}\n")
+            (base / where / "memory.stat").write_text(f"cache 5\n{inactive} {cache}\nactive_file 7\n")
+        (root / "self").write_text("0::/outer/job\n" if version == 2 else "9:pids:/\n4:cpu,memory:/outer/job\n0::/\n")
+        monkeypatch.setattr(_validation, "CGROUP_ROOT", str(root))
+        monkeypatch.setattr(_validation, "PROC_SELF_CGROUP", str(root / "self"))
+        assert _validation.available_memory() == gib // 4  # the job's 1 - (1 - 0.25) GiB, less than 3 - 2 GiB above
+        with pytest.raises(MemoryError, match=r"only 0.25 GiB of memory is available \(.*the cgroup memory limit"):
+            _validation.check_memory(gib // 2, "the test computation")
+        (base / "outer" / limit_file).write_text("max\n" if version == 2 else f"{2**63 - 4096}\n")  # no limit
+        (base / "outer/job" / limit_file).write_text(f"{2 * gib}\n")
+        assert _validation.available_memory() == gib + gib // 4
+        (base / "outer/job" / limit_file).write_text(f"{64 * gib}\n")  # above MemAvailable: that one counts
+        assert _validation.available_memory() == 32 * gib
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -434,3 +546,61 @@ def test_the_posterior_sampler_checks_its_data_and_temperature():
     for temperature, shown in BAD_TEMPERATURES:
         with pytest.raises(ValueError, match=rf"temperature must be a finite real number > 0, got {shown}"):
             PosteriorSampler(network, y, temperature, x=x)
+
+
+# --------------------------------------------------------------------------------------------------------
+# 9. numbers given as 0-d arrays, and strings where numbers are expected
+
+
+def test_a_temperature_given_as_a_zero_dimensional_array_or_numpy_scalar_is_that_number(problem):
+    xi, y = problem
+    reference = solve(xi, y, heads=(2, 2), widths=10, temperature=0.01)
+    for temperature in (np.array(0.01), torch.tensor(0.01, dtype=torch.float64), np.float64(0.01)):
+        assert _validation.positive_real(temperature, "temperature") == 0.01
+        found = solve(xi, y, heads=(2, 2), widths=10, temperature=temperature)
+        assert found.temperature == 0.01 and type(found.temperature) is float
+        assert np.array_equal(found.U, reference.U)  # determinism: the same number, the same computation
+    assert _validation.positive_real(np.float32(0.5), "temperature") == 0.5  # exact in float32
+    assert _validation.finite_real(torch.tensor(-2), "shift") == -2.0
+    for temperature, shown in (
+        (np.array([0.01]), r"array\(\[0.01\]\)"),
+        (np.array(True), r"array\(True\)"),
+        (torch.tensor(0.01 + 0.01j), r"tensor\(0.0100\+0.0100j\)"),
+        (np.array(-0.01), r"-0.01"),
+        (torch.tensor(float("nan")), r"nan"),
+    ):
+        with pytest.raises(ValueError, match=rf"^temperature must be a (finite )?real number > 0, got {shown}"):
+            solve(xi, y, heads=(2, 2), widths=10, temperature=temperature)
+
+
+@pytest.mark.parametrize("widths", ["10", b"10", "inf"])
+def test_widths_given_as_a_string_are_refused_not_read_as_characters(problem, widths):
+    xi, y = problem
+    with pytest.raises(
+        ValueError, match=r"^widths must be a number >= 1 or a tuple \(N_1, \.\.\., N_L, N_a\) of them, "
+    ):
+        solve(xi, y, heads=(4,), widths=widths, temperature=0.1)  # two characters and two values for L = 1
+    assert solve(xi, y, heads=(4,), widths=np.array(10.0), temperature=0.1).widths == (10.0, 10.0)
+
+
+# --------------------------------------------------------------------------------------------------------
+# 10. head scores
+
+
+def test_head_scores_name_u_and_refuse_a_matrix_that_is_not_an_order_parameter():
+    from attnpaths.head_scoring import head_scores, prune_order_parameter
+
+    F = np.random.default_rng(3).standard_normal((4, 2))
+    U = F @ F.T  # rank 2: eigenvalues 0 to rounding, some of them negative
+    U[0, 1] += 1e-16 * np.abs(U).max()  # and symmetric to rounding only
+    assert np.nanmax(head_scores(U, (2, 2))) == 1.0  # exact on any CPU: x / x = 1
+    for bad, match in (
+        (np.eye(3), r"^heads=\(2, 2\) gives 4 paths but U is \[3, 3\] \(one row and column per path\)"),
+        (np.eye(4)[:3], r"^U must be a square \[n_paths, n_paths\] matrix, got shape \(3, 4\)"),
+        (np.ones(4), r"^U must be a square \[n_paths, n_paths\] matrix, got shape \(4,\)"),
+        (np.triu(np.ones((4, 4))), r"^U must be symmetric .* largest \|U_ij - U_ji\| is 1 "),
+        (np.diag([1.0, -0.5, 1.0, 1.0]), r"^U must be positive semidefinite .* smallest eigenvalue is -0.5 "),
+    ):
+        for check in (head_scores, lambda U, heads: prune_order_parameter(U, heads, [])):
+            with pytest.raises(ValueError, match=match):
+                check(bad, (2, 2))

@@ -30,9 +30,10 @@ from collections.abc import Callable
 import numpy as np
 from tqdm import tqdm
 
-from .._validation import increasing_ints, positive_int
+from .._validation import increasing_ints, labelled_examples, positive_int
 from ..engine import IN_PROCESS, THREADS, Engine, TaskFailed, client_for, map_tasks
 from ..gram import DEFAULT_BLOCK_SIZE, GramStatistics
+from ..paths import check_num_paths
 
 
 class ChunkedStream:
@@ -100,21 +101,38 @@ def _map(function, tasks, *, shared, description, client, offset: int, total: in
         raise TaskFailed(description, offset + err.index, total, err.arguments, err.remote_traceback) from err.__cause__
 
 
-def _check_chunk(chunk, k: int):
-    """``(features, y)`` of ``make_chunk(k)``, or a ``ValueError`` naming the chunk."""
+def _check_chunk(make_chunk: Callable, k: int):
+    """``(features [p, N0, n_paths], y [p])`` of ``make_chunk(k)``, float64 tensors checked as the in-memory
+    :func:`attnpaths.theory.solve` and :meth:`attnpaths.gram.GramStatistics.update` check their data
+    (:func:`attnpaths._validation.labelled_examples`: finite, real, not boolean, one label per example), and with
+    ``n_paths = H_1 ... H_L`` where ``make_chunk`` carries its ``heads`` (:class:`ChunkedStream`). A ``ValueError``
+    (``TypeError`` for complex, boolean or object values) for the caller to name the chunk in."""
+    chunk = make_chunk(k)
     if not isinstance(chunk, (tuple, list)) or len(chunk) != 2:
         raise ValueError(
             f"make_chunk({k}) must return a pair (features [p, N0, n_paths], y [p]), got {type(chunk).__name__}"
         )
-    return chunk
+    features, y = labelled_examples(*chunk)
+    heads = getattr(make_chunk, "heads", None)
+    if heads is not None:
+        check_num_paths(features.shape[2], heads)
+    return features, y
+
+
+def _refused(err: Exception, k: int) -> str:
+    """The message of a chunk refused by :func:`_check_chunk` (or by ``make_chunk`` itself with a ``ValueError``),
+    naming the chunk."""
+    if isinstance(err, ValueError) and str(err).startswith(f"make_chunk({k})"):
+        return str(err)
+    return f"make_chunk({k}) returned a bad chunk: {err}"
 
 
 def _chunk_statistics(make_chunk: Callable, k: int, block_size: int = DEFAULT_BLOCK_SIZE, stop: int | None = None):
     """The task of :func:`gram_statistics_at` for chunks ``k, ..., stop - 1`` (default: chunk ``k`` alone):
     ``(statistics, None)``, the :class:`attnpaths.gram.GramStatistics` of their examples in chunk order, or
-    ``(None, message)`` where a chunk is refused (a shape other than ``[p, N0, n_paths]`` and ``[p]`` with
-    ``p >= 1``, NaN or inf, complex or boolean values, features of another ``N0`` or ``n_paths`` than the task's
-    first chunk): the caller raises the ``ValueError``, naming the chunk, in its own process.
+    ``(None, message)`` where a chunk is refused (:func:`_check_chunk`; ``p = 0``; features of another ``N0`` or
+    ``n_paths`` than the task's first chunk): the caller raises the ``ValueError``, naming the chunk, in its own
+    process.
 
     The statistics returned hold no block buffer (``[block_size, D]``, 15 MB at ``D = 924``): they are the
     merge of the chunks' into empty statistics of blocks of one example, which copies the sums exactly (each is
@@ -122,14 +140,12 @@ def _chunk_statistics(make_chunk: Callable, k: int, block_size: int = DEFAULT_BL
     statistics = GramStatistics(block_size)
     for j in range(k, k + 1 if stop is None else stop):
         try:
-            features, y = _check_chunk(make_chunk(j), j)
+            features, y = _check_chunk(make_chunk, j)
             if len(features) == 0:
                 raise ValueError(f"make_chunk({j}) must return p >= 1 examples (features [p, N0, n_paths]), got none")
             statistics.update(features, y)
         except (ValueError, TypeError) as err:
-            if isinstance(err, ValueError) and str(err).startswith(f"make_chunk({j})"):
-                return None, str(err)
-            return None, f"make_chunk({j}) returned a bad chunk: {err}"
+            return None, _refused(err, j)
     return GramStatistics(1).merge(statistics), None
 
 
@@ -179,8 +195,9 @@ def gram_statistics(
 
     Raises:
         ValueError: ``num_chunks``, ``block_size`` or ``chunks_per_round`` out of range, ``engine`` of another
-            kind, a chunk that is not a pair of finite real arrays ``[p, N0, n_paths]`` and ``[p]`` with
-            ``p >= 1``, or chunks of different ``N0`` or ``n_paths`` (each naming the chunk).
+            kind, a chunk that is not a pair of finite real (not boolean) arrays ``[p, N0, n_paths]`` and ``[p]``
+            with ``p >= 1`` (``n_paths = H_1 ... H_L`` where ``make_chunk`` carries its ``heads``), or chunks of
+            different ``N0`` or ``n_paths`` (each naming the chunk).
         attnpaths.engine.TaskFailed: ``make_chunk`` itself raised.
     """
     num_chunks = positive_int(num_chunks, "num_chunks")
@@ -278,19 +295,11 @@ def _chunk_predictions(solution, make_chunk: Callable, k: int, batch_size: int =
     """The task of :func:`predict_streamed` for chunk ``k``: ``(mean, variance, y)`` of ``make_chunk(k)``
     (numpy arrays), or ``(None, message, None)`` where the chunk is refused."""
     try:
-        features, y = _check_chunk(make_chunk(k), k)
-        labels = np.asarray(y, dtype=np.float64)
+        features, labels = _check_chunk(make_chunk, k)
         mean, variance = solution.predict(features, batch_size=batch_size)
-        if labels.shape != mean.shape or not np.isfinite(labels).all():
-            raise ValueError(
-                f"make_chunk({k}) must return finite labels y [p] = [{mean.shape[0]}] (one per "
-                f"example of features), got shape {labels.shape}"
-            )
     except (ValueError, TypeError) as err:
-        if isinstance(err, ValueError) and str(err).startswith(f"make_chunk({k})"):
-            return None, str(err), None
-        return None, f"make_chunk({k}) returned a bad chunk: {err}", None
-    return mean, variance, labels
+        return None, _refused(err, k), None
+    return mean, variance, labels.numpy()
 
 
 def predict_streamed(
@@ -318,13 +327,23 @@ def predict_streamed(
         ``(mean, variance, y)``, numpy arrays of length ``sum_k p_k``.
 
     Raises:
-        ValueError: an argument out of range, or a chunk that is not a pair ``(features [p, N0, n_paths], y [p])``
-            of finite real arrays of the solution's ``N0`` and ``n_paths`` (naming the chunk).
+        ValueError: an argument out of range; a ``make_chunk`` that carries its heads (:class:`ChunkedStream`) other
+            than the solution's, in another order included; or a chunk that is not a pair
+            ``(features [p, N0, n_paths], y [p])`` of finite real (not boolean) arrays of the solution's ``N0`` and
+            ``n_paths`` (naming the chunk).
     """
     if not callable(getattr(solution, "predict", None)):
         raise ValueError(f"solution must be a TheorySolution (attnpaths.theory), got {type(solution).__name__}")
     if not callable(make_chunk):
         raise ValueError(f"make_chunk must be callable (k -> (features, y)), got {type(make_chunk).__name__}")
+    heads, stream_heads = tuple(getattr(solution, "heads", ())), getattr(make_chunk, "heads", None)
+    if stream_heads is not None and tuple(stream_heads) != heads:
+        # the features hold the paths in one flat axis: heads of one product in another order give features of
+        # the same shape, read with the paths mislabelled
+        raise ValueError(
+            f"make_chunk must make the features of the solution's heads {heads}, in that order: it carries heads "
+            f"{tuple(stream_heads)}"
+        )
     num_chunks = positive_int(num_chunks, "num_chunks")
     batch_size = positive_int(batch_size, "batch_size")
     chunks_per_round = positive_int(chunks_per_round, "chunks_per_round")

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-from .._validation import as_float64_tensor, check_memory, heads_tuple, positive_int, positive_real
+from .._validation import as_float64_tensor, check_memory, heads_tuple, positive_int, positive_real, real_scalar
 from ..action import (
     Architecture,
     EnergyEvaluator,
@@ -59,12 +59,16 @@ class CertificateWarning(UserWarning):
 
 def parse_widths(widths, num_layers: int) -> tuple[float, ...]:
     """``widths``: one number for every layer, or ``(N_1, ..., N_L, N_a)``; ``inf`` gives the GP limit."""
+    widths = real_scalar(widths)
     if isinstance(widths, numbers.Real) and not isinstance(widths, bool):
         widths = (widths,) * (num_layers + 1)
+    expected = "a number >= 1 or a tuple (N_1, ..., N_L, N_a) of them"
+    if isinstance(widths, (str, bytes)):  # iterable, but its characters are not widths
+        raise ValueError(f"widths must be {expected}, got {widths!r} (a string)")
     try:
         widths = tuple(widths)
     except TypeError as err:
-        raise ValueError(f"widths must be a number >= 1 or a tuple (N_1, ..., N_L, N_a), got {widths!r}") from err
+        raise ValueError(f"widths must be {expected}, got {widths!r}") from err
     if len(widths) != num_layers + 1:
         raise ValueError(f"widths must hold L + 1 = {num_layers + 1} values (N_1, ..., N_L, N_a), got {len(widths)}")
     out = []
@@ -756,36 +760,55 @@ def _default_route(P: int, n0: int, n: int, arch: Architecture) -> str:
     return "gram" if 1.2 * P * D * D + 4.0 * D**3 + r * r * D < P * P * D else "feature"
 
 
+SOLVER_OVERHEAD_BYTES = 192 * 2**20
+"""Bytes that a solve needs beyond the arrays counted by :func:`_solver_memory`: 64 MiB of address space beyond
+the resident peak (VmPeak over VmHWM: the allocator's arenas, the BLAS and LAPACK code and their workspaces, all
+counted by ``RLIMIT_AS``), 96 MiB for the heap's fragmentation (glibc keeps freed blocks below its 32 MiB mmap
+threshold in the heap: ``[P, P]`` matrices of ``P < 2048`` raise the peak of one solve by up to three of them,
+92 MiB seen at ``P = 2000`` between runs of the same solve) and a 32 MiB margin."""
+
+
 def _solver_memory(P: int, n0: int, n: int, arch: Architecture, route: str | None = None) -> tuple[float, str]:
-    """Bytes that :func:`solve` allocates for ``P`` examples of ``[N0, n_paths] = [n0, n]`` path features, about,
-    and the route's description: three ``[P, P]`` float64 matrices (the kernel and the Cholesky factors of the
-    current and the trial point; in the GP limit the kernel, ``T I`` and the factor), the scaled and whitened
-    features, and on the sample-space route the three ``[P, P, m]`` stores of the basis kernels
-    (``m = n (n + 1) / 2``, :class:`attnpaths.action.EnergyEvaluator`); on the Gram route (``route`` ``"gram"``;
-    default: :func:`_default_route`) no ``[P, P]`` matrix: eight ``[D, D]`` matrices (``D = n0 n``: the Gram
-    matrix, its copy and eigenvectors, the equivalent rows and the feature route's products on them) and a block
-    of ``attnpaths.gram.DEFAULT_BLOCK_SIZE`` examples."""
+    """Bytes that :func:`solve` needs at its peak for ``P`` examples of ``[N0, n_paths] = [n0, n]`` path features,
+    about, and the route's description (``route``: ``"sample"``, ``"feature"``, ``"gram"``; default
+    :func:`_default_route`). ``D = n0 n``, ``m = n (n + 1) / 2``.
+
+    Measured, as the growth of ``VmHWM`` (resident) and ``VmPeak`` (virtual, what ``RLIMIT_AS`` limits) of a fresh
+    process over a forced solve (``P`` from 500 to 4000, ``N0`` from 60 to 500, ``n = 4``; the fits are within
+    15 MiB of the smallest peak of each; e.g. 93, 264 and 474 MiB resident at ``P`` = 1000, 2000, 3000 and
+    ``N0 = 231``, where three ``[P, P]`` matrices are 23, 92 and 206 MiB): the feature-space route
+    ``5.1 P^2 + 5.0 P D + 2.2 D^2`` float64 numbers (the current point's Cholesky factor with the trial point's
+    kernel, its shifted copy and factor held at once, and ``[P, D]`` products of the features); the sample-space
+    route the same and its three ``[P, P, m]`` stores of the basis kernels; the GP limit ``4 P^2 + P D``; the Gram
+    route ``14 D^2`` and a block of ``attnpaths.gram.DEFAULT_BLOCK_SIZE`` examples (the Gram matrix, its
+    eigenvectors and the ``r <= D`` equivalent rows, then the contraction on those rows: a ``P = D`` solve). The
+    estimate rounds each coefficient up to the next integer or more (``6 P^2``: one ``[P, P]`` matrix beyond the
+    five held at once, 20 % at large ``P``) and adds :data:`SOLVER_OVERHEAD_BYTES`: a solve under the estimate
+    fits, with a few tens of MiB to spare at its worst measured peak."""
     route = _default_route(P, n0, n, arch) if route is None else route
-    D = n0 * n
+    D, m = n0 * n, n * (n + 1) // 2
     if route == "gram":
-        numbers = 8 * D * D + DEFAULT_BLOCK_SIZE * D
+        # the contraction on r <= D rows (the sample-space one keeps its stores), the Gram matrix, its copy while a
+        # chunk is added and the equivalent rows, and two blocks of examples (the buffer and the one being filled)
+        stores = 3 * D * D * m if EnergyEvaluator.cheaper_route(D, n0, n, direct_only=True) == "sample" else 0
+        numbers = 18 * D * D + stores + 2 * DEFAULT_BLOCK_SIZE * D
         what = (
-            f"solve with P = {P} examples (gram route: eight [D, D] float64 matrices, D = N0 n_paths = {D}, "
+            f"solve with P = {P} examples (gram route: eighteen [D, D] float64 matrices, D = N0 n_paths = {D}, "
             f"for the features [P, N0, n_paths] = [{P}, {n0}, {n}])"
         )
-        return 8.0 * numbers, what
+        return 8.0 * numbers + SOLVER_OVERHEAD_BYTES, what
     if arch.gp_limit:
-        route, numbers = "GP-limit", 3 * P * P + P * n0 * n
+        route, kernels, numbers = "GP-limit", "five", 5 * P * P + 2 * P * D
     else:
-        route = route + "-space"
-        numbers = 3 * P * P + 2 * P * n0 * n + (n0 * n) ** 2
+        route, kernels = route + "-space", "six"
+        numbers = 6 * P * P + 6 * P * D + 3 * D * D
         if route == "sample-space":
-            numbers += 3 * P * P * (n * (n + 1) // 2)
+            numbers += 3 * P * P * m
     what = (
-        f"solve with P = {P} examples ({route} route: three [P, P] float64 matrices and the features "
+        f"solve with P = {P} examples ({route} route: {kernels} [P, P] float64 matrices and the features "
         f"[P, N0, n_paths] = [{P}, {n0}, {n}])"
     )
-    return 8.0 * numbers, what
+    return 8.0 * numbers + SOLVER_OVERHEAD_BYTES, what
 
 
 def classification_accuracy(mean, labels) -> float:
@@ -842,8 +865,8 @@ def solve(
     Raises:
         ValueError: an argument out of its range; also where the action is not finite at the starting point.
         TypeError: complex, boolean or object ``features`` or ``y``.
-        MemoryError: before any large allocation, where the solver's arrays (about three ``[P, P]`` float64
-            matrices; on the Gram route a few ``[D, D]``) would not fit in the available memory.
+        MemoryError: before any large allocation, where the solver's arrays (about six ``[P, P]`` float64
+            matrices; on the Gram route some ``[D, D]``) would not fit in the available memory.
     """
     X_raw = as_float64_tensor(features, "features")
     if X_raw.ndim != 3 or X_raw.shape[0] < 1:
