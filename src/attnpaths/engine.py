@@ -33,10 +33,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+import threadpoolctl
 import torch
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController, threadpool_limits
 from tqdm import tqdm
 
+from ._optional import require
 from ._validation import positive_int
 
 SCHEDULER_ENV = "ATTNPATHS_SCHEDULER"
@@ -97,10 +99,51 @@ def experiment_generator(seed: int, *identity: int) -> np.random.Generator:
 
 # Counted, not held: tasks running at once in threads of one process (an engine of mode "threads") share the
 # one-thread settings, which the first task in sets and the last task out restores; a task that runs a sweep
-# in-process nests single_threaded() in its own thread and only adds a count.
+# in-process nests single_threaded() in its own thread and only adds a count. An engine of threads holds a count
+# in the calling thread for the whole sweep, so that its tasks never set or restore the process's settings.
 _thread_settings = threading.Lock()
 _one_thread_users = 0
 _restore_one_thread = None
+_openmp_pools = None  # threadpoolctl's controller of the OpenMP libraries loaded when the settings were made
+
+
+def _release_openblas() -> None:
+    """Let the next thread that sets a BLAS limit take effect.
+
+    Recent threadpoolctl releases let one thread only change a process-wide (pthreads) OpenBLAS pool: the first
+    to set a limit, until it leaves a ``with threadpool_limits(...)`` block; a limit set by any other thread is
+    silently ignored. A thread that sets a limit without such a block keeps that control for its lifetime: after
+    one in-process sweep, the tasks of an engine of threads would run OpenBLAS on every core and sum a Gram matrix
+    of ``D = 924`` (``attnpaths.gram.GramStatistics``) to other bits. The settings made here are the process's:
+    the thread that makes or restores them takes the control first, and leaves it to nobody."""
+    controller = getattr(threadpoolctl, "OpenBLASController", None)
+    release = getattr(controller, "clear_controlling_thread", None)  # absent from earlier threadpoolctl releases
+    if release is not None:
+        release(force=True)
+
+
+def _one_thread_in_process():
+    """Set torch and every BLAS pool of the process to one thread; returns the function that restores them.
+
+    scipy's own OpenBLAS is loaded on the first import of ``scipy.linalg``; a limit reaches only the libraries
+    loaded when it is set, so it is loaded first."""
+    global _openmp_pools
+    import scipy.linalg.blas  # noqa: F401  (loads scipy's BLAS, so that the limit below reaches it)
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    pools = ThreadpoolController()
+    _release_openblas()
+    limits = pools.select(user_api="blas").limit(limits=1)  # restores the BLAS pools only, in any thread
+    _openmp_pools = pools.select(user_api="openmp")
+
+    def restore():
+        _release_openblas()
+        limits.restore_original_limits()
+        _release_openblas()
+        torch.set_num_threads(previous)
+
+    return restore
 
 
 @contextmanager
@@ -109,24 +152,20 @@ def single_threaded():
     last body running in this process ends (bodies may run at once in several threads).
 
     Floating-point sums depend on how a reduction is split between threads; with one thread everywhere a
-    task gives the same bits in any process, and in any thread."""
+    task gives the same bits in any process, and in any thread. The BLAS pools and torch's thread count are the
+    process's, set by the first body in and restored by the last one out; an OpenMP pool's size is each thread's
+    own (a thread the process starts gets the default), so every body sets its own thread's, and restores it."""
     global _one_thread_users, _restore_one_thread
     with _thread_settings:
         if _one_thread_users == 0:
-            previous = torch.get_num_threads()
-            torch.set_num_threads(1)
-            limits = threadpool_limits(limits=1)
-
-            def restore(previous=previous, limits=limits):
-                limits.restore_original_limits()
-                torch.set_num_threads(previous)
-
-            _restore_one_thread = restore
+            _restore_one_thread = _one_thread_in_process()
         _one_thread_users += 1
+        openmp = _openmp_pools.limit(limits=1)
     try:
         yield
     finally:
         with _thread_settings:
+            openmp.restore_original_limits()
             _one_thread_users -= 1
             if _one_thread_users == 0:
                 _restore_one_thread()
@@ -180,7 +219,7 @@ def client_for(address: str):
     """A ``dask.distributed.Client`` connected to ``address`` (one per address and process, kept open).
 
     Raises ``ValueError`` naming the address when no scheduler answers there."""
-    from distributed import Client
+    Client = require("distributed", "engine").Client
 
     client = _clients.get(address)
     if client is None or client.status not in ("running", "connecting"):
@@ -299,13 +338,14 @@ def _in_process(function, tasks, shared, description, bar) -> list:
 
 
 def _in_threads(threads: int, function, tasks, shared, description, bar) -> list:
-    """The tasks on a pool of ``threads`` threads of this process, each with one thread in every pool (the
-    settings are the process's, shared by the tasks running at once: :func:`single_threaded`). The standard
-    library's pool: Dask's threaded scheduler would run the same pool behind a task graph these independent
-    tasks do not need."""
+    """The tasks on a pool of ``threads`` threads of this process, each with one thread in every pool. The calling
+    thread holds the process's settings (:func:`single_threaded`) from before the first task starts to after the
+    last one ends, so they are set and restored in one thread, once, and no task runs between a restore and the
+    next setting. The standard library's pool: Dask's threaded scheduler would run the same pool behind a task graph
+    these independent tasks do not need."""
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="attnpaths-task") as pool:
+    with single_threaded(), ThreadPoolExecutor(max_workers=threads, thread_name_prefix="attnpaths-task") as pool:
         futures = [pool.submit(run_task, function, {**shared, **arguments}) for arguments in tasks]
         pending = set(futures)
         try:
@@ -503,8 +543,8 @@ def start_engine(scheduler: str | None = None, workers: int | None = None, threa
     if workers == 1:
         yield Engine(IN_PROCESS, None, 1, None)
         return
-    import dask
-    from distributed import LocalCluster
+    dask = require("dask", "engine")
+    LocalCluster = require("distributed", "engine").LocalCluster
 
     with (
         dask.config.set(worker_config()),

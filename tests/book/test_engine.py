@@ -576,3 +576,82 @@ def test_single_threaded_nests():
             assert torch.get_num_threads() == 1
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == threads
+
+
+# ---------------------------------------------------------------------------------------------------------
+# an engine of threads holds every pool of the process to one thread
+
+IN_THIS_PROCESS = engine.Engine(engine.IN_PROCESS, None, 1, None)
+
+
+def _pool_sizes() -> dict:
+    """torch's thread count and the size of every BLAS and OpenMP pool of this process, as read in this thread."""
+    from threadpoolctl import threadpool_info
+
+    return {"torch": torch.get_num_threads(), **{p["filepath"]: p["num_threads"] for p in threadpool_info()}}
+
+
+def test_every_pool_has_one_thread_in_every_task_of_an_engine_of_threads():
+    """With the process's pools at two threads (a notebook on a machine of two cores or more) and an in-process
+    sweep run first (its task sets the one-thread limits in the calling thread), the tasks of an engine of threads,
+    two at once in the pool's two threads, see one thread in torch and in every BLAS (numpy's and scipy's OpenBLAS)
+    and OpenMP pool; afterwards the pools have their sizes back."""
+    import scipy.linalg.blas  # noqa: F401  (scipy's OpenBLAS, loaded on first import: one of the pools checked)
+    from threadpoolctl import threadpool_limits
+
+    barrier = threading.Barrier(2, timeout=30)
+
+    def sizes(i):
+        if i < 2:
+            barrier.wait()  # the first two tasks at once: one in each thread of the pool
+        return _pool_sizes()
+
+    with threadpool_limits(limits=2):
+        before = _pool_sizes()
+        here = engine.map_tasks(sizes, [dict(i=9)], description="in-process", client=IN_THIS_PROCESS, progress=False)
+        with engine.start_engine(workers=2, threads=True) as threads:
+            seen = engine.map_tasks(sizes, [dict(i=i) for i in range(4)], description="pools", client=threads,
+                                    progress=False)  # fmt: skip
+        after = _pool_sizes()
+    assert any("openblas" in name for name in before) and max(before.values()) == 2
+    for found in [*here, *seen]:
+        assert set(found) == set(before) and set(found.values()) == {1}, found
+    assert after == before
+
+
+class _WideChunks:
+    """Chunk ``k``: ``(features [300, 231, 4], y [300])`` of standard normal numbers drawn from ``[seed, k]`` (the
+    features of the paper's HMC task have ``D = 231 * 4 = 924``)."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    def __call__(self, k):
+        rng = np.random.default_rng([self.seed, k])
+        return rng.standard_normal((300, 231, 4)), rng.standard_normal(300)
+
+
+def test_an_engine_of_threads_sums_a_wide_gram_matrix_to_the_bits_of_the_in_process_run():
+    """At ``D = 924`` OpenBLAS on two threads sums ``F^T F`` (``dsyrk``) to other bits than on one (checked here
+    first: at the small ``D`` of the other tests the bits are the same either way); with the process's pools at two
+    threads, after an in-process run, an engine of threads still gives the in-process run's statistics bit for bit."""
+    from threadpoolctl import threadpool_limits
+
+    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.gram import GramStatistics
+
+    chunks = _WideChunks(seed=4)
+    arguments = dict(make_chunk=chunks, num_chunks=4, block_size=300, progress=False)
+    with threadpool_limits(limits=2):
+        here = gram_statistics(engine=IN_THIS_PROCESS, **arguments)
+        two_threads = GramStatistics(300)
+        for k in range(4):
+            two_threads.update(*chunks(k))
+        if np.array_equal(two_threads.gram, here.gram):
+            pytest.skip("this machine's OpenBLAS sums F^T F of D = 924 to the same bits on two threads as on one")
+        with engine.start_engine(workers=2, threads=True) as threads:
+            there = gram_statistics(engine=threads, chunks_per_round=4, **arguments)
+    assert here.dimension == 924
+    # determinism: the same blocks summed on one thread each, in the same order
+    assert np.array_equal(there.gram, here.gram) and np.array_equal(there.features_targets, here.features_targets)
+    assert there.targets_norm2 == here.targets_norm2 and there.num_examples == here.num_examples == 1200

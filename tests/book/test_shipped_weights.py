@@ -3,25 +3,29 @@
 The chapters that train (oneshot, pruning) load the weights shipped in ``src/attnpaths_book/trained`` by
 default; these tests check that every shipped file is what its manifest says (SHA-256), that the chapters'
 smoke and paper parameters name shipped weights (a change of training parameters without shipping new weights
-fails here, not silently on a reader's machine), that a damaged file is refused, that pruning models rebuilt
+fails here, not silently on a reader's machine), that a damaged file is refused (a damaged cache file is trained
+again, never loaded), that a manifest of the wrong shape is refused naming the key, that pruning models rebuilt
 from their weights are the trained ones, and claim R with its power.
 """
 
-from dataclasses import replace
+import json
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
 import torch
 from helpers import ROOT
 
-from attnpaths.checkpoints import file_sha256, load_checkpoint, save_checkpoint
+from attnpaths.checkpoints import DamagedCacheWarning, checksum_path, file_sha256, load_checkpoint, save_checkpoint
 from attnpaths.claims import Outcome
 from attnpaths.experiments.retraining import retraining_agreement, retraining_power, seed_spread
+from attnpaths.json_files import DamagedFile
 from attnpaths.oneshot.training import training_key
 from attnpaths.pruning.digits import digit_patches, held_out_splits, train_test_split, train_validation_test_split
 from attnpaths.pruning.sweep import base_accuracies, run_seed, training_seeds
 from attnpaths.pruning.training import (
     ModelTraining,
+    build_model,
     load_models,
     models_key,
     rebuild_model,
@@ -61,6 +65,50 @@ def test_a_checkpoint_is_read_only_with_its_checksum(tmp_path):
         load_checkpoint(path, format="x/1")
     with pytest.raises(ValueError, match="payload"):
         save_checkpoint([1], path)
+
+
+def _entry(**changes) -> dict:
+    """A manifest entry (as its JSON object) with ``changes``."""
+    entry = shipped.ShippedFile("a.pt", "0" * 64, "pruning", "k", "a", "pruning", "smoke", "c", {}, {})
+    return {**asdict(entry), **changes}
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"format": "other/1", "files": []}, r"key 'format' must be 'attnpaths\.book\.trained/1'"),
+        ({"format": shipped.MANIFEST_FORMAT}, "key 'files' must be a JSON list of entries, found NoneType"),
+        ({"format": shipped.MANIFEST_FORMAT, "files": {"a.pt": _entry()}}, "key 'files' must be a JSON list"),
+        ({"format": shipped.MANIFEST_FORMAT, "files": [["a.pt"]]}, "entry 0 of 'files' must be a JSON object"),
+        (
+            {"format": shipped.MANIFEST_FORMAT, "files": [_entry(), {**_entry(sha256=1234)}]},
+            "key 'sha256' of entry 1 of 'files' must be a JSON string, found int",
+        ),
+        (
+            {"format": shipped.MANIFEST_FORMAT, "files": [_entry(sha256="ab" * 31)]},
+            r"key 'sha256' of entry 0 of 'files' \('a\.pt'\) must be 64 lowercase hex digits",
+        ),
+        (
+            {"format": shipped.MANIFEST_FORMAT, "files": [_entry(parameters=[])]},
+            "key 'parameters' of entry 0 of 'files' must be a JSON object, found list",
+        ),
+        (
+            {"format": shipped.MANIFEST_FORMAT, "files": [{k: v for k, v in _entry().items() if k != "key"}]},
+            "entry 0 of 'files' lacks the key 'key'",
+        ),
+        (
+            {"format": shipped.MANIFEST_FORMAT, "files": [_entry(size=3)]},
+            "entry 0 of 'files' has the unknown key 'size'",
+        ),
+        ({"format": shipped.MANIFEST_FORMAT, "files": [_entry(kind="other")]}, "key 'kind' of entry 0 of 'files'"),
+    ],
+)
+def test_a_manifest_of_the_wrong_shape_is_refused_naming_the_file_and_the_key(tmp_path, data, message):
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DamagedFile, match=message) as err:
+        shipped.read_manifest(tmp_path)
+    assert err.value.path == path and str(err.value).startswith(f"{path}: ")
 
 
 @pytest.mark.parametrize("name", sorted(MANIFEST))
@@ -259,6 +307,45 @@ def test_shipping_copies_the_retrained_models_and_replaces_the_profiles_earlier_
             provenance={},
             folder=folder,
         )
+
+
+def _flip_one_bit_of_101(path) -> None:
+    """Turn the one float32 weight of 101.0 in the file at ``path`` into 101.125: one bit of one byte."""
+    data = path.read_bytes()
+    good = np.float32(101.0).tobytes()
+    assert data.count(good) == 1, "the file must hold the weight 101.0 once"
+    path.write_bytes(data.replace(good, np.float32(101.125).tobytes()))
+
+
+def test_a_damaged_cache_of_pruning_models_is_trained_again_and_never_saved_again(tmp_path, small_split):
+    """Models of no shipped file, cached by ``pruning_source``: one bit flipped in the cache file (a weight of 101.0
+    read as 101.125), ``pruning_weights`` reports it once and answers "to be trained" instead of the damaged
+    weights; the models trained again are written in its place, and read back."""
+    train, _ = small_split
+    config = ModelTraining(width=8, num_heads=2, steps=10, batch_size=16)
+    model = build_model(config, train.input_width, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] = 101.0
+    weights = [trained_weights(model, {"loss": np.zeros(10, dtype=np.float32)})]
+    key, cache, folder = models_key(config, train, [1]), tmp_path / "cache", tmp_path / "shipped"
+    folder.mkdir()  # no manifest: nothing shipped
+    arguments = dict(cache_dir=cache, folder=folder)
+    source = shipped.pruning_source(config, key, weights, shipped=None, retrain=False, **arguments)
+    path = shipped.pruning_cache_path(key, cache)
+    (loaded,), _, _ = shipped.pruning_weights(config, train, [1], **arguments)
+    assert next(iter(loaded.state.values())).view(-1)[0].item() == 101.0
+    _flip_one_bit_of_101(path)
+    damaged = path.read_bytes()
+    with pytest.warns(DamagedCacheWarning, match=r"pruning-models-.*SHA-256.*cached pruning models is not used"):
+        found, found_key, entry = shipped.pruning_weights(config, train, [1], **arguments)
+    assert found is None and found_key == key and entry is None
+    assert path.read_bytes() == damaged  # reading it wrote nothing: no damaged weights saved again
+    again = shipped.pruning_source(config, key, weights, shipped=None, retrain=False, **arguments)
+    assert again.sha256 == source.sha256 == file_sha256(path) and checksum_path(path).read_text().startswith(
+        again.sha256
+    )
+    (loaded,), _, _ = shipped.pruning_weights(config, train, [1], **arguments)
+    assert next(iter(loaded.state.values())).view(-1)[0].item() == 101.0
 
 
 # ------------------------------------------------------------------------------------------------- claim R

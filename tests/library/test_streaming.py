@@ -8,11 +8,15 @@ from __future__ import annotations
 import pickle
 import sys
 
-import cloudpickle
 import numpy as np
 import pytest
 import torch
-from helpers import assert_rounding_close, assert_streamed_solve_equals_the_whole_set, random_problem
+from helpers import (
+    assert_rounding_close,
+    assert_streamed_solve_equals_the_whole_set,
+    random_attention,
+    random_problem,
+)
 
 from attnpaths.engine import IN_PROCESS, THREADS, Engine, TaskFailed, start_engine, task_seed, use_client
 from attnpaths.experiments.streaming import gram_statistics, predict_streamed
@@ -22,8 +26,13 @@ from attnpaths.hmc.streams import HMCChunks
 from attnpaths.paths import path_features
 from attnpaths.theory import solve, solve_from_statistics
 
-# the chunk generators defined here travel to the workers by value: the workers cannot import this module
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
+try:
+    import cloudpickle  # Dask's, with the engine extra: without it no test here starts a cluster
+except ImportError:
+    pass
+else:
+    # the chunk generators defined here travel to the workers by value: the workers cannot import this module
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 IN_THIS_PROCESS = Engine(IN_PROCESS, None, 1, None)
 SMALL_TASK = HMCTask(seq_len=5, feature_width=8)  # N0 = 14: D = 56 with the four paths
@@ -274,12 +283,54 @@ def test_bad_chunks_and_arguments_are_refused_naming_them():
         predict_streamed(
             solution, ListChunks([good[0], (xi[8:16, :2], y[8:16])]), 2, engine=IN_THIS_PROCESS, progress=False
         )
-    with pytest.raises(ValueError, match=r"make_chunk\(0\) must return finite labels y \[p\] = \[8\]"):
+    with pytest.raises(ValueError, match=r"make_chunk\(0\) returned a bad chunk: y must have shape \[B\] = \[8\]"):
         predict_streamed(solution, ListChunks([(xi[:8], y[:5])]), 1, engine=IN_THIS_PROCESS, progress=False)
     with pytest.raises(ValueError, match=r"solution must be a TheorySolution"):
         predict_streamed(object(), ListChunks(good), 3, progress=False)
     with pytest.raises(ValueError, match=r"num_chunks must be an integer >= 1"):
         predict_streamed(solution, ListChunks(good), 0, progress=False)
+
+
+def test_both_streamed_doors_refuse_labels_as_the_in_memory_solve_does():
+    """Boolean and complex labels are refused by the training and the prediction streams alike, with the
+    message of ``solve`` (never turned into 0/1, or made real by dropping their imaginary part), naming the chunk;
+    so are labels of another length than the chunk's features."""
+    xi, y = random_problem(P=16, n0=3, heads=(2, 2), seed=9)
+    solution = solve(xi, y, heads=(2, 2), widths=5, temperature=0.1)
+    for labels, in_memory in ((y > 0, True), (y.numpy() + 0.5j, True), (y[:13], False)):
+        chunks = ListChunks([(xi[:8], y[:8]), (xi[8:], labels[8:])])
+        messages = []
+        for door in (gram_statistics, lambda *a, **o: predict_streamed(solution, *a, **o)):
+            with pytest.raises(ValueError, match=r"^make_chunk\(1\) returned a bad chunk: y must") as refused:
+                door(chunks, 2, engine=IN_THIS_PROCESS, progress=False)
+            messages.append(str(refused.value))
+        assert messages[0] == messages[1]
+        if in_memory:  # the dtype's message of the in-memory solve, word for word
+            with pytest.raises(TypeError) as refused:
+                solve(xi, labels, heads=(2, 2), widths=5, temperature=0.1)
+            assert messages[0] == f"make_chunk(1) returned a bad chunk: {refused.value}"
+        else:
+            assert messages[0].endswith("y must have shape [B] = [8] (one label per example of features), got (5,)")
+
+
+def test_predict_streamed_refuses_a_stream_of_the_heads_in_another_order():
+    """Heads (3, 2) and (2, 3) both give six paths, which the features cannot tell apart; a stream that carries its
+    heads (a ChunkedStream) is refused by a solution of the other order, naming ``make_chunk``."""
+    generator = torch.Generator().manual_seed(12)
+    streams = {
+        heads: HMCChunks(SMALL_TASK, random_attention(generator, heads, SMALL_TASK.input_width), 5, 16, 8)
+        for heads in ((2, 3), (3, 2))
+    }
+    features, y = streams[(2, 3)](0)
+    solution = solve(features, y, heads=(2, 3), widths=5, temperature=0.1)
+    mean, _, labels = predict_streamed(solution, streams[(2, 3)], 2, engine=IN_THIS_PROCESS, progress=False)
+    assert mean.shape == labels.shape == (16,)
+    with pytest.raises(
+        ValueError,
+        match=r"^make_chunk must make the features of the solution's heads \(2, 3\), in that order: "
+        r"it carries heads \(3, 2\)",
+    ):
+        predict_streamed(solution, streams[(3, 2)], 2, engine=IN_THIS_PROCESS, progress=False)
 
 
 def test_bad_hmc_chunk_arguments_are_refused():

@@ -29,7 +29,7 @@ import torch
 from tqdm import tqdm
 
 from .._validation import int_at_least, numpy_generator, positive_int
-from ..checkpoints import load_checkpoint, save_checkpoint
+from ..checkpoints import load_checkpoint, read_cache, save_checkpoint
 from ..devices import torch_device
 from ..engine import map_tasks
 from ..transformer import FORWARD_REVISION, SumHeadTransformer
@@ -272,7 +272,8 @@ def _cpu_state(model: SumHeadTransformer) -> dict:
 
 def save_trained(trained: TrainedModel, path: str) -> str:
     """Save weights, encoder, training and data parameters and history to one ``torch.save`` file
-    (:func:`attnpaths.checkpoints.save_checkpoint`); returns the file's SHA-256."""
+    (:func:`attnpaths.checkpoints.save_checkpoint`, which writes the file's SHA-256 beside it); returns the
+    SHA-256."""
     payload = {
         "format": FORMAT,
         "hyperparameters": dict(trained.model.hyperparameters),
@@ -288,7 +289,9 @@ def save_trained(trained: TrainedModel, path: str) -> str:
 
 def load_trained(path: str, sha256: str | None = None) -> TrainedModel:
     """Load a file written by :func:`save_trained` (tensors only, ``weights_only=True``), after checking its
-    SHA-256 when ``sha256`` is given (``ValueError`` if it differs; :func:`attnpaths.checkpoints.load_checkpoint`)."""
+    SHA-256 against ``sha256`` when given, else against the checksum :func:`save_trained` wrote beside it
+    (``attnpaths.json_files.DamagedFile``, a ``ValueError``, if it differs or there is none:
+    :func:`attnpaths.checkpoints.load_checkpoint`)."""
     payload = load_checkpoint(path, sha256)
     if payload.get("format") != FORMAT:
         raise ValueError(
@@ -343,15 +346,16 @@ def load_or_fit(
 ) -> TrainedModel:
     """The model trained with ``config`` on ``dataset``: loaded from ``cache_dir`` when a file with the
     same training and data parameters exists, else trained on ``device`` (see :func:`fit`) and saved there
-    (``None``: never cached). The device is checked even when the model comes from the cache."""
+    (``None``: never cached). A damaged cache file (checksum missing or not matching, unreadable) is trained again
+    and rewritten, with a :class:`attnpaths.checkpoints.DamagedCacheWarning`
+    (:func:`attnpaths.checkpoints.read_cache`). The device is checked even when the model comes from the cache."""
     torch_device(device, "device")
     if cache_dir is None:
         return fit(config, dataset, progress=progress, device=device)
     path = model_cache_path(config, dataset, cache_dir)
-    if os.path.exists(path):
-        trained = load_trained(path)
-        if trained.config == config and trained.data_parameters == dataset.parameters:
-            return trained
+    trained = read_cache(load_trained, path, "one-shot model")
+    if trained is not None and trained.config == config and trained.data_parameters == dataset.parameters:
+        return trained
     trained = fit(config, dataset, progress=progress, device=device)
     save_trained(trained, path)
     return trained

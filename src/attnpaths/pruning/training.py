@@ -172,7 +172,8 @@ def models_key(config: ModelTraining, train: PatchDigits, seeds) -> str:
 
 def save_models(path, config: ModelTraining, key: str, weights) -> str:
     """Write the trained weights of a sweep's seeds (a list of :class:`TrainedWeights`, in seed order) with
-    their ``config`` and :func:`models_key`; returns the file's SHA-256."""
+    their ``config`` and :func:`models_key`, and the file's SHA-256 beside it
+    (:func:`attnpaths.checkpoints.save_checkpoint`); returns the SHA-256."""
     payload = {
         "format": MODELS_FORMAT,
         "config": config.to_dict(),
@@ -184,7 +185,9 @@ def save_models(path, config: ModelTraining, key: str, weights) -> str:
 
 
 def load_models(path, key: str, sha256: str | None = None) -> list[TrainedWeights]:
-    """The weights written by :func:`save_models`, after checking the file's SHA-256 (when given) and that it
+    """The weights written by :func:`save_models`, after checking the file's SHA-256 (against ``sha256`` when
+    given, else against the checksum :func:`save_models` wrote beside it: ``attnpaths.json_files.DamagedFile``, a
+    ``ValueError``, if it differs or there is none; :func:`attnpaths.checkpoints.load_checkpoint`) and that it
     holds the models of ``key`` (``ValueError`` otherwise)."""
     payload = load_checkpoint(path, sha256, format=MODELS_FORMAT)
     if payload["key"] != key:

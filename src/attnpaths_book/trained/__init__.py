@@ -23,12 +23,13 @@ import json
 import shutil
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import get_type_hints
 
 import numpy as np
 
-from attnpaths.checkpoints import file_sha256
+from attnpaths.checkpoints import file_sha256, read_cache
 from attnpaths.experiments.retraining import retraining_agreement, retraining_power
-from attnpaths.json_files import read_json
+from attnpaths.json_files import DamagedFile, read_json
 from attnpaths.oneshot.training import (
     TrainedModel,
     TrainingConfig,
@@ -91,15 +92,56 @@ class ShippedFile:
         return Path(folder) / self.name
 
 
+_ENTRY_TYPES = get_type_hints(ShippedFile)
+"""The JSON type of each key of a manifest entry (the annotations of :class:`ShippedFile`)."""
+
+
+def _manifest_entry(path: Path, index: int, entry) -> ShippedFile:
+    """Entry ``index`` of the manifest at ``path``, or ``attnpaths.json_files.DamagedFile`` naming the file,
+    the entry and the key that is missing, unknown or of the wrong type."""
+    where = f"entry {index} of 'files'"
+    if not isinstance(entry, dict):
+        raise DamagedFile(path, f"{where} must be a JSON object, found {type(entry).__name__}")
+    keys = set(_ENTRY_TYPES)
+    if set(entry) != keys:
+        missing, unknown = sorted(keys - set(entry)), sorted(set(entry) - keys)
+        wrong = f"lacks the key {missing[0]!r}" if missing else f"has the unknown key {unknown[0]!r}"
+        raise DamagedFile(path, f"{where} {wrong} (an entry holds exactly {sorted(keys)})")
+    for key, kind in _ENTRY_TYPES.items():
+        if not isinstance(entry[key], kind):
+            raise DamagedFile(
+                path,
+                f"key {key!r} of {where} must be a JSON {'object' if kind is dict else 'string'}, found "
+                f"{type(entry[key]).__name__}",
+            )
+    name = entry["name"]
+    sha = entry["sha256"]
+    if len(sha) != 64 or set(sha) - set("0123456789abcdef"):
+        raise DamagedFile(path, f"key 'sha256' of {where} ({name!r}) must be 64 lowercase hex digits, got {sha!r}")
+    if entry["kind"] not in KINDS:
+        raise DamagedFile(path, f"key 'kind' of {where} ({name!r}) must be one of {KINDS}, got {entry['kind']!r}")
+    return ShippedFile(**entry)
+
+
 def read_manifest(folder=SHIPPED_DIR) -> dict[str, ShippedFile]:
-    """The entries of ``folder/manifest.json`` by file name (empty when there is no manifest)."""
+    """The entries of ``folder/manifest.json`` by file name (empty when there is no manifest).
+
+    Raises:
+        ValueError: ``attnpaths.json_files.DamagedFile`` (a subclass) when the manifest is not JSON, or JSON of
+            another shape: a ``format`` other than :data:`MANIFEST_FORMAT`, no list ``files``, an entry that is not
+            an object, lacks a key of :class:`ShippedFile` or has another, or holds a value of the wrong type
+            (naming the file, the entry and the key)."""
     path = Path(folder) / "manifest.json"
     if not path.is_file():
         return {}
     data = read_json(path, "manifest of the shipped weights")
     if data.get("format") != MANIFEST_FORMAT:
-        raise ValueError(f"{path}: format must be {MANIFEST_FORMAT!r}, got {data.get('format')!r}")
-    return {entry["name"]: ShippedFile(**entry) for entry in data["files"]}
+        raise DamagedFile(path, f"key 'format' must be {MANIFEST_FORMAT!r}, got {data.get('format')!r}")
+    files = data.get("files")
+    if not isinstance(files, list):
+        raise DamagedFile(path, f"key 'files' must be a JSON list of entries, found {type(files).__name__}")
+    entries = [_manifest_entry(path, index, entry) for index, entry in enumerate(files)]
+    return {entry.name: entry for entry in entries}
 
 
 def write_manifest(entries: dict[str, ShippedFile], folder=SHIPPED_DIR) -> Path:
@@ -337,8 +379,9 @@ def pruning_weights(config, train, seeds, *, retrain: bool = False, cache_dir="_
 
     Returns:
         ``(weights, key, shipped)``: ``weights`` a list of ``attnpaths.pruning.training.TrainedWeights``
-        (one per seed of ``seeds``) from the shipped file (SHA-256 checked) or this machine's cache, or ``None``
-        with ``retrain`` or when neither holds them; ``key`` their ``attnpaths.pruning.training.models_key``;
+        (one per seed of ``seeds``) from the shipped file or this machine's cache (SHA-256 checked: a damaged cache
+        file counts as none, with an ``attnpaths.checkpoints.DamagedCacheWarning``), or ``None`` with ``retrain``
+        or when neither holds them; ``key`` their ``attnpaths.pruning.training.models_key``;
         ``shipped`` the :class:`ShippedFile` they came from, or ``None``.
     """
     key = models_key(config, train, seeds)
@@ -348,7 +391,7 @@ def pruning_weights(config, train, seeds, *, retrain: bool = False, cache_dir="_
     if shipped is not None:
         return load_models(shipped.path(folder), key, shipped.sha256), key, shipped
     path = pruning_cache_path(key, cache_dir)
-    return (load_models(path, key) if path.is_file() else None), key, None
+    return read_cache(lambda p: load_models(p, key), path, "pruning models"), key, None
 
 
 def pruning_source(
