@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from matplotlib import pyplot as plt
-
+from ._optional import require
 from .paths import all_paths
 from .plot_style import CATEGORICAL, palette_cycle
+
+plt = require("matplotlib.pyplot", "plots")
 
 
 @palette_cycle

@@ -46,6 +46,7 @@ import torch
 from numpy.typing import ArrayLike
 from tqdm import tqdm
 
+from ._optional import require
 from ._validation import as_float64_tensor, int_at_least, positive_real, torch_generator
 from .action import pre_kernel_tensor
 from .devices import torch_device
@@ -75,12 +76,11 @@ def _check_chains(samples, name: str = "samples") -> torch.Tensor:
 
 def _arviz():
     """ArviZ, imported on first use (it takes seconds) without its import-time notice of a coming refactor
-    (a ``FutureWarning``, which would reach an executed chapter's stderr)."""
+    (a ``FutureWarning``, which would reach an executed chapter's stderr). It is optional: the sampler itself
+    runs without it, the diagnostics need ``pip install 'attnpaths[diagnostics]'``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        import arviz
-
-    return arviz
+        return require("arviz", "diagnostics")
 
 
 def _per_entry(diagnostic, draws: np.ndarray, method: str, halves: int | None = None) -> torch.Tensor:
@@ -127,7 +127,8 @@ def effective_sample_size(samples) -> torch.Tensor:
     cannot be trusted beyond it), so very short or strongly antithetic chains get the cap, not a negative
     size. Entries that are constant over all draws get ``M``.
     """
-    return _per_entry(_arviz().ess, _check_chains(samples).detach().cpu().numpy(), "mean")
+    draws = _check_chains(samples).detach().cpu().numpy()  # a bad argument is refused with or without ArviZ
+    return _per_entry(_arviz().ess, draws, "mean")
 
 
 # ------------------------------------------------------------------------------------------------------

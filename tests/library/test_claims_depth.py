@@ -192,6 +192,7 @@ def deep_small_problem():
     return curve, point, exact
 
 
+@pytest.mark.needs("diagnostics")
 def test_depth_claims_on_real_samples_of_the_three_layer_network(deep_small_problem):
     curve, point, exact = deep_small_problem
     kwargs = dict(points={30: point}, reference_accuracy={30: curve.accuracy["test"][0, 0]}, margin_accuracy=0.1)
@@ -230,6 +231,7 @@ def test_layer_order_parameters_are_the_overlaps_of_each_layers_path_weights():
     assert torch.allclose(layers[-1], top @ top.transpose(-1, -2) / net.widths[-2])
 
 
+@pytest.mark.needs("diagnostics")
 def test_claims_a_and_d_compare_the_layers_above_the_first(deep_small_problem):
     curve, point, exact = deep_small_problem
     w = 30

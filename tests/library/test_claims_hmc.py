@@ -192,6 +192,7 @@ def sampled_small_problem():
     return curve, point, exact
 
 
+@pytest.mark.needs("diagnostics")
 def test_sample_agreement_on_real_samples_and_the_exact_mean_scaled_by_1_2(sampled_small_problem):
     curve, point, exact = sampled_small_problem
     kwargs = dict(
@@ -240,6 +241,7 @@ def test_predictor_variance_agreement_holds_within_the_margin_and_fails_for_a_va
         )
 
 
+@pytest.mark.needs("diagnostics")
 def test_predictor_variance_agreement_on_real_samples_sees_the_gp_limit_and_a_factor_2():
     """The theory's variance against the posterior variance of a small 4-path network's output at N = 100
     (``(n + 1) / N = 0.05``): the theory is not contradicted; the GP limit's variance and the theory's times 2 or
@@ -647,6 +649,7 @@ def _wrong_theories(train, test, width, temperature):
     return wrong_theories(data, transposed_features(data, {"train": train.x, "test": test.x}), width, temperature)
 
 
+@pytest.mark.needs("diagnostics")
 def test_the_samples_contradict_every_wrong_theory_that_a_plausible_bug_makes(sampled_small_problem):
     """Claim 2's test (the network's samples against the theory's U and accuracy) on the small problem: the
     correct theory is not contradicted; the theory with its entropy weighted by 0.5 or 2, the GP kernel in place

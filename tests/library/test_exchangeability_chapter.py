@@ -1,14 +1,8 @@
 """The exchangeability chapter's package functions: the predicted best temperature of (ex-mse) and the figures."""
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import numpy as np
 import pytest
-from matplotlib import pyplot as plt
 
-from attnpaths.exchangeability import plots
 from attnpaths.exchangeability.convergence import BandwidthResult, CmeComparisonResult, LengthConvergenceResult
 from attnpaths.exchangeability.erm import ErmResult
 from attnpaths.exchangeability.estimators import predicted_attention_mse, predicted_best_temperature
@@ -19,10 +13,13 @@ SIGMA = np.array([[1.0, 0.3], [0.3, 0.5]])
 QUERY = np.array([0.5, -0.3])
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
+@pytest.fixture
+def plots(plt):
+    """The chapter's figure functions (:mod:`attnpaths.exchangeability.plots`), which need the plots extra; ``plt``
+    closes their figures after the test."""
+    from attnpaths.exchangeability import plots
+
+    return plots
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -84,7 +81,7 @@ def _has_line(ax, x, y):
     return any(len(lx) == len(x) and np.allclose(lx, x) and np.allclose(ly, y) for lx, ly in _lines(ax))
 
 
-def test_representation_figure_draws_the_risks_and_the_reliability_of_nonempty_bins():
+def test_representation_figure_draws_the_risks_and_the_reliability_of_nonempty_bins(plots):
     lengths = np.array([1, 4, 16])
     risks = {
         name: np.array([1.0, 0.5, 0.2]) * k
@@ -137,7 +134,7 @@ def _convergence(W, lengths, rmse):
     )
 
 
-def test_attention_convergence_figure_marks_the_error_at_the_best_temperature():
+def test_attention_convergence_figure_marks_the_error_at_the_best_temperature(plots):
     lengths = [16, 64, 256]
     e2 = _convergence(np.zeros((2, 2, 2)), lengths, [[0.4, 0.2, 0.1], [0.5, 0.45, 0.44]])
     temperatures = [0.5, 1.0, 1.5]
@@ -151,7 +148,7 @@ def test_attention_convergence_figure_marks_the_error_at_the_best_temperature():
     assert _has_line(right, [0.8], [0.19])
 
 
-def test_bandwidth_figure_draws_the_textbook_slopes_through_the_first_point():
+def test_bandwidth_figure_draws_the_textbook_slopes_through_the_first_point(plots):
     lengths = np.array([64, 256, 1024])
     bandwidths = np.geomspace(0.02, 1.0, 4)
     result = BandwidthResult(
@@ -170,7 +167,7 @@ def test_bandwidth_figure_draws_the_textbook_slopes_through_the_first_point():
     assert "slope -0.20" in right.get_legend().get_texts()[0].get_text()
 
 
-def test_cme_figure_draws_both_errors_and_the_floor():
+def test_cme_figure_draws_both_errors_and_the_floor(plots):
     lengths = np.array([64, 128])
     result = CmeComparisonResult(
         lengths=lengths,
@@ -187,7 +184,7 @@ def test_cme_figure_draws_both_errors_and_the_floor():
     assert _has_line(ax, [0, 1], [0.022, 0.022])
 
 
-def test_erm_figure_error_bars_are_standard_errors_over_the_repetitions():
+def test_erm_figure_error_bars_are_standard_errors_over_the_repetitions(plots):
     rng = np.random.default_rng(0)
     excess = rng.normal(size=(2, 3, 5))
     results = {
@@ -219,7 +216,7 @@ def test_erm_figure_error_bars_are_standard_errors_over_the_repetitions():
             np.testing.assert_allclose(container.lines[0].get_ydata(), res.excess_mean[j])
 
 
-def test_transfer_figure_draws_ratio_prediction_and_both_directions():
+def test_transfer_figure_draws_ratio_prediction_and_both_directions(plots):
     kappa = np.array([1, 2, 4])
     result = TransferResult(
         condition_numbers=kappa,

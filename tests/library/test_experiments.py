@@ -5,19 +5,16 @@ The layer on the tasks' own networks is tested in test_hmc_experiments.py and te
 import dataclasses
 import math
 
-import matplotlib
 import numpy as np
 import pytest
 import torch
 from helpers import assert_rounding_close, random_attention, random_inputs, random_problem
 
 from attnpaths.engine import task_generator
-from attnpaths.experiments import plots, sampling
+from attnpaths.experiments import sampling
 from attnpaths.experiments.path_data import PathData, PathNetwork, path_data, reorder
 from attnpaths.experiments.sweep import head_score_curve, theory_sweep
 from attnpaths.theory import classification_accuracy, solve
-
-matplotlib.use("Agg")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -168,6 +165,7 @@ def test_head_scores_over_widths(data):
 
 
 # ------------------------------------------------------------------------------------------------ sampling
+@pytest.mark.needs("diagnostics")
 def test_planned_widths_are_sampled_from_the_task_seed_of_their_identity(data):
     plans = [sampling.SamplingPlan(3, 2, 6, 2), sampling.SamplingPlan(12, 2, 6, 2, 2, 4, 4, 1)]
     points, exact = sampling.sample_widths(data, plans, [0.1, 0.5], 7, network_index=2, progress=False)
@@ -203,6 +201,7 @@ def test_a_precision_target_looks_on_a_geometric_schedule_and_refuses_bad_settin
             sampling.PrecisionTarget(*arguments)
 
 
+@pytest.mark.needs("diagnostics")
 def test_sampling_stops_at_the_first_look_that_meets_the_target_and_keeps_the_chains_draws(data):
     """A run that stops on a precision target keeps exactly the first draws of the same chains run to the end, and
     stops at the first look where every entry (every layer) meets the target, not before and not later."""
@@ -244,6 +243,7 @@ def test_sampling_stops_at_the_first_look_that_meets_the_target_and_keeps_the_ch
     assert point.diagnostics["num_samples"] == kept and point.diagnostics["max_samples"] == 120
 
 
+@pytest.mark.needs("diagnostics")
 def test_sampling_several_networks_at_once_gives_each_networks_own_numbers(data):
     plans = [sampling.SamplingPlan(3, 2, 6, 2), sampling.SamplingPlan(12, 2, 6, 2, 2, 4, 4, 1)]
     both = sampling.sample_networks({"a": data, "b": data}, plans, 0.2, 5, progress=False)
@@ -399,7 +399,9 @@ def test_kernel_alignments_of_named_kernels():
 
 
 # ------------------------------------------------------------------------------------------------ figures
-def test_figures_take_the_task_styles():
+def test_figures_take_the_task_styles(plt):
+    from attnpaths.experiments import plots
+
     fig = plots.plot_accuracy(
         [10, 100], [0.7, 0.8], gp={"GP": 0.6, "all": 0.5}, gp_styles={"all": ("dashed", "all paths, GP")}
     )
@@ -408,10 +410,10 @@ def test_figures_take_the_task_styles():
     fig = plots.plot_order_parameters([np.eye(2)], ["U"], ["g", "d"], colors={"g": "tab:green"})
     colors = [tick.get_color() for tick in fig.axes[0].get_xticklabels()]
     assert colors == ["tab:green", "k"]
-    matplotlib.pyplot.close("all")
 
 
 # ------------------------------------------------------------------------------------------------ predictor variance
+@pytest.mark.needs("diagnostics")
 def test_variance_and_se_are_the_draws_variance_and_a_calibrated_monte_carlo_error():
     rng = np.random.default_rng(0)
     draws = torch.as_tensor(rng.standard_normal((4, 1000, 3)) * np.array([1.0, 2.0, 0.5]))
@@ -438,6 +440,7 @@ def test_variance_and_se_are_the_draws_variance_and_a_calibrated_monte_carlo_err
     assert np.mean(ses) > 2 * math.sqrt(2 / 800)  # much more than the i.i.d. error of 800 draws
 
 
+@pytest.mark.needs("diagnostics")
 def test_the_average_variances_error_counts_the_shared_draws():
     # test points that are one series (fully correlated errors) average to that series' error; independent ones
     # average to an error smaller by sqrt(B)
@@ -452,6 +455,7 @@ def test_the_average_variances_error_counts_the_shared_draws():
         sampling.variance_and_se(torch.zeros(2, 3, 4))
 
 
+@pytest.mark.needs("diagnostics")
 def test_sampled_points_keep_the_variance_error_of_their_draws(data):
     point = sampling.sample_posterior(
         data, 5, 0.1, torch.Generator().manual_seed(3), num_warmup=5, num_samples=40, num_chains=2, progress=False

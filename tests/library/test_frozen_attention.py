@@ -27,6 +27,7 @@ from attnpaths import (
     solve,
     theory_from_attention,
 )
+from attnpaths._optional import EXTRAS
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network
 
@@ -285,12 +286,17 @@ def _third_party_imports() -> set[str]:
 def test_the_library_needs_only_its_declared_dependencies():
     with open(ROOT / "pyproject.toml", "rb") as handle:
         project = tomllib.load(handle)["project"]
-    declared = {
-        d.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip().lower() for d in project["dependencies"]
-    }
+
+    def names(requirements):
+        return {d.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip().lower() for d in requirements}
+
+    required = names(project["dependencies"])
+    # the library's extras (attnpaths._optional), each named in the ImportError of the modules that need it
+    optional = names(r for extra in EXTRAS for r in project["optional-dependencies"][extra])
     distribution = {"sklearn": "scikit-learn", "PIL": "pillow", "distributed": "dask"}
     imported = {distribution.get(name, name).lower() for name in _third_party_imports()}
     # optional imports, each behind a clear error where it is used: pyro (the reference NUTS of the tests)
     # and bokeh (the Dask dashboard)
-    assert imported - declared <= {"pyro", "bokeh"}, imported - declared
-    assert not declared & {m.lower() for m in BOOK_MODULES}
+    assert imported - required - optional <= {"pyro", "bokeh"}, imported - required - optional
+    assert not required & optional, "a package of an extra is also required"
+    assert not (required | optional) & {m.lower() for m in BOOK_MODULES}

@@ -226,6 +226,7 @@ def test_finite_width_epsilon_is_n_plus_one_over_N():
 
 
 # ------------------------------------------------------------------------------------------------ sampling
+@pytest.mark.needs("diagnostics")
 def test_sample_posterior_is_reproducible_and_summarised(small_data):
     run = lambda: sampling.sample_posterior(
         small_data, 3, 0.1, torch.Generator().manual_seed(5), num_warmup=2, num_samples=6, num_chains=2, progress=False
@@ -315,9 +316,7 @@ def test_least_relevant_head_skips_missing_heads():
 
 
 # ------------------------------------------------------------------------------------------------ figures
-def test_accuracy_with_band_shades_the_data_set_range_and_draws_the_samples(small_data):
-    from matplotlib import pyplot as plt
-
+def test_accuracy_with_band_shades_the_data_set_range_and_draws_the_samples(small_data, plt):
     from attnpaths.hmc import plots
 
     curve = theory_sweep(small_data, [5, 50], [0.1], progress=False)
@@ -340,9 +339,7 @@ def test_accuracy_with_band_shades_the_data_set_range_and_draws_the_samples(smal
     plt.close(fig)
 
 
-def test_ablation_panels_and_sampled_order_parameters():
-    from matplotlib import pyplot as plt
-
+def test_ablation_panels_and_sampled_order_parameters(plt):
     from attnpaths.hmc import plots
 
     ablation = {

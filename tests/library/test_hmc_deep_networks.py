@@ -146,12 +146,7 @@ def test_bad_head_specs_raise_value_errors_naming_them(kwargs, match):
         HeadSpec(**kwargs)
 
 
-def test_depth_figures_draw_every_path_and_every_bar(train):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
+def test_depth_figures_draw_every_path_and_every_bar(train, plt):
     from attnpaths.hmc.depth import plots as depth_plots
 
     net = three_layer_network(train)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 
-import cloudpickle
 import numpy as np
 import pytest
 from helpers import random_problem
@@ -20,7 +19,13 @@ from attnpaths.hmc import HMCTask, four_path_network
 from attnpaths.hmc.streams import HMCChunks
 from attnpaths.theory import classification_accuracy, solve
 
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
+try:
+    import cloudpickle  # Dask's, with the engine extra: without it no test here starts a cluster
+except ImportError:
+    pass
+else:
+    # the chunk generators defined here travel to the workers by value: the workers cannot import this module
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 IN_THIS_PROCESS = Engine(IN_PROCESS, None, 1, None)
 SMALL_TASK = HMCTask(seq_len=5, feature_width=8)  # N0 = 14: D = 56 with the four paths

@@ -8,6 +8,8 @@ import pytest
 from attnpaths.oneshot import datasets
 from attnpaths.oneshot.datasets import GlyphDatasetConfig
 
+pytestmark = pytest.mark.needs("tasks")  # the glyphs are drawn from matplotlib's fonts
+
 SMALL = GlyphDatasetConfig(
     instances_per_class=4,
     alphabets=("Latin", "Coptic", "Armenian"),
@@ -94,6 +96,28 @@ def test_cache_with_foreign_parameters_is_rendered_again(tmp_path, small):
     loaded = datasets.load_glyph_dataset(SMALL, cache_dir=str(tmp_path), progress=False)
     assert loaded.parameters == SMALL.parameters()
     np.testing.assert_array_equal(loaded.train.images, small.train.images)  # determinism: rendered again
+
+
+def test_a_damaged_cache_file_is_rendered_again_and_rewritten_never_read(tmp_path, small):
+    """One flipped byte of the cached set (or a missing checksum beside it) is caught by its SHA-256: the set is
+    rendered again, with one warning naming the file, and the file rewritten with the rendered bytes."""
+    from attnpaths.checkpoints import DamagedCacheWarning, checksum_path
+
+    datasets.load_glyph_dataset(SMALL, cache_dir=str(tmp_path), progress=False)
+    path = datasets.glyph_cache_path(SMALL, str(tmp_path))
+    good = open(path, "rb").read()
+    for damage in ("flip", "no checksum"):
+        if damage == "flip":
+            data = bytearray(good)
+            data[len(data) // 2] ^= 0x01
+            open(path, "wb").write(bytes(data))
+        else:
+            os.remove(checksum_path(path))
+        with pytest.warns(DamagedCacheWarning, match=os.path.basename(path)):
+            loaded = datasets.load_glyph_dataset(SMALL, cache_dir=str(tmp_path), progress=False)
+        np.testing.assert_array_equal(loaded.train.images, small.train.images)  # determinism: rendered again
+        assert open(path, "rb").read() == good  # rewritten from the rendered set: the same bytes as at first
+        assert checksum_path(path).exists()
 
 
 @pytest.mark.parametrize(

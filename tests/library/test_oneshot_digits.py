@@ -2,9 +2,12 @@
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
 
 from attnpaths.oneshot.digits import load_digit_pairs
+
+load_digits = pytest.importorskip(
+    "sklearn.datasets", reason="the digits are scikit-learn's: pip install 'attnpaths[tasks]'"
+).load_digits
 
 
 def test_support_and_query_halves_of_the_two_digits():

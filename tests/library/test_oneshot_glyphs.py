@@ -5,9 +5,12 @@ import functools
 
 import numpy as np
 import pytest
-from matplotlib.ft2font import FT2Font
 
 from attnpaths.oneshot import glyphs
+
+FT2Font = pytest.importorskip(
+    "matplotlib.ft2font", reason="the glyphs are drawn from matplotlib's fonts: pip install 'attnpaths[tasks]'"
+).FT2Font
 
 
 @functools.cache

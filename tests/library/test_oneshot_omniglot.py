@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from attnpaths.oneshot import datasets, omniglot
 from attnpaths.oneshot.datasets import GlyphDatasetConfig
+
+Image = pytest.importorskip("PIL.Image", reason="the drawings are read with pillow: pip install 'attnpaths[tasks]'")
 
 LAYOUT = {
     "images_background": {"Alpha_script": 2, "Beta_script": 1, "Gamma_script": 2},

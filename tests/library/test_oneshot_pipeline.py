@@ -440,6 +440,7 @@ def test_pattern_similarity_finds_a_pattern_and_its_relabelling():
 
 
 # ------------------------------------------------------------------------------------------------ reuse
+@pytest.mark.needs("diagnostics")
 def test_layer_sampler_and_checks_run_on_one_shot_features(features, grid):
     """The experiment layer's posterior sampling and the claim-2 test work with the one-shot network."""
     k, j = 0, 1
@@ -552,6 +553,7 @@ def test_scaled_saddle_points_are_the_theory_at_width_c_n(features, grid):
         temperature_grid.scaled_saddle_points(features, [5, 50], [0.1], [1.0])
 
 
+@pytest.mark.needs("diagnostics")
 def test_fixed_temperature_samples_reuse_the_samples_drawn_at_that_temperature(features, grid):
     from types import SimpleNamespace
 

@@ -98,6 +98,7 @@ def test_config_rejects_bad_values(kwargs, name):
         DistortionConfig(**kwargs)
 
 
+@pytest.mark.needs("tasks")
 def test_resize_keeps_constant_images_and_mean():
     images = np.random.default_rng(2).uniform(size=(3, 105, 105)).astype(np.float32)
     images[0] = 0.25

@@ -126,6 +126,7 @@ def test_class_sorted_puts_positive_targets_first(encoder):
         seqs.class_sorted(3)
 
 
+@pytest.mark.needs("tasks")
 def test_digit_sequences_use_fixed_label_order(encoder):
     pairs = load_digit_pairs()
     seqs = sequences.digit_sequences(pairs, encoder)

@@ -57,6 +57,7 @@ def hierarchical_wishart_draws(generator, num_draws, widths=WIDTHS, variances=VA
     return torch.stack(draws)
 
 
+@pytest.mark.needs("diagnostics")
 @pytest.mark.parametrize("moves", MOVES)
 def test_without_information_in_the_data_the_exact_posterior_is_the_prior_of_the_network(moves, long_chain):
     # at a huge temperature the likelihood is flat: (eq-exact-density) reduces to the hierarchical Wishart prior,
@@ -104,6 +105,7 @@ def wide_network_problem():
     return network.features(x), torch.cat([torch.ones(6), -torch.ones(6)]).double()
 
 
+@pytest.mark.needs("diagnostics")
 def test_independence_moves_multiply_the_effective_sample_size_per_move_on_a_near_gaussian_posterior():
     # at large widths the posterior is close to its Laplace approximation: independence moves from a t fitted to it
     # decorrelate the chains in a few moves, a random walk in O(D) (D = 14 here); same moves, same cost per move
@@ -134,6 +136,7 @@ def test_independence_moves_multiply_the_effective_sample_size_per_move_on_a_nea
     assert np.all(np.abs(runs["mixed"].mean - runs["random_walk"].mean) <= Z * se)
 
 
+@pytest.mark.needs("diagnostics")
 def test_a_precision_target_stops_the_chains_at_a_look_where_u_meets_it_keeping_the_full_runs_first_draws():
     from attnpaths.experiments.sampling import PrecisionTarget
 
@@ -186,6 +189,7 @@ def test_multivariate_t_proposal_draws_and_density():
     assert np.allclose(draws.mean(0).numpy(), centre.numpy(), atol=0.02 * float(factor.diagonal().max()))
 
 
+@pytest.mark.needs("diagnostics")
 def test_exact_mean_matches_the_networks_gibbs_samples_and_differs_from_the_saddle_point(long_chain):
     g = torch.Generator().manual_seed(4)
     network = AttentionNetwork(random_attention(g, (2, 2), 4), widths=WIDTHS, variances=VARIANCES)

@@ -17,9 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from matplotlib.colors import to_rgb
 
 from attnpaths import plot_style
+
+to_rgb = pytest.importorskip(
+    "matplotlib.colors", reason="the figures' palette is read by matplotlib: pip install 'attnpaths[plots]'"
+).to_rgb
 
 MACHADO_2009 = {
     "protanopia": np.array(

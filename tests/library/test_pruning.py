@@ -266,6 +266,7 @@ def test_value_norms_and_orders():
 # ------------------------------------------------------------------------------------------------ data and training
 
 
+@pytest.mark.needs("tasks")
 def test_digit_patches_are_the_images_cut_into_positioned_patches():
     from sklearn.datasets import load_digits
 
@@ -303,6 +304,7 @@ def small_split():
     return train_test_split(data, 300, np.random.default_rng(0))
 
 
+@pytest.mark.needs("tasks")
 @pytest.mark.parametrize("architecture", ["multihead", "sum_heads"])
 def test_training_is_reproducible_and_learns(small_split, architecture):
     train, test = small_split
@@ -373,6 +375,7 @@ def test_held_out_splits_are_seeded_streams_of_the_stated_sizes():
         held_out_splits(50, 20, 7, 0)
 
 
+@pytest.mark.needs("tasks")
 def test_a_split_table_is_the_table_of_its_images(small_split):
     """The table of a split read from the per-image outcomes is the table evaluated on that split's images."""
     train, held_out = small_split
@@ -395,6 +398,7 @@ def test_a_split_table_is_the_table_of_its_images(small_split):
         outcomes.table({"test": np.zeros(len(held_out), dtype=bool)})
 
 
+@pytest.mark.needs("tasks")
 def test_sweep_is_one_task_per_seed_and_reproducible(small_split):
     train, held_out = small_split
     masks = held_out_splits(len(held_out), 100, 1, 3)
@@ -459,6 +463,7 @@ def test_attention_error_measures_the_views_agreement_with_the_model(make):
     assert attention_error(model, x, view=frozen) > 1e-3
 
 
+@pytest.mark.needs("tasks")
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_training_on_the_gpu_matches_the_cpu_up_to_float32_rounding(small_split):
     train, _ = small_split
@@ -470,6 +475,7 @@ def test_training_on_the_gpu_matches_the_cpu_up_to_float32_rounding(small_split)
         torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.needs("tasks")
 def test_training_refuses_a_device_it_cannot_use(small_split):
     train, _ = small_split
     with pytest.raises(ValueError, match="device"):

@@ -34,8 +34,8 @@ from attnpaths.pruning.training import ModelTraining, train_model
 # models trained and three theories solved per seed: under a minute alone, the slow tier. Sixteen seeds: each seed
 # chooses its family's best score on its own validation images, so the primary claim's differences carry that
 # choice's noise, and eight seeds leave the GP-kernel mistake undecided (a loss of 0.25 in normalised area, not
-# significant at 8 seeds)
-pytestmark = pytest.mark.slow
+# significant at 8 seeds); the images are scikit-learn's digits
+pytestmark = [pytest.mark.slow, pytest.mark.needs("tasks")]
 NUM_SEEDS = 16
 NUM_SPLITS = 3
 THEORY = ("theory", "theory_removal", "theory_gate", "theory_loo")

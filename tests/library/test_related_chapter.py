@@ -1,25 +1,22 @@
 """The related-results chapter's package functions: per-network log-residual ratios, the first layer below a
 residual, and the figures R1-R5."""
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import numpy as np
 import pytest
-from matplotlib import pyplot as plt
 
-from attnpaths.related import plots
 from attnpaths.related.bayesian_attention import BayesianAttentionResult
 from attnpaths.related.lipschitz import ScalingResult, SequenceLengthResult
 from attnpaths.related.measures import MeasureResult
 from attnpaths.related.rank_collapse import RankCollapseResult, first_layer_below, network_log_ratios
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
+@pytest.fixture
+def plots(plt):
+    """The chapter's figure functions (:mod:`attnpaths.related.plots`), which need the plots extra; ``plt``
+    closes their figures after the test."""
+    from attnpaths.related import plots
+
+    return plots
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -75,7 +72,7 @@ def _has_line(ax, x, y):
     return any(len(lx) == len(x) and np.allclose(lx, x) and np.allclose(ly, y) for lx, ly in _lines(ax))
 
 
-def test_rank_collapse_figure_floors_the_pure_residuals_and_draws_every_ratio():
+def test_rank_collapse_figure_floors_the_pure_residuals_and_draws_every_ratio(plots):
     skip = np.full_like(PURE, 0.3)
     fig = plots.plot_rank_collapse(RankCollapseResult(residual_pure=PURE, residual_skip=skip))
     left, right = fig.axes
@@ -87,7 +84,7 @@ def test_rank_collapse_figure_floors_the_pure_residuals_and_draws_every_ratio():
     assert _has_line(right, np.arange(5), [3.0, 3.0, 2.0, 2.0, 2.0])
 
 
-def test_input_scaling_figure_draws_both_maps():
+def test_input_scaling_figure_draws_both_maps(plots):
     scales = np.array([1.0, 2.0, 4.0])
     result = ScalingResult(
         scales=scales,
@@ -101,7 +98,7 @@ def test_input_scaling_figure_draws_both_maps():
     assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
 
 
-def test_sequence_length_figure_draws_the_square_root_through_the_last_adversarial_point():
+def test_sequence_length_figure_draws_the_square_root_through_the_last_adversarial_point(plots):
     n = np.array([4, 16, 64])
     result = SequenceLengthResult(
         num_tokens=n,
@@ -114,7 +111,7 @@ def test_sequence_length_figure_draws_the_square_root_through_the_last_adversari
     assert _has_line(ax, n, [0.75, 1.5, 3.0])  # 3 sqrt(n / 64)
 
 
-def test_measures_figure_draws_ratios_and_distances():
+def test_measures_figure_draws_ratios_and_distances(plots):
     n = np.array([8, 32, 128])
     result = MeasureResult(
         num_atoms=n,
@@ -132,7 +129,7 @@ def test_measures_figure_draws_ratios_and_distances():
     assert left.get_ylim()[0] == 0
 
 
-def test_context_window_figure_draws_the_geometric_windows_and_the_uniform_line():
+def test_context_window_figure_draws_the_geometric_windows_and_the_uniform_line(plots):
     rates = np.array([0.01, 0.1, 0.9])
     result = BayesianAttentionResult(
         max_weight_diff=0.0,

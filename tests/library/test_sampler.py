@@ -60,6 +60,7 @@ def ar1_chains(generator, num_chains, num_draws, phi, num_entries=3):
     return chains
 
 
+@pytest.mark.needs("diagnostics")
 @pytest.mark.parametrize("phi", [0.0, 0.8, -0.3])
 def test_effective_sample_size_of_ar1_chains(phi):
     g = torch.Generator().manual_seed(7)
@@ -71,6 +72,7 @@ def test_effective_sample_size_of_ar1_chains(phi):
     assert torch.all((ess / expected - 1).abs() < 0.15), ess
 
 
+@pytest.mark.needs("diagnostics")
 def test_effective_sample_size_is_positive_and_capped_for_short_antithetic_chains():
     # one split pair of two draws each, perfectly alternating: lag-1 autocorrelation below -1, tau <= 0
     chains = torch.tensor([[1.0, -1.0, 1.2, -1.2]], dtype=torch.float64)[..., None]
@@ -78,6 +80,7 @@ def test_effective_sample_size_is_positive_and_capped_for_short_antithetic_chain
     assert ess.item() == pytest.approx(4 * math.log10(4))
 
 
+@pytest.mark.needs("diagnostics")
 def test_split_rhat_flags_disagreeing_chains_and_trends():
     g = torch.Generator().manual_seed(8)
     chains = ar1_chains(g, num_chains=4, num_draws=2000, phi=0.5)
@@ -118,6 +121,7 @@ REPLACED_IMPLEMENTATION = {
 }
 
 
+@pytest.mark.needs("diagnostics")
 @pytest.mark.parametrize("phi, num_chains, num_draws", list(REPLACED_IMPLEMENTATION))
 def test_diagnostics_agree_with_the_replaced_implementation(phi, num_chains, num_draws):
     """Split R-hat is the same number. ESS (ArviZ's "mean" method) differs in two documented ways: ArviZ
@@ -154,6 +158,15 @@ def test_run_is_reproducible_and_predicts_from_inputs_or_features():
     features = network.features(x_test)
     torch.testing.assert_close(sampler.predict(x_test), result.predictor_samples(features).mean(dim=(0, 1)))
     torch.testing.assert_close(sampler.predict(features=features), sampler.predict(x_test))
+
+
+@pytest.mark.needs("diagnostics")
+def test_diagnostics_of_a_run_have_one_entry_per_order_parameter_and_test_input():
+    network, x, y, g = sampler_problem(seed=3)
+    features = network.features(random_inputs(g, 5, 4, 3))
+    result = PosteriorSampler(network, y, 0.2, x=x).run(
+        torch.Generator().manual_seed(4), 3, 6, num_chains=2, progress=False
+    )
     diagnostics = result.diagnostics(features)
     assert diagnostics["predictor_ess"].shape == (5,)
     assert diagnostics["order_parameter_rhat"].shape == (4, 4)

@@ -8,9 +8,11 @@ that is not plotted.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib import pyplot as plt
 
+from .._optional import require
 from ..plot_style import BLUE, GREEN, ORANGE, VERMILLION, palette_cycle
+
+plt = require("matplotlib.pyplot", "plots")
 
 
 @palette_cycle

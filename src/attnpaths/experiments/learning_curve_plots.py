@@ -9,10 +9,12 @@ palette, with a line style per curve so that the figures also read in grey.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib import pyplot as plt
 
+from .._optional import require
 from .._validation import as_float64_array
 from ..plot_style import BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, palette_cycle
+
+plt = require("matplotlib.pyplot", "plots")
 
 #: Okabe and Ito's colour-blind-safe palette (attnpaths.plot_style) in this chapter's order: blue, vermillion,
 #: bluish green, orange, reddish purple, sky blue.

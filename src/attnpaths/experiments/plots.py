@@ -10,9 +10,11 @@ computes nothing that is not plotted. A task passes its own styles (GP line styl
 from __future__ import annotations
 
 import numpy as np
-from matplotlib import pyplot as plt
 
+from .._optional import require
 from ..plot_style import BLUE, GREY, ORANGE, VERMILLION, palette_cycle
+
+plt = require("matplotlib.pyplot", "plots")
 
 THEORY_COLOR = BLUE
 GP_COLOR = VERMILLION

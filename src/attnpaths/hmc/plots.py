@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from matplotlib import pyplot as plt
-from matplotlib.colors import PowerNorm
-from matplotlib.patches import FancyBboxPatch
 
+from .._optional import require
 from ..experiments import plots as layer_plots
 from ..experiments.plots import figure_and_axes
 from ..paths import all_paths
 from ..plot_style import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY_BLUE, VERMILLION, palette_cycle
 from .data import HMCDataset
 from .networks import PATH_COLORS, PATH_LABELS, HMCNetwork
+
+plt = require("matplotlib.pyplot", "plots")
+PowerNorm = require("matplotlib.colors", "plots").PowerNorm
+FancyBboxPatch = require("matplotlib.patches", "plots").FancyBboxPatch
 
 #: line styles of the three GP lines of Fig. 2c
 GP_STYLES = {"all": ("solid", "all paths, GP"), "g": ("dashed", "path g, GP"), "g+d": ("dotted", "paths g+d, GP")}

@@ -4,24 +4,27 @@ Omniglot cannot be downloaded here, so the default source draws an Omniglot-like
 character of ``glyphs.character_table`` is a class, and each of its instances gets its own font face
 (style), scale, aspect, rotation, shear, shift, elastic field and stroke thickness
 (``rendering.render_instance``). The arrays and their generation parameters are cached in one ``.npz``
-file whose name is a hash of those parameters, so a change of any parameter (or of the matplotlib /
+file, with its SHA-256 beside it (:func:`attnpaths.checkpoints.write_checked`: a damaged file is rendered again),
+whose name is a hash of those parameters, so a change of any parameter (or of the matplotlib /
 scipy / numpy versions, which fix the fonts and the resampling) renders a new set.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 
-import matplotlib
 import numpy as np
 import scipy
 from tqdm import tqdm
 
+from .._optional import require
 from .._validation import int_at_least
+from ..checkpoints import read_cache, read_checked, write_checked
+from ..json_files import DamagedFile
 from . import glyphs
 from .imagesets import SPLITS, ImageClasses, ImageDataset
 from .omniglot import read_omniglot
@@ -71,6 +74,7 @@ class GlyphDatasetConfig:
         params["distortion"] = self.distortion.as_dict()
         params["source"] = "rendered"
         params["generator_version"] = GENERATOR_VERSION
+        matplotlib = require("matplotlib", "tasks")  # its fonts draw the glyphs: its version is part of the key
         params["versions"] = {"matplotlib": matplotlib.__version__, "scipy": scipy.__version__, "numpy": np.__version__}
         return params
 
@@ -144,20 +148,24 @@ def _save(dataset: ImageDataset, path: str) -> None:
         arrays[f"{split}_alphabets"] = np.array(classes.alphabets, dtype=str)
         arrays[f"{split}_styles"] = classes.styles
         arrays[f"{split}_distortions"] = classes.distortions
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    # Write then rename, so a reader never sees a half-written cache file.
-    handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".npz")
-    os.close(handle)
-    try:
-        np.savez_compressed(tmp, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    write_checked(buffer.getvalue(), path)  # atomically, with its SHA-256 beside it
 
 
 def _load(path: str) -> ImageDataset:
-    with np.load(path, allow_pickle=False) as data:
+    """The set cached at ``path``; ``DamagedFile`` when its bytes do not match the SHA-256 beside it or cannot be
+    read as the arrays :func:`_save` writes."""
+    try:
+        return _read_arrays(np.load(io.BytesIO(read_checked(path)), allow_pickle=False))
+    except (OSError, ValueError, KeyError) as err:
+        if isinstance(err, DamagedFile):
+            raise
+        raise DamagedFile(path, f"it cannot be read as a cached glyph set ({type(err).__name__}: {err})") from err
+
+
+def _read_arrays(archive) -> ImageDataset:
+    with archive as data:
         splits = {
             split: ImageClasses(
                 images=data[f"{split}_images"].astype(np.float32) / 255.0,
@@ -191,10 +199,9 @@ def load_glyph_dataset(
     if cache_dir is None:
         return render_glyph_dataset(config, progress=progress)
     path = glyph_cache_path(config, cache_dir)
-    if os.path.exists(path):
-        dataset = _load(path)
-        if dataset.parameters == config.parameters():
-            return dataset
+    dataset = read_cache(_load, path, "glyph set")
+    if dataset is not None and dataset.parameters == config.parameters():
+        return dataset
     dataset = render_glyph_dataset(config, progress=progress)
     _save(dataset, path)
     return dataset

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.datasets import load_digits
 
+from .._optional import require
 from .._validation import int_at_least
 from .rendering import resize_images
 
@@ -50,7 +50,7 @@ def load_digit_pairs(digits: tuple[int, int] = (0, 1), *, image_size: int = 32, 
     if len(digits) != 2 or digits[0] == digits[1] or not all(0 <= d <= 9 for d in digits):
         raise ValueError(f"digits must be two distinct digits in 0..9, got {digits!r}")
     int_at_least(image_size, "image_size", 8)
-    data = load_digits()
+    data = require("sklearn.datasets", "tasks").load_digits()
     images = data.images.astype(np.float32) / 16.0
     if invert:
         images = 1.0 - images

@@ -16,14 +16,17 @@ import functools
 import os
 import unicodedata
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
-from matplotlib.ft2font import FT2Font, LoadFlags
 
+from .._optional import require
 from .._validation import positive_int
 from .imagesets import SPLITS
 from .rendering import IDENTITY_DISTORTION, DistortionConfig, render_instance
+
+if TYPE_CHECKING:
+    from matplotlib.ft2font import FT2Font
 
 FITS = ("glyph", "alphabet")
 
@@ -37,7 +40,7 @@ class FontFace:
 
     @property
     def path(self) -> str:
-        return os.path.join(matplotlib.get_data_path(), "fonts", "ttf", self.filename)
+        return os.path.join(require("matplotlib", "tasks").get_data_path(), "fonts", "ttf", self.filename)
 
 
 #: The faces instances are drawn from. matplotlib's ``LastResortHE`` font is left out on purpose: it
@@ -149,7 +152,7 @@ def alphabet_by_name(name: str) -> Alphabet:
 
 @functools.cache
 def _font(face_index: int) -> FT2Font:
-    return FT2Font(FONT_FACES[face_index].path)
+    return require("matplotlib.ft2font", "tasks").FT2Font(FONT_FACES[face_index].path)
 
 
 @functools.cache
@@ -168,7 +171,7 @@ class GlyphImage:
 
 def _draw(font: FT2Font, glyph_index: int, em_pixels: int) -> GlyphImage:
     font.set_size(em_pixels, 72)
-    glyph = font.load_glyph(glyph_index, flags=LoadFlags.NO_HINTING)
+    glyph = font.load_glyph(glyph_index, flags=require("matplotlib.ft2font", "tasks").LoadFlags.NO_HINTING)
     box = tuple(v / 64 for v in glyph.bbox)  # 26.6 fixed point
     margin = em_pixels // 2  # generous: the drawing offset includes the glyph's bearings
     height = int(np.ceil(box[3] - box[1])) + 2 * margin

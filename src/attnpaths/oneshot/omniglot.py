@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from PIL import Image
 from tqdm import tqdm
 
+from .._optional import require
 from .._validation import int_at_least
 from .imagesets import ImageClasses, ImageDataset
 from .rendering import resize_images
@@ -31,6 +31,7 @@ def _subfolders(path: str) -> list[str]:
 
 
 def _read_classes(folder: str, alphabets: list[str], image_size: int, instances: int, progress) -> ImageClasses:
+    Image = require("PIL.Image", "tasks")
     images, names, owners = [], [], []
     for alphabet in alphabets:
         for character in _subfolders(os.path.join(folder, alphabet)):

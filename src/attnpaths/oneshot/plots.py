@@ -8,11 +8,13 @@ nothing that is not plotted: the numbers come from :mod:`attnpaths.oneshot.episo
 from __future__ import annotations
 
 import numpy as np
-from matplotlib import pyplot as plt
 
+from .._optional import require
 from ..experiments import plots as layer_plots
 from ..plot_style import BLUE, GREEN, GREY, ORANGE, VERMILLION, palette_cycle
 from .sequences import Sequences
+
+plt = require("matplotlib.pyplot", "plots")
 
 SCORE_COLOR = BLUE
 DROP_COLOR = VERMILLION

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
-from PIL import Image
 from scipy import ndimage
 
+from .._optional import require
 from .._validation import positive_int
 
 #: Names of the per-instance distortion parameters, in the order of :func:`sample_distortion`'s output.
@@ -208,6 +208,7 @@ def resize_images(images: np.ndarray, size: int) -> np.ndarray:
     Returns:
         float32 ``[..., size, size]``.
     """
+    Image = require("PIL.Image", "tasks")
     images = np.asarray(images, dtype=np.float32)
     flat = images.reshape(-1, *images.shape[-2:])
     out = np.stack(

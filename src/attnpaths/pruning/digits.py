@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from sklearn.datasets import load_digits
 
+from .._optional import require
 from .._validation import int_at_least, numpy_generator
 from ..engine import task_seed
 
@@ -70,7 +70,7 @@ def digit_patches(patch_size: int = 2, positive_digits=(5, 6, 7, 8, 9)) -> Patch
         raise ValueError(
             f"positive_digits must be a non-empty proper subset of the digits 0-9, got {positive_digits!r}"
         )
-    data = load_digits()
+    data = require("sklearn.datasets", "tasks").load_digits()
     images = data.images.astype(np.float64) / 16.0  # [B, 8, 8]
     side = IMAGE_SIZE // patch_size
     patches = images.reshape(-1, side, patch_size, side, patch_size).transpose(0, 1, 3, 2, 4)

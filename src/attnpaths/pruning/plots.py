@@ -5,10 +5,12 @@ training seeds); the numbers come from :mod:`attnpaths.pruning.sweep`."""
 from __future__ import annotations
 
 import numpy as np
-from matplotlib import pyplot as plt
 
+from .._optional import require
 from ..plot_style import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, palette_cycle
 from .sweep import RANKING_NAMES, mean_interval
+
+plt = require("matplotlib.pyplot", "plots")
 
 COLORS = {
     "theory": BLUE,

@@ -8,10 +8,12 @@ computes nothing that is not plotted.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib import pyplot as plt
 
+from .._optional import require
 from ..plot_style import BLUE, ORANGE, palette_cycle
 from .rank_collapse import network_log_ratios
+
+plt = require("matplotlib.pyplot", "plots")
 
 RESIDUAL_FLOOR = 1e-17
 """The pure networks' residuals are drawn no lower than this (an exact rank one gives 0, off a log axis)."""

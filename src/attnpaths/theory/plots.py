@@ -7,9 +7,11 @@ Every function returns the :class:`matplotlib.figure.Figure` it drew and compute
 from __future__ import annotations
 
 import numpy as np
-from matplotlib import pyplot as plt
 
+from .._optional import require
 from ..plot_style import BLUE, GREEN, ORANGE, palette_cycle
+
+plt = require("matplotlib.pyplot", "plots")
 
 
 @palette_cycle

@@ -8,13 +8,15 @@ Accuracy vs ``N`` is drawn by :mod:`attnpaths.experiments.plots`. Every function
 from __future__ import annotations
 
 import numpy as np
-from matplotlib import pyplot as plt
-from matplotlib.patches import FancyBboxPatch
 
+from ..._optional import require
 from ...experiments import plots as layer_plots
 from ...paths import all_paths
 from ...plot_style import CATEGORICAL, GREEN, GREY, palette_cycle
 from .networks import CodedHMCNetwork
+
+plt = require("matplotlib.pyplot", "plots")
+FancyBboxPatch = require("matplotlib.patches", "plots").FancyBboxPatch
 
 GOOD_COLOR = GREEN
 OTHER_COLOR = GREY
