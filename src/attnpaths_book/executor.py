@@ -213,8 +213,7 @@ def execute_chapter(
             raise ChapterFailed(
                 chapter.name,
                 f"{_head(layout, chapter, parameters)} ran without error, but its "
-                f"outputs could not be made current: {err}.\nIts previous results file, executed "
-                "notebook, run time and manifest are unchanged.",
+                f"outputs could not be made current: {err}.",  # the store's message says whether the last unit is back
                 parameters,
             ) from err
         return execution
