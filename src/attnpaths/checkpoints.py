@@ -121,7 +121,7 @@ def _recorded_sha256(path: Path) -> str:
             f"path must be a file written by save_checkpoint or write_checked, with its SHA-256 in {beside.name} beside it; "
             "there is none, so its bytes cannot be checked",
         ) from None
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, OSError):  # unreadable (a folder, no permission): no checksum to trust
         text = ""
     fields = text.split()
     if len(fields) != 2 or not _is_sha256(fields[0]) or fields[1] != path.name:

@@ -130,12 +130,13 @@ def _one_thread_in_process():
     global _openmp_pools
     import scipy.linalg.blas  # noqa: F401  (loads scipy's BLAS, so that the limit below reaches it)
 
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
     pools = ThreadpoolController()
     _release_openblas()
     limits = pools.select(user_api="blas").limit(limits=1)  # restores the BLAS pools only, in any thread
+    _release_openblas()
     _openmp_pools = pools.select(user_api="openmp")
+    previous = torch.get_num_threads()  # last: a failure above leaves torch's setting as it was
+    torch.set_num_threads(1)
 
     def restore():
         _release_openblas()

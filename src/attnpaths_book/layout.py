@@ -157,7 +157,8 @@ def book_lock(layout: BookLayout, progress: Progress = silent, wait: bool = True
     The lock is an advisory ``flock`` on the build folder ``_build/`` itself (deleting it would delete the run's
     files too) and on the lock file ``_build/.lock`` (for file systems that cannot lock folders, as NFS); the
     operating system releases both when their holder ends, however it ends: the lock of a killed process never
-    blocks. Deleting ``_build/.lock`` while a run holds it lets no second run in. The holder records its PID,
+    blocks. Deleting ``_build/.lock`` while a run holds it lets no second run in, where the file system can lock
+    the folder (local file systems can; where it cannot, only the lock file is locked, and its deletion does). The holder records its PID,
     command and start time in ``_build/.lock``. While another process holds the lock, this one waits and says so
     through ``progress``, naming the lock file and the holder's PID and command (again if the holder changes), then
     says when it got the lock.
@@ -304,8 +305,9 @@ def process_alive(pid: int, started: int | None = None) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # exists, owned by another user
-        pass
+    except PermissionError:  # exists, owned by another user; /proc may hide it (hidepid): alive, as far as we know
+        start = _process_start(pid)
+        return start is None or not started or start == started
     except (OverflowError, ValueError):
         return False
     start = _process_start(pid)

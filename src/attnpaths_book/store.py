@@ -42,12 +42,14 @@ manifest (or a journal and its checksum) together.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import secrets
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -252,18 +254,34 @@ def _temporary_beside(target: Path, data: bytes) -> Path:
             os.fsync(handle.fileno())
         os.chmod(name, 0o644)  # mkstemp creates owner-only files; the book's files are for every reader
     except OSError as err:
-        Path(name).unlink(missing_ok=True)
+        _unlink_quietly(Path(name))
         raise CommitFailed(f"cannot write {target}: {err.strerror or err}") from err
     return Path(name)
 
 
+def _unlink_quietly(*paths: Path) -> None:
+    """Remove temporary files where possible: one that cannot be removed (a folder made read-only) is left for
+    :func:`recover`, and must not hide the error being handled."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+
+
+def _is_regular_file(path: Path) -> bool:
+    """``path`` is a regular file itself, not a link to one (a link could lead outside the checkout)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _keep(path: Path, backup: Path) -> None:
     """Keep the current ``path`` as ``backup`` (a hard link: instant and no space; a copy where links fail, as
-    across file systems)."""
+    across file systems). Links are not followed."""
     try:
-        os.link(path, backup)
+        os.link(path, backup, follow_symlinks=False)
     except OSError:
-        shutil.copy2(path, backup)
+        shutil.copy2(path, backup, follow_symlinks=False)
 
 
 def _put_back(kept: Path, target: Path) -> None:
@@ -274,7 +292,7 @@ def _put_back(kept: Path, target: Path) -> None:
         _keep(kept, temporary)
         os.replace(temporary, target)
     except BaseException:
-        temporary.unlink(missing_ok=True)
+        _unlink_quietly(temporary)
         raise
 
 
@@ -334,15 +352,13 @@ def commit_unit(
                 temporaries[role] = _temporary_beside(target, data[role])
             journal = _write_journal(results_dir, chapter, targets, names, data)
         except BaseException:
-            for temporary in temporaries.values():
-                temporary.unlink(missing_ok=True)
+            _unlink_quietly(*temporaries.values())
             raise
         try:
             for role in targets:
                 os.replace(temporaries[role], targets[role])
         except BaseException as err:
-            for temporary in temporaries.values():
-                temporary.unlink(missing_ok=True)
+            _unlink_quietly(*temporaries.values())  # a folder that turned read-only must not skip the roll-back
             _raise_after_roll_back(results_dir, journal, chapter, targets[role], err)
         shutil.rmtree(journal, ignore_errors=True)
     return manifest
@@ -430,7 +446,7 @@ def _write_journal(
         journal.mkdir(parents=True)
         files = {}
         for role, target in targets.items():
-            kept = role if target.is_file() else None
+            kept = role if _is_regular_file(target) else None  # a link is replaced by the commit, never kept
             if kept:
                 _keep(target, journal / kept)
             files[role] = {
@@ -516,7 +532,10 @@ def _roll_back(journal: Path, entries: dict[str, _Entry]) -> None:
     put back) or anything else is left alone, so the roll-back touches only what its commit replaced and can be
     run again after it was interrupted. Raises ``OSError`` when a file cannot be put back and
     :class:`DamagedFile` when the journal's copy of one is missing or damaged; the journal is then left as is."""
-    for role, entry in entries.items():
+    # the manifest first: its rename made the commit, so undoing it first leaves no moment at which a later
+    # recovery would take the old files under the new manifest for the new unit
+    for role in reversed([r for r in ROLES if r in entries]):
+        entry = entries[role]
         current = sha256_of(entry.target) if entry.target.is_file() else None
         if current == entry.kept_sha256 or current not in (entry.new_sha256, None):
             continue
@@ -548,6 +567,9 @@ def recover(results_dir, chapter: str | None = None, progress: Progress = silent
     ``progress``. Without ``chapter``, also removes the temporary files that killed commits left beside the units'
     files. Returns the chapters whose previous unit was put back. Call it holding the build lock."""
     folder = Path(results_dir) / MANIFEST_FOLDER
+    if folder.is_symlink():  # its journals would name, and their removal reach, files elsewhere
+        progress(f"refused the manifests' folder {folder}: it is a link, not a folder; remove it (a link only)")
+        return []
     if not folder.is_dir():
         return []
     journals = [_journal_dir(results_dir, chapter)] if chapter else sorted(folder.glob(f"*{JOURNAL_SUFFIX}"))
@@ -602,6 +624,4 @@ def _remove_temporaries(results_dir: Path) -> None:
     found = [path for folder in (results, results / MANIFEST_FOLDER) for path in folder.glob(".*.json.*.tmp")]
     for folder, _, names in os.walk(executed):  # the notebooks lie in subfolders (book/<chapter>.ipynb)
         found += [Path(folder) / name for name in names if ".ipynb." in name]
-    for path in found:
-        if TEMPORARY.match(path.name) and not path.is_dir():
-            path.unlink(missing_ok=True)
+    _unlink_quietly(*(path for path in found if TEMPORARY.match(path.name) and not path.is_dir()))

@@ -599,6 +599,8 @@ def test_every_pool_has_one_thread_in_every_task_of_an_engine_of_threads():
     import scipy.linalg.blas  # noqa: F401  (scipy's OpenBLAS, loaded on first import: one of the pools checked)
     from threadpoolctl import threadpool_limits
 
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("OpenBLAS caps its pool at the number of CPUs: one CPU cannot show two threads")
     barrier = threading.Barrier(2, timeout=30)
 
     def sizes(i):

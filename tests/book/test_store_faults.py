@@ -258,12 +258,12 @@ def test_a_roll_back_works_when_the_notebooks_lie_on_another_file_system(checkou
         return Path(path).resolve().is_relative_to(checkout.executed_dir.resolve())
 
     def crossing(real):
-        def call(source, target):
+        def call(source, target, **options):
             if device(source) != device(target):
                 raise OSError(errno.EXDEV, "Invalid cross-device link")
             if full and real is replace and Path(target) == checkout.timings and Path(source).suffix == ".tmp":
                 raise OSError(errno.ENOSPC, "No space left on device")
-            return real(source, target)
+            return real(source, target, **options)
 
         return call
 
@@ -357,6 +357,102 @@ def test_recovery_removes_the_temporary_files_of_killed_commits(checkout):
     assert [p for p in left if p.exists()] == []
     assert all(p.exists() for p in kept)
     assert unit_files(checkout, "theory") == before
+
+
+def test_a_link_in_place_of_a_units_file_is_replaced_and_never_followed(checkout, elsewhere, monkeypatch):
+    """The results file is a link to a file outside the checkout: the journal keeps no copy of what it leads to,
+    a failed commit's roll-back leaves that file alone (not rewritten, not linked into the build), and a commit
+    that succeeds replaces the link itself."""
+    results, notebook, replace = checkout.results_file("theory"), checkout.executed_notebook("book/theory"), os.replace
+    results.unlink()
+    results.symlink_to(elsewhere)
+
+    def immutable_notebook(source, target):
+        if Path(target) == notebook:
+            raise PermissionError(errno.EPERM, "Operation not permitted")
+        return replace(source, target)
+
+    monkeypatch.setattr(store.os, "replace", immutable_notebook)
+    with pytest.raises(store.CommitFailed):
+        commit(checkout, "theory", 2.0, key="key-2")
+    monkeypatch.setattr(store.os, "replace", replace)
+    assert elsewhere.read_text() == "a file of someone else\n" and os.stat(elsewhere).st_nlink == 1
+    assert not journal_folder(checkout).exists()
+    commit(checkout, "theory", 3.0, key="key-3")
+    assert not results.is_symlink() and elsewhere.read_text() == "a file of someone else\n"
+    assert store.unit_state(checkout.root, checkout.results_dir, "theory", "key-3").fresh
+
+
+def test_a_manifests_folder_that_is_a_link_is_refused(checkout, tmp_path):
+    """``_build/results/.manifests`` replaced by a link to a folder elsewhere: recovery reads and removes nothing
+    there, and says so in one line."""
+    outside = tmp_path / "outside"
+    (outside / f"theory{store.JOURNAL_SUFFIX}").mkdir(parents=True)
+    (outside / ".theory.json.k2j4h_x1.tmp").write_text("someone's file\n")
+    manifests = checkout.results_dir / store.MANIFEST_FOLDER
+    manifests.rename(tmp_path / "moved")
+    manifests.symlink_to(outside, target_is_directory=True)
+    said = []
+    assert store.recover(checkout.results_dir, progress=said.append) == []
+    assert (outside / f"theory{store.JOURNAL_SUFFIX}").is_dir() and (outside / ".theory.json.k2j4h_x1.tmp").exists()
+    assert len(said) == 1 and "link" in said[0], said
+
+
+def test_a_temporary_that_cannot_be_removed_does_not_skip_the_roll_back(checkout, monkeypatch):
+    """The notebook cannot be replaced and the commit's temporary files cannot be removed (a folder turned
+    read-only): the error is still the commit's one line, the previous unit is back, and the temporaries are
+    removed by the next recovery."""
+    before = unit_files(checkout, "theory")
+    notebook, replace, unlink = checkout.executed_notebook("book/theory"), os.replace, Path.unlink
+
+    def immutable_notebook(source, target):
+        if Path(target) == notebook:
+            raise PermissionError(errno.EPERM, "Operation not permitted")
+        return replace(source, target)
+
+    def refusing_temporaries(path, missing_ok=False):
+        if path.name.endswith(".tmp"):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(store.os, "replace", immutable_notebook)
+    monkeypatch.setattr(Path, "unlink", refusing_temporaries)
+    with pytest.raises(store.CommitFailed, match="previous results, notebook and timings are unchanged"):
+        commit(checkout, "theory", 2.0, key="key-2")
+    monkeypatch.setattr(Path, "unlink", unlink)
+    monkeypatch.setattr(store.os, "replace", replace)
+    assert unit_files(checkout, "theory") == before
+    assert list(checkout.build_dir.rglob("*.tmp"))  # left by the failed commit ...
+    store.recover(checkout.results_dir)
+    assert not list(checkout.build_dir.rglob("*.tmp"))  # ... and removed by the next recovery
+    assert store.unit_state(checkout.root, checkout.results_dir, "theory", "key-1").fresh
+
+
+def test_a_commit_interrupted_after_its_manifest_and_killed_in_its_roll_back_comes_back_whole(checkout, monkeypatch):
+    """An interrupt right after the manifest's rename (the commit) starts a roll-back, which is killed after
+    putting back one file: the manifest is put back first, so the next recovery finds the previous manifest and
+    puts the previous unit back whole (were the results file put back first, the new manifest would stand over
+    the old results, and the recovery would keep that mixture as the new unit)."""
+    before = unit_files(checkout, "theory")
+    manifest, replace, calls = store.manifest_path(checkout.results_dir, "theory"), os.replace, []
+
+    def interrupted(source, target):
+        result = replace(source, target)
+        calls.append(target)
+        if len(calls) == 5:  # the journal, the results file, the notebook, the timings, the manifest: committed
+            assert Path(target) == manifest
+            raise KeyboardInterrupt
+        if len(calls) == 6:  # the roll-back's first file is back, and the process ends
+            raise Killed
+        return result
+
+    monkeypatch.setattr(store.os, "replace", interrupted)
+    with pytest.raises(Killed):
+        commit(checkout, "theory", 2.0, key="key-2")
+    monkeypatch.setattr(store.os, "replace", replace)
+    assert store.recover(checkout.results_dir) == ["theory"]
+    assert unit_files(checkout, "theory") == before
+    assert store.unit_state(checkout.root, checkout.results_dir, "theory", "key-1").fresh
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ import sys
 import textwrap
 
 import pytest
-import tomllib
 from helpers import ROOT
 
 from attnpaths._optional import DISTRIBUTIONS, EXTRAS, MODULES, missing, require
@@ -108,6 +107,7 @@ def test_what_needs_an_extra_says_which_and_how_to_install_it():
 
 
 def test_each_extra_installs_the_modules_its_messages_name():
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11's tomllib")
     with open(ROOT / "pyproject.toml", "rb") as handle:
         project = tomllib.load(handle)["project"]
     extras = project["optional-dependencies"]
