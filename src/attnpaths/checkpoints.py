@@ -48,7 +48,8 @@ def checksum_path(path) -> Path:
     return path.with_name(path.name + ".sha256")
 
 
-def _is_sha256(value) -> bool:
+def is_sha256(value) -> bool:
+    """Whether ``value`` is a SHA-256 as this package writes it: a string of 64 lowercase hexadecimal digits."""
     return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX
 
 
@@ -83,7 +84,7 @@ def read_checked(path, sha256: str | None = None) -> bytes:
     one :func:`write_checked` wrote beside the file; :class:`~attnpaths.json_files.DamagedFile` naming the file
     when there is no checksum or the bytes do not match it."""
     path = Path(path)
-    if sha256 is not None and not _is_sha256(sha256):
+    if sha256 is not None and not is_sha256(sha256):
         raise ValueError(f"sha256 must be 64 lowercase hex digits, got {sha256!r}")
     data = path.read_bytes()  # checked and then used from the same bytes
     expected = _recorded_sha256(path) if sha256 is None else sha256
@@ -124,7 +125,7 @@ def _recorded_sha256(path: Path) -> str:
     except (UnicodeDecodeError, OSError):  # unreadable (a folder, no permission): no checksum to trust
         text = ""
     fields = text.split()
-    if len(fields) != 2 or not _is_sha256(fields[0]) or fields[1] != path.name:
+    if len(fields) != 2 or not is_sha256(fields[0]) or fields[1] != path.name:
         raise DamagedFile(
             path, f"its checksum file {beside.name} is damaged: it must hold '<64 hex digits>  {path.name}'"
         )
@@ -188,6 +189,7 @@ __all__ = [
     "DamagedCacheWarning",
     "checksum_path",
     "file_sha256",
+    "is_sha256",
     "load_checkpoint",
     "read_cache",
     "read_checked",

@@ -44,3 +44,29 @@ def read_json(path, what: str = "file", expect: type | tuple = dict):
             path, f"this {what} must hold a JSON {'object' if expect is dict else names}, found {type(value).__name__}"
         )
     return value
+
+
+TEXT = (lambda v: isinstance(v, str), "a string")
+"""A kind of :func:`require_key`: a JSON string."""
+NUMBER = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
+"""A kind of :func:`require_key`: a JSON number (not a boolean)."""
+OBJECT = (lambda v: isinstance(v, dict), "a JSON object")
+"""A kind of :func:`require_key`: a JSON object."""
+
+
+def require_key(path, what: str, record, keys, kind):
+    """``record``'s value at ``keys`` (a dotted string or a tuple of keys), read from the JSON file ``path`` (a
+    ``what``, e.g. ``"manifest"``); :class:`DamagedFile` naming the file and the key when it is missing or not of
+    ``kind``, a ``(check, description)`` pair such as :data:`TEXT`."""
+    keys = tuple(keys.split(".")) if isinstance(keys, str) else tuple(keys)
+    value = record
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            raise DamagedFile(path, f"this {what} lacks the key {'.'.join(keys)}")
+        value = value[key]
+    check, described = kind
+    if not check(value):
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise DamagedFile(path, f"this {what} has {shown} at the key {'.'.join(keys)}, which must be {described}")
+    return value

@@ -56,7 +56,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnpaths.json_files import DamagedFile, read_json
+from attnpaths.checkpoints import file_sha256 as sha256_of  # the SHA-256 of a file's bytes, hexadecimal
+from attnpaths.checkpoints import is_sha256
+from attnpaths.json_files import NUMBER, OBJECT, TEXT, DamagedFile, read_json, require_key
 from attnpaths_book.layout import EXECUTED_FOLDER, TIMINGS_FILE, Progress, silent
 
 __all__ = [
@@ -87,23 +89,19 @@ TEMPORARY = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 FOLDER_NAMES = ("results", "executed")
 """How a journal names the folders of :func:`unit_folders`: a target ``executed/book/theory.ipynb``."""
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_TEXT = (lambda v: isinstance(v, str), "a string")
-_DIGEST = (lambda v: isinstance(v, str) and _SHA256.fullmatch(v) is not None, "a SHA-256 (64 hexadecimal digits)")
-_DIGEST_OR_NULL = (lambda v: v is None or _DIGEST[0](v), "null or a SHA-256 (64 hexadecimal digits)")
-_NUMBER = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
-_OBJECT = (lambda v: isinstance(v, dict), "a JSON object")
+_DIGEST = (is_sha256, "a SHA-256 (64 hexadecimal digits)")
+_DIGEST_OR_NULL = (lambda v: v is None or is_sha256(v), "null or a SHA-256 (64 hexadecimal digits)")
 MANIFEST_KEYS = {
-    "cache_key": _TEXT,
-    "profile": _TEXT,
-    "execution": _OBJECT,
-    "files.results.path": _TEXT,
+    "cache_key": TEXT,
+    "profile": TEXT,
+    "execution": OBJECT,
+    "files.results.path": TEXT,
     "files.results.sha256": _DIGEST,
-    "files.notebook.path": _TEXT,
+    "files.notebook.path": TEXT,
     "files.notebook.sha256": _DIGEST,
 }
 """What a manifest must hold, by (dotted) key, and of which kind: what the readers of units use."""
-TIMING_KEYS = {"wall_s": _NUMBER, "peak_rss_mib": _NUMBER, "cache_key": _TEXT}
+TIMING_KEYS = {"wall_s": NUMBER, "peak_rss_mib": NUMBER, "cache_key": TEXT}
 """What each chapter's entry in the record of run times must hold."""
 
 
@@ -111,34 +109,8 @@ class CommitFailed(OSError):
     """A chapter's new unit could not be made current; the previous unit is unchanged (the message says so)."""
 
 
-def sha256_of(path) -> str:
-    """SHA-256 of the file's bytes, hexadecimal."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _require(path: Path, what: str, record, keys, kind):
-    """``record``'s value at ``keys`` (a dotted string or a tuple of keys); :class:`DamagedFile` naming the file and
-    the key when it is missing or not of ``kind`` (a ``(check, description)`` pair)."""
-    keys = tuple(keys.split(".")) if isinstance(keys, str) else tuple(keys)
-    value = record
-    for key in keys:
-        if not isinstance(value, dict) or key not in value:
-            raise DamagedFile(path, f"this {what} lacks the key {'.'.join(keys)}")
-        value = value[key]
-    check, described = kind
-    if not check(value):
-        shown = json.dumps(value)
-        shown = shown if len(shown) <= 40 else shown[:37] + "..."
-        raise DamagedFile(path, f"this {what} has {shown} at the key {'.'.join(keys)}, which must be {described}")
-    return value
 
 
 def unit_folders(results_dir) -> tuple[Path, Path]:
@@ -161,7 +133,7 @@ def read_manifest(results_dir, chapter: str) -> dict | None:
         return None
     manifest = read_json(path, "manifest")
     for key, kind in MANIFEST_KEYS.items():
-        _require(path, "manifest", manifest, key, kind)
+        require_key(path, "manifest", manifest, key, kind)
     return manifest
 
 
@@ -305,10 +277,10 @@ def read_timings(results_dir) -> dict:
     what = "record of run times"
     timings = read_json(path, what)
     for profile, chapters in timings.items():
-        _require(path, what, timings, (profile,), _OBJECT)
+        require_key(path, what, timings, (profile,), OBJECT)
         for chapter in chapters:
             for key, kind in TIMING_KEYS.items():
-                _require(path, what, timings, (profile, chapter, key), kind)
+                require_key(path, what, timings, (profile, chapter, key), kind)
     return timings
 
 
@@ -486,18 +458,18 @@ def _read_journal(journal: Path, results_dir: Path, chapter: str) -> tuple[dict[
     record = read_json(path, what)
     if "sha256" not in record:  # as the journals of earlier versions, which named their targets by absolute paths
         raise DamagedFile(path, "this commit journal lacks its checksum, the key sha256")
-    checksum = _require(path, what, record, "sha256", _DIGEST)
+    checksum = require_key(path, what, record, "sha256", _DIGEST)
     if _seal(record)["sha256"] != checksum:
         raise DamagedFile(path, "this commit journal does not match its checksum sha256: it was edited or damaged")
-    if _require(path, what, record, "chapter", _TEXT) != chapter:
+    if require_key(path, what, record, "chapter", TEXT) != chapter:
         raise DamagedFile(path, f"this commit journal's key chapter is {record['chapter']!r}, not {chapter!r}")
-    new_manifest = _require(path, what, record, "new_manifest_sha256", _DIGEST)
-    files = _require(path, what, record, "files", _OBJECT)
+    new_manifest = require_key(path, what, record, "new_manifest_sha256", _DIGEST)
+    files = require_key(path, what, record, "files", OBJECT)
     if not files or not set(files) <= set(ROLES):
         raise DamagedFile(path, f"this commit journal's key files must map some of {', '.join(ROLES)}")
     entries = {}
     for role in files:
-        name = _require(path, what, record, ("files", role, "target"), _TEXT)
+        name = require_key(path, what, record, ("files", role, "target"), TEXT)
         target = _journal_target(results_dir, name)
         if target is None:
             raise DamagedFile(
@@ -505,11 +477,11 @@ def _read_journal(journal: Path, results_dir: Path, chapter: str) -> tuple[dict[
                 f"this commit journal's key files.{role}.target names {name!r}, which is not inside the results "
                 "folder or the executed notebooks' folder",
             )
-        kept = _require(path, what, record, ("files", role, "kept"), _KEPT)
-        kept_sha256 = _require(path, what, record, ("files", role, "kept_sha256"), _DIGEST_OR_NULL)
+        kept = require_key(path, what, record, ("files", role, "kept"), _KEPT)
+        kept_sha256 = require_key(path, what, record, ("files", role, "kept_sha256"), _DIGEST_OR_NULL)
         if (kept is None) != (kept_sha256 is None):
             raise DamagedFile(path, f"this commit journal's keys files.{role}.kept and kept_sha256 disagree")
-        new_sha256 = _require(path, what, record, ("files", role, "new_sha256"), _DIGEST)
+        new_sha256 = require_key(path, what, record, ("files", role, "new_sha256"), _DIGEST)
         entries[role] = _Entry(target, None if kept is None else journal / kept, kept_sha256, new_sha256)
     return entries, new_manifest
 

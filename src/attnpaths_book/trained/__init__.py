@@ -27,7 +27,7 @@ from typing import get_type_hints
 
 import numpy as np
 
-from attnpaths.checkpoints import file_sha256, read_cache
+from attnpaths.checkpoints import file_sha256, is_sha256, read_cache
 from attnpaths.experiments.retraining import retraining_agreement, retraining_power
 from attnpaths.json_files import DamagedFile, read_json
 from attnpaths.oneshot.training import (
@@ -116,7 +116,7 @@ def _manifest_entry(path: Path, index: int, entry) -> ShippedFile:
             )
     name = entry["name"]
     sha = entry["sha256"]
-    if len(sha) != 64 or set(sha) - set("0123456789abcdef"):
+    if not is_sha256(sha):
         raise DamagedFile(path, f"key 'sha256' of {where} ({name!r}) must be 64 lowercase hex digits, got {sha!r}")
     if entry["kind"] not in KINDS:
         raise DamagedFile(path, f"key 'kind' of {where} ({name!r}) must be one of {KINDS}, got {entry['kind']!r}")
