@@ -3,7 +3,7 @@
 The paper profile takes minutes per chapter, too long for the test suite to run it. ``python -m attnpaths_book
 record-paper`` executes the paper profile of the chapters whose cached execution is stale and copies each
 chapter's results file (``_build/results/<chapter>.json``) into ``tests/paper_records/<chapter>.json``;
-``tests/test_paper_records.py`` recomputes the deterministic numbers of every record from the record's own
+``tests/book/test_paper_records.py`` recomputes the deterministic numbers of every record from the record's own
 parameters. A results file of another profile, or of a paper run with ``--set`` overrides, is refused.
 
 Record layout (JSON object)::

@@ -1,9 +1,9 @@
 """Build the HTML book from the executed notebooks.
 
 The Sphinx source folder is ``_build/executed/``: the executor writes the chapters there as executed
-notebooks at their toc paths (``book/intro.ipynb``), and :func:`sync_sources` copies the book's other files
-(pages such as ``book/references.md``, ``book/references.bib``, images) next to them. Jupyter Book then
-builds it with the root's ``_config.yml`` and ``_toc.yml`` (the one source of truth), notebooks not
+notebooks at their toc paths (``_build/executed/book/intro.ipynb``), and :func:`sync_sources` copies the
+book's other files (pages such as ``book/references.md``, ``book/references.bib``, images) next to them.
+Jupyter Book then builds it with the root's ``_config.yml`` and ``_toc.yml`` (the one source of truth), notebooks not
 executed again (``execute_notebooks: off``), warnings as errors, into ``_build/html``.
 
 The API pages (``book/api/``) are generated from the docstrings of the package: Sphinx imports ``attnpaths``

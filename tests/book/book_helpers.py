@@ -100,7 +100,7 @@ def copy_repository(destination: Path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------------
-# comparisons with the committed paper records (tests/test_paper_records.py)
+# comparisons with the committed paper records (tests/book/test_paper_records.py)
 
 MC_Z = tolerances.MC_Z
 """z threshold of a Monte-Carlo estimate compared with a recorded one (:data:`attnpaths_book.tolerances.MC_Z`)."""

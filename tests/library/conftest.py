@@ -1,5 +1,5 @@
 """The library's tests: everything that ``pip install .`` (without the book extra) can run, importing nothing of the
-book's companion (``tests/test_layering.py`` and CI's library step check it). This folder is on ``sys.path``
+book's companion (``tests/library/test_layering.py`` and CI's library step check it). This folder is on ``sys.path``
 for its modules' ``from helpers import ...``; the shared fixtures are in ``tests/conftest.py``.
 
 A test of a part of the library that needs an optional dependency (an extra of ``pyproject.toml``, listed in

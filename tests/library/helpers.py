@@ -159,7 +159,7 @@ def random_inputs(generator, num, input_width, num_tokens):
 
 
 # --------------------------------------------------------------------------------------------------------
-# the posterior sampler's checks (tests/test_sampler.py for two layers, tests/test_sampler_depth.py deeper)
+# the sampler's checks: tests/library/test_sampler.py (two layers), tests/library/test_sampler_depth.py (deeper)
 
 
 def sampler_problem(

@@ -5,7 +5,7 @@ modules named by a string).
 Floors of ``src/attnpaths``, lowest first:
 
 * the theory core: the modules directly in the package and the ``theory`` package (attention, paths, kernels,
-  action, solver, network, sampler, claims type, engine, statistics, records, ...);
+  action, solver, network, sampler, claims type, engine, statistics, checkpoints, ...);
 * the experiment layer: ``experiments`` (task-agnostic: path data, sweeps over widths, sampling, kernel PCs,
   head orders, the finite-width and retraining claims);
 * the subjects: ``hmc`` (with the depth study in ``hmc.depth``), ``oneshot``, ``pruning``, ``exchangeability``,

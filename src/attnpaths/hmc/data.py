@@ -208,7 +208,7 @@ def _random_draws(task: HMCTask, num_examples: int, generator: torch.Generator) 
     hidden chains ``[P, T_seq]`` (uniform) and the feature noise ``eta`` ``[P, N_f, T_seq]`` (standard normal)."""
     # One float64 uniform per decision, example by example (s_1 first, then the T_seq - 1 transitions):
     # the authors' order of torch.rand(1) calls. torch's CPU uniform kernel fills a tensor sequentially, so
-    # one [P, T_seq] draw is the same stream (checked in tests/test_hmc_data.py).
+    # one [P, T_seq] draw is the same stream (checked in tests/library/test_hmc_data.py).
     coins = torch.rand(num_examples, task.seq_len, generator=generator, dtype=torch.float64)
     eta = torch.randn(num_examples, task.feature_width, task.seq_len, generator=generator, dtype=torch.float64)
     return coins, eta
