@@ -81,7 +81,7 @@ def write_checked(data: bytes, path) -> str:
 
 def read_checked(path, sha256: str | None = None) -> bytes:
     """The bytes of ``path`` after checking their SHA-256 against ``sha256`` or, when it is ``None``, against the
-    one :func:`write_checked` wrote beside the file; :class:`~attnpaths.json_files.DamagedFile` naming the file
+    one :func:`write_checked` wrote beside the file; ``attnpaths.json_files.DamagedFile`` naming the file
     when there is no checksum or the bytes do not match it."""
     path = Path(path)
     if sha256 is not None and not is_sha256(sha256):

@@ -761,7 +761,7 @@ def _default_route(P: int, n0: int, n: int, arch: Architecture) -> str:
 
 
 SOLVER_OVERHEAD_BYTES = 192 * 2**20
-"""Bytes that a solve needs beyond the arrays counted by :func:`_solver_memory`: 64 MiB of address space beyond
+"""Bytes that a solve needs beyond the arrays counted by ``_solver_memory``: 64 MiB of address space beyond
 the resident peak (VmPeak over VmHWM: the allocator's arenas, the BLAS and LAPACK code and their workspaces, all
 counted by ``RLIMIT_AS``), 96 MiB for the heap's fragmentation (glibc keeps freed blocks below its 32 MiB mmap
 threshold in the heap: ``[P, P]`` matrices of ``P < 2048`` raise the peak of one solve by up to three of them,
