@@ -1,6 +1,6 @@
 """Times in the README are measurements: every duration it states must be one that a committed benchmark record
-holds (a whole book run's, one chapter's, a test tier's wall time, or a row of the solver's scaling benchmark), to
-the precision the README prints it with."""
+holds (a whole book run's, one chapter's, a test tier's wall time, a row of the solver's scaling benchmark, or the
+library's install), to the precision the README prints it with."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ def stated_durations(text: str) -> list[tuple[str, float, float]]:
 
 def recorded_durations() -> list[float]:
     """Every wall time (seconds) in the committed records of the book benchmark (each run's, each chapter's, the
-    HTML build's and the last run's with it) and of the test-suite benchmark (each tier's: only passing runs are
-    recorded)."""
+    HTML build's and the last run's with it), of the test-suite benchmark (each tier's: only passing runs are
+    recorded) and of the install benchmark (the library's ``pip install .``)."""
     record = json.loads((RECORDS_DIR / "book.json").read_text())
     found = []
     for run in record["report"]["runs"]:
@@ -63,6 +63,10 @@ def recorded_durations() -> list[float]:
     tests = RECORDS_DIR / "tests.json"
     if tests.is_file():
         found.extend(float(run["wall_s"]) for run in json.loads(tests.read_text())["report"]["runs"])
+    # the library's `pip install .` into a fresh virtual environment (bench install)
+    install = RECORDS_DIR / "install.json"
+    if install.is_file():
+        found.append(float(json.loads(install.read_text())["report"]["wall_s"]))
     return found
 
 
