@@ -3,17 +3,20 @@ API reference's module list, tiny throw-away books, and the comparisons of the p
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
 import textwrap
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import yaml
 from helpers import ROOT
 
-from attnpaths_book import tolerances
+from attnpaths_book import runner, store, tolerances
+from attnpaths_book.layout import BookLayout
 from attnpaths_book.results import to_jsonable
 
 API_INDEX = "book/api/index"
@@ -187,3 +190,55 @@ def assert_within_mc_error(chapter, key, estimate, estimate_se, recorded, record
         f"{a[worst].item()!r} +- {sa[worst]:.3g}, recorded {b[worst].item()!r} +- {sb[worst]:.3g} "
         f"(z = {zscores[worst]:.2f} > {z:g}; {int((zscores > z).sum())} of {a.size} entries)"
     )
+
+
+# ----------------------------------------------------------------------------------------------------------
+# a chapter's committed unit, without a kernel (the store's and the runner's fault tests)
+
+
+def unit_files(layout: BookLayout, chapter: str) -> dict:
+    """The bytes of every file of a chapter's unit (``None`` for a missing one)."""
+    paths = {
+        "results": layout.results_file(chapter),
+        "notebook": layout.executed_notebook(f"book/{chapter}"),
+        "timings": layout.timings,
+        "manifest": store.manifest_path(layout.results_dir, chapter),
+    }
+    return {role: path.read_bytes() if path.is_file() else None for role, path in paths.items()}
+
+
+def commit(layout: BookLayout, chapter: str, value: float, key: str = "key-1"):
+    notebook = nbformat.writes(nbformat.v4.new_notebook(metadata={"value": value}))
+    results = json.dumps({"chapter": chapter, "profile": "smoke", "values": {"value": value}}) + "\n"
+    return store.commit_unit(
+        layout.root,
+        layout.results_dir,
+        chapter,
+        {
+            "results": (layout.results_file(chapter), results),
+            "notebook": (layout.executed_notebook(f"book/{chapter}"), notebook),
+        },
+        {"cache_key": key, "profile": "smoke", "execution": {"wall_s": 1.0}},
+        timing={"wall_s": 1.0, "peak_rss_mib": 10.0, "cache_key": key},
+    )
+
+
+def tiny_book_at(root) -> BookLayout:
+    """A one-chapter book in ``root`` (``theory``, parameter ``temperature``) whose unit is committed as if
+    executed now (no kernel): ``status`` calls it up to date."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "_config.yml").write_text("title: tiny\n")
+    write_stand_in_packages(root)
+    write_chapter(root, "theory", "temperature = 0.1", "values = {'t': temperature}")
+    write_toc(root, ["theory"])
+    layout = BookLayout(root)
+    chapter = runner.notebook_chapters(layout)[0]
+    from attnpaths_book.cache import PackageCode
+    from attnpaths_book.chapters import resolve_parameters
+    from attnpaths_book.provenance import versions
+
+    key = runner.current_key(
+        layout, chapter, resolve_parameters(chapter, "smoke"), [chapter], PackageCode(*layout.package_dirs), versions()
+    )
+    commit(layout, "theory", 0.1, key=key)
+    return layout

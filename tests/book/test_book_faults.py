@@ -13,42 +13,14 @@ import subprocess
 import sys
 import textwrap
 
-import nbformat
 import pytest
-from book_helpers import write_chapter, write_stand_in_packages, write_toc
+from book_helpers import commit, tiny_book_at, unit_files, write_chapter, write_stand_in_packages, write_toc
 from helpers import ROOT
 
 from attnpaths.json_files import DamagedFile, read_json
 from attnpaths_book import runner, store
 from attnpaths_book.cli import main
 from attnpaths_book.layout import BookLayout
-
-
-def unit_files(layout: BookLayout, chapter: str) -> dict:
-    """The bytes of every file of a chapter's unit (``None`` for a missing one)."""
-    paths = {
-        "results": layout.results_file(chapter),
-        "notebook": layout.executed_notebook(f"book/{chapter}"),
-        "timings": layout.timings,
-        "manifest": store.manifest_path(layout.results_dir, chapter),
-    }
-    return {role: path.read_bytes() if path.is_file() else None for role, path in paths.items()}
-
-
-def commit(layout: BookLayout, chapter: str, value: float, key: str = "key-1"):
-    notebook = nbformat.writes(nbformat.v4.new_notebook(metadata={"value": value}))
-    results = json.dumps({"chapter": chapter, "profile": "smoke", "values": {"value": value}}) + "\n"
-    return store.commit_unit(
-        layout.root,
-        layout.results_dir,
-        chapter,
-        {
-            "results": (layout.results_file(chapter), results),
-            "notebook": (layout.executed_notebook(f"book/{chapter}"), notebook),
-        },
-        {"cache_key": key, "profile": "smoke", "execution": {"wall_s": 1.0}},
-        timing={"wall_s": 1.0, "peak_rss_mib": 10.0, "cache_key": key},
-    )
 
 
 @pytest.fixture
@@ -116,7 +88,7 @@ KILLED_COMMIT = """
 import os, signal, sys
 from pathlib import Path
 sys.path[:0] = [{src!r}, {tests!r}, {library_tests!r}]
-from test_book_faults import commit
+from book_helpers import commit
 from attnpaths_book import store
 from attnpaths_book.layout import BookLayout
 replace, calls = os.replace, []
@@ -253,27 +225,6 @@ def test_the_paper_records_and_benchmark_records_name_a_damaged_file(tmp_path):
 
 # --------------------------------------------------------------------------------------------------------
 # the runner and the command line on a tiny book
-
-
-def tiny_book_at(root) -> BookLayout:
-    """A one-chapter book in ``root`` (``theory``, parameter ``temperature``) whose unit is committed as if
-    executed now (no kernel): ``status`` calls it up to date."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "_config.yml").write_text("title: tiny\n")
-    write_stand_in_packages(root)
-    write_chapter(root, "theory", "temperature = 0.1", "values = {'t': temperature}")
-    write_toc(root, ["theory"])
-    layout = BookLayout(root)
-    chapter = runner.notebook_chapters(layout)[0]
-    from attnpaths_book.cache import PackageCode
-    from attnpaths_book.chapters import resolve_parameters
-    from attnpaths_book.provenance import versions
-
-    key = runner.current_key(
-        layout, chapter, resolve_parameters(chapter, "smoke"), [chapter], PackageCode(*layout.package_dirs), versions()
-    )
-    commit(layout, "theory", 0.1, key=key)
-    return layout
 
 
 @pytest.fixture

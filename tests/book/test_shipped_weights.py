@@ -14,7 +14,7 @@ from dataclasses import asdict, replace
 import numpy as np
 import pytest
 import torch
-from helpers import ROOT
+from helpers import ROOT, flip_one_weight_bit
 
 from attnpaths.checkpoints import DamagedCacheWarning, checksum_path, file_sha256, load_checkpoint, save_checkpoint
 from attnpaths.claims import Outcome
@@ -309,14 +309,6 @@ def test_shipping_copies_the_retrained_models_and_replaces_the_profiles_earlier_
         )
 
 
-def _flip_one_bit_of_101(path) -> None:
-    """Turn the one float32 weight of 101.0 in the file at ``path`` into 101.125: one bit of one byte."""
-    data = path.read_bytes()
-    good = np.float32(101.0).tobytes()
-    assert data.count(good) == 1, "the file must hold the weight 101.0 once"
-    path.write_bytes(data.replace(good, np.float32(101.125).tobytes()))
-
-
 def test_a_damaged_cache_of_pruning_models_is_trained_again_and_never_saved_again(tmp_path, small_split):
     """Models of no shipped file, cached by ``pruning_source``: one bit flipped in the cache file (a weight of 101.0
     read as 101.125), ``pruning_weights`` reports it once and answers "to be trained" instead of the damaged
@@ -334,7 +326,7 @@ def test_a_damaged_cache_of_pruning_models_is_trained_again_and_never_saved_agai
     path = shipped.pruning_cache_path(key, cache)
     (loaded,), _, _ = shipped.pruning_weights(config, train, [1], **arguments)
     assert next(iter(loaded.state.values())).view(-1)[0].item() == 101.0
-    _flip_one_bit_of_101(path)
+    flip_one_weight_bit(path)
     damaged = path.read_bytes()
     with pytest.warns(DamagedCacheWarning, match=r"pruning-models-.*SHA-256.*cached pruning models is not used"):
         found, found_key, entry = shipped.pruning_weights(config, train, [1], **arguments)

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_book_faults import commit, tiny_book_at, unit_files
+from book_helpers import commit, tiny_book_at, unit_files
 
 from attnpaths.json_files import DamagedFile
 from attnpaths_book import executor, store

@@ -297,3 +297,12 @@ def assert_streamed_solve_equals_the_whole_set(chunks, widths, rtol: float):
     np.testing.assert_allclose(found.U, expected.U, rtol=rtol, atol=rtol * np.abs(expected.U).max())
     assert found.action == pytest.approx(expected.action, rel=rtol)
     return statistics
+
+
+def flip_one_weight_bit(path) -> None:
+    """Turn the one float32 weight of 101.0 stored in the file at ``path`` into 101.125 (one bit of one byte), as
+    a damaged disk would: a file that still loads, with another number in it."""
+    good, bad = bytes.fromhex("0000ca42"), bytes.fromhex("0040ca42")  # float32 101.0 and 101.125, little-endian
+    data = Path(path).read_bytes()
+    assert data.count(good) == 1, "the file must hold the weight 101.0 once"
+    Path(path).write_bytes(data.replace(good, bad))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import flip_one_weight_bit
 
 from attnpaths.checkpoints import (
     DamagedCacheWarning,
@@ -22,25 +23,17 @@ from attnpaths.oneshot import training
 from attnpaths.oneshot.training import TrainedModel, TrainingConfig
 
 TINY = TrainingConfig(width=8, qk_width=4, batch_size=16, steps=12, validate_every=4, validation_sequences=64)
-FLOAT32_101 = (101.0, bytes.fromhex("0000ca42"), bytes.fromhex("0040ca42"))
+WEIGHT = 101.0  # the weight that helpers.flip_one_weight_bit turns into 101.125
 """101.0 as float32 (little-endian), and the bytes with one bit flipped: 101.125."""
-
-
-def flip_101(path) -> None:
-    """Turn the one float32 weight of 101.0 stored in the file at ``path`` into 101.125 (one bit of one byte)."""
-    _, good, bad = FLOAT32_101
-    data = path.read_bytes()
-    assert data.count(good) == 1, "the file must hold the weight 101.0 once"
-    path.write_bytes(data.replace(good, bad))
 
 
 def test_a_checkpoint_with_one_flipped_bit_is_refused_by_its_recorded_checksum(tmp_path):
     path = tmp_path / "w.pt"
-    weights = torch.tensor([1.0, FLOAT32_101[0], 3.0])
+    weights = torch.tensor([1.0, WEIGHT, 3.0])
     sha = save_checkpoint({"format": "x/1", "w": weights}, path)
     assert checksum_path(path).read_text() == f"{sha}  w.pt\n" and sha == file_sha256(path)
     assert torch.equal(load_checkpoint(path, format="x/1")["w"], weights)  # exact on any CPU: the bytes read back
-    flip_101(path)
+    flip_one_weight_bit(path)
     assert torch.load(path, weights_only=True)["w"][1] == 101.125  # what reading it unchecked would give
     with pytest.raises(
         DamagedFile, match=r"SHA-256 [0-9a-f]{64} differs from the one recorded in w\.pt\.sha256"
@@ -76,9 +69,9 @@ def test_the_same_payload_is_saved_to_the_same_bytes(tmp_path):
 def test_a_damaged_cache_file_reads_as_absent_with_one_warning(tmp_path, recwarn):
     path = tmp_path / "w.pt"
     assert read_cache(load_checkpoint, path, "test weights") is None and not recwarn.list  # no file: nothing to say
-    save_checkpoint({"w": torch.tensor([FLOAT32_101[0]])}, path)
+    save_checkpoint({"w": torch.tensor([WEIGHT])}, path)
     assert read_cache(load_checkpoint, path, "test weights")["w"].item() == 101.0
-    flip_101(path)
+    flip_one_weight_bit(path)
     assert read_cache(load_checkpoint, path, "test weights") is None
     (warning,) = recwarn.list
     assert warning.category is DamagedCacheWarning
@@ -100,7 +93,7 @@ def test_load_or_fit_trains_a_damaged_cached_model_again_and_rewrites_it(tmp_pat
         trainings.append(config)
         model, encoder, _ = training.initial_model(config, 32)
         with torch.no_grad():
-            model.readout[0] = FLOAT32_101[0]
+            model.readout[0] = WEIGHT
         return TrainedModel(model, encoder, config, dict(data.parameters), {"step": [config.steps]}, config.steps)
 
     monkeypatch.setattr(training, "fit", tiny_fit)
@@ -109,7 +102,7 @@ def test_load_or_fit_trains_a_damaged_cached_model_again_and_rewrites_it(tmp_pat
     first = training.load_or_fit(TINY, dataset, cache_dir=cache, progress=False)
     sha = file_sha256(path)
     assert len(trainings) == 1 and checksum_path(path).is_file()
-    flip_101(path)
+    flip_one_weight_bit(path)
     with pytest.warns(DamagedCacheWarning, match="cached one-shot model is not used") as warned:
         again = training.load_or_fit(TINY, dataset, cache_dir=cache, progress=False)
     assert len(warned) == 1 and len(trainings) == 2
