@@ -322,3 +322,56 @@ def equivalent_problem(
     return EquivalentProblem(
         torch.from_numpy(rows).reshape(r, input_width, num_paths), torch.from_numpy(targets), offset
     )
+
+
+@dataclass(frozen=True)
+class FactoredSolve:
+    """The energy and the predictor of a batch of order parameters ``U_1 = L L^T`` from scaled statistics
+    (:func:`factored_solve`): ``energy`` ``[B]`` is ``S_en`` of (eq-action), ``log det(K + T I_P) +
+    y^T (K + T I_P)^{-1} y``; ``mean_weights`` ``[B, N0, n_paths]`` the predictor's mean in feature space,
+    ``<f(x)> = sum_{i,a} X_ia(x) v_ia`` (eq-predictor, ``X`` the scaled features)."""
+
+    energy: torch.Tensor
+    mean_weights: torch.Tensor
+
+
+def factored_solve(
+    gram: torch.Tensor,
+    b: torch.Tensor,
+    targets_norm2: float,
+    num_examples: int,
+    factors: torch.Tensor,
+    temperature: float,
+) -> FactoredSolve:
+    """``S_en`` (eq-action) and the predictor's mean weights (eq-predictor) of ``B`` order parameters at once,
+    from the scaled statistics (:meth:`GramStatistics.scaled`), at any ``P`` (above or below ``D``).
+
+    With ``Z = F L~``, ``L~ = I_N0 (x) L`` (so ``K = Z Z^T``) and ``M = T I_D + L~^T Gram L~`` (``[D, D]``), the
+    determinant lemma and Woodbury's identity give ``log det(K + T I_P) = (P - D) log T + log det M`` and
+    ``y^T (K + T I_P)^{-1} y = (y^T y - c^T M^{-1} c) / T`` with ``c = L~^T b``, and the mean weights are
+    ``v = L~ M^{-1} c``. One Cholesky factor of ``M`` serves all three: ``O(D^3)`` per order parameter whatever
+    ``P``, without inverting ``U`` (a Cholesky factor of ``U_1`` is enough).
+
+    Args:
+        gram: ``[D, D]`` scaled Gram matrix; b: ``[D]`` scaled ``F^T y``; targets_norm2: ``y^T y``;
+            num_examples: ``P``.
+        factors: ``[B, n, n]`` lower Cholesky factors ``L`` of ``U_1`` (``D = N0 n``, path index fastest).
+        temperature: ``T > 0``.
+    """
+    B, n = factors.shape[0], factors.shape[-1]
+    D = gram.shape[0]
+    n0 = D // n
+    # M[(i,c),(j,d)] = sum_ab L[a,c] Gram[(i,a),(j,b)] L[b,d]: two contractions of D^2 n each, not D^3
+    left = torch.einsum("zac,iajb->zicjb", factors, gram.reshape(n0, n, n0, n))
+    M = torch.einsum("zicjb,zbd->zicjd", left, factors).reshape(B, D, D)
+    del left
+    M.diagonal(dim1=-2, dim2=-1).add_(temperature)
+    chol = torch.linalg.cholesky(M)
+    c = torch.einsum("zac,ia->zic", factors, b.reshape(n0, n)).reshape(B, D, 1)
+    whitened = torch.linalg.solve_triangular(chol, c, upper=False)
+    log_det = 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1) + (num_examples - D) * math.log(
+        temperature
+    )
+    energy = log_det + (targets_norm2 - whitened.square().sum(dim=(-2, -1))) / temperature
+    solved = torch.linalg.solve_triangular(chol.transpose(-1, -2), whitened, upper=True).reshape(B, n0, n)
+    return FactoredSolve(energy, torch.einsum("zac,zic->zia", factors, solved))

@@ -36,6 +36,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Optional  # Optional[ArrayLike]: autodoc_type_aliases cannot read ArrayLike | None
 
 import numpy as np
 import torch
@@ -44,10 +45,11 @@ from tqdm import tqdm
 
 from ._validation import as_float64_tensor, int_at_least, positive_real, torch_generator
 from .action import Architecture, entropy, pre_kernel_tensor
+from .gram import GramStatistics, factored_solve
 from .kernels import scaled_features
 from .paths import check_num_paths
 from .sampler import effective_sample_size, split_rhat
-from .theory import CholeskyCoordinates, architecture, solve
+from .theory import CholeskyCoordinates, architecture, solve, solve_from_statistics
 
 
 def exact_action(
@@ -89,8 +91,13 @@ def exact_action(
     chol = torch.linalg.cholesky(K)
     whitened = torch.linalg.solve_triangular(chol, y.expand(B, P)[..., None], upper=False)[..., 0]
     value = 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1) + whitened.square().sum(-1)
-    value = value + entropy(U_layers, arch, U_a, factors=factors)
-    # the Wishart densities' (N_l - n_l - 1) log det U_l where the action has N_l log det U_l; U_a: n = 1
+    return value + _prior_terms(arch, U_layers, U_a, factors)
+
+
+def _prior_terms(arch: Architecture, U_layers, U_a, factors) -> torch.Tensor:
+    """The terms of ``S_exact`` (eq-exact-density) beyond the energy ``S_en``: the entropy and the Wishart
+    densities' ``(N_l - n_l - 1) log det U_l`` where the action has ``N_l log det U_l`` (``U_a``: ``n = 1``)."""
+    value = entropy(U_layers, arch, U_a, factors=factors)
     for layer, U in enumerate(U_layers):
         F = torch.linalg.cholesky(U) if factors is None else factors[layer]
         value = value + (U.shape[-1] + 1) * 2.0 * torch.log(torch.diagonal(F, dim1=-2, dim2=-1)).sum(-1)
@@ -129,12 +136,24 @@ class OrderParameterSamples:
 
 
 class _Target:
-    """``log p(theta) = -S_exact / 2 + log |dU / dtheta|`` in log-Cholesky coordinates (``U_a = exp(last)``)."""
+    """``log p(theta) = -S_exact / 2 + log |dU / dtheta|`` in log-Cholesky coordinates (``U_a = exp(last)``), from
+    scaled features ``X`` and labels ``y`` (the ``P x P`` kernel) or from scaled statistics ``(Gram, b, y^T y, P)``
+    (:func:`attnpaths.gram.factored_solve`, ``D x D`` whatever ``P``)."""
 
-    def __init__(self, X, y, arch, temperature):
-        self.X, self.y, self.arch, self.temperature = X, y, arch, temperature
-        P, n0, n = X.shape
-        self.pre_kernels = pre_kernel_tensor(X) if P <= n0 and P * P * n * n <= 5e7 else None
+    def __init__(self, arch, temperature, *, X=None, y=None, statistics=None):
+        self.X, self.y, self.statistics, self.arch, self.temperature = X, y, statistics, arch, temperature
+        self.pre_kernels = None
+        # the size of the terms that cancel in -log p beyond its value: from statistics, y^T y / T and
+        # (P - D) log T (Woodbury's difference), whose rounding the mode search must tolerate
+        self.rounding = 0.0
+        if statistics is not None:
+            gram, _, targets_norm2, num_examples = statistics
+            self.rounding = 0.5 * (
+                targets_norm2 / temperature + abs(num_examples - gram.shape[0]) * abs(math.log(temperature))
+            )
+        if X is not None:
+            P, n0, n = X.shape
+            self.pre_kernels = pre_kernel_tensor(X) if P <= n0 and P * P * n * n <= 5e7 else None
         self.coords = CholeskyCoordinates([arch.layer_size(l) for l in range(1, arch.num_layers + 1)])
         self.dimension = self.coords.dimension + 1
 
@@ -144,9 +163,14 @@ class _Target:
     def log_density(self, theta):
         factors = self.coords.factors(theta[..., :-1])
         U_layers, U_a = [F @ F.transpose(-1, -2) for F in factors], torch.exp(theta[..., -1])
-        S = exact_action(
-            self.X, self.y, self.arch, self.temperature, U_layers, U_a, pre_kernels=self.pre_kernels, factors=factors
-        )
+        if self.statistics is None:
+            S = exact_action(
+                self.X, self.y, self.arch, self.temperature, U_layers, U_a, pre_kernels=self.pre_kernels,
+                factors=factors,
+            )  # fmt: skip
+        else:
+            S = factored_solve(*self.statistics, factors[0], self.temperature).energy
+            S = S + _prior_terms(self.arch, U_layers, U_a, factors)
         return -0.5 * S + self.coords.log_jacobian(theta[..., :-1]) + theta[..., -1]
 
     def theta(self, U_layers, U_a: float):
@@ -173,15 +197,19 @@ def _mode(target: _Target, theta: torch.Tensor, max_iterations: int = 50):
         eigenvalues, vectors = torch.linalg.eigh(hessian)
         # a mode needs a positive definite Hessian: where the density is flat to rounding (a huge temperature), a
         # vanishing gradient alone is no mode, and on some CPUs that Hessian's rounding makes it indefinite
+        # a few ulps of -log p (and of the terms that cancel in it, from statistics) are rounding: a Newton
+        # decrement below them is a mode, and a step may raise -log p by that much (near the mode the predicted
+        # decrease is below the rounding of its evaluation, and backtracking on that noise would stall)
+        ulps = 64 * torch.finfo(torch.float64).eps
+        cancelled = ulps * target.rounding
         if eigenvalues[0] > 0 and (
-            float(gradient.norm()) < 1e-9 or float(gradient @ torch.linalg.solve(hessian, gradient)) < 1e-16
+            float(gradient.norm()) < 1e-9
+            or float(gradient @ torch.linalg.solve(hessian, gradient)) < max(1e-16, cancelled)
         ):
             return theta, hessian
         step = -vectors @ ((vectors.T @ gradient) / eigenvalues.abs().clamp_min(1e-8))
         step = step * min(1.0, 2.0 / float(step.norm()))
-        # a few ulps of -log p are accepted: near the mode the predicted decrease is below the rounding of its
-        # evaluation, and backtracking on rounding noise would stall the iteration
-        ceiling = float(value.detach()) + 64 * torch.finfo(torch.float64).eps * abs(float(value.detach()))
+        ceiling = float(value.detach()) + ulps * abs(float(value.detach())) + cancelled
         scale = 1.0
         while scale > 1e-10 and float(negative(theta + scale * step)) > ceiling:
             scale /= 2
@@ -240,9 +268,10 @@ def _refitted(proposal: MultivariateT, states: torch.Tensor) -> MultivariateT:
 
 
 def sample_order_parameters(
-    features: ArrayLike,
-    y: ArrayLike,
+    features: Optional[ArrayLike] = None,
+    y: Optional[ArrayLike] = None,
     *,
+    statistics: GramStatistics | None = None,
     heads: int | Sequence[int],
     widths: float | Sequence[float],
     temperature: float,
@@ -271,9 +300,14 @@ def sample_order_parameters(
     posterior invariant, so their alternation does too. Where the first half of the warm-up holds fewer than
     ``2 D`` states (chains times moves), or their covariance is not positive definite, ``q`` stays at the mode.
 
+    Each move costs one ``P x P`` Cholesky factorisation per chain; from ``statistics`` one ``D x D``
+    (:func:`attnpaths.gram.factored_solve`), whatever ``P``: the density is the same, exactly.
+
     Args:
         features: ``[P, N0, n_paths]`` path features (as for :func:`attnpaths.theory.solve`).
         y: ``[P]`` labels.
+        statistics: in place of ``features`` and ``y``, their :class:`attnpaths.gram.GramStatistics` (raw
+            features, as for :func:`attnpaths.theory.solve_from_statistics`).
         heads: ``(H_1, ..., H_L)``.
         widths: a number or ``(N_1, ..., N_L, N_a)``, finite, with ``N_l >= n_l = H_l ... H_L``.
         temperature: ``T > 0``.
@@ -302,10 +336,21 @@ def sample_order_parameters(
         int_at_least(value, name, low)
     if moves not in MOVES:
         raise ValueError(f"moves must be one of {MOVES}, got {moves!r}")
-    X_raw = as_float64_tensor(features, "features")
-    if X_raw.ndim != 3 or X_raw.shape[0] < 1:
-        raise ValueError(f"features must have shape [P, N0, n_paths] with P >= 1, got {tuple(X_raw.shape)}")
-    heads = check_num_paths(X_raw.shape[2], heads)
+    given_examples = features is not None or y is not None
+    if given_examples == (statistics is not None):
+        raise ValueError("give either features and y, or statistics (attnpaths.gram.GramStatistics), not both")
+    if given_examples and (features is None or y is None):
+        raise ValueError("give both features ([P, N0, n_paths]) and y ([P])")
+    if statistics is not None:
+        if not isinstance(statistics, GramStatistics) or statistics.num_examples < 1:
+            raise ValueError("statistics must be a GramStatistics (attnpaths.gram) of P >= 1 examples")
+        num_paths = statistics.num_paths
+    else:
+        X_raw = as_float64_tensor(features, "features")
+        if X_raw.ndim != 3 or X_raw.shape[0] < 1:
+            raise ValueError(f"features must have shape [P, N0, n_paths] with P >= 1, got {tuple(X_raw.shape)}")
+        num_paths = X_raw.shape[2]
+    heads = check_num_paths(num_paths, heads)
     arch = architecture(heads, widths, variances)
     if arch.gp_limit:
         raise ValueError("widths must be finite: in the GP limit the order parameters do not fluctuate")
@@ -316,15 +361,18 @@ def sample_order_parameters(
                 f"{arch.layer_size(layer)} for U_{layer} to have a density"
             )
     temperature = positive_real(temperature, "temperature")
-    labels = as_float64_tensor(y, "y", labels=True)
-    if labels.shape != (X_raw.shape[0],):
-        raise ValueError(f"y must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
-    X = scaled_features(X_raw, arch.variances[0])
-    target = _Target(X, labels, arch, temperature)
-
-    saddle = solve(
-        X_raw, labels, heads=heads, widths=widths, temperature=temperature, variances=variances, on_failure="raise"
-    )
+    options = dict(heads=heads, widths=widths, temperature=temperature, variances=variances, on_failure="raise")
+    if statistics is not None:
+        gram, b, targets_norm2 = statistics.scaled(arch.variances[0])
+        scaled = (torch.from_numpy(gram), torch.from_numpy(b), targets_norm2, statistics.num_examples)
+        target = _Target(arch, temperature, statistics=scaled)
+        saddle = solve_from_statistics(statistics, **options)
+    else:
+        labels = as_float64_tensor(y, "y", labels=True)
+        if labels.shape != (X_raw.shape[0],):
+            raise ValueError(f"y must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
+        target = _Target(arch, temperature, X=scaled_features(X_raw, arch.variances[0]), y=labels)
+        saddle = solve(X_raw, labels, **options)
     theta, hessian = _mode(target, target.theta(saddle.U_layers, saddle.U_a))
     try:
         factor = torch.linalg.cholesky(torch.linalg.inv(hessian))
@@ -396,3 +444,58 @@ def sample_order_parameters(
             (u.reshape(-1, *u.shape[2:]).std(dim=0) / torch.sqrt(effective_sample_size(u))).numpy() for u in upper
         ),
     )
+
+
+def predictive_means(
+    statistics: GramStatistics,
+    U: ArrayLike,
+    features_test: ArrayLike,
+    *,
+    temperature: float,
+    variances: float | Sequence[float] = 1.0,
+    batch_size: int = 16,
+) -> np.ndarray:
+    """The finite network's posterior predictive mean on test examples, per chain: the mean over a chain's draws
+    of ``U_1`` of the predictor's mean (eq-predictor) at the kernel ``K(U_1)``.
+
+    Given ``U_1``, integrating out the input weights leaves a Gaussian process with kernel ``K(U_1)`` (module
+    docstring), so averaging its posterior mean over draws of (eq-exact-density) is the network's posterior mean,
+    exactly, up to Monte-Carlo error (the saddle point instead evaluates the predictor at one ``U``).
+
+    Args:
+        statistics: the :class:`attnpaths.gram.GramStatistics` of the training set (raw features).
+        U: ``[C, S, n, n]`` draws of ``U_1`` (:attr:`OrderParameterSamples.U`, or a thinned slice of it).
+        features_test: ``[P_test, N0, n_paths]`` raw path features of the test examples.
+        temperature: ``T > 0``; variances: the prior variances, as for :func:`attnpaths.theory.solve` (only ``s0``
+            enters).
+        batch_size: draws per ``[batch, D, D]`` factorisation (memory only).
+
+    Returns:
+        ``[C, P_test]`` float64.
+    """
+    if not isinstance(statistics, GramStatistics) or statistics.num_examples < 1:
+        raise ValueError("statistics must be a GramStatistics (attnpaths.gram) of P >= 1 examples")
+    temperature = positive_real(temperature, "temperature")
+    batch_size = int_at_least(batch_size, "batch_size", 1)
+    n0, n = statistics.input_width, statistics.num_paths
+    U = as_float64_tensor(U, "U")
+    if U.ndim != 4 or U.shape[2:] != (n, n) or U.shape[0] < 1 or U.shape[1] < 1:
+        raise ValueError(f"U must have shape [C, S, {n}, {n}] with C, S >= 1, got {tuple(U.shape)}")
+    s0 = positive_real(variances if np.ndim(variances) == 0 else np.asarray(variances)[0], "variances (s0)")
+    X_test = as_float64_tensor(features_test, "features_test")
+    if X_test.ndim != 3 or X_test.shape[1:] != (n0, n):
+        raise ValueError(f"features_test must have shape [P_test, {n0}, {n}], got {tuple(X_test.shape)}")
+    X_test = scaled_features(X_test, s0).reshape(X_test.shape[0], -1)
+    gram, b, targets_norm2 = statistics.scaled(s0)
+    gram, b = torch.from_numpy(gram), torch.from_numpy(b)
+    C, S = U.shape[:2]
+    factors = torch.linalg.cholesky(U.reshape(C * S, n, n))
+    weights = torch.cat(
+        [
+            factored_solve(
+                gram, b, targets_norm2, statistics.num_examples, factors[k : k + batch_size], temperature
+            ).mean_weights.reshape(-1, n0 * n)
+            for k in range(0, C * S, batch_size)
+        ]
+    )
+    return (weights.reshape(C, S, -1).mean(dim=1) @ X_test.T).numpy()

@@ -268,7 +268,7 @@ def test_mode_is_reached_from_starts_closer_than_the_rounding_of_the_density_res
 
     features, y = wide_network_problem()
     arch = architecture((2, 2), 300, VARIANCES)
-    target = _Target(scaled_features(features, arch.variances[0]), y, arch, 0.05)
+    target = _Target(arch, 0.05, X=scaled_features(features, arch.variances[0]), y=y)
     saddle = solve(features, y, heads=(2, 2), widths=300, temperature=0.05, variances=VARIANCES)
     mode, _ = _mode(target, target.theta(saddle.U_layers, saddle.U_a))
     directions = torch.randn(12, mode.numel(), generator=torch.Generator().manual_seed(3), dtype=torch.float64)
@@ -276,3 +276,69 @@ def test_mode_is_reached_from_starts_closer_than_the_rounding_of_the_density_res
         start = mode + (1e-7 * (1 + k % 4)) * direction / direction.norm()
         theta, _ = _mode(target, start)
         assert float((theta - mode).abs().max()) < 1e-9
+
+
+@pytest.mark.parametrize("P", [5, 40])
+def test_the_density_from_gram_statistics_is_the_density_from_the_examples(P):
+    # the D x D route (determinant lemma and Woodbury on Gram = F^T F) is an identity, not an approximation: the
+    # same log density at every U, below D = 12 examples (Gram singular) and above
+    from attnpaths.gram import GramStatistics
+    from attnpaths.kernels import scaled_features
+    from attnpaths.order_parameter_posterior import _Target
+
+    xi, y = random_problem(P=P, n0=3, heads=(2, 2), seed=4)
+    arch = architecture((2, 2), 7, VARIANCES)
+    stats = GramStatistics().update(xi, y)
+    gram, b, yy = stats.scaled(arch.variances[0])
+    by_examples = _Target(arch, 0.05, X=scaled_features(torch.as_tensor(xi), arch.variances[0]), y=torch.as_tensor(y))
+    by_statistics = _Target(arch, 0.05, statistics=(torch.from_numpy(gram), torch.from_numpy(b), yy, P))
+    theta = torch.randn(6, by_examples.dimension, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    expected = by_examples.log_density(theta)
+    assert torch.allclose(by_statistics.log_density(theta), expected, rtol=1e-11, atol=0.0), (
+        by_statistics.log_density(theta) - expected
+    )
+
+
+def test_sampling_from_gram_statistics_takes_the_statistics_in_place_of_the_examples():
+    from attnpaths.gram import GramStatistics
+
+    xi, y = random_problem(P=30, n0=3, heads=(2, 2), seed=4)
+    stats = GramStatistics().update(xi, y)
+    settings = dict(heads=(2, 2), widths=7, temperature=0.05, num_chains=4, num_warmup=4, num_samples=4, thin=1)
+    settings["progress"] = False
+    runs = [
+        sample_order_parameters(xi, y, generator=torch.Generator().manual_seed(6), **settings),
+        sample_order_parameters(statistics=stats, generator=torch.Generator().manual_seed(6), **settings),
+    ]
+    # one density, one generator: the same chains up to the rounding of the two routes
+    assert np.allclose(runs[0].U, runs[1].U, rtol=1e-8, atol=0.0)
+    for given in (dict(features=xi, y=y, statistics=stats), dict(), dict(features=xi)):
+        with pytest.raises(ValueError, match="give"):
+            sample_order_parameters(**given, generator=torch.Generator().manual_seed(6), **settings)
+
+
+def test_the_predictive_mean_averages_the_predictor_of_each_draw():
+    # per chain, the mean over its draws of the predictor's mean k^T (K(U_1) + T I)^{-1} y: checked against the
+    # P x P kernel formed directly
+    from attnpaths.gram import GramStatistics
+    from attnpaths.order_parameter_posterior import predictive_means
+
+    xi, y = random_problem(P=30, n0=3, heads=(2, 2), seed=4)
+    test, _ = random_problem(P=9, n0=3, heads=(2, 2), seed=8)
+    stats = GramStatistics().update(xi, y)
+    generator = torch.Generator().manual_seed(9)
+    A = torch.randn(2, 3, 4, 4, generator=generator, dtype=torch.float64)
+    U = A @ A.transpose(-1, -2) + 0.5 * torch.eye(4, dtype=torch.float64)
+    means = predictive_means(stats, U, test, temperature=0.05, variances=VARIANCES[0], batch_size=4)
+    X, X_test = (torch.as_tensor(v) * math.sqrt(VARIANCES[0] / 12) for v in (xi, test))
+    expected = np.zeros((2, 9))
+    for c in range(2):
+        for s in range(3):
+            K = torch.einsum("pia,ac,qic->pq", X, U[c, s], X) + 0.05 * torch.eye(30, dtype=torch.float64)
+            k = torch.einsum("pia,ac,qic->pq", X_test, U[c, s], X)
+            expected[c] += (k @ torch.linalg.solve(K, torch.as_tensor(y))).numpy() / 3
+    assert np.allclose(means, expected, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="U must have shape"):
+        predictive_means(stats, U[0], test, temperature=0.05)
+    with pytest.raises(ValueError, match="features_test"):
+        predictive_means(stats, U, test[:, :2], temperature=0.05)
