@@ -26,7 +26,8 @@ Power checks say how likely a test is to hold when its claim is true: :func:`det
 effect a directional test detects with a stated power), :func:`equivalence_power` (the chance that an agreement
 test holds at zero deviation) and :func:`power_check`, which states either of them, for one case or several, as a
 :class:`PowerCheck` with its sentence. :func:`agreement_power` reads the power of a recorded agreement verdict for a
-correct result from its inputs: below :data:`MIN_POWER` the test is a diagnostic, not a claim.
+correct result from its inputs: below :data:`MIN_POWER` the test is a diagnostic, not a claim;
+:func:`verdict_detectable_effect` reads the detectable effect of a recorded directional verdict from its inputs.
 
 :func:`rederive` decides a recorded verdict again from the numbers stored with it (``Verdict.inputs``).
 :func:`enforce` turns the verdicts a profile requires into a single :class:`ClaimViolation`;
@@ -41,7 +42,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from ._validation import as_float64_array, positive_int, probability
 
@@ -881,6 +882,49 @@ def agreement_power(verdict: Verdict) -> float | None:
         powers = [p for p in powers if p is not None]
         return float(np.prod(powers)) if powers else None
     return None
+
+
+def verdict_detectable_effect(verdict: Verdict, power: float = 0.8) -> float | None:
+    """The power check of a recorded directional verdict, from its inputs: the smallest true effect, in units of its
+    statistic, that its one-sided test declares to hold with probability ``power``.
+
+    For :func:`directional_z` without degrees of freedom this is :func:`detectable_effect`, ``(Phi^{-1}(1 - level /
+    num_tests) + Phi^{-1}(power)) se``. For a test read against Student's t with ``df`` degrees of freedom
+    (:func:`directional_z` with ``df``; :func:`replicate_t` over ``n`` replicates, ``df = n - 1`` and ``se`` the
+    replicates' ``sd / sqrt(n)``) it is ``delta se``, with ``delta`` the noncentrality at which a noncentral t
+    exceeds the test's threshold with probability ``power`` (the replicates' spread taken as the true one).
+
+    ``None`` for a verdict that is not a directional test with a standard error (agreement, permutation, exact and
+    combined tests) and for replicates without spread (decided by their sign).
+    """
+    if not isinstance(verdict, Verdict):
+        raise ValueError(f"verdict must be a Verdict, got {type(verdict).__name__}")
+    power = probability(power, "power", open_interval=True)
+    inputs = verdict.inputs or {}
+    kind = inputs.get("test")
+    if kind == "directional_z":
+        se, df = inputs["se"], inputs.get("df")
+    elif kind == "replicate_t":
+        d = np.asarray(inputs["differences"], dtype=np.float64)
+        se, df = float(d.std(ddof=1)) / math.sqrt(d.size), d.size - 1
+    else:
+        return None
+    if not se > 0:
+        return None
+    alpha = inputs["level"] / inputs["num_tests"]
+    if df is None:
+        return detectable_effect(se, inputs["level"], power, num_tests=inputs["num_tests"])
+    if not power > alpha:
+        raise ValueError(
+            f"power must exceed the test's level {alpha:g} (a true effect of 0 holds that often), got {power}"
+        )
+    threshold = float(stats.t.isf(alpha, df))
+    # the noncentral t's chance to exceed the threshold grows with the noncentrality from below alpha towards 1
+    upper = threshold + stats.norm.ppf(power) + 1.0
+    while stats.nct.sf(threshold, df, upper) < power:
+        upper *= 2
+    delta = optimize.brentq(lambda nc: stats.nct.sf(threshold, df, nc) - power, 0.0, upper, xtol=1e-10)
+    return float(delta * se)
 
 
 def rederive(verdict: Verdict) -> Verdict:

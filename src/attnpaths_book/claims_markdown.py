@@ -1,21 +1,52 @@
 """The book's Markdown of verdicts (:class:`attnpaths.claims.Verdict`): claims tables whose every cell comes from the
-verdicts' fields, sentences escaped for Markdown, the tables of structural checks and of sanity identities."""
+verdicts' fields, sentences escaped for Markdown, the tables of structural checks and of sanity identities.
+
+A directional claim that is "not significant" says little without the size of effect its test could see: its row of
+a claims table and its sentence state the effect that the test detects with probability :data:`DETECTION_POWER`
+(:func:`detectable_words`), read from the verdict's recorded inputs."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from attnpaths.claims import MIN_POWER, Outcome, Verdict
+from attnpaths.claims import MIN_POWER, Outcome, Verdict, verdict_detectable_effect
+
+DETECTION_POWER = 0.8
+"""The power at which the effect that a not-significant directional test could detect is stated (the usual 80 %)."""
+
+
+def detectable_words(verdict: Verdict) -> str:
+    """For a not-significant directional verdict with a standard error (:func:`attnpaths.claims.verdict_detectable_effect`),
+    a sentence stating the true effect its test detects with probability :data:`DETECTION_POWER`, in units of its
+    statistic; an empty string for any other verdict."""
+    if verdict.outcome is not Outcome.NOT_SIGNIFICANT:
+        return ""
+    effect = verdict_detectable_effect(verdict, DETECTION_POWER)
+    if effect is None:
+        return ""
+    return (
+        f"Its test detects a true {verdict.statistic} of {effect:.3g} or more with probability {DETECTION_POWER:g}; "
+        "a smaller effect would likely come out not significant."
+    )
+
+
+def with_detectable(text: str, verdict: Verdict) -> str:
+    """``text`` (the verdict's measured numbers or its sentence) followed by :func:`detectable_words` of ``verdict``
+    where it has any."""
+    words = detectable_words(verdict)
+    return f"{text} {words}" if words else text
 
 
 def claims_table(verdicts) -> str:
-    """A Markdown table of verdicts: claim, statement, source, test, level, measured, outcome."""
+    """A Markdown table of verdicts: claim, statement, source, test, level, measured, outcome. The measured cell of
+    a not-significant directional claim ends with the effect its test detects (:func:`detectable_words`)."""
     rows = [
         "| claim | statement | source | test and criterion | level | measured | outcome |",
         "|---|---|---|---|---|---|---|",
     ]
     for v in verdicts:
-        cells = [v.claim, v.statement, v.source, v.test, v.level_text, v.measured, f"**{v.outcome.value}**"]
+        measured = with_detectable(v.measured, v)
+        cells = [v.claim, v.statement, v.source, v.test, v.level_text, measured, f"**{v.outcome.value}**"]
         rows.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows)
 
@@ -30,13 +61,15 @@ def escape_markdown(text: str) -> str:
 
 
 def markdown_sentence(verdict: Verdict) -> str:
-    """:meth:`attnpaths.claims.Verdict.sentence`, escaped for Markdown."""
-    return escape_markdown(verdict.sentence())
+    """:meth:`attnpaths.claims.Verdict.sentence`, followed for a not-significant directional claim by the effect its
+    test detects (:func:`detectable_words`), escaped for Markdown."""
+    return escape_markdown(with_detectable(verdict.sentence(), verdict))
 
 
 def markdown_claims_table(verdicts) -> str:
-    """:func:`claims_table` of ``verdicts`` with every text field escaped for Markdown."""
-    text_fields = ("claim", "statement", "source", "test", "measured")
+    """:func:`claims_table` of ``verdicts`` with every text field escaped for Markdown (the statistic too: the
+    detectable effect names it)."""
+    text_fields = ("claim", "statement", "source", "statistic", "test", "measured")
     return claims_table(
         [dataclasses.replace(v, **{f: escape_markdown(getattr(v, f)) for f in text_fields}) for v in verdicts]
     )

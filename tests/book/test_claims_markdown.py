@@ -68,3 +68,18 @@ def test_wrong_theory_sentence_says_which_mistakes_are_caught():
     assert "not caught: b" in missed and "every mistake" not in missed
     with pytest.raises(ValueError, match="none"):
         wrong_theory_sentence({"a": verdict(0.5)})
+
+
+def test_a_not_significant_directional_claim_states_the_effect_its_test_detects():
+    quiet = directional_z("D", "d", estimate=0.5, se=1.0, level=0.01, source="test", statistic="gain_x")
+    effect = f"{c.detectable_effect(1.0, 0.01, 0.8):.3g}"
+    words = f"detects a true gain_x of {effect} or more with probability 0.8"
+    assert words in claims_table([quiet])
+    escaped = words.replace("_", "\\_")  # Markdown: the statistic's underscore is escaped where it is named
+    assert escaped in markdown_claims_table([quiet]) and escaped in markdown_sentence(quiet)
+    # a claim that holds or is contradicted, and an agreement test, say nothing of it
+    held = directional_z("H", "h", estimate=5.0, se=1.0, source="test", statistic="gain")
+    agreement = c.equivalence("E", "e", deviation=[0.3], se=[0.2], margin=[0.5], source="test", statistic="dev")
+    assert agreement.outcome.value == "not significant"
+    for v in (held, agreement):
+        assert "detects" not in markdown_sentence(v) and "detects" not in claims_table([v])
