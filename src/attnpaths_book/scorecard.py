@@ -95,6 +95,7 @@ PAPER_CLAIMS = (
             ("depth", "aw"),
             ("depth", "d"),
             ("learning_curves", "n"),
+            ("learning_curves", "nu"),
         ),
         caveat="The saddle point of the theory is an approximation for large width: where the number of paths is "
         "large against the width (the one-shot task at its smallest sampled widths) it is not expected to hold; "

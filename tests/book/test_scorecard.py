@@ -109,7 +109,7 @@ def test_the_finite_width_advantage_is_tested_against_the_reversal_near_p_equal_
     )
     assert p1.against == (("learning_curves", "r"), ("learning_curves", "s"))
     assert "{doc}`learning_curves`" in p1.caveat and "P = D" in p1.caveat
-    assert ("learning_curves", "n") in claims["P2"].tests
+    assert ("learning_curves", "n") in claims["P2"].tests and ("learning_curves", "nu") in claims["P2"].tests
     # the reversal holding at P = D makes the advantage contradicted as often as it holds there
     verdicts = {"learning_curves": [verdict("a", H), verdict("t", NS), verdict("r", H), verdict("s", NS)]}
     answer = scorecard.answer(p1, verdicts)
@@ -193,7 +193,7 @@ def test_the_markdown_names_every_test_and_what_the_failing_ones_measured():
     assert json.dumps(answers[0].to_dict())
 
 
-NEWER_THAN_THE_RECORD = {("learning_curves", k) for k in ("t", "r", "s", "n")}
+NEWER_THAN_THE_RECORD = {("learning_curves", k) for k in ("t", "r", "s", "n", "nu")}
 """Claims of the learning-curves chapter (the finite-width advantage at the P nearest D with a tuned temperature, its
 reversal at a fixed one, the sampled networks there, the theory's accuracy against theirs) that its committed paper
 record predates; they drop from this set when the record holds them."""

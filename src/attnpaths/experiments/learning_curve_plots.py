@@ -97,3 +97,38 @@ def plot_path_structure(sizes, shares, correlations: dict, path_names):
     right.set_ylabel("correlation in U")
     right.legend(frameon=False)
     return fig
+
+
+@palette_cycle
+def plot_tuned_curves(sizes, fixed, tuned, names, *, dimension: int, sampled=None):
+    """Test accuracy (%) against ``P`` (log axis) at a fixed temperature (solid) and with the temperature tuned on
+    validation (dashed), one colour per curve, with a band of one standard error over the training sets; the
+    sampled networks' accuracies as black markers with their Monte-Carlo error bars.
+
+    Args:
+        sizes: ``[n_P]``; fixed, tuned: ``[n_sets, n_curves, n_P]``; names: ``[n_curves]``.
+        dimension: ``D``, drawn as a vertical line.
+        sampled: ``(P, [{"accuracy", "se"}, ...])``, one per training set, or None.
+    """
+    sizes = as_float64_array(sizes, "sizes")
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+    for k, name in enumerate(names):
+        color = OKABE_ITO[k % len(OKABE_ITO)]
+        for values, style, label in ((fixed, "-", "fixed T"), (tuned, "--", "tuned T")):
+            mean, se = mean_and_se(np.asarray(values)[:, k])
+            ax.plot(sizes, 100 * mean, style, marker=MARKERS[k % 6], color=color, label=f"{name}, {label}")
+            ax.fill_between(sizes, 100 * (mean - se), 100 * (mean + se), color=color, alpha=0.15, linewidth=0)
+    if sampled is not None:
+        size, runs = sampled
+        offsets = np.linspace(0.96, 1.04, len(runs))  # side by side, so that equal accuracies stay visible
+        for r, (offset, run) in enumerate(zip(offsets, runs)):
+            ax.errorbar(size * offset, 100 * run["accuracy"], yerr=100 * run["se"], fmt="o", color="black",
+                        markersize=4, capsize=2, label="sampled networks" if r == 0 else None)  # fmt: skip
+    ax.axvline(dimension, color="0.4", linewidth=1, linestyle=(0, (1, 2)))
+    ax.annotate(f"P = D = {dimension}", (dimension, 0.02), xycoords=("data", "axes fraction"),
+                xytext=(4, 0), textcoords="offset points", fontsize=8, color="0.3")  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_xlabel("training examples P")
+    ax.set_ylabel("test accuracy (%)")
+    ax.legend(frameon=False, fontsize=7, ncol=2)
+    return fig

@@ -19,6 +19,7 @@ chapter's parameters: trained on this machine, cached under ``_build/cache``). T
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from dataclasses import asdict, dataclass, replace
@@ -27,7 +28,7 @@ from typing import get_type_hints
 
 import numpy as np
 
-from attnpaths.checkpoints import file_sha256, is_sha256, read_cache
+from attnpaths.checkpoints import file_sha256, is_sha256, read_cache, read_checked, write_checked
 from attnpaths.experiments.retraining import retraining_agreement, retraining_power
 from attnpaths.json_files import DamagedFile, read_json
 from attnpaths.oneshot.training import (
@@ -52,9 +53,10 @@ SHIPPED_DIR = Path(__file__).resolve().parent
 MANIFEST_FORMAT = "attnpaths.book.trained/1"  # a format name, kept when the module moved
 """The ``format`` entry of ``manifest.json``."""
 
-KINDS = ("oneshot", "pruning")
-"""The kinds of shipped files, by what they hold, a one-shot model (:func:`~attnpaths.oneshot.training.save_trained`)
-or the models of a pruning sweep (``attnpaths.pruning.training.save_models``)."""
+KINDS = ("oneshot", "pruning", "computation")
+"""The kinds of shipped files, by what they hold, a one-shot model (:func:`~attnpaths.oneshot.training.save_trained`),
+the models of a pruning sweep (``attnpaths.pruning.training.save_models``) or the numbers of an expensive
+computation, as JSON (:func:`computed_numbers`: posterior samples and scans that would take minutes in every run)."""
 
 SOURCES = ("shipped", "retrained", "trained")
 """Where a chapter's model came from (see the module docstring)."""
@@ -224,6 +226,48 @@ def oneshot_model(
     return trained, ModelSource(
         "oneshot", key, "retrained" if retrain else "trained", _shown(path), file_sha256(path), label
     )
+
+
+def computation_key(parameters: dict) -> str:
+    """The key of a computation: the SHA-256 of its parameters as canonical JSON (sorted keys)."""
+    return hashlib.sha256(json.dumps(parameters, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _read_numbers(path: Path, sha256: str | None = None) -> dict:
+    """The numbers of a computation's JSON file, its SHA-256 checked (``DamagedFile`` naming the file)."""
+    try:
+        data = json.loads(read_checked(path, sha256))
+    except json.JSONDecodeError as err:
+        raise DamagedFile(path, f"not JSON ({err})") from err
+    if not isinstance(data, dict) or not isinstance(data.get("numbers"), dict):
+        raise DamagedFile(path, "a computation's file holds a JSON object with the object 'numbers'")
+    return data["numbers"]
+
+
+def computed_numbers(
+    key: str, label: str, compute, *, retrain: bool = False, cache_dir="_build/cache", folder=SHIPPED_DIR
+) -> tuple[dict, ModelSource]:
+    """The numbers of an expensive computation (a JSON object), and where they came from, like a trained model's:
+    the shipped file of ``key`` (kind ``"computation"``, SHA-256 checked) unless ``retrain``; else this
+    machine's cache, or ``compute()`` run now and cached (from where ``ship-weights`` takes it).
+
+    Floats round-trip through JSON exactly (shortest repr), so shipped numbers are the computed ones, bit for bit.
+
+    Args:
+        key: :func:`computation_key` of everything the numbers depend on; label: what they are, in words.
+        compute: ``() -> dict`` of JSON-serialisable numbers.
+    """
+    shipped = None if retrain else find_shipped("computation", key, folder)
+    if shipped is not None:
+        numbers = _read_numbers(shipped.path(folder), shipped.sha256)
+        return numbers, ModelSource("computation", key, "shipped", shipped.name, shipped.sha256, label)
+    path = Path(cache_dir) / f"computation-{key[:16]}.json"
+    numbers = None if retrain else read_cache(_read_numbers, path, label)
+    if numbers is None:
+        numbers = compute()
+        write_checked((json.dumps({"key": key, "numbers": numbers}, sort_keys=True) + "\n").encode(), path)
+    source = "retrained" if retrain else "trained"
+    return numbers, ModelSource("computation", key, source, _shown(path), file_sha256(path), label)
 
 
 def retrained_oneshot_models(
@@ -486,7 +530,7 @@ def ship(
         origin = Path(source.file)
         if file_sha256(origin) != source.sha256:
             raise ValueError(f"{origin} changed since the run recorded it (SHA-256 differs): run the chapter again")
-        name = f"{chapter}-{profile}-{source.kind}-{source.key[:12]}.pt"
+        name = f"{chapter}-{profile}-{source.kind}-{source.key[:12]}{origin.suffix or '.pt'}"
         shutil.copyfile(origin, Path(folder) / name)
         entry = ShippedFile(
             name=name,
@@ -513,6 +557,8 @@ __all__ = [
     "SHIPPED_DIR",
     "SOURCES",
     "ShippedFile",
+    "computation_key",
+    "computed_numbers",
     "find_shipped",
     "oneshot_claim_r",
     "oneshot_model",
