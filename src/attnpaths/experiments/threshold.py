@@ -180,6 +180,7 @@ class SampledAccuracy:
     wall_time_s: float
 
     def to_dict(self) -> dict:
+        """The fields as floats (for a results file)."""
         return {k: float(v) for k, v in self.__dict__.items()}
 
 
@@ -310,7 +311,7 @@ def networks_agree(
         claim,
         f"at P = {size} {what} equals the sampled networks' (within {margin:g})",
         source=SOURCE,
-        statistic=f"|{quantity}_theory - {quantity}_sampled| / margin at P = {size}",
+        statistic=f"|{quantity}(theory) - {quantity}(sampled)| / margin at P = {size}",
         replicates=theory - sampled,
         reference=0.0,
         margin=margin,
