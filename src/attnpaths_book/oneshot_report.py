@@ -1,5 +1,6 @@
 """The one-shot chapter's descriptions and tables, made from its results: the data set, the measured cost of
-the authors' training, the temperatures chosen per width, the sampler's diagnostics and the time per stage.
+the authors' training, the temperatures chosen per width, the sampler's diagnostics, the time per stage and the
+replicates over trained models and draws of the training episodes.
 
 Every function returns plain data or MyST Markdown (pipe tables, bullet lists) and computes nothing that it
 does not show; the chapter glues the Markdown for its prose
@@ -11,7 +12,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
+
 from attnpaths.claims import Outcome
+from attnpaths.oneshot.claims import order_parameter_name
 from attnpaths.oneshot.digits import DigitPairs
 from attnpaths.oneshot.imagesets import SPLITS, ImageDataset
 
@@ -268,3 +272,117 @@ def wrong_weight_sentence(verdicts) -> str:
         else "not every such mistake is caught: at these run lengths the claim cannot see an error of that size."
     )
     return "The same test " + "; ".join(parts) + ": " + ending
+
+
+# ---------------------------------------------------------------------------------------------------- replicates
+
+
+def replicate_table(models) -> str:
+    """Per trained model of the replicates (sec-oneshot-replicates), the mean over its draws of the training episodes
+    of what the claims test: the temperatures chosen on the validation episodes (the distinct ones), the test
+    accuracy of the theory at the small width, of its diagonal and of the GP limit, the label fractions of the
+    leading PCs, the pattern correlation with the model's weights and the pruning gain over random orders.
+
+    Args:
+        models: :class:`attnpaths.oneshot.replicates.ModelReplicates`, one per model.
+    """
+
+    def temperatures(values):
+        return ", ".join(f"{T:g}" for T in sorted(set(np.round(values, 12))))
+
+    rows = [
+        [
+            m.seed,
+            m.num_draws,
+            temperatures(m.temperature),
+            temperatures(m.gp_temperature),
+            _percent(m.accuracy["theory"].mean()),
+            _percent(m.accuracy["diagonal"].mean()),
+            _percent(m.accuracy["gp"].mean()),
+            f"{m.label_fraction['finite_width'].mean():.3f} / {m.label_fraction['gp'].mean():.3f}",
+            f"{m.transfer['theory'].mean():+.3f}",
+            f"{100 * m.order_gain['theory'].mean():+.1f}",
+        ]
+        for m in models
+    ]
+    return _table(
+        [
+            "training seed",
+            "draws",
+            "T (theory)",
+            "T (GP)",
+            "A theory",
+            "A diag U",
+            "A GP",
+            "label fraction, finite width / GP",
+            "pattern correlation",
+            "pruning gain over random (points)",
+        ],
+        rows,
+    )
+
+
+def order_parameter_table(models, verdicts: dict) -> str:
+    """Claims 8 and 7b over the replicates with the theory's ``U`` and with every other order parameter of the draws
+    (near the GP limit, and each plausible mistake): the mean pattern correlation with the models' weights, its
+    excess over the relabelled heads, the pruning gain over random orders, each with its outcome.
+
+    Args:
+        models: :class:`attnpaths.oneshot.replicates.ModelReplicates`; verdicts: ``{order parameter: (claim 8's
+            verdict, claim 7b's verdict)}`` in the rows' order.
+    """
+    rows = []
+    for name, (transfer, order) in verdicts.items():
+        correlation = float(np.mean([m.transfer[name].mean() for m in models]))
+        rows.append(
+            [
+                escape_markdown(order_parameter_name(name)),
+                f"{correlation:+.3f}",
+                f"{transfer.value:+.3f} ({transfer.outcome.value})",
+                f"{100 * order.value:+.1f} ({order.outcome.value})",
+            ]
+        )
+    return _table(
+        [
+            "order parameter",
+            "pattern correlation",
+            "its excess over relabelled heads (claim 8)",
+            "pruning gain over random, points (claim 7b)",
+        ],
+        rows,
+    )
+
+
+def order_width_table(widths, temperatures, verdicts) -> str:
+    """Claim 7b's statistic on the chapter's model with the head scores of ``U`` at every solved width (each at its
+    temperature chosen on the validation episodes): the accuracy of the score order averaged over the pruned heads
+    and its exact p-value against every random order (:func:`attnpaths.oneshot.claims.pruning_order`)."""
+    rows = [
+        [int(w), f"{T:g}", _percent(v.value), f"{v.p_value:.3g}", v.outcome.value]
+        for w, T, v in zip(widths, temperatures, verdicts)
+    ]
+    return _table(
+        ["N", "T", "A, score order (mean over the pruned heads)", "p (exact, random orders)", "outcome"], rows
+    )
+
+
+def best_set_sentence(models, margin: float) -> str:
+    """Whether any ranking could keep the loss within ``margin`` of the unpruned model at the ``k`` of claim 7c: the
+    loss of the best set of ``k`` heads on each model's pruning episodes (picked there, so the smallest loss any
+    ranking could reach), averaged over the models."""
+    losses = np.array([[m.base_accuracy - b for b in m.best_accuracy] for m in models])  # [S, m]
+    ks = models[0].ks
+    parts = [
+        f"k = {k}: {100 * losses[:, i].mean():.1f} points (from {100 * losses[:, i].min():.1f} to "
+        f"{100 * losses[:, i].max():.1f})"
+        for i, k in enumerate(ks)
+    ]
+    beyond = [k for i, k in enumerate(ks) if losses[:, i].mean() > margin]
+    text = "Even the best set of heads of each size costs, on average over the models, " + "; ".join(parts) + ". "
+    if beyond:
+        return text + (
+            f"At k = {', '.join(map(str, beyond))} that is more than the margin of {100 * margin:g} points: no "
+            "ranking, the theory's or any other, could keep the loss within the margin against the unpruned model "
+            "there, which is why claim 7c measures the score order against the best set of the same size."
+        )
+    return text + f"Every best set stays within the margin of {100 * margin:g} points."

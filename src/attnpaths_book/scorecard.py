@@ -130,7 +130,7 @@ PAPER_CLAIMS = (
         "the theory's insights transfer to a network trained by gradient descent (its order-parameter pattern "
         "is found in the trained weights)",
         "abstract; Fig. 3c",
-        (("oneshot", "8"),),
+        (("oneshot", "8"), ("oneshot", "8f")),
     ),
     PaperClaim(
         "P7",

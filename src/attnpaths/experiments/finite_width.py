@@ -266,13 +266,23 @@ def gp_limit_approach(
 
 
 def kernel_alignment(
-    claim: str, *, fraction_fw, fraction_gp, k: int, width: int, level: float = 0.01, where: str = ""
+    claim: str,
+    *,
+    fraction_fw,
+    fraction_gp,
+    k: int,
+    width: int,
+    level: float = 0.01,
+    where: str = "",
+    replicates: str = "data sets",
 ) -> Verdict:
     """Claim: at width ``width`` the first ``k`` principal components of the training kernel carry a larger
     fraction of ``|y|^2`` than those of the GP kernel.
 
     Args:
         fraction_fw, fraction_gp: ``[n_sets]`` label fractions (one per data set) or scalars (one data set).
+        replicates: what the ``n_sets`` replicates are, in the measured words (e.g. ``"trained models"`` when each
+            value is a model's mean over its draws of the data).
 
     Test: a one-sided t-test over data sets of the mean difference ``> 0``; with one data set, the exact
     inequality.
@@ -304,7 +314,7 @@ def kernel_alignment(
         differences=fw - gp,
         level=level,
         measured=(
-            f"Mean label fraction of the first {k} PCs over {fw.size} data sets: {fw.mean():.3f} "
+            f"Mean label fraction of the first {k} PCs over {fw.size} {replicates}: {fw.mean():.3f} "
             f"(N={width}) vs {gp.mean():.3f} (GP){where}."
         ),
     )
@@ -632,6 +642,7 @@ def entropy_weight_agreement(
     reference_scale: float = 1.0,
     level: float = 0.01,
     where: str = "",
+    source: str = SOURCE_SAMPLES,
 ) -> Verdict:
     """Claim: the network's posterior samples, drawn by code that shares nothing with the action (eq-action),
     are those of the exact density (eq-exact-density) with the entropy weight the theory gives it (1), within
@@ -640,6 +651,7 @@ def entropy_weight_agreement(
     Args:
         points, exact, reference_scale: see :func:`entropy_weight_estimate`.
         margin: the largest ``|c - 1|`` that counts as agreement.
+        source: where the claim comes from (a chapter that reads this test as its own, not the paper's, says so).
 
     Test: :func:`attnpaths.claims.equivalence` of the one estimate ``c - 1`` with its standard error.
     """
@@ -649,7 +661,7 @@ def entropy_weight_agreement(
     return equivalence(
         claim,
         f"the network's samples measure the entropy weight of {against} as 1{where}",
-        source=SOURCE_SAMPLES,
+        source=source,
         statistic="|entropy weight - 1| / margin",
         deviation=[shift],
         se=[est["se"]],

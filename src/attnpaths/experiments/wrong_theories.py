@@ -11,7 +11,9 @@ mistakes a real implementation of it could make:
 * the attention matrices transposed, queries and keys swapped (:class:`TransposedAttention`).
 
 The samples are drawn from the network as written, so each mistake must show against them:
-:func:`wrong_theory_verdicts` asks claim 2's test of each.
+:func:`wrong_theory_verdicts` asks claim 2's test of each. :func:`wrong_order_parameters` gives the order parameters
+of the same mistakes alone (no predictor), with ``U`` near the GP limit beside them, for the claims that read ``U``
+only (the one-shot chapter's transfer and pruning claims, sec-oneshot-replicates).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import dataclasses
 import numpy as np
 
 from ..paths import path_features
+from ..theory import solve
 from . import sampling
 from .finite_width import sample_agreement
 from .path_data import PathData
@@ -128,3 +131,38 @@ def wrong_theory_verdicts(
         )
         for mistake, (U, accuracy) in theories.items()
     }
+
+
+def wrong_order_parameters(
+    features, y, transposed, heads, width: int, temperature: float, *, near_gp_width: int | None = None
+) -> dict[str, np.ndarray]:
+    """The order parameter ``U`` (flat path order) of each plausible mistake of :func:`wrong_theories`, at one width
+    and temperature, without a predictor: for claims that read ``U`` alone.
+
+    Args:
+        features: ``[P, N0, n]`` the training path features of the network as written; y: ``[P]`` labels.
+        transposed: ``[P, N0, n]`` the same examples' path features under :class:`TransposedAttention`.
+        heads: ``(H_1, ..., H_L)``; width, temperature: where the theory as written is solved.
+        near_gp_width: also ``U`` at this width (e.g. ``10^4``, near the GP limit), under the key
+            ``"near the GP limit (N = <near_gp_width>)"``; ``None``: not solved.
+
+    Returns:
+        ``{mistake: [n, n]}`` with the keys of :func:`wrong_theories` except ``"none"`` (the theory as written is the
+        caller's), in the same order, then the near-GP key. Each solve must certify its minimiser.
+    """
+    width = int(width)
+
+    def theory(f, solved_width):
+        return solve(f, y, heads=heads, widths=solved_width, temperature=temperature, on_failure="raise").U
+
+    n = int(np.prod(heads))
+    out = {
+        "entropy x 0.5": theory(features, sampling.scaled_width(width, 0.5)),
+        "entropy x 2": theory(features, sampling.scaled_width(width, 2)),
+        "GP kernel (U = I)": np.eye(n),
+        "U of the wrong width (10 N)": theory(features, 10 * width),
+        "transposed attention": theory(transposed, width),
+    }
+    if near_gp_width is not None:
+        out[f"near the GP limit (N = {int(near_gp_width)})"] = theory(features, int(near_gp_width))
+    return out

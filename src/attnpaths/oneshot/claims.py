@@ -23,17 +23,35 @@ one-shot grid by :func:`sample_agreements` (with its power check :func:`sample_a
 * :func:`entropy_weight_agreement`: the samples measure the action's entropy weight as 1 against the saddle point;
 * :func:`deviation_decay`: the samples approach the saddle point like ``1 / N`` (:func:`saddle_deviation`, power
   check :func:`deviation_decay_power`).
+
+Over trained models and draws of the theory's training episodes (:mod:`attnpaths.oneshot.replicates`), each
+statistic averaged over the draws of its model (:func:`model_means`) and tested over the models with
+:func:`attnpaths.claims.replicate_t`: :func:`advantage_over_models` (claim 1), :func:`interplay_over_models` (I, Iw),
+:func:`alignment_over_models` (4), :func:`order_over_models` (7b), :func:`best_set_over_models` (7c, against the best
+set of heads of the same size), :func:`transfer_over_models` (8) and :func:`transfer_against` (the transfer of finite
+width against another ``U``), with the power check :func:`replicate_power`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from .._validation import as_float64_array
-from ..claims import LEVEL, Verdict, directional_z, equivalence, equivalence_power, permutation, power_check
+from ..claims import (
+    LEVEL,
+    PowerCheck,
+    Verdict,
+    directional_z,
+    equivalence,
+    equivalence_power,
+    permutation,
+    power_check,
+    replicate_t,
+)
 from ..experiments import finite_width as fw_claims
 from ..experiments.head_pruning import pruning_sets
 from ..experiments.head_subsets import random_order_area_distribution, random_order_p_values, subset_curve
@@ -44,6 +62,12 @@ from .pruning import pattern_similarity
 SOURCE_PRUNING = "paper (abstract; captions of Fig. 3e, 3f)"
 SOURCE_PATTERN = "paper (abstract; Fig. 3c)"
 SOURCE_INTERPLAY = "paper (abstract: the interplay of attention paths)"
+#: The tests that the paper does not state: this book's reading of a claim, or a control of it.
+SOURCE_SAME_PATH = "derived in this book (what the same-path weights of U add on their own)"
+SOURCE_BEST_SET = "derived in this book (the score order against the best set of heads of the same size)"
+SOURCE_LITTLE_LOSS = "derived in this book (a loss within a margin fixed before measuring)"
+SOURCE_ENTROPY_WEIGHT = "derived in this book (the entropy weight of the action, measured by the samples)"
+SOURCE_FINITE_WIDTH_TRANSFER = "derived in this book (is the transferred pattern that of finite width?)"
 
 
 def attainability(level: float, smallest_p: float, arrangements: str) -> str:
@@ -176,7 +200,7 @@ def little_loss(
     return directional_z(
         claim,
         f"pruning {lowest} ({how}) costs at most {100 * margin:g} accuracy points",
-        source=SOURCE_PRUNING,
+        source=SOURCE_LITTLE_LOSS,
         statistic=f"accuracy change after pruning {heads} {how}, plus the margin {margin:g}",
         estimate=float(difference) + margin,
         se=float(se),
@@ -325,7 +349,7 @@ def interplay_gains(
         fw_claims.paired_accuracy_gain(
             claim + "w",
             f"the same-path weights of U alone beat the GP limit at N={n}{where}",
-            source=SOURCE_INTERPLAY,
+            source=SOURCE_SAME_PATH,
             mean=means["diagonal"],
             reference_mean=means["gp"],
             labels=labels,
@@ -417,6 +441,7 @@ def entropy_weight_agreement(
         reference_scale=reference_scale,
         level=level,
         where=" (reference: the saddle point)",
+        source=SOURCE_ENTROPY_WEIGHT,
     )
 
 
@@ -459,7 +484,7 @@ def _resolved(deviation: dict) -> np.ndarray:
 def _decay_slope(deviation: dict) -> tuple[float, float, float]:
     """Weighted least-squares slope of ``log r`` against ``log N`` over the resolved widths (weights from the standard
     errors of ``log r``), its standard error inflated by ``sqrt(chi^2 / dof)`` when the points scatter more than
-    their errors, and that reduced chi-square."""
+    their errors, and that reduced chi-square (``dof``: the resolved widths minus 2)."""
     keep = _resolved(deviation)
     N, r, se = (np.asarray(deviation[k], dtype=np.float64)[keep] for k in ("N", "r", "se"))
     if N.size < 3:
@@ -488,7 +513,10 @@ def deviation_decay(claim: str, deviation: dict, *, margin: float = 0.5, level: 
         margin: how far the slope of ``log r`` against ``log N`` may lie from -1 (0.5 separates ``1 / N`` from
             ``1 / sqrt(N)`` and from ``1 / N^2``).
 
-    Test: :func:`attnpaths.claims.equivalence` of the weighted least-squares slope to -1.
+    Test: :func:`attnpaths.claims.equivalence` of the weighted least-squares slope to -1, provided that the power law
+    fits: where its chi-square rejects it at ``level`` (the points scatter about the line beyond their errors), the
+    slope describes no law of the points, and the claim is not significant whatever the slope (it is decided with a
+    standard error so large that it can neither hold nor be contradicted).
     """
     keep = _resolved(deviation)
     widths = ", ".join(str(int(w)) for w in np.asarray(deviation["N"])[keep])
@@ -497,10 +525,18 @@ def deviation_decay(claim: str, deviation: dict, *, margin: float = 0.5, level: 
     note = f"; N = {', '.join(map(str, left_out))} within 2 standard errors of 0, left out" if left_out else ""
     if keep.sum() >= 3:
         slope, se, chi2_dof = _decay_slope(deviation)
+        dof = int(keep.sum()) - 2
+        p_fit = _fit_p_value(deviation)
         measured = (
-            f"Slope {slope:+.2f} +- {se:.2f} over N = {widths} ({distances}{note}; reduced chi-square "
-            f"{chi2_dof:.2f}), margin {margin:g} around -1."
+            f"Slope {slope:+.2f} +- {se:.2f} over N = {widths} ({distances}{note}; chi-square {chi2_dof * dof:.1f} "
+            f"on {dof} degrees of freedom, p = {p_fit:.2g}), margin {margin:g} around -1."
         )
+        if p_fit < level:
+            se = _UNMEASURED_SE
+            measured += (
+                f" The power law is rejected by its chi-square (p < {level:g}): the points do not follow N^slope "
+                "within their errors, so the slope is no measurement of the decay."
+            )
     else:
         slope, se = -1.0, _UNMEASURED_SE
         measured = f"The slope is not measured: fewer than 3 widths resolve their distance ({distances}{note})."
@@ -520,7 +556,236 @@ def deviation_decay(claim: str, deviation: dict, *, margin: float = 0.5, level: 
 def deviation_decay_power(deviation: dict, *, margin: float = 0.5, level: float = LEVEL) -> float:
     """The power check of :func:`deviation_decay`: the probability that it holds were the slope exactly -1, at the
     standard error of this run's slope (:func:`attnpaths.claims.equivalence_power`); 0 where the slope is not
-    measured (fewer than 3 resolved widths)."""
-    if _resolved(deviation).sum() < 3:
+    measured (fewer than 3 resolved widths, or a power law that its chi-square rejects at ``level``)."""
+    if _resolved(deviation).sum() < 3 or _fit_p_value(deviation) < level:
         return 0.0
     return equivalence_power(_decay_slope(deviation)[1], margin, level)
+
+
+def _fit_p_value(deviation: dict) -> float:
+    """The chi-square p-value of :func:`_decay_slope`'s power law over the resolved widths (at least 3)."""
+    dof = int(_resolved(deviation).sum()) - 2
+    return float(stats.chi2.sf(_decay_slope(deviation)[2] * dof, dof))
+
+
+# --------------------------------------------------------------------------------------------------------
+# the claims over trained models and draws of the training episodes (sec-oneshot-replicates)
+
+
+def model_means(models, statistic) -> np.ndarray:
+    """``[S]`` (or ``[S, m]``): for each :class:`~attnpaths.oneshot.replicates.ModelReplicates` of ``models`` the mean
+    over its draws of ``statistic(model)`` (``[D]`` or ``[D, m]``). The draws of a model share it, so they are not
+    independent replicates; the models are, and the spread of these means carries the draws' spread too."""
+    models = list(models)
+    if len(models) < 2:
+        raise ValueError(f"models must hold at least 2 trained models, got {len(models)}")
+    return np.array([np.mean(np.asarray(statistic(m), dtype=np.float64), axis=0) for m in models])
+
+
+def _replicates(models) -> str:
+    """What the replicates are, in words: ``"trained models, 5 draws of the training episodes each"``."""
+    draws = {m.num_draws for m in models}
+    each = f"{draws.pop()} draws" if len(draws) == 1 else "several draws"
+    return f"trained models, {each} of the training episodes each"
+
+
+def _over(models) -> str:
+    return f" over {len(models)} {_replicates(models)}"
+
+
+def _replicate(claim, statement, source, statistic, per_model, level, *, num_tests=1, points=True):
+    """:func:`attnpaths.claims.replicate_t` over the models' means ``per_model`` ``[S]``, with every model's mean in
+    the measured words (accuracy differences in points, correlations as they are)."""
+    per_model = np.asarray(per_model, dtype=np.float64)
+    scale, unit, digits = (100.0, " points", 1) if points else (1.0, "", 3)
+    listed = ", ".join(f"{scale * v:+.{digits}f}" for v in per_model)
+    return replicate_t(
+        claim,
+        statement,
+        source=source,
+        statistic=statistic,
+        differences=per_model,
+        level=level,
+        num_tests=num_tests,
+        measured=(
+            f"Mean {statistic} = {scale * per_model.mean():+.{digits + 1}f}{unit} (per model {listed}; sd across the "
+            f"models {scale * per_model.std(ddof=1):.{digits + 1}f})."
+        ),
+    )
+
+
+def order_parameter_name(theory: str) -> str:
+    """The words for an order parameter of a replicate (:func:`attnpaths.oneshot.replicates.draw_replicate`): the
+    theory's (``"theory"``), one near the GP limit, or a mistake's."""
+    if theory == "theory":
+        return "the theory's U"
+    return f"U {theory}" if theory.startswith("near the GP limit") else f"U with a mistake: {theory}"
+
+
+def advantage_over_models(claim: str, models, *, width: int, rule: str = "validation", level: float = LEVEL):
+    """Claim 1 over the replicates: at ``width`` the theory beats the GP limit on the test episodes, each at the
+    temperature chosen on the ``rule`` episodes (``"validation"``, or ``"test"``: the authors' rule).
+
+    Test: one-sided t-test over the models of their mean over the draws of ``A(N) - A_GP``
+    (:func:`attnpaths.claims.replicate_t`)."""
+    if rule not in ("validation", "test"):
+        raise ValueError(f"rule must be 'validation' or 'test', got {rule!r}")
+    suffix = "" if rule == "validation" else "_test_rule"
+    where = "validation episodes" if rule == "validation" else "test episodes (the authors' rule)"
+    return _replicate(
+        claim,
+        f"finite width beats the GP limit, temperatures chosen on the {where}{_over(models)}",
+        fw_claims.SOURCE_ADVANTAGE,
+        f"A(N={int(width)}) - A_GP",
+        model_means(models, lambda m: m.accuracy["theory" + suffix] - m.accuracy["gp" + suffix]),
+        level,
+    )
+
+
+def interplay_over_models(claim: str, models, *, width: int, level: float = LEVEL) -> tuple[Verdict, Verdict]:
+    """Claims I and Iw over the replicates (sec-oneshot-interplay): ``claim``, the cross-path weights of ``U`` add
+    accuracy (``U`` against its diagonal, both at the theory's temperature); ``claim + "w"``, the diagonal alone beats
+    the GP limit at the GP limit's own temperature, chosen on the validation episodes.
+
+    Test: one-sided t-tests over the models of the mean accuracy differences over the draws."""
+    n = int(width)
+    return (
+        _replicate(
+            claim,
+            f"the cross-path weights of U add accuracy at N={n}{_over(models)}",
+            SOURCE_INTERPLAY,
+            f"A(U, N={n}) - A(diag U)",
+            model_means(models, lambda m: m.accuracy["theory"] - m.accuracy["diagonal"]),
+            level,
+        ),
+        _replicate(
+            claim + "w",
+            f"the same-path weights of U alone beat the GP limit at its own temperature at N={n}{_over(models)}",
+            SOURCE_SAME_PATH,
+            f"A(diag U, N={n}) - A_GP",
+            model_means(models, lambda m: m.accuracy["diagonal"] - m.accuracy["gp"]),
+            level,
+        ),
+    )
+
+
+def alignment_over_models(claim: str, models, *, k: int, width: int, level: float = LEVEL) -> Verdict:
+    """Claim 4 over the replicates: :func:`attnpaths.experiments.finite_width.kernel_alignment` of each model's mean
+    label fractions over its draws (a t-test over the models)."""
+    return fw_claims.kernel_alignment(
+        claim,
+        fraction_fw=model_means(models, lambda m: m.label_fraction["finite_width"]),
+        fraction_gp=model_means(models, lambda m: m.label_fraction["gp"]),
+        k=k,
+        width=width,
+        level=level,
+        replicates=_replicates(models),
+    )
+
+
+def transfer_over_models(claim: str, models, *, theory: str = "theory", level: float = LEVEL) -> Verdict:
+    """Claim 8 over the replicates: the pattern of ``U`` (of ``theory``: the theory as written, or a key of
+    :func:`attnpaths.experiments.wrong_theories.wrong_order_parameters`) is found in each model's gradient-descent
+    weights beyond chance: its correlation with them exceeds the mean correlation over every relabelling of the
+    heads within their layers (the null of :func:`pattern_transfer`).
+
+    Test: one-sided t-test over the models of their mean excess over the draws."""
+    return _replicate(
+        claim,
+        f"the pattern of {order_parameter_name(theory)} transfers to the gradient-descent weights{_over(models)}",
+        SOURCE_PATTERN,
+        "pattern correlation minus its mean over the relabellings of the heads",
+        model_means(models, lambda m: m.transfer_excess[theory]),
+        level,
+        points=False,
+    )
+
+
+def transfer_against(claim: str, models, *, reference: str, width: int, level: float = LEVEL) -> Verdict:
+    """The transferred pattern is that of finite width: the theory's ``U`` at ``width`` correlates with the
+    gradient-descent weights more than the ``U`` of ``reference`` (e.g. near the GP limit), by claim 8's statistic.
+
+    Test: one-sided t-test over the models of their mean paired difference of the correlations over the draws."""
+    return _replicate(
+        claim,
+        f"the pattern of the theory's U at finite width (N={int(width)}) transfers to the gradient-descent weights "
+        f"better than that of {order_parameter_name(reference)}{_over(models)}",
+        SOURCE_FINITE_WIDTH_TRANSFER,
+        f"pattern correlation, U(N={int(width)}) minus {order_parameter_name(reference)}",
+        model_means(models, lambda m: m.transfer["theory"] - m.transfer[reference]),
+        level,
+        points=False,
+    )
+
+
+def order_over_models(claim: str, models, *, theory: str = "theory", level: float = LEVEL) -> Verdict:
+    """Claim 7b over the replicates: pruning each model's heads in ascending head score of ``U`` (of ``theory``, as
+    :func:`transfer_over_models`) keeps more accuracy, averaged over ``k = 1..K`` pruned heads, than the exact
+    expectation over random orders (eq-pruning-random).
+
+    Test: one-sided t-test over the models of their mean gain over the draws."""
+    return _replicate(
+        claim,
+        f"pruning in ascending head score of {order_parameter_name(theory)} beats random pruning orders{_over(models)}",
+        SOURCE_PRUNING,
+        "accuracy averaged over the pruned heads, score order minus random orders",
+        model_means(models, lambda m: m.order_gain[theory]),
+        level,
+    )
+
+
+def best_set_over_models(claim: str, models, *, margin: float, level: float = LEVEL) -> list[Verdict]:
+    """Claim 7c over the replicates, one verdict ``"<claim> (k=...)"`` per number of pruned heads ``k`` of the models'
+    ``ks``: pruning the ``k`` lowest-score heads (no fine-tuning) costs at most ``margin`` more than the best set of
+    ``k`` heads, the best that any ranking could do (picked on the pruning episodes themselves, so the test is
+    conservative).
+
+    Test: one-sided non-inferiority t-tests over the models of their mean ``A(score set) - A(best set) + margin``
+    over the draws, Bonferroni over the ``k``; contradicted when the score order costs more than the margin beyond
+    doubt.
+    """
+    margin = float(margin)
+    if not 0 < margin < 1:
+        raise ValueError(f"margin must be an accuracy fraction in (0, 1), got {margin!r}")
+    ks = models[0].ks
+    gaps = model_means(models, lambda m: m.best_gap["theory"])
+    return [
+        _replicate(
+            f"{claim} (k={k})",
+            f"pruning {'the lowest-score head' if k == 1 else f'the {k} lowest-score heads'} (no fine-tuning) costs at "
+            f"most {100 * margin:g} accuracy points more than the best "
+            f"{'single head' if k == 1 else f'set of {k} heads'}{_over(models)}",
+            SOURCE_BEST_SET,
+            f"A(score order, k={k}) - A(best set of {k}) + {margin:g}",
+            gaps[:, i] + margin,
+            level,
+            num_tests=len(ks),
+        )
+        for i, k in enumerate(ks)
+    ]
+
+
+def replicate_power(
+    claim: str, differences: dict, *, level: float = LEVEL, power: float = 0.8, num_tests: int = 1, **words
+) -> PowerCheck:
+    """The power check of a one-sided t-test over replicates (:func:`attnpaths.claims.replicate_t`), per case: the
+    smallest true mean that it declares to hold with probability ``power`` at the replicates' spread, from the
+    noncentral t law with ``n - 1`` degrees of freedom (not the normal law, which with a handful of replicates
+    promises effects well below those the test can see).
+
+    Args:
+        differences: ``{case: [n]}`` the replicates of each case (``n >= 2``).
+        words: ``condition``, ``effect``, ``scale``, ``unit`` of :class:`attnpaths.claims.PowerCheck`.
+    """
+    se, detectable, estimate = {}, {}, {}
+    alpha = level / num_tests
+    for case, d in differences.items():
+        d = as_float64_array(d, f"differences[{case!r}]").ravel()
+        if d.size < 2:
+            raise ValueError(f"differences[{case!r}] must hold at least 2 replicates, got {d.size}")
+        n, s = d.size, max(float(d.std(ddof=1)) / math.sqrt(d.size), 1e-12)
+        critical = stats.t.isf(alpha, n - 1)
+        shift = optimize.brentq(lambda x: stats.nct.sf(critical, n - 1, x) - power, 0.0, 100.0)
+        se[case], detectable[case], estimate[case] = s, shift * s, float(d.mean())
+    check = power_check(claim, se=se, estimate=estimate, level=level, num_tests=num_tests, power=power, **words)
+    return dataclasses.replace(check, detectable=tuple(detectable.values()))

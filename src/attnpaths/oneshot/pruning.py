@@ -2,7 +2,8 @@
 
 * :func:`pruning_evaluator`, :func:`single_head_drops`: the gradient-descent model's accuracy with heads pruned
   (:class:`attnpaths.head_masks.HeadMaskEvaluator`, with the model's own rescaling of a pruned
-  layer), and the drop when one head is pruned;
+  layer), and the drop when one head is pruned; :func:`subset_accuracy_table`: the accuracy of every set a pruning
+  curve can reach, in chunks of episodes (for the models of the replicates, sec-oneshot-replicates);
 * :func:`prune_heads` (a :class:`PruningResult`): all of Figs. 3e and 3f, along the theory's order and random
   orders (:mod:`attnpaths.experiments.head_pruning`); :func:`forward_pass_errors` its check;
 * :func:`fine_tune_pruned_sets` (over :func:`fine_tuned_correct`), :func:`little_loss` (a :class:`LittleLoss`):
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -52,6 +54,33 @@ def pruning_evaluator(model: SumHeadTransformer, sequences: Sequences) -> HeadMa
     if not isinstance(model, SumHeadTransformer):
         raise ValueError(f"model must be a SumHeadTransformer, got {type(model).__name__}")
     return HeadMaskEvaluator(model, sequences.x.transpose(1, 2), sequences.y, rescale=True)
+
+
+def subset_accuracy_table(model: SumHeadTransformer, sequences: Sequences, *, chunk_size: int = 1000) -> np.ndarray:
+    """The accuracy of the gradient-descent model on ``sequences`` with every set of heads pruned that a pruning curve
+    can reach (:func:`~attnpaths.experiments.head_subsets.curve_table` of :func:`pruning_evaluator`), computed on
+    chunks of at most ``chunk_size`` episodes and weighted by their sizes: the evaluator keeps every layer's
+    activations of its episodes for each set pruned below, several GiB for thousands of episodes, and a chunk's are
+    freed before the next is evaluated.
+
+    Returns:
+        float64 ``[2^n]`` (0 for the sets that empty a layer), the same numbers as one evaluator over all the
+        episodes up to rounding.
+    """
+    chunk_size = positive_int(chunk_size, "chunk_size")
+    B = int(sequences.y.shape[0])
+    table = None
+    for start in range(0, B, chunk_size):
+        stop = min(start + chunk_size, B)
+        evaluator = HeadMaskEvaluator(
+            model, sequences.x[start:stop].transpose(1, 2), sequences.y[start:stop], rescale=True
+        )
+        part = curve_table(evaluator) * ((stop - start) / B)
+        table = part if table is None else table + part
+        # the evaluator refers to itself (its bound output method), so only the cycle collector frees its activations
+        del evaluator
+        gc.collect()
+    return table
 
 
 def single_head_drops(evaluator: HeadMaskEvaluator) -> dict:

@@ -7,8 +7,8 @@
 * :func:`sample_widths`: posterior samples at the selected temperatures;
 * :func:`warm_start_differences`, :func:`order_parameter_summary`, :func:`gp_approach_ratios`: checks of the
   grid's minimisers and where the selected ``U`` lies relative to its GP value;
-* :func:`label_fraction_draws`: the label fraction of the leading kernel PCs, finite width against the GP
-  limit, on independently drawn training episodes (sec-oneshot-pcs);
+* :func:`label_fraction_draws`, :func:`label_fractions`: the label fraction of the leading kernel PCs, finite width
+  against the GP limit, on independently drawn training episodes or on one training set (sec-oneshot-pcs);
 * :func:`ablation_means`: the predictor with ``U``, with its diagonal only and with the GP value (the interplay
   of paths, sec-oneshot-interplay);
 * :func:`scaled_saddle_points`: the theory at neighbouring entropy weights, the reference of the entropy-weight
@@ -49,9 +49,11 @@ def theory_grid(
     warm_start: bool = True,
     max_iterations: int = 200,
     progress: bool = True,
+    on_engine: bool = True,
 ) -> TheorySweep:
     """The theory (eq-action) at every width and temperature, with the mean predictor (eq-predictor) on every split: the
-    :func:`~attnpaths.experiments.sweep.theory_sweep` of the one-shot chapter, one engine task per width.
+    :func:`~attnpaths.experiments.sweep.theory_sweep` of the one-shot chapter, one engine task per width (with
+    ``on_engine``; a loop in this process otherwise, e.g. inside an engine task of its own).
 
     With ``warm_start`` the temperatures of one width are solved from the highest down, each starting from
     the previous certified minimiser (a start that fails to certify is retried from the GP values, the
@@ -68,21 +70,22 @@ def theory_grid(
         warm_start=warm_start,
         keep_uncertified=True,
         max_iterations=max_iterations,
-        on_engine=True,
+        on_engine=on_engine,
         description="theory (N, T)",
         progress=progress,
     )
 
 
-def gp_grid(data: PathData, temperatures=PAPER_GP_TEMPERATURES) -> TheorySweep:
-    """The GP limit (eq-gp), ``U = I`` at every temperature, as a one-width :class:`~attnpaths.experiments.sweep.TheorySweep`."""
+def gp_grid(data: PathData, temperatures=PAPER_GP_TEMPERATURES, *, on_engine: bool = True) -> TheorySweep:
+    """The GP limit (eq-gp), ``U = I`` at every temperature, as a one-width :class:`~attnpaths.experiments.sweep.TheorySweep`
+    (``on_engine``: as :func:`theory_grid`)."""
     return theory_sweep(
         data,
         (math.inf,),
         temperatures,
         keep_uncertified=True,
         max_iterations=1,
-        on_engine=True,
+        on_engine=on_engine,
         description="GP",
         progress=False,
     )
@@ -273,35 +276,62 @@ def label_fraction_draws(
         features = path_features(episodes.x, attention)
         y = episodes.y.to(features.dtype)
         solution = solve(features, y, heads=attention.heads, widths=width, temperature=temperature, on_failure="raise")
-        K = renormalized_kernel(features, torch.as_tensor(solution.U))
-        fw.append(label_fraction(pc_label_overlap(K, y, num_components)[0], num_components))
-        gp.append(label_fraction(pc_label_overlap(gp_kernel(features), y, num_components)[0], num_components))
+        fractions = label_fractions(features, y, solution.U, num_components)
+        fw.append(fractions["finite_width"])
+        gp.append(fractions["gp"])
     return {"finite_width": np.array(fw), "gp": np.array(gp)}
+
+
+def label_fractions(features, y, U, num_components: int) -> dict[str, float]:
+    """The fraction of ``|y|^2`` carried by the first ``num_components`` principal components of the training
+    kernel at the order parameter ``U`` (``K(U)``, eq-kernel) and of the GP kernel (eq-gp), on one training set
+    (sec-oneshot-pcs).
+
+    Args:
+        features: ``[P, N0, n]`` training path features; y: ``[P]``; U: ``[n, n]`` (flat path order).
+
+    Returns:
+        ``{"finite_width": float, "gp": float}``.
+    """
+    y = torch.as_tensor(y, dtype=torch.float64)
+    K = renormalized_kernel(features, torch.as_tensor(as_float64_array(U, "U")))
+    return {
+        "finite_width": label_fraction(pc_label_overlap(K, y, num_components)[0], num_components),
+        "gp": label_fraction(pc_label_overlap(gp_kernel(features), y, num_components)[0], num_components),
+    }
 
 
 # --------------------------------------------------------------------------------------------------------
 # what the theory's U does for the predictor, and the saddle point at neighbouring entropy weights
 
 
-def ablation_means(data: PathData, U, temperature: float) -> dict[str, np.ndarray]:
-    """The mean predictor (eq-predictor) on the test episodes with the theory's ``U`` and with two ablations of it, at
-    one temperature (sec-oneshot-interplay).
+def ablation_means(
+    data: PathData, U, temperature: float, *, gp_temperature: float | None = None
+) -> dict[str, np.ndarray]:
+    """The mean predictor (eq-predictor) on the test episodes with the theory's ``U`` and with two ablations of it
+    (sec-oneshot-interplay).
 
     Args:
-        U: ``[n, n]`` the theory's order parameter (flat path order) at one width.
+        U: ``[n, n]`` the theory's order parameter (flat path order) at one width, and temperature its temperature.
+        gp_temperature: the temperature of the GP limit (e.g. its own, chosen on the validation episodes); ``None``:
+            ``temperature``.
 
     Returns:
         ``{"theory", "diagonal", "gp"}``, each ``[B]``: with ``U``; with ``U``'s cross-path entries set to zero
-        (its diagonal kept: the paths re-weighted, no cross-path kernels); with the GP value ``I``.
+        (its diagonal kept: the paths re-weighted, no cross-path kernels), both at ``temperature``; with the GP value
+        ``I`` at ``gp_temperature``.
     """
     U = as_float64_array(U, "U")
     n = data.network.num_paths
     if U.ndim != 2 or U.shape != (n, n):
         raise ValueError(f"U must be [{n}, {n}] (flat path order), got shape {U.shape}")
-    orders = {"theory": U, "diagonal": np.diag(np.diag(U)), "gp": np.eye(U.shape[0])}
+    orders = {
+        "theory": (U, temperature),
+        "diagonal": (np.diag(np.diag(U)), temperature),
+        "gp": (np.eye(n), temperature if gp_temperature is None else gp_temperature),
+    }
     return {
-        name: mean_predictor(data.features, data.y, data.features_test, order, temperature)
-        for name, order in orders.items()
+        name: mean_predictor(data.features, data.y, data.features_test, order, T) for name, (order, T) in orders.items()
     }
 
 
