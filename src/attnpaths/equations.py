@@ -199,6 +199,7 @@ SECTIONS: dict[str, str] = {
     "sec-oneshot-data": "book/oneshot.md, 'The data set and the trained model'",
     "sec-oneshot-task": "book/oneshot.md, 'The task (Figure 3a)'",
     "sec-oneshot-theory": "book/oneshot.md, 'Theory, GP limit and posterior samples (Figure 3b)'",
+    "sec-oneshot-replicates": "book/oneshot.md, 'Over trained models and draws of the training episodes'",
     "sec-oneshot-order-parameter": (
         "book/oneshot.md, 'The order parameter: theory, samples and gradient descent (Figure 3c)'"
     ),
@@ -224,6 +225,9 @@ SECTIONS: dict[str, str] = {
         "book/learning_curves.md, 'Learning curves: the theory from a hundred to a hundred thousand examples'"
     ),
     "sec-learning-gram": "book/learning_curves.md, 'Why a hundred thousand examples cost what a thousand do'",
+    "sec-learning-threshold": (
+        "book/learning_curves.md, 'When the interplay of paths helps: the interpolation threshold'"
+    ),
     "sec-e2": "book/exchangeability.md, 'E2. Attention estimates the conditional mean of the value given the key'",
     "sec-r1": "book/related.md, 'R1. Pure attention loses rank doubly exponentially with depth'",
     "sec-r2": "book/related.md, 'R2. Dot-product attention is not Lipschitz; L2 attention is'",

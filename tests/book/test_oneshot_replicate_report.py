@@ -21,9 +21,9 @@ def _model(seed, *, value, best_accuracy=(0.79, 0.75)):
         gp_temperature=np.array([0.1, 0.1]),
         accuracy={"theory": 0.8 + draws, "diagonal": 0.7 + draws, "gp": np.full(2, 0.75)},
         label_fraction={"finite_width": 0.2 + draws, "gp": np.full(2, 0.05)},
-        transfer={"theory": 0.5 + draws, "near the GP limit (N = 10000)": np.full(2, 0.4)},
-        transfer_excess={"theory": draws, "near the GP limit (N = 10000)": np.zeros(2)},
-        order_gain={"theory": draws, "near the GP limit (N = 10000)": np.zeros(2)},
+        transfer={"theory": 0.5 + draws, "near the GP limit": np.full(2, 0.4)},
+        transfer_excess={"theory": draws, "near the GP limit": np.zeros(2)},
+        order_gain={"theory": draws, "near the GP limit": np.zeros(2)},
         best_gap={"theory": np.zeros((2, 2))},
         ks=(1, 2),
         base_accuracy=0.8,
@@ -50,7 +50,7 @@ def test_order_parameter_table_names_each_order_parameter_with_its_outcomes():
     }
     rows = report.order_parameter_table(models, verdicts).splitlines()[2:]
     assert rows[0].startswith("| the theory's U | +0.535 | +0.015 (not significant) | +1.5 (not significant) |")
-    assert rows[1].startswith("| U near the GP limit (N = 10000) | +0.400 |")
+    assert rows[1].startswith("| U near the GP limit | +0.400 |")
 
 
 def test_order_width_table_lists_each_width_with_its_exact_p_value():

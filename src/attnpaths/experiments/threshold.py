@@ -38,7 +38,7 @@ from ..theory import CertificateWarning, classification_accuracy, solve_from_sta
 from .streaming import gram_statistics_at
 
 SOURCE = "derived in this book (the interpolation threshold of the theory's kernel, beyond the paper)"
-"""The source named by these claims: the paper's experiments all sit at ``P < D``."""
+"""Named as the source of these claims (the paper's experiments all sit at ``P < D``)."""
 
 
 def _statistics(statistics, name: str = "statistics") -> list[GramStatistics]:
@@ -391,9 +391,10 @@ def threshold_study(
     the keyword arguments ``sampler``, the generator of stream ``s`` seeded ``seed + s``).
 
     Returns:
-        ``{"sizes", "temperatures", "curves": [widths per curve], "streams": [per stream: "validation", "test",
-        "trace_U", "converged" ([n_curves, n_P, n_T]), "wrong" ({width: {"accuracy", "trace_U"}}), "theory"
-        ({"accuracy", "trace_U"} at the threshold), "rescaled", "sampled" (SampledAccuracy.to_dict)]}``.
+        a dict with the keys ``sizes``, ``temperatures``, ``curves`` (the widths of each curve), ``threshold_size``
+        and ``streams``, one dict per stream with ``validation``, ``test``, ``trace_U``, ``converged`` (each
+        ``[n_curves, n_P, n_T]``), ``theory``, ``gp`` and ``wrong`` (per width ``accuracy``, ``trace_U``,
+        ``converged`` at the threshold), ``rescaled`` and ``sampled`` (:meth:`SampledAccuracy.to_dict`).
     """
     sizes = increasing_ints(sizes, "sizes", 1)
     chunk_size = positive_int(chunk_size, "chunk_size")

@@ -29,6 +29,9 @@ from .finite_width import sample_agreement
 from .path_data import PathData
 from .sweep import theory_sweep
 
+NEAR_GP = "near the GP limit"
+"""The key of ``U`` near the GP limit in :func:`wrong_order_parameters`."""
+
 
 class TransposedAttention:
     """A network's attention with its full attention matrices transposed (every layer below the last, whose
@@ -144,7 +147,8 @@ def wrong_order_parameters(
         transposed: ``[P, N0, n]`` the same examples' path features under :class:`TransposedAttention`.
         heads: ``(H_1, ..., H_L)``; width, temperature: where the theory as written is solved.
         near_gp_width: also ``U`` at this width (e.g. ``10^4``, near the GP limit), under the key
-            ``"near the GP limit (N = <near_gp_width>)"``; ``None``: not solved.
+            :data:`NEAR_GP` (one key whatever the width, so that results files of any profile share their keys);
+            ``None``: not solved.
 
     Returns:
         ``{mistake: [n, n]}`` with the keys of :func:`wrong_theories` except ``"none"`` (the theory as written is the
@@ -164,5 +168,5 @@ def wrong_order_parameters(
         "transposed attention": theory(transposed, width),
     }
     if near_gp_width is not None:
-        out[f"near the GP limit (N = {int(near_gp_width)})"] = theory(features, int(near_gp_width))
+        out[NEAR_GP] = theory(features, int(near_gp_width))
     return out

@@ -6,7 +6,7 @@ temperature, the ablations of ``U``, the label fractions of the leading kernel P
 the model's weights and to its pruning. The replicates cross the shipped models of several training seeds with
 independent draws of the training episodes. Draws of one model share its attention, its episodes and its weights,
 so they are not independent of each other; the models are (each has its own validation, test and pruning episodes
-too). The claims (:mod:`attnpaths.oneshot.claims`) therefore average every statistic over the draws of its model
+too). The claims (``attnpaths.oneshot.claims``) therefore average every statistic over the draws of its model
 and test over the models.
 
 * :class:`ModelEvaluation` (:func:`model_evaluation`): what the draws of one model share, computed once: its
@@ -224,11 +224,12 @@ def draw_replicate(model: ModelEvaluation, classes, settings: ReplicateSettings,
     (:func:`attnpaths.experiments.wrong_theories.wrong_order_parameters`).
 
     Returns:
-        ``{"temperature", "gp_temperature", "accuracy": {"theory", "diagonal", "gp", "theory_test_rule",
-        "gp_test_rule"}, "label_fraction": {"finite_width", "gp"}, "theories": {name: statistics}}``: test
-        accuracies (the diagonal ablation at the theory's temperature, the GP limit at its own), the label fractions
-        of the first ``settings.num_components`` PCs at ``settings.width`` and in the GP limit, and per order
-        parameter (``"theory"`` first) the statistics of :func:`_transfer`.
+        a dict with the keys ``temperature``, ``gp_temperature``, ``accuracy`` (``theory``, ``diagonal``, ``gp``,
+        ``theory_test_rule``, ``gp_test_rule``), ``label_fraction`` (``finite_width``, ``gp``) and ``theories``
+        (name to statistics): test accuracies (the diagonal ablation at the theory's temperature, the GP limit at
+        its own), the label fractions of the first ``settings.num_components`` PCs at ``settings.width`` and in the
+        GP limit, and per order parameter (``theory`` first) the transfer statistics (the correlation of ``U``'s
+        pattern with the model's and the head-order gain).
     """
     rng = experiment_generator(settings.seed, model.index, int_at_least(draw, "draw", 0))
     episodes = class_sorted_sequences(classes, settings.num_train, model.encoder, rng)
