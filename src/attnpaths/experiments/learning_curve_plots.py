@@ -31,6 +31,13 @@ def mean_and_se(values) -> tuple[np.ndarray, np.ndarray]:
     return values.mean(axis=0), values.std(axis=0, ddof=1) / np.sqrt(values.shape[0])
 
 
+def _mark_dimension(ax, dimension: int) -> None:
+    """A dotted vertical line at ``P = D`` (where the kernel's rank stops growing), labelled."""
+    ax.axvline(dimension, color="0.4", linewidth=1, linestyle=(0, (1, 2)))
+    ax.annotate(f"P = D = {dimension}", (dimension, 0.02), xycoords=("data", "axes fraction"),
+                xytext=(4, 0), textcoords="offset points", fontsize=8, color="0.3")  # fmt: skip
+
+
 @palette_cycle
 def plot_learning_curves(sizes, accuracy: dict, *, dimension: int | None = None, ax=None):
     """Test accuracy (%) against the number of training examples ``P`` (log axis), one line per curve with a band of
@@ -52,9 +59,7 @@ def plot_learning_curves(sizes, accuracy: dict, *, dimension: int | None = None,
         ax.plot(sizes, 100 * mean, LINE_STYLES[k % 4], marker=MARKERS[k % 6], color=color, label=name)
         ax.fill_between(sizes, 100 * (mean - se), 100 * (mean + se), color=color, alpha=0.2, linewidth=0)
     if dimension is not None:
-        ax.axvline(dimension, color="0.4", linewidth=1, linestyle=(0, (1, 2)))
-        ax.annotate(f"P = D = {dimension}", (dimension, 0.02), xycoords=("data", "axes fraction"),
-                    xytext=(4, 0), textcoords="offset points", fontsize=8, color="0.3")  # fmt: skip
+        _mark_dimension(ax, dimension)
     ax.set_xscale("log")
     ax.set_xlabel("training examples P")
     ax.set_ylabel("test accuracy (%)")
@@ -124,9 +129,7 @@ def plot_tuned_curves(sizes, fixed, tuned, names, *, dimension: int, sampled=Non
         for r, (offset, run) in enumerate(zip(offsets, runs)):
             ax.errorbar(size * offset, 100 * run["accuracy"], yerr=100 * run["se"], fmt="o", color="black",
                         markersize=4, capsize=2, label="sampled networks" if r == 0 else None)  # fmt: skip
-    ax.axvline(dimension, color="0.4", linewidth=1, linestyle=(0, (1, 2)))
-    ax.annotate(f"P = D = {dimension}", (dimension, 0.02), xycoords=("data", "axes fraction"),
-                xytext=(4, 0), textcoords="offset points", fontsize=8, color="0.3")  # fmt: skip
+    _mark_dimension(ax, dimension)
     ax.set_xscale("log")
     ax.set_xlabel("training examples P")
     ax.set_ylabel("test accuracy (%)")

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .._validation import as_float64_array, increasing_ints, positive_int, positive_real, torch_generator
+from .._validation import as_float64_array, increasing_ints, int_at_least, positive_int, positive_real, torch_generator
 from ..claims import Verdict, all_of, directional_z, replicate_equivalence, replicate_t
 from ..gram import GramStatistics
 from ..order_parameter_posterior import predictive_means, sample_order_parameters
@@ -209,7 +209,7 @@ def sampled_network_accuracy(
     independent; the accuracy is a non-linear function of the mean, so the chains' accuracies alone would not do).
     """
     torch_generator(generator)
-    num_chains = positive_int(num_chains, "num_chains")
+    num_chains = int_at_least(num_chains, "num_chains (at least 2: the error is a jackknife over chains)", 2)
     started = time.perf_counter()
     draws = sample_order_parameters(
         statistics=statistics, heads=heads, widths=width, temperature=temperature, generator=generator,
@@ -259,27 +259,23 @@ def dip_position(sizes, advantage) -> float:
 def gp_wins_at(claim: str, *, theory, gp, size: int, dimension: int, what: str, level: float = 0.01) -> Verdict:
     """Claim: at ``P = size`` (near ``D``) the GP limit is more accurate than ``what`` (the theory at a fixed
     temperature, or the sampled networks): a one-sided t-test over the training sets of ``A_GP - A > 0``."""
-    theory, gp = _pair(theory, gp)
-    return replicate_t(
-        claim,
-        f"at P = {size} (P / D = {size / dimension:.2f}) the GP limit is more accurate than {what}",
-        source=SOURCE,
-        statistic=f"A_GP - A at P = {size}",
-        differences=gp - theory,
-        level=level,
-    )
+    return _more_accurate(claim, "the GP limit", what, size, dimension, level, *reversed(_pair(theory, gp)))
 
 
 def theory_wins_at(claim: str, *, theory, gp, size: int, dimension: int, what: str, level: float = 0.01) -> Verdict:
     """Claim: at ``P = size`` ``what`` (e.g. the theory with its temperature tuned on validation) is more accurate
     than the GP limit (likewise tuned): a one-sided t-test over the training sets of ``A - A_GP > 0``."""
-    theory, gp = _pair(theory, gp)
+    return _more_accurate(claim, what, "the GP limit", size, dimension, level, *_pair(theory, gp))
+
+
+def _more_accurate(claim, better, worse, size, dimension, level, better_accuracy, worse_accuracy) -> Verdict:
+    statistic = "A_GP - A" if better == "the GP limit" else "A - A_GP"
     return replicate_t(
         claim,
-        f"at P = {size} (P / D = {size / dimension:.2f}) {what} is more accurate than the GP limit",
+        f"at P = {size} (P / D = {size / dimension:.2f}) {better} is more accurate than {worse}",
         source=SOURCE,
-        statistic=f"A - A_GP at P = {size}",
-        differences=theory - gp,
+        statistic=f"{statistic} at P = {size}",
+        differences=better_accuracy - worse_accuracy,
         level=level,
     )
 
