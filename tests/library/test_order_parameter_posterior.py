@@ -299,6 +299,7 @@ def test_the_density_from_gram_statistics_is_the_density_from_the_examples(P):
     )
 
 
+@pytest.mark.needs("diagnostics")
 def test_sampling_from_gram_statistics_takes_the_statistics_in_place_of_the_examples():
     from attnpaths.gram import GramStatistics
 

@@ -100,6 +100,7 @@ def test_the_directional_and_agreement_claims_read_their_direction():
         threshold.gp_wins_at("r", theory=[0.8], gp=[0.9], **kwargs)
 
 
+@pytest.mark.needs("diagnostics")
 def test_a_wide_sampled_network_predicts_as_its_saddle_point():
     # at a width far above the number of paths the exact density concentrates at the saddle point: the posterior
     # predictive mean is the theory's predictor, and so is its accuracy
