@@ -73,7 +73,7 @@ PAPER_CLAIMS = (
         "at finite width the network generalises better than its GP limit",
         "abstract (the interplay of attention paths enhances generalization); captions of Figs. 1d, 2c, 3b",
         (("hmc", "1"), ("oneshot", "1"), ("depth", "b"), ("learning_curves", "a"), ("learning_curves", "t")),
-        against=(("learning_curves", "r"), ("learning_curves", "s")),
+        against=(("learning_curves", "r"), ("learning_curves", "s"), ("learning_curves", "sa")),
         caveat="The advantage holds with fewer training examples than the kernel's rank D and, at a fixed "
         "temperature, reverses near P = D, where the GP limit is the more accurate ({doc}`learning_curves`).",
     ),
@@ -95,6 +95,7 @@ PAPER_CLAIMS = (
             ("depth", "aw"),
             ("depth", "d"),
             ("learning_curves", "n"),
+            ("learning_curves", "nc"),
             ("learning_curves", "nu"),
         ),
         caveat="The saddle point of the theory is an approximation for large width: where the number of paths is "

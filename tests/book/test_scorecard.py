@@ -107,7 +107,7 @@ def test_the_finite_width_advantage_is_tested_against_the_reversal_near_p_equal_
         ("learning_curves", "a"),
         ("learning_curves", "t"),
     )
-    assert p1.against == (("learning_curves", "r"), ("learning_curves", "s"))
+    assert p1.against == (("learning_curves", "r"), ("learning_curves", "s"), ("learning_curves", "sa"))
     assert "{doc}`learning_curves`" in p1.caveat and "P = D" in p1.caveat
     assert ("learning_curves", "n") in claims["P2"].tests and ("learning_curves", "nu") in claims["P2"].tests
     # the reversal holding at P = D makes the advantage contradicted as often as it holds there

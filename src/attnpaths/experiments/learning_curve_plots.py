@@ -108,12 +108,13 @@ def plot_path_structure(sizes, shares, correlations: dict, path_names):
 def plot_tuned_curves(sizes, fixed, tuned, names, *, dimension: int, sampled=None):
     """Test accuracy (%) against ``P`` (log axis) at a fixed temperature (solid) and with the temperature tuned on
     validation (dashed), one colour per curve, with a band of one standard error over the training sets; the
-    sampled networks' accuracies as black markers with their Monte-Carlo error bars.
+    sampled networks' accuracies as markers of their curve's colour with a black edge and their Monte-Carlo error
+    bars, side by side at each ``P``.
 
     Args:
         sizes: ``[n_P]``; fixed, tuned: ``[n_sets, n_curves, n_P]``; names: ``[n_curves]``.
         dimension: ``D``, drawn as a vertical line.
-        sampled: ``(P, [{"accuracy", "se"}, ...])``, one per training set, or None.
+        sampled: ``{curve index: {P: [{"accuracy", "se"}, ...]}}``, one dict per sampled training set, or None.
     """
     sizes = as_float64_array(sizes, "sizes")
     fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
@@ -123,12 +124,16 @@ def plot_tuned_curves(sizes, fixed, tuned, names, *, dimension: int, sampled=Non
             mean, se = mean_and_se(np.asarray(values)[:, k])
             ax.plot(sizes, 100 * mean, style, marker=MARKERS[k % 6], color=color, label=f"{name}, {label}")
             ax.fill_between(sizes, 100 * (mean - se), 100 * (mean + se), color=color, alpha=0.15, linewidth=0)
-    if sampled is not None:
-        size, runs = sampled
-        offsets = np.linspace(0.96, 1.04, len(runs))  # side by side, so that equal accuracies stay visible
-        for r, (offset, run) in enumerate(zip(offsets, runs)):
-            ax.errorbar(size * offset, 100 * run["accuracy"], yerr=100 * run["se"], fmt="o", color="black",
-                        markersize=4, capsize=2, label="sampled networks" if r == 0 else None)  # fmt: skip
+    for k, by_size in (sampled or {}).items():
+        first = True
+        for size, runs in by_size.items():
+            # side by side (and the curves apart), so that equal accuracies stay visible
+            offsets = np.linspace(0.96, 1.04, len(runs)) * (1.0 + 0.05 * (k - 0.5))
+            for offset, run in zip(offsets, runs):
+                ax.errorbar(size * offset, 100 * run["accuracy"], yerr=100 * run["se"], fmt="o",
+                            color=OKABE_ITO[k % len(OKABE_ITO)], markeredgecolor="black", ecolor="black",
+                            markersize=4, capsize=2, label=f"{names[k]}, sampled networks" if first else None)  # fmt: skip
+                first = False
     _mark_dimension(ax, dimension)
     ax.set_xscale("log")
     ax.set_xlabel("training examples P")

@@ -292,22 +292,24 @@ def networks_agree(
     *,
     theory,
     sampled,
-    size: int,
+    size: int | str,
     margin: float,
     level: float = 0.01,
     what: str = "the theory's test accuracy",
     quantity: str = "A",
 ) -> Verdict:
     """Claim: at ``P = size`` ``what`` equals the sampled networks' within ``margin``: two one-sided t-tests over
-    the training sets of the differences ``theory - sampled`` (the Monte-Carlo error of the samples is part of
-    their spread). ``quantity`` names the compared number in the statistic (``"A"``, ``"tr U"``)."""
+    the replicates (training sets, or every sampled point of a curve) of the differences ``theory - sampled``
+    (the Monte-Carlo error of the samples is part of their spread). ``quantity`` names the compared number in the
+    statistic (``"A"``, ``"tr U"``); ``size`` is a ``P``, or words that say where (``"at every sampled P"``)."""
     theory, sampled = _pair(theory, sampled)
     margin = positive_real(margin, "margin")
+    where = f"at P = {size}" if isinstance(size, (int, np.integer)) else str(size)
     return replicate_equivalence(
         claim,
-        f"at P = {size} {what} equals the sampled networks' (within {margin:g})",
+        f"{where} {what} equals the sampled networks' (within {margin:g})",
         source=SOURCE,
-        statistic=f"|{quantity}(theory) - {quantity}(sampled)| / margin at P = {size}",
+        statistic=f"|{quantity}(theory) - {quantity}(sampled)| / margin {where}",
         replicates=theory - sampled,
         reference=0.0,
         margin=margin,
@@ -373,6 +375,7 @@ def threshold_study(
     wrong_widths: Sequence[float],
     sampler: dict,
     seed: int,
+    sampled_sets: int = 0,
     variances=1.0,
     progress: bool = True,
 ) -> dict:
@@ -383,14 +386,19 @@ def threshold_study(
     fixed load ``alpha`` and the GP limit over ``temperatures`` (which must hold ``temperature``); at
     ``P = threshold_size``, at ``temperature``: the accuracy and ``tr U`` of the theory at ``wrong_widths`` (a wrong
     entropy weight is a wrong width), of the theory's ``U`` rescaled to the GP limit's trace
-    (:func:`rescaled_accuracy`), and of the sampled width-``width`` network (:func:`sampled_network_accuracy` with
-    the keyword arguments ``sampler``, the generator of stream ``s`` seeded ``seed + s``).
+    (:func:`rescaled_accuracy`), and of the sampled networks (:func:`sampled_network_accuracy` with the keyword
+    arguments ``sampler``) of the two finite curves (width ``width``, width ``P / alpha``): at ``threshold_size`` on
+    every stream, at every ``P`` of ``sizes`` on the first ``sampled_sets`` streams. Each draw has a generator of
+    its own, seeded from ``(seed, stream, curve, P)``; the width-``width`` network at the threshold is seeded
+    ``seed + s`` on stream ``s``.
 
     Returns:
         a dict with the keys ``sizes``, ``temperatures``, ``curves`` (the widths of each curve), ``threshold_size``
         and ``streams``, one dict per stream with ``validation``, ``test``, ``trace_U``, ``converged`` (each
         ``[n_curves, n_P, n_T]``), ``theory``, ``gp`` and ``wrong`` (per width ``accuracy``, ``trace_U``,
-        ``converged`` at the threshold), ``rescaled`` and ``sampled`` (:meth:`SampledAccuracy.to_dict`).
+        ``converged`` at the threshold), ``rescaled``, ``sampled`` (:meth:`SampledAccuracy.to_dict`, the
+        width-``width`` network at the threshold) and ``sampled_curves`` (``[2][n_P]``: per finite curve and ``P``
+        a :meth:`SampledAccuracy.to_dict`, or None where not sampled).
     """
     sizes = increasing_ints(sizes, "sizes", 1)
     chunk_size = positive_int(chunk_size, "chunk_size")
@@ -401,6 +409,7 @@ def threshold_study(
         raise ValueError(f"temperatures must hold the fixed temperature {temperature:g}, got {grid.tolist()}")
     widths = np.array([np.full(sizes.size, float(width)), sizes / float(alpha), np.full(sizes.size, math.inf)])
     j = int(np.flatnonzero(sizes == threshold_size)[0])
+    sampled_sets = int_at_least(sampled_sets, "sampled_sets", 0)
     per_stream = []
     for s, make_chunk in enumerate(tqdm(list(streams), desc="threshold study", disable=not progress)):
         statistics = gram_statistics_at(make_chunk, (sizes // chunk_size).tolist(), progress=False)
@@ -422,10 +431,15 @@ def threshold_study(
             }
 
         gp_trace = float(np.trace(solutions[math.inf].U))
-        sampled = sampled_network_accuracy(
-            at, test, heads=heads, width=width, temperature=temperature, variances=variances,
-            generator=torch.Generator().manual_seed(seed + s), **sampler,
-        )  # fmt: skip
+        sampled_curves = [[None] * sizes.size for _ in range(2)]
+        for c in range(2):
+            for k in range(sizes.size) if s < sampled_sets else [j]:
+                # the width-N network at the threshold keeps the seed it has always had (seed + s)
+                key = seed + s if (c, k) == (0, j) else int(np.random.SeedSequence([seed, s, c, k]).generate_state(1)[0])
+                sampled_curves[c][k] = sampled_network_accuracy(
+                    statistics[k], test, heads=heads, width=float(widths[c, k]), temperature=temperature,
+                    variances=variances, generator=torch.Generator().manual_seed(key), **sampler,
+                ).to_dict()  # fmt: skip
         per_stream.append({
             "validation": scan.validation.tolist(),
             "test": scan.test.tolist(),
@@ -436,7 +450,8 @@ def threshold_study(
             "wrong": {f"{w:g}": summary(solutions[float(w)]) for w in wrong_widths},
             "rescaled": rescaled_accuracy(at, solutions[float(width)].U, gp_trace, test, temperature=temperature,
                                           variances=variances),
-            "sampled": sampled.to_dict(),
+            "sampled": sampled_curves[0][j],
+            "sampled_curves": sampled_curves,
         })  # fmt: skip
     return {
         "sizes": sizes.tolist(),
