@@ -271,6 +271,79 @@ def test_predictor_variance_agreement_on_real_samples_sees_the_gp_limit_and_a_fa
     assert outcome(2 * theory) is CONTRADICTED and outcome(theory / 2) is CONTRADICTED
 
 
+def _exact_variance(mean_variance, mean_variance_se, width):
+    return sampling.ExactOrderParameter(
+        width=width, U=np.eye(2), U_se=np.zeros((2, 2)), mode=np.eye(2), diagnostics={},
+        mean_variance=mean_variance, mean_variance_se=mean_variance_se,
+    )  # fmt: skip
+
+
+def test_the_exact_variance_claim_asks_every_shared_width_and_adds_both_errors():
+    points = {10: _variance_point(0.5, 0.003, width=10), 100: _variance_point(0.204, 0.002)}
+    exact = {10: _exact_variance(0.51, 0.004, 10), 100: _exact_variance(0.2, 0.0, 100)}
+    ok = fw.exact_variance_agreement("2ve", points=points, exact=exact)
+    # N = 10 is compared too: both sides are exact, no saddle-point range applies
+    assert ok.outcome is HOLDS and "N = 10:" in ok.measured and "N = 100:" in ok.measured
+    assert ok.inputs["se"][0] == pytest.approx(np.hypot(0.003, 0.004 * 0.5 / 0.51) / 0.51)
+    for factor in (2.0, 0.5):
+        wrong = {w: _exact_variance(factor * e.mean_variance, e.mean_variance_se, w) for w, e in exact.items()}
+        assert fw.exact_variance_agreement("2ve", points=points, exact=wrong).outcome is CONTRADICTED
+    noisy = {10: _exact_variance(0.51, 0.2, 10)}
+    assert fw.exact_variance_agreement("2ve", points=points, exact=noisy).outcome is NS
+    assert fw.exact_variance_agreement_power(points=points, exact=exact) > 0.99
+    assert fw.exact_variance_agreement_power(points=points, exact=noisy) < 0.01
+    with pytest.raises(ValueError, match="share a width"):
+        fw.exact_variance_agreement("2ve", points={100: points[100]}, exact={10: exact[10]})
+
+
+def test_the_exact_predictive_variance_is_the_law_of_total_variance_over_the_draws():
+    from attnpaths.experiments.kernel_pcs import mean_predictor, predictor_variance
+
+    task = HMCTask(seq_len=6, feature_width=10)
+    generator = torch.Generator().manual_seed(3)
+    train, test = task.sample(20, generator), task.sample(16, generator)
+    data = path_data(four_path_network(train), train, test)
+    arguments = (data.features, data.y, data.features_test)
+    U0, U1 = np.eye(4), np.diag([2.0, 0.5, 1.0, 0.7])
+    same = torch.as_tensor(np.broadcast_to(U0, (3, 4, 4, 4)).copy())
+    value, se = sampling.exact_predictive_variance(data, same, 0.05)
+    assert value == pytest.approx(predictor_variance(*arguments, U0, 0.05).mean(), rel=1e-12) and se == 0.0
+    # two chains, each at one U: the mean of the two variances plus the spread of the two means
+    split = torch.as_tensor(np.stack([np.broadcast_to(U0, (4, 4, 4)), np.broadcast_to(U1, (4, 4, 4))]))
+    means = [mean_predictor(*arguments, U, 0.05) for U in (U0, U1)]
+    expected = (predictor_variance(*arguments, U0, 0.05) + predictor_variance(*arguments, U1, 0.05)) / 2
+    expected += (means[0] - means[1]) ** 2 / 4
+    value, se = sampling.exact_predictive_variance(data, split, 0.05)
+    assert value == pytest.approx(expected.mean(), rel=1e-10) and se > 0
+    with pytest.raises(ValueError, match="C >= 2"):
+        sampling.exact_predictive_variance(data, same[:1], 0.05)
+
+
+@pytest.mark.needs("diagnostics")
+def test_the_exact_variance_claim_on_real_samples_at_a_width_below_the_saddle_points_range():
+    """At N = 10 with 4 paths ((n + 1) / N = 0.5) the network's sampled output variance is the exact density's; the
+    GP limit's variance in its place is contradicted."""
+    from attnpaths.experiments.kernel_pcs import predictor_variance
+
+    task = HMCTask(seq_len=6, feature_width=10)
+    generator = torch.Generator().manual_seed(3)
+    train, test = task.sample(20, generator), task.sample(40, generator)
+    data = path_data(four_path_network(train), train, test)
+    T, N = 0.01, 10
+    point = sampling.sample_posterior(
+        data, N, T, torch.Generator().manual_seed(1), num_warmup=50, num_samples=400, num_chains=4, progress=False
+    )
+    exact = sampling.exact_order_parameter(
+        data, N, T, torch.Generator().manual_seed(2), num_chains=16, num_warmup=100, num_samples=100, thin=2,
+        progress=False,
+    )  # fmt: skip
+    verdict = fw.exact_variance_agreement("2ve", points={N: point}, exact={N: exact}, margin=0.1)
+    assert verdict.outcome is not CONTRADICTED, verdict.measured
+    gp = float(predictor_variance(data.features, data.y, data.features_test, np.eye(4), T).mean())
+    wrong = dataclasses.replace(exact, mean_variance=gp, mean_variance_se=0.0)
+    assert fw.exact_variance_agreement("2ve", points={N: point}, exact={N: wrong}).outcome is CONTRADICTED
+
+
 def test_saddle_point_agreement_at_large_width_and_a_wrong_action():
     U = np.array([[1.3, -0.05], [-0.05, 1.2]])
     exact_mean = sampling.ExactOrderParameter

@@ -246,7 +246,8 @@ def test_replicate_claims_test_over_the_models_not_over_their_draws():
         os_claims.alignment_over_models("4", agreeing, k=5, width=10),
         os_claims.order_over_models("7b", agreeing),
         os_claims.transfer_over_models("8", agreeing),
-        os_claims.transfer_against("8f", agreeing, reference="near", width=10),
+        os_claims.finite_width_against("8f", agreeing, reference="near", width=10),
+        os_claims.finite_width_against("7bf", agreeing, reference="near", width=10, statistic="order"),
         *os_claims.interplay_over_models("I", agreeing, width=10),
     ):
         assert verdict.outcome is HOLDS and len(verdict.inputs["differences"]) == 4, verdict.claim
@@ -327,3 +328,17 @@ def test_claim_2w_says_the_book_derived_it():
     samples = {w: SimpleNamespace(width=w, U=s[1.0], U_se=np.full((3, 3), 1e-3)) for w, s in saddle.items()}
     verdict = os_claims.entropy_weight_agreement("2w", samples=samples, saddle=saddle, widths=[50, 100], margin=0.25)
     assert verdict.outcome is HOLDS and verdict.source.startswith("derived in this book")
+
+
+def test_the_finite_width_pruning_order_is_compared_with_the_reference_on_its_own_statistic():
+    # the transfer favours finite width, the pruning order favours the near-GP U: each claim reads its own statistic
+    models = [
+        dataclasses.replace(m, order_gain={"theory": m.order_gain["theory"] - 0.1, "near": m.order_gain["near"]})
+        for m in _models([0.05, 0.04, 0.06, 0.05])
+    ]
+    assert os_claims.finite_width_against("8f", models, reference="near", width=10).outcome is HOLDS
+    order = os_claims.finite_width_against("7bf", models, reference="near", width=10, statistic="order")
+    assert order.outcome is CONTRADICTED and order.source.startswith("derived in this book")
+    assert "pruned heads" in order.statistic and "N=10" in order.statement
+    with pytest.raises(ValueError, match="statistic must be 'transfer'"):
+        os_claims.finite_width_against("x", models, reference="near", width=10, statistic="accuracy")

@@ -46,6 +46,7 @@ SOURCE_GP_LIMIT = "derived in this book (the GP limit of the action)"
 SOURCE_ALIGNMENT = "paper (captions of Fig. 1c, 2d, 3d)"
 SOURCE_SADDLE = "derived in this book (the saddle point of the action)"
 SOURCE_VARIANCE = "derived in this book (the theory's predictor variance against the samples)"
+SOURCE_VARIANCE_EXACT = "derived in this book (the samples' predictor variance against the exact density's)"
 
 #: Largest finite-width scale ``(n + 1) / N`` of a width at which the saddle point is compared with the exact mean.
 SADDLE_MAX_EPSILON = 0.05
@@ -692,23 +693,47 @@ def _variance_entries(points, theory_variance, num_paths: int, max_epsilon: floa
     missing = [w for w in widths if w not in theory_variance]
     if missing:
         raise ValueError(f"theory_variance must hold every compared width {widths}, missing {missing}")
-    deviation, se, sampled, theory = [], [], [], []
+    reference = {}
     for w in widths:
+        v = as_float64_array(theory_variance[w], f"theory_variance[{w}]", ndim=1)
+        if v.shape != np.shape(points[w].mean) or np.any(v <= 0):
+            raise ValueError(
+                f"theory_variance[{w}] must hold one positive variance per test point ({np.size(points[w].mean)}), "
+                f"got shape {v.shape}"
+            )
+        reference[w] = (float(v.mean()), 0.0)  # the theory's variance carries no Monte-Carlo error
+    return (widths, *_relative_variances(points, reference))
+
+
+def _exact_variance_entries(points, exact):
+    """As :func:`_variance_entries`, against the exact density's variance at every width of both ``points`` and
+    ``exact`` (:class:`attnpaths.experiments.sampling.ExactOrderParameter`), its Monte-Carlo error added in
+    quadrature."""
+    points, exact = dict(points), dict(exact)
+    widths = sorted(set(points) & {w for w, e in exact.items() if e.mean_variance is not None})
+    if not widths:
+        raise ValueError(
+            f"points and exact must share a width with the exact variance computed, got {sorted(points)} and "
+            f"{sorted(exact)}"
+        )
+    return (widths, *_relative_variances(points, {w: (exact[w].mean_variance, exact[w].mean_variance_se)
+                                                  for w in widths}))  # fmt: skip
+
+
+def _relative_variances(points, reference: dict):
+    """``(deviation, se, sampled, reference)`` arrays over the widths of ``reference`` ``{width: (value, se)}``:
+    the samples' test-set average variance relative to the reference, minus 1, and its relative standard error."""
+    deviation, se, sampled, values = [], [], [], []
+    for w, (value, value_se) in reference.items():
         p = points[w]
         if p.mean_variance is None or p.mean_variance_se is None:
             raise ValueError(f"points[{w}] must carry mean_variance and mean_variance_se (sample_posterior keeps them)")
-        v = as_float64_array(theory_variance[w], f"theory_variance[{w}]", ndim=1)
-        if v.shape != np.shape(p.mean) or np.any(v <= 0):
-            raise ValueError(
-                f"theory_variance[{w}] must hold one positive variance per test point ({np.size(p.mean)}), "
-                f"got shape {v.shape}"
-            )
-        reference = float(v.mean())
-        deviation.append(p.mean_variance / reference - 1)
-        se.append(max(p.mean_variance_se / reference, 1e-12))
+        deviation.append(p.mean_variance / value - 1)
+        # the ratio's error: the samples' and the reference's, independent, in quadrature
+        se.append(max(float(np.hypot(p.mean_variance_se, value_se * p.mean_variance / value)) / value, 1e-12))
         sampled.append(p.mean_variance)
-        theory.append(reference)
-    return widths, np.array(deviation), np.array(se), np.array(sampled), np.array(theory)
+        values.append(value)
+    return np.array(deviation), np.array(se), np.array(sampled), np.array(values)
 
 
 def predictor_variance_agreement_power(
@@ -778,3 +803,41 @@ def predictor_variance_agreement(
         level=level,
         measured=f"Test-set average of Var f (margin {margin:g} relative): {parts}{where}.",
     )
+
+
+def exact_variance_agreement(claim: str, *, points, exact, margin: float = 0.1, level: float = 0.01, where: str = ""):
+    """Claim: the finite network's posterior variance of its output, on average over the test points, is that of
+    the exact density of its order parameters (:func:`attnpaths.experiments.sampling.exact_predictive_variance`),
+    at every width where both were computed, the smallest included: both are exact, so unlike
+    :func:`predictor_variance_agreement` no saddle-point range applies.
+
+    Args:
+        points: ``{width: SampledPoint}`` with ``mean_variance`` and ``mean_variance_se``; exact:
+            ``{width: ExactOrderParameter}`` with ``mean_variance`` and ``mean_variance_se``.
+
+    Test: :func:`attnpaths.claims.equivalence` of the relative deviations against ``margin`` (Bonferroni over the
+    compared widths), the two Monte-Carlo errors in quadrature; raises ``ValueError`` when no width is shared.
+    """
+    widths, deviation, se, sampled, reference = _exact_variance_entries(points, exact)
+    parts = ", ".join(
+        f"N = {w}: sampled {s:.4f}, exact density {r:.4f} ({d:+.1%} +- {e:.1%})"
+        for w, s, r, d, e in zip(widths, sampled, reference, deviation, se)
+    )
+    return equivalence(
+        claim,
+        f"the posterior variance of the network's output is that of the exact density of its order parameters, on "
+        f"average over the test points, at every sampled width{where}",
+        source=SOURCE_VARIANCE_EXACT,
+        statistic="largest |sampled / exact - 1| / margin of the test-set average variance",
+        deviation=deviation,
+        se=se,
+        margin=margin,
+        level=level,
+        measured=f"Test-set average of Var f (margin {margin:g} relative): {parts}{where}.",
+    )
+
+
+def exact_variance_agreement_power(*, points, exact, margin: float = 0.1, level: float = 0.01) -> float:
+    """The power check of :func:`exact_variance_agreement`: the probability that it declares agreement were the two
+    variances equal, at this run's Monte-Carlo errors (:func:`attnpaths.claims.equivalence_power`)."""
+    return equivalence_power(_exact_variance_entries(points, exact)[2], margin, level)

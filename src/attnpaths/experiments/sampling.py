@@ -25,7 +25,7 @@ from ..order_parameter_posterior import sample_order_parameters
 from ..sampler import PosteriorSampler, effective_sample_size, split_rhat
 from ..theory import classification_accuracy
 from .finite_width import entry_scale
-from .kernel_pcs import mean_predictor
+from .kernel_pcs import mean_predictor, predictor_variance
 from .path_data import PathData, reorder
 
 
@@ -275,7 +275,9 @@ class ExactOrderParameter:
     ``scaled``: ``{c: ExactOrderParameter}``, the same density with the entropy weighted by ``c`` (width
     ``round(c N)``: the entropy is the only term of (eq-exact-density) proportional to ``N``), where planned, and
     ``U_upper``, ``U_upper_se``: the means of ``U_2, ..., U_L`` and their errors, in path order (empty for one
-    layer)."""
+    layer); ``mean_variance``, ``mean_variance_se``: the network's posterior variance of ``f`` on the test set
+    from the exact density (:func:`exact_predictive_variance`), averaged over the test points, and its
+    Monte-Carlo error (None where not computed)."""
 
     width: int
     U: np.ndarray
@@ -285,6 +287,8 @@ class ExactOrderParameter:
     scaled: dict = dataclasses.field(default_factory=dict)
     U_upper: tuple = ()
     U_upper_se: tuple = ()
+    mean_variance: float | None = None
+    mean_variance_se: float | None = None
 
 
 def exact_order_parameter(
@@ -320,8 +324,11 @@ def exact_order_parameter(
         stop=target,
     )
     order = data.network.plot_order
+    mean_variance, mean_variance_se = exact_predictive_variance(data, draws.U, temperature)
     return ExactOrderParameter(
         width=width,
+        mean_variance=mean_variance,
+        mean_variance_se=mean_variance_se,
         U=reorder(draws.mean, order),
         U_se=reorder(draws.mc_se, order),
         mode=reorder(draws.mode, order),
@@ -412,6 +419,39 @@ def sample_width(
             target=plan.exact_target,
         )
     return point, exact
+
+
+def exact_predictive_variance(data: PathData, U, temperature: float, max_draws: int = 256) -> tuple[float, float]:
+    """The finite network's posterior variance of ``f`` on ``data``'s test points from draws of ``U_1`` from the
+    exact density (eq-exact-density), averaged over the test points, and its Monte-Carlo error.
+
+    Given ``U_1`` the output is a Gaussian process with kernel ``K(U_1)`` (:mod:`attnpaths.order_parameter_posterior`),
+    so by the law of total variance ``Var f(x) = E[kappa - k^T (K + T I)^{-1} k] + Var[<f(x) | U_1>]`` over the
+    density, exactly: the saddle point's variance (eq-predictor at one ``U``) is its large-``N`` limit. Evaluated
+    at up to ``max_draws`` draws, evenly spaced in every chain; the error is the jackknife over the chains (they
+    are independent; the draws of a chain are not).
+
+    Args:
+        U: ``[C, S, n, n]`` draws of ``U_1`` in the network's path order (``OrderParameterSamples.U``), ``C >= 2``.
+
+    Returns:
+        ``(test-set average of Var f, its Monte-Carlo standard error)``.
+    """
+    U = torch.as_tensor(U, dtype=torch.float64)
+    if U.ndim != 4 or U.shape[0] < 2:
+        raise ValueError(f"U must have shape [C >= 2, S, n, n], got {tuple(U.shape)}")
+    chains, per_chain = U.shape[:2]
+    keep = np.unique(np.linspace(0, per_chain - 1, max(1, int_at_least(max_draws, "max_draws", 2) // chains)).round())
+    means, variances = (np.array([[f(data.features, data.y, data.features_test, U[c, int(s)], temperature)
+                                   for s in keep] for c in range(chains)])
+                        for f in (mean_predictor, predictor_variance))  # fmt: skip  # [C, S', B] each
+
+    def total(rows):  # E[Var f | U] + Var[<f | U>], averaged over the test points
+        return float((variances[rows].mean(axis=(0, 1)) + means[rows].reshape(-1, means.shape[2]).var(axis=0)).mean())
+
+    leave_one_out = np.array([total(np.delete(np.arange(chains), c)) for c in range(chains)])
+    se = float(np.sqrt((chains - 1) / chains * np.sum((leave_one_out - leave_one_out.mean()) ** 2)))
+    return total(np.arange(chains)), se
 
 
 def scaled_width(width: int, scale: float) -> int:

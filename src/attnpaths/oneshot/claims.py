@@ -28,8 +28,8 @@ Over trained models and draws of the theory's training episodes (:mod:`attnpaths
 statistic averaged over the draws of its model (:func:`model_means`) and tested over the models with
 :func:`attnpaths.claims.replicate_t`: :func:`advantage_over_models` (claim 1), :func:`interplay_over_models` (I, Iw),
 :func:`alignment_over_models` (4), :func:`order_over_models` (7b), :func:`best_set_over_models` (7c, against the best
-set of heads of the same size), :func:`transfer_over_models` (8) and :func:`transfer_against` (the transfer of finite
-width against another ``U``), with the power check :func:`replicate_power`.
+set of heads of the same size), :func:`transfer_over_models` (8) and :func:`finite_width_against` (the transfer and the
+pruning order of finite width against another ``U``), with the power check :func:`replicate_power`.
 """
 
 from __future__ import annotations
@@ -701,20 +701,37 @@ def transfer_over_models(claim: str, models, *, theory: str = "theory", level: f
     )
 
 
-def transfer_against(claim: str, models, *, reference: str, width: int, level: float = LEVEL) -> Verdict:
-    """The transferred pattern is that of finite width: the theory's ``U`` at ``width`` correlates with the
-    gradient-descent weights more than the ``U`` of ``reference`` (e.g. near the GP limit), by claim 8's statistic.
+def finite_width_against(
+    claim: str, models, *, reference: str, width: int, statistic: str = "transfer", level: float = LEVEL
+) -> Verdict:
+    """What transfers is that of finite width: the theory's ``U`` at ``width`` does better than the ``U`` of
+    ``reference`` (e.g. near the GP limit) by claim 8's statistic (``statistic="transfer"``: the correlation of its
+    pattern with the gradient-descent weights) or by claim 7b's (``"order"``: pruning in ascending head score,
+    accuracy averaged over the pruned heads). The two order parameters are scored on the same draws and the same
+    model, so the difference is paired.
 
-    Test: one-sided t-test over the models of their mean paired difference of the correlations over the draws."""
+    Test: one-sided t-test over the models of their mean paired difference over the draws."""
+    finite, other = f"U(N={int(width)})", order_parameter_name(reference)
+    if statistic == "transfer":
+        field, points = "transfer", False
+        statement = f"the pattern of the theory's U at finite width (N={int(width)}) transfers to the gradient-descent "
+        statement += f"weights better than that of {other}"
+        words = f"pattern correlation, {finite} minus {other}"
+    elif statistic == "order":
+        field, points = "order_gain", True
+        statement = f"pruning in ascending head score of the theory's U at finite width (N={int(width)}) keeps more "
+        statement += f"accuracy than in that of {other}"
+        words = f"accuracy averaged over the pruned heads, score order of {finite} minus {other}"
+    else:
+        raise ValueError(f"statistic must be 'transfer' (claim 8) or 'order' (claim 7b), got {statistic!r}")
     return _replicate(
         claim,
-        f"the pattern of the theory's U at finite width (N={int(width)}) transfers to the gradient-descent weights "
-        f"better than that of {order_parameter_name(reference)}{_over(models)}",
+        statement + _over(models),
         SOURCE_FINITE_WIDTH_TRANSFER,
-        f"pattern correlation, U(N={int(width)}) minus {order_parameter_name(reference)}",
-        model_means(models, lambda m: m.transfer["theory"] - m.transfer[reference]),
+        words,
+        model_means(models, lambda m: getattr(m, field)["theory"] - getattr(m, field)[reference]),
         level,
-        points=False,
+        points=points,
     )
 
 
