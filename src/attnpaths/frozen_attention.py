@@ -112,6 +112,16 @@ class AttentionTheory:
     scan: dict
     solutions: tuple
 
+    def __repr__(self) -> str:
+        # the fields hold the training features and three copies of U: a summary reads better than thousands of numbers
+        n = self.U.shape[0]
+        return (
+            f"AttentionTheory(heads={self.heads}, readout={self.readout!r}, P={self.features.shape[0]}, "
+            f"D={self.features.shape[1]}, widths={self.solution.arch.widths}, temperature={self.temperature:g} "
+            f"(of {len(self.scan['temperatures'])} tried), converged={bool(self.solution.converged)}, "
+            f"U=[{n}, {n}], head_scores={np.round(self.head_scores, 3).tolist()})"
+        )
+
     @property
     def U(self) -> np.ndarray:
         """``[n_paths, n_paths]`` the order parameter ``U_1`` at the minimum (paths in flat order, ``h_1``
@@ -149,9 +159,15 @@ class AttentionTheory:
             "action": float(s.action),
         }
 
-    def path_features(self, attention: Sequence[ArrayLike], tokens: ArrayLike) -> torch.Tensor:
+    def path_features(self, attention: Sequence[ArrayLike], tokens: ArrayLike = None) -> torch.Tensor:
         """``[B, D, n_paths]`` path features of new examples, given their attention and tokens in the layout of
         :func:`theory_from_attention`."""
+        if tokens is None:
+            raise TypeError(
+                "the theory's predictions need the new examples' attention and their tokens: "
+                "predict(attention, tokens), with attention = model.attention_weights(tokens) for a model "
+                "(attnpaths.head_models.HeadModel), as theory_from_attention takes them"
+            )
         matrices, x = _checked(attention, tokens, self.readout)
         if tuple(m.shape[1] for m in matrices) != self.heads:
             raise ValueError(
@@ -160,11 +176,11 @@ class AttentionTheory:
             )
         return features_along_paths(x, matrices)
 
-    def predict(self, attention: Sequence[ArrayLike], tokens: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, attention: Sequence[ArrayLike], tokens: ArrayLike = None) -> tuple[np.ndarray, np.ndarray]:
         """Finite-width predictor mean and variance (eq-predictor) on new examples: ``([B], [B])``."""
         return self.solution.predict(self.path_features(attention, tokens))
 
-    def predict_gp(self, attention: Sequence[ArrayLike], tokens: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    def predict_gp(self, attention: Sequence[ArrayLike], tokens: ArrayLike = None) -> tuple[np.ndarray, np.ndarray]:
         """GP-limit predictor mean and variance (eq-gp) on new examples: ``([B], [B])``."""
         return self.gp.predict(self.path_features(attention, tokens))
 
@@ -319,6 +335,14 @@ def theory_from_attention(
                 f"the action's minimiser is not certified at any temperature of {temperatures} (width {width!r})"
             )
         best = min(certified, key=lambda i: solutions[i].action)
+        if temperature == "auto" and best in (0, len(solutions) - 1):
+            # the smallest action of the grid at its edge: the minimum over T may lie beyond it
+            warnings.warn(
+                f"temperature='auto' chose T = {temperatures[best]:g}, at the edge of its grid {temperatures}: the "
+                "action may be smaller beyond it; pass a grid that extends past it (temperature=[...])",
+                UserWarning,
+                stacklevel=2,
+            )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CertificateWarning)  # the GP limit has no minimisation to certify
         gp = solve(features, y, heads=heads, widths=math.inf, temperature=temperatures[best], variances=variances)

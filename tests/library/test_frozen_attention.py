@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -201,6 +202,34 @@ def test_auto_temperature_keeps_the_smallest_certified_action_of_the_grid(own_pr
     np.testing.assert_array_equal(auto.gp.U, gp.U)  # determinism: the same solve
     with pytest.raises(ValueError, match="'auto'"):
         rank_heads(model, tokens, targets, width=30, temperature="best")
+
+
+def test_auto_temperature_warns_when_its_choice_lies_at_an_edge_of_the_grid(own_problem):
+    model, tokens, targets = own_problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inside the grid (T = 0.3 here): no warning
+        assert 0 < AUTO_TEMPERATURES.index(rank_heads(model, tokens, targets, width=30).temperature) < 5
+    # targets scaled up want a larger likelihood variance than the grid holds, scaled down a smaller one
+    for scale, edge in ((30.0, AUTO_TEMPERATURES[-1]), (0.01, AUTO_TEMPERATURES[0])):
+        with pytest.warns(UserWarning, match=f"chose T = {edge:g}, at the edge of its grid"):
+            assert rank_heads(model, tokens, scale * targets, width=30).temperature == edge
+    # a grid the user gave is theirs to read: no warning at its edge
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rank_heads(model, tokens, 30.0 * targets, width=30, temperature=[0.1, 0.3])
+
+
+def test_the_theory_reads_in_one_line_and_names_a_prediction_without_tokens(own_problem):
+    model, tokens, targets = own_problem
+    theory = rank_heads(model, tokens, targets, width=30, temperature=0.1)
+    text = repr(theory)
+    assert "\n" not in text and len(text) < 400
+    for part in ("heads=(2, 3)", "P=80", "temperature=0.1", "converged=True", "U=[6, 6]"):
+        assert part in text
+    with pytest.raises(TypeError, match=r"predict\(attention, tokens\)"):
+        theory.predict(tokens)  # a scikit-learn habit: the attention of the new examples is missing
+    mean, _ = theory.predict(model.attention_weights(tokens), tokens)
+    assert mean.shape == (80,)
 
 
 def test_the_head_mask_evaluator_prunes_a_model_of_ones_own_through_masked_output(own_problem):
