@@ -88,6 +88,7 @@ PAPER_CLAIMS = (
             ("hmc", "2w"),
             ("hmc", "2b"),
             ("hmc", "2v"),
+            ("hmc", "2ve"),
             ("oneshot", "2"),
             ("oneshot", "2w"),
             ("oneshot", "2s"),
@@ -140,6 +141,7 @@ PAPER_CLAIMS = (
         (
             ("oneshot", "7a"),
             ("oneshot", "7b"),
+            ("oneshot", "7bf"),
             ("oneshot", "7c"),
             ("pruning", "MHA1"),
             ("pruning", "MHA2"),

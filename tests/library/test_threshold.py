@@ -98,6 +98,20 @@ def test_the_directional_and_agreement_claims_read_their_direction():
     assert far.outcome.value == "contradicted"
     with pytest.raises(ValueError, match="n_sets >= 2"):
         threshold.gp_wins_at("r", theory=[0.8], gp=[0.9], **kwargs)
+    # along a curve (claim nc) every sampled point counts on its own: a curve without the dip (the GP limit's, 8
+    # points above the networks at the threshold, a little below them elsewhere) is contradicted although its
+    # differences average out
+    networks = np.array([0.92, 0.80, 0.95, 0.97, 0.91, 0.81, 0.95, 0.97])
+    se = np.array([0.001, 0.001, 0.0, 0.001, 0.001, 0.002, 0.001, 0.0])
+    curve = networks + np.array([0.002, -0.001, 0.0, 0.001, -0.002, 0.001, 0.0, -0.001])
+    along = threshold.curve_agrees("nc", theory=curve, sampled=networks, se=se, margin=0.02, resolution=5e-4)
+    assert along.outcome.value == "holds" and along.inputs["se"][2] == 5e-4  # a zero error floored
+    no_dip = networks + np.array([-0.04, 0.08, -0.04, 0.0, -0.04, 0.08, -0.04, 0.0])
+    assert abs(np.mean(no_dip - networks)) < 1e-12
+    without = threshold.curve_agrees("nc", theory=no_dip, sampled=networks, se=se, margin=0.02, resolution=5e-4)
+    assert without.outcome.value == "contradicted"
+    with pytest.raises(ValueError, match="one shape"):
+        threshold.curve_agrees("nc", theory=curve, sampled=networks[:3], se=se, margin=0.02, resolution=5e-4)
 
 
 @pytest.mark.needs("diagnostics")

@@ -14,8 +14,9 @@ Gram statistics of the training sets (:class:`attnpaths.gram.GramStatistics`), s
   draws of the exact density of its order parameters (:mod:`attnpaths.order_parameter_posterior`);
 * :func:`dip_position`: where the advantage ``A_N - A_GP`` is smallest along ``P`` (a parabola in ``log P``);
 * the claims: :func:`gp_wins_at`, :func:`theory_wins_at` (directional, over training sets),
-  :func:`networks_agree` (agreement within a margin, over training sets) and :func:`dip_follows_dimension`
-  (the slope of ``log P_min`` against ``log D``).
+  :func:`networks_agree` (agreement within a margin, over training sets), :func:`curve_agrees` (the same at every
+  sampled point of a curve, each against its Monte-Carlo error) and :func:`dip_follows_dimension` (the slope of
+  ``log P_min`` against ``log D``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import torch
 from tqdm import tqdm
 
 from .._validation import as_float64_array, increasing_ints, int_at_least, positive_int, positive_real, torch_generator
-from ..claims import Verdict, all_of, directional_z, replicate_equivalence, replicate_t
+from ..claims import Verdict, all_of, directional_z, equivalence, replicate_equivalence, replicate_t
 from ..gram import GramStatistics
 from ..order_parameter_posterior import predictive_means, sample_order_parameters
 from ..theory import CertificateWarning, classification_accuracy, solve_from_statistics
@@ -292,28 +293,58 @@ def networks_agree(
     *,
     theory,
     sampled,
-    size: int | str,
+    size: int,
     margin: float,
     level: float = 0.01,
     what: str = "the theory's test accuracy",
     quantity: str = "A",
 ) -> Verdict:
     """Claim: at ``P = size`` ``what`` equals the sampled networks' within ``margin``: two one-sided t-tests over
-    the replicates (training sets, or every sampled point of a curve) of the differences ``theory - sampled``
-    (the Monte-Carlo error of the samples is part of their spread). ``quantity`` names the compared number in the
-    statistic (``"A"``, ``"tr U"``); ``size`` is a ``P``, or words that say where (``"at every sampled P"``)."""
+    the training sets of the differences ``theory - sampled`` (the Monte-Carlo error of the samples is part of
+    their spread). ``quantity`` names the compared number in the statistic (``"A"``, ``"tr U"``)."""
     theory, sampled = _pair(theory, sampled)
     margin = positive_real(margin, "margin")
-    where = f"at P = {size}" if isinstance(size, (int, np.integer)) else str(size)
     return replicate_equivalence(
         claim,
-        f"{where} {what} equals the sampled networks' (within {margin:g})",
+        f"at P = {size} {what} equals the sampled networks' (within {margin:g})",
         source=SOURCE,
-        statistic=f"|{quantity}(theory) - {quantity}(sampled)| / margin {where}",
+        statistic=f"|{quantity}(theory) - {quantity}(sampled)| / margin at P = {size}",
         replicates=theory - sampled,
         reference=0.0,
         margin=margin,
         level=level,
+    )
+
+
+def curve_agrees(claim: str, *, theory, sampled, se, margin: float, resolution: float, level: float = 0.01) -> Verdict:
+    """Claim: along a learning curve the theory's test accuracy equals its sampled network's within ``margin`` at
+    every sampled point (training set, width, ``P``): each point on its own, against the network's Monte-Carlo
+    error there, so that no point can make up for another (:func:`attnpaths.claims.equivalence`, Bonferroni over
+    the points).
+
+    Args:
+        theory, sampled: ``[n]`` accuracies at the points; se: ``[n]`` the sampled accuracies' Monte-Carlo errors
+            (:class:`SampledAccuracy`), floored at ``resolution`` (one test example's share of the accuracy: a
+            jackknife over a few chains can return 0).
+    """
+    theory, sampled = as_float64_array(theory, "theory").ravel(), as_float64_array(sampled, "sampled").ravel()
+    se = as_float64_array(se, "se").ravel()
+    if not theory.shape == sampled.shape == se.shape or theory.size < 1:
+        raise ValueError(f"theory, sampled and se must be [n >= 1] of one shape, got {theory.shape}, {sampled.shape}, "
+                         f"{se.shape}")  # fmt: skip
+    margin, resolution = positive_real(margin, "margin"), positive_real(resolution, "resolution")
+    return equivalence(
+        claim,
+        f"at every sampled point of the learning curves the theory's test accuracy equals its sampled network's "
+        f"(within {margin:g})",
+        source=SOURCE,
+        statistic="largest |A(theory) - A(sampled)| / margin over the sampled points",
+        deviation=theory - sampled,
+        se=np.maximum(se, resolution),
+        margin=margin,
+        level=level,
+        measured=f"{theory.size} points, largest |A(theory) - A(sampled)| = {np.abs(theory - sampled).max():.4f}, "
+        f"Monte-Carlo errors up to {se.max():.4f}.",
     )
 
 
@@ -435,7 +466,9 @@ def threshold_study(
         for c in range(2):
             for k in range(sizes.size) if s < sampled_sets else [j]:
                 # the width-N network at the threshold keeps the seed it has always had (seed + s)
-                key = seed + s if (c, k) == (0, j) else int(np.random.SeedSequence([seed, s, c, k]).generate_state(1)[0])
+                key = (
+                    seed + s if (c, k) == (0, j) else int(np.random.SeedSequence([seed, s, c, k]).generate_state(1)[0])
+                )
                 sampled_curves[c][k] = sampled_network_accuracy(
                     statistics[k], test, heads=heads, width=float(widths[c, k]), temperature=temperature,
                     variances=variances, generator=torch.Generator().manual_seed(key), **sampler,
