@@ -193,20 +193,12 @@ def test_the_markdown_names_every_test_and_what_the_failing_ones_measured():
     assert json.dumps(answers[0].to_dict())
 
 
-NEWER_THAN_THE_RECORD = {("learning_curves", k) for k in ("t", "r", "s", "n", "nu")} | {("oneshot", "8f")}
-"""Claims of the learning-curves chapter (the finite-width advantage at the P nearest D with a tuned temperature, its
-reversal at a fixed one, the sampled networks there, the theory's accuracy against theirs) that its committed paper
-record predates; they drop from this set when the record holds them."""
-
-
 def test_every_selector_names_a_claim_that_its_chapter_records():
     """Each test a paper claim names is a claim or a diagnostic of the chapter's committed paper record (or a case
     of one), so a renamed claim cannot drop out of the scorecard unnoticed."""
     missing = []
     for claim in scorecard.PAPER_CLAIMS:
         for chapter, selector in claim.tests + claim.against:
-            if (chapter, selector) in NEWER_THAN_THE_RECORD:
-                continue
             record = json.loads((ROOT / "tests" / "paper_records" / f"{chapter}.json").read_text())
             values = record["results"]["values"]
             # a diagnostic (an agreement test without power in that run) is a claim of runs with more power
