@@ -335,7 +335,7 @@ def theory_from_attention(
                 f"the action's minimiser is not certified at any temperature of {temperatures} (width {width!r})"
             )
         best = min(certified, key=lambda i: solutions[i].action)
-        if temperature == "auto" and best in (0, len(solutions) - 1):
+        if isinstance(temperature, str) and best in (0, len(solutions) - 1):
             # the smallest action of the grid at its edge: the minimum over T may lie beyond it
             warnings.warn(
                 f"temperature='auto' chose T = {temperatures[best]:g}, at the edge of its grid {temperatures}: the "

@@ -213,10 +213,11 @@ def test_auto_temperature_warns_when_its_choice_lies_at_an_edge_of_the_grid(own_
     for scale, edge in ((30.0, AUTO_TEMPERATURES[-1]), (0.01, AUTO_TEMPERATURES[0])):
         with pytest.warns(UserWarning, match=f"chose T = {edge:g}, at the edge of its grid"):
             assert rank_heads(model, tokens, scale * targets, width=30).temperature == edge
-    # a grid the user gave is theirs to read: no warning at its edge
+    # a grid the user gave is theirs to read, as a list or an array: no warning at its edge
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rank_heads(model, tokens, 30.0 * targets, width=30, temperature=[0.1, 0.3])
+        rank_heads(model, tokens, 30.0 * targets, width=30, temperature=np.array([0.1, 0.3]))
 
 
 def test_the_theory_reads_in_one_line_and_names_a_prediction_without_tokens(own_problem):

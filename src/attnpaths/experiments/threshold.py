@@ -420,8 +420,8 @@ def threshold_study(
     (:func:`rescaled_accuracy`), and of the sampled networks (:func:`sampled_network_accuracy` with the keyword
     arguments ``sampler``) of the two finite curves (width ``width``, width ``P / alpha``): at ``threshold_size`` on
     every stream, at every ``P`` of ``sizes`` on the first ``sampled_sets`` streams. Each draw has a generator of
-    its own, seeded from ``(seed, stream, curve, P)``; the width-``width`` network at the threshold is seeded
-    ``seed + s`` on stream ``s``.
+    its own, seeded from ``(seed, stream, curve, index of P in sizes)``; the width-``width`` network at the
+    threshold is seeded ``seed + s`` on stream ``s``.
 
     Returns:
         a dict with the keys ``sizes``, ``temperatures``, ``curves`` (the widths of each curve), ``threshold_size``
