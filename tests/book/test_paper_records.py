@@ -117,10 +117,12 @@ def test_record_is_a_paper_record_of_the_chapter(chapter):
 
 
 NUMBER_KEY = re.compile(r"^-?\d+(\.\d+)?(e-?\d+)?$")
-RUN_DEPENDENT_KEYS = {"reproducibility": ("timings.", "claims.")}
-"""Keys whose presence depends on what ran before, not on the chapter's code: the reproducibility chapter's run
-times exist for the profiles and chapters this checkout executed, and its table of claims holds the tests that
-had the power to be claims in each chapter's run (the others are diagnostics)."""
+RUN_DEPENDENT_KEYS = {"reproducibility": ("timings.", "claims."), "oneshot": ("exact_widths.U_exact",)}
+"""Keys whose presence depends on what ran before or on the profile, not on the chapter's code: the reproducibility
+chapter's run times exist for the profiles and chapters this checkout executed, and its table of claims holds the
+tests that had the power to be claims in each chapter's run (the others are diagnostics); the one-shot chapter's
+exact runs, one entry per width, exist where the profile samples the exact density (the smoke profile does, the
+paper profile samples it at no width)."""
 POWER_DEPENDENT_KEYS = ("diagnostics",)
 """Keys of every chapter whose presence depends on the run's power, not on the chapter's code: the diagnostics
 (agreement tests below attnpaths.claims.MIN_POWER) exist in runs with too few draws, e.g. the smoke profile."""
