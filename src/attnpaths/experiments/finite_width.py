@@ -786,17 +786,31 @@ def predictor_variance_agreement(
     Test: :func:`attnpaths.claims.equivalence` of the relative deviations against ``margin`` (Bonferroni over the
     compared widths); raises ``ValueError`` when no width qualifies.
     """
-    widths, deviation, se, sampled, theory = _variance_entries(points, theory_variance, num_paths, max_epsilon)
-    parts = ", ".join(
-        f"N = {w}: sampled {s:.4f} +- {e * t:.4f}, theory {t:.4f} ({d:+.1%})"
-        for w, s, t, d, e in zip(widths, sampled, theory, deviation, se)
-    )
-    return equivalence(
+    return _variance_verdict(
         claim,
         f"the theory's predictor variance is the posterior variance of the network's output, on average over the test "
         f"points{where}",
-        source=SOURCE_VARIANCE,
-        statistic="largest |sampled / theory - 1| / margin of the test-set average variance",
+        SOURCE_VARIANCE,
+        "theory",
+        _variance_entries(points, theory_variance, num_paths, max_epsilon),
+        lambda w, s, t, d, e: f"N = {w}: sampled {s:.4f} +- {e * t:.4f}, theory {t:.4f} ({d:+.1%})",
+        margin,
+        level,
+        where,
+    )
+
+
+def _variance_verdict(claim, statement, source, name, entries, part, margin, level, where) -> Verdict:
+    """The equivalence test of the test-set average variance against a reference called ``name`` (``entries`` from
+    :func:`_variance_entries` or :func:`_exact_variance_entries`; ``part(w, sampled, reference, deviation, se)``
+    words one width)."""
+    widths, deviation, se, sampled, reference = entries
+    parts = ", ".join(part(*row) for row in zip(widths, sampled, reference, deviation, se))
+    return equivalence(
+        claim,
+        statement,
+        source=source,
+        statistic=f"largest |sampled / {name} - 1| / margin of the test-set average variance",
         deviation=deviation,
         se=se,
         margin=margin,
@@ -818,22 +832,17 @@ def exact_variance_agreement(claim: str, *, points, exact, margin: float = 0.1, 
     Test: :func:`attnpaths.claims.equivalence` of the relative deviations against ``margin`` (Bonferroni over the
     compared widths), the two Monte-Carlo errors in quadrature; raises ``ValueError`` when no width is shared.
     """
-    widths, deviation, se, sampled, reference = _exact_variance_entries(points, exact)
-    parts = ", ".join(
-        f"N = {w}: sampled {s:.4f}, exact density {r:.4f} ({d:+.1%} +- {e:.1%})"
-        for w, s, r, d, e in zip(widths, sampled, reference, deviation, se)
-    )
-    return equivalence(
+    return _variance_verdict(
         claim,
         f"the posterior variance of the network's output is that of the exact density of its order parameters, on "
         f"average over the test points, at every sampled width{where}",
-        source=SOURCE_VARIANCE_EXACT,
-        statistic="largest |sampled / exact - 1| / margin of the test-set average variance",
-        deviation=deviation,
-        se=se,
-        margin=margin,
-        level=level,
-        measured=f"Test-set average of Var f (margin {margin:g} relative): {parts}{where}.",
+        SOURCE_VARIANCE_EXACT,
+        "exact",
+        _exact_variance_entries(points, exact),
+        lambda w, s, r, d, e: f"N = {w}: sampled {s:.4f}, exact density {r:.4f} ({d:+.1%} +- {e:.1%})",
+        margin,
+        level,
+        where,
     )
 
 
