@@ -112,6 +112,8 @@ def test_the_directional_and_agreement_claims_read_their_direction():
     assert without.outcome.value == "contradicted"
     with pytest.raises(ValueError, match="one shape"):
         threshold.curve_agrees("nc", theory=curve, sampled=networks[:3], se=se, margin=0.02, resolution=5e-4)
+    with pytest.raises(ValueError, match="se must hold finite"):
+        threshold.curve_agrees("nc", theory=curve, sampled=networks, se=-se, margin=0.02, resolution=5e-4)
 
 
 @pytest.mark.needs("diagnostics")

@@ -333,6 +333,8 @@ def curve_agrees(claim: str, *, theory, sampled, se, margin: float, resolution: 
         raise ValueError(f"theory, sampled and se must be [n >= 1] of one shape, got {theory.shape}, {sampled.shape}, "
                          f"{se.shape}")  # fmt: skip
     margin, resolution = positive_real(margin, "margin"), positive_real(resolution, "resolution")
+    if not np.all(np.isfinite(se) & (se >= 0)):
+        raise ValueError(f"se must hold finite Monte-Carlo errors >= 0, got {se.tolist()}")
     return equivalence(
         claim,
         f"at every sampled point of the learning curves the theory's test accuracy equals its sampled network's "
