@@ -4,8 +4,9 @@
 # Then:
 #   1. neither the book's packages nor those of the library's extras (pyproject.toml: engine, diagnostics, plots,
 #      tasks) are there;
-#   2. the own-model flow runs: the README's own-model example, and a training set streamed in chunks through the
-#      Gram statistics on an engine of threads, solved and predicted on a streamed test set;
+#   2. the own-model flow runs: the README's own-model examples (in memory, then batch by batch), and a training set
+#      streamed in chunks through the Gram statistics on an engine of threads, solved and predicted on a streamed
+#      test set;
 #   3. the library's tests, `python -m pytest tests/library` (they import nothing of the companion; those of parts
 #      that need an extra skip, naming it: tests/library/conftest.py);
 #   4. the console script `attnpaths` says in one line what to install, with exit status 1.
@@ -39,13 +40,15 @@ import torch
 
 from attnpaths import solve_from_statistics
 from attnpaths.engine import start_engine
-from attnpaths.experiments.streaming import gram_statistics, predict_streamed
+from attnpaths.streaming import gram_statistics, predict_streamed
 from attnpaths.hmc import HMCTask, four_path_network
 from attnpaths.hmc.streams import HMCChunks
 
 readme = Path("README.md").read_text()
-example = readme.split("<!-- own-model-example")[1].split("```python\n", 1)[1].split("```", 1)[0]
-exec(compile(example, "README.md, own-model example", "exec"), {})
+namespace = {}
+for marker in ("own-model-example", "own-model-scale-example"):  # the second continues the first's session
+    example = readme.split(f"<!-- {marker}")[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(example, f"README.md, {marker}", "exec"), namespace)
 
 task = HMCTask(seq_len=5, feature_width=8)
 attention = four_path_network(task).attention

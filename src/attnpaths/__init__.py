@@ -2,7 +2,9 @@
 2024) as a library, with the experiments of the paper and of related work built on it.
 
 Labels such as ``eq-action`` or ``sec-head-scores`` in the docstrings are the book's equations and sections,
-explained by :mod:`attnpaths.equations` (``describe(label)``).
+explained by :mod:`attnpaths.equations`: ``attnpaths.equations.describe("eq-action")`` gives a label's words, its
+page and its anchor (``book/theory.md#eq-action``; in the built book
+``_build/html/book/theory.html#equation-eq-action``).
 
 The public API is importable from the package itself (``from attnpaths import solve``; see ``__all__``):
 
@@ -15,9 +17,10 @@ The public API is importable from the package itself (``from attnpaths import so
 * your own model: :func:`theory_from_attention` takes the per-layer attention of any attention-only model
   (``[B, H, T, T]``, as ``torch.nn.MultiheadAttention`` returns it) with its tokens ``[B, T, D]``;
   :func:`rank_heads` takes the model itself, any object with ``attention_weights(tokens)`` (the
-  :class:`HeadModel` protocol); both return an :class:`AttentionTheory` (``head_scores``, ``head_labels``,
-  ``pruning_order``, the predictors); :class:`HeadMaskEvaluator` measures a model's accuracy with heads pruned
-  (``masked_output(tokens, mask)``);
+  :class:`HeadModel` protocol); at any number of examples, :func:`attention_statistics` accumulates the Gram
+  statistics of the model's attention batch by batch and :func:`theory_from_statistics` solves them; all return
+  an :class:`AttentionTheory` (``head_scores``, ``head_labels``, ``pruning_order``, the predictors);
+  :class:`HeadMaskEvaluator` measures a model's accuracy with heads pruned (``masked_output(tokens, mask)``);
 * networks and sampling: :class:`Attention`, :class:`AttentionLayer` (fixed attention from the raw input),
   :class:`AttentionNetwork` (the Bayesian network), :class:`PosteriorSampler` (its weight posterior),
   :func:`exact_action` and :func:`sample_order_parameters` (the exact finite-width density of ``U``),
@@ -26,9 +29,11 @@ The public API is importable from the package itself (``from attnpaths import so
 * claims: :class:`Verdict` and :class:`Outcome`, the statistical tests that the book's claims are.
 
 Layout mirrors the theory: ``attention`` -> ``paths`` -> ``kernels`` -> ``action`` -> ``theory`` (solver,
-predictor) -> ``head_scoring``; a trained model's heads in ``head_models``, its theory in ``frozen_attention``; ``network`` -> ``sampler``; the task-agnostic experiment layer in
-``experiments``; the subjects above it: the tasks ``hmc`` (with the depth study in ``hmc.depth``) and
-``oneshot``, ``pruning``, the second paper in ``exchangeability`` and related results in ``related``.
+predictor) -> ``head_scoring``; a trained model's heads in ``head_models``, its theory in ``frozen_attention``
+(batch by batch: ``attention_batches``, over ``streaming`` and ``gram``); ``network`` -> ``sampler``; the
+task-agnostic experiment layer in ``experiments``; the subjects above it: the tasks ``hmc`` (with the depth
+study in ``hmc.depth``) and ``oneshot``, ``pruning``, the second paper in ``exchangeability`` and related
+results in ``related``.
 Exports are loaded on first use, so ``import attnpaths`` stays light.
 """
 
@@ -67,6 +72,8 @@ _EXPORTS = {
     "theory_from_attention": "attnpaths.frozen_attention",
     "rank_heads": "attnpaths.frozen_attention",
     "AttentionTheory": "attnpaths.frozen_attention",
+    "theory_from_statistics": "attnpaths.frozen_attention",
+    "attention_statistics": "attnpaths.attention_batches",
     "AUTO_TEMPERATURES": "attnpaths.frozen_attention",
     "HeadModel": "attnpaths.head_models",
     "HeadMaskEvaluator": "attnpaths.head_masks",
@@ -92,7 +99,14 @@ if TYPE_CHECKING:  # the exports' types for static checkers (py.typed); never ex
     from .attention import Attention, AttentionLayer
     from .attention_stack import MultiheadAttentionStack
     from .claims import Outcome, Verdict
-    from .frozen_attention import AUTO_TEMPERATURES, AttentionTheory, rank_heads, theory_from_attention
+    from .attention_batches import attention_statistics
+    from .frozen_attention import (
+        AUTO_TEMPERATURES,
+        AttentionTheory,
+        rank_heads,
+        theory_from_attention,
+        theory_from_statistics,
+    )
     from .gram import GramStatistics
     from .head_masks import HeadMaskEvaluator
     from .head_models import HeadModel

@@ -94,7 +94,7 @@ def as_float64_array(
 def labelled_examples(features, y) -> tuple[torch.Tensor, torch.Tensor]:
     """``(features [B, N0, n_paths], y [B])`` as finite float64 CPU tensors: the checks of every door that takes a
     batch of path features with their labels (:meth:`attnpaths.gram.GramStatistics.update`, the chunks of
-    :mod:`attnpaths.experiments.streaming`), those of :func:`attnpaths.theory.solve`'s data: no NaN or inf, no
+    :mod:`attnpaths.streaming`), those of :func:`attnpaths.theory.solve`'s data: no NaN or inf, no
     complex, boolean or object values (``TypeError``; booleans are not the theory's ``+-1`` labels), ``features``
     of three dimensions and one label per example (``ValueError``)."""
     xi = as_float64_tensor(features, "features")

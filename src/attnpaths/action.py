@@ -590,8 +590,7 @@ class EnergyEvaluator:
         if route not in self.ROUTES:
             raise ValueError(f"route must be 'sample', 'feature', 'gram' or None, got {route!r}")
         if route == "gram":
-            statistics = GramStatistics()
-            statistics._accumulate(X, y)
+            statistics = GramStatistics.of_checked(X, y)
             problem = equivalent_problem(*statistics.scaled(n0 * n), P, n0, n, temperature)  # X is scaled already
             self._setup_gram(problem, P, n0, n, temperature, max_stored)
         else:

@@ -49,7 +49,7 @@ THREADS = "threads"
 """The mode of an :class:`Engine` that runs tasks in a pool of threads of the calling process
 (``start_engine(workers=k, threads=True)``, passed as the ``client`` of :func:`map_tasks` or the ``engine`` of a
 streamed computation): no process to start and nothing to serialise, for tasks whose work releases the
-interpreter lock (torch and numpy kernels), e.g. the chunks of :func:`attnpaths.experiments.streaming.gram_statistics`."""
+interpreter lock (torch and numpy kernels), e.g. the chunks of :func:`attnpaths.streaming.gram_statistics`."""
 
 
 class TaskFailed(RuntimeError):

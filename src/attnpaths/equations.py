@@ -4,8 +4,11 @@ Docstrings refer to the equations of the theory and of the experiments by the la
 such as ``(eq-action)`` for the action or ``(sec-head-scores)`` for the section on head scores. This module
 explains each of them without the book: ``EQUATIONS`` states every cited ``eq-...`` label in words with a
 plain-text formula (notation as in the book), and ``SECTIONS`` names the chapter file and the title of
-every cited ``sec-...`` label. ``import attnpaths.equations; help(attnpaths.equations)`` lists them, and
-``attnpaths.equations.describe("eq-action")`` explains any one label.
+every cited ``sec-...`` label. ``CHAPTERS`` records the chapter file that defines each label, and
+``location(label)`` its anchor in that file and in the built HTML book. ``import attnpaths.equations;
+help(attnpaths.equations)`` lists them. To follow a label, ``attnpaths.equations.describe("eq-action")`` gives
+its words, its page and its anchor (``book/theory.md#eq-action``, in the built book
+``_build/html/book/theory.html#equation-eq-action``).
 
 Notation: ``pi = (h_1, ..., h_L)`` is an attention path (one head per layer), ``H = prod_l H_l`` the number of
 paths, ``U`` the order parameter (a matrix over pairs of paths), ``T`` the temperature (the likelihood
@@ -15,7 +18,7 @@ variances and ``N_l`` the widths.
 
 from __future__ import annotations
 
-__all__ = ["EQUATIONS", "SECTIONS", "describe"]
+__all__ = ["CHAPTERS", "EQUATIONS", "SECTIONS", "describe", "location"]
 
 EQUATIONS: dict[str, str] = {
     # book/theory.md: the theory
@@ -235,19 +238,97 @@ SECTIONS: dict[str, str] = {
     "sec-repro-classes": "book/reproducibility.md, 'What reproduces on another machine'",
 }
 
+# The chapter that defines each equation label (by a ``:label:`` of a math directive or ``$$ ... $$ (label)``).
+# The book is not installed with the package, so the pages are recorded here rather than found at run time.
+_EQUATION_CHAPTERS: dict[str, tuple[str, ...]] = {
+    "book/theory.md": (
+        "eq-forward",
+        "eq-path-features",
+        "eq-path-form",
+        "eq-kernel",
+        "eq-action",
+        "eq-entropy",
+        "eq-readout",
+        "eq-predictor",
+        "eq-gp",
+        "eq-sampled-u",
+    ),
+    "book/hmc.md": ("eq-exact-density",),
+    "book/pruning.md": (
+        "eq-pruning-mha",
+        "eq-head-score",
+        "eq-removal-score",
+        "eq-action-change",
+        "eq-action-gate",
+        "eq-loo-score",
+        "eq-trained-overlap",
+        "eq-michel-importance",
+        "eq-fisher-pruning",
+        "eq-attention-entropy",
+        "eq-value-norm",
+        "eq-pruning-ceiling",
+        "eq-pruning-random",
+        "eq-pruning-shapley",
+        "eq-pruning-auc",
+        "eq-pruning-normalised",
+    ),
+}
+
+CHAPTERS: dict[str, str] = {
+    **{label: chapter for chapter, labels in _EQUATION_CHAPTERS.items() for label in labels},
+    # a section's entry starts with its chapter file ("book/theory.md, 'title'")
+    **{label: text.split(", ", 1)[0] for label, text in SECTIONS.items()},
+}
+"""The chapter file (``book/<name>.md``) that defines each label of ``EQUATIONS`` and ``SECTIONS``."""
+
+_BUILT_BOOK = "_build/html"  # where `python -m attnpaths_book book` writes the HTML book (one page per toc file)
+
+
+def _known(label: str) -> str:
+    key = label.strip().strip("()")
+    if key not in CHAPTERS:
+        raise ValueError(
+            f"unknown label {label!r}: the equation labels are listed in attnpaths.equations.EQUATIONS and the "
+            "section labels in attnpaths.equations.SECTIONS"
+        )
+    return key
+
+
+def location(label: str) -> tuple[str, str]:
+    """Where a book label is defined: its anchor in the chapter file and in the built HTML book.
+
+    Args:
+        label: an ``eq-...`` or ``sec-...`` label, with or without its parentheses (``"(eq-action)"``).
+
+    Returns:
+        ``(source, html)``, e.g. ``("book/theory.md#eq-action", "_build/html/book/theory.html#equation-eq-action")``.
+        Jupyter Book builds the chapter ``book/theory.md`` (toc entry ``book/theory``) into
+        ``_build/html/book/theory.html``; there Sphinx gives a labelled equation the id ``equation-<label>`` and a
+        section target the id ``<label>``.
+
+    Raises:
+        ValueError: for a label that is not listed in ``EQUATIONS`` or ``SECTIONS``.
+    """
+    key = _known(label)
+    chapter = CHAPTERS[key]
+    html_id = f"equation-{key}" if key in EQUATIONS else key
+    return f"{chapter}#{key}", f"{_BUILT_BOOK}/{chapter.removesuffix('.md')}.html#{html_id}"
+
 
 def describe(label: str) -> str:
-    """The explanation of a book label cited in a docstring: an equation (``eq-...``) in words with its
-    plain-text formula, or a section (``sec-...``) as its chapter file and title.
+    """The explanation of a book label cited in a docstring, and where to read it in the book.
 
-    Raises ValueError for a label that is not listed in ``EQUATIONS`` or ``SECTIONS``.
+    Args:
+        label: an ``eq-...`` or ``sec-...`` label, with or without its parentheses (``"(eq-action)"``).
+
+    Returns:
+        An equation (``eq-...``) in words with its plain-text formula, or a section (``sec-...``) as its chapter
+        file and title, followed by a line with its page and anchor (:func:`location`), e.g.
+        ``Page: book/theory.md#eq-action (built book: _build/html/book/theory.html#equation-eq-action)``.
+
+    Raises:
+        ValueError: for a label that is not listed in ``EQUATIONS`` or ``SECTIONS``.
     """
-    key = label.strip().strip("()")
-    if key in EQUATIONS:
-        return EQUATIONS[key]
-    if key in SECTIONS:
-        return SECTIONS[key]
-    raise ValueError(
-        f"unknown label {label!r}: the equation labels are listed in attnpaths.equations.EQUATIONS and the "
-        "section labels in attnpaths.equations.SECTIONS"
-    )
+    key = _known(label)
+    source, html = location(key)
+    return f"{EQUATIONS.get(key) or SECTIONS[key]}\nPage: {source} (built book: {html})"

@@ -14,14 +14,18 @@ along each pair of paths; the predictor is kernel regression with the path kerne
 score is the total ``|U|`` of the path pairs through it. The book (``book/theory.md``, sections "The action" and
 "Head scores") derives them.
 
-Two doors, one result (:class:`AttentionTheory`):
+Three doors, one result (:class:`AttentionTheory`):
 
 * :func:`theory_from_attention` takes what any attention model can return, the attention matrices of each layer
   in PyTorch's layout, and the token inputs;
 * :func:`rank_heads` takes the model itself, any object with a method ``attention_weights(tokens)``
-  (:class:`attnpaths.head_models.HeadModel`), and calls :func:`theory_from_attention` with what it returns.
+  (:class:`attnpaths.head_models.HeadModel`), and calls :func:`theory_from_attention` with what it returns;
+* :func:`theory_from_statistics` takes the Gram statistics of as many examples as time allows, accumulated batch
+  by batch from a model's attention and tokens (:func:`attnpaths.attention_batches.attention_statistics`, in
+  this process or on the engine): the same checks of every batch, the same result, in memory that does not grow
+  with the number of examples.
 
-Both take the same keyword-only settings: ``width`` (the theory's ``N``), ``temperature`` (a value, an increasing
+All take the same keyword-only settings: ``width`` (the theory's ``N``), ``temperature`` (a value, an increasing
 grid, or ``"auto"``: the grid :data:`AUTO_TEMPERATURES`, keeping the temperature with the smallest action at a
 certified minimum), ``readout``, ``variances`` and ``max_iterations``.
 
@@ -53,10 +57,11 @@ from numpy.typing import ArrayLike
 
 from ._validation import as_float64_tensor, float_eps, increasing_reals, positive_int, positive_real
 from .attention import READOUTS, token_readout
+from .gram import GramStatistics
 from .head_models import HeadModel
 from .head_scoring import head_labels, head_scores, pruning_order
 from .paths import features_along_paths
-from .theory import CertificateWarning, TheorySolution, solve
+from .theory import CertificateWarning, TheorySolution, solve, solve_from_statistics
 
 ROW_SUM_TOLERANCE = 1e-4
 """The largest deviation from 1 allowed of a row sum of given attention weights. Float32 softmax outputs
@@ -96,7 +101,10 @@ class AttentionTheory:
         solution: the minimiser of the action at the given width and the chosen temperature
             (:class:`attnpaths.theory.TheorySolution`: ``U``, the action, its certificate, the predictor).
         gp: the GP limit at the same temperature (``U = I``, eq-gp).
-        features: ``[P, D, n_paths]`` the training data's path features (eq-path-features).
+        num_examples: ``P``, the training examples.
+        input_width: ``D``, the width of the tokens (the theory's ``N0``).
+        features: ``[P, D, n_paths]`` the training data's path features (eq-path-features); None where the theory
+            was solved from their Gram statistics (:func:`theory_from_statistics`).
         temperature: the temperature of ``solution`` (the one given, or the one chosen from a grid).
         scan: every temperature tried, ``{"temperatures": [n_T], "action": [n_T], "converged": [n_T],
             "head_scores": [n_T, L, max(H)]}`` (one entry when one temperature was given).
@@ -107,7 +115,9 @@ class AttentionTheory:
     readout: str
     solution: TheorySolution
     gp: TheorySolution
-    features: torch.Tensor
+    num_examples: int
+    input_width: int
+    features: torch.Tensor | None
     temperature: float
     scan: dict
     solutions: tuple
@@ -116,8 +126,8 @@ class AttentionTheory:
         # the fields hold the training features and three copies of U: a summary reads better than thousands of numbers
         n = self.U.shape[0]
         return (
-            f"AttentionTheory(heads={self.heads}, readout={self.readout!r}, P={self.features.shape[0]}, "
-            f"D={self.features.shape[1]}, widths={self.solution.arch.widths}, temperature={self.temperature:g} "
+            f"AttentionTheory(heads={self.heads}, readout={self.readout!r}, P={self.num_examples}, "
+            f"D={self.input_width}, widths={self.solution.arch.widths}, temperature={self.temperature:g} "
             f"(of {len(self.scan['temperatures'])} tried), converged={bool(self.solution.converged)}, "
             f"U=[{n}, {n}], head_scores={np.round(self.head_scores, 3).tolist()})"
         )
@@ -168,7 +178,7 @@ class AttentionTheory:
                 "predict(attention, tokens), with attention = model.attention_weights(tokens) for a model "
                 "(attnpaths.head_models.HeadModel), as theory_from_attention takes them"
             )
-        matrices, x = _checked(attention, tokens, self.readout)
+        matrices, x = checked_attention(attention, tokens, self.readout)
         if tuple(m.shape[1] for m in matrices) != self.heads:
             raise ValueError(
                 f"attention must have the heads {self.heads} of the training data, "
@@ -185,7 +195,7 @@ class AttentionTheory:
         return self.gp.predict(self.path_features(attention, tokens))
 
 
-def _checked(
+def checked_attention(
     attention: Sequence[ArrayLike], tokens: ArrayLike, readout: str
 ) -> tuple[list[torch.Tensor], torch.Tensor]:
     """The attention as the package's matrices (``[B, H, key, query]``, the last layer read out) and the
@@ -221,6 +231,11 @@ def _checked(
     return matrices, x.transpose(1, 2)
 
 
+ZERO_ONE_TARGETS = (
+    "targets hold only 0 and 1: the theory's targets are real numbers, +-1 for two classes; pass 2 * targets - 1"
+)
+
+
 def checked_targets(targets: ArrayLike, batch: int) -> torch.Tensor:
     """``targets`` as float64 ``[B]``: real numbers (e.g. ``+-1`` labels), one per example. Targets that take only
     the values 0 and 1 are refused: the theory regresses on the targets, so 0/1 class labels would change its
@@ -230,10 +245,7 @@ def checked_targets(targets: ArrayLike, batch: int) -> torch.Tensor:
         raise ValueError(f"targets must have shape [B] = [{batch}] (one per sequence of tokens), got {tuple(y.shape)}")
     values = torch.unique(y)
     if values.numel() == 2 and bool((values == torch.tensor([0.0, 1.0], dtype=torch.float64)).all()):
-        raise ValueError(
-            "targets hold only 0 and 1: the theory's targets are real numbers, +-1 for two classes; "
-            "pass 2 * targets - 1"
-        )
+        raise ValueError(ZERO_ONE_TARGETS)
     return y
 
 
@@ -301,28 +313,90 @@ def theory_from_attention(
         uncertified ones are never chosen, and ``RuntimeError`` is raised when none is certified.
     """
     max_iterations = positive_int(max_iterations, "max_iterations")
-    matrices, x = _checked(attention, tokens, readout)
+    matrices, x = checked_attention(attention, tokens, readout)
     y = checked_targets(targets, x.shape[0])
-    temperatures = _temperature_grid(temperature)
     heads = tuple(int(m.shape[1]) for m in matrices)
     features = features_along_paths(x, matrices)
+
+    def solve_at(**settings) -> TheorySolution:
+        return solve(features, y, heads=heads, variances=variances, **settings)
+
+    theory = _over_temperatures(solve_at, temperature, width, max_iterations, initial)
+    return AttentionTheory(
+        heads=heads, readout=readout, num_examples=x.shape[0], input_width=x.shape[1], features=features, **theory
+    )
+
+
+def theory_from_statistics(
+    statistics: GramStatistics,
+    *,
+    width: float | Sequence[float],
+    temperature: float | Sequence[float] | str,
+    variances: float | Sequence[float] = 1.0,
+    max_iterations: int = 200,
+    initial=None,
+) -> AttentionTheory:
+    """The theory of a model with frozen attention from the Gram statistics of its training data (sec-own-model,
+    sec-learning-curves): :func:`theory_from_attention` for as many examples as time allows.
+
+    ``statistics`` are those of :func:`attnpaths.attention_batches.attention_statistics` (every batch checked as
+    :func:`theory_from_attention` checks its data), which record the model's heads and readout. The theory is
+    solved from them (:func:`attnpaths.theory.solve_from_statistics`: the same action, minimum and predictor as
+    from the features, up to rounding), at every temperature as in :func:`theory_from_attention`, and the GP limit
+    beside it; the result is the same :class:`AttentionTheory`, with the same head scores and predictors
+    (``predict(attention, tokens)`` on new examples), without the training features.
+
+    Args:
+        statistics: :class:`attnpaths.gram.GramStatistics` of ``P >= 1`` examples that record their ``heads`` and
+            ``readout``.
+        width, temperature, variances, max_iterations, initial: as for :func:`theory_from_attention`.
+
+    Raises:
+        ValueError: statistics of another type, of no examples, without recorded heads or readout, or whose
+            labels took only the values 0 and 1 (:func:`checked_targets`).
+    """
+    if not isinstance(statistics, GramStatistics):
+        raise ValueError(
+            f"statistics must be the GramStatistics of attnpaths.attention_batches.attention_statistics, "
+            f"got {type(statistics).__name__}"
+        )
+    if statistics.num_examples < 1 or statistics.heads is None or statistics.readout is None:
+        raise ValueError(
+            "statistics must hold P >= 1 examples and record their heads and readout, as "
+            "attnpaths.attention_batches.attention_statistics makes them; got "
+            f"P = {statistics.num_examples}, heads={statistics.heads}, readout={statistics.readout!r}"
+        )
+    if statistics.label_values == (0.0, 1.0):
+        raise ValueError(ZERO_ONE_TARGETS)
+    max_iterations = positive_int(max_iterations, "max_iterations")
+
+    def solve_at(**settings) -> TheorySolution:
+        return solve_from_statistics(statistics, variances=variances, **settings)
+
+    theory = _over_temperatures(solve_at, temperature, width, max_iterations, initial)
+    return AttentionTheory(
+        heads=statistics.heads,
+        readout=statistics.readout,
+        num_examples=statistics.num_examples,
+        input_width=statistics.input_width,
+        features=None,
+        **theory,
+    )
+
+
+def _over_temperatures(solve_at, temperature, width, max_iterations: int, initial) -> dict:
+    """The theory at every temperature of ``temperature`` (one, a grid or ``"auto"``) by ``solve_at(widths=...,
+    temperature=..., ...)``, each from the certified minimum before; the certified one of smallest action kept, and
+    the GP limit at its temperature: the fields ``solution``, ``gp``, ``temperature``, ``scan``, ``solutions`` of
+    :class:`AttentionTheory`."""
+    temperatures = _temperature_grid(temperature)
     solutions, start = [], initial
     for T in temperatures:
         with warnings.catch_warnings():
             if len(temperatures) > 1:  # an uncertified point is marked in the scan, never chosen
                 warnings.simplefilter("ignore", CertificateWarning)
             solutions.append(
-                solve(
-                    features,
-                    y,
-                    heads=heads,
-                    widths=width,
-                    temperature=T,
-                    variances=variances,
-                    initial=start,
-                    max_iterations=max_iterations,
-                    on_failure="warn",
-                )
+                solve_at(widths=width, temperature=T, initial=start, max_iterations=max_iterations, on_failure="warn")
             )
         if solutions[-1].converged:
             start = solutions[-1].U_layers
@@ -341,27 +415,35 @@ def theory_from_attention(
                 f"temperature='auto' chose T = {temperatures[best]:g}, at the edge of its grid {temperatures}: the "
                 "action may be smaller beyond it; pass a grid that extends past it (temperature=[...])",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CertificateWarning)  # the GP limit has no minimisation to certify
-        gp = solve(features, y, heads=heads, widths=math.inf, temperature=temperatures[best], variances=variances)
+        gp = solve_at(widths=math.inf, temperature=temperatures[best])
+    heads = solutions[best].heads
     scan = {
         "temperatures": np.array(temperatures),
         "action": np.array([s.action for s in solutions]),
         "converged": np.array([bool(s.converged) for s in solutions]),
         "head_scores": np.stack([head_scores(s.U, heads) for s in solutions]),
     }
-    return AttentionTheory(
-        heads=heads,
-        readout=readout,
-        solution=solutions[best],
-        gp=gp,
-        features=features,
-        temperature=temperatures[best],
-        scan=scan,
-        solutions=tuple(solutions),
-    )
+    return dict(solution=solutions[best], gp=gp, temperature=temperatures[best], scan=scan, solutions=tuple(solutions))
+
+
+def model_attention(model: HeadModel, tokens: ArrayLike) -> list:
+    """``model.attention_weights(tokens)`` without gradients: the attention that :func:`rank_heads` freezes.
+
+    Raises:
+        ValueError: ``model`` has no method ``attention_weights`` (:class:`attnpaths.head_models.HeadModel`).
+    """
+    attention_weights = getattr(model, "attention_weights", None)
+    if not callable(attention_weights):
+        raise ValueError(
+            f"model must have a method attention_weights(tokens) returning its per-layer attention "
+            f"[B, H, T, T] (attnpaths.head_models.HeadModel), got {type(model).__name__}"
+        )
+    with torch.no_grad():
+        return attention_weights(tokens)
 
 
 def rank_heads(
@@ -397,16 +479,8 @@ def rank_heads(
         ``temperature``, ``scan``, and the theory's predictors.
     """
     max_iterations = positive_int(max_iterations, "max_iterations")  # before the model runs
-    attention_weights = getattr(model, "attention_weights", None)
-    if not callable(attention_weights):
-        raise ValueError(
-            f"model must have a method attention_weights(tokens) returning its per-layer attention "
-            f"[B, H, T, T] (attnpaths.head_models.HeadModel), got {type(model).__name__}"
-        )
-    with torch.no_grad():
-        attention = attention_weights(tokens)
     return theory_from_attention(
-        attention,
+        model_attention(model, tokens),
         tokens,
         targets,
         width=width,

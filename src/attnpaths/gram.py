@@ -30,7 +30,8 @@ import numpy as np
 import torch
 from scipy.linalg.blas import dsyrk as symmetric_rank_k
 
-from ._validation import labelled_examples, positive_int
+from ._validation import heads_tuple, labelled_examples, positive_int
+from .attention import READOUTS
 
 DEFAULT_BLOCK_SIZE = 2048
 """Examples per block of :class:`GramStatistics` (a ``[block, D]`` float64 buffer: 15 MB at ``D = 924``)."""
@@ -52,9 +53,17 @@ class GramStatistics:
     sums in the same order). :meth:`update` adds a chunk all or nothing, so an interrupted loop over chunks can
     be resumed at the chunk it stopped in.
 
+    The statistics also record what the features were made from, where the caller says so (the doors of a model's
+    own attention do, :mod:`attnpaths.attention_batches`): ``heads`` ``(H_1, ..., H_L)``, checked against
+    ``n_paths`` and by :func:`attnpaths.theory.solve_from_statistics`, and the ``readout`` of the last layer; and
+    which values the labels took while there were at most two (:attr:`label_values`), so that 0/1 labels can be
+    refused as the in-memory doors refuse them.
+
     Args:
         block_size: examples per block, an integer >= 1 (the same for two sets of statistics to be equal bit for
             bit).
+        heads: ``(H_1, ..., H_L)`` of the features' paths, or None (not recorded).
+        readout: the last layer's readout of the features (one of :data:`attnpaths.attention.READOUTS`), or None.
 
     Example::
 
@@ -64,8 +73,13 @@ class GramStatistics:
         sol = solve_from_statistics(stats, heads=(2, 2), widths=10, temperature=0.01)
     """
 
-    def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE):
+    def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE, *, heads=None, readout: str | None = None):
         self.block_size = positive_int(block_size, "block_size")
+        self.heads: tuple[int, ...] | None = None if heads is None else heads_tuple(heads)
+        if readout is not None and readout not in READOUTS:
+            raise ValueError(f"readout must be None or one of {READOUTS}, got {readout!r}")
+        self.readout = readout
+        self._label_values: frozenset | None = frozenset()  # None once the labels took more than two values
         self._shape: tuple[int, int] | None = None
         self._count = 0
         self._gram: np.ndarray | None = None  # Fortran-ordered [D, D]: the lower triangle holds the full blocks' sum
@@ -93,6 +107,12 @@ class GramStatistics:
         return None if self._shape is None else self._shape[1]
 
     @property
+    def label_values(self) -> tuple[float, ...] | None:
+        """The distinct values the labels took, ascending, while there are at most two (``(-1.0, 1.0)`` for
+        ``+-1`` labels, ``(0.0, 1.0)`` for 0/1 ones); None once they took more."""
+        return None if self._label_values is None else tuple(sorted(self._label_values))
+
+    @property
     def dimension(self) -> int | None:
         """``D = N0 n_paths``, the linear size of :attr:`gram` (None before the first chunk)."""
         return None if self._shape is None else self._shape[0] * self._shape[1]
@@ -117,6 +137,11 @@ class GramStatistics:
             TypeError: complex, boolean or object ``features`` or ``y``.
         """
         xi, labels = labelled_examples(features, y)
+        if self.heads is not None and math.prod(self.heads) != xi.shape[2]:
+            raise ValueError(
+                f"features must hold the {math.prod(self.heads)} paths of the recorded heads {self.heads} in their "
+                f"last axis, got {tuple(xi.shape)}"
+            )
         if self._shape is not None and tuple(xi.shape[1:]) != self._shape:
             raise ValueError(
                 f"features must have shape [B, N0, n_paths] = [B, {self._shape[0]}, {self._shape[1]}] "
@@ -124,6 +149,15 @@ class GramStatistics:
             )
         self._accumulate(xi, labels)
         return self
+
+    @classmethod
+    def of_checked(cls, features: torch.Tensor, y: torch.Tensor) -> GramStatistics:
+        """The statistics of one set of examples that the caller has checked already, as :meth:`update` checks
+        them (``features`` ``[P, N0, n_paths]`` and ``y`` ``[P]``, finite float64 CPU tensors): the solver's own
+        route from features (:func:`attnpaths.theory.solve`), which checks its data once at its door."""
+        statistics = cls()
+        statistics._accumulate(features, y)
+        return statistics
 
     def _accumulate(self, xi: torch.Tensor, labels: torch.Tensor) -> None:
         """:meth:`update` without the checks (``xi`` ``[B, N0, n]`` float64, ``labels`` ``[B]``, both finite)."""
@@ -136,6 +170,7 @@ class GramStatistics:
             if started:  # as before the chunk: no shape fixed yet
                 self._shape = None
             raise
+        self._label_values = _union(self._label_values, frozenset(torch.unique(labels).tolist()))
 
     def _add_rows(self, rows: np.ndarray, targets: np.ndarray) -> None:
         """Add ``rows`` ``[B, D]`` with their ``targets`` ``[B]``; the state (sums, buffer, fill, count) changes in one
@@ -218,12 +253,20 @@ class GramStatistics:
         rounding only (the blocks are summed in another grouping), in a fixed order.
 
         Raises:
-            ValueError: ``other`` is not a :class:`GramStatistics`, or holds features of another shape.
+            ValueError: ``other`` is not a :class:`GramStatistics`, holds features of another shape, or records
+                other heads or another readout (statistics without examples record nothing to compare).
         """
         if not isinstance(other, GramStatistics):
             raise ValueError(f"other must be a GramStatistics, got {type(other).__name__}")
-        merged = GramStatistics(self.block_size)
         parts = [s for s in (self, other) if s._shape is not None]
+        source = parts[0] if parts else self
+        for part in parts[1:]:
+            if (part.heads, part.readout) != (source.heads, source.readout):
+                raise ValueError(
+                    f"other must record the heads and readout of this one, heads={source.heads}, "
+                    f"readout={source.readout!r}; got heads={part.heads}, readout={part.readout!r}"
+                )
+        merged = GramStatistics(self.block_size, heads=source.heads, readout=source.readout)
         if not parts:
             return merged
         if len(parts) == 2 and self._shape != other._shape:
@@ -240,6 +283,7 @@ class GramStatistics:
             merged._b += b
             merged._yy += yy
             merged._count += part._count
+            merged._label_values = _union(merged._label_values, part._label_values)
         return merged
 
     # ------------------------------------------------------------------ the statistics
@@ -266,6 +310,13 @@ class GramStatistics:
         gram, b, yy = self._totals()
         scale = s0 / self.dimension
         return gram * scale, b * math.sqrt(scale), yy
+
+
+def _union(values: frozenset | None, more: frozenset | None) -> frozenset | None:
+    """The label values of two sets of examples, None (more than two) once they exceed two."""
+    if values is None or more is None or len(values | more) > 2:
+        return None
+    return values | more
 
 
 @dataclass(frozen=True)

@@ -639,7 +639,7 @@ def test_an_engine_of_threads_sums_a_wide_gram_matrix_to_the_bits_of_the_in_proc
     threads, after an in-process run, an engine of threads still gives the in-process run's statistics bit for bit."""
     from threadpoolctl import threadpool_limits
 
-    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.streaming import gram_statistics
     from attnpaths.gram import GramStatistics
 
     chunks = _WideChunks(seed=4)

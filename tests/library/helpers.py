@@ -284,7 +284,7 @@ def assert_streamed_solve_equals_the_whole_set(chunks, widths, rtol: float):
     import pytest
 
     from attnpaths.engine import IN_PROCESS, Engine
-    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.streaming import gram_statistics
     from attnpaths.theory import solve, solve_from_statistics
 
     statistics = gram_statistics(chunks, chunks.num_chunks, engine=Engine(IN_PROCESS, None, 1, None), progress=False)

@@ -273,8 +273,13 @@ def test_the_face_exports_what_it_lists_and_loads_lazily():
 
 
 def _readme_example() -> str:
+    """The README's own-model examples, in memory and then batch by batch (one session: the second uses the
+    first's model)."""
     text = (ROOT / "README.md").read_text()
-    return text.split("<!-- own-model-example")[1].split("```python\n", 1)[1].split("```", 1)[0]
+    return "".join(
+        text.split(f"<!-- {marker}")[1].split("```python\n", 1)[1].split("```", 1)[0]
+        for marker in ("own-model-example", "own-model-scale-example")
+    )
 
 
 def test_the_readme_example_runs_without_the_book_packages():
@@ -298,8 +303,9 @@ def test_the_readme_example_runs_without_the_book_packages():
         cwd=ROOT / "tests" / "baselines",
     )  # not the repository root: no stray imports
     assert done.returncode == 0, done.stderr
-    first, converged = done.stdout.splitlines()[:2]
-    assert int(first) == len(attnpaths.__all__) and converged.startswith("True (4, 4)")
+    lines = done.stdout.splitlines()
+    assert int(lines[0]) == len(attnpaths.__all__) and lines[1].startswith("True (4, 4)")
+    assert lines[-1].startswith("AttentionTheory(heads=(2, 2), readout='average_pooling', P=4000, D=8")
 
 
 def _third_party_imports() -> set[str]:

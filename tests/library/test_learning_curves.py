@@ -14,7 +14,7 @@ from helpers import random_problem
 from attnpaths.claims import Outcome
 from attnpaths.engine import IN_PROCESS, Engine
 from attnpaths.experiments import learning_curves as lc
-from attnpaths.experiments.streaming import gram_statistics, gram_statistics_at
+from attnpaths.streaming import gram_statistics, gram_statistics_at
 from attnpaths.hmc import HMCTask, four_path_network
 from attnpaths.hmc.streams import HMCChunks
 from attnpaths.theory import classification_accuracy, solve

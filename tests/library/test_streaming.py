@@ -1,4 +1,4 @@
-"""Streaming a training set through the engine in chunks (``attnpaths.experiments.streaming``): the Gram statistics
+"""Streaming a training set through the engine in chunks (``attnpaths.streaming``): the Gram statistics
 of the chunks against those of the whole set, the solve from them against ``solve(route="gram")``, the same bits
 on any engine, streamed predictions; the HMC chunk generator (``attnpaths.hmc.streams``): chunk ``k`` from its own
 seed, whatever was made before; the errors of bad input."""
@@ -19,7 +19,7 @@ from helpers import (
 )
 
 from attnpaths.engine import IN_PROCESS, THREADS, Engine, TaskFailed, start_engine, task_seed, use_client
-from attnpaths.experiments.streaming import gram_statistics, predict_streamed
+from attnpaths.streaming import gram_statistics, predict_streamed
 from attnpaths.gram import GramStatistics
 from attnpaths.hmc import HMCTask, four_path_network
 from attnpaths.hmc.streams import HMCChunks

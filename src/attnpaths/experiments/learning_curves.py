@@ -4,7 +4,7 @@
 The training sets of a curve are nested: the set of ``P`` examples is the first ``P / p`` chunks of one stream
 (chunks of ``p`` examples, each made from its own seed, e.g. :class:`attnpaths.hmc.streams.HMCChunks`), so the
 Gram statistics of every ``P`` come from one pass over the largest set
-(:func:`attnpaths.experiments.streaming.gram_statistics_at`), and each point is a solve whose cost does not
+(:func:`attnpaths.streaming.gram_statistics_at`), and each point is a solve whose cost does not
 grow with ``P`` (:func:`attnpaths.theory.solve_from_statistics`). A curve is a rule for the width at each ``P``:
 a fixed width ``N``, a fixed load ``alpha = P / N`` (``N = P / alpha``), or the GP limit (``N = inf``, eq-gp).
 
@@ -28,7 +28,7 @@ from tqdm import tqdm
 from .._validation import as_float64_array, increasing_ints, positive_int, positive_real
 from ..claims import Verdict, replicate_t
 from ..theory import CertificateWarning, classification_accuracy, solve_from_statistics
-from .streaming import gram_statistics_at
+from ..streaming import gram_statistics_at
 
 #: The source named by the claims of the learning curves (not a claim of the paper).
 SOURCE = "this book (learning curves of the theory, beyond the paper)"
@@ -155,7 +155,7 @@ def learning_curve(
 
     Args:
         make_chunk: the training stream, ``make_chunk(k) = (features [chunk_size, N0, n_paths], y [chunk_size])``
-            (:func:`attnpaths.experiments.streaming.gram_statistics_at`): the training set of ``P`` examples is
+            (:func:`attnpaths.streaming.gram_statistics_at`): the training set of ``P`` examples is
             its first ``P / chunk_size`` chunks.
         chunk_size: examples per chunk, an integer >= 1.
         sizes: the ``P`` of the curve, strictly increasing multiples of ``chunk_size``.
@@ -164,7 +164,7 @@ def learning_curve(
         widths: fixed widths ``N`` (one curve each); alphas: fixed loads ``P / N`` (one curve each, ``N = P /
             alpha``); gp: add the GP limit (eq-gp).
         engine, chunks_per_task: where and in what pieces the statistics are accumulated
-            (:func:`attnpaths.experiments.streaming.gram_statistics_at`; the numbers do not depend on them).
+            (:func:`attnpaths.streaming.gram_statistics_at`; the numbers do not depend on them).
         progress: tqdm bars over the chunks and the solves.
 
     Returns:

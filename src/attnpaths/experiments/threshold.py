@@ -36,7 +36,7 @@ from ..claims import Verdict, all_of, directional_z, equivalence, replicate_equi
 from ..gram import GramStatistics
 from ..order_parameter_posterior import predictive_means, sample_order_parameters
 from ..theory import CertificateWarning, classification_accuracy, solve_from_statistics
-from .streaming import gram_statistics_at
+from ..streaming import gram_statistics_at
 
 SOURCE = "derived in this book (the interpolation threshold of the theory's kernel, beyond the paper)"
 """Named as the source of these claims (the paper's experiments all sit at ``P < D``)."""

@@ -1,6 +1,6 @@
 """Chunks of hidden-Markov-chain examples made one at a time from a seed (sec-hmc-task, eq-path-features): for
 training sets too large to hold, streamed into the Gram statistics of the theory
-(:func:`attnpaths.experiments.streaming.gram_statistics`).
+(:func:`attnpaths.streaming.gram_statistics`).
 
 Chunk ``k`` is drawn from its own generator, ``torch.Generator().manual_seed(task_seed(seed, k, stream))``
 (:func:`attnpaths.engine.task_seed`: the engine's seeding rule), never from what earlier chunks left in a shared
@@ -14,7 +14,7 @@ runs of half a chunk: the order of the examples changes nothing in the theory.
 
 Example::
 
-    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.streaming import gram_statistics
     from attnpaths.hmc import HMCTask, four_path_network
     from attnpaths.theory import solve_from_statistics
 
@@ -33,7 +33,7 @@ import torch
 from .._validation import check_chunked_stream
 from ..attention import Attention
 from ..engine import task_seed
-from ..experiments.streaming import ChunkedStream
+from ..streaming import ChunkedStream
 from ..paths import FactoredPathFeatures, path_features
 from .data import HMCTask, sample_inputs
 
@@ -43,8 +43,8 @@ class HMCChunks(ChunkedStream):
     """The path features (eq-path-features) of ``num_examples`` HMC sequences, in chunks of ``chunk_size`` made
     one at a time: ``chunks(k)`` is ``(features [p_k, N0, n_paths], y [p_k])`` of chunk ``k`` (float64 tensors;
     ``p_k = chunk_size`` except for the last chunk, which holds the rest). A picklable callable: the ``make_chunk``
-    of :func:`attnpaths.experiments.streaming.gram_statistics` and
-    :func:`attnpaths.experiments.streaming.predict_streamed`.
+    of :func:`attnpaths.streaming.gram_statistics` and
+    :func:`attnpaths.streaming.predict_streamed`.
 
     Attributes:
         task: the :class:`~attnpaths.hmc.data.HMCTask` the sequences are drawn from.

@@ -1,6 +1,6 @@
 """Chunks of one-shot episodes made one at a time from a seed (sec-oneshot-task, eq-path-features): for training
 sets too large to hold, streamed into the Gram statistics of the theory
-(:func:`attnpaths.experiments.streaming.gram_statistics`), as :class:`attnpaths.hmc.streams.HMCChunks` does for
+(:func:`attnpaths.streaming.gram_statistics`), as :class:`attnpaths.hmc.streams.HMCChunks` does for
 the hidden-Markov-chain task.
 
 Chunk ``k`` draws its episodes from its own generator, ``numpy.random.default_rng(task_seed(seed, k, stream))``
@@ -14,7 +14,7 @@ of each target, in alternating runs of half a chunk: the order of the examples c
 
 Example::
 
-    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.streaming import gram_statistics
     from attnpaths.theory import solve_from_statistics
 
     chunks = EpisodeChunks(dataset.train, trained.encoder, trained.model.attention(), seed=0,
@@ -33,7 +33,7 @@ import torch
 from .._validation import check_chunked_stream
 from ..attention import Attention
 from ..engine import task_seed
-from ..experiments.streaming import ChunkedStream
+from ..streaming import ChunkedStream
 from ..paths import FactoredPathFeatures, path_features
 from .imagesets import ImageClasses
 from .sequences import SequenceEncoder, Sequences, sample_episodes
@@ -45,8 +45,8 @@ class EpisodeChunks(ChunkedStream):
     chunks of ``chunk_size`` made one at a time: ``chunks(k)`` is ``(features [p_k, N0, n_paths], y [p_k])`` of
     chunk ``k`` (float64 tensors; ``p_k = chunk_size`` except for the last chunk, which holds the rest; ``y`` in
     ``{-1, +1}``, the first half ``+1``). A picklable callable: the ``make_chunk`` of
-    :func:`attnpaths.experiments.streaming.gram_statistics` and
-    :func:`attnpaths.experiments.streaming.predict_streamed`.
+    :func:`attnpaths.streaming.gram_statistics` and
+    :func:`attnpaths.streaming.predict_streamed`.
 
     Attributes:
         classes: the :class:`~attnpaths.oneshot.imagesets.ImageClasses` the episodes are drawn from (e.g.

@@ -886,8 +886,7 @@ def solve(
     scale = (arch.variances[0] / (n0 * n)) ** 0.5  # scaled_features, validated above
 
     if route == "gram":  # the statistics of the raw features, scaled by the evaluator: no scaled copy of the features
-        statistics = GramStatistics()
-        statistics._accumulate(X_raw, labels)
+        statistics = GramStatistics.of_checked(X_raw, labels)
         evaluator = EnergyEvaluator.from_statistics(statistics, temperature, s0=arch.variances[0])
         return _minimise(evaluator, arch, initial, options, {"_y": labels, "_raw": (X_raw, scale)})
 
@@ -909,7 +908,7 @@ def solve(
 def solve_from_statistics(
     statistics: GramStatistics,
     *,
-    heads: int | Sequence[int],
+    heads: int | Sequence[int] | None = None,
     widths: float | Sequence[float],
     temperature: float,
     variances: float | Sequence[float] = 1.0,
@@ -930,7 +929,9 @@ def solve_from_statistics(
     Args:
         statistics: ``attnpaths.gram.GramStatistics`` of ``P >= 1`` examples of raw (unscaled) path features
             ``[P, N0, n_paths]``.
-        heads, widths, temperature, variances, initial, gradient_tolerance, max_iterations, on_failure: as in
+        heads: as in :func:`solve`; may be left out where the statistics record their heads
+            (:attr:`attnpaths.gram.GramStatistics.heads`), and must equal them where given.
+        widths, temperature, variances, initial, gradient_tolerance, max_iterations, on_failure: as in
             :func:`solve`.
 
     Returns:
@@ -940,12 +941,24 @@ def solve_from_statistics(
         raise ValueError(f"statistics must be a GramStatistics (attnpaths.gram), got {type(statistics).__name__}")
     if statistics.num_examples < 1:
         raise ValueError(f"statistics must hold P >= 1 examples, got {statistics.num_examples}")
-    heads = check_num_paths(statistics.num_paths, heads)
+    heads = check_num_paths(statistics.num_paths, _recorded_heads(statistics, heads))
     arch = architecture(heads, widths, variances)
     options = _options(temperature, gradient_tolerance, max_iterations, on_failure)
     check_memory(*_solver_memory(statistics.num_examples, statistics.input_width, statistics.num_paths, arch, "gram"))
     evaluator = EnergyEvaluator.from_statistics(statistics, options[0], s0=arch.variances[0])
     return _minimise(evaluator, arch, initial, options, {})
+
+
+def _recorded_heads(statistics: GramStatistics, heads):
+    """``heads`` checked against the heads that ``statistics`` record: the same paths in another order of layers
+    (``(2, 3)`` for a ``(3, 2)`` model) have the same number of paths but another theory."""
+    if heads is None:
+        if statistics.heads is None:
+            raise ValueError("heads must be given: these statistics do not record the heads of their features")
+        return statistics.heads
+    if statistics.heads is not None and heads_tuple(heads) != statistics.heads:
+        raise ValueError(f"heads must be the statistics' recorded heads {statistics.heads}, got {heads_tuple(heads)}")
+    return heads
 
 
 def _options(temperature, gradient_tolerance, max_iterations, on_failure) -> tuple:

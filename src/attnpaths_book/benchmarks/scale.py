@@ -9,7 +9,7 @@ On the hidden-Markov-chain task (the paper's :class:`attnpaths.hmc.data.HMCTask`
 ``P`` has the same examples; its path features by :class:`attnpaths.paths.FactoredPathFeatures`, or by
 :func:`attnpaths.paths.path_features` with ``--exact-features``: the same up to rounding) and solved two ways:
 
-* ``gram``: the chunks streamed into the Gram statistics (:func:`attnpaths.experiments.streaming.gram_statistics`,
+* ``gram``: the chunks streamed into the Gram statistics (:func:`attnpaths.streaming.gram_statistics`,
   in-process: no chunk's features outlive it) and :func:`attnpaths.theory.solve_from_statistics`; memory a few
   ``[D, D]`` matrices whatever ``P``, time one pass over the examples plus a solve whose cost does not grow with
   ``P``. At ``P = 10^3, 10^4, 10^5`` and at every ``P`` of a dense row.
@@ -186,7 +186,7 @@ def run_row(spec: dict) -> dict:
     of :func:`image_setup`); the row's report, without its peak memory."""
     import torch
 
-    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.streaming import gram_statistics
     from attnpaths.theory import CertificateWarning, _solver_memory, architecture, solve, solve_from_statistics
 
     image = spec.get("problem", "hmc") == "image"
@@ -269,7 +269,7 @@ def _streamed_on_workers(chunks, workers: int):
     import resource
 
     from attnpaths.engine import client_for, start_engine
-    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.streaming import gram_statistics
 
     def peak_mib():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -285,7 +285,7 @@ def _streamed_on_threads(chunks, threads: int):
     """The Gram statistics of ``chunks`` streamed over ``threads`` threads of this process
     (``start_engine(workers=threads, threads=True)``; each task on one thread, the same bits as in-process)."""
     from attnpaths.engine import start_engine
-    from attnpaths.experiments.streaming import gram_statistics
+    from attnpaths.streaming import gram_statistics
 
     with start_engine(workers=threads, threads=True) as engine:
         # two chunks in flight per thread: a round's statistics are held at once (7 MB each at D = 924)
@@ -315,7 +315,7 @@ def row_main(argv=None) -> None:
 
     spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
     use_one_thread()
-    import attnpaths.experiments.streaming  # noqa: F401  (the row's imports, before the memory after them)
+    import attnpaths.streaming  # noqa: F401  (the row's imports, before the memory after them)
     import attnpaths.hmc.streams  # noqa: F401
     import attnpaths.theory  # noqa: F401
 

@@ -30,10 +30,10 @@ from collections.abc import Callable
 import numpy as np
 from tqdm import tqdm
 
-from .._validation import increasing_ints, labelled_examples, positive_int
-from ..engine import IN_PROCESS, THREADS, Engine, TaskFailed, client_for, map_tasks
-from ..gram import DEFAULT_BLOCK_SIZE, GramStatistics
-from ..paths import check_num_paths
+from ._validation import increasing_ints, labelled_examples, positive_int
+from .engine import IN_PROCESS, THREADS, Engine, TaskFailed, client_for, map_tasks
+from .gram import DEFAULT_BLOCK_SIZE, GramStatistics
+from .paths import check_num_paths
 
 
 class ChunkedStream:
@@ -137,7 +137,7 @@ def _chunk_statistics(make_chunk: Callable, k: int, block_size: int = DEFAULT_BL
     The statistics returned hold no block buffer (``[block_size, D]``, 15 MB at ``D = 924``): they are the
     merge of the chunks' into empty statistics of blocks of one example, which copies the sums exactly (each is
     added to zeros) and leaves nothing to add later."""
-    statistics = GramStatistics(block_size)
+    statistics = _new_statistics(make_chunk, block_size)
     for j in range(k, k + 1 if stop is None else stop):
         try:
             features, y = _check_chunk(make_chunk, j)
@@ -147,6 +147,14 @@ def _chunk_statistics(make_chunk: Callable, k: int, block_size: int = DEFAULT_BL
         except (ValueError, TypeError) as err:
             return None, _refused(err, j)
     return GramStatistics(1).merge(statistics), None
+
+
+def _new_statistics(make_chunk: Callable, block_size: int) -> GramStatistics:
+    """Empty statistics that record the ``heads`` and ``readout`` that ``make_chunk`` carries (a
+    :class:`ChunkedStream` carries its heads, :class:`attnpaths.attention_batches.AttentionBatches` both)."""
+    return GramStatistics(
+        block_size, heads=getattr(make_chunk, "heads", None), readout=getattr(make_chunk, "readout", None)
+    )
 
 
 def _tasks(prefixes: list[int], chunks_per_task: int) -> list[tuple[int, int]]:
