@@ -268,7 +268,7 @@ def theory_from_attention(
     targets: ArrayLike,
     *,
     width: float | Sequence[float],
-    temperature: float | Sequence[float] | str,
+    temperature: float | Sequence[float] | str = "auto",
     readout: str = "average_pooling",
     variances: float | Sequence[float] = 1.0,
     max_iterations: int = 200,
@@ -300,7 +300,7 @@ def theory_from_attention(
             width ``D`` is the natural value, and the finite-width effects are strongest where ``N`` is
             comparable with ``P``.
         temperature: ``T > 0``, the likelihood variance (eq-action); a strictly increasing sequence of them; or
-            ``"auto"`` (:data:`AUTO_TEMPERATURES`).
+            ``"auto"`` (:data:`AUTO_TEMPERATURES`, the default of every door).
         readout: ``"average_pooling"`` (mean over tokens), ``"last_token"`` or ``"first_token"``.
         variances: prior variances, a number or ``(s0, s1, ..., sL, sa)``.
         max_iterations: Newton iteration cap of the solver (an integer >= 1).
@@ -331,7 +331,7 @@ def theory_from_statistics(
     statistics: GramStatistics,
     *,
     width: float | Sequence[float],
-    temperature: float | Sequence[float] | str,
+    temperature: float | Sequence[float] | str = "auto",
     variances: float | Sequence[float] = 1.0,
     max_iterations: int = 200,
     initial=None,
@@ -471,8 +471,7 @@ def rank_heads(
             (batch, head, query, key), e.g. :class:`~attnpaths.transformer.SumHeadTransformer`,
             :class:`~attnpaths.attention_stack.MultiheadAttentionStack`, or a model of your own.
         tokens: ``[B, T, D]`` the training inputs; targets: ``[B]`` their targets (``+-1`` labels).
-        width, temperature, readout, variances, max_iterations, initial: as for :func:`theory_from_attention`
-            (``temperature`` defaults to ``"auto"``).
+        width, temperature, readout, variances, max_iterations, initial: as for :func:`theory_from_attention`.
 
     Returns:
         :class:`AttentionTheory`: ``head_scores`` ``[L, max(H)]``, ``head_labels``, ``pruning_order``,

@@ -336,3 +336,17 @@ def test_the_library_needs_only_its_declared_dependencies():
     assert imported - required - optional <= {"pyro", "bokeh"}, imported - required - optional
     assert not required & optional, "a package of an extra is also required"
     assert not (required | optional) & {m.lower() for m in BOOK_MODULES}
+
+
+def test_temperature_takes_the_same_options_at_every_door():
+    # every door that returns an AttentionTheory defaults to "auto"; the solver itself takes one number and names them
+    import inspect
+
+    from attnpaths import theory_from_statistics
+
+    for door in (theory_from_attention, theory_from_statistics, rank_heads):
+        assert inspect.signature(door).parameters["temperature"].default == "auto", door.__name__
+    features, targets = torch.randn(12, 3, 2, dtype=torch.float64), torch.ones(12)
+    for temperature in ("auto", [0.1, 1.0]):
+        with pytest.raises(ValueError, match="temperature must be one real number > 0 here.*theory_from_attention"):
+            solve(features, targets, heads=2, widths=3, temperature=temperature)

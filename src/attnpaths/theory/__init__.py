@@ -962,6 +962,15 @@ def _recorded_heads(statistics: GramStatistics, heads):
 
 
 def _options(temperature, gradient_tolerance, max_iterations, on_failure) -> tuple:
+    several = (isinstance(temperature, (list, tuple)) and len(temperature) > 1) or (
+        isinstance(temperature, (np.ndarray, torch.Tensor)) and temperature.ndim > 0 and len(temperature) > 1
+    )
+    if isinstance(temperature, str) or several:
+        raise ValueError(
+            f"temperature must be one real number > 0 here, got {temperature!r}: a grid of temperatures or 'auto' "
+            "(the one of smallest action) is chosen by attnpaths.theory_from_attention, theory_from_statistics "
+            "and rank_heads"
+        )
     temperature = positive_real(temperature, "temperature")
     gradient_tolerance = positive_real(gradient_tolerance, "gradient_tolerance")
     max_iterations = positive_int(max_iterations, "max_iterations")
