@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
 from ._validation import positive_int, torch_generator
+from .head_models import FrozenHeadModel
 
 
 def _fill_uniform(parameter: torch.Tensor, bound: float, generator: torch.Generator) -> None:
@@ -124,18 +126,156 @@ class MultiheadAttentionStack(nn.Module):
             h = layer(h, h, h, need_weights=False)[0]
         return self.readout(h.mean(dim=1)).squeeze(-1)
 
+    def attention_matrices(self, x: torch.Tensor) -> torch.Tensor:
+        """Each layer's per-head attention as the module computes it (``need_weights=True,
+        average_attn_weights=False``, each layer fed the module's own output of the layer before), in the
+        package's convention ``Omega[b, l, h, s, t]`` (key ``s``, query ``t``), like
+        :meth:`attnpaths.transformer.SumHeadTransformer.attention_matrices`.
+
+        Args:
+            x: ``[B, N0, T]``, moved to the weights' device and dtype.
+
+        Returns:
+            ``[B, L, H, T, T]``.
+        """
+        weight = self.readout.weight
+        h, out = self.embed(x.to(device=weight.device, dtype=weight.dtype).transpose(1, 2)), []
+        for layer in self.layers:
+            h, weights = layer(h, h, h, need_weights=True, average_attn_weights=False)
+            out.append(weights.transpose(-1, -2))  # [B, H, T_query, T_key] -> (key, query)
+        return torch.stack(out, dim=1)
+
     # the HeadModel protocol (attnpaths.head_models), on a float64 copy of the weights
+    def frozen_heads(self) -> MultiheadStackModel:
+        """The model's weights frozen in float64 (:class:`MultiheadStackModel`), the
+        :class:`~attnpaths.head_models.HeadModel` and :class:`~attnpaths.head_models.LayeredHeadModel` that
+        :func:`attnpaths.head_models.head_model` returns."""
+        return MultiheadStackModel(self)
+
     def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
         """Every layer's attention for ``tokens`` ``[B, T, N0]`` (PyTorch's layout, ``x.transpose(1, 2)``):
         ``L`` float64 tensors ``[B, H, T, T]`` indexed ``[batch, head, query, key]``
         (:meth:`attnpaths.head_models.FrozenHeadModel.attention_weights`)."""
-        from .head_models import head_model  # the frozen copy's module imports this one
-
-        return head_model(self).attention_weights(tokens)
+        return self.frozen_heads().attention_weights(tokens)
 
     def masked_output(self, tokens: torch.Tensor, mask=None) -> torch.Tensor:
         """The output ``[B]`` (float64) for ``tokens`` ``[B, T, N0]`` with head ``(l, h)``'s output multiplied by
         ``mask[l, h]`` (:meth:`attnpaths.head_models.FrozenHeadModel.masked_output`)."""
-        from .head_models import head_model
+        return self.frozen_heads().masked_output(tokens, mask)
 
-        return head_model(self).masked_output(tokens, mask)
+    def value_norms(self):
+        """``[L, H]``: the Frobenius norm of each head's map ``W_o^h W_v^h`` into the next layer (eq-value-norm)."""
+        return self.frozen_heads().value_norms()
+
+
+def _f64(tensor):
+    """A detached float64 CPU copy of ``tensor`` (``None`` stays ``None``)."""
+    return None if tensor is None else tensor.detach().cpu().double()
+
+
+class MultiheadStackModel(FrozenHeadModel):
+    """:class:`MultiheadAttentionStack` in float64 (sec-pruning-models): each layer recomputes what
+    ``torch.nn.MultiheadAttention`` computes (eval mode, self-attention, no attention mask), from the layer's packed
+    input projection ``in_proj_weight`` (queries, keys, values, in that order, each split into ``H`` heads of
+    ``d = D / H`` rows), its biases and its output projection:
+    ``Omega^(l,h)_{s t} = softmax_s((W_q^h h_t + b_q^h) . (W_k^h h_s + b_k^h) / sqrt(d))`` and
+    ``h^(l) = W_o [mask[l, 1] o^1; ...; mask[l, H] o^H] + b_o`` with ``o^h_t = sum_s Omega^(l,h)_{s t}
+    (W_v^h h_s + b_v^h)``."""
+
+    def __init__(self, model: MultiheadAttentionStack):
+        self.embed = model.embed.weight.detach().cpu().double()  # [D, N0]
+        self.readout_weights = model.readout.weight.detach().cpu().double()[0]  # [D]
+        self.layers = []
+        for index, layer in enumerate(model.layers):
+            if not layer._qkv_same_embed_dim or layer.bias_k is not None or layer.add_zero_attn:
+                raise ValueError(
+                    f"model.layers[{index}] must be a self-attention MultiheadAttention with one packed "
+                    "input projection, no bias_k/bias_v and no add_zero_attn"
+                )
+            self.layers.append(
+                {
+                    "in_weight": _f64(layer.in_proj_weight),
+                    "in_bias": _f64(layer.in_proj_bias),
+                    "out_weight": _f64(layer.out_proj.weight),
+                    "out_bias": _f64(layer.out_proj.bias),
+                    "num_heads": int(layer.num_heads),
+                }
+            )
+        self.heads = tuple(layer["num_heads"] for layer in self.layers)
+        self.input_width = int(self.embed.shape[1])
+        self.width = int(self.embed.shape[0])
+
+    def _embed(self, x):
+        return torch.einsum("di,bit->btd", self.embed, x)  # [B, T, D]
+
+    def _split(self, index, h, parts=slice(0, 3)):
+        """Queries, keys and values ``[B, H, T, d]`` of layer ``index`` from its input ``h`` ``[B, T, D]``, or those
+        of ``parts`` (a slice of the three): only their rows of the packed projection are applied."""
+        layer = self.layers[index]
+        B, T, _ = h.shape
+        H, D = layer["num_heads"], self.width
+        rows = slice(parts.start * D, parts.stop * D)
+        projected = h @ layer["in_weight"][rows].T
+        if layer["in_bias"] is not None:
+            projected = projected + layer["in_bias"][rows]
+        return [part.reshape(B, T, H, D // H).transpose(1, 2) for part in projected.split(D, dim=-1)]
+
+    def _attention(self, index, h, x):
+        q, k = self._split(index, h, slice(0, 2))
+        d = q.shape[-1]
+        return torch.softmax((q * math.sqrt(1.0 / d)) @ k.transpose(-1, -2), dim=-1).transpose(-1, -2)  # key, query
+
+    def _heads(self, index, h, omega):
+        (v,) = self._split(index, h, slice(2, 3))
+        return omega.transpose(-1, -2) @ v  # [B, H, T', d] for the T' queries of omega
+
+    def _pooled_heads(self, index, h, omega):
+        # sum_s omega_s (W_v h_s + b_v) = W_v (sum_s omega_s h_s) + b_v sum_s omega_s with the attention averaged
+        # over queries: the value projection of one token per head instead of T
+        layer = self.layers[index]
+        H, D = layer["num_heads"], self.width
+        pooled = omega.mean(dim=-1)  # [B, H, S]
+        routed = pooled @ h  # [B, H, D]: the input averaged by each head's pooled attention
+        W_v = layer["in_weight"][2 * D :].reshape(H, D // H, D)  # [H, d, D]
+        out = (routed.transpose(0, 1) @ W_v.transpose(1, 2)).transpose(0, 1)[:, :, None]  # [B, H, 1, d]
+        if layer["in_bias"] is not None:
+            out = out + layer["in_bias"][2 * D :].reshape(H, 1, D // H) * pooled.sum(dim=-1)[:, :, None, None]
+        return out
+
+    def combine_heads(self, index, heads_out, mask):
+        layer = self.layers[index]
+        B, H, T, d = heads_out.shape
+        out = (heads_out * mask[:, :, None, None]).transpose(1, 2).reshape(B, T, H * d) @ layer["out_weight"].T
+        return out + layer["out_bias"] if layer["out_bias"] is not None else out
+
+    def read_out(self, h):
+        return h.mean(dim=1) @ self.readout_weights
+
+    def value_norms(self):
+        """``[L, H]``: the Frobenius norm of each head's slice of the value projection (NaN where a layer has
+        fewer heads)."""
+        L, H = self.num_layers, max(self.heads)
+        norms = np.full((L, H), np.nan)
+        for l, layer in enumerate(self.layers):
+            d = self.width // layer["num_heads"]
+            W_v = layer["in_weight"][2 * self.width :]
+            for h in range(layer["num_heads"]):
+                block = slice(h * d, (h + 1) * d)
+                norms[l, h] = float(torch.linalg.matrix_norm(layer["out_weight"][:, block] @ W_v[block]))
+        return norms
+
+    def _head_maps(self, index):
+        layer = self.layers[index]
+        if layer["in_bias"] is not None or layer["out_bias"] is not None:
+            raise ValueError(f"the model's layer {index} has biases: its output is not a sum over attention paths")
+        d = self.width // layer["num_heads"]
+        W_v = layer["in_weight"][2 * self.width :]
+        return [
+            layer["out_weight"][:, h * d : (h + 1) * d] @ W_v[h * d : (h + 1) * d] for h in range(layer["num_heads"])
+        ]
+
+    def _embed_matrix(self):
+        return self.embed
+
+    def _readout_vector(self):
+        return self.readout_weights

@@ -4,7 +4,8 @@ sec-pruning-curves).
 * :func:`pruning_mask`: the head mask ``[L, max(H)]`` that prunes a set of heads (0 for a pruned head, 1 or the
   layer's rescaling for a kept one);
 * :class:`HeadMaskEvaluator`: a trained model's accuracy on fixed examples with a set of heads pruned, for any
-  model with ``masked_output(tokens, mask)`` (the :class:`attnpaths.head_models.HeadModel` protocol).
+  model with ``masked_output(tokens, mask)`` (the :class:`attnpaths.head_models.HeadModel` protocol); an output of
+  exactly 0 counts as chance (half right).
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ import numpy as np
 import torch
 
 from ._validation import as_float64_tensor
-from .attention_stack import MultiheadAttentionStack
-from .head_models import FrozenHeadModel, HeadModel, head_model, model_heads
-from .transformer import SumHeadTransformer
+from .head_models import HeadModel, layered_model, model_heads
 
 
 def pruning_mask(heads, pruned=(), *, rescale: bool = False) -> torch.Tensor:
@@ -53,15 +52,17 @@ class HeadMaskEvaluator:
     Pruning head ``(l, h)`` multiplies its output by 0, without retraining; with ``rescale``, the kept heads of a
     layer with ``n`` of its ``H_l`` heads pruned are multiplied by ``sqrt(H_l / (H_l - n))``
     (:func:`pruning_mask`), which turns the ``H^{-1/2}`` head sum of
-    :class:`~attnpaths.transformer.SumHeadTransformer` into its ``drop_heads`` pruning. The accuracy is the fraction
-    of examples with ``sign(f) == y``.
+    :class:`~attnpaths.transformer.SumHeadTransformer` into its ``drop_heads`` pruning. An example counts 1 when
+    ``sign(f) == y``, 0 when the signs differ and 1/2 when ``f`` is exactly 0 (a model with every head of a layer
+    pruned outputs 0, or its bias, for every example: it guesses, at chance); the accuracy is the mean.
 
-    Any :class:`~attnpaths.head_models.HeadModel` with a method ``masked_output(tokens, mask)`` is evaluated through
-    it, one call per set. The package's architectures (a :class:`~attnpaths.head_models.FrozenHeadModel`, or the
-    trained module itself) run in float64 layer by layer instead, keeping every layer's input for each set of heads
-    pruned before it; the output depends linearly on the last layer's head mask
-    (:meth:`~attnpaths.head_models.FrozenHeadModel.last_layer_terms`), so every pruning of the last layer is a
-    dot product.
+    Any :class:`~attnpaths.head_models.HeadModel` is evaluated through ``masked_output(tokens, mask)``, one call per
+    set, with ``tokens`` as given (their dtype and device) and the mask in their floating dtype and on their
+    device. A :class:`~attnpaths.head_models.LayeredHeadModel` (the package's architectures, through their frozen
+    float64 copy) runs layer by layer instead, keeping every layer's input for each set of heads pruned before it;
+    the output depends linearly on the last layer's head mask
+    (:meth:`~attnpaths.head_models.LayeredHeadModel.head_terms`), so every pruning of the last layer is a dot
+    product.
 
     Args:
         model: the trained model.
@@ -73,7 +74,7 @@ class HeadMaskEvaluator:
     """
 
     def __init__(self, model, tokens, labels, *, rescale: bool = False):
-        tokens = as_float64_tensor(tokens, "tokens")
+        tokens = tokens if isinstance(tokens, torch.Tensor) else torch.as_tensor(np.asarray(tokens))
         if tokens.ndim != 3:
             raise ValueError(f"tokens must have shape [B, T, D] (batch, token, feature), got {tuple(tokens.shape)}")
         self.labels = as_float64_tensor(labels, "labels", labels=True).numpy()
@@ -88,16 +89,17 @@ class HeadMaskEvaluator:
         self.num_examples = int(tokens.shape[0])
         self._cache: dict[frozenset, float] = {}
         self._terms: dict = {}
-        if isinstance(model, (FrozenHeadModel, SumHeadTransformer, MultiheadAttentionStack)):
-            self.model = head_model(model)
-            self.x = self.model._tokens(tokens)  # [B, N0, T]: the frozen model's own layout
-            self.heads = self.model.heads
+        layered = layered_model(model)
+        if layered is not None:
+            self.model = layered
+            self.tokens = layered.check_tokens(tokens)
+            self.heads = tuple(int(h) for h in layered.heads)
             with torch.no_grad():
-                self._inputs: dict = {(0, frozenset()): self.model._embed(self.x)}  # (layer, pruned before) -> input
+                self._inputs: dict = {(0, frozenset()): layered.embed_tokens(self.tokens)}  # (layer, before) -> input
             self._heads_out: dict = {}
             self._attention: dict = {}
             self._outputs = self._layered_outputs
-        elif isinstance(model, HeadModel) and callable(getattr(model, "masked_output", None)):
+        elif isinstance(model, HeadModel):
             self.model, self.tokens = model, tokens
             self.heads = model_heads(model, tokens)
             self._outputs = self._masked_outputs
@@ -108,13 +110,14 @@ class HeadMaskEvaluator:
             )
 
     def mask(self, pruned=()) -> torch.Tensor:
-        """The head mask ``[L, max(H)]`` that prunes ``pruned`` (0-based ``(layer, head)`` pairs)."""
+        """The head mask ``[L, max(H)]`` (float64) that prunes ``pruned`` (0-based ``(layer, head)`` pairs)."""
         return pruning_mask(self.heads, pruned, rescale=self.rescale)
 
     def _masked_outputs(self, pruned) -> np.ndarray:
+        dtype = self.tokens.dtype if self.tokens.is_floating_point() else torch.float64
         with torch.no_grad():
-            out = self.model.masked_output(self.tokens, self.mask(pruned))
-        out = np.asarray(torch.as_tensor(out).detach().cpu().double())
+            out = self.model.masked_output(self.tokens, self.mask(pruned).to(dtype=dtype, device=self.tokens.device))
+        out = torch.as_tensor(out).detach().cpu().double().numpy()
         if out.shape != (self.num_examples,):
             raise ValueError(
                 f"model.masked_output must return one output per example, shape [{self.num_examples}], got {out.shape}"
@@ -127,8 +130,8 @@ class HeadMaskEvaluator:
             h = self._layer_input(layer, before)
             key = layer if self.model.attention_from_input else (layer, before)
             if key not in self._attention:
-                self._attention[key] = self.model._attention(layer, h, self.x)
-            self._heads_out[(layer, before)] = self.model._heads(layer, h, self._attention[key])
+                self._attention[key] = self.model.layer_attention(layer, h, self.tokens)
+            self._heads_out[(layer, before)] = self.model.layer_heads(layer, h, self._attention[key])
         return self._heads_out[(layer, before)]
 
     def _layer_input(self, layer: int, before: frozenset) -> torch.Tensor:
@@ -136,7 +139,8 @@ class HeadMaskEvaluator:
         if (layer, before) not in self._inputs:
             earlier = frozenset(lh for lh in before if lh[0] < layer - 1)
             mask = self.mask(before)[layer - 1, : self.heads[layer - 1]][None]
-            self._inputs[(layer, before)] = self.model._combine(layer - 1, self._layer_heads(layer - 1, earlier), mask)
+            heads_out = self._layer_heads(layer - 1, earlier)
+            self._inputs[(layer, before)] = self.model.combine_heads(layer - 1, heads_out, mask)
         return self._inputs[(layer, before)]
 
     def _layered_outputs(self, pruned) -> np.ndarray:
@@ -145,7 +149,7 @@ class HeadMaskEvaluator:
         before = frozenset((int(l), int(h)) for l, h in pruned if int(l) < last)
         if before not in self._terms:
             with torch.no_grad():
-                terms, offset = self.model._last_terms(self._layer_heads(last, before))
+                terms, offset = self.model.head_terms(self._layer_heads(last, before))
             self._terms[before] = (terms.numpy(), offset.numpy())
         terms, offset = self._terms[before]
         return terms @ mask[last, : self.heads[last]].numpy() + offset
@@ -154,9 +158,15 @@ class HeadMaskEvaluator:
         """Model outputs ``[B]`` (float64) with the ``(layer, head)`` pairs ``pruned`` (0-based) pruned."""
         return self._outputs([(int(l), int(h)) for l, h in pruned])
 
+    def correct(self, pruned=()) -> np.ndarray:
+        """Each example's score ``[B]`` with ``pruned`` pruned: 1 where ``sign(f) == y``, 0 where the signs
+        differ, 1/2 where ``f`` is exactly 0 (chance)."""
+        f = self.outputs(pruned)
+        return np.where(f == 0, 0.5, (np.sign(f) == self.labels).astype(np.float64))
+
     def __call__(self, pruned=()) -> float:
-        """Fraction of examples with ``sign(f) == y`` after pruning the ``(layer, head)`` pairs ``pruned``."""
+        """The accuracy after pruning the ``(layer, head)`` pairs ``pruned``: the mean of :meth:`correct`."""
         key = frozenset((int(l), int(h)) for l, h in pruned)
         if key not in self._cache:
-            self._cache[key] = float(np.mean(np.sign(self.outputs(sorted(key))) == self.labels))
+            self._cache[key] = float(np.mean(self.correct(sorted(key))))
         return self._cache[key]

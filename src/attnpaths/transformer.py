@@ -25,6 +25,7 @@ from torch import nn
 
 from ._validation import positive_int
 from .attention import Attention, AttentionLayer
+from .head_models import FrozenHeadModel
 
 FORWARD_REVISION = 2
 """Revision of :meth:`SumHeadTransformer.forward`'s float32 arithmetic. Training amplifies rounding, so a
@@ -99,8 +100,9 @@ class SumHeadTransformer(nn.Module):
         """Number of heads per layer ``F`` (summed, not concatenated)."""
         return self.hyperparameters["num_heads"]
 
-    def _head_masks(self, drop_heads) -> torch.Tensor:
-        """``[L, F]`` per-head factors: 0 for dropped heads, ``(F - n_dropped)^{-1/2}`` otherwise."""
+    def head_factors(self, drop_heads) -> torch.Tensor:
+        """``[L, F]`` per-head factors of :meth:`forward` with ``drop_heads`` dropped: 0 for dropped heads,
+        ``(F - n_dropped)^{-1/2}`` otherwise (``ValueError`` for pairs out of range or a layer left without heads)."""
         L, F = self.num_layers, self.num_heads
         keep = torch.ones(L, F, dtype=torch.bool)  # built on the CPU, moved to the weights' device below
         for pair in drop_heads:
@@ -166,7 +168,7 @@ class SumHeadTransformer(nn.Module):
         tokens = x.to(device=self.readout.device, dtype=self.readout.dtype).transpose(1, 2)  # [B, T, N0]
         B, T, _ = tokens.shape
         L, F, N = self.values.shape[:3]
-        scale = self._head_masks(drop_heads)
+        scale = self.head_factors(drop_heads)
         h = tokens @ self.input_layer.T  # [B, T, N]
         for layer in range(L - 1):
             omega = self._layer_attention(tokens, layer)  # [B, F, t, s]
@@ -179,20 +181,25 @@ class SumHeadTransformer(nn.Module):
         return (omega.mean(dim=2) * z.transpose(1, 2)).sum(dim=(1, 2))
 
     # the HeadModel protocol (attnpaths.head_models), on a float64 copy of the weights
+    def frozen_heads(self) -> SumHeadModel:
+        """The model's weights frozen in float64 (:class:`SumHeadModel`), the :class:`~attnpaths.head_models.HeadModel`
+        and :class:`~attnpaths.head_models.LayeredHeadModel` that :func:`attnpaths.head_models.head_model` returns."""
+        return SumHeadModel(self)
+
     def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
         """Every layer's attention for ``tokens`` ``[B, T, N0]`` (PyTorch's layout, ``x.transpose(1, 2)``):
         ``L`` float64 tensors ``[B, H, T, T]`` indexed ``[batch, head, query, key]``
         (:meth:`attnpaths.head_models.FrozenHeadModel.attention_weights`)."""
-        from .head_models import head_model  # the frozen copy's module imports this one
-
-        return head_model(self).attention_weights(tokens)
+        return self.frozen_heads().attention_weights(tokens)
 
     def masked_output(self, tokens: torch.Tensor, mask=None) -> torch.Tensor:
         """The output ``[B]`` (float64) for ``tokens`` ``[B, T, N0]`` with head ``(l, h)``'s output multiplied by
         ``mask[l, h]`` (:meth:`attnpaths.head_models.FrozenHeadModel.masked_output`)."""
-        from .head_models import head_model
+        return self.frozen_heads().masked_output(tokens, mask)
 
-        return head_model(self).masked_output(tokens, mask)
+    def value_norms(self):
+        """``[L, F]``: the Frobenius norm of each head's value map ``V^(l,h)`` (eq-value-norm)."""
+        return self.frozen_heads().value_norms()
 
     def attention(self) -> Attention:
         """The trained query/key maps as the theory's fixed attention (sec-model-network, qk form with
@@ -222,3 +229,65 @@ class SumHeadTransformer(nn.Module):
         comparable with the theory's U."""
         w = self.path_weights()
         return w @ w.T
+
+
+class SumHeadModel(FrozenHeadModel):
+    """:class:`SumHeadTransformer` in float64 (sec-oneshot-data): attention from the raw input through the trained
+    query/key maps (:meth:`SumHeadTransformer.attention`), layer outputs
+    ``h^(l) = F^{-1/2} sum_h mask[l, h] V^(l,h) h^(l-1) Omega^(l,h)``. With the mask of
+    :func:`attnpaths.head_masks.pruning_mask` ``(..., rescale=True)`` this is the model's own ``drop_heads``
+    pruning."""
+
+    attention_from_input = True
+    multilinear_in_mask = True
+    head_token_axis = 3
+
+    def __init__(self, model: SumHeadTransformer):
+        self.attention = model.attention()
+        self.input_layer = model.input_layer.detach().cpu().double()
+        self.values = model.values.detach().cpu().double()  # [L, F, N, N]
+        self.readout_weights = model.readout.detach().cpu().double()
+        self.heads = (model.num_heads,) * model.num_layers
+        self.input_width = int(self.input_layer.shape[1])
+
+    def _embed(self, x):
+        return torch.einsum("ni,bit->bnt", self.input_layer, x)  # [B, N, T]
+
+    def _attention(self, index, h, x):
+        return self.attention.layers[index].matrices(x)  # from the raw input
+
+    def _heads(self, index, h, omega):
+        # [B, F, N, T']: V^(l,h) sum_s h_s Omega^(l,h)_{s t} for the T' queries of omega (T' = 1: pooled). Two
+        # matrix products in the cheaper order; torch.einsum's own order of the three operands took twice as long.
+        values = self.values[index]  # [F, N, N]
+        F, M, N = values.shape
+        B, _, S = h.shape
+        if omega.shape[-1] < S:  # few queries: the attention of every head first, then V per head
+            Tq = omega.shape[-1]
+            routed = (h @ omega.permute(0, 2, 1, 3).reshape(B, S, F * Tq)).reshape(B, N, F, Tq)
+            out = values @ routed.permute(2, 1, 0, 3).reshape(F, N, B * Tq)  # [F, M, B T']
+            return out.reshape(F, M, B, Tq).permute(2, 0, 1, 3)
+        # V^(l,h) h for every head in one product [F N, N] x [N, B S], then the attention of each (b, h)
+        mapped = (values.reshape(F * M, N) @ h.transpose(0, 1).reshape(N, B * S)).reshape(F, M, B, S)
+        return mapped.permute(2, 0, 1, 3) @ omega
+
+    def combine_heads(self, index, heads_out, mask):
+        return torch.einsum("bh,bhmt->bmt", mask.expand(heads_out.shape[0], -1), heads_out) / math.sqrt(
+            self.heads[index]
+        )
+
+    def read_out(self, h):
+        return h.mean(dim=2) @ self.readout_weights
+
+    def value_norms(self):
+        """``[L, H]``: the Frobenius norm of each head's value map into the next layer."""
+        return torch.linalg.matrix_norm(self.values).numpy()
+
+    def _head_maps(self, index):
+        return list(self.values[index] / math.sqrt(self.heads[index]))
+
+    def _embed_matrix(self):
+        return self.input_layer
+
+    def _readout_vector(self):
+        return self.readout_weights

@@ -9,10 +9,10 @@ import torch
 from helpers import assert_rounding_close
 
 from attnpaths import rank_heads
-from attnpaths.attention_stack import MultiheadAttentionStack
+from attnpaths.attention_stack import MultiheadAttentionStack, MultiheadStackModel
 from attnpaths.experiments.head_pruning import all_heads, pruning_curve
 from attnpaths.head_masks import HeadMaskEvaluator, pruning_mask
-from attnpaths.head_models import MultiheadStackModel, SumHeadModel, attention_error, head_model
+from attnpaths.head_models import attention_error, head_model
 from attnpaths.head_scoring import head_scores, pruning_order
 from attnpaths.paths import all_paths, path_features
 from attnpaths.pruning import attention_entropy, gradient_head_importance, value_norms
@@ -21,7 +21,7 @@ from attnpaths.pruning.exact import subset_outcomes, subset_table
 from attnpaths.pruning.sweep import RANKINGS, curve_auc, mean_interval, pruning_sweep, run_seed, split_mean
 from attnpaths.pruning.training import ModelTraining, train_model
 from attnpaths.theory import solve
-from attnpaths.transformer import SumHeadTransformer
+from attnpaths.transformer import SumHeadModel, SumHeadTransformer
 
 N0, T = 10, 7
 
@@ -68,12 +68,12 @@ def test_multihead_view_computes_the_modules_attention_and_output_to_1e_12(bias)
     assert isinstance(view, MultiheadStackModel) and view.heads == (4, 4) and view.input_width == N0
     with torch.no_grad():
         expected = module_attention(model, x)
-        ours = view.layer_attention(x)
+        ours = view.attention_weights(x.transpose(1, 2))  # [B, H, query, key]
         for a, b in zip(ours, expected):
             assert a.shape == (6, 4, T, T)
-            assert (a - b).abs().max() < 1e-12
-            torch.testing.assert_close(a.sum(dim=-2), torch.ones(6, 4, T, dtype=torch.float64))
-        assert (view.outputs(x) - model(x)).abs().max() < 1e-12
+            assert (a - b.transpose(-1, -2)).abs().max() < 1e-12
+            torch.testing.assert_close(a.sum(dim=-1), torch.ones(6, 4, T, dtype=torch.float64))
+        assert (view.masked_output(x.transpose(1, 2)) - model(x)).abs().max() < 1e-12
     # the theory's form of the attention: the last layer averaged over queries
     assert_rounding_close(view.matrices(x)[-1], expected[-1].mean(dim=-1), what="last layer's readout")
 
@@ -86,11 +86,11 @@ def test_masking_a_multihead_head_is_zeroing_its_block_of_the_output_projection(
     with torch.no_grad():
         for l, h in pruned:
             model.layers[l].out_proj.weight[:, h * d : (h + 1) * d] = 0.0
-        assert (view.outputs(x, pruning_mask(view.heads, pruned)) - model(x)).abs().max() < 1e-12
+        assert (view.masked_output(x.transpose(1, 2), pruning_mask(view.heads, pruned)) - model(x)).abs().max() < 1e-12
         # the pruned model's second-layer attention is recomputed from the pruned first layer
-        masked = view.layer_attention(x, pruning_mask(view.heads, pruned))
+        masked = view.attention_weights(x.transpose(1, 2), pruning_mask(view.heads, pruned))
         for a, b in zip(masked, module_attention(model, x)):
-            assert (a - b).abs().max() < 1e-12
+            assert (a - b.transpose(-1, -2)).abs().max() < 1e-12
 
 
 def test_sum_head_view_is_the_model_and_its_drop_heads_pruning():
@@ -99,11 +99,11 @@ def test_sum_head_view_is_the_model_and_its_drop_heads_pruning():
     assert isinstance(view, SumHeadModel) and view.heads == (3, 3)
     with torch.no_grad():
         omega = model.attention_matrices(x)
-        for l, a in enumerate(view.layer_attention(x)):
-            assert (a - omega[:, l]).abs().max() < 1e-12
-        assert (view.outputs(x) - model(x)).abs().max() < 1e-12
+        for l, a in enumerate(view.attention_weights(x.transpose(1, 2))):
+            assert (a - omega[:, l].transpose(-1, -2)).abs().max() < 1e-12
+        assert (view.masked_output(x.transpose(1, 2)) - model(x)).abs().max() < 1e-12
         for pruned in ([(0, 0)], [(0, 2), (1, 1)], [(1, 0), (1, 2)]):
-            rescaled = view.outputs(x, pruning_mask(view.heads, pruned, rescale=True))
+            rescaled = view.masked_output(x.transpose(1, 2), pruning_mask(view.heads, pruned, rescale=True))
             assert (rescaled - model(x, drop_heads=pruned)).abs().max() < 1e-12
     # its path features are those of the package's own Attention of the model
     # (two routes to the same attention: rounding on the features' scale)
@@ -117,9 +117,9 @@ def test_the_output_is_linear_in_the_last_layers_mask(make):
     H = max(view.heads)
     for _ in range(3):
         mask = torch.as_tensor(rng.normal(size=(6, 2, H)))
-        terms, offset = view.last_layer_terms(x, mask)
+        terms, offset = view.last_layer_terms(x.transpose(1, 2), mask)
         assert terms.shape == (6, H)
-        expected = view.outputs(x, mask)
+        expected = view.masked_output(x.transpose(1, 2), mask)
         assert (torch.einsum("bh,bh->b", terms, mask[:, -1]) + offset - expected).abs().max() < 1e-12
 
 
@@ -153,10 +153,10 @@ def test_head_model_and_masks_refuse_what_they_cannot_read():
     with pytest.raises(ValueError, match=r"model.layers\[0\]"):
         head_model(odd)
     view = head_model(stack())
-    with pytest.raises(ValueError, match="x must have shape"):
-        view.outputs(torch.zeros(2, N0 + 1, T))
+    with pytest.raises(ValueError, match="tokens must have shape"):
+        view.masked_output(torch.zeros(2, T, N0 + 1))
     with pytest.raises(ValueError, match="mask must have shape"):
-        view.outputs(inputs(), torch.ones(3, 4))
+        view.masked_output(inputs().transpose(1, 2), torch.ones(3, 4))
     with pytest.raises(ValueError, match="pruned must hold 0-based"):
         pruning_mask((4, 4), [(2, 0)])
     with pytest.raises(ValueError, match="at least one head"):
@@ -225,7 +225,7 @@ def test_theory_ranking_keeps_the_temperature_with_the_smallest_certified_action
 def test_gradient_importance_is_the_mean_absolute_mask_gradient_normalised_per_layer(make):
     view = head_model(make(bias=True) if make is stack else make())
     x, y = labelled(12)
-    raw = gradient_head_importance(view, x, y, normalize=False, batch_size=5)
+    raw = gradient_head_importance(view, x.transpose(1, 2), y, normalize=False, batch_size=5)
     # central finite differences of each example's loss in each head's mask variable
     eps = 1e-6
     expected = np.zeros_like(raw)
@@ -233,11 +233,11 @@ def test_gradient_importance_is_the_mean_absolute_mask_gradient_normalised_per_l
         for l, h in all_heads(view.heads):
             step = torch.zeros(2, max(view.heads), dtype=torch.float64)
             step[l, h] = eps
-            plus = (view.outputs(x, 1 + step) - y) ** 2
-            minus = (view.outputs(x, 1 - step) - y) ** 2
+            plus = (view.masked_output(x.transpose(1, 2), 1 + step) - y) ** 2
+            minus = (view.masked_output(x.transpose(1, 2), 1 - step) - y) ** 2
             expected[l, h] = ((plus - minus) / (2 * eps)).abs().mean()
     np.testing.assert_allclose(raw, expected, rtol=1e-6, atol=1e-9)
-    normalised = gradient_head_importance(view, x, y)
+    normalised = gradient_head_importance(view, x.transpose(1, 2), y)
     np.testing.assert_allclose(np.linalg.norm(normalised, axis=1), 1.0)
     np.testing.assert_allclose(normalised * np.linalg.norm(raw, axis=1, keepdims=True), raw)
 
@@ -246,7 +246,7 @@ def test_entropy_is_log_T_for_uniform_attention_and_smaller_otherwise():
     model = sum_heads()
     with torch.no_grad():
         model.queries[0] = 0.0  # layer 1 attends uniformly
-    entropy = attention_entropy(model, inputs())
+    entropy = attention_entropy(model, inputs().transpose(1, 2))
     assert_rounding_close(entropy[0], math.log(T), what="entropy of uniform attention")  # against the closed form
     assert (entropy[1] < math.log(T)).all() and (entropy[1] > 0).all()
 
@@ -333,7 +333,7 @@ def test_evaluator_curves_and_areas():
     evaluator = HeadMaskEvaluator(view, x.transpose(1, 2), y)
     for pruned in ([], [(1, 2)], [(0, 0), (1, 1), (1, 3)]):
         with torch.no_grad():
-            direct = view.outputs(x, pruning_mask(view.heads, pruned)).numpy()
+            direct = view.masked_output(x.transpose(1, 2), pruning_mask(view.heads, pruned)).numpy()
         # the evaluator's cached layer inputs against a masked forward pass: rounding on the outputs' scale
         assert_rounding_close(evaluator.outputs(pruned), direct, what=f"outputs with {pruned} pruned")
         # exact on any CPU: accuracies are counts over 30 examples (no output lies within rounding of zero)
@@ -350,7 +350,7 @@ def test_evaluator_curves_and_areas():
     evaluator = HeadMaskEvaluator(deep, x.transpose(1, 2), y)
     for pruned in ([(0, 1), (2, 0)], [(1, 3), (0, 1)], [(0, 2), (1, 0), (1, 1), (2, 3)]):
         with torch.no_grad():
-            direct = deep.outputs(x, pruning_mask(deep.heads, pruned)).numpy()
+            direct = deep.masked_output(x.transpose(1, 2), pruning_mask(deep.heads, pruned)).numpy()
         assert_rounding_close(evaluator.outputs(pruned), direct, what=f"outputs with {pruned} pruned")  # as above
 
 

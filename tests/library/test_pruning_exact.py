@@ -143,7 +143,7 @@ def test_subset_outputs_are_the_masked_outputs_of_every_subset(make):
     for m in (0, 1, 5, 37, 2 ** len(pairs) - 2, 2 ** len(pairs) - 1):
         pruned = [pairs[i] for i in range(len(pairs)) if m >> i & 1]
         with torch.no_grad():
-            direct = view.outputs(x, pruning_mask(view.heads, pruned))
+            direct = view.masked_output(x.transpose(1, 2), pruning_mask(view.heads, pruned))
         # every subset at once (batched masks) against one masked forward pass: rounding on the outputs' scale
         assert_rounding_close(out[m], direct, what=f"outputs of subset {m}")
 
@@ -155,7 +155,7 @@ def test_the_table_finds_the_subset_that_is_known_to_be_best():
     x = inputs(200, seed=4)
     known = [(0, 2), (1, 1)]
     with torch.no_grad():
-        y = torch.sign(view.outputs(x, pruning_mask(view.heads, known)))
+        y = torch.sign(view.masked_output(x.transpose(1, 2), pruning_mask(view.heads, known)))
     table = subset_table(view, {"test": (x, y), "validation": (x[:50], y[:50])})
     # exact on any CPU: accuracies are counts over 200 examples (the table's outputs are another route to the
     # labels' outputs, but none of them lies within rounding of zero)
@@ -175,7 +175,9 @@ def test_gating_the_module_scales_its_heads_column_blocks():
     mask = torch.tensor([[1.0, 0.3, 0.0, 2.0], [0.5, 1.0, 1.0, 0.0]], dtype=torch.float64)
     with torch.no_grad():
         # the gated module against the view's masked outputs: two routes, rounding on the outputs' scale
-        assert_rounding_close(gated_stack(model, mask)(x), head_model(model).outputs(x, mask), what="gated outputs")
+        assert_rounding_close(
+            gated_stack(model, mask)(x), head_model(model).masked_output(x.transpose(1, 2), mask), what="gated outputs"
+        )
     with pytest.raises(ValueError, match="mask"):
         gated_stack(model, torch.ones(2, 3))
 
@@ -187,7 +189,10 @@ def test_path_weights_write_the_output_as_a_sum_over_paths(make):
     assert w.shape == (len(all_paths(view.heads)), N0)
     with torch.no_grad():
         torch.testing.assert_close(
-            torch.einsum("pi,bip->b", w, path_features(x, view)), view.outputs(x), rtol=1e-10, atol=1e-12
+            torch.einsum("pi,bip->b", w, path_features(x, view)),
+            view.masked_output(x.transpose(1, 2)),
+            rtol=1e-10,
+            atol=1e-12,
         )
 
 
@@ -205,7 +210,7 @@ def test_path_weights_refuse_a_model_with_biases():
 def regression_labels(view, x, noise=0.5, seed=0):
     """Labels the model fits up to independent noise, so that the gate gradient is small beside the Fisher."""
     with torch.no_grad():
-        f = view.outputs(x)
+        f = view.masked_output(x.transpose(1, 2))
     return f + noise * torch.randn(f.shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
@@ -219,10 +224,10 @@ def test_iterative_gradient_importance_prunes_a_silenced_head_first():
     view = head_model(silence(stack(seed=1), 1, 3))
     x = inputs(60, seed=2)
     y = regression_labels(view, x)
-    order = iterative_gradient_order(view, x, y)
+    order = iterative_gradient_order(view, x.transpose(1, 2), y)
     assert order[0] == (1, 3) and sorted(order) == all_heads(view.heads)
     # the importance at a mask leaves the pruned heads out of the normalisation
-    at = gradient_head_importance(view, x, y, mask=pruning_mask(view.heads, [(0, 0)]))
+    at = gradient_head_importance(view, x.transpose(1, 2), y, mask=pruning_mask(view.heads, [(0, 0)]))
     assert np.isnan(at[0, 0]) and np.nansum(at[0] ** 2) == pytest.approx(1.0)
 
 
@@ -230,10 +235,10 @@ def test_the_fisher_search_prunes_a_silenced_head_first_and_is_a_second_order_es
     view = head_model(silence(stack(seed=1), 0, 1))
     x = inputs(2000, seed=2)
     y = regression_labels(view, x, noise=2.0)
-    sets, change = fisher_pruning_sets(view, x, y)
+    sets, change = fisher_pruning_sets(view, x.transpose(1, 2), y)
     assert sets[0] == () and sets[1] == ((0, 1),) and change[1] == pytest.approx(0.0, abs=1e-20)
     assert [len(s) for s in sets] == list(range(7))
-    g, F = gate_fisher(view, x, y)
+    g, F = gate_fisher(view, x.transpose(1, 2), y)
     # exact on any CPU: the silenced head's gate multiplies exactly zero weights, so its gradient terms are exact zeros
     assert F.shape == (8, 8) and np.allclose(F, F.T) and g[1] == 0.0 and (F[1] == 0).all()
 

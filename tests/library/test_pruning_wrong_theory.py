@@ -91,7 +91,9 @@ def pipeline():
         outcomes = subset_outcomes(view, held_out.x, held_out.y)
         tables = [outcomes.table({"validation": m, "test": ~m}) for m in masks]
         practical = {
-            "michel": pruning_order(gradient_head_importance(view, practical_images.x, practical_images.y)),
+            "michel": pruning_order(
+                gradient_head_importance(view, practical_images.x.transpose(1, 2), practical_images.y)
+            ),
             "norm": pruning_order(value_norms(view)),
         }
         variants = {
@@ -100,7 +102,7 @@ def pipeline():
         }
         variants["U = I"], paper = theory_rankings(view, train, 200, width=float("inf"))
         paper_scores.append(paper)
-        fisher_sets, _ = fisher_pruning_sets(view, practical_images.x, practical_images.y)
+        fisher_sets, _ = fisher_pruning_sets(view, practical_images.x.transpose(1, 2), practical_images.y)
         for variant, orders in variants.items():
             sets = {name: pruning_sets(o, view.heads) for name, o in {**orders, **practical}.items()}
             sets["fisher"] = fisher_sets

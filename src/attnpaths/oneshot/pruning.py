@@ -237,9 +237,10 @@ def prune_heads(
 
 
 def episode_correct(evaluator: HeadMaskEvaluator, pruned=()) -> np.ndarray:
-    """``[B]`` float64, 1 or 0: whether the model of ``evaluator`` with the ``(layer, head)`` pairs ``pruned`` pruned
-    gets each of its episodes right (``sign(f) == y``; the mean is ``evaluator(pruned)``)."""
-    return (np.sign(evaluator.outputs(pruned)) == evaluator.labels).astype(np.float64)
+    """``[B]`` float64: whether the model of ``evaluator`` with the ``(layer, head)`` pairs ``pruned`` pruned gets each
+    of its episodes right (1 for ``sign(f) == y``, 0 for the wrong sign, 1/2 for ``f == 0``:
+    :meth:`~attnpaths.head_masks.HeadMaskEvaluator.correct`; the mean is ``evaluator(pruned)``)."""
+    return evaluator.correct(pruned)
 
 
 def paired_difference(correct, reference) -> tuple[float, float]:

@@ -419,7 +419,7 @@ def fine_tune_pruned(
     numpy_generator(rng)
     model = copy.deepcopy(trained.model)
     pruned = tuple(sorted({tuple(int(v) for v in pair) for pair in pruned}))
-    model._head_masks(pruned)  # the model's own check: pairs in range, a head left in every layer
+    model.head_factors(pruned)  # the model's own check: pairs in range, a head left in every layer
     device = torch_device(device, "device")
     model.to(device)
     frozen = {

@@ -6,8 +6,8 @@
 * :func:`gated_stack`: a copy of a ``MultiheadAttentionStack`` whose heads are scaled by a mask (the gate of
   eq-pruning-mha on the module itself).
 
-They use the layer-by-layer internals of :class:`attnpaths.head_models.FrozenHeadModel`, in the package's layout
-(inputs ``[B, N0, T]``).
+They run a :class:`attnpaths.head_models.LayeredHeadModel` one layer at a time (the package's architectures through
+their frozen copies, :func:`attnpaths.head_models.head_model`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import copy
 import numpy as np
 import torch
 
+from .._validation import as_float64_tensor
 from ..attention_stack import MultiheadAttentionStack
 from ..head_models import head_model
 
@@ -54,48 +55,51 @@ def subset_outputs(model, x) -> torch.Tensor:
     (:func:`attnpaths.experiments.head_subsets.subset_masks`: bit ``i`` prunes head ``i``, layer-major).
 
     Layer by layer, each layer runs once per mask of the layers before it (an attention computed from the raw
-    input only once); the output is linear in the last layer's mask (:meth:`~attnpaths.head_models.FrozenHeadModel.last_layer_terms`), so the
-    last layer's ``2^H_L`` masks are a matrix product, and mean pooling follows it, so it runs on the attention
-    averaged over queries (``FrozenHeadModel._pooled_heads``). A model whose output is multilinear in the masks
-    (:attr:`~attnpaths.head_models.FrozenHeadModel.multilinear_in_mask`: attention from the raw input, no biases) runs once per attention
-    path instead (:func:`path_outputs`), and every set of pruned heads sums the paths it keeps.
+    input only once); the output is linear in the last layer's mask
+    (:meth:`~attnpaths.head_models.LayeredHeadModel.head_terms`), so the last layer's ``2^H_L`` masks are a matrix
+    product, and mean pooling follows it, so it runs on the attention averaged over queries
+    (:meth:`~attnpaths.head_models.LayeredHeadModel.pooled_heads`). A model whose output is multilinear in the masks
+    (:attr:`~attnpaths.head_models.LayeredHeadModel.multilinear_in_mask`: attention from the raw input, no biases)
+    runs once per attention path instead (:func:`path_outputs`), and every set of pruned heads sums the paths it
+    keeps.
 
     Args:
-        model: a trained model or its :class:`~attnpaths.head_models.FrozenHeadModel`; x: ``[B, N0, T]``.
+        model: a trained model of the package or a :class:`~attnpaths.head_models.LayeredHeadModel`;
+            x: ``[B, N0, T]`` (``tokens.transpose(1, 2)``).
 
     Returns:
         float64 ``[2^n, B]``.
     """
     view = head_model(model)
-    x = view._input(x)
-    B, last = x.shape[0], view.num_layers - 1
+    tokens = view.check_tokens(as_float64_tensor(x, "x").transpose(1, 2))
+    B, last = tokens.shape[0], len(view.heads) - 1
     with torch.no_grad():
         if view.multilinear_in_mask:
             # out[m_L, ..., m_1, b] = sum_pi prod_l kept_l[m_l, pi_l] c_pi(x_b): one layer's masks at a time
-            out = path_outputs(view, x).reshape(B, *view.heads)
-            for index in range(view.num_layers):  # axes [m_l, ..., m_1, b, h_{l+1}, ..., h_L]
+            out = path_outputs(view, tokens.transpose(1, 2)).reshape(B, *view.heads)
+            for index in range(len(view.heads)):  # axes [m_l, ..., m_1, b, h_{l+1}, ..., h_L]
                 out = torch.tensordot(_kept(view.heads[index]), out, dims=([1], [index + 1]))
             return out.reshape(-1, B)
-        h = view._embed(x)[None]  # [V, B, ...]: one input per mask of the earlier layers
-        for index in range(view.num_layers):
+        h = view.embed_tokens(tokens)[None]  # [V, B, ...]: one input per mask of the earlier layers
+        for index in range(len(view.heads)):
             V = h.shape[0]
             flat = h.reshape(V * B, *h.shape[2:])
             if view.attention_from_input:
-                omega = view._attention(index, None, x)
-                if index == last:
-                    omega = omega.mean(dim=-1, keepdim=True)  # what _pooled_heads reads, before it is repeated
-                omega = omega.expand(V, *omega.shape).reshape(V * B, *omega.shape[1:])
+                attention = view.layer_attention(index, None, tokens)
+                if index == last:  # what pooled_heads reads, before it is repeated
+                    attention = attention.mean(dim=-2, keepdim=True)
+                attention = attention.expand(V, *attention.shape).reshape(V * B, *attention.shape[1:])
             else:
-                omega = view._attention(index, flat, x.repeat(V, 1, 1))
+                attention = view.layer_attention(index, flat, tokens.repeat(V, 1, 1))
             if index == last:
-                terms, offset = view._last_terms(view._pooled_heads(index, flat, omega))  # [V B, H_L], [V B]
+                terms, offset = view.head_terms(view.pooled_heads(index, flat, attention))  # [V B, H_L], [V B]
                 out = torch.einsum("vbh,mh->mvb", terms.reshape(V, B, -1), _kept(view.heads[index]))
                 return (out + offset.reshape(V, B)[None]).reshape(-1, B)
-            heads_out = view._heads(index, flat, omega)
+            heads_out = view.layer_heads(index, flat, attention)
             masks = _kept(view.heads[index])  # new variant m * V + v: this layer's bits above the earlier ones
             h = torch.stack(
                 [
-                    view._combine(index, heads_out, mask[None].expand(V * B, -1)).reshape(V, B, *h.shape[2:])
+                    view.combine_heads(index, heads_out, mask[None].expand(V * B, -1)).reshape(V, B, *h.shape[2:])
                     for mask in masks
                 ]
             ).reshape(len(masks) * V, B, *h.shape[2:])
@@ -103,14 +107,16 @@ def subset_outputs(model, x) -> torch.Tensor:
 
 def path_outputs(model, x) -> torch.Tensor:
     """Each attention path's contribution to the output of a model whose output is multilinear in its head masks
-    (:attr:`~attnpaths.head_models.FrozenHeadModel.multilinear_in_mask`): ``c[b, pi]`` with ``outputs(x, mask)[b] = sum_pi c[b, pi]
-    prod_l mask[l, pi_l]`` for every mask, paths in flat order (``h_1`` slowest).
+    (:attr:`~attnpaths.head_models.LayeredHeadModel.multilinear_in_mask`): ``c[b, pi]`` with
+    ``masked_output(tokens, mask)[b] = sum_pi c[b, pi] prod_l mask[l, pi_l]`` for every mask, paths in flat order
+    (``h_1`` slowest).
 
     Each layer runs once per path through the layers before it, on the input that path alone gives it; the last
-    layer on the attention averaged over queries (``FrozenHeadModel._pooled_heads``).
+    layer on the attention averaged over queries (:meth:`~attnpaths.head_models.LayeredHeadModel.pooled_heads`).
 
     Args:
-        model: such a model or its :class:`~attnpaths.head_models.FrozenHeadModel`; x: ``[B, N0, T]``.
+        model: such a model or its :class:`~attnpaths.head_models.LayeredHeadModel`; x: ``[B, N0, T]``
+            (``tokens.transpose(1, 2)``).
 
     Returns:
         float64 ``[B, n_paths]``.
@@ -121,17 +127,17 @@ def path_outputs(model, x) -> torch.Tensor:
             f"the output of a {type(view).__name__} is not multilinear in its head masks (its attention "
             "reads the masked layers, or it has biases)"
         )
-    x = view._input(x)
-    last = view.num_layers - 1
+    tokens = view.check_tokens(as_float64_tensor(x, "x").transpose(1, 2))
+    last = len(view.heads) - 1
     with torch.no_grad():
-        inputs = [view._embed(x)]  # one per path through the layers so far, in flat order
-        for index in range(view.num_layers):
-            omega = view._attention(index, None, x)
+        inputs = [view.embed_tokens(tokens)]  # one per path through the layers so far, in flat order
+        for index in range(len(view.heads)):
+            attention = view.layer_attention(index, None, tokens)
             if index == last:
-                return torch.cat([view._last_terms(view._pooled_heads(index, h, omega))[0] for h in inputs], dim=1)
+                return torch.cat([view.head_terms(view.pooled_heads(index, h, attention))[0] for h in inputs], dim=1)
             units = torch.eye(view.heads[index], dtype=torch.float64)
             inputs = [
-                view._combine(index, heads_out, unit[None])
-                for heads_out in (view._heads(index, h, omega) for h in inputs)
+                view.combine_heads(index, heads_out, unit[None])
+                for heads_out in (view.layer_heads(index, h, attention) for h in inputs)
                 for unit in units
             ]

@@ -13,28 +13,28 @@ import itertools
 
 import numpy as np
 
-from .._validation import as_float64_tensor, positive_int
+from .._validation import positive_int
 from ..experiments.head_pruning import all_heads
 from ..head_masks import pruning_mask
-from ..head_models import head_model
 from .rankings import GateGradients
 
 
-def iterative_gradient_order(model, x, y, *, normalize: bool = True) -> list[tuple[int, int]]:
+def iterative_gradient_order(model, tokens, targets, *, normalize: bool = True) -> list[tuple[int, int]]:
     """Prune, one at a time, the prunable head of smallest gradient importance (eq-michel-importance) measured
     at the mask of the heads pruned so far (normalised per layer over the heads left, when ``normalize``); a
     layer's last head is never pruned and comes last.
 
     Args:
-        model: a trained model or its :class:`~attnpaths.head_models.FrozenHeadModel`; x: ``[P, N0, T]``; y: ``[P]``.
+        model: a :class:`~attnpaths.head_models.HeadModel` (as for
+            :func:`~attnpaths.pruning.rankings.gradient_head_importance`); tokens: ``[P, T, D]``; targets: ``[P]``.
 
     Returns:
         every head ``(layer, head)`` in pruning order.
     """
-    view = head_model(model)
-    gradients = GateGradients(view, x, y)  # the summed-head model runs once here, not once per mask
-    pairs = all_heads(view.heads)
-    left = list(view.heads)
+    gradients = GateGradients(model, tokens, targets)  # the summed-head model runs once here, not once per mask
+    heads = gradients.heads
+    pairs = all_heads(heads)
+    left = list(heads)
     pruned: list[tuple[int, int]] = []
     while True:
         options = [(l, h) for l, h in pairs if (l, h) not in pruned and left[l] > 1]
@@ -43,32 +43,37 @@ def iterative_gradient_order(model, x, y, *, normalize: bool = True) -> list[tup
         if len(options) == 1:  # nothing to compare: no gradient pass
             chosen = options[0]
         else:
-            importance = gradients.importance(pruning_mask(view.heads, pruned), normalize=normalize)
+            importance = gradients.importance(pruning_mask(heads, pruned), normalize=normalize)
             chosen = min(options, key=lambda lh: (importance[lh], lh))
         pruned.append(chosen)
         left[chosen[0]] -= 1
     return pruned + [lh for lh in pairs if lh not in pruned]
 
 
-def gate_fisher(model, x, y, *, batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
+def gate_fisher(model, tokens, targets, *, batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
     """The gate gradient and the gate Fisher matrix of the training loss ``l(x) = (f(x) - y)^2`` at every head
     kept: ``g = <d l / d xi>`` and ``F = <(d l / d xi)(d l / d xi)^T>`` over examples (eq-fisher-pruning).
+
+    Args:
+        model: a :class:`~attnpaths.head_models.HeadModel` (as for
+            :func:`~attnpaths.pruning.rankings.gradient_head_importance`); tokens: ``[P, T, D]``; targets: ``[P]``.
 
     Returns:
         ``(g [n], F [n, n])``, heads in :func:`~attnpaths.experiments.head_pruning.all_heads` order.
     """
     batch_size = positive_int(batch_size, "batch_size")
-    view = head_model(model)
-    x, y = as_float64_tensor(x, "x"), as_float64_tensor(y, "y", labels=True)
-    if y.shape != x.shape[:1]:
-        raise ValueError(f"y must have shape [P] = [{x.shape[0]}], got {tuple(y.shape)}")
-    L, H = view.num_layers, max(view.heads)
-    index = [l * H + h for l, h in all_heads(view.heads)]
-    per_example = GateGradients(view, x, y, batch_size=batch_size)().reshape(x.shape[0], L * H)[:, index]
+    return _gate_fisher(GateGradients(model, tokens, targets, batch_size=batch_size))
+
+
+def _gate_fisher(gradients: GateGradients) -> tuple[np.ndarray, np.ndarray]:
+    heads, P = gradients.heads, gradients.tokens.shape[0]
+    L, H = len(heads), max(heads)
+    index = [l * H + h for l, h in all_heads(heads)]
+    per_example = gradients().reshape(P, L * H)[:, index]
     return per_example.mean(dim=0).numpy(), (per_example.T @ per_example / per_example.shape[0]).numpy()
 
 
-def fisher_pruning_sets(model, x, y) -> tuple[list[tuple[tuple[int, int], ...]], np.ndarray]:
+def fisher_pruning_sets(model, tokens, targets) -> tuple[list[tuple[tuple[int, int], ...]], np.ndarray]:
     """For each number ``k`` of pruned heads, the set ``S`` (one head kept per layer) of smallest second-order
     loss change when its gates go from 1 to 0 (eq-fisher-pruning):
 
@@ -76,19 +81,23 @@ def fisher_pruning_sets(model, x, y) -> tuple[list[tuple[tuple[int, int], ...]],
 
     searched over every such set (the heads interact through ``F``).
 
+    Args:
+        model, tokens ``[P, T, D]``, targets ``[P]``: as for :func:`gate_fisher`.
+
     Returns:
         ``(sets, change)``: ``sets[k]`` the chosen set of ``k`` heads (``k = 0..K``), ``change[k]`` its estimate.
     """
-    view = head_model(model)
-    g, F = gate_fisher(view, x, y)
-    pairs = all_heads(view.heads)
-    K = sum(view.heads) - view.num_layers
+    gradients = GateGradients(model, tokens, targets)
+    heads = gradients.heads
+    g, F = _gate_fisher(gradients)
+    pairs = all_heads(heads)
+    K = sum(heads) - len(heads)
     sets, change = [], []
     for k in range(K + 1):
         best, best_value = None, np.inf
         for chosen in itertools.combinations(range(len(pairs)), k):
-            counts = np.bincount([pairs[i][0] for i in chosen], minlength=view.num_layers)
-            if np.any(counts >= np.array(view.heads)):
+            counts = np.bincount([pairs[i][0] for i in chosen], minlength=len(heads))
+            if np.any(counts >= np.array(heads)):
                 continue
             v = -g[list(chosen)].sum() + 0.5 * F[np.ix_(chosen, chosen)].sum()
             if v < best_value:

@@ -9,9 +9,11 @@ baselines here:
 * :func:`attention_entropy`: the mean entropy of each head's attention over keys (eq-attention-entropy);
 * :func:`value_norms`: the norm of each head's value map (eq-value-norm).
 
-Every function takes the trained model itself (:class:`attnpaths.transformer.SumHeadTransformer` or
-:class:`attnpaths.attention_stack.MultiheadAttentionStack`) or its :class:`~attnpaths.head_models.FrozenHeadModel`,
-with inputs in the package's layout ``x`` ``[B, N0, T]``, and works in float64 on the CPU.
+Every function takes any model of the :class:`attnpaths.head_models.HeadModel` protocol with tokens in PyTorch's
+layout ``[P, T, D]`` and targets ``[P]``: a model of your own, or the package's trained architectures
+(:class:`attnpaths.transformer.SumHeadTransformer`, :class:`attnpaths.attention_stack.MultiheadAttentionStack`),
+which run through their frozen float64 copies (:func:`attnpaths.head_models.head_model`) and, where the output is
+multilinear in the head masks, through the attention paths' contributions (faster, the same numbers).
 :func:`attnpaths.head_scoring.pruning_order` turns scores into the order in which heads are pruned.
 """
 
@@ -21,48 +23,68 @@ import numpy as np
 import torch
 
 from .._validation import as_float64_tensor, positive_int
-from ..head_models import head_model
+from ..head_models import HeadModel, check_mask, layered_model, model_heads
 from ..paths import all_paths
 from .masked_outputs import path_outputs
+
+
+def _head_model(model, tokens):
+    """``(the model to call, its tokens, its heads)``: a :class:`~attnpaths.head_models.LayeredHeadModel` (the
+    package's models through their frozen copies) with its checked tokens, else a
+    :class:`~attnpaths.head_models.HeadModel` with the tokens as given."""
+    layered = layered_model(model)
+    if layered is not None:
+        return layered, layered.check_tokens(tokens), tuple(int(h) for h in layered.heads)
+    if not isinstance(model, HeadModel):
+        raise TypeError(
+            "model must have the methods attention_weights(tokens) and masked_output(tokens, mask) "
+            f"(attnpaths.head_models.HeadModel), got {type(model).__name__}"
+        )
+    tokens = tokens if isinstance(tokens, torch.Tensor) else torch.as_tensor(np.asarray(tokens))
+    if tokens.ndim != 3:
+        raise ValueError(f"tokens must have shape [P, T, D] (batch, token, feature), got {tuple(tokens.shape)}")
+    return model, tokens, model_heads(model, tokens)
 
 
 class GateGradients:
     """Each example's gradient of the training loss ``(f(x^mu) - y^mu)^2`` with respect to the head gates
     ``xi_{l,h}`` (eq-michel-importance), at any mask, for one model and one data set.
 
-    A model whose output is multilinear in its gates (:attr:`~attnpaths.head_models.FrozenHeadModel.multilinear_in_mask`: the
-    summed-head model) is run once, path by path (:func:`~.masked_outputs.path_outputs`); the gradients at every mask
-    are then sums over the paths, ``d f / d xi_{l,h} = sum_{pi: pi_l = h} c_pi prod_{l' != l} xi_{l', pi_l'}``.
-    Any other model takes one backward pass per mask and batch.
+    The gates are the head mask of ``model.masked_output(tokens, mask)`` (the
+    :class:`~attnpaths.head_models.HeadModel` protocol), given batched, ``[B, L, max(H)]``, so that one backward
+    pass gives each example's gradient. A model whose output is multilinear in its gates
+    (:attr:`~attnpaths.head_models.LayeredHeadModel.multilinear_in_mask`: the summed-head model) is run once, path
+    by path (:func:`~.masked_outputs.path_outputs`); the gradients at every mask are then sums over the paths,
+    ``d f / d xi_{l,h} = sum_{pi: pi_l = h} c_pi prod_{l' != l} xi_{l', pi_l'}``.
 
     Args:
-        model: a trained model or its :class:`~attnpaths.head_models.FrozenHeadModel`; x: ``[P, N0, T]``; y: ``[P]``.
+        model: a :class:`~attnpaths.head_models.HeadModel` (or a trained model of the package);
+            tokens: ``[P, T, D]``; targets: ``[P]``.
         batch_size: examples per forward (and backward) pass (memory only).
 
-    Calling it with a mask ``[L, H]`` (default: every head kept) returns float64 ``[P, L, max(H)]`` (0 beyond a
-    layer's heads).
+    Calling it with a mask ``[L, max(H)]`` (default: every head kept) returns float64 ``[P, L, max(H)]`` (0 beyond
+    a layer's heads). Attribute ``heads``: ``(H_1, ..., H_L)``.
     """
 
-    def __init__(self, model, x, y, *, batch_size: int = 512):
-        self.view = head_model(model)
-        self.x = as_float64_tensor(x, "x")
-        self.y = as_float64_tensor(y, "y", labels=True)
-        if self.y.shape != self.x.shape[:1]:
-            raise ValueError(f"y must have shape [P] = [{self.x.shape[0]}], got {tuple(self.y.shape)}")
+    def __init__(self, model, tokens, targets, *, batch_size: int = 512):
+        self.model, self.tokens, self.heads = _head_model(model, tokens)
+        self.y = as_float64_tensor(targets, "targets", labels=True)
+        if self.y.shape != self.tokens.shape[:1]:
+            raise ValueError(f"targets must have shape [P] = [{self.tokens.shape[0]}], got {tuple(self.y.shape)}")
         self.batch_size = positive_int(batch_size, "batch_size")
         self._paths = None
-        if self.view.multilinear_in_mask:
+        if getattr(self.model, "multilinear_in_mask", False):
             chunks = [
-                path_outputs(self.view, self.x[start : start + self.batch_size])
-                for start in range(0, self.x.shape[0], self.batch_size)
+                path_outputs(self.model, self.tokens[start : start + self.batch_size].transpose(1, 2))
+                for start in range(0, self.tokens.shape[0], self.batch_size)
             ]
-            self._paths = torch.cat(chunks) if chunks else torch.zeros(0, self.view.num_paths, dtype=torch.float64)
-            self._path_heads = torch.as_tensor(all_paths(self.view.heads))  # [n_paths, L]
+            num_paths = int(np.prod(self.heads))
+            self._paths = torch.cat(chunks) if chunks else torch.zeros(0, num_paths, dtype=torch.float64)
+            self._path_heads = torch.as_tensor(all_paths(self.heads))  # [n_paths, L]
 
     def mask(self, mask=None) -> torch.Tensor:
         """``mask`` as float64 ``[L, max(H)]`` (``None``: every head kept)."""
-        L, H = self.view.num_layers, max(self.view.heads)
-        return torch.ones(L, H, dtype=torch.float64) if mask is None else self.view._mask(mask, 1)[0].detach()
+        return check_mask(mask, self.heads, 1)[0].detach()
 
     def __call__(self, mask=None) -> torch.Tensor:
         at = self.mask(mask)
@@ -70,25 +92,30 @@ class GateGradients:
         if self._paths is not None:
             gates = at[torch.arange(L), self._path_heads]  # [n_paths, L]: each path's gate in each layer
             error = self._paths @ gates.prod(dim=1) - self.y  # f - y
-            gradient = torch.zeros(self.x.shape[0], L, H, dtype=torch.float64)
+            gradient = torch.zeros(self.tokens.shape[0], L, H, dtype=torch.float64)
             for l in range(L):
                 others = torch.cat([gates[:, :l], gates[:, l + 1 :]], dim=1).prod(dim=1)  # [n_paths]
                 through = torch.nn.functional.one_hot(self._path_heads[:, l], H).to(torch.float64)  # [n_paths, H]
                 gradient[:, l] = (self._paths * others) @ through
             return 2.0 * error[:, None, None] * gradient
+        floating = self.tokens.dtype if self.tokens.is_floating_point() else torch.float64
         rows = []
-        for start in range(0, self.x.shape[0], self.batch_size):
-            xb, yb = self.x[start : start + self.batch_size], self.y[start : start + self.batch_size]
-            gates = at.expand(xb.shape[0], L, H).clone().requires_grad_(True)
-            loss = ((self.view.outputs(xb, gates) - yb) ** 2).sum()  # sum of per-example losses: per-example gradients
+        for start in range(0, self.tokens.shape[0], self.batch_size):
+            tb, yb = self.tokens[start : start + self.batch_size], self.y[start : start + self.batch_size]
+            gates = at.expand(tb.shape[0], L, H).clone().requires_grad_(True)
+            out = self.model.masked_output(tb, gates.to(dtype=floating, device=tb.device))
+            out = torch.as_tensor(out).to(torch.float64)
+            if out.shape != yb.shape:
+                raise ValueError(f"model.masked_output must return one output per example, got {tuple(out.shape)}")
+            loss = ((out - yb.to(out.device)) ** 2).sum()  # sum of per-example losses: per-example gradients
             rows.append(torch.autograd.grad(loss, gates)[0])
         return torch.cat(rows) if rows else torch.zeros(0, L, H, dtype=torch.float64)
 
     def importance(self, mask=None, *, normalize: bool = True) -> np.ndarray:
         """:func:`gradient_head_importance` at ``mask``."""
         at = self.mask(mask)
-        importance = (self(at).abs().sum(dim=0) / self.x.shape[0]).numpy()
-        importance = _beyond_heads_nan(importance, self.view.heads)
+        importance = (self(at).abs().sum(dim=0) / self.tokens.shape[0]).numpy()
+        importance = _beyond_heads_nan(importance, self.heads)
         importance[at.numpy() == 0] = np.nan
         if normalize:
             norms = np.sqrt(np.nansum(importance**2, axis=1, keepdims=True))
@@ -96,7 +123,9 @@ class GateGradients:
         return importance
 
 
-def gradient_head_importance(model, x, y, *, normalize: bool = True, mask=None, batch_size: int = 512) -> np.ndarray:
+def gradient_head_importance(
+    model, tokens, targets, *, normalize: bool = True, mask=None, batch_size: int = 512
+) -> np.ndarray:
     """Michel, Levy and Neubig (2019)'s head importance (eq-michel-importance).
 
     Each head's output is multiplied by a mask variable ``xi_{l,h}`` (1 in the trained model); the importance
@@ -104,47 +133,55 @@ def gradient_head_importance(model, x, y, *, normalize: bool = True, mask=None, 
     ``(f(x^mu) - y^mu)^2``, and, when ``normalize``, divided by its Euclidean norm over the heads of the layer.
 
     Args:
-        model: a trained model or its :class:`~attnpaths.head_models.FrozenHeadModel`.
-        x: ``[P, N0, T]``; y: ``[P]``.
-        mask: ``[L, H]`` the mask at which the gradient is taken (default: every head kept); heads with mask
+        model: a :class:`~attnpaths.head_models.HeadModel` whose ``masked_output`` takes a batched mask
+            ``[B, L, max(H)]`` and is differentiable with respect to it (or a trained model of the package).
+        tokens: ``[P, T, D]``; targets: ``[P]``.
+        mask: ``[L, max(H)]`` the mask at which the gradient is taken (default: every head kept); heads with mask
             0 (already pruned) get ``nan`` and are left out of their layer's normalisation.
         batch_size: examples per backward pass (memory only).
 
     Returns:
         float64 ``[L, max(H)]`` (``nan`` beyond a layer's heads).
     """
-    return GateGradients(model, x, y, batch_size=batch_size).importance(mask, normalize=normalize)
+    return GateGradients(model, tokens, targets, batch_size=batch_size).importance(mask, normalize=normalize)
 
 
-def attention_entropy(model, x) -> np.ndarray:
+def attention_entropy(model, tokens) -> np.ndarray:
     """Mean entropy (nats) of each head's attention over keys, over examples and queries
-    (eq-attention-entropy): ``-<sum_s Omega_{s t} log Omega_{s t}>``. Uniform attention over ``T`` tokens has
-    entropy ``log T``, attention on one token 0.
+    (eq-attention-entropy): ``-<sum_s Omega_{t s} log Omega_{t s}>`` from ``model.attention_weights(tokens)``.
+    Uniform attention over ``T`` tokens has entropy ``log T``, attention on one token 0.
 
     Args:
-        model: a trained model or its :class:`~attnpaths.head_models.FrozenHeadModel`; x: ``[B, N0, T]``.
+        model: a :class:`~attnpaths.head_models.HeadModel` (or a trained model of the package); tokens: ``[B, T, D]``.
 
     Returns:
         float64 ``[L, max(H)]`` (``nan`` beyond a layer's heads).
     """
-    view = head_model(model)
+    model, tokens, heads = _head_model(model, tokens)
     with torch.no_grad():
-        matrices = view.layer_attention(x)
-    out = np.full((view.num_layers, max(view.heads)), np.nan)
-    for l, omega in enumerate(matrices):
-        entropy = -torch.special.xlogy(omega, omega).sum(dim=-2)  # [B, H, T_query]
-        out[l, : omega.shape[1]] = entropy.mean(dim=(0, 2)).numpy()
+        weights = model.attention_weights(tokens)  # [B, H, query, key] per layer
+    out = np.full((len(heads), max(heads)), np.nan)
+    for l, a in enumerate(weights):
+        entropy = -torch.special.xlogy(a, a).sum(dim=-1)  # [B, H, T_query]
+        out[l, : a.shape[1]] = entropy.mean(dim=(0, 2)).double().cpu().numpy()
     return out
 
 
 def value_norms(model) -> np.ndarray:
     """Frobenius norm of each head's value map into the next layer (eq-value-norm): ``|V^(l,h)|`` for the
-    summed-head model, ``|W_o^h W_v^h|`` for a ``MultiheadAttention`` layer.
+    summed-head model, ``|W_o^h W_v^h|`` for a ``MultiheadAttention`` layer, ``model.value_norms()`` for any
+    model that exposes it (the optional method of :class:`~attnpaths.head_models.HeadModel`).
 
     Returns:
         float64 ``[L, max(H)]``.
     """
-    return np.asarray(head_model(model).value_norms(), dtype=np.float64)
+    norms = getattr(model, "value_norms", None)
+    if not callable(norms):
+        raise TypeError(
+            "model must have a method value_norms() returning [L, max(H)] the norm of each head's value map "
+            f"(the optional method of attnpaths.head_models.HeadModel), got {type(model).__name__}"
+        )
+    return np.asarray(norms(), dtype=np.float64)
 
 
 def _beyond_heads_nan(values: np.ndarray, heads) -> np.ndarray:

@@ -259,14 +259,15 @@ def run_seed(
     seconds["theory"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    scores["michel"], cost["michel"] = _timed(gradient_head_importance, view, train.x, train.y)
-    scores["entropy"], cost["entropy"] = _timed(attention_entropy, view, train.x)
+    train_tokens = train.x.transpose(1, 2)  # [P, T, N0]: PyTorch's layout, that of the rankings
+    scores["michel"], cost["michel"] = _timed(gradient_head_importance, view, train_tokens, train.y)
+    scores["entropy"], cost["entropy"] = _timed(attention_entropy, view, train_tokens)
     scores["norm"], cost["norm"] = _timed(value_norms, view)
     orders = {name: pruning_order(scores[name]) for name in scores if name != "entropy"}
     orders["entropy"] = pruning_order(scores["entropy"], prune_first="highest")
-    orders["michel_iterative"], cost["michel_iterative"] = _timed(iterative_gradient_order, view, train.x, train.y)
+    orders["michel_iterative"], cost["michel_iterative"] = _timed(iterative_gradient_order, view, train_tokens, train.y)
     sets = {name: pruning_sets(order, view.heads) for name, order in orders.items()}
-    (sets["fisher"], _), cost["fisher"] = _timed(fisher_pruning_sets, view, train.x, train.y)
+    (sets["fisher"], _), cost["fisher"] = _timed(fisher_pruning_sets, view, train_tokens, train.y)
     seconds["baselines"] = time.perf_counter() - start
 
     # read from each split's validation table: the table's cost and their own (mean over the splits)
