@@ -46,7 +46,7 @@ from attnpaths.hmc.streams import HMCChunks
 
 readme = Path("README.md").read_text()
 namespace = {}
-for marker in ("own-model-example", "own-model-scale-example"):  # the second continues the first's session
+for marker in ("own-model-example", "own-model-pruning-example", "own-model-scale-example"):  # the second continues the first's session
     example = readme.split(f"<!-- {marker}")[1].split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(example, f"README.md, {marker}", "exec"), namespace)
 

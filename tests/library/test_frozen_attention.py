@@ -273,12 +273,12 @@ def test_the_face_exports_what_it_lists_and_loads_lazily():
 
 
 def _readme_example() -> str:
-    """The README's own-model examples, in memory and then batch by batch (one session: the second uses the
-    first's model)."""
+    """The README's own-model examples, in memory, pruned and then batch by batch (one session: the later ones
+    use the first's model and data)."""
     text = (ROOT / "README.md").read_text()
     return "".join(
         text.split(f"<!-- {marker}")[1].split("```python\n", 1)[1].split("```", 1)[0]
-        for marker in ("own-model-example", "own-model-scale-example")
+        for marker in ("own-model-example", "own-model-pruning-example", "own-model-scale-example")
     )
 
 
