@@ -56,7 +56,7 @@ train = HMCChunks(task, attention, seed=0, num_examples=96, chunk_size=32)
 test = HMCChunks(task, attention, seed=0, num_examples=64, chunk_size=32, stream=1)
 with start_engine(workers=2, threads=True) as engine:
     statistics = gram_statistics(train, train.num_chunks, engine=engine, progress=False)
-    solution = solve_from_statistics(statistics, heads=train.heads, widths=10, temperature=0.1)
+    solution = solve_from_statistics(statistics, heads=train.heads, width=10, temperature=0.1)
     mean, variance, y = predict_streamed(solution, test, test.num_chunks, engine=engine, progress=False)
 accuracy = float((torch.sign(torch.as_tensor(mean)) == torch.as_tensor(y)).double().mean())
 assert solution.converged and accuracy > 0.5, (solution.converged, accuracy)

@@ -97,9 +97,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the exports' types for static checkers (py.typed); never executed
     from .attention import Attention, AttentionLayer
+    from .attention_batches import attention_statistics
     from .attention_stack import MultiheadAttentionStack
     from .claims import Outcome, Verdict
-    from .attention_batches import attention_statistics
     from .frozen_attention import (
         AUTO_TEMPERATURES,
         AttentionTheory,

@@ -91,7 +91,7 @@ def as_float64_array(
     return array
 
 
-def labelled_examples(features, y) -> tuple[torch.Tensor, torch.Tensor]:
+def labelled_examples(features, targets) -> tuple[torch.Tensor, torch.Tensor]:
     """``(features [B, N0, n_paths], y [B])`` as finite float64 CPU tensors: the checks of every door that takes a
     batch of path features with their labels (:meth:`attnpaths.gram.GramStatistics.update`, the chunks of
     :mod:`attnpaths.streaming`), those of :func:`attnpaths.theory.solve`'s data: no NaN or inf, no
@@ -100,10 +100,10 @@ def labelled_examples(features, y) -> tuple[torch.Tensor, torch.Tensor]:
     xi = as_float64_tensor(features, "features")
     if xi.ndim != 3:
         raise ValueError(f"features must have shape [B, N0, n_paths], got {tuple(xi.shape)}")
-    labels = as_float64_tensor(y, "y", labels=True)
+    labels = as_float64_tensor(targets, "targets", labels=True)
     if labels.shape != (xi.shape[0],):
         raise ValueError(
-            f"y must have shape [B] = [{xi.shape[0]}] (one label per example of features), got {tuple(labels.shape)}"
+            f"targets must have shape [B] = [{xi.shape[0]}] (one label per example of features), got {tuple(labels.shape)}"
         )
     return xi, labels
 

@@ -78,5 +78,5 @@ def prior_kernel_at_widths(attention, x, widths, seed: int, *, num_samples: int,
 
 def _prior_kernel_at_width(attention, x, width: int, seed: int, num_samples: int):
     return prior_kernel_monte_carlo(
-        AttentionNetwork(attention, widths=width), x, task_generator(seed, width), num_samples=num_samples
+        AttentionNetwork(attention, width=width), x, task_generator(seed, width), num_samples=num_samples
     )

@@ -127,7 +127,7 @@ class AttentionTheory:
         n = self.U.shape[0]
         return (
             f"AttentionTheory(heads={self.heads}, readout={self.readout!r}, P={self.num_examples}, "
-            f"D={self.input_width}, widths={self.solution.arch.widths}, temperature={self.temperature:g} "
+            f"D={self.input_width}, width={self.solution.arch.widths}, temperature={self.temperature:g} "
             f"(of {len(self.scan['temperatures'])} tried), converged={bool(self.solution.converged)}, "
             f"U=[{n}, {n}], head_scores={np.round(self.head_scores, 3).tolist()})"
         )
@@ -385,7 +385,7 @@ def theory_from_statistics(
 
 
 def _over_temperatures(solve_at, temperature, width, max_iterations: int, initial) -> dict:
-    """The theory at every temperature of ``temperature`` (one, a grid or ``"auto"``) by ``solve_at(widths=...,
+    """The theory at every temperature of ``temperature`` (one, a grid or ``"auto"``) by ``solve_at(width=...,
     temperature=..., ...)``, each from the certified minimum before; the certified one of smallest action kept, and
     the GP limit at its temperature: the fields ``solution``, ``gp``, ``temperature``, ``scan``, ``solutions`` of
     :class:`AttentionTheory`."""
@@ -396,7 +396,7 @@ def _over_temperatures(solve_at, temperature, width, max_iterations: int, initia
             if len(temperatures) > 1:  # an uncertified point is marked in the scan, never chosen
                 warnings.simplefilter("ignore", CertificateWarning)
             solutions.append(
-                solve_at(widths=width, temperature=T, initial=start, max_iterations=max_iterations, on_failure="warn")
+                solve_at(width=width, temperature=T, initial=start, max_iterations=max_iterations, on_failure="warn")
             )
         if solutions[-1].converged:
             start = solutions[-1].U_layers
@@ -419,7 +419,7 @@ def _over_temperatures(solve_at, temperature, width, max_iterations: int, initia
             )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CertificateWarning)  # the GP limit has no minimisation to certify
-        gp = solve_at(widths=math.inf, temperature=temperatures[best])
+        gp = solve_at(width=math.inf, temperature=temperatures[best])
     heads = solutions[best].heads
     scan = {
         "temperatures": np.array(temperatures),

@@ -70,7 +70,7 @@ class GramStatistics:
         stats = GramStatistics()
         for features, y in chunks:            # features [B, N0, n_paths], y [B]
             stats.update(features, y)
-        sol = solve_from_statistics(stats, heads=(2, 2), widths=10, temperature=0.01)
+        sol = solve_from_statistics(stats, heads=(2, 2), width=10, temperature=0.01)
     """
 
     def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE, *, heads=None, readout: str | None = None):
@@ -119,24 +119,24 @@ class GramStatistics:
 
     # ------------------------------------------------------------------ accumulation
 
-    def update(self, features, y) -> GramStatistics:
+    def update(self, features, targets) -> GramStatistics:
         """Add a chunk of examples, all or nothing: where the update is interrupted (an exception, ``KeyboardInterrupt``
         included), the statistics are those before the chunk, and giving the chunk again continues the stream.
 
         Args:
             features: ``[B, N0, n_paths]`` path features ``xi`` (numpy or torch, real, finite), the same ``N0`` and
                 ``n_paths`` as the earlier chunks.
-            y: ``[B]`` their labels (real, finite; booleans are refused).
+            targets: ``[B]`` their targets, e.g. ``+-1`` labels (real, finite; booleans are refused).
 
         Returns:
             this object (updated in place).
 
         Raises:
-            ValueError: NaN or inf in ``features`` or ``y``, a ``y`` of another length than ``features``, or
+            ValueError: NaN or inf in ``features`` or ``targets``, ``targets`` of another length than ``features``, or
                 ``features`` of a shape other than ``[B, N0, n_paths]`` of the earlier chunks.
-            TypeError: complex, boolean or object ``features`` or ``y``.
+            TypeError: complex, boolean or object ``features`` or ``targets``.
         """
-        xi, labels = labelled_examples(features, y)
+        xi, labels = labelled_examples(features, targets)
         if self.heads is not None and math.prod(self.heads) != xi.shape[2]:
             raise ValueError(
                 f"features must hold the {math.prod(self.heads)} paths of the recorded heads {self.heads} in their "

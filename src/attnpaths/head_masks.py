@@ -67,23 +67,23 @@ class HeadMaskEvaluator:
     Args:
         model: the trained model.
         tokens: ``[B, T, D]`` the examples (PyTorch's layout).
-        labels: ``[B]`` their labels, ``+-1``.
+        targets: ``[B]`` their labels, ``+-1``.
         rescale: whether the kept heads of a pruned layer are rescaled (see above).
 
-    Attributes: ``heads`` ``(H_1, ..., H_L)``; ``num_examples`` ``B``; ``labels`` float64 ``[B]``.
+    Attributes: ``heads`` ``(H_1, ..., H_L)``; ``num_examples`` ``B``; ``targets`` float64 ``[B]``.
     """
 
-    def __init__(self, model, tokens, labels, *, rescale: bool = False):
+    def __init__(self, model, tokens, targets, *, rescale: bool = False):
         tokens = tokens if isinstance(tokens, torch.Tensor) else torch.as_tensor(np.asarray(tokens))
         if tokens.ndim != 3:
             raise ValueError(f"tokens must have shape [B, T, D] (batch, token, feature), got {tuple(tokens.shape)}")
-        self.labels = as_float64_tensor(labels, "labels", labels=True).numpy()
-        if self.labels.shape != (tokens.shape[0],):
-            raise ValueError(f"labels must have shape [B] = [{tokens.shape[0]}], got {self.labels.shape}")
-        if not np.isin(self.labels, (-1.0, 1.0)).all():
+        self.targets = as_float64_tensor(targets, "targets", labels=True).numpy()
+        if self.targets.shape != (tokens.shape[0],):
+            raise ValueError(f"targets must have shape [B] = [{tokens.shape[0]}], got {self.targets.shape}")
+        if not np.isin(self.targets, (-1.0, 1.0)).all():
             raise ValueError(
-                "labels must be +-1 (the accuracy compares them with the sign of the output), got the "
-                f"values {np.unique(self.labels)[:5].tolist()}"
+                "targets must be +-1 (the accuracy compares them with the sign of the output), got the "
+                f"values {np.unique(self.targets)[:5].tolist()}"
             )
         self.rescale = bool(rescale)
         self.num_examples = int(tokens.shape[0])
@@ -162,7 +162,7 @@ class HeadMaskEvaluator:
         """Each example's score ``[B]`` with ``pruned`` pruned: 1 where ``sign(f) == y``, 0 where the signs
         differ, 1/2 where ``f`` is exactly 0 (chance)."""
         f = self.outputs(pruned)
-        return np.where(f == 0, 0.5, (np.sign(f) == self.labels).astype(np.float64))
+        return np.where(f == 0, 0.5, (np.sign(f) == self.targets).astype(np.float64))
 
     def __call__(self, pruned=()) -> float:
         """The accuracy after pruning the ``(layer, head)`` pairs ``pruned``: the mean of :meth:`correct`."""

@@ -88,21 +88,21 @@ class AttentionNetwork:
 
     Args:
         attention: the fixed attention (heads ``(H_1, ..., H_L)``, token readout).
-        widths: ``(N_1, ..., N_L, N_a)`` or one int for all of them; ``N_l`` is the input width of
+        width: ``(N_1, ..., N_L, N_a)`` or one int for all of them; ``N_l`` is the input width of
             attention layer ``l`` and ``N_a`` the input width of the readout.
         variances: prior variances ``(s0, s1, ..., sL, sa)`` or one number for all of them.
     """
 
     def __init__(
-        self, attention: Attention, widths: int | Sequence[int], variances: float | Sequence[float] = 1.0
+        self, attention: Attention, width: int | Sequence[int], variances: float | Sequence[float] = 1.0
     ) -> None:
         if not isinstance(attention, Attention):
             raise ValueError(f"attention must be an attnpaths.attention.Attention, got {type(attention).__name__}")
         self.attention = attention
         L = len(attention.heads)
-        widths = _broadcast(widths, L + 1, "widths", "positive int")
+        widths = _broadcast(width, L + 1, "width", "positive int")
         if any(isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1 for n in widths):
-            raise ValueError(f"widths must be positive ints (N_1, ..., N_L, N_a), got {widths!r}")
+            raise ValueError(f"width must be positive ints (N_1, ..., N_L, N_a), got {width!r}")
         self.widths = tuple(int(n) for n in widths)
         variances = _broadcast(variances, L + 2, "variances", "real number > 0")
         self.variances = tuple(positive_real(s, "variances") for s in variances)
@@ -143,7 +143,7 @@ class AttentionNetwork:
         return shapes
 
     def __repr__(self) -> str:
-        return f"AttentionNetwork(heads={self.heads}, widths={self.widths}, variances={self.variances})"
+        return f"AttentionNetwork(heads={self.heads}, width={self.widths}, variances={self.variances})"
 
     # -- prior ---------------------------------------------------------------------------------------
     def sample_prior(self, generator: torch.Generator, num_samples: int | None = None) -> NetworkWeights:

@@ -269,11 +269,11 @@ def _refitted(proposal: MultivariateT, states: torch.Tensor) -> MultivariateT:
 
 def sample_order_parameters(
     features: Optional[ArrayLike] = None,
-    y: Optional[ArrayLike] = None,
+    targets: Optional[ArrayLike] = None,
     *,
     statistics: GramStatistics | None = None,
     heads: int | Sequence[int],
-    widths: float | Sequence[float],
+    width: float | Sequence[float],
     temperature: float,
     generator: torch.Generator,
     variances: float | Sequence[float] = 1.0,
@@ -305,11 +305,11 @@ def sample_order_parameters(
 
     Args:
         features: ``[P, N0, n_paths]`` path features (as for :func:`attnpaths.theory.solve`).
-        y: ``[P]`` labels.
-        statistics: in place of ``features`` and ``y``, their :class:`attnpaths.gram.GramStatistics` (raw
+        targets: ``[P]`` the training targets (``+-1`` labels).
+        statistics: in place of ``features`` and ``targets``, their :class:`attnpaths.gram.GramStatistics` (raw
             features, as for :func:`attnpaths.theory.solve_from_statistics`).
         heads: ``(H_1, ..., H_L)``.
-        widths: a number or ``(N_1, ..., N_L, N_a)``, finite, with ``N_l >= n_l = H_l ... H_L``.
+        width: the theory's width, a number or ``(N_1, ..., N_L, N_a)``, finite, with ``N_l >= n_l = H_l ... H_L``.
         temperature: ``T > 0``.
         generator: source of all randomness.
         variances: as for :func:`attnpaths.theory.solve`.
@@ -336,11 +336,11 @@ def sample_order_parameters(
         int_at_least(value, name, low)
     if moves not in MOVES:
         raise ValueError(f"moves must be one of {MOVES}, got {moves!r}")
-    given_examples = features is not None or y is not None
+    given_examples = features is not None or targets is not None
     if given_examples == (statistics is not None):
-        raise ValueError("give either features and y, or statistics (attnpaths.gram.GramStatistics), not both")
-    if given_examples and (features is None or y is None):
-        raise ValueError("give both features ([P, N0, n_paths]) and y ([P])")
+        raise ValueError("give either features and targets, or statistics (attnpaths.gram.GramStatistics), not both")
+    if given_examples and (features is None or targets is None):
+        raise ValueError("give both features ([P, N0, n_paths]) and targets ([P])")
     if statistics is not None:
         if not isinstance(statistics, GramStatistics) or statistics.num_examples < 1:
             raise ValueError("statistics must be a GramStatistics (attnpaths.gram) of P >= 1 examples")
@@ -351,26 +351,26 @@ def sample_order_parameters(
             raise ValueError(f"features must have shape [P, N0, n_paths] with P >= 1, got {tuple(X_raw.shape)}")
         num_paths = X_raw.shape[2]
     heads = check_num_paths(num_paths, heads)
-    arch = architecture(heads, widths, variances)
+    arch = architecture(heads, width, variances)
     if arch.gp_limit:
-        raise ValueError("widths must be finite: in the GP limit the order parameters do not fluctuate")
+        raise ValueError("width must be finite: in the GP limit the order parameters do not fluctuate")
     for layer in range(1, arch.num_layers + 1):
         if arch.widths[layer - 1] < arch.layer_size(layer):
             raise ValueError(
-                f"widths: N_{layer} = {arch.widths[layer - 1]:g} must be at least n_{layer} = "
+                f"width: N_{layer} = {arch.widths[layer - 1]:g} must be at least n_{layer} = "
                 f"{arch.layer_size(layer)} for U_{layer} to have a density"
             )
     temperature = positive_real(temperature, "temperature")
-    options = dict(heads=heads, widths=widths, temperature=temperature, variances=variances, on_failure="raise")
+    options = dict(heads=heads, width=width, temperature=temperature, variances=variances, on_failure="raise")
     if statistics is not None:
         gram, b, targets_norm2 = statistics.scaled(arch.variances[0])
         scaled = (torch.from_numpy(gram), torch.from_numpy(b), targets_norm2, statistics.num_examples)
         target = _Target(arch, temperature, statistics=scaled)
         saddle = solve_from_statistics(statistics, **options)
     else:
-        labels = as_float64_tensor(y, "y", labels=True)
+        labels = as_float64_tensor(targets, "targets", labels=True)
         if labels.shape != (X_raw.shape[0],):
-            raise ValueError(f"y must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
+            raise ValueError(f"targets must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
         target = _Target(arch, temperature, X=scaled_features(X_raw, arch.variances[0]), y=labels)
         saddle = solve(X_raw, labels, **options)
     theta, hessian = _mode(target, target.theta(saddle.U_layers, saddle.U_a))

@@ -268,7 +268,7 @@ class PosteriorSampler:
     def __init__(
         self,
         network: AttentionNetwork,
-        y: ArrayLike,
+        targets: ArrayLike,
         temperature: float,
         *,
         x: Optional[ArrayLike] = None,
@@ -284,10 +284,10 @@ class PosteriorSampler:
         self.features = network.check_features(features) if x is None else network.features(x)
         if self.features.shape[0] < 1:
             raise ValueError(f"{'features' if x is None else 'x'} must hold at least one example (P >= 1), got P = 0")
-        self.y = as_float64_tensor(y, "y", labels=True)
+        self.y = as_float64_tensor(targets, "targets", labels=True)
         if self.y.shape != (self.features.shape[0],):
             raise ValueError(
-                f"y must have shape [{self.features.shape[0]}] (one label per example), got {tuple(self.y.shape)}"
+                f"targets must have shape [{self.features.shape[0]}] (one label per example), got {tuple(self.y.shape)}"
             )
         self.temperature = positive_real(temperature, "temperature")
         self.device = torch_device(device)

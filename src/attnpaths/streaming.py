@@ -17,7 +17,7 @@ up to rounding only: the partial sums are grouped by chunk. Memory in the callin
 matrices (``D = N0 n_paths``) and the results of one round of ``chunks_per_round`` tasks, whatever ``P``::
 
     stats = gram_statistics(chunks, chunks.num_chunks)
-    sol = solve_from_statistics(stats, heads=(2, 2), widths=10, temperature=0.01)
+    sol = solve_from_statistics(stats, heads=(2, 2), width=10, temperature=0.01)
     mean, variance, y = predict_streamed(sol, test_chunks, test_chunks.num_chunks)
 """
 

@@ -133,12 +133,12 @@ def test_jax_potential_equals_the_torch_potential_in_float64(problem):
     g = torch.Generator().manual_seed(5)
     if problem == "hmc N=10":  # the benchmark's posterior: 4-path network of Figure 2, P = 100, T = 0.01
         attention, x, y, _, _ = _hmc_inputs(100, 2)
-        network, temperature = AttentionNetwork(attention, widths=10), 0.01
+        network, temperature = AttentionNetwork(attention, width=10), 0.01
     else:
         heads = (3,) if problem == "random L=1" else (2, 1, 2)
         network = AttentionNetwork(
             random_attention(g, heads, 4),
-            widths=(3, 2, 4, 2)[: len(heads) + 1],
+            width=(3, 2, 4, 2)[: len(heads) + 1],
             variances=[0.5, 1.5, 0.8, 2.0, 1.2][: len(heads) + 2],
         )
         x, y, temperature = random_inputs(g, 7, 4, 5), torch.tensor([1.0, -1, 1, -1, 1, 1, -1]), 0.3
@@ -155,7 +155,7 @@ def test_jax_potential_equals_the_torch_potential_in_float64(problem):
 @needs_numpyro
 def test_jax_potential_in_float32_is_the_float64_one_to_single_precision():
     attention, x, y, _, _ = _hmc_inputs(100, 2)
-    network = AttentionNetwork(attention, widths=10)
+    network = AttentionNetwork(attention, width=10)
     with bench.x64(False):
         pairs = list(_potential_pairs(network, x, y, 0.01, torch.Generator().manual_seed(6), "float32"))
     for expected, energy, _, _ in pairs:
@@ -236,7 +236,7 @@ def test_same_key_same_chains_and_budget_stops_after_one_round(tiny_run):
 
     report = tiny_run[0]
     attention, x, y, x_test, _ = bench._random_inputs(torch.Generator().manual_seed(0), 6, 4, 5, 3)
-    network = AttentionNetwork(attention, widths=2)
+    network = AttentionNetwork(attention, width=2)
     run = bench.run_numpyro_nuts(
         network,
         x,

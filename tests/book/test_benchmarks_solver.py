@@ -46,7 +46,7 @@ def test_two_term_fit_recovers_the_crossover():
 
 def test_adam_reaches_the_solver_minimum_within_its_tolerance():
     xi, y = random_problem(P=20, n0=5, heads=(2, 2), seed=3)
-    exact = solve(xi, y, heads=(2, 2), widths=10, temperature=0.1)
+    exact = solve(xi, y, heads=(2, 2), width=10, temperature=0.1)
     adam = bench.adam_minimise(xi, y, (2, 2), 10, 0.1, lr=0.05, gradient_tolerance=1e-5, max_steps=20000)
     assert adam["converged"] and adam["max_gradient"] < 1e-5 and adam["steps"] > 10
     # the same minimum: Adam's action lies above it by no more than its stopping tolerance allows

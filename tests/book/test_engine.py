@@ -639,8 +639,8 @@ def test_an_engine_of_threads_sums_a_wide_gram_matrix_to_the_bits_of_the_in_proc
     threads, after an in-process run, an engine of threads still gives the in-process run's statistics bit for bit."""
     from threadpoolctl import threadpool_limits
 
-    from attnpaths.streaming import gram_statistics
     from attnpaths.gram import GramStatistics
+    from attnpaths.streaming import gram_statistics
 
     chunks = _WideChunks(seed=4)
     arguments = dict(make_chunk=chunks, num_chunks=4, block_size=300, progress=False)

@@ -407,7 +407,7 @@ def test_theory_recomputes(recorded):
     r.check("gp_accuracy", sweep.gp.accuracy["test"][0, 0])
     r.check("max_distance_to_gp", distance)
     far = [
-        solve(features, train.y, heads=network.heads, widths=float(w), temperature=temperature)
+        solve(features, train.y, heads=network.heads, width=float(w), temperature=temperature)
         for w in r["asymptotic_widths"]
     ]
     far_distance = np.array([np.abs(s.U - np.eye(4)).max() for s in far])
@@ -423,7 +423,7 @@ def test_theory_recomputes(recorded):
     generator = torch.Generator().manual_seed(r["seed"] + 1)  # independent of the chapter's draws
     for N in r["mc_widths"]:
         mean, se = prior_kernel_monte_carlo(
-            AttentionNetwork(network.attention, widths=N),
+            AttentionNetwork(network.attention, width=N),
             inputs,
             generator,
             num_samples=min(MC_TEST_SAMPLES, r["mc_samples"]),

@@ -169,7 +169,7 @@ def sampler_problem(
     :class:`~attnpaths.network.AttentionNetwork` takes them), random inputs ``x`` ``[num_examples, input_width,
     num_tokens]``, class-sorted labels ``+-1`` and the generator that drew them (for further draws)."""
     g = torch.Generator().manual_seed(seed)
-    network = AttentionNetwork(random_attention(g, heads, input_width), widths=widths, variances=variances)
+    network = AttentionNetwork(random_attention(g, heads, input_width), width=widths, variances=variances)
     x = random_inputs(g, num_examples, input_width, num_tokens)
     y = torch.cat([torch.ones(num_examples // 2), -torch.ones(num_examples - num_examples // 2)]).double()
     return network, x, y, g
@@ -290,7 +290,7 @@ def assert_streamed_solve_equals_the_whole_set(chunks, widths, rtol: float):
     statistics = gram_statistics(chunks, chunks.num_chunks, engine=Engine(IN_PROCESS, None, 1, None), progress=False)
     parts = [chunks(k) for k in range(chunks.num_chunks)]
     features, y = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
-    options = dict(heads=chunks.heads, widths=widths, temperature=0.01)
+    options = dict(heads=chunks.heads, width=widths, temperature=0.01)
     found = solve_from_statistics(statistics, **options)
     expected = solve(features, y, route="feature", **options)
     assert found.converged and expected.converged

@@ -88,13 +88,13 @@ def test_zero_one_labels_are_refused_even_when_no_batch_holds_both():
 def test_recorded_heads_are_checked_when_solving_and_merging():
     statistics = attention_statistics(TwoLayers(), batches(2), progress=False)
     with pytest.raises(ValueError, match=r"recorded heads \(3, 2\), got \(2, 3\)"):
-        solve_from_statistics(statistics, heads=(2, 3), widths=30, temperature=0.1)
-    assert solve_from_statistics(statistics, widths=30, temperature=0.1).heads == (3, 2)
+        solve_from_statistics(statistics, heads=(2, 3), width=30, temperature=0.1)
+    assert solve_from_statistics(statistics, width=30, temperature=0.1).heads == (3, 2)
     other = attention_statistics(TwoLayers(heads=(2, 3)), batches(2), progress=False)
     with pytest.raises(ValueError, match="heads and readout"):
         statistics.merge(other)
     with pytest.raises(ValueError, match="heads must be given"):
-        solve_from_statistics(GramStatistics().update(torch.randn(8, 3, 2), torch.ones(8)), widths=3, temperature=1)
+        solve_from_statistics(GramStatistics().update(torch.randn(8, 3, 2), torch.ones(8)), width=3, temperature=1)
 
 
 def test_bad_batches_are_named():

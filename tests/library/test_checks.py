@@ -22,7 +22,7 @@ def _attention(g, n0=5):
 
 def test_prior_kernel_monte_carlo_matches_gp_kernel_and_detects_a_wrong_one():
     g = torch.Generator().manual_seed(0)
-    network = AttentionNetwork(_attention(g), widths=4)
+    network = AttentionNetwork(_attention(g), width=4)
     x = torch.randn(5, 5, 6, generator=g, dtype=torch.float64)
     mean, se = prior_kernel_monte_carlo(
         network, x, torch.Generator().manual_seed(1), num_samples=20000, batch_size=3000

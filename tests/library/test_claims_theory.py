@@ -33,7 +33,7 @@ def problem():
 
 def _distance(problem, widths):
     xi, y = problem
-    sols = [solve(xi, y, heads=(2, 2), widths=float(w), temperature=0.1) for w in widths]
+    sols = [solve(xi, y, heads=(2, 2), width=float(w), temperature=0.1) for w in widths]
     return sols, np.array([np.abs(s.U - np.eye(4)).max() for s in sols])
 
 
@@ -44,7 +44,7 @@ def test_t1_certificate_against_an_unconverged_solve(problem):
     assert good.outcome is Outcome.HOLDS
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CertificateWarning)
-        stopped = solve(xi, y, heads=(2, 2), widths=10.0, temperature=0.1, max_iterations=1)
+        stopped = solve(xi, y, heads=(2, 2), width=10.0, temperature=0.1, max_iterations=1)
     bad = certificate_verdict([10], [stopped.gradient_norm], [stopped.hessian_min_eigenvalue])
     assert bad.outcome is Outcome.CONTRADICTED, bad.sentence()
 
@@ -85,13 +85,13 @@ def test_t4_prior_kernel_against_a_wrong_normalisation():
     x = torch.randn(4, 5, 6, generator=g, dtype=torch.float64)
     means, ses = [], []
     for width in (3, 20):
-        network = AttentionNetwork(attention, widths=width)
+        network = AttentionNetwork(attention, width=width)
         mean, se = prior_kernel_monte_carlo(
             network, x, torch.Generator().manual_seed(width), num_samples=20000, batch_size=5000
         )
         means.append(mean.numpy())
         ses.append(se.numpy())
-    K = gp_kernel(AttentionNetwork(attention, widths=3).features(x)).numpy()
+    K = gp_kernel(AttentionNetwork(attention, width=3).features(x)).numpy()
     good = prior_kernel_verdict([3, 20], means, ses, K)
     assert good.outcome is not Outcome.CONTRADICTED, good.sentence()
     bad = prior_kernel_verdict([3, 20], means, ses, 1.25 * K)  # a normalisation off by a factor 5/4

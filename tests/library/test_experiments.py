@@ -88,7 +88,7 @@ def test_a_sweep_is_the_solver_at_every_point_and_the_gp_row_is_its_limit(data):
     assert sweep.widths.tolist() == [5, 500, math.inf] and sweep.temperatures.tolist() == [0.1]
     assert sweep.names == ("s", "r", "q", "p") and sweep.converged.all()
     for k, width in enumerate((5, 500, math.inf)):
-        sol = solve(data.features, data.y, heads=(2, 2), widths=width, temperature=0.1)
+        sol = solve(data.features, data.y, heads=(2, 2), width=width, temperature=0.1)
         # determinism: the sweep calls solve with these very arguments (no warm start) and predicts with it
         np.testing.assert_array_equal(sweep.U[k, 0], sol.U)
         np.testing.assert_array_equal(sweep.U_layers[1][k, 0], sol.U_layers[1])
@@ -468,12 +468,12 @@ def test_sampled_points_keep_the_variance_error_of_their_draws(data):
 def test_predictor_variance_at_the_minimiser_is_the_theorys_and_at_the_identity_the_gp_limits(data):
     from attnpaths.experiments.kernel_pcs import predictor_variance
 
-    sol = solve(data.features, data.y, heads=(2, 2), widths=8, temperature=0.1)
+    sol = solve(data.features, data.y, heads=(2, 2), width=8, temperature=0.1)
     _, expected = sol.predict(data.features_test)
     np.testing.assert_allclose(
         predictor_variance(data.features, data.y, data.features_test, sol.U, 0.1), expected, rtol=1e-10, atol=1e-13
     )
-    gp = solve(data.features, data.y, heads=(2, 2), widths=math.inf, temperature=0.1)
+    gp = solve(data.features, data.y, heads=(2, 2), width=math.inf, temperature=0.1)
     np.testing.assert_allclose(
         predictor_variance(data.features, data.y, data.features_test, np.eye(4), 0.1),
         gp.predict(data.features_test)[1],

@@ -76,7 +76,7 @@ def test_on_the_package_network_the_entry_point_is_the_theory_itself(hmc_problem
     # two routes to the same features (PyTorch's layout transposed back, the package's own attention): equal up to
     # the summation order of the products, which another CPU changes (26 % of the entries move by up to 8.9e-16)
     assert_rounding_close(theory.features, features, what="path features")
-    direct = solve(features, train.y, heads=net.heads, widths=10, temperature=0.01)
+    direct = solve(features, train.y, heads=net.heads, width=10, temperature=0.01)
     assert_rounding_close(theory.U, direct.U, what="U")  # the minimiser moves by ~3e-15 of U's scale with them
     assert theory.certificate["converged"] and theory.heads == net.heads
     mean, _ = theory.predict(attention, tokens)
@@ -198,7 +198,7 @@ def test_auto_temperature_keeps_the_smallest_certified_action_of_the_grid(own_pr
     assert auto.temperature == AUTO_TEMPERATURES[best] and auto.solution is auto.solutions[best]
     assert scan["head_scores"].shape == (len(AUTO_TEMPERATURES), 2, 3)
     # the GP limit is solved at the chosen temperature
-    gp = solve(auto.features, targets, heads=(2, 3), widths=math.inf, temperature=auto.temperature)
+    gp = solve(auto.features, targets, heads=(2, 3), width=math.inf, temperature=auto.temperature)
     np.testing.assert_array_equal(auto.gp.U, gp.U)  # determinism: the same solve
     with pytest.raises(ValueError, match="'auto'"):
         rank_heads(model, tokens, targets, width=30, temperature="best")
@@ -244,7 +244,7 @@ def test_the_head_mask_evaluator_prunes_a_model_of_ones_own_through_masked_outpu
     assert evaluator() == float(np.mean(np.sign(full.numpy()) == targets.numpy()))
     assert evaluator([(1, 1)]) == float(np.mean(np.sign(pruned.numpy()) == targets.numpy()))
     assert not np.array_equal(evaluator.outputs([(1, 1)]), full.numpy())
-    with pytest.raises(ValueError, match=r"labels must be \+-1"):
+    with pytest.raises(ValueError, match=r"targets must be \+-1"):
         HeadMaskEvaluator(model, tokens, (targets + 1) / 2)
     with pytest.raises(ValueError, match="masked_output"):
         HeadMaskEvaluator(type("AttentionOnly", (), {"attention_weights": model.attention_weights})(), tokens, targets)
@@ -349,4 +349,4 @@ def test_temperature_takes_the_same_options_at_every_door():
     features, targets = torch.randn(12, 3, 2, dtype=torch.float64), torch.ones(12)
     for temperature in ("auto", [0.1, 1.0]):
         with pytest.raises(ValueError, match="temperature must be one real number > 0 here.*theory_from_attention"):
-            solve(features, targets, heads=2, widths=3, temperature=temperature)
+            solve(features, targets, heads=2, width=3, temperature=temperature)

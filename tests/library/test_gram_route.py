@@ -88,7 +88,7 @@ def test_the_equivalent_rows_reproduce_the_statistics():
 def test_rank_deficient_features_give_the_same_solve():
     xi, y = random_problem(P=60, n0=6, heads=(2, 2), seed=2)
     xi[:, 5, :] = xi[:, 4, :] - xi[:, 3, :]  # a dependent feature: F^T F is singular
-    kw = dict(heads=(2, 2), widths=10, temperature=0.05, gradient_tolerance=1e-10)
+    kw = dict(heads=(2, 2), width=10, temperature=0.05, gradient_tolerance=1e-10)
     gram, feature = solve(xi, y, route="gram", **kw), solve(xi, y, route="feature", **kw)
     assert gram.converged and feature.converged and gram._rows.shape[0] == 20  # rank 20 of D = 24
     assert_rounding_close(gram.U, feature.U, rtol=ROUTE_RTOL, what="U")  # rounding: see ROUTE_RTOL
@@ -119,7 +119,7 @@ def test_gram_route_solve_equals_the_other_routes(heads, n0, P, widths):
     against the sample- and feature-space routes, for ``P`` just below, just above and well above ``D``."""
     xi, y = _problem(P, n0, heads, seed=P)
     test = _problem(23, n0, heads, seed=100 + P)[0]
-    kw = dict(heads=heads, widths=widths, temperature=0.05, gradient_tolerance=1e-10)
+    kw = dict(heads=heads, width=widths, temperature=0.05, gradient_tolerance=1e-10)
     gram = solve(xi, y, route="gram", **kw)
     assert gram.route == "gram" and gram.converged
     mean, variance = gram.predict(test, batch_size=5)
@@ -143,7 +143,7 @@ def test_gram_route_solve_equals_the_other_routes(heads, n0, P, widths):
 
 def test_the_gram_solution_keeps_no_p_by_p_matrix_and_its_attributes_still_work():
     xi, y = _problem(120, 3, (2, 2), seed=4)
-    kw = dict(heads=(2, 2), widths=6, temperature=0.1)
+    kw = dict(heads=(2, 2), width=6, temperature=0.1)
     gram, feature = solve(xi, y, route="gram", **kw), solve(xi, y, route="feature", **kw)
     D = 3 * 4
     assert gram._rows.shape == (D, 3, 4) and gram._chol.shape == (D, D) and gram._alpha.shape == (D,)
@@ -170,9 +170,9 @@ def test_the_default_route_is_gram_only_with_many_more_examples_than_features():
     # at P = 10^5 the Gram route's cost is the one-off F^T F, spread over ten Hessians, and the D-sized steps
     assert costs["gram"] < 1e-3 * costs["feature"] and math.isinf(costs["sample"])
     xi, y = _problem(200, 3, (2,), seed=6)
-    assert solve(xi, y, heads=(2,), widths=5, temperature=0.1).route == "gram"
-    assert solve(xi, y, heads=(2,), widths=math.inf, temperature=0.1).route == "gram"
-    assert solve(xi[:5], y[:5], heads=(2,), widths=5, temperature=0.1).route in ("sample", "feature")
+    assert solve(xi, y, heads=(2,), width=5, temperature=0.1).route == "gram"
+    assert solve(xi, y, heads=(2,), width=math.inf, temperature=0.1).route == "gram"
+    assert solve(xi[:5], y[:5], heads=(2,), width=5, temperature=0.1).route in ("sample", "feature")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -203,7 +203,7 @@ def test_streamed_statistics_equal_the_unstreamed_ones_and_give_the_same_solve()
     assert_rounding_close(merged.gram, one.gram, what="merged Gram matrix")
     assert_rounding_close(merged.features_targets, one.features_targets, what="merged F^T y")
 
-    kw = dict(heads=(2, 2), widths=8, temperature=0.05)
+    kw = dict(heads=(2, 2), width=8, temperature=0.05)
     stats = GramStatistics()  # the block size solve uses
     for a, b in zip(cuts, cuts[1:]):
         stats.update(xi[a:b], y[a:b])
@@ -212,9 +212,9 @@ def test_streamed_statistics_equal_the_unstreamed_ones_and_give_the_same_solve()
     assert np.array_equal(from_statistics.U, from_features.U) and from_statistics.action == from_features.action
     test = _problem(11, 4, (2, 2), seed=8)[0]
     assert all(np.array_equal(a, b) for a, b in zip(from_statistics.predict(test), from_features.predict(test)))
-    gp = solve_from_statistics(stats, heads=(2, 2), widths=math.inf, temperature=0.05)
+    gp = solve_from_statistics(stats, heads=(2, 2), width=math.inf, temperature=0.05)
     assert gp.energy == pytest.approx(
-        solve(xi, y, heads=(2, 2), widths=math.inf, temperature=0.05, route="feature").energy, rel=ROUTE_RTOL
+        solve(xi, y, heads=(2, 2), width=math.inf, temperature=0.05, route="feature").energy, rel=ROUTE_RTOL
     )  # rounding: see ROUTE_RTOL
     for name in ("training_features", "training_labels", "kernel_cholesky", "dual_weights"):
         with pytest.raises(ValueError, match=rf"^{name} is not available: this solution was found from GramStatistics"):
@@ -233,9 +233,9 @@ def test_bad_input_is_refused_naming_the_argument():
         stats.update(torch.where(torch.arange(10)[:, None, None] == 3, math.nan, xi), y)
     with pytest.raises(ValueError, match=r"^features must contain only finite values"):
         stats.update(xi * torch.tensor([1.0, math.inf]), y)
-    with pytest.raises(ValueError, match=r"^y must contain only finite values"):
+    with pytest.raises(ValueError, match=r"^targets must contain only finite values"):
         stats.update(xi, torch.where(torch.arange(10) == 2, math.inf, y))
-    with pytest.raises(ValueError, match=r"^y must have shape \[B\] = \[10\]"):
+    with pytest.raises(ValueError, match=r"^targets must have shape \[B\] = \[10\]"):
         stats.update(xi, y[:9])
     with pytest.raises(ValueError, match=r"^features must have shape \[B, N0, n_paths\]"):
         stats.update(xi[0], y[:1])
@@ -243,7 +243,7 @@ def test_bad_input_is_refused_naming_the_argument():
     empty = GramStatistics().update(xi[:0], y[:0])  # a chunk of no examples adds nothing, and fixes the shape
     assert empty.num_examples == 0 and empty.dimension == 6
     with pytest.raises(ValueError, match=r"^statistics must hold P >= 1 examples, got 0"):
-        solve_from_statistics(empty, heads=(2,), widths=5, temperature=0.1)
+        solve_from_statistics(empty, heads=(2,), width=5, temperature=0.1)
     stats.update(xi, y)
     reference = stats.gram
     stats.update(xi[:0], y[:0])
@@ -261,22 +261,22 @@ def test_bad_input_is_refused_naming_the_argument():
     with pytest.raises(ValueError, match=r"^block_size must be an integer >= 1"):
         GramStatistics(block_size=0)
     with pytest.raises(ValueError, match=r"^statistics must hold P >= 1 examples, got 0"):
-        solve_from_statistics(GramStatistics(), heads=(2,), widths=5, temperature=0.1)
+        solve_from_statistics(GramStatistics(), heads=(2,), width=5, temperature=0.1)
     with pytest.raises(ValueError, match=r"^statistics must be a GramStatistics"):
-        solve_from_statistics(xi, heads=(2,), widths=5, temperature=0.1)
+        solve_from_statistics(xi, heads=(2,), width=5, temperature=0.1)
     for temperature in (0.0, -1.0, math.nan):
         with pytest.raises(ValueError, match=r"^temperature must be a finite real number > 0"):
-            solve_from_statistics(stats, heads=(2,), widths=5, temperature=temperature)
+            solve_from_statistics(stats, heads=(2,), width=5, temperature=temperature)
         with pytest.raises(ValueError, match=r"^temperature must be a finite real number > 0"):
-            solve(xi, y, heads=(2,), widths=5, temperature=temperature, route="gram")
+            solve(xi, y, heads=(2,), width=5, temperature=temperature, route="gram")
     with pytest.raises(ValueError, match=r"^heads=\(2, 2\) gives 4 paths but features hold 2 paths"):
-        solve_from_statistics(stats, heads=(2, 2), widths=5, temperature=0.1)
-    with pytest.raises(ValueError, match=r"^y must have shape \[P\] = \[10\]"):
-        solve(xi, y[:8], heads=(2,), widths=5, temperature=0.1, route="gram")
+        solve_from_statistics(stats, heads=(2, 2), width=5, temperature=0.1)
+    with pytest.raises(ValueError, match=r"^targets must have shape \[P\] = \[10\]"):
+        solve(xi, y[:8], heads=(2,), width=5, temperature=0.1, route="gram")
     with pytest.raises(ValueError, match=r"^features must have shape \[P, N0, n_paths\] with P >= 1"):
-        solve(xi[:0], y[:0], heads=(2,), widths=5, temperature=0.1, route="gram")
+        solve(xi[:0], y[:0], heads=(2,), width=5, temperature=0.1, route="gram")
     with pytest.raises(ValueError, match=r"^route must be 'sample', 'feature', 'gram' or None, got 'pairs'"):
-        solve(xi, y, heads=(2,), widths=5, temperature=0.1, route="pairs")
+        solve(xi, y, heads=(2,), width=5, temperature=0.1, route="pairs")
 
 
 def test_features_that_overflow_name_the_temperature_on_the_gram_route():
@@ -287,7 +287,7 @@ def test_features_that_overflow_name_the_temperature_on_the_gram_route():
             match=rf"^the action is not finite {where} = the GP values .* "
             r"temperature=1e-10; try a larger temperature",
         ):
-            solve(xi * 1e200, y, heads=(2,), widths=widths, temperature=1e-10, route="gram")  # F^T F overflows
+            solve(xi * 1e200, y, heads=(2,), width=widths, temperature=1e-10, route="gram")  # F^T F overflows
 
 
 # --------------------------------------------------------------------------------------------------------

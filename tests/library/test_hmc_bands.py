@@ -62,7 +62,7 @@ def test_ablations_reject_non_square():
 def test_mean_predictor_with_the_theory_U_is_the_theory_predictor():
     xi, y = random_problem(P=24, heads=(2, 2), seed=4)
     xt, _ = random_problem(P=10, heads=(2, 2), seed=5)
-    sol = solve(xi, y, heads=(2, 2), widths=8, temperature=0.1)
+    sol = solve(xi, y, heads=(2, 2), width=8, temperature=0.1)
     np.testing.assert_allclose(
         kernel_pcs.mean_predictor(xi, y, xt, sol.U, 0.1), sol.predict(xt)[0], rtol=1e-9, atol=1e-12
     )
@@ -160,7 +160,7 @@ def test_gp_lines_read_the_sub_networks_paths_from_the_four_path_features():
     # each network's own path features, computed from its own attention
     for key, factory in zip(ex.GP_LINES, (four_path_network, good_path_network, good_and_denoising_network)):
         own = path_data(factory(train), train, test)
-        alone = solve(own.features, own.y, heads=own.network.heads, widths=math.inf, temperature=0.01)
+        alone = solve(own.features, own.y, heads=own.network.heads, width=math.inf, temperature=0.01)
         expected = alone.predict(own.features_test)[0]
         np.testing.assert_allclose(shared[key], expected, rtol=1e-10, atol=1e-12)
         assert np.array_equal(given[key], shared[key])  # determinism: the given path data is the one computed inside

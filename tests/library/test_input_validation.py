@@ -41,7 +41,7 @@ def problem():
 @pytest.fixture(scope="module")
 def solution(problem):
     xi, y = problem
-    return solve(xi, y, heads=(2, 2), widths=10, temperature=0.1)
+    return solve(xi, y, heads=(2, 2), width=10, temperature=0.1)
 
 
 @pytest.fixture(scope="module")
@@ -104,17 +104,17 @@ def test_complex_features_are_refused_not_silently_made_real(problem):
         (xi.to(torch.complex64), "torch.complex64"),
     ):
         with pytest.raises(TypeError, match=rf"features must hold real numbers, got the complex dtype {dtype}"):
-            solve(features, y, heads=(2, 2), widths=10, temperature=0.1)
+            solve(features, y, heads=(2, 2), width=10, temperature=0.1)
 
 
 def test_boolean_and_object_features_are_refused(problem):
     xi, y = problem
     with pytest.raises(TypeError, match=r"features must hold real numbers, got the boolean dtype torch.bool"):
-        solve(xi > 0, y, heads=(2, 2), widths=10, temperature=0.1)
+        solve(xi > 0, y, heads=(2, 2), width=10, temperature=0.1)
     with pytest.raises(TypeError, match=r"features must hold real numbers, got the boolean dtype bool"):
-        solve(xi.numpy() > 0, y, heads=(2, 2), widths=10, temperature=0.1)
+        solve(xi.numpy() > 0, y, heads=(2, 2), width=10, temperature=0.1)
     with pytest.raises(TypeError, match=r"features must be a numeric array, got the object dtype object"):
-        solve(np.asarray(xi.numpy(), dtype=object), y, heads=(2, 2), widths=10, temperature=0.1)
+        solve(np.asarray(xi.numpy(), dtype=object), y, heads=(2, 2), width=10, temperature=0.1)
 
 
 def test_boolean_labels_are_refused_with_the_plus_minus_one_convention(problem):
@@ -122,16 +122,16 @@ def test_boolean_labels_are_refused_with_the_plus_minus_one_convention(problem):
     for labels in (y > 0, (y > 0).numpy(), [bool(v > 0) for v in y]):
         with pytest.raises(
             TypeError,
-            match=r"y must hold real targets, got the boolean dtype .*labels are \+-1 "
-            r"floats, pass 2.0 \* y - 1.0",
+            match=r"targets must hold real targets, got the boolean dtype .*labels are \+-1 "
+            r"floats, pass 2.0 \* targets - 1.0",
         ):
-            solve(xi, labels, heads=(2, 2), widths=10, temperature=0.1)
-    with pytest.raises(TypeError, match=r"y must hold real numbers, got the complex dtype"):
-        solve(xi, y + 0j, heads=(2, 2), widths=10, temperature=0.1)
+            solve(xi, labels, heads=(2, 2), width=10, temperature=0.1)
+    with pytest.raises(TypeError, match=r"targets must hold real numbers, got the complex dtype"):
+        solve(xi, y + 0j, heads=(2, 2), width=10, temperature=0.1)
     # the +-1 labels the message asks for are accepted and are the labels
-    fixed = solve(xi, 2.0 * (y > 0).double() - 1.0, heads=(2, 2), widths=10, temperature=0.1)
+    fixed = solve(xi, 2.0 * (y > 0).double() - 1.0, heads=(2, 2), width=10, temperature=0.1)
     # determinism: 2 * (y > 0) - 1 is y exactly (+-1), so this is the same solve of the same inputs
-    np.testing.assert_array_equal(fixed.U, solve(xi, y, heads=(2, 2), widths=10, temperature=0.1).U)
+    np.testing.assert_array_equal(fixed.U, solve(xi, y, heads=(2, 2), width=10, temperature=0.1).U)
 
 
 def test_own_model_entry_refuses_complex_boolean_and_object_inputs(stack):
@@ -159,7 +159,7 @@ def test_the_sampler_refuses_complex_and_boolean_inputs():
         PosteriorSampler(network, y, 0.1, x=x + 1j)
     with pytest.raises(TypeError, match=r"features must hold real numbers, got the complex dtype complex128"):
         PosteriorSampler(network, y, 0.1, features=network.features(x).numpy() + 0j)
-    with pytest.raises(TypeError, match=r"y must hold real targets, got the boolean dtype .*\+-1"):
+    with pytest.raises(TypeError, match=r"targets must hold real targets, got the boolean dtype .*\+-1"):
         PosteriorSampler(network, y > 0, 0.1, x=x)
 
 
@@ -186,14 +186,14 @@ def test_the_shared_conversions_refuse_the_same_kinds():
 def test_gradient_tolerance_must_be_finite_and_positive(problem, tolerance):
     xi, y = problem
     with pytest.raises(ValueError, match=r"gradient_tolerance must be a (finite )?real number > 0, got"):
-        solve(xi, y, heads=(2, 2), widths=10, temperature=0.1, gradient_tolerance=tolerance)
+        solve(xi, y, heads=(2, 2), width=10, temperature=0.1, gradient_tolerance=tolerance)
 
 
 @pytest.mark.parametrize("max_iterations", [-1, 0, 2.5, True, None])
 def test_max_iterations_must_be_a_positive_integer(problem, stack, max_iterations):
     xi, y = problem
     with pytest.raises(ValueError, match=r"max_iterations must be an integer >= 1, got"):
-        solve(xi, y, heads=(2, 2), widths=10, temperature=0.1, max_iterations=max_iterations)
+        solve(xi, y, heads=(2, 2), width=10, temperature=0.1, max_iterations=max_iterations)
     attention, tokens, targets = stack
     with pytest.raises(ValueError, match=r"max_iterations must be an integer >= 1, got"):
         theory_from_attention(attention, tokens, targets, width=30, temperature=0.1, max_iterations=max_iterations)
@@ -215,7 +215,7 @@ def test_the_functions_that_pass_max_iterations_on_check_it_first(solution, prob
 
 def test_a_valid_tolerance_still_certifies(problem):
     xi, y = problem
-    sol = solve(xi, y, heads=(2, 2), widths=10, temperature=0.1, gradient_tolerance=1e-10, max_iterations=1000)
+    sol = solve(xi, y, heads=(2, 2), width=10, temperature=0.1, gradient_tolerance=1e-10, max_iterations=1000)
     assert sol.converged and sol.gradient_norm < 1e-6
 
 
@@ -226,7 +226,7 @@ def test_a_valid_tolerance_still_certifies(problem):
 def test_a_singular_kernel_names_the_temperature_not_initial(problem):
     xi, y = problem  # P = 20 examples, a kernel of rank at most 16: singular at T = 0 to rounding
     with pytest.raises(ValueError) as info:
-        solve(xi, y, heads=(2, 2), widths=10, temperature=5e-324)
+        solve(xi, y, heads=(2, 2), width=10, temperature=5e-324)
     message = str(info.value)
     assert message.startswith(
         "the action is not finite at the starting point U = the GP values (U_1 = 1 I): "
@@ -243,7 +243,7 @@ def test_an_overflowing_kernel_names_the_temperature_in_both_routes(problem):
             match=rf"the action is not finite {where} = the GP values \(U_1 = 1 I\): the "
             r"kernel .* overflows at temperature=1e-10; try a larger temperature",
         ):
-            solve(xi * 1e200, y, heads=(2, 2), widths=widths, temperature=1e-10)
+            solve(xi * 1e200, y, heads=(2, 2), width=widths, temperature=1e-10)
 
 
 def test_a_given_initial_keeps_the_initial_wording(problem):
@@ -253,7 +253,7 @@ def test_a_given_initial_keeps_the_initial_wording(problem):
         match=r"^initial must give a finite action \(K\(U_1\) \+ T I positive definite "
         r"at temperature=5e-324\)$",
     ):
-        solve(xi, y, heads=(2, 2), widths=10, temperature=5e-324, initial=[np.eye(4), np.eye(2)])
+        solve(xi, y, heads=(2, 2), width=10, temperature=5e-324, initial=[np.eye(4), np.eye(2)])
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -305,9 +305,9 @@ def test_heads_are_checked_where_the_layout_tells_them(problem, stack):
     xi, y = problem
     # the features' flat path axis fixes the product of the heads only
     with pytest.raises(ValueError, match=r"heads=\(3,\) gives 3 paths but features hold 4 paths"):
-        solve(xi, y, heads=(3,), widths=10, temperature=0.1)
+        solve(xi, y, heads=(3,), width=10, temperature=0.1)
     with pytest.raises(ValueError, match=r"heads=\(2, 2, 2\) gives 8 paths but features hold 4 paths"):
-        solve(xi, y, heads=(2, 2, 2), widths=10, temperature=0.1)
+        solve(xi, y, heads=(2, 2, 2), width=10, temperature=0.1)
     # attention lists carry the heads of every layer: new attention must have the training data's heads
     attention, tokens, targets = stack
     theory = theory_from_attention(attention, tokens, targets, width=30, temperature=0.1)
@@ -335,9 +335,9 @@ def test_solve_estimates_its_memory_before_allocating(problem, monkeypatch):
             r"matrices and the features \[P, N0, n_paths\] = \[20, 4, 4\]\) needs "
             r"about [0-9.e-]+ GiB, but only 9.31e-07 GiB of memory is available",
         ):
-            solve(xi, y, heads=(2, 2), widths=widths, temperature=0.1, route="feature")
+            solve(xi, y, heads=(2, 2), width=widths, temperature=0.1, route="feature")
     monkeypatch.setattr(_validation, "available_memory", lambda: None)  # a system that does not say
-    assert solve(xi, y, heads=(2, 2), widths=10, temperature=0.1).converged
+    assert solve(xi, y, heads=(2, 2), width=10, temperature=0.1).converged
 
 
 def test_the_estimate_for_a_large_problem_is_six_kernels(monkeypatch):
@@ -391,7 +391,7 @@ except OSError:
     pass
 size, resident = status("VmSize"), status("VmRSS")
 try:
-    solve(xi, y, heads=(2, 2), widths=10, temperature=0.01, route="feature", on_failure="warn")
+    solve(xi, y, heads=(2, 2), width=10, temperature=0.01, route="feature", on_failure="warn")
     outcome = ["solved", ""]
 except BaseException as err:
     outcome = [type(err).__name__, str(err)]
@@ -479,8 +479,8 @@ def _bad_data(xi, y):
     inf_labels[3] = math.inf
     return [
         ((nan_features, y), ValueError, r"features must contain only finite values \(found NaN or inf\)"),
-        ((xi, inf_labels), ValueError, r"y must contain only finite values \(found NaN or inf\)"),
-        ((xi, y[:-1]), ValueError, r"y must have shape \[P\] = \[20\], got \(19,\)"),
+        ((xi, inf_labels), ValueError, r"targets must contain only finite values \(found NaN or inf\)"),
+        ((xi, y[:-1]), ValueError, r"targets must have shape \[P\] = \[20\], got \(19,\)"),
         ((xi[:0], y[:0]), ValueError, r"features must have shape \[P, N0, n_paths\] with P >= 1, got \(0, 4, 4\)"),
     ]
 
@@ -492,16 +492,16 @@ def test_solve_checks_its_data_and_temperature(problem):
     xi, y = problem
     for (features, labels), kind, match in _bad_data(xi, y):
         with pytest.raises(kind, match=match):
-            solve(features, labels, heads=(2, 2), widths=10, temperature=0.1)
+            solve(features, labels, heads=(2, 2), width=10, temperature=0.1)
     for temperature, shown in BAD_TEMPERATURES:
         with pytest.raises(ValueError, match=rf"temperature must be a finite real number > 0, got {shown}"):
-            solve(xi, y, heads=(2, 2), widths=10, temperature=temperature)
+            solve(xi, y, heads=(2, 2), width=10, temperature=temperature)
 
 
 def test_the_order_parameter_sampler_checks_its_data_and_temperature(problem):
     xi, y = problem
     settings = dict(
-        heads=(2, 2), widths=10, generator=torch.Generator().manual_seed(0), num_chains=2, num_warmup=0, num_samples=4
+        heads=(2, 2), width=10, generator=torch.Generator().manual_seed(0), num_chains=2, num_warmup=0, num_samples=4
     )
     for (features, labels), kind, match in _bad_data(xi, y):
         with pytest.raises(kind, match=match):
@@ -533,7 +533,7 @@ def test_the_own_model_entry_checks_its_data_and_temperature(stack):
 
 def test_the_posterior_sampler_checks_its_data_and_temperature():
     network, x, y, _ = sampler_problem()
-    with pytest.raises(ValueError, match=r"y must have shape \[6\] \(one label per example\), got \(5,\)"):
+    with pytest.raises(ValueError, match=r"targets must have shape \[6\] \(one label per example\), got \(5,\)"):
         PosteriorSampler(network, y[:-1], 0.1, x=x)
     with pytest.raises(ValueError, match=r"x must hold at least one example \(P >= 1\), got P = 0"):
         PosteriorSampler(network, y[:0], 0.1, x=x[:0])
@@ -554,10 +554,10 @@ def test_the_posterior_sampler_checks_its_data_and_temperature():
 
 def test_a_temperature_given_as_a_zero_dimensional_array_or_numpy_scalar_is_that_number(problem):
     xi, y = problem
-    reference = solve(xi, y, heads=(2, 2), widths=10, temperature=0.01)
+    reference = solve(xi, y, heads=(2, 2), width=10, temperature=0.01)
     for temperature in (np.array(0.01), torch.tensor(0.01, dtype=torch.float64), np.float64(0.01)):
         assert _validation.positive_real(temperature, "temperature") == 0.01
-        found = solve(xi, y, heads=(2, 2), widths=10, temperature=temperature)
+        found = solve(xi, y, heads=(2, 2), width=10, temperature=temperature)
         assert found.temperature == 0.01 and type(found.temperature) is float
         assert np.array_equal(found.U, reference.U)  # determinism: the same number, the same computation
     assert _validation.positive_real(np.float32(0.5), "temperature") == 0.5  # exact in float32
@@ -570,17 +570,17 @@ def test_a_temperature_given_as_a_zero_dimensional_array_or_numpy_scalar_is_that
         (torch.tensor(float("nan")), r"nan"),
     ):
         with pytest.raises(ValueError, match=rf"^temperature must be a (finite )?real number > 0, got {shown}"):
-            solve(xi, y, heads=(2, 2), widths=10, temperature=temperature)
+            solve(xi, y, heads=(2, 2), width=10, temperature=temperature)
 
 
 @pytest.mark.parametrize("widths", ["10", b"10", "inf"])
 def test_widths_given_as_a_string_are_refused_not_read_as_characters(problem, widths):
     xi, y = problem
     with pytest.raises(
-        ValueError, match=r"^widths must be a number >= 1 or a tuple \(N_1, \.\.\., N_L, N_a\) of them, "
+        ValueError, match=r"^width must be a number >= 1 or a tuple \(N_1, \.\.\., N_L, N_a\) of them, "
     ):
-        solve(xi, y, heads=(4,), widths=widths, temperature=0.1)  # two characters and two values for L = 1
-    assert solve(xi, y, heads=(4,), widths=np.array(10.0), temperature=0.1).widths == (10.0, 10.0)
+        solve(xi, y, heads=(4,), width=widths, temperature=0.1)  # two characters and two values for L = 1
+    assert solve(xi, y, heads=(4,), width=np.array(10.0), temperature=0.1).widths == (10.0, 10.0)
 
 
 # --------------------------------------------------------------------------------------------------------

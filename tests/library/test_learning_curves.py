@@ -14,9 +14,9 @@ from helpers import random_problem
 from attnpaths.claims import Outcome
 from attnpaths.engine import IN_PROCESS, Engine
 from attnpaths.experiments import learning_curves as lc
-from attnpaths.streaming import gram_statistics, gram_statistics_at
 from attnpaths.hmc import HMCTask, four_path_network
 from attnpaths.hmc.streams import HMCChunks
+from attnpaths.streaming import gram_statistics, gram_statistics_at
 from attnpaths.theory import classification_accuracy, solve
 
 try:
@@ -93,7 +93,7 @@ def test_the_curves_equal_a_solve_of_each_training_set():
     assert np.isinf(curve.widths[2]).all()
     for j, P in enumerate(sizes):
         for i, width in enumerate(curve.widths[:, j]):
-            sol = solve(xi[:P], y[:P], heads=(2, 2), widths=float(width), temperature=0.05, on_failure="raise")
+            sol = solve(xi[:P], y[:P], heads=(2, 2), width=float(width), temperature=0.05, on_failure="raise")
             np.testing.assert_allclose(curve.U[i, j], sol.U, rtol=CURVE_RTOL, atol=CURVE_RTOL * np.abs(sol.U).max())
             mean, _ = sol.predict(xt)
             assert curve.accuracy[i, j] == classification_accuracy(mean, yt)
@@ -157,7 +157,7 @@ def test_bad_input_is_refused_naming_it():
         lc.learning_curve(chunks, 10, [20], xt, yt, widths=[0.0], **options)
     with pytest.raises(ValueError, match="chunks of chunk_size = 20"):
         lc.learning_curve(chunks, 20, [20], xt, yt, widths=[3], **options)
-    with pytest.raises(ValueError, match="test_y must have shape"):
+    with pytest.raises(ValueError, match="test_targets must have shape"):
         lc.learning_curve(chunks, 10, [20], xt, yt[:5], widths=[3], **options)
     with pytest.raises(ValueError, match="temperature"):
         lc.learning_curve(chunks, 10, [20], xt, yt, widths=[3], **{**options, "temperature": 0.0})

@@ -25,7 +25,7 @@ def test_layer_by_layer_forward_equals_path_form(heads, readout):
     g = torch.Generator().manual_seed(1)
     attention = random_attention(g, heads, input_width=5, readout=readout)
     x = random_inputs(g, 6, 5, 4)
-    network = AttentionNetwork(attention, widths=[3, 4, 2, 5][: len(heads) + 1], variances=0.7)
+    network = AttentionNetwork(attention, width=[3, 4, 2, 5][: len(heads) + 1], variances=0.7)
     weights = network.sample_prior(g, num_samples=3)
     direct = network.forward(x, weights)
     via_paths = network.forward_from_features(network.features(x), weights)
@@ -40,7 +40,7 @@ def test_path_weights_follow_definition_and_path_order():
     # e^(1)_pi = a^T V^(L,h_L) ... V^(1,h_1) / sqrt(N_a N_L ... N_2), flattened with h_1 slowest
     g = torch.Generator().manual_seed(2)
     heads = (2, 3, 2)
-    network = AttentionNetwork(random_attention(g, heads, 4), widths=(3, 5, 2, 4))
+    network = AttentionNetwork(random_attention(g, heads, 4), width=(3, 5, 2, 4))
     weights = network.sample_prior(g)
     e = network.path_weights(weights)
     expected = []
@@ -56,7 +56,7 @@ def test_path_weights_follow_definition_and_path_order():
 
 def test_path_summary_is_the_input_weights_and_overlaps_bit_for_bit():
     g = torch.Generator().manual_seed(5)
-    network = AttentionNetwork(random_attention(g, (2, 2), 4), widths=(3, 5, 4))
+    network = AttentionNetwork(random_attention(g, (2, 2), 4), width=(3, 5, 4))
     weights = network.sample_prior(g, 6)
     for check in (True, False):
         w, u = network.path_summary(weights, check=check)
@@ -69,7 +69,7 @@ def test_path_summary_is_the_input_weights_and_overlaps_bit_for_bit():
 
 def test_prior_sampling_is_reproducible_and_has_the_prior_variances():
     g = torch.Generator().manual_seed(3)
-    network = AttentionNetwork(random_attention(g, (2,), 3), widths=4, variances=(0.5, 2.0, 3.0))
+    network = AttentionNetwork(random_attention(g, (2,), 3), width=4, variances=(0.5, 2.0, 3.0))
     first = network.sample_prior(torch.Generator().manual_seed(9), num_samples=2000)
     second = network.sample_prior(torch.Generator().manual_seed(9), num_samples=2000)
     for a, b in zip(first.as_dict().values(), second.as_dict().values()):
@@ -83,7 +83,7 @@ def test_prior_second_moment_is_the_gp_kernel_at_finite_width(width, num_samples
     # E[f(x) f(x')] = K_GP(x, x') at ANY width (sec-prior-kernel); non-unit variances check that
     # s0 sits in the pre-kernels and sa s1 .. sL in U_GP.
     g = torch.Generator().manual_seed(4)
-    network = AttentionNetwork(random_attention(g, (2, 2), 5), widths=width, variances=(0.5, 2.0, 1.5, 0.7))
+    network = AttentionNetwork(random_attention(g, (2, 2), 5), width=width, variances=(0.5, 2.0, 1.5, 0.7))
     x = random_inputs(g, 4, 5, 4)
     f = network.forward(x, network.sample_prior(g, num_samples))
     products = f[:, :, None] * f[:, None, :]
@@ -97,7 +97,7 @@ def test_prior_second_moment_is_the_gp_kernel_at_finite_width(width, num_samples
 @pytest.mark.parametrize("width", [3, 20])
 def test_sampled_order_parameter_of_prior_samples_is_the_gp_value(width):
     g = torch.Generator().manual_seed(5)
-    network = AttentionNetwork(random_attention(g, (2, 2), 3), widths=width, variances=(1.0, 2.0, 0.5, 1.5))
+    network = AttentionNetwork(random_attention(g, (2, 2), 3), width=width, variances=(1.0, 2.0, 0.5, 1.5))
     overlaps = network.sampled_order_parameter(network.sample_prior(g, 4000), per_sample=True)
     u_gp = torch.eye(4, dtype=torch.float64) * 1.5
     assert max_z_score(overlaps, u_gp) < Z_MAX
@@ -107,13 +107,13 @@ def test_sampled_order_parameter_of_prior_samples_is_the_gp_value(width):
 def test_invalid_arguments_raise_value_errors_naming_them():
     g = torch.Generator().manual_seed(6)
     attention = random_attention(g, (2, 2), 3)
-    with pytest.raises(ValueError, match="widths"):
-        AttentionNetwork(attention, widths=(3, 3))
-    with pytest.raises(ValueError, match="widths"):
-        AttentionNetwork(attention, widths=0)
+    with pytest.raises(ValueError, match="width"):
+        AttentionNetwork(attention, width=(3, 3))
+    with pytest.raises(ValueError, match="width"):
+        AttentionNetwork(attention, width=0)
     with pytest.raises(ValueError, match="variances"):
-        AttentionNetwork(attention, widths=3, variances=(1.0, -1.0, 1.0, 1.0))
-    network = AttentionNetwork(attention, widths=3)
+        AttentionNetwork(attention, width=3, variances=(1.0, -1.0, 1.0, 1.0))
+    network = AttentionNetwork(attention, width=3)
     with pytest.raises(ValueError, match="num_samples"):
         network.sample_prior(g, num_samples=0)
     weights = network.sample_prior(g)

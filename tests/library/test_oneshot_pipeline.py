@@ -99,7 +99,7 @@ def test_grid_matches_independent_solves_and_warm_starts_find_the_same_minimum(f
     assert grid.warm_started[:, :-1].all() and not grid.warm_started[:, -1].any()  # highest T starts from GP
     for i, w in enumerate((5, 50)):
         for j, T in enumerate((0.1, 0.5, 1.0)):
-            sol = solve(features.features, features.y, heads=(2, 2), widths=w, temperature=T)
+            sol = solve(features.features, features.y, heads=(2, 2), width=w, temperature=T)
             np.testing.assert_allclose(grid.U[i, j], sol.U, atol=1e-7)
             mean = sol.predict(features.features_test)[0]
             np.testing.assert_allclose(grid.means["test"][i, j], mean, atol=1e-7)
@@ -129,7 +129,7 @@ def test_label_fraction_draws_are_independent_reproducible_draws_of_the_training
     seqs = episodes.class_sorted_sequences(classes, 20, encoder, np.random.default_rng([9, 0]))
     xi, y = path_features(seqs.x, attention), seqs.y.to(torch.float64)
     data = PathData(episodes.OneShotNetwork(attention), xi, y, {"test": (xi, y)})
-    U = solve(xi, y, heads=attention.heads, widths=5, temperature=0.5).U
+    U = solve(xi, y, heads=attention.heads, width=5, temperature=0.5).U
     pcs = kernel_pcs.pc_overlaps(data, U, 3)
     assert draws["finite_width"][0] == pytest.approx(kernel_pcs.label_fraction(pcs["finite_width"], 3), abs=1e-12)
     assert draws["gp"][0] == pytest.approx(kernel_pcs.label_fraction(pcs["gp"], 3), abs=1e-12)

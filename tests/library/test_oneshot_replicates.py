@@ -157,7 +157,7 @@ def test_wrong_order_parameters_are_those_of_wrong_theories_with_u_near_the_gp_l
     for mistake, (U, _) in theirs.items():
         if mistake != "none":  # the one-shot network's figure order is its flat order
             np.testing.assert_allclose(ours[mistake], U, atol=1e-9)
-    right = solve(data.features, data.y, heads=(2, 2), widths=10, temperature=0.5).U
+    right = solve(data.features, data.y, heads=(2, 2), width=10, temperature=0.5).U
     near = ours["near the GP limit"]
     assert np.linalg.norm(near - np.eye(4)) < 1e-2 * np.linalg.norm(right - np.eye(4))
 
@@ -177,7 +177,7 @@ def test_ablation_puts_the_gp_limit_at_its_own_temperature():
         readout="average_pooling",
     )
     data = PathData(episodes.OneShotNetwork(att), xi, y, {"test": (xt, yt)})
-    U = solve(xi, y, heads=(2, 2), widths=5, temperature=0.1).U
+    U = solve(xi, y, heads=(2, 2), width=5, temperature=0.1).U
     own = temperature_grid.ablation_means(data, U, 0.1, gp_temperature=1.0)
     same = temperature_grid.ablation_means(data, U, 0.1)
     gp = temperature_grid.gp_grid(data, (0.1, 1.0))

@@ -69,7 +69,7 @@ def test_without_information_in_the_data_the_exact_posterior_is_the_prior_of_the
         xi,
         y,
         heads=(2, 2),
-        widths=WIDTHS,
+        width=WIDTHS,
         temperature=1e9,
         variances=VARIANCES,
         generator=torch.Generator().manual_seed(2),
@@ -100,7 +100,7 @@ def wide_network_problem():
     """``(features [12, N0, 4], y)`` of a 2 x 2-head network of width 300, where (eq-exact-density) is close to
     its Laplace approximation at T = 0.05."""
     g = torch.Generator().manual_seed(7)
-    network = AttentionNetwork(random_attention(g, (2, 2), 4), widths=300, variances=VARIANCES)
+    network = AttentionNetwork(random_attention(g, (2, 2), 4), width=300, variances=VARIANCES)
     x = random_inputs(g, 12, 4, 3)
     return network.features(x), torch.cat([torch.ones(6), -torch.ones(6)]).double()
 
@@ -115,7 +115,7 @@ def test_independence_moves_multiply_the_effective_sample_size_per_move_on_a_nea
             features,
             y,
             heads=(2, 2),
-            widths=300,
+            width=300,
             temperature=0.05,
             variances=VARIANCES,
             generator=torch.Generator().manual_seed(8),
@@ -143,7 +143,7 @@ def test_a_precision_target_stops_the_chains_at_a_look_where_u_meets_it_keeping_
     features, y = wide_network_problem()
     arguments = dict(
         heads=(2, 2),
-        widths=300,
+        width=300,
         temperature=0.05,
         variances=VARIANCES,
         num_chains=16,
@@ -192,7 +192,7 @@ def test_multivariate_t_proposal_draws_and_density():
 @pytest.mark.needs("diagnostics")
 def test_exact_mean_matches_the_networks_gibbs_samples_and_differs_from_the_saddle_point(long_chain):
     g = torch.Generator().manual_seed(4)
-    network = AttentionNetwork(random_attention(g, (2, 2), 4), widths=WIDTHS, variances=VARIANCES)
+    network = AttentionNetwork(random_attention(g, (2, 2), 4), width=WIDTHS, variances=VARIANCES)
     x = random_inputs(g, 8, 4, 3)
     y = torch.cat([torch.ones(4), -torch.ones(4)]).double()
     features = network.features(x)
@@ -201,7 +201,7 @@ def test_exact_mean_matches_the_networks_gibbs_samples_and_differs_from_the_sadd
         features,
         y,
         heads=(2, 2),
-        widths=WIDTHS,
+        width=WIDTHS,
         temperature=temperature,
         variances=VARIANCES,
         generator=torch.Generator().manual_seed(5),
@@ -220,14 +220,14 @@ def test_exact_mean_matches_the_networks_gibbs_samples_and_differs_from_the_sadd
     se = np.sqrt(sd**2 / diagnostics["order_parameter_ess"].numpy() + exact.mc_se**2)
     assert np.all(np.abs(U_gibbs - exact.mean) <= Z * se), (U_gibbs, exact.mean, se)
     # the saddle point is a different (N -> infinity) quantity: the exact mean resolves its O(1/N) distance
-    saddle = solve(features, y, heads=(2, 2), widths=WIDTHS, temperature=temperature, variances=VARIANCES)
+    saddle = solve(features, y, heads=(2, 2), width=WIDTHS, temperature=temperature, variances=VARIANCES)
     assert np.any(np.abs(saddle.U - exact.mean) > Z * exact.mc_se), (saddle.U, exact.mean, exact.mc_se)
 
 
 def test_exact_action_is_the_saddle_point_action_plus_the_wishart_terms():
     xi, y = random_problem(P=10, n0=4, heads=(2, 2), seed=2)
     arch = architecture((2, 2), WIDTHS, VARIANCES)
-    sol = solve(xi, y, heads=(2, 2), widths=WIDTHS, temperature=0.1, variances=VARIANCES)
+    sol = solve(xi, y, heads=(2, 2), width=WIDTHS, temperature=0.1, variances=VARIANCES)
     from attnpaths.kernels import scaled_features
 
     X = scaled_features(torch.as_tensor(xi), VARIANCES[0])
@@ -245,18 +245,18 @@ def test_exact_action_is_the_saddle_point_action_plus_the_wishart_terms():
 def test_invalid_arguments_raise_value_errors_naming_them():
     xi, y = random_problem(P=6, n0=3, heads=(2, 2))
     kwargs = dict(heads=(2, 2), temperature=0.1, generator=torch.Generator().manual_seed(0), progress=False)
-    with pytest.raises(ValueError, match="widths must be finite"):
-        sample_order_parameters(xi, y, widths=math.inf, **kwargs)
+    with pytest.raises(ValueError, match="width must be finite"):
+        sample_order_parameters(xi, y, width=math.inf, **kwargs)
     with pytest.raises(ValueError, match="N_1 = 3 must be at least n_1 = 4"):
-        sample_order_parameters(xi, y, widths=3, **kwargs)
+        sample_order_parameters(xi, y, width=3, **kwargs)
     with pytest.raises(RuntimeError, match="no mode"):
-        sample_order_parameters(xi, y, widths=(5, 3, 2), **{**kwargs, "temperature": 1e9})
+        sample_order_parameters(xi, y, width=(5, 3, 2), **{**kwargs, "temperature": 1e9})
     with pytest.raises(ValueError, match="num_chains"):
-        sample_order_parameters(xi, y, widths=5, num_chains=1, **kwargs)
+        sample_order_parameters(xi, y, width=5, num_chains=1, **kwargs)
     with pytest.raises(ValueError, match="generator"):
-        sample_order_parameters(xi, y, widths=5, **{**kwargs, "generator": 0})
+        sample_order_parameters(xi, y, width=5, **{**kwargs, "generator": 0})
     with pytest.raises(ValueError, match="moves must be one of"):
-        sample_order_parameters(xi, y, widths=5, moves="hamiltonian", **kwargs)
+        sample_order_parameters(xi, y, width=5, moves="hamiltonian", **kwargs)
 
 
 def test_mode_is_reached_from_starts_closer_than_the_rounding_of_the_density_resolves():
@@ -269,7 +269,7 @@ def test_mode_is_reached_from_starts_closer_than_the_rounding_of_the_density_res
     features, y = wide_network_problem()
     arch = architecture((2, 2), 300, VARIANCES)
     target = _Target(arch, 0.05, X=scaled_features(features, arch.variances[0]), y=y)
-    saddle = solve(features, y, heads=(2, 2), widths=300, temperature=0.05, variances=VARIANCES)
+    saddle = solve(features, y, heads=(2, 2), width=300, temperature=0.05, variances=VARIANCES)
     mode, _ = _mode(target, target.theta(saddle.U_layers, saddle.U_a))
     directions = torch.randn(12, mode.numel(), generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     for k, direction in enumerate(directions):
@@ -305,7 +305,7 @@ def test_sampling_from_gram_statistics_takes_the_statistics_in_place_of_the_exam
 
     xi, y = random_problem(P=30, n0=3, heads=(2, 2), seed=4)
     stats = GramStatistics().update(xi, y)
-    settings = dict(heads=(2, 2), widths=7, temperature=0.05, num_chains=4, num_warmup=4, num_samples=4, thin=1)
+    settings = dict(heads=(2, 2), width=7, temperature=0.05, num_chains=4, num_warmup=4, num_samples=4, thin=1)
     settings["progress"] = False
     runs = [
         sample_order_parameters(xi, y, generator=torch.Generator().manual_seed(6), **settings),
@@ -313,7 +313,7 @@ def test_sampling_from_gram_statistics_takes_the_statistics_in_place_of_the_exam
     ]
     # one density, one generator: the same chains up to the rounding of the two routes
     assert np.allclose(runs[0].U, runs[1].U, rtol=1e-8, atol=0.0)
-    for given in (dict(features=xi, y=y, statistics=stats), dict(), dict(features=xi)):
+    for given in (dict(features=xi, targets=y, statistics=stats), dict(), dict(features=xi)):
         with pytest.raises(ValueError, match="give"):
             sample_order_parameters(**given, generator=torch.Generator().manual_seed(6), **settings)
 

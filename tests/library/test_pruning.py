@@ -189,7 +189,7 @@ def test_theory_ranking_is_the_head_score_of_the_minimiser_on_the_frozen_attenti
     x, y = labelled()
     ranking = rank_heads(model, x.transpose(1, 2), y, width=20, temperature=0.5)
     view = head_model(model)
-    solution = solve(path_features(x, view), y, heads=view.heads, widths=20, temperature=0.5)
+    solution = solve(path_features(x, view), y, heads=view.heads, width=20, temperature=0.5)
     # determinism: the ranking computes these features, this solve and these head scores, the same way
     np.testing.assert_array_equal(ranking.U, solution.U)
     np.testing.assert_array_equal(ranking.head_scores, head_scores(solution.U, view.heads))

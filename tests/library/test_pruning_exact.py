@@ -254,7 +254,7 @@ def planted_theory(seed=0, P=200, held_out=200):
     useful = paths[:, 0] != 1
     y = np.einsum("i,pik->p", rng.normal(size=6), features[:, :, useful])
     y /= y.std()
-    solution = solve(features[:P], y[:P], heads=heads, widths=20, temperature=0.1, on_failure="raise")
+    solution = solve(features[:P], y[:P], heads=heads, width=20, temperature=0.1, on_failure="raise")
     return heads, features[:P], y[:P], (features[P:], y[P:]), solution
 
 
@@ -287,7 +287,7 @@ def test_the_gate_gradient_is_the_derivative_of_the_minimal_action():
                 scaled,
                 y,
                 heads=heads,
-                widths=20,
+                width=20,
                 temperature=0.1,
                 on_failure="raise",
                 initial=solution.U_layers,

@@ -176,7 +176,7 @@ def test_invalid_arguments_raise_value_errors_naming_them():
     network, x, y, g = sampler_problem()
     with pytest.raises(ValueError, match="temperature"):
         PosteriorSampler(network, y, 0.0, x=x)
-    with pytest.raises(ValueError, match="y must"):
+    with pytest.raises(ValueError, match="targets must"):
         PosteriorSampler(network, y[:-1], 0.1, x=x)
     with pytest.raises(ValueError, match="exactly one of x"):
         PosteriorSampler(network, y, 0.1)
@@ -223,7 +223,7 @@ def test_stored_pair_kernels_give_the_chains_of_the_direct_gram_matrix(monkeypat
     from attnpaths import sampler as sampler_module
 
     train = hmc.paper_train_set(20)
-    network = AttentionNetwork(hmc.four_path_network(train).attention, widths=width)
+    network = AttentionNetwork(hmc.four_path_network(train).attention, width=width)
 
     def run():
         sampler = PosteriorSampler(network, train.y, 0.05, x=train.x)

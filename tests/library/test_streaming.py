@@ -19,11 +19,11 @@ from helpers import (
 )
 
 from attnpaths.engine import IN_PROCESS, THREADS, Engine, TaskFailed, start_engine, task_seed, use_client
-from attnpaths.streaming import gram_statistics, predict_streamed
 from attnpaths.gram import GramStatistics
 from attnpaths.hmc import HMCTask, four_path_network
 from attnpaths.hmc.streams import HMCChunks
 from attnpaths.paths import path_features
+from attnpaths.streaming import gram_statistics, predict_streamed
 from attnpaths.theory import solve, solve_from_statistics
 
 try:
@@ -124,7 +124,7 @@ def test_the_sums_and_predictions_are_the_same_bits_on_two_threads_of_this_proce
                 chunks, chunks.num_chunks, engine=engine, chunks_per_round=per_round, progress=False
             )
             assert all(np.array_equal(a, b) for a, b in zip(_totals(there), _totals(here))), per_round
-        solution = solve_from_statistics(here, heads=chunks.heads, widths=10, temperature=0.01)
+        solution = solve_from_statistics(here, heads=chunks.heads, width=10, temperature=0.01)
         test = _small_chunks(num_examples=12, chunk_size=4, stream=1)
         expected = predict_streamed(solution, test, test.num_chunks, engine=IN_THIS_PROCESS, progress=False)
         found = predict_streamed(solution, test, test.num_chunks, engine=engine, progress=False)
@@ -155,7 +155,7 @@ def test_the_sums_are_the_same_bits_on_two_workers(cluster_client):
     solution = solve_from_statistics(
         gram_statistics(chunks, chunks.num_chunks, engine=IN_THIS_PROCESS, progress=False),
         heads=chunks.heads,
-        widths=10,
+        width=10,
         temperature=0.01,
     )
     test = _small_chunks(num_examples=12, chunk_size=4, stream=1)
@@ -166,7 +166,7 @@ def test_the_sums_are_the_same_bits_on_two_workers(cluster_client):
 
 def test_the_solve_from_streamed_statistics_equals_the_gram_route_on_the_whole_set():
     xi, y = random_problem(P=90, n0=3, heads=(2, 2), seed=7)
-    options = dict(heads=(2, 2), widths=(4, 3, 5), temperature=0.1)
+    options = dict(heads=(2, 2), width=(4, 3, 5), temperature=0.1)
     streamed = gram_statistics(ListChunks(_pieces(xi, y, (25, 25, 40))), 3, engine=IN_THIS_PROCESS, progress=False)
     found = solve_from_statistics(streamed, **options)
     expected = solve(xi, y, route="gram", **options)
@@ -252,7 +252,7 @@ def test_bad_chunks_and_arguments_are_refused_naming_them():
         3,
     )
     _raises(
-        r"make_chunk\(2\) returned a bad chunk: y must contain only finite values",
+        r"make_chunk\(2\) returned a bad chunk: targets must contain only finite values",
         ListChunks([good[0], good[1], (xi[16:], torch.full((8,), float("inf")))]),
         3,
     )
@@ -262,7 +262,7 @@ def test_bad_chunks_and_arguments_are_refused_naming_them():
         3,
     )
     _raises(
-        r"make_chunk\(1\) returned a bad chunk: y must have shape \[B\] = \[8\]",
+        r"make_chunk\(1\) returned a bad chunk: targets must have shape \[B\] = \[8\]",
         ListChunks([good[0], (xi[8:16], y[8:12]), good[2]]),
         3,
     )
@@ -278,12 +278,12 @@ def test_bad_chunks_and_arguments_are_refused_naming_them():
         with pytest.raises(TaskFailed, match=r"task 4 of 4 of the sweep 'Gram statistics' failed; its arguments: k=3"):
             gram_statistics(ListChunks(good), 4, engine=IN_THIS_PROCESS, chunks_per_round=per_round, progress=False)
 
-    solution = solve(xi, y, heads=(2, 2), widths=5, temperature=0.1)
+    solution = solve(xi, y, heads=(2, 2), width=5, temperature=0.1)
     with pytest.raises(ValueError, match=r"make_chunk\(1\) returned a bad chunk: features_test must"):
         predict_streamed(
             solution, ListChunks([good[0], (xi[8:16, :2], y[8:16])]), 2, engine=IN_THIS_PROCESS, progress=False
         )
-    with pytest.raises(ValueError, match=r"make_chunk\(0\) returned a bad chunk: y must have shape \[B\] = \[8\]"):
+    with pytest.raises(ValueError, match=r"make_chunk\(0\) returned a bad chunk: targets must have shape \[B\] = \[8\]"):
         predict_streamed(solution, ListChunks([(xi[:8], y[:5])]), 1, engine=IN_THIS_PROCESS, progress=False)
     with pytest.raises(ValueError, match=r"solution must be a TheorySolution"):
         predict_streamed(object(), ListChunks(good), 3, progress=False)
@@ -296,21 +296,21 @@ def test_both_streamed_doors_refuse_labels_as_the_in_memory_solve_does():
     message of ``solve`` (never turned into 0/1, or made real by dropping their imaginary part), naming the chunk;
     so are labels of another length than the chunk's features."""
     xi, y = random_problem(P=16, n0=3, heads=(2, 2), seed=9)
-    solution = solve(xi, y, heads=(2, 2), widths=5, temperature=0.1)
+    solution = solve(xi, y, heads=(2, 2), width=5, temperature=0.1)
     for labels, in_memory in ((y > 0, True), (y.numpy() + 0.5j, True), (y[:13], False)):
         chunks = ListChunks([(xi[:8], y[:8]), (xi[8:], labels[8:])])
         messages = []
         for door in (gram_statistics, lambda *a, **o: predict_streamed(solution, *a, **o)):
-            with pytest.raises(ValueError, match=r"^make_chunk\(1\) returned a bad chunk: y must") as refused:
+            with pytest.raises(ValueError, match=r"^make_chunk\(1\) returned a bad chunk: targets must") as refused:
                 door(chunks, 2, engine=IN_THIS_PROCESS, progress=False)
             messages.append(str(refused.value))
         assert messages[0] == messages[1]
         if in_memory:  # the dtype's message of the in-memory solve, word for word
             with pytest.raises(TypeError) as refused:
-                solve(xi, labels, heads=(2, 2), widths=5, temperature=0.1)
+                solve(xi, labels, heads=(2, 2), width=5, temperature=0.1)
             assert messages[0] == f"make_chunk(1) returned a bad chunk: {refused.value}"
         else:
-            assert messages[0].endswith("y must have shape [B] = [8] (one label per example of features), got (5,)")
+            assert messages[0].endswith("targets must have shape [B] = [8] (one label per example of features), got (5,)")
 
 
 def test_predict_streamed_refuses_a_stream_of_the_heads_in_another_order():
@@ -322,7 +322,7 @@ def test_predict_streamed_refuses_a_stream_of_the_heads_in_another_order():
         for heads in ((2, 3), (3, 2))
     }
     features, y = streams[(2, 3)](0)
-    solution = solve(features, y, heads=(2, 3), widths=5, temperature=0.1)
+    solution = solve(features, y, heads=(2, 3), width=5, temperature=0.1)
     mean, _, labels = predict_streamed(solution, streams[(2, 3)], 2, engine=IN_THIS_PROCESS, progress=False)
     assert mean.shape == labels.shape == (16,)
     with pytest.raises(
@@ -362,7 +362,7 @@ def test_twenty_thousand_examples_streamed_over_workers_solve_as_the_whole_set(c
     route at this P): U, the action and the predictor agree within ROUTE_RTOL (the same action, from statistics
     summed in another grouping)."""
     chunks = _small_chunks(num_examples=20_000, chunk_size=1000)
-    options = dict(heads=chunks.heads, widths=10, temperature=0.01, on_failure="raise")
+    options = dict(heads=chunks.heads, width=10, temperature=0.01, on_failure="raise")
     streamed = solve_from_statistics(
         gram_statistics(chunks, chunks.num_chunks, engine=cluster_client, progress=False), **options
     )

@@ -19,7 +19,7 @@ def test_gp_predictor_equals_kernel_ridge_regression():
     xt, _ = random_problem(P=12, n0=7, heads=(2, 2), seed=2)
     variances = (1.3, 0.8, 1.1, 0.9)
     T = 0.2
-    sol = solve(xi, y, heads=(2, 2), widths=math.inf, temperature=T, variances=variances)
+    sol = solve(xi, y, heads=(2, 2), width=math.inf, temperature=T, variances=variances)
     u_gp = 0.9 * 0.8 * 1.1
     # the closed form against the solver's product of the variances, taken in another order
     assert_rounding_close(sol.U, u_gp * np.eye(4), what="U_GP")
@@ -46,13 +46,13 @@ def test_kernel_is_weighted_sum_of_path_kernels():
 @pytest.mark.parametrize("widths", [5, 40, (8, 30, 12)])
 def test_solver_certificate_and_independence_of_the_starting_point(widths):
     xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=5)
-    reference = solve(xi, y, heads=(2, 2), widths=widths, temperature=0.05)
+    reference = solve(xi, y, heads=(2, 2), width=widths, temperature=0.05)
     assert reference.converged
     assert reference.gradient_norm < 1e-6
     assert reference.hessian_min_eigenvalue > 0
     for seed in (1, 2, 3):
         start = [random_spd(4, seed, scale=0.5), random_spd(2, seed + 10, scale=2.0)]
-        other = solve(xi, y, heads=(2, 2), widths=widths, temperature=0.05, initial=start)
+        other = solve(xi, y, heads=(2, 2), width=widths, temperature=0.05, initial=start)
         np.testing.assert_allclose(other.U, reference.U, rtol=1e-7, atol=1e-9)
         assert other.action == pytest.approx(reference.action, rel=1e-12)
     # the minimiser is not the GP point at finite width, and the action is lower there
@@ -65,7 +65,7 @@ def test_solution_is_a_minimum_of_the_action_along_random_directions():
     from attnpaths.kernels import scaled_features
 
     xi, y = random_problem(P=30, n0=5, heads=(2, 2), seed=8)
-    sol = solve(xi, y, heads=(2, 2), widths=10, temperature=0.1)
+    sol = solve(xi, y, heads=(2, 2), width=10, temperature=0.1)
     X = scaled_features(xi)
     layers = [torch.as_tensor(U) for U in sol.U_layers]
 
@@ -85,7 +85,7 @@ def test_order_parameter_tends_to_gp_value_as_width_grows():
     xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=6)
     distances = []
     for N in (10, 100, 1000, 10000):
-        sol = solve(xi, y, heads=(2, 2), widths=N, temperature=0.05)
+        sol = solve(xi, y, heads=(2, 2), width=N, temperature=0.05)
         distances.append(np.abs(sol.U - np.eye(4)).max())
     assert all(a > b for a, b in zip(distances, distances[1:]))
     assert distances[-1] < 0.01
@@ -109,7 +109,7 @@ def test_single_path_reduces_to_scalar_deep_linear_network():
         return N * (u**-0.5 - 1 / u) + np.sum(lam / d) - np.sum(lam * z2 / d**2)
 
     u_star = scipy.optimize.brentq(stationarity, 1e-3, 1e3, xtol=1e-14)
-    sol = solve(xi, y, heads=(1,), widths=N, temperature=T)
+    sol = solve(xi, y, heads=(1,), width=N, temperature=T)
     assert sol.U[0, 0] == pytest.approx(u_star, rel=1e-9)
     assert sol.U_a == pytest.approx(math.sqrt(u_star), rel=1e-9)
     d = u_star * lam + T
@@ -120,12 +120,12 @@ def test_single_path_reduces_to_scalar_deep_linear_network():
 def test_uncertified_result_warns_or_raises():
     xi, y = random_problem(P=20, n0=5, heads=(2, 2), seed=1)
     with pytest.warns(CertificateWarning, match="not certified"):
-        solve(xi, y, heads=(2, 2), widths=5, temperature=0.05, max_iterations=1)
+        solve(xi, y, heads=(2, 2), width=5, temperature=0.05, max_iterations=1)
     with pytest.raises(RuntimeError, match="not certified"):
-        solve(xi, y, heads=(2, 2), widths=5, temperature=0.05, max_iterations=1, on_failure="raise")
+        solve(xi, y, heads=(2, 2), width=5, temperature=0.05, max_iterations=1, on_failure="raise")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        solve(xi, y, heads=(2, 2), widths=5, temperature=0.05)
+        solve(xi, y, heads=(2, 2), width=5, temperature=0.05)
 
 
 @pytest.mark.parametrize(
@@ -136,16 +136,16 @@ def test_uncertified_result_warns_or_raises():
         (dict(temperature=0.0), "temperature"),
         (dict(temperature=-1.0), "temperature"),
         (dict(temperature=float("nan")), "temperature"),
-        (dict(widths=0.5), "widths"),
-        (dict(widths=(10, 10)), "widths"),
-        (dict(widths=(10, math.inf, 10)), "widths"),
+        (dict(width=0.5), "width"),
+        (dict(width=(10, 10)), "width"),
+        (dict(width=(10, math.inf, 10)), "width"),
         (dict(variances=(1.0, 1.0)), "variances"),
         (dict(variances=-1.0), "variances"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, match):
     xi, y = random_problem(P=10, n0=4, heads=(2, 2))
-    args = dict(heads=(2, 2), widths=10, temperature=0.1)
+    args = dict(heads=(2, 2), width=10, temperature=0.1)
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         solve(xi, y, **args)
@@ -154,14 +154,14 @@ def test_bad_arguments_raise_value_error(kwargs, match):
 def test_bad_arrays_raise_value_error():
     xi, y = random_problem(P=10, n0=4, heads=(2, 2))
     with pytest.raises(ValueError, match="features"):
-        solve(xi[0], y, heads=(2, 2), widths=10, temperature=0.1)
+        solve(xi[0], y, heads=(2, 2), width=10, temperature=0.1)
     bad = xi.clone()
     bad[0, 0, 0] = float("nan")
     with pytest.raises(ValueError, match="features"):
-        solve(bad, y, heads=(2, 2), widths=10, temperature=0.1)
-    with pytest.raises(ValueError, match="y"):
-        solve(xi, y[:-1], heads=(2, 2), widths=10, temperature=0.1)
-    sol = solve(xi, y, heads=(2, 2), widths=10, temperature=0.1)
+        solve(bad, y, heads=(2, 2), width=10, temperature=0.1)
+    with pytest.raises(ValueError, match="targets"):
+        solve(xi, y[:-1], heads=(2, 2), width=10, temperature=0.1)
+    sol = solve(xi, y, heads=(2, 2), width=10, temperature=0.1)
     with pytest.raises(ValueError, match="features_test"):
         sol.predict(xi[:, :3])
 
@@ -318,7 +318,7 @@ def test_minimiser_converges_where_the_action_is_known_only_to_rounding():
     from attnpaths.theory import _Action, _newton, architecture
 
     xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=5)
-    reference = solve(xi, y, heads=(2, 2), widths=10, temperature=0.05, gradient_tolerance=1e-11)
+    reference = solve(xi, y, heads=(2, 2), width=10, temperature=0.05, gradient_tolerance=1e-11)
     action = _Action(scaled_features(xi), y, architecture((2, 2), 10, 1.0), 0.05)
     exact_point = action.point
 
@@ -340,7 +340,7 @@ def test_minimiser_converges_where_the_action_is_known_only_to_rounding():
 def test_solution_reuses_the_final_factorisation_for_predictions():
     xi, y = random_problem(P=30, n0=5, heads=(2, 2), seed=8)
     xt, _ = random_problem(P=7, n0=5, heads=(2, 2), seed=9)
-    sol = solve(xi, y, heads=(2, 2), widths=10, temperature=0.1)
+    sol = solve(xi, y, heads=(2, 2), width=10, temperature=0.1)
     K = renormalized_kernel(xi, sol.U).numpy()
     k = renormalized_kernel(xt, sol.U, xi).numpy()
     mean, _ = sol.predict(xt)
@@ -351,10 +351,10 @@ def test_the_steps_for_large_hessians_find_the_same_minimum(monkeypatch):
     import attnpaths.theory as theory
 
     xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=5)
-    reference = solve(xi, y, heads=(2, 2), widths=10, temperature=0.05)
+    reference = solve(xi, y, heads=(2, 2), width=10, temperature=0.05)
     large = theory._Model
     monkeypatch.setattr(theory, "_Model", lambda g, H: large(g, H, eigen_limit=0))  # Cholesky and CG steps
-    other = solve(xi, y, heads=(2, 2), widths=10, temperature=0.05)
+    other = solve(xi, y, heads=(2, 2), width=10, temperature=0.05)
     assert other.converged and other.gradient_norm < 1e-8
     # two step rules reach the minimum along other Newton steps, each stopping at its own small gradient: the
     # agreement is the solver's (1e-15 seen), bounded here by the stopping point's, not only rounding

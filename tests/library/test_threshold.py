@@ -35,7 +35,7 @@ def test_a_temperature_scan_is_the_solves_at_each_temperature_and_chooses_on_val
         for j, stats in enumerate(statistics):
             for k, T in enumerate(grid):
                 # warm-started from the neighbouring temperature, the certified minimum is the cold-started one
-                sol = solve_from_statistics(stats, heads=HEADS, widths=float(widths[c, j]), temperature=T)
+                sol = solve_from_statistics(stats, heads=HEADS, width=float(widths[c, j]), temperature=T)
                 assert scan.test[c, j, k] == classification_accuracy(sol.predict(test[0])[0], test[1])
                 assert scan.trace_U[c, j, k] == pytest.approx(float(np.trace(sol.U)), rel=1e-6)
     assert scan.converged.all()
@@ -51,7 +51,7 @@ def test_a_temperature_scan_is_the_solves_at_each_temperature_and_chooses_on_val
 def test_rescaling_U_is_changing_the_ridge():
     (stats,), _ = nested_statistics([20])
     test = held_out(seed=12)
-    sol = solve_from_statistics(stats, heads=HEADS, widths=5.0, temperature=0.05)
+    sol = solve_from_statistics(stats, heads=HEADS, width=5.0, temperature=0.05)
     trace = float(np.trace(sol.U))
     assert threshold.rescaled_accuracy(stats, sol.U, trace, test, temperature=0.05) == classification_accuracy(
         sol.predict(test[0])[0], test[1]
@@ -122,7 +122,7 @@ def test_a_wide_sampled_network_predicts_as_its_saddle_point():
     # predictive mean is the theory's predictor, and so is its accuracy
     (stats,), _ = nested_statistics([30])
     test = held_out(seed=12)
-    sol = solve_from_statistics(stats, heads=HEADS, widths=3000.0, temperature=0.05)
+    sol = solve_from_statistics(stats, heads=HEADS, width=3000.0, temperature=0.05)
     result = threshold.sampled_network_accuracy(
         stats, test, heads=HEADS, width=3000.0, temperature=0.05, generator=torch.Generator().manual_seed(1),
         num_chains=4, num_warmup=20, num_samples=5, thin=1,
@@ -146,7 +146,7 @@ def test_a_dip_curve_is_the_difference_of_the_two_predictors():
         stats = GramStatistics().update(xi[:P], y[:P])
         acc = [
             classification_accuracy(
-                solve_from_statistics(stats, heads=HEADS, widths=w, temperature=0.05).predict(test[0])[0], test[1]
+                solve_from_statistics(stats, heads=HEADS, width=w, temperature=0.05).predict(test[0])[0], test[1]
             )
             for w in (5.0, math.inf)
         ]

@@ -27,8 +27,8 @@ from tqdm import tqdm
 
 from .._validation import as_float64_array, increasing_ints, positive_int, positive_real
 from ..claims import Verdict, replicate_t
-from ..theory import CertificateWarning, classification_accuracy, solve_from_statistics
 from ..streaming import gram_statistics_at
+from ..theory import CertificateWarning, classification_accuracy, solve_from_statistics
 
 #: The source named by the claims of the learning curves (not a claim of the paper).
 SOURCE = "this book (learning curves of the theory, beyond the paper)"
@@ -139,7 +139,7 @@ def learning_curve(
     chunk_size: int,
     sizes: Sequence[int],
     test_features,
-    test_y,
+    test_targets,
     *,
     heads: int | Sequence[int],
     temperature: float,
@@ -159,7 +159,7 @@ def learning_curve(
             its first ``P / chunk_size`` chunks.
         chunk_size: examples per chunk, an integer >= 1.
         sizes: the ``P`` of the curve, strictly increasing multiples of ``chunk_size``.
-        test_features, test_y: ``[P_test, N0, n_paths]`` and ``[P_test]`` (labels +-1) of the test set.
+        test_features, test_targets: ``[P_test, N0, n_paths]`` and ``[P_test]`` (labels +-1) of the test set.
         heads, temperature, variances: as in :func:`attnpaths.theory.solve`.
         widths: fixed widths ``N`` (one curve each); alphas: fixed loads ``P / N`` (one curve each, ``N = P /
             alpha``); gp: add the GP limit (eq-gp).
@@ -181,7 +181,7 @@ def learning_curve(
         raise ValueError(f"sizes must be multiples of chunk_size = {chunk_size}, got {sizes.tolist()}")
     temperature = positive_real(temperature, "temperature")
     names, curve_widths = _curve_widths(sizes, widths, alphas, bool(gp))
-    test_y = as_float64_array(test_y, "test_y")
+    test_targets = as_float64_array(test_targets, "test_targets")
     statistics = gram_statistics_at(
         make_chunk,
         (sizes // chunk_size).tolist(),
@@ -206,17 +206,17 @@ def learning_curve(
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", CertificateWarning)  # recorded in `converged`
                     sol = solve_from_statistics(
-                        stats, heads=heads, widths=float(curve_widths[i, j]), temperature=temperature,
+                        stats, heads=heads, width=float(curve_widths[i, j]), temperature=temperature,
                         variances=variances,
                     )  # fmt: skip
                 mean, _ = sol.predict(test_features)
-                if mean.shape != test_y.shape:
-                    raise ValueError(f"test_y must have shape [P_test] = [{mean.shape[0]}], got {test_y.shape}")
-                accuracy[i, j] = classification_accuracy(mean, test_y)
+                if mean.shape != test_targets.shape:
+                    raise ValueError(f"test_targets must have shape [P_test] = [{mean.shape[0]}], got {test_targets.shape}")
+                accuracy[i, j] = classification_accuracy(mean, test_targets)
                 U[i, j] = sol.U
                 converged[i, j] = bool(sol.converged)
                 bar.update()
-    return LearningCurve(sizes, tuple(names), curve_widths, accuracy, U, converged, int(test_y.size))
+    return LearningCurve(sizes, tuple(names), curve_widths, accuracy, U, converged, int(test_targets.size))
 
 
 # --------------------------------------------------------------------------------------------------------

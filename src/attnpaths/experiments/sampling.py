@@ -313,7 +313,7 @@ def exact_order_parameter(
         data.features,
         data.y,
         heads=data.network.heads,
-        widths=width,
+        width=width,
         temperature=temperature,
         generator=generator,
         num_chains=num_chains,

@@ -130,7 +130,7 @@ def _solve(data: PathData, width, temperature: float, initial, max_iterations: i
             data.features,
             data.y,
             heads=data.network.heads,
-            widths=width,
+            width=width,
             temperature=temperature,
             initial=initial,
             max_iterations=max_iterations,

@@ -35,8 +35,8 @@ from .._validation import as_float64_array, increasing_ints, int_at_least, posit
 from ..claims import Verdict, all_of, directional_z, equivalence, replicate_equivalence, replicate_t
 from ..gram import GramStatistics
 from ..order_parameter_posterior import predictive_means, sample_order_parameters
-from ..theory import CertificateWarning, classification_accuracy, solve_from_statistics
 from ..streaming import gram_statistics_at
+from ..theory import CertificateWarning, classification_accuracy, solve_from_statistics
 
 SOURCE = "derived in this book (the interpolation threshold of the theory's kernel, beyond the paper)"
 """Named as the source of these claims (the paper's experiments all sit at ``P < D``)."""
@@ -132,7 +132,7 @@ def temperature_scan(
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore", CertificateWarning)  # recorded in `converged`
                         sol = solve_from_statistics(
-                            stats, heads=heads, widths=float(widths[c, j]), temperature=temperature,
+                            stats, heads=heads, width=float(widths[c, j]), temperature=temperature,
                             variances=variances, initial=initial,
                         )  # fmt: skip
                     for name, (features, y) in (("validation", validation), ("test", test)):
@@ -213,7 +213,7 @@ def sampled_network_accuracy(
     num_chains = int_at_least(num_chains, "num_chains (at least 2: the error is a jackknife over chains)", 2)
     started = time.perf_counter()
     draws = sample_order_parameters(
-        statistics=statistics, heads=heads, widths=width, temperature=temperature, generator=generator,
+        statistics=statistics, heads=heads, width=width, temperature=temperature, generator=generator,
         variances=variances, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin,
         progress=progress,
     )  # fmt: skip
@@ -453,7 +453,7 @@ def threshold_study(
         for w in (float(width), *map(float, wrong_widths), math.inf):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", CertificateWarning)  # the fixed-T scan records the certificate
-                solutions[w] = solve_from_statistics(at, heads=heads, widths=w, temperature=temperature,
+                solutions[w] = solve_from_statistics(at, heads=heads, width=w, temperature=temperature,
                                                      variances=variances)  # fmt: skip
 
         def summary(sol):
@@ -509,7 +509,7 @@ def dip_curve(make_chunk, chunk_size: int, sizes, test: tuple, *, heads, width: 
         for w in (float(width), math.inf):
             # an uncertified minimum stops the curve: its advantage would be a number of no solution
             sol = solve_from_statistics(
-                statistics, heads=heads, widths=w, temperature=temperature, variances=variances, on_failure="raise"
+                statistics, heads=heads, width=w, temperature=temperature, variances=variances, on_failure="raise"
             )
             accuracy.append(classification_accuracy(sol.predict(test[0])[0], test[1]))
         advantage.append(accuracy[0] - accuracy[1])

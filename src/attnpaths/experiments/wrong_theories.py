@@ -157,7 +157,7 @@ def wrong_order_parameters(
     width = int(width)
 
     def theory(f, solved_width):
-        return solve(f, y, heads=heads, widths=solved_width, temperature=temperature, on_failure="raise").U
+        return solve(f, y, heads=heads, width=solved_width, temperature=temperature, on_failure="raise").U
 
     n = int(np.prod(heads))
     out = {

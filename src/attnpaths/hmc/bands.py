@@ -84,7 +84,7 @@ def gp_predictions(
     for key, factory in zip(GP_LINES, (four_path_network, good_path_network, good_and_denoising_network)):
         network = factory(train)
         columns = [data.network.path_names.index(name) for name in network.path_names]
-        sol = solve(data.features[..., columns], data.y, heads=network.heads, widths=math.inf, temperature=temperature)
+        sol = solve(data.features[..., columns], data.y, heads=network.heads, width=math.inf, temperature=temperature)
         out[key] = sol.predict(data.features_test[..., columns])[0]
     return out
 

@@ -20,7 +20,7 @@ Example::
     chunks = EpisodeChunks(dataset.train, trained.encoder, trained.model.attention(), seed=0,
                            num_examples=100_000, chunk_size=1000)
     stats = gram_statistics(chunks, chunks.num_chunks)
-    sol = solve_from_statistics(stats, heads=chunks.heads, widths=512, temperature=0.01)
+    sol = solve_from_statistics(stats, heads=chunks.heads, width=512, temperature=0.01)
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import torch
 from .._validation import check_chunked_stream
 from ..attention import Attention
 from ..engine import task_seed
-from ..streaming import ChunkedStream
 from ..paths import FactoredPathFeatures, path_features
+from ..streaming import ChunkedStream
 from .imagesets import ImageClasses
 from .sequences import SequenceEncoder, Sequences, sample_episodes
 

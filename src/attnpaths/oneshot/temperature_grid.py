@@ -191,7 +191,7 @@ def warm_start_differences(data: PathData, grid: TheorySweep, selection: dict, w
             data.features,
             data.y,
             heads=data.network.heads,
-            widths=w,
+            width=w,
             temperature=float(selection["temperature"][k]),
             on_failure="raise",
         )
@@ -275,7 +275,7 @@ def label_fraction_draws(
         episodes = class_sorted_sequences(classes, num_train, encoder, rng)
         features = path_features(episodes.x, attention)
         y = episodes.y.to(features.dtype)
-        solution = solve(features, y, heads=attention.heads, widths=width, temperature=temperature, on_failure="raise")
+        solution = solve(features, y, heads=attention.heads, width=width, temperature=temperature, on_failure="raise")
         fractions = label_fractions(features, y, solution.U, num_components)
         fw.append(fractions["finite_width"])
         gp.append(fractions["gp"])

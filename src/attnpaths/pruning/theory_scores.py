@@ -177,7 +177,7 @@ def action_changes(
                     xi[:, :, torch.from_numpy(~through[l, h])],
                     y,
                     heads=reduced,
-                    widths=solution.widths,
+                    width=solution.widths,
                     temperature=solution.temperature,
                     variances=solution.variances,
                     initial=initial,

@@ -3,7 +3,7 @@
 Public entry point::
 
     from attnpaths.theory import solve
-    sol = solve(features, y, heads=(H_1, ..., H_L), widths=N, temperature=T, variances=1.0)
+    sol = solve(features, targets, heads=(H_1, ..., H_L), width=N, temperature=T, variances=1.0)
     mean, var = sol.predict(features_test)
 
 With many more examples than ``D = N0 n_paths`` features the energy takes the Gram route (``attnpaths.gram``):
@@ -12,7 +12,7 @@ after one pass over the features every Newton step costs the same whatever ``P``
     stats = GramStatistics()
     for features, y in chunks:
         stats.update(features, y)
-    sol = solve_from_statistics(stats, heads=(H_1, ..., H_L), widths=N, temperature=T)
+    sol = solve_from_statistics(stats, heads=(H_1, ..., H_L), width=N, temperature=T)
 
 The minimiser works on log-Cholesky coordinates ``U_l = L_l L_l^T`` (``L_l`` lower triangular with a positive,
 exponentiated diagonal), so every iterate is positive definite by construction and no step can produce NaN.
@@ -57,27 +57,27 @@ class CertificateWarning(UserWarning):
 # argument parsing
 
 
-def parse_widths(widths, num_layers: int) -> tuple[float, ...]:
-    """``widths``: one number for every layer, or ``(N_1, ..., N_L, N_a)``; ``inf`` gives the GP limit."""
-    widths = real_scalar(widths)
-    if isinstance(widths, numbers.Real) and not isinstance(widths, bool):
-        widths = (widths,) * (num_layers + 1)
+def parse_widths(width, num_layers: int) -> tuple[float, ...]:
+    """``width``: one number for every layer, or ``(N_1, ..., N_L, N_a)``; ``inf`` gives the GP limit."""
+    width = real_scalar(width)
+    if isinstance(width, numbers.Real) and not isinstance(width, bool):
+        width = (width,) * (num_layers + 1)
     expected = "a number >= 1 or a tuple (N_1, ..., N_L, N_a) of them"
-    if isinstance(widths, (str, bytes)):  # iterable, but its characters are not widths
-        raise ValueError(f"widths must be {expected}, got {widths!r} (a string)")
+    if isinstance(width, (str, bytes)):  # iterable, but its characters are not widths
+        raise ValueError(f"width must be {expected}, got {width!r} (a string)")
     try:
-        widths = tuple(widths)
+        width = tuple(width)
     except TypeError as err:
-        raise ValueError(f"widths must be {expected}, got {widths!r}") from err
-    if len(widths) != num_layers + 1:
-        raise ValueError(f"widths must hold L + 1 = {num_layers + 1} values (N_1, ..., N_L, N_a), got {len(widths)}")
+        raise ValueError(f"width must be {expected}, got {width!r}") from err
+    if len(width) != num_layers + 1:
+        raise ValueError(f"width must hold L + 1 = {num_layers + 1} values (N_1, ..., N_L, N_a), got {len(width)}")
     out = []
-    for w in widths:
+    for w in width:
         if isinstance(w, bool) or not isinstance(w, numbers.Real) or math.isnan(w) or w < 1:
-            raise ValueError(f"widths must be numbers >= 1 (or inf for the GP limit), got {widths!r}")
+            raise ValueError(f"width must be numbers >= 1 (or inf for the GP limit), got {width!r}")
         out.append(float(w))
     if any(math.isinf(w) for w in out) and not all(math.isinf(w) for w in out):
-        raise ValueError(f"widths must be all finite or all inf (GP limit), got {widths!r}")
+        raise ValueError(f"width must be all finite or all inf (GP limit), got {width!r}")
     return tuple(out)
 
 
@@ -96,10 +96,10 @@ def parse_variances(variances, num_layers: int) -> tuple[float, ...]:
     return tuple(positive_real(v, "variances") for v in variances)
 
 
-def architecture(heads, widths, variances=1.0) -> Architecture:
-    """Validate and bundle ``heads``, ``widths`` and ``variances`` (see :func:`solve`)."""
+def architecture(heads, width, variances=1.0) -> Architecture:
+    """Validate and bundle ``heads``, ``width`` (the per-layer widths) and ``variances`` (see :func:`solve`)."""
     heads = heads_tuple(heads)
-    return Architecture(heads, parse_widths(widths, len(heads)), parse_variances(variances, len(heads)))
+    return Architecture(heads, parse_widths(width, len(heads)), parse_variances(variances, len(heads)))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -825,10 +825,10 @@ def classification_accuracy(mean, labels) -> float:
 
 def solve(
     features: ArrayLike,
-    y: ArrayLike,
+    targets: ArrayLike,
     *,
     heads: int | Sequence[int],
-    widths: float | Sequence[float],
+    width: float | Sequence[float],
     temperature: float,
     variances: float | Sequence[float] = 1.0,
     initial: Optional[Sequence[ArrayLike]] = None,
@@ -842,11 +842,12 @@ def solve(
     Args:
         features: ``[P, N0, n_paths]`` path features ``xi_pi(x^mu)`` (numpy or torch), no normalisation;
             ``n_paths = H_1 ... H_L``, path index ``h_1`` slowest.
-        y: ``[P]`` labels (real numbers, e.g. ``+-1`` floats; booleans are refused).
+        targets: ``[P]`` the training targets (real numbers, e.g. ``+-1`` labels as floats; booleans are refused).
         heads: ``(H_1, ..., H_L)``. Only ``H_1 ... H_L == n_paths`` can be checked: the features carry the
             paths in one flat axis, so heads with the same product (``(4,)`` and ``(2, 2)``) are
             indistinguishable from them, and the caller must give the heads the features were built with.
-        widths: a number (every layer) or ``(N_1, ..., N_L, N_a)``; ``float('inf')`` gives the GP limit (eq-gp).
+        width: the theory's width ``N``, a number (every layer) or ``(N_1, ..., N_L, N_a)``; ``float('inf')`` gives
+            the GP limit (eq-gp).
         temperature: likelihood variance ``T > 0``.
         variances: a number or ``(s0, s1, ..., sL, sa)``.
         initial: optional starting point ``[U_1, ..., U_L]`` (positive definite); default: the GP values.
@@ -864,7 +865,7 @@ def solve(
 
     Raises:
         ValueError: an argument out of its range; also where the action is not finite at the starting point.
-        TypeError: complex, boolean or object ``features`` or ``y``.
+        TypeError: complex, boolean or object ``features`` or ``targets``.
         MemoryError: before any large allocation, where the solver's arrays (about six ``[P, P]`` float64
             matrices; on the Gram route some ``[D, D]``) would not fit in the available memory.
     """
@@ -872,10 +873,10 @@ def solve(
     if X_raw.ndim != 3 or X_raw.shape[0] < 1:
         raise ValueError(f"features must have shape [P, N0, n_paths] with P >= 1, got {tuple(X_raw.shape)}")
     heads = check_num_paths(X_raw.shape[2], heads)
-    arch = architecture(heads, widths, variances)
-    labels = as_float64_tensor(y, "y", labels=True)
+    arch = architecture(heads, width, variances)
+    labels = as_float64_tensor(targets, "targets", labels=True)
     if labels.shape != (X_raw.shape[0],):
-        raise ValueError(f"y must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
+        raise ValueError(f"targets must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
     options = _options(temperature, gradient_tolerance, max_iterations, on_failure)
     temperature = options[0]
     if route not in ROUTES:
@@ -909,7 +910,7 @@ def solve_from_statistics(
     statistics: GramStatistics,
     *,
     heads: int | Sequence[int] | None = None,
-    widths: float | Sequence[float],
+    width: float | Sequence[float],
     temperature: float,
     variances: float | Sequence[float] = 1.0,
     initial: Optional[Sequence[ArrayLike]] = None,
@@ -931,7 +932,7 @@ def solve_from_statistics(
             ``[P, N0, n_paths]``.
         heads: as in :func:`solve`; may be left out where the statistics record their heads
             (:attr:`attnpaths.gram.GramStatistics.heads`), and must equal them where given.
-        widths, temperature, variances, initial, gradient_tolerance, max_iterations, on_failure: as in
+        width, temperature, variances, initial, gradient_tolerance, max_iterations, on_failure: as in
             :func:`solve`.
 
     Returns:
@@ -942,7 +943,7 @@ def solve_from_statistics(
     if statistics.num_examples < 1:
         raise ValueError(f"statistics must hold P >= 1 examples, got {statistics.num_examples}")
     heads = check_num_paths(statistics.num_paths, _recorded_heads(statistics, heads))
-    arch = architecture(heads, widths, variances)
+    arch = architecture(heads, width, variances)
     options = _options(temperature, gradient_tolerance, max_iterations, on_failure)
     check_memory(*_solver_memory(statistics.num_examples, statistics.input_width, statistics.num_paths, arch, "gram"))
     evaluator = EnergyEvaluator.from_statistics(statistics, options[0], s0=arch.variances[0])

@@ -717,7 +717,7 @@ def main(argv=None):
         attention, x, y, x_test, y_test = _random_inputs(
             torch.Generator().manual_seed(args.seed), args.num_train, args.num_test, args.input_width, args.num_tokens
         )
-    network = AttentionNetwork(attention, widths=args.width)
+    network = AttentionNetwork(attention, width=args.width)
     report = compare(
         network,
         x,

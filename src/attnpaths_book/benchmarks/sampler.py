@@ -311,7 +311,7 @@ def main(argv=None) -> dict:
         attention, x, y, x_test, y_test = _random_inputs(
             generator, args.num_train, args.num_test, args.input_width, args.num_tokens
         )
-    network = AttentionNetwork(attention, widths=args.width)
+    network = AttentionNetwork(attention, width=args.width)
     report = compare_samplers(
         network,
         x,

@@ -57,7 +57,7 @@ def sample_point(width: int, num_train: int, *, chains: int, warmup: int, sample
     from attnpaths import hmc
 
     train, test = hmc.paper_train_set(num_train), hmc.paper_test_set(NUM_TEST)
-    network = AttentionNetwork(hmc.four_path_network(train).attention, widths=width)
+    network = AttentionNetwork(hmc.four_path_network(train).attention, width=width)
     sampler = PosteriorSampler(network, train.y, TEMPERATURE, x=train.x)
     run = sampler.run(torch.Generator().manual_seed(seed), warmup, samples, chains, progress=False)
     diagnostics = run.diagnostics(network.features(test.x))

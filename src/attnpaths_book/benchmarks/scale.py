@@ -138,7 +138,7 @@ def _hmc_chunks(spec: dict):
         chunk_size=spec["chunk_size"],
         factored_features=not spec.get("exact_features", False),
     )
-    return chunks, dict(heads=HEADS, widths=WIDTH, temperature=TEMPERATURE)
+    return chunks, dict(heads=HEADS, width=WIDTH, temperature=TEMPERATURE)
 
 
 def image_setup(task: dict):
@@ -315,8 +315,8 @@ def row_main(argv=None) -> None:
 
     spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
     use_one_thread()
-    import attnpaths.streaming  # noqa: F401  (the row's imports, before the memory after them)
     import attnpaths.hmc.streams  # noqa: F401
+    import attnpaths.streaming  # noqa: F401  (the row's imports, before the memory after them)
     import attnpaths.theory  # noqa: F401
 
     if spec.get("problem") == "image":

@@ -216,11 +216,11 @@ def time_solver(features, y, heads, width, temperature: float, repeats: int, war
     """Median wall time of :func:`attnpaths.theory.solve` over ``repeats`` runs (after one unmeasured run if
     ``warmup``), with the iterations and the certificate of the solution."""
     if warmup:
-        solve(features, y, heads=heads, widths=width, temperature=temperature)
+        solve(features, y, heads=heads, width=width, temperature=temperature)
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
-        solution = solve(features, y, heads=heads, widths=width, temperature=temperature)
+        solution = solve(features, y, heads=heads, width=width, temperature=temperature)
         seconds.append(time.perf_counter() - start)
     median = float(np.median(seconds))
     return {
