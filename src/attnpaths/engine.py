@@ -284,7 +284,7 @@ def map_tasks(
     description: str,
     shared: Mapping | None = None,
     progress: bool = True,
-    client=None,
+    engine=None,
 ) -> list:
     """Run ``function(**shared, **task)`` for every task and return the results in task order.
 
@@ -296,9 +296,10 @@ def map_tasks(
             workers once, not with every task.
         description: the sweep's name, shown on the progress bar and in errors.
         progress: a tqdm bar over finished tasks.
-        client: a ``dask.distributed.Client`` or an :class:`Engine` (of :func:`start_engine`; ``"threads"``: a
-            pool of threads of this process) to use; by default the one of :func:`use_client`, else the one
-            :data:`SCHEDULER_ENV` names, else none (in-process execution).
+        engine: where the tasks run, the one engine argument of the library: an :class:`Engine` (of
+            :func:`start_engine`; ``"threads"``: a pool of threads of this process; :data:`HERE`: this process) or
+            a ``dask.distributed.Client``; by default (None) the client of :func:`use_client`, else the scheduler
+            :data:`SCHEDULER_ENV` names, else this process.
 
     Raises:
         TaskFailed: a task raised (the first failure noticed; the tasks not yet finished are cancelled).
@@ -310,7 +311,7 @@ def map_tasks(
     overlap = sorted(set(shared) & set().union(*tasks))
     if overlap:
         raise ValueError(f"shared and tasks must name different arguments, both name {overlap}")
-    client = _resolve_client(client)
+    client = _resolve_client(engine)
     bar = _Progress(description, progress).bar(len(tasks))
     try:
         if client is None:
@@ -435,14 +436,14 @@ class Pending:
         return self._timed.value
 
 
-def submit(function: Callable, *, description: str, client=None, **arguments) -> Pending:
+def submit(function: Callable, *, description: str, engine=None, **arguments) -> Pending:
     """Submit one task ``function(**arguments)`` (e.g. one of a chapter's independent experiments) and
     return at once: on a cluster it starts now, so several submitted tasks run at the same time;
     in-process it runs when its :meth:`Pending.result` is first asked for. The engine is chosen as in
     :func:`map_tasks`."""
     if not callable(function):
         raise ValueError(f"function must be callable, got {type(function).__name__}")
-    client = _resolve_client(client)
+    client = _resolve_client(engine)
     return Pending(function, dict(arguments), description, client)
 
 
@@ -484,6 +485,11 @@ class Engine:
                 "for chapters executed in other processes use start_engine(workers=k) (a Dask cluster)"
             )
         return {SCHEDULER_ENV: self.address or IN_PROCESS}
+
+
+HERE = Engine(IN_PROCESS, None, 1, None)
+"""The engine of this process: its tasks run one after the other in the calling process, whatever
+:func:`use_client` or the environment say (``engine=HERE``; the default of the sweeps that are a loop here)."""
 
 
 def worker_config() -> dict:

@@ -96,7 +96,7 @@ def _map(function, tasks, *, shared, description, client, offset: int, total: in
     """:func:`attnpaths.engine.map_tasks` on one round of tasks, the ``offset``-th to the ``offset + len(tasks)``-th
     of ``total``: a :class:`attnpaths.engine.TaskFailed` names the task's place among all of them."""
     try:
-        return map_tasks(function, tasks, shared=shared, description=description, progress=False, client=client)
+        return map_tasks(function, tasks, shared=shared, description=description, progress=False, engine=client)
     except TaskFailed as err:
         raise TaskFailed(description, offset + err.index, total, err.arguments, err.remote_traceback) from err.__cause__
 

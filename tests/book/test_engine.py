@@ -193,7 +193,7 @@ def test_sweeps_are_bit_identical_in_process_and_on_one_and_two_workers(hmc_data
 def test_a_task_error_on_a_cluster_carries_the_remote_traceback(two_workers):
     with pytest.raises(engine.TaskFailed) as info:
         engine.map_tasks(
-            _fails_at_three, [dict(x=x) for x in range(5)], description="counting", progress=False, client=two_workers
+            _fails_at_three, [dict(x=x) for x in range(5)], description="counting", progress=False, engine=two_workers
         )
     assert "x=3" in str(info.value) and "three is not allowed here" in str(info.value)
     assert "_fails_at_three" in info.value.remote_traceback
@@ -456,9 +456,9 @@ def test_submitted_tasks_run_lazily_in_process_and_at_once_on_a_cluster(two_work
     assert calls == []  # in-process: nothing ran yet
     assert pending.result() == 8 and calls == [4] and pending.wall_s >= 0 and pending.cpu_s >= 0
     assert pending.result() == 8 and calls == [4]  # once
-    remote = [engine.submit(_square_plus, description="squares", client=two_workers, x=x, offset=1) for x in (2, 3)]
+    remote = [engine.submit(_square_plus, description="squares", engine=two_workers, x=x, offset=1) for x in (2, 3)]
     assert [p.result() for p in remote] == [5, 10]
-    failing = engine.submit(_fails_at_three, description="counting", client=two_workers, x=3)
+    failing = engine.submit(_fails_at_three, description="counting", engine=two_workers, x=3)
     with pytest.raises(engine.TaskFailed, match="'counting' failed; its arguments: x=3"):
         failing.result()
 
@@ -553,7 +553,7 @@ def test_an_engine_of_threads_runs_tasks_at_once_in_order_and_refuses_what_it_ca
     with engine.start_engine(workers=2, threads=True) as found:
         assert found.mode == engine.THREADS and found.address is None
         assert "2 thread(s) of this process" in found.describe()
-        assert engine.map_tasks(meet, [dict(i=i) for i in range(6)], description="meet", client=found,
+        assert engine.map_tasks(meet, [dict(i=i) for i in range(6)], description="meet", engine=found,
                                 progress=False) == [0, 1, 4, 9, 16, 25]  # fmt: skip
         with pytest.raises(ValueError, match="threads engine runs tasks in this process only"):
             _ = found.environment
@@ -610,9 +610,9 @@ def test_every_pool_has_one_thread_in_every_task_of_an_engine_of_threads():
 
     with threadpool_limits(limits=2):
         before = _pool_sizes()
-        here = engine.map_tasks(sizes, [dict(i=9)], description="in-process", client=IN_THIS_PROCESS, progress=False)
+        here = engine.map_tasks(sizes, [dict(i=9)], description="in-process", engine=IN_THIS_PROCESS, progress=False)
         with engine.start_engine(workers=2, threads=True) as threads:
-            seen = engine.map_tasks(sizes, [dict(i=i) for i in range(4)], description="pools", client=threads,
+            seen = engine.map_tasks(sizes, [dict(i=i) for i in range(4)], description="pools", engine=threads,
                                     progress=False)  # fmt: skip
         after = _pool_sizes()
     assert any("openblas" in name for name in before) and max(before.values()) == 2

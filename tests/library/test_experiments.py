@@ -128,7 +128,7 @@ def test_temperatures_of_one_sweep_are_independent_solves_unless_warm_started(da
 
 def test_engine_tasks_give_the_numbers_of_the_loop(data):
     loop = theory_sweep(data, [5, 50], [0.1, 1.0], warm_start=True, progress=False)
-    tasks = theory_sweep(data, [5, 50], [0.1, 1.0], warm_start=True, on_engine=True, progress=False)
+    tasks = theory_sweep(data, [5, 50], [0.1, 1.0], warm_start=True, engine=None, progress=False)
     for field in ("U", "U_a", "action", "converged", "iterations", "warm_started"):
         np.testing.assert_allclose(getattr(tasks, field), getattr(loop, field), rtol=1e-12, err_msg=field)
     np.testing.assert_allclose(tasks.means["validation"], loop.means["validation"], rtol=1e-12, atol=1e-14)

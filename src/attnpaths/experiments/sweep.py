@@ -3,8 +3,8 @@
 :func:`theory_sweep` solves the theory (eq-action) at every width ``N`` (every layer) and every temperature ``T``
 of a grid and evaluates the mean predictor (eq-predictor) on every evaluation split of a :class:`~.path_data.PathData`.
 A task that uses one temperature passes a one-element grid. The widths run one after the other in this
-process, or, with ``on_engine``, as one :func:`attnpaths.engine.map_tasks` task per width (:func:`sweep_width`);
-within a width the temperatures are solved from the highest down, each optionally starting from the previous
+process (``engine=HERE``, the default), or, on another engine, as one :func:`attnpaths.engine.map_tasks` task per
+width (:func:`sweep_width`); within a width the temperatures are solved from the highest down, each optionally starting from the previous
 certified minimiser.
 """
 
@@ -21,7 +21,7 @@ import torch
 from tqdm import tqdm
 
 from .._validation import increasing_ints, increasing_reals, positive_int
-from ..engine import map_tasks
+from ..engine import HERE, map_tasks
 from ..head_scoring import head_scores
 from ..theory import CertificateWarning, classification_accuracy, solve
 from .path_data import PathData, reorder
@@ -206,7 +206,7 @@ def theory_sweep(
     warm_start: bool = False,
     keep_uncertified: bool = False,
     max_iterations: int = 200,
-    on_engine: bool = False,
+    engine=HERE,
     description: str = "theory (N, T)",
     progress: bool = True,
 ) -> TheorySweep:
@@ -224,7 +224,9 @@ def theory_sweep(
         keep_uncertified: keep a point whose minimiser is not certified (the solver's gradient or Hessian test
             fails): its last iterate, marked ``False`` in ``converged``; otherwise the sweep raises.
         max_iterations: the solver's Newton iteration cap.
-        on_engine: one :func:`attnpaths.engine.map_tasks` task per width, else a loop in this process.
+        engine: where the widths run: :data:`attnpaths.engine.HERE` (the default), a loop in this process; else
+            one :func:`attnpaths.engine.map_tasks` task per width on ``engine`` (None: the default engine, an
+            :class:`attnpaths.engine.Engine` or a ``dask.distributed`` client). The same numbers wherever they run.
         description: the sweep's name on its progress bar (and in the engine's errors).
         progress: a tqdm bar over widths.
     """
@@ -240,13 +242,14 @@ def theory_sweep(
         keep_uncertified=bool(keep_uncertified),
         max_iterations=max_iterations,
     )
-    if on_engine:
+    if engine is not HERE:
         rows = map_tasks(
             sweep_width,
             [dict(width=width) for width in widths],
             description=description,
             progress=progress,
             shared=shared,
+            engine=engine,
         )
     else:
         rows = [
@@ -266,7 +269,7 @@ def theory_sweep(
             (math.inf,),
             temperatures,
             max_iterations=max_iterations,
-            on_engine=on_engine,
+            engine=engine,
             description=f"{description}, GP limit",
             progress=False,
         )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import int_at_least, positive_int
-from ..engine import experiment_generator, map_tasks
+from ..engine import HERE, experiment_generator, map_tasks
 from ..experiments.head_pruning import pruning_sets
 from ..experiments.head_subsets import best_curve, random_order_curve, subset_curve
 from ..experiments.kernel_pcs import mean_predictor
@@ -239,9 +239,9 @@ def draw_replicate(model: ModelEvaluation, classes, settings: ReplicateSettings,
     data = dataclasses.replace(model.data, features=features, y=y)
     width = settings.width
     grid = theory_grid(
-        data, [width], settings.temperatures, max_iterations=settings.max_iterations, progress=False, on_engine=False
+        data, [width], settings.temperatures, max_iterations=settings.max_iterations, progress=False, engine=HERE
     )
-    gp = gp_grid(data, settings.gp_temperatures, on_engine=False)
+    gp = gp_grid(data, settings.gp_temperatures, engine=HERE)
     sel, sel_test = selected(grid, "validation"), selected(grid, "test")
     gp_sel, gp_sel_test = selected(gp, "validation"), selected(gp, "test")
     U, T = sel["U"][0], float(sel["temperature"][0])

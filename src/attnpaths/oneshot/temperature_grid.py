@@ -49,11 +49,12 @@ def theory_grid(
     warm_start: bool = True,
     max_iterations: int = 200,
     progress: bool = True,
-    on_engine: bool = True,
+    engine=None,
 ) -> TheorySweep:
     """The theory (eq-action) at every width and temperature, with the mean predictor (eq-predictor) on every split: the
-    :func:`~attnpaths.experiments.sweep.theory_sweep` of the one-shot chapter, one engine task per width (with
-    ``on_engine``; a loop in this process otherwise, e.g. inside an engine task of its own).
+    :func:`~attnpaths.experiments.sweep.theory_sweep` of the one-shot chapter, one engine task per width on
+    ``engine`` (None: the default engine; :data:`attnpaths.engine.HERE`: a loop in this process, e.g. inside an engine
+    task of its own).
 
     With ``warm_start`` the temperatures of one width are solved from the highest down, each starting from
     the previous certified minimiser (a start that fails to certify is retried from the GP values, the
@@ -70,22 +71,22 @@ def theory_grid(
         warm_start=warm_start,
         keep_uncertified=True,
         max_iterations=max_iterations,
-        on_engine=on_engine,
+        engine=engine,
         description="theory (N, T)",
         progress=progress,
     )
 
 
-def gp_grid(data: PathData, temperatures=PAPER_GP_TEMPERATURES, *, on_engine: bool = True) -> TheorySweep:
+def gp_grid(data: PathData, temperatures=PAPER_GP_TEMPERATURES, *, engine=None) -> TheorySweep:
     """The GP limit (eq-gp), ``U = I`` at every temperature, as a one-width :class:`~attnpaths.experiments.sweep.TheorySweep`
-    (``on_engine``: as :func:`theory_grid`)."""
+    (``engine``: as :func:`theory_grid`)."""
     return theory_sweep(
         data,
         (math.inf,),
         temperatures,
         keep_uncertified=True,
         max_iterations=1,
-        on_engine=on_engine,
+        engine=engine,
         description="GP",
         progress=False,
     )

@@ -72,7 +72,7 @@ def run_sweep(num_sets: int, seed: int, client=None) -> tuple[list, float]:
         [dict(data_set=pair) for pair in data_sets],
         description="band (bench)",
         shared=shared,
-        client=client,
+        engine=client,
     )
     return results, time.perf_counter() - start
 
