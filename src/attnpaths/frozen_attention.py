@@ -169,9 +169,10 @@ class AttentionTheory:
             "action": float(s.action),
         }
 
-    def path_features(self, attention: Sequence[ArrayLike], tokens: ArrayLike = None) -> torch.Tensor:
-        """``[B, D, n_paths]`` path features of new examples, given their attention and tokens in the layout of
-        :func:`theory_from_attention`."""
+    def features_of(self, attention: Sequence[ArrayLike], tokens: ArrayLike = None) -> torch.Tensor:
+        """``[B, D, n_paths]`` path features (eq-path-features) of new examples, given their attention and tokens
+        in the layout and order of :func:`theory_from_attention` (PyTorch's; :func:`attnpaths.paths.path_features`
+        is the same in the library's layout, from an :class:`attnpaths.attention.Attention`)."""
         if tokens is None:
             raise TypeError(
                 "the theory's predictions need the new examples' attention and their tokens: "
@@ -188,11 +189,11 @@ class AttentionTheory:
 
     def predict(self, attention: Sequence[ArrayLike], tokens: ArrayLike = None) -> tuple[np.ndarray, np.ndarray]:
         """Finite-width predictor mean and variance (eq-predictor) on new examples: ``([B], [B])``."""
-        return self.solution.predict(self.path_features(attention, tokens))
+        return self.solution.predict(self.features_of(attention, tokens))
 
     def predict_gp(self, attention: Sequence[ArrayLike], tokens: ArrayLike = None) -> tuple[np.ndarray, np.ndarray]:
         """GP-limit predictor mean and variance (eq-gp) on new examples: ``([B], [B])``."""
-        return self.gp.predict(self.path_features(attention, tokens))
+        return self.gp.predict(self.features_of(attention, tokens))
 
 
 def checked_attention(
