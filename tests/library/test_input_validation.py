@@ -342,7 +342,7 @@ def test_solve_estimates_its_memory_before_allocating(problem, monkeypatch):
 
 def test_the_estimate_for_a_large_problem_is_six_kernels(monkeypatch):
     """Five [P, P] matrices at once at the measured peak, and one for the margin (theory._solver_memory)."""
-    from attnpaths.theory import _solver_memory, architecture
+    from attnpaths.theory._minimise import _solver_memory, architecture
 
     needed, what = _solver_memory(12000, 4, 2, architecture((2,), 10), "feature")
     assert needed >= 6 * 12000**2 * 8 and needed < 6.2 * 12000**2 * 8
@@ -370,7 +370,7 @@ def test_available_memory_is_the_smaller_of_meminfo_and_the_address_space_limit(
 DENSE_SOLVE = """
 import json, resource, sys
 import torch
-from attnpaths.theory import _solver_memory, architecture, solve
+from attnpaths.theory._minimise import _solver_memory, architecture, solve
 
 def status(key):
     with open("/proc/self/status") as lines:

@@ -219,7 +219,7 @@ def test_action_derivatives_in_theta_match_autograd(heads, P, n0, widths):
     from torch.func import hessian, jacrev
 
     from attnpaths.kernels import scaled_features
-    from attnpaths.theory import _Action
+    from attnpaths.theory._coordinates import _Action
 
     xi, y = random_problem(P=P, n0=n0, heads=heads, seed=3)
     arch = architecture_of(heads, widths)
@@ -249,7 +249,7 @@ def architecture_of(heads, widths):
 def test_trust_region_step_solves_its_subproblem(seed):
     """The step satisfies the optimality conditions of min g.p + p.H p / 2 over |p| <= radius:
     (H + sigma I) p = -g with H + sigma I positive semi-definite, sigma >= 0 and sigma (radius - |p|) = 0."""
-    from attnpaths.theory import _trust_region_step
+    from attnpaths.theory._newton import _trust_region_step
 
     rng = np.random.default_rng(seed)
     d = 7
@@ -284,7 +284,7 @@ def test_trust_region_step_solves_its_subproblem(seed):
 
 
 def test_large_models_take_the_same_newton_step_through_cholesky():
-    from attnpaths.theory import _Model
+    from attnpaths.theory._newton import _Model
 
     g = torch.Generator().manual_seed(2)
     A = torch.randn(12, 12, generator=g, dtype=torch.float64)
@@ -315,7 +315,9 @@ def test_minimiser_converges_where_the_action_is_known_only_to_rounding():
     import zlib
 
     from attnpaths.kernels import scaled_features
-    from attnpaths.theory import _Action, _newton, architecture
+    from attnpaths.theory import architecture
+    from attnpaths.theory._coordinates import _Action
+    from attnpaths.theory._newton import _newton
 
     xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=5)
     reference = solve(xi, y, heads=(2, 2), width=10, temperature=0.05, gradient_tolerance=1e-11)
@@ -348,7 +350,7 @@ def test_solution_reuses_the_final_factorisation_for_predictions():
 
 
 def test_the_steps_for_large_hessians_find_the_same_minimum(monkeypatch):
-    import attnpaths.theory as theory
+    import attnpaths.theory._newton as theory  # the module whose Newton steps build the model
 
     xi, y = random_problem(P=40, n0=6, heads=(2, 2), seed=5)
     reference = solve(xi, y, heads=(2, 2), width=10, temperature=0.05)

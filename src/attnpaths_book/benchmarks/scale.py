@@ -365,7 +365,7 @@ def _problem_shape(task: dict, problem: str = "hmc") -> tuple[int, tuple[int, ..
 def dense_memory_gib(P: int, task: dict, problem: str = "hmc") -> float:
     """The dense row's memory estimate: the solver's (:func:`attnpaths.theory.solve`'s check before it allocates,
     feature route) and the concatenated features ``[P, N0, n_paths]``, in GiB."""
-    from attnpaths.theory import _solver_memory, architecture
+    from attnpaths.theory._minimise import _solver_memory, architecture
 
     n0, heads, width = _problem_shape(task, problem)
     n = math.prod(heads)
