@@ -243,12 +243,15 @@ class MultiheadStackModel(FrozenHeadModel):
         return out
 
     def combine_heads(self, index, heads_out, mask):
+        """Layer ``index``'s output ``[B, T, D]``: the heads' outputs ``[B, H, T, d]``, head ``h``'s times
+        ``mask[:, h]``, concatenated and mapped by the output projection (its bias added)."""
         layer = self.layers[index]
         B, H, T, d = heads_out.shape
         out = (heads_out * mask[:, :, None, None]).transpose(1, 2).reshape(B, T, H * d) @ layer["out_weight"].T
         return out + layer["out_bias"] if layer["out_bias"] is not None else out
 
     def read_out(self, h):
+        """The output ``[B]``: the last layer's output ``[B, T, D]`` averaged over tokens, then read out."""
         return h.mean(dim=1) @ self.readout_weights
 
     def value_norms(self):

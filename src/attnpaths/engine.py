@@ -488,7 +488,7 @@ class Engine:
 
 
 HERE = Engine(IN_PROCESS, None, 1, None)
-"""The engine of this process: its tasks run one after the other in the calling process, whatever
+"""The engine of this process. Its tasks run one after the other in the calling process, whatever
 :func:`use_client` or the environment say (``engine=HERE``; the default of the sweeps that are a loop here)."""
 
 

@@ -21,7 +21,7 @@ Any object with these methods is a :class:`HeadModel` (a structural protocol: no
 :func:`attnpaths.frozen_attention.rank_heads` needs ``attention_weights`` only;
 :class:`attnpaths.head_masks.HeadMaskEvaluator` needs ``masked_output``.
 
-:class:`LayeredHeadModel` is a second, optional protocol: the model run one layer at a time (embed the tokens; per
+:class:`~.LayeredHeadModel` is a second, optional protocol: the model run one layer at a time (embed the tokens; per
 layer, the attention, the heads' outputs, their masked combination; the readout), which lets the pruning
 experiments share every layer's input between the masks that agree on the layers before it
 (:class:`~attnpaths.head_masks.HeadMaskEvaluator`, :func:`attnpaths.pruning.masked_outputs.subset_outputs`).
@@ -128,7 +128,7 @@ class LayeredHeadModel(Protocol):
 
 
 def layered_model(model) -> LayeredHeadModel | None:
-    """``model`` itself if it is a :class:`LayeredHeadModel`, the frozen copy it gives through a method
+    """``model`` itself if it is a :class:`~.LayeredHeadModel`, the frozen copy it gives through a method
     ``frozen_heads()`` (the package's trained architectures), else ``None``."""
     if isinstance(model, LayeredHeadModel):
         return model
@@ -144,7 +144,7 @@ def head_model(model) -> LayeredHeadModel:
     """The frozen float64 :class:`HeadModel` of a trained ``model`` of the package's architectures
     (:class:`~attnpaths.transformer.SumHeadTransformer` or
     :class:`~attnpaths.attention_stack.MultiheadAttentionStack`, through their method ``frozen_heads()``); a
-    :class:`LayeredHeadModel` is returned as it is. Another model of your own needs no conversion: give it the
+    :class:`~.LayeredHeadModel` is returned as it is. Another model of your own needs no conversion: give it the
     methods of :class:`HeadModel`."""
     view = layered_model(model)
     if view is None:
@@ -190,7 +190,7 @@ def check_mask(mask, heads, batch: int) -> torch.Tensor:
 
 class FrozenHeadModel:
     """A trained model's weights, frozen in float64, with its attention and its head-masked output: a
-    :class:`HeadModel` and a :class:`LayeredHeadModel`, and an :class:`attnpaths.attention.Attention` for
+    :class:`HeadModel` and a :class:`~.LayeredHeadModel`, and an :class:`attnpaths.attention.Attention` for
     :func:`attnpaths.paths.path_features`.
 
     Attributes (set by the subclasses): ``heads`` ``(H_1, ..., H_L)``; ``input_width`` ``N0``; ``readout``
@@ -308,19 +308,19 @@ class FrozenHeadModel:
 
     # the LayeredHeadModel protocol: PyTorch's layout over the subclasses' stages
     def embed_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
-        """The first layer's input for checked ``tokens`` ``[B, T, N0]`` (:class:`LayeredHeadModel`)."""
+        """The first layer's input for checked ``tokens`` ``[B, T, N0]`` (:class:`~.LayeredHeadModel`)."""
         return self._embed(tokens.transpose(1, 2))
 
     def layer_attention(self, index: int, state, tokens: torch.Tensor) -> torch.Tensor:
-        """Layer ``index``'s attention ``[B, H, T_query, T_key]`` (:class:`LayeredHeadModel`)."""
+        """Layer ``index``'s attention ``[B, H, T_query, T_key]`` (:class:`~.LayeredHeadModel`)."""
         return self._attention(index, state, tokens.transpose(1, 2)).transpose(-1, -2)
 
     def layer_heads(self, index: int, state, attention: torch.Tensor) -> torch.Tensor:
-        """Layer ``index``'s heads' outputs for the queries of ``attention`` (:class:`LayeredHeadModel`)."""
+        """Layer ``index``'s heads' outputs for the queries of ``attention`` (:class:`~.LayeredHeadModel`)."""
         return self._heads(index, state, attention.transpose(-1, -2))
 
     def pooled_heads(self, index: int, state, attention: torch.Tensor) -> torch.Tensor:
-        """The heads' outputs averaged over the query tokens (:class:`LayeredHeadModel`)."""
+        """The heads' outputs averaged over the query tokens (:class:`~.LayeredHeadModel`)."""
         return self._pooled_heads(index, state, attention.transpose(-1, -2))
 
     def _pooled_heads(self, index: int, h: torch.Tensor, omega: torch.Tensor) -> torch.Tensor:
@@ -332,7 +332,7 @@ class FrozenHeadModel:
 
     def head_terms(self, heads_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(terms [B, H_L], offset [B])`` of :meth:`last_layer_terms` from the last layer's head outputs (those of
-        :meth:`layer_heads`, or already pooled by :meth:`pooled_heads`; :class:`LayeredHeadModel`)."""
+        :meth:`layer_heads`, or already pooled by :meth:`pooled_heads`; :class:`~.LayeredHeadModel`)."""
         last = self.num_layers - 1
         H = self.heads[last]
         # mean pooling follows a token-wise linear map: pool the heads' outputs first, one token instead of T
@@ -390,11 +390,11 @@ class FrozenHeadModel:
 
     def combine_heads(self, index: int, heads_out: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The output of layer ``index``: its heads' outputs, head ``h``'s times ``mask[:, h]`` (``[B or 1, H]``),
-        combined as the model combines them (:class:`LayeredHeadModel`)."""
+        combined as the model combines them (:class:`~.LayeredHeadModel`)."""
         raise NotImplementedError
 
     def read_out(self, h: torch.Tensor) -> torch.Tensor:
-        """The output ``[B]`` from the last layer's output (:class:`LayeredHeadModel`)."""
+        """The output ``[B]`` from the last layer's output (:class:`~.LayeredHeadModel`)."""
         raise NotImplementedError
 
 
@@ -402,7 +402,8 @@ def attention_error(model, x, view: FrozenHeadModel | None = None) -> float:
     """Largest absolute difference between the attention of a frozen view (default :func:`head_model`
     ``(model)``) and the model's own, in float64 (a copy of the model's own ``attention_matrices``:
     :meth:`attnpaths.transformer.SumHeadTransformer.attention_matrices`, or the per-head weights that each
-    ``torch.nn.MultiheadAttention`` layer returns, :meth:`attnpaths.attention_stack.MultiheadAttentionStack.attention_matrices`).
+    ``torch.nn.MultiheadAttention`` layer returns,
+    :meth:`attnpaths.attention_stack.MultiheadAttentionStack.attention_matrices`).
 
     Args:
         model: a :class:`~attnpaths.transformer.SumHeadTransformer` or

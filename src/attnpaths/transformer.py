@@ -272,11 +272,14 @@ class SumHeadModel(FrozenHeadModel):
         return mapped.permute(2, 0, 1, 3) @ omega
 
     def combine_heads(self, index, heads_out, mask):
+        """Layer ``index``'s output: the heads' outputs ``[B, H, N, T]``, head ``h``'s times ``mask[:, h]``, summed
+        and divided by ``sqrt(H)`` (eq-forward)."""
         return torch.einsum("bh,bhmt->bmt", mask.expand(heads_out.shape[0], -1), heads_out) / math.sqrt(
             self.heads[index]
         )
 
     def read_out(self, h):
+        """The output ``[B]``: the last layer's output ``[B, N, T]`` averaged over tokens, then read out."""
         return h.mean(dim=2) @ self.readout_weights
 
     def value_norms(self):

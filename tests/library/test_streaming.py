@@ -283,7 +283,9 @@ def test_bad_chunks_and_arguments_are_refused_naming_them():
         predict_streamed(
             solution, ListChunks([good[0], (xi[8:16, :2], y[8:16])]), 2, engine=IN_THIS_PROCESS, progress=False
         )
-    with pytest.raises(ValueError, match=r"make_chunk\(0\) returned a bad chunk: targets must have shape \[B\] = \[8\]"):
+    with pytest.raises(
+        ValueError, match=r"make_chunk\(0\) returned a bad chunk: targets must have shape \[B\] = \[8\]"
+    ):
         predict_streamed(solution, ListChunks([(xi[:8], y[:5])]), 1, engine=IN_THIS_PROCESS, progress=False)
     with pytest.raises(ValueError, match=r"solution must be a TheorySolution"):
         predict_streamed(object(), ListChunks(good), 3, progress=False)
@@ -310,7 +312,9 @@ def test_both_streamed_doors_refuse_labels_as_the_in_memory_solve_does():
                 solve(xi, labels, heads=(2, 2), width=5, temperature=0.1)
             assert messages[0] == f"make_chunk(1) returned a bad chunk: {refused.value}"
         else:
-            assert messages[0].endswith("targets must have shape [B] = [8] (one label per example of features), got (5,)")
+            assert messages[0].endswith(
+                "targets must have shape [B] = [8] (one label per example of features), got (5,)"
+            )
 
 
 def test_predict_streamed_refuses_a_stream_of_the_heads_in_another_order():

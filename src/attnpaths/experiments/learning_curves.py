@@ -211,7 +211,9 @@ def learning_curve(
                     )  # fmt: skip
                 mean, _ = sol.predict(test_features)
                 if mean.shape != test_targets.shape:
-                    raise ValueError(f"test_targets must have shape [P_test] = [{mean.shape[0]}], got {test_targets.shape}")
+                    raise ValueError(
+                        f"test_targets must have shape [P_test] = [{mean.shape[0]}], got {test_targets.shape}"
+                    )
                 accuracy[i, j] = classification_accuracy(mean, test_targets)
                 U[i, j] = sol.U
                 converged[i, j] = bool(sol.converged)

@@ -26,7 +26,9 @@ def iterative_gradient_order(model, tokens, targets, *, normalize: bool = True) 
 
     Args:
         model: a :class:`~attnpaths.head_models.HeadModel` (as for
-            :func:`~attnpaths.pruning.rankings.gradient_head_importance`); tokens: ``[P, T, D]``; targets: ``[P]``.
+            :func:`~attnpaths.pruning.rankings.gradient_head_importance`).
+        tokens: ``[P, T, D]``.
+        targets: ``[P]``.
 
     Returns:
         every head ``(layer, head)`` in pruning order.
@@ -56,7 +58,9 @@ def gate_fisher(model, tokens, targets, *, batch_size: int = 512) -> tuple[np.nd
 
     Args:
         model: a :class:`~attnpaths.head_models.HeadModel` (as for
-            :func:`~attnpaths.pruning.rankings.gradient_head_importance`); tokens: ``[P, T, D]``; targets: ``[P]``.
+            :func:`~attnpaths.pruning.rankings.gradient_head_importance`).
+        tokens: ``[P, T, D]``.
+        targets: ``[P]``.
 
     Returns:
         ``(g [n], F [n, n])``, heads in :func:`~attnpaths.experiments.head_pruning.all_heads` order.
@@ -82,7 +86,7 @@ def fisher_pruning_sets(model, tokens, targets) -> tuple[list[tuple[tuple[int, i
     searched over every such set (the heads interact through ``F``).
 
     Args:
-        model, tokens ``[P, T, D]``, targets ``[P]``: as for :func:`gate_fisher`.
+        model, tokens, targets: as for :func:`gate_fisher` (tokens ``[P, T, D]``, targets ``[P]``).
 
     Returns:
         ``(sets, change)``: ``sets[k]`` the chosen set of ``k`` heads (``k = 0..K``), ``change[k]`` its estimate.
