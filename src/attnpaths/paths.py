@@ -10,8 +10,8 @@ import itertools
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
-from numpy.typing import ArrayLike
 
 from ._validation import as_float64_tensor, heads_tuple, positive_int
 from .attention import Attention, softmax_over_keys, token_readout
@@ -55,34 +55,61 @@ def path_attention(matrices: list[torch.Tensor]) -> torch.Tensor:
 def _checked_inputs(x, attention) -> torch.Tensor:
     """``x`` as a float64 tensor ``[B, N0, T]``, or ``ValueError`` naming the expected shape."""
     x = as_float64_tensor(x, "x")
-    if x.ndim != 3 or x.shape[1] != attention.input_width:
-        raise ValueError(
-            f"x must have shape [B, N0, T] = [B, {attention.input_width}, T] (features before tokens; "
-            f"PyTorch's [B, T, D] transposed), got {tuple(x.shape)}"
-        )
+    _check_input_shape(x.shape, attention)
     return x
 
 
-def path_features(x: ArrayLike, attention: Attention, *, batch_size: int = 256) -> torch.Tensor:
+def _check_input_shape(shape, attention) -> None:
+    if len(shape) != 3 or shape[1] != attention.input_width:
+        raise ValueError(
+            f"x must have shape [B, N0, T] = [B, {attention.input_width}, T] (features before tokens; "
+            f"PyTorch's [B, T, D] transposed), got {tuple(shape)}"
+        )
+
+
+def _made_in_batches(x) -> bool:
+    """Whether ``x`` is inputs made batch by batch: an object (not an array) with ``shape`` and ``batches``."""
+    return callable(getattr(x, "batches", None)) and not isinstance(x, (torch.Tensor, np.ndarray))
+
+
+def path_features(x, attention: Attention, *, batch_size: int = 256) -> torch.Tensor:
     """Path features ``xi_pi(x) = sum_s x_s omega_{pi, s}(x)`` (eq-path-features): the raw input routed along path pi.
 
     Args:
         x: ``[B, N0, T]`` input sequences: features before tokens (the authors' layout), the transpose of
             PyTorch's ``[B, T, D]`` (``tokens.transpose(1, 2)``; :func:`attnpaths.frozen_attention.theory_from_attention`
-            takes PyTorch's layout).
+            takes PyTorch's layout). An array, or inputs made batch by batch (an object with ``shape`` and
+            ``batches(batch_size)`` yielding its examples in order, e.g. the :class:`attnpaths.hmc.data.HMCBlocks`
+            inputs of a large HMC data set): then only a batch of them is in memory at a time.
         attention: the network's fixed attention.
-        batch_size: examples processed at once, an integer >= 1 (memory only; the result does not depend on it).
+        batch_size: examples processed at once, an integer >= 1 (memory; the result depends on it through the
+            rounding of the batched products only, in the last bits).
 
     Returns:
         float64 tensor ``[B, N0, n_paths]``, with no normalisation factor (``solve`` adds ``s0/N0``).
     """
-    x = _checked_inputs(x, attention)
+    if _made_in_batches(x):
+        _check_input_shape(tuple(x.shape), attention)  # before any batch is made
+    else:
+        x = _checked_inputs(x, attention)
     batch_size = positive_int(batch_size, "batch_size")
-    chunks = []
-    for start in range(0, x.shape[0], batch_size):
-        xb = x[start : start + batch_size]
-        chunks.append(features_along_paths(xb, attention.matrices(xb)))
-    return torch.cat(chunks, dim=0) if chunks else x.new_zeros((0, x.shape[1], attention.num_paths))
+    num_examples = x.shape[0]
+    if _made_in_batches(x):
+        batches = (_checked_inputs(batch, attention) for batch in x.batches(batch_size))
+    else:
+        batches = (x[start : start + batch_size] for start in range(0, num_examples, batch_size))
+    # filled batch by batch: no second copy of the result, as a concatenation of the batches would make
+    features = torch.empty(num_examples, attention.input_width, attention.num_paths, dtype=torch.float64)
+    start = 0
+    miscount = f"x.batches(batch_size) must yield x.shape[0] = {num_examples} examples in all"
+    for xb in batches:
+        if start + xb.shape[0] > num_examples:
+            raise ValueError(miscount)
+        features[start : start + xb.shape[0]] = features_along_paths(xb, attention.matrices(xb))
+        start += xb.shape[0]
+    if start != num_examples:
+        raise ValueError(miscount)
+    return features
 
 
 def features_along_paths(x: torch.Tensor, matrices: list[torch.Tensor]) -> torch.Tensor:

@@ -226,6 +226,7 @@ def test_resample_keeps_parameters_and_vectors():
         ({"sigma_A": float("nan")}, "sigma_A"),
         ({"sigma_B": float("inf")}, "sigma_B"),
         ({"generator": 27}, "generator"),
+        ({"dense": "yes"}, "dense"),
     ],
 )
 def test_bad_arguments_raise_value_error_naming_them(kwargs, name):
@@ -270,7 +271,7 @@ REFERENCE_CASES = [
 
 @pytest.mark.parametrize("task, num_examples, seed", REFERENCE_CASES)
 def test_the_blockwise_construction_gives_the_whole_array_numbers(task, num_examples, seed):
-    from attnpaths.hmc.data import _coefficients, _inputs, _random_draws, sample_inputs
+    from attnpaths.hmc.data import _coefficients, _hidden_states, _inputs, _random_draws, sample_inputs
 
     x, noise, states, eta = _whole_array_reference(task, num_examples, generator(seed))
     data = task.sample(num_examples, generator(seed))
@@ -284,7 +285,8 @@ def test_the_blockwise_construction_gives_the_whole_array_numbers(task, num_exam
     # Given the coefficients, every element gets the same IEEE operations in the same order as the whole-array
     # expressions, block by block: exact on any CPU.
     coins, eta = _random_draws(task, num_examples, generator(seed))
-    blockwise_x, blockwise_states, blockwise_noise = _inputs(task, coins, eta)
+    blockwise_states = _hidden_states(task, coins)
+    blockwise_x, blockwise_noise = _inputs(task, blockwise_states, eta)
     along = {}
     for name, e in (("a", task.e_A), ("b", task.e_B)):
         along[name] = e[None, :, None] * _coefficients(e, eta)[:, None, :]

@@ -1,12 +1,21 @@
 """The hidden-Markov-chain (HMC) sequence classification task (sec-hmc-task, sec-model-hmc-heads, sec-hmc-network).
 
 * :mod:`~attnpaths.hmc.data`: the data set ``markov_optionE`` (:func:`markov_optionE`,
-  :func:`paper_train_set`, :func:`paper_test_set`);
+  :func:`paper_train_set`, :func:`paper_test_set`; :class:`HMCBlocks`, the inputs of large sets made block by block);
 * :mod:`~attnpaths.hmc.heads`: the hand-built attention heads (:func:`hmc_head` and its four versions);
 * :mod:`~attnpaths.hmc.networks`: the 4-path, 2-path and GP reference networks with path names and colours.
 """
 
-from .data import TEST_SEED, TRAIN_SEED, HMCDataset, HMCTask, markov_optionE, paper_test_set, paper_train_set
+from .data import (
+    TEST_SEED,
+    TRAIN_SEED,
+    HMCBlocks,
+    HMCDataset,
+    HMCTask,
+    markov_optionE,
+    paper_test_set,
+    paper_train_set,
+)
 from .heads import (
     HEAD_VERSIONS,
     PAPER_BETA,
@@ -36,6 +45,7 @@ __all__ = [
     "PLOT_ORDER_NAMES",
     "TEST_SEED",
     "TRAIN_SEED",
+    "HMCBlocks",
     "HMCDataset",
     "HMCNetwork",
     "HMCTask",
