@@ -60,12 +60,14 @@ MODULES = api_modules()
 
 
 def public_objects(module_name: str) -> list[str]:
-    """Qualified names (inside the module) of the public functions and classes that ``module_name`` defines,
-    and of the public methods and properties those classes define themselves."""
+    """Qualified names (inside the module) of the public functions and classes that ``module_name`` defines, or
+    lists in its ``__all__`` (a package that gathers its modules' names, as autodoc documents them), and of the
+    public methods and properties those classes define themselves."""
     module = importlib.import_module(module_name)
+    listed = set(getattr(module, "__all__", ()))
     names = []
     for name, obj in vars(module).items():
-        if name.startswith("_") or getattr(obj, "__module__", None) != module_name:
+        if name.startswith("_") or (getattr(obj, "__module__", None) != module_name and name not in listed):
             continue
         if not (inspect.isfunction(obj) or inspect.isclass(obj)):
             continue

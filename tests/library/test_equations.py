@@ -43,8 +43,8 @@ def cited_labels() -> dict[str, list[str]]:
 
 
 def defining_chapters() -> dict[str, set[str]]:
-    """Every equation and section label that the chapters define, with the chapter files (``book/x.md``) that
-    define it."""
+    """Every equation and section label that the chapters define, with the chapter files (the ``.md`` files of
+    ``book/``) that define it."""
     found: dict[str, set[str]] = {}
     for chapter in BOOK.glob("*.md"):
         for groups in DEFINITION.findall(chapter.read_text(encoding="utf-8")):

@@ -89,7 +89,7 @@ QUICK_IMAGE_MODEL = dict(width=8, qk_width=4, num_heads=2, patch_size=4, channel
 QUICK_IMAGE_GLYPHS = dict(instances_per_class=4, image_size=16, alphabets=("Latin", "Coptic", "Armenian"),
                           max_per_alphabet=5)  # fmt: skip
 """The data set of ``--quick --task image``, 5 classes of 4 instances in each split, rendered without a cache."""
-IMAGE_THEORY = dict(widths=512, temperature=0.01)
+IMAGE_THEORY = dict(width=512, temperature=0.01)
 """The image task's theory, the authors' width ``N = 512`` in both layers and the likelihood variance 0.01."""
 IMAGE_DENSE_MAX = 2000
 """The image task's largest dense ``P`` by default (with ``--quick``, :data:`QUICK_DENSE_MAX`)."""
@@ -187,7 +187,8 @@ def run_row(spec: dict) -> dict:
     import torch
 
     from attnpaths.streaming import gram_statistics
-    from attnpaths.theory import CertificateWarning, _solver_memory, architecture, solve, solve_from_statistics
+    from attnpaths.theory import CertificateWarning, architecture, solve, solve_from_statistics
+    from attnpaths.theory._minimise import _solver_memory
 
     image = spec.get("problem", "hmc") == "image"
     start = time.perf_counter()
@@ -229,7 +230,7 @@ def run_row(spec: dict) -> dict:
         features_s, worker_rss = None, []  # made inside the tasks, at once: not timed apart from the accumulation
     else:
         features_s, worker_rss = timed.seconds, []
-    arch = architecture(options["heads"], options["widths"])
+    arch = architecture(options["heads"], options["width"])
     memory, _ = _solver_memory(
         spec["P"], n0, chunks.attention.num_paths, arch, "gram" if spec["route"] == "gram" else "feature"
     )
@@ -356,7 +357,7 @@ def _problem_shape(task: dict, problem: str = "hmc") -> tuple[int, tuple[int, ..
         from attnpaths.oneshot.training import AUTHORS_TRAINING
 
         config = replace(AUTHORS_TRAINING, **task["model"])
-        return config.channels * config.patch_size**2, (config.num_heads,) * config.num_layers, IMAGE_THEORY["widths"]
+        return config.channels * config.patch_size**2, (config.num_heads,) * config.num_layers, IMAGE_THEORY["width"]
     from attnpaths.hmc import HMCTask
 
     return HMCTask(**task).input_width, HEADS, WIDTH
