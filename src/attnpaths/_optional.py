@@ -16,6 +16,7 @@ EXTRAS = {
     "diagnostics": "the samplers' effective sample size and R-hat",
     "plots": "the figures",
     "tasks": "the paper's task data: scikit-learn's digits, glyphs rendered with matplotlib and pillow",
+    "pretrained": "a pretrained BERT's weights read from a safetensors file",
 }
 """The extras of ``pyproject.toml`` that hold optional dependencies of the library, and what each serves."""
 
@@ -24,6 +25,7 @@ MODULES = {
     "diagnostics": ("arviz",),
     "plots": ("matplotlib",),
     "tasks": ("sklearn", "PIL", "matplotlib"),
+    "pretrained": ("safetensors",),
 }
 """The top-level modules each extra installs."""
 

@@ -13,6 +13,7 @@ import torch
 
 from ._validation import as_float64_tensor, positive_real
 from .attention import softmax_over_keys
+from .kernels import shifted_cholesky
 
 
 def _keys_queries(queries, keys, name_q: str = "queries", name_k: str = "keys"):
@@ -113,8 +114,7 @@ def cme_attention(queries, keys, values, bandwidth: float, ridge: float) -> torc
     if v.shape != k.shape[:-1]:
         raise ValueError(f"values must have shape {tuple(k.shape[:-1])} (one scalar per key), got {tuple(v.shape)}")
     length = k.shape[-2]
-    gram = gaussian_gram(k, k, bandwidth) + length * lam * torch.eye(length, dtype=torch.float64)
+    chol = shifted_cholesky(gaussian_gram(k, k, bandwidth), length * lam)
     cross = gaussian_gram(k, q, bandwidth)  # [..., L, Q]
-    chol = torch.linalg.cholesky(gram)
     weights = torch.cholesky_solve(cross, chol)  # [..., L, Q]
     return torch.einsum("...lt,...l->...t", weights, v)

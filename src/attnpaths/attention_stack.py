@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from ._validation import positive_int, torch_generator
-from .head_models import FrozenHeadModel
+from .head_models import FrozenHeadMethods, FrozenHeadModel
 
 
 def _fill_uniform(parameter: torch.Tensor, bound: float, generator: torch.Generator) -> None:
@@ -32,7 +32,7 @@ def _fill_uniform(parameter: torch.Tensor, bound: float, generator: torch.Genera
         parameter.copy_(values.to(parameter.dtype))
 
 
-class MultiheadAttentionStack(nn.Module):
+class MultiheadAttentionStack(FrozenHeadMethods, nn.Module):
     """``L`` ``torch.nn.MultiheadAttention`` layers of ``H`` heads between a linear token embedding and a
     mean-pooled linear readout (sec-pruning-models).
 
@@ -145,27 +145,13 @@ class MultiheadAttentionStack(nn.Module):
             out.append(weights.transpose(-1, -2))  # [B, H, T_query, T_key] -> (key, query)
         return torch.stack(out, dim=1)
 
-    # the HeadModel protocol (attnpaths.head_models), on a float64 copy of the weights
+    # the HeadModel protocol (attnpaths.head_models.FrozenHeadMethods), on a float64 copy of the weights; value_norms
+    # is that of W_o^h W_v^h, head h's map into the next layer
     def frozen_heads(self) -> MultiheadStackModel:
         """The model's weights frozen in float64 (:class:`MultiheadStackModel`), the
         :class:`~attnpaths.head_models.HeadModel` and :class:`~attnpaths.head_models.LayeredHeadModel` that
         :func:`attnpaths.head_models.head_model` returns."""
         return MultiheadStackModel(self)
-
-    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
-        """Every layer's attention for ``tokens`` ``[B, T, N0]`` (PyTorch's layout, ``x.transpose(1, 2)``):
-        ``L`` float64 tensors ``[B, H, T, T]`` indexed ``[batch, head, query, key]``
-        (:meth:`attnpaths.head_models.FrozenHeadModel.attention_weights`)."""
-        return self.frozen_heads().attention_weights(tokens)
-
-    def masked_output(self, tokens: torch.Tensor, mask=None) -> torch.Tensor:
-        """The output ``[B]`` (float64) for ``tokens`` ``[B, T, N0]`` with head ``(l, h)``'s output multiplied by
-        ``mask[l, h]`` (:meth:`attnpaths.head_models.FrozenHeadModel.masked_output`)."""
-        return self.frozen_heads().masked_output(tokens, mask)
-
-    def value_norms(self):
-        """``[L, H]``: the Frobenius norm of each head's map ``W_o^h W_v^h`` into the next layer (eq-value-norm)."""
-        return self.frozen_heads().value_norms()
 
 
 def _f64(tensor):

@@ -148,14 +148,23 @@ def _one_thread_in_process():
 
 
 @contextmanager
-def single_threaded():
+def single_threaded(*, blas_only: bool = False):
     """Run the body with one thread in torch and in every BLAS/OpenMP pool, restoring the settings after the
     last body running in this process ends (bodies may run at once in several threads).
 
     Floating-point sums depend on how a reduction is split between threads; with one thread everywhere a
     task gives the same bits in any process, and in any thread. The BLAS pools and torch's thread count are the
     process's, set by the first body in and restored by the last one out; an OpenMP pool's size is each thread's
-    own (a thread the process starts gets the default), so every body sets its own thread's, and restores it."""
+    own (a thread the process starts gets the default), so every body sets its own thread's, and restores it.
+
+    With ``blas_only``, only the BLAS and LAPACK pools get one thread, restored when the body ends: for many
+    independent small factorisations or products, which splitting over threads slows down (with
+    ``OMP_NUM_THREADS=2`` on a loaded 2-core machine OpenBLAS's threaded ``potrf``/``gesv`` were measured 20-60
+    times slower than on one thread)."""
+    if blas_only:
+        with threadpool_limits(limits=1, user_api="blas"):
+            yield
+        return
     global _one_thread_users, _restore_one_thread
     with _thread_settings:
         if _one_thread_users == 0:
@@ -179,12 +188,14 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 
 def use_one_thread() -> None:
     """Use one thread in torch and in every BLAS/OpenMP pool for the rest of the process, pools loaded later
-    included (through :data:`THREAD_VARIABLES`). A chapter calls it first, so that its numbers are the same
-    bit for bit in the book's runs, on any number of workers, and in a reader's notebook."""
+    included (through :data:`THREAD_VARIABLES`): the settings of :func:`single_threaded`, never restored. A
+    chapter calls it first, so that its numbers are the same bit for bit in the book's runs, on any number of
+    workers, and in a reader's notebook."""
     for name in THREAD_VARIABLES:
         os.environ[name] = "1"
-    torch.set_num_threads(1)
-    threadpool_limits(limits=1)  # not a context: the limits stay
+    with _thread_settings:
+        _one_thread_in_process()  # its restoring function is dropped: the settings stay
+        _openmp_pools.limit(limits=1)
 
 
 def run_task(function: Callable, arguments: Mapping):

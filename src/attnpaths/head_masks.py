@@ -51,7 +51,7 @@ class HeadMaskEvaluator:
 
     Pruning head ``(l, h)`` multiplies its output by 0, without retraining; with ``rescale``, the kept heads of a
     layer with ``n`` of its ``H_l`` heads pruned are multiplied by ``sqrt(H_l / (H_l - n))``
-    (:func:`pruning_mask`), which turns the ``H^{-1/2}`` head sum of
+    (:func:`~attnpaths.head_masks.pruning_mask`), which turns the ``H^{-1/2}`` head sum of
     :class:`~attnpaths.transformer.SumHeadTransformer` into its ``drop_heads`` pruning. An example counts 1 when
     ``sign(f) == y``, 0 when the signs differ and 1/2 when ``f`` is exactly 0 (a model with every head of a layer
     pruned outputs 0, or its bias, for every example: it guesses, at chance); the accuracy is the mean.

@@ -398,6 +398,27 @@ class FrozenHeadModel:
         raise NotImplementedError
 
 
+class FrozenHeadMethods:
+    """The :class:`HeadModel` methods of a trained module of the package's architectures, each computed on the
+    float64 copy of its weights that the module's ``frozen_heads()`` returns (a :class:`FrozenHeadModel`)."""
+
+    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        """Every layer's attention for ``tokens`` ``[B, T, N0]`` (PyTorch's layout, ``x.transpose(1, 2)``):
+        ``L`` float64 tensors ``[B, H, T, T]`` indexed ``[batch, head, query, key]``
+        (:meth:`FrozenHeadModel.attention_weights`)."""
+        return self.frozen_heads().attention_weights(tokens)
+
+    def masked_output(self, tokens: torch.Tensor, mask=None) -> torch.Tensor:
+        """The output ``[B]`` (float64) for ``tokens`` ``[B, T, N0]`` with head ``(l, h)``'s output multiplied by
+        ``mask[l, h]`` (:meth:`FrozenHeadModel.masked_output`)."""
+        return self.frozen_heads().masked_output(tokens, mask)
+
+    def value_norms(self) -> np.ndarray:
+        """``[L, H]``: the Frobenius norm of each head's value map into the next layer (eq-value-norm), that of the
+        frozen copy's ``value_norms()``."""
+        return self.frozen_heads().value_norms()
+
+
 def attention_error(model, x, view: FrozenHeadModel | None = None) -> float:
     """Largest absolute difference between the attention of a frozen view (default :func:`head_model`
     ``(model)``) and the model's own, in float64 (a copy of the model's own ``attention_matrices``:

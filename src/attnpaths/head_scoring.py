@@ -12,9 +12,11 @@ from ._validation import as_float64_array, float_eps, heads_tuple
 from .paths import all_paths
 
 
-def _path_heads(heads: tuple[int, ...]) -> np.ndarray:
-    """``[n_paths, L]`` array: the head each path uses in each layer (0-based)."""
-    return np.array(all_paths(heads), dtype=int).reshape(-1, len(heads))
+def head_paths(heads) -> np.ndarray:
+    """``[L, max(H), n_paths]`` bool: path ``pi`` (flat order, ``h_1`` slowest) passes through head ``(l, h)``."""
+    heads = heads_tuple(heads)
+    paths = np.array(all_paths(heads), dtype=int).reshape(-1, len(heads))
+    return np.arange(max(heads))[None, :, None] == paths.T[:, None, :]
 
 
 def _order_parameter(value, heads) -> np.ndarray:
@@ -73,13 +75,12 @@ def head_scores(U: ArrayLike, heads: int | Sequence[int], *, normalized: bool = 
     U = _order_parameter(U, heads)
     heads = heads_tuple(heads)
     magnitude = np.abs(U)
-    path_heads = _path_heads(heads)
+    through = head_paths(heads)
     scores = np.full((len(heads), max(heads)), np.nan)
     for layer, n_heads in enumerate(heads):
         for head in range(n_heads):
-            uses = path_heads[:, layer] == head
-            touching = uses[:, None] | uses[None, :]
-            scores[layer, head] = magnitude[touching].sum()
+            uses = through[layer, head]
+            scores[layer, head] = magnitude[uses[:, None] | uses[None, :]].sum()
     if normalized:
         scores /= np.nanmax(scores)
     return scores
@@ -123,13 +124,13 @@ def prune_order_parameter(U, heads, pruned) -> np.ndarray:
     """
     U = _order_parameter(U, heads).copy()
     heads = heads_tuple(heads)
-    path_heads = _path_heads(heads)
+    through = head_paths(heads)
     drop = np.zeros(U.shape[0], dtype=bool)
     for pair in pruned:
         layer, head = pair
         if not (0 <= layer < len(heads) and 0 <= head < heads[layer]):
             raise ValueError(f"pruned heads must be 0-based (layer, head) pairs within heads={heads}, got {pair!r}")
-        drop |= path_heads[:, layer] == head
+        drop |= through[layer, head]
     U[drop, :] = 0.0
     U[:, drop] = 0.0
     return U

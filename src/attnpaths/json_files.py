@@ -1,6 +1,6 @@
 """JSON files read back with an error that names the file: every JSON file the project reads (results,
-timings, records, manifests, shipped data) goes through :func:`read_json`, so that a damaged or truncated file
-is reported as that file, not as a bare ``JSONDecodeError`` at some character."""
+timings, records, manifests, shipped data) goes through :func:`~attnpaths.json_files.read_json`, so that a
+damaged or truncated file is reported as that file, not as a bare ``JSONDecodeError`` at some character."""
 
 from __future__ import annotations
 

@@ -72,6 +72,12 @@ def kernel_from_scaled(xa: torch.Tensor, U: torch.Tensor, xb: torch.Tensor) -> t
     return routed.reshape(routed.shape[0], -1) @ xb.reshape(xb.shape[0], -1).T
 
 
+def shifted_cholesky(K: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Lower Cholesky factor of ``K + T I`` (``K`` ``[..., P, P]``), the matrix of the energy (eq-action) and of the
+    predictor (eq-predictor)."""
+    return torch.linalg.cholesky(K + temperature * torch.eye(K.shape[-1], dtype=K.dtype))
+
+
 def gp_kernel(
     features_a: ArrayLike, features_b: Optional[ArrayLike] = None, *, s0: float = 1.0, u_gp: float = 1.0
 ) -> torch.Tensor:

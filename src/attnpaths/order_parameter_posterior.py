@@ -46,7 +46,7 @@ from tqdm import tqdm
 from ._validation import as_float64_tensor, int_at_least, positive_real, torch_generator
 from .action import Architecture, entropy, pre_kernel_tensor
 from .gram import GramStatistics, factored_solve
-from .kernels import scaled_features
+from .kernels import scaled_features, shifted_cholesky
 from .paths import check_num_paths
 from .sampler import effective_sample_size, split_rhat
 from .theory import CholeskyCoordinates, architecture, solve, solve_from_statistics
@@ -87,8 +87,7 @@ def exact_action(
         K = torch.einsum("pia,bac,qic->bpq", X, U_1, X)
     # S_en of (eq-action) for a batch of U_1 (action.energy computes it, with derivatives, for one):
     # log det G + |L^{-1} y|^2 with G = K + T I = L L^T
-    K.diagonal(dim1=-2, dim2=-1).add_(temperature)
-    chol = torch.linalg.cholesky(K)
+    chol = shifted_cholesky(K, temperature)
     whitened = torch.linalg.solve_triangular(chol, y.expand(B, P)[..., None], upper=False)[..., 0]
     value = 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1) + whitened.square().sum(-1)
     return value + _prior_terms(arch, U_layers, U_a, factors)
@@ -267,6 +266,114 @@ def _refitted(proposal: MultivariateT, states: torch.Tensor) -> MultivariateT:
     return MultivariateT(states.mean(dim=0), factor, proposal.nu)
 
 
+def _posterior(features, targets, statistics, heads, width, temperature, variances):
+    """The checked arguments of :func:`sample_order_parameters` as ``(arch, target, saddle)``: the architecture,
+    the density of (eq-exact-density) and the saddle point (:func:`attnpaths.theory.solve`) its mode search starts
+    from."""
+    given_examples = features is not None or targets is not None
+    if given_examples == (statistics is not None):
+        raise ValueError("give either features and targets, or statistics (attnpaths.gram.GramStatistics), not both")
+    if given_examples and (features is None or targets is None):
+        raise ValueError("give both features ([P, N0, n_paths]) and targets ([P])")
+    if statistics is not None:
+        if not isinstance(statistics, GramStatistics) or statistics.num_examples < 1:
+            raise ValueError("statistics must be a GramStatistics (attnpaths.gram) of P >= 1 examples")
+        num_paths = statistics.num_paths
+    else:
+        X_raw = as_float64_tensor(features, "features")
+        if X_raw.ndim != 3 or X_raw.shape[0] < 1:
+            raise ValueError(f"features must have shape [P, N0, n_paths] with P >= 1, got {tuple(X_raw.shape)}")
+        num_paths = X_raw.shape[2]
+    heads = check_num_paths(num_paths, heads)
+    arch = architecture(heads, width, variances)
+    if arch.gp_limit:
+        raise ValueError("width must be finite: in the GP limit the order parameters do not fluctuate")
+    for layer in range(1, arch.num_layers + 1):
+        if arch.widths[layer - 1] < arch.layer_size(layer):
+            raise ValueError(
+                f"width: N_{layer} = {arch.widths[layer - 1]:g} must be at least n_{layer} = "
+                f"{arch.layer_size(layer)} for U_{layer} to have a density"
+            )
+    temperature = positive_real(temperature, "temperature")
+    options = dict(heads=heads, width=width, temperature=temperature, variances=variances, on_failure="raise")
+    if statistics is not None:
+        gram, b, targets_norm2 = statistics.scaled(arch.variances[0])
+        scaled = (torch.from_numpy(gram), torch.from_numpy(b), targets_norm2, statistics.num_examples)
+        return arch, _Target(arch, temperature, statistics=scaled), solve_from_statistics(statistics, **options)
+    labels = as_float64_tensor(targets, "targets", labels=True)
+    if labels.shape != (X_raw.shape[0],):
+        raise ValueError(f"targets must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
+    target = _Target(arch, temperature, X=scaled_features(X_raw, arch.variances[0]), y=labels)
+    return arch, target, solve(X_raw, labels, **options)
+
+
+def _laplace_start(target: _Target, saddle) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mode ``theta`` of (eq-exact-density), searched from the saddle point, and the lower Cholesky factor of
+    the inverse Hessian of ``-log p`` there (the Laplace approximation's covariance)."""
+    theta, hessian = _mode(target, target.theta(saddle.U_layers, saddle.U_a))
+    try:
+        return theta, torch.linalg.cholesky(torch.linalg.inv(hessian))
+    except torch.linalg.LinAlgError as err:
+        raise RuntimeError(
+            "the order-parameter posterior has no mode in log-Cholesky coordinates that these chains can start "
+            f"from: its Hessian at the stationary point is not positive definite to rounding (temperature="
+            f"{target.temperature:g}: a density this flat has no usable mode); use a smaller temperature or larger "
+            "widths"
+        ) from err
+
+
+def _metropolis(target, theta, factor, generator, mixed: bool, num_chains, num_warmup, num_samples, thin, stop, bar):
+    """Run the chains of :func:`sample_order_parameters` from the Laplace approximation ``(theta, factor)``; returns
+    the stored draws of every layer, ``[U_1 [C, S, n_1, n_1], ..., U_L]``, and the summed acceptance rates of the
+    moves after the warm-up."""
+    dimension = target.dimension
+    step_factor = factor * (2.38 / math.sqrt(dimension))
+
+    def normal(*shape):
+        return torch.randn(*shape, generator=generator, dtype=torch.float64)
+
+    state = theta + normal(num_chains, dimension) @ factor.T
+    log_p = target.log_density(state)
+    independence = MultivariateT(theta, factor) if mixed else None
+    refit_at = num_warmup // 2 if num_chains * (num_warmup // 2) >= 2 * dimension else None
+    stored, accepted, warm_states = [], 0.0, []
+    checkpoints = set() if stop is None else {int(c) for c in stop.checkpoints(num_samples)}
+    for step in bar(range(num_warmup + num_samples * thin)):
+        if independence is not None and step == refit_at:
+            independence = _refitted(independence, torch.cat(warm_states))
+        if independence is not None and step % 2 == 0:
+            proposal = independence.sample(num_chains, generator)
+            log_p_proposal = target.log_density(proposal)
+            # the Hastings ratio of an independence move: p(theta') q(theta) / (p(theta) q(theta'))
+            log_ratio = (log_p_proposal - independence.log_density(proposal)) - (
+                log_p - independence.log_density(state)
+            )
+        else:
+            proposal = state + normal(num_chains, dimension) @ step_factor.T
+            log_p_proposal = target.log_density(proposal)
+            log_ratio = log_p_proposal - log_p
+        accept = torch.log(torch.rand(num_chains, generator=generator, dtype=torch.float64)) < log_ratio
+        state = torch.where(accept[:, None], proposal, state)
+        log_p = torch.where(accept, log_p_proposal, log_p)
+        if refit_at is not None and step < refit_at:
+            warm_states.append(state)
+        if step >= num_warmup:
+            accepted += float(accept.to(torch.float64).mean())
+            if (step - num_warmup) % thin == thin - 1:
+                stored.append(target.split(state)[0])
+                if len(stored) in checkpoints:
+                    layers = [torch.stack(layer, dim=1) for layer in zip(*stored)]
+                    if stop.reached(layers[0], tuple(layers[1:])):
+                        break
+    return [torch.stack(layer, dim=1) for layer in zip(*stored)], accepted
+
+
+def _mc_se(draws: torch.Tensor, ess: torch.Tensor) -> np.ndarray:
+    """The Monte-Carlo standard errors of the means of ``draws`` ``[C, S, ...]`` with effective sample sizes ``ess``:
+    the posterior standard deviation over the root of ``ess``."""
+    return (draws.reshape(-1, *draws.shape[2:]).std(dim=0) / torch.sqrt(ess)).numpy()
+
+
 def sample_order_parameters(
     features: Optional[ArrayLike] = None,
     targets: Optional[ArrayLike] = None,
@@ -327,122 +434,35 @@ def sample_order_parameters(
     """
     start = time.perf_counter()
     torch_generator(generator)
-    for name, value, low in (
-        ("num_chains", num_chains, 2),
-        ("num_warmup", num_warmup, 0),
-        ("num_samples", num_samples, 4),
-        ("thin", thin, 1),
-    ):
-        int_at_least(value, name, low)
+    int_at_least(num_chains, "num_chains", 2)
+    int_at_least(num_warmup, "num_warmup", 0)
+    int_at_least(num_samples, "num_samples", 4)
+    int_at_least(thin, "thin", 1)
     if moves not in MOVES:
         raise ValueError(f"moves must be one of {MOVES}, got {moves!r}")
-    given_examples = features is not None or targets is not None
-    if given_examples == (statistics is not None):
-        raise ValueError("give either features and targets, or statistics (attnpaths.gram.GramStatistics), not both")
-    if given_examples and (features is None or targets is None):
-        raise ValueError("give both features ([P, N0, n_paths]) and targets ([P])")
-    if statistics is not None:
-        if not isinstance(statistics, GramStatistics) or statistics.num_examples < 1:
-            raise ValueError("statistics must be a GramStatistics (attnpaths.gram) of P >= 1 examples")
-        num_paths = statistics.num_paths
-    else:
-        X_raw = as_float64_tensor(features, "features")
-        if X_raw.ndim != 3 or X_raw.shape[0] < 1:
-            raise ValueError(f"features must have shape [P, N0, n_paths] with P >= 1, got {tuple(X_raw.shape)}")
-        num_paths = X_raw.shape[2]
-    heads = check_num_paths(num_paths, heads)
-    arch = architecture(heads, width, variances)
-    if arch.gp_limit:
-        raise ValueError("width must be finite: in the GP limit the order parameters do not fluctuate")
-    for layer in range(1, arch.num_layers + 1):
-        if arch.widths[layer - 1] < arch.layer_size(layer):
-            raise ValueError(
-                f"width: N_{layer} = {arch.widths[layer - 1]:g} must be at least n_{layer} = "
-                f"{arch.layer_size(layer)} for U_{layer} to have a density"
-            )
-    temperature = positive_real(temperature, "temperature")
-    options = dict(heads=heads, width=width, temperature=temperature, variances=variances, on_failure="raise")
-    if statistics is not None:
-        gram, b, targets_norm2 = statistics.scaled(arch.variances[0])
-        scaled = (torch.from_numpy(gram), torch.from_numpy(b), targets_norm2, statistics.num_examples)
-        target = _Target(arch, temperature, statistics=scaled)
-        saddle = solve_from_statistics(statistics, **options)
-    else:
-        labels = as_float64_tensor(targets, "targets", labels=True)
-        if labels.shape != (X_raw.shape[0],):
-            raise ValueError(f"targets must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
-        target = _Target(arch, temperature, X=scaled_features(X_raw, arch.variances[0]), y=labels)
-        saddle = solve(X_raw, labels, **options)
-    theta, hessian = _mode(target, target.theta(saddle.U_layers, saddle.U_a))
-    try:
-        factor = torch.linalg.cholesky(torch.linalg.inv(hessian))
-    except torch.linalg.LinAlgError as err:
-        raise RuntimeError(
-            "the order-parameter posterior has no mode in log-Cholesky coordinates that these chains can start "
-            f"from: its Hessian at the stationary point is not positive definite to rounding (temperature="
-            f"{temperature:g}: a density this flat has no usable mode); use a smaller temperature or larger widths"
-        ) from err
-    dimension = target.dimension
-    step_factor = factor * (2.38 / math.sqrt(dimension))
+    arch, target, saddle = _posterior(features, targets, statistics, heads, width, temperature, variances)
+    theta, factor = _laplace_start(target, saddle)
+    description = f"order-parameter posterior N={arch.widths[0]:g}"
 
-    def normal(*shape):
-        return torch.randn(*shape, generator=generator, dtype=torch.float64)
+    def bar(steps):
+        return tqdm(steps, desc=description, disable=not progress)
 
-    state = theta + normal(num_chains, dimension) @ factor.T
-    log_p = target.log_density(state)
-    independence = MultivariateT(theta, factor) if moves == "mixed" else None
-    refit_at = num_warmup // 2 if num_chains * (num_warmup // 2) >= 2 * dimension else None
-    stored, stored_upper, accepted, warm_states = [], [], 0.0, []
-    checkpoints = set() if stop is None else {int(c) for c in stop.checkpoints(num_samples)}
-    total = num_warmup + num_samples * thin
-    for step in tqdm(range(total), desc=f"order-parameter posterior N={arch.widths[0]:g}", disable=not progress):
-        if independence is not None and step == refit_at:
-            independence = _refitted(independence, torch.cat(warm_states))
-        if independence is not None and step % 2 == 0:
-            proposal = independence.sample(num_chains, generator)
-            log_p_proposal = target.log_density(proposal)
-            # the Hastings ratio of an independence move: p(theta') q(theta) / (p(theta) q(theta'))
-            log_ratio = (log_p_proposal - independence.log_density(proposal)) - (
-                log_p - independence.log_density(state)
-            )
-        else:
-            proposal = state + normal(num_chains, dimension) @ step_factor.T
-            log_p_proposal = target.log_density(proposal)
-            log_ratio = log_p_proposal - log_p
-        accept = torch.log(torch.rand(num_chains, generator=generator, dtype=torch.float64)) < log_ratio
-        state = torch.where(accept[:, None], proposal, state)
-        log_p = torch.where(accept, log_p_proposal, log_p)
-        if refit_at is not None and step < refit_at:
-            warm_states.append(state)
-        if step >= num_warmup:
-            accepted += float(accept.to(torch.float64).mean())
-            if (step - num_warmup) % thin == thin - 1:
-                layers = target.split(state)[0]
-                stored.append(layers[0])
-                stored_upper.append(layers[1:])
-                if len(stored) in checkpoints and stop.reached(
-                    torch.stack(stored, dim=1),
-                    tuple(torch.stack([draw[k] for draw in stored_upper], dim=1) for k in range(len(stored_upper[0]))),
-                ):
-                    break
-    U = torch.stack(stored, dim=1)  # [C, S, n, n]
-    upper = [torch.stack([draw[k] for draw in stored_upper], dim=1) for k in range(len(stored_upper[0]))]
+    schedule = (num_chains, num_warmup, num_samples, thin, stop, bar)
+    stored, accepted = _metropolis(target, theta, factor, generator, moves == "mixed", *schedule)
+    U = stored[0]  # [C, S, n, n]
     ess = effective_sample_size(U)
-    sd = U.reshape(-1, *U.shape[2:]).std(dim=0)
     return OrderParameterSamples(
         U=U.numpy(),
         mean=U.mean(dim=(0, 1)).numpy(),
-        mc_se=(sd / torch.sqrt(ess)).numpy(),
+        mc_se=_mc_se(U, ess),
         ess=ess.numpy(),
         rhat=split_rhat(U).numpy(),
         mode=target.split(theta)[0][0].detach().numpy(),
-        acceptance=accepted / (len(stored) * thin),
+        acceptance=accepted / (U.shape[1] * thin),
         wall_time_s=time.perf_counter() - start,
         moves=moves,
-        upper_mean=tuple(u.mean(dim=(0, 1)).numpy() for u in upper),
-        upper_mc_se=tuple(
-            (u.reshape(-1, *u.shape[2:]).std(dim=0) / torch.sqrt(effective_sample_size(u))).numpy() for u in upper
-        ),
+        upper_mean=tuple(u.mean(dim=(0, 1)).numpy() for u in stored[1:]),
+        upper_mc_se=tuple(_mc_se(u, effective_sample_size(u)) for u in stored[1:]),
     )
 
 

@@ -46,6 +46,7 @@ import torch
 from numpy.typing import ArrayLike
 from tqdm import tqdm
 
+from ._gibbs_blocks import Block
 from ._optional import require
 from ._validation import as_float64_tensor, int_at_least, positive_real, torch_generator
 from .action import pre_kernel_tensor
@@ -58,10 +59,6 @@ MAX_PAIR_KERNEL_ENTRIES = 16_000_000
 LARGE_NORMAL_DRAW = 65_536
 """Standard normal draws of at least this many numbers come from numpy's generator, seeded from the caller's (see
 ``PosteriorSampler._normal``)."""
-
-STRIDED_PRODUCT_WORK = 1_000_000
-"""Multiply-adds per (chain, head, path group) above which routing the data through a block uses one matrix product
-per group on strided views rather than one einsum (see ``PosteriorSampler._apply``)."""
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -222,21 +219,6 @@ class PosteriorSamples:
 # ------------------------------------------------------------------------------------------------------
 # the blocked Gibbs sampler
 # ------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Block:
-    """One Gibbs block ``W [C, H, out, in]`` and where it sits on the paths.
-
-    The path axis factorises as ``(A, H, B)``: ``H`` is this block's head index, ``A`` the heads of the
-    layers below and ``B`` those above (paths are flattened with ``h_1`` slowest). ``V0`` and ``a`` have no
-    head (``H = 1``).
-    """
-
-    name: str
-    variance: float
-    coef: float
-    split: tuple[int, int, int]
-
-
 class PosteriorSampler:
     """Exact blocked-Gibbs sampler of the network posterior at temperature ``T`` (sec-hmc-theory).
 
@@ -312,15 +294,15 @@ class PosteriorSampler:
         self._work = None  # the P x P matrices of a block's draw, reused (see _work_matrices)
 
     # -- block bookkeeping ----------------------------------------------------------------------------
-    def _make_blocks(self) -> list[_Block]:
+    def _make_blocks(self) -> list[Block]:
         net = self.network
         heads, widths, variances = net.heads, net.widths, net.variances
         n = net.num_paths
-        blocks = [_Block("V_0", variances[0], 1 / math.sqrt(net.input_width), (1, 1, n))]
+        blocks = [Block("V_0", variances[0], 1 / math.sqrt(net.input_width), (1, 1, n))]
         for l, H in enumerate(heads, start=1):
             below, above = math.prod(heads[: l - 1]), math.prod(heads[l:])
-            blocks.append(_Block(f"V_{l}", variances[l], 1 / math.sqrt(H * widths[l - 1]), (below, H, above)))
-        blocks.append(_Block("a", variances[-1], 1 / math.sqrt(widths[-1]), (n, 1, 1)))
+            blocks.append(Block(f"V_{l}", variances[l], 1 / math.sqrt(H * widths[l - 1]), (below, H, above)))
+        blocks.append(Block("a", variances[-1], 1 / math.sqrt(widths[-1]), (n, 1, 1)))
         return blocks
 
     def _to_blocks(self, weights: NetworkWeights) -> list[torch.Tensor]:
@@ -333,53 +315,21 @@ class PosteriorSampler:
     def _to_weights(blocks: list[torch.Tensor]) -> NetworkWeights:
         return NetworkWeights(V0=blocks[0][:, 0], V=tuple(blocks[1:-1]), a=blocks[-1][:, 0, 0])
 
-    @staticmethod
-    def _apply(W: torch.Tensor, right: torch.Tensor, split, coef: float = 1.0) -> torch.Tensor:
-        """``coef W[h(pi)] right_pi`` for every path: ``[C, H, out, in] x [C, P, n, in] -> [C, P, n, out]``.
-
-        Large products (at least :data:`STRIDED_PRODUCT_WORK` multiply-adds each) run as one matrix product per
-        chain, head and heads-above index ``beta``: the rows ``(mu, alpha)`` of one ``(h, beta)`` are equally
-        spaced in ``right`` and in the output, so the products read and write strided views, where an einsum
-        copies the data into a head-major order and back (twice the time at the one-shot sizes); small ones
-        run as that einsum, whose one call costs less than many small products.
-        """
-        C, P = right.shape[:2]
-        A, H, B = split
-        rows = right.reshape(C, P, A, H, B, right.shape[-1])
-        if P * A * W.shape[2] * W.shape[3] < STRIDED_PRODUCT_WORK:
-            return torch.einsum("choi,cmahbi->cmahbo", W, rows).reshape(C, P, A * H * B, -1).mul_(coef)
-        out = torch.empty((C, P, A, H, B, W.shape[2]), dtype=right.dtype, device=right.device)
-        for c in range(C):
-            for h in range(H):
-                weights = W[c, h].T
-                for b in range(B):
-                    target = out[c, :, :, h, b].view(P * A, -1)
-                    torch.addmm(target, rows[c, :, :, h, b].view(P * A, -1), weights, beta=0, alpha=coef, out=target)
-        return out.view(C, P, A * H * B, -1)
-
-    @staticmethod
-    def _apply_transposed(W: torch.Tensor, left: torch.Tensor, split) -> torch.Tensor:
-        """``W[h(pi)]^T left_pi`` for every path: ``[C, H, out, in] x [C, n, out] -> [C, n, in]``."""
-        C, out, inp = left.shape[0], W.shape[2], W.shape[3]
-        A, H, B = split
-        # one batched product per (chain, head) on W as it lies (an einsum would copy W, which can be large)
-        rows = left.reshape(C, A, H, B, out).transpose(1, 2).reshape(C * H, A * B, out)
-        products = torch.bmm(rows, W.reshape(C * H, out, inp))  # [(c, h), (alpha, beta), in]
-        return products.reshape(C, H, A, B, inp).transpose(1, 2).reshape(C, -1, inp)
-
     def _rights(self, blocks: list[torch.Tensor], upto: int) -> list[torch.Tensor]:
         """Data routed through blocks ``0..b-1`` for every block ``b <= upto``: ``[C, P, n, in_b]``."""
         C = blocks[0].shape[0]
         rights = [self._routed_features[None].expand(C, -1, -1, -1)]
         for b in range(upto):
-            spec = self._blocks[b]
-            rights.append(self._apply(blocks[b], rights[-1], spec.split, spec.coef))
+            rights.append(self._blocks[b].route(blocks[b], rights[-1]))
         return rights
+
+    def _readout_left(self, C: int) -> torch.Tensor:
+        """The readout's left vectors ``[C, n, 1]``: ones (nothing above it)."""
+        return torch.ones((C, self.network.num_paths, 1), dtype=torch.float64, device=self.device)
 
     def _left_below(self, blocks: list[torch.Tensor], b: int, left: torch.Tensor) -> torch.Tensor:
         """Left vectors of block ``b - 1`` from those of block ``b``: ``c_b W_b[h(pi)]^T left_pi``."""
-        spec = self._blocks[b]
-        return self._apply_transposed(blocks[b], left, spec.split).mul_(spec.coef)
+        return self._blocks[b].route_back(blocks[b], left)
 
     def _normal(self, generator: torch.Generator, *shape) -> torch.Tensor:
         """Standard normal draws from the CPU ``generator``, on the sampler's device.
@@ -393,23 +343,6 @@ class PosteriorSampler:
         seed = int(torch.randint(0, 2**63 - 1, (), generator=generator))
         return torch.from_numpy(np.random.Generator(np.random.PCG64(seed)).standard_normal(shape)).to(self.device)
 
-    def _grouped(self, b: int, left: torch.Tensor, right: torch.Tensor):
-        """The block's left vectors and data grouped by what the paths share.
-
-        A path ``pi = (alpha, h, beta)`` (heads below, this block's head, heads above) has the left vector of its
-        heads above only (the blocks above act on it), so the paths that differ only in ``alpha`` enter the block's
-        design matrix with the same left vector: their routed data add up, ``R_{h beta} = sum_alpha right_pi``.
-        Every sum over paths of the draw then runs over the ``H B`` groups (the readout: one group).
-
-        Returns:
-            ``(left_above [C, B, out], grouped [C, P, H B, in])``.
-        """
-        A, H, B = self._blocks[b].split
-        C, P = right.shape[:2]
-        left_above = left.reshape(C, A, H, B, -1)[:, 0, 0]
-        paths = right.reshape(C, P, A, H * B, -1)
-        return left_above, (paths[:, :, 0] if A == 1 else paths.sum(dim=2))
-
     def _work_matrices(self, C: int, P: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``[C, P, P]`` matrices for a block's Gram matrix and its Cholesky factor (column-major, LAPACK's layout),
         allocated once: a fresh matrix of this size costs page faults on every block of every sweep."""
@@ -422,7 +355,7 @@ class PosteriorSampler:
     def _gram(
         self, b: int, left: torch.Tensor, left_above: torch.Tensor, grouped: torch.Tensor, out: torch.Tensor
     ) -> torch.Tensor:
-        """``s Phi Phi^T + T I`` of block ``b`` (``[C, P, P]``, into ``out``): with the groups of :meth:`_grouped`,
+        """``s Phi Phi^T + T I`` of block ``b`` (``[C, P, P]``, into ``out``): with the groups of :meth:`Block.group`,
         ``s c^2 sum_h sum_{beta beta'} (left_beta . left_beta') (R_{h beta}(x^mu) . R_{h beta'}(x^nu))``, summed in
         the cheapest of three orders (per chain and per P^2): the stored path-pair kernels of V0 (n^2 numbers);
         for a block without heads (V0, a) whose output is at most as wide as its groups, the design matrix
@@ -459,7 +392,7 @@ class PosteriorSampler:
         s, c, T = spec.variance, spec.coef, self.temperature
         C, P = right.shape[:2]
         gram, factor = self._work_matrices(C, P)
-        left_above, grouped = self._grouped(b, left, right)
+        left_above, grouped = spec.group(left, right)
         self._gram(b, left, left_above, grouped, gram)
         _, H, B = spec.split
         prior_draw = self._normal(generator, C, *W_shape).mul_(math.sqrt(s))  # in place: blocks can be large
@@ -485,7 +418,7 @@ class PosteriorSampler:
         blocks = list(blocks)
         last = len(blocks) - 1
         rights = self._rights(blocks, upto=last)
-        left = torch.ones((blocks[0].shape[0], self.network.num_paths, 1), dtype=torch.float64, device=self.device)
+        left = self._readout_left(blocks[0].shape[0])
         for b in range(last, -1, -1):
             blocks[b] = self._draw_block(b, blocks[b].shape[1:], left, rights[b], generator)
             if b > 0:
@@ -512,16 +445,8 @@ class PosteriorSampler:
         # the moves only rescale blocks: their squared norms follow the scales, and every block is multiplied
         # once, by the product of its scales, at the end (blocks can be large); the arithmetic on the C numbers
         # per block runs in numpy, whose operations cost a fraction of torch's on arrays this small
-        norms = (
-            torch.stack(
-                [
-                    (W.reshape(C, 1, -1) @ W.reshape(C, -1, 1)).reshape(C) / spec.variance
-                    for W, spec in zip(blocks, self._blocks)
-                ]
-            )
-            .cpu()
-            .numpy()
-        )
+        squared = [(W.reshape(C, 1, -1) @ W.reshape(C, -1, 1)).reshape(C) for W in blocks]
+        norms = torch.stack([norm / spec.variance for norm, spec in zip(squared, self._blocks)]).cpu().numpy()
         scales = np.ones((len(blocks), C))
         for b in range(len(blocks) - 1, 0, -1):
             psi, chi = norms[b], norms[b - 1]
@@ -578,7 +503,7 @@ class PosteriorSampler:
         b = names.index(block)
         blocks = self._to_blocks(weights)
         right = self._rights(blocks, upto=b)[b]
-        left = torch.ones((blocks[0].shape[0], self.network.num_paths, 1), dtype=torch.float64, device=self.device)
+        left = self._readout_left(blocks[0].shape[0])
         for above in range(len(blocks) - 1, b, -1):
             left = self._left_below(blocks, above, left)
         blocks[b] = self._draw_block(b, blocks[b].shape[1:], left, right, generator)
@@ -616,13 +541,10 @@ class PosteriorSampler:
             :class:`PosteriorSamples` (also kept as ``self.result`` for :meth:`predict`).
         """
         torch_generator(generator)
-        for name, value, least in (
-            ("num_warmup", num_warmup, 0),
-            ("num_samples", num_samples, 1),
-            ("num_chains", num_chains, 1),
-            ("thinning", thinning, 1),
-        ):
-            int_at_least(value, name, least)
+        int_at_least(num_warmup, "num_warmup", 0)
+        int_at_least(num_samples, "num_samples", 1)
+        int_at_least(num_chains, "num_chains", 1)
+        int_at_least(thinning, "thinning", 1)
         start = time.perf_counter()
         blocks = self._to_blocks(self.network.sample_prior(generator, num_chains))
         input_weights = overlaps = None  # [C, S, ...], allocated at the first stored sample

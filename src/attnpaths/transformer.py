@@ -25,7 +25,7 @@ from torch import nn
 
 from ._validation import positive_int
 from .attention import Attention, AttentionLayer
-from .head_models import FrozenHeadModel
+from .head_models import FrozenHeadMethods, FrozenHeadModel
 
 FORWARD_REVISION = 2
 """Revision of :meth:`SumHeadTransformer.forward`'s float32 arithmetic. Training amplifies rounding, so a
@@ -40,7 +40,7 @@ def _uniform(shape, fan_in: int, generator: torch.Generator, dtype: torch.dtype)
     return nn.Parameter(values.to(dtype))
 
 
-class SumHeadTransformer(nn.Module):
+class SumHeadTransformer(FrozenHeadMethods, nn.Module):
     """``L`` layers of ``F`` summed softmax heads on a learned linear input layer (sec-oneshot-data).
 
     Args:
@@ -180,26 +180,12 @@ class SumHeadTransformer(nn.Module):
         z = h @ readout.T  # [B, s, F]
         return (omega.mean(dim=2) * z.transpose(1, 2)).sum(dim=(1, 2))
 
-    # the HeadModel protocol (attnpaths.head_models), on a float64 copy of the weights
+    # the HeadModel protocol (attnpaths.head_models.FrozenHeadMethods), on a float64 copy of the weights; value_norms
+    # is that of V^(l,h)
     def frozen_heads(self) -> SumHeadModel:
         """The model's weights frozen in float64 (:class:`SumHeadModel`), the :class:`~attnpaths.head_models.HeadModel`
         and :class:`~attnpaths.head_models.LayeredHeadModel` that :func:`attnpaths.head_models.head_model` returns."""
         return SumHeadModel(self)
-
-    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
-        """Every layer's attention for ``tokens`` ``[B, T, N0]`` (PyTorch's layout, ``x.transpose(1, 2)``):
-        ``L`` float64 tensors ``[B, H, T, T]`` indexed ``[batch, head, query, key]``
-        (:meth:`attnpaths.head_models.FrozenHeadModel.attention_weights`)."""
-        return self.frozen_heads().attention_weights(tokens)
-
-    def masked_output(self, tokens: torch.Tensor, mask=None) -> torch.Tensor:
-        """The output ``[B]`` (float64) for ``tokens`` ``[B, T, N0]`` with head ``(l, h)``'s output multiplied by
-        ``mask[l, h]`` (:meth:`attnpaths.head_models.FrozenHeadModel.masked_output`)."""
-        return self.frozen_heads().masked_output(tokens, mask)
-
-    def value_norms(self):
-        """``[L, F]``: the Frobenius norm of each head's value map ``V^(l,h)`` (eq-value-norm)."""
-        return self.frozen_heads().value_norms()
 
     def attention(self) -> Attention:
         """The trained query/key maps as the theory's fixed attention (sec-model-network, qk form with

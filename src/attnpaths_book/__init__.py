@@ -1,4 +1,4 @@
-"""attnpaths_book: the companion of the :mod:`attnpaths` library that executes the book's chapters with
+"""attnpaths_book: the companion of the ``attnpaths`` library that executes the book's chapters with
 papermill, builds the HTML book from the executed notebooks, keeps its regression baselines and paper records,
 runs the benchmarks and ships the trained weights. It imports the library; the library never imports it.
 

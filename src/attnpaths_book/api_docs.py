@@ -1,7 +1,7 @@
 """Sphinx extension: the API pages document every public object, and an object without a docstring is an error.
 
 The API pages (``book/api/``) are module pages that autosummary generates with ``automodule :members:
-:undoc-members:``. With :mod:`sphinx.ext.autodoc` alone, a public function or class without a docstring would be
+:undoc-members:``. With ``sphinx.ext.autodoc`` alone, a public function or class without a docstring would be
 listed with an empty description (or, without ``:undoc-members:``, silently left out). This extension hooks
 ``autodoc-process-docstring`` and ``autodoc-skip-member`` and
 
@@ -130,7 +130,7 @@ def _enum_signature(app, what, name, obj, options, signature, return_annotation)
 
 
 def setup(app):
-    """Register the checks (the extension needs :mod:`sphinx.ext.autodoc`)."""
+    """Register the checks (the extension needs ``sphinx.ext.autodoc``)."""
     app.setup_extension("sphinx.ext.autodoc")
     app.connect("autodoc-process-docstring", _note_current)
     app.connect("autodoc-skip-member", _check_member)

@@ -16,7 +16,7 @@ A chapter is re-executed only when its key changes. The key hashes
 - for a report chapter, the keys of the chapters before it (it shows their results and run times),
 - the CPU dispatch chosen by environment variables (:data:`DISPATCH_VARIABLES`), when any is set.
 
-Imports are read from the sources with :mod:`ast` (anywhere in a module, also inside functions), never by
+Imports are read from the sources with ``ast`` (anywhere in a module, also inside functions), never by
 importing anything. A module loaded by a name computed at run time (``importlib.import_module(name)``) is not
 seen; a code cell that is not valid Python even without its IPython magics makes the chapter depend on every
 file of the package.

@@ -29,7 +29,7 @@ from attnpaths_book.cache import parse_python
 from attnpaths_book.layout import BookLayout
 
 PROFILES = ("smoke", "paper", "full")
-"""The execution profiles: ``smoke`` (the whole book in minutes; tests and CI), ``paper`` (the paper's
+"""The execution profiles, ``smoke`` (the whole book in minutes; tests and CI), ``paper`` (the paper's
 settings, at sizes that two CPU cores manage) and ``full`` (the authors' model sizes where they exceed the
 ``paper`` profile's; for a cluster or GPU, never run by CI)."""
 
@@ -40,7 +40,7 @@ full`` executes such a chapter, and ``book --profile full`` stops before executi
 chapter without it (:func:`resolve_parameters`)."""
 
 SMOKE_BUDGET_S = 180
-"""Time budget of the smoke profile: the whole book executes within it on two CPU cores."""
+"""Time budget of the smoke profile, in seconds; the whole book executes within it on two CPU cores."""
 
 INJECTED = ("profile", "results_dir")
 """Parameters that the executor always sets; ``--set`` cannot change them."""
@@ -79,6 +79,7 @@ class Chapter:
 
     @property
     def is_notebook(self) -> bool:
+        """Whether the source is a notebook (its front matter declares a kernel), not a page."""
         return self.notebook is not None
 
     @property

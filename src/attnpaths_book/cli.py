@@ -81,7 +81,7 @@ def _engine_options(parser: argparse.ArgumentParser) -> None:
 
 MODULE_PROG = "python -m attnpaths_book"
 SCRIPT_PROG = "attnpaths"
-"""How the command line is called: as a module, or as the console script that ``pyproject.toml`` declares
+"""How the command line is called, as a module or as the console script that ``pyproject.toml`` declares
 (``[project.scripts]``)."""
 
 

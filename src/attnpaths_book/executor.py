@@ -68,6 +68,7 @@ class Execution:
     command: str = ""
 
     def as_dict(self) -> dict:
+        """The record as a plain dict of its fields."""
         return dict(self.__dict__)
 
 
@@ -111,27 +112,8 @@ def execute_chapter(
     layout.build_dir.mkdir(parents=True, exist_ok=True)
     workdir = new_run_folder(layout, chapter.name)
     try:
-        input_path, output_path, error_path, usage_path = (
-            workdir / n for n in ("input.ipynb", "output.ipynb", "error.json", "usage.json")
-        )
+        spec, output_path, error_path, usage_path = _write_spec(workdir, chapter, parameters, layout, progress_bar)
         staging_dir = workdir / "results"
-        staging_dir.mkdir()
-        nbformat.write(chapter.notebook, input_path)
-        spec = workdir / "spec.json"
-        spec.write_text(
-            json.dumps(
-                {
-                    "input": str(input_path),
-                    "output": str(output_path),
-                    "parameters": parameters,
-                    "cwd": str(layout.root),
-                    "progress_bar": progress_bar,
-                    "error_file": str(error_path),
-                    "usage_file": str(usage_path),
-                    "parent_pid": os.getpid(),
-                }
-            )
-        )
         staging = {
             STAGING_ENV: json.dumps(
                 {"results_dir": str(results.parent.resolve()), "staging_dir": str(staging_dir.resolve())}
@@ -145,36 +127,8 @@ def execute_chapter(
                 parameters,
             )
         notebook = nbformat.read(output_path, as_version=4)
-        printed_errors = {"its kernel or worker": printed_errors, "its cells": _cell_error_lines(notebook)}
-        for who, lines in printed_errors.items():
-            if lines:
-                raise ChapterFailed(
-                    chapter.name,
-                    f"{_head(layout, chapter, parameters)} ran its cells without error "
-                    f"but {who} printed errors on standard error:\n"
-                    + "\n".join(f"    {line}" for line in lines[:20])
-                    + _kept_note(layout, results),
-                    parameters,
-                )
+        staged = _check_outputs(layout, chapter, parameters, results, notebook, printed_errors, staging_dir)
         peak_rss_mib = read_json(usage_path, "worker's usage report")["peak_rss_kib"] / 1024.0
-        staged = staging_dir / results.name
-        if not staged.is_file():
-            raise ChapterFailed(
-                chapter.name,
-                f"{_head(layout, chapter, parameters)} ran without error but wrote no "
-                f"results file {layout.relative(results)}: it must end with "
-                f"attnpaths_book.results.write_results(...).{_kept_note(layout, results)}",
-                parameters,
-            )
-        others = sorted(p.name for p in staging_dir.iterdir() if p != staged)
-        if others:
-            raise ChapterFailed(
-                chapter.name,
-                f"{_head(layout, chapter, parameters)} wrote results files of other "
-                f"chapters into {layout.relative(results.parent)}: {', '.join(others)}; a chapter "
-                f"writes only its own, {results.name}.{_kept_note(layout, results)}",
-                parameters,
-            )
         _check_recorded_parameters(layout, chapter, parameters, staged, results)
         execution = Execution(
             chapter=chapter.name,
@@ -219,6 +173,70 @@ def execute_chapter(
         return execution
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _write_spec(workdir: Path, chapter: Chapter, parameters: dict, layout: BookLayout, progress_bar: bool):
+    """The worker's spec file, with the chapter's notebook and an empty staging folder beside it: ``(spec,
+    output notebook, error file, usage file)``."""
+    input_path, output_path, error_path, usage_path = (
+        workdir / n for n in ("input.ipynb", "output.ipynb", "error.json", "usage.json")
+    )
+    staging_dir = workdir / "results"
+    staging_dir.mkdir()
+    nbformat.write(chapter.notebook, input_path)
+    spec = workdir / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "input": str(input_path),
+                "output": str(output_path),
+                "parameters": parameters,
+                "cwd": str(layout.root),
+                "progress_bar": progress_bar,
+                "error_file": str(error_path),
+                "usage_file": str(usage_path),
+                "parent_pid": os.getpid(),
+            }
+        )
+    )
+    return spec, output_path, error_path, usage_path
+
+
+def _check_outputs(
+    layout: BookLayout, chapter: Chapter, parameters: dict, results: Path, notebook, printed_errors, staging_dir: Path
+) -> Path:
+    """The staged results file of a run that ended well; :class:`ChapterFailed` when the run printed errors or
+    staged no results file or another chapter's."""
+    printed_errors = {"its kernel or worker": printed_errors, "its cells": _cell_error_lines(notebook)}
+    for who, lines in printed_errors.items():
+        if lines:
+            raise ChapterFailed(
+                chapter.name,
+                f"{_head(layout, chapter, parameters)} ran its cells without error "
+                f"but {who} printed errors on standard error:\n"
+                + "\n".join(f"    {line}" for line in lines[:20])
+                + _kept_note(layout, results),
+                parameters,
+            )
+    staged = staging_dir / results.name
+    if not staged.is_file():
+        raise ChapterFailed(
+            chapter.name,
+            f"{_head(layout, chapter, parameters)} ran without error but wrote no "
+            f"results file {layout.relative(results)}: it must end with "
+            f"attnpaths_book.results.write_results(...).{_kept_note(layout, results)}",
+            parameters,
+        )
+    others = sorted(p.name for p in staging_dir.iterdir() if p != staged)
+    if others:
+        raise ChapterFailed(
+            chapter.name,
+            f"{_head(layout, chapter, parameters)} wrote results files of other "
+            f"chapters into {layout.relative(results.parent)}: {', '.join(others)}; a chapter "
+            f"writes only its own, {results.name}.{_kept_note(layout, results)}",
+            parameters,
+        )
+    return staged
 
 
 def _check_recorded_parameters(
@@ -283,7 +301,7 @@ _running_lock = threading.Lock()
 
 
 ERROR_LINE = re.compile(r"^\[\w+\] (ERROR|CRITICAL) \||^\S+ - (ERROR|CRITICAL) - |^Traceback \(most recent call last\)")
-"""A line of the worker's or kernel's standard error that reports an error: the log format of Jupyter's
+"""A line of the worker's or kernel's standard error that reports an error, in the log format of Jupyter's
 applications (``[IPKernelApp] ERROR | ...``), Python's default logging format (``distributed.client - ERROR -
 ...``) and a traceback. A chapter whose run prints one has failed, even when every cell succeeded."""
 
@@ -291,7 +309,7 @@ applications (``[IPKernelApp] ERROR | ...``), Python's default logging format (`
 SHUTDOWN_RACE_HEADER = "ERROR:tornado.general:Uncaught exception in ZMQStream callback"
 SHUTDOWN_RACE_ERROR = "zmq.error.ZMQError: Socket operation on non-socket"
 SHUTDOWN_RACE_FRAME = "_publish_status_and_flush"
-"""The one traceback of standard error that is not the chapter's: ipykernel 7.4 (the pinned version) may publish
+"""The one traceback of standard error that is not the chapter's. ipykernel 7.4 (the pinned version) may publish
 its last "idle" status on the control channel after its IO thread closed the socket, at shutdown, once every
 cell has run; tornado then logs the ``ZMQError`` (ENOTSOCK) under this header. The race is fixed upstream
 (ipython/ipykernel pull request 1518, which logs it at debug level). Only a block with this header, this frame and
@@ -300,7 +318,7 @@ this final line is skipped; any other traceback still fails the run."""
 
 def error_lines(lines) -> list[str]:
     """The :data:`ERROR_LINE` lines of a worker's standard error ``lines`` (stripped of ANSI colours), without
-    the traceback of ipykernel's shutdown race (:data:`SHUTDOWN_RACE_HEADER`)."""
+    the traceback of ipykernel's shutdown race (``SHUTDOWN_RACE_HEADER``)."""
     lines = [ANSI_ESCAPE.sub("", line).rstrip() for line in lines]
     skipped: set[int] = set()
     for i, line in enumerate(lines[:-1]):

@@ -29,7 +29,7 @@ STYLE = (
     "<style>.attnpaths-explorable { overflow-x: clip; }"
     "@media print { .attnpaths-explorable, .attnpaths-explorable-caption { display: none !important; } }</style>"
 )
-"""The figures' page style. Printed pages (the PDF) show the static figure only: the interactive one and its
+"""The figures' page style. Printed pages (the PDF) show the static figure only; the interactive one and its
 caption are hidden. On screen a figure is clipped to its column: Bokeh's layout can round a stretched figure
 one pixel wider than the column after a widget changes it, which would give the output a scrollbar."""
 

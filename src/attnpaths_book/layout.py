@@ -20,7 +20,7 @@ TIMINGS_FILE = "_timings.json"
 EXECUTED_FOLDER = "executed"
 """Folder of the executed notebooks in ``_build/``, beside the results folder ``results``."""
 Progress = Callable[[str], None]
-"""A progress callback: receives one line of text (the command line prints it; the library never does)."""
+"""A progress callback, which receives one line of text (the command line prints it; the library never does)."""
 
 
 def silent(message: str) -> None:
@@ -45,10 +45,12 @@ class BookLayout:
 
     @property
     def config(self) -> Path:
+        """The book's configuration, ``<root>/_config.yml``."""
         return self.root / "_config.yml"
 
     @property
     def toc(self) -> Path:
+        """The table of contents, ``<root>/_toc.yml``."""
         return self.root / "_toc.yml"
 
     @property
@@ -58,39 +60,47 @@ class BookLayout:
 
     @property
     def package_dirs(self) -> tuple[Path, Path]:
-        """The sources a chapter can execute: the library and the book's companion (``src/attnpaths_book``)."""
+        """The sources a chapter can execute, the library and the book's companion (``src/attnpaths_book``)."""
         return (self.package_dir, self.root / "src" / "attnpaths_book")
 
     @property
     def build_dir(self) -> Path:
+        """The folder of everything generated, ``<root>/_build``."""
         return self.root / "_build"
 
     @property
     def executed_dir(self) -> Path:
+        """The executed chapter notebooks, the Sphinx source folder (``_build/executed``)."""
         return self.build_dir / EXECUTED_FOLDER
 
     @property
     def results_dir(self) -> Path:
+        """The chapters' results files (``_build/results``)."""
         return self.build_dir / "results"
 
     @property
     def failed_dir(self) -> Path:
+        """The partly executed notebooks of the chapters' last failed runs (``_build/failed``)."""
         return self.build_dir / "failed"
 
     @property
     def html_dir(self) -> Path:
+        """The HTML book (``_build/html``)."""
         return self.build_dir / "html"
 
     @property
     def timings(self) -> Path:
+        """The wall time and peak memory of each chapter per profile (``_build/results/_timings.json``)."""
         return self.results_dir / TIMINGS_FILE
 
     @property
     def lock(self) -> Path:
+        """The lock file that one run of the book at a time holds (``_build/.lock``)."""
         return self.build_dir / ".lock"
 
     @property
     def baselines_dir(self) -> Path:
+        """The regression baselines, ``<root>/tests/baselines``."""
         return self.root / "tests" / "baselines"
 
     def executed_notebook(self, docname: str) -> Path:
@@ -98,6 +108,7 @@ class BookLayout:
         return self.executed_dir / f"{docname}.ipynb"
 
     def results_file(self, chapter: str) -> Path:
+        """The results file of ``chapter`` (its name, e.g. ``intro``), ``_build/results/<chapter>.json``."""
         return self.results_dir / f"{chapter}.json"
 
     def relative(self, path: Path) -> str:

@@ -15,7 +15,7 @@ from attnpaths_book.explorable import MARKER
 from attnpaths_book.local_mathjax import copy_if_changed
 
 BUNDLES = ("bokeh", "bokeh-widgets")
-"""The BokehJS bundles the figures need: the core (plots, data sources, callbacks) and the widgets (sliders,
+"""The BokehJS bundles the figures need, the core (plots, data sources, callbacks) and the widgets (sliders,
 selectors, checkboxes)."""
 
 FOLDER = "bokeh"

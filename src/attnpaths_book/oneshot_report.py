@@ -62,6 +62,7 @@ def data_set_description(dataset: ImageDataset, digits: DigitPairs, *, instances
     the number of classes, and the out-of-distribution digits.
 
     Returns:
+        The description,
         ``{"source", "instances_per_class", "image_size", "seed", "splits": {split: {"alphabets",
         "num_alphabets", "num_classes"}}, "ood": {"digits", "support_per_digit", "queries", "source"}}``.
     """

@@ -151,7 +151,7 @@ class ChapterRecorder:
         """Keep ``verdicts`` (written as ``values["verdicts"]``) and, if ``sentences``, glue each one's sentence
         as ``<prefix>claim_<claim>`` (non-identifier characters of the claim turned into ``_``).
 
-        An agreement test whose power for a correct result is below :data:`attnpaths.claims.MIN_POWER`
+        An agreement test whose power for a correct result is below ``attnpaths.claims.MIN_POWER``
         (:func:`attnpaths.claims.agreement_power`) and that is not contradicted is not a claim (it could hardly hold,
         so its "not significant" says little): it is kept as a diagnostic
         (``values["diagnostics"]``, with its power; its sentence says so) and left out of the claims, their

@@ -1,5 +1,5 @@
-"""What the book keeps on disk, read back with checks: every JSON file through :func:`read_json`, and each
-chapter's outputs as one unit that a manifest makes current.
+"""What the book keeps on disk, read back with checks: every JSON file through
+:func:`~attnpaths.json_files.read_json`, and each chapter's outputs as one unit that a manifest makes current.
 
 A chapter's **unit** is what one successful execution leaves: its results file
 (``_build/results/<chapter>.json``), its executed notebook (``_build/executed/<docname>.ipynb``) and its entry in
@@ -122,12 +122,13 @@ def unit_folders(results_dir) -> tuple[Path, Path]:
 
 
 def manifest_path(results_dir, chapter: str) -> Path:
+    """Where the chapter's manifest lives, ``<results_dir>/.manifests/<chapter>.json``."""
     return Path(results_dir) / MANIFEST_FOLDER / f"{chapter}.json"
 
 
 def read_manifest(results_dir, chapter: str) -> dict | None:
     """The chapter's manifest, ``None`` when it has none; :class:`DamagedFile` naming the file (and the key) when
-    it is damaged or lacks a key of :data:`MANIFEST_KEYS`."""
+    it is damaged or lacks a key of ``MANIFEST_KEYS``."""
     path = manifest_path(results_dir, chapter)
     if not path.is_file():
         return None

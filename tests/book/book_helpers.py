@@ -20,17 +20,24 @@ from attnpaths_book.layout import BookLayout
 from attnpaths_book.results import to_jsonable
 
 API_INDEX = "book/api/index"
-"""The API reference's page: its autosummary lists name the modules that have an API page."""
+"""The API reference's page of the library, floor by floor."""
+
+API_COMPANION = "book/api/companion"
+"""The API reference's page of the book's companion (``attnpaths_book``)."""
+
+API_INDEX_PAGES = (API_INDEX, API_COMPANION)
+"""The API reference's pages: their autosummary lists name the modules that have an API page."""
 
 API_PAGES_DIR = "book/api/generated"
 """Where the build puts the API pages (``<module>.html``), relative to the HTML root."""
 
-_AUTOSUMMARY_ENTRY = re.compile(r"^ {3}(attnpaths(?:_book)?(?:\.\w+)+)[ \t]*$", re.M)
+_AUTOSUMMARY_ENTRY = re.compile(r"^ {3}(attnpaths(?:_book)?(?:\.\w+)*)[ \t]*$", re.M)
 
 
-def api_modules() -> list[str]:
-    """The modules listed in the autosummary lists of ``book/api/index.md``, in order."""
-    return _AUTOSUMMARY_ENTRY.findall((ROOT / f"{API_INDEX}.md").read_text())
+def api_modules(page: str | None = None) -> list[str]:
+    """The modules listed in the autosummary lists of the API reference's pages (or of ``page``), in order."""
+    pages = API_INDEX_PAGES if page is None else (page,)
+    return [m for p in pages for m in _AUTOSUMMARY_ENTRY.findall((ROOT / f"{p}.md").read_text())]
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from book_helpers import API_INDEX, API_PAGES_DIR, api_modules
+from book_helpers import API_COMPANION, API_INDEX, API_INDEX_PAGES, API_PAGES_DIR, api_modules
 from bs4 import BeautifulSoup
 from helpers import ROOT
 
@@ -25,28 +25,37 @@ from attnpaths_book.layout import BookLayout
 
 PY_ROLE = re.compile(r"\{(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc)\}`~?([\w.]+)`")
 
-REQUIRED_MODULES = (
-    "attnpaths.attention",
-    "attnpaths.paths",
-    "attnpaths.kernels",
-    "attnpaths.action",
-    "attnpaths.theory",
-    "attnpaths.network",
-    "attnpaths.sampler",
-    "attnpaths.order_parameter_posterior",
-    "attnpaths.head_scoring",
-    "attnpaths.claims",
-    "attnpaths.engine",
-    "attnpaths_book.recorder",
-    "attnpaths.hmc.data",
-    "attnpaths.hmc.heads",
-    "attnpaths.hmc.networks",
-    "attnpaths.oneshot.datasets",
-    "attnpaths.transformer",
-    "attnpaths.oneshot.training",
-    "attnpaths.frozen_attention",
+CORE_PACKAGES = ("theory", "claims")
+"""The core's packages; the library's other packages are the experiment layer and the subjects."""
+
+
+def _in_core(parts: list[str]) -> bool:
+    return parts[1] in CORE_PACKAGES or (ROOT / "src" / "attnpaths" / f"{parts[1]}.py").is_file()
+
+
+FLOORS = (
+    ("The core", _in_core),
+    ("The experiment layer", lambda parts: parts[1] == "experiments"),
+    ("The subjects", lambda parts: not _in_core(parts) and parts[1] != "experiments"),
 )
-"""The public API that the book documents (more modules may be listed)."""
+"""The library's floors (CONTRIBUTING.md, ``tests/library/test_layering.py``): the heading that starts each
+section of the library's API page, and which modules (``attnpaths.a.b`` split on dots) belong to it."""
+
+
+def public_modules(package: str) -> list[str]:
+    """Every public module of ``package`` (``attnpaths`` or ``attnpaths_book``) by its source files: a module
+    none of whose dotted parts is private, packages by their ``__init__``; the library's package itself is its
+    face (``attnpaths.__all__``), whose names are documented on the pages of the modules that define them."""
+    root = ROOT / "src" / package
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = (package, *path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if any(part.startswith("_") for part in parts) or parts == ("attnpaths",):
+            continue
+        found.append(".".join(parts))
+    return found
 
 
 def test_every_name_of_the_face_has_the_page_of_its_module():
@@ -101,15 +110,38 @@ def descriptions(page: BeautifulSoup) -> dict[str, str]:
 
 
 def test_the_index_lists_the_public_api():
-    assert MODULES, f"no autosummary entries found in {API_INDEX}.md"
-    missing = [m for m in REQUIRED_MODULES if m not in MODULES]
-    assert not missing, f"{API_INDEX}.md does not list {missing}"
-    assert len(set(MODULES)) == len(MODULES), f"a module listed twice in {API_INDEX}.md: {MODULES}"
+    assert MODULES, f"no autosummary entries found in {API_INDEX_PAGES}"
+    assert len(set(MODULES)) == len(MODULES), f"a module listed twice in {API_INDEX_PAGES}: {MODULES}"
+    for package, page in (("attnpaths", API_INDEX), ("attnpaths_book", API_COMPANION)):
+        listed = api_modules(page)
+        missing = [m for m in public_modules(package) if m not in listed]
+        assert not missing, f"{page}.md does not list the public modules {missing}"
+        stale = [m for m in listed if m not in public_modules(package)]
+        assert not stale, f"{page}.md lists modules that do not exist or are not public: {stale}"
     docnames = toc_docnames(ROOT / "_toc.yml")
-    assert API_INDEX in docnames, "_toc.yml does not list the API reference"
-    assert docnames.index(API_INDEX) == docnames.index("book/references") - 1, (
-        "the API reference comes after the chapters, right before the references"
+    assert API_INDEX in docnames and API_COMPANION in docnames, "_toc.yml does not list the API reference"
+    assert docnames.index(API_INDEX) + 1 == docnames.index(API_COMPANION) == docnames.index("book/references") - 1, (
+        "the API reference (library, then companion) comes after the chapters, right before the references"
     )
+
+
+def test_the_library_page_lists_its_modules_floor_by_floor():
+    """Each module of the library's page stands under a heading of its floor, the floors in order."""
+    floor = None
+    seen = []
+    for line in (ROOT / f"{API_INDEX}.md").read_text().splitlines():
+        if line.startswith("## "):
+            floor = next((name for name, _ in FLOORS if line[3:].startswith(name)), None)
+            assert floor is not None, f"{API_INDEX}.md: the section {line!r} names no floor"
+            if not seen or seen[-1] != floor:
+                seen.append(floor)
+        elif line.startswith("   attnpaths."):
+            module = line.strip()
+            belongs = dict(FLOORS)[floor] if floor else None
+            assert belongs is not None and belongs(module.split(".")), (
+                f"{API_INDEX}.md lists {module} under {floor!r}, not under its floor"
+            )
+    assert seen == [name for name, _ in FLOORS], f"the floors stand in the order {seen}"
 
 
 def test_public_objects_finds_functions_classes_methods_and_properties():

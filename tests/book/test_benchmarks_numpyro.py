@@ -19,7 +19,7 @@ from attnpaths.network import AttentionNetwork
 from attnpaths_book import cli
 from attnpaths_book.benchmarks import numpyro_nuts as bench
 from attnpaths_book.benchmarks.record import read_record
-from attnpaths_book.benchmarks.sampler import _hmc_inputs, potential_energy
+from attnpaths_book.benchmarks.sampler import _hmc_inputs, _random_inputs, potential_energy
 
 HAVE_NUMPYRO = importlib.util.find_spec("numpyro") is not None and importlib.util.find_spec("jax") is not None
 needs_numpyro = pytest.mark.skipif(
@@ -235,7 +235,7 @@ def test_same_key_same_chains_and_budget_stops_after_one_round(tiny_run):
     import jax
 
     report = tiny_run[0]
-    attention, x, y, x_test, _ = bench._random_inputs(torch.Generator().manual_seed(0), 6, 4, 5, 3)
+    attention, x, y, x_test, _ = _random_inputs(torch.Generator().manual_seed(0), 6, 4, 5, 3)
     network = AttentionNetwork(attention, width=2)
     run = bench.run_numpyro_nuts(
         network,

@@ -9,7 +9,7 @@ import types
 
 import pytest
 from book_helpers import write_chapter, write_toc
-from helpers import ROOT
+from helpers import ROOT, hiding_modules
 
 from attnpaths_book import launcher
 from attnpaths_book.cli import main, run_benchmark
@@ -90,13 +90,7 @@ def test_pyproject_declares_the_console_script_and_the_lab_extra():
 def test_without_the_book_extra_the_console_script_says_what_to_install_in_one_line():
     module, _, function = project()["scripts"]["attnpaths"].partition(":")
     hidden = ("yaml", "papermill")  # what `pip install .` without the book extra leaves out
-    script = textwrap.dedent(f"""
-        import importlib.abc, sys
-        class Hidden(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in {hidden!r}:
-                    raise ImportError(f"{{name}} is not installed")
-        sys.meta_path.insert(0, Hidden())
+    script = hiding_modules(hidden) + textwrap.dedent(f"""
         from {module} import {function}
         sys.exit({function}(["status"]))
     """)
@@ -121,37 +115,28 @@ def two_chapter_book(tiny_book):
     return tiny_book
 
 
+def _python(*arguments, cwd=None) -> subprocess.CompletedProcess:
+    """This interpreter run with ``arguments`` in ``cwd``, its output captured as text."""
+    return subprocess.run([sys.executable, *arguments], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
 def test_the_console_script_runs_the_commands(two_chapter_book, tmp_path):
     module, _, function = project()["scripts"]["attnpaths"].partition(":")
     script = tmp_path / "bin" / "attnpaths"
     script.parent.mkdir()
     script.write_text(CONSOLE_SCRIPT.format(module=module, function=function))
-    done = subprocess.run(
-        [sys.executable, str(script), "status", "--profile", "paper"],
-        cwd=two_chapter_book.root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _python(str(script), "status", "--profile", "paper", cwd=two_chapter_book.root)
     assert done.returncode == 0, done.stderr
     assert "paper profile: stale: alpha, beta" in done.stdout
-    usage = subprocess.run([sys.executable, str(script), "run", "--help"], capture_output=True, text=True, timeout=120)
+    usage = _python(str(script), "run", "--help")
     assert usage.returncode == 0 and usage.stdout.startswith("usage: attnpaths run ")
 
 
 def test_python_dash_m_runs_the_same_commands(two_chapter_book):
-    done = subprocess.run(
-        [sys.executable, "-m", "attnpaths_book", "status"],
-        cwd=two_chapter_book.root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _python("-m", "attnpaths_book", "status", cwd=two_chapter_book.root)
     assert done.returncode == 0, done.stderr
     assert "smoke profile: stale: alpha, beta" in done.stdout
-    usage = subprocess.run(
-        [sys.executable, "-m", "attnpaths_book", "--help"], capture_output=True, text=True, timeout=120
-    )
+    usage = _python("-m", "attnpaths_book", "--help")
     assert usage.stdout.startswith("usage: python -m attnpaths_book ")
     for command in ("book", "run", "status", "refresh-baselines", "record-paper", "bench"):
         assert command in usage.stdout

@@ -657,3 +657,23 @@ def test_an_engine_of_threads_sums_a_wide_gram_matrix_to_the_bits_of_the_in_proc
     # determinism: the same blocks summed on one thread each, in the same order
     assert np.array_equal(there.gram, here.gram) and np.array_equal(there.features_targets, here.features_targets)
     assert there.targets_norm2 == here.targets_norm2 and there.num_examples == here.num_examples == 1200
+
+
+def test_single_threaded_blas_only_limits_the_blas_pools_and_leaves_torch_alone():
+    from threadpoolctl import threadpool_info
+
+    from attnpaths.engine import single_threaded
+
+    def blas_threads():
+        return sorted({pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"})
+
+    before, threads = blas_threads(), torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with single_threaded(blas_only=True):
+            assert blas_threads() == [1]
+            assert torch.get_num_threads() == 2  # torch keeps its pool: only BLAS/LAPACK calls are made serial
+        assert blas_threads() == before
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)

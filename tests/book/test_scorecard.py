@@ -13,7 +13,18 @@ from attnpaths_book.report import ChapterClaims
 
 def verdict(claim: str, outcome: Outcome, measured: str = "measured") -> Verdict:
     return Verdict(
-        claim, "statement", "source", "difference", "test", 0.01, "none", 0.25, 0.001, 3.0, outcome, measured
+        claim=claim,
+        statement="statement",
+        source="source",
+        statistic="difference",
+        test="test",
+        level=0.01,
+        correction="none",
+        value=0.25,
+        p_value=0.001,
+        z=3.0,
+        outcome=outcome,
+        measured=measured,
     )
 
 

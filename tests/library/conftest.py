@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 from attnpaths._optional import EXTRAS, missing
 
@@ -26,7 +27,7 @@ FIXTURE_EXTRAS = {"plt": "plots", "cluster_client": "engine"}
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "needs(extra): the test needs an extra of attnpaths (engine, diagnostics, plots, tasks)"
+        "markers", "needs(extra): the test needs an extra of attnpaths (engine, diagnostics, plots, tasks, pretrained)"
     )
 
 
@@ -57,3 +58,19 @@ def plt():
 
     yield pyplot
     pyplot.close("all")
+
+
+@pytest.fixture(scope="module")
+def hmc_clean():
+    """Noise-free HMC sequences (40, seed 3): the attention then depends only on the hidden states."""
+    from attnpaths.hmc import markov_optionE
+
+    return markov_optionE(40, torch.Generator().manual_seed(3), sigma_perp=0.0, sigma_A=0.0, sigma_B=0.0)
+
+
+@pytest.fixture(scope="module")
+def hmc_train():
+    """The paper's HMC training set."""
+    from attnpaths.hmc import paper_train_set
+
+    return paper_train_set()

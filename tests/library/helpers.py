@@ -6,6 +6,8 @@ another or from ``conftest``; the book's tests add ``book_helpers``."""
 from __future__ import annotations
 
 import math
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +16,51 @@ from scipy import stats
 
 from attnpaths.attention import Attention, AttentionLayer
 from attnpaths.claims import bonferroni_z
+from attnpaths.engine import IN_PROCESS, Engine
+from attnpaths.hmc import HMCTask
 from attnpaths.network import AttentionNetwork, NetworkWeights
 from attnpaths.sampler import PosteriorSampler
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository root."""
+
+IN_THIS_PROCESS = Engine(IN_PROCESS, None, 1, None)
+"""The engine that runs every task in this process, one after another."""
+SMALL_TASK = HMCTask(seq_len=5, feature_width=8)
+"""A small HMC task: N0 = 14, so D = 56 with the four paths."""
+
+BOOK_MODULES = (
+    "attnpaths_book",
+    "yaml",
+    "jupytext",
+    "papermill",
+    "nbformat",
+    "nbclient",
+    "myst_nb",
+    "nbval",
+    "jupyter_book",
+    "sphinx",
+    "selenium",
+    "IPython",
+)
+"""The book's companion and what ``pip install .`` (without the book extra) does not install."""
+
+
+def hiding_modules(modules) -> str:
+    """Python source that, run first in a fresh interpreter, makes the top-level ``modules`` unimportable there (an
+    import raises ImportError, as where they are not installed) and forgets those already imported."""
+    return textwrap.dedent(f"""
+        import importlib.abc, sys
+        class Hidden(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in {tuple(modules)!r}:
+                    raise ImportError(f"{{name}} is hidden: not installed")
+        sys.meta_path.insert(0, Hidden())
+        for name in list(sys.modules):
+            if name.split(".")[0] in {tuple(modules)!r}:
+                del sys.modules[name]
+    """)
+
 
 # --------------------------------------------------------------------------------------------------------
 # statistical thresholds
@@ -125,13 +167,12 @@ def random_spd(n, seed, scale=1.0):
     return scale * (A @ A.T / n + torch.eye(n, dtype=torch.float64))
 
 
-def random_attention(generator, heads, input_width, readout="last_token"):
-    """Attention with random bilinear (W-form) heads; W ~ N(0, 1) / N0 keeps the scores O(1), so the
-    softmax is neither flat nor one-hot."""
+def random_attention(generator, heads, input_width, readout="last_token", *, divisor=None):
+    """Attention with random bilinear (W-form) heads, ``W ~ N(0, 1) / divisor``; the default ``divisor = N0`` keeps
+    the scores O(1), so the softmax is neither flat nor one-hot."""
+    divisor = input_width if divisor is None else divisor
     layers = tuple(
-        AttentionLayer(
-            W=torch.randn(H, input_width, input_width, generator=generator, dtype=torch.float64) / input_width
-        )
+        AttentionLayer(W=torch.randn(H, input_width, input_width, generator=generator, dtype=torch.float64) / divisor)
         for H in heads
     )
     return Attention(layers, readout)
@@ -173,6 +214,48 @@ def sampler_problem(
     x = random_inputs(g, num_examples, input_width, num_tokens)
     y = torch.cat([torch.ones(num_examples // 2), -torch.ones(num_examples - num_examples // 2)]).double()
     return network, x, y, g
+
+
+def sampled_point(width, U, *, accuracy=0.9, se=0.05, diagnostics=None):
+    """A :class:`~attnpaths.experiments.sampling.SampledPoint` at ``width`` whose sampled order parameter is ``U``
+    (standard error ``se`` per entry, 100 effective draws): the fields that no claim or table reads are fixed
+    stand-ins (three test points of predictor mean 1); ``diagnostics`` by default two chains of 1 s."""
+    from attnpaths.experiments.sampling import SampledPoint
+
+    return SampledPoint(
+        width=width,
+        accuracy=accuracy,
+        accuracy_mc_sd=0.01,
+        mean=np.ones(3),
+        mean_se=np.full(3, 0.1),
+        sd=np.ones(3),
+        kernel_mean=np.ones(3),
+        U=U,
+        U_se=np.full_like(U, se),
+        U_sd=np.full_like(U, 0.5),
+        U_ess=np.full_like(U, 100.0),
+        diagnostics={"wall_time_s": 1.0, "num_chains": 2} if diagnostics is None else diagnostics,
+    )
+
+
+def sampled_curve_point(data, width, temperature, *, sweep_widths, num_samples, exact_chain):
+    """The theory and the samples at one point of a small problem's curve (``data``, a
+    :class:`~attnpaths.experiments.path_data.PathData`): the theory's sweep over ``sweep_widths`` at
+    ``temperature``, two chains of the network's posterior at ``width`` (100 warm-up draws, ``num_samples`` kept,
+    seed 1) and 32 chains of the exact density of U there (``exact_chain``: their ``num_warmup``, ``num_samples``
+    and ``thin``; seed 2). Returns ``(curve, point, exact)``."""
+    from attnpaths.experiments import sampling
+    from attnpaths.experiments.sweep import theory_sweep
+
+    curve = theory_sweep(data, sweep_widths, [temperature], progress=False)
+    at = (data, width, temperature)
+    point = sampling.sample_posterior(
+        *at, torch.Generator().manual_seed(1), num_warmup=100, num_samples=num_samples, num_chains=2, progress=False
+    )
+    exact = sampling.exact_order_parameter(
+        *at, torch.Generator().manual_seed(2), num_chains=32, **exact_chain, progress=False
+    )
+    return curve, point, exact
 
 
 def design_matrix(network, x, weights, block):
@@ -276,6 +359,38 @@ def gibbs_against_nuts_pvalues(
     )
 
 
+def send_by_value(module_name: str) -> None:
+    """Let the chunk generators and tasks defined in the test module ``module_name`` travel to Dask's workers by
+    value (the workers cannot import a test module). Without the engine extra (no cloudpickle) no test starts a
+    cluster, and nothing is to be done."""
+    try:
+        import cloudpickle
+    except ImportError:
+        return
+    cloudpickle.register_pickle_by_value(sys.modules[module_name])
+
+
+def assert_bad_chunk_arguments_are_refused(make_chunks) -> None:
+    """``make_chunks(**fields)``: a chunk generator of 4 chunks with its default fields, ``fields`` replaced. A
+    chunk index out of range or not an integer, and each bad field shared by the generators, raise a ValueError
+    that names it."""
+    import pytest
+
+    chunks = make_chunks()
+    for k in (-1, 4, 1.0, True):
+        with pytest.raises(ValueError, match=r"k must be a chunk index, an integer in \[0, 4\)"):
+            chunks(k)
+    for fields, match in (
+        (dict(chunk_size=7), r"chunk_size \(even\) must be an even integer >= 2, got 7"),
+        (dict(num_examples=31), r"num_examples \(P, even\) must be an even integer >= 2"),
+        (dict(seed=-1), r"seed must be an integer >= 0, got -1"),
+        (dict(stream=-2), r"stream must be an integer >= 0, got -2"),
+        (dict(factored_features=1), r"factored_features must be True or False, got 1"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            make_chunks(**fields)
+
+
 def assert_streamed_solve_equals_the_whole_set(chunks, widths, rtol: float):
     """Stream ``chunks`` (a chunk generator, ``chunks(k) = (features, y)``) into Gram statistics in this process and
     solve from them: the same certified minimum as the dense feature route on the concatenated chunks, ``U`` and
@@ -283,11 +398,10 @@ def assert_streamed_solve_equals_the_whole_set(chunks, widths, rtol: float):
     Returns the statistics."""
     import pytest
 
-    from attnpaths.engine import IN_PROCESS, Engine
     from attnpaths.streaming import gram_statistics
     from attnpaths.theory import solve, solve_from_statistics
 
-    statistics = gram_statistics(chunks, chunks.num_chunks, engine=Engine(IN_PROCESS, None, 1, None), progress=False)
+    statistics = gram_statistics(chunks, chunks.num_chunks, engine=IN_THIS_PROCESS, progress=False)
     parts = [chunks(k) for k in range(chunks.num_chunks)]
     features, y = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
     options = dict(heads=chunks.heads, width=widths, temperature=0.01)

@@ -266,7 +266,7 @@ def test_lower_gram_fills_the_triangle_that_cholesky_reads():
     """The feature route's kernel and ``M`` come from BLAS syrk, which computes only the lower triangle of
     ``A A^T`` (for C- and Fortran-ordered ``A``); Cholesky must read nothing else: NaN above the diagonal leaves
     the factor unchanged. ``_filled`` restores the whole symmetric matrix."""
-    from attnpaths.action import _filled, _lower_gram
+    from attnpaths._energy_routes import _filled, _lower_gram
 
     A = np.random.default_rng(0).standard_normal((23, 7))
     for operand in (A, np.asfortranarray(A), A[:, ::2]):

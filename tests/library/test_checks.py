@@ -2,27 +2,16 @@
 
 import pytest
 import torch
-from helpers import Z_MAX
+from helpers import Z_MAX, random_attention
 
-from attnpaths.attention import Attention, AttentionLayer
 from attnpaths.checks import prior_kernel_monte_carlo
 from attnpaths.kernels import gp_kernel
 from attnpaths.network import AttentionNetwork
 
 
-def _attention(g, n0=5):
-    return Attention(
-        (
-            AttentionLayer(W=torch.randn(2, n0, n0, generator=g, dtype=torch.float64)),
-            AttentionLayer(W=torch.randn(2, n0, n0, generator=g, dtype=torch.float64)),
-        ),
-        readout="average_pooling",
-    )
-
-
 def test_prior_kernel_monte_carlo_matches_gp_kernel_and_detects_a_wrong_one():
     g = torch.Generator().manual_seed(0)
-    network = AttentionNetwork(_attention(g), width=4)
+    network = AttentionNetwork(random_attention(g, (2, 2), 5, "average_pooling", divisor=1), width=4)
     x = torch.randn(5, 5, 6, generator=g, dtype=torch.float64)
     mean, se = prior_kernel_monte_carlo(
         network, x, torch.Generator().manual_seed(1), num_samples=20000, batch_size=3000

@@ -23,7 +23,9 @@ from attnpaths.claims import (
     outcome_counts,
     permutation,
     permutation_p_values,
+    positive_difference,
     power_check,
+    rederive,
     replicate_equivalence,
     replicate_equivalence_power,
     replicate_t,
@@ -285,9 +287,35 @@ def test_exact_outcomes():
 
 def test_verdict_validation_sentence_and_dict():
     with pytest.raises(ValueError, match="outcome"):
-        Verdict("c", "s", "src", "x", "t", 0.01, "none", 1.0, None, None, "holds", "m")
+        Verdict(
+            claim="c",
+            statement="s",
+            source="src",
+            statistic="x",
+            test="t",
+            level=0.01,
+            correction="none",
+            value=1.0,
+            p_value=None,
+            z=None,
+            outcome="holds",
+            measured="m",
+        )
     with pytest.raises(ValueError, match="level"):
-        Verdict("c", "s", "src", "x", "t", 1.5, "none", 1.0, None, None, H, "m")
+        Verdict(
+            claim="c",
+            statement="s",
+            source="src",
+            statistic="x",
+            test="t",
+            level=1.5,
+            correction="none",
+            value=1.0,
+            p_value=None,
+            z=None,
+            outcome=H,
+            measured="m",
+        )
     v = directional_z("E9", "the effect is positive", estimate=3.0, se=1.0, num_tests=2, **COMMON)
     sentence = v.sentence()
     assert sentence.startswith("Claim E9 (the effect is positive): holds.")
@@ -448,3 +476,23 @@ def test_directional_z_with_degrees_of_freedom_reads_student_t_and_rederives():
     assert "df" not in z.inputs  # a z-test's record is unchanged
     with pytest.raises(ValueError, match="df"):
         directional_z("c", "s", source="x", statistic="d", estimate=0.3, se=0.1, df=0)
+
+
+def test_a_verdict_takes_its_fields_by_name_only():
+    fields = dict(
+        claim="c", statement="s", source="src", statistic="x", test="t", level=0.01, correction="none", value=1.0,
+        p_value=None, z=None, outcome=H, measured="m",
+    )  # fmt: skip
+    with pytest.raises(TypeError):
+        Verdict(*fields.values())
+    verdict = Verdict(**fields)
+    assert Verdict.from_dict(verdict.to_dict()) == verdict
+
+
+def test_a_positive_difference_is_exact_on_one_data_set_and_a_t_test_over_several():
+    one = positive_difference("c", "s", differences=np.float64(0.25), measured="one set", **COMMON)
+    assert one == exact("c", "s", value=0.25, criterion="x > 0", satisfied=True, measured="one set", **COMMON)
+    assert positive_difference("c", "s", differences=-0.25, **COMMON).outcome is C
+    several = positive_difference("c", "s", differences=[0.2, 0.3, 0.25, 0.22], level=0.05, **COMMON)
+    assert several == replicate_t("c", "s", differences=[0.2, 0.3, 0.25, 0.22], level=0.05, **COMMON)
+    assert rederive(several) == several and rederive(one) == one

@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import sampled_curve_point
 
 from attnpaths.claims import Outcome
 from attnpaths.experiments import finite_width as fw
 from attnpaths.experiments import sampling
 from attnpaths.experiments.path_data import path_data
-from attnpaths.experiments.sweep import theory_sweep
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.depth import claims as dc
 from attnpaths.hmc.depth.networks import three_layer_network
@@ -173,23 +173,14 @@ def deep_small_problem():
     generator = torch.Generator().manual_seed(5)
     train, test = task.sample(20, generator), task.sample(40, generator)
     data = path_data(three_layer_network(train), train, test)
-    T, N = 0.1, 30
-    curve = theory_sweep(data, [N, 100, 1000], [T], progress=False)
-    point = sampling.sample_posterior(
-        data, N, T, torch.Generator().manual_seed(1), num_warmup=100, num_samples=1000, num_chains=2, progress=False
-    )
-    exact = sampling.exact_order_parameter(
+    return sampled_curve_point(
         data,
-        N,
-        T,
-        torch.Generator().manual_seed(2),
-        num_chains=32,
-        num_warmup=400,
-        num_samples=300,
-        thin=4,
-        progress=False,
+        30,
+        0.1,
+        sweep_widths=[30, 100, 1000],
+        num_samples=1000,
+        exact_chain=dict(num_warmup=400, num_samples=300, thin=4),
     )
-    return curve, point, exact
 
 
 @pytest.mark.needs("diagnostics")

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import sampled_curve_point
 
 from attnpaths.claims import Outcome
 from attnpaths.experiments import finite_width as fw
@@ -173,23 +174,9 @@ def sampled_small_problem():
     """Network samples and the exact finite-width mean of U on a small HMC problem (P = 20, N = 10)."""
     train, test = small_problem_sets()
     data = path_data(four_path_network(train), train, test)
-    T, N = 0.1, 10
-    curve = theory_sweep(data, [N], [T], progress=False)
-    point = sampling.sample_posterior(
-        data, N, T, torch.Generator().manual_seed(1), num_warmup=100, num_samples=2000, num_chains=2, progress=False
+    return sampled_curve_point(
+        data, 10, 0.1, sweep_widths=[10], num_samples=2000, exact_chain=dict(num_warmup=300, num_samples=600, thin=3)
     )
-    exact = sampling.exact_order_parameter(
-        data,
-        N,
-        T,
-        torch.Generator().manual_seed(2),
-        num_chains=32,
-        num_warmup=300,
-        num_samples=600,
-        thin=3,
-        progress=False,
-    )
-    return curve, point, exact
 
 
 @pytest.mark.needs("diagnostics")

@@ -113,7 +113,18 @@ def test_near_threshold_names_the_comparisons_decided_close_to_the_corrected_lev
 
     def verdict(claim, p):
         return Verdict(
-            claim, "s", "src", "stat", "t", 0.05, "Bonferroni over 8 tests", 0.0, p, 0.0, Outcome.NOT_SIGNIFICANT, "m"
+            claim=claim,
+            statement="s",
+            source="src",
+            statistic="stat",
+            test="t",
+            level=0.05,
+            correction="Bonferroni over 8 tests",
+            value=0.0,
+            p_value=p,
+            z=0.0,
+            outcome=Outcome.NOT_SIGNIFICANT,
+            measured="m",
         )
 
     found = near_threshold(

@@ -9,9 +9,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from helpers import random_problem
+from helpers import random_attention, random_problem
 
-from attnpaths.attention import Attention, AttentionLayer
 from attnpaths.checks import prior_kernel_monte_carlo
 from attnpaths.claims import Outcome
 from attnpaths.kernels import gp_kernel
@@ -69,19 +68,9 @@ def test_t3_one_over_n_against_a_wrong_exponent(problem):
         local_slopes([10, 5], [1.0, 2.0])
 
 
-def _attention(g, n0=5):
-    return Attention(
-        (
-            AttentionLayer(W=torch.randn(2, n0, n0, generator=g, dtype=torch.float64)),
-            AttentionLayer(W=torch.randn(2, n0, n0, generator=g, dtype=torch.float64)),
-        ),
-        readout="average_pooling",
-    )
-
-
 def test_t4_prior_kernel_against_a_wrong_normalisation():
     g = torch.Generator().manual_seed(0)
-    attention = _attention(g)
+    attention = random_attention(g, (2, 2), 5, "average_pooling", divisor=1)
     x = torch.randn(4, 5, 6, generator=g, dtype=torch.float64)
     means, ses = [], []
     for width in (3, 20):

@@ -3,12 +3,13 @@ one theory sweep over widths and temperatures, posterior sampling at planned wid
 The layer on the tasks' own networks is tested in test_hmc_experiments.py and test_oneshot_experiments.py."""
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
 import pytest
 import torch
-from helpers import assert_rounding_close, random_attention, random_inputs, random_problem
+from helpers import assert_rounding_close, random_attention, random_inputs, random_problem, sampled_point
 
 from attnpaths.engine import task_generator
 from attnpaths.experiments import sampling
@@ -278,31 +279,20 @@ def test_sampling_plans_pair_the_lists_and_share_the_exact_run():
         sampling.sampling_plans([10], [5], [6], [2], exact_chains=4, exact_thin=0)
 
 
-def _point(width, U, *, accuracy=0.9, se=0.05):
-    return sampling.SampledPoint(
-        width=width,
-        accuracy=accuracy,
-        accuracy_mc_sd=0.01,
-        mean=np.ones(3),
-        mean_se=np.full(3, 0.1),
-        sd=np.ones(3),
-        kernel_mean=np.ones(3),
-        U=U,
-        U_se=np.full_like(U, se),
-        U_sd=np.full_like(U, 0.5),
-        U_ess=np.full_like(U, 100.0),
-        diagnostics={
-            "wall_time_s": 1.25,
-            "num_chains": 4,
-            "num_samples": 100,
-            "num_warmup": 200,
-            "min_predictor_ess": 105.2,
-            "median_predictor_ess": 368.0,
-            "max_predictor_rhat": 1.0441,
-            "min_U_ess": 7.4,
-            "max_U_rhat": 1.1,
-        },
-    )
+_point = functools.partial(
+    sampled_point,
+    diagnostics={
+        "wall_time_s": 1.25,
+        "num_chains": 4,
+        "num_samples": 100,
+        "num_warmup": 200,
+        "min_predictor_ess": 105.2,
+        "median_predictor_ess": 368.0,
+        "max_predictor_rhat": 1.0441,
+        "min_U_ess": 7.4,
+        "max_U_rhat": 1.1,
+    },
+)
 
 
 def _exact(width, U, *, se=0.02):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tomllib
 import torch
-from helpers import ROOT, assert_rounding_close, multihead_stack
+from helpers import BOOK_MODULES, ROOT, assert_rounding_close, hiding_modules, multihead_stack
 
 import attnpaths
 from attnpaths import (
@@ -32,21 +32,8 @@ from attnpaths._optional import EXTRAS
 from attnpaths.hmc.data import HMCTask
 from attnpaths.hmc.networks import four_path_network
 
-BOOK_MODULES = (
-    "attnpaths_book",
-    "yaml",
-    "jupytext",
-    "papermill",
-    "nbformat",
-    "nbclient",
-    "myst_nb",
-    "IPython",
-    "jupyter_book",
-    "sphinx",
-    "selenium",
-    "pytest",
-    "nbval",
-)
+HIDDEN = (*BOOK_MODULES, "pytest")
+"""What the README's example must run without."""
 
 
 def pytorch_layout(matrices, readout_query=-1):
@@ -283,16 +270,7 @@ def _readme_example() -> str:
 
 
 def test_the_readme_example_runs_without_the_book_packages():
-    blocker = textwrap.dedent(f"""
-        import importlib.abc, sys
-        class Hidden(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in {BOOK_MODULES!r}:
-                    raise ImportError(f"{{name}} is hidden: not installed by `pip install .`")
-        sys.meta_path.insert(0, Hidden())
-        for name in list(sys.modules):
-            if name.split(".")[0] in {BOOK_MODULES!r}:
-                del sys.modules[name]
+    blocker = hiding_modules(HIDDEN) + textwrap.dedent("""
         import attnpaths
         print(len(attnpaths.__all__))
     """)
@@ -335,7 +313,7 @@ def test_the_library_needs_only_its_declared_dependencies():
     # and bokeh (the Dask dashboard)
     assert imported - required - optional <= {"pyro", "bokeh"}, imported - required - optional
     assert not required & optional, "a package of an extra is also required"
-    assert not (required | optional) & {m.lower() for m in BOOK_MODULES}
+    assert not (required | optional) & {m.lower() for m in HIDDEN}
 
 
 def test_temperature_takes_the_same_options_at_every_door():

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import random_problem, random_spd
+from helpers import random_problem, random_spd, sampled_point
 from scipy.stats import norm
 
 from attnpaths.engine import single_threaded
@@ -248,23 +248,6 @@ def test_sample_posterior_is_reproducible_and_summarised(small_data):
 
 
 # ------------------------------------------------------------------------------------------------ the chapter's records
-def _sampled(width, U, *, accuracy=0.9):
-    return sampling.SampledPoint(
-        width=width,
-        accuracy=accuracy,
-        accuracy_mc_sd=0.01,
-        mean=np.ones(3),
-        mean_se=np.full(3, 0.1),
-        sd=np.ones(3),
-        kernel_mean=np.ones(3),
-        U=U,
-        U_se=np.full_like(U, 0.05),
-        U_sd=np.full_like(U, 0.5),
-        U_ess=np.full_like(U, 100.0),
-        diagnostics={"wall_time_s": 1.0, "num_chains": 2},
-    )
-
-
 def _exact(width, U):
     return sampling.ExactOrderParameter(
         width=width, U=U, U_se=np.full_like(U, 0.02), mode=U - 0.1, diagnostics={"wall_time_s": 2.0, "min_ess": 50.0}
@@ -275,7 +258,7 @@ def test_network_record_holds_the_curve_band_and_samples(small_data):
     curve = theory_sweep(small_data, [5, 50], [0.1], progress=False)
     sets = ex.draw_data_sets(2, torch.Generator().manual_seed(4), num_train=20, num_test=30)
     band = ex.data_set_band(sets, four_path_network, [5, 50], 0.1, progress=False)
-    samples = {5: _sampled(5, curve.U_at(5) + 0.1)}
+    samples = {5: sampled_point(5, curve.U_at(5) + 0.1)}
     exact = {5: _exact(5, curve.U_at(5) + 0.05)}
     record = ex.network_record(curve, band, samples, exact)
     assert set(record) == {
@@ -327,7 +310,7 @@ def test_accuracy_with_band_shades_the_data_set_range_and_draws_the_samples(smal
         gp={"all": np.array([0.55, 0.6])},
         names=("g", "d", "a1", "a2"),
     )
-    fig = plots.plot_accuracy_with_band(curve, band, {5: _sampled(5, np.eye(4), accuracy=0.75)}, {"all": 0.58})
+    fig = plots.plot_accuracy_with_band(curve, band, {5: sampled_point(5, np.eye(4), accuracy=0.75)}, {"all": 0.58})
     ax = fig.axes[0]
     theory_range = [c for c in ax.collections if c.get_label() == "theory, spread over data sets"][0]
     np.testing.assert_allclose(theory_range.get_paths()[0].vertices[:, 1].max(), 80.0)

@@ -7,7 +7,7 @@ import torch
 from helpers import assert_rounding_close
 
 from attnpaths.attention import AttentionLayer
-from attnpaths.hmc import four_path_network, markov_optionE, paper_train_set, same_token
+from attnpaths.hmc import four_path_network, same_token
 from attnpaths.hmc.depth.networks import (
     HeadSpec,
     bos_closed_same_token,
@@ -19,32 +19,21 @@ from attnpaths.hmc.depth.networks import (
 from attnpaths.paths import path_attention, path_features
 
 
-@pytest.fixture(scope="module")
-def clean():
-    """Noise-free sequences: the attention then depends only on the hidden states."""
-    return markov_optionE(40, torch.Generator().manual_seed(3), sigma_perp=0.0, sigma_A=0.0, sigma_B=0.0)
-
-
-@pytest.fixture(scope="module")
-def train():
-    return paper_train_set()
-
-
-def test_bos_closed_same_token_sends_the_bos_query_to_bos_and_keeps_every_other_query(clean):
-    closed = AttentionLayer(W=bos_closed_same_token(clean)).matrices(clean.x)[:, 0]  # [B, key, query]
-    authors = AttentionLayer(W=same_token(clean)).matrices(clean.x)[:, 0]
+def test_bos_closed_same_token_sends_the_bos_query_to_bos_and_keeps_every_other_query(hmc_clean):
+    closed = AttentionLayer(W=bos_closed_same_token(hmc_clean)).matrices(hmc_clean.x)[:, 0]  # [B, key, query]
+    authors = AttentionLayer(W=same_token(hmc_clean)).matrices(hmc_clean.x)[:, 0]
     assert torch.all(closed[:, 0, 0] > 1 - 1e-5)
     # the authors' head attends uniformly from the BOS query
-    torch.testing.assert_close(authors[:, :, 0], torch.full_like(authors[:, :, 0], 1 / clean.task.num_tokens))
+    torch.testing.assert_close(authors[:, :, 0], torch.full_like(authors[:, :, 0], 1 / hmc_clean.task.num_tokens))
     # two weight matrices that differ only where the BOS query's one-hot position reads them: another matrix, so
     # another call of the same einsum and softmax, equal up to rounding (bit for bit here; not promised elsewhere)
     assert_rounding_close(closed[:, :, 1:], authors[:, :, 1:], what="attention of the visible queries")
     with pytest.raises(ValueError, match="bos_self_strength"):
-        bos_closed_same_token(clean, bos_self_strength=0.0)
+        bos_closed_same_token(hmc_clean, bos_self_strength=0.0)
 
 
-def test_three_layer_network_names_its_paths_by_head_codes(train):
-    net = three_layer_network(train)
+def test_three_layer_network_names_its_paths_by_head_codes(hmc_train):
+    net = three_layer_network(hmc_train)
     assert net.heads == (2, 2, 2) and net.num_paths == 8
     assert net.path_names == ("ssu", "ssb", "sdu", "sdb", "bsu", "bsb", "bdu", "bdb")
     assert net.good_path == "ssu" and net.plot_names == net.path_names
@@ -55,53 +44,55 @@ def test_three_layer_network_names_its_paths_by_head_codes(train):
         net.path_heads("xyz")
 
 
-def test_the_good_path_counts_runs_of_three_equal_states(clean):
+def test_the_good_path_counts_runs_of_three_equal_states(hmc_clean):
     """Without noise and with hard heads (beta = 40), the weight that path ssu routes to visible tokens is
     (R + S / 31) / 31: R runs of three equal states (two stays in a row) through the two gates, and S stays
     through the layer-2 gate's uniform BOS query (the readout's 1/31 share of it). At the paper's beta = 10 a
     gate that falls back to BOS leaks a few per cent to tokens of the query's state, and the weight stays
     nearly proportional to R."""
-    states = clean.hidden_states
+    states = hmc_clean.hidden_states
     stays = (states[:, 1:] == states[:, :-1]).to(torch.float64)
     runs = (stays[:, 1:] * stays[:, :-1]).sum(dim=1)
-    tokens = clean.task.num_tokens
+    tokens = hmc_clean.task.num_tokens
     expected = (runs + stays.sum(dim=1) / tokens) / tokens
 
     def visible_weight(net):
-        omega = path_attention(net.attention.matrices(clean.x))[:, net.path_names.index("ssu")]  # [B, T+1]
+        omega = path_attention(net.attention.matrices(hmc_clean.x))[:, net.path_names.index("ssu")]  # [B, T+1]
         return omega[:, 1:].sum(dim=1)
 
     # the closed form holds up to the leak of the hard heads (1.7e-8 seen at beta = 40), far above rounding: an
     # absolute bound on weights in [0, 1]
-    hard = visible_weight(three_layer_network(clean, beta=40.0))
+    hard = visible_weight(three_layer_network(hmc_clean, beta=40.0))
     assert hard.shape == expected.shape and float((hard - expected).abs().max()) < 1e-6, (hard - expected).abs().max()
-    paper_beta = visible_weight(three_layer_network(clean))
+    paper_beta = visible_weight(three_layer_network(hmc_clean))
     assert np.corrcoef(paper_beta.numpy(), runs.numpy())[0, 1] > 0.98
     # the authors' layer-1 head adds the sequence mean whenever the layer-2 gate falls back to BOS: a weight
     # near 1 on every sequence, which hardly varies with the runs any more
-    leaky = visible_weight(three_layer_network(clean, bos_to_bos=False))
+    leaky = visible_weight(three_layer_network(hmc_clean, bos_to_bos=False))
     assert torch.all(leaky > paper_beta)
     assert leaky.std() < paper_beta.std() / 3
 
 
-def test_only_the_good_path_carries_the_label_and_it_needs_all_three_heads(train):
-    net = three_layer_network(train)
-    separation = dict(zip(net.path_names, path_class_separation(path_features(train.x, net.attention), train.y, train)))
+def test_only_the_good_path_carries_the_label_and_it_needs_all_three_heads(hmc_train):
+    net = three_layer_network(hmc_train)
+    separation = dict(
+        zip(net.path_names, path_class_separation(path_features(hmc_train.x, net.attention), hmc_train.y, hmc_train))
+    )
     assert separation["ssu"] > 3.0
     assert max(abs(v) for k, v in separation.items() if k != "ssu") < separation["ssu"] / 3
     for names in net.neighbours("ssu").values():
         assert all(abs(separation[n]) < 1.0 for n in names)
     # with the authors' layer-1 head the path loses the label
-    leaky = three_layer_network(train, bos_to_bos=False)
-    leaky_separation = path_class_separation(path_features(train.x, leaky.attention), train.y, train)
+    leaky = three_layer_network(hmc_train, bos_to_bos=False)
+    leaky_separation = path_class_separation(path_features(hmc_train.x, leaky.attention), hmc_train.y, hmc_train)
     assert leaky_separation[leaky.path_names.index("ssu")] < separation["ssu"] / 2
 
 
 @pytest.mark.cross_machine
-def test_wide_network_contains_the_four_path_network(train):
-    wide, four = wide_network(train), four_path_network(train)
+def test_wide_network_contains_the_four_path_network(hmc_train):
+    wide, four = wide_network(hmc_train), four_path_network(hmc_train)
     assert wide.heads == (4, 2) and wide.path_names == ("su", "sb", "bu", "bb", "du", "db", "uu", "ub")
-    xw, x4 = path_features(train.x[:20], wide.attention), path_features(train.x[:20], four.attention)
+    xw, x4 = path_features(hmc_train.x[:20], wide.attention), path_features(hmc_train.x[:20], four.attention)
     # The same paths, computed by batched products of another shape (4 heads in layer 1 against 2): BLAS blocks a
     # product by its shape and by the CPU's vector width, so the two may sum in another order and differ in the
     # last bits (5e-16 seen on an AVX-512 machine). Rounding on the scale of the largest feature separates that
@@ -114,7 +105,7 @@ def test_wide_network_contains_the_four_path_network(train):
             what=f"wide path {wide_name} against {four_name}",
         )
     separation = dict(
-        zip(wide.path_names, path_class_separation(path_features(train.x, wide.attention), train.y, train))
+        zip(wide.path_names, path_class_separation(path_features(hmc_train.x, wide.attention), hmc_train.y, hmc_train))
     )
     assert separation["su"] > 3.0 and separation["du"] < -3.0  # stays and switches: mirror images
     assert abs(separation["uu"]) < 0.5
@@ -128,9 +119,9 @@ def test_wide_network_contains_the_four_path_network(train):
         ([[]], "s", "non-empty"),
     ],
 )
-def test_bad_network_arguments_raise_value_errors_naming_them(clean, layers, good, match):
+def test_bad_network_arguments_raise_value_errors_naming_them(hmc_clean, layers, good, match):
     with pytest.raises(ValueError, match=match):
-        coded_network(clean, "n", "n", layers, good)
+        coded_network(hmc_clean, "n", "n", layers, good)
 
 
 @pytest.mark.parametrize(
@@ -146,10 +137,10 @@ def test_bad_head_specs_raise_value_errors_naming_them(kwargs, match):
         HeadSpec(**kwargs)
 
 
-def test_depth_figures_draw_every_path_and_every_bar(train, plt):
+def test_depth_figures_draw_every_path_and_every_bar(hmc_train, plt):
     from attnpaths.hmc.depth import plots as depth_plots
 
-    net = three_layer_network(train)
+    net = three_layer_network(hmc_train)
     fig = depth_plots.plot_coded_network(net)
     lines = fig.axes[0].get_lines()
     assert len(lines) == net.num_paths

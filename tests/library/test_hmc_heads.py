@@ -16,8 +16,6 @@ from attnpaths.hmc import (
     good_and_denoising_network,
     good_path_network,
     hmc_head,
-    markov_optionE,
-    paper_train_set,
     same_token,
     two_path_network,
     uniform_attention,
@@ -27,26 +25,15 @@ from attnpaths.paths import path_features
 N_F, N_TOK = 200, 31
 
 
-@pytest.fixture(scope="module")
-def clean():
-    """Noise-free sequences: the attention then depends only on the hidden states."""
-    return markov_optionE(40, torch.Generator().manual_seed(3), sigma_perp=0.0, sigma_A=0.0, sigma_B=0.0)
-
-
-@pytest.fixture(scope="module")
-def train():
-    return paper_train_set()
-
-
 def attention_of(weights, x):
     return AttentionLayer(W=weights).matrices(x)[:, 0]  # [B, key, query]
 
 
-def test_same_token_scores_match_the_construction(clean):
+def test_same_token_scores_match_the_construction(hmc_clean):
     """A_{st} = beta (s_s s_t [both visible] + [s = t - 1 >= 1] + 1.5 [s = 0, t >= 1]) on clean data."""
     beta = 10.0
-    scores = AttentionLayer(W=same_token(clean, beta=beta)).scores(clean.x)[:, 0]
-    states = torch.cat([torch.zeros(40, 1, dtype=torch.int64), clean.hidden_states], dim=1).double()
+    scores = AttentionLayer(W=same_token(hmc_clean, beta=beta)).scores(hmc_clean.x)[:, 0]
+    states = torch.cat([torch.zeros(40, 1, dtype=torch.int64), hmc_clean.hidden_states], dim=1).double()
     expected = states[:, :, None] * states[:, None, :]
     expected[:, range(1, N_TOK - 1), range(2, N_TOK)] += 1.0
     expected[:, 0, 1:] = 1.5
@@ -54,11 +41,11 @@ def test_same_token_scores_match_the_construction(clean):
     assert_rounding_close(scores, beta * expected, what="same-token scores")
 
 
-def test_same_token_attends_previous_token_if_same_state_else_bos(clean):
-    states = clean.hidden_states
+def test_same_token_attends_previous_token_if_same_state_else_bos(hmc_clean):
+    states = hmc_clean.hidden_states
     same = states[:, 1:] == states[:, :-1]  # [B, T_seq - 1]: query token t = 2..T_seq
     for beta in (10.0, 30.0):
-        omega = attention_of(same_token(clean, beta=beta), clean.x)
+        omega = attention_of(same_token(hmc_clean, beta=beta), hmc_clean.x)
         on_previous = omega[:, range(1, N_TOK - 1), range(2, N_TOK)]
         on_bos = omega[:, 0, 2:]
         assert (on_previous[same] > 0.99).all()
@@ -75,36 +62,36 @@ def test_same_token_attends_previous_token_if_same_state_else_bos(clean):
     assert torch.allclose(omega[:, :, 0], torch.full((40, N_TOK), 1 / N_TOK, dtype=torch.float64), rtol=1e-14)
 
 
-def test_different_token_attends_previous_token_if_state_differs(clean):
-    omega = attention_of(different_token(clean, beta=30.0), clean.x)
-    states = clean.hidden_states
+def test_different_token_attends_previous_token_if_state_differs(hmc_clean):
+    omega = attention_of(different_token(hmc_clean, beta=30.0), hmc_clean.x)
+    states = hmc_clean.hidden_states
     differ = states[:, 1:] != states[:, :-1]
     assert (omega[:, range(1, N_TOK - 1), range(2, N_TOK)][differ] > 0.99).all()
     assert (omega[:, 0, 2:][~differ] > 0.99).all()
 
 
-def test_uniform_head_is_exactly_uniform_on_noisy_data(train):
-    omega = attention_of(uniform_attention(train), train.x)
+def test_uniform_head_is_exactly_uniform_on_noisy_data(hmc_train):
+    omega = attention_of(uniform_attention(hmc_train), hmc_train.x)
     # exact on any CPU: every score is one product 10 * 1 * 1 of the one-hot positions plus exact zeros (the feature
     # weights are zero), in any summation order; the softmax of equal scores gives equal weights
     assert torch.equal(omega, torch.full_like(omega, omega[0, 0, 0].item()))
     assert math.isclose(omega[0, 0, 0].item(), 1 / N_TOK, rel_tol=1e-15)
 
 
-def test_unperturbed_blank_head_is_zero_and_exactly_uniform(train):
-    weights = blank(train)
+def test_unperturbed_blank_head_is_zero_and_exactly_uniform(hmc_train):
+    weights = blank(hmc_train)
     assert torch.equal(weights, torch.zeros(N_F + N_TOK, N_F + N_TOK, dtype=torch.float64))  # exact on any CPU: zeros
-    omega = attention_of(weights, train.x)
+    omega = attention_of(weights, hmc_train.x)
     # exact on any CPU: zero weights give scores that are sums of exact zeros; softmax: exp(0) / 31 = 1 / 31
     assert torch.equal(omega, torch.full_like(omega, 1 / N_TOK))
 
 
-def test_blank_perturbation_follows_the_authors_draw_order(train):
+def test_blank_perturbation_follows_the_authors_draw_order(hmc_train):
     g = torch.Generator().manual_seed(147)
     info = 0.5 * torch.randn(N_F, N_F, generator=g, dtype=torch.float64) / N_F
     position = 2.0 * torch.randn(N_TOK, N_TOK, generator=g, dtype=torch.float64)
     cross = torch.randn(N_F + N_TOK, N_F + N_TOK, generator=g, dtype=torch.float64) / math.sqrt(N_F)
-    weights = blank(train, beta=1.0, p_I=0.5, p_P=2.0, p_O=1.0, seed=147)
+    weights = blank(hmc_train, beta=1.0, p_I=0.5, p_P=2.0, p_O=1.0, seed=147)
     # exact on any CPU: the same draws through the same elementwise operations in the same order (each correctly
     # rounded, no sums), plus exact zeros and times beta = 1
     assert torch.equal(weights[:N_F, :N_F], info)
@@ -112,28 +99,32 @@ def test_blank_perturbation_follows_the_authors_draw_order(train):
     # Quirk: the cross blocks are scaled by p_I (0.5), not by p_O.
     assert torch.equal(weights[:N_F, N_F:], 0.5 * cross[:N_F, N_F:])
     assert torch.equal(weights[N_F:, :N_F], 0.5 * cross[N_F:, :N_F])
-    assert torch.equal(weights, blank(train, beta=1.0, p_I=0.5, p_P=2.0, p_O=7.0, seed=147))  # determinism: p_O unused
-    no_cross = blank(train, beta=1.0, p_I=0.5, p_P=2.0, p_O=0.0, seed=147)  # below: exact on any CPU (zeros, copies)
+    assert torch.equal(
+        weights, blank(hmc_train, beta=1.0, p_I=0.5, p_P=2.0, p_O=7.0, seed=147)
+    )  # determinism: p_O unused
+    no_cross = blank(
+        hmc_train, beta=1.0, p_I=0.5, p_P=2.0, p_O=0.0, seed=147
+    )  # below: exact on any CPU (zeros, copies)
     assert torch.equal(no_cross[:N_F, N_F:], torch.zeros(N_F, N_TOK, dtype=torch.float64))
     # Without position perturbation the position draw is still consumed before the cross draw.
-    no_position = blank(train, beta=1.0, p_I=0.5, p_P=0.0, p_O=1.0, seed=147)
+    no_position = blank(hmc_train, beta=1.0, p_I=0.5, p_P=0.0, p_O=1.0, seed=147)
     assert torch.equal(no_position[N_F:, N_F:], torch.zeros(N_TOK, N_TOK, dtype=torch.float64))
     assert torch.equal(no_position[:N_F, N_F:], weights[:N_F, N_F:])
 
 
-def test_beta_scales_the_whole_matrix_and_seeds_matter(train):
-    one = blank(train, beta=1.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247)
+def test_beta_scales_the_whole_matrix_and_seeds_matter(hmc_train):
+    one = blank(hmc_train, beta=1.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247)
     # exact on any CPU: blank multiplies by beta last, one correctly rounded product per entry (and times 1 is exact)
-    assert torch.equal(blank(train, beta=10.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247), one * 10.0)
-    assert torch.equal(blank(train, beta=1.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247), one)  # determinism: twice
-    assert not torch.equal(blank(train, beta=1.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=248), one)
+    assert torch.equal(blank(hmc_train, beta=10.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247), one * 10.0)
+    assert torch.equal(blank(hmc_train, beta=1.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247), one)  # determinism: twice
+    assert not torch.equal(blank(hmc_train, beta=1.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=248), one)
 
 
-def test_bos_strength_and_shift(clean):
+def test_bos_strength_and_shift(hmc_clean):
     assert default_bos_strength() == 1.5
     # halfway between the best non-matching score max(3 - 1, 1) = 2 and the matching score 3 + 1 = 4
     assert default_bos_strength(informative_strength=1.0, position_strength=3.0) == 3.0
-    weights = same_token(clean, beta=2.0, shift=1, bos_strength=0.25)
+    weights = same_token(hmc_clean, beta=2.0, shift=1, bos_strength=0.25)
     position = weights[N_F:, N_F:]
     # exact on any CPU: entries are the written strengths times beta = 2 (0.25 * 2, 1 * 2), exact products
     assert torch.equal(position[0], torch.tensor([0.0] + [0.5] * (N_TOK - 1), dtype=torch.float64))
@@ -141,7 +132,7 @@ def test_bos_strength_and_shift(clean):
     expected = torch.zeros(N_TOK - 1, N_TOK - 1, dtype=torch.float64)
     expected[range(1, N_TOK - 1), range(0, N_TOK - 2)] = 2.0
     assert torch.equal(position[1:, 1:], expected)  # exact on any CPU: 1 * beta = 2, written entries
-    feature_scores = clean.v_plus @ weights[:N_F, :N_F] @ clean.v_plus
+    feature_scores = hmc_clean.v_plus @ weights[:N_F, :N_F] @ hmc_clean.v_plus
     assert math.isclose(feature_scores.item(), 2.0, rel_tol=1e-12)
 
 
@@ -160,18 +151,18 @@ def test_bos_strength_and_shift(clean):
         ("same_token", {"bos_strength": float("inf")}, "bos_strength"),
     ],
 )
-def test_bad_head_arguments_raise_value_error_naming_them(clean, version, kwargs, name):
+def test_bad_head_arguments_raise_value_error_naming_them(hmc_clean, version, kwargs, name):
     with pytest.raises(ValueError, match=name):
-        hmc_head(version, clean, **kwargs)
+        hmc_head(version, hmc_clean, **kwargs)
 
 
-def test_head_needs_a_task(clean):
+def test_head_needs_a_task(hmc_clean):
     with pytest.raises(ValueError, match="task"):
-        same_token(clean.x)
+        same_token(hmc_clean.x)
 
 
-def test_four_path_network_heads_and_path_names(train):
-    net = four_path_network(train)
+def test_four_path_network_heads_and_path_names(hmc_train):
+    net = four_path_network(hmc_train)
     assert net.heads == (2, 2) and net.attention.readout == "last_token"
     assert net.head_versions == (("same_token", "blank"), ("uniform_attention", "blank"))
     assert net.head_seeds == ((127, 147), (217, 247))
@@ -186,50 +177,50 @@ def test_four_path_network_heads_and_path_names(train):
     assert net.path_labels[2] == "denoising"
     layer1, layer2 = net.attention.layers
     # determinism: the network builds its heads with these very calls
-    assert torch.equal(layer1.W[0], same_token(train, beta=10.0))
-    assert torch.equal(layer1.W[1], blank(train, beta=10.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=147))
-    assert torch.equal(layer2.W[0], uniform_attention(train, beta=10.0))
-    assert torch.equal(layer2.W[1], blank(train, beta=10.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247))
+    assert torch.equal(layer1.W[0], same_token(hmc_train, beta=10.0))
+    assert torch.equal(layer1.W[1], blank(hmc_train, beta=10.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=147))
+    assert torch.equal(layer2.W[0], uniform_attention(hmc_train, beta=10.0))
+    assert torch.equal(layer2.W[1], blank(hmc_train, beta=10.0, p_I=1.0, p_P=1.0, p_O=1.0, seed=247))
 
 
-def test_good_path_feature_counts_stays_and_separates_classes(train):
-    net = four_path_network(train)
-    features = path_features(train.x, net.attention)
+def test_good_path_feature_counts_stays_and_separates_classes(hmc_train):
+    net = four_path_network(hmc_train)
+    features = path_features(hmc_train.x, net.attention)
     assert features.shape == (100, 231, 4) and features.dtype == torch.float64
-    good = features[:, :N_F, net.path_names.index("g")] @ train.task.e_A  # component along v_+ + v_-
+    good = features[:, :N_F, net.path_names.index("g")] @ hmc_train.task.e_A  # component along v_+ + v_-
     class_a, class_b = good[:50], good[50:]
     welch_t = (class_a.mean() - class_b.mean()) / (class_a.var() / 50 + class_b.var() / 50).sqrt()
     assert welch_t > 10, welch_t
     # Mechanism (sec-hmc-network): the component counts the "stay" transitions of the hidden chain.
-    stays = (train.hidden_states[:, 1:] == train.hidden_states[:, :-1]).sum(1).double()
+    stays = (hmc_train.hidden_states[:, 1:] == hmc_train.hidden_states[:, :-1]).sum(1).double()
     assert torch.corrcoef(torch.stack([good, stays]))[0, 1] > 0.9
 
 
-def test_reference_networks(train):
-    two = two_path_network(train)
+def test_reference_networks(hmc_train):
+    two = two_path_network(hmc_train)
     assert two.heads == (2, 1) and two.path_names == ("g", "d") and two.plot_order == (0, 1)
     # exact on any CPU: an unperturbed blank head is zeros
     assert torch.equal(two.attention.layers[0].W[1], torch.zeros(N_F + N_TOK, N_F + N_TOK, dtype=torch.float64))
-    good = good_path_network(train)
+    good = good_path_network(hmc_train)
     assert good.heads == (1, 1) and good.path_names == ("g",) and good.label == "path g"
-    gd = good_and_denoising_network(train)
+    gd = good_and_denoising_network(hmc_train)
     assert gd.heads == (2, 1) and gd.path_names == ("g", "d") and gd.label == "paths g+d"
     # determinism: the same head built by the same call in both networks
-    assert torch.equal(gd.attention.layers[0].W[1], four_path_network(train).attention.layers[0].W[1])
+    assert torch.equal(gd.attention.layers[0].W[1], four_path_network(hmc_train).attention.layers[0].W[1])
     with pytest.raises(ValueError, match="perturbation"):
-        four_path_network(train, perturbation=-1.0)
+        four_path_network(hmc_train, perturbation=-1.0)
 
 
-def test_head_version_labels_name_layer_head_and_version(train):
+def test_head_version_labels_name_layer_head_and_version(hmc_train):
     from attnpaths.hmc.networks import head_version_labels
 
-    assert head_version_labels(four_path_network(train)) == [
+    assert head_version_labels(four_path_network(hmc_train)) == [
         "(1)1 (same_token)",
         "(1)2 (blank)",
         "(2)1 (uniform_attention)",
         "(2)2 (blank)",
     ]
-    assert head_version_labels(two_path_network(train)) == [
+    assert head_version_labels(two_path_network(hmc_train)) == [
         "(1)1 (same_token)",
         "(1)2 (blank)",
         "(2)1 (uniform_attention)",

@@ -4,8 +4,8 @@ modules named by a string).
 
 Floors of ``src/attnpaths``, lowest first:
 
-* the theory core: the modules directly in the package and the ``theory`` package (attention, paths, kernels,
-  action, solver, network, sampler, claims type, engine, statistics, checkpoints, ...);
+* the theory core: the modules directly in the package and the ``theory`` and ``claims`` packages (attention,
+  paths, kernels, action, solver, network, sampler, claims type, engine, statistics, checkpoints, ...);
 * the experiment layer: ``experiments`` (task-agnostic: path data, sweeps over widths, sampling, kernel PCs,
   head orders, the finite-width and retraining claims);
 * the subjects: ``hmc`` (with the depth study in ``hmc.depth``), ``oneshot``, ``pruning``, ``exchangeability``,
@@ -23,14 +23,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import BOOK_MODULES
 
 import attnpaths
 
 PACKAGE = Path(attnpaths.__file__).parent
 LIBRARY, COMPANION = "attnpaths", "attnpaths_book"
-CORE_PACKAGES = ("theory",)
+CORE_PACKAGES = ("theory", "claims")
 LAYER = "experiments"
-SUBJECTS = ("hmc", "oneshot", "pruning", "exchangeability", "related")
+SUBJECTS = ("hmc", "oneshot", "pruning", "exchangeability", "related", "pretrained")
 
 
 def _module_name(path: Path, package_dir: Path) -> str:
@@ -157,21 +158,7 @@ def test_a_planted_import_is_caught(tmp_path, module, planted, rule):
     assert len(found) == 1 and module in found[0] and rule in found[0], found
 
 
-BOOK_ONLY_MODULES = (
-    COMPANION,
-    "yaml",
-    "jupytext",
-    "papermill",
-    "nbformat",
-    "nbclient",
-    "myst_nb",
-    "nbval",
-    "jupyter_book",
-    "sphinx",
-    "selenium",
-    "IPython",
-    "book_helpers",
-)
+BOOK_ONLY_MODULES = (*BOOK_MODULES, "book_helpers")
 """What ``pip install .`` (without the book extra) does not install, and the book's tests' own helpers."""
 
 

@@ -5,30 +5,18 @@ theory (the GP kernel in place of the renormalised one) must not, and the errors
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
-from helpers import random_problem
+from helpers import IN_THIS_PROCESS, SMALL_TASK, random_problem, send_by_value
 
 from attnpaths.claims import Outcome
-from attnpaths.engine import IN_PROCESS, Engine
 from attnpaths.experiments import learning_curves as lc
-from attnpaths.hmc import HMCTask, four_path_network
+from attnpaths.hmc import four_path_network
 from attnpaths.hmc.streams import HMCChunks
 from attnpaths.streaming import gram_statistics, gram_statistics_at
 from attnpaths.theory import classification_accuracy, solve
 
-try:
-    import cloudpickle  # Dask's, with the engine extra: without it no test here starts a cluster
-except ImportError:
-    pass
-else:
-    # the chunk generators defined here travel to the workers by value: the workers cannot import this module
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-IN_THIS_PROCESS = Engine(IN_PROCESS, None, 1, None)
-SMALL_TASK = HMCTask(seq_len=5, feature_width=8)  # N0 = 14: D = 56 with the four paths
+send_by_value(__name__)  # the chunk generators defined here travel to the workers
 CURVE_RTOL = 1e-9
 """A point of a curve (a solve from the statistics of the first chunks) against ``solve`` on those examples, whose
 default route at these sizes forms the ``[P, P]`` kernel: the two routes minimise the same action (agreement 1e-13

@@ -9,9 +9,13 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from helpers import assert_rounding_close, assert_streamed_solve_equals_the_whole_set
+from helpers import (
+    assert_bad_chunk_arguments_are_refused,
+    assert_rounding_close,
+    assert_streamed_solve_equals_the_whole_set,
+)
 
-from attnpaths.engine import IN_PROCESS, Engine, task_seed
+from attnpaths.engine import task_seed
 from attnpaths.oneshot.episodes import class_sorted_sequences
 from attnpaths.oneshot.imagesets import ImageClasses
 from attnpaths.oneshot.sequences import SequenceEncoder
@@ -19,7 +23,6 @@ from attnpaths.oneshot.streams import EpisodeChunks
 from attnpaths.oneshot.training import TrainingConfig, initial_model
 from attnpaths.paths import path_features
 
-IN_THIS_PROCESS = Engine(IN_PROCESS, None, 1, None)
 SIZE, PATCH = 8, 4  # 8x8 images, 4x4 patches: T = 3 * 4 = 12 tokens of N0 = 16 features
 CONFIG = TrainingConfig(width=8, qk_width=4, num_heads=2, patch_size=PATCH, channels=1, seed=1)
 ROUTE_RTOL = 1e-8
@@ -87,19 +90,7 @@ def test_the_chunks_stream_into_the_solve_of_the_whole_set():
 
 
 def test_bad_arguments_are_refused_naming_them():
-    chunks = _chunks()
-    for k in (-1, 4, 1.0, True):
-        with pytest.raises(ValueError, match=r"k must be a chunk index, an integer in \[0, 4\)"):
-            chunks(k)
-    for fields, match in (
-        (dict(chunk_size=7), r"chunk_size \(even\) must be an even integer >= 2, got 7"),
-        (dict(num_examples=31), r"num_examples \(P, even\) must be an even integer >= 2"),
-        (dict(seed=-1), r"seed must be an integer >= 0, got -1"),
-        (dict(stream=-2), r"stream must be an integer >= 0, got -2"),
-        (dict(factored_features=1), r"factored_features must be True or False, got 1"),
-    ):
-        with pytest.raises(ValueError, match=match):
-            _chunks(**fields)
+    assert_bad_chunk_arguments_are_refused(_chunks)
     encoder, attention = _model()
     options = dict(seed=0, num_examples=10)
     with pytest.raises(ValueError, match=r"classes must be an ImageClasses"):

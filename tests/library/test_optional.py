@@ -124,7 +124,9 @@ def test_each_extra_installs_the_modules_its_messages_name():
 
 
 def test_require_names_only_the_package_that_is_missing(tmp_path, monkeypatch):
-    with pytest.raises(ValueError, match=r"extra must be one of \['diagnostics', 'engine', 'plots', 'tasks'\]"):
+    with pytest.raises(
+        ValueError, match=r"extra must be one of \['diagnostics', 'engine', 'plots', 'pretrained', 'tasks'\]"
+    ):
         require("numpy", "figures")
     with pytest.raises(ValueError, match="extra must be one of"):
         missing("figures")

@@ -58,7 +58,7 @@ def test_strided_routing_gives_the_chains_of_the_einsum_routing(monkeypatch, hea
     # Routing the data through a block by one product per (chain, head, heads-above index) on strided views is
     # the einsum's contraction in another order: a few sweeps from the same generator give the same chains.
     # Three layers with 2, 3, 2 heads exercise every split (heads below and above, both, neither).
-    from attnpaths import sampler as sampler_module
+    from attnpaths import _gibbs_blocks
     from attnpaths.sampler import PosteriorSampler
 
     network, x, y, _ = sampler_problem(
@@ -66,7 +66,7 @@ def test_strided_routing_gives_the_chains_of_the_einsum_routing(monkeypatch, hea
     )
 
     def run(work):
-        monkeypatch.setattr(sampler_module, "STRIDED_PRODUCT_WORK", work)
+        monkeypatch.setattr(_gibbs_blocks, "STRIDED_PRODUCT_WORK", work)
         sampler = PosteriorSampler(network, y, 0.2, x=x)
         return sampler.run(torch.Generator().manual_seed(5), 2, 4, 3, progress=False)
 

@@ -6,19 +6,22 @@ seed, whatever was made before; the errors of bad input."""
 from __future__ import annotations
 
 import pickle
-import sys
 
 import numpy as np
 import pytest
 import torch
 from helpers import (
+    IN_THIS_PROCESS,
+    SMALL_TASK,
+    assert_bad_chunk_arguments_are_refused,
     assert_rounding_close,
     assert_streamed_solve_equals_the_whole_set,
     random_attention,
     random_problem,
+    send_by_value,
 )
 
-from attnpaths.engine import IN_PROCESS, THREADS, Engine, TaskFailed, start_engine, task_seed, use_client
+from attnpaths.engine import THREADS, TaskFailed, start_engine, task_seed, use_client
 from attnpaths.gram import GramStatistics
 from attnpaths.hmc import HMCTask, four_path_network
 from attnpaths.hmc.streams import HMCChunks
@@ -26,16 +29,7 @@ from attnpaths.paths import path_features
 from attnpaths.streaming import gram_statistics, predict_streamed
 from attnpaths.theory import solve, solve_from_statistics
 
-try:
-    import cloudpickle  # Dask's, with the engine extra: without it no test here starts a cluster
-except ImportError:
-    pass
-else:
-    # the chunk generators defined here travel to the workers by value: the workers cannot import this module
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-IN_THIS_PROCESS = Engine(IN_PROCESS, None, 1, None)
-SMALL_TASK = HMCTask(seq_len=5, feature_width=8)  # N0 = 14: D = 56 with the four paths
+send_by_value(__name__)  # the chunk generators defined here travel to the workers
 STATISTICS_RTOL = 1e-13
 """Chunked against one-shot statistics: the same products, summed in another grouping (each chunk's partial block
 is added on its own, and the chunks' sums are added to each other rather than block after block to one sum), so
@@ -338,20 +332,8 @@ def test_predict_streamed_refuses_a_stream_of_the_heads_in_another_order():
 
 
 def test_bad_hmc_chunk_arguments_are_refused():
-    chunks = _small_chunks()
-    for k in (-1, 4, 1.0, True):
-        with pytest.raises(ValueError, match=r"k must be a chunk index, an integer in \[0, 4\)"):
-            chunks(k)
+    assert_bad_chunk_arguments_are_refused(_small_chunks)
     attention = four_path_network(SMALL_TASK).attention
-    for fields, match in (
-        (dict(chunk_size=7), r"chunk_size \(even\) must be an even integer >= 2, got 7"),
-        (dict(num_examples=31), r"num_examples \(P, even\) must be an even integer >= 2"),
-        (dict(seed=-1), r"seed must be an integer >= 0, got -1"),
-        (dict(stream=-2), r"stream must be an integer >= 0, got -2"),
-        (dict(factored_features=1), r"factored_features must be True or False, got 1"),
-    ):
-        with pytest.raises(ValueError, match=match):
-            _small_chunks(**fields)
     with pytest.raises(ValueError, match=r"attention must read inputs of the task's width N0 = 231, got N0 = 14"):
         HMCChunks(HMCTask(), attention, seed=0, num_examples=10)
     with pytest.raises(ValueError, match=r"task must be an HMCTask"):

@@ -16,7 +16,8 @@ Modules, one job each:
 * :mod:`.convergence`  E2, convergence of attention in the sequence length, temperature and bandwidth;
 * :mod:`.erm`          E3, empirical risk minimisation of the attention parameter (supervised and masked);
 * :mod:`.transfer`     E4, masked pretraining to downstream regression: a condition-number proxy;
-* :mod:`.threads`      one BLAS thread for the many small factorisations of the experiments;
+* one BLAS thread for the many small factorisations of the experiments: :func:`attnpaths.engine.single_threaded`
+  (``blas_only=True``);
 * :mod:`.claims`       the chapter's claims as statistical tests (:class:`attnpaths.claims.Verdict`).
 
 Log-log slopes with their standard errors come from :mod:`attnpaths.statistics`.

@@ -33,9 +33,9 @@ from .._validation import (
     positive_int,
     positive_real,
 )
+from ..engine import single_threaded
 from .estimators import predicted_attention_mse, prefix_softmax_averages
 from .latent_models import sample_linear_key_value, sample_sine_key_value
-from .threads import serial_blas
 
 #: Sequences are processed in chunks of at most this many scores (sequences x tokens x parameters), to bound memory.
 _SCORES_PER_CHUNK = 1 << 22
@@ -105,7 +105,7 @@ def attention_error_vs_length(
     n_w, n_l = W.shape[0], lengths.size
     sums = np.zeros(n_w * n_l)
     cross = np.zeros((n_w * n_l, n_w * n_l))
-    with serial_blas():
+    with single_threaded(blas_only=True):
         for size in tqdm(list(_chunks(s, longest, n_w)), desc="E2 sequences", disable=not progress):
             z, keys, values = sample_linear_key_value(rng, size, longest, cov, value_noise)
             est = prefix_softmax_averages(keys @ query_dirs, values, lengths)  # [size, n_L, n_W]
@@ -289,7 +289,7 @@ def cme_vs_softmax_experiment(
     soft = prefix_softmax_averages(scores, values, lengths)  # [S, n_L, Q]
     per_seq_soft = np.mean((soft - target[:, None, :]) ** 2, axis=2)  # [S, n_L]: mean over the queries
     per_seq_cme = np.empty_like(per_seq_soft)
-    with serial_blas():
+    with single_threaded(blas_only=True):
         for j, L in enumerate(tqdm(lengths, desc="E2c lengths", disable=not progress)):
             est = _cme_estimates(keys[:, :L], values[:, :L], qs, h, c * float(L) ** ridge_exponent)
             per_seq_cme[:, j] = np.mean((est - target) ** 2, axis=1)

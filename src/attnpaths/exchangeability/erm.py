@@ -11,7 +11,8 @@ Both have the same population minimiser as ``L -> inf``, ``W = Sigma^{-1}`` (ex-
 minimiser ``W*_L`` is a softened (higher-temperature) version of it.
 
 The fits use a trust-region Newton method with the exact gradient (ex-grad),
-``d Attn / dW = sum_l a_l (v_l - Attn) q k_l^T``, and the exact Hessian (see :func:`_risk_terms`).
+``d Attn / dW = sum_l a_l (v_l - Attn) q k_l^T``, and the exact Hessian (see
+:func:`attention_risk_gradient_hessian`).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from .._validation import (
     numpy_generator,
     positive_int,
 )
+from ..engine import single_threaded
 from .latent_models import sample_linear_key_value
-from .threads import serial_blas
 
 MODES = ("supervised", "masked")
 
@@ -140,14 +141,7 @@ def _risk_terms(W: np.ndarray, data: _Arrays, order: int):
     """Risk (order 0), its gradient (1) and its Hessian (2) in ``W``, in one pass over the tokens; order 3 adds
     the per-example gradients ``g_i = 2 r_i vec(q_i c_i^T)`` (``[N, d^2]``), for sandwich standard errors.
 
-    With ``a_l = softmax_l(q^T W k_l)``, the read-out ``o = E_a[v]`` is an exponential-family mean in the
-    statistic ``q k_l^T``. Its gradient is the covariance ``q c^T`` with ``c = E_a[(v - o)(k - E_a k)]`` (ex-grad),
-    and its Hessian is the third central moment ``(q q^T) (x) M`` with
-    ``M = E_a[(v - o)(k - E_a k)(k - E_a k)^T]``. For the risk ``R = mean_i (o_i - y_i)^2`` this gives
-    ``grad R = (2/N) sum_i r_i q_i c_i^T`` and
-    ``hess R = (2/N) sum_i [vec(q_i c_i^T) vec(q_i c_i^T)^T + r_i (q_i q_i^T) (x) M_i]`` with ``r_i = o_i - y_i``
-    (``vec`` row-major, the order of ``W.reshape(-1)``). The moments are products of the ``[N, 2, L]`` weights
-    ``(e_l, e_l v_l)`` with the keys and their outer products, normalised by ``Z = sum_l e_l``.
+    The formulas are those of :func:`attention_risk_gradient_hessian`.
     """
     n, d, L = data.keys_t.shape
     risk = 0.0
@@ -212,7 +206,14 @@ def attention_risk_and_gradient(W, data: AttentionRegressionData):
 def attention_risk_gradient_hessian(W, data: AttentionRegressionData):
     """Empirical risk, its gradient ``[d, d]`` and its Hessian ``[d^2, d^2]`` in ``W`` (row-major ``vec(W)``).
 
-    See :func:`_risk_terms` for the formulas (exponential-family moments of the attention weights).
+    With ``a_l = softmax_l(q^T W k_l)``, the read-out ``o = E_a[v]`` is an exponential-family mean in the
+    statistic ``q k_l^T``. Its gradient is the covariance ``q c^T`` with ``c = E_a[(v - o)(k - E_a k)]`` (ex-grad),
+    and its Hessian is the third central moment ``(q q^T) (x) M`` with
+    ``M = E_a[(v - o)(k - E_a k)(k - E_a k)^T]``. For the risk ``R = mean_i (o_i - y_i)^2`` this gives
+    ``grad R = (2/N) sum_i r_i q_i c_i^T`` and
+    ``hess R = (2/N) sum_i [vec(q_i c_i^T) vec(q_i c_i^T)^T + r_i (q_i q_i^T) (x) M_i]`` with ``r_i = o_i - y_i``
+    (``vec`` row-major, the order of ``W.reshape(-1)``). The moments are products of the ``[N, 2, L]`` weights
+    ``(e_l, e_l v_l)`` with the keys and their outer products, normalised by ``Z = sum_l e_l``.
     """
     return _risk_terms(_check_W(W, data.keys.shape[-1]), _Arrays.of(data), order=2)
 
@@ -239,6 +240,8 @@ class AttentionFit:
 
     @property
     def covariance(self) -> np.ndarray | None:
+        """The sandwich covariance ``[d^2, d^2]`` of ``vec(W)`` over draws of the examples, ``psi^T psi / N^2``
+        (``None`` without ``influence``)."""
         if self.influence is None:
             return None
         return self.influence.T @ self.influence / self.influence.shape[0] ** 2
@@ -412,7 +415,7 @@ def erm_experiment(
     excess = np.zeros((J, sizes.size, reps))
     longest = int(lengths[-1])
     bar = tqdm(total=J * (1 + sizes.size * reps), desc=f"E3 {mode} fits", disable=not progress)
-    with serial_blas():
+    with single_threaded(blas_only=True):
         reference = _Arrays.from_arrays(*_sample_task_arrays(rng, num_sequences=reference_size, length=longest, **task))
         test = _Arrays.from_arrays(*_sample_task_arrays(rng, num_sequences=test_size, length=longest, **task))
         for j, L in enumerate(lengths):

@@ -10,9 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._optional import require
+from ..experiments.panels import LOG_LOG, draw_panel, finished
 from ..plot_style import BLUE, GREEN, ORANGE, VERMILLION, palette_cycle
 
 plt = require("matplotlib.pyplot", "plots")
+
+_LENGTH = "sequence length $L$"
+_KAPPA = r"condition number $\kappa(\Sigma)$"
 
 
 @palette_cycle
@@ -29,33 +33,36 @@ def plot_representation(gaussian, concepts):
     """
     e1, e1c = gaussian, concepts
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    ax = axes[0]
-    ax.plot(e1.lengths, e1.risk_posterior, "o", color=BLUE, label="(i) posterior mean")
-    ax.plot(e1.lengths, e1.risk_posterior_theory, "-", color=BLUE, lw=1, label="(i) Bayes risk (ex-risk-m1)")
-    ax.plot(e1.lengths, e1.risk_first_token, "s", color=ORANGE, label="(ii) first token only")
-    ax.plot(e1.lengths, e1.risk_first_token_theory, "-", color=ORANGE, lw=1, label="(ii) theory $R(1)$")
-    ax.plot(e1.lengths, e1.risk_flat_ls, "x", color=GREEN, ms=8, label="(iii) least squares on all $L d$ coordinates")
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sequence length $L$",
-        ylabel="test risk (MSE)",
-        title="(M1): risk of three representations",
-    )
-    ax.legend(fontsize=7)
-    ax = axes[1]
-    ax.plot(e1c.lengths, e1c.accuracy, "o-", label="accuracy of the posterior's mode")
-    ax.plot(e1c.lengths, e1c.confidence, "s--", label="mean max posterior (confidence)")
-    ax.set(xscale="log", xlabel="sequence length $L$", ylabel="probability", title="(M2): concept recovery")
-    ax.legend(fontsize=8)
-    ax = axes[2]
+    L = e1.lengths
+    risks = [
+        (L, e1.risk_posterior, "o", {"color": BLUE, "label": "(i) posterior mean"}),
+        (L, e1.risk_posterior_theory, "-", {"color": BLUE, "lw": 1, "label": "(i) Bayes risk (ex-risk-m1)"}),
+        (L, e1.risk_first_token, "s", {"color": ORANGE, "label": "(ii) first token only"}),
+        (L, e1.risk_first_token_theory, "-", {"color": ORANGE, "lw": 1, "label": "(ii) theory $R(1)$"}),
+        (L, e1.risk_flat_ls, "x", {"color": GREEN, "ms": 8, "label": "(iii) least squares on all $L d$ coordinates"}),
+    ]
+    title = "(M1): risk of three representations"
+    draw_panel(axes[0], risks, legend=7, **LOG_LOG, xlabel=_LENGTH, ylabel="test risk (MSE)", title=title)
+    recovery = [
+        (e1c.lengths, e1c.accuracy, "o-", {"label": "accuracy of the posterior's mode"}),
+        (e1c.lengths, e1c.confidence, "s--", {"label": "mean max posterior (confidence)"}),
+    ]
+    draw_panel(axes[1], recovery, xscale="log", xlabel=_LENGTH, ylabel="probability", title="(M2): concept recovery")
     ok = e1c.bin_count > 0
-    ax.plot([0, 1], [0, 1], color="0.6", lw=1, label="perfect calibration")
-    ax.plot(e1c.bin_confidence[ok], e1c.bin_accuracy[ok], "o-", label="posterior, all L pooled")
-    ax.set(xlabel="confidence (max posterior)", ylabel="accuracy", title="(M2): reliability", xlim=(0, 1), ylim=(0, 1))
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    reliability = [
+        ([0, 1], [0, 1], "-", {"color": "0.6", "lw": 1, "label": "perfect calibration"}),
+        (e1c.bin_confidence[ok], e1c.bin_accuracy[ok], "o-", {"label": "posterior, all L pooled"}),
+    ]
+    limits = {"xlim": (0, 1), "ylim": (0, 1)}
+    draw_panel(
+        axes[2],
+        reliability,
+        xlabel="confidence (max posterior)",
+        ylabel="accuracy",
+        title="(M2): reliability",
+        **limits,
+    )
+    return finished(fig)
 
 
 @palette_cycle
@@ -79,55 +86,32 @@ def plot_attention_convergence(
     """
     e2 = lengths_result
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    ax = axes[0]
+    lengths = []
     for i, label in enumerate(labels):
-        ax.plot(e2.lengths, e2.rmse[i], "o", color=f"C{i}", label=f"{label}: measured")
-        ax.plot(e2.lengths, e2.rmse_predicted[i], "-", color=f"C{i}", lw=1, label=f"{label}: derived (ex-mse)")
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sequence length $L$",
-        ylabel=r"RMSE of $\mathrm{Attn}_W(q; X)$ vs $z^\top q$",
-        title="(M3): convergence and bias floors",
+        lengths.append((e2.lengths, e2.rmse[i], "o", {"color": f"C{i}", "label": f"{label}: measured"}))
+        derived = {"color": f"C{i}", "lw": 1, "label": f"{label}: derived (ex-mse)"}
+        lengths.append((e2.lengths, e2.rmse_predicted[i], "-", derived))
+    ylabel = r"RMSE of $\mathrm{Attn}_W(q; X)$ vs $z^\top q$"
+    draw_panel(
+        axes[0], lengths, legend=7, **LOG_LOG, xlabel=_LENGTH, ylabel=ylabel, title="(M3): convergence and bias floors"
     )
-    ax.legend(fontsize=7)
-    ax = axes[1]
     n_grid = len(temperatures)
+    sweep = []
     for j, (res, L) in enumerate(((short, short_length), (long, long_length))):
-        ax.errorbar(
-            temperatures,
-            res.rmse[:n_grid, 0],
-            yerr=res.rmse_se[:n_grid, 0],
-            fmt="o",
-            color=f"C{3 + j}",
-            capsize=2,
-            label=f"$L = {L}$: measured",
-        )
-        ax.plot(
-            temperatures,
-            res.rmse_predicted[:n_grid, 0],
-            "-",
-            color=f"C{3 + j}",
-            lw=1,
-            label=f"$L = {L}$: derived (ex-mse)",
-        )
-    ax.plot(
-        best_temperature,
-        np.sqrt(short.mse[-1, 0]),
-        "*",
-        color=VERMILLION,
-        ms=12,
-        label=rf"$L = {short_length}$: at the derived optimum $\beta^*$",
-    )
-    ax.set(
-        yscale="log",
-        xlabel=r"temperature factor $\beta$ in $W = \beta\Sigma^{-1}$",
-        ylabel="RMSE",
-        title="(M3): temperature",
-    )
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+        measured = {
+            "yerr": res.rmse_se[:n_grid, 0],
+            "color": f"C{3 + j}",
+            "capsize": 2,
+            "label": f"$L = {L}$: measured",
+        }
+        sweep.append((temperatures, res.rmse[:n_grid, 0], "o", measured))
+        derived = {"color": f"C{3 + j}", "lw": 1, "label": f"$L = {L}$: derived (ex-mse)"}
+        sweep.append((temperatures, res.rmse_predicted[:n_grid, 0], "-", derived))
+    best = {"color": VERMILLION, "ms": 12, "label": rf"$L = {short_length}$: at the derived optimum $\beta^*$"}
+    sweep.append((best_temperature, np.sqrt(short.mse[-1, 0]), "*", best))
+    xlabel = r"temperature factor $\beta$ in $W = \beta\Sigma^{-1}$"
+    draw_panel(axes[1], sweep, legend=7, yscale="log", xlabel=xlabel, ylabel="RMSE", title="(M3): temperature")
+    return finished(fig)
 
 
 @palette_cycle
@@ -143,33 +127,22 @@ def plot_bandwidth(result, h_slope: float, mse_slope: float):
     """
     e2b = result
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    ax = axes[0]
+    curves = []
     for j, L in enumerate(e2b.lengths):
-        ax.plot(e2b.bandwidths, e2b.mse[j], "-", color=f"C{j}", label=f"$L = {L}$")
-        ax.plot(e2b.h_star[j], e2b.mse_star[j], "*", color=f"C{j}", ms=12)
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="bandwidth $h$",
-        ylabel=r"MSE vs $\sin(zq)$",
-        title="(M4): MSE($h$), minimum marked",
-    )
-    ax.legend(fontsize=8)
-    ax = axes[1]
-    ax.plot(e2b.lengths, e2b.h_star, "o", color=BLUE, label=f"$h^*$: slope {h_slope:.2f} (theory $-0.2$)")
-    ax.plot(e2b.lengths, e2b.h_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.2, "-", color=BLUE, lw=1)
-    ax.plot(e2b.lengths, e2b.mse_star, "s", color=ORANGE, label=f"MSE$^*$: slope {mse_slope:.2f} (theory $-0.8$)")
-    ax.plot(e2b.lengths, e2b.mse_star[0] * (e2b.lengths / e2b.lengths[0]) ** -0.8, "-", color=ORANGE, lw=1)
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sequence length $L$",
-        ylabel="$h^*$ and MSE$^*$",
-        title="(M4): tuned bandwidth and error",
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+        curves.append((e2b.bandwidths, e2b.mse[j], "-", {"color": f"C{j}", "label": f"$L = {L}$"}))
+        curves.append((e2b.h_star[j], e2b.mse_star[j], "*", {"color": f"C{j}", "ms": 12}))
+    ylabel, title = r"MSE vs $\sin(zq)$", "(M4): MSE($h$), minimum marked"
+    draw_panel(axes[0], curves, **LOG_LOG, xlabel="bandwidth $h$", ylabel=ylabel, title=title)
+    L, growth = e2b.lengths, e2b.lengths / e2b.lengths[0]
+    tuned = [
+        (L, e2b.h_star, "o", {"color": BLUE, "label": f"$h^*$: slope {h_slope:.2f} (theory $-0.2$)"}),
+        (L, e2b.h_star[0] * growth**-0.2, "-", {"color": BLUE, "lw": 1}),
+        (L, e2b.mse_star, "s", {"color": ORANGE, "label": f"MSE$^*$: slope {mse_slope:.2f} (theory $-0.8$)"}),
+        (L, e2b.mse_star[0] * growth**-0.8, "-", {"color": ORANGE, "lw": 1}),
+    ]
+    title = "(M4): tuned bandwidth and error"
+    draw_panel(axes[1], tuned, **LOG_LOG, xlabel=_LENGTH, ylabel="$h^*$ and MSE$^*$", title=title)
+    return finished(fig)
 
 
 @palette_cycle
@@ -185,33 +158,17 @@ def plot_cme_vs_softmax(result, softmax_floor: float):
     """
     e2c = result
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    ax.errorbar(
-        e2c.lengths,
-        e2c.mse_cme,
-        yerr=e2c.mse_cme_se,
-        fmt="o-",
-        capsize=2,
-        label=r"CME attention, $\lambda = 0.1/\sqrt{L}$",
-    )
-    ax.errorbar(
-        e2c.lengths,
-        e2c.mse_softmax,
-        yerr=e2c.mse_softmax_se,
-        fmt="s-",
-        capsize=2,
-        label="softmax attention, $h = 0.3$ fixed",
-    )
-    ax.axhline(softmax_floor, color=ORANGE, ls=":", label="large-$L$ limit (bias floor) of fixed-$h$ softmax")
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sequence length $L$",
-        ylabel=r"MSE vs $\sin(zq)$",
-        title="(M4): CME vs fixed-temperature softmax",
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    cme = {"yerr": e2c.mse_cme_se, "capsize": 2, "label": r"CME attention, $\lambda = 0.1/\sqrt{L}$"}
+    softmax = {"yerr": e2c.mse_softmax_se, "capsize": 2, "label": "softmax attention, $h = 0.3$ fixed"}
+    floor = {"color": ORANGE, "label": "large-$L$ limit (bias floor) of fixed-$h$ softmax"}
+    series = [
+        (e2c.lengths, e2c.mse_cme, "o-", cme),
+        (e2c.lengths, e2c.mse_softmax, "s-", softmax),
+        (None, softmax_floor, ":", floor),
+    ]
+    title = "(M4): CME vs fixed-temperature softmax"
+    draw_panel(ax, series, **LOG_LOG, xlabel=_LENGTH, ylabel=r"MSE vs $\sin(zq)$", title=title)
+    return finished(fig)
 
 
 @palette_cycle
@@ -228,54 +185,40 @@ def plot_erm(results):
             repetitions]``, ``excess_mean`` ``[len(lengths), len(sample_sizes)]``), in panel order.
     """
     fig, axes = plt.subplots(1, 1 + len(results), figsize=(14, 4))
-    ax = axes[0]
+    terms = []
     for k, (mode, res) in enumerate(results.items()):
-        ax.errorbar(
-            res.lengths,
-            res.approximation,
-            yerr=res.approximation_se,
-            fmt="o-",
-            color=f"C{k}",
-            capsize=3,
-            label=mode + r": $\|W^*_L - \Sigma^{-1}\|_F$ $\pm$ s.e.",
+        distance = {"yerr": res.approximation_se, "color": f"C{k}", "capsize": 3}
+        terms.append(
+            (
+                res.lengths,
+                res.approximation,
+                "o-",
+                distance | {"label": mode + r": $\|W^*_L - \Sigma^{-1}\|_F$ $\pm$ s.e."},
+            )
         )
-        ax.errorbar(
-            res.lengths,
-            1 - res.temperature,
-            yerr=res.temperature_se,
-            fmt="s--",
-            color=f"C{k}",
-            alpha=0.6,
-            capsize=3,
-            label=mode + r": $1 - c_L$ $\pm$ s.e.",
-        )
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sequence length $L$",
-        ylabel="approximation term",
-        title=r"Reference minimiser $W^*_L$ vs $\Sigma^{-1}$",
-    )
-    ax.legend(fontsize=7)
+        shortfall = {"yerr": res.temperature_se, "color": f"C{k}", "alpha": 0.6, "capsize": 3}
+        terms.append((res.lengths, 1 - res.temperature, "s--", shortfall | {"label": mode + r": $1 - c_L$ $\pm$ s.e."}))
+    title = r"Reference minimiser $W^*_L$ vs $\Sigma^{-1}$"
+    draw_panel(axes[0], terms, legend=7, **LOG_LOG, xlabel=_LENGTH, ylabel="approximation term", title=title)
     for ax, (mode, res) in zip(axes[1:], results.items()):
+        curves = []
         for j, L in enumerate(res.lengths):
             se = res.excess[j].std(axis=1, ddof=1) / np.sqrt(res.excess.shape[2])
-            ax.errorbar(
-                res.sample_sizes, res.excess_mean[j], yerr=se, fmt="o-", color=f"C{j}", capsize=2, label=f"$L = {L}$"
+            curves.append(
+                (
+                    res.sample_sizes,
+                    res.excess_mean[j],
+                    "o-",
+                    {"yerr": se, "color": f"C{j}", "capsize": 2, "label": f"$L = {L}$"},
+                )
             )
-        ax.axhline(0.0, color="0.5", lw=0.8)
-        ax.set(
-            xscale="log",
-            xlabel="training sequences $N$",
-            ylabel="excess test risk (mean over repetitions)",
-            title=mode + r": $R(\hat W_N) - R(W^*_L)$",
-        )
+        curves.append((None, 0.0, "-", {"color": "0.5", "lw": 0.8}))
+        ylabel, title = "excess test risk (mean over repetitions)", mode + r": $R(\hat W_N) - R(W^*_L)$"
+        draw_panel(ax, curves, legend=7, xscale="log", xlabel="training sequences $N$", ylabel=ylabel, title=title)
         ax.set_yscale("symlog", linthresh=1e-3)
         ax.set_xticks(res.sample_sizes, [str(n) for n in res.sample_sizes])
         ax.minorticks_off()
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return finished(fig)
 
 
 @palette_cycle
@@ -289,30 +232,21 @@ def plot_transfer(result):
             ``[len(condition_numbers)]`` and ``downstream_excess`` ``[len(condition_numbers), 2]``.
     """
     e4 = result
+    kappa = e4.condition_numbers
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    ax = axes[0]
-    ax.plot(e4.condition_numbers, e4.ratio, "o", label="measured weak / strong excess")
-    ax.plot(e4.condition_numbers, e4.ratio_predicted, "-", lw=1, label="derived from (ex-mse)")
-    ax.plot(e4.condition_numbers, e4.condition_numbers, ":", color="0.5", label=r"$\kappa$ (worst case)")
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel=r"condition number $\kappa(\Sigma)$",
-        ylabel="downstream excess ratio",
-        title="Downstream: weak vs strong direction",
+    ratios = [
+        (kappa, e4.ratio, "o", {"label": "measured weak / strong excess"}),
+        (kappa, e4.ratio_predicted, "-", {"lw": 1, "label": "derived from (ex-mse)"}),
+        (kappa, kappa, ":", {"color": "0.5", "label": r"$\kappa$ (worst case)"}),
+    ]
+    title = "Downstream: weak vs strong direction"
+    draw_panel(axes[0], ratios, **LOG_LOG, xlabel=_KAPPA, ylabel="downstream excess ratio", title=title)
+    excess = [
+        (kappa, e4.downstream_excess[:, 0], "o-", {"label": "downstream, strong direction"}),
+        (kappa, e4.downstream_excess[:, 1], "s-", {"label": "downstream, weak direction"}),
+        (kappa, e4.pretrain_excess, "^-", {"label": "pretraining (masked prediction)"}),
+    ]
+    draw_panel(
+        axes[1], excess, **LOG_LOG, xlabel=_KAPPA, ylabel="excess risk", title="Pretraining and downstream excess"
     )
-    ax.legend(fontsize=8)
-    ax = axes[1]
-    ax.plot(e4.condition_numbers, e4.downstream_excess[:, 0], "o-", label="downstream, strong direction")
-    ax.plot(e4.condition_numbers, e4.downstream_excess[:, 1], "s-", label="downstream, weak direction")
-    ax.plot(e4.condition_numbers, e4.pretrain_excess, "^-", label="pretraining (masked prediction)")
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel=r"condition number $\kappa(\Sigma)$",
-        ylabel="excess risk",
-        title="Pretraining and downstream excess",
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return finished(fig)

@@ -23,6 +23,7 @@ from .._validation import (
     positive_int,
     positive_real,
 )
+from ..engine import single_threaded
 from .latent_models import (
     concept_posterior,
     gaussian_posterior,
@@ -30,7 +31,6 @@ from .latent_models import (
     sample_concept_tokens,
     sample_gaussian_tokens,
 )
-from .threads import serial_blas
 
 
 def gaussian_risk_theory(readout, length, tau: float, sigma: float, label_noise: float):
@@ -109,7 +109,7 @@ def gaussian_representation_experiment(
     label_noise = nonnegative_real(label_noise, "label_noise")
     d = u.shape[0]
     out = {k: [] for k in ("post", "first", "flat", "perm_post", "perm_flat")}
-    with serial_blas():
+    with single_threaded(blas_only=True):
         for L in lengths:
             z_tr, x_tr = sample_gaussian_tokens(rng, n, int(L), d, tau, sigma)
             y_tr = z_tr @ u + label_noise * rng.standard_normal(n)

@@ -3,7 +3,8 @@
 * :func:`all_heads`, :func:`random_orders`: every ``(layer, head)`` pair, uniformly random orders (the order of
   ascending head score is :func:`attnpaths.head_scoring.pruning_order`);
 * :func:`pruning_sets`, :func:`pruning_curve`: the nested sets of pruned heads along an order (the last head of
-  a layer is never pruned) and a model's accuracy along them.
+  a layer is never pruned) and a model's accuracy along them;
+* :func:`prune_in_turn`: an order built one head at a time by a rule (greedy removal, re-estimated importance).
 """
 
 from __future__ import annotations
@@ -40,6 +41,24 @@ def pruning_sets(order, heads) -> list[tuple[tuple[int, int], ...]]:
             pruned.append((l, h))
             sets.append(tuple(pruned))
     return sets
+
+
+def prune_in_turn(heads, choose) -> list[tuple[int, int]]:
+    """Every head in pruning order, chosen one at a time: ``choose(options, pruned)`` returns one of ``options``
+    (the heads ``(layer, head)`` not yet pruned whose layer keeps another head, layer-major) given the list
+    ``pruned`` so far; a layer's last head is never pruned, and those come last, layer-major.
+
+    Args:
+        heads: ``(H_1, ..., H_L)``; choose: the rule of the next head.
+    """
+    pairs = all_heads(heads)
+    left = list(heads)
+    pruned: list[tuple[int, int]] = []
+    while options := [(l, h) for l, h in pairs if (l, h) not in pruned and left[l] > 1]:
+        chosen = choose(options, pruned)
+        pruned.append(chosen)
+        left[chosen[0]] -= 1
+    return pruned + [lh for lh in pairs if lh not in pruned]
 
 
 def pruning_curve(evaluator, order) -> np.ndarray:

@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from .._validation import as_float64_array, heads_tuple
-from .head_pruning import all_heads
+from .head_pruning import all_heads, prune_in_turn
 
 
 def subset_index(pruned, heads) -> int:
@@ -119,18 +119,24 @@ def best_curve(values, heads, *, maximize: bool = True) -> np.ndarray:
 @functools.lru_cache(maxsize=16)
 def _random_order_weights(heads: tuple[int, ...]) -> np.ndarray:
     n = sum(heads)
-    pairs = all_heads(heads)
-    K = n - len(heads)
-    weights = np.zeros((K + 1, 2**n))
+    weights = np.zeros((n - len(heads) + 1, 2**n))
     weights[0, 0] = 1.0
-    for k in range(K):
-        for m in np.flatnonzero(weights[k]):
-            pruned = [(m >> i) & 1 for i in range(n)]
-            left = [H - sum(p for p, (l, _) in zip(pruned, pairs) if l == layer) for layer, H in enumerate(heads)]
-            options = [i for i, (l, _) in enumerate(pairs) if not pruned[i] and left[l] > 1]
-            for i in options:
-                weights[k + 1, m | (1 << i)] += weights[k, m] / len(options)
+    for k in range(n - len(heads)):
+        masks = np.flatnonzero(weights[k])
+        options = _prunable(masks, heads)
+        path, head = np.nonzero(options)
+        # in the order of the sets and heads: the sums of each entry in a fixed order
+        np.add.at(weights[k + 1], masks[path] | (1 << head), weights[k, masks[path]] / options.sum(axis=1)[path])
     return weights
+
+
+def _prunable(masks, heads: tuple[int, ...]) -> np.ndarray:
+    """``[len(masks), n]`` bool: the heads each set of pruned heads ``masks`` can prune next (not pruned yet, and
+    not the last of their layer)."""
+    layer_of = np.array([l for l, _ in all_heads(heads)])
+    pruned = (masks[:, None] >> np.arange(len(layer_of))[None, :]) & 1 == 1
+    left = np.stack([heads[l] - pruned[:, layer_of == l].sum(axis=1) for l in range(len(heads))], axis=1)
+    return ~pruned & (left[:, layer_of] > 1)
 
 
 def random_order_weights(heads) -> np.ndarray:
@@ -186,14 +192,11 @@ def random_order_area_distribution(values, heads) -> tuple[np.ndarray, np.ndarra
     K = len(pairs) - len(heads)
     if K < 1:
         raise ValueError(f"heads must leave at least one head to prune (some layer with 2 or more), got {heads}")
-    layer_of = np.array([l for l, _ in pairs])
     masks = np.zeros(1, dtype=np.int64)
     sums = np.zeros(1)
     probabilities = np.ones(1)
     for _ in range(K):
-        pruned = (masks[:, None] >> np.arange(len(pairs))[None, :]) & 1 == 1  # [paths, n]
-        left = np.stack([heads[l] - pruned[:, layer_of == l].sum(axis=1) for l in range(len(heads))], axis=1)
-        options = ~pruned & (left[:, layer_of] > 1)  # [paths, n]: heads that can be pruned next
+        options = _prunable(masks, heads)  # [paths, n]
         counts = options.sum(axis=1)
         total = int(counts.sum())
         if total > MAX_ORDER_PATHS:
@@ -269,20 +272,14 @@ def greedy_order(values, heads, *, maximize: bool = True) -> list[tuple[int, int
     """
     heads = heads_tuple(heads)
     values = _table(values, heads)
-    pairs = all_heads(heads)
-    left = list(heads)
-    pruned: list[tuple[int, int]] = []
-    current = 0
+    position = {lh: i for i, lh in enumerate(all_heads(heads))}
     sign = 1.0 if maximize else -1.0
-    while True:
-        options = [i for i, (l, h) in enumerate(pairs) if not current >> i & 1 and left[l] > 1]
-        if not options:
-            break
-        best = max(options, key=lambda i: (sign * values[current | (1 << i)], -i))
-        current |= 1 << best
-        left[pairs[best][0]] -= 1
-        pruned.append(pairs[best])
-    return pruned + [lh for lh in pairs if lh not in pruned]
+
+    def best_left(options, pruned):
+        current = sum(1 << position[lh] for lh in pruned)
+        return max(options, key=lambda lh: (sign * values[current | (1 << position[lh])], -position[lh]))
+
+    return prune_in_turn(heads, best_left)
 
 
 def normalised_area(auc, auc_random, auc_best) -> np.ndarray:

@@ -8,8 +8,16 @@ import numpy as np
 import torch
 
 from .._validation import as_float64_array, positive_int, positive_real, square_matrix
-from ..kernels import gp_kernel, path_kernels, pc_label_overlap, renormalized_kernel, scaled_features
+from ..kernels import (
+    gp_kernel,
+    path_kernels,
+    pc_label_overlap,
+    renormalized_kernel,
+    scaled_features,
+    shifted_cholesky,
+)
 from .path_data import PathData
+from .sweep import TheorySweep
 
 
 def mean_predictor(features, y, features_test, U, temperature: float) -> np.ndarray:
@@ -30,11 +38,13 @@ def mean_predictor(features, y, features_test, U, temperature: float) -> np.ndar
     labels = torch.as_tensor(y, dtype=torch.float64)
     if labels.shape != (K.shape[0],):
         raise ValueError(f"y must have shape [{K.shape[0]}], got {tuple(labels.shape)}")
-    chol = torch.linalg.cholesky(K + temperature * torch.eye(K.shape[0], dtype=torch.float64))
+    chol = shifted_cholesky(K, temperature)
     return (k @ torch.cholesky_solve(labels[:, None], chol))[:, 0].numpy()
 
 
-def predictor_variance(features, y, features_test, U, temperature: float) -> np.ndarray:
+def predictor_variance(
+    features, y, features_test, U, temperature: float, *, sweep: TheorySweep | None = None, split: str = "test"
+) -> np.ndarray:
     """Predictor variance (eq-predictor) with a GIVEN order parameter ``U`` (flat order):
     ``Var f(x*) = kappa - k^T (K(U) + T I)^{-1} k`` with ``k_mu = K(x^mu, x*)``, ``kappa = K(x*, x*)`` and the
     renormalised kernel (eq-kernel). At the minimiser of the action it is the theory's variance
@@ -43,19 +53,36 @@ def predictor_variance(features, y, features_test, U, temperature: float) -> np.
     Args:
         features: ``[P, N0, n]`` training path features; y: ``[P]`` (only its length is checked: the variance
             does not depend on the labels); features_test: ``[B, N0, n]``; U: ``[n, n]``.
+        sweep: optional :class:`~.sweep.TheorySweep` of these training data in which ``U`` is a minimiser at
+            ``temperature``: its variance there (:attr:`~.sweep.TheorySweep.variances`, those of the solution's own
+            factorisation, equal to this computation up to rounding) is returned, and no kernel is formed.
+        split: the sweep's evaluation split whose features are ``features_test``.
 
     Returns:
         ``[B]``.
     """
     temperature = positive_real(temperature, "temperature")
+    if sweep is not None:
+        return _swept_variance(sweep, square_matrix(U, "U"), temperature, split, len(features_test))
     U = torch.as_tensor(square_matrix(U, "U"))
     K = renormalized_kernel(features, U)
     k = renormalized_kernel(features_test, U, features)  # [B, P]
     if torch.as_tensor(y).shape != (K.shape[0],):
         raise ValueError(f"y must have shape [{K.shape[0]}], got {tuple(torch.as_tensor(y).shape)}")
     kappa = torch.einsum("bip,pq,biq->b", scaled_features(features_test), U, scaled_features(features_test))
-    chol = torch.linalg.cholesky(K + temperature * torch.eye(K.shape[0], dtype=torch.float64))
+    chol = shifted_cholesky(K, temperature)
     return (kappa - (k * torch.cholesky_solve(k.T, chol).T).sum(dim=1)).numpy()
+
+
+def _swept_variance(sweep: TheorySweep, U: np.ndarray, temperature: float, split: str, size: int) -> np.ndarray:
+    j = sweep.temperature_index(temperature)
+    hits = [k for k in range(sweep.widths.size) if np.array_equal(sweep.U[k, j], U)]
+    if not hits:
+        raise ValueError(f"U must be one of the sweep's minimisers at temperature={temperature}, got another matrix")
+    variance = sweep.variance_at(sweep.widths[hits[0]], temperature, split)
+    if variance.shape != (size,):
+        raise ValueError(f"features_test must hold the {variance.shape[0]} examples of split {split!r}, got {size}")
+    return variance
 
 
 def pc_overlaps(data: PathData, U_flat, num_components: int = 30) -> dict:

@@ -13,11 +13,12 @@ import numpy as np
 from .._optional import require
 from .._validation import as_float64_array
 from ..plot_style import BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, palette_cycle
+from .plots import figure_and_axes
 
 plt = require("matplotlib.pyplot", "plots")
 
-#: Okabe and Ito's colour-blind-safe palette (attnpaths.plot_style) in this chapter's order: blue, vermillion,
-#: bluish green, orange, reddish purple, sky blue.
+#: Okabe and Ito's colour-blind-safe palette (:mod:`attnpaths.plot_style`) in this chapter's order, which is
+#: blue, vermillion, bluish green, orange, reddish purple, sky blue.
 OKABE_ITO = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY_BLUE)
 LINE_STYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P")
@@ -49,10 +50,7 @@ def plot_learning_curves(sizes, accuracy: dict, *, dimension: int | None = None,
             rank stops growing), or None.
     """
     sizes = as_float64_array(sizes, "sizes")
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = figure_and_axes(ax, (6.4, 4.0))
     for k, (name, values) in enumerate(accuracy.items()):
         mean, se = mean_and_se(values)
         color = OKABE_ITO[k % len(OKABE_ITO)]
@@ -85,22 +83,18 @@ def plot_path_structure(sizes, shares, correlations: dict, path_names):
         color = OKABE_ITO[p % len(OKABE_ITO)]
         left.errorbar(sizes, mean, yerr=se, fmt=LINE_STYLES[p % 4], marker=MARKERS[p % 6], color=color,
                       label=f"path {name}", capsize=2)  # fmt: skip
-    left.set_xscale("log")
-    left.set_ylim(0, 1)
-    left.set_xlabel("training examples P")
-    left.set_ylabel("share of tr U")
-    left.legend(frameon=False)
     for k, (label, values) in enumerate(correlations.items()):
         mean, se = mean_and_se(values)
         color = OKABE_ITO[(k + len(path_names)) % len(OKABE_ITO)]
         right.errorbar(sizes, mean, yerr=se, fmt=LINE_STYLES[k % 4], marker=MARKERS[k % 6], color=color, label=label,
                        capsize=2)  # fmt: skip
     right.axhline(0, color="0.6", linewidth=0.8)
-    right.set_xscale("log")
-    right.set_ylim(-1, 1)
-    right.set_xlabel("training examples P")
-    right.set_ylabel("correlation in U")
-    right.legend(frameon=False)
+    for ax, low, label in ((left, 0, "share of tr U"), (right, -1, "correlation in U")):
+        ax.set_xscale("log")
+        ax.set_ylim(low, 1)
+        ax.set_xlabel("training examples P")
+        ax.set_ylabel(label)
+        ax.legend(frameon=False)
     return fig
 
 

@@ -225,10 +225,18 @@ def learning_curve(
 # claims over independently drawn training sets
 
 
-def _replicates(values, name: str) -> np.ndarray:
-    values = as_float64_array(values, name)
-    if values.ndim != 1 or values.size < 2:
-        raise ValueError(f"{name} must be [n_sets] with n_sets >= 2 (one per training set), got shape {values.shape}")
+def _replicates(**arrays) -> list[np.ndarray]:
+    """The keyword arrays, each ``[n_sets]`` with ``n_sets >= 2`` (one per training set), all of one shape."""
+    values = []
+    for name, value in arrays.items():
+        value = as_float64_array(value, name)
+        if value.ndim != 1 or value.size < 2:
+            raise ValueError(
+                f"{name} must be [n_sets] with n_sets >= 2 (one per training set), got shape {value.shape}"
+            )
+        values.append(value)
+    if len({v.shape for v in values}) != 1:
+        raise ValueError(f"{', '.join(arrays)} must have one shape, got {[v.shape for v in values]}")
     return values
 
 
@@ -241,9 +249,7 @@ def small_sample_advantage(claim: str, *, theory, gp, size: int, level: float = 
 
     Test: one-sided t-test over the training sets of mean ``A_N - A_GP > 0`` (:func:`attnpaths.claims.replicate_t`).
     """
-    theory, gp = _replicates(theory, "theory"), _replicates(gp, "gp")
-    if theory.shape != gp.shape:
-        raise ValueError(f"theory and gp must have one shape, got {theory.shape} and {gp.shape}")
+    theory, gp = _replicates(theory=theory, gp=gp)
     return replicate_t(
         claim,
         f"with P = {size} examples the finite-width theory is more accurate than the GP limit",
@@ -263,16 +269,10 @@ def advantage_closes(claim: str, *, theory_small, gp_small, theory_large, gp_lar
 
     Test: one-sided t-test over the training sets of mean ``|A_N - A_GP|(P_small) - |A_N - A_GP|(P_large) > 0``.
     """
-    arrays = [
-        _replicates(a, n)
-        for a, n in zip(
-            (theory_small, gp_small, theory_large, gp_large), ("theory_small", "gp_small", "theory_large", "gp_large")
-        )
-    ]
-    if len({a.shape for a in arrays}) != 1:
-        raise ValueError(f"the four accuracies must have one shape, got {[a.shape for a in arrays]}")
+    ts, gs, tl, gl = _replicates(
+        theory_small=theory_small, gp_small=gp_small, theory_large=theory_large, gp_large=gp_large
+    )
     small, large = (int(s) for s in sizes)
-    ts, gs, tl, gl = arrays
     return replicate_t(
         claim,
         f"the difference between the finite-width theory and the GP limit shrinks from P = {small} to P = {large}",
@@ -293,11 +293,7 @@ def path_concentration(claim: str, *, share_small, share_large, sizes, path: str
 
     Test: one-sided t-test over the training sets of mean ``share(P_large) - share(P_small) > 0``.
     """
-    small_share, large_share = _replicates(share_small, "share_small"), _replicates(share_large, "share_large")
-    if small_share.shape != large_share.shape:
-        raise ValueError(
-            f"share_small and share_large must have one shape, got {small_share.shape}, {large_share.shape}"
-        )
+    small_share, large_share = _replicates(share_small=share_small, share_large=share_large)
     small, large = (int(s) for s in sizes)
     return replicate_t(
         claim,

@@ -30,6 +30,17 @@ def figure_and_axes(ax, figsize):
     return ax.figure, ax
 
 
+def finish_axes(ax, xlabel: str, ylabel: str, title: str, *, log_x: bool = False, **legend) -> None:
+    """Label the axes of a figure of this package, title it (font size 10), make ``x`` logarithmic if ``log_x``
+    and draw the legend with the options ``legend``."""
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(**legend)
+
+
 @palette_cycle
 def plot_accuracy(
     widths,
@@ -71,17 +82,7 @@ def plot_accuracy(
             linewidth=0,
             label="theory, spread over data sets",
         )
-    ax.plot(
-        widths,
-        100 * np.asarray(theory),
-        color=THEORY_COLOR,
-        marker="x",
-        linestyle=theory_style,
-        linewidth=1,
-        markersize=5,
-        label=theory_label,
-    )
-    for accuracy, label, color, linestyle in extra or []:
+    for accuracy, label, color, linestyle in [(theory, theory_label, THEORY_COLOR, theory_style), *(extra or [])]:
         ax.plot(
             widths,
             100 * np.asarray(accuracy),
@@ -103,11 +104,7 @@ def plot_accuracy(
         ax.errorbar(
             w, 100 * acc, yerr=100 * err, fmt="o", color="k", markersize=4, capsize=2, zorder=10, label=sampled_label
         )
-    ax.set_xscale("log")
-    ax.set_xlabel("N")
-    ax.set_ylabel("A (%)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=6.5, loc="upper right")
+    finish_axes(ax, "N", "A (%)", title, log_x=True, fontsize=6.5, loc="upper right")
     return fig
 
 
@@ -117,9 +114,7 @@ def label_ticks(ax, names, colors=None):
     ticks = range(len(names))
     ax.set_xticks(ticks, names)
     ax.set_yticks(ticks, names)
-    for tick, name in zip(ax.get_xticklabels(), names):
-        tick.set_color(colors.get(name, "k"))
-    for tick, name in zip(ax.get_yticklabels(), names):
+    for tick, name in [*zip(ax.get_xticklabels(), names), *zip(ax.get_yticklabels(), names)]:
         tick.set_color(colors.get(name, "k"))
 
 
@@ -161,10 +156,7 @@ def plot_pc_overlap(finite_width, gp, *, width=10, ax=None):
     k = np.arange(1, len(finite_width) + 1)
     ax.bar(k - 0.175, finite_width, width=0.35, color=FW_BAR_COLOR, label=f"N = {width}")
     ax.bar(k + 0.175, gp, width=0.35, color=GP_BAR_COLOR, label="GP limit")
-    ax.set_xlabel("PC rank")
-    ax.set_ylabel("Overlap")
-    ax.set_title("overlap of kernel PCs with task labels", fontsize=10)
-    ax.legend(fontsize=7)
+    finish_axes(ax, "PC rank", "Overlap", "overlap of kernel PCs with task labels", fontsize=7)
     return fig
 
 

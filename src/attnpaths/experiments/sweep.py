@@ -14,7 +14,7 @@ import math
 import numbers
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -44,6 +44,8 @@ class TheorySweep:
             ``<(f - y)^2>``.
         names: path names in figure order; plot_order: the flat path indices in figure order.
         gp: the GP limit at the same temperatures (a sweep with ``widths = [inf]``), or None.
+        variances: ``{split: [n_w, n_T, B]}`` the predictor's variance (eq-predictor) on each evaluation split,
+            from the same solutions as :attr:`means` (no ``[P, P]`` matrix is kept).
     """
 
     widths: np.ndarray
@@ -64,6 +66,7 @@ class TheorySweep:
     names: tuple
     plot_order: tuple
     gp: TheorySweep | None = None
+    variances: dict = field(default_factory=dict)
 
     def index(self, width) -> int:
         """Position of ``width`` in :attr:`widths` (``ValueError`` if it was not solved)."""
@@ -95,6 +98,15 @@ class TheorySweep:
     def U_at(self, width, temperature=None) -> np.ndarray:
         """``U_1`` in figure order at one solved width (and temperature; ``None`` for a sweep at one)."""
         return reorder(self.U[self.index(width), self.temperature_index(temperature)], self.plot_order)
+
+    def variance_at(self, width, temperature=None, split: str = "test") -> np.ndarray:
+        """``[B]`` the predictor's variance (eq-predictor) on the evaluation split ``split`` at one solved width
+        (and temperature; ``None`` for a sweep at one)."""
+        if split not in self.variances:
+            raise ValueError(
+                f"split must be one of the sweep's evaluation splits {sorted(self.variances)}, got {split!r}"
+            )
+        return self.variances[split][self.index(width), self.temperature_index(temperature)]
 
     def upper_U_at(self, width, temperature=None) -> tuple[np.ndarray, ...]:
         """``(U_2, ..., U_L)`` in path order (``h_l`` slowest) at one solved width (and temperature): the order
@@ -150,8 +162,8 @@ def sweep_width(
     Returns:
         a dict with ``"U": [n_T, n, n]``, ``"U_layers": [[n_T, n_l, n_l] per layer]``, the ``[n_T]`` arrays
         ``"U_a"``, ``"action"``, ``"gradient_norm"``, ``"hessian_min_eigenvalue"``, ``"converged"``,
-        ``"iterations"``, ``"warm_started"``, ``"solve_seconds"``, and ``"means": {split: [n_T, B]}``.
-    """
+        ``"iterations"``, ``"warm_started"``, ``"solve_seconds"``, and ``"means"``, ``"variances"``:
+        ``{split: [n_T, B]}`` the predictor's mean and variance (:meth:`attnpaths.theory.TheorySolution.predict`)."""
     points = [None] * len(temperatures)
     previous = None
     for j in reversed(range(len(temperatures))):
@@ -165,36 +177,19 @@ def sweep_width(
             sol = _solve(data, width, temperatures[j], None, max_iterations, strict=not keep_uncertified)
         seconds = time.perf_counter() - start
         previous = [torch.as_tensor(u) for u in sol.U_layers] if sol.converged else None
-        points[j] = {
-            "U": sol.U,
-            "U_layers": sol.U_layers,
-            "U_a": sol.U_a,
-            "action": sol.action,
-            "gradient_norm": sol.gradient_norm,
-            "hessian_min_eigenvalue": sol.hessian_min_eigenvalue,
-            "converged": sol.converged,
-            "iterations": sol.iterations,
-            "warm_started": initial is not None,
-            "solve_seconds": seconds,
-            "means": {s: sol.predict(features)[0] for s, (features, _) in data.evaluation.items()},
-        }
+        points[j] = {key: getattr(sol, key) for key in ("U", "U_layers", *_SCALARS[:-2])}
+        points[j].update(warm_started=initial is not None, solve_seconds=seconds)
+        points[j]["predicted"] = {s: sol.predict(features) for s, (features, _) in data.evaluation.items()}
     row = {key: np.array([p[key] for p in points]) for key in _SCALARS}
     row["U"] = np.stack([p["U"] for p in points])
     row["U_layers"] = [np.stack([p["U_layers"][l] for p in points]) for l in range(len(points[0]["U_layers"]))]
-    row["means"] = {s: np.stack([p["means"][s] for p in points]) for s in data.evaluation}
+    for i, key in enumerate(("means", "variances")):
+        row[key] = {s: np.stack([p["predicted"][s][i] for p in points]) for s in data.evaluation}
     return row
 
 
-_SCALARS = (
-    "U_a",
-    "action",
-    "gradient_norm",
-    "hessian_min_eigenvalue",
-    "converged",
-    "iterations",
-    "warm_started",
-    "solve_seconds",
-)
+_SCALARS = ("U_a", "action", "gradient_norm", "hessian_min_eigenvalue", "converged", "iterations")
+_SCALARS += ("warm_started", "solve_seconds")  # the sweep's own, not the solution's
 
 
 def theory_sweep(
@@ -256,7 +251,9 @@ def theory_sweep(
             sweep_width(width=width, **shared)
             for width in tqdm(widths, desc=description, disable=not progress, leave=False)
         ]
-    means = {s: np.stack([r["means"][s] for r in rows]) for s in data.evaluation}
+    means, variances = (
+        {s: np.stack([r[key][s] for r in rows]) for s in data.evaluation} for key in ("means", "variances")
+    )
     labels = {s: y.numpy() for s, (_, y) in data.evaluation.items()}
     accuracy = {s: np.array([[classification_accuracy(m, labels[s]) for m in row] for row in means[s]]) for s in means}
     mse = {s: np.mean((means[s] - labels[s]) ** 2, axis=-1) for s in means}
@@ -283,6 +280,7 @@ def theory_sweep(
         names=data.network.plot_names,
         plot_order=data.network.plot_order,
         gp=gp,
+        variances=variances,
         **stacked,
     )
 

@@ -198,54 +198,43 @@ def compare_with_authors(
         raise ValueError(
             f"head_scores must have shape [{len(four_path.widths)}, 2, 2] (the widths of four_path), got {scores.shape}"
         )
+    rows = [row for key in _NETWORKS for row in _curve_rows(key, reference[key], curves[key], gp_accuracy)]
+    return rows + _four_path_rows(reference["four_path"], four_path, {"N=10": fw_overlaps, "GP": gp_overlaps}, scores)
 
-    rows: list[AuthorsCodeRow] = []
 
-    def add(network, quantity, width, authors, package, precision):
-        authors, package = float(authors), float(package)
-        rows.append(
-            AuthorsCodeRow(
-                network,
-                quantity,
-                None if width is None else int(width),
-                authors,
-                package,
-                float(precision),
-                bool(abs(authors - package) <= precision),
-            )
-        )
+def _row(network, quantity, width, authors, package, precision) -> AuthorsCodeRow:
+    authors, package = float(authors), float(package)
+    width = None if width is None else int(width)
+    return AuthorsCodeRow(
+        network, quantity, width, authors, package, float(precision), bool(abs(authors - package) <= precision)
+    )
 
+
+def _curve_rows(key: str, ref: dict, curve: TheorySweep, gp_accuracy: dict) -> list[AuthorsCodeRow]:
+    """The rows of one network's theory curve: accuracy, ``U`` and ``U_a`` per width, then its GP lines."""
+    names, rows = _NETWORKS[key], []
     u_precision = VALUE_HALF_UNIT + ADAM_ENDPOINT_DISTANCE
-    for key, names in _NETWORKS.items():
-        ref, curve = reference[key], curves[key]
-        for k, width in enumerate(ref["widths"]):
-            i = curve.index(width)
-            add(
-                key,
-                "accuracy (%)",
-                width,
-                ref["theory_accuracy_percent"][k],
-                100 * curve.accuracy["test"][i, 0],
-                ACCURACY_HALF_UNIT,
-            )
-            U = curve.U_at(width)
-            for entry, values in ref["U"].items():
-                a, b = _entry(entry, names)
-                add(key, f"U_{entry}", width, values[k], U[a, b], u_precision)
-            add(key, "U_a", width, ref["U_a"][k], curve.U_a[i, 0], u_precision)
-        for line, label in _GP_KEYS.items():
-            if label in ref["gp_accuracy_percent"]:
-                package = gp_accuracy[line] if key == "four_path" else curve.gp.accuracy["test"][0, 0]
-                add(
-                    key,
-                    f"GP accuracy (%), {label}",
-                    None,
-                    ref["gp_accuracy_percent"][label],
-                    100 * package,
-                    ACCURACY_HALF_UNIT,
-                )
+    for k, width in enumerate(ref["widths"]):
+        i = curve.index(width)
+        accuracy = 100 * curve.accuracy["test"][i, 0]
+        rows.append(_row(key, "accuracy (%)", width, ref["theory_accuracy_percent"][k], accuracy, ACCURACY_HALF_UNIT))
+        U = curve.U_at(width)
+        for entry, values in ref["U"].items():
+            a, b = _entry(entry, names)
+            rows.append(_row(key, f"U_{entry}", width, values[k], U[a, b], u_precision))
+        rows.append(_row(key, "U_a", width, ref["U_a"][k], curve.U_a[i, 0], u_precision))
+    for line, label in _GP_KEYS.items():
+        if label in ref["gp_accuracy_percent"]:
+            package = gp_accuracy[line] if key == "four_path" else curve.gp.accuracy["test"][0, 0]
+            authors = ref["gp_accuracy_percent"][label]
+            rows.append(_row(key, f"GP accuracy (%), {label}", None, authors, 100 * package, ACCURACY_HALF_UNIT))
+    return rows
 
-    key, ref = "four_path", reference["four_path"]
+
+def _four_path_rows(ref: dict, four_path: TheorySweep, overlaps: dict, scores) -> list[AuthorsCodeRow]:
+    """The 4-path network's further rows: the layer-2 ``U``, ``S / N``, the PC overlaps and the head scores."""
+    key, rows = "four_path", []
+    u_precision = VALUE_HALF_UNIT + ADAM_ENDPOINT_DISTANCE
     heads = ref["U_layer2"]["head_order"].split("[")[1].rstrip("]").split(", ")
     for width, matrix in ref["U_layer2"].items():
         if width == "head_order":
@@ -253,34 +242,32 @@ def compare_with_authors(
         U2 = four_path.U_layers[1][four_path.index(int(width)), 0]
         for a in range(2):
             for b in range(a, 2):
-                add(key, f"U_layer2[{heads[a]}, {heads[b]}]", int(width), matrix[a][b], U2[a, b], u_precision)
+                rows.append(
+                    _row(key, f"U_layer2[{heads[a]}, {heads[b]}]", int(width), matrix[a][b], U2[a, b], u_precision)
+                )
     actions = ref["action_over_width_at_minimum"]
     action_precision = _printed_half_unit(actions.values()) + adam_action_excess(
         sum(U[0, 0].size for U in four_path.U_layers)
     )
     for width, value in actions.items():
         N = int(width)
-        add(key, "S/N", N, value, four_path.action[four_path.index(N), 0] / N, action_precision)
-    for label, package in (("N=10", fw_overlaps), ("GP", gp_overlaps)):
+        rows.append(_row(key, "S/N", N, value, four_path.action[four_path.index(N), 0] / N, action_precision))
+    for label, package in overlaps.items():
         authors = ref["kernel_pc_label_overlap_first10"][label]
         if package.shape[0] < len(authors):
             raise ValueError(f"overlaps must hold at least {len(authors)} PCs, got {package.shape[0]}")
-        for j, value in enumerate(authors):
-            add(
-                key,
-                f"PC {j + 1} overlap, {label}",
-                PC_WIDTH if label == "N=10" else None,
-                value,
-                package[j],
-                VALUE_HALF_UNIT,
-            )
+        width = PC_WIDTH if label == "N=10" else None
+        rows += [
+            _row(key, f"PC {j + 1} overlap, {label}", width, v, package[j], VALUE_HALF_UNIT)
+            for j, v in enumerate(authors)
+        ]
     order = ref["head_scores"]["order"]
     for width, values in ref["head_scores"].items():
         if width == "order":
             continue
         flat = scores[four_path.index(int(width))].reshape(-1)
         for name, value, package in zip(order, values, flat):
-            add(key, f"head score, {name}", int(width), value, package, VALUE_HALF_UNIT)
+            rows.append(_row(key, f"head score, {name}", int(width), value, package, VALUE_HALF_UNIT))
     return rows
 
 

@@ -188,6 +188,7 @@ class Band:
 
     @property
     def num_sets(self) -> int:
+        """The number of data sets, ``n_sets``."""
         return self.accuracy.shape[0]
 
     def summary(self) -> dict:
@@ -365,6 +366,7 @@ def network_record(curve: TheorySweep, band: Band, samples: dict, exact: dict) -
             (:func:`~attnpaths.experiments.sampling.sample_widths`).
 
     Returns:
+        The network's record,
         ``{"theory_accuracy": {"N", "accuracy"}, "sampled_accuracy": {"N", "accuracy", "mc_sd"}, "U": {N: [n, n]},
         "U_sampled": {N: [n, n]}, "U_order": path names, "sampler": {N: diagnostics}, "U_exact": {N: ...},
         "band": Band.summary()}``, every ``U`` in figure order (``U_order``).

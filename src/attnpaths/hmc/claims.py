@@ -43,25 +43,10 @@ def gp_ordering(claim: str, *, gp_accuracy: dict, level: float = 0.01) -> Verdic
         raise ValueError(
             f"gp_accuracy values must be [n_sets] arrays of one shape, got {a.shape}, {g.shape}, {gd.shape}"
         )
+    tests = (("adversarial paths hurt", "GP(g) - GP(all)", g - a), ("denoising path helps", "GP(g+d) - GP(g)", gd - g))
     parts = [
-        replicate_t(
-            claim,
-            "adversarial paths hurt",
-            source=SOURCE_GP_ORDER,
-            statistic="GP(g) - GP(all)",
-            differences=g - a,
-            level=level,
-            num_tests=2,
-        ),
-        replicate_t(
-            claim,
-            "denoising path helps",
-            source=SOURCE_GP_ORDER,
-            statistic="GP(g+d) - GP(g)",
-            differences=gd - g,
-            level=level,
-            num_tests=2,
-        ),
+        replicate_t(claim, what, source=SOURCE_GP_ORDER, statistic=stat, differences=d, level=level, num_tests=2)
+        for what, stat, d in tests
     ]
     return all_of(
         claim,
@@ -183,33 +168,34 @@ def interplay_gains(
         )
     n = int(width)
 
-    def name(base):
-        return f"{base} ({case})" if case else base
+    def gain(base, kind, what, statistic, differences, measured):
+        return replicate_t(
+            f"{base} ({case})" if case else base,
+            f"the {kind} weights of U add accuracy: at N = {n}, {what}{where}",
+            source=SOURCE_MECHANISM,
+            statistic=f"{statistic} at N = {n}",
+            differences=differences,
+            level=level,
+            measured=f"{measured} (difference {100 * differences.mean():+.2f} points){where}.",
+        )
 
-    cross = replicate_t(
-        name(claim),
-        f"the cross-path weights of U add accuracy: at N = {n}, U beats U with its cross-path entries set to "
-        f"zero{where}",
-        source=SOURCE_MECHANISM,
-        statistic=f"accuracy(U) - accuracy(diag U) at N = {n}",
-        differences=full - diagonal,
-        level=level,
-        measured=(
-            f"mean accuracy over {full.size} data sets at N = {n}: {full.mean():.4f} with U, {diagonal.mean():.4f} "
-            f"with its diagonal only (difference {100 * (full - diagonal).mean():+.2f} points){where}."
-        ),
+    cross = gain(
+        claim,
+        "cross-path",
+        "U beats U with its cross-path entries set to zero",
+        "accuracy(U) - accuracy(diag U)",
+        full - diagonal,
+        f"mean accuracy over {full.size} data sets at N = {n}: {full.mean():.4f} with U, {diagonal.mean():.4f} "
+        "with its diagonal only",
     )
-    same = replicate_t(
-        name(f"{claim}w"),
-        f"the same-path weights of U add accuracy: at N = {n}, U's diagonal alone beats the GP limit{where}",
-        source=SOURCE_MECHANISM,
-        statistic=f"accuracy(diag U) - accuracy(GP) at N = {n}",
-        differences=diagonal - gp,
-        level=level,
-        measured=(
-            f"mean accuracy over {full.size} data sets: {diagonal.mean():.4f} with U's diagonal at N = {n}, "
-            f"{gp.mean():.4f} in the GP limit (difference {100 * (diagonal - gp).mean():+.2f} points){where}."
-        ),
+    same = gain(
+        f"{claim}w",
+        "same-path",
+        "U's diagonal alone beats the GP limit",
+        "accuracy(diag U) - accuracy(GP)",
+        diagonal - gp,
+        f"mean accuracy over {full.size} data sets: {diagonal.mean():.4f} with U's diagonal at N = {n}, "
+        f"{gp.mean():.4f} in the GP limit",
     )
     return cross, same
 
@@ -267,115 +253,95 @@ def figure_verdicts(
             (:func:`~attnpaths.experiments.finite_width.saddle_point_agreement`).
 
     Returns:
-        20 verdicts: ``1 (<four>)``, ``1 (<two>)``, ``1 (authors' data, <four>)``, ``1 (authors' data, <two>)``,
+        The 20 verdicts ``1 (<four>)``, ``1 (<two>)``, ``1 (authors' data, <four>)``, ``1 (authors' data, <two>)``,
         ``2 (...)``, ``2w (...)`` and ``2b (...)`` for both, ``3 (...)`` for both, ``4``, ``5``, ``6 (...)`` for
         both, ``I (...)`` and ``Iw (...)`` for both.
     """
     runs = (four, two)
     _check_runs(runs)
-    extent = {run.label: (int(run.curve.widths[0]), int(run.curve.widths[-1])) for run in runs}
+    margins = dict(margin_accuracy=margin_accuracy, margin_U=margin_U, margin_weight=margin_weight, margin_fw=margin_fw)
+    finite = [_finite_width_claims(run, level=level, **margins) for run in runs]
+    interplay = [_interplay_claims(run, level) for run in runs]
+    alignment = fw.kernel_alignment(
+        "4",
+        fraction_fw=four.band.label_fraction["finite_width"],
+        fraction_gp=four.band.label_fraction["gp"],
+        k=alignment_pcs,
+        width=pc_width,
+        level=level,
+    )
+    return [
+        *(claims[k] for k in range(6) for claims in finite),
+        alignment,
+        gp_ordering("5", gp_accuracy=four.band.gp, level=level),
+        *(claims[0] for claims in interplay),
+        *(v for claims in interplay for v in claims[1:]),
+    ]
 
-    def where(run, prefix=""):
-        return f", {prefix}{run.label}"
 
-    def advantage(run):
-        n_min, n_max = extent[run.label]
-        return fw.finite_width_advantage_over_data_sets(
+def _finite_width_claims(run, *, level, margin_accuracy, margin_U, margin_weight, margin_fw) -> list[Verdict]:
+    """Claims 1 (over data sets), 1 (authors' data), 2, 2w, 2b and 3 of one network."""
+    band, where = run.band, f", {run.label}"
+    widths = (int(run.curve.widths[0]), int(run.curve.widths[-1]))
+    return [
+        fw.finite_width_advantage_over_data_sets(
             f"1 ({run.label})",
-            accuracy_small=run.band.accuracy[:, 0],
-            accuracy_large=run.band.accuracy[:, -1],
-            gp_accuracy=run.band.gp["all"],
-            widths=(n_min, n_max),
+            accuracy_small=band.accuracy[:, 0],
+            accuracy_large=band.accuracy[:, -1],
+            gp_accuracy=band.gp["all"],
+            widths=widths,
             level=level,
-            where=where(run),
-        )
-
-    def authors_data_advantage(run):
-        return fw.finite_width_advantage(
+            where=where,
+        ),
+        fw.finite_width_advantage(
             f"1 (authors' data, {run.label})",
             **_authors_data_predictions(run),
-            width=extent[run.label][0],
+            width=widths[0],
             level=level,
-            where=where(run, "authors' data set, "),
-        )
-
-    def samples_agree(run):
-        return fw.sample_agreement(
+            where=f", authors' data set, {run.label}",
+        ),
+        fw.sample_agreement(
             f"2 ({run.label})",
             **_sample_agreement_arguments(run, margin_accuracy, margin_U, level),
             reference="the exact finite-width mean of U and the theory's accuracy",
-            where=where(run),
-        )
-
-    def weight_agrees(run):
-        return fw.entropy_weight_agreement(
-            f"2w ({run.label})",
-            points=run.samples,
-            exact=run.exact,
-            margin=margin_weight,
-            level=level,
-            where=where(run),
-        )
-
-    def saddle_agrees(run):
-        return fw.saddle_point_agreement(
-            f"2b ({run.label})", **_saddle_arguments(run, margin_fw, level), where=where(run)
-        )
-
-    def approach(run):
-        return fw.gp_limit_approach(
-            f"3 ({run.label})",
-            U_small=run.band.U[:, 0],
-            U_large=run.band.U[:, -1],
-            widths=extent[run.label],
-            level=level,
-            where=where(run),
-        )
-
-    def interplay(run):
-        return path_interplay(
-            f"6 ({run.label})",
-            U_small=run.band.U[:, 0],
-            U_large=run.band.U[:, -1],
-            names=run.band.names,
-            widths=extent[run.label],
-            level=level,
-            where=where(run),
-        )
-
-    def mechanism(run):
-        if run.band.diagonal_accuracy is None:
-            raise ValueError(f"the band of {run.label} must hold diagonal_accuracy (data_set_band computes it)")
-        return interplay_gains(
-            "I",
-            case=run.label,
-            accuracy=run.band.accuracy[:, 0],
-            diagonal_accuracy=run.band.diagonal_accuracy[:, 0],
-            gp_accuracy=run.band.gp["all"],
-            width=extent[run.label][0],
-            level=level,
-            where=where(run),
-        )
-
-    return [
-        *(advantage(run) for run in runs),
-        *(authors_data_advantage(run) for run in runs),
-        *(samples_agree(run) for run in runs),
-        *(weight_agrees(run) for run in runs),
-        *(saddle_agrees(run) for run in runs),
-        *(approach(run) for run in runs),
-        fw.kernel_alignment(
-            "4",
-            fraction_fw=four.band.label_fraction["finite_width"],
-            fraction_gp=four.band.label_fraction["gp"],
-            k=alignment_pcs,
-            width=pc_width,
-            level=level,
+            where=where,
         ),
-        gp_ordering("5", gp_accuracy=four.band.gp, level=level),
-        *(interplay(run) for run in runs),
-        *(v for run in runs for v in mechanism(run)),
+        fw.entropy_weight_agreement(
+            f"2w ({run.label})", points=run.samples, exact=run.exact, margin=margin_weight, level=level, where=where
+        ),
+        fw.saddle_point_agreement(f"2b ({run.label})", **_saddle_arguments(run, margin_fw, level), where=where),
+        fw.gp_limit_approach(
+            f"3 ({run.label})", U_small=band.U[:, 0], U_large=band.U[:, -1], widths=widths, level=level, where=where
+        ),
     ]
+
+
+def _interplay_claims(run, level) -> tuple[Verdict, Verdict, Verdict]:
+    """Claims 6, I and Iw of one network."""
+    band, where = run.band, f", {run.label}"
+    widths = (int(run.curve.widths[0]), int(run.curve.widths[-1]))
+    if band.diagonal_accuracy is None:
+        raise ValueError(f"the band of {run.label} must hold diagonal_accuracy (data_set_band computes it)")
+    interplay = path_interplay(
+        f"6 ({run.label})",
+        U_small=band.U[:, 0],
+        U_large=band.U[:, -1],
+        names=band.names,
+        widths=widths,
+        level=level,
+        where=where,
+    )
+    gains = interplay_gains(
+        "I",
+        case=run.label,
+        accuracy=band.accuracy[:, 0],
+        diagonal_accuracy=band.diagonal_accuracy[:, 0],
+        gp_accuracy=band.gp["all"],
+        width=widths[0],
+        level=level,
+        where=where,
+    )
+    return interplay, *gains
 
 
 def _check_runs(runs):

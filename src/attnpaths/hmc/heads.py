@@ -99,7 +99,7 @@ def hmc_head(
     """One HMC attention head ``W`` (sec-model-hmc-heads), key on the left, query on the right.
 
     Args:
-        version: one of :data:`HEAD_VERSIONS`.
+        version: one of :data:`~attnpaths.hmc.heads.HEAD_VERSIONS`.
         task: the :class:`~attnpaths.hmc.data.HMCTask` (or an :class:`~attnpaths.hmc.data.HMCDataset`),
             which fixes ``N_f``, ``T_seq``, ``v_+`` and ``v_-``.
         beta: inverse softmax temperature multiplying the whole matrix (paper: 10).

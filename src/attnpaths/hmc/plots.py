@@ -16,7 +16,7 @@ import torch
 
 from .._optional import require
 from ..experiments import plots as layer_plots
-from ..experiments.plots import figure_and_axes
+from ..experiments.plots import figure_and_axes, finish_axes
 from ..paths import all_paths
 from ..plot_style import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY_BLUE, VERMILLION, palette_cycle
 from .data import HMCDataset
@@ -65,24 +65,9 @@ def plot_task(data: HMCDataset, examples=None):
     ax.axhline(task.feature_width - 0.5, color="k", linewidth=0.8)
     ax.set_xlabel("token (0 = BOS)")
     ax.set_ylabel("input row")
-    ax.text(
-        task.num_tokens - 1,
-        task.feature_width * 0.5,
-        "features",
-        ha="right",
-        va="center",
-        fontsize=7,
-        bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0},
-    )
-    ax.text(
-        task.num_tokens - 1,
-        task.feature_width + task.num_tokens / 2,
-        "position",
-        ha="right",
-        va="center",
-        fontsize=7,
-        bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0},
-    )
+    for y, text in ((task.feature_width * 0.5, "features"), (task.feature_width + task.num_tokens / 2, "position")):
+        white = {"facecolor": "white", "alpha": 0.7, "linewidth": 0}
+        ax.text(task.num_tokens - 1, y, text, ha="right", va="center", fontsize=7, bbox=white)
     ax.set_title(f"visible tokens of example {examples[0]} (y = {int(data.y[examples[0]]):+d})", fontsize=9)
 
     ax = axes[2]
@@ -96,8 +81,8 @@ def plot_task(data: HMCDataset, examples=None):
     ax.plot(t, along_a, "s-", markersize=3, color=ORANGE, label=r"$e_A \cdot x_t$ (noise $\sigma_A$)")
     ax.plot(t, perp, "^-", markersize=3, color=GREY, label=r"$|\eta_\perp| / \sqrt{N_f - 2}$ (noise $\sigma_\perp$)")
     scale = float(torch.dot(task.e_B, task.v_plus))
-    ax.axhline(scale, color=BLUE, linewidth=0.6, linestyle=":")
-    ax.axhline(-scale, color=BLUE, linewidth=0.6, linestyle=":")
+    for sign in (1, -1):
+        ax.axhline(sign * scale, color=BLUE, linewidth=0.6, linestyle=":")
     ax.set_xlabel("token t")
     ax.set_title("the three noise directions", fontsize=9)
     ax.legend(fontsize=6.5, loc="lower left", framealpha=0.85)
@@ -116,6 +101,22 @@ HEAD_NAMES = {
 }
 
 
+def draw_head(ax, x: float, y: float, text: str, *, size: tuple[float, float]):
+    """One head of a network diagram on ``ax``: a rounded box of ``size`` (width, height, data units) centred at
+    ``(x, y)``, with ``text`` in it."""
+    box = FancyBboxPatch(
+        (x - size[0] / 2, y - size[1] / 2),
+        *size,
+        boxstyle="round,pad=0.02",
+        facecolor="whitesmoke",
+        edgecolor="k",
+        linewidth=0.8,
+        zorder=3,
+    )
+    ax.add_patch(box)
+    ax.text(x, y, text, ha="center", va="center", fontsize=6.5, zorder=4)
+
+
 @palette_cycle
 def plot_network(network: HMCNetwork, x_example):
     """Fig. 2b drawn by code: the heads of each layer, the paths through them (coloured as in every figure)
@@ -124,15 +125,19 @@ def plot_network(network: HMCNetwork, x_example):
     Args:
         network: the HMC network; ``x_example``: ``[N0, T]`` one input sequence.
     """
-    versions = network.head_versions
-    L = len(versions)
     fig = plt.figure(figsize=(10.5, 3.4), layout="constrained")
     sub = fig.subfigures(1, 2, width_ratios=(1.25, 1.0))
-    ax = sub[0].subplots()
+    _draw_paths(sub[0].subplots(), network)
+    _draw_attention(sub[1], network, x_example)
+    return fig
+
+
+def _draw_paths(ax, network: HMCNetwork) -> None:
+    versions = network.head_versions
+    L, height = len(versions), max(len(v) for v in versions)
     ax.set_xlim(-0.6, L + 1.6)
-    ax.set_ylim(-0.45, max(len(v) for v in versions) + 0.05)
+    ax.set_ylim(-0.45, height + 0.05)
     ax.axis("off")
-    height = max(len(v) for v in versions)
 
     def ypos(layer, head):
         n = len(versions[layer])
@@ -140,28 +145,8 @@ def plot_network(network: HMCNetwork, x_example):
 
     for layer, heads in enumerate(versions):
         for head, version in enumerate(heads):
-            y = ypos(layer, head)
-            ax.add_patch(
-                FancyBboxPatch(
-                    (layer + 1 - 0.32, y - 0.22),
-                    0.64,
-                    0.44,
-                    boxstyle="round,pad=0.02",
-                    facecolor="whitesmoke",
-                    edgecolor="k",
-                    linewidth=0.8,
-                    zorder=3,
-                )
-            )
-            ax.text(
-                layer + 1,
-                y,
-                f"layer {layer + 1}, head {head + 1}\n{HEAD_NAMES.get(version, version)}",
-                ha="center",
-                va="center",
-                fontsize=6.5,
-                zorder=4,
-            )
+            text = f"layer {layer + 1}, head {head + 1}\n{HEAD_NAMES.get(version, version)}"
+            draw_head(ax, layer + 1, ypos(layer, head), text, size=(0.64, 0.44))
     ax.text(0, height / 2, "input x\n(tokens)", ha="center", va="center", fontsize=8)
     ax.text(L + 1.15, height / 2, "last-token\nreadout a\n-> f(x)", ha="center", va="center", fontsize=8)
     paths = all_paths(network.heads)
@@ -170,32 +155,24 @@ def plot_network(network: HMCNetwork, x_example):
         xs = [0.25] + [layer + 1 for layer in range(L)] + [L + 0.75]
         ys = [height / 2 + spread[k]] + [ypos(layer, h) + spread[k] for layer, h in enumerate(path)]
         ys.append(height / 2 + spread[k])
-        ax.plot(
-            xs,
-            ys,
-            color=PATH_COLORS[name],
-            linewidth=2,
-            zorder=2,
-            label=f"{name}: {PATH_LABELS[name]} (heads {', '.join(str(h + 1) for h in path)})",
-        )
+        label = f"{name}: {PATH_LABELS[name]} (heads {', '.join(str(h + 1) for h in path)})"
+        ax.plot(xs, ys, color=PATH_COLORS[name], linewidth=2, zorder=2, label=label)
     ax.legend(fontsize=6.5, loc="lower center", bbox_to_anchor=(0.5, -0.12), ncols=2, frameon=False)
     ax.set_title(f"{network.label}: {len(paths)} attention paths", fontsize=9)
 
+
+def _draw_attention(sub, network: HMCNetwork, x_example) -> None:
     matrices = [layer.matrices(torch.as_tensor(x_example)[None])[0] for layer in network.attention.layers]
-    nmax = max(network.heads)
-    axes = sub[1].subplots(L, nmax, squeeze=False)
+    L, nmax = len(matrices), max(network.heads)
+    axes = sub.subplots(L, nmax, squeeze=False)
     for layer in range(L):
         for head in range(nmax):
             a = axes[layer, head]
             if head >= network.heads[layer]:
                 a.axis("off")
                 continue
-            image = a.imshow(
-                matrices[layer][head].numpy(),
-                cmap="Greys",
-                norm=PowerNorm(0.4, vmin=0, vmax=1),
-                interpolation="nearest",
-            )
+            norm = PowerNorm(0.4, vmin=0, vmax=1)
+            image = a.imshow(matrices[layer][head].numpy(), cmap="Greys", norm=norm, interpolation="nearest")
             a.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=7)
             a.set_xticks([])
             a.set_yticks([])
@@ -203,13 +180,12 @@ def plot_network(network: HMCNetwork, x_example):
                 a.set_ylabel("key s", fontsize=7)
             if layer == L - 1:
                 a.set_xlabel("query t", fontsize=7)
-    sub[1].colorbar(image, ax=axes, shrink=0.8, ticks=[0, 0.03, 0.2, 0.5, 1])
-    sub[1].suptitle(
+    sub.colorbar(image, ax=axes, shrink=0.8, ticks=[0, 0.03, 0.2, 0.5, 1])
+    sub.suptitle(
         r"attention $\Omega_{st}$ on one sequence (colour $\propto \Omega^{0.4}$;"
         "\nlayer 2: only the last query column is read out)",
         fontsize=8,
     )
-    return fig
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -285,7 +261,7 @@ def plot_ablations(panels):
 @palette_cycle
 def plot_order_parameters(matrices, titles, names, *, limits=None, annotate: bool = True):
     """One ``U`` heat map per matrix (:func:`attnpaths.experiments.plots.plot_order_parameters`), tick labels
-    coloured by path (:data:`~attnpaths.hmc.networks.PATH_COLORS`)."""
+    coloured by path (``attnpaths.hmc.networks.PATH_COLORS``)."""
     return layer_plots.plot_order_parameters(
         matrices, titles, names, limits=limits, annotate=annotate, colors=PATH_COLORS
     )
@@ -340,11 +316,7 @@ def plot_head_scores(widths, scores, labels, *, ax=None):
     valid = ~np.isnan(flat).any(axis=0)
     for column, label in zip(np.flatnonzero(valid), labels):
         ax.plot(widths, flat[:, column], marker="o", markersize=3, label=f"head {label}")
-    ax.set_xscale("log")
-    ax.set_xlabel("N")
-    ax.set_ylabel("head score (max = 1)")
-    ax.set_title("head scores vs N", fontsize=10)
-    ax.legend(fontsize=7)
+    finish_axes(ax, "N", "head score (max = 1)", "head scores vs N", log_x=True, fontsize=7)
     return fig
 
 
@@ -391,11 +363,15 @@ def plot_finite_width_shift(widths, relative_shift, names, *, errors=None, exact
                 label="scale $\\pm(n+1)$" if sign > 0 else None,
             )
     ax.axhline(0, color="gray", linewidth=0.6)
-    ax.set_xscale("log")
-    ax.set_xlabel("N")
-    ax.set_ylabel("N (sampled - theory) / theory")
-    ax.set_title("finite-width shift of the diagonal of U", fontsize=10)
-    ax.legend(fontsize=7, ncols=2)
+    finish_axes(
+        ax,
+        "N",
+        "N (sampled - theory) / theory",
+        "finite-width shift of the diagonal of U",
+        log_x=True,
+        fontsize=7,
+        ncols=2,
+    )
     return fig
 
 

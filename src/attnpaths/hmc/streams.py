@@ -30,16 +30,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .._validation import check_chunked_stream
 from ..attention import Attention
 from ..engine import task_seed
-from ..paths import FactoredPathFeatures, path_features
-from ..streaming import ChunkedStream
+from ..experiments.path_chunks import PathFeatureChunks
+from ..paths import FactoredPathFeatures
 from .data import HMCTask, sample_inputs
 
 
 @dataclass(frozen=True, eq=False)
-class HMCChunks(ChunkedStream):
+class HMCChunks(PathFeatureChunks):
     """The path features (eq-path-features) of ``num_examples`` HMC sequences, in chunks of ``chunk_size`` made
     one at a time: ``chunks(k)`` is ``(features [p_k, N0, n_paths], y [p_k])`` of chunk ``k`` (float64 tensors;
     ``p_k = chunk_size`` except for the last chunk, which holds the rest). A picklable callable: the ``make_chunk``
@@ -74,17 +73,7 @@ class HMCChunks(ChunkedStream):
     def __post_init__(self):
         if not isinstance(self.task, HMCTask):
             raise ValueError(f"task must be an HMCTask (attnpaths.hmc.data), got {type(self.task).__name__}")
-        if not isinstance(self.attention, Attention):
-            raise ValueError(
-                f"attention must be an Attention (attnpaths.attention), e.g. four_path_network(task)"
-                f".attention, got {type(self.attention).__name__}"
-            )
-        if self.attention.input_width != self.task.input_width:
-            raise ValueError(
-                f"attention must read inputs of the task's width N0 = {self.task.input_width}, got "
-                f"N0 = {self.attention.input_width}"
-            )
-        check_chunked_stream(self)
+        self._check_attention(self.task.input_width, "task's", "four_path_network(task).attention")
         if self.factored_features:
             object.__setattr__(self, "_features", FactoredPathFeatures(self.attention))
 
@@ -100,5 +89,4 @@ class HMCChunks(ChunkedStream):
         """
         # the inputs and labels of task.sample(p_k, generator(k)), the same bits, without the rest of the data set
         x, y = sample_inputs(self.task, self.chunk_examples(k), self.generator(k))
-        features = path_features(x, self.attention) if self._features is None else self._features(x)
-        return features, y
+        return self._path_features(x), y

@@ -40,6 +40,7 @@ class FontFace:
 
     @property
     def path(self) -> str:
+        """The font file's path in the installed matplotlib's data directory."""
         return os.path.join(require("matplotlib", "tasks").get_data_path(), "fonts", "ttf", self.filename)
 
 
@@ -139,6 +140,8 @@ class Character:
 
     @property
     def name(self) -> str:
+        """The alphabet, the code point and its Unicode name, e.g.
+        ``"Armenian: U+0531 ARMENIAN CAPITAL LETTER AYB"``."""
         return f"{self.alphabet}: U+{self.codepoint:04X} {unicodedata.name(chr(self.codepoint))}"
 
 

@@ -74,7 +74,8 @@ def read_omniglot(
         progress: show a progress bar.
 
     Returns:
-        an :class:`ImageDataset` with float32 images ``[C, instances_per_class, image_size, image_size]``.
+        an :class:`~attnpaths.oneshot.imagesets.ImageDataset` with float32 images
+        ``[C, instances_per_class, image_size, image_size]``.
     """
     folders = {key: os.path.join(root, sub) for key, sub in FOLDERS.items()}
     for key, path in folders.items():

@@ -184,6 +184,17 @@ def plot_head_scores_and_drops(labels, scores, drops, *, base_accuracy=None):
     return fig
 
 
+def _pruning_axes(fig, k, xlabel: str, title: str, legend_size: float):
+    """Labels the axes of accuracy against ``k`` pruned heads (``k``: ``[K + 1]``) and returns ``fig``."""
+    ax = fig.axes[0]
+    ax.set_xticks(k)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("A (%)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=legend_size, loc="lower left")
+    return fig
+
+
 @palette_cycle
 def plot_cumulative_pruning(score_curve, random_curves, *, score_labels=None):
     """Fig. 3f: accuracy after pruning ``k`` heads in ascending score order (blue) against random orders
@@ -223,12 +234,7 @@ def plot_cumulative_pruning(score_curve, random_curves, *, score_labels=None):
                 fontsize=6,
                 color=SCORE_COLOR,
             )
-    ax.set_xticks(k)
-    ax.set_xlabel("number of pruned heads")
-    ax.set_ylabel("A (%)")
-    ax.set_title("Accuracy of the GD model after pruning heads", fontsize=9)
-    ax.legend(fontsize=6.5, loc="lower left")
-    return fig
+    return _pruning_axes(fig, k, "number of pruned heads", "Accuracy of the GD model after pruning heads", 6.5)
 
 
 @palette_cycle
@@ -298,12 +304,8 @@ def plot_little_loss(
             capsize=3,
             label="unpruned, same fine-tuning (control)",
         )
-    ax.set_xticks(k)
-    ax.set_xlabel("number of pruned heads k")
-    ax.set_ylabel("A (%)")
-    ax.set_title("Little loss? Accuracy after pruning, with and without fine-tuning", fontsize=9)
-    ax.legend(fontsize=6, loc="lower left")
-    return fig
+    title = "Little loss? Accuracy after pruning, with and without fine-tuning"
+    return _pruning_axes(fig, k, "number of pruned heads k", title, 6)
 
 
 @palette_cycle

@@ -243,6 +243,19 @@ def episode_correct(evaluator: HeadMaskEvaluator, pruned=()) -> np.ndarray:
     return evaluator.correct(pruned)
 
 
+def _paired(correct, reference) -> tuple[np.ndarray, np.ndarray]:
+    """``correct`` as float64 ``[S, B]`` and ``reference`` as ``[B]``, ``B >= 2``."""
+    r = as_float64_array(reference, "reference", ndim=1)
+    c = as_float64_array(correct, "correct")
+    if c.ndim == 1:
+        c = c[None]
+    if c.ndim != 2 or c.shape[1] != r.size:
+        raise ValueError(f"correct must have shape [B] or [S, B] with B = {r.size}, got {tuple(c.shape)}")
+    if r.size < 2:
+        raise ValueError(f"reference must hold at least 2 episodes, got {r.size}")
+    return c, r
+
+
 def paired_difference(correct, reference) -> tuple[float, float]:
     """The accuracy difference of a model against a reference on the same episodes, and its standard error
     (sec-oneshot-little-loss).
@@ -260,14 +273,7 @@ def paired_difference(correct, reference) -> tuple[float, float]:
         Under the crossed random-effects model ``c_si - r_i = mu + e_i + s_s + (es)_si`` each term also holds the
         interaction's ``var((es)) / (B S)``, so the sum counts it twice: a conservative standard error.
     """
-    r = as_float64_array(reference, "reference", ndim=1)
-    c = as_float64_array(correct, "correct")
-    if c.ndim == 1:
-        c = c[None]
-    if c.ndim != 2 or c.shape[1] != r.size:
-        raise ValueError(f"correct must have shape [B] or [S, B] with B = {r.size}, got {tuple(c.shape)}")
-    if r.size < 2:
-        raise ValueError(f"reference must hold at least 2 episodes, got {r.size}")
+    c, r = _paired(correct, reference)
     per_episode = c.mean(axis=0) - r
     var = per_episode.var(ddof=1) / r.size
     if c.shape[0] > 1:
@@ -280,12 +286,7 @@ def paired_difference_df(correct, reference) -> float:
     model; for ``S`` seeds ``(v_e + v_s)^2 / (v_e^2 / (B - 1) + v_s^2 / (S - 1))`` with ``v_e`` and ``v_s`` the
     episodes' and the seeds' shares of the variance. With few seeds and a seeds' share that dominates, this is near
     ``S - 1``: the test must then use Student's t, not the normal law."""
-    r = as_float64_array(reference, "reference", ndim=1)
-    c = as_float64_array(correct, "correct")
-    if c.ndim == 1:
-        c = c[None]
-    if c.ndim != 2 or c.shape[1] != r.size or r.size < 2:
-        raise ValueError(f"correct must have shape [B] or [S, B] with B = {r.size} >= 2, got {tuple(c.shape)}")
+    c, r = _paired(correct, reference)
     B, S = r.size, c.shape[0]
     v_e = (c.mean(axis=0) - r).var(ddof=1) / B
     if S == 1:
@@ -454,16 +455,9 @@ class LittleLoss:
         return out
 
 
-def little_loss(evaluator: HeadMaskEvaluator, pruning: PruningResult, ks, fine_tuned: dict) -> LittleLoss:
-    """The numbers of :class:`LittleLoss` from the evaluator of the unpruned model's episodes, the pruning result of
-    the same evaluator (:func:`prune_heads`) and the fine-tuned models (:func:`fine_tune_pruned_sets`, keyed by
-    ``k``, with the score order's set at each ``k`` of ``ks`` and optionally ``k = 0``, the control).
-
-    Args:
-        ks: numbers of heads pruned, each in ``1..K`` (``K = sum_l (H_l - 1)``).
-    """
-    heads = pruning.heads
-    sets = pruning_sets(pruning.score_order, heads)
+def _checked_ks(pruning: PruningResult, ks, fine_tuned: dict) -> tuple[tuple[int, ...], list]:
+    """``ks`` as integers and the score order's pruned sets, each ``k`` checked against them and ``fine_tuned``."""
+    sets = pruning_sets(pruning.score_order, pruning.heads)
     ks = tuple(int(k) for k in ks)
     if not ks or any(not 1 <= k < len(sets) for k in ks):
         raise ValueError(f"ks must hold numbers of pruned heads in 1..{len(sets) - 1}, got {ks!r}")
@@ -475,73 +469,60 @@ def little_loss(evaluator: HeadMaskEvaluator, pruning: PruningResult, ks, fine_t
             raise ValueError(
                 f"fine_tuned[{k}] must prune the score order's heads {sets[k]}, got {fine_tuned[k]['pruned']}"
             )
-    pairs = all_heads(heads)
-    masks = subset_masks(heads)
-    allowed = allowed_subsets(heads)
-    sizes = masks.sum(axis=1)
-    weights = random_order_weights(heads)
-    base = episode_correct(evaluator)
-    B = base.size
+    return ks, sets
+
+
+def _little_loss_row(evaluator, pruning: PruningResult, score_set, k: int, base, tuned: dict) -> dict:
+    """The fields of :class:`LittleLoss` at one ``k``: the score order's set ``score_set`` against the unpruned
+    model (``base``: its correctness), the exact random-order expectation and the best set of ``k`` heads, and the
+    fine-tuned models ``tuned``."""
+    heads = pruning.heads
+    pairs, masks = all_heads(heads), subset_masks(heads)
 
     def members(m):
         return [pairs[i] for i in np.flatnonzero(masks[m])]
 
-    rows = {name: [] for name in ("acc", "diff", "se", "rand", "mr", "mr_se", "best", "best_set", "mb", "mb_se")}
-    rows.update(tuned=[], tdiff=[], tse=[], tdf=[])
-    for k in ks:
-        score = episode_correct(evaluator, sets[k])
-        diff, se = paired_difference(score, base)
-        random_correct = sum(w * episode_correct(evaluator, members(m)) for m, w in enumerate(weights[k]) if w > 0)
-        mr, mr_se = paired_difference(score, random_correct)
-        candidates = np.flatnonzero(allowed & (sizes == k))
-        best_m = candidates[np.argmax([pruning.curve_accuracy[m] for m in candidates])]
-        mb, mb_se = paired_difference(score, episode_correct(evaluator, members(best_m)))
-        tuned = fine_tuned[k]
-        td, tse = paired_difference(tuned["correct"], base)
-        rows["tdf"].append(paired_difference_df(tuned["correct"], base))
-        for name, value in zip(
-            rows,
-            (
-                score.mean(),
-                diff,
-                se,
-                random_correct.mean(),
-                mr,
-                mr_se,
-                pruning.curve_accuracy[best_m],
-                [pruning.label(lh) for lh in members(best_m)],
-                mb,
-                mb_se,
-                tuned["accuracy"],
-                td,
-                tse,
-            ),
-        ):
-            rows[name].append(value)
+    score = episode_correct(evaluator, score_set)
+    weights = random_order_weights(heads)[k]
+    random_correct = sum(w * episode_correct(evaluator, members(m)) for m, w in enumerate(weights) if w > 0)
+    candidates = np.flatnonzero(allowed_subsets(heads) & (masks.sum(axis=1) == k))
+    best_m = candidates[np.argmax([pruning.curve_accuracy[m] for m in candidates])]
+    row = {"pruned_accuracy": score.mean(), "random_accuracy": random_correct.mean()}
+    row["pruned_difference"], row["pruned_se"] = paired_difference(score, base)
+    row["minus_random"], row["minus_random_se"] = paired_difference(score, random_correct)
+    row["best_accuracy"] = pruning.curve_accuracy[best_m]
+    row["best_sets"] = [pruning.label(lh) for lh in members(best_m)]
+    row["minus_best"], row["minus_best_se"] = paired_difference(score, episode_correct(evaluator, members(best_m)))
+    row["tuned_accuracy"] = tuned["accuracy"]
+    row["tuned_difference"], row["tuned_se"] = paired_difference(tuned["correct"], base)
+    row["tuned_df"] = paired_difference_df(tuned["correct"], base)
+    return row
+
+
+def little_loss(evaluator: HeadMaskEvaluator, pruning: PruningResult, ks, fine_tuned: dict) -> LittleLoss:
+    """The numbers of :class:`LittleLoss` from the evaluator of the unpruned model's episodes, the pruning result of
+    the same evaluator (:func:`prune_heads`) and the fine-tuned models (:func:`fine_tune_pruned_sets`, keyed by
+    ``k``, with the score order's set at each ``k`` of ``ks`` and optionally ``k = 0``, the control).
+
+    Args:
+        ks: numbers of heads pruned, each in ``1..K`` (``K = sum_l (H_l - 1)``).
+    """
+    ks, sets = _checked_ks(pruning, ks, fine_tuned)
+    base = episode_correct(evaluator)
+    B = base.size
+    rows = [_little_loss_row(evaluator, pruning, sets[k], k, base, fine_tuned[k]) for k in ks]
+    columns = {name: np.array([row[name] for row in rows]) for name in rows[0] if name != "best_sets"}
     control = fine_tuned.get(0)
     control_difference, control_se = paired_difference(control["correct"], base) if control else (None, None)
-    num_seeds = int(fine_tuned[ks[0]]["correct"].shape[0])
     return LittleLoss(
         ks=ks,
         num_episodes=B,
-        num_seeds=num_seeds,
+        num_seeds=int(fine_tuned[ks[0]]["correct"].shape[0]),
         base_accuracy=float(base.mean()),
         base_se=float(np.sqrt(base.mean() * (1 - base.mean()) / B)),
         score_sets=[[pruning.label(lh) for lh in sets[k]] for k in ks],
-        pruned_accuracy=np.array(rows["acc"]),
-        pruned_difference=np.array(rows["diff"]),
-        pruned_se=np.array(rows["se"]),
-        random_accuracy=np.array(rows["rand"]),
-        minus_random=np.array(rows["mr"]),
-        minus_random_se=np.array(rows["mr_se"]),
-        best_accuracy=np.array(rows["best"]),
-        best_sets=rows["best_set"],
-        minus_best=np.array(rows["mb"]),
-        minus_best_se=np.array(rows["mb_se"]),
-        tuned_accuracy=np.array(rows["tuned"]),
-        tuned_difference=np.array(rows["tdiff"]),
-        tuned_se=np.array(rows["tse"]),
-        tuned_df=np.array(rows["tdf"]),
+        best_sets=[row["best_sets"] for row in rows],
+        **columns,
         control_accuracy=None if control is None else np.asarray(control["accuracy"]),
         control_difference=control_difference,
         control_se=control_se,

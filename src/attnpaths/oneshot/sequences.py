@@ -210,6 +210,13 @@ class Sequences:
     def __len__(self) -> int:
         return self.x.shape[0]
 
+    @classmethod
+    def encoded(cls, encoder, images, label_tokens, classes, y, *, dtype: torch.dtype = torch.float64) -> Sequences:
+        """The episodes of ``images [B, 3, S, S]``, ``label_tokens``, ``classes`` (int ``[B, 3]``) and targets ``y``
+        (float64 ``[B]``), their tokens encoded by ``encoder`` (:meth:`SequenceEncoder.encode` in ``dtype``)."""
+        x = encoder.encode(images, label_tokens, dtype=dtype)
+        return cls(x, torch.from_numpy(y), images.astype(np.float32), label_tokens, classes)
+
     def subset(self, index) -> Sequences:
         """The episodes at ``index`` (an index array or a boolean mask over the ``B`` episodes)."""
         index = np.asarray(index)
@@ -278,15 +285,9 @@ def sample_sequences(
     *,
     dtype: torch.dtype = torch.float64,
 ) -> Sequences:
-    """``n`` encoded episodes of a split (see :func:`sample_episodes`)."""
+    """``n`` encoded episodes of a split (see :func:`~attnpaths.oneshot.sequences.sample_episodes`)."""
     images, label_tokens, class_ids, y = sample_episodes(classes, n, rng)
-    return Sequences(
-        encoder.encode(images, label_tokens, dtype=dtype),
-        torch.from_numpy(y),
-        images.astype(np.float32),
-        label_tokens,
-        class_ids,
-    )
+    return Sequences.encoded(encoder, images, label_tokens, class_ids, y, dtype=dtype)
 
 
 def digit_sequences(digits: DigitPairs, encoder: SequenceEncoder, *, dtype: torch.dtype = torch.float64) -> Sequences:
@@ -299,10 +300,4 @@ def digit_sequences(digits: DigitPairs, encoder: SequenceEncoder, *, dtype: torc
     label_tokens = np.tile(np.array([0, 1, QUERY_TOKEN]), (Q, 1))
     class_ids = np.stack([np.zeros(Q, np.int64), np.ones(Q, np.int64), digits.query_labels], axis=1)
     y = 2.0 * digits.query_labels - 1.0
-    return Sequences(
-        encoder.encode(images, label_tokens, dtype=dtype),
-        torch.from_numpy(y),
-        images.astype(np.float32),
-        label_tokens,
-        class_ids,
-    )
+    return Sequences.encoded(encoder, images, label_tokens, class_ids, y, dtype=dtype)

@@ -30,17 +30,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .._validation import check_chunked_stream
 from ..attention import Attention
 from ..engine import task_seed
-from ..paths import FactoredPathFeatures, path_features
-from ..streaming import ChunkedStream
+from ..experiments.path_chunks import PathFeatureChunks
+from ..paths import FactoredPathFeatures
 from .imagesets import ImageClasses
 from .sequences import SequenceEncoder, Sequences, sample_episodes
 
 
 @dataclass(frozen=True, eq=False)
-class EpisodeChunks(ChunkedStream):
+class EpisodeChunks(PathFeatureChunks):
     """The path features (eq-path-features) of ``num_examples`` one-shot episodes of one split's classes, in
     chunks of ``chunk_size`` made one at a time: ``chunks(k)`` is ``(features [p_k, N0, n_paths], y [p_k])`` of
     chunk ``k`` (float64 tensors; ``p_k = chunk_size`` except for the last chunk, which holds the rest; ``y`` in
@@ -98,17 +97,7 @@ class EpisodeChunks(ChunkedStream):
                 f"classes must hold images of the encoder's side {self.encoder.image_size}, got "
                 f"{self.classes.image_size}"
             )
-        if not isinstance(self.attention, Attention):
-            raise ValueError(
-                f"attention must be an Attention (attnpaths.attention), e.g. model.attention(), got "
-                f"{type(self.attention).__name__}"
-            )
-        if self.attention.input_width != self.encoder.input_width:
-            raise ValueError(
-                f"attention must read inputs of the encoder's width N0 = {self.encoder.input_width}, got "
-                f"N0 = {self.attention.input_width}"
-            )
-        check_chunked_stream(self)
+        self._check_attention(self.encoder.input_width, "encoder's", "model.attention()")
         if self.factored_features:
             basis = self.encoder.input_basis()
             basis = basis if basis.shape[1] < basis.shape[0] else None  # the whole space: nothing to save
@@ -134,13 +123,7 @@ class EpisodeChunks(ChunkedStream):
                 break
         keep = np.concatenate([np.flatnonzero(y > 0)[: n // 2], np.flatnonzero(y < 0)[: n // 2]])
         images, label_tokens, classes = (np.concatenate([b[i] for b in blocks])[keep] for i in range(3))
-        return Sequences(
-            self.encoder.encode(images, label_tokens),
-            torch.from_numpy(y[keep]),
-            images.astype(np.float32),
-            label_tokens,
-            classes,
-        )
+        return Sequences.encoded(self.encoder, images, label_tokens, classes, y[keep])
 
     def __call__(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``(features [p_k, N0, n_paths], y [p_k])`` of chunk ``k``, made from its own generator only.
@@ -149,6 +132,4 @@ class EpisodeChunks(ChunkedStream):
             ValueError: ``k`` is not an integer in ``[0, num_chunks)``.
         """
         episodes = self.episodes(k)
-        x = episodes.x
-        features = path_features(x, self.attention) if self._features is None else self._features(x)
-        return features, episodes.y.to(torch.float64)
+        return self._path_features(episodes.x), episodes.y.to(torch.float64)

@@ -47,7 +47,8 @@ class TrainingConfig:
     8 on 3-channel images (N0 = 192), Adam lr 3e-4, weight decay 5e-5, batch 128, 10 epochs on a GPU.
     Here, to train on two CPU cores in minutes: N = 64, G = 32 on 1-channel patches (N0 = 64), and
     4000 steps of batch 128 (512k episodes) with lr 1e-3, which leaves the initial plateau of the MSE
-    loss much sooner than 3e-4 does. :data:`AUTHORS_TRAINING` holds the authors' sizes and settings.
+    loss much sooner than 3e-4 does. :data:`~attnpaths.oneshot.training.AUTHORS_TRAINING` holds the authors'
+    sizes and settings.
 
     ``channels`` is the number of copies of each grayscale pixel in a patch (``N0 = channels *
     patch_size^2``; see :class:`~attnpaths.oneshot.sequences.SequenceEncoder`).

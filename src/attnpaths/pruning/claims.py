@@ -33,9 +33,17 @@ SOURCE = "question of this book: is the theory's head score a better pruning gui
 COMPARISONS = ("michel", "entropy", "norm", "random", "michel_iterative", "fisher")
 #: The theory family (sec-pruning-theory-scores), in the chapter's order.
 THEORY_FAMILY = ("theory", "theory_removal", "theory_action", "theory_gate", "theory_loo", "theory_trained")
-#: The practical family (sec-pruning-rankings): the scores a practitioner computes without the theory or a
+#: The practical family (sec-pruning-rankings), the scores a practitioner computes without the theory or a
 #: table of pruned models.
 PRACTICAL_FAMILY = ("michel", "michel_iterative", "fisher", "entropy", "norm")
+
+
+def _paired(first, second, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """Two ``[S]`` float64 arrays of one seed count ``S >= 2``, or a ``ValueError`` naming them."""
+    a, b = (as_float64_array(v, name, ndim=1) for v, name in zip((first, second), names))
+    if a.shape != b.shape or a.size < 2:
+        raise ValueError(f"{' and '.join(names)} must hold the same number (>= 2) of seeds, got {a.size} and {b.size}")
+    return a, b
 
 
 def ranking_comparison(
@@ -55,12 +63,7 @@ def ranking_comparison(
     """
     if other not in RANKING_NAMES or other == "theory":
         raise ValueError(f"other must be one of {[k for k in RANKING_NAMES if k != 'theory']}, got {other!r}")
-    a = as_float64_array(theory_auc, "theory_auc", ndim=1)
-    b = as_float64_array(other_auc, "other_auc", ndim=1)
-    if a.shape != b.shape or a.size < 2:
-        raise ValueError(
-            f"theory_auc and other_auc must hold the same number (>= 2) of seeds, got {a.size} and {b.size}"
-        )
+    a, b = _paired(theory_auc, other_auc, ("theory_auc", "other_auc"))
     positive_int(num_tests, "num_tests")
     difference = a - b
     # the two-sided interval whose bounds decide the two one-sided tests: holds iff it lies above 0,
@@ -244,10 +247,7 @@ def family_verdicts(
         theory_choices, practical_choices: each split's pick (for the statement of what was measured).
         margin: the largest ``|mean d|`` that counts as a match (> 0).
     """
-    a = as_float64_array(theory, "theory", ndim=1)
-    b = as_float64_array(practical, "practical", ndim=1)
-    if a.shape != b.shape or a.size < 2:
-        raise ValueError(f"theory and practical must hold the same number (>= 2) of seeds, got {a.size} and {b.size}")
+    a, b = _paired(theory, practical, ("theory", "practical"))
     num_tests = positive_int(num_tests, "num_tests")
     d = a - b
     statistic = "A(best theory score) - A(best practical score), both chosen on validation"

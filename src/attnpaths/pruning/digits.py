@@ -43,10 +43,12 @@ class PatchDigits:
 
     @property
     def num_tokens(self) -> int:
+        """The number of tokens ``T`` of an image (its patches)."""
         return int(self.x.shape[2])
 
     @property
     def input_width(self) -> int:
+        """The width ``N0`` of a token (a patch's pixels, then its one-hot position)."""
         return int(self.x.shape[1])
 
     def subset(self, index) -> PatchDigits:

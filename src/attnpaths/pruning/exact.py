@@ -87,15 +87,9 @@ def subset_table(model, splits: dict) -> SubsetTable:
         splits: ``{name: (x [B, N0, T], y [B])}``.
     """
     view = head_model(model)
-    accuracy, loss = {}, {}
-    for name, (x, y) in splits.items():
-        labels = np.asarray(y, dtype=np.float64)
-        f = subset_outputs(view, x).numpy()  # [2^n, B]
-        if labels.shape != f.shape[1:]:
-            raise ValueError(f"splits[{name!r}] labels must have shape [{f.shape[1]}], got {labels.shape}")
-        accuracy[name] = np.mean(np.sign(f) == labels[None], axis=1)
-        loss[name] = np.mean((f - labels[None]) ** 2, axis=1)
-    return SubsetTable(view.heads, accuracy, loss)
+    outcomes = {name: subset_outcomes(view, x, y) for name, (x, y) in splits.items()}
+    accuracy = {name: o.correct.mean(axis=1) for name, o in outcomes.items()}
+    return SubsetTable(view.heads, accuracy, {name: o.squared_error.mean(axis=1) for name, o in outcomes.items()})
 
 
 class TableEvaluator:

@@ -9,24 +9,19 @@ import numpy as np
 from .._optional import require
 from ..plot_style import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, palette_cycle
 from .sweep import RANKING_NAMES, mean_interval
+from .theory_scores import THEORY_SCORES
 
 plt = require("matplotlib.pyplot", "plots")
 
 COLORS = {
     "theory": BLUE,
-    "theory_removal": SKY_BLUE,
-    "theory_action": SKY_BLUE,
-    "theory_gate": SKY_BLUE,
-    "theory_loo": SKY_BLUE,
-    "theory_trained": SKY_BLUE,
+    **dict.fromkeys(THEORY_SCORES[1:], SKY_BLUE),
     "michel": ORANGE,
     "michel_iterative": VERMILLION,
     "fisher": PURPLE,
     "entropy": GREEN,
     "norm": YELLOW,
-    "shapley": GREY,
-    "greedy": GREY,
-    "random": GREY,
+    **dict.fromkeys(("shapley", "greedy", "random"), GREY),
     "best": BLACK,
 }
 """Colours of the rankings, from the book's palette (attnpaths.plot_style). Every pair a pruning-curve figure
@@ -34,22 +29,19 @@ draws together differs: the paper's score, one of the other theory scores (sky b
 images choose), one practical score and the gradient importance, the random expectation and the best subset.
 Figures with every ranking put each on its own labelled row or give it its own marker."""
 MARKERS = {
-    "theory": "o",
-    "theory_removal": "o",
-    "theory_action": "o",
-    "theory_gate": "o",
-    "theory_loo": "o",
-    "theory_trained": "o",
-    "michel": "s",
-    "michel_iterative": "s",
-    "fisher": "s",
+    **dict.fromkeys(THEORY_SCORES, "o"),
+    **dict.fromkeys(("michel", "michel_iterative", "fisher"), "s"),
     "entropy": "^",
     "norm": "D",
-    "shapley": "v",
-    "greedy": "v",
+    **dict.fromkeys(("shapley", "greedy"), "v"),
     "random": "x",
     "best": "*",
 }
+
+
+def _panels(n: int, width: float, height: float):
+    """``(figure, axes [1, n])``: one panel per model, ``width`` inches each, sharing the y axis."""
+    return plt.subplots(1, n, figsize=(width * n, height), layout="constrained", squeeze=False, sharey=True)
 
 
 @palette_cycle
@@ -61,9 +53,7 @@ def plot_pruning_curves(curves: dict, *, confidence: float = 0.95):
         curves: ``{model label: {ranking: [S, K + 1]}}`` (:meth:`~.sweep.PruningSweep.curves_by_ranking`).
         confidence: of the two-sided Student-t band over seeds.
     """
-    fig, axes = plt.subplots(
-        1, len(curves), figsize=(4.6 * len(curves), 3.4), layout="constrained", squeeze=False, sharey=True
-    )
+    fig, axes = _panels(len(curves), 4.6, 3.4)
     for ax, (model, by_ranking) in zip(axes[0], curves.items()):
         for name, values in by_ranking.items():
             values = 100 * np.asarray(values, dtype=float)
@@ -98,14 +88,7 @@ def plot_normalised_areas(normalised: dict, *, confidence: float = 0.95):
         normalised: ``{model label: {ranking: [S]}}`` (:meth:`~.sweep.PruningSweep.normalised_auc`).
     """
     names = list(dict.fromkeys(n for by_ranking in normalised.values() for n in by_ranking))
-    fig, axes = plt.subplots(
-        1,
-        len(normalised),
-        figsize=(4.4 * len(normalised), 0.32 * len(names) + 1.2),
-        layout="constrained",
-        squeeze=False,
-        sharey=True,
-    )
+    fig, axes = _panels(len(normalised), 4.4, 0.32 * len(names) + 1.2)
     y = np.arange(len(names))[::-1]
     for ax, (model, by_ranking) in zip(axes[0], normalised.items()):
         for yi, name in zip(y, names):
@@ -141,9 +124,7 @@ def plot_sensitivity(values, normalised: dict, *, xlabel: str, confidence: float
         xlabel: the axis label.
     """
     values = np.asarray(values, dtype=float)
-    fig, axes = plt.subplots(
-        1, len(normalised), figsize=(4.6 * len(normalised), 3.0), layout="constrained", squeeze=False, sharey=True
-    )
+    fig, axes = _panels(len(normalised), 4.6, 3.0)
     for ax, (model, by_ranking) in zip(axes[0], normalised.items()):
         for name, v in by_ranking.items():
             v = np.asarray(v, dtype=float)

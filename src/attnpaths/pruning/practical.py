@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 
 from .._validation import positive_int
-from ..experiments.head_pruning import all_heads
+from ..experiments.head_pruning import all_heads, prune_in_turn
 from ..head_masks import pruning_mask
 from .rankings import GateGradients
 
@@ -34,22 +34,14 @@ def iterative_gradient_order(model, tokens, targets, *, normalize: bool = True) 
         every head ``(layer, head)`` in pruning order.
     """
     gradients = GateGradients(model, tokens, targets)  # the summed-head model runs once here, not once per mask
-    heads = gradients.heads
-    pairs = all_heads(heads)
-    left = list(heads)
-    pruned: list[tuple[int, int]] = []
-    while True:
-        options = [(l, h) for l, h in pairs if (l, h) not in pruned and left[l] > 1]
-        if not options:
-            break
+
+    def least_important(options, pruned):
         if len(options) == 1:  # nothing to compare: no gradient pass
-            chosen = options[0]
-        else:
-            importance = gradients.importance(pruning_mask(heads, pruned), normalize=normalize)
-            chosen = min(options, key=lambda lh: (importance[lh], lh))
-        pruned.append(chosen)
-        left[chosen[0]] -= 1
-    return pruned + [lh for lh in pairs if lh not in pruned]
+            return options[0]
+        importance = gradients.importance(pruning_mask(gradients.heads, pruned), normalize=normalize)
+        return min(options, key=lambda lh: (importance[lh], lh))
+
+    return prune_in_turn(gradients.heads, least_important)
 
 
 def gate_fisher(model, tokens, targets, *, batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
@@ -57,10 +49,7 @@ def gate_fisher(model, tokens, targets, *, batch_size: int = 512) -> tuple[np.nd
     kept: ``g = <d l / d xi>`` and ``F = <(d l / d xi)(d l / d xi)^T>`` over examples (eq-fisher-pruning).
 
     Args:
-        model: a :class:`~attnpaths.head_models.HeadModel` (as for
-            :func:`~attnpaths.pruning.rankings.gradient_head_importance`).
-        tokens: ``[P, T, D]``.
-        targets: ``[P]``.
+        model, tokens, targets: as for :func:`iterative_gradient_order` (tokens ``[P, T, D]``, targets ``[P]``).
 
     Returns:
         ``(g [n], F [n, n])``, heads in :func:`~attnpaths.experiments.head_pruning.all_heads` order.
@@ -86,7 +75,7 @@ def fisher_pruning_sets(model, tokens, targets) -> tuple[list[tuple[tuple[int, i
     searched over every such set (the heads interact through ``F``).
 
     Args:
-        model, tokens, targets: as for :func:`gate_fisher` (tokens ``[P, T, D]``, targets ``[P]``).
+        model, tokens, targets: as for :func:`iterative_gradient_order` (tokens ``[P, T, D]``, targets ``[P]``).
 
     Returns:
         ``(sets, change)``: ``sets[k]`` the chosen set of ``k`` heads (``k = 0..K``), ``change[k]`` its estimate.

@@ -115,8 +115,8 @@ class GateGradients:
         """:func:`gradient_head_importance` at ``mask``."""
         at = self.mask(mask)
         importance = (self(at).abs().sum(dim=0) / self.tokens.shape[0]).numpy()
-        importance = _beyond_heads_nan(importance, self.heads)
-        importance[at.numpy() == 0] = np.nan
+        # nan beyond a layer's heads and at the pruned ones
+        importance[(np.arange(importance.shape[1]) >= np.array(self.heads)[:, None]) | (at.numpy() == 0)] = np.nan
         if normalize:
             norms = np.sqrt(np.nansum(importance**2, axis=1, keepdims=True))
             importance = importance / np.where(norms > 0, norms, 1.0)
@@ -182,13 +182,6 @@ def value_norms(model) -> np.ndarray:
             f"(the optional method of attnpaths.head_models.HeadModel), got {type(model).__name__}"
         )
     return np.asarray(norms(), dtype=np.float64)
-
-
-def _beyond_heads_nan(values: np.ndarray, heads) -> np.ndarray:
-    values = values.copy()
-    for l, H in enumerate(heads):
-        values[l, H:] = np.nan
-    return values
 
 
 __all__ = ["GateGradients", "attention_entropy", "gradient_head_importance", "value_norms"]

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
@@ -51,8 +52,9 @@ from .theory_scores import (
 )
 from .training import ModelTraining, TrainedWeights, rebuild_model, train_model, trained_weights
 
-#: The rankings compared, in the chapter's order: the theory scores (sec-pruning-theory-scores), the practical
-#: baselines (sec-pruning-rankings), and the two read from the validation subset table (sec-pruning-exact).
+#: The rankings compared, in the chapter's order, are the theory scores (sec-pruning-theory-scores), the
+#: practical baselines (sec-pruning-rankings), and the two read from the validation subset table
+#: (sec-pruning-exact).
 RANKINGS = THEORY_SCORES + ("michel", "michel_iterative", "fisher", "entropy", "norm", "shapley", "greedy")
 #: Their names in figures and tables; ``"random"`` (the exact expectation of a random order) and ``"best"``
 #: (the ceiling) are the two references.
@@ -104,20 +106,139 @@ def training_seeds(seed: int, num_seeds: int) -> list[int]:
     return [task_seed(seed, i, 0) for i in range(num_seeds)]
 
 
-def _theory_curves(view, solution, heldout_features, heldout_y, table, split) -> np.ndarray:
-    """``[2, K + 1]`` the curves of the paper's score and of the removal score of one theory solution."""
-    orders = [
-        pruning_order(head_scores(solution.U, view.heads)),
-        pruning_order(removal_scores(solution, heldout_features, heldout_y)),
-    ]
-    return np.stack([subset_curve(table.accuracy[split], pruning_sets(o, view.heads), view.heads) for o in orders])
-
-
 def _timed(function, *args, **kwargs):
     """``(function(*args, **kwargs), wall seconds)``."""
     start = time.perf_counter()
     out = function(*args, **kwargs)
     return out, time.perf_counter() - start
+
+
+def _split_masks(validation_masks, num_images: int) -> np.ndarray:
+    masks = np.asarray(validation_masks)
+    if masks.ndim != 2 or masks.dtype != bool or masks.shape[1] != num_images:
+        raise ValueError(
+            f"validation_masks must be bool [R, {num_images}] (one row per split of the held-out images), got "
+            f"dtype {masks.dtype} and shape {masks.shape}"
+        )
+    if not (masks.any(axis=1) & ~masks.all(axis=1)).all():
+        raise ValueError("validation_masks must leave both validation and test images in every split")
+    return masks
+
+
+def _trained_model(training: ModelTraining, train: PatchDigits, seed: int, device, weights) -> tuple:
+    """``(model, weights)``: the model trained from ``seed``, or rebuilt from ``weights`` when given."""
+    if weights is None:
+        model, history = train_model(training, train, seed, device=device)
+        return model, trained_weights(model, history)
+    return rebuild_model(training, train.input_width, weights), weights
+
+
+def _theory_curves(view, solution, held, y_held, accuracy) -> np.ndarray:
+    """``[2, K + 1]`` the curves of the paper's score and of the removal score of one theory solution."""
+    orders = [pruning_order(head_scores(solution.U, view.heads)), pruning_order(removal_scores(solution, held, y_held))]
+    return np.stack([subset_curve(accuracy, pruning_sets(o, view.heads), view.heads) for o in orders])
+
+
+def _width_scan(solve, theory, widths, curves, K: int) -> dict:
+    """The ``width_scan`` entry of :func:`run_seed`: ``curves(solution)`` of ``solve`` at each width of ``widths``."""
+    out, converged = [], []
+    for N in widths:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CertificateWarning)  # an uncertified width is marked, never used
+            # started from the chosen minimum at theory_width: the same minimum in fewer Newton steps
+            at_N = solve(width=N, temperature=theory.temperature, initial=theory.solution.U_layers).solution
+        converged.append(bool(at_N.converged))
+        out.append(curves(at_N) if converged[-1] else np.full((2, K + 1), np.nan))
+    return {
+        "widths": np.array(widths, dtype=float),
+        "converged": np.array(converged, dtype=bool),
+        "curves": np.array(out).reshape(len(out), 2, K + 1),
+    }
+
+
+def _theory_rankings(view, train, held_out, accuracy, width, temperatures, examples, widths, max_iterations) -> tuple:
+    """``(scores, cost, results)``: the theory scores, their wall seconds (:func:`run_seed`) and its ``theory``,
+    ``theory_scan`` and ``width_scan`` entries; ``accuracy``: ``[2^n]`` the subset table of the held-out images."""
+    x_theory, y_theory = train.x[:examples], train.y[:examples]
+    held, y_held = path_features(train.x[examples:], view), train.y[examples:]
+    # [P, T, N0]: the layout of rank_heads
+    solve = functools.partial(rank_heads, view, x_theory.transpose(1, 2), y_theory, max_iterations=max_iterations)
+    theory, solve_s = _timed(solve, width=width, temperature=temperatures)
+    solution = theory.solution
+    theory_mean, _ = solution.predict(path_features(held_out.x, view))
+    (action, certified), action_s = _timed(
+        action_changes, theory.features, y_theory, solution, max_iterations=max_iterations
+    )
+    own = {
+        "theory_removal": _timed(removal_scores, solution, held, y_held),
+        "theory_action": (action, action_s),
+        "theory_gate": _timed(action_gate_gradients, solution),
+        "theory_loo": _timed(loo_scores, solution),
+    }
+    trained, trained_s = _timed(trained_path_scores, view)
+    scores = {"theory": theory.head_scores, **{name: s for name, (s, _) in own.items()}, "theory_trained": trained}
+    # a score that needs the theory's minimum costs the solve (over the temperature grid) and its own work
+    cost = {"theory": solve_s, **{name: solve_s + s for name, (_, s) in own.items()}, "theory_trained": trained_s}
+    curves = functools.partial(_theory_curves, view, held=held, y_held=y_held, accuracy=accuracy)
+    results = {
+        "theory": {
+            "temperature": theory.temperature,
+            "converged": bool(solution.converged),
+            "iterations": int(solution.iterations),
+            "gradient_norm": float(solution.gradient_norm),
+            "hessian_min_eigenvalue": float(solution.hessian_min_eigenvalue),
+            "held_out_accuracy": classification_accuracy(theory_mean, held_out.y.numpy()),
+            "action_change_certified": bool(certified[~np.isnan(action)].all()),
+        },
+        "theory_scan": {key: theory.scan[key] for key in ("temperatures", "action", "converged")},
+        "width_scan": _width_scan(solve, theory, widths, curves, sum(view.heads) - view.num_layers),
+    }
+    results["theory_scan"]["curves"] = np.stack([curves(s) for s in theory.solutions])
+    return scores, cost, results
+
+
+def _practical_rankings(view, train: PatchDigits) -> tuple:
+    """``(scores, michel_iterative order, fisher sets, cost)`` of the practical rankings, on every training image."""
+    tokens = train.x.transpose(1, 2)  # [P, T, N0]: PyTorch's layout, that of the rankings
+    scores, cost = {}, {}
+    scores["michel"], cost["michel"] = _timed(gradient_head_importance, view, tokens, train.y)
+    scores["entropy"], cost["entropy"] = _timed(attention_entropy, view, tokens)
+    scores["norm"], cost["norm"] = _timed(value_norms, view)
+    order, cost["michel_iterative"] = _timed(iterative_gradient_order, view, tokens, train.y)
+    (fisher, _), cost["fisher"] = _timed(fisher_pruning_sets, view, tokens, train.y)
+    return scores, order, fisher, cost
+
+
+def _table_rankings(heads, tables, table_s: float) -> tuple:
+    """``(split 0's Shapley values, split_orders, cost)`` read from each split's validation losses: each costs the
+    table and its own work (mean over the splits)."""
+    shapley, shapley_s = zip(
+        *(_timed(shapley_values, t.loss["validation"], heads, higher_is_better=False) for t in tables)
+    )
+    greedy, greedy_s = zip(*(_timed(greedy_order, t.loss["validation"], heads, maximize=False) for t in tables))
+    cost = {"shapley": table_s + float(np.mean(shapley_s)), "greedy": table_s + float(np.mean(greedy_s))}
+    return shapley[0], {"shapley": [pruning_order(v) for v in shapley], "greedy": list(greedy)}, cost
+
+
+def _ranking_curves(heads, tables, whole, sets: dict, split_orders: dict) -> dict:
+    """The ``curves``, ``random``, ``best`` and ``held_out`` entries of :func:`run_seed` (``sets``: the pruned sets
+    of the rankings that do not depend on the split)."""
+
+    def curves_of(r: int, split: str) -> np.ndarray:
+        per_split = {name: pruning_sets(o[r], heads) for name, o in split_orders.items()}
+        accuracy = tables[r].accuracy[split]
+        return np.stack([subset_curve(accuracy, {**sets, **per_split}[name], heads) for name in RANKINGS])
+
+    reference = {"random": random_order_curve, "best": best_curve}
+    out = {"curves": {split: np.stack([curves_of(r, split) for r in range(len(tables))]) for split in SPLITS}}
+    for name, curve in reference.items():
+        out[name] = {split: np.stack([curve(t.accuracy[split], heads) for t in tables]) for split in SPLITS}
+    accuracy = whole.accuracy["held_out"]
+    out["held_out"] = {
+        "base": float(accuracy[0]),
+        **{name: curve(accuracy, heads) for name, curve in reference.items()},
+    }
+    return out
 
 
 def run_seed(
@@ -156,176 +277,48 @@ def run_seed(
             images (``True``) and test images (``False``), e.g. :func:`~.digits.held_out_splits`.
 
     Returns:
-        a dict of plain values: ``scores`` ``{ranking: [L, H]}`` (Shapley: split 0's), ``orders``
-        ``{ranking: [(l, h), ...]}`` of the rankings that do not depend on the split (the Fisher search gives
-        ``sets`` instead), ``split_orders`` ``{"shapley", "greedy": [R][(l, h), ...]}``, ``curves``
-        ``{split: [R, n_rankings, K + 1]}`` (rows in :data:`RANKINGS` order), ``random`` and ``best``
-        ``{split: [R, K + 1]}``, ``held_out`` (``base``, the unpruned model's accuracy, and ``random``, ``best``
-        ``[K + 1]`` on every held-out image), ``train_loss``, ``attention_error``, ``theory`` (chosen
-        temperature, certificate, iterations, held-out accuracy of its predictor eq-predictor, certificates of
-        the re-solves of eq-action-change), ``theory_scan`` (``temperatures``, ``action``, ``converged``,
-        ``curves`` ``[n_T, 2, K + 1]`` on every held-out image), ``width_scan`` (``widths``, ``converged``,
-        ``curves`` ``[n_N, 2, K + 1]``), ``weights``, ``seconds`` (per stage) and ``cost_seconds`` (wall seconds
-        of each ranking: what it needs, the theory's solve over the temperatures or the subset table included;
-        ``"table"``, the subset table alone).
+        A dict of plain values, one seed's entries of the fields of :class:`PruningSweep` (their shapes without
+        the leading ``S``; ``sets`` ``{"fisher": [K + 1]}`` for ``fisher_sets``), ``orders`` without Fisher's,
+        ``theory`` with the certificates of the re-solves of eq-action-change, ``seconds`` (per stage) and
+        ``cost_seconds`` (wall seconds of each ranking: what it needs, the theory's solve over the temperatures or
+        the subset table included; ``"table"``, the subset table alone).
     """
-    masks = np.asarray(validation_masks)
-    if masks.ndim != 2 or masks.dtype != bool or masks.shape[1] != len(held_out):
-        raise ValueError(
-            f"validation_masks must be bool [R, {len(held_out)}] (one row per split of the held-out images), got "
-            f"dtype {masks.dtype} and shape {masks.shape}"
-        )
-    if not (masks.any(axis=1) & ~masks.all(axis=1)).all():
-        raise ValueError("validation_masks must leave both validation and test images in every split")
-    seconds, cost = {}, {}
-    start = time.perf_counter()
-    if weights is None:
-        model, history = train_model(training, train, task_seed(seed, seed_index, 0), device=device)
-        weights = trained_weights(model, history)
-    else:
-        model = rebuild_model(training, train.input_width, weights)
+    masks = _split_masks(validation_masks, len(held_out))
+    seconds = {}
+    (model, weights), seconds["training"] = _timed(
+        _trained_model, training, train, task_seed(seed, seed_index, 0), device, weights
+    )
     view = head_model(model)
-    seconds["training"] = time.perf_counter() - start
     frozen_error = attention_error(model, held_out.x)
-
     outcomes, seconds["subsets"] = _timed(subset_outcomes, view, held_out.x, held_out.y)
-    cost["table"] = seconds["subsets"]
+    cost = {"table": seconds["subsets"]}
     tables = [outcomes.table({"validation": m, "test": ~m}) for m in masks]
     whole = outcomes.table({"held_out": np.ones(len(held_out), dtype=bool)})
-
-    start = time.perf_counter()
-    K = sum(view.heads) - view.num_layers
-    x_theory, y_theory = train.x[:theory_examples], train.y[:theory_examples]
-    x_held, y_held = train.x[theory_examples:], train.y[theory_examples:]
-    held = path_features(x_held, view)
-    tokens_theory = x_theory.transpose(1, 2)  # [P, T, N0]: the layout of rank_heads
-    theory, solve_s = _timed(
-        rank_heads,
-        view,
-        tokens_theory,
-        y_theory,
-        width=theory_width,
-        temperature=temperatures,
-        max_iterations=max_iterations,
+    settings = (theory_width, temperatures, theory_examples, sensitivity_widths, max_iterations)
+    (scores, theory_cost, theory), seconds["theory"] = _timed(
+        _theory_rankings, view, train, held_out, whole.accuracy["held_out"], *settings
     )
-    features = theory.features
-    theory_mean, _ = theory.solution.predict(path_features(held_out.x, view))
-    (action, action_certified), action_s = _timed(
-        action_changes, features, y_theory, theory.solution, max_iterations=max_iterations
-    )
-    removal, removal_s = _timed(removal_scores, theory.solution, held, y_held)
-    gate, gate_s = _timed(action_gate_gradients, theory.solution)
-    loo, loo_s = _timed(loo_scores, theory.solution)
-    trained, trained_s = _timed(trained_path_scores, view)
-    scores = {
-        "theory": theory.head_scores,
-        "theory_removal": removal,
-        "theory_action": action,
-        "theory_gate": gate,
-        "theory_loo": loo,
-        "theory_trained": trained,
-    }
-    # a score that needs the theory's minimum costs the solve (over the temperature grid) and its own work
-    cost.update(
-        theory=solve_s,
-        theory_removal=solve_s + removal_s,
-        theory_action=solve_s + action_s,
-        theory_gate=solve_s + gate_s,
-        theory_loo=solve_s + loo_s,
-        theory_trained=trained_s,
-    )
-    scan_curves = np.stack([_theory_curves(view, s, held, y_held, whole, "held_out") for s in theory.solutions])
-    width_curves, width_converged = [], []
-    for N in sensitivity_widths:
-        # started from the chosen minimum at theory_width: the same minimum in fewer Newton steps
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", CertificateWarning)  # an uncertified width is marked, never used
-            at_N = rank_heads(
-                view,
-                tokens_theory,
-                y_theory,
-                width=N,
-                temperature=theory.temperature,
-                max_iterations=max_iterations,
-                initial=theory.solution.U_layers,
-            )
-        certified = bool(at_N.solution.converged)
-        width_curves.append(
-            _theory_curves(view, at_N.solution, held, y_held, whole, "held_out")
-            if certified
-            else np.full((2, K + 1), np.nan)
-        )
-        width_converged.append(certified)
-    seconds["theory"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    train_tokens = train.x.transpose(1, 2)  # [P, T, N0]: PyTorch's layout, that of the rankings
-    scores["michel"], cost["michel"] = _timed(gradient_head_importance, view, train_tokens, train.y)
-    scores["entropy"], cost["entropy"] = _timed(attention_entropy, view, train_tokens)
-    scores["norm"], cost["norm"] = _timed(value_norms, view)
+    (practical, iterative, fisher, practical_cost), seconds["baselines"] = _timed(_practical_rankings, view, train)
+    scores.update(practical)
     orders = {name: pruning_order(scores[name]) for name in scores if name != "entropy"}
     orders["entropy"] = pruning_order(scores["entropy"], prune_first="highest")
-    orders["michel_iterative"], cost["michel_iterative"] = _timed(iterative_gradient_order, view, train_tokens, train.y)
+    orders["michel_iterative"] = iterative
     sets = {name: pruning_sets(order, view.heads) for name, order in orders.items()}
-    (sets["fisher"], _), cost["fisher"] = _timed(fisher_pruning_sets, view, train_tokens, train.y)
-    seconds["baselines"] = time.perf_counter() - start
-
-    # read from each split's validation table: the table's cost and their own (mean over the splits)
-    shapley, shapley_s = zip(
-        *(_timed(shapley_values, t.loss["validation"], view.heads, higher_is_better=False) for t in tables)
-    )
-    greedy, greedy_s = zip(*(_timed(greedy_order, t.loss["validation"], view.heads, maximize=False) for t in tables))
-    cost["shapley"] = cost["table"] + float(np.mean(shapley_s))
-    cost["greedy"] = cost["table"] + float(np.mean(greedy_s))
-    scores["shapley"] = shapley[0]
-    split_orders = {"shapley": [pruning_order(v) for v in shapley], "greedy": list(greedy)}
-
-    def curves_of(r: int, split: str) -> np.ndarray:
-        per_split = {name: pruning_sets(o[r], view.heads) for name, o in split_orders.items()}
-        accuracy = tables[r].accuracy[split]
-        return np.stack([subset_curve(accuracy, {**sets, **per_split}[name], view.heads) for name in RANKINGS])
-
+    sets["fisher"] = fisher
+    scores["shapley"], split_orders, table_cost = _table_rankings(view.heads, tables, cost["table"])
     loss = weights.loss
     return {
         "scores": scores,
         "orders": orders,
         "split_orders": split_orders,
-        "sets": {"fisher": sets["fisher"]},
-        "curves": {split: np.stack([curves_of(r, split) for r in range(len(tables))]) for split in SPLITS},
-        "random": {
-            split: np.stack([random_order_curve(t.accuracy[split], view.heads) for t in tables]) for split in SPLITS
-        },
-        "best": {split: np.stack([best_curve(t.accuracy[split], view.heads) for t in tables]) for split in SPLITS},
-        "held_out": {
-            "base": float(whole.accuracy["held_out"][0]),
-            "random": random_order_curve(whole.accuracy["held_out"], view.heads),
-            "best": best_curve(whole.accuracy["held_out"], view.heads),
-        },
+        "sets": {"fisher": fisher},
+        **_ranking_curves(view.heads, tables, whole, sets, split_orders),
         "train_loss": float(loss[-max(1, loss.size // 10) :].mean()),
         "attention_error": frozen_error,
-        "theory": {
-            "temperature": theory.temperature,
-            "converged": bool(theory.solution.converged),
-            "iterations": int(theory.solution.iterations),
-            "gradient_norm": float(theory.solution.gradient_norm),
-            "hessian_min_eigenvalue": float(theory.solution.hessian_min_eigenvalue),
-            "held_out_accuracy": classification_accuracy(theory_mean, held_out.y.numpy()),
-            "action_change_certified": bool(action_certified[~np.isnan(action)].all()),
-        },
-        "theory_scan": {
-            "temperatures": theory.scan["temperatures"],
-            "action": theory.scan["action"],
-            "converged": theory.scan["converged"],
-            "curves": scan_curves,
-        },
-        "width_scan": {
-            "widths": np.array(sensitivity_widths, dtype=float),
-            "converged": np.array(width_converged, dtype=bool),
-            "curves": np.array(width_curves).reshape(len(width_curves), 2, K + 1),
-        },
+        **theory,
         "weights": weights,
         "seconds": seconds,
-        "cost_seconds": cost,
+        "cost_seconds": {**cost, **theory_cost, **practical_cost, **table_cost},
     }
 
 
@@ -400,10 +393,12 @@ class PruningSweep:
 
     @property
     def num_seeds(self) -> int:
+        """The number of training seeds ``S``."""
         return int(self.curves["test"].shape[0])
 
     @property
     def num_splits(self) -> int:
+        """The number of splits ``R`` of the held-out images."""
         return int(self.curves["test"].shape[1])
 
     @property
@@ -465,8 +460,8 @@ def auc_table(
     Args:
         auc: ``{model label: {ranking: [S]}}`` (or normalised areas, eq-pruning-normalised, with ``scale=1``).
         scale: factor applied before printing; digits: decimals printed.
-        seconds: ``None`` or ``{model label: {ranking: [S]}}`` (:attr:`PruningSweep.cost_seconds`; the ceiling
-            ``"best"`` costs the subset table); a ranking without a cost gets an empty cell.
+        seconds: ``None`` or ``{model label: {ranking: [S]}}`` (the ``cost_seconds`` of :class:`PruningSweep`; the
+            ceiling ``"best"`` costs the subset table); a ranking without a cost gets an empty cell.
     """
     models = list(auc)
     rankings = list(dict.fromkeys(name for by_ranking in auc.values() for name in by_ranking))
@@ -524,12 +519,10 @@ def pruning_sweep(
             earlier trainings from the seeds :func:`training_seeds` (e.g. shipped ones), used instead.
     """
     num_seeds = int_at_least(num_seeds, "num_seeds", 2)
-    if weights is not None:
-        weights = list(weights)
-        if len(weights) != num_seeds or not all(isinstance(w, TrainedWeights) for w in weights):
-            raise ValueError(
-                f"weights must be None or {num_seeds} TrainedWeights (one per seed), got {len(weights)} items"
-            )
+    given = weights is not None
+    weights = list(weights) if given else [None] * num_seeds
+    if given and (len(weights) != num_seeds or not all(isinstance(w, TrainedWeights) for w in weights)):
+        raise ValueError(f"weights must be None or {num_seeds} TrainedWeights (one per seed), got {len(weights)} items")
     seed = int_at_least(seed, "seed", 0)
     theory_examples = positive_int(theory_examples, "theory_examples")
     if theory_examples >= len(train):
@@ -537,9 +530,8 @@ def pruning_sweep(
             f"theory_examples must be below the {len(train)} training images (the others score the "
             f"removal score), got {theory_examples}"
         )
-    parse_widths(theory_width, training.num_layers)
     sensitivity_widths = [float(N) for N in sensitivity_widths]
-    for N in sensitivity_widths:
+    for N in (theory_width, *sensitivity_widths):
         parse_widths(N, training.num_layers)
     temperatures = [float(T) for T in increasing_reals(temperatures, "temperatures")]
     max_iterations = positive_int(max_iterations, "max_iterations")
@@ -557,37 +549,33 @@ def pruning_sweep(
         max_iterations=max_iterations,
         device=str(device),
     )
-    tasks = [
-        dict(seed_index=i) if weights is None else dict(seed_index=i, weights=weights[i]) for i in range(num_seeds)
-    ]
+    tasks = [dict(seed_index=i, weights=w) for i, w in enumerate(weights)]
     rows = map_tasks(run_seed, tasks, shared=shared, description="pruning: training seeds", progress=progress)
-    heads = (training.num_heads,) * training.num_layers
+    fields = {key: _gathered(rows, key, np.stack) for key in ("curves", "random", "best", "held_out", "scores")}
+    fields.update({key: _gathered(rows, key, list) for key in ("orders", "split_orders")})
+    fields.update({key: _gathered(rows, key, np.array) for key in ("theory", "seconds", "cost_seconds")})
     return PruningSweep(
         rankings=RANKINGS,
-        heads=heads,
-        curves={split: np.stack([r["curves"][split] for r in rows]) for split in SPLITS},
-        random={split: np.stack([r["random"][split] for r in rows]) for split in SPLITS},
-        best={split: np.stack([r["best"][split] for r in rows]) for split in SPLITS},
-        held_out={key: np.stack([r["held_out"][key] for r in rows]) for key in ("base", "random", "best")},
-        scores={name: np.stack([r["scores"][name] for r in rows]) for name in rows[0]["scores"]},
-        orders={name: [r["orders"][name] for r in rows] for name in rows[0]["orders"]},
-        split_orders={name: [r["split_orders"][name] for r in rows] for name in rows[0]["split_orders"]},
+        heads=(training.num_heads,) * training.num_layers,
         fisher_sets=[r["sets"]["fisher"] for r in rows],
         train_loss=np.array([r["train_loss"] for r in rows]),
         attention_error=np.array([r["attention_error"] for r in rows]),
-        theory={key: np.array([r["theory"][key] for r in rows]) for key in rows[0]["theory"]},
         theory_scan={
             "temperatures": np.array(temperatures),
-            **{key: np.stack([r["theory_scan"][key] for r in rows]) for key in ("action", "converged", "curves")},
+            **_gathered(rows, "theory_scan", np.stack, ("action", "converged", "curves")),
         },
         width_scan={
             "widths": np.array(sensitivity_widths),
-            **{key: np.stack([r["width_scan"][key] for r in rows]) for key in ("converged", "curves")},
+            **_gathered(rows, "width_scan", np.stack, ("converged", "curves")),
         },
-        seconds={key: np.array([r["seconds"][key] for r in rows]) for key in rows[0]["seconds"]},
-        cost_seconds={key: np.array([r["cost_seconds"][key] for r in rows]) for key in rows[0]["cost_seconds"]},
         weights=[r["weights"] for r in rows],
+        **fields,
     )
+
+
+def _gathered(rows, key: str, gather, keys=None) -> dict:
+    """``{k: gather([row[key][k] for row in rows])}`` for each ``k`` of ``keys`` (default: the first row's)."""
+    return {k: gather([r[key][k] for r in rows]) for k in (keys or rows[0][key])}
 
 
 __all__ = [

@@ -26,24 +26,13 @@ import torch
 
 from .._validation import as_float64_tensor, positive_int
 from ..head_models import head_model
-from ..head_scoring import head_scores
-from ..kernels import kernel_from_scaled, scaled_features
+from ..head_scoring import head_paths, head_scores
+from ..kernels import kernel_from_scaled, scaled_features, shifted_cholesky
 from ..paths import all_paths
 from ..theory import CertificateWarning, TheorySolution, solve
 
 #: The theory scores, in the chapter's order (``"theory"``: the paper's head score, eq-head-score).
 THEORY_SCORES = ("theory", "theory_removal", "theory_action", "theory_gate", "theory_loo", "theory_trained")
-
-
-def head_paths(heads) -> np.ndarray:
-    """``[L, max(H), n_paths]`` bool: path ``pi`` (flat order, ``h_1`` slowest) passes through head ``(l, h)``."""
-    paths = np.array(all_paths(heads))
-    heads = tuple(heads)
-    out = np.zeros((len(heads), max(heads), len(paths)), dtype=bool)
-    for l, H in enumerate(heads):
-        for h in range(H):
-            out[l, h] = paths[:, l] == h
-    return out
 
 
 def _per_head(heads, score) -> np.ndarray:
@@ -105,11 +94,10 @@ def loo_scores(solution: TheorySolution) -> np.ndarray:
     """
     U = torch.as_tensor(solution.U)
     X, y, T = solution.training_features, solution.training_labels, solution.temperature
-    eye = torch.eye(X.shape[0], dtype=torch.float64)
 
     def loo(keep):
         inverse = torch.cholesky_inverse(
-            torch.linalg.cholesky(kernel_from_scaled(X, U * keep[:, None] * keep[None, :], X) + T * eye)
+            shifted_cholesky(kernel_from_scaled(X, U * keep[:, None] * keep[None, :], X), T)
         )
         return float(((inverse @ y) / torch.diagonal(inverse)).pow(2).mean())
 

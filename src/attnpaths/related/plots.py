@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._optional import require
+from ..experiments.panels import LOG_LOG, draw_panel, finished
 from ..plot_style import BLUE, ORANGE, palette_cycle
 from .rank_collapse import network_log_ratios
 
@@ -35,31 +36,21 @@ def plot_rank_collapse(result):
     layers = np.arange(pure.shape[1])
     ratios = np.concatenate(network_log_ratios(pure))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    ax = axes[0]
+    residuals = []
     for r in range(pure.shape[0]):
-        ax.plot(
-            layers,
-            np.maximum(pure[r], RESIDUAL_FLOOR),
-            "o-",
-            color=BLUE,
-            alpha=0.6,
-            label="pure attention" if r == 0 else None,
-        )
-        ax.plot(layers, skip[r], "s-", color=ORANGE, alpha=0.6, label="with skip connections" if r == 0 else None)
-    ax.set(
-        yscale="log",
-        xlabel="layer $l$",
-        ylabel=r"relative residual $r_l$ (floored at $10^{-17}$)",
-        title="Distance to rank one",
-    )
-    ax.legend(fontsize=8)
-    ax = axes[1]
-    ax.plot(np.arange(ratios.size), ratios, "o", label=r"$\log r_{l+1} / \log r_l$, $r_l \leq 0.1$")
-    ax.axhline(3.0, color="0.5", ls=":", label="3 (exponent of the bound)")
-    ax.set(xlabel="measurement (all networks)", ylabel="ratio", ylim=(0, 5), title="Doubly exponential rate")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+        pure_style = {"color": BLUE, "alpha": 0.6, "label": "pure attention" if r == 0 else None}
+        residuals.append((layers, np.maximum(pure[r], RESIDUAL_FLOOR), "o-", pure_style))
+        skip_style = {"color": ORANGE, "alpha": 0.6, "label": "with skip connections" if r == 0 else None}
+        residuals.append((layers, skip[r], "s-", skip_style))
+    ylabel = r"relative residual $r_l$ (floored at $10^{-17}$)"
+    draw_panel(axes[0], residuals, yscale="log", xlabel="layer $l$", ylabel=ylabel, title="Distance to rank one")
+    rate = [
+        (np.arange(ratios.size), ratios, "o", {"label": r"$\log r_{l+1} / \log r_l$, $r_l \leq 0.1$"}),
+        (None, 3.0, ":", {"color": "0.5", "label": "3 (exponent of the bound)"}),
+    ]
+    xlabel, title = "measurement (all networks)", "Doubly exponential rate"
+    draw_panel(axes[1], rate, xlabel=xlabel, ylabel="ratio", ylim=(0, 5), title=title)
+    return finished(fig)
 
 
 @palette_cycle
@@ -71,18 +62,13 @@ def plot_input_scaling(result):
         result: a :class:`~.lipschitz.ScalingResult`, ``scales``, ``dot_product`` and ``l2`` ``[S]``.
     """
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    ax.plot(result.scales, result.dot_product, "o-", label="dot-product attention")
-    ax.plot(result.scales, result.l2, "s-", label="L2 attention (rel-l2)")
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="input scale $t$",
-        ylabel="max Jacobian spectral norm over draws",
-        title="Local Lipschitz constant vs input scale",
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    norms = [
+        (result.scales, result.dot_product, "o-", {"label": "dot-product attention"}),
+        (result.scales, result.l2, "s-", {"label": "L2 attention (rel-l2)"}),
+    ]
+    ylabel, title = "max Jacobian spectral norm over draws", "Local Lipschitz constant vs input scale"
+    draw_panel(ax, norms, **LOG_LOG, xlabel="input scale $t$", ylabel=ylabel, title=title)
+    return finished(fig)
 
 
 @palette_cycle
@@ -97,21 +83,19 @@ def plot_sequence_length(result):
     """
     n = result.num_tokens
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    ax.plot(n, result.adversarial, "o-", label="adversarial tokens")
-    ax.plot(n, result.random, "s-", label="uniform in the disk (mean over draws)")
-    ax.plot(
-        n, result.adversarial[-1] * np.sqrt(n / n[-1]), ":", color="0.5", label=r"$\sqrt{n}$ through the last point"
-    )
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sequence length $n$",
-        ylabel="Jacobian spectral norm (rel-jac)",
-        title="Lipschitz constant vs sequence length",
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    norms = [
+        (n, result.adversarial, "o-", {"label": "adversarial tokens"}),
+        (n, result.random, "s-", {"label": "uniform in the disk (mean over draws)"}),
+        (
+            n,
+            result.adversarial[-1] * np.sqrt(n / n[-1]),
+            ":",
+            {"color": "0.5", "label": r"$\sqrt{n}$ through the last point"},
+        ),
+    ]
+    ylabel, title = "Jacobian spectral norm (rel-jac)", "Lipschitz constant vs sequence length"
+    draw_panel(ax, norms, **LOG_LOG, xlabel="sequence length $n$", ylabel=ylabel, title=title)
+    return finished(fig)
 
 
 @palette_cycle
@@ -126,26 +110,19 @@ def plot_measures(result):
     """
     n = result.num_atoms
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    ax = axes[0]
-    ax.plot(n, result.ratio_max, "o-", label="largest over trials")
-    ax.plot(n, result.ratio_mean, "s-", label="mean over trials")
-    ax.set(
-        xscale="log",
-        ylim=(0, None),
-        xlabel="number of atoms $n$",
-        ylabel=r"$\max_q\|\Delta\Gamma\| / W_1$",
-        title=r"$W_1$-Lipschitz ratio",
-    )
-    ax.legend(fontsize=8)
-    ax = axes[1]
-    ax.plot(n, result.w1_mean, "o-", label=r"mean $W_1(\mu, \nu)$")
-    ax.plot(n, result.delta_mean, "s-", label=r"mean $\max_q \|\Gamma(\mu)(q) - \Gamma(\nu)(q)\|$")
-    ax.set(
-        xscale="log", yscale="log", xlabel="number of atoms $n$", ylabel="distance", title="Distances between samples"
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    ratios = [
+        (n, result.ratio_max, "o-", {"label": "largest over trials"}),
+        (n, result.ratio_mean, "s-", {"label": "mean over trials"}),
+    ]
+    ylabel, title = r"$\max_q\|\Delta\Gamma\| / W_1$", r"$W_1$-Lipschitz ratio"
+    draw_panel(axes[0], ratios, xscale="log", ylim=(0, None), xlabel="number of atoms $n$", ylabel=ylabel, title=title)
+    distances = [
+        (n, result.w1_mean, "o-", {"label": r"mean $W_1(\mu, \nu)$"}),
+        (n, result.delta_mean, "s-", {"label": r"mean $\max_q \|\Gamma(\mu)(q) - \Gamma(\nu)(q)\|$"}),
+    ]
+    title = "Distances between samples"
+    draw_panel(axes[1], distances, **LOG_LOG, xlabel="number of atoms $n$", ylabel="distance", title=title)
+    return finished(fig)
 
 
 @palette_cycle
@@ -159,14 +136,12 @@ def plot_context_window(result):
             ``window_uniform`` a number.
     """
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    ax.plot(result.rates, result.window, "o-", label="geometric prior")
-    ax.axhline(result.window_uniform, color="0.5", ls=":", label="uniform prior (= softmax attention)")
-    ax.set(
-        xscale="log",
-        xlabel=r"geometric prior rate $\rho$",
-        ylabel=r"effective window $\exp H$ (mean over trials)",
-        title="A prior over positions and the context window",
+    windows = [
+        (result.rates, result.window, "o-", {"label": "geometric prior"}),
+        (None, result.window_uniform, ":", {"color": "0.5", "label": "uniform prior (= softmax attention)"}),
+    ]
+    xlabel, ylabel = r"geometric prior rate $\rho$", r"effective window $\exp H$ (mean over trials)"
+    draw_panel(
+        ax, windows, xscale="log", xlabel=xlabel, ylabel=ylabel, title="A prior over positions and the context window"
     )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return finished(fig)

@@ -34,7 +34,8 @@ def relative_residual(x) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class RandomSelfAttention:
-    """One random single-head self-attention layer: :class:`AttentionLayer` (query/key form) plus ``W_V``."""
+    """One random single-head self-attention layer: :class:`~attnpaths.attention.AttentionLayer` (query/key form)
+    plus ``W_V``."""
 
     attention: AttentionLayer
     value: torch.Tensor  # [d, d]

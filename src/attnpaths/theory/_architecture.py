@@ -6,12 +6,7 @@ import math
 import numbers
 
 from .._validation import heads_tuple, positive_real, real_scalar
-from ..action import (
-    Architecture,
-)
-
-# --------------------------------------------------------------------------------------------------------
-# argument parsing
+from ..action import Architecture
 
 
 def parse_widths(width, num_layers: int) -> tuple[float, ...]:
@@ -57,10 +52,6 @@ def architecture(heads, width, variances=1.0) -> Architecture:
     """Validate and bundle ``heads``, ``width`` (the per-layer widths) and ``variances`` (see :func:`solve`)."""
     heads = heads_tuple(heads)
     return Architecture(heads, parse_widths(width, len(heads)), parse_variances(variances, len(heads)))
-
-
-# --------------------------------------------------------------------------------------------------------
-# log-Cholesky coordinates: U_l = L_l L_l^T, L_l lower triangular, diagonal exp(theta), off-diagonal theta
 
 
 def _layer_sizes(arch: Architecture) -> list[int]:

@@ -8,12 +8,7 @@ import math
 import numpy as np
 import torch
 
-from ..action import (
-    Architecture,
-    EnergyEvaluator,
-    SymmetricBasis,
-    entropy_terms,
-)
+from ..action import Architecture, EnergyEvaluator, SymmetricBasis, entropy_terms
 from ._architecture import _layer_sizes
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Optional  # Optional[ArrayLike]: autodoc_type_aliases cannot read ArrayLike | None
 
 import numpy as np
@@ -13,15 +14,9 @@ import torch
 from numpy.typing import ArrayLike
 
 from .._validation import as_float64_tensor, check_memory, heads_tuple, positive_int, positive_real
-from ..action import (
-    Architecture,
-    EnergyEvaluator,
-    energy,
-    gp_order_parameters,
-    readout_order_parameter,
-)
+from ..action import Architecture, EnergyEvaluator, EnergyPoint, gp_order_parameters, readout_order_parameter
 from ..gram import DEFAULT_BLOCK_SIZE, GramStatistics
-from ..kernels import kernel_from_scaled
+from ..kernels import kernel_from_scaled, shifted_cholesky
 from ..paths import check_num_paths
 from ._architecture import _layer_sizes, architecture
 from ._coordinates import _Action
@@ -106,10 +101,6 @@ def classification_accuracy(mean, labels) -> float:
     return float(np.mean(np.sign(mean) == labels))
 
 
-# --------------------------------------------------------------------------------------------------------
-# solve
-
-
 def solve(
     features: ArrayLike,
     targets: ArrayLike,
@@ -164,8 +155,8 @@ def solve(
     labels = as_float64_tensor(targets, "targets", labels=True)
     if labels.shape != (X_raw.shape[0],):
         raise ValueError(f"targets must have shape [P] = [{X_raw.shape[0]}], got {tuple(labels.shape)}")
-    options = _options(temperature, gradient_tolerance, max_iterations, on_failure)
-    temperature = options[0]
+    options = _Options.checked(temperature, gradient_tolerance, max_iterations, on_failure)
+    temperature = options.temperature
     if route not in ROUTES:
         raise ValueError(f"route must be 'sample', 'feature', 'gram' or None, got {route!r}")
     P, n0, n = X_raw.shape
@@ -176,20 +167,14 @@ def solve(
     if route == "gram":  # the statistics of the raw features, scaled by the evaluator: no scaled copy of the features
         statistics = GramStatistics.of_checked(X_raw, labels)
         evaluator = EnergyEvaluator.from_statistics(statistics, temperature, s0=arch.variances[0])
-        return _minimise(evaluator, arch, initial, options, {"_y": labels, "_raw": (X_raw, scale)})
-
+        return _minimise(evaluator, arch, initial, options, {"y": labels, "raw": (X_raw, scale)})
     X = X_raw * scale
     if arch.gp_limit:
-        U_layers, U_a = gp_order_parameters(arch)
-        try:
-            en = energy(X, labels, U_layers[0], temperature)
-        except torch.linalg.LinAlgError:
-            en = None
-        if en is None or not math.isfinite(en.value):
-            raise ValueError(_infinite_start(float(U_layers[0][0, 0]), temperature, gp_limit=True))
-        return _solution(X, labels, arch, temperature, U_layers, U_a, en.value, math.inf, math.nan, math.nan, True, 0)
+        return _gp_solution(
+            arch, temperature, lambda U1: _kernel_point(X, labels, U1, temperature), {"X": X, "y": labels}
+        )
     return _minimise(
-        EnergyEvaluator(X, labels, temperature, route=route), arch, initial, options, {"_X": X, "_y": labels}
+        EnergyEvaluator(X, labels, temperature, route=route), arch, initial, options, {"X": X, "y": labels}
     )
 
 
@@ -231,9 +216,9 @@ def solve_from_statistics(
         raise ValueError(f"statistics must hold P >= 1 examples, got {statistics.num_examples}")
     heads = check_num_paths(statistics.num_paths, _recorded_heads(statistics, heads))
     arch = architecture(heads, width, variances)
-    options = _options(temperature, gradient_tolerance, max_iterations, on_failure)
+    options = _Options.checked(temperature, gradient_tolerance, max_iterations, on_failure)
     check_memory(*_solver_memory(statistics.num_examples, statistics.input_width, statistics.num_paths, arch, "gram"))
-    evaluator = EnergyEvaluator.from_statistics(statistics, options[0], s0=arch.variances[0])
+    evaluator = EnergyEvaluator.from_statistics(statistics, options.temperature, s0=arch.variances[0])
     return _minimise(evaluator, arch, initial, options, {})
 
 
@@ -249,63 +234,74 @@ def _recorded_heads(statistics: GramStatistics, heads):
     return heads
 
 
-def _options(temperature, gradient_tolerance, max_iterations, on_failure) -> tuple:
-    several = (isinstance(temperature, (list, tuple)) and len(temperature) > 1) or (
-        isinstance(temperature, (np.ndarray, torch.Tensor)) and temperature.ndim > 0 and len(temperature) > 1
-    )
-    if isinstance(temperature, str) or several:
-        raise ValueError(
-            f"temperature must be one real number > 0 here, got {temperature!r}: a grid of temperatures or 'auto' "
-            "(the one of smallest action) is chosen by attnpaths.theory_from_attention, theory_from_statistics "
-            "and rank_heads"
+@dataclass(frozen=True)
+class _Options:
+    """The minimisation's options of :func:`solve`, checked."""
+
+    temperature: float
+    gradient_tolerance: float
+    max_iterations: int
+    on_failure: str
+
+    @classmethod
+    def checked(cls, temperature, gradient_tolerance, max_iterations, on_failure) -> _Options:
+        several = (isinstance(temperature, (list, tuple)) and len(temperature) > 1) or (
+            isinstance(temperature, (np.ndarray, torch.Tensor)) and temperature.ndim > 0 and len(temperature) > 1
         )
-    temperature = positive_real(temperature, "temperature")
-    gradient_tolerance = positive_real(gradient_tolerance, "gradient_tolerance")
-    max_iterations = positive_int(max_iterations, "max_iterations")
-    if on_failure not in ("warn", "raise"):
-        raise ValueError(f"on_failure must be 'warn' or 'raise', got {on_failure!r}")
-    return temperature, gradient_tolerance, max_iterations, on_failure
+        if isinstance(temperature, str) or several:
+            raise ValueError(
+                f"temperature must be one real number > 0 here, got {temperature!r}: a grid of temperatures or "
+                "'auto' (the one of smallest action) is chosen by attnpaths.theory_from_attention, "
+                "theory_from_statistics and rank_heads"
+            )
+        temperature = positive_real(temperature, "temperature")
+        gradient_tolerance = positive_real(gradient_tolerance, "gradient_tolerance")
+        max_iterations = positive_int(max_iterations, "max_iterations")
+        if on_failure not in ("warn", "raise"):
+            raise ValueError(f"on_failure must be 'warn' or 'raise', got {on_failure!r}")
+        return cls(temperature, gradient_tolerance, max_iterations, on_failure)
 
 
-def _minimise(evaluator: EnergyEvaluator, arch: Architecture, initial, options, training: dict) -> TheorySolution:
+def _kernel_point(X: torch.Tensor, y: torch.Tensor, U1: torch.Tensor, temperature: float) -> EnergyPoint | None:
+    """``S_en`` (eq-action) at ``U1`` from the ``[P, P]`` kernel formed directly (:func:`attnpaths.action.energy`'s
+    operations), with its factorisation; None where it is not finite."""
+    try:
+        chol = shifted_cholesky(kernel_from_scaled(X, U1, X), temperature)
+    except torch.linalg.LinAlgError:
+        return None
+    alpha = torch.cholesky_solve(y.reshape(-1, 1), chol).reshape(-1)
+    value = float(2.0 * torch.log(torch.diagonal(chol)).sum() + y @ alpha)
+    return EnergyPoint(value, chol, alpha) if math.isfinite(value) else None
+
+
+def _gp_solution(arch: Architecture, temperature: float, energy_at, training: dict) -> TheorySolution:
+    """The GP limit (eq-gp): the GP values and ``energy_at(U_1)`` (an :class:`attnpaths.action.EnergyPoint` or
+    None) there; no minimisation."""
+    U_layers, U_a = gp_order_parameters(arch)
+    point = energy_at(U_layers[0])
+    if point is None:
+        raise ValueError(_infinite_start(float(U_layers[0][0, 0]), temperature, gp_limit=True))
+    return _solution(arch, temperature, U_layers, U_a, point, **training)
+
+
+def _minimise(evaluator: EnergyEvaluator, arch: Architecture, initial, options: _Options, training: dict):
     """The minimisation of :func:`solve` on the energy ``evaluator`` (the GP limit: the GP values); ``training``
-    holds the solution's training set (``_X``, ``_y``, ``_raw``: :class:`TheorySolution`)."""
-    temperature, gradient_tolerance, max_iterations, on_failure = options
-    gram = evaluator.route == "gram"
-    extra = {"route": evaluator.route, "rows": evaluator.X if gram else None, **training}
+    holds the solution's training set (``X``, ``y``, ``raw``: :class:`TheorySolution`)."""
+    temperature = options.temperature
+    training = {"route": evaluator.route, "rows": evaluator.X if evaluator.route == "gram" else None, **training}
     if arch.gp_limit:
-        U_layers, U_a = gp_order_parameters(arch)
-        point = evaluator.point(torch.linalg.cholesky(U_layers[0]))
-        if point is None:
-            raise ValueError(_infinite_start(float(U_layers[0][0, 0]), temperature, gp_limit=True))
-        return _solution(
-            None,
-            None,
-            arch,
-            temperature,
-            U_layers,
-            U_a,
-            point.value,
-            math.inf,
-            math.nan,
-            math.nan,
-            True,
-            0,
-            factorization=(point.chol, point.alpha),
-            **extra,
-        )
+        return _gp_solution(arch, temperature, lambda U1: evaluator.point(torch.linalg.cholesky(U1)), training)
     action = _Action(None, None, arch, temperature, evaluator=evaluator)
     start = gp_order_parameters(arch)[0] if initial is None else _check_initial(initial, arch)
     point, iterations, success, message, derivatives = _newton(
         action,
         action.coords.coordinates(start),
-        gradient_tolerance,
-        max_iterations,
+        options.gradient_tolerance,
+        options.max_iterations,
         initial_given=initial is not None,
     )
     U_layers = [torch.from_numpy(F @ F.T) for F in point.factors]
     grad_norm, min_eig = action.certificate(derivatives)
-    ent, en = point.entropy, point.energy.value
     U_a = float(readout_order_parameter(U_layers[-1], arch))
     converged = success and min_eig > 0
     if not converged:
@@ -313,24 +309,21 @@ def _minimise(evaluator: EnergyEvaluator, arch: Architecture, initial, options, 
             f"the action's minimiser is not certified ({message}; gradient norm {grad_norm:.3g}, "
             f"smallest Hessian eigenvalue {min_eig:.3g}) at widths={arch.widths}, temperature={temperature}"
         )
-        if on_failure == "raise":
+        if options.on_failure == "raise":
             raise RuntimeError(message)
         warnings.warn(message, CertificateWarning, stacklevel=3)
     return _solution(
-        None,
-        None,
         arch,
         temperature,
         U_layers,
         U_a,
-        en,
-        ent,
-        grad_norm,
-        min_eig,
-        converged,
-        iterations,
-        factorization=(point.energy.chol, point.energy.alpha),
-        **extra,
+        point.energy,
+        entropy=point.entropy,
+        gradient_norm=grad_norm,
+        hessian_min_eigenvalue=min_eig,
+        converged=converged,
+        iterations=iterations,
+        **training,
     )
 
 
@@ -350,53 +343,43 @@ def _check_initial(initial, arch: Architecture) -> list[torch.Tensor]:
 
 
 def _solution(
-    X,
-    y,
-    arch,
-    temperature,
+    arch: Architecture,
+    temperature: float,
     U_layers,
     U_a,
-    energy_value,
-    entropy_value,
-    grad_norm,
-    min_eig,
-    converged,
-    nit,
-    factorization=None,
+    point: EnergyPoint,
     *,
-    route="feature",
+    entropy: float = math.inf,
+    gradient_norm: float = math.nan,
+    hessian_min_eigenvalue: float = math.nan,
+    converged: bool = True,
+    iterations: int = 0,
+    route: str = "feature",
     rows=None,
-    _X=None,
-    _y=None,
-    _raw=None,
-):
-    X = _X if X is None else X
-    y = _y if y is None else y
-    U1 = U_layers[0]
-    if factorization is None:
-        G = kernel_from_scaled(X, U1, X) + temperature * torch.eye(X.shape[0], dtype=torch.float64)
-        chol = torch.linalg.cholesky(G)
-        alpha = torch.cholesky_solve(y.reshape(-1, 1), chol).reshape(-1)
-    else:
-        chol, alpha = factorization
+    X=None,
+    y=None,
+    raw=None,
+) -> TheorySolution:
+    """The :class:`TheorySolution` at ``U_layers`` whose energy (with the factorisation of ``K + T I``) is
+    ``point``; the defaults are the GP limit's (no minimisation)."""
     return TheorySolution(
-        U=U1.numpy().copy(),
+        U=U_layers[0].numpy().copy(),
         U_layers=[U.numpy().copy() for U in U_layers],
         U_a=float(U_a),
-        action=energy_value + entropy_value,
-        energy=energy_value,
-        entropy=entropy_value,
-        gradient_norm=grad_norm,
-        hessian_min_eigenvalue=min_eig,
+        action=point.value + entropy,
+        energy=point.value,
+        entropy=entropy,
+        gradient_norm=gradient_norm,
+        hessian_min_eigenvalue=hessian_min_eigenvalue,
         converged=converged,
-        iterations=int(nit),
+        iterations=int(iterations),
         arch=arch,
         temperature=temperature,
         _X=X,
         _y=y,
-        _chol=chol,
-        _alpha=alpha,
+        _chol=point.chol,
+        _alpha=point.alpha,
         route=route,
         _rows=rows,
-        _raw=_raw,
+        _raw=raw,
     )

@@ -8,13 +8,8 @@ import numpy as np
 import torch
 
 from .._validation import check_memory, positive_int
-from ..action import (
-    Architecture,
-)
-from ..kernels import kernel_from_scaled, scaled_features
-
-# --------------------------------------------------------------------------------------------------------
-# the solution
+from ..action import Architecture
+from ..kernels import kernel_from_scaled, scaled_features, shifted_cholesky
 
 _NO_TRAINING_SET = (
     "{what} is not available: this solution was found from GramStatistics (solve_from_statistics), "
@@ -116,8 +111,7 @@ class TheorySolution:
             P = self._raw[0].shape[0]
             check_memory(8.0 * 2 * P * P, f"kernel_cholesky with P = {P} examples (two [P, P] float64 matrices)")
             X = self.training_features
-            G = kernel_from_scaled(X, torch.as_tensor(self.U), X) + self.temperature * torch.eye(P, dtype=torch.float64)
-            self._cache["chol"] = torch.linalg.cholesky(G)
+            self._cache["chol"] = shifted_cholesky(kernel_from_scaled(X, torch.as_tensor(self.U), X), self.temperature)
         return self._cache["chol"]
 
     @property

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from attnpaths.json_files import read_json
-from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record
 from attnpaths_book.chapters import PROFILES
 from attnpaths_book.layout import BookLayout, find_root
 from attnpaths_book.runner import notebook_chapters, read_timings
@@ -171,6 +171,5 @@ def main(argv=None) -> int:
         print(f"  {report['html_wall_s']:.0f} s; execution and HTML {report['book_wall_s']:.0f} s", flush=True)
     if len(runs) >= 2 and runs[0]["workers"] == 1:
         report["speedup"] = {str(r["workers"]): round(runs[0]["wall_s"] / r["wall_s"], 3) for r in runs[1:]}
-    path = write_record(make_record(started, report), args.output)
-    print(f"record written to {path}")
+    finish_record(started, report, args.output)
     return 0

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record
 from attnpaths_book.layout import find_root
 
 ABSENT_MODULES = ("dask", "distributed", "arviz", "matplotlib", "sklearn", "PIL", "papermill", "jupytext")
@@ -131,6 +131,5 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 1
-    path = write_record(make_record(started, report), args.output)
-    print(f"record written to {path}")
+    finish_record(started, report, args.output)
     return 0

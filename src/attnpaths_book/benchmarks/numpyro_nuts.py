@@ -45,389 +45,40 @@ Command line: ``python -m attnpaths_book bench numpyro_nuts --help``. The report
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
-import numbers
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from attnpaths.network import AttentionNetwork, NetworkWeights, predictor_from_input_weights
-from attnpaths.sampler import PosteriorSampler, PosteriorSamples, effective_sample_size, split_rhat
-from attnpaths_book.benchmarks.record import (
-    VERSIONED_PACKAGES,
-    committed_record_path,
-    make_record,
-    start_record,
-    write_record,
+from attnpaths.network import AttentionNetwork
+from attnpaths.sampler import PosteriorSampler, PosteriorSamples, effective_sample_size
+from attnpaths_book.benchmarks._numpyro_run import (
+    PRECISIONS,
+    NutsRun,
+    _check_precision,
+    _int_at_least,
+    pin_xla_threads,
+    require_numpyro,
+    run_numpyro_nuts,
 )
-from attnpaths_book.benchmarks.sampler import SUMMARY_KEYS, _hmc_inputs, _random_inputs, _summary, print_summaries
+from attnpaths_book.benchmarks._numpyro_run import jax_potential_energy as jax_potential_energy
+from attnpaths_book.benchmarks._numpyro_run import stop_reason_after_round as stop_reason_after_round
+from attnpaths_book.benchmarks._numpyro_run import x64 as x64
+from attnpaths_book.benchmarks.record import VERSIONED_PACKAGES, finish_record, start_record, torch_threads
+from attnpaths_book.benchmarks.sampler import (
+    SUMMARY_KEYS,
+    _summary,
+    add_posterior_arguments,
+    add_run_arguments,
+    mean_predictor_z,
+    posterior_inputs,
+    print_summaries,
+)
 
-INSTALL_HINT = 'pip install -e ".[bench]"'
-"""How to install the optional dependencies of this benchmark (the ``bench`` extra of ``pyproject.toml``)."""
-
-PRECISIONS = ("float64", "float32")
-SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 VERSIONED = VERSIONED_PACKAGES + ("jax", "jaxlib", "numpyro")
-
-
-def require_numpyro():
-    """Import and return ``(jax, numpyro)``; ``ModuleNotFoundError`` naming the ``bench`` extra if either is
-    missing."""
-    try:
-        import jax
-        import numpyro
-    except ImportError as err:
-        raise ModuleNotFoundError(
-            f"the numpyro benchmark needs jax and numpyro, the optional 'bench' dependencies of attnpaths "
-            f"({err}): install them with {INSTALL_HINT}"
-        ) from err
-    return jax, numpyro
-
-
-def pin_xla_threads(threads: int) -> str | None:
-    """Ask XLA for one CPU thread when ``threads == 1``, by ``XLA_FLAGS``; effective only if JAX is not
-    imported yet. Returns the ``XLA_FLAGS`` in force (``None`` if unset)."""
-    if threads == 1 and "jax" not in sys.modules:
-        flags = os.environ.get("XLA_FLAGS", "")
-        if SINGLE_THREAD_XLA_FLAGS not in flags:
-            os.environ["XLA_FLAGS"] = f"{flags} {SINGLE_THREAD_XLA_FLAGS}".strip()
-    return os.environ.get("XLA_FLAGS")
-
-
-@contextlib.contextmanager
-def x64(enabled: bool):
-    """Set JAX's ``jax_enable_x64`` to ``enabled`` inside the block; the previous value is restored after."""
-    jax, _ = require_numpyro()
-    previous = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", bool(enabled))
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
-
-
-def _check_precision(dtype: str) -> str:
-    if dtype not in PRECISIONS:
-        raise ValueError(f"dtype must be one of {PRECISIONS}, got {dtype!r}")
-    return dtype
-
-
-def jax_potential_energy(network: AttentionNetwork, x, y, temperature: float, dtype: str = "float64"):
-    """JAX version of :func:`attnpaths_book.benchmarks.sampler.potential_energy`, the negative log posterior (sec-model-network)::
-
-        E(theta) = sum_blocks |W|^2 / (2 s) + |y - f(x; theta)|^2 / (2 T)
-
-    with ``f`` computed layer by layer as in (eq-forward) (``x^(0) = V0 x / sqrt(N0)``, ``x^(l) = sum_h V^(l,h)
-    x^(l-1) Omega^(l,h) / sqrt(H_l N_l)``, the last layer read out by the token readout ``omega^(L,h)``,
-    ``f = a . xbar^(L) / sqrt(N_a)``) from the attention matrices, computed once (in float64, by torch) and
-    then cast to ``dtype`` together with ``x`` and ``y``.
-
-    Args:
-        network: the network (attention, widths, prior variances).
-        x: ``[P, N0, T_seq]`` training inputs.
-        y: ``[P]`` labels.
-        temperature: likelihood variance ``T``.
-        dtype: ``"float64"`` (needs ``jax_enable_x64``, see :func:`x64`) or ``"float32"``.
-
-    Returns:
-        a function of a dict ``{"V_0": [N_1, N0], "V_1": [H_1, N_2, N_1], ..., "a": [N_a]}`` of JAX arrays
-        returning the scalar energy.
-    """
-    jax, _ = require_numpyro()
-    import jax.numpy as jnp
-
-    _check_precision(dtype)
-    if dtype == "float64" and not jax.config.jax_enable_x64:
-        raise ValueError("dtype='float64' needs JAX's jax_enable_x64: build the potential inside x64(True)")
-    if not isinstance(temperature, numbers.Real) or isinstance(temperature, bool) or not temperature > 0:
-        raise ValueError(f"temperature must be a real number > 0, got {temperature!r}")
-    x = torch.as_tensor(x, dtype=torch.float64)
-    y = torch.as_tensor(y, dtype=torch.float64)
-    if x.ndim != 3 or x.shape[1] != network.input_width or y.shape != (x.shape[0],):
-        raise ValueError(
-            f"x must have shape [P, {network.input_width}, T] and y shape [P], got "
-            f"{tuple(x.shape)} and {tuple(y.shape)}"
-        )
-    matrices = [jnp.asarray(m.numpy(), dtype=dtype) for m in network.attention.matrices(x)]
-    inputs, labels = jnp.asarray(x.numpy(), dtype=dtype), jnp.asarray(y.numpy(), dtype=dtype)
-    names = list(network.weight_shapes())
-    variances = dict(zip(names, network.variances))
-    heads, widths, num_layers = network.heads, network.widths, network.num_layers
-    input_norm = math.sqrt(network.input_width)
-
-    def energy(params: dict):
-        hidden = jnp.matmul(params["V_0"], inputs) / input_norm  # [P, N_1, T]
-        for l, omega in enumerate(matrices, start=1):
-            norm = math.sqrt(heads[l - 1] * widths[l - 1])
-            routed = jnp.matmul(params[f"V_{l}"][None], hidden[:, None])  # V^(l,h) x^(l-1): [P, H, N_{l+1}, T]
-            if l < num_layers:  # sum_h (V^(l,h) x^(l-1)) Omega^(l,h)
-                hidden = jnp.matmul(routed, omega).sum(axis=1) / norm
-            else:  # token readout of the last layer: omega [P, H, T]
-                hidden = jnp.einsum("phnt,pht->pn", routed, omega) / norm
-        f = hidden @ params["a"] / math.sqrt(widths[-1])
-        prior = sum((params[name] ** 2).sum() / (2 * variances[name]) for name in names)
-        return prior + ((labels - f) ** 2).sum() / (2 * temperature)
-
-    return energy
-
-
-@dataclass
-class NutsRun:
-    """A numpyro NUTS run: the samples and what explains their cost.
-
-    Attributes:
-        samples: ``[C, S, ...]`` samples (path form, float64); ``wall_time_s`` is the sum of the chains' times.
-        dtype: the precision asked for.
-        draw_dtype: the precision of the weights the chains produced (a check that JAX ran in ``dtype``).
-        chain_wall_times_s: ``[C]`` wall time of each chain (prior draw, initialisation, warm-up, sampling).
-        chain_cpu_times_s: ``[C]`` CPU time of the process during each chain (all its threads).
-        compile_time_s: JAX's compilation of the NUTS step (once per run, not in the chains' times).
-        step_sizes: ``[C]`` adapted step sizes.
-        potential_evaluations: ``[C]`` leapfrog steps (gradient evaluations of the potential), warm-up included.
-        iterations: NUTS iterations per chain (warm-up included).
-        max_depth_fraction: fraction of the sampling iterations that built a tree of the maximal depth.
-        divergences: ``[C]`` divergent transitions after the warm-up.
-        mean_accept_prob: ``[C]`` mean acceptance statistic after the warm-up.
-        rhat_history: ``[(draws per chain, max split R-hat over the test points, elapsed s)]`` after every round.
-        stop_reason: ``"rhat"``, ``"max_samples"`` or ``"time_budget"``.
-    """
-
-    samples: PosteriorSamples
-    dtype: str
-    draw_dtype: str
-    chain_wall_times_s: list[float]
-    chain_cpu_times_s: list[float]
-    compile_time_s: float
-    step_sizes: list[float]
-    potential_evaluations: list[int]
-    iterations: int
-    max_depth_fraction: float
-    divergences: list[int]
-    mean_accept_prob: list[float]
-    rhat_history: list[tuple[int, float, float]] = field(default_factory=list)
-    stop_reason: str = ""
-
-    @property
-    def converged(self) -> bool:
-        return self.stop_reason == "rhat"
-
-
-def _int_at_least(value, name: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-        raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
-    return int(value)
-
-
-def run_numpyro_nuts(
-    network: AttentionNetwork,
-    x,
-    y,
-    temperature: float,
-    key,
-    test_features,
-    *,
-    dtype: str = "float64",
-    num_warmup: int = 100,
-    num_chains: int = 4,
-    round_samples: int = 10,
-    max_samples: int = 1000,
-    rhat_target: float = 1.01,
-    time_budget_s: float | None = None,
-    target_accept_prob: float = 0.8,
-    max_tree_depth: int = 10,
-    progress: bool = False,
-) -> NutsRun:
-    """Sample the posterior (sec-model-network) with numpyro's NUTS until the predictor's split R-hat reaches ``rhat_target``.
-
-    Chains run one after the other, each from a prior draw (sec-model-network) made with its own key. After ``num_warmup``
-    adaptation iterations, rounds of ``round_samples`` draws per chain follow until ``max_b R-hat(f(x_b))
-    <= rhat_target`` over the test points, or ``max_samples`` draws per chain, or until the next round would
-    end after ``time_budget_s`` (counted from the start of the run; ``None``: no limit). The warm-up and the
-    first round always run.
-
-    Args:
-        network, x, y, temperature: the posterior (eq-forward, sec-model-network).
-        key: JAX PRNG key (``jax.random.PRNGKey(seed)``), the source of all randomness.
-        test_features: ``[B, N0, n_paths]`` path features of the test inputs on which R-hat is measured.
-        dtype: ``"float64"`` or ``"float32"``; ``jax_enable_x64`` is set accordingly during the run.
-        num_warmup, num_chains, round_samples, max_samples, rhat_target, time_budget_s: as above.
-        target_accept_prob, max_tree_depth: NUTS settings (numpyro's defaults).
-        progress: tqdm bar over the NUTS iterations.
-
-    Returns:
-        :class:`NutsRun`.
-    """
-    jax, _ = require_numpyro()
-    from numpyro.infer import NUTS
-
-    _check_precision(dtype)
-    num_warmup = _int_at_least(num_warmup, "num_warmup", 0)
-    num_chains = _int_at_least(num_chains, "num_chains", 1)
-    round_samples = _int_at_least(round_samples, "round_samples", 1)
-    max_samples = _int_at_least(max_samples, "max_samples", round_samples)
-    max_tree_depth = _int_at_least(max_tree_depth, "max_tree_depth", 1)
-    if not isinstance(rhat_target, numbers.Real) or not rhat_target > 1:
-        raise ValueError(f"rhat_target must be a real number > 1, got {rhat_target!r}")
-    if time_budget_s is not None and (not isinstance(time_budget_s, numbers.Real) or not time_budget_s > 0):
-        raise ValueError(f"time_budget_s must be a number > 0 or None, got {time_budget_s!r}")
-    if not 0 < target_accept_prob < 1:
-        raise ValueError(f"target_accept_prob must be in (0, 1), got {target_accept_prob!r}")
-    features = network.check_features(test_features)
-    names = list(network.weight_shapes())
-    max_steps = 2**max_tree_depth - 1
-
-    with x64(dtype == "float64"):
-        try:
-            keys = jax.random.split(key, num_chains)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"key must be a JAX PRNG key (jax.random.PRNGKey(seed)), got {key!r}") from err
-        potential = jax_potential_energy(network, x, y, temperature, dtype)
-        kernel = NUTS(potential_fn=potential, target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth)
-        start = time.perf_counter()
-        chains, wall_times, cpu_times = [], [0.0] * num_chains, [0.0] * num_chains
-        evaluations = [0] * num_chains
-        draws = [[] for _ in range(num_chains)]
-        bar = tqdm(
-            total=num_chains * (num_warmup + round_samples), desc=f"NUTS ({dtype})", disable=not progress, leave=False
-        )
-
-        def advance(c: int, state, iterations: int, keep: bool):
-            began, cpu_began = time.perf_counter(), time.process_time()
-            for _ in range(iterations):
-                state = step(state)
-                jax.block_until_ready(state)
-                evaluations[c] += int(state.num_steps)
-                if keep:
-                    draws[c].append(
-                        (
-                            jax.tree.map(np.asarray, state.z),
-                            int(state.num_steps),
-                            bool(state.diverging),
-                            float(state.accept_prob),
-                        )
-                    )
-                bar.update()
-            wall_times[c] += time.perf_counter() - began
-            cpu_times[c] += time.process_time() - cpu_began
-            return state
-
-        def initial_state(c: int):
-            prior_key, chain_key = jax.random.split(keys[c])
-            init = {
-                name: jax.random.normal(k, shape, dtype=dtype) * math.sqrt(s)
-                for (name, shape), s, k in zip(
-                    network.weight_shapes().items(), network.variances, jax.random.split(prior_key, len(names))
-                )
-            }
-            return kernel.init(chain_key, num_warmup, init_params=init, model_args=(), model_kwargs={})
-
-        # JAX compiles the prior draw, the initialisation and the NUTS step once for all chains (same shapes and
-        # warm-up schedule); this first pass is timed as compilation, not charged to a chain
-        began = time.perf_counter()
-        step = jax.jit(lambda s: kernel.sample(s, (), {})).lower(initial_state(0)).compile()
-        compile_time = time.perf_counter() - began
-        for c in range(num_chains):
-            began, cpu_began = time.perf_counter(), time.process_time()
-            state = initial_state(c)
-            wall_times[c] += time.perf_counter() - began
-            cpu_times[c] += time.process_time() - cpu_began
-            chains.append(advance(c, state, num_warmup, keep=False))
-        step_sizes = [float(state.adapt_state.step_size) for state in chains]
-
-        input_weights = [[] for _ in range(num_chains)]
-        overlaps = [[] for _ in range(num_chains)]
-        history = []
-        while True:
-            round_began = time.perf_counter()
-            for c in range(num_chains):
-                done = len(draws[c])
-                chains[c] = advance(c, chains[c], round_samples, keep=True)
-                new = [z for z, *_ in draws[c][done:]]
-                weights = NetworkWeights(
-                    V0=_stack(new, "V_0"),
-                    V=tuple(_stack(new, f"V_{l}") for l in range(1, len(names) - 1)),
-                    a=_stack(new, "a"),
-                )
-                input_weights[c].append(network.path_input_weights(weights))
-                overlaps[c].append(network.sampled_order_parameter(weights, per_sample=True))
-            predictor = predictor_from_input_weights(torch.stack([torch.cat(w) for w in input_weights]), features)
-            max_rhat = split_rhat(predictor).max().item()
-            num_drawn = len(draws[0])
-            history.append((num_drawn, max_rhat, time.perf_counter() - start))
-            stop_reason = stop_reason_after_round(
-                max_rhat,
-                num_drawn,
-                time.perf_counter() - start,
-                time.perf_counter() - round_began,
-                rhat_target=rhat_target,
-                round_samples=round_samples,
-                max_samples=max_samples,
-                time_budget_s=time_budget_s,
-            )
-            if stop_reason:
-                break
-            bar.total += num_chains * round_samples
-        bar.close()
-
-    kept = [d for chain in draws for d in chain]
-    samples = PosteriorSamples(
-        path_input_weights=torch.stack([torch.cat(w) for w in input_weights]),
-        order_parameters=torch.stack([torch.cat(o) for o in overlaps]),
-        temperature=float(temperature),
-        num_warmup=num_warmup,
-        wall_time_s=sum(wall_times),
-    )
-    return NutsRun(
-        samples=samples,
-        dtype=dtype,
-        draw_dtype=str(draws[0][0][0]["a"].dtype),
-        chain_wall_times_s=wall_times,
-        chain_cpu_times_s=cpu_times,
-        compile_time_s=compile_time,
-        step_sizes=step_sizes,
-        potential_evaluations=evaluations,
-        iterations=num_warmup + len(draws[0]),
-        max_depth_fraction=sum(steps >= max_steps for _, steps, _, _ in kept) / len(kept),
-        divergences=[sum(d for _, _, d, _ in chain) for chain in draws],
-        mean_accept_prob=[float(np.mean([p for *_, p in chain])) for chain in draws],
-        rhat_history=history,
-        stop_reason=stop_reason,
-    )
-
-
-def stop_reason_after_round(
-    max_rhat: float,
-    draws_per_chain: int,
-    elapsed_s: float,
-    last_round_s: float,
-    *,
-    rhat_target: float,
-    round_samples: int,
-    max_samples: int,
-    time_budget_s: float | None,
-) -> str:
-    """The stopping rule of :func:`run_numpyro_nuts` after a round of draws: ``"rhat"`` when ``max_rhat <=
-    rhat_target`` (NaN never is), else ``"max_samples"`` when another round would pass ``max_samples`` draws
-    per chain, else ``"time_budget"`` when another round as long as the last would end after ``time_budget_s``
-    (``None``: no budget), else ``""`` (go on)."""
-    if max_rhat <= rhat_target:
-        return "rhat"
-    if draws_per_chain + round_samples > max_samples:
-        return "max_samples"
-    if time_budget_s is not None and elapsed_s + last_round_s > time_budget_s:
-        return "time_budget"
-    return ""
-
-
-def _stack(draws: list[dict], name: str) -> torch.Tensor:
-    """``[S, ...]`` float64 tensor of one weight block over draws (float32 draws are widened exactly)."""
-    return torch.from_numpy(np.stack([z[name] for z in draws]).astype(np.float64))
 
 
 def run_gibbs_chains(
@@ -507,17 +158,6 @@ def _cpu_summary(summary: dict, cpu_times: list[float]) -> dict:
     }
 
 
-def mean_predictor_z(a: PosteriorSamples, b: PosteriorSamples, features) -> float:
-    """Largest difference of two samplers' mean predictors over the test points in units of their combined
-    Monte-Carlo standard error (each from its own ESS, at least one draw's worth)."""
-    squared = []
-    for samples in (a, b):
-        ess = effective_sample_size(samples.predictor_samples(features))
-        squared.append(samples.predictor_variance(features) / torch.clamp(torch.nan_to_num(ess, nan=1.0), min=1.0))
-    difference = a.predict(features) - b.predict(features)
-    return (difference.abs() / torch.sqrt(sum(squared))).max().item()
-
-
 def compare(
     network: AttentionNetwork,
     x,
@@ -545,7 +185,7 @@ def compare(
     (the same key for every precision).
 
     Returns:
-        the report: ``sizes``, ``gibbs`` and ``nuts_<precision>`` summaries (wall time, min / median predictor
+        The report, with ``sizes``, ``gibbs`` and ``nuts_<precision>`` summaries (wall time, min / median predictor
         ESS, max R-hat, ESS per second, per-chain estimates; for NUTS also the stopping rule's history and
         outcome, step sizes, gradient evaluations, compile time), ``ess_per_s_ratio``, ``ess_per_cpu_s_ratio``
         and ``ess_per_s_ratio_repeats`` (Gibbs / NUTS, per precision) and ``max_mean_predictor_z`` (per
@@ -553,9 +193,7 @@ def compare(
     """
     jax, _ = require_numpyro()
     precisions = tuple(_check_precision(p) for p in precisions)
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
-    try:
+    with torch_threads(num_threads):
         features = network.features(x_test)
         gibbs, gibbs_times, gibbs_cpu_times = run_gibbs_chains(
             network,
@@ -587,8 +225,6 @@ def compare(
             )
             for p in precisions
         }
-    finally:
-        torch.set_num_threads(previous_threads)
     report = {
         "sizes": {
             "num_train": int(torch.as_tensor(y).shape[0]),
@@ -615,29 +251,7 @@ def compare(
         **_cpu_summary(report["gibbs"], gibbs_cpu_times),
     )
     for p, run in nuts.items():
-        summary = _summary(run.samples, run.samples.diagnostics(features))
-        iterations = num_chains * run.iterations
-        summary.update(
-            num_warmup=num_warmup,
-            draw_dtype=run.draw_dtype,
-            chain_wall_times_s=run.chain_wall_times_s,
-            **_cpu_summary(summary, run.chain_cpu_times_s),
-            per_chain_min_predictor_ess_per_s=per_chain_min_ess_per_s(run.samples, run.chain_wall_times_s, features),
-            compile_time_s=run.compile_time_s,
-            step_sizes=run.step_sizes,
-            potential_evaluations_per_iteration=sum(run.potential_evaluations) / iterations,
-            min_predictor_ess_per_1000_evaluations=1000 * summary["min_predictor_ess"] / sum(run.potential_evaluations),
-            max_tree_depth_fraction=run.max_depth_fraction,
-            divergences=run.divergences,
-            mean_accept_prob=run.mean_accept_prob,
-            rhat_target=rhat_target,
-            time_budget_s=time_budget_s,
-            rhat_history=[
-                {"draws_per_chain": n, "max_predictor_rhat": r, "elapsed_s": t} for n, r, t in run.rhat_history
-            ],
-            stop_reason=run.stop_reason,
-            converged=run.converged,
-        )
+        summary = _nuts_summary(run, features, num_chains * run.iterations, num_warmup, rhat_target, time_budget_s)
         report[f"nuts_{p}"] = summary
         report["ess_per_s_ratio"][p] = report["gibbs"]["min_predictor_ess_per_s"] / summary["min_predictor_ess_per_s"]
         report["ess_per_cpu_s_ratio"][p] = (
@@ -655,24 +269,37 @@ def compare(
     return report
 
 
+def _nuts_summary(run: NutsRun, features, iterations: int, num_warmup: int, rhat_target, time_budget_s) -> dict:
+    summary = _summary(run.samples, run.samples.diagnostics(features))
+    summary.update(
+        num_warmup=num_warmup,
+        draw_dtype=run.draw_dtype,
+        chain_wall_times_s=run.chain_wall_times_s,
+        **_cpu_summary(summary, run.chain_cpu_times_s),
+        per_chain_min_predictor_ess_per_s=per_chain_min_ess_per_s(run.samples, run.chain_wall_times_s, features),
+        compile_time_s=run.compile_time_s,
+        step_sizes=run.step_sizes,
+        potential_evaluations_per_iteration=sum(run.potential_evaluations) / iterations,
+        min_predictor_ess_per_1000_evaluations=1000 * summary["min_predictor_ess"] / sum(run.potential_evaluations),
+        max_tree_depth_fraction=run.max_depth_fraction,
+        divergences=run.divergences,
+        mean_accept_prob=run.mean_accept_prob,
+        rhat_target=rhat_target,
+        time_budget_s=time_budget_s,
+        rhat_history=[{"draws_per_chain": n, "max_predictor_rhat": r, "elapsed_s": t} for n, r, t in run.rhat_history],
+        stop_reason=run.stop_reason,
+        converged=run.converged,
+    )
+    return summary
+
+
 def main(argv=None):
     """Command-line entry point; prints the report and returns it (exit status 2 when jax or numpyro is
     missing, with the command that installs them)."""
     parser = argparse.ArgumentParser(
         prog="python -m attnpaths_book bench numpyro_nuts", description=__doc__.split("\n")[0]
     )
-    parser.add_argument(
-        "--data",
-        choices=("hmc", "random"),
-        default="hmc",
-        help="HMC task (4-path network of Figure 2) or random inputs of the same sizes",
-    )
-    parser.add_argument("--width", type=int, default=10, help="N (all widths)")
-    parser.add_argument("--temperature", type=float, default=0.01)
-    parser.add_argument("--num-train", type=int, default=100)
-    parser.add_argument("--num-test", type=int, default=100)
-    parser.add_argument("--input-width", type=int, default=231, help="N0 of --data random")
-    parser.add_argument("--num-tokens", type=int, default=31, help="sequence length of --data random")
+    add_posterior_arguments(parser, "HMC task (4-path network of Figure 2) or random inputs of the same sizes")
     parser.add_argument(
         "--precision",
         nargs="+",
@@ -694,14 +321,7 @@ def main(argv=None):
     parser.add_argument("--gibbs-warmup", type=int, default=100, help="Gibbs burn-in sweeps per chain")
     parser.add_argument("--gibbs-samples", type=int, default=1000, help="Gibbs samples per chain")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (and one XLA thread when 1)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--progress", action="store_true")
-    parser.add_argument(
-        "--output",
-        default=os.path.join("_build", "results", "bench_numpyro_nuts.json"),
-        help="where to write the report with its provenance; the committed record is "
-        + str(committed_record_path("numpyro_nuts")),
-    )
+    add_run_arguments(parser, "numpyro_nuts", "where to write the report with its provenance; the committed record is ")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     pin_xla_threads(args.threads)
@@ -711,13 +331,8 @@ def main(argv=None):
         print(f"error: {err}", file=sys.stderr)
         return 2
     started = start_record("numpyro_nuts", argv, packages=VERSIONED)
-    if args.data == "hmc":
-        attention, x, y, x_test, y_test = _hmc_inputs(args.num_train, args.num_test)
-    else:
-        attention, x, y, x_test, y_test = _random_inputs(
-            torch.Generator().manual_seed(args.seed), args.num_train, args.num_test, args.input_width, args.num_tokens
-        )
-    network = AttentionNetwork(attention, width=args.width)
+    network, x, y, x_test, y_test = posterior_inputs(args, torch.Generator().manual_seed(args.seed))
+    settings = ("num_chains", "num_warmup", "round_samples", "max_samples", "rhat_target", "time_budget_s")
     report = compare(
         network,
         x,
@@ -726,21 +341,12 @@ def main(argv=None):
         args.temperature,
         args.seed,
         precisions=tuple(dict.fromkeys(args.precision)),
-        num_chains=args.num_chains,
-        num_warmup=args.num_warmup,
-        round_samples=args.round_samples,
-        max_samples=args.max_samples,
-        rhat_target=args.rhat_target,
-        time_budget_s=args.time_budget_s,
-        gibbs_warmup=args.gibbs_warmup,
-        gibbs_samples=args.gibbs_samples,
+        **{name: getattr(args, name) for name in settings + ("gibbs_warmup", "gibbs_samples", "progress")},
         y_test=y_test,
         num_threads=args.threads,
-        progress=args.progress,
     )
     _print_report(report)
-    path = write_record(make_record(started, report), args.output)
-    print(f"record written to {path}")
+    finish_record(started, report, args.output)
     return report
 
 

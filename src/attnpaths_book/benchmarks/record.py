@@ -20,6 +20,7 @@ The provenance comes from :mod:`attnpaths_book.provenance`.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from attnpaths_book import records
@@ -35,6 +36,8 @@ __all__ = [
     "make_record",
     "read_record",
     "write_record",
+    "finish_record",
+    "torch_threads",
 ]
 
 
@@ -51,3 +54,23 @@ def start_record(name: str, argv: list[str], packages=VERSIONED_PACKAGES) -> dic
     return records.start_record(
         name, " ".join(["python -m attnpaths_book bench", name, *argv]), Path(__file__).parent, packages
     )
+
+
+def finish_record(started: dict, report: dict, output) -> Path:
+    """Write ``report`` with the provenance ``started`` to ``output`` and print where it went."""
+    path = write_record(make_record(started, report), output)
+    print(f"record written to {path}")
+    return path
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int):
+    """Pin torch to ``threads`` threads inside the block; the previous setting is restored after."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -32,16 +32,16 @@ import time
 import torch
 
 from attnpaths.network import AttentionNetwork, NetworkWeights
-from attnpaths.sampler import PosteriorSampler, PosteriorSamples
-from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+from attnpaths.sampler import PosteriorSampler, PosteriorSamples, effective_sample_size
+from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record, torch_threads
 
 
 def potential_energy(network: AttentionNetwork, x, y, temperature: float):
     """Negative log posterior density (sec-model-network; up to a constant), as a function of the weights.
 
     ``E(theta) = sum_blocks |W|^2 / (2 s) + |y - f(x; theta)|^2 / (2 T)`` with ``f`` computed layer by layer
-    (:meth:`AttentionNetwork.forward`, eq-forward) from attention matrices precomputed once, as in the
-    authors' code: independent of the path algebra that the Gibbs sampler uses. Handing NUTS this
+    (:meth:`~attnpaths.network.AttentionNetwork.forward`, eq-forward) from attention matrices precomputed once, as in
+    the authors' code: independent of the path algebra that the Gibbs sampler uses. Handing NUTS this
     function (rather than a pyro model) avoids pyro's per-step model tracing, which costs more than the
     network itself at the sizes of the tests.
 
@@ -190,9 +190,7 @@ def compare_samplers(
         (largest difference of the two mean predictors in units of their combined Monte-Carlo standard
         error: a check that both sample the same posterior) and the sizes.
     """
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
-    try:
+    with torch_threads(num_threads):
         sampler = PosteriorSampler(network, y, temperature, x=x)
         test_features = network.features(x_test)
         gibbs = sampler.run(
@@ -215,8 +213,6 @@ def compare_samplers(
             progress=progress,
             stats=nuts_stats,
         )
-    finally:
-        torch.set_num_threads(previous_threads)
     runs = {"gibbs": gibbs, "nuts": nuts}
     diagnostics = {name: samples.diagnostics(test_features) for name, samples in runs.items()}
     report = {
@@ -235,14 +231,7 @@ def compare_samplers(
     report["nuts"]["potential_evaluations_per_iteration"] = nuts_stats["potential_evaluations"] / iterations
     report["nuts"]["step_sizes"] = nuts_stats["step_sizes"]
     report["ess_per_s_ratio"] = report["gibbs"]["min_predictor_ess_per_s"] / report["nuts"]["min_predictor_ess_per_s"]
-    # Monte-Carlo standard error of each mean predictor from its own ESS (at least one draw's worth)
-    squared_errors = [
-        runs[name].predictor_variance(test_features)
-        / torch.clamp(torch.nan_to_num(diagnostics[name]["predictor_ess"], nan=1.0), min=1.0)
-        for name in runs
-    ]
-    difference = gibbs.predict(test_features) - nuts.predict(test_features)
-    report["max_mean_predictor_z"] = (difference.abs() / torch.sqrt(sum(squared_errors))).max().item()
+    report["max_mean_predictor_z"] = mean_predictor_z(gibbs, nuts, test_features)
     if y_test is not None:
         y_test = torch.as_tensor(y_test, dtype=torch.float64)
         for name, samples in (("gibbs", gibbs), ("nuts", nuts)):
@@ -278,40 +267,24 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(
         prog="python -m attnpaths_book.benchmarks.sampler", description=__doc__.split("\n")[0]
     )
-    parser.add_argument(
-        "--data", choices=("hmc", "random"), default="hmc", help="HMC task (4-path network) or random inputs"
-    )
-    parser.add_argument("--width", type=int, default=10, help="N (all widths)")
-    parser.add_argument("--temperature", type=float, default=0.01)
-    parser.add_argument("--num-train", type=int, default=100)
-    parser.add_argument("--num-test", type=int, default=100)
-    parser.add_argument("--input-width", type=int, default=231, help="N0 of --data random")
-    parser.add_argument("--num-tokens", type=int, default=31, help="sequence length of --data random")
+    add_posterior_arguments(parser, "HMC task (4-path network) or random inputs")
     parser.add_argument("--num-warmup", type=int, default=50, help="NUTS warm-up per chain")
     parser.add_argument("--num-samples", type=int, default=50, help="NUTS samples per chain")
     parser.add_argument("--gibbs-warmup", type=int, default=100, help="Gibbs burn-in sweeps")
     parser.add_argument("--gibbs-samples", type=int, default=1000, help="Gibbs samples per chain")
     parser.add_argument("--num-chains", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (pinned for comparable ratios)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--progress", action="store_true")
-    parser.add_argument(
-        "--output",
-        default=os.path.join("_build", "results", "bench_sampler.json"),
-        help="where to write the report with its provenance (attnpaths_book.benchmarks.record); the book reads the "
-        "committed record " + str(committed_record_path("sampler")),
+    add_run_arguments(
+        parser,
+        "sampler",
+        "where to write the report with its provenance (attnpaths_book.benchmarks.record); the book reads the "
+        "committed record ",
     )
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     started = start_record("sampler", argv)
     generator = torch.Generator().manual_seed(args.seed)
-    if args.data == "hmc":
-        attention, x, y, x_test, y_test = _hmc_inputs(args.num_train, args.num_test)
-    else:
-        attention, x, y, x_test, y_test = _random_inputs(
-            generator, args.num_train, args.num_test, args.input_width, args.num_tokens
-        )
-    network = AttentionNetwork(attention, width=args.width)
+    network, x, y, x_test, y_test = posterior_inputs(args, generator)
     report = compare_samplers(
         network,
         x,
@@ -329,9 +302,54 @@ def main(argv=None) -> dict:
         progress=args.progress,
     )
     _print_report(report)
-    path = write_record(make_record(started, report), args.output)
-    print(f"record written to {path}")
+    finish_record(started, report, args.output)
     return report
+
+
+def add_posterior_arguments(parser: argparse.ArgumentParser, data_help: str) -> None:
+    """The options of the posterior that the sampler benchmarks compare on: its data, width, temperature, sizes."""
+    parser.add_argument("--data", choices=("hmc", "random"), default="hmc", help=data_help)
+    parser.add_argument("--width", type=int, default=10, help="N (all widths)")
+    parser.add_argument("--temperature", type=float, default=0.01)
+    parser.add_argument("--num-train", type=int, default=100)
+    parser.add_argument("--num-test", type=int, default=100)
+    parser.add_argument("--input-width", type=int, default=231, help="N0 of --data random")
+    parser.add_argument("--num-tokens", type=int, default=31, help="sequence length of --data random")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, name: str, output_help: str) -> None:
+    """``--seed``, ``--progress`` and ``--output`` (its help ends with benchmark ``name``'s committed record)."""
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--progress", action="store_true")
+    parser.add_argument(
+        "--output",
+        default=os.path.join("_build", "results", f"bench_{name}.json"),
+        help=output_help + str(committed_record_path(name)),
+    )
+
+
+def posterior_inputs(args: argparse.Namespace, generator: torch.Generator):
+    """``(network, x, y, x_test, y_test)`` of the options of :func:`add_posterior_arguments` (``generator``
+    draws the random inputs)."""
+    if args.data == "hmc":
+        attention, x, y, x_test, y_test = _hmc_inputs(args.num_train, args.num_test)
+    else:
+        attention, x, y, x_test, y_test = _random_inputs(
+            generator, args.num_train, args.num_test, args.input_width, args.num_tokens
+        )
+    return AttentionNetwork(attention, width=args.width), x, y, x_test, y_test
+
+
+def mean_predictor_z(a: PosteriorSamples, b: PosteriorSamples, features) -> float:
+    """Largest difference of two samplers' mean predictors over the test points in units of their combined
+    Monte-Carlo standard error (each from its own ESS, at least one draw's worth): a check that both sample
+    the same posterior."""
+    squared = []
+    for samples in (a, b):
+        ess = effective_sample_size(samples.predictor_samples(features))
+        squared.append(samples.predictor_variance(features) / torch.clamp(torch.nan_to_num(ess, nan=1.0), min=1.0))
+    difference = a.predict(features) - b.predict(features)
+    return (difference.abs() / torch.sqrt(sum(squared))).max().item()
 
 
 SUMMARY_KEYS = (

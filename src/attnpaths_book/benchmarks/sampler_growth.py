@@ -15,8 +15,8 @@ that ESS per second of wall time (warm-up included) and per kept sweep, and the 
 Expected growth of the time per sweep (the cost stated by :class:`~attnpaths.sampler.PosteriorSampler`):
 ``P^3`` (a ``P x P`` Cholesky factor per block) and ``P^2`` (each block's ``P x P`` Gram matrix) against ``P``;
 ``N^2`` (routing the data through the ``N x N`` weights) and ``N`` (the Gram matrices) against ``N``; each
-series is fitted by a power law (:func:`~attnpaths_book.benchmarks._fits.fit_exponent`) and by the two expected terms
-plus a constant (:func:`~attnpaths_book.benchmarks._fits.fit_two_terms`). The ESS per sweep measures how well the
+series is fitted by a power law (``fit_exponent``) and by the two expected terms
+plus a constant (``fit_two_terms``). The ESS per sweep measures how well the
 chains mix, which the width and the data set change; its exponent is reported as measured, over the points whose
 chains converged (largest split R-hat at most :data:`RHAT_LIMIT`): a point whose chains did not converge within
 its sweeps is reported, but its ESS is not trusted.
@@ -35,7 +35,7 @@ import torch
 from attnpaths.network import AttentionNetwork
 from attnpaths.sampler import PosteriorSampler
 from attnpaths_book.benchmarks._fits import fit_exponent, fit_two_terms
-from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record, torch_threads
 
 TEMPERATURE = 0.01
 """Likelihood variance of every posterior of the benchmark (that of the sampler comparison and of Figure 2)."""
@@ -44,7 +44,7 @@ NUM_TEST = 100
 EXPECTED_EXPONENTS = {"width": (2.0, 1.0), "examples": (3.0, 2.0)}
 """The two growing terms of the time per sweep against ``N`` and against ``P``."""
 RHAT_LIMIT = 1.05
-"""Largest split R-hat of the predictor at which a point's ESS is trusted: the ESS fits use only such points."""
+"""Largest split R-hat of the predictor at which a point's ESS is trusted; the ESS fits use only such points."""
 
 
 def sample_point(width: int, num_train: int, *, chains: int, warmup: int, samples: int, seed: int) -> dict:
@@ -136,10 +136,8 @@ def main(argv=None) -> dict:
         parser.error("--threads and --chains must be >= 1, --warmup >= 0 and --samples >= 4")
     settings = {"chains": args.chains, "warmup": warmup, "samples": samples, "seed": args.seed}
     started = start_record("sampler_growth", argv)
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
     series = {}
-    try:
+    with torch_threads(args.threads):
         for label, values, point in (
             ("width", widths, lambda v: sample_point(v, 100, **settings)),
             ("examples", sizes, lambda v: sample_point(10, v, **settings)),
@@ -158,8 +156,6 @@ def main(argv=None) -> dict:
                     flush=True,
                 )
             series[label] = growth(label, values, rows)
-    finally:
-        torch.set_num_threads(previous_threads)
     report = {
         "threads": args.threads,
         "quick": quick,
@@ -178,8 +174,7 @@ def main(argv=None) -> dict:
             f"crossover at {where}); ESS/s exponent {fit['exponent_ess_per_s']} over the converged sizes "
             f"{fit['ess_sizes']}"
         )
-    path = write_record(make_record(started, report), args.output)
-    print(f"record written to {path}")
+    finish_record(started, report, args.output)
     return report
 
 

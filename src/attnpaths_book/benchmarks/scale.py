@@ -40,7 +40,7 @@ classes of the rendered glyph data set (:func:`attnpaths.oneshot.load_glyph_data
 :class:`attnpaths.oneshot.streams.EpisodeChunks` (chunk ``k`` from its own seed, as above; features by
 :class:`~attnpaths.paths.FactoredPathFeatures`, which scores the tokens' coordinates on the encoder's
 :meth:`~attnpaths.oneshot.sequences.SequenceEncoder.input_basis`, unless ``--exact-features``), and solved at the authors' width
-``N = 512`` and ``T = 0.01`` (:data:`IMAGE_THEORY`). Timing only: untrained attention. No trained weights exist at
+``N = 512`` and ``T = 0.01`` (``IMAGE_THEORY``). Timing only: untrained attention. No trained weights exist at
 that size; the solver's cost does not depend on the weights' values, so the attention is the query/key maps of
 the untrained model of :func:`attnpaths.oneshot.training.initial_model` (weights drawn from
 ``torch.Generator().manual_seed(AUTHORS_TRAINING.seed)``, 42; the label embedding from the same seed), and its
@@ -54,19 +54,22 @@ The machine's load is recorded at the start and at the end (:mod:`attnpaths_book
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import subprocess
 import sys
-import time
-import warnings
 from pathlib import Path
 
-from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+from attnpaths_book.benchmarks._scale_row import (
+    GRADIENT_TOLERANCE,
+    HEADS,
+    IMAGE_ATTENTION_NOTE,
+    IMAGE_THEORY,
+    TEMPERATURE,
+    WIDTH,
+    image_setup,
+    measure_row,
+)
+from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record
 
-HEADS, WIDTH, TEMPERATURE = (2, 2), 10, 0.01
-"""The hmc chapter's problem: the 4-path network, width 10 in every layer, likelihood variance 0.01."""
 GRAM_SIZES = (1000, 10_000, 100_000)
 """``P`` of the Gram rows (with the dense rows' sizes added)."""
 DENSE_CANDIDATES = (1000, 2000, 4000, 8000, 10_000, 16_000)
@@ -89,260 +92,11 @@ QUICK_IMAGE_MODEL = dict(width=8, qk_width=4, num_heads=2, patch_size=4, channel
 QUICK_IMAGE_GLYPHS = dict(instances_per_class=4, image_size=16, alphabets=("Latin", "Coptic", "Armenian"),
                           max_per_alphabet=5)  # fmt: skip
 """The data set of ``--quick --task image``, 5 classes of 4 instances in each split, rendered without a cache."""
-IMAGE_THEORY = dict(width=512, temperature=0.01)
-"""The image task's theory, the authors' width ``N = 512`` in both layers and the likelihood variance 0.01."""
 IMAGE_DENSE_MAX = 2000
 """The image task's largest dense ``P`` by default (with ``--quick``, :data:`QUICK_DENSE_MAX`)."""
-GRADIENT_TOLERANCE = 1e-8
-"""The solver's default stopping rule (:func:`attnpaths.theory.solve`), used by every row."""
 TIME_RATIO_BOUND = 1.0
-"""Bound checked on the committed record: the Gram route's wall time at the largest ``P`` (``10^5``, features
+"""Bound checked on the committed record, of the Gram route's wall time at the largest ``P`` (``10^5``, features
 included) over the dense route's at its largest ``P`` (``8000``): 12.5 times the examples in no more time."""
-
-
-# --------------------------------------------------------------------------------------------------------
-# one row, in a fresh process
-
-
-class _TimedChunks:
-    """A chunk generator that adds the seconds spent making chunks to ``seconds`` (in this process only)."""
-
-    def __init__(self, chunks):
-        self.chunks, self.seconds = chunks, 0.0
-
-    def __call__(self, k):
-        start = time.perf_counter()
-        try:
-            return self.chunks(k)
-        finally:
-            self.seconds += time.perf_counter() - start
-
-
-def _peak_rss_mib() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
-
-
-def _hmc_chunks(spec: dict):
-    """The hmc row's chunks and theory options: ``(chunks, options)``."""
-    from attnpaths.hmc import HMCTask, four_path_network
-    from attnpaths.hmc.streams import HMCChunks
-
-    task = HMCTask(**spec["task"])
-    chunks = HMCChunks(
-        task,
-        four_path_network(task).attention,
-        seed=spec["seed"],
-        num_examples=spec["P"],
-        chunk_size=spec["chunk_size"],
-        factored_features=not spec.get("exact_features", False),
-    )
-    return chunks, dict(heads=HEADS, width=WIDTH, temperature=TEMPERATURE)
-
-
-def image_setup(task: dict):
-    """The image task's training classes, encoder and attention (``task``: ``{"glyphs": fields of
-    GlyphDatasetConfig, "model": fields of TrainingConfig}`` replaced in the defaults and in
-    :data:`attnpaths.oneshot.training.AUTHORS_TRAINING`): ``(classes, encoder, attention, config)``, the attention
-    of the untrained model (timing only)."""
-    from dataclasses import replace
-
-    from attnpaths.oneshot import GlyphDatasetConfig, load_glyph_dataset
-    from attnpaths.oneshot.training import AUTHORS_TRAINING, initial_model
-
-    glyphs = dict(task["glyphs"])
-    if "alphabets" in glyphs:
-        glyphs["alphabets"] = tuple(glyphs["alphabets"])
-    quick = bool(glyphs)  # a small set: rendered each time, not cached
-    dataset = load_glyph_dataset(
-        GlyphDatasetConfig(**glyphs), cache_dir=None if quick else os.path.join("_build", "cache"), progress=False
-    )
-    config = replace(AUTHORS_TRAINING, **task["model"])
-    model, encoder, _ = initial_model(config, dataset.train.image_size)
-    return dataset.train, encoder, model.attention(), config
-
-
-def _image_chunks(spec: dict):
-    """The image row's chunks and theory options: ``(chunks, options)``."""
-    from attnpaths.oneshot.streams import EpisodeChunks
-
-    classes, encoder, attention, _ = image_setup(spec["task"])
-    chunks = EpisodeChunks(
-        classes,
-        encoder,
-        attention,
-        seed=spec["seed"],
-        num_examples=spec["P"],
-        chunk_size=spec["chunk_size"],
-        factored_features=not spec.get("exact_features", False),
-    )
-    return chunks, dict(heads=attention.heads, **IMAGE_THEORY)
-
-
-def run_row(spec: dict) -> dict:
-    """Make the features and solve one row (``spec``: ``route``, ``P``, ``chunk_size``, ``seed``, ``problem``
-    (``"hmc"`` or ``"image"``) and ``task``: the :class:`attnpaths.hmc.data.HMCTask` fields, or the image task's
-    of :func:`image_setup`); the row's report, without its peak memory."""
-    import torch
-
-    from attnpaths.streaming import gram_statistics
-    from attnpaths.theory import CertificateWarning, architecture, solve, solve_from_statistics
-    from attnpaths.theory._minimise import _solver_memory
-
-    image = spec.get("problem", "hmc") == "image"
-    start = time.perf_counter()
-    chunks, options = (_image_chunks if image else _hmc_chunks)(spec)
-    setup_s = time.perf_counter() - start
-    timed = _TimedChunks(chunks)
-    options = dict(options, gradient_tolerance=GRADIENT_TOLERANCE)
-    n0 = chunks.attention.input_width
-    D = n0 * chunks.attention.num_paths
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CertificateWarning)  # recorded in the row's "converged"
-        if spec["route"] == "gram" and spec.get("workers", 1) > 1:
-            statistics, worker_rss = _streamed_on_workers(chunks, spec["workers"])
-            data_s = time.perf_counter() - start
-            solution = solve_from_statistics(statistics, **options)
-        elif spec["route"] == "gram" and spec.get("threads", 1) > 1:
-            statistics = _streamed_on_threads(chunks, spec["threads"])
-            data_s = time.perf_counter() - start
-            solution = solve_from_statistics(statistics, **options)
-        elif spec["route"] == "gram":
-            # one chunk a round: in this process nothing runs in parallel, and a round's statistics are held at
-            # once (16 by default: 1.2 GB at the image task's D = 3072); the sums do not depend on it
-            statistics = gram_statistics(
-                timed, chunks.num_chunks, engine=_in_process(), chunks_per_round=1, progress=False
-            )
-            data_s = time.perf_counter() - start
-            solution = solve_from_statistics(statistics, **options)
-        else:
-            parts = [timed(k) for k in range(chunks.num_chunks)]
-            features, y = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
-            del parts
-            data_s = time.perf_counter() - start
-            solution = solve(features, y, route="feature", **options)
-    wall_s = time.perf_counter() - start
-    if spec["route"] == "gram" and spec.get("workers", 1) > 1:
-        features_s = None  # made on the workers, inside their tasks: not timed apart from the accumulation
-    elif spec["route"] == "gram" and spec.get("threads", 1) > 1:
-        features_s, worker_rss = None, []  # made inside the tasks, at once: not timed apart from the accumulation
-    else:
-        features_s, worker_rss = timed.seconds, []
-    arch = architecture(options["heads"], options["width"])
-    memory, _ = _solver_memory(
-        spec["P"], n0, chunks.attention.num_paths, arch, "gram" if spec["route"] == "gram" else "feature"
-    )
-    return {
-        "route": spec["route"],
-        "P": spec["P"],
-        "D": D,
-        "chunks": chunks.num_chunks,
-        "wall_s": wall_s,
-        "features_s": features_s,
-        "accumulate_s": (data_s - (features_s or 0.0)) if spec["route"] == "gram" else 0.0,
-        "solve_s": wall_s - data_s,
-        "iterations": solution.iterations,
-        "converged": bool(solution.converged),
-        "gradient_norm": solution.gradient_norm,
-        "hessian_min_eigenvalue": solution.hessian_min_eigenvalue,
-        "action": solution.action,
-        "U_layers": [U.tolist() for U in solution.U_layers],
-        "solver_memory_estimate_gib": memory / 2**30,
-        **({"workers": spec["workers"], "worker_peak_rss_mib": worker_rss} if worker_rss else {}),
-        **({"task_threads": spec["threads"]} if spec["route"] == "gram" and spec.get("threads", 1) > 1 else {}),
-        **({"setup_s": setup_s, "attention": IMAGE_ATTENTION_NOTE} if image else {}),
-    }
-
-
-IMAGE_ATTENTION_NOTE = (
-    "timing only: untrained attention (the query/key maps of attnpaths.oneshot.training.initial_model, weights "
-    "drawn from torch.Generator().manual_seed(AUTHORS_TRAINING.seed)); U and the action mean nothing for the chapter"
-)
-"""Stated in every image row."""
-
-
-def _streamed_on_workers(chunks, workers: int):
-    """The Gram statistics of ``chunks`` streamed over an embedded cluster of ``workers`` one-thread processes
-    (:func:`attnpaths.engine.start_engine`; the same bits as in-process), and each worker's peak resident memory
-    in MiB at the end (the calling process's is the row's own)."""
-    import resource
-
-    from attnpaths.engine import client_for, start_engine
-    from attnpaths.streaming import gram_statistics
-
-    def peak_mib():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-    with start_engine(workers=workers) as engine:
-        statistics = gram_statistics(chunks, chunks.num_chunks, engine=engine, chunks_per_round=4 * workers,
-                                     progress=False)  # fmt: skip
-        rss = sorted(client_for(engine.address).run(peak_mib).values())
-    return statistics, rss
-
-
-def _streamed_on_threads(chunks, threads: int):
-    """The Gram statistics of ``chunks`` streamed over ``threads`` threads of this process
-    (``start_engine(workers=threads, threads=True)``; each task on one thread, the same bits as in-process)."""
-    from attnpaths.engine import start_engine
-    from attnpaths.streaming import gram_statistics
-
-    with start_engine(workers=threads, threads=True) as engine:
-        # two chunks in flight per thread: a round's statistics are held at once (7 MB each at D = 924)
-        return gram_statistics(chunks, chunks.num_chunks, engine=engine, chunks_per_round=2 * threads, progress=False)
-
-
-def _in_process():
-    from attnpaths.engine import IN_PROCESS, Engine
-
-    return Engine(IN_PROCESS, None, 1, None)
-
-
-def _threads() -> dict:
-    """The threads of this process's pools: ``{"torch": n, "blas": [n, ...]}`` (one entry per BLAS library)."""
-    import torch
-    from threadpoolctl import threadpool_info
-
-    return {
-        "torch": torch.get_num_threads(),
-        "blas": sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}),
-    }
-
-
-def row_main(argv=None) -> None:
-    """The child process of one row: ``spec`` (JSON) in ``argv[0]``; prints the row (JSON) as its last line."""
-    from attnpaths.engine import use_one_thread
-
-    spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
-    use_one_thread()
-    import attnpaths.hmc.streams  # noqa: F401
-    import attnpaths.streaming  # noqa: F401  (the row's imports, before the memory after them)
-    import attnpaths.theory  # noqa: F401
-
-    if spec.get("problem") == "image":
-        import attnpaths.oneshot.streams  # noqa: F401
-        import attnpaths.oneshot.training  # noqa: F401
-
-    rss_start = _peak_rss_mib()
-    row = run_row(spec)
-    row.update(rss_after_imports_mib=rss_start, peak_rss_mib=_peak_rss_mib(), threads=_threads())
-    print(json.dumps(row), flush=True)
-
-
-def measure_row(spec: dict) -> dict:
-    """:func:`run_row` in a fresh Python process with one thread (the thread variables set before the libraries
-    load) and the engine in-process; its row with the peak resident memory of that process."""
-    from attnpaths.engine import SCHEDULER_ENV, THREAD_VARIABLES
-
-    environment = dict(os.environ, **{name: "1" for name in THREAD_VARIABLES}, **{SCHEDULER_ENV: "in-process"})
-    code = "import sys; from attnpaths_book.benchmarks.scale import row_main; row_main(sys.argv[1:])"
-    completed = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True, env=environment
-    )
-    if completed.returncode != 0:
-        raise RuntimeError(f"the row {spec} failed (exit status {completed.returncode}):\n{completed.stderr[-4000:]}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -438,9 +192,7 @@ def compare_threaded(one_thread: dict, threaded: dict) -> dict:
     }
 
 
-def main(argv=None) -> dict:
-    """Entry point of ``python -m attnpaths_book bench scale``; prints a table and returns the report."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench scale", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a check that everything runs)")
     parser.add_argument(
@@ -487,13 +239,18 @@ def main(argv=None) -> dict:
         default=None,
         help="where the record goes (default: the committed record, scale.json; with --task image, scale_image.json)",
     )
+    return parser
+
+
+def _settings(parser: argparse.ArgumentParser, argv: list[str]) -> dict:
+    """The options with their defaults filled in (they depend on ``--quick`` and ``--task``), checked."""
+    from attnpaths.engine import default_workers
+
     args = parser.parse_args(argv)
     quick = args.quick
     chunk_size = args.chunk_size or (20 if quick else 1000)
     image = args.task == "image"
     dense_max = args.dense_max or (QUICK_DENSE_MAX if quick else IMAGE_DENSE_MAX if image else 8000)
-    from attnpaths.engine import default_workers
-
     threads = default_workers() if args.threads is None else args.threads
     if (
         chunk_size < 2 or chunk_size % 2 or args.seed < 0 or args.dense_memory_gib <= 0 or args.workers < 1
@@ -518,32 +275,37 @@ def main(argv=None) -> dict:
         dense_P, skipped = dense_sizes(
             QUICK_DENSE_CANDIDATES if quick else DENSE_CANDIDATES, task, args.dense_memory_gib, dense_max, args.task
         )
-    if image:
-        image_setup(task)  # renders and caches the data set once, before the rows (each loads it)
     default_gram = QUICK_GRAM_SIZES if quick else GRAM_SIZES
     gram_P = sorted(set(default_gram if args.gram_sizes is None else args.gram_sizes) | set(dense_P))
-    started = start_record("scale", argv)
-    rows = []
+    return dict(
+        args=args, image=image, task=task, chunk_size=chunk_size, dense_max=dense_max, threads=threads,
+        dense_P=dense_P, skipped=skipped, gram_P=gram_P,
+    )  # fmt: skip
+
+
+def _run_rows(settings: dict) -> tuple[list[dict], list[dict]]:
+    """Every row, each in its own process, printed as it ends: ``(rows, threaded rows)``."""
+    args, gram_P, threads = settings["args"], settings["gram_P"], settings["threads"]
+    rows, threaded_rows = [], []
     print(
         f"{'route':>6} {'P':>7} {'wall s':>9} {'features s':>10} {'solve s':>8} {'peak RSS MiB':>12} "
         f"{'iterations':>10} converged",
         flush=True,
     )
     threaded_P = [gram_P[-1]] if threads > 1 and args.workers == 1 else []
-    threaded_rows = []
     for route, sizes, extra in (
         ("gram", gram_P, {"workers": args.workers}),
-        ("dense", dense_P, {}),
+        ("dense", settings["dense_P"], {}),
         ("gram", threaded_P, {"threads": threads}),
     ):
         for P in sizes:
             spec = {
                 "route": route,
                 "P": P,
-                "chunk_size": chunk_size,
+                "chunk_size": settings["chunk_size"],
                 "seed": args.seed,
                 "problem": args.task,
-                "task": task,
+                "task": settings["task"],
                 "exact_features": args.exact_features,
                 **extra,
             }
@@ -560,6 +322,11 @@ def main(argv=None) -> dict:
                 + (f" ({row['task_threads']} threads of one process)" if "task_threads" in row else ""),
                 flush=True,
             )
+    return rows, threaded_rows
+
+
+def _comparisons(rows: list[dict], threaded_rows: list[dict], dense_P: list[int]) -> tuple[dict, list, list]:
+    """The rows by route and ``P``, and the printed comparisons: ``(by_route, threaded, comparisons)``."""
     by_route = {route: {row["P"]: row for row in rows if row["route"] == route} for route in ("gram", "dense")}
     threaded = [compare_threaded(by_route["gram"][row["P"]], row) for row in threaded_rows]
     for t in threaded:
@@ -574,11 +341,25 @@ def main(argv=None) -> dict:
             f"{c['U_relative_difference']:.2e}, action relative difference {c['action_relative_difference']:.2e}"
             + ("" if c["dense_converged"] else f" (dense uncertified, gradient norm {c['dense_gradient_norm']:.2g})")
         )
+    return by_route, threaded, comparisons
+
+
+def main(argv=None) -> dict:
+    """Entry point of ``python -m attnpaths_book bench scale``; prints a table and returns the report."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    settings = _settings(_parser(), argv)
+    args, image, task = settings["args"], settings["image"], settings["task"]
+    gram_P, dense_P = settings["gram_P"], settings["dense_P"]
+    if image:
+        image_setup(task)  # renders and caches the data set once, before the rows (each loads it)
+    started = start_record("scale", argv)
+    rows, threaded_rows = _run_rows(settings)
+    by_route, threaded, comparisons = _comparisons(rows, threaded_rows, dense_P)
     largest_gram = by_route["gram"][gram_P[-1]]
     largest_dense = by_route["dense"][dense_P[-1]] if dense_P else None
     _, heads, width = _problem_shape(task, args.task)
     report = {
-        "quick": quick,
+        "quick": args.quick,
         "threads": 1,
         "problem": args.task,
         "task": task,
@@ -586,15 +367,15 @@ def main(argv=None) -> dict:
         "width": width,
         "temperature": IMAGE_THEORY["temperature"] if image else TEMPERATURE,
         "gradient_tolerance": GRADIENT_TOLERANCE,
-        "chunk_size": chunk_size,
+        "chunk_size": settings["chunk_size"],
         "features": "path_features" if args.exact_features else "FactoredPathFeatures",
         "seed": args.seed,
         "dense_memory_gib": args.dense_memory_gib,
-        "dense_max": dense_max,
+        "dense_max": settings["dense_max"],
         "gram_sizes": gram_P,
         "workers": args.workers,
         "dense_sizes": dense_P,
-        "dense_skipped": skipped,
+        "dense_skipped": settings["skipped"],
         "rows": rows,
         "threaded_rows": threaded_rows,
         "threaded": threaded,
@@ -612,9 +393,7 @@ def main(argv=None) -> dict:
             f"Gram at P = {gram_P[-1]} over dense at P = {dense_P[-1]}: "
             f"{report['largest_gram_over_largest_dense_time']:.2f} of the time"
         )
-    output = args.output or committed_record_path("scale_image" if image else "scale")
-    path = write_record(make_record(started, report), output)
-    print(f"record written to {path}")
+    finish_record(started, report, args.output or committed_record_path("scale_image" if image else "scale"))
     return report
 
 

@@ -22,8 +22,8 @@ Adam on the image problem takes minutes; ``--adam-time-limit`` stops it, and the
 
 **Growth.** Solve time against ``P`` (the 4-path HMC network, ``N = 10``, ``T = 0.01``) and against the number of
 paths (2 layers of 2, 4, 8 random bilinear heads on HMC sequences of 7 tokens with 8 features, ``N0 = 16``,
-``P = 200``, ``T = 0.1``; two runs each, the 64-path one takes minutes), with log-log exponents fitted to the time per Newton iteration (:func:`fit_exponent`) and a
-two-term cost model (:func:`fit_two_terms`) whose terms are the expected ones: ``P^2`` (kernel, whitening and
+``P = 200``, ``T = 0.1``; two runs each, the 64-path one takes minutes), with log-log exponents fitted to the
+time per Newton iteration (``fit_exponent``) and a two-term cost model (``fit_two_terms``) whose terms are the expected ones: ``P^2`` (kernel, whitening and
 contractions over the examples) and ``P^3`` (Cholesky factorisation, and the Hessian's products in the sample
 space) against ``P``; ``n^4`` (the Hessian of ``D ~ n^2 / 2`` order-parameter entries has ``D^2`` entries) and
 ``n^6`` (its factorisation, ``D^3``) against the number of paths ``n``, with a constant for the operations on small
@@ -52,7 +52,7 @@ from attnpaths.action import EnergyEvaluator, entropy, gp_order_parameters
 from attnpaths.kernels import kernel_from_scaled, scaled_features
 from attnpaths.theory import CertificateWarning, architecture, solve
 from attnpaths_book.benchmarks._fits import fit_exponent, fit_two_terms
-from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record, torch_threads
 
 #: Targets of the solver (wall time on one thread) and of its speed-up over Adam on the HMC problem.
 TARGETS = {"hmc_ms": 5.0, "image_ms": 500.0, "hmc_speedup": 1000.0}
@@ -279,7 +279,7 @@ def compare(name: str, problem, width, temperature: float, repeats: int, adam_re
 def growth(
     label: str, sizes, problems, width, temperature: float, repeats: int, exponents, warmup: bool = True
 ) -> dict:
-    """Solve times over a family of problems and the fits of :func:`fit_exponent` and :func:`fit_two_terms`."""
+    """Solve times over a family of problems and the fits of ``fit_exponent`` and ``fit_two_terms``."""
     rows = []
     for size, problem in zip(sizes, problems):
         features, y, heads = problem()
@@ -312,6 +312,50 @@ def growth(
         "expected_exponents": list(exponents),
         "two_terms": fit_two_terms(sizes, per_iteration, exponents, constant=len(sizes) > 3),
     }
+
+
+def _speed(quick: bool, repeats: int, adam_repeats: int, adam: dict, cache_dir) -> dict:
+    """The solver against Adam on the two problems, printed as they end."""
+    print("speed: solver against Adam", flush=True)
+    image = (
+        dict(num_train=24, heads=2, alphabets=("Latin", "Greek"), image_size=16)
+        if quick
+        else dict(num_train=600, heads=4)
+    )
+    problems = {
+        "hmc": compare("hmc", hmc_problem(20 if quick else 100), 10, 0.01, repeats, adam_repeats, adam),
+        "image": compare("image", image_problem(**image, cache_dir=cache_dir), 10, 0.1, max(1, repeats // 3), 1, adam),
+    }
+    for name, row in problems.items():
+        bound = ">= " if row["speedup_is_lower_bound"] else ""
+        print(
+            f"  {name}: solver {row['solver']['ms']:.2f} ms ({row['solver']['iterations']} iterations), "
+            f"Adam {row['adam']['ms']:.0f} ms ({row['adam']['steps']} steps), speed-up {bound}{row['speedup']:.0f}x",
+            flush=True,
+        )
+    return problems
+
+
+def _growth_series(quick: bool, repeats: int) -> tuple[dict, dict]:
+    """The solve time against ``P`` and against the number of paths, each with its fits."""
+    print("growth with the number of examples P (4-path HMC network)", flush=True)
+    sizes_P = [20, 30, 40] if quick else [100, 200, 400, 800, 1400, 2000]
+    by_examples = growth(
+        "P", sizes_P, [lambda P=P: hmc_problem(P) for P in sizes_P], 10, 0.01, max(1, repeats // 7), (3.0, 2.0)
+    )
+    heads, num_paths_train = ([2, 3], 20) if quick else ([2, 4, 8], 200)
+    print(f"growth with the number of paths (2 layers of H heads, N0 = 16, P = {num_paths_train})", flush=True)
+    by_paths = growth(
+        "paths",
+        [h * h for h in heads],
+        [lambda h=h: paths_problem(h, num_paths_train) for h in heads],
+        10,
+        0.1,
+        1 if quick else 2,
+        (6.0, 4.0),
+        warmup=False,
+    )
+    return by_examples, by_paths
 
 
 def main(argv=None) -> dict:
@@ -351,49 +395,14 @@ def main(argv=None) -> dict:
         "time_limit": args.adam_time_limit,
     }
     started = start_record("solver", argv)
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
-    try:
-        with warnings.catch_warnings(), threadpool_limits(limits=args.threads, user_api="blas"):
-            warnings.simplefilter("ignore", CertificateWarning)  # recorded in each row's "converged"
-            print("speed: solver against Adam", flush=True)
-            image = (
-                dict(num_train=24, heads=2, alphabets=("Latin", "Greek"), image_size=16)
-                if quick
-                else dict(num_train=600, heads=4)
-            )
-            problems = {
-                "hmc": compare("hmc", hmc_problem(20 if quick else 100), 10, 0.01, repeats, adam_repeats, adam),
-                "image": compare(
-                    "image", image_problem(**image, cache_dir=args.cache_dir), 10, 0.1, max(1, repeats // 3), 1, adam
-                ),
-            }
-            for name, row in problems.items():
-                bound = ">= " if row["speedup_is_lower_bound"] else ""
-                print(
-                    f"  {name}: solver {row['solver']['ms']:.2f} ms ({row['solver']['iterations']} iterations), "
-                    f"Adam {row['adam']['ms']:.0f} ms ({row['adam']['steps']} steps), speed-up {bound}{row['speedup']:.0f}x",
-                    flush=True,
-                )
-            print("growth with the number of examples P (4-path HMC network)", flush=True)
-            sizes_P = [20, 30, 40] if quick else [100, 200, 400, 800, 1400, 2000]
-            by_examples = growth(
-                "P", sizes_P, [lambda P=P: hmc_problem(P) for P in sizes_P], 10, 0.01, max(1, repeats // 7), (3.0, 2.0)
-            )
-            heads, num_paths_train = ([2, 3], 20) if quick else ([2, 4, 8], 200)
-            print(f"growth with the number of paths (2 layers of H heads, N0 = 16, P = {num_paths_train})", flush=True)
-            by_paths = growth(
-                "paths",
-                [h * h for h in heads],
-                [lambda h=h: paths_problem(h, num_paths_train) for h in heads],
-                10,
-                0.1,
-                1 if quick else 2,
-                (6.0, 4.0),
-                warmup=False,
-            )
-    finally:
-        torch.set_num_threads(previous_threads)
+    with (
+        torch_threads(args.threads),
+        warnings.catch_warnings(),
+        threadpool_limits(limits=args.threads, user_api="blas"),
+    ):
+        warnings.simplefilter("ignore", CertificateWarning)  # recorded in each row's "converged"
+        problems = _speed(quick, repeats, adam_repeats, adam, args.cache_dir)
+        by_examples, by_paths = _growth_series(quick, repeats)
     report = {
         "threads": args.threads,
         "quick": quick,
@@ -411,6 +420,5 @@ def main(argv=None) -> dict:
             f"{fit['exponent_per_iteration_largest_two']:.2f} between the largest two "
             f"(terms {two['exponents']}, crossover at {where})"
         )
-    path = write_record(make_record(started, report), args.output)
-    print(f"record written to {path}")
+    finish_record(started, report, args.output)
     return report

@@ -26,7 +26,7 @@ import torch
 from attnpaths import engine
 from attnpaths.hmc import bands as ex
 from attnpaths.hmc.networks import four_path_network
-from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record
 
 
 def timed_band_member(**arguments) -> tuple[dict, float]:
@@ -139,6 +139,5 @@ def main(argv=None) -> int:
             for k in args.project
         },
     }
-    path = write_record(make_record(started, report), args.output)
-    print(f"record written to {path}")
+    finish_record(started, report, args.output)
     return 0 if all(r["identical_to_first_run"] for r in runs) else 1

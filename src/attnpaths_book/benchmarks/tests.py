@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from attnpaths_book.benchmarks.record import committed_record_path, make_record, start_record, write_record
+from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record
 from attnpaths_book.layout import SUITE_BOOK, BookLayout, find_root
 
 TIERS = {"full": [], "fast": ["-m", "not slow"]}
@@ -78,6 +78,5 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return failed[0]["returncode"]
-    path = write_record(make_record(started, {"runs": runs}), args.output)
-    print(f"record written to {path}")
+    finish_record(started, {"runs": runs}, args.output)
     return 0

@@ -76,6 +76,7 @@ def time_training(
         seed: seed of the random images and episodes.
 
     Returns:
+        The measurements and their projection,
         ``{"device", "device_name", "num_threads", "sizes": {...}, "step_seconds": [steps],
         "median_step_s", "validation_s", "config": asdict(config), "projected_total_s",
         "projected_total_hours"}``.

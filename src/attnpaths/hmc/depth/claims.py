@@ -45,8 +45,19 @@ def _exact_widths(points, exact) -> list[int]:
     return sorted(exact)
 
 
-def _upper(exact, widths):
-    return {w: (exact[w].U_upper, exact[w].U_upper_se) for w in widths}
+def _agreement_arguments(points, exact, reference_accuracy, margin_accuracy, margin_U, level) -> dict:
+    """The arguments of :func:`attnpaths.experiments.finite_width.sample_agreement` at the widths of ``exact``."""
+    widths = _exact_widths(points, exact)
+    return dict(
+        points=[points[w] for w in widths],
+        reference_accuracy=reference_accuracy,
+        reference_U={w: e.U for w, e in exact.items()},
+        reference_U_se={w: e.U_se for w, e in exact.items()},
+        margin_accuracy=margin_accuracy,
+        margin_U=margin_U,
+        level=level,
+        reference_upper={w: (exact[w].U_upper, exact[w].U_upper_se) for w in widths},
+    )
 
 
 def exact_mean_agreement_power(
@@ -55,17 +66,8 @@ def exact_mean_agreement_power(
     """The power check of :func:`exact_mean_agreement` (same arguments): the probability that its test holds if
     the samples matched the exact mean and the theory's accuracy exactly, given the Monte-Carlo errors of both
     (:func:`attnpaths.experiments.finite_width.sample_agreement_power`)."""
-    widths = _exact_widths(points, exact)
-    return fw.sample_agreement_power(
-        points=[points[w] for w in widths],
-        reference_accuracy=reference_accuracy,
-        reference_U={w: e.U for w, e in exact.items()},
-        reference_U_se={w: e.U_se for w, e in exact.items()},
-        margin_accuracy=margin_accuracy,
-        margin_U=margin_U,
-        level=level,
-        reference_upper=_upper(exact, widths),
-    )
+    arguments = _agreement_arguments(points, exact, reference_accuracy, margin_accuracy, margin_U, level)
+    return fw.sample_agreement_power(**arguments)
 
 
 def exact_mean_agreement(
@@ -93,22 +95,9 @@ def exact_mean_agreement(
     Test: :func:`attnpaths.experiments.finite_width.sample_agreement` (two one-sided tests per number, Bonferroni
     over all of them).
     """
-    widths = _exact_widths(points, exact)
-    return _sourced(
-        fw.sample_agreement(
-            claim,
-            points=[points[w] for w in widths],
-            reference_accuracy=reference_accuracy,
-            reference_U={w: e.U for w, e in exact.items()},
-            reference_U_se={w: e.U_se for w, e in exact.items()},
-            margin_accuracy=margin_accuracy,
-            margin_U=margin_U,
-            level=level,
-            reference_upper=_upper(exact, widths),
-            reference="the exact finite-width mean of U_1 .. U_L and the theory's accuracy",
-            where=where,
-        )
-    )
+    arguments = _agreement_arguments(points, exact, reference_accuracy, margin_accuracy, margin_U, level)
+    reference = "the exact finite-width mean of U_1 .. U_L and the theory's accuracy"
+    return _sourced(fw.sample_agreement(claim, **arguments, reference=reference, where=where))
 
 
 def finite_width_advantage(

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._optional import require
 from ...experiments import plots as layer_plots
+from ...experiments.plots import figure_and_axes
 from ...paths import all_paths
 from ...plot_style import CATEGORICAL, GREEN, GREY, palette_cycle
+from ..plots import draw_head
 from .networks import CodedHMCNetwork
-
-plt = require("matplotlib.pyplot", "plots")
-FancyBboxPatch = require("matplotlib.patches", "plots").FancyBboxPatch
 
 GOOD_COLOR = GREEN
 OTHER_COLOR = GREY
@@ -29,10 +27,7 @@ def plot_coded_network(network: CodedHMCNetwork, *, ax=None):
     Args:
         network: the coded network; ax: axes to draw on (a new figure when ``None``).
     """
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6.4, 2.9), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = figure_and_axes(ax, (6.4, 2.9))
     L, tallest = len(network.layers), max(network.heads)
 
     def ypos(layer, head):
@@ -40,28 +35,8 @@ def plot_coded_network(network: CodedHMCNetwork, *, ax=None):
 
     for layer, specs in enumerate(network.layers):
         for head, spec in enumerate(specs):
-            y = ypos(layer, head)
-            ax.add_patch(
-                FancyBboxPatch(
-                    (layer + 1 - 0.36, y - 0.3),
-                    0.72,
-                    0.6,
-                    boxstyle="round,pad=0.02",
-                    facecolor="whitesmoke",
-                    edgecolor="k",
-                    linewidth=0.8,
-                    zorder=3,
-                )
-            )
-            ax.text(
-                layer + 1,
-                y,
-                f"{spec.code}\n" + spec.name.replace(", ", ",\n"),
-                ha="center",
-                va="center",
-                fontsize=6.5,
-                zorder=4,
-            )
+            text = f"{spec.code}\n" + spec.name.replace(", ", ",\n")
+            draw_head(ax, layer + 1, ypos(layer, head), text, size=(0.72, 0.6))
         ax.text(layer + 1, -(tallest - 1) / 2 - 0.55, f"layer {layer + 1}", ha="center", va="top", fontsize=8)
     paths = all_paths(network.heads)
     for k, (path, name) in enumerate(zip(paths, network.path_names)):
@@ -96,10 +71,7 @@ def plot_path_separation(names, separations: dict, *, good=None, ax=None):
         separations: ``{variant label: [n_paths] separations}``.
         good: the good path's name (its label is drawn in green).
     """
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6.4, 2.8), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = figure_and_axes(ax, (6.4, 2.8))
     names = list(names)
     k = np.arange(len(names))
     width = 0.8 / max(len(separations), 1)

@@ -1,0 +1,215 @@
+"""E3 and E4: empirical risk minimisation, and the condition-number proxy of pretraining."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._validation import as_float64_array
+from ...claims import LEVEL, Verdict, directional_z, equivalence, permutation
+from ...statistics import loglog_slope_with_se
+from ..rank_test import stratified_rank_test
+from ._common import (
+    SRC_ERM,
+    SRC_LENGTH_FREE,
+    SRC_PROXY,
+    _paired,
+    _vectors,
+    all_positive,
+)
+
+# --------------------------------------------------------------------------------------------------------
+# E3: empirical risk minimisation
+
+
+def approximation_verdict(mode: str, lengths, approximation, approximation_cov, *, level: float = LEVEL) -> Verdict:
+    """E3.1: the reference minimiser ``W*_L`` approaches the target (``Sigma^{-1}``) as ``L`` grows: the log-log
+    slope of ``|W*_L - target|_F`` in ``L`` is < 0 (standard error from the joint sandwich covariance)."""
+    slope, se = loglog_slope_with_se(lengths, approximation, approximation_cov)
+    return directional_z(
+        f"E3.1-{mode}",
+        f"{mode}: the large-sample minimiser W*_L approaches the desired parameter Sigma^-1 as L grows",
+        source=SRC_ERM,
+        statistic="minus the log-log slope of |W*_L - Sigma^-1|_F in L",
+        estimate=-slope,
+        se=se,
+        level=level,
+        measured=f"slope {slope:+.3f} (s.e. {se:.3f}).",
+    )
+
+
+def _excess_drop_verdict(
+    claim: str,
+    statement: str,
+    *,
+    source: str,
+    first,
+    last,
+    first_name: str,
+    last_name: str,
+    cells: str,
+    cell_names,
+    level: float,
+) -> Verdict:
+    """The claim "the excess risk of the fits at ``first`` exceeds that at ``last``", by
+    :func:`stratified_rank_test` over the cells (``first``, ``last``: ``[cells, repetitions]``)."""
+    test = stratified_rank_test(first, last)
+    medians = ", ".join(
+        f"{name}: {np.median(f):.3g} -> {np.median(l):.3g}" for name, f, l in zip(cell_names, first, last)
+    )
+    attainable = (
+        ""
+        if test["smallest_p"] < level
+        else (f" The level is not attainable with these repetitions (smallest p {test['smallest_p']:.2g}).")
+    )
+    return permutation(
+        claim,
+        statement,
+        source=source,
+        statistic=f"fraction of within-cell pairs with excess({first_name}) > excess({last_name})",
+        value=test["fraction"],
+        p_greater=test["p_greater"],
+        p_smaller=test["p_smaller"],
+        level=level,
+        test=(
+            f"exact stratified rank test (Mann-Whitney counts summed over the {len(first)} cells of one {cells}, "
+            f"each cell on its own scale), conditional on the test set and the reference minimiser that the fits "
+            f"of one length share"
+        ),
+        measured=(
+            f"{test['fraction']:.0%} of {test['pairs']} within-cell pairs; median excess per {cells} "
+            f"({first_name} -> {last_name}): {medians}.{attainable}"
+        ),
+    )
+
+
+def sample_size_verdict(mode: str, sample_sizes, excess, *, level: float = LEVEL, lengths=None) -> Verdict:
+    """E3.2: ERM generalises: the excess test risk falls with ``N``. Within each length (a cell: the fits share
+    its test set and reference minimiser, each fit has its own training set), the excesses of the fits with the
+    smallest ``N`` are compared with those with the largest ``N`` by rank; :func:`stratified_rank_test` over the
+    lengths, so that lengths whose excess differs in scale by orders of magnitude weigh alike.
+
+    Args:
+        sample_sizes: ``[K]``; excess: ``[J, K, R]``; lengths: ``[J]`` (only to name the cells).
+    """
+    sizes = as_float64_array(sample_sizes, "sample_sizes", ndim=1)
+    ex = as_float64_array(excess, "excess")
+    if ex.ndim != 3 or ex.shape[1] != sizes.size:
+        raise ValueError(f"excess must be [J, {sizes.size}, R], got {ex.shape}")
+    names = range(ex.shape[0]) if lengths is None else as_float64_array(lengths, "lengths", ndim=1)
+    return _excess_drop_verdict(
+        f"E3.2-{mode}",
+        f"{mode}: ERM generalises: the excess test risk is lower with N = {int(sizes[-1])} "
+        f"training sequences than with N = {int(sizes[0])}",
+        source=SRC_ERM,
+        first=ex[:, 0, :],
+        last=ex[:, -1, :],
+        first_name=f"N = {int(sizes[0])}",
+        last_name=f"N = {int(sizes[-1])}",
+        cells="length",
+        cell_names=[f"L = {int(L)}" if lengths is not None else f"length {L + 1}" for L in names],
+        level=level,
+    )
+
+
+def length_verdict(mode: str, lengths, excess, *, level: float = LEVEL, sample_sizes=None) -> Verdict:
+    """E3.3: the excess test risk does not grow with ``L``; tested as: it is lower at the largest ``L`` than at the
+    smallest. Within each sample size (a cell; each fit has its own training set), the excesses at the smallest
+    ``L`` are compared with those at the largest by rank; :func:`stratified_rank_test` over the sample sizes.
+
+    Args:
+        lengths: ``[J]``; excess: ``[J, K, R]``; sample_sizes: ``[K]`` (only to name the cells).
+    """
+    lengths = as_float64_array(lengths, "lengths", ndim=1)
+    ex = as_float64_array(excess, "excess")
+    if ex.ndim != 3 or ex.shape[0] != lengths.size:
+        raise ValueError(f"excess must be [{lengths.size}, K, R], got {ex.shape}")
+    names = range(ex.shape[1]) if sample_sizes is None else as_float64_array(sample_sizes, "sample_sizes", ndim=1)
+    return _excess_drop_verdict(
+        f"E3.3-{mode}",
+        f"{mode}: the excess test risk does not grow with L (tested as: lower at L = "
+        f"{int(lengths[-1])} than at L = {int(lengths[0])})",
+        source=SRC_LENGTH_FREE,
+        first=ex[0],
+        last=ex[-1],
+        first_name=f"L = {int(lengths[0])}",
+        last_name=f"L = {int(lengths[-1])}",
+        cells="sample size",
+        cell_names=[f"N = {int(N)}" if sample_sizes is not None else f"size {N + 1}" for N in names],
+        level=level,
+    )
+
+
+def softening_verdict(mode: str, lengths, temperature, temperature_se, *, level: float = LEVEL) -> Verdict:
+    """E3.4: at every finite ``L`` the large-sample minimiser is a softer attention than ``Sigma^{-1}``:
+    ``c_L < 1`` (one-sided z-tests, Bonferroni over the lengths)."""
+    lengths, c, se = _vectors(lengths=lengths, temperature=temperature, temperature_se=temperature_se)
+    return all_positive(
+        f"E3.4-{mode}",
+        f"{mode}: at every L the large-sample minimiser is a softened Sigma^-1 (c_L < 1)",
+        source="derived in this book (the variance term of ex-mse favours softer attention at finite L)",
+        statistic="1 - c_L",
+        estimates=1 - c,
+        ses=se,
+        labels=[f"L = {int(L)}" for L in lengths],
+        level=level,
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# E4: the condition-number proxy
+
+
+def transfer_ratio_verdict(
+    condition_numbers, downstream_sq, predicted, *, margin: float = 0.25, level: float = LEVEL
+) -> Verdict:
+    """E4.1: the weak-over-strong downstream excess ratio follows the derived prediction at every ``kappa``
+    (log-ratio within ``log(1 + margin)``; standard errors by the delta method over the test sequences).
+
+    Args:
+        condition_numbers: ``[C]``; downstream_sq: ``[C, n, 2]`` per-sequence squared errors (strong, weak);
+        predicted: ``[C]``.
+    """
+    kappas, pred = _vectors(condition_numbers=condition_numbers, predicted=predicted)
+    sq = as_float64_array(downstream_sq, "downstream_sq")
+    if sq.ndim != 3 or sq.shape[0] != kappas.size or sq.shape[2] != 2:
+        raise ValueError(f"downstream_sq must be [{kappas.size}, n, 2], got {sq.shape}")
+    n = sq.shape[1]
+    m = sq.mean(axis=1)  # [C, 2]
+    log_ratio = np.log(m[:, 1] / m[:, 0])
+    se = []
+    for c in range(kappas.size):
+        C = np.cov(sq[c].T) / n
+        g = np.array([-1 / m[c, 0], 1 / m[c, 1]])
+        se.append(np.sqrt(g @ C @ g))
+    ratio = np.exp(log_ratio)
+    return equivalence(
+        "E4.1",
+        f"the weak-over-strong downstream excess ratio follows the prediction derived from (ex-mse) at every "
+        f"kappa, within {100 * margin:g} %",
+        source=SRC_PROXY,
+        statistic="log(measured ratio / predicted ratio)",
+        deviation=log_ratio - np.log(pred),
+        se=np.array(se),
+        margin=np.log1p(margin),
+        level=level,
+        measured="ratio " + ", ".join(f"{r:.2f} (predicted {p:.2f})" for r, p in zip(ratio, pred)) + ".",
+    )
+
+
+def pretraining_verdict(condition_numbers, pretrain_sq, *, level: float = LEVEL) -> Verdict:
+    """E4.2: the masked-pretraining excess does not grow with ``kappa``; tested as: it is lower at the largest
+    ``kappa`` than at ``kappa = 1`` (paired: the same draws at every ``kappa``)."""
+    kappas = as_float64_array(condition_numbers, "condition_numbers", ndim=1)
+    sq = as_float64_array(pretrain_sq, "pretrain_sq", ndim=2)
+    diff, se = _paired(sq[0], sq[-1], "pretrain_sq[0]", "pretrain_sq[-1]")
+    return directional_z(
+        "E4.2",
+        f"the masked-pretraining excess does not grow with the condition number (tested as: lower at "
+        f"kappa = {kappas[-1]:g} than at kappa = {kappas[0]:g})",
+        source="derived in this book (masked prediction weighs latent errors by Sigma)",
+        statistic="pretraining excess(first kappa) - excess(last kappa)",
+        estimate=float(diff),
+        se=float(se),
+        level=level,
+        measured=f"pretraining excess {sq[0].mean():.4f} -> {sq[-1].mean():.4f}.",
+    )

@@ -1,0 +1,49 @@
+"""The sweep keeps the predictor's variance of its solutions, and kernel_pcs reuses it instead of a second kernel."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnpaths.experiments import kernel_pcs
+from attnpaths.experiments.path_data import path_data
+from attnpaths.experiments.sweep import theory_sweep
+from attnpaths.hmc.data import HMCTask
+from attnpaths.hmc.networks import four_path_network
+from attnpaths.theory import solve
+
+
+@pytest.fixture(scope="module")
+def small_data():
+    generator = torch.Generator().manual_seed(3)
+    train, test = HMCTask().sample(20, generator), HMCTask().sample(40, generator)
+    return path_data(four_path_network(train), train, test)
+
+
+def test_a_sweep_keeps_the_variance_of_each_solution(small_data):
+    curve = theory_sweep(small_data, [5, 50], [0.1, 0.2], progress=False)
+    for k, width in enumerate((5, 50)):
+        for j, T in enumerate((0.1, 0.2)):
+            sol = solve(small_data.features, small_data.y, heads=small_data.network.heads, width=width, temperature=T)
+            mean, variance = sol.predict(small_data.features_test)
+            assert np.array_equal(curve.means["test"][k, j], mean)
+            assert np.array_equal(curve.variances["test"][k, j], variance)
+            assert np.array_equal(curve.variance_at(width, T), variance)
+    with pytest.raises(ValueError, match="split must be one of"):
+        curve.variance_at(5, 0.1, split="train")
+
+
+def test_predictor_variance_reuses_a_sweep_and_forms_no_kernel(small_data, monkeypatch):
+    curve = theory_sweep(small_data, [5, 50], [0.1], progress=False)
+    d = small_data
+    U = curve.U[curve.index(50), 0]
+    fresh = kernel_pcs.predictor_variance(d.features, d.y, d.features_test, U, 0.1)
+
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("a kernel was formed again")
+
+    monkeypatch.setattr(kernel_pcs, "renormalized_kernel", no_kernel)
+    reused = kernel_pcs.predictor_variance(d.features, d.y, d.features_test, U, 0.1, sweep=curve)
+    assert np.array_equal(reused, curve.variances["test"][1, 0])
+    np.testing.assert_allclose(reused, fresh, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="U must be one of the sweep's minimisers"):
+        kernel_pcs.predictor_variance(d.features, d.y, d.features_test, U + 1e-3, 0.1, sweep=curve)
