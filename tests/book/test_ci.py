@@ -61,7 +61,10 @@ def test_the_commands_are_the_readmes_fenced_blocks():
     two = module.section(readme, "Two commands")
     blocks = re.findall(r"```bash\n(.*?)\n```", two, re.S)
     assert [module.command("book"), module.command("test")] == blocks[:2]
-    assert module.command("book") == "pip install -r requirements.txt && python -m attnpaths_book book --profile paper"
+    assert (
+        module.command("book")
+        == "pip install -r requirements.txt && pip install --no-deps -r requirements-data.txt && python -m attnpaths_book book --profile paper"
+    )
     assert module.command("test") == "python -m pytest"
     assert "python -m pytest -m cross_machine" in module.command("second-dispatch")
     assert module.command("second-dispatch").startswith('eval "$(python .ci/second_dispatch.py)"')

@@ -22,7 +22,15 @@ SOURCES = ("book/*.md", "book/api/*.md", "README.md", "CONTRIBUTING.md", "src/**
 """The written map: its files, as globs relative to the repository root (of Python files only the docstrings
 and comments are read; code builds paths of other folders, e.g. of a temporary book)."""
 
-TOP_LEVEL_FILES = ("_config.yml", "_toc.yml", "requirements.txt", "pyproject.toml", "README.md", "CONTRIBUTING.md")
+TOP_LEVEL_FILES = (
+    "_config.yml",
+    "_toc.yml",
+    "requirements.txt",
+    "requirements-data.txt",
+    "pyproject.toml",
+    "README.md",
+    "CONTRIBUTING.md",
+)
 PATH = re.compile(
     r"(?<![\w/.-])(?P<path>(?:src|tests|book|\.ci)/[\w./-]+|"
     + "|".join(re.escape(name) for name in TOP_LEVEL_FILES)

