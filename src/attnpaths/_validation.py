@@ -294,16 +294,21 @@ GIB = 2.0**30
 """Bytes per GiB."""
 
 
-def _address_space_in_use() -> int | None:
-    """This process's mapped virtual memory (``VmSize`` of ``/proc/self/status``), in bytes."""
+def _proc_bytes(path, key: str) -> int | None:
+    """The bytes of the ``key: value kB`` line of a ``/proc`` file; None where it is missing or unreadable."""
     try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmSize:"):
+        with open(path) as file:
+            for line in file:
+                if line.startswith(key):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def _address_space_in_use() -> int | None:
+    """This process's mapped virtual memory (``VmSize`` of ``/proc/self/status``), in bytes."""
+    return _proc_bytes("/proc/self/status", "VmSize:")
 
 
 PROC_MEMINFO = "/proc/meminfo"
@@ -376,22 +381,12 @@ def available_memory() -> int | None:
     system's ``MemAvailable`` (``/proc/meminfo``), when a soft ``RLIMIT_AS`` is set that limit less the address
     space already mapped (``VmSize``), and when a cgroup memory limit is set what is left under it
     (:func:`_cgroup_memory_left`)."""
-    candidates = []
-    try:
-        with open(PROC_MEMINFO) as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    candidates.append(int(line.split()[1]) * 1024)
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
+    candidates = [_proc_bytes(PROC_MEMINFO, "MemAvailable:"), _cgroup_memory_left()]
     if resource is not None:
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
         if soft != resource.RLIM_INFINITY:
             candidates.append(max(0, soft - (_address_space_in_use() or 0)))
-    cgroup = _cgroup_memory_left()
-    if cgroup is not None:
-        candidates.append(cgroup)
+    candidates = [c for c in candidates if c is not None]
     return min(candidates) if candidates else None
 
 

@@ -66,17 +66,21 @@ class TaskFailed(RuntimeError):
         )
 
 
+def _entropy(seed, identity) -> list[int]:
+    entropy = [seed, *identity]
+    for value in entropy:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"seed and identity must be non-negative integers, got {tuple(entropy)!r}")
+    return [int(v) for v in entropy]
+
+
 def task_seed(seed: int, *identity: int) -> int:
     """A 32-bit seed for one task, from the sweep's ``seed`` and the task's identity (e.g. network index and
     width): ``SeedSequence([seed, *identity])``. Adding or removing a task changes no other task's stream.
 
     Raises ``ValueError`` unless ``seed`` and every entry of ``identity`` are non-negative integers.
     """
-    entropy = [seed, *identity]
-    for value in entropy:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise ValueError(f"seed and identity must be non-negative integers, got {tuple(entropy)!r}")
-    return int(np.random.SeedSequence([int(v) for v in entropy]).generate_state(1)[0])
+    return int(np.random.SeedSequence(_entropy(seed, identity)).generate_state(1)[0])
 
 
 def task_generator(seed: int, *identity: int) -> torch.Generator:
@@ -90,11 +94,7 @@ def experiment_generator(seed: int, *identity: int) -> np.random.Generator:
 
     Raises ``ValueError`` unless ``seed`` and every entry of ``identity`` are non-negative integers.
     """
-    entropy = [seed, *identity]
-    for value in entropy:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise ValueError(f"seed and identity must be non-negative integers, got {tuple(entropy)!r}")
-    return np.random.default_rng([int(v) for v in entropy])
+    return np.random.default_rng(_entropy(seed, identity))
 
 
 # Counted, not held: tasks running at once in threads of one process (an engine of mode "threads") share the
@@ -279,15 +279,6 @@ def describe_arguments(arguments: Mapping) -> str:
     return ", ".join(f"{name}={_describe(value)}" for name, value in arguments.items())
 
 
-@dataclass(frozen=True)
-class _Progress:
-    description: str
-    enabled: bool
-
-    def bar(self, total: int):
-        return tqdm(total=total, desc=self.description, disable=not self.enabled, leave=False)
-
-
 def map_tasks(
     function: Callable,
     tasks: Sequence[Mapping],
@@ -323,7 +314,7 @@ def map_tasks(
     if overlap:
         raise ValueError(f"shared and tasks must name different arguments, both name {overlap}")
     client = _resolve_client(engine)
-    bar = _Progress(description, progress).bar(len(tasks))
+    bar = tqdm(total=len(tasks), desc=description, disable=not progress, leave=False)
     try:
         if client is None:
             return _in_process(function, tasks, shared, description, bar)
@@ -441,8 +432,7 @@ class Pending:
                 else:
                     self._timed = self._future.result()
             except Exception as err:
-                text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-                raise TaskFailed(self.description, 0, 1, describe_arguments(self._arguments), text) from err
+                raise _failure(self.description, 0, [self._arguments], err) from err
             self.wall_s, self.cpu_s = self._timed.wall_s, self._timed.cpu_s
         return self._timed.value
 

@@ -25,10 +25,6 @@ Three doors, one result (:class:`AttentionTheory`):
   this process or on the engine): the same checks of every batch, the same result, in memory that does not grow
   with the number of examples.
 
-All take the same keyword-only settings: ``width`` (the theory's ``N``), ``temperature`` (a value, an increasing
-grid, or ``"auto"``: the grid :data:`AUTO_TEMPERATURES`, keeping the temperature with the smallest action at a
-certified minimum), ``readout``, ``variances`` and ``max_iterations``.
-
 Layout conventions (PyTorch's, not the theory's internal ones):
 
 * tokens: ``[B, T, D]``, batch first, as ``torch.nn.MultiheadAttention(..., batch_first=True)`` takes them;

@@ -186,32 +186,20 @@ class GramStatistics:
         # 2 block_size D^2 operations of at least one block). The first block is made in the buffer, whose rows
         # past the fill are free; the later ones in a new buffer, as the first one holds the partial block of the
         # state until the end. The same blocks in the same order as without copies: the same bits
-        gram, b, filled = self._gram.copy(order="F"), self._b.copy(), self._filled
-        buffer, buffer_y = self._buffer, self._buffer_y
-        take = self.block_size - filled
-        buffer[filled:], buffer_y[filled:] = rows[:take], targets[:take]
-        yy = self._yy + self._add_block(gram, b, buffer, buffer_y)
-        filled, done = 0, take
-        if done < rows.shape[0]:
-            buffer, buffer_y = np.empty_like(self._buffer), np.empty_like(self._buffer_y)
+        gram, b, yy = self._gram.copy(order="F"), self._b.copy(), self._yy
+        buffer, buffer_y, filled, done = self._buffer, self._buffer_y, self._filled, 0
         while done < rows.shape[0]:
             take = min(self.block_size - filled, rows.shape[0] - done)
             buffer[filled : filled + take] = rows[done : done + take]
             buffer_y[filled : filled + take] = targets[done : done + take]
-            filled += take
-            done += take
+            filled, done = filled + take, done + take
             if filled == self.block_size:
                 yy += self._add_block(gram, b, buffer, buffer_y)
                 filled = 0
-        self._gram, self._b, self._yy, self._buffer, self._buffer_y, self._filled, self._count = (
-            gram,
-            b,
-            yy,
-            buffer,
-            buffer_y,
-            filled,
-            self._count + rows.shape[0],
-        )
+                if buffer is self._buffer and done < rows.shape[0]:
+                    buffer, buffer_y = np.empty_like(self._buffer), np.empty_like(self._buffer_y)
+        state = (gram, b, yy, buffer, buffer_y, filled, self._count + rows.shape[0])
+        self._gram, self._b, self._yy, self._buffer, self._buffer_y, self._filled, self._count = state
 
     def _start(self, shape: tuple[int, int]) -> None:
         D = shape[0] * shape[1]

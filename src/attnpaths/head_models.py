@@ -28,13 +28,9 @@ experiments share every layer's input between the masks that agree on the layers
 The library checks for it with ``isinstance(model, LayeredHeadModel)`` and otherwise calls the
 :class:`HeadModel` methods.
 
-:class:`FrozenHeadModel` implements both, in float64, for the package's architectures: ``SumHeadModel``
-(:mod:`attnpaths.transformer`) and ``MultiheadStackModel`` (:mod:`attnpaths.attention_stack`), each a copy of its
-architecture's trained weights that computes exactly what the model computes. :func:`head_model` returns it (a
-trained module gives it through its method ``frozen_heads()``). It also has the form of
-:class:`attnpaths.attention.Attention` (``matrices(x)`` with ``x`` ``[B, N0, T]``, ``input_width``, ``num_paths``,
-``readout``), so that :func:`attnpaths.paths.path_features` builds the path features (eq-path-features) of the
-model's *frozen* attention.
+:class:`FrozenHeadModel` implements both, in float64, for the package's architectures (``SumHeadModel`` of
+:mod:`attnpaths.transformer`, ``MultiheadStackModel`` of :mod:`attnpaths.attention_stack`), and the form of
+:class:`attnpaths.attention.Attention`; :func:`head_model` returns it through a trained module's ``frozen_heads()``.
 
 :func:`attention_error` measures a frozen model's agreement with the model's own attention; the masks that prune
 heads, and the accuracy of a model under them, are :mod:`attnpaths.head_masks`.

@@ -327,10 +327,6 @@ class PosteriorSampler:
         """The readout's left vectors ``[C, n, 1]``: ones (nothing above it)."""
         return torch.ones((C, self.network.num_paths, 1), dtype=torch.float64, device=self.device)
 
-    def _left_below(self, blocks: list[torch.Tensor], b: int, left: torch.Tensor) -> torch.Tensor:
-        """Left vectors of block ``b - 1`` from those of block ``b``: ``c_b W_b[h(pi)]^T left_pi``."""
-        return self._blocks[b].route_back(blocks[b], left)
-
     def _normal(self, generator: torch.Generator, *shape) -> torch.Tensor:
         """Standard normal draws from the CPU ``generator``, on the sampler's device.
 
@@ -421,8 +417,8 @@ class PosteriorSampler:
         left = self._readout_left(blocks[0].shape[0])
         for b in range(last, -1, -1):
             blocks[b] = self._draw_block(b, blocks[b].shape[1:], left, rights[b], generator)
-            if b > 0:
-                left = self._left_below(blocks, b, left)
+            if b > 0:  # the left vectors of block b - 1: c_b W_b[h(pi)]^T left_pi
+                left = self._blocks[b].route_back(blocks[b], left)
         if self.scale_moves:
             blocks = self._rescale(blocks, generator, in_place=True)
         return blocks
@@ -505,7 +501,7 @@ class PosteriorSampler:
         right = self._rights(blocks, upto=b)[b]
         left = self._readout_left(blocks[0].shape[0])
         for above in range(len(blocks) - 1, b, -1):
-            left = self._left_below(blocks, above, left)
+            left = self._blocks[above].route_back(blocks[above], left)
         blocks[b] = self._draw_block(b, blocks[b].shape[1:], left, right, generator)
         return self._to_weights(blocks)
 

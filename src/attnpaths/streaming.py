@@ -92,13 +92,17 @@ def _client(engine):
     return engine
 
 
-def _map(function, tasks, *, shared, description, client, offset: int, total: int):
-    """:func:`attnpaths.engine.map_tasks` on one round of tasks, the ``offset``-th to the ``offset + len(tasks)``-th
-    of ``total``: a :class:`attnpaths.engine.TaskFailed` names the task's place among all of them."""
-    try:
-        return map_tasks(function, tasks, shared=shared, description=description, progress=False, engine=client)
-    except TaskFailed as err:
-        raise TaskFailed(description, offset + err.index, total, err.arguments, err.remote_traceback) from err.__cause__
+def _rounds(function, tasks: list[dict], shared: dict, description: str, client, per_round: int):
+    """``(first, results)`` of every round of ``per_round`` tasks (:func:`attnpaths.engine.map_tasks`), the
+    ``first``-th task first: a :class:`attnpaths.engine.TaskFailed` names the task's place among all of them."""
+    for first in range(0, len(tasks), per_round):
+        batch = tasks[first : first + per_round]
+        try:
+            results = map_tasks(function, batch, shared=shared, description=description, progress=False, engine=client)
+        except TaskFailed as err:
+            index, total = first + err.index, len(tasks)
+            raise TaskFailed(description, index, total, err.arguments, err.remote_traceback) from err.__cause__
+        yield first, results
 
 
 def _check_chunk(make_chunk: Callable, k: int):
@@ -137,7 +141,8 @@ def _chunk_statistics(make_chunk: Callable, k: int, block_size: int = DEFAULT_BL
     The statistics returned hold no block buffer (``[block_size, D]``, 15 MB at ``D = 924``): they are the
     merge of the chunks' into empty statistics of blocks of one example, which copies the sums exactly (each is
     added to zeros) and leaves nothing to add later."""
-    statistics = _new_statistics(make_chunk, block_size)
+    heads, readout = getattr(make_chunk, "heads", None), getattr(make_chunk, "readout", None)
+    statistics = GramStatistics(block_size, heads=heads, readout=readout)
     for j in range(k, k + 1 if stop is None else stop):
         try:
             features, y = _check_chunk(make_chunk, j)
@@ -147,14 +152,6 @@ def _chunk_statistics(make_chunk: Callable, k: int, block_size: int = DEFAULT_BL
         except (ValueError, TypeError) as err:
             return None, _refused(err, j)
     return GramStatistics(1).merge(statistics), None
-
-
-def _new_statistics(make_chunk: Callable, block_size: int) -> GramStatistics:
-    """Empty statistics that record the ``heads`` and ``readout`` that ``make_chunk`` carries (a
-    :class:`ChunkedStream` carries its heads, :class:`attnpaths.attention_batches.AttentionBatches` both)."""
-    return GramStatistics(
-        block_size, heads=getattr(make_chunk, "heads", None), readout=getattr(make_chunk, "readout", None)
-    )
 
 
 def _tasks(prefixes: list[int], chunks_per_task: int) -> list[tuple[int, int]]:
@@ -269,18 +266,10 @@ def gram_statistics_at(
     found_at = []
     shape = None  # (N0, n_paths) of chunk 0
     with tqdm(total=prefixes[-1], desc=description, disable=not progress, leave=False, unit="chunk") as bar:
-        for first in range(0, len(tasks), chunks_per_round):
-            batch = tasks[first : first + chunks_per_round]
-            results = _map(
-                _chunk_statistics,
-                [dict(k=start, stop=stop) for start, stop in batch],
-                shared=dict(make_chunk=make_chunk, block_size=block_size),
-                description=description,
-                client=client,
-                offset=first,
-                total=len(tasks),
-            )
-            for (start, stop), (statistics, message) in zip(batch, results):
+        arguments = [dict(k=start, stop=stop) for start, stop in tasks]
+        shared = dict(make_chunk=make_chunk, block_size=block_size)
+        for first, results in _rounds(_chunk_statistics, arguments, shared, description, client, chunks_per_round):
+            for (start, stop), (statistics, message) in zip(tasks[first:], results):
                 if message is not None:
                     raise ValueError(message)
                 found = (statistics.input_width, statistics.num_paths)
@@ -358,22 +347,14 @@ def predict_streamed(
     client = _client(engine)
     means, variances, labels = [], [], []
     with tqdm(total=num_chunks, desc=description, disable=not progress, leave=False) as bar:
-        for start in range(0, num_chunks, chunks_per_round):
-            indices = range(start, min(start + chunks_per_round, num_chunks))
-            results = _map(
-                _chunk_predictions,
-                [dict(k=k) for k in indices],
-                shared=dict(solution=solution, make_chunk=make_chunk, batch_size=batch_size),
-                description=description,
-                client=client,
-                offset=start,
-                total=num_chunks,
-            )
+        arguments = [dict(k=k) for k in range(num_chunks)]
+        shared = dict(solution=solution, make_chunk=make_chunk, batch_size=batch_size)
+        for _, results in _rounds(_chunk_predictions, arguments, shared, description, client, chunks_per_round):
             for mean, variance, y in results:
                 if mean is None:
                     raise ValueError(variance)
                 means.append(mean)
                 variances.append(variance)
                 labels.append(y)
-            bar.update(len(indices))
+            bar.update(len(results))
     return np.concatenate(means), np.concatenate(variances), np.concatenate(labels)

@@ -37,37 +37,27 @@ def sampler_rows(bench_report: dict) -> list[list[str]]:
     """The rows of the sampler benchmark's table (blocked Gibbs against NUTS): wall time, chains and draws, ESS
     of the predictor (smallest, median, per second), split R-hat, ESS of the sampled order parameter and,
     when recorded, the test accuracy of the mean predictor. ``bench_report`` is the record's ``report``."""
-    gibbs, nuts = bench_report["gibbs"], bench_report["nuts"]
+    runs = (bench_report["gibbs"], bench_report["nuts"])
+
+    def row(label, key, spec, mark=""):
+        return [f"{mark}{label}{mark}", *(f"{mark}{run[key]:{spec}}{mark}" for run in runs)]
+
     rows = [
-        ["wall time (s)", f"{gibbs['wall_time_s']:.1f}", f"{nuts['wall_time_s']:.1f}"],
-        [
-            "chains x stored draws",
-            f"{gibbs['num_chains']} x {gibbs['num_samples']}",
-            f"{nuts['num_chains']} x {nuts['num_samples']}",
-        ],
-        [
-            "smallest ESS of f over the test points",
-            f"{gibbs['min_predictor_ess']:.3g}",
-            f"{nuts['min_predictor_ess']:.3g}",
-        ],
-        ["median ESS of f", f"{gibbs['median_predictor_ess']:.3g}", f"{nuts['median_predictor_ess']:.3g}"],
-        ["largest split R-hat of f", f"{gibbs['max_predictor_rhat']:.3f}", f"{nuts['max_predictor_rhat']:.3f}"],
-        [
-            "**smallest ESS of f per second**",
-            f"**{gibbs['min_predictor_ess_per_s']:.3g}**",
-            f"**{nuts['min_predictor_ess_per_s']:.3g}**",
-        ],
-        [
-            "smallest ESS of the sampled U entries",
-            f"{gibbs['min_order_parameter_ess']:.3g}",
-            f"{nuts['min_order_parameter_ess']:.3g}",
-        ],
+        row("wall time (s)", "wall_time_s", ".1f"),
+        ["chains x stored draws", *(f"{run['num_chains']} x {run['num_samples']}" for run in runs)],
+        row("smallest ESS of f over the test points", "min_predictor_ess", ".3g"),
+        row("median ESS of f", "median_predictor_ess", ".3g"),
+        row("largest split R-hat of f", "max_predictor_rhat", ".3f"),
+        row("smallest ESS of f per second", "min_predictor_ess_per_s", ".3g", "**"),
+        row("smallest ESS of the sampled U entries", "min_order_parameter_ess", ".3g"),
     ]
-    if "test_accuracy" in gibbs:
-        rows.append(
-            ["test accuracy of the mean predictor", f"{gibbs['test_accuracy']:.3f}", f"{nuts['test_accuracy']:.3f}"]
-        )
+    if "test_accuracy" in runs[0]:
+        rows.append(row("test accuracy of the mean predictor", "test_accuracy", ".3f"))
     return rows
+
+
+PROVENANCE = ("command", "finished_utc", "commit", "commit_dirty", "machine")
+"""What the results file keeps of a benchmark record's provenance."""
 
 
 def sampler_summary(bench: dict, goal: float) -> dict:
@@ -75,7 +65,7 @@ def sampler_summary(bench: dict, goal: float) -> dict:
     ``finished_utc``, ``commit``, ``commit_dirty``, ``machine``), the ESS-per-second ratio and the ``goal``,
     the largest z of the mean predictors, and the Gibbs and NUTS summaries without the sampled draws."""
     bench_report = bench["report"]
-    return {key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")} | {
+    return {key: bench[key] for key in PROVENANCE} | {
         "ess_per_s_ratio": bench_report["ess_per_s_ratio"],
         "goal": goal,
         "max_mean_predictor_z": bench_report["max_mean_predictor_z"],
@@ -86,8 +76,17 @@ def sampler_summary(bench: dict, goal: float) -> dict:
     }
 
 
-def _engine(workers: int) -> str:
-    return "in-process" if workers == 1 else "embedded LocalCluster"
+def _workers(workers: int) -> list[str]:
+    """The cells of a run's worker count and engine."""
+    return [str(workers), "in-process" if workers == 1 else "embedded LocalCluster"]
+
+
+def _run_note(what: str, record: dict) -> str:
+    """``what``: the record's command, commit, date and CPU cores."""
+    return (
+        f"{what}: {inline_code(record['command'])}, commit {commit_label(record['commit'], record['commit_dirty'])}, "
+        f"{record['finished_utc'][:10]}, {record['machine']['cpu_count']} CPU cores"
+    )
 
 
 @dataclass(frozen=True)
@@ -129,28 +128,11 @@ def engine_benchmarks(
 def _book_benchmark(book_record: dict, rows: list, notes: list, summary: dict) -> None:
     report = book_record["report"]
     for run in report["runs"]:
-        rows.append(
-            [
-                f"book, {report['profile']} profile",
-                str(run["workers"]),
-                _engine(run["workers"]),
-                f"{run['wall_s'] / 60:.1f} min",
-            ]
-        )
+        rows.append([f"book, {report['profile']} profile", *_workers(run["workers"]), f"{run['wall_s'] / 60:.1f} min"])
     if "html_wall_s" in report:
-        rows.append(
-            [
-                "HTML build after it",
-                "-",
-                "-",
-                f"{report['html_wall_s']:.0f} s (book and HTML {report['book_wall_s'] / 60:.1f} min)",
-            ]
-        )
-    notes.append(
-        f"Book: {inline_code(book_record['command'])}, commit "
-        f"{commit_label(book_record['commit'], book_record['commit_dirty'])}, "
-        f"{book_record['finished_utc'][:10]}, {book_record['machine']['cpu_count']} CPU cores."
-    )
+        took = f"{report['html_wall_s']:.0f} s (book and HTML {report['book_wall_s'] / 60:.1f} min)"
+        rows.append(["HTML build after it", "-", "-", took])
+    notes.append(_run_note("Book", book_record) + ".")
     if len({r["model_cache_warm_at_start"] for r in report["runs"]}) > 1:
         notes.append(
             "The runs did not start with the same one-shot model cache: the run without it "
@@ -167,14 +149,8 @@ def _book_benchmark(book_record: dict, rows: list, notes: list, summary: dict) -
 def _sweep_benchmark(sweep_record: dict, rows: list, notes: list, summary: dict) -> None:
     report = sweep_record["report"]
     for run in report["runs"]:
-        rows.append(
-            [
-                f"sweep, {report['num_tasks']} tasks",
-                str(run["workers"]),
-                _engine(run["workers"]),
-                f"{run['wall_s']:.1f} s (speed-up {report['speedup'][str(run['workers'])]:.2f})",
-            ]
-        )
+        took = f"{run['wall_s']:.1f} s (speed-up {report['speedup'][str(run['workers'])]:.2f})"
+        rows.append([f"sweep, {report['num_tasks']} tasks", *_workers(run["workers"]), took])
     projection = ", ".join(f"{k} workers {v['speedup']:.1f}" for k, v in report["projection"].items())
     identical = "yes" if all(r["identical_to_first_run"] for r in report["runs"]) else "**no**"
     commit = (sweep_record["commit"] or "unknown")[:10]
@@ -195,24 +171,10 @@ def _sweep_benchmark(sweep_record: dict, rows: list, notes: list, summary: dict)
 def _tests_benchmark(tests_record: dict, rows: list, notes: list, summary: dict) -> None:
     runs = tests_record["report"]["runs"]
     for run in runs:
-        rows.append(
-            [
-                f"tests, {run['tier']} tier: {inline_code(run['command'])}",
-                "-",
-                "-",
-                f"{run['wall_s'] / 60:.1f} min ({run['summary']})",
-            ]
-        )
-    notes.append(
-        f"Tests: {inline_code(tests_record['command'])}, commit "
-        f"{commit_label(tests_record['commit'], tests_record['commit_dirty'])}, "
-        f"{tests_record['finished_utc'][:10]}, {tests_record['machine']['cpu_count']} CPU cores"
-        + (
-            "; the full tier built the smoke book itself."
-            if any(r["tier"] == "full" and not r["book_html_at_start"] for r in runs)
-            else "."
-        )
-    )
+        took = f"{run['wall_s'] / 60:.1f} min ({run['summary']})"
+        rows.append([f"tests, {run['tier']} tier: {inline_code(run['command'])}", "-", "-", took])
+    built = any(r["tier"] == "full" and not r["book_html_at_start"] for r in runs)
+    notes.append(_run_note("Tests", tests_record) + ("; the full tier built the smoke book itself." if built else "."))
     summary["tests"] = {
         "commit": tests_record["commit"],
         "finished_utc": tests_record["finished_utc"],
@@ -314,20 +276,9 @@ def solver_summary(bench: dict) -> dict:
         }
         for name, p in bench_report["problems"].items()
     }
-    growth = {
-        name: {
-            key: g[key]
-            for key in (
-                "exponent_per_iteration",
-                "exponent_per_iteration_largest_two",
-                "exponent_per_solve",
-                "expected_exponents",
-                "two_terms",
-            )
-        }
-        for name, g in bench_report["growth"].items()
-    }
-    return {key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")} | {
+    keys = ("exponent_per_iteration", "exponent_per_iteration_largest_two", "exponent_per_solve", "expected_exponents")
+    growth = {name: {key: g[key] for key in (*keys, "two_terms")} for name, g in bench_report["growth"].items()}
+    return {key: bench[key] for key in PROVENANCE} | {
         "targets": bench_report["targets"],
         "problems": problems,
         "growth": growth,
@@ -361,18 +312,10 @@ def sampler_growth_summary(bench: dict) -> dict:
     fitted exponents of the time per sweep (all sizes, the largest two), the two-term fit, and the exponents of
     the ESS per second and per sweep over the sizes whose chains converged (``ess_sizes``)."""
     bench_report = bench["report"]
-    keys = (
-        "sizes",
-        "exponent_per_sweep",
-        "exponent_per_sweep_largest_two",
-        "expected_exponents",
-        "two_terms",
-        "ess_sizes",
-        "exponent_ess_per_s",
-        "exponent_ess_per_sweep",
-    )
+    keys = ("sizes", "exponent_per_sweep", "exponent_per_sweep_largest_two", "expected_exponents", "two_terms")
+    keys += ("ess_sizes", "exponent_ess_per_s", "exponent_ess_per_sweep")
     return (
-        {key: bench[key] for key in ("command", "finished_utc", "commit", "commit_dirty", "machine")}
+        {key: bench[key] for key in PROVENANCE}
         | {key: bench_report[key] for key in ("temperature", "chains", "warmup", "samples", "threads")}
         | {"growth": {name: {key: g[key] for key in keys} for name, g in bench_report["growth"].items()}}
     )
@@ -404,7 +347,7 @@ def _power(base: str, exponent: float) -> str:
 
 
 def crossover_text(two_terms: dict, unit: str) -> str:
-    """Where the two growing terms of a fit of :func:`attnpaths_book.benchmarks._fits.fit_two_terms` are equal, in
+    """Where the two growing terms of a fit of ``fit_two_terms`` (``attnpaths_book.benchmarks._fits``) are equal, in
     words (``unit`` names the size, e.g. ``"training examples"``)."""
     p, q = two_terms["exponents"]
     if two_terms["crossover"] is None:

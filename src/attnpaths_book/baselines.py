@@ -97,12 +97,7 @@ class BaselineUpdate:
 
 
 def _executed_smoke_notebook(layout: BookLayout, chapter: Chapter):
-    path = layout.executed_notebook(chapter.docname)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"chapter {chapter.name!r} has no executed notebook at {layout.relative(path)}: "
-            f"run `python -m attnpaths_book run {chapter.name}`"
-        )
+    path = layout.existing(layout.executed_notebook(chapter.docname), chapter.name, "executed notebook")
     notebook = nbformat.read(path, as_version=4)
     profile = notebook.metadata.get(EXECUTION_METADATA, {}).get("profile")
     if profile != "smoke":
@@ -114,12 +109,7 @@ def _executed_smoke_notebook(layout: BookLayout, chapter: Chapter):
 
 
 def _smoke_results_text(layout: BookLayout, chapter: Chapter) -> str:
-    path = layout.results_file(chapter.name)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
-            f"run `python -m attnpaths_book run {chapter.name}`"
-        )
+    path = layout.existing(layout.results_file(chapter.name), chapter.name, "results file")
     profile = verify_results(layout.results_dir, chapter.name).get("profile")
     text = path.read_text()
     if profile != "smoke":

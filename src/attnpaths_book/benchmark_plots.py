@@ -35,14 +35,9 @@ def _growth_panel(ax, sizes, values, exponent: float, two_terms: dict | None, xl
     fit of :func:`attnpaths_book.benchmarks._fits.fit_two_terms`, its cost model ``a s^p + b s^q (+ c)``."""
     sizes, values = np.asarray(sizes, dtype=float), np.asarray(values, dtype=float)
     grid = np.geomspace(sizes.min(), sizes.max(), 100)
+    power_law = _power_law(sizes, values, exponent, grid)
     ax.loglog(sizes, values, "o", color="black", label="measured", zorder=3)
-    ax.loglog(
-        grid,
-        _power_law(sizes, values, exponent, grid),
-        color=BLUE,
-        linestyle="--",
-        label=f"power law, exponent {exponent:.2f}",
-    )
+    ax.loglog(grid, power_law, color=BLUE, linestyle="--", label=f"power law, exponent {exponent:.2f}")
     if two_terms is not None:
         p, q = two_terms["exponents"]
         constant = " + c" if two_terms["constant"] else ""

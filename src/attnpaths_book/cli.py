@@ -51,6 +51,11 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
+def _progress() -> dict:
+    """The progress options of a command that executes: lines to standard output, bars where it is a terminal."""
+    return dict(progress=_say, progress_bar=sys.stderr.isatty())
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -190,8 +195,7 @@ def _pdf(layout: BookLayout, html_dir: Path | None, output: Path | None, code: b
             html_dir,
             output,
             code=code,
-            progress=_say,
-            progress_bar=sys.stderr.isatty(),
+            **_progress(),
             profile=site.stamp_profile(html_dir),
         )
     return report.path
@@ -200,9 +204,7 @@ def _pdf(layout: BookLayout, html_dir: Path | None, output: Path | None, code: b
 def _book(layout: BookLayout, profile: str, force: bool, html: bool, engine, make_pdf: bool = True) -> None:
     start = time.perf_counter()
     _say(f"attnpaths book, {profile} profile: executing stale chapters in {layout.relative(layout.executed_dir)}/")
-    outcomes = runner.run_book(
-        layout, profile, force=force, progress=_say, progress_bar=sys.stderr.isatty(), engine=engine
-    )
+    outcomes = runner.run_book(layout, profile, force=force, **_progress(), engine=engine)
     executed = sum(o.executed for o in outcomes)
     _say(f"chapters: {executed} executed, {len(outcomes) - executed} up to date ({time.perf_counter() - start:.1f} s)")
     if html:
@@ -242,7 +244,7 @@ def _publish_pdf(layout: BookLayout, path: Path | None, start: float) -> None:
 
 
 def _refresh_baselines(layout: BookLayout, accept: bool, engine) -> int:
-    runner.run_book(layout, "smoke", progress=_say, progress_bar=sys.stderr.isatty(), engine=engine)
+    runner.run_book(layout, "smoke", **_progress(), engine=engine)
     changed = []
     for chapter in runner.notebook_chapters(layout):
         update = baselines.baseline_update(layout, chapter)
@@ -275,9 +277,7 @@ def _record_paper(layout: BookLayout, names: list[str], accept: bool, execute: b
     for chapter in selected:  # toc order: a report chapter comes after the chapters it reports on
         if execute:
             try:
-                runner.run_chapter(
-                    layout, chapter.name, "paper", progress=_say, progress_bar=sys.stderr.isatty(), engine=engine
-                )
+                runner.run_chapter(layout, chapter.name, "paper", **_progress(), engine=engine)
             except ChapterFailed as err:
                 print(f"error: {err}", file=sys.stderr)
                 failed.append(chapter.name)
@@ -337,8 +337,7 @@ def _ship_weights(layout: BookLayout, names: list[str], profile: str, command: s
             profile,
             {"retrain": True},
             force=True,
-            progress=_say,
-            progress_bar=sys.stderr.isatty(),
+            **_progress(),
             engine=engine,
         )
         results = verify_results(layout.results_dir, chapter.name)
@@ -404,8 +403,7 @@ def main(argv=None) -> int:
                     args.profile,
                     overrides,
                     force=args.force,
-                    progress=_say,
-                    progress_bar=sys.stderr.isatty(),
+                    **_progress(),
                     engine=engine,
                 )
                 _say(
@@ -419,16 +417,7 @@ def main(argv=None) -> int:
                 return _record_paper(layout, args.chapters, args.accept, not args.no_execute, command, engine)
             elif args.command == "ship-weights":
                 return _ship_weights(layout, args.chapters, args.profile, " ".join([prog, *argv]), engine)
-    except ChapterFailed as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    except site.BuildFailed as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    except pdf.PdfFailed as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    except DamagedFile as err:  # a file of the build, a record or the shipped weights: named in the message
+    except (ChapterFailed, site.BuildFailed, pdf.PdfFailed, DamagedFile) as err:  # DamagedFile names its file
         print(f"error: {err}", file=sys.stderr)
         return 1
     except (ValueError, ChapterError, FileNotFoundError) as err:

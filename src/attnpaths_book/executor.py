@@ -163,12 +163,9 @@ def execute_chapter(
                     **timing,
                 },
             )
-        except CommitFailed as err:
-            raise ChapterFailed(
-                chapter.name,
-                f"{_head(layout, chapter, parameters)} ran without error, but its "
-                f"outputs could not be made current: {err}.",  # the store's message says whether the last unit is back
-                parameters,
+        except CommitFailed as err:  # the store's message says whether the last unit is back
+            raise _failure(
+                layout, chapter, parameters, f"ran without error, but its outputs could not be made current: {err}."
             ) from err
         return execution
     finally:
@@ -210,32 +207,23 @@ def _check_outputs(
     printed_errors = {"its kernel or worker": printed_errors, "its cells": _cell_error_lines(notebook)}
     for who, lines in printed_errors.items():
         if lines:
-            raise ChapterFailed(
-                chapter.name,
-                f"{_head(layout, chapter, parameters)} ran its cells without error "
-                f"but {who} printed errors on standard error:\n"
-                + "\n".join(f"    {line}" for line in lines[:20])
-                + _kept_note(layout, results),
-                parameters,
-            )
+            printed = "\n".join(f"    {line}" for line in lines[:20])
+            what = f"ran its cells without error but {who} printed errors on standard error:\n{printed}"
+            raise _failure(layout, chapter, parameters, what, results)
     staged = staging_dir / results.name
     if not staged.is_file():
-        raise ChapterFailed(
-            chapter.name,
-            f"{_head(layout, chapter, parameters)} ran without error but wrote no "
-            f"results file {layout.relative(results)}: it must end with "
-            f"attnpaths_book.results.write_results(...).{_kept_note(layout, results)}",
-            parameters,
+        what = (
+            f"ran without error but wrote no results file {layout.relative(results)}: it must end with "
+            "attnpaths_book.results.write_results(...)."
         )
+        raise _failure(layout, chapter, parameters, what, results)
     others = sorted(p.name for p in staging_dir.iterdir() if p != staged)
     if others:
-        raise ChapterFailed(
-            chapter.name,
-            f"{_head(layout, chapter, parameters)} wrote results files of other "
-            f"chapters into {layout.relative(results.parent)}: {', '.join(others)}; a chapter "
-            f"writes only its own, {results.name}.{_kept_note(layout, results)}",
-            parameters,
+        what = (
+            f"wrote results files of other chapters into {layout.relative(results.parent)}: {', '.join(others)}; "
+            f"a chapter writes only its own, {results.name}."
         )
+        raise _failure(layout, chapter, parameters, what, results)
     return staged
 
 
@@ -247,25 +235,18 @@ def _check_recorded_parameters(
     try:
         record = read_json(staged, "results file")
     except DamagedFile as err:
-        raise ChapterFailed(
-            chapter.name,
-            f"{_head(layout, chapter, parameters)} wrote an unreadable results file: "
-            f"{err}.{_kept_note(layout, results)}",
-            parameters,
-        ) from err
+        raise _failure(layout, chapter, parameters, f"wrote an unreadable results file: {err}.", results) from err
     expected = to_jsonable({k: v for k, v in parameters.items() if k not in INJECTED})
     recorded = record.get("parameters")
     if record.get("profile") != parameters["profile"] or recorded != expected:
         recorded = recorded if isinstance(recorded, dict) else {}
         differ = sorted(k for k in expected.keys() | recorded.keys() if expected.get(k, ...) != recorded.get(k, ...))
-        raise ChapterFailed(
-            chapter.name,
-            f"{_head(layout, chapter, parameters)} recorded other parameters than it "
-            f"ran with (profile {record.get('profile')!r}; differing: {', '.join(differ) or 'none'}): "
-            "write the results with attnpaths_book.recorder.ChapterRecorder, which reads them from "
-            f"the parameters cell.{_kept_note(layout, results)}",
-            parameters,
+        what = (
+            f"recorded other parameters than it ran with (profile {record.get('profile')!r}; differing: "
+            f"{', '.join(differ) or 'none'}): write the results with attnpaths_book.recorder.ChapterRecorder, "
+            "which reads them from the parameters cell."
         )
+        raise _failure(layout, chapter, parameters, what, results)
 
 
 def remove_stale_run_folders(layout: BookLayout) -> list[Path]:
@@ -407,6 +388,12 @@ def _head(layout: BookLayout, chapter: Chapter, parameters: dict) -> str:
     """The first words of a failure message: the chapter, its source and the parameters it ran with."""
     values = ", ".join(f"{name}={value!r}" for name, value in parameters.items())
     return f"chapter {chapter.name!r} ({layout.relative(chapter.source)}) with the parameters {values}"
+
+
+def _failure(layout: BookLayout, chapter: Chapter, parameters: dict, what: str, results: Path | None = None):
+    """The :class:`ChapterFailed` of a run that ``what``, with what it left of the chapter's ``results``."""
+    kept = "" if results is None else _kept_note(layout, results)
+    return ChapterFailed(chapter.name, f"{_head(layout, chapter, parameters)} {what}{kept}", parameters)
 
 
 def _kept_note(layout: BookLayout, results: Path) -> str:

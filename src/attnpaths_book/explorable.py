@@ -1,17 +1,10 @@
 """Explorable figures of the HTML book: Bokeh standalone documents that a reader changes with widgets, without a
 server or network (BokehJS is served from the book's ``_static``, :mod:`attnpaths_book.local_bokeh`).
 
-Two builders make every such figure:
-
-- :func:`grid_figure`: the drawn arrays are chosen among those of a precomputed grid (e.g. widths x temperatures)
-  by one slider per numeric axis of the grid and one selector per categorical axis;
-- :func:`toggle_figure`: series (lines with markers, optionally a band) that a group of checkboxes shows and
-  hides.
-
-Both embed exactly the arrays they are given (the chapter's recorded results, never a second computation) and
-work from the keyboard: a Bokeh slider's handle takes the arrow keys, selectors and checkboxes are HTML inputs.
-The chapters call the figure functions below (one line each); the static matplotlib figure stays in the book
-beside each, and the interactive one is hidden in print.
+:func:`grid_figure` draws the arrays of one point of a precomputed grid, chosen by a slider per numeric axis and a
+selector per categorical one; :func:`toggle_figure` draws series that checkboxes show and hide. Both embed exactly
+the arrays they are given (the chapter's recorded results) and work from the keyboard. The static matplotlib
+figure stays in the book beside each; the interactive one is hidden in print.
 """
 
 from __future__ import annotations
@@ -58,8 +51,7 @@ class GridAxis:
         values = tuple(self.values)
         if not values:
             raise ValueError(f"values of axis {self.key!r} must not be empty")
-        kinds = {isinstance(v, str) for v in values}
-        if len(kinds) != 1:
+        if len({isinstance(v, str) for v in values}) != 1:
             raise ValueError(f"values of axis {self.key!r} must be all numbers or all strings, got {values!r}")
         if not 0 <= self.initial < len(values):
             raise ValueError(f"initial of axis {self.key!r} must be in [0, {len(values) - 1}], got {self.initial!r}")
@@ -118,6 +110,14 @@ def _embed(name: str, layout, alt: str) -> Explorable:
     return Explorable(name, layout, alt, markup)
 
 
+def _figure(name: str, title: str, x_label: str, y_label: str, height: int, figure_options: Mapping | None):
+    from bokeh.plotting import figure
+
+    options = dict(sizing_mode="stretch_width", height=height, tools="pan,wheel_zoom,box_zoom,reset,save,hover")
+    options.update(figure_options or {})
+    return figure(title=title, x_axis_label=x_label, y_axis_label=y_label, name=name, **options)
+
+
 def _leaf(value, what: str) -> list:
     """One grid point's column: a 1-D list of floats or of strings (``None``, a results file's missing number, as
     ``nan``)."""
@@ -145,11 +145,10 @@ def _cells(value, shape: tuple, what: str) -> list:
     return [cell for item in value for cell in _cells(item, shape[1:], what)]
 
 
-def _flat_index(axes: Sequence[GridAxis], positions: Sequence[int]) -> int:
-    index = 0
-    for axis, position in zip(axes, positions):
-        index = index * len(axis.values) + position
-    return index
+def _equal_lengths(columns: Mapping[str, list], what: str, where: str = "") -> None:
+    lengths = {c: len(v) for c, v in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"{what} must have columns of equal length{where}, got {lengths}")
 
 
 GRID_CALLBACK = """
@@ -199,7 +198,6 @@ def grid_figure(
     """
     from bokeh.layouts import column
     from bokeh.models import ColumnDataSource, CustomJS, CustomJSTickFormatter, Select, Slider
-    from bokeh.plotting import figure
 
     axes = list(axes)
     if not axes or not all(isinstance(a, GridAxis) for a in axes):
@@ -215,25 +213,14 @@ def grid_figure(
             raise ValueError(f"data[{source!r}] must have at least one column")
         cells = {c: _cells(v, shape, f"data[{source!r}][{c!r}]") for c, v in columns.items()}
         for point in range(int(np.prod(shape))):
-            lengths = {c: len(v[point]) for c, v in cells.items()}
-            if len(set(lengths.values())) > 1:
-                raise ValueError(
-                    f"data[{source!r}] must have columns of equal length at every grid point, got {lengths}"
-                )
+            _equal_lengths({c: v[point] for c, v in cells.items()}, f"data[{source!r}]", " at every grid point")
         grids[source] = cells
-    start = _flat_index(axes, [a.initial for a in axes])
+    start = int(np.ravel_multi_index([a.initial for a in axes], shape))
     drawn = {
         s: ColumnDataSource({c: v[start] for c, v in cells.items()}, name=f"{name}-{s}") for s, cells in grids.items()
     }
     stores = [ColumnDataSource(cells, name=f"{name}-grid-{s}") for s, cells in grids.items()]
-    options = dict(sizing_mode="stretch_width", height=380, tools="pan,wheel_zoom,box_zoom,reset,save,hover")
-    plot = figure(
-        title=title,
-        x_axis_label=x_label,
-        y_axis_label=y_label,
-        name=f"{name}-plot",
-        **{**options, **dict(figure_options or {})},
-    )
+    plot = _figure(f"{name}-plot", title, x_label, y_label, 380, figure_options)
     draw(plot, drawn)
     widgets = []
     for axis in axes:
@@ -255,16 +242,8 @@ def grid_figure(
             )
         widget.name = f"{name}-{axis.key}"
         widgets.append(widget)
-    callback = CustomJS(
-        args=dict(
-            widgets=widgets,
-            categorical=[a.categorical for a in axes],
-            sizes=list(shape),
-            drawn=list(drawn.values()),
-            grids=stores,
-        ),
-        code=GRID_CALLBACK,
-    )
+    args = dict(widgets=widgets, categorical=[a.categorical for a in axes], sizes=list(shape))
+    callback = CustomJS(args=dict(**args, drawn=list(drawn.values()), grids=stores), code=GRID_CALLBACK)
     for widget in widgets:
         widget.js_on_change("value", callback)
     layout = column(*widgets, plot, sizing_mode="stretch_width", name=f"{name}-layout")
@@ -314,7 +293,6 @@ def toggle_figure(
     """
     from bokeh.layouts import column, row
     from bokeh.models import CheckboxGroup, ColumnDataSource, CustomJS, InlineStyleSheet
-    from bokeh.plotting import figure
 
     if not panels or not all(panels.values()):
         raise ValueError("panels must hold at least one panel, each with at least one series")
@@ -325,51 +303,20 @@ def toggle_figure(
     labels = dict(labels or {})
     renderers = {s: [] for s in series}
     plots = []
-    options = dict(sizing_mode="stretch_width", height=360, tools="pan,wheel_zoom,box_zoom,reset,save,hover")
     for p, (panel, by_series) in enumerate(panels.items()):
-        plot = figure(
-            title=panel if len(panels) > 1 else title,
-            x_axis_label=x_label,
-            y_axis_label=y_label,
-            name=f"{name}-plot-{p}",
-            **{**options, **dict(figure_options or {})},
-        )
+        plot = _figure(f"{name}-plot-{p}", panel if len(panels) > 1 else title, x_label, y_label, 360, figure_options)
         for s, columns in by_series.items():
             what = f"panels[{panel!r}][{s!r}]"
             if not {"x", "y"} <= set(columns):
                 raise ValueError(f"{what} must have columns 'x' and 'y', got {sorted(columns)}")
             arrays = {c: _leaf(v, f"{what}[{c!r}]") for c, v in columns.items()}
-            lengths = {c: len(v) for c, v in arrays.items()}
-            if len(set(lengths.values())) != 1:
-                raise ValueError(f"{what} must have columns of equal length, got {lengths}")
-            source = ColumnDataSource(arrays, name=f"{name}-{p}-{s}")
-            color = colors[s]
+            _equal_lengths(arrays, what)
+            source, color, prefix = ColumnDataSource(arrays, name=f"{name}-{p}-{s}"), colors[s], f"{name}-{p}-{s}"
             if {"low", "high"} <= set(arrays):
-                renderers[s].append(
-                    plot.varea(
-                        "x",
-                        "low",
-                        "high",
-                        source=source,
-                        fill_color=color,
-                        fill_alpha=0.1,
-                        name=f"{name}-{p}-{s}-band",
-                    )
-                )
-            renderers[s].append(
-                plot.line(
-                    "x",
-                    "y",
-                    source=source,
-                    color=color,
-                    line_width=2,
-                    line_dash="dashed" if s in dashed else "solid",
-                    name=f"{name}-{p}-{s}-line",
-                )
-            )
-            renderers[s].append(
-                plot.scatter("x", "y", source=source, color=color, size=6, name=f"{name}-{p}-{s}-points")
-            )
+                band = dict(source=source, fill_color=color, fill_alpha=0.1, name=f"{prefix}-band")
+                renderers[s].append(plot.varea("x", "low", "high", **band))
+            dash = "dashed" if s in dashed else "solid"
+            renderers[s] += _line_and_points(plot, source, color, dash, 6, name=prefix)
         if decorate is not None:
             decorate(plot)
         plots.append(plot)
@@ -402,6 +349,15 @@ def _hex(color: str) -> str:
     from matplotlib.colors import to_hex
 
     return to_hex(color)
+
+
+def _line_and_points(plot, source, color: str, dash: str, size: int, name=None, legend=None) -> list:
+    """A series' line and markers, named ``<name>-line`` and ``<name>-points`` or in the legend as ``legend``."""
+    label = {part: {"name": f"{name}-{part}"} if name else {"legend_label": legend} for part in ("line", "points")}
+    return [
+        plot.line("x", "y", source=source, color=color, line_width=2, line_dash=dash, **label["line"]),
+        plot.scatter("x", "y", source=source, color=color, size=size, **label["points"]),
+    ]
 
 
 def _percent_axis(plot) -> None:
@@ -460,10 +416,7 @@ def hmc_accuracy_figure(record: Mapping, sampled: Mapping) -> Explorable:
         plot.xaxis.ticker = widths.tolist()  # the solved widths, not a log scale's decades
         _percent_axis(plot)
 
-    axes = [
-        GridAxis("task", "network", tuple(tasks), 0),
-        GridAxis("T", "temperature T", tuple(temperatures), here),
-    ]
+    axes = [GridAxis("task", "network", tuple(tasks), 0), GridAxis("T", "temperature T", tuple(temperatures), here)]
     return grid_figure(
         "hmc-accuracy",
         axes,
@@ -519,23 +472,10 @@ def order_parameter_figure(record: Mapping, task: str) -> Explorable:
     mapper = LinearColorMapper(palette=palette, low=-limit, high=limit)
 
     def draw(plot, sources):
-        plot.rect(
-            "col",
-            "row",
-            1,
-            1,
-            source=sources["U"],
-            fill_color={"field": "value", "transform": mapper},
-            line_color="white",
-        )
+        cells = dict(source=sources["U"])
+        plot.rect("col", "row", 1, 1, fill_color={"field": "value", "transform": mapper}, line_color="white", **cells)
         plot.text(
-            "col",
-            "row",
-            text="text",
-            source=sources["U"],
-            text_align="center",
-            text_baseline="middle",
-            text_font_size="11px",
+            "col", "row", text="text", text_align="center", text_baseline="middle", text_font_size="11px", **cells
         )
         plot.add_layout(ColorBar(color_mapper=mapper, title="U"), "right")
         plot.hover.tooltips = [("entry", "U[@row, @col]"), ("value", "@value")]
@@ -581,7 +521,7 @@ def pruning_curves_figure(
         for model, by_ranking in curves.items()
     }
     rankings = list(dict.fromkeys(name for by_ranking in curves.values() for name in by_ranking))
-    figure = toggle_figure(
+    return toggle_figure(
         "pruning-curves",
         panels,
         decorate=_percent_axis,
@@ -597,7 +537,6 @@ def pruning_curves_figure(
             "head ranking, with confidence bands; a checkbox per ranking shows or hides its curves."
         ),
     )
-    return figure
 
 
 def learning_curves_figure(record: Mapping) -> Explorable:
@@ -636,16 +575,7 @@ def learning_curves_figure(record: Mapping) -> Explorable:
             plot.add_layout(
                 Band(source=source, base="x", lower="low", upper="high", fill_color=color, fill_alpha=0.2, line_alpha=0)
             )
-            plot.line(
-                "x",
-                "y",
-                source=source,
-                color=color,
-                line_width=2,
-                line_dash=["solid", "dashed", "dotted", "dashdot"][k % 4],
-                legend_label=name,
-            )
-            plot.scatter("x", "y", source=source, color=color, size=7, legend_label=name)
+            _line_and_points(plot, source, color, ["solid", "dashed", "dotted", "dashdot"][k % 4], 7, legend=name)
         plot.legend.location = "bottom_right"
         plot.xaxis.ticker = sizes.tolist()  # the computed P, not a log scale's decades
         _percent_axis(plot)

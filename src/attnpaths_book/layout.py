@@ -111,6 +111,17 @@ class BookLayout:
         """The results file of ``chapter`` (its name, e.g. ``intro``), ``_build/results/<chapter>.json``."""
         return self.results_dir / f"{chapter}.json"
 
+    def existing(self, path: Path, chapter: str, what: str, profile: str = "smoke") -> Path:
+        """``path``, chapter ``chapter``'s ``what``: ``FileNotFoundError`` saying which run makes it when it is
+        missing."""
+        if not Path(path).is_file():
+            option = "" if profile == "smoke" else f" --profile {profile}"
+            raise FileNotFoundError(
+                f"chapter {chapter!r} has no {what} at {self.relative(path)}: "
+                f"run `python -m attnpaths_book run {chapter}{option}`"
+            )
+        return Path(path)
+
     def relative(self, path: Path) -> str:
         """``path`` relative to the root when it lies inside it (so executed notebooks show portable paths)."""
         path = Path(path)

@@ -38,7 +38,8 @@ def is_volatile(key: str) -> bool:
     return key in VOLATILE_KEYS or key.endswith(VOLATILE_SUFFIXES)
 
 
-def _is_number(value) -> bool:
+def is_number(value) -> bool:
+    """Whether a JSON leaf is a number (an int or a float, not a bool)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -54,7 +55,7 @@ class Change:
     @property
     def relative(self) -> float | None:
         """``(new - old) / |old|`` for two numbers (``inf`` when ``old`` is 0); ``None`` otherwise."""
-        if not (_is_number(self.old) and _is_number(self.new)):
+        if not (is_number(self.old) and is_number(self.new)):
             return None
         if self.old == 0:
             return math.inf if self.new != 0 else 0.0
@@ -155,7 +156,7 @@ def _volatile_path(path: str) -> bool:
 
 
 def _same(old, new) -> bool:
-    if _is_number(old) and _is_number(new):
+    if is_number(old) and is_number(new):
         return old == new or (isinstance(old, float) and isinstance(new, float) and math.isnan(old) and math.isnan(new))
     return type(old) is type(new) and old == new
 

@@ -19,16 +19,11 @@ from attnpaths.oneshot.claims import order_parameter_name
 from attnpaths.oneshot.digits import DigitPairs
 from attnpaths.oneshot.imagesets import SPLITS, ImageDataset
 
+from ._report_tables import markdown_table
 from .claims_markdown import escape_markdown
 from .records import read_record
 
 DIGITS_SOURCE = "sklearn.datasets.load_digits"
-
-
-def _table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines.extend("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)
-    return "\n".join(lines)
 
 
 def _percent(fraction) -> str:
@@ -159,7 +154,7 @@ def temperature_table(
             _percent(gp_test_selection["accuracy"]["test"][0]),
         ]
     )
-    return _table(["N", "T (validation)", "A test", "A validation", "T (test, authors' rule)", "A test"], rows)
+    return markdown_table(["N", "T (validation)", "A test", "A validation", "T (test, authors' rule)", "A test"], rows)
 
 
 def sampler_table(samples: dict, temperatures) -> str:
@@ -183,7 +178,7 @@ def sampler_table(samples: dict, temperatures) -> str:
                 f"{d['wall_time_s']:.1f}",
             ]
         )
-    return _table(
+    return markdown_table(
         [
             "N",
             "T",
@@ -199,7 +194,7 @@ def sampler_table(samples: dict, temperatures) -> str:
 
 def stage_table(seconds: dict) -> str:
     """Wall time per stage (``{stage: seconds}``, underscores shown as spaces)."""
-    return _table(["stage", "wall time (s)"], [[k.replace("_", " "), f"{v:.1f}"] for k, v in seconds.items()])
+    return markdown_table(["stage", "wall time (s)"], [[k.replace("_", " "), f"{v:.1f}"] for k, v in seconds.items()])
 
 
 def little_loss_table(result) -> str:
@@ -230,7 +225,7 @@ def little_loss_table(result) -> str:
                 f"({pm(result.minus_best[i], result.minus_best_se[i])})",
             ]
         )
-    return _table(
+    return markdown_table(
         [
             "k",
             "heads pruned (score order)",
@@ -252,7 +247,7 @@ def saddle_deviation_table(deviation: dict) -> str:
         [str(int(N)), f"{r:.4f}", f"{se:.4f}", f"{N * r:.3f}"]
         for N, r, se in zip(deviation["N"], deviation["r"], deviation["se"])
     ]
-    return _table(["$N$", "$r(N)$", "standard error", "$N\\,r(N)$"], rows)
+    return markdown_table(["$N$", "$r(N)$", "standard error", "$N\\,r(N)$"], rows)
 
 
 def wrong_weight_sentence(verdicts) -> str:
@@ -306,7 +301,7 @@ def replicate_table(models) -> str:
         ]
         for m in models
     ]
-    return _table(
+    return markdown_table(
         [
             "training seed",
             "draws",
@@ -343,7 +338,7 @@ def order_parameter_table(models, verdicts: dict) -> str:
                 f"{100 * order.value:+.1f} ({order.outcome.value})",
             ]
         )
-    return _table(
+    return markdown_table(
         [
             "order parameter",
             "pattern correlation",
@@ -362,7 +357,7 @@ def order_width_table(widths, temperatures, verdicts) -> str:
         [int(w), f"{T:g}", _percent(v.value), f"{v.p_value:.3g}", v.outcome.value]
         for w, T, v in zip(widths, temperatures, verdicts)
     ]
-    return _table(
+    return markdown_table(
         ["N", "T", "A, score order (mean over the pruned heads)", "p (exact, random orders)", "outcome"], rows
     )
 

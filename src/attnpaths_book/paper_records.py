@@ -30,12 +30,12 @@ from pathlib import Path
 
 import nbformat
 
-from attnpaths.json_files import read_json
 from attnpaths_book import provenance
 from attnpaths_book.cache import EXECUTION_METADATA, PackageCode
 from attnpaths_book.chapters import Chapter, resolve_parameters
 from attnpaths_book.layout import BookLayout
 from attnpaths_book.numeric_diff import Comparison, compare_json
+from attnpaths_book.records import read_keyed, record_text
 from attnpaths_book.results import atomic_write_text
 from attnpaths_book.runner import current_key, is_fresh, notebook_chapters
 from attnpaths_book.store import verify_results
@@ -58,12 +58,7 @@ def record_path(layout: BookLayout, chapter: Chapter) -> Path:
 def _execution(layout: BookLayout, chapter: Chapter) -> dict:
     """The execution record stored in the chapter's executed notebook; it must be a paper run without
     overrides."""
-    path = layout.executed_notebook(chapter.docname)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"chapter {chapter.name!r} has no executed notebook at {layout.relative(path)}: "
-            f"run `python -m attnpaths_book run {chapter.name} --profile paper`"
-        )
+    path = layout.existing(layout.executed_notebook(chapter.docname), chapter.name, "executed notebook", PROFILE)
     execution = nbformat.read(path, as_version=4).metadata.get(EXECUTION_METADATA)
     if not isinstance(execution, dict) or execution.get("profile") != PROFILE:
         found = execution.get("profile") if isinstance(execution, dict) else None
@@ -87,12 +82,7 @@ def read_paper_results(layout: BookLayout, chapter: Chapter) -> dict:
     Raises ``FileNotFoundError`` naming the chapter when the file is missing, ``ValueError`` naming the
     chapter and the profile found when it is not the paper profile's or names another chapter.
     """
-    path = layout.results_file(chapter.name)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"chapter {chapter.name!r} has no results file at {layout.relative(path)}: "
-            f"run `python -m attnpaths_book run {chapter.name} --profile paper`"
-        )
+    path = layout.existing(layout.results_file(chapter.name), chapter.name, "results file", PROFILE)
     results = verify_results(layout.results_dir, chapter.name)
     missing = [key for key in RESULTS_KEYS if key not in results]
     if missing:
@@ -164,24 +154,16 @@ def make_record(layout: BookLayout, chapter: Chapter, command: str) -> dict:
 def read_record(path) -> dict:
     """Read a paper record; ``FileNotFoundError`` naming the file if it is missing, ``ValueError`` if it lacks
     one of the required keys."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no paper record at {path}: run `python -m attnpaths_book record-paper`")
-    record = read_json(path, "paper record")
-    missing = [key for key in REQUIRED_KEYS if key not in record]
-    if missing:
-        raise ValueError(f"paper record {path} is missing the keys {missing}")
-    return record
+    absent = FileNotFoundError(f"no paper record at {path}: run `python -m attnpaths_book record-paper`")
+    return read_keyed(path, "paper record", REQUIRED_KEYS, absent)
 
 
 def write_record(layout: BookLayout, chapter: Chapter, record: dict) -> Path:
     """Write ``record`` (from :func:`make_record`) to the chapter's record file; returns its path."""
-    missing = [key for key in REQUIRED_KEYS if key not in record]
-    if missing:
-        raise ValueError(f"record is missing the keys {missing}")
+    text = record_text(record, REQUIRED_KEYS)
     if record["chapter"] != chapter.name:
         raise ValueError(f"record must be chapter {chapter.name!r}'s, got chapter {record['chapter']!r}'s")
-    return atomic_write_text(record_path(layout, chapter), json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return atomic_write_text(record_path(layout, chapter), text)
 
 
 def compare_records(old: dict, new: dict) -> Comparison:

@@ -24,6 +24,7 @@ shown only then; otherwise a stale copy is removed and the link stays hidden).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import html
 import re
@@ -340,21 +341,13 @@ def print_page(driver, page: BookPage, code: bool = True) -> PrintedPage:
     """Open ``page`` from ``file://``, wait until it is typeset with its images loaded, hide everything but the
     article and print it. Raises :class:`PdfFailed` naming the page if a request failed, the console shows an
     error, an image did not load or MathJax did not finish."""
-    from selenium.common.exceptions import TimeoutException, WebDriverException
-
     _drain_logs(driver)
-    url = page.path.resolve().as_uri()
-    _load(driver, url, f"page {page.docname} ({page.path})")
-    try:
+    url, what = page.path.resolve().as_uri(), f"page {page.docname} ({page.path})"
+    _load(driver, url, what)
+    late = f"did not finish typesetting its mathematics (MathJax) or loading its images within {PAGE_TIMEOUT_S} s"
+    with _browser_errors(what, late):
         driver.set_script_timeout(PAGE_TIMEOUT_S)
         state = driver.execute_async_script(WAIT_FOR_PAGE)
-    except TimeoutException as err:
-        raise PdfFailed(
-            f"page {page.docname} ({page.path}): did not finish typesetting its mathematics (MathJax) "
-            f"or loading its images within {PAGE_TIMEOUT_S} s"
-        ) from err
-    except WebDriverException as err:
-        raise PdfFailed(f"page {page.docname} ({page.path}): the browser failed: {err.msg}") from err
     problems = [*state["problems"], *_failures(driver, url)]
     if problems:
         raise PdfFailed(f"page {page.docname} ({page.path}): " + "; ".join(problems))
@@ -370,12 +363,19 @@ def print_page(driver, page: BookPage, code: bool = True) -> PrintedPage:
 def _load(driver, url: str, what: str) -> None:
     """Open ``url``; :class:`PdfFailed` naming ``what`` when it does not load within the browser's page-load
     timeout (:data:`PAGE_TIMEOUT_S` in :func:`build_pdf`) or the browser fails."""
+    with _browser_errors(what, f"did not load within the page-load timeout ({PAGE_TIMEOUT_S} s)"):
+        driver.get(url)
+
+
+@contextlib.contextmanager
+def _browser_errors(what: str, late: str):
+    """:class:`PdfFailed` naming ``what`` for the browser's errors in the block: ``late`` for a timeout."""
     from selenium.common.exceptions import TimeoutException, WebDriverException
 
     try:
-        driver.get(url)
+        yield
     except TimeoutException as err:
-        raise PdfFailed(f"{what}: did not load within the page-load timeout ({PAGE_TIMEOUT_S} s)") from err
+        raise PdfFailed(f"{what}: {late}") from err
     except WebDriverException as err:
         raise PdfFailed(f"{what}: the browser failed: {err.msg}") from err
 
@@ -463,13 +463,8 @@ def build_pdf(
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    report = PdfReport(
-        output,
-        len(writer.pages),
-        output.stat().st_size,
-        {p.docname: s for p, s in zip(printed, starts)},
-        time.perf_counter() - start,
-    )
+    first_pages = {p.docname: s for p, s in zip(printed, starts)}
+    report = PdfReport(output, len(writer.pages), output.stat().st_size, first_pages, time.perf_counter() - start)
     progress(
         f"wrote {layout.relative(output)}: {report.pages} pages, {report.size / 2**20:.1f} MiB, {report.seconds:.1f} s"
     )

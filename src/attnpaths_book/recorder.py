@@ -159,10 +159,7 @@ class ChapterRecorder:
         whatever the power, so it is evidence. Returns the verdicts kept as claims."""
         kept = []
         for verdict in verdicts:
-            if not isinstance(verdict, Verdict):
-                raise ValueError(f"verdicts must be attnpaths.claims.Verdict objects, got {type(verdict).__name__}")
-            if any(v.claim == verdict.claim for v in self.tested + self.structural):
-                raise ValueError(f"claim {verdict.claim!r} is recorded twice in chapter {self.chapter!r}")
+            self._check_new(verdict, "claim")
             power = agreement_power(verdict)
             if power is not None and power < MIN_POWER and verdict.outcome is not Outcome.CONTRADICTED:
                 self.diagnostics.append((verdict, power))
@@ -175,6 +172,12 @@ class ChapterRecorder:
             if sentences:
                 self.markdown(f"claim_{glue_name(verdict.claim)}", sentence)
         return kept
+
+    def _check_new(self, verdict, what: str) -> None:
+        if not isinstance(verdict, Verdict):
+            raise ValueError(f"verdicts must be attnpaths.claims.Verdict objects, got {type(verdict).__name__}")
+        if any(v.claim == verdict.claim for v in self.tested + self.structural):
+            raise ValueError(f"{what} {verdict.claim!r} is recorded twice in chapter {self.chapter!r}")
 
     @property
     def tested(self) -> list[Verdict]:
@@ -206,10 +209,7 @@ class ChapterRecorder:
                 "once, so pass them all in one call"
             )
         for verdict in verdicts:
-            if not isinstance(verdict, Verdict):
-                raise ValueError(f"verdicts must be attnpaths.claims.Verdict objects, got {type(verdict).__name__}")
-            if any(v.claim == verdict.claim for v in self.structural + self.tested):
-                raise ValueError(f"check {verdict.claim!r} is recorded twice in chapter {self.chapter!r}")
+            self._check_new(verdict, "check")
             self.structural.append(verdict)
         self.markdown(name, structural_table(self.structural))
         enforce(self.structural, [v.claim for v in verdicts])

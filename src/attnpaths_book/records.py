@@ -45,24 +45,35 @@ def make_record(started: dict, report: dict) -> dict:
     return {**started, "machine": machine, "finished_utc": provenance.utc_now(), "report": report}
 
 
-def write_record(record: dict, path) -> Path:
-    """Write ``record`` (from :func:`make_record`) as indented JSON; creates the folder. Returns the path."""
-    missing = [key for key in REQUIRED_KEYS if key not in record]
+def record_text(record: dict, required=REQUIRED_KEYS) -> str:
+    """``record`` as the indented JSON of a record file; ``ValueError`` when it lacks one of the ``required`` keys."""
+    missing = [key for key in required if key not in record]
     if missing:
         raise ValueError(f"record is missing the keys {missing}")
-    path = Path(path)
+    return json.dumps(record, indent=1, sort_keys=True) + "\n"
+
+
+def write_record(record: dict, path) -> Path:
+    """Write ``record`` (from :func:`make_record`) as indented JSON; creates the folder. Returns the path."""
+    text, path = record_text(record), Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    path.write_text(text)
     return path
+
+
+def read_keyed(path, what: str, required, absent: Exception) -> dict:
+    """The ``what`` at ``path``: ``absent`` is raised without the file, ``ValueError`` when it lacks a key."""
+    path = Path(path)
+    if not path.is_file():
+        raise absent
+    record = read_json(path, what)
+    missing = [key for key in required if key not in record]
+    if missing:
+        raise ValueError(f"{what} {path} is missing the keys {missing}")
+    return record
 
 
 def read_record(path) -> dict:
     """Read a record; ``ValueError`` naming the file if it is missing or lacks one of the required keys."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"no benchmark record at {path}: run the benchmark with --output {path}")
-    record = read_json(path, "benchmark record")
-    missing = [key for key in REQUIRED_KEYS if key not in record]
-    if missing:
-        raise ValueError(f"benchmark record {path} is missing the keys {missing}")
-    return record
+    absent = ValueError(f"no benchmark record at {path}: run the benchmark with --output {path}")
+    return read_keyed(path, "benchmark record", REQUIRED_KEYS, absent)

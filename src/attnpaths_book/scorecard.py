@@ -67,6 +67,11 @@ class PaperClaim:
     note: str = ""
 
 
+def _on(chapter: str, *claims: str) -> tuple[tuple[str, str], ...]:
+    """The selectors of ``claims`` of ``chapter``."""
+    return tuple((chapter, claim) for claim in claims)
+
+
 PAPER_CLAIMS = (
     PaperClaim(
         "P1",
@@ -84,20 +89,10 @@ PAPER_CLAIMS = (
         "abstract (exact equations for the predictor statistics); captions of Figs. 2c, 2e, 3b, 3c (theory "
         "against samples)",
         (
-            ("hmc", "2"),
-            ("hmc", "2w"),
-            ("hmc", "2b"),
-            ("hmc", "2v"),
-            ("hmc", "2ve"),
-            ("oneshot", "2"),
-            ("oneshot", "2w"),
-            ("oneshot", "2s"),
-            ("depth", "a"),
-            ("depth", "aw"),
-            ("depth", "d"),
-            ("learning_curves", "n"),
-            ("learning_curves", "nc"),
-            ("learning_curves", "nu"),
+            *_on("hmc", "2", "2w", "2b", "2v", "2ve"),
+            *_on("oneshot", "2", "2w", "2s"),
+            *_on("depth", "a", "aw", "d"),
+            *_on("learning_curves", "n", "nc", "nu"),
         ),
         caveat="The saddle point of the theory is an approximation for large width: where the number of paths is "
         "large against the width (the one-shot task at its smallest sampled widths) it is not expected to hold; "
@@ -139,26 +134,10 @@ PAPER_CLAIMS = (
         "the heads that the theory deems less relevant can be pruned at little cost",
         "abstract (pruning the heads deemed less relevant by the theory); captions of Figs. 3e, 3f",
         (
-            ("oneshot", "7a"),
-            ("oneshot", "7b"),
-            ("oneshot", "7bf"),
-            ("oneshot", "7c"),
-            ("pruning", "MHA1"),
-            ("pruning", "MHA2"),
-            ("pruning", "MHA3"),
-            ("pruning", "MHA4"),
-            ("pruning", "MHA5"),
-            ("pruning", "MHA6"),
-            ("pruning", "SUM1"),
-            ("pruning", "SUM2"),
-            ("pruning", "SUM3"),
-            ("pruning", "SUM4"),
-            ("pruning", "SUM5"),
-            ("pruning", "SUM6"),
-            ("pruning", "MHA-FB"),
-            ("pruning", "SUM-FB"),
-            ("pruning", "MHA-FE"),
-            ("pruning", "SUM-FE"),
+            *_on("oneshot", "7a", "7b", "7bf", "7c"),
+            *_on("pruning", "MHA1", "MHA2", "MHA3", "MHA4", "MHA5", "MHA6"),
+            *_on("pruning", "SUM1", "SUM2", "SUM3", "SUM4", "SUM5", "SUM6"),
+            *_on("pruning", "MHA-FB", "SUM-FB", "MHA-FE", "SUM-FE"),
         ),
         caveat="On the one-shot model the theory's order beats random pruning orders; on the pruning chapter's "
         "two models, trained on a task of their own, the paper's head score is compared with practical scores "

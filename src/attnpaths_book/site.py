@@ -125,23 +125,9 @@ def build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Pat
 
 def _build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Path:
     sync_sources(layout, chapters)
-    command = [
-        sys.executable,
-        "-c",
-        JUPYTER_BOOK,
-        "build",
-        str(layout.executed_dir),
-        "--path-output",
-        str(layout.root),
-        "--config",
-        str(layout.config),
-        "--toc",
-        str(layout.toc),
-        "--warningiserror",
-        "--nitpick",
-        "--keep-going",
-        "--quiet",
-    ]
+    command = [sys.executable, "-c", JUPYTER_BOOK, "build", str(layout.executed_dir), "--path-output", str(layout.root)]
+    command += ["--config", str(layout.config), "--toc", str(layout.toc)]
+    command += ["--warningiserror", "--nitpick", "--keep-going", "--quiet"]
     done = subprocess.run(command, cwd=layout.root, capture_output=True, text=True, env=sphinx_environment(layout))
     if done.returncode != 0:
         output = ANSI_ESCAPE.sub("", f"{done.stdout}\n{done.stderr}").strip()
@@ -151,25 +137,25 @@ def _build_html(layout: BookLayout, chapters: list[Chapter], profile: str) -> Pa
     return layout.html_dir / "index.html"
 
 
+def _stamp(html_dir) -> dict:
+    """The build stamp of the HTML in ``html_dir`` (empty when it is missing or damaged: it then says nothing of
+    what was built)."""
+    path = Path(html_dir) / BUILD_STAMP
+    try:
+        stamp = read_json(path, "build stamp") if path.is_file() else {}
+    except DamagedFile:
+        return {}
+    return stamp if isinstance(stamp, dict) else {}
+
+
 def stamp_profile(html_dir) -> str | None:
     """The profile that the HTML in ``html_dir`` was built from, as its build stamp says (``None`` without a
     readable stamp); unlike :func:`built_profile`, whether the sources changed since is not asked."""
-    stamp_path = Path(html_dir) / BUILD_STAMP
-    try:
-        stamp = read_json(stamp_path, "build stamp") if stamp_path.is_file() else {}
-    except DamagedFile:
-        return None
-    profile = stamp.get("profile") if isinstance(stamp, dict) else None
+    profile = _stamp(html_dir).get("profile")
     return profile if isinstance(profile, str) else None
 
 
 def built_profile(layout: BookLayout, chapters: list[Chapter]) -> str | None:
     """The profile of ``_build/html`` if it was built from exactly the current sources, else ``None``."""
-    stamp_path = layout.html_dir / BUILD_STAMP
-    if not stamp_path.is_file():
-        return None
-    try:
-        stamp = read_json(stamp_path, "build stamp")
-    except DamagedFile:  # a damaged stamp says nothing of what was built: build again
-        return None
-    return stamp.get("profile") if stamp.get("digest") == source_digest(layout, chapters) else None
+    stamp = _stamp(layout.html_dir)
+    return stamp.get("profile") if stamp and stamp.get("digest") == source_digest(layout, chapters) else None

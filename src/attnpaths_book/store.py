@@ -26,15 +26,11 @@ the chapter stale, and the reason names the file and the key, as for the record 
 
 An error in step 3 rolls back before it is raised, and a process killed in step 3 (or in a roll-back) leaves the
 journal, which :func:`recover` (which every command that reads or writes units calls first, holding the build
-lock) finishes: it keeps the new unit when the new manifest is in place and otherwise rolls back. A roll-back
-decides per file from the SHA-256 it finds there: a target holding the commit's new content gets its kept copy
-back (through a temporary file beside it and a rename, never a rename across file systems), a target holding
-anything else is left alone. So it touches only what the commit replaced, and it can be run again after it was
-interrupted. Either way the files on disk are one whole unit, the previous one or the new one. When a file cannot
-be put back (its folder became read-only), the chapter is stale, the journal stays for the next command, and the
-chapter's next commit replaces it. :func:`recover` refuses, and removes without touching any file it names, a
-journal that does not match its checksum, is of the wrong shape or names a file outside the unit's folders; it
-also removes the temporary files that killed commits left. Each of these says one line through ``progress``.
+lock) finishes: it keeps the new unit when the new manifest is in place and otherwise rolls back, touching only
+what the commit replaced (a target holding anything but the commit's new content is left alone), so that it can
+be run again after it was interrupted. Either way the files on disk are one whole unit, the previous one or the
+new one. When a file cannot be put back (its folder became read-only), the chapter is stale, the journal stays
+for the next command, and the chapter's next commit replaces it.
 
 The checksums detect damage and edits; they are no protection against someone who rewrites a file and its
 manifest (or a journal and its checksum) together.

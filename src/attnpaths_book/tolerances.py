@@ -29,7 +29,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from attnpaths_book.numeric_diff import MISSING, NUMBER, flatten, is_volatile
+from attnpaths_book.numeric_diff import MISSING, NUMBER, flatten, is_number, is_volatile
 
 CLASSES = ("exact", "rounding", "trained", "monte carlo")
 """The reproducibility classes (see the module docstring)."""
@@ -77,7 +77,7 @@ class Tolerance:
         """Whether ``new`` agrees with ``old`` under this rule. Numbers: within :meth:`bound`. Text: equal once
         its numbers are set apart, and each number within :meth:`bound` plus one unit of its last printed digit
         (a printed number moves by a unit when its value crosses a rounding boundary). Anything else: equal."""
-        if _is_number(old) and _is_number(new):
+        if is_number(old) and is_number(new):
             if math.isnan(old) or math.isnan(new):
                 return math.isnan(old) and math.isnan(new)
             if math.isinf(old) or math.isinf(new):
@@ -143,6 +143,16 @@ def _estimate(pattern: str, what: str, se: tuple) -> Tolerance:
     return Tolerance(pattern, "monte carlo", 0.0, 0.0, 0.0, f"{what}: within MC_Z combined standard errors", se=se)
 
 
+def _rules(cls: str, rtol: float, atol: float, floor: float, reason: str, *patterns: str) -> tuple[Tolerance, ...]:
+    """One rule per pattern, all alike."""
+    return tuple(Tolerance(p, cls, rtol, atol, floor, reason) for p in patterns)
+
+
+def _not_compared(reason: str, *patterns: str) -> tuple[Tolerance, ...]:
+    """Monte-Carlo numbers that are not compared (class d), for ``reason``."""
+    return _rules("monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0, reason, *patterns)
+
+
 TABLE: tuple[Tolerance, ...] = (
     # class d: estimates with their standard error beside them
     _estimate(
@@ -185,75 +195,53 @@ TABLE: tuple[Tolerance, ...] = (
         ("relative_diagonal_shift", "relative_mc_se"),
     ),
     # class d: diagnostics and statistics of one chain
-    *(
-        Tolerance(
-            pattern,
-            "monte carlo",
-            NOT_COMPARED,
-            NOT_COMPARED,
-            0.0,
-            "diagnostic of one chain (effective sample size, R-hat, acceptance, Monte-Carlo error): another "
-            "chain, e.g. on another machine, gives another estimate; the claims that use it are compared by "
-            "their outcome",
-        )
-        for pattern in ("*_ess", "*rhat", "*acceptance", "*_mc_se", "*.mc_sd", "*.relative_mc_se")
+    *_not_compared(
+        "diagnostic of one chain (effective sample size, R-hat, acceptance, Monte-Carlo error): another "
+        "chain, e.g. on another machine, gives another estimate; the claims that use it are compared by "
+        "their outcome",
+        *("*_ess", "*rhat", "*acceptance", "*_mc_se", "*.mc_sd", "*.relative_mc_se"),
     ),
-    *(
-        Tolerance(
-            pattern,
-            "monte carlo",
-            NOT_COMPARED,
-            NOT_COMPARED,
-            0.0,
-            "a statistic of posterior samples against the theory (z of U, the pattern's correlation, sampled "
-            "copies of glued numbers, the power of a claim on samples): it moves with the chains; the verdict "
-            "that uses it is compared by its outcome",
-        )
-        for pattern in (
-            "hmc:values.saddle_U_z_max.*",
-            "hmc:values.glued.Us_*",
-            "*:values.glued.max_sampled_diff",
-            "hmc:values.power_checks.2*",
-            "depth:values.claim_*_power.*",
-            "hmc:values.predictor_variance.*.relative_deviation",
-            "hmc:values.predictor_variance.*.exact_relative_deviation",
-            "hmc:values.glued.variance_exact_dev_*",
-            "hmc:values.glued.variance_saddle_exact_*",
-            "oneshot:values.exact_widths.samples_distance*",
-            "oneshot:values.exact_widths.saddle_distance*",
-            "oneshot:values.exact_widths.claim2e_power*",
-            "hmc:values.glued.variance_dev_*",
-            "hmc:values.glued.variance_z_*",
-            "hmc:values.glued.saddle_ratio",
-            "oneshot:values.glued.U_theory_sampled_r",
-            "oneshot:values.U_pattern_theory_vs_sampled.*",
-            "oneshot:values.claim2_power.*",
-            "oneshot:values.saddle_deviation.r",
-            "oneshot:values.saddle_deviation.se",
-            "oneshot:values.entropy_weight.wrong.*",
-        )
+    *_not_compared(
+        "a statistic of posterior samples against the theory (z of U, the pattern's correlation, sampled "
+        "copies of glued numbers, the power of a claim on samples): it moves with the chains; the verdict "
+        "that uses it is compared by its outcome",
+        "hmc:values.saddle_U_z_max.*",
+        "hmc:values.glued.Us_*",
+        "*:values.glued.max_sampled_diff",
+        "hmc:values.power_checks.2*",
+        "depth:values.claim_*_power.*",
+        "hmc:values.predictor_variance.*.relative_deviation",
+        "hmc:values.predictor_variance.*.exact_relative_deviation",
+        "hmc:values.glued.variance_exact_dev_*",
+        "hmc:values.glued.variance_saddle_exact_*",
+        "oneshot:values.exact_widths.samples_distance*",
+        "oneshot:values.exact_widths.saddle_distance*",
+        "oneshot:values.exact_widths.claim2e_power*",
+        "hmc:values.glued.variance_dev_*",
+        "hmc:values.glued.variance_z_*",
+        "hmc:values.glued.saddle_ratio",
+        "oneshot:values.glued.U_theory_sampled_r",
+        "oneshot:values.U_pattern_theory_vs_sampled.*",
+        "oneshot:values.claim2_power.*",
+        "oneshot:values.saddle_deviation.r",
+        "oneshot:values.saddle_deviation.se",
+        "oneshot:values.entropy_weight.wrong.*",
     ),
-    *(
-        Tolerance(
-            pattern,
-            "monte carlo",
-            NOT_COMPARED,
-            NOT_COMPARED,
-            0.0,
-            "draws per chain that a sampler kept when its precision target stopped it (sequential stopping, "
-            "attnpaths.experiments.sampling.PrecisionTarget): another chain meets the target at another look; "
-            "the precision reached is compared through the standard errors above",
-        )
-        for pattern in (
-            "hmc:values*sampler.*.num_samples",
-            "depth:values.*_sampled.*.num_samples",
-            "depth:values.*_exact.*num_samples",
-        )
+    *_not_compared(
+        "draws per chain that a sampler kept when its precision target stopped it (sequential stopping, "
+        "attnpaths.experiments.sampling.PrecisionTarget): another chain meets the target at another look; "
+        "the precision reached is compared through the standard errors above",
+        "hmc:values*sampler.*.num_samples",
+        "depth:values.*_sampled.*.num_samples",
+        "depth:values.*_exact.*num_samples",
     ),
-    *(
-        Tolerance(f"{chapter}:values.{key}.*", "monte carlo", NOT_COMPARED, NOT_COMPARED, 0.0, _SAMPLED_VERDICTS)
-        for chapter in ("hmc", "depth", "oneshot")
-        for key in ("verdicts", "diagnostics", "wrong_action_checks")  # a diagnostic is a verdict set aside
+    *_not_compared(
+        _SAMPLED_VERDICTS,  # a diagnostic is a verdict set aside
+        *(
+            f"{chapter}:values.{key}.*"
+            for chapter in ("hmc", "depth", "oneshot")
+            for key in ("verdicts", "diagnostics", "wrong_action_checks")
+        ),
     ),
     # class c, downstream of the shipped weights
     Tolerance(
@@ -355,22 +343,17 @@ TABLE: tuple[Tolerance, ...] = (
         "solver's Gram route against its feature route moves it by at most 2.9e-11 absolute (1.4e-9 of a score "
         "of 0.021)",
     ),
-    *(
-        Tolerance(
-            pattern,
-            "rounding",
-            0.0,
-            1e-10,
-            0.0,
-            "the largest relative difference between the Gram route and the P x P route: rounding noise of two "
-            "computations (4.8e-12 on one dispatch, 9.1e-12 under AVX2), whose digits mean nothing; only that it "
-            "stays below the structural check's tolerance (1e-10) does",
-        )
-        for pattern in (
-            "learning_curves:values.route_checks.*",
-            "learning_curves:values.glued.route_worst",
-            "learning_curves:values.structural_checks*",
-        )
+    *_rules(
+        "rounding",
+        0.0,
+        1e-10,
+        0.0,
+        "the largest relative difference between the Gram route and the P x P route: rounding noise of two "
+        "computations (4.8e-12 on one dispatch, 9.1e-12 under AVX2), whose digits mean nothing; only that it "
+        "stays below the structural check's tolerance (1e-10) does",
+        "learning_curves:values.route_checks.*",
+        "learning_curves:values.glued.route_worst",
+        "learning_curves:values.structural_checks*",
     ),
     Tolerance(
         "*gradient_norm*",
@@ -400,21 +383,16 @@ TABLE: tuple[Tolerance, ...] = (
         0.0,
         "change of a prediction under a permutation of the tokens: zero up to rounding",
     ),
-    *(
-        Tolerance(
-            pattern,
-            "rounding",
-            0.0,
-            ROUNDING_ATOL,
-            0.0,
-            "a deviation that is zero up to rounding (uniform attention against 1/T, two equal posteriors' "
-            "weights and outputs): no relative scale",
-        )
-        for pattern in (
-            "model:values.uniform_deviation",
-            "related:values.R5_bayes.max_weight_diff",
-            "related:values.R5_bayes.max_output_diff",
-        )
+    *_rules(
+        "rounding",
+        0.0,
+        ROUNDING_ATOL,
+        0.0,
+        "a deviation that is zero up to rounding (uniform attention against 1/T, two equal posteriors' "
+        "weights and outputs): no relative scale",
+        "model:values.uniform_deviation",
+        "related:values.R5_bayes.max_weight_diff",
+        "related:values.R5_bayes.max_output_diff",
     ),
     Tolerance(
         "related:values.R1_rank_collapse.residual_pure",
@@ -432,36 +410,29 @@ TABLE: tuple[Tolerance, ...] = (
         0.0,
         "difference of two equal measures: zero up to the rounding of unit-scale numbers",
     ),
-    *(
-        Tolerance(
-            pattern,
-            "rounding",
-            1e-6,
-            1e-6,
-            0.0,
-            "logs of ratios of residuals that shrink towards rounding (to ~1e-10): a residual's relative "
-            "precision, hence the log's absolute one, is the rounding of unit-scale vectors over the residual",
-        )
-        for pattern in (
-            "related:values.R1_rank_collapse.log_ratios",
-            "related:values.glued.r1_*",
-            "related:values.verdicts.*",
-            "related:values.diagnostics.*",
-        )
+    *_rules(
+        "rounding",
+        1e-6,
+        1e-6,
+        0.0,
+        "logs of ratios of residuals that shrink towards rounding (to ~1e-10): a residual's relative "
+        "precision, hence the log's absolute one, is the rounding of unit-scale vectors over the residual",
+        "related:values.R1_rank_collapse.log_ratios",
+        "related:values.glued.r1_*",
+        "related:values.verdicts.*",
+        "related:values.diagnostics.*",
     ),
-    *(
-        Tolerance(
-            pattern,
-            "rounding",
-            0.0,
-            1e-8,
-            0.0,
-            "empirical risk minimisers found by a trust-region method to a gradient norm of 1e-9: on another "
-            "machine it stops at another point within that tolerance, moving risks by ~1e-9 on a unit scale "
-            "(absolute: the excess risk is a difference of two nearly equal risks, where a relative "
-            "tolerance is the wrong yardstick)",
-        )
-        for pattern in ("exchangeability:values.E3_erm.*", "exchangeability:values.glued.e3_*")
+    *_rules(
+        "rounding",
+        0.0,
+        1e-8,
+        0.0,
+        "empirical risk minimisers found by a trust-region method to a gradient norm of 1e-9: on another "
+        "machine it stops at another point within that tolerance, moving risks by ~1e-9 on a unit scale "
+        "(absolute: the excess risk is a difference of two nearly equal risks, where a relative "
+        "tolerance is the wrong yardstick)",
+        "exchangeability:values.E3_erm.*",
+        "exchangeability:values.glued.e3_*",
     ),
     *(
         Tolerance(
@@ -486,10 +457,6 @@ TABLE: tuple[Tolerance, ...] = (
 )
 """The rules, most specific first; the last one is the default of every number (shown as a table in the
 reproducibility chapter, not on the API page: its regular expressions would read as TeX there)."""
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 _INDEX = re.compile(r"\[\d+\]")
@@ -530,7 +497,7 @@ def compare_results(chapter: str, old: dict, new: dict, table=None) -> list[Disa
     a, b = flatten(old), flatten(new)
     scales: dict[str, float] = {}
     for path, value in a.items():
-        if _is_number(value) and math.isfinite(value):
+        if is_number(value) and math.isfinite(value):
             key = _INDEX.sub("", path)
             scales[key] = max(scales.get(key, 0.0), abs(value))
     out = []
@@ -542,10 +509,10 @@ def compare_results(chapter: str, old: dict, new: dict, table=None) -> list[Disa
         rule = rule_for(chapter, path, table)
         if before is MISSING or after is MISSING:
             out.append(Disagreement(path, before, after, rule))
-        elif rule.se is not None and _is_number(before) and _is_number(after):
+        elif rule.se is not None and is_number(before) and is_number(after):
             se_path = re.sub(rule.se[0], rule.se[1], path)
             se = [version.get(se_path) for version in (a, b)]
-            if not all(_is_number(x) for x in se):
+            if not all(is_number(x) for x in se):
                 out.append(Disagreement(path, before, after, rule))  # no standard error: not comparable
             elif abs(after - before) > MC_Z * math.hypot(*se) + ROUNDING_ATOL:
                 out.append(Disagreement(path, before, after, rule))

@@ -1,10 +1,14 @@
 """What the book's test modules share beyond ``helpers`` (the library's tests' helpers, which they import too): the
-API reference's module list, tiny throw-away books, and the comparisons of the paper-record tests."""
+API reference's module list, headless Chromium or a skip, the sampler benchmarks' tiny sizes, tiny throw-away books,
+the one-shot and pruning chapters' data set and models from their parameters, and the comparisons of the
+paper-record tests."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
 import shutil
 import textwrap
@@ -12,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
+import pytest
 import yaml
 from helpers import ROOT
 
@@ -38,6 +43,35 @@ def api_modules(page: str | None = None) -> list[str]:
     """The modules listed in the autosummary lists of the API reference's pages (or of ``page``), in order."""
     pages = API_INDEX_PAGES if page is None else (page,)
     return [m for p in pages for m in _AUTOSUMMARY_ENTRY.findall((ROOT / f"{p}.md").read_text())]
+
+
+TINY_SAMPLER_SIZES = ["--data", "random", "--width", "2", "--num-train", "6", "--num-test", "4", "--input-width", "5",
+                      "--num-tokens", "3"]  # fmt: skip
+"""The command-line sizes of a sampler benchmark (``bench sampler``, ``bench numpyro_nuts``) that runs in seconds:
+random data, width 2, 6 training and 4 test examples of 3 tokens of 5 features."""
+
+
+def require_browser() -> None:
+    """Skip the calling test or fixture where headless Chromium cannot start (the reason says what is missing);
+    on CI, which must run the browser checks, fail it instead."""
+    from attnpaths_book.browser import missing_browser
+
+    reason = missing_browser()
+    if reason:
+        if os.environ.get("CI") == "true":  # CI must run the browser checks, never skip them
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def browser_or_skip(**options):
+    """A headless Chromium session (:func:`attnpaths_book.browser.start_browser` with ``options``) after
+    :func:`require_browser`: the calling test or fixture is skipped where none can start."""
+    from attnpaths_book.browser import start_browser
+
+    require_browser()
+    with start_browser(**options) as session:
+        yield session
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -107,6 +141,61 @@ def copy_repository(destination: Path) -> Path:
             ROOT / "src" / package, destination / "src" / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
         )
     return destination
+
+
+# --------------------------------------------------------------------------------------------------------
+# the one-shot and pruning chapters' data set and models, from their parameters
+
+
+def oneshot_dataset(p):
+    """The glyph data set that the one-shot chapter loads with the parameters ``p`` (a profile's resolved
+    parameters or a paper record's: ``p[name]``), without a progress bar."""
+    from attnpaths.oneshot import DistortionConfig, GlyphDatasetConfig, load_image_dataset
+
+    config = GlyphDatasetConfig(
+        instances_per_class=p["instances_per_class"],
+        alphabets=tuple(p["alphabets"]) or None,
+        image_size=p["image_size"],
+        distortion=DistortionConfig().scaled(p["distortion_scale"]),
+        seed=p["data_seed"],
+    )
+    return load_image_dataset(config=config, progress=False)
+
+
+def oneshot_training(p):
+    """The :class:`~attnpaths.oneshot.TrainingConfig` of the one-shot chapter's model with the parameters ``p``
+    (seed ``train_seed``)."""
+    from attnpaths.oneshot import TrainingConfig
+
+    return TrainingConfig(
+        width=p["model_width"],
+        qk_width=p["qk_width"],
+        num_heads=p["num_heads"],
+        channels=p["input_channels"],
+        steps=p["train_steps"],
+        batch_size=p["batch_size"],
+        learning_rate=p["learning_rate"],
+        validate_every=p["validate_every"],
+        validation_sequences=p["validation_sequences"],
+        seed=p["train_seed"],
+    )
+
+
+def pruning_training(p, architecture: str):
+    """The :class:`~attnpaths.pruning.training.ModelTraining` of the pruning chapter's ``architecture`` with the
+    parameters ``p`` (a profile's resolved parameters or a paper record's)."""
+    from attnpaths.pruning.training import ModelTraining
+
+    return ModelTraining(
+        architecture=architecture,
+        width=p["width"],
+        qk_width=p["qk_width"],
+        num_heads=p["num_heads"],
+        num_layers=p["num_layers"],
+        steps=p["train_steps"],
+        batch_size=p["batch_size"],
+        learning_rate=p["learning_rate"],
+    )
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from book_helpers import TINY_SAMPLER_SIZES
 from helpers import random_attention, random_inputs
 
 from attnpaths.network import AttentionNetwork
@@ -27,18 +28,7 @@ needs_numpyro = pytest.mark.skipif(
 )
 
 TINY_ARGV = [
-    "--data",
-    "random",
-    "--width",
-    "2",
-    "--num-train",
-    "6",
-    "--num-test",
-    "4",
-    "--input-width",
-    "5",
-    "--num-tokens",
-    "3",
+    *TINY_SAMPLER_SIZES,
     "--num-warmup",
     "20",
     "--round-samples",

@@ -4,19 +4,17 @@ unreachable, and checks what a reader would see, including that no display equat
 page is wider than its column in a desktop and in a narrow window."""
 
 import functools
-import os
 import re
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from book_helpers import API_PAGES_DIR, api_modules
+from book_helpers import API_PAGES_DIR, api_modules, browser_or_skip
 from helpers import ROOT
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from attnpaths_book.browser import missing_browser, start_browser
 from attnpaths_book.chapters import toc_docnames
 
 DOCNAMES = toc_docnames(ROOT / "_toc.yml")
@@ -103,12 +101,7 @@ def site_url(built_book):
 
 @pytest.fixture(scope="module")
 def browser():
-    reason = missing_browser()
-    if reason:
-        if os.environ.get("CI") == "true":  # CI must run the browser checks, never skip them
-            pytest.fail(reason)
-        pytest.skip(reason)
-    with start_browser(reachable=["127.0.0.1"]) as session:  # no network but ours
+    with browser_or_skip(reachable=["127.0.0.1"]) as session:  # no network but ours
         yield session
 
 

@@ -10,20 +10,19 @@ Without Chromium the slow tests are skipped with the reason, and fail under ``CI
 import contextlib
 import html
 import io
-import os
 import re
 import unicodedata
 from pathlib import Path
 
 import pytest
-from book_helpers import write_chapter, write_toc
+from book_helpers import require_browser, write_chapter, write_toc
 from pypdf import PdfReader, PdfWriter
 from pypdf.annotations import Link
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject, TextStringObject
 
 from attnpaths_book import browser as browser_module
 from attnpaths_book import cli, pdf, runner, site
-from attnpaths_book.browser import missing_browser, start_browser
+from attnpaths_book.browser import start_browser
 from attnpaths_book.layout import BookLayout
 
 
@@ -460,14 +459,6 @@ def test_the_browser_profile_is_removed_when_quitting_fails(monkeypatch):
 
 # --------------------------------------------------------------------------------------------------------
 # the smoke book printed by headless Chromium
-
-
-def require_browser():
-    reason = missing_browser()
-    if reason:
-        if os.environ.get("CI") == "true":  # CI must make the PDF, never skip it
-            pytest.fail(reason)
-        pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")

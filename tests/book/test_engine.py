@@ -4,6 +4,7 @@ Dask's own command-line tools."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -32,7 +33,9 @@ from attnpaths.oneshot import temperature_grid
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
+@contextlib.contextmanager
 def _cluster(workers: int):
+    """A client of a LocalCluster of ``workers`` single-threaded worker processes, both closed on leaving."""
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(
@@ -43,23 +46,24 @@ def _cluster(workers: int):
         dashboard_address="127.0.0.1:0",
         host="127.0.0.1",
     )
-    return cluster, Client(cluster, set_as_default=False)
+    client = Client(cluster, set_as_default=False)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
 
 
 @pytest.fixture(scope="module")
 def two_workers():
-    cluster, client = _cluster(2)
-    yield client
-    client.close()
-    cluster.close()
+    with _cluster(2) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")
 def one_worker():
-    cluster, client = _cluster(1)
-    yield client
-    client.close()
-    cluster.close()
+    with _cluster(1) as client:
+        yield client
 
 
 def _square_plus(x, offset):
@@ -205,8 +209,7 @@ def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data, process_environme
     _, data = hmc_data
     plans = [sampling.SamplingPlan(w, 20, 120, 4, 2, 10, 8, 1) for w in (10, 12, 14, 16, 18, 20)]
     undisturbed, _ = sampling.sample_widths(data, plans, 0.01, 3, network_index=0, progress=False)
-    cluster, client = _cluster(2)
-    try:
+    with _cluster(2) as client:
         pids = client.run(os.getpid)
         result, errors = {}, []
 
@@ -230,9 +233,6 @@ def test_a_worker_killed_mid_sweep_changes_no_result(hmc_data, process_environme
         thread.join(timeout=300)
         assert not thread.is_alive() and not errors, errors
         assert time.monotonic() - killed_at > 0  # the sweep finished after the kill
-    finally:
-        client.close()
-        cluster.close()
     assert list(result["points"]) == list(undisturbed)
     for width, point in undisturbed.items():  # determinism: the rerun tasks are the same tasks
         assert np.array_equal(result["points"][width].U, point.U)

@@ -6,18 +6,17 @@ request or a console error, and moving a widget draws exactly the chapter's reco
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import numpy as np
 import pytest
+from book_helpers import browser_or_skip
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 from attnpaths.pruning.sweep import RANKING_NAMES
 from attnpaths_book import explorable
-from attnpaths_book.browser import missing_browser, start_browser
 from attnpaths_book.explorable import GridAxis, grid_figure, toggle_figure
 from attnpaths_book.local_bokeh import FOLDER, bokehjs_files
 from attnpaths_book.pdf import HARMLESS_CONSOLE_ERRORS
@@ -216,12 +215,7 @@ def test_figures_are_in_the_built_pages_and_small(built_book):
 
 @pytest.fixture(scope="module")
 def offline_browser():
-    reason = missing_browser()
-    if reason:
-        if os.environ.get("CI") == "true":  # CI must run the browser checks, never skip them
-            pytest.fail(reason)
-        pytest.skip(reason)
-    with start_browser(reachable=[], logs=True) as session:  # file:// pages, no host at all
+    with browser_or_skip(reachable=[], logs=True) as session:  # file:// pages, no host at all
         yield session
 
 

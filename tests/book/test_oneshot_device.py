@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from book_helpers import oneshot_training
 
 from attnpaths.oneshot import training
 from attnpaths.oneshot.imagesets import ImageClasses, ImageDataset
@@ -129,18 +130,7 @@ def test_full_profile_is_the_authors_run():
     assert (params["image_size"], params["distortion_scale"], params["alphabets"]) == (32, 1.0, [])
     assert params["widths"] == [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
     assert params["temperatures"] == [0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5]
-    config = TrainingConfig(
-        width=params["model_width"],
-        qk_width=params["qk_width"],
-        num_heads=params["num_heads"],
-        channels=params["input_channels"],
-        steps=params["train_steps"],
-        batch_size=params["batch_size"],
-        learning_rate=params["learning_rate"],
-        validate_every=params["validate_every"],
-        validation_sequences=params["validation_sequences"],
-        seed=params["train_seed"],
-    )
+    config = oneshot_training(params)
     assert config == AUTHORS_TRAINING
     assert AUTHORS_TRAINING.steps == 10 * 4124
     assert params["device"] == "cpu"  # the device is chosen with --set device=cuda

@@ -4,6 +4,7 @@ loss within the margin; and the replicates of the smoke and paper profiles are m
 
 import numpy as np
 import pytest
+from book_helpers import oneshot_dataset, oneshot_training
 from helpers import ROOT
 
 from attnpaths.claims import replicate_t
@@ -78,7 +79,6 @@ def test_best_set_sentence_says_when_no_ranking_could_keep_the_loss_within_the_m
 def test_the_replicates_of_the_smoke_and_paper_profiles_are_shipped_models(profile):
     """The replicates start with the chapter's model, and every model of them ships, so that neither profile trains
     a model (python -m attnpaths_book ship-weights oneshot --profile P ships the seeds of retrain_seeds)."""
-    from attnpaths.oneshot import DistortionConfig, GlyphDatasetConfig, TrainingConfig, load_image_dataset
     from attnpaths_book import trained as shipped
     from attnpaths_book.chapters import book_chapters, find_chapter, resolve_parameters
     from attnpaths_book.layout import BookLayout
@@ -88,26 +88,6 @@ def test_the_replicates_of_the_smoke_and_paper_profiles_are_shipped_models(profi
     assert set(p["replicate_seeds"]) <= {p["train_seed"], *p["retrain_seeds"]}
     if profile == "paper":
         assert p["replicate_draws"] >= 5
-    dataset = load_image_dataset(
-        config=GlyphDatasetConfig(
-            instances_per_class=p["instances_per_class"],
-            alphabets=tuple(p["alphabets"]) or None,
-            image_size=p["image_size"],
-            distortion=DistortionConfig().scaled(p["distortion_scale"]),
-            seed=p["data_seed"],
-        ),
-        progress=False,
-    )
-    config = TrainingConfig(
-        width=p["model_width"],
-        qk_width=p["qk_width"],
-        num_heads=p["num_heads"],
-        channels=p["input_channels"],
-        steps=p["train_steps"],
-        batch_size=p["batch_size"],
-        learning_rate=p["learning_rate"],
-        validate_every=p["validate_every"],
-        validation_sequences=p["validation_sequences"],
-        seed=p["train_seed"],
-    )
+    dataset = oneshot_dataset(p)
+    config = oneshot_training(p)
     assert shipped.shipped_oneshot_models(config, dataset, p["replicate_seeds"]) is not None

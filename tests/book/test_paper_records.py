@@ -25,7 +25,14 @@ import re
 import numpy as np
 import pytest
 import torch
-from book_helpers import MC_Z, assert_matches_record, assert_within_mc_error
+from book_helpers import (
+    MC_Z,
+    assert_matches_record,
+    assert_within_mc_error,
+    oneshot_dataset,
+    oneshot_training,
+    pruning_training,
+)
 from helpers import ROOT
 from scipy.optimize import minimize_scalar
 
@@ -763,39 +770,13 @@ def test_oneshot_theory_and_head_scores_from_the_shipped_weights(one_torch_threa
     the head scores of its ``U``; none of it is read from the record (about 15 s)."""
     from attnpaths.experiments.sweep import theory_sweep
     from attnpaths.head_scoring import head_scores
-    from attnpaths.oneshot import (
-        DistortionConfig,
-        GlyphDatasetConfig,
-        TrainingConfig,
-        load_digit_pairs,
-        load_image_dataset,
-    )
+    from attnpaths.oneshot import load_digit_pairs
     from attnpaths.oneshot.episodes import draw_episodes, episode_features
     from attnpaths_book import trained as shipped_models
 
     r = recorded("oneshot")
-    dataset = load_image_dataset(
-        config=GlyphDatasetConfig(
-            instances_per_class=r["instances_per_class"],
-            alphabets=tuple(r["alphabets"]) or None,
-            image_size=r["image_size"],
-            distortion=DistortionConfig().scaled(r["distortion_scale"]),
-            seed=r["data_seed"],
-        ),
-        progress=False,
-    )
-    config = TrainingConfig(
-        width=r["model_width"],
-        qk_width=r["qk_width"],
-        num_heads=r["num_heads"],
-        channels=r["input_channels"],
-        steps=r["train_steps"],
-        batch_size=r["batch_size"],
-        learning_rate=r["learning_rate"],
-        validate_every=r["validate_every"],
-        validation_sequences=r["validation_sequences"],
-        seed=r["train_seed"],
-    )
+    dataset = oneshot_dataset(r)
+    config = oneshot_training(r)
     trained, source = shipped_models.oneshot_model(config, dataset, retrain=False, device="cpu")
     assert source.source == "shipped", "the paper profile's one-shot model must come with the package"
     episodes = draw_episodes(
@@ -850,7 +831,6 @@ def test_pruning_first_seed_of_each_model_kind_from_its_shipped_weights(one_torc
     the theory's temperature (about 15 s); the record's first seed must come out again."""
     from attnpaths.pruning.digits import digit_patches, held_out_splits, train_test_split
     from attnpaths.pruning.sweep import run_seed, training_seeds
-    from attnpaths.pruning.training import ModelTraining
     from attnpaths_book import trained as shipped_models
 
     r = recorded("pruning")
@@ -859,16 +839,7 @@ def test_pruning_first_seed_of_each_model_kind_from_its_shipped_weights(one_torc
     masks = held_out_splits(len(held_out), r["num_validation"], r["data_seed"], r["num_splits"])
     seeds = training_seeds(r["seed"], r["num_seeds"])
     for architecture in r["architectures"]:
-        config = ModelTraining(
-            architecture=architecture,
-            width=r["width"],
-            qk_width=r["qk_width"],
-            num_heads=r["num_heads"],
-            num_layers=r["num_layers"],
-            steps=r["train_steps"],
-            batch_size=r["batch_size"],
-            learning_rate=r["learning_rate"],
-        )
+        config = pruning_training(r, architecture)
         weights, _, shipped = shipped_models.pruning_weights(config, train, seeds)
         assert shipped is not None, f"the paper profile's {architecture} models must come with the package"
         result = run_seed(

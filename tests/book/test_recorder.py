@@ -6,8 +6,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from book_helpers import write_chapter
+from helpers import verdict as stand_in_verdict
 
-from attnpaths.claims import MIN_POWER, ClaimViolation, Outcome, Verdict, agreement_power, equivalence
+from attnpaths.claims import MIN_POWER, ClaimViolation, Outcome, agreement_power, equivalence
 from attnpaths_book.recorder import ChapterRecorder, glue_name, parameter_names
 
 
@@ -18,20 +19,8 @@ class Point:
 
 
 def verdict(claim, outcome=Outcome.HOLDS):
-    return Verdict(
-        claim=claim,
-        statement="a *bold* claim with $x$",
-        source="here",
-        statistic="s",
-        test="t",
-        level=0.01,
-        correction="none",
-        value=1.0,
-        p_value=0.001,
-        z=3.1,
-        outcome=outcome,
-        measured="m",
-    )
+    """A verdict whose statement needs Markdown escapes."""
+    return stand_in_verdict(claim, outcome, statement="a *bold* claim with $x$")
 
 
 @pytest.fixture

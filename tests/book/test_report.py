@@ -3,9 +3,10 @@ timings and results files, and from the benchmark records."""
 
 import pytest
 from book_helpers import write_chapter, write_toc
+from helpers import verdict as stand_in_verdict
 from scipy.stats import norm
 
-from attnpaths.claims import Outcome, Verdict
+from attnpaths.claims import Outcome
 from attnpaths_book import report, runner
 from attnpaths_book.chapters import book_chapters, execution_order
 from attnpaths_book.results import write_results as _write_results
@@ -27,20 +28,8 @@ def write_results(chapter, profile, parameters, values, results):
 
 
 def verdict(claim, outcome=Outcome.HOLDS):
-    return Verdict(
-        claim=claim,
-        statement=f"claim {claim}",
-        source="here",
-        statistic="s",
-        test="t",
-        level=0.01,
-        correction="none",
-        value=1.0,
-        p_value=0.001,
-        z=3.1,
-        outcome=outcome,
-        measured="m",
-    )
+    """A verdict whose statement names its claim."""
+    return stand_in_verdict(claim, outcome, statement=f"claim {claim}")
 
 
 @pytest.fixture
@@ -206,25 +195,24 @@ def test_sampler_rows_and_summary():
     assert rows[1] == ["chains x stored draws", "1 x 1000", "1 x 50"]
     assert rows[5] == ["**smallest ESS of f per second**", "**60.8**", "**0.0118**"]
     assert len(report.sampler_rows(_sampler_report(with_accuracy=False))) == 7
-    bench = {
-        "command": "c",
-        "finished_utc": "2026-11-30T01:59:47+00:00",
-        "commit": "abc",
-        "commit_dirty": False,
-        "machine": {"cpu_count": 2},
-        "report": _sampler_report(),
-    }
+    bench = _record(_sampler_report(), commit="abc", command="c", finished_utc="2026-11-30T01:59:47+00:00")
     summary = report.sampler_summary(bench, goal=100)
     assert summary["goal"] == 100 and summary["ess_per_s_ratio"] == 5127.6 and summary["commit"] == "abc"
     assert "sampled_order_parameter" not in summary["gibbs"] and summary["nuts"]["num_samples"] == 50
 
 
-def _record(report_, commit="6cc0eecf553bc569334b11c354382641483d9210"):
+def _record(
+    report_,
+    commit="6cc0eecf553bc569334b11c354382641483d9210",
+    command="python -m attnpaths_book bench x",
+    finished_utc="2026-11-30T22:00:59+00:00",
+):
+    """A benchmark record of ``report_`` made on a clean checkout at ``commit`` on two CPUs."""
     return {
-        "command": "python -m attnpaths_book bench x",
+        "command": command,
         "commit": commit,
         "commit_dirty": False,
-        "finished_utc": "2026-11-30T22:00:59+00:00",
+        "finished_utc": finished_utc,
         "machine": {"cpu_count": 2},
         "report": report_,
     }
@@ -394,18 +382,16 @@ def solver_record():
             },
         }
 
-    return {
-        "command": "python -m attnpaths_book bench solver",
-        "finished_utc": "2026-12-01T00:00:00+00:00",
-        "commit": "abc",
-        "commit_dirty": False,
-        "machine": {"cpu_count": 2},
-        "report": {
+    return _record(
+        {
             "targets": {"hmc_ms": 5.0},
             "problems": {"hmc": problem(20.0, 300.0, False, [2, 2]), "image": problem(900.0, 330.0, True, [4, 4])},
             "growth": {"examples": series("P", [100, 200, 400], None), "paths": series("paths", [4, 16, 64], 1000.0)},
         },
-    }
+        commit="abc",
+        command="python -m attnpaths_book bench solver",
+        finished_utc="2026-12-01T00:00:00+00:00",
+    )
 
 
 def test_solver_rows_summary_and_crossover_words():
@@ -490,13 +476,8 @@ def sampler_growth_record():
             },
         }
 
-    return {
-        "command": "python -m attnpaths_book bench sampler_growth",
-        "finished_utc": "2026-12-01T00:00:00+00:00",
-        "commit": "abc",
-        "commit_dirty": False,
-        "machine": {"cpu_count": 2},
-        "report": {
+    return _record(
+        {
             "temperature": 0.01,
             "chains": 4,
             "warmup": 100,
@@ -507,7 +488,10 @@ def sampler_growth_record():
                 "examples": series("examples", "num_train", [50, 100, 200]),
             },
         },
-    }
+        commit="abc",
+        command="python -m attnpaths_book bench sampler_growth",
+        finished_utc="2026-12-01T00:00:00+00:00",
+    )
 
 
 def test_sampler_growth_rows_and_summary():

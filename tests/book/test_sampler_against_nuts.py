@@ -6,6 +6,7 @@ import re
 
 import pytest
 import torch
+from book_helpers import TINY_SAMPLER_SIZES
 from helpers import ALPHA, gibbs_against_nuts_pvalues, random_inputs, sampler_problem
 
 from attnpaths_book.benchmarks import sampler as benchmark
@@ -14,17 +15,24 @@ from attnpaths_book.benchmarks.record import committed_record_path, read_record
 NUTS_TEMPERATURE = 1.0
 
 
-@pytest.fixture(scope="module")
-def nuts_problem():
-    """N = 3, P = 8, L = 2, H = (2, 2): the posterior sampled once with pyro's NUTS (about 10 s on an idle core).
+NUTS_PROBLEMS = {
+    2: dict(seed=1, widths=3),  # N = 3, H = (2, 2): about 10 s on an idle core
+    3: dict(seed=7, heads=(2, 1, 2), widths=2),  # N = 2, H = (2, 1, 2): tens of seconds
+}
+"""The networks whose posterior NUTS samples, by their number of layers (``sampler_problem``'s arguments; P = 8)."""
+
+
+@pytest.fixture(scope="module", params=list(NUTS_PROBLEMS), ids=["two layers", "three layers"])
+def nuts_problem(request):
+    """A network of :data:`NUTS_PROBLEMS` and its posterior sampled once with pyro's NUTS, and its number of layers.
 
     f is compared on the eight training inputs, where the fit, hence the temperature, shows most
     directly, and on two unseen inputs.
     """
-    network, x, y, g = sampler_problem(seed=1, widths=3, variances=1.0, num_examples=8)
+    network, x, y, g = sampler_problem(**NUTS_PROBLEMS[request.param], variances=1.0, num_examples=8)
     points = torch.cat([x, random_inputs(g, 2, 4, 3)])
     nuts = benchmark.run_nuts(network, x, y, NUTS_TEMPERATURE, g, num_warmup=100, num_samples=300)
-    return network, x, y, network.features(points), nuts
+    return network, x, y, network.features(points), nuts, request.param
 
 
 @pytest.mark.parametrize(
@@ -35,7 +43,8 @@ def nuts_problem():
 def test_gibbs_agrees_with_nuts_and_the_comparison_detects_wrong_posteriors(
     nuts_problem, temperature_factor, variance, same_posterior
 ):
-    network, x, y, test_features, nuts = nuts_problem
+    network, x, y, test_features, nuts, num_layers = nuts_problem
+    assert network.num_layers == num_layers
     pvalues = gibbs_against_nuts_pvalues(
         network, x, y, test_features, nuts, temperature_factor * NUTS_TEMPERATURE, variance
     )
@@ -72,18 +81,7 @@ def test_reading_a_missing_or_incomplete_record_names_the_file(tmp_path):
 def test_benchmark_entry_point_runs_at_tiny_sizes_and_writes_its_record(capsys, tmp_path):
     output = tmp_path / "records" / "bench.json"
     argv = [
-        "--data",
-        "random",
-        "--width",
-        "2",
-        "--num-train",
-        "6",
-        "--num-test",
-        "4",
-        "--input-width",
-        "5",
-        "--num-tokens",
-        "3",
+        *TINY_SAMPLER_SIZES,
         "--num-warmup",
         "10",
         "--num-samples",
@@ -114,30 +112,3 @@ def test_benchmark_entry_point_runs_at_tiny_sizes_and_writes_its_record(capsys, 
     assert (report["gibbs"]["num_samples"], report["nuts"]["num_samples"]) == (20, 10)
     assert report["gibbs"]["num_chains"] == report["nuts"]["num_chains"] == 2
     assert "ESS/s ratio" in capsys.readouterr().out
-
-
-@pytest.fixture(scope="module")
-def nuts_problem_depth_three():
-    """N = 2, P = 8, L = 3, H = (2, 1, 2): the posterior sampled once with pyro's NUTS (tens of seconds on an
-    idle core). f is compared on the eight training inputs and on two unseen inputs."""
-    network, x, y, g = sampler_problem(seed=7, heads=(2, 1, 2), widths=2, variances=1.0, num_examples=8)
-    points = torch.cat([x, random_inputs(g, 2, 4, 3)])
-    nuts = benchmark.run_nuts(network, x, y, NUTS_TEMPERATURE, g, num_warmup=100, num_samples=300)
-    return network, x, y, network.features(points), nuts
-
-
-@pytest.mark.parametrize(
-    "temperature_factor, variance, same_posterior",
-    [(1.0, 1.0, True), (0.5, 1.0, False), (3.0, 1.0, False), (1.0, 2.0, False)],
-    ids=["same posterior", "temperature too low", "temperature too high", "prior too wide"],
-)
-def test_gibbs_agrees_with_nuts_at_depth_three_and_the_comparison_detects_wrong_posteriors(
-    nuts_problem_depth_three, temperature_factor, variance, same_posterior
-):
-    network, x, y, test_features, nuts = nuts_problem_depth_three
-    assert network.num_layers == 3
-    pvalues = gibbs_against_nuts_pvalues(
-        network, x, y, test_features, nuts, temperature_factor * NUTS_TEMPERATURE, variance
-    )
-    # Bonferroni over the test points
-    assert bool((pvalues.min() * len(pvalues)) > ALPHA) == same_posterior

@@ -5,6 +5,7 @@ import json
 
 import pytest
 from helpers import ROOT
+from helpers import verdict as stand_in_verdict
 
 from attnpaths.claims import Outcome, Verdict
 from attnpaths_book import scorecard
@@ -12,20 +13,7 @@ from attnpaths_book.report import ChapterClaims
 
 
 def verdict(claim: str, outcome: Outcome, measured: str = "measured") -> Verdict:
-    return Verdict(
-        claim=claim,
-        statement="statement",
-        source="source",
-        statistic="difference",
-        test="test",
-        level=0.01,
-        correction="none",
-        value=0.25,
-        p_value=0.001,
-        z=3.0,
-        outcome=outcome,
-        measured=measured,
-    )
+    return stand_in_verdict(claim, outcome, measured=measured)
 
 
 H, NS, C = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED

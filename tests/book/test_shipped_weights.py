@@ -14,6 +14,7 @@ from dataclasses import asdict, replace
 import numpy as np
 import pytest
 import torch
+from book_helpers import oneshot_dataset, oneshot_training, pruning_training
 from helpers import ROOT, flip_one_weight_bit
 
 from attnpaths.checkpoints import DamagedCacheWarning, checksum_path, file_sha256, load_checkpoint, save_checkpoint
@@ -149,19 +150,7 @@ def _pruning_chapter(profile: str):
     p = _parameters("pruning", profile)
     data = digit_patches(p["patch_size"], p["positive_digits"])
     train, _, test = train_validation_test_split(data, p["num_test"], p["num_validation"], p["data_seed"])
-    configs = {
-        a: ModelTraining(
-            architecture=a,
-            width=p["width"],
-            qk_width=p["qk_width"],
-            num_heads=p["num_heads"],
-            num_layers=p["num_layers"],
-            steps=p["train_steps"],
-            batch_size=p["batch_size"],
-            learning_rate=p["learning_rate"],
-        )
-        for a in p["architectures"]
-    }
+    configs = {a: pruning_training(p, a) for a in p["architectures"]}
     return configs, train, test, training_seeds(p["seed"], p["num_seeds"])
 
 
@@ -191,31 +180,9 @@ def test_the_pruning_chapters_claim_r_holds_for_its_shipped_models_and_sees_wors
 
 @pytest.mark.parametrize("profile", ["smoke", "paper"])
 def test_the_oneshot_chapter_finds_shipped_models_for_its_profiles(profile):
-    from attnpaths.oneshot import DistortionConfig, GlyphDatasetConfig, TrainingConfig, load_image_dataset
-
     p = _parameters("oneshot", profile)
-    dataset = load_image_dataset(
-        config=GlyphDatasetConfig(
-            instances_per_class=p["instances_per_class"],
-            alphabets=tuple(p["alphabets"]) or None,
-            image_size=p["image_size"],
-            distortion=DistortionConfig().scaled(p["distortion_scale"]),
-            seed=p["data_seed"],
-        ),
-        progress=False,
-    )
-    config = TrainingConfig(
-        width=p["model_width"],
-        qk_width=p["qk_width"],
-        num_heads=p["num_heads"],
-        channels=p["input_channels"],
-        steps=p["train_steps"],
-        batch_size=p["batch_size"],
-        learning_rate=p["learning_rate"],
-        validate_every=p["validate_every"],
-        validation_sequences=p["validation_sequences"],
-        seed=p["train_seed"],
-    )
+    dataset = oneshot_dataset(p)
+    config = oneshot_training(p)
     for seed in [p["train_seed"], *p["retrain_seeds"]]:
         entry = shipped.find_shipped("oneshot", training_key(replace(config, seed=seed), dataset))
         assert entry is not None, (

@@ -15,7 +15,7 @@ import torch
 from scipy import stats
 
 from attnpaths.attention import Attention, AttentionLayer
-from attnpaths.claims import bonferroni_z
+from attnpaths.claims import Outcome, Verdict, bonferroni_z
 from attnpaths.engine import IN_PROCESS, Engine
 from attnpaths.hmc import HMCTask
 from attnpaths.network import AttentionNetwork, NetworkWeights
@@ -391,6 +391,26 @@ def assert_bad_chunk_arguments_are_refused(make_chunks) -> None:
             make_chunks(**fields)
 
 
+def assert_chunks_do_not_depend_on_their_order(make_chunks):
+    """``make_chunks()``: a fresh chunk generator of 30 examples in chunks of 8. Chunk 2 is the same, bit for bit,
+    made first, after chunks 0 and 1 (by another generator), after chunk 3 (backwards) and by a pickled copy; the
+    last chunk holds 6 examples, and each chunk is class-sorted. Returns the generator, chunk 2 made first
+    ``(features, y)`` and the chunks made in order."""
+    import pickle
+
+    chunks = make_chunks()
+    assert chunks.num_chunks == 4 and [chunks.chunk_examples(k) for k in range(4)] == [8, 8, 8, 6]
+    alone = chunks(2)  # chunk 2 first, in a fresh generator: nothing made before
+    in_order = [make_chunks()(k) for k in range(4)]
+    backwards = {k: chunks(k) for k in (3, 2, 1, 0)}
+    shipped = pickle.loads(pickle.dumps(chunks))(2)
+    for found in (in_order[2], backwards[2], shipped):
+        assert torch.equal(found[0], alone[0]) and torch.equal(found[1], alone[1])
+    assert alone[1].tolist() == [1.0] * 4 + [-1.0] * 4  # class-sorted within the chunk
+    assert in_order[3][0].shape[0] == 6
+    return chunks, alone, in_order
+
+
 def assert_streamed_solve_equals_the_whole_set(chunks, widths, rtol: float):
     """Stream ``chunks`` (a chunk generator, ``chunks(k) = (features, y)``) into Gram statistics in this process and
     solve from them: the same certified minimum as the dense feature route on the concatenated chunks, ``U`` and
@@ -420,3 +440,15 @@ def flip_one_weight_bit(path) -> None:
     data = Path(path).read_bytes()
     assert data.count(good) == 1, "the file must hold the weight 101.0 once"
     Path(path).write_bytes(data.replace(good, bad))
+
+
+# --------------------------------------------------------------------------------------------------------
+# claims
+
+
+def verdict(claim: str = "c", outcome: Outcome | str = Outcome.HOLDS, **fields) -> Verdict:
+    """A :class:`~attnpaths.claims.Verdict` of ``claim`` with ``outcome`` whose other fields are stand-ins (a
+    directional test at the 1 % level, p = 0.001), each replaced by ``fields`` where a test reads it."""
+    stand_ins = dict(statement="s", source="src", statistic="x", test="t", level=0.01, correction="none", value=1.0,
+                     p_value=0.001, z=3.1, measured="m")  # fmt: skip
+    return Verdict(claim=claim, outcome=outcome, **(stand_ins | fields))

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import verdict
 from scipy import stats
 
 from attnpaths.claims import (
@@ -287,35 +288,9 @@ def test_exact_outcomes():
 
 def test_verdict_validation_sentence_and_dict():
     with pytest.raises(ValueError, match="outcome"):
-        Verdict(
-            claim="c",
-            statement="s",
-            source="src",
-            statistic="x",
-            test="t",
-            level=0.01,
-            correction="none",
-            value=1.0,
-            p_value=None,
-            z=None,
-            outcome="holds",
-            measured="m",
-        )
+        verdict("c", "holds", p_value=None, z=None)
     with pytest.raises(ValueError, match="level"):
-        Verdict(
-            claim="c",
-            statement="s",
-            source="src",
-            statistic="x",
-            test="t",
-            level=1.5,
-            correction="none",
-            value=1.0,
-            p_value=None,
-            z=None,
-            outcome=H,
-            measured="m",
-        )
+        verdict("c", H, level=1.5, p_value=None, z=None)
     v = directional_z("E9", "the effect is positive", estimate=3.0, se=1.0, num_tests=2, **COMMON)
     sentence = v.sentence()
     assert sentence.startswith("Claim E9 (the effect is positive): holds.")
@@ -398,11 +373,11 @@ def test_every_constructor_records_its_inputs_and_rederive_reproduces_the_verdic
 
     from attnpaths.claims import Verdict, rederive
 
-    for verdict in _one_of_each():
-        assert verdict.inputs is not None and "test" in verdict.inputs
-        stored = Verdict.from_dict(json.loads(json.dumps(verdict.to_dict())))
-        assert stored == verdict
-        assert rederive(stored) == verdict
+    for made in _one_of_each():
+        assert made.inputs is not None and "test" in made.inputs
+        stored = Verdict.from_dict(json.loads(json.dumps(made.to_dict())))
+        assert stored == made
+        assert rederive(stored) == made
 
 
 def test_rederive_sees_a_verdict_that_its_inputs_do_not_support():
@@ -410,9 +385,9 @@ def test_rederive_sees_a_verdict_that_its_inputs_do_not_support():
 
     from attnpaths.claims import Outcome, rederive
 
-    for verdict in _one_of_each():
-        flipped = Outcome.CONTRADICTED if verdict.outcome is not Outcome.CONTRADICTED else Outcome.HOLDS
-        assert rederive(dataclasses.replace(verdict, outcome=flipped)).outcome is verdict.outcome
+    for made in _one_of_each():
+        flipped = Outcome.CONTRADICTED if made.outcome is not Outcome.CONTRADICTED else Outcome.HOLDS
+        assert rederive(dataclasses.replace(made, outcome=flipped)).outcome is made.outcome
     t = _one_of_each()[1]
     moved = dataclasses.replace(t, inputs=dict(t.inputs, differences=[-0.1, -0.2, -0.15, -0.12]))
     assert rederive(moved).outcome is Outcome.CONTRADICTED

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import verdict
 
 from attnpaths.claims import (
     Outcome,
@@ -63,20 +64,7 @@ def test_tests_without_a_directional_standard_error_have_no_detectable_effect():
         permutation("c", "s", value=0.1, p_greater=0.2, p_smaller=0.8, test="t", **COMMON),
         exact("c", "s", value=1.0, criterion="x > 0", satisfied=True, **COMMON),
         replicate_t("c", "s", differences=[0.25, 0.25, 0.25], **COMMON),  # no spread: decided by its sign
-        Verdict(
-            claim="c",
-            statement="s",
-            source="src",
-            statistic="x",
-            test="t",
-            level=0.01,
-            correction="none",
-            value=0.0,
-            p_value=0.5,
-            z=0.0,
-            outcome=Outcome.NOT_SIGNIFICANT,
-            measured="m",
-        ),  # no inputs
+        verdict("c", Outcome.NOT_SIGNIFICANT, value=0.0, p_value=0.5, z=0.0),  # no inputs
     ]
     assert [verdict_detectable_effect(v) for v in others] == [None] * len(others)
     with pytest.raises(ValueError, match="verdict must be a Verdict"):

@@ -3,6 +3,7 @@ theory's ranking is the better pruning guide and say "contradicted" when it is d
 
 import numpy as np
 import pytest
+from helpers import verdict
 
 from attnpaths.claims import Outcome
 from attnpaths.experiments.head_pruning import all_heads, pruning_sets, random_orders
@@ -108,27 +109,13 @@ def test_the_simulation_orders_every_head():
 
 
 def test_near_threshold_names_the_comparisons_decided_close_to_the_corrected_level():
-    from attnpaths.claims import Outcome, Verdict
     from attnpaths.pruning.claims import near_threshold
 
-    def verdict(claim, p):
-        return Verdict(
-            claim=claim,
-            statement="s",
-            source="src",
-            statistic="stat",
-            test="t",
-            level=0.05,
-            correction="Bonferroni over 8 tests",
-            value=0.0,
-            p_value=p,
-            z=0.0,
-            outcome=Outcome.NOT_SIGNIFICANT,
-            measured="m",
-        )
-
+    family = dict(statistic="stat", level=0.05, correction="Bonferroni over 8 tests", value=0.0, z=0.0)
     found = near_threshold(
-        [verdict("A", 0.9974), verdict("B", 0.5), verdict("C", 0.003), verdict("D", 1e-6)], level=0.05, num_tests=8
+        [verdict(c, NS, p_value=p, **family) for c, p in zip("ABCD", [0.9974, 0.5, 0.003, 1e-6])],
+        level=0.05,
+        num_tests=8,
     )
     assert [c for c, _, _ in found] == ["A", "C"] and found[0][2] == pytest.approx(0.05 / 8)
     assert found[0][1] == pytest.approx(0.0026)

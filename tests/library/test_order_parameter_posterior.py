@@ -26,6 +26,15 @@ T_COVARIANCE_RTOL = 0.03
 its heavy tails make a covariance's standard error several times the Gaussian sqrt(2 / n) = 0.3 %."""
 
 
+def sample(features, y, seed: int, **settings):
+    """:func:`sample_order_parameters` of a 2 x 2-head network with :data:`VARIANCES` on ``(features, y)``, its
+    generator seeded ``seed``, without a progress bar; ``settings``: the width, temperature, chains and moves."""
+    return sample_order_parameters(
+        features, y, heads=(2, 2), variances=VARIANCES, generator=torch.Generator().manual_seed(seed), progress=False,
+        **settings,
+    )  # fmt: skip
+
+
 def test_log_jacobian_of_the_cholesky_coordinates_matches_autograd():
     coords = CholeskyCoordinates([3, 2])
     theta = torch.randn(coords.dimension, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
@@ -65,21 +74,8 @@ def test_without_information_in_the_data_the_exact_posterior_is_the_prior_of_the
     # terms) would give a different spread, and a wrong degree of freedom a different mean. With independence moves
     # a wrong Hastings ratio (p(theta') / p(theta) alone) would sample p q instead of p: narrower, another spread
     xi, y = random_problem(P=6, n0=3, heads=(2, 2), seed=1)
-    samples = sample_order_parameters(
-        xi,
-        y,
-        heads=(2, 2),
-        width=WIDTHS,
-        temperature=1e9,
-        variances=VARIANCES,
-        generator=torch.Generator().manual_seed(2),
-        num_chains=64,
-        num_warmup=1000,
-        num_samples=1000,
-        thin=4,
-        moves=moves,
-        progress=False,
-    )
+    samples = sample(xi, y, 2, width=WIDTHS, temperature=1e9, num_chains=64, num_warmup=1000, num_samples=1000,
+                     thin=4, moves=moves)  # fmt: skip
     assert samples.moves == moves
     prior = hierarchical_wishart_draws(torch.Generator().manual_seed(3), 20000)
     prior_mean, prior_sd = prior.mean(0).numpy(), prior.std(0).numpy()
@@ -111,23 +107,10 @@ def test_independence_moves_multiply_the_effective_sample_size_per_move_on_a_nea
     # decorrelate the chains in a few moves, a random walk in O(D) (D = 14 here); same moves, same cost per move
     features, y = wide_network_problem()
     runs = {
-        moves: sample_order_parameters(
-            features,
-            y,
-            heads=(2, 2),
-            width=300,
-            temperature=0.05,
-            variances=VARIANCES,
-            generator=torch.Generator().manual_seed(8),
-            num_chains=32,
-            num_warmup=100,
-            num_samples=200,
-            thin=2,
-            moves=moves,
-            progress=False,
-        )
+        moves: sample(features, y, 8, width=300, temperature=0.05, num_chains=32, num_warmup=100, num_samples=200,
+                      thin=2, moves=moves)
         for moves in MOVES
-    }
+    }  # fmt: skip
     rows, cols = np.triu_indices(4)
     ess = {moves: run.ess[rows, cols].min() for moves, run in runs.items()}
     assert ess["mixed"] > 4 * ess["random_walk"], ess
@@ -141,29 +124,17 @@ def test_a_precision_target_stops_the_chains_at_a_look_where_u_meets_it_keeping_
     from attnpaths.experiments.sampling import PrecisionTarget
 
     features, y = wide_network_problem()
-    arguments = dict(
-        heads=(2, 2),
-        width=300,
-        temperature=0.05,
-        variances=VARIANCES,
-        num_chains=16,
-        num_warmup=40,
-        num_samples=150,
-        thin=2,
-        progress=False,
-    )
-    full = sample_order_parameters(features, y, generator=torch.Generator().manual_seed(8), **arguments)
+    arguments = dict(width=300, temperature=0.05, num_chains=16, num_warmup=40, num_samples=150, thin=2)
+    full = sample(features, y, 8, **arguments)
     target = PrecisionTarget(0.015, min_draws=10)
-    stopped = sample_order_parameters(features, y, generator=torch.Generator().manual_seed(8), stop=target, **arguments)
+    stopped = sample(features, y, 8, stop=target, **arguments)
     kept = stopped.U.shape[1]
     assert kept in target.checkpoints(150), kept
     np.testing.assert_array_equal(stopped.U, full.U[:, :kept])  # determinism: the same chains; a prefix of them
     np.testing.assert_allclose(stopped.mean, full.U[:, :kept].mean(axis=(0, 1)), rtol=1e-12)  # summation order
     assert kept < 150 and target.relative_errors(torch.from_numpy(full.U[:, :kept]))[0].max() <= 0.015
     assert 0 < stopped.acceptance < 1
-    never = sample_order_parameters(
-        features, y, generator=torch.Generator().manual_seed(8), stop=PrecisionTarget(1e-6, min_draws=10), **arguments
-    )
+    never = sample(features, y, 8, stop=PrecisionTarget(1e-6, min_draws=10), **arguments)
     np.testing.assert_array_equal(never.U, full.U)  # determinism: the same chains, never stopped
 
 
@@ -197,20 +168,8 @@ def test_exact_mean_matches_the_networks_gibbs_samples_and_differs_from_the_sadd
     y = torch.cat([torch.ones(4), -torch.ones(4)]).double()
     features = network.features(x)
     temperature = 0.05
-    exact = sample_order_parameters(
-        features,
-        y,
-        heads=(2, 2),
-        width=WIDTHS,
-        temperature=temperature,
-        variances=VARIANCES,
-        generator=torch.Generator().manual_seed(5),
-        num_chains=32,
-        num_warmup=300,
-        num_samples=300,
-        thin=4,
-        progress=False,
-    )
+    exact = sample(features, y, 5, width=WIDTHS, temperature=temperature, num_chains=32, num_warmup=300,
+                   num_samples=300, thin=4)  # fmt: skip
     gibbs = PosteriorSampler(network, y, temperature, features=features).run(
         torch.Generator().manual_seed(6), 200, 2500, num_chains=4, progress=False
     )

@@ -14,6 +14,7 @@ from helpers import (
     IN_THIS_PROCESS,
     SMALL_TASK,
     assert_bad_chunk_arguments_are_refused,
+    assert_chunks_do_not_depend_on_their_order,
     assert_rounding_close,
     assert_streamed_solve_equals_the_whole_set,
     random_attention,
@@ -194,18 +195,8 @@ def test_hmc_chunks_stream_into_a_solve():
 
 
 def test_an_hmc_chunk_is_the_same_whether_or_not_earlier_chunks_were_made():
-    chunks = _small_chunks()
-    assert chunks.num_chunks == 4 and [chunks.chunk_examples(k) for k in range(4)] == [8, 8, 8, 6]
-    alone = chunks(2)  # chunk 2 first, in a fresh generator: nothing made before
-    in_order = [_small_chunks()(k) for k in range(4)]
-    backwards = {k: chunks(k) for k in (3, 2, 1, 0)}
-    shipped = pickle.loads(pickle.dumps(chunks))(2)
-    for found in (in_order[2], backwards[2], shipped):
-        assert torch.equal(found[0], alone[0]) and torch.equal(found[1], alone[1])
-    features, y = alone
+    chunks, (features, y), in_order = assert_chunks_do_not_depend_on_their_order(_small_chunks)
     assert features.shape == (8, SMALL_TASK.input_width, 4) and features.dtype == torch.float64
-    assert y.tolist() == [1.0] * 4 + [-1.0] * 4  # class-sorted within the chunk
-    assert in_order[3][0].shape[0] == 6
     # chunk k's draws: the task's sample from task_seed(seed, k, stream) (the engine's rule), then the paths:
     # path_features itself (determinism: the same code on the same inputs), or with factored_features the
     # factored computation, equal up to rounding

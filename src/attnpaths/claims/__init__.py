@@ -9,28 +9,16 @@ measured value with its p-value or z-score, and one of three outcomes (:class:`O
 * ``not significant``: the data neither support nor contradict it at that level;
 * ``contradicted``: the data contradict it at that level.
 
-Constructors for the tests the book uses:
+Constructors for the tests the book uses, each described on its own: :func:`directional_z` (one-sided z-test of
+an estimate's sign), :func:`replicate_t` (one-sided t-test over independent replicates), :func:`permutation`,
+:func:`equivalence` and :func:`replicate_equivalence` (agreement within a margin, TOST), :func:`exact` (a
+deterministic inequality), :func:`positive_difference` (:func:`exact` on one data set, :func:`replicate_t` over
+several) and :func:`all_of` (parts that must all hold).
 
-* :func:`directional_z`: a one-sided z-test of the sign of an estimate with a standard error (e.g. a paired
-  accuracy difference on one test set);
-* :func:`replicate_t`: a one-sided t-test of the mean of independent replicates (e.g. one difference per
-  independently drawn data set);
-* :func:`permutation`: a claim decided by two one-sided permutation p-values (greater, smaller);
-* :func:`equivalence`: agreement of estimates with references within a stated margin, entry by entry
-  (two one-sided tests, TOST, with a Bonferroni correction over the entries);
-* :func:`replicate_equivalence`: agreement of the mean of a few independent replicates with a reference
-  within a stated margin (TOST with Student's t);
-* :func:`exact`: a deterministic inequality between numbers that carry no sampling error at fixed inputs;
-* :func:`positive_difference`: a difference that is positive, by :func:`exact` on one data set and by
-  :func:`replicate_t` over several;
-* :func:`all_of`: a claim whose parts must all hold.
-
-Power checks say how likely a test is to hold when its claim is true: :func:`detectable_effect` (the smallest
-effect a directional test detects with a stated power), :func:`equivalence_power` (the chance that an agreement
-test holds at zero deviation) and :func:`power_check`, which states either of them, for one case or several, as a
-:class:`PowerCheck` with its sentence. :func:`agreement_power` reads the power of a recorded agreement verdict for a
-correct result from its inputs: below ``MIN_POWER`` the test is a diagnostic, not a claim;
-:func:`verdict_detectable_effect` reads the detectable effect of a recorded directional verdict from its inputs.
+Power checks say how likely a test is to hold when its claim is true: :func:`detectable_effect`,
+:func:`equivalence_power`, :func:`replicate_equivalence_power`, and :func:`power_check` with its sentence
+(:class:`PowerCheck`); :func:`agreement_power` and :func:`verdict_detectable_effect` read them from a recorded
+verdict's inputs (below ``MIN_POWER`` an agreement test is a diagnostic, not a claim).
 
 :func:`rederive` decides a recorded verdict again from the numbers stored with it (``Verdict.inputs``).
 :func:`enforce` turns the verdicts a profile requires into a single :class:`ClaimViolation`;

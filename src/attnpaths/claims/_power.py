@@ -10,6 +10,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from .._validation import as_float64_array, positive_int, probability
+from .._validation import probability as _checked_probability  # power_check has an argument probability
 from ._verdict import LEVEL, Verdict, bonferroni_z
 
 
@@ -131,11 +132,6 @@ class PowerCheck:
             + "; ".join(f"{m} ({case}), {side} it" for m, case, side in zip(measured, self.cases, sides))
             + "."
         )
-
-
-def _checked_probability(value, name: str, *, open_interval: bool = False) -> float:
-    """:func:`~attnpaths._validation.probability`, under a name that :func:`power_check`'s argument does not hide."""
-    return probability(value, name, open_interval=open_interval)
 
 
 def _by_case(values, name: str) -> dict[str, float]:

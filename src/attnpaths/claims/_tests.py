@@ -15,6 +15,12 @@ from ._verdict import Outcome, Verdict, _correction, _three_way, bonferroni_z
 # constructors
 
 
+def _verdict(words: tuple, measured: str, *, correction: str = "none", p_value=None, z=None, **fields) -> Verdict:
+    """The verdict of the claim ``words = (claim, statement, source, statistic)``."""
+    words = dict(zip(("claim", "statement", "source", "statistic"), words))
+    return Verdict(**words, correction=correction, p_value=p_value, z=z, measured=measured, **fields)
+
+
 def directional_z(
     claim: str,
     statement: str,
@@ -45,22 +51,19 @@ def directional_z(
     alpha = level / num_tests
     law = stats.norm if df is None else stats.t(float(df))
     outcome = _three_way(float(law.sf(z)), float(law.cdf(z)), alpha)
-    name = "z-test" if df is None else f"t-test ({float(df):.1f} degrees of freedom)"
+    name, above, below = (
+        ("z-test", "z", "z ") if df is None else (f"t-test ({df:.1f} degrees of freedom)", "the statistic", "")
+    )
     test = (
-        f"one-sided {name} of {statistic} > 0 (standard error {se:.3g}): holds if the statistic > "
-        f"{law.isf(alpha):.2f}, contradicted if < -{law.isf(alpha):.2f}"
-        if df is not None
-        else f"one-sided z-test of {statistic} > 0 (standard error {se:.3g}): holds if z > {stats.norm.isf(alpha):.2f}, "
-        f"contradicted if z < -{stats.norm.isf(alpha):.2f}"
+        f"one-sided {name} of {statistic} > 0 (standard error {se:.3g}): holds if {above} > {law.isf(alpha):.2f}, "
+        f"contradicted if {below}< -{law.isf(alpha):.2f}"
     )
     inputs = dict(test="directional_z", estimate=estimate, se=float(se), level=level, num_tests=num_tests)
     if df is not None:
         inputs["df"] = float(df)
-    return Verdict(
-        claim=claim,
-        statement=statement,
-        source=source,
-        statistic=statistic,
+    return _verdict(
+        (claim, statement, source, statistic),
+        measured or f"{statistic} = {estimate:+.4g}.",
         test=test,
         level=level,
         correction=_correction(num_tests, "tests"),
@@ -68,7 +71,6 @@ def directional_z(
         p_value=float(law.sf(z)),
         z=z,
         outcome=outcome,
-        measured=measured or f"{statistic} = {estimate:+.4g}.",
         inputs=inputs,
     )
 
@@ -107,11 +109,9 @@ def replicate_t(
         f"one-sided t-test over {n} independent replicates of mean {statistic} > 0: holds if p < {alpha:.3g}, "
         f"contradicted if the opposite one-sided p < {alpha:.3g}"
     )
-    return Verdict(
-        claim=claim,
-        statement=statement,
-        source=source,
-        statistic=statistic,
+    return _verdict(
+        (claim, statement, source, statistic),
+        measured or f"mean {statistic} = {mean:+.4g} (sd {sd:.3g} over {n} replicates).",
         test=test,
         level=level,
         correction=_correction(num_tests, "tests"),
@@ -119,7 +119,6 @@ def replicate_t(
         p_value=p_greater,
         z=t if math.isfinite(t) else None,
         outcome=outcome,
-        measured=measured or f"mean {statistic} = {mean:+.4g} (sd {sd:.3g} over {n} replicates).",
         inputs=dict(test="replicate_t", differences=d.tolist(), level=level, num_tests=num_tests),
     )
 
@@ -143,19 +142,14 @@ def permutation(
     for name, p in (("p_greater", p_greater), ("p_smaller", p_smaller)):
         probability(p, name)
     outcome = _three_way(float(p_greater), float(p_smaller), level)
-    return Verdict(
-        claim=claim,
-        statement=statement,
-        source=source,
-        statistic=statistic,
+    return _verdict(
+        (claim, statement, source, statistic),
+        measured or f"{statistic} = {value:+.4g}.",
         test=f"{test}: holds if p < {level:g}, contradicted if the opposite p < {level:g}",
         level=level,
-        correction="none",
         value=float(value),
         p_value=float(p_greater),
-        z=None,
         outcome=outcome,
-        measured=measured or f"{statistic} = {value:+.4g}.",
         inputs=dict(
             test="permutation",
             value=float(value),
@@ -247,19 +241,15 @@ def equivalence(
         f"two one-sided tests per entry against the margin, z = {zc:.2f}: holds if every |deviation| + z se "
         f"< margin, contradicted if some |deviation| - z se > margin"
     )
-    return Verdict(
-        claim=claim,
-        statement=statement,
-        source=source,
-        statistic=statistic,
+    return _verdict(
+        (claim, statement, source, statistic),
+        measured or f"largest |deviation| / margin = {ratio.max():.3g}.",
         test=test,
         level=level,
         correction=_correction(d.size, "entries"),
         value=float(ratio.max()),
-        p_value=None,
         z=float((excess / s).max()),
         outcome=outcome,
-        measured=measured or f"largest |deviation| / margin = {ratio.max():.3g}.",
         inputs=dict(
             test="equivalence",
             deviation=d.ravel().tolist(),
@@ -322,20 +312,15 @@ def replicate_equivalence(
         f"two one-sided t-tests over {n} independent replicates against the margin {margin:.3g}, t = {tc:.2f}: "
         f"holds if |mean - {reference:.4g}| + t se < margin, contradicted if |mean - {reference:.4g}| - t se > margin"
     )
-    return Verdict(
-        claim=claim,
-        statement=statement,
-        source=source,
-        statistic=statistic,
+    return _verdict(
+        (claim, statement, source, statistic),
+        measured or f"mean {statistic} = {mean:.4g} (sd {sd:.3g} over {n} replicates; reference {reference:.4g}).",
         test=test,
         level=level,
-        correction="none",
         value=dev / margin,
         p_value=p_holds,
         z=t,
         outcome=outcome,
-        measured=measured
-        or f"mean {statistic} = {mean:.4g} (sd {sd:.3g} over {n} replicates; reference {reference:.4g}).",
         inputs=dict(
             test="replicate_equivalence", replicates=r.tolist(), reference=reference, margin=margin, level=level
         ),
@@ -356,19 +341,13 @@ def exact(
     """A deterministic claim: numbers computed without sampling error at fixed inputs (e.g. the theory at
     a fixed data set). Holds when ``satisfied``, contradicted otherwise; ``level`` is ``None``."""
     outcome = Outcome.HOLDS if satisfied else Outcome.CONTRADICTED
-    return Verdict(
-        claim=claim,
-        statement=statement,
-        source=source,
-        statistic=statistic,
+    return _verdict(
+        (claim, statement, source, statistic),
+        measured or f"{statistic} = {value:+.4g}.",
         test=f"exact comparison: holds if {criterion}",
         level=None,
-        correction="none",
         value=float(value),
-        p_value=None,
-        z=None,
         outcome=outcome,
-        measured=measured or f"{statistic} = {value:+.4g}.",
         inputs=dict(test="exact", value=float(value), criterion=criterion, satisfied=bool(satisfied)),
     )
 
@@ -440,11 +419,9 @@ def all_of(claim: str, statement: str, *, source: str, parts, measured: str = ""
     candidates = [p for p in parts if not p.holds] or parts
     weakest = max(candidates, key=lambda p: -math.inf if p.p_value is None else p.p_value)
     test = "every part holds: " + "; ".join(f"({i + 1}) {p.statistic}: {p.test}" for i, p in enumerate(parts))
-    return Verdict(
-        claim=claim,
-        statement=statement,
-        source=source,
-        statistic=weakest.statistic,
+    return _verdict(
+        (claim, statement, source, weakest.statistic),
+        measured or " ".join(p.measured for p in parts),
         test=test,
         level=parts[0].level,
         correction=correction,
@@ -452,7 +429,6 @@ def all_of(claim: str, statement: str, *, source: str, parts, measured: str = ""
         p_value=weakest.p_value,
         z=weakest.z,
         outcome=outcome,
-        measured=measured or " ".join(p.measured for p in parts),
         inputs=dict(test="all_of", parts=[p.to_dict() for p in parts]),
     )
 

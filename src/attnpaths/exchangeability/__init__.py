@@ -6,19 +6,7 @@ targets; the tags [SRC], [SRC-2] and [DERIVED] are those of the chapter: only th
 could be checked, so every concrete rate, parameter and objective here is a derivation of ours, not the
 paper's theorem.
 
-Modules, one job each:
-
-* :mod:`.estimators`   attention as an estimator of ``E[v | k = q, z]``: the derived large-L error formula and
-  the prefix read-outs of the experiments (the operators themselves, bilinear softmax attention, Gaussian kernel
-  smoothing and kernel conditional-mean (CME) attention, are :mod:`attnpaths.attention_operators`);
-* :mod:`.latent_models` the generative models (M1)-(M4) and their closed-form posteriors;
-* :mod:`.representation` E1, the posterior as a sufficient, minimal, order-free representation;
-* :mod:`.convergence`  E2, convergence of attention in the sequence length, temperature and bandwidth;
-* :mod:`.erm`          E3, empirical risk minimisation of the attention parameter (supervised and masked);
-* :mod:`.transfer`     E4, masked pretraining to downstream regression: a condition-number proxy;
-* one BLAS thread for the many small factorisations of the experiments: :func:`attnpaths.engine.single_threaded`
-  (``blas_only=True``);
-* :mod:`.claims`       the chapter's claims as statistical tests (:class:`attnpaths.claims.Verdict`).
-
-Log-log slopes with their standard errors come from :mod:`attnpaths.statistics`.
+The latent models (M1)-(M4) are :mod:`.latent_models`, attention as an estimator :mod:`.estimators`, the
+experiments E1-E4 :mod:`.representation`, :mod:`.convergence`, :mod:`.erm` and :mod:`.transfer`, their claims
+:mod:`.claims` and figures :mod:`.plots`.
 """

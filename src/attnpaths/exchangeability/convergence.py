@@ -1,18 +1,9 @@
-"""E2: attention as a consistent estimator of ``E[v | k = q, z]`` as the sequence length ``L`` grows.
-
-* :func:`attention_error_vs_length` (M3): RMSE of ``Attn_W(q; X) - z^T q`` for several ``W`` (ex-attn),
-  against the derived large-L formula (ex-mse) [DERIVED];
-* :func:`bandwidth_experiment` (M4): Gaussian-kernel softmax attention (ex-nw) with the bandwidth tuned per
-  ``L``; the textbook rates are ``h* ~ L^{-1/5}`` and ``MSE* ~ L^{-4/5}`` for one-dimensional keys;
-* :func:`cme_vs_softmax_experiment` (M4): kernel conditional-mean attention (ex-cme) with a ridge
-  ``lambda = c L^{-1/2}`` against softmax attention with a fixed bandwidth, which keeps an ``O(h^2)`` bias.
+"""E2: attention as a consistent estimator of ``E[v | k = q, z]`` as the sequence length ``L`` grows: bilinear
+attention (ex-attn) in (M3), Gaussian-kernel (ex-nw) and CME attention (ex-cme) in (M4).
 
 Every experiment draws each sequence once, at the largest length, and evaluates every shorter length ``L`` on
-its first ``L`` tokens. Exchangeability makes that prefix a sequence of length ``L`` with the right law, so each
-``L`` is an unbiased experiment of its own; the lengths share their random numbers (common random numbers),
-which makes the comparisons across ``L`` (slopes, monotonicity) less noisy than independent draws would.
-Besides each mean squared error the results give its standard error over sequences (``*_se``), from which
-the chapter derives the tolerances of its checks.
+its first ``L`` tokens: by exchangeability that prefix is a sequence of length ``L``, and the lengths share
+their random numbers, which makes the comparisons across ``L`` less noisy than independent draws would.
 """
 
 from __future__ import annotations
@@ -47,10 +38,11 @@ def _chunks(num_sequences: int, length: int, arms: int = 1):
         yield min(size, num_sequences - start)
 
 
-def _mean_and_se(sum_sq, sum_sq2, count: int):
-    """Mean of per-sequence squared errors and its standard error, from their sums and sums of squares."""
-    mean = sum_sq / count
-    var = np.maximum(sum_sq2 / count - mean**2, 0.0) * count / max(count - 1, 1)
+def _mean_and_se(sq):
+    """Mean over the sequences (axis 0) of per-sequence squared errors ``sq`` and its standard error."""
+    count = sq.shape[0]
+    mean = sq.sum(axis=0) / count
+    var = np.maximum((sq**2).sum(axis=0) / count - mean**2, 0.0) * count / max(count - 1, 1)
     return mean, np.sqrt(var / count)
 
 
@@ -115,20 +107,18 @@ def attention_error_vs_length(
     mean = sums / s
     cov_mean = (cross / s - np.outer(mean, mean)) * s / max(s - 1, 1) / s  # covariance of the means
     mse = mean.reshape(n_w, n_l)
-    mse_cov = cov_mean.reshape(n_w, n_l, n_w, n_l)
     mse_se = np.sqrt(np.maximum(np.diag(cov_mean), 0.0)).reshape(n_w, n_l)
     rmse = np.sqrt(mse)
     predicted = np.stack([predicted_attention_mse(w, q, cov, value_noise, lengths) for w in W])
-    floor = np.array([np.linalg.norm(cov @ w.T @ q - q) for w in W])
     return LengthConvergenceResult(
         lengths=lengths,
         W=W,
         mse=mse,
-        mse_cov=mse_cov,
+        mse_cov=cov_mean.reshape(n_w, n_l, n_w, n_l),
         rmse=rmse,
         rmse_se=mse_se / (2.0 * rmse),
         rmse_predicted=np.sqrt(predicted),
-        bias_floor=floor,
+        bias_floor=np.array([np.linalg.norm(cov @ w.T @ q - q) for w in W]),
     )
 
 
@@ -169,7 +159,7 @@ def bandwidth_experiment(
         scores = -((keys - q) ** 2)[..., None] * inv_two_h2  # [size, L, n_h]
         per_sequence.append((prefix_softmax_averages(scores, values, lengths) - np.sin(z * q)[:, None, None]) ** 2)
     sq = np.concatenate(per_sequence)
-    mse, mse_se = _mean_and_se(sq.sum(axis=0), (sq**2).sum(axis=0), s)
+    mse, mse_se = _mean_and_se(sq)
     h_star, mse_star = grid_minimum(mse, hs)
     return BandwidthResult(
         lengths=lengths, bandwidths=hs, mse=mse, mse_se=mse_se, h_star=h_star, mse_star=mse_star, sq_error=sq
@@ -230,17 +220,8 @@ _GRAM_ENTRIES_PER_CHUNK = 1 << 23
 
 
 def _cme_estimates(keys, values, queries, bandwidth: float, ridge: float) -> np.ndarray:
-    """CME attention (ex-cme) for a batch of sequences: ``alpha^T g(q)`` with ``(G + L lambda I) alpha = v``.
-
-    The Gram matrix is symmetric positive definite, so ``v^T (G + L lambda I)^{-1} g(q)`` needs one Cholesky
-    factorisation and one right-hand side ``v`` per sequence, whatever the number of queries.
-
-    Args:
-        keys, values: ``[S, L]`` (scalar keys); queries: ``[Q]``; bandwidth ``h``; ridge ``lambda``.
-
-    Returns:
-        ``[S, Q]``.
-    """
+    """CME attention (ex-cme) ``[S, Q]``: ``alpha^T g(q)`` with ``(G + L lambda I) alpha = v`` for the keys and values
+    ``[S, L]`` and the queries ``[Q]``, one Cholesky factorisation per sequence whatever the number of queries."""
     length = keys.shape[1]
     out = np.empty((keys.shape[0], queries.size))
     step = max(1, _GRAM_ENTRIES_PER_CHUNK // (length * length))
@@ -276,9 +257,7 @@ def cme_vs_softmax_experiment(
     numpy_generator(rng)
     lengths = increasing_ints(lengths, "lengths")
     s = positive_int(num_sequences, "num_sequences")
-    qs = as_float64_array(queries, "queries")
-    if qs.ndim != 1 or qs.size == 0:
-        raise ValueError(f"queries must be a non-empty 1-D array of scalar queries, got shape {qs.shape}")
+    qs = as_float64_array(queries, "queries", ndim=1, nonempty=True)
     h = positive_real(bandwidth, "bandwidth")
     c = positive_real(ridge_scale, "ridge_scale")
     ridge_exponent = finite_real(ridge_exponent, "ridge_exponent")
@@ -293,8 +272,8 @@ def cme_vs_softmax_experiment(
         for j, L in enumerate(tqdm(lengths, desc="E2c lengths", disable=not progress)):
             est = _cme_estimates(keys[:, :L], values[:, :L], qs, h, c * float(L) ** ridge_exponent)
             per_seq_cme[:, j] = np.mean((est - target) ** 2, axis=1)
-    cme, cme_se = _mean_and_se(per_seq_cme.sum(axis=0), (per_seq_cme**2).sum(axis=0), s)
-    soft_mse, soft_se = _mean_and_se(per_seq_soft.sum(axis=0), (per_seq_soft**2).sum(axis=0), s)
+    cme, cme_se = _mean_and_se(per_seq_cme)
+    soft_mse, soft_se = _mean_and_se(per_seq_soft)
     return CmeComparisonResult(
         lengths=lengths,
         queries=qs,

@@ -8,11 +8,8 @@ Objectives [DERIVED; the paper's exact objectives could not be checked]:
   ``min_W (1/N) sum_i (Attn_W(k_{i1}; X_{i,2:L}) - v_{i1})^2``.
 
 Both have the same population minimiser as ``L -> inf``, ``W = Sigma^{-1}`` (ex-tilt); at finite ``L`` the
-minimiser ``W*_L`` is a softened (higher-temperature) version of it.
-
-The fits use a trust-region Newton method with the exact gradient (ex-grad),
-``d Attn / dW = sum_l a_l (v_l - Attn) q k_l^T``, and the exact Hessian (see
-:func:`attention_risk_gradient_hessian`).
+minimiser ``W*_L`` is a softened (higher-temperature) version of it. The fits are trust-region Newton steps
+with the exact gradient (ex-grad) and Hessian.
 """
 
 from __future__ import annotations
@@ -33,7 +30,7 @@ from .._validation import (
     positive_int,
 )
 from ..engine import single_threaded
-from .latent_models import sample_linear_key_value
+from .latent_models import factored_key_cov, sample_linear_key_value
 
 MODES = ("supervised", "masked")
 
@@ -74,14 +71,11 @@ def _sample_task_arrays(
         if L < 2:
             raise ValueError(f"length must be >= 2 for the masked task, got {L}")
         _, keys, values = sample_linear_key_value(rng, n, L, key_cov, value_noise)
-        data = (keys[:, 0], keys[:, 1:], values[:, 1:], values[:, 0])
-    else:
-        z, keys, values = sample_linear_key_value(rng, n, L, key_cov, value_noise)
-        cov = as_float64_array(key_cov, "key_cov")
-        queries = rng.standard_normal((n, cov.shape[0])) @ np.linalg.cholesky(cov).T
-        targets = np.einsum("nd,nd->n", queries, z) + label_noise * rng.standard_normal(n)
-        data = (queries, keys, values, targets)
-    return data
+        return keys[:, 0], keys[:, 1:], values[:, 1:], values[:, 0]
+    z, keys, values = sample_linear_key_value(rng, n, L, key_cov, value_noise)
+    _, chol = factored_key_cov(key_cov, np.linalg.cholesky, "symmetric positive definite")
+    queries = rng.standard_normal((n, chol.shape[0])) @ chol.T
+    return queries, keys, values, np.einsum("nd,nd->n", queries, z) + label_noise * rng.standard_normal(n)
 
 
 def sample_task(
@@ -113,28 +107,14 @@ class _Arrays:
     targets: np.ndarray
 
     @classmethod
-    def of(cls, data: AttentionRegressionData) -> _Arrays:
-        return cls.from_arrays(data.queries.numpy(), data.keys.numpy(), data.values.numpy(), data.targets.numpy())
-
-    @classmethod
-    def from_arrays(cls, queries, keys, values, targets) -> _Arrays:
-        return cls(
-            np.ascontiguousarray(queries),
-            np.ascontiguousarray(keys.transpose(0, 2, 1)),
-            np.ascontiguousarray(values),
-            np.ascontiguousarray(targets),
-        )
+    def of(cls, queries, keys, values, targets) -> _Arrays:
+        """From arrays or tensors ``[N, d]``, ``[N, L, d]``, ``[N, L]`` and ``[N]``."""
+        queries, keys, values, targets = (np.asarray(a) for a in (queries, keys, values, targets))
+        return cls(*(np.ascontiguousarray(a) for a in (queries, keys.transpose(0, 2, 1), values, targets)))
 
     def prefix(self, context: int) -> _Arrays:
         """The same examples with the first ``context`` tokens of every context."""
         return _Arrays(self.queries, self.keys_t[:, :, :context], self.values[:, :context], self.targets)
-
-
-def _check_W(W, d: int) -> np.ndarray:
-    W = np.asarray(as_float64_tensor(W, "W"))
-    if W.shape != (d, d):
-        raise ValueError(f"W must have shape [{d}, {d}], got {tuple(W.shape)}")
-    return W
 
 
 def _risk_terms(W: np.ndarray, data: _Arrays, order: int):
@@ -190,6 +170,16 @@ def _risk_terms(W: np.ndarray, data: _Arrays, order: int):
     return terms + (scores,) if order == 3 else terms
 
 
+def _terms(W, data: AttentionRegressionData, order: int):
+    """:func:`_risk_terms` of ``W`` ``[d, d]`` on the examples ``data``."""
+    arrays = _Arrays.of(data.queries, data.keys, data.values, data.targets)
+    d = arrays.keys_t.shape[1]
+    W = np.asarray(as_float64_tensor(W, "W"))
+    if W.shape != (d, d):
+        raise ValueError(f"W must have shape [{d}, {d}], got {tuple(W.shape)}")
+    return _risk_terms(W, arrays, order)
+
+
 def attention_risk_and_gradient(W, data: AttentionRegressionData):
     """Empirical risk ``(1/N) sum_i (Attn_W(q_i; X_i) - y_i)^2`` and its gradient in ``W`` (ex-grad).
 
@@ -199,7 +189,7 @@ def attention_risk_and_gradient(W, data: AttentionRegressionData):
     Returns:
         ``(risk, gradient)``: a float and a ``[d, d]`` numpy array.
     """
-    risk, grad, _ = _risk_terms(_check_W(W, data.keys.shape[-1]), _Arrays.of(data), order=1)
+    risk, grad, _ = _terms(W, data, order=1)
     return risk, grad
 
 
@@ -215,12 +205,12 @@ def attention_risk_gradient_hessian(W, data: AttentionRegressionData):
     (``vec`` row-major, the order of ``W.reshape(-1)``). The moments are products of the ``[N, 2, L]`` weights
     ``(e_l, e_l v_l)`` with the keys and their outer products, normalised by ``Z = sum_l e_l``.
     """
-    return _risk_terms(_check_W(W, data.keys.shape[-1]), _Arrays.of(data), order=2)
+    return _terms(W, data, order=2)
 
 
 def attention_risk(W, data: AttentionRegressionData) -> float:
     """Empirical risk of ``W`` on ``data`` (ex-erm-sup / ex-erm-ssl)."""
-    return _risk_terms(_check_W(W, data.keys.shape[-1]), _Arrays.of(data), order=0)[0]
+    return _terms(W, data, order=0)[0]
 
 
 @dataclass(frozen=True)
@@ -242,9 +232,8 @@ class AttentionFit:
     def covariance(self) -> np.ndarray | None:
         """The sandwich covariance ``[d^2, d^2]`` of ``vec(W)`` over draws of the examples, ``psi^T psi / N^2``
         (``None`` without ``influence``)."""
-        if self.influence is None:
-            return None
-        return self.influence.T @ self.influence / self.influence.shape[0] ** 2
+        psi = self.influence
+        return None if psi is None else psi.T @ psi / psi.shape[0] ** 2
 
 
 def fit_attention(
@@ -269,12 +258,8 @@ def fit_attention(
     Raises:
         ValueError: if the iteration stops without converging within ``max_iter`` iterations.
     """
-    return _fit(_Arrays.of(data), initial=initial, max_iter=max_iter, gradient_tol=gradient_tol, influence=influence)
-
-
-def _fit(
-    data: _Arrays, *, initial=None, max_iter: int = 200, gradient_tol: float = 1e-9, influence: bool = False
-) -> AttentionFit:
+    if isinstance(data, AttentionRegressionData):
+        data = _Arrays.of(data.queries, data.keys, data.values, data.targets)
     d = data.keys_t.shape[1]
     w0 = np.zeros(d * d) if initial is None else as_float64_array(initial, "initial").reshape(-1)
     if w0.size != d * d:
@@ -352,11 +337,6 @@ class ErmResult:
     excess_mean: np.ndarray
 
 
-def _context_length(mode: str, length: int) -> int:
-    """Context tokens of a sequence of ``length`` tokens: all of them (supervised) or all but the query (masked)."""
-    return length if mode == "supervised" else length - 1
-
-
 def approximation_terms(W_reference, reference_cov, target):
     """Distances ``|W*_L - target|_F`` ``[J]`` of reference fits ``W_reference`` ``[J, d, d]`` to ``target``
     ``[d, d]``, and their covariance ``[J, J]`` (delta method on ``reference_cov`` ``[J, d^2, J, d^2]``)."""
@@ -416,20 +396,20 @@ def erm_experiment(
     longest = int(lengths[-1])
     bar = tqdm(total=J * (1 + sizes.size * reps), desc=f"E3 {mode} fits", disable=not progress)
     with single_threaded(blas_only=True):
-        reference = _Arrays.from_arrays(*_sample_task_arrays(rng, num_sequences=reference_size, length=longest, **task))
-        test = _Arrays.from_arrays(*_sample_task_arrays(rng, num_sequences=test_size, length=longest, **task))
-        for j, L in enumerate(lengths):
-            context = _context_length(mode, int(L))
-            fit = _fit(reference.prefix(context), influence=True)
+        reference = _Arrays.of(*_sample_task_arrays(rng, num_sequences=reference_size, length=longest, **task))
+        test = _Arrays.of(*_sample_task_arrays(rng, num_sequences=test_size, length=longest, **task))
+        contexts = [int(L) - (mode == "masked") for L in lengths]  # the masked task's query is not context
+        for j, context in enumerate(contexts):
+            fit = fit_attention(reference.prefix(context), influence=True)
             w_ref[j], influence[j] = fit.W, fit.influence
             risk_ref[j] = _risk_terms(fit.W, test.prefix(context), order=0)[0]
             bar.update()
         for j, L in enumerate(lengths):
-            test_L = test.prefix(_context_length(mode, int(L)))
             for k, n in enumerate(sizes):
                 for r in range(reps):
-                    train = _Arrays.from_arrays(*_sample_task_arrays(rng, num_sequences=int(n), length=int(L), **task))
-                    excess[j, k, r] = _risk_terms(_fit(train).W, test_L, order=0)[0] - risk_ref[j]
+                    train = _Arrays.of(*_sample_task_arrays(rng, num_sequences=int(n), length=int(L), **task))
+                    W = fit_attention(train).W
+                    excess[j, k, r] = _risk_terms(W, test.prefix(contexts[j]), order=0)[0] - risk_ref[j]
                     bar.update()
     bar.close()
     # joint sandwich covariance of the vec(W*_L): the lengths share the reference sequences

@@ -1,16 +1,7 @@
 """Attention as an estimator of the conditional mean ``m_z(q) = E[v | k = q, z]`` (chapter ``exchangeability``).
 
-Every softmax here is :func:`attnpaths.attention.softmax_over_keys` (normalisation over the key index, which
-is the second-to-last axis). Shapes: a batch of ``S`` sequences of ``L`` tokens with ``d``-dimensional keys,
-``Q`` queries per sequence.
-
-* (ex-attn), (ex-nw), (ex-cme): bilinear attention, Gaussian smoothing and CME attention as operators
-  (:mod:`attnpaths.attention_operators`);
-* (ex-mse)    large-L error of (ex-attn) in model (M3), derived by self-normalised importance sampling:
-  ``E[(Attn_W - z^T q)^2] ~ |(Sigma W^T - I) q|^2 + exp(q^T W Sigma W^T q) (|Sigma W^T q|^2 + tr Sigma + sigma_v^2) / L``
-
-The experiments use the numpy kernel :func:`prefix_softmax_averages`, which evaluates the softmax read-out of
-every prefix length of a sequence in one pass (it equals those operators up to rounding; see the tests).
+The operators (ex-attn), (ex-nw) and (ex-cme) are :mod:`attnpaths.attention_operators`; here are the large-L
+error (ex-mse) of (ex-attn) in model (M3) and the experiments' kernel :func:`prefix_softmax_averages`.
 """
 
 from __future__ import annotations
@@ -19,18 +10,16 @@ import math
 
 import numpy as np
 
-from .._validation import as_float64_tensor, nonnegative_real, positive_real
+from .._validation import as_float64_tensor, increasing_ints, nonnegative_real, positive_real
+from .latent_models import factored_key_cov
 
 
 def prefix_softmax_averages(scores, values, lengths) -> np.ndarray:
     """Softmax read-outs over the first ``L`` tokens, for every ``L`` in ``lengths``, in one pass (ex-attn, ex-nw).
 
     ``out[s, j, a] = sum_{l < L_j} softmax_l(scores[s, :L_j, a]) values[s, l]``: column ``a`` holds the scores
-    of one parameter or query. In an exchangeable model the first ``L`` tokens of a longer sequence are a
-    sequence of length ``L``, so one long sequence serves every length (common random numbers across ``L``).
-    The tokens are processed in blocks between consecutive lengths, each with its own max-shift, and the blocks
-    are merged like a streaming log-sum-exp: one exponential per score, and no overflow or underflow of the
-    normaliser whatever the scale of the scores.
+    of one parameter or query. The blocks of tokens between consecutive lengths are merged like a streaming
+    log-sum-exp: one exponential per score, and no overflow or underflow whatever the scale of the scores.
 
     Args:
         scores: ``[S, L_max, A]`` float64; values: ``[S, L_max]`` float64 (scalar values);
@@ -43,16 +32,9 @@ def prefix_softmax_averages(scores, values, lengths) -> np.ndarray:
     values = np.asarray(values, dtype=np.float64)
     if scores.ndim != 3 or values.shape != scores.shape[:2]:
         raise ValueError(f"scores must be [S, L, A] and values [S, L], got {scores.shape} and {values.shape}")
-    lengths = np.asarray(lengths)
-    if (
-        lengths.ndim != 1
-        or lengths.size == 0
-        or not np.issubdtype(lengths.dtype, np.integer)
-        or lengths[0] < 1
-        or lengths[-1] > scores.shape[1]
-        or np.any(np.diff(lengths) <= 0)
-    ):
-        raise ValueError(f"lengths must be strictly increasing integers in [1, {scores.shape[1]}], got {lengths!r}")
+    lengths = increasing_ints(lengths, "lengths")
+    if lengths[-1] > scores.shape[1]:
+        raise ValueError(f"lengths must be at most the {scores.shape[1]} tokens of the scores, got {lengths[-1]}")
     num, _, arms = scores.shape
     out = np.empty((num, lengths.size, arms))
     run_max = np.full((num, arms), -np.inf)
@@ -145,13 +127,7 @@ def predicted_best_temperature(query, key_cov, value_noise: float, length, *, bo
     tolerance = positive_real(tolerance, "tolerance")
     if np.ndim(length) != 0:
         raise ValueError(f"length must be one positive number, got {length!r}")
-    cov = np.asarray(as_float64_tensor(key_cov, "key_cov"))
-    if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
-        raise ValueError(f"key_cov must be a square matrix [d, d], got shape {cov.shape}")
-    try:
-        inv_cov = np.linalg.inv(cov)
-    except np.linalg.LinAlgError as err:
-        raise ValueError("key_cov must be an invertible covariance matrix") from err
+    _, inv_cov = factored_key_cov(key_cov, np.linalg.inv, "an invertible covariance matrix")
     predicted_attention_mse(inv_cov, query, key_cov, value_noise, length)  # checks the arguments
     result = minimize_scalar(
         lambda b: predicted_attention_mse(b * inv_cov, query, key_cov, value_noise, length),

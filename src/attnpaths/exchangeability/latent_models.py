@@ -44,9 +44,7 @@ def gaussian_posterior(x, tau: float, sigma: float):
     Returns:
         posterior mean ``mu_L`` ``[N, d]`` and posterior variance ``s_L^2`` (a float, the same for all ``N``).
     """
-    x = as_float64_array(x, "x")
-    if x.ndim != 3:
-        raise ValueError(f"x must have shape [N, L, d], got {x.shape}")
+    x = as_float64_array(x, "x", ndim=3)
     tau, sigma = positive_real(tau, "tau"), positive_real(sigma, "sigma")
     L = x.shape[1]
     denom = sigma**2 + L * tau**2
@@ -66,9 +64,7 @@ def sample_concept_tokens(rng, num_sequences: int, length: int, means, sigma: fl
         ``z`` ``[N]`` (integers in ``0..K-1``) and tokens ``x`` ``[N, L, d]``.
     """
     numpy_generator(rng)
-    means = as_float64_array(means, "means")
-    if means.ndim != 2:
-        raise ValueError(f"means must have shape [K, d], got {means.shape}")
+    means = as_float64_array(means, "means", ndim=2)
     n, L = positive_int(num_sequences, "num_sequences"), positive_int(length, "length")
     sigma = positive_real(sigma, "sigma")
     z = rng.integers(0, means.shape[0], size=n)
@@ -100,6 +96,19 @@ def concept_posterior(x, means, sigma: float) -> np.ndarray:
     return weights[..., 0].numpy()  # [N, K]
 
 
+def factored_key_cov(key_cov, factor, requirement: str):
+    """``(Sigma, factor(Sigma))`` for the key covariance ``Sigma`` ``[d, d]`` of (M3), e.g. with ``factor`` the
+    Cholesky factorisation or the inverse; a ``ValueError`` says that ``key_cov`` must be ``requirement`` when
+    ``factor`` fails."""
+    cov = as_float64_array(key_cov, "key_cov")
+    if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
+        raise ValueError(f"key_cov must be a square [d, d] matrix, got {cov.shape}")
+    try:
+        return cov, factor(cov)
+    except np.linalg.LinAlgError as err:
+        raise ValueError(f"key_cov must be {requirement}") from err
+
+
 def sample_linear_key_value(rng, num_sequences: int, length: int, key_cov, value_noise: float):
     """Draw from (M3): ``z ~ N(0, I_d)``, ``k_l ~ N(0, Sigma)``, ``v_l = z^T k_l + sigma_v eps_l``.
 
@@ -107,13 +116,7 @@ def sample_linear_key_value(rng, num_sequences: int, length: int, key_cov, value
         ``z`` ``[S, d]``, keys ``[S, L, d]``, values ``[S, L]``.
     """
     numpy_generator(rng)
-    cov = as_float64_array(key_cov, "key_cov")
-    if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
-        raise ValueError(f"key_cov must be a square [d, d] matrix, got {cov.shape}")
-    try:
-        chol = np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError as err:
-        raise ValueError("key_cov must be symmetric positive definite") from err
+    cov, chol = factored_key_cov(key_cov, np.linalg.cholesky, "symmetric positive definite")
     s, L = positive_int(num_sequences, "num_sequences"), positive_int(length, "length")
     sigma_v = nonnegative_real(value_noise, "value_noise")
     d = cov.shape[0]

@@ -53,15 +53,8 @@ def plot_representation(gaussian, concepts):
         ([0, 1], [0, 1], "-", {"color": "0.6", "lw": 1, "label": "perfect calibration"}),
         (e1c.bin_confidence[ok], e1c.bin_accuracy[ok], "o-", {"label": "posterior, all L pooled"}),
     ]
-    limits = {"xlim": (0, 1), "ylim": (0, 1)}
-    draw_panel(
-        axes[2],
-        reliability,
-        xlabel="confidence (max posterior)",
-        ylabel="accuracy",
-        title="(M2): reliability",
-        **limits,
-    )
+    xlabel, title = "confidence (max posterior)", "(M2): reliability"
+    draw_panel(axes[2], reliability, xlabel=xlabel, ylabel="accuracy", title=title, xlim=(0, 1), ylim=(0, 1))
     return finished(fig)
 
 
@@ -92,9 +85,8 @@ def plot_attention_convergence(
         derived = {"color": f"C{i}", "lw": 1, "label": f"{label}: derived (ex-mse)"}
         lengths.append((e2.lengths, e2.rmse_predicted[i], "-", derived))
     ylabel = r"RMSE of $\mathrm{Attn}_W(q; X)$ vs $z^\top q$"
-    draw_panel(
-        axes[0], lengths, legend=7, **LOG_LOG, xlabel=_LENGTH, ylabel=ylabel, title="(M3): convergence and bias floors"
-    )
+    title = "(M3): convergence and bias floors"
+    draw_panel(axes[0], lengths, legend=7, **LOG_LOG, xlabel=_LENGTH, ylabel=ylabel, title=title)
     n_grid = len(temperatures)
     sweep = []
     for j, (res, L) in enumerate(((short, short_length), (long, long_length))):
@@ -187,31 +179,20 @@ def plot_erm(results):
     fig, axes = plt.subplots(1, 1 + len(results), figsize=(14, 4))
     terms = []
     for k, (mode, res) in enumerate(results.items()):
-        distance = {"yerr": res.approximation_se, "color": f"C{k}", "capsize": 3}
-        terms.append(
-            (
-                res.lengths,
-                res.approximation,
-                "o-",
-                distance | {"label": mode + r": $\|W^*_L - \Sigma^{-1}\|_F$ $\pm$ s.e."},
-            )
-        )
-        shortfall = {"yerr": res.temperature_se, "color": f"C{k}", "alpha": 0.6, "capsize": 3}
-        terms.append((res.lengths, 1 - res.temperature, "s--", shortfall | {"label": mode + r": $1 - c_L$ $\pm$ s.e."}))
+        label = mode + r": $\|W^*_L - \Sigma^{-1}\|_F$ $\pm$ s.e."
+        distance = {"yerr": res.approximation_se, "color": f"C{k}", "capsize": 3, "label": label}
+        terms.append((res.lengths, res.approximation, "o-", distance))
+        label = mode + r": $1 - c_L$ $\pm$ s.e."
+        shortfall = {"yerr": res.temperature_se, "color": f"C{k}", "alpha": 0.6, "capsize": 3, "label": label}
+        terms.append((res.lengths, 1 - res.temperature, "s--", shortfall))
     title = r"Reference minimiser $W^*_L$ vs $\Sigma^{-1}$"
     draw_panel(axes[0], terms, legend=7, **LOG_LOG, xlabel=_LENGTH, ylabel="approximation term", title=title)
     for ax, (mode, res) in zip(axes[1:], results.items()):
         curves = []
         for j, L in enumerate(res.lengths):
             se = res.excess[j].std(axis=1, ddof=1) / np.sqrt(res.excess.shape[2])
-            curves.append(
-                (
-                    res.sample_sizes,
-                    res.excess_mean[j],
-                    "o-",
-                    {"yerr": se, "color": f"C{j}", "capsize": 2, "label": f"$L = {L}$"},
-                )
-            )
+            style = {"yerr": se, "color": f"C{j}", "capsize": 2, "label": f"$L = {L}$"}
+            curves.append((res.sample_sizes, res.excess_mean[j], "o-", style))
         curves.append((None, 0.0, "-", {"color": "0.5", "lw": 0.8}))
         ylabel, title = "excess test risk (mean over repetitions)", mode + r": $R(\hat W_N) - R(W^*_L)$"
         draw_panel(ax, curves, legend=7, xscale="log", xlabel="training sequences $N$", ylabel=ylabel, title=title)
@@ -246,7 +227,6 @@ def plot_transfer(result):
         (kappa, e4.downstream_excess[:, 1], "s-", {"label": "downstream, weak direction"}),
         (kappa, e4.pretrain_excess, "^-", {"label": "pretraining (masked prediction)"}),
     ]
-    draw_panel(
-        axes[1], excess, **LOG_LOG, xlabel=_KAPPA, ylabel="excess risk", title="Pretraining and downstream excess"
-    )
+    title = "Pretraining and downstream excess"
+    draw_panel(axes[1], excess, **LOG_LOG, xlabel=_KAPPA, ylabel="excess risk", title=title)
     return finished(fig)

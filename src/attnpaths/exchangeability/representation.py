@@ -102,9 +102,7 @@ def gaussian_representation_experiment(
     numpy_generator(rng)
     lengths = increasing_ints(lengths, "lengths")
     n = positive_int(num_sequences, "num_sequences")
-    u = as_float64_array(readout, "readout")
-    if u.ndim != 1:
-        raise ValueError(f"readout must be a vector [d], got shape {u.shape}")
+    u = as_float64_array(readout, "readout", ndim=1)
     tau, sigma = positive_real(tau, "tau"), positive_real(sigma, "sigma")
     label_noise = nonnegative_real(label_noise, "label_noise")
     d = u.shape[0]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import increasing_reals, nonnegative_real, numpy_generator, positive_int
+from .._validation import increasing_reals, int_at_least, nonnegative_real, numpy_generator
 from .estimators import predicted_attention_mse
 
 
@@ -85,10 +85,7 @@ def transfer_experiment(
     """
     numpy_generator(rng)
     kappas = increasing_reals(condition_numbers, "condition_numbers")
-    L = positive_int(length, "length")
-    n = positive_int(num_sequences, "num_sequences")
-    if n < 8 or L < 2:
-        raise ValueError(f"num_sequences must be >= 8 and length >= 2, got {num_sequences!r} and {length!r}")
+    L, n = int_at_least(length, "length", 2), int_at_least(num_sequences, "num_sequences", 8)
     value_noise = nonnegative_real(value_noise, "value_noise")
     label_noise = nonnegative_real(label_noise, "label_noise")
     half = n // 2

@@ -1,26 +1,8 @@
 """The paper's claims about finite width against the Gaussian-process limit, as tests (any task).
 
 Each function returns a :class:`attnpaths.claims.Verdict`; the task chapters (hidden Markov chains, one-shot
-images) call them on their own numbers:
-
-* :func:`finite_width_advantage`: at small width the theory's predictor is more accurate than the GP limit
-  (paired z-test on one test set, :func:`paired_accuracy_gain`, which any two predictors can share);
-* :func:`finite_width_advantage_over_data_sets`: the same, and the advantage shrinks as ``N`` grows, over
-  independently drawn data sets (t-tests over the data sets);
-* :func:`gp_limit_approach`: the order parameter ``U`` moves towards its GP value as ``N`` grows;
-* :func:`kernel_alignment`: at small width the kernel's leading principal components carry more of the
-  labels than the GP kernel's;
-* :func:`sample_agreement`: posterior samples of the finite network agree with a reference (the theory or the
-  exact finite-width mean of ``U``) within stated margins;
-* :func:`entropy_weight_agreement`: the network's samples measure the action's entropy weight as 1, within a
-  margin (the test of the action that shares no code with it);
-* :func:`saddle_point_agreement`: the theory's ``U`` agrees with the exact finite-width mean of ``U`` at widths
-  where the finite-width shift is small (a test of the saddle-point approximation and the solver);
-* :func:`predictor_variance_agreement`: the theory's predictor variance agrees with the posterior variance of
-  the network's output on the test points, at the same widths.
-
-The equivalence tests have power checks with the same arguments (:func:`sample_agreement_power`,
-:func:`saddle_point_agreement_power`, :func:`predictor_variance_agreement_power`).
+images) call them on their own numbers. The equivalence tests have power checks with the same arguments (the
+functions ending in ``_power``).
 """
 
 from __future__ import annotations
@@ -339,56 +321,51 @@ def entry_scale(U) -> np.ndarray:
     return np.sqrt(diagonal[..., :, None] * diagonal[..., None, :])
 
 
-def _matrix_entries(U, U_se, ref, ref_se, margin_U: float, label: str):
-    """The distinct entries of ``U - ref`` with their standard errors and margins ``margin_U sqrt(ref_ii ref_jj)``."""
-    ref, U, U_se = (as_float64_array(x, label) for x in (ref, U, U_se))
-    if ref.shape != U.shape:
-        raise ValueError(f"the reference of {label} must have the sampled shape {U.shape}, got {ref.shape}")
-    ref_se = np.zeros_like(ref) if ref_se is None else as_float64_array(ref_se, label)
-    iu = np.triu_indices(U.shape[0])
-    scale = entry_scale(ref)
-    return (
-        (U - ref)[iu],
-        np.maximum(np.sqrt(U_se**2 + ref_se**2)[iu], 1e-12),
-        (margin_U * scale)[iu],
-        [f"{label}[{i},{j}]" for i, j in zip(*iu)],
-    )
+def _upper_entries(deviation, se, margin, label: str, width):
+    """``(deviation, se, margin, names)`` lists of the distinct entries (upper triangle) of ``[n, n]`` arrays."""
+    iu = np.triu_indices(deviation.shape[0])
+    return list(deviation[iu]), list(se[iu]), list(margin[iu]), [f"{label}[{i},{j}] at N={width}" for i, j in zip(*iu)]
+
+
+def _layers(first, upper, name: str) -> list[tuple]:
+    """``first`` (the first layer's arrays, then ``"U"``) and the layers above it, ``zip(*upper)`` named ``U_2,
+    U_3, ...``; ``upper[0]`` (called ``name``) must hold as many layers as ``upper[1]``."""
+    if upper is None:
+        return [first]
+    if len(upper[0]) != len(upper[1]):
+        raise ValueError(f"{name} must hold {len(upper[1])} layers above the first, got {len(upper[0])}")
+    return [first, *((*layer, f"U_{l + 2}") for l, layer in enumerate(zip(*upper)))]
 
 
 def _agreement_entries(
     points, reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U, reference_upper=None
 ):
-    """``(deviation, se, margin, names)`` of the numbers that :func:`sample_agreement` compares."""
+    """``(deviation, se, margin, names)`` of the numbers that :func:`sample_agreement` compares; each ``U`` entry's
+    margin is ``margin_U sqrt(ref_ii ref_jj)``."""
     points = list(points)
     if not points:
         raise ValueError("points must hold at least one sampled width")
-    deviation, se, margin, names = [], [], [], []
+    entries = [], [], [], []
     for p in points:
         w = int(p.width)
         if w not in reference_accuracy or w not in reference_U:
             raise ValueError(f"reference_accuracy and reference_U must hold the sampled width {w}")
-        deviation.append(float(p.accuracy) - float(reference_accuracy[w]))
-        se.append(max(float(p.accuracy_mc_sd), 1e-12))
-        margin.append(float(margin_accuracy))
-        names.append(f"accuracy at N={w}")
-        matrices = [(p.U, p.U_se, reference_U[w], None if reference_U_se is None else reference_U_se[w], "U")]
-        if reference_upper is not None:
-            upper, upper_se = reference_upper[w]
-            if len(upper) != len(p.U_upper):
-                raise ValueError(
-                    f"reference_upper[{w}] must hold {len(p.U_upper)} layers above the first, got {len(upper)}"
-                )
-            matrices += [
-                (U, se, ref, ref_se, f"U_{l + 2}")
-                for l, (U, se, ref, ref_se) in enumerate(zip(p.U_upper, p.U_upper_se, upper, upper_se))
-            ]
-        for U, U_se, ref, ref_se, label in matrices:
-            d, s, m, n = _matrix_entries(U, U_se, ref, ref_se, margin_U, label)
-            deviation.extend(d)
-            se.extend(s)
-            margin.extend(m)
-            names.extend(f"{name} at N={w}" for name in n)
-    return np.array(deviation), np.array(se), np.array(margin), names
+        accuracy = (float(p.accuracy) - float(reference_accuracy[w]), max(float(p.accuracy_mc_sd), 1e-12))
+        for entry, value in zip(entries, (*accuracy, float(margin_accuracy), f"accuracy at N={w}")):
+            entry.append(value)
+        upper = (
+            None if reference_upper is None else (reference_upper[w][0], p.U_upper, p.U_upper_se, reference_upper[w][1])
+        )
+        first = (reference_U[w], p.U, p.U_se, None if reference_U_se is None else reference_U_se[w], "U")
+        for ref, U, U_se, ref_se, label in _layers(first, upper, f"reference_upper[{w}]"):
+            ref, U, U_se = (as_float64_array(x, label) for x in (ref, U, U_se))
+            if ref.shape != U.shape:
+                raise ValueError(f"the reference of {label} must have the sampled shape {U.shape}, got {ref.shape}")
+            ref_se = np.zeros_like(ref) if ref_se is None else as_float64_array(ref_se, label)
+            se = np.maximum(np.sqrt(U_se**2 + ref_se**2), 1e-12)
+            for entry, values in zip(entries, _upper_entries(U - ref, se, margin_U * entry_scale(ref), label, w)):
+                entry.extend(values)
+    return (*map(np.array, entries[:3]), entries[3])
 
 
 def sample_agreement_power(
@@ -469,45 +446,29 @@ def sample_agreement(
     )
 
 
-def _finite_width_effect(U, u_gp: float) -> float:
-    """``max_ij |U - u_gp I|``: the size of the finite-width effect at one width."""
-    return float(np.abs(U - u_gp * np.eye(U.shape[-1])).max())
-
-
 def _saddle_entries(
     exact, theory_U, num_paths: int, margin_fw: float, max_epsilon: float, u_gp: float, theory_upper=None
 ):
-    """``(widths, deviation, se, margin, names)`` of :func:`saddle_point_agreement`: the distinct entries of
-    ``U_theory - U_exact`` (and of the layers above the first, given ``theory_upper``) at the widths where
-    ``(n + 1) / N <= max_epsilon``."""
+    """``(widths, deviation, se, margin, names)`` of :func:`saddle_point_agreement` at the widths where
+    ``(n + 1) / N <= max_epsilon``; each entry's margin is ``margin_fw max_ij |U_exact - u_gp I|`` of its layer."""
     widths = sorted(w for w in exact if (num_paths + 1) / w <= max_epsilon)
     if not widths:
         raise ValueError(
             f"exact must hold a width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
             f"(N >= {(num_paths + 1) / max_epsilon:g}), got {sorted(exact)}"
         )
-    deviation, se, margin, names = [], [], [], []
+    entries = [], [], [], []
     for w in widths:
-        layers = [(theory_U[w], exact[w].U, exact[w].U_se, "U")]
-        if theory_upper is not None:
-            if len(theory_upper[w]) != len(exact[w].U_upper):
-                raise ValueError(
-                    f"theory_upper[{w}] must hold the {len(exact[w].U_upper)} layers above the first "
-                    f"that exact[{w}] holds, got {len(theory_upper[w])}"
-                )
-            layers += [
-                (U, ref, se, f"U_{l + 2}")
-                for l, (U, ref, se) in enumerate(zip(theory_upper[w], exact[w].U_upper, exact[w].U_upper_se))
-            ]
-        for U, ref, ref_se, label in layers:
+        e = exact[w]
+        upper = None if theory_upper is None else (theory_upper[w], e.U_upper, e.U_upper_se)
+        for U, ref, ref_se, label in _layers((theory_U[w], e.U, e.U_se, "U"), upper, f"theory_upper[{w}]"):
             ref = as_float64_array(ref, f"exact[{w}].{label}")
             U = as_float64_array(U, f"theory {label} at N={w}")
-            iu = np.triu_indices(ref.shape[0])
-            deviation.extend((U - ref)[iu])
-            se.extend(np.maximum(as_float64_array(ref_se, f"exact[{w}].{label} se")[iu], 1e-12))
-            margin.extend([margin_fw * _finite_width_effect(ref, u_gp)] * len(iu[0]))
-            names.extend(f"{label}[{i},{j}] at N={w}" for i, j in zip(*iu))
-    return widths, np.array(deviation), np.array(se), np.array(margin), names
+            se = np.maximum(as_float64_array(ref_se, f"exact[{w}].{label} se"), 1e-12)
+            margin = np.full(ref.shape, margin_fw * float(np.abs(ref - u_gp * np.eye(ref.shape[-1])).max()))
+            for entry, values in zip(entries, _upper_entries(U - ref, se, margin, label, w)):
+                entry.extend(values)
+    return widths, *map(np.array, entries[:3]), entries[3]
 
 
 def saddle_point_agreement_power(

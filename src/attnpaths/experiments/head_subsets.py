@@ -1,21 +1,9 @@
 """Every subset of a model's heads at once: the exact pruning optimum and the yardsticks built on it
-(sec-pruning-exact).
+(sec-pruning-exact: eq-pruning-ceiling, eq-pruning-random, eq-pruning-shapley, eq-pruning-normalised).
 
 A model with ``n = sum_l H_l`` heads has ``2^n`` sets of pruned heads. A *subset table* holds one number per set,
 indexed by the bitmask whose bit ``i`` marks head ``i`` of :func:`~.head_pruning.all_heads` as pruned (e.g. the
-accuracy or the loss of the model with those heads pruned). From one table:
-
-* :func:`best_curve`: the best value reachable with ``k`` heads pruned, ``k = 0..K`` (the ceiling of every
-  ranking, eq-pruning-ceiling);
-* :func:`random_order_curve`: the exact expected curve of a uniformly random pruning order (eq-pruning-random);
-* :func:`random_order_area_distribution`, :func:`random_order_p_values`: the exact distribution of a curve's mean
-  over random orders, and a ranking's p-values against it;
-* :func:`shapley_values`: each head's exact Shapley value in the game "value of the kept heads"
-  (eq-pruning-shapley);
-* :func:`greedy_order`: removal, one head at a time, of the head whose removal leaves the best value;
-* :func:`curve_table`: the table of an evaluator over the sets a pruning curve can reach;
-* :func:`subset_curve`, :func:`normalised_area`: a ranking's curve read from the table and its area between
-  the random expectation (0) and the ceiling (1) (eq-pruning-normalised).
+accuracy or the loss of the model with those heads pruned); every function here reads one table.
 
 Sets that prune every head of a layer are in the table (the Shapley game needs them) but never on a curve:
 pruning keeps one head per layer, as :func:`~.head_pruning.pruning_sets` does.

@@ -1,5 +1,6 @@
 """Learning curves of the theory: test accuracy and the order parameter against the number of training examples
-``P`` (sec-learning-curves), on any task whose training set is a stream of chunks.
+``P`` (sec-learning-curves), on any task whose training set is a stream of chunks, and the claims that the curves
+of independently drawn training sets test.
 
 The training sets of a curve are nested: the set of ``P`` examples is the first ``P / p`` chunks of one stream
 (chunks of ``p`` examples, each made from its own seed, e.g. :class:`attnpaths.hmc.streams.HMCChunks`), so the
@@ -7,11 +8,6 @@ Gram statistics of every ``P`` come from one pass over the largest set
 (:func:`attnpaths.streaming.gram_statistics_at`), and each point is a solve whose cost does not
 grow with ``P`` (:func:`attnpaths.theory.solve_from_statistics`). A curve is a rule for the width at each ``P``:
 a fixed width ``N``, a fixed load ``alpha = P / N`` (``N = P / alpha``), or the GP limit (``N = inf``, eq-gp).
-
-* :func:`learning_curve` computes the curves of one training stream on one test set (a :class:`LearningCurve`);
-* :func:`small_sample_advantage`, :func:`advantage_closes` and :func:`path_concentration` are the claims that the
-  curves of independently drawn training sets test; :func:`pointwise_advantage` the per-``P`` tests of the
-  finite-width advantage, a description rather than a claim.
 """
 
 from __future__ import annotations
@@ -240,6 +236,12 @@ def _replicates(**arrays) -> list[np.ndarray]:
     return values
 
 
+def _t(claim: str, statement: str, statistic: str, differences, level: float, num_tests: int = 1) -> Verdict:
+    return replicate_t(
+        claim, statement, source=SOURCE, statistic=statistic, differences=differences, level=level, num_tests=num_tests
+    )
+
+
 def small_sample_advantage(claim: str, *, theory, gp, size: int, level: float = 0.01) -> Verdict:
     """Claim: with few examples (``P = size``) the finite-width theory's test accuracy beats the GP limit's.
 
@@ -250,14 +252,8 @@ def small_sample_advantage(claim: str, *, theory, gp, size: int, level: float = 
     Test: one-sided t-test over the training sets of mean ``A_N - A_GP > 0`` (:func:`attnpaths.claims.replicate_t`).
     """
     theory, gp = _replicates(theory=theory, gp=gp)
-    return replicate_t(
-        claim,
-        f"with P = {size} examples the finite-width theory is more accurate than the GP limit",
-        source=SOURCE,
-        statistic=f"A_N - A_GP at P = {size}",
-        differences=theory - gp,
-        level=level,
-    )
+    statement = f"with P = {size} examples the finite-width theory is more accurate than the GP limit"
+    return _t(claim, statement, f"A_N - A_GP at P = {size}", theory - gp, level)
 
 
 def advantage_closes(claim: str, *, theory_small, gp_small, theory_large, gp_large, sizes, level: float = 0.01):
@@ -273,13 +269,12 @@ def advantage_closes(claim: str, *, theory_small, gp_small, theory_large, gp_lar
         theory_small=theory_small, gp_small=gp_small, theory_large=theory_large, gp_large=gp_large
     )
     small, large = (int(s) for s in sizes)
-    return replicate_t(
+    return _t(
         claim,
         f"the difference between the finite-width theory and the GP limit shrinks from P = {small} to P = {large}",
-        source=SOURCE,
-        statistic=f"|A_N - A_GP|(P={small}) - |A_N - A_GP|(P={large})",
-        differences=np.abs(ts - gs) - np.abs(tl - gl),
-        level=level,
+        f"|A_N - A_GP|(P={small}) - |A_N - A_GP|(P={large})",
+        np.abs(ts - gs) - np.abs(tl - gl),
+        level,
     )
 
 
@@ -295,13 +290,12 @@ def path_concentration(claim: str, *, share_small, share_large, sizes, path: str
     """
     small_share, large_share = _replicates(share_small=share_small, share_large=share_large)
     small, large = (int(s) for s in sizes)
-    return replicate_t(
+    return _t(
         claim,
         f"U concentrates on path {path} as P grows: its share of tr U is larger at P = {large} than at P = {small}",
-        source=SOURCE,
-        statistic=f"U_{path}{path} / tr U at P = {large} minus at P = {small}",
-        differences=large_share - small_share,
-        level=level,
+        f"U_{path}{path} / tr U at P = {large} minus at P = {small}",
+        large_share - small_share,
+        level,
     )
 
 
@@ -321,14 +315,13 @@ def pointwise_advantage(theory, gp, sizes, *, level: float = 0.01) -> list[Verdi
             f"{theory.shape} and {gp.shape}"
         )
     return [
-        replicate_t(
+        _t(
             f"P = {P}",
             f"the finite-width theory is more accurate than the GP limit at P = {P}",
-            source=SOURCE,
-            statistic=f"A_N - A_GP at P = {P}",
-            differences=theory[:, j] - gp[:, j],
-            level=level,
-            num_tests=sizes.size,
+            f"A_N - A_GP at P = {P}",
+            theory[:, j] - gp[:, j],
+            level,
+            sizes.size,
         )
         for j, P in enumerate(sizes.tolist())
     ]

@@ -4,19 +4,7 @@ minimum of the advantage against ``D``, and the claims that test them.
 
 The kernel ``K(U)`` of (eq-kernel) has rank at most ``D = N0 n_paths``; near ``P = D`` a nearly unregularised
 kernel regression interpolates its training labels, and its test error peaks. Every function here works from the
-Gram statistics of the training sets (:class:`attnpaths.gram.GramStatistics`), so it costs the same at any ``P``:
-
-* :func:`temperature_scan`: test and validation accuracy of the theory's curves over a grid of temperatures, and
-  the temperature each curve would choose on the validation set (:class:`TemperatureScan`);
-* :func:`rescaled_accuracy`: the predictor of the theory's ``U`` rescaled to another trace, at the same
-  temperature (the scale of ``U`` against ``T`` is the regression's effective ridge);
-* :func:`sampled_network_accuracy`: the test accuracy of the finite network's posterior predictive mean, from
-  draws of the exact density of its order parameters (:mod:`attnpaths.order_parameter_posterior`);
-* :func:`dip_position`: where the advantage ``A_N - A_GP`` is smallest along ``P`` (a parabola in ``log P``);
-* the claims: :func:`gp_wins_at`, :func:`theory_wins_at` (directional, over training sets),
-  :func:`networks_agree` (agreement within a margin, over training sets), :func:`curve_agrees` (the same at every
-  sampled point of a curve, each against its Monte-Carlo error) and :func:`dip_follows_dimension` (the slope of
-  ``log P_min`` against ``log D``).
+Gram statistics of the training sets (:class:`attnpaths.gram.GramStatistics`), so it costs the same at any ``P``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
-"""The experiments of the HMC chapter (Fig. 2 and its appendix) that belong to this task; its claims are tested
-by :mod:`attnpaths.experiments.finite_width` and :mod:`attnpaths.hmc.claims`.
-
-The chapter runs the experiment layer (:mod:`attnpaths.experiments`: path features, the theory over widths,
-posterior samples, kernel PCs) on the networks of :mod:`attnpaths.hmc.networks`. This module adds what only
-this task does:
-
-* :func:`gp_lines`: the three GP lines of Fig. 2c (all paths, path g, paths g+d);
-* :func:`draw_data_sets` (or :func:`data_set_draws`, the same pairs drawn where they are used) and
-  :func:`data_set_band`: the theory over independently drawn training and test sets (the spread that one data
-  set cannot show);
-* :func:`diagonal_only`, :func:`evened_diagonal`, :func:`accuracy_with_order_parameter`,
-  :func:`ablation_curves`: the ``U`` ablations of the authors' 2-path plotting script;
-* :func:`network_record`, :class:`NetworkRun` and :func:`least_relevant_head`: one network's results record,
-  what its claims are tested on (:func:`attnpaths.hmc.claims.figure_verdicts`) and its least relevant head.
+"""The experiments of the HMC chapter (Fig. 2 and its appendix) that only this task does, on the networks of
+:mod:`attnpaths.hmc.networks`: the GP lines of Fig. 2c, the theory over independently drawn data sets (the spread
+that one data set cannot show), the ``U`` ablations of the authors' 2-path plotting script and one network's
+results record. Its claims are tested by :mod:`attnpaths.experiments.finite_width` and :mod:`attnpaths.hmc.claims`.
 
 Orders. ``U`` matrices of the ablations are in the flat path order (``h_1`` slowest); the band's ``U`` is in
 figure order (``g, d, a1, a2``, the paths the network has).

@@ -1,14 +1,9 @@
 """Claims specific to the hidden-Markov-chain task (Fig. 2), as tests.
 
 The GP ordering and the pattern of ``U`` are read off the outputs of the authors' code (the GP lines and the
-``U`` panels of Fig. 2c), not quoted from the paper's text; the interplay claims (:func:`interplay_gains`) test
-the abstract's mechanism, that the finite-width gain comes from combining paths, by ablating ``U``. Each function returns a :class:`attnpaths.claims.Verdict`; the tests run over
-independently drawn data sets (one replicate per data set), so they speak of the task, not of one draw.
-
-:func:`figure_verdicts` assembles every claim of the chapter from these two and the finite-width claims of
-:mod:`attnpaths.experiments.finite_width`; :func:`saddle_point_ratios` measures how far the network's samples lie
-from the saddle point, which is why claim 2 compares them with the exact finite-width mean instead;
-:func:`power_checks` states the power of the tests that rest on one Monte-Carlo run or one test set.
+``U`` panels of Fig. 2c), not quoted from the paper's text; the interplay claims test the abstract's mechanism,
+that the finite-width gain comes from combining paths, by ablating ``U``. The tests run over independently drawn
+data sets (one replicate per data set), so they speak of the task, not of one draw.
 """
 
 from __future__ import annotations

@@ -95,17 +95,22 @@ class HMCNetwork(PathNetwork):
         return tuple(PATH_COLORS[name] for name in self.path_names)
 
 
+def _perturbed_head(task, beta: float, perturbation: float, version: str, seed) -> torch.Tensor:
+    """:func:`~attnpaths.hmc.heads.hmc_head`, perturbed by ``p_I = p_P = p_O = perturbation`` if ``blank``."""
+    p = perturbation if version == "blank" else 0.0
+    return hmc_head(version, task, beta=beta, p_I=p, p_P=p, p_O=p, seed=seed)
+
+
+def _last_token_attention(layers, weights) -> Attention:
+    """The attention (readout: last token) whose layer ``l`` stacks ``weights(head)`` of the heads ``layers[l]``."""
+    stacked = tuple(AttentionLayer(W=torch.stack([weights(head) for head in layer])) for layer in layers)
+    return Attention(stacked, readout="last_token")
+
+
 def _network(dataset, name: str, label: str, layers, beta: float, perturbation: float) -> HMCNetwork:
     task = _as_task(dataset)
     perturbation = nonnegative_real(perturbation, "perturbation")
-    weights = []
-    for layer in layers:
-        layer_weights = []
-        for version, seed in layer:
-            p = perturbation if version == "blank" else 0.0
-            layer_weights.append(hmc_head(version, task, beta=beta, p_I=p, p_P=p, p_O=p, seed=seed))
-        weights.append(AttentionLayer(W=torch.stack(layer_weights, dim=0)))
-    attention = Attention(tuple(weights), readout="last_token")
+    attention = _last_token_attention(layers, lambda head: _perturbed_head(task, beta, perturbation, *head))
     versions = tuple(tuple(version for version, _ in layer) for layer in layers)
     path_names = tuple(
         _PATH_BY_HEADS[tuple(versions[layer][head] for layer, head in enumerate(path))]

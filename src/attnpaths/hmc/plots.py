@@ -1,8 +1,5 @@
-"""Figures of the HMC chapter (Fig. 2 and its appendix) in the authors' plotting conventions: the
-task and the network drawn from data, the three GP lines' styles and the paths' colours, kernels, head scores
-and the finite-width shift of ``U``. Accuracy vs ``N``, ``U`` heat maps and PC overlaps are drawn by
-:mod:`attnpaths.experiments.plots`; :func:`plot_accuracy` and :func:`plot_order_parameters` add this task's
-styles to them.
+"""Figures of the HMC chapter (Fig. 2 and its appendix) in the authors' plotting conventions; accuracy vs ``N``,
+``U`` heat maps and PC overlaps are drawn by :mod:`attnpaths.experiments.plots` with this task's styles.
 
 Every function returns the :class:`matplotlib.figure.Figure` it drew (or draws on the ``ax`` it is given) and
 computes nothing that is not plotted: the numbers come from :mod:`attnpaths.experiments` and

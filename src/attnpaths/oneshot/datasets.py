@@ -157,27 +157,22 @@ def _load(path: str) -> ImageDataset:
     """The set cached at ``path``; ``DamagedFile`` when its bytes do not match the SHA-256 beside it or cannot be
     read as the arrays :func:`_save` writes."""
     try:
-        return _read_arrays(np.load(io.BytesIO(read_checked(path)), allow_pickle=False))
+        with np.load(io.BytesIO(read_checked(path)), allow_pickle=False) as data:
+            splits = {
+                split: ImageClasses(
+                    images=data[f"{split}_images"].astype(np.float32) / 255.0,
+                    names=tuple(str(n) for n in data[f"{split}_names"]),
+                    alphabets=tuple(str(a) for a in data[f"{split}_alphabets"]),
+                    styles=data[f"{split}_styles"],
+                    distortions=data[f"{split}_distortions"],
+                )
+                for split in SPLITS
+            }
+            return ImageDataset(**splits, parameters=json.loads(str(data["parameters"])))
     except (OSError, ValueError, KeyError) as err:
         if isinstance(err, DamagedFile):
             raise
         raise DamagedFile(path, f"it cannot be read as a cached glyph set ({type(err).__name__}: {err})") from err
-
-
-def _read_arrays(archive) -> ImageDataset:
-    with archive as data:
-        splits = {
-            split: ImageClasses(
-                images=data[f"{split}_images"].astype(np.float32) / 255.0,
-                names=tuple(str(n) for n in data[f"{split}_names"]),
-                alphabets=tuple(str(a) for a in data[f"{split}_alphabets"]),
-                styles=data[f"{split}_styles"],
-                distortions=data[f"{split}_distortions"],
-            )
-            for split in SPLITS
-        }
-        parameters = json.loads(str(data["parameters"]))
-    return ImageDataset(**splits, parameters=parameters)
 
 
 def glyph_cache_path(config: GlyphDatasetConfig, cache_dir: str) -> str:

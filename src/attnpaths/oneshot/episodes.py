@@ -1,9 +1,6 @@
-"""The one-shot task's episodes and their theory network (Fig. 3; sec-oneshot-task).
-
-* :class:`OneShotNetwork`: the theory network of a trained model (its query/key maps, 16 paths), a
-  :class:`~attnpaths.experiments.path_data.PathNetwork` of the experiment layer;
-* :func:`draw_episodes`, :func:`episode_features`: the episodes of every split and their path features
-  (eq-path-features), a :class:`~attnpaths.experiments.path_data.PathData`.
+"""The one-shot task's episodes and their theory network (Fig. 3; sec-oneshot-task): :class:`OneShotNetwork`, the
+trained model's query/key maps as a path network, and the episodes of every split with their path features
+(eq-path-features).
 
 Every ``U`` of this task is in the flat path order (``h_1`` slowest), which is also its figure order (path label
 ``"h1,h2"``, 1-based).
@@ -22,17 +19,13 @@ from ..experiments.path_data import PathData, PathNetwork
 from ..paths import all_paths, path_features
 from .digits import DigitPairs
 from .imagesets import ImageDataset
-from .sequences import SequenceEncoder, Sequences, digit_sequences, sample_sequences
+from .sequences import SequenceEncoder, Sequences, digit_sequences, sample_episodes
 
 #: Training examples of the theory and test episodes (sec-oneshot-theory).
 PAPER_NUM_TRAIN = 600
 PAPER_NUM_TEST = 1000
 #: Splits on which the theory's predictors are evaluated.
 EVALUATION_SPLITS = ("validation", "test", "ood")
-
-
-# --------------------------------------------------------------------------------------------------------
-# the theory network and the episodes
 
 
 @dataclass(frozen=True)
@@ -84,27 +77,19 @@ def class_sorted_sequences(classes, n: int, encoder: SequenceEncoder, rng: np.ra
     """``n`` episodes of one split, the first ``n/2`` with ``y = +1`` then ``n/2`` with ``y = -1`` (sec-oneshot-task).
 
     Draws episodes in blocks of ``n`` until each target has ``n/2`` of them, then keeps the first ``n/2`` of
-    each (in the order drawn), so the result depends only on ``rng``'s state and ``n``.
+    each (in the order drawn), so the result depends only on ``rng``'s state and ``n``; only the kept episodes are
+    encoded.
     """
     n = even_int(n, "n (half of each target)")
     blocks = []
     while True:
-        blocks.append(sample_sequences(classes, n, encoder, rng))
-        y = torch.cat([b.y for b in blocks])
+        blocks.append(sample_episodes(classes, n, rng))
+        y = np.concatenate([b[3] for b in blocks])
         if min(int((y > 0).sum()), int((y < 0).sum())) >= n // 2:
             break
-    merged = (
-        blocks[0]
-        if len(blocks) == 1
-        else Sequences(
-            torch.cat([b.x for b in blocks]),
-            y,
-            np.concatenate([b.images for b in blocks]),
-            np.concatenate([b.label_tokens for b in blocks]),
-            np.concatenate([b.classes for b in blocks]),
-        )
-    )
-    return merged.class_sorted(n)
+    keep = np.concatenate([np.flatnonzero(y > 0)[: n // 2], np.flatnonzero(y < 0)[: n // 2]])
+    images, label_tokens, class_ids = (np.concatenate([b[i] for b in blocks])[keep] for i in range(3))
+    return Sequences.encoded(encoder, images, label_tokens, class_ids, y[keep])
 
 
 def draw_episodes(
@@ -146,7 +131,3 @@ def episode_features(episodes: Episodes, attention: Attention) -> PathData:
     features = {s: path_features(episodes.split(s).x, attention) for s in names}
     y = {s: episodes.split(s).y.to(torch.float64) for s in names}
     return PathData(network, features["train"], y["train"], {s: (features[s], y[s]) for s in names[1:]})
-
-
-# --------------------------------------------------------------------------------------------------------
-# the theory on a grid of widths and temperatures

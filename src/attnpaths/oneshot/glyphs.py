@@ -323,12 +323,9 @@ def character_table(
     Returns:
         the kept characters, alphabet by alphabet.
     """
-    if alphabets is None:
-        selected = ALPHABETS
-    else:
-        if isinstance(alphabets, str):
-            alphabets = (alphabets,)
-        selected = tuple(alphabet_by_name(name) for name in alphabets)
+    if isinstance(alphabets, str):
+        alphabets = (alphabets,)
+    selected = ALPHABETS if alphabets is None else tuple(alphabet_by_name(name) for name in alphabets)
     positive_int(max_per_alphabet, "max_per_alphabet")
     if not 0 < duplicate_similarity <= 1:
         raise ValueError(f"duplicate_similarity must be in (0, 1], got {duplicate_similarity!r}")

@@ -90,16 +90,12 @@ def read_omniglot(
         )
     int_at_least(instances_per_class, "instances_per_class", 2)
     n_train = len(background) - validation_alphabets
-    total = sum(
-        len(_subfolders(os.path.join(folders[key], a)))
-        for key, alphabets in (("background", background), ("evaluation", evaluation))
-        for a in alphabets
-    )
     parts = {
         "train": ("background", background[:n_train]),
         "validation": ("background", background[n_train:]),
         "test": ("evaluation", evaluation),
     }
+    total = sum(len(_subfolders(os.path.join(folders[key], a))) for key, alphabets in parts.values() for a in alphabets)
     with tqdm(total=total, desc="reading Omniglot", unit="class", disable=not progress) as bar:
         splits = {
             split: _read_classes(folders[key], alphabets, image_size, instances_per_class, bar)

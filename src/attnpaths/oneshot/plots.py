@@ -58,8 +58,7 @@ def plot_task(episodes: Sequences, *, num_episodes: int = 3, token_example: int 
         for col in range(3):
             ax = axes[row, col]
             ax.imshow(episodes.images[k, col], cmap="gray", vmin=0, vmax=1, interpolation="nearest")
-            ax.set_xticks([])
-            ax.set_yticks([])
+            ax.set(xticks=[], yticks=[])
             token = int(episodes.label_tokens[k, col])
             label = f"{names[col]}, label {token}" if token < 2 else f"query, y = {int(episodes.y[k]):+d}"
             ax.set_title(label, fontsize=7)
@@ -71,8 +70,7 @@ def plot_task(episodes: Sequences, *, num_episodes: int = 3, token_example: int 
     tokens_per_image = x.shape[1] // 3
     for boundary in (tokens_per_image, 2 * tokens_per_image):
         ax.axvline(boundary - 0.5, color="k", linewidth=0.8)
-    ax.set_xlabel("token (16 patches per image: support, support, query)")
-    ax.set_ylabel("feature")
+    ax.set(xlabel="token (16 patches per image: support, support, query)", ylabel="feature")
     ax.set_title(f"token features x of the first episode ({x.shape[0]} x {x.shape[1]})", fontsize=9)
     right.colorbar(image, ax=ax, shrink=0.8)
     return fig
@@ -187,9 +185,7 @@ def plot_head_scores_and_drops(labels, scores, drops, *, base_accuracy=None):
 def _pruning_axes(fig, k, xlabel: str, title: str, legend_size: float):
     """Labels the axes of accuracy against ``k`` pruned heads (``k``: ``[K + 1]``) and returns ``fig``."""
     ax = fig.axes[0]
-    ax.set_xticks(k)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("A (%)")
+    ax.set(xticks=k, xlabel=xlabel, ylabel="A (%)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=legend_size, loc="lower left")
     return fig
@@ -211,29 +207,14 @@ def plot_cumulative_pruning(score_curve, random_curves, *, score_labels=None):
     for curve in rc:
         ax.plot(k, curve, color="0.75", linewidth=0.6, zorder=1)
     mean, sd = rc.mean(axis=0), rc.std(axis=0, ddof=1) if rc.shape[0] > 1 else np.zeros(sc.size)
-    ax.fill_between(
-        k,
-        mean - sd,
-        mean + sd,
-        color="0.5",
-        alpha=0.25,
-        linewidth=0,
-        zorder=2,
-        label=f"random orders, mean +- sd ({rc.shape[0]} orders)",
-    )
+    band = f"random orders, mean +- sd ({rc.shape[0]} orders)"
+    ax.fill_between(k, mean - sd, mean + sd, color="0.5", alpha=0.25, linewidth=0, zorder=2, label=band)
     ax.plot(k, mean, color="k", linewidth=1.2, zorder=3, label="random orders, mean")
     ax.plot(k, sc, color=SCORE_COLOR, marker="o", markersize=4, linewidth=1.5, zorder=4, label="ascending head score")
     if score_labels is not None:
+        above = dict(textcoords="offset points", xytext=(0, 5), ha="center", fontsize=6, color=SCORE_COLOR)
         for step, label in enumerate(score_labels, start=1):
-            ax.annotate(
-                label,
-                (step, sc[step]),
-                textcoords="offset points",
-                xytext=(0, 5),
-                ha="center",
-                fontsize=6,
-                color=SCORE_COLOR,
-            )
+            ax.annotate(label, (step, sc[step]), **above)
     return _pruning_axes(fig, k, "number of pruned heads", "Accuracy of the GD model after pruning heads", 6.5)
 
 
@@ -280,29 +261,22 @@ def plot_little_loss(
     ax.errorbar(
         ks, sc[ks], yerr=100 * z * np.asarray(pruned_se, dtype=float), color=SCORE_COLOR, linestyle="none", capsize=3
     )
+    tuned_style = dict(color=ORANGE, marker="D", markersize=4, linestyle="none", capsize=3)
     ax.errorbar(
         ks + 0.08,
         100 * np.asarray(tuned, dtype=float),
         yerr=100 * z * np.asarray(tuned_se, dtype=float),
-        color=ORANGE,
-        marker="D",
-        markersize=4,
-        linestyle="none",
-        capsize=3,
         label="score order, briefly fine-tuned",
+        **tuned_style,
     )
     if control is not None:
         ax.errorbar(
             [0.08],
             [100 * float(control)],
             yerr=[100 * z * float(control_se)],
-            color=ORANGE,
-            marker="D",
             markerfacecolor="white",
-            markersize=4,
-            linestyle="none",
-            capsize=3,
             label="unpruned, same fine-tuning (control)",
+            **tuned_style,
         )
     title = "Little loss? Accuracy after pruning, with and without fine-tuning"
     return _pruning_axes(fig, k, "number of pruned heads k", title, 6)
@@ -321,6 +295,7 @@ def plot_temperature_grid(widths, temperatures, accuracy, chosen, *, converged=N
     splits = list(accuracy)
     fig, axes = plt.subplots(1, len(splits), figsize=(3.6 * len(splits), 3.5), layout="constrained", squeeze=False)
     markers = ("o", "x", "+", "s")
+    hollow = dict(linestyle="none", color=VERMILLION, markerfacecolor="none")
     for ax, split in zip(axes[0], splits):
         a = 100 * np.asarray(accuracy[split], dtype=float)
         image = ax.imshow(a.T, origin="lower", aspect="auto", cmap="viridis")
@@ -329,20 +304,11 @@ def plot_temperature_grid(widths, temperatures, accuracy, chosen, *, converged=N
             for i, j in zip(*np.nonzero(bad)):
                 ax.text(i, j, "n.c.", ha="center", va="center", fontsize=5, color="w")
         for (label, idx), marker in zip(chosen.items(), markers):
-            ax.plot(
-                np.arange(len(widths)),
-                np.asarray(idx),
-                marker=marker,
-                linestyle="none",
-                color=VERMILLION,
-                markersize=6 if marker == "o" else 7,
-                markerfacecolor="none",
-                label=label,
-            )
+            size = 6 if marker == "o" else 7
+            ax.plot(np.arange(len(widths)), np.asarray(idx), marker=marker, markersize=size, label=label, **hollow)
         ax.set_xticks(range(len(widths)), [str(int(w)) for w in widths], rotation=90, fontsize=7)
         ax.set_yticks(range(len(temperatures)), [f"{t:g}" for t in temperatures], fontsize=7)
-        ax.set_xlabel("N")
-        ax.set_ylabel("T")
+        ax.set(xlabel="N", ylabel="T")
         ax.set_title((titles or {}).get(split, split), fontsize=9)
         fig.colorbar(image, ax=ax, shrink=0.8, label="A (%)")
     handles, labels = axes[0, 0].get_legend_handles_labels()

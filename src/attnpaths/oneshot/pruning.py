@@ -1,16 +1,8 @@
-"""Pruning the trained one-shot model by the theory's head scores (Figs. 3e and 3f; sec-oneshot-pruning).
-
-* :func:`pruning_evaluator`, :func:`single_head_drops`: the gradient-descent model's accuracy with heads pruned
-  (:class:`attnpaths.head_masks.HeadMaskEvaluator`, with the model's own rescaling of a pruned
-  layer), and the drop when one head is pruned; :func:`subset_accuracy_table`: the accuracy of every set a pruning
-  curve can reach, in chunks of episodes (for the models of the replicates, sec-oneshot-replicates);
-* :func:`prune_heads` (a :class:`PruningResult`): all of Figs. 3e and 3f, along the theory's order and random
-  orders (:mod:`attnpaths.experiments.head_pruning`); :func:`forward_pass_errors` its check;
-* :func:`fine_tune_pruned_sets` (over :func:`fine_tuned_correct`), :func:`little_loss` (a :class:`LittleLoss`):
-  whether pruning the lowest-score heads costs little, in absolute accuracy, without and after brief fine-tuning,
-  with paired standard errors over the episodes (:func:`paired_difference`) and the seeds of the fine-tuning;
-* :func:`head_relabelings`, :func:`pattern_similarity`: the comparison of two head-score patterns up to a
-  relabelling of the heads within their layers.
+"""Pruning the trained one-shot model by the theory's head scores (Figs. 3e and 3f; sec-oneshot-pruning): the model's
+accuracy with heads pruned (:class:`attnpaths.head_masks.HeadMaskEvaluator`, with the model's own rescaling of a
+pruned layer) along the theory's order and random orders; whether pruning the lowest-score heads costs little, without
+and after brief fine-tuning, with paired standard errors (sec-oneshot-little-loss); and the comparison of two
+head-score patterns up to a relabelling of the heads within their layers.
 """
 
 from __future__ import annotations
@@ -24,7 +16,7 @@ import numpy as np
 import torch
 
 from .._validation import as_float64_array, int_at_least, positive_int
-from ..engine import experiment_generator, map_tasks
+from ..engine import experiment_generator, map_tasks, single_threaded
 from ..experiments.head_pruning import all_heads, pruning_curve, pruning_sets, random_orders
 from ..experiments.head_subsets import (
     allowed_subsets,
@@ -236,15 +228,10 @@ def prune_heads(
 # little loss: absolute accuracy after pruning the lowest-score heads, without and after fine-tuning
 
 
-def episode_correct(evaluator: HeadMaskEvaluator, pruned=()) -> np.ndarray:
-    """``[B]`` float64: whether the model of ``evaluator`` with the ``(layer, head)`` pairs ``pruned`` pruned gets each
-    of its episodes right (1 for ``sign(f) == y``, 0 for the wrong sign, 1/2 for ``f == 0``:
-    :meth:`~attnpaths.head_masks.HeadMaskEvaluator.correct`; the mean is ``evaluator(pruned)``)."""
-    return evaluator.correct(pruned)
-
-
-def _paired(correct, reference) -> tuple[np.ndarray, np.ndarray]:
-    """``correct`` as float64 ``[S, B]`` and ``reference`` as ``[B]``, ``B >= 2``."""
+def _variance_shares(correct, reference) -> tuple[np.ndarray, float, float | None]:
+    """The per-episode differences ``mean_s c_si - r_i`` ``[B]`` of ``correct`` (``[B]`` or ``[S, B]``) from
+    ``reference`` (``[B]``, ``B >= 2``), and the episodes' and the seeds' shares of their mean's variance (the
+    seeds' ``None`` for one model)."""
     r = as_float64_array(reference, "reference", ndim=1)
     c = as_float64_array(correct, "correct")
     if c.ndim == 1:
@@ -253,7 +240,9 @@ def _paired(correct, reference) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"correct must have shape [B] or [S, B] with B = {r.size}, got {tuple(c.shape)}")
     if r.size < 2:
         raise ValueError(f"reference must hold at least 2 episodes, got {r.size}")
-    return c, r
+    per_episode = c.mean(axis=0) - r
+    v_s = c.mean(axis=1).var(ddof=1) / c.shape[0] if c.shape[0] > 1 else None
+    return per_episode, per_episode.var(ddof=1) / r.size, v_s
 
 
 def paired_difference(correct, reference) -> tuple[float, float]:
@@ -273,12 +262,8 @@ def paired_difference(correct, reference) -> tuple[float, float]:
         Under the crossed random-effects model ``c_si - r_i = mu + e_i + s_s + (es)_si`` each term also holds the
         interaction's ``var((es)) / (B S)``, so the sum counts it twice: a conservative standard error.
     """
-    c, r = _paired(correct, reference)
-    per_episode = c.mean(axis=0) - r
-    var = per_episode.var(ddof=1) / r.size
-    if c.shape[0] > 1:
-        var += c.mean(axis=1).var(ddof=1) / c.shape[0]
-    return float(per_episode.mean()), float(math.sqrt(var))
+    per_episode, v_e, v_s = _variance_shares(correct, reference)
+    return float(per_episode.mean()), float(math.sqrt(v_e if v_s is None else v_e + v_s))
 
 
 def paired_difference_df(correct, reference) -> float:
@@ -286,12 +271,11 @@ def paired_difference_df(correct, reference) -> float:
     model; for ``S`` seeds ``(v_e + v_s)^2 / (v_e^2 / (B - 1) + v_s^2 / (S - 1))`` with ``v_e`` and ``v_s`` the
     episodes' and the seeds' shares of the variance. With few seeds and a seeds' share that dominates, this is near
     ``S - 1``: the test must then use Student's t, not the normal law."""
-    c, r = _paired(correct, reference)
-    B, S = r.size, c.shape[0]
-    v_e = (c.mean(axis=0) - r).var(ddof=1) / B
-    if S == 1:
+    per_episode, v_e, v_s = _variance_shares(correct, reference)
+    B = per_episode.size
+    if v_s is None:
         return float(B - 1)
-    v_s = c.mean(axis=1).var(ddof=1) / S
+    S = len(correct)  # [S, B]
     denominator = v_e**2 / (B - 1) + v_s**2 / (S - 1)
     return float((v_e + v_s) ** 2 / denominator) if denominator > 0 else float(B - 1)
 
@@ -310,17 +294,14 @@ def fine_tuned_correct(
 ) -> dict:
     """One engine task of :func:`fine_tune_pruned_sets`: fine-tune ``trained`` with ``pruned`` pruned
     (:func:`attnpaths.oneshot.training.fine_tune_pruned`, episodes from ``experiment_generator(seed, *identity)``,
-    on one torch thread so that a worker and the calling process give the same numbers) and evaluate it on
-    ``sequences`` with those heads pruned, by its own float32 forward pass (``drop_heads``; the float64 evaluation
-    of :func:`pruning_evaluator` agrees with it up to outputs within float32 rounding of 0, and would keep every
-    layer's activations of the episodes in memory).
+    one thread everywhere: :func:`attnpaths.engine.single_threaded`) and evaluate it on ``sequences`` with those heads
+    pruned, by its own float32 forward pass (``drop_heads``; the float64 evaluation of :func:`pruning_evaluator` agrees
+    with it up to outputs within float32 rounding of 0, and would keep every layer's activations in memory).
 
     Returns:
         ``{"pruned", "correct": [B] (1 or 0), "accuracy", "losses": [steps]}``.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with single_threaded():
         tuned = fine_tune_pruned(
             trained,
             train_classes,
@@ -332,8 +313,6 @@ def fine_tuned_correct(
         )
         outputs = predict(tuned.model, sequences.x.to(torch.float32), drop_heads=tuned.pruned).double()
         correct = (torch.sign(outputs) == sequences.y.double()).double().numpy()
-    finally:
-        torch.set_num_threads(threads)
     return {"pruned": tuned.pruned, "correct": correct, "accuracy": float(correct.mean()), "losses": tuned.losses}
 
 
@@ -482,9 +461,9 @@ def _little_loss_row(evaluator, pruning: PruningResult, score_set, k: int, base,
     def members(m):
         return [pairs[i] for i in np.flatnonzero(masks[m])]
 
-    score = episode_correct(evaluator, score_set)
+    score = evaluator.correct(score_set)
     weights = random_order_weights(heads)[k]
-    random_correct = sum(w * episode_correct(evaluator, members(m)) for m, w in enumerate(weights) if w > 0)
+    random_correct = sum(w * evaluator.correct(members(m)) for m, w in enumerate(weights) if w > 0)
     candidates = np.flatnonzero(allowed_subsets(heads) & (masks.sum(axis=1) == k))
     best_m = candidates[np.argmax([pruning.curve_accuracy[m] for m in candidates])]
     row = {"pruned_accuracy": score.mean(), "random_accuracy": random_correct.mean()}
@@ -492,7 +471,7 @@ def _little_loss_row(evaluator, pruning: PruningResult, score_set, k: int, base,
     row["minus_random"], row["minus_random_se"] = paired_difference(score, random_correct)
     row["best_accuracy"] = pruning.curve_accuracy[best_m]
     row["best_sets"] = [pruning.label(lh) for lh in members(best_m)]
-    row["minus_best"], row["minus_best_se"] = paired_difference(score, episode_correct(evaluator, members(best_m)))
+    row["minus_best"], row["minus_best_se"] = paired_difference(score, evaluator.correct(members(best_m)))
     row["tuned_accuracy"] = tuned["accuracy"]
     row["tuned_difference"], row["tuned_se"] = paired_difference(tuned["correct"], base)
     row["tuned_df"] = paired_difference_df(tuned["correct"], base)
@@ -508,7 +487,7 @@ def little_loss(evaluator: HeadMaskEvaluator, pruning: PruningResult, ks, fine_t
         ks: numbers of heads pruned, each in ``1..K`` (``K = sum_l (H_l - 1)``).
     """
     ks, sets = _checked_ks(pruning, ks, fine_tuned)
-    base = episode_correct(evaluator)
+    base = evaluator.correct()
     B = base.size
     rows = [_little_loss_row(evaluator, pruning, sets[k], k, base, fine_tuned[k]) for k in ks]
     columns = {name: np.array([row[name] for row in rows]) for name in rows[0] if name != "best_sets"}

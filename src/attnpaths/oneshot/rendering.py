@@ -21,7 +21,7 @@ import numpy as np
 from scipy import ndimage
 
 from .._optional import require
-from .._validation import positive_int
+from .._validation import nonnegative_real, positive_int, positive_real
 
 #: Names of the per-instance distortion parameters, in the order of :func:`sample_distortion`'s output.
 DISTORTION_NAMES = ("scale", "aspect", "rotation", "shear", "shift_y", "shift_x", "stroke_threshold")
@@ -68,10 +68,8 @@ class DistortionConfig:
         if not 0 < lo <= hi < 1:
             raise ValueError(f"stroke_threshold must satisfy 0 < low <= high < 1, got {self.stroke_threshold!r}")
         for name in ("aspect_jitter", "rotation_degrees", "shear", "shift", "elastic_amplitude", "stroke_blur"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if self.elastic_smoothness <= 0:
-            raise ValueError(f"elastic_smoothness must be > 0, got {self.elastic_smoothness!r}")
+            nonnegative_real(getattr(self, name), name)
+        positive_real(self.elastic_smoothness, "elastic_smoothness")
         positive_int(self.supersampling, "supersampling")
 
     def as_dict(self) -> dict:
@@ -83,9 +81,7 @@ class DistortionConfig:
         jitter, rotation, shear, shift and elastic amplitude; glyph box, stroke and supersampling unchanged.
         ``factor = 1`` returns this configuration itself (same parameters, same cache key); 0 keeps only
         the font face and the stroke thickness of each instance."""
-        if isinstance(factor, bool) or not factor >= 0:
-            raise ValueError(f"factor must be a number >= 0, got {factor!r}")
-        if factor == 1:
+        if nonnegative_real(factor, "factor") == 1:
             return self
         lo, hi = self.scale_range
         return replace(

@@ -1,24 +1,10 @@
 """The one-shot claims over trained models and draws of the theory's training episodes (sec-oneshot-replicates).
 
 One trained model and one draw of the theory's ``P`` training episodes make one replicate of the chapter's
-pipeline: the temperature chosen on the validation episodes at the small width, the GP limit at its own
-temperature, the ablations of ``U``, the label fractions of the leading kernel PCs, and the transfer of ``U`` to
-the model's weights and to its pruning. The replicates cross the shipped models of several training seeds with
+pipeline (:func:`draw_replicate`). The replicates cross the shipped models of several training seeds with
 independent draws of the training episodes. Draws of one model share its attention, its episodes and its weights,
-so they are not independent of each other; the models are (each has its own validation, test and pruning episodes
-too). The claims (``attnpaths.oneshot.claims``) therefore average every statistic over the draws of its model
-and test over the models.
-
-* :class:`ModelEvaluation` (:func:`model_evaluation`): what the draws of one model share, computed once: its
-  validation and test episodes with their path features, its gradient-descent order parameter and the accuracy of
-  every set of pruned heads on its pruning episodes;
-* :func:`draw_replicate`: one draw of one model;
-* :class:`ModelReplicates` (:func:`model_replicates`): every draw of one model; :func:`replicates`: every model, one
-  engine task each (:class:`ReplicateSettings`: how).
-
-Besides the theory as written at the small width, every draw solves ``U`` near the GP limit and with each
-plausible mistake of :func:`attnpaths.experiments.wrong_theories.wrong_order_parameters`, and reads the same
-transfer and pruning statistics from each: what a wrong or a near-GP ``U`` would give.
+so they are not independent of each other; the models are, so the claims (``attnpaths.oneshot.claims``) average
+every statistic over the draws of its model and test over the models.
 """
 
 from __future__ import annotations
@@ -74,11 +60,6 @@ class ModelEvaluation:
     def heads(self) -> tuple[int, ...]:
         """``(H_1, ..., H_L)``."""
         return tuple(self.data.network.heads)
-
-    @property
-    def random_mean(self) -> float:
-        """The exact expected accuracy of a uniformly random pruning order, averaged over ``k = 1..K`` pruned heads."""
-        return float(random_order_curve(self.table, self.heads)[1:].mean())
 
     @property
     def best(self) -> np.ndarray:
@@ -174,12 +155,8 @@ def model_evaluation(
     data = dataclasses.replace(data, evaluation={s: data.evaluation[s] for s in ("validation", "test")})
     if table is None:
         identity = (0,) if index == 0 else (0, index)
-        pruning_episodes = class_sorted_sequences(
-            dataset.test,
-            settings.num_pruning_test,
-            trained.encoder,
-            experiment_generator(settings.pruning_seed, *identity),
-        )
+        rng = experiment_generator(settings.pruning_seed, *identity)
+        pruning_episodes = class_sorted_sequences(dataset.test, settings.num_pruning_test, trained.encoder, rng)
         table = subset_accuracy_table(trained.model, pruning_episodes, chunk_size=settings.chunk_size)
     return ModelEvaluation(
         index=index,
@@ -207,7 +184,7 @@ def _transfer(U, model: ModelEvaluation, ks) -> dict:
         # a pattern that every relabelling leaves alone (U = I) has no excess: the same sums in another order differ
         # in the last bits only, and a replicate t-test must not read a sign into them
         "transfer_excess": excess if abs(excess) > 1e-12 else 0.0,
-        "order_gain": float(curve[1:].mean()) - model.random_mean,
+        "order_gain": float(curve[1:].mean()) - float(random_order_curve(model.table, model.heads)[1:].mean()),
         "best_gap": [float(curve[k] - best[k]) for k in ks],
     }
 
@@ -215,21 +192,15 @@ def _transfer(U, model: ModelEvaluation, ks) -> dict:
 def draw_replicate(model: ModelEvaluation, classes, settings: ReplicateSettings, draw: int) -> dict:
     """One replicate: ``settings.num_train`` class-sorted training episodes of ``classes`` drawn from
     ``experiment_generator(settings.seed, model.index, draw)`` and encoded by the model, and the chapter's pipeline on
-    them.
-
-    The theory is solved at ``settings.width`` over ``settings.temperatures`` and the GP limit over
-    ``settings.gp_temperatures``, each at the temperature with the best accuracy on the model's validation episodes
-    (and, for the authors' rule, on its test episodes); at the theory's temperature, ``U`` is also solved at
-    ``settings.near_gp_width`` and with each plausible mistake
+    them: the theory at ``settings.width`` and the GP limit, each at the temperature with the best accuracy on the
+    model's validation episodes (and, for the authors' rule, on its test episodes); at the theory's temperature, ``U``
+    also at ``settings.near_gp_width`` and with each plausible mistake
     (:func:`attnpaths.experiments.wrong_theories.wrong_order_parameters`).
 
     Returns:
-        a dict with the keys ``temperature``, ``gp_temperature``, ``accuracy`` (``theory``, ``diagonal``, ``gp``,
-        ``theory_test_rule``, ``gp_test_rule``), ``label_fraction`` (``finite_width``, ``gp``) and ``theories``
-        (name to statistics): test accuracies (the diagonal ablation at the theory's temperature, the GP limit at
-        its own), the label fractions of the first ``settings.num_components`` PCs at ``settings.width`` and in the
-        GP limit, and per order parameter (``theory`` first) the transfer statistics (the correlation of ``U``'s
-        pattern with the model's and the head-order gain).
+        ``{"temperature", "gp_temperature", "accuracy", "label_fraction", "theories"}``: the test accuracies
+        (the fields of :class:`ModelReplicates`), the label fractions of the first ``settings.num_components`` PCs,
+        and per order parameter (``theory`` first) the transfer statistics.
     """
     rng = experiment_generator(settings.seed, model.index, int_at_least(draw, "draw", 0))
     episodes = class_sorted_sequences(classes, settings.num_train, model.encoder, rng)

@@ -220,13 +220,8 @@ class Sequences:
     def subset(self, index) -> Sequences:
         """The episodes at ``index`` (an index array or a boolean mask over the ``B`` episodes)."""
         index = np.asarray(index)
-        return Sequences(
-            self.x[torch.as_tensor(index)],
-            self.y[torch.as_tensor(index)],
-            self.images[index],
-            self.label_tokens[index],
-            self.classes[index],
-        )
+        rows = torch.as_tensor(index)
+        return Sequences(self.x[rows], self.y[rows], self.images[index], self.label_tokens[index], self.classes[index])
 
     def class_sorted(self, n: int) -> Sequences:
         """The first ``n/2`` episodes with ``y = +1`` followed by the first ``n/2`` with ``y = -1``
@@ -264,16 +259,9 @@ def sample_episodes(classes: ImageClasses, n: int, rng: np.random.Generator):
     rows = np.arange(n)
     query_class = support_class[rows, slot]
     query_instance = (support_instance[rows, slot] + rng.integers(1, I, size=n)) % I
-    images = np.stack(
-        [
-            classes.images[support_class[:, 0], support_instance[:, 0]],
-            classes.images[support_class[:, 1], support_instance[:, 1]],
-            classes.images[query_class, query_instance],
-        ],
-        axis=1,
-    )
-    label_tokens = np.stack([first_label, 1 - first_label, np.full(n, QUERY_TOKEN)], axis=1)
     class_ids = np.concatenate([support_class, query_class[:, None]], axis=1)
+    images = classes.images[class_ids, np.concatenate([support_instance, query_instance[:, None]], axis=1)]
+    label_tokens = np.stack([first_label, 1 - first_label, np.full(n, QUERY_TOKEN)], axis=1)
     return images, label_tokens, class_ids, 2.0 * query_label - 1.0
 
 

@@ -3,14 +3,10 @@ sets too large to hold, streamed into the Gram statistics of the theory
 (:func:`attnpaths.streaming.gram_statistics`), as :class:`attnpaths.hmc.streams.HMCChunks` does for
 the hidden-Markov-chain task.
 
-Chunk ``k`` draws its episodes from its own generator, ``numpy.random.default_rng(task_seed(seed, k, stream))``
-(:func:`attnpaths.engine.task_seed`: the engine's seeding rule), never from what earlier chunks left in a shared
-one, so chunk ``k`` is the same whether or not chunks ``0, ..., k - 1`` were made, in any order and on any worker.
-``stream`` tells apart sets drawn from one seed (e.g. 0 for training, 1 for testing).
-
-Each chunk is class-sorted on its own (:func:`attnpaths.oneshot.episodes.class_sorted_sequences`: its first half
-``y = +1``, then ``y = -1``, the ordering of the chapter's training set), so the whole set has as many episodes
-of each target, in alternating runs of half a chunk: the order of the examples changes nothing in the theory.
+Chunk ``k`` draws its episodes from its own generator (:meth:`EpisodeChunks.generator`, the engine's seeding rule),
+so it is the same whether or not chunks ``0, ..., k - 1`` were made, in any order and on any worker. Each chunk is
+class-sorted on its own (its first half ``y = +1``, then ``y = -1``): the order of the examples changes nothing in
+the theory.
 
 Example::
 
@@ -34,8 +30,9 @@ from ..attention import Attention
 from ..engine import task_seed
 from ..experiments.path_chunks import PathFeatureChunks
 from ..paths import FactoredPathFeatures
+from .episodes import class_sorted_sequences
 from .imagesets import ImageClasses
-from .sequences import SequenceEncoder, Sequences, sample_episodes
+from .sequences import SequenceEncoder, Sequences
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,9 +40,7 @@ class EpisodeChunks(PathFeatureChunks):
     """The path features (eq-path-features) of ``num_examples`` one-shot episodes of one split's classes, in
     chunks of ``chunk_size`` made one at a time: ``chunks(k)`` is ``(features [p_k, N0, n_paths], y [p_k])`` of
     chunk ``k`` (float64 tensors; ``p_k = chunk_size`` except for the last chunk, which holds the rest; ``y`` in
-    ``{-1, +1}``, the first half ``+1``). A picklable callable: the ``make_chunk`` of
-    :func:`attnpaths.streaming.gram_statistics` and
-    :func:`attnpaths.streaming.predict_streamed`.
+    ``{-1, +1}``, the first half ``+1``): the ``make_chunk`` of :func:`attnpaths.streaming.gram_statistics`.
 
     Attributes:
         classes: the :class:`~attnpaths.oneshot.imagesets.ImageClasses` the episodes are drawn from (e.g.
@@ -57,8 +52,7 @@ class EpisodeChunks(PathFeatureChunks):
         seed: a non-negative integer; chunk ``k`` draws from ``task_seed(seed, k, stream)``.
         num_examples: ``P``, even, >= 2.
         chunk_size: episodes per chunk, even, >= 2 (memory: a chunk's inputs ``[chunk_size, N0, T]`` are encoded
-            at once, about twice over while drawing until each target has ``chunk_size / 2`` episodes; 1000
-            episodes of the authors' size, ``N0 = 192``, ``T = 48``, take 74 MB each).
+            at once; 1000 episodes of the authors' size, ``N0 = 192``, ``T = 48``, take 74 MB).
         stream: a non-negative integer that tells apart sets drawn from one seed (0: training, 1: test, ...).
         factored_features: ``False`` (default): the features are :func:`attnpaths.paths.path_features` of the
             chunk's inputs; ``True``: :class:`attnpaths.paths.FactoredPathFeatures`, the same features up to
@@ -109,21 +103,10 @@ class EpisodeChunks(PathFeatureChunks):
 
     def episodes(self, k: int) -> Sequences:
         """The :class:`~attnpaths.oneshot.sequences.Sequences` of chunk ``k`` (inputs ``x [p_k, N0, T]``, targets,
-        images, label tokens, classes), made from its own generator only: those of
+        images, label tokens, classes), made from its own generator only:
         ``class_sorted_sequences(classes, p_k, encoder, generator(k))``
-        (:func:`attnpaths.oneshot.episodes.class_sorted_sequences`), the same bits, with only the kept episodes
-        encoded (it encodes every episode drawn, about twice as many)."""
-        n = self.chunk_examples(k)
-        rng = self.generator(k)
-        blocks = []
-        while True:  # the draws of class_sorted_sequences: blocks of n until each target has n / 2 episodes
-            blocks.append(sample_episodes(self.classes, n, rng))
-            y = np.concatenate([b[3] for b in blocks])
-            if min(int((y > 0).sum()), int((y < 0).sum())) >= n // 2:
-                break
-        keep = np.concatenate([np.flatnonzero(y > 0)[: n // 2], np.flatnonzero(y < 0)[: n // 2]])
-        images, label_tokens, classes = (np.concatenate([b[i] for b in blocks])[keep] for i in range(3))
-        return Sequences.encoded(self.encoder, images, label_tokens, classes, y[keep])
+        (:func:`attnpaths.oneshot.episodes.class_sorted_sequences`)."""
+        return class_sorted_sequences(self.classes, self.chunk_examples(k), self.encoder, self.generator(k))
 
     def __call__(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``(features [p_k, N0, n_paths], y [p_k])`` of chunk ``k``, made from its own generator only.

@@ -1,19 +1,9 @@
-"""The theory of the one-shot task over widths and temperatures (Fig. 3b; sec-oneshot-theory).
-
-* :func:`theory_grid`, :func:`gp_grid`: the theory (eq-action, eq-predictor) and its GP limit (eq-gp) on a
-  grid of widths and temperatures, evaluated on the validation, test and out-of-distribution episodes;
-* :func:`select_temperature`, :func:`selected`: the temperature per width, chosen on ONE split (the
-  validation episodes in the chapter; the test episodes reproduce the authors' choice);
-* :func:`sample_widths`: posterior samples at the selected temperatures;
-* :func:`warm_start_differences`, :func:`order_parameter_summary`, :func:`gp_approach_ratios`: checks of the
-  grid's minimisers and where the selected ``U`` lies relative to its GP value;
-* :func:`label_fraction_draws`, :func:`label_fractions`: the label fraction of the leading kernel PCs, finite width
-  against the GP limit, on independently drawn training episodes or on one training set (sec-oneshot-pcs);
-* :func:`ablation_means`: the predictor with ``U``, with its diagonal only and with the GP value (the interplay
-  of paths, sec-oneshot-interplay);
-* :func:`scaled_saddle_points`: the theory at neighbouring entropy weights, the reference of the entropy-weight
-  claim and of the wrong theories that test it; :func:`fixed_temperature_samples`: the samples of every sampled
-  width at one temperature, for their approach to the saddle point.
+"""The theory of the one-shot task over widths and temperatures (Fig. 3b; sec-oneshot-theory): the grid of the theory
+(eq-action, eq-predictor) and of its GP limit (eq-gp), the temperature chosen per width on one split (the validation
+episodes in the chapter; the test episodes reproduce the authors' choice), the posterior samples at the chosen
+temperatures, and what the chapter reads from them: checks of the minimisers, the label fraction of the leading kernel
+PCs (sec-oneshot-pcs), the ablations of ``U`` (sec-oneshot-interplay) and the saddle point at neighbouring entropy
+weights (sec-oneshot-saddle).
 """
 
 from __future__ import annotations
@@ -53,16 +43,12 @@ def theory_grid(
 ) -> TheorySweep:
     """The theory (eq-action) at every width and temperature, with the mean predictor (eq-predictor) on every split: the
     :func:`~attnpaths.experiments.sweep.theory_sweep` of the one-shot chapter, one engine task per width on
-    ``engine`` (None: the default engine; :data:`attnpaths.engine.HERE`: a loop in this process, e.g. inside an engine
-    task of its own).
+    ``engine`` (None: the default engine; :data:`attnpaths.engine.HERE`: a loop in this process).
 
-    With ``warm_start`` the temperatures of one width are solved from the highest down, each starting from
-    the previous certified minimiser (a start that fails to certify is retried from the GP values, the
-    solver's default start). The minimiser is the same when the action has one minimum; the chapter checks
-    this at the selected points against a start from the GP values.
-
-    A point whose minimiser is not certified (the solver's gradient or Hessian test fails) keeps the
-    solver's last iterate and is marked ``False`` in ``converged``; :func:`selected` never chooses it.
+    With ``warm_start`` the temperatures of one width are solved from the highest down, each starting from the
+    previous certified minimiser (the chapter checks the selected points against a start from the GP values,
+    :func:`warm_start_differences`). A point whose minimiser is not certified keeps the solver's last iterate and is
+    marked ``False`` in ``converged``; :func:`selected` never chooses it.
     """
     return theory_sweep(
         data,
@@ -151,15 +137,12 @@ def sample_widths(
     data: PathData, widths, temperatures, seed: int, *, warmup, draws, chains, progress: bool = True, device="cpu"
 ) -> dict:
     """Posterior samples of the network at every sampled width and its selected temperature
-    (:func:`attnpaths.experiments.sampling.sample_widths`, one engine task per width, the generator of width
-    ``N`` seeded with :func:`~attnpaths.engine.task_seed` ``(seed, N)``; no exact order-parameter run).
+    (:func:`attnpaths.experiments.sampling.sample_widths`, one engine task per width, the generator of width ``N``
+    seeded with ``task_seed(seed, N)``): ``{width: SampledPoint}`` in the order of ``widths``.
 
     Args:
         widths, temperatures, warmup, draws, chains: one entry per sampled width.
         device: where the sampler's linear algebra runs (``"cpu"`` or ``"cuda"``).
-
-    Returns:
-        ``{width: SampledPoint}`` in the order of ``widths``.
     """
     columns = (widths, temperatures, warmup, draws, chains)
     if len({len(c) for c in columns}) != 1:
@@ -188,14 +171,8 @@ def warm_start_differences(data: PathData, grid: TheorySweep, selection: dict, w
     out = {}
     for w in widths:
         k = grid.index(w)
-        reference = solve(
-            data.features,
-            data.y,
-            heads=data.network.heads,
-            width=w,
-            temperature=float(selection["temperature"][k]),
-            on_failure="raise",
-        )
+        T = float(selection["temperature"][k])
+        reference = solve(data.features, data.y, heads=data.network.heads, width=w, temperature=T, on_failure="raise")
         out[int(w)] = float(np.abs(reference.U - selection["U"][k]).max())
     return out
 
@@ -221,10 +198,6 @@ def order_parameter_summary(U) -> dict:
         "offdiagonal_max": float(off.max()),
         "distance_to_gp": float(np.linalg.norm(U - np.eye(U.shape[0]))),
     }
-
-
-# --------------------------------------------------------------------------------------------------------
-# pruning the gradient-descent model (sec-oneshot-pruning)
 
 
 def gp_approach_ratios(grid: TheorySweep) -> dict[float, float]:
@@ -254,15 +227,9 @@ def gp_approach_ratios(grid: TheorySweep) -> dict[float, float]:
 def label_fraction_draws(
     classes, encoder, attention, rngs, *, num_train: int, width: float, temperature: float, num_components: int
 ) -> dict:
-    """The fraction of ``|y|^2`` carried by the first ``num_components`` principal components of the training
-    kernel, at width ``width`` (``K(U)`` at the minimiser of eq-action) and in the GP limit (eq-gp), on one
-    independently drawn set of ``num_train`` class-sorted training episodes per generator of ``rngs``
-    (sec-oneshot-pcs).
-
-    Args:
-        classes: the training classes (``dataset.train``); encoder, attention: the trained model's token
-            encoding and attention.
-        rngs: one ``numpy.random.Generator`` per draw (at least 2).
+    """:func:`label_fractions` at the minimiser of eq-action at ``width``, on one independently drawn set of
+    ``num_train`` class-sorted training episodes of ``classes`` (``dataset.train``) per generator of ``rngs`` (at least
+    2), encoded by ``encoder`` and read through ``attention`` (sec-oneshot-pcs).
 
     Returns:
         ``{"finite_width": [n_draws], "gp": [n_draws]}``; a draw whose minimiser is not certified raises
@@ -382,10 +349,8 @@ def fixed_temperature_samples(
 
     Args:
         samples: ``{width: SampledPoint}`` (:func:`sample_widths`) and sample_temperatures, the temperature of
-            each (in its order): a width whose samples were drawn at ``temperature`` is reused, the others are drawn
-            afresh with ``seed``.
-        temperature: one of the grid's temperatures.
-        warmup, draws, chains: one entry per width of ``samples``, in its order.
+            each: a width sampled at ``temperature`` is reused, the others are drawn afresh with ``seed``.
+        temperature: one of the grid's temperatures; warmup, draws, chains: one entry per width of ``samples``.
 
     Returns:
         ``({width: SampledPoint}, {width: [n, n] the grid's U at that width and temperature})``.
@@ -397,9 +362,9 @@ def fixed_temperature_samples(
             f"sample_temperatures, warmup, draws and chains must give one entry per sampled width {widths}"
         )
     redo = [k for k, T in enumerate(sample_temperatures) if float(T) != float(temperature)]
-    out = {w: samples[w] for k, w in enumerate(widths) if k not in redo}
+    out = dict(samples)
     if redo:
-        drawn = sample_widths(
+        out |= sample_widths(
             data,
             [widths[k] for k in redo],
             [float(temperature)] * len(redo),
@@ -410,6 +375,5 @@ def fixed_temperature_samples(
             progress=progress,
             device=device,
         )
-        out.update(drawn)
     out = {w: out[w] for w in widths}
     return out, {w: grid.U[grid.index(w), j] for w in widths}

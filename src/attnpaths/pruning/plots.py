@@ -39,6 +39,15 @@ MARKERS = {
 }
 
 
+def _style(name: str) -> dict:
+    return {"color": COLORS[name], "marker": MARKERS[name]}
+
+
+def _error(interval) -> list:
+    """``[mean - low, high - mean]`` of a :func:`~.sweep.mean_interval`, the error bars of its mean."""
+    return [interval["mean"] - interval["low"], interval["high"] - interval["mean"]]
+
+
 def _panels(n: int, width: float, height: float):
     """``(figure, axes [1, n])``: one panel per model, ``width`` inches each, sharing the y axis."""
     return plt.subplots(1, n, figsize=(width * n, height), layout="constrained", squeeze=False, sharey=True)
@@ -60,16 +69,9 @@ def plot_pruning_curves(curves: dict, *, confidence: float = 0.95):
             k = np.arange(values.shape[1])
             interval = mean_interval(values, confidence)
             ax.fill_between(k, interval["low"], interval["high"], color=COLORS[name], alpha=0.15, linewidth=0)
-            ax.plot(
-                k,
-                interval["mean"],
-                color=COLORS[name],
-                marker=MARKERS[name],
-                markersize=4,
-                linewidth=1.3,
-                linestyle="--" if name in ("random", "best") else "-",
-                label=RANKING_NAMES[name],
-            )
+            line = "--" if name in ("random", "best") else "-"
+            style = {"markersize": 4, "linewidth": 1.3, "linestyle": line, "label": RANKING_NAMES[name]}
+            ax.plot(k, interval["mean"], **_style(name), **style)
         ax.set_xticks(k)
         ax.set_xlabel("heads pruned")
         ax.set_title(f"{model} ({values.shape[0]} training seeds)", fontsize=9)
@@ -95,15 +97,8 @@ def plot_normalised_areas(normalised: dict, *, confidence: float = 0.95):
             if name not in by_ranking:
                 continue
             interval = mean_interval(np.asarray(by_ranking[name], dtype=float), confidence)
-            ax.errorbar(
-                interval["mean"],
-                yi,
-                xerr=[[interval["mean"] - interval["low"]], [interval["high"] - interval["mean"]]],
-                color=COLORS[name],
-                marker=MARKERS[name],
-                capsize=3,
-                markersize=5,
-            )
+            xerr = [[e] for e in _error(interval)]
+            ax.errorbar(interval["mean"], yi, xerr=xerr, capsize=3, markersize=5, **_style(name))
         ax.axvline(0, color=COLORS["random"], linestyle="--", linewidth=1)
         ax.axvline(1, color=COLORS["best"], linestyle=":", linewidth=1)
         ax.set_xlabel("normalised area (0: random, 1: best subset)")
@@ -130,15 +125,8 @@ def plot_sensitivity(values, normalised: dict, *, xlabel: str, confidence: float
             v = np.asarray(v, dtype=float)
             keep = ~np.isnan(v).any(axis=0)
             interval = mean_interval(v[:, keep], confidence)
-            ax.errorbar(
-                values[keep],
-                interval["mean"],
-                yerr=[interval["mean"] - interval["low"], interval["high"] - interval["mean"]],
-                color=COLORS[name],
-                marker=MARKERS[name],
-                capsize=3,
-                label=RANKING_NAMES[name],
-            )
+            label = RANKING_NAMES[name]
+            ax.errorbar(values[keep], interval["mean"], yerr=_error(interval), capsize=3, label=label, **_style(name))
         ax.axhline(0, color=COLORS["random"], linestyle="--", linewidth=1)
         ax.set_xscale("log")
         ax.set_xticks(values, [f"{x:g}" for x in values])

@@ -1,10 +1,6 @@
-"""Stronger practical pruning baselines (sec-pruning-rankings):
-
-* :func:`iterative_gradient_order`: the gradient importance of Michel, Levy and Neubig (2019,
-  eq-michel-importance) estimated again after each removal, at the mask of the heads already pruned;
-* :func:`fisher_pruning_sets`: the small-scale form of the Fisher-based mask search of Kwon et al. (2022): the
-  gate gradient ``g`` and the gate Fisher matrix ``F`` give the second-order loss change of every set of
-  pruned heads, and the set with the smallest change is chosen for each number of heads (eq-fisher-pruning).
+"""Stronger practical pruning baselines (sec-pruning-rankings): the gradient importance of Michel, Levy and
+Neubig (2019, eq-michel-importance) estimated again after each removal, and the small-scale form of the
+Fisher-based mask search of Kwon et al. (2022, eq-fisher-pruning).
 """
 
 from __future__ import annotations
@@ -54,7 +50,7 @@ def gate_fisher(model, tokens, targets, *, batch_size: int = 512) -> tuple[np.nd
     Returns:
         ``(g [n], F [n, n])``, heads in :func:`~attnpaths.experiments.head_pruning.all_heads` order.
     """
-    batch_size = positive_int(batch_size, "batch_size")
+    batch_size = positive_int(batch_size, "batch_size")  # checked before the model, which may be missing
     return _gate_fisher(GateGradients(model, tokens, targets, batch_size=batch_size))
 
 
@@ -98,6 +94,3 @@ def fisher_pruning_sets(model, tokens, targets) -> tuple[list[tuple[tuple[int, i
         sets.append(tuple(pairs[i] for i in best))
         change.append(best_value)
     return sets, np.array(change)
-
-
-__all__ = ["fisher_pruning_sets", "gate_fisher", "iterative_gradient_order"]

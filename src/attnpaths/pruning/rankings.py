@@ -1,20 +1,11 @@
 """Head rankings of a trained model that practitioners use, beside the theory's head score (sec-pruning-rankings).
 
-The theory's ranking is :func:`attnpaths.frozen_attention.rank_heads` (the frozen attention's path features, the action minimised at
-a width and temperature, and every head scored by the order parameter ``U`` it touches, eq-head-score). The
-baselines here:
-
-* :func:`gradient_head_importance`: the expected absolute gradient of the loss with respect to a head-mask
-  variable, normalised per layer (Michel, Levy and Neubig 2019; eq-michel-importance);
-* :func:`attention_entropy`: the mean entropy of each head's attention over keys (eq-attention-entropy);
-* :func:`value_norms`: the norm of each head's value map (eq-value-norm).
-
-Every function takes any model of the :class:`attnpaths.head_models.HeadModel` protocol with tokens in PyTorch's
-layout ``[P, T, D]`` and targets ``[P]``: a model of your own, or the package's trained architectures
-(:class:`attnpaths.transformer.SumHeadTransformer`, :class:`attnpaths.attention_stack.MultiheadAttentionStack`),
-which run through their frozen float64 copies (:func:`attnpaths.head_models.head_model`) and, where the output is
-multilinear in the head masks, through the attention paths' contributions (faster, the same numbers).
-:func:`attnpaths.head_scoring.pruning_order` turns scores into the order in which heads are pruned.
+The gradient importance of Michel, Levy and Neubig (2019; eq-michel-importance), the attention entropy
+(eq-attention-entropy) and the value-weight norm (eq-value-norm). Every function takes any model of the
+:class:`attnpaths.head_models.HeadModel` protocol with tokens in PyTorch's layout ``[P, T, D]`` and targets
+``[P]``; the package's trained architectures run through their frozen float64 copies
+(:func:`attnpaths.head_models.head_model`). :func:`attnpaths.head_scoring.pruning_order` turns scores into the
+order in which heads are pruned.
 """
 
 from __future__ import annotations
@@ -50,11 +41,9 @@ class GateGradients:
     """Each example's gradient of the training loss ``(f(x^mu) - y^mu)^2`` with respect to the head gates
     ``xi_{l,h}`` (eq-michel-importance), at any mask, for one model and one data set.
 
-    The gates are the head mask of ``model.masked_output(tokens, mask)`` (the
-    :class:`~attnpaths.head_models.HeadModel` protocol), given batched, ``[B, L, max(H)]``, so that one backward
-    pass gives each example's gradient. A model whose output is multilinear in its gates
-    (:attr:`~attnpaths.head_models.LayeredHeadModel.multilinear_in_mask`: the summed-head model) is run once, path
-    by path (:func:`~.masked_outputs.path_outputs`); the gradients at every mask are then sums over the paths,
+    The gates are the head mask of ``model.masked_output(tokens, mask)``, given batched, ``[B, L, max(H)]``. A model
+    whose output is multilinear in its gates (the summed-head model) is run once, path by path
+    (:func:`~.masked_outputs.path_outputs`), and the gradients at every mask are sums over the paths,
     ``d f / d xi_{l,h} = sum_{pi: pi_l = h} c_pi prod_{l' != l} xi_{l', pi_l'}``.
 
     Args:
@@ -133,12 +122,11 @@ def gradient_head_importance(
     ``(f(x^mu) - y^mu)^2``, and, when ``normalize``, divided by its Euclidean norm over the heads of the layer.
 
     Args:
-        model: a :class:`~attnpaths.head_models.HeadModel` whose ``masked_output`` takes a batched mask
-            ``[B, L, max(H)]`` and is differentiable with respect to it (or a trained model of the package).
-        tokens: ``[P, T, D]``; targets: ``[P]``.
+        model, tokens, targets, batch_size: as for :class:`~attnpaths.pruning.rankings.GateGradients`
+            (``masked_output`` differentiable in the batched mask ``[B, L, max(H)]``; tokens ``[P, T, D]``, targets
+            ``[P]``).
         mask: ``[L, max(H)]`` the mask at which the gradient is taken (default: every head kept); heads with mask
             0 (already pruned) get ``nan`` and are left out of their layer's normalisation.
-        batch_size: examples per backward pass (memory only).
 
     Returns:
         float64 ``[L, max(H)]`` (``nan`` beyond a layer's heads).
@@ -182,6 +170,3 @@ def value_norms(model) -> np.ndarray:
             f"(the optional method of attnpaths.head_models.HeadModel), got {type(model).__name__}"
         )
     return np.asarray(norms(), dtype=np.float64)
-
-
-__all__ = ["GateGradients", "attention_entropy", "gradient_head_importance", "value_norms"]

@@ -1,12 +1,6 @@
-"""Pruning trained models along each ranking, over training seeds (sec-pruning-curves).
-
-* :func:`curve_auc`: the area under a pruning curve (eq-pruning-auc); the curves themselves come from
-  :func:`attnpaths.experiments.head_pruning.pruning_curve` (the last head of a layer is never pruned);
-* :func:`run_seed`: one training seed: train, rank the heads by every method (timing each), prune along every
-  ranking and along random orders, on the validation and test images of every split of the held-out images (one
-  engine task);
-* :func:`pruning_sweep`: every training seed on the engine (:func:`attnpaths.engine.map_tasks`), collected in
-  a :class:`PruningSweep`; :func:`split_mean`: each seed's mean over the splits, the replicate of the tests.
+"""Pruning trained models along each ranking, over training seeds (sec-pruning-curves): one seed's rankings and
+pruning curves (:func:`~attnpaths.pruning.sweep.run_seed`, one engine task), every seed's
+(:func:`~attnpaths.pruning.sweep.pruning_sweep`), and the areas under the curves (eq-pruning-auc).
 """
 
 from __future__ import annotations
@@ -576,20 +570,3 @@ def pruning_sweep(
 def _gathered(rows, key: str, gather, keys=None) -> dict:
     """``{k: gather([row[key][k] for row in rows])}`` for each ``k`` of ``keys`` (default: the first row's)."""
     return {k: gather([r[key][k] for r in rows]) for k in (keys or rows[0][key])}
-
-
-__all__ = [
-    "RANKINGS",
-    "RANKING_NAMES",
-    "SPLITS",
-    "HeadMaskEvaluator",
-    "PruningSweep",
-    "auc_table",
-    "base_accuracies",
-    "curve_auc",
-    "mean_interval",
-    "pruning_sweep",
-    "run_seed",
-    "split_mean",
-    "training_seeds",
-]

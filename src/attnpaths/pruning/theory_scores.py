@@ -2,19 +2,9 @@
 
 The paper's head score (eq-head-score) reads only the order parameter ``U``, which depends on the frozen
 attention and the data, never on the trained value weights. The scores here ask the theory what happens when a
-head goes; each is an importance (the larger, the later the head is pruned), computed from a solution of the
-theory at its minimum (:class:`attnpaths.theory.TheorySolution`) or from the trained weights:
-
-* :func:`removal_scores`: the theory's predictor with the head's paths taken out of the kernel, ``alpha = (K +
-  T I)^{-1} y`` kept (removal without retraining), its loss increase on held-out examples (eq-removal-score);
-* :func:`action_changes`: ``Delta S_h = min S(without h) - min S``, the theory solved again without the head
-  (eq-action-change);
-* :func:`action_gate_gradients`: its first-order form, ``-dS/dg_h`` at ``g = 1`` for a gate ``g_h`` on the
-  head's paths (eq-action-gate);
-* :func:`loo_scores`: the closed-form leave-one-out error of the theory's predictor without the head, minus
-  that with it (eq-loo-score);
-* :func:`trained_path_scores`: the paper's score applied to the overlaps of the trained model's own path weights
-  (eq-trained-overlap).
+head goes (eq-removal-score, eq-action-change, eq-action-gate, eq-loo-score), or apply the paper's score to the
+trained path weights (eq-trained-overlap). Each is an importance (the larger, the later the head is pruned),
+``[L, max(H)]`` with ``nan`` beyond a layer's heads.
 """
 
 from __future__ import annotations
@@ -78,8 +68,7 @@ def removal_scores(solution: TheorySolution, features, y) -> np.ndarray:
         f = routed @ (U * keep[:, None] * keep[None, :]).reshape(-1)
         return float(((f - labels) ** 2).mean())
 
-    base = loss(torch.ones(U.shape[0], dtype=torch.float64))
-    return _per_head(solution.heads, loss) - base
+    return _per_head(solution.heads, loss) - loss(torch.ones(U.shape[0], dtype=torch.float64))
 
 
 def loo_scores(solution: TheorySolution) -> np.ndarray:
@@ -201,14 +190,3 @@ def trained_path_scores(model) -> np.ndarray:
     view = head_model(model)
     w = view.path_weights()
     return head_scores((w @ w.T / view.input_width).numpy(), view.heads)
-
-
-__all__ = [
-    "THEORY_SCORES",
-    "action_changes",
-    "action_gate_gradients",
-    "head_paths",
-    "loo_scores",
-    "removal_scores",
-    "trained_path_scores",
-]

@@ -174,13 +174,8 @@ def save_models(path, config: ModelTraining, key: str, weights) -> str:
     """Write the trained weights of a sweep's seeds (a list of :class:`TrainedWeights`, in seed order) with
     their ``config`` and :func:`models_key`, and the file's SHA-256 beside it
     (:func:`attnpaths.checkpoints.save_checkpoint`); returns the SHA-256."""
-    payload = {
-        "format": MODELS_FORMAT,
-        "config": config.to_dict(),
-        "key": key,
-        "states": [w.state for w in weights],
-        "losses": [torch.from_numpy(np.asarray(w.loss)) for w in weights],
-    }
+    states, losses = [w.state for w in weights], [torch.from_numpy(np.asarray(w.loss)) for w in weights]
+    payload = {"format": MODELS_FORMAT, "config": config.to_dict(), "key": key, "states": states, "losses": losses}
     return save_checkpoint(payload, path)
 
 
@@ -196,19 +191,3 @@ def load_models(path, key: str, sha256: str | None = None) -> list[TrainedWeight
             f"{key[:12]}... (other training settings, images or seeds)"
         )
     return [TrainedWeights(state=state, loss=loss.numpy()) for state, loss in zip(payload["states"], payload["losses"])]
-
-
-__all__ = [
-    "ARCHITECTURES",
-    "ARCHITECTURE_NAMES",
-    "MODELS_FORMAT",
-    "ModelTraining",
-    "TrainedWeights",
-    "build_model",
-    "load_models",
-    "models_key",
-    "rebuild_model",
-    "save_models",
-    "train_model",
-    "trained_weights",
-]

@@ -99,9 +99,7 @@ def bayesian_attention_experiment(
     """Compare Bayes' rule with softmax attention on equal-norm keys; sweep the geometric prior's rate."""
     numpy_generator(rng)
     n, d, trials = (
-        positive_int(num_tokens, "num_tokens"),
-        positive_int(dim, "dim"),
-        positive_int(num_trials, "num_trials"),
+        positive_int(v, k) for v, k in ((num_tokens, "num_tokens"), (dim, "dim"), (num_trials, "num_trials"))
     )
     r, sigma = positive_real(key_norm, "key_norm"), positive_real(noise, "noise")
     rates = increasing_reals(rates, "rates")

@@ -1,9 +1,6 @@
-"""The claims of the chapter ``related`` (R1-R5, results of other papers) as statistical tests.
-
-Each function turns measured numbers into an :class:`attnpaths.claims.Verdict`: the chapter calls them on its
-experiments' results, and the tests call them on deliberately wrong inputs, which must come out
-``contradicted``. Every test is at the family-wise level ``level`` (default 1 %); margins of equivalence claims
-are part of the claim's statement.
+"""The claims of the chapter ``related`` (R1-R5, results of other papers) as statistical tests
+(:class:`attnpaths.claims.Verdict`), at the family-wise level ``level`` (default 1 %); the margins of
+equivalence claims are part of the claim's statement.
 """
 
 from __future__ import annotations
@@ -66,26 +63,14 @@ def scale_slopes(scales, norms) -> np.ndarray:
     return np.log(J[:, -1] / J[:, -2]) / np.log(t[-1] / t[-2])
 
 
-def growth_exponent_verdict(
-    claim: str,
-    statement: str,
-    *,
-    source: str,
-    scales,
-    norms,
-    exponent: float,
-    margin: float = 0.5,
-    level: float = LEVEL,
-) -> Verdict:
-    """R2a/R2b: the Jacobian norm grows like ``t^exponent`` at large input scales ``t``: the per-draw slopes
-    between the two largest scales (independent draws) have mean ``exponent`` within ``margin``."""
-    slopes = scale_slopes(scales, norms)
+def _growth_verdict(claim, statement, source, exponent, scales, norms, margin, level) -> Verdict:
+    """The per-draw slopes of :func:`scale_slopes` have mean ``exponent`` within ``margin``."""
     return replicate_equivalence(
         claim,
-        statement,
+        f"{statement} (slope {exponent:g} within {margin:g})",
         source=source,
         statistic="log-log slope of the Jacobian norm between the two largest scales",
-        replicates=slopes,
+        replicates=scale_slopes(scales, norms),
         reference=exponent,
         margin=margin,
         level=level,
@@ -94,44 +79,28 @@ def growth_exponent_verdict(
 
 def dot_product_growth_verdict(scales, norms, *, margin: float = 1.0, level: float = LEVEL) -> Verdict:
     """R2a: dot-product self-attention (sec-r2) is not Lipschitz: its Jacobian norm grows like ``t^2`` with the
-    input scale ``t`` (:func:`growth_exponent_verdict` with exponent 2; ``margin`` 1 is half the distance
-    from 2 to a bounded norm).
+    input scale ``t``: the per-draw slopes between the two largest scales (independent draws) have mean 2 within
+    ``margin`` (1 is half the distance from 2 to a bounded norm).
 
     Args:
         scales: ``[S]`` increasing input scales; norms: ``[draws, S]`` Jacobian norms per independent draw.
     """
-    return growth_exponent_verdict(
-        "R2a",
-        f"dot-product self-attention is not Lipschitz: its Jacobian norm grows like t^2 with the input "
-        f"scale t (slope 2 within {margin:g})",
-        source="[SRC] Kim et al. 2021 (not Lipschitz on an unbounded domain); the exponent 2 is derived in this book",
-        scales=scales,
-        norms=norms,
-        exponent=2.0,
-        margin=margin,
-        level=level,
-    )
+    statement = "dot-product self-attention is not Lipschitz: its Jacobian norm grows like t^2 with the input scale t"
+    source = "[SRC] Kim et al. 2021 (not Lipschitz on an unbounded domain); the exponent 2 is derived in this book"
+    return _growth_verdict("R2a", statement, source, 2.0, scales, norms, margin, level)
 
 
 def l2_growth_verdict(scales, norms, *, margin: float = 0.5, level: float = LEVEL) -> Verdict:
-    """R2b: L2 self-attention (rel-l2) is Lipschitz: its Jacobian norm does not grow with the input scale
-    (:func:`growth_exponent_verdict` with exponent 0; ``margin`` 0.5 is half the distance from 0 to a linear
-    growth).
+    """R2b: L2 self-attention (rel-l2) is Lipschitz: its Jacobian norm does not grow with the input scale: the
+    per-draw slopes between the two largest scales have mean 0 within ``margin`` (0.5 is half the distance from 0
+    to a linear growth).
 
     Args:
         scales: ``[S]`` increasing input scales; norms: ``[draws, S]`` Jacobian norms per independent draw.
     """
-    return growth_exponent_verdict(
-        "R2b",
-        f"L2 self-attention is Lipschitz: its Jacobian norm does not grow with the input scale (slope 0 "
-        f"within {margin:g})",
-        source="[SRC] Kim et al. 2021 (L2 self-attention is Lipschitz)",
-        scales=scales,
-        norms=norms,
-        exponent=0.0,
-        margin=margin,
-        level=level,
-    )
+    statement = "L2 self-attention is Lipschitz: its Jacobian norm does not grow with the input scale"
+    source = "[SRC] Kim et al. 2021 (L2 self-attention is Lipschitz)"
+    return _growth_verdict("R2b", statement, source, 0.0, scales, norms, margin, level)
 
 
 def adversarial_rate_verdict(

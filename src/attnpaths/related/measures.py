@@ -81,32 +81,23 @@ def measure_lipschitz_experiment(
     trials, nq = positive_int(num_trials, "num_trials"), positive_int(num_queries, "num_queries")
     d = 2
     A, V = (m / np.linalg.norm(m, 2) for m in rng.standard_normal((2, d, d)))
-    dup, ratio, ratio_mean, w1s, deltas, w1_trials, delta_trials = 0.0, [], [], [], [], [], []
-    for n in ns:
-        r_n, w_n, d_n = [], [], []
-        for _ in range(trials):
+    dup, w1, delta = 0.0, np.zeros((ns.size, trials)), np.zeros((ns.size, trials))
+    for i, n in enumerate(ns):
+        for t in range(trials):
             q = rng.uniform(-1, 1, (nq, d))
             mu, nu = rng.uniform(-1, 1, (2, int(n), d))
             out_mu = measure_attention(q, mu, A, V)
             dup = max(dup, float(np.max(np.abs(measure_attention(q, np.concatenate([mu, mu]), A, V) - out_mu))))
-            delta = float(np.max(np.linalg.norm(measure_attention(q, nu, A, V) - out_mu, axis=1)))
-            w1 = wasserstein1_uniform(mu, nu)
-            r_n.append(delta / w1)
-            w_n.append(w1)
-            d_n.append(delta)
-        ratio.append(max(r_n))
-        ratio_mean.append(np.mean(r_n))
-        w1s.append(np.mean(w_n))
-        deltas.append(np.mean(d_n))
-        w1_trials.append(w_n)
-        delta_trials.append(d_n)
+            delta[i, t] = float(np.max(np.linalg.norm(measure_attention(q, nu, A, V) - out_mu, axis=1)))
+            w1[i, t] = wasserstein1_uniform(mu, nu)
+    ratio = delta / w1
     return MeasureResult(
         num_atoms=ns,
         duplication_diff=dup,
-        ratio_max=np.array(ratio),
-        ratio_mean=np.array(ratio_mean),
-        w1_mean=np.array(w1s),
-        delta_mean=np.array(deltas),
-        w1=np.array(w1_trials),
-        delta=np.array(delta_trials),
+        ratio_max=ratio.max(axis=1),
+        ratio_mean=ratio.mean(axis=1),
+        w1_mean=w1.mean(axis=1),
+        delta_mean=delta.mean(axis=1),
+        w1=w1,
+        delta=delta,
     )

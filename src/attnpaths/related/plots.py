@@ -83,15 +83,11 @@ def plot_sequence_length(result):
     """
     n = result.num_tokens
     fig, ax = plt.subplots(figsize=(5.5, 4))
+    root_n = {"color": "0.5", "label": r"$\sqrt{n}$ through the last point"}
     norms = [
         (n, result.adversarial, "o-", {"label": "adversarial tokens"}),
         (n, result.random, "s-", {"label": "uniform in the disk (mean over draws)"}),
-        (
-            n,
-            result.adversarial[-1] * np.sqrt(n / n[-1]),
-            ":",
-            {"color": "0.5", "label": r"$\sqrt{n}$ through the last point"},
-        ),
+        (n, result.adversarial[-1] * np.sqrt(n / n[-1]), ":", root_n),
     ]
     ylabel, title = "Jacobian spectral norm (rel-jac)", "Lipschitz constant vs sequence length"
     draw_panel(ax, norms, **LOG_LOG, xlabel="sequence length $n$", ylabel=ylabel, title=title)
@@ -141,7 +137,6 @@ def plot_context_window(result):
         (None, result.window_uniform, ":", {"color": "0.5", "label": "uniform prior (= softmax attention)"}),
     ]
     xlabel, ylabel = r"geometric prior rate $\rho$", r"effective window $\exp H$ (mean over trials)"
-    draw_panel(
-        ax, windows, xscale="log", xlabel=xlabel, ylabel=ylabel, title="A prior over positions and the context window"
-    )
+    title = "A prior over positions and the context window"
+    draw_panel(ax, windows, xscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
     return finished(fig)

@@ -21,6 +21,7 @@ import torch
 
 from .._validation import as_float64_array, as_float64_tensor, numpy_generator, positive_int
 from ..attention import AttentionLayer
+from .lipschitz import SelfAttentionWeights
 
 
 def relative_residual(x) -> torch.Tensor:
@@ -43,10 +44,8 @@ class RandomSelfAttention:
     @classmethod
     def draw(cls, rng, width: int) -> RandomSelfAttention:
         """``W_Q, W_K, W_V`` with i.i.d. ``N(0, 1/d)`` entries."""
-        numpy_generator(rng)
-        d = positive_int(width, "width")
-        wq, wk, wv = (torch.from_numpy(rng.standard_normal((d, d)) / np.sqrt(d)) for _ in range(3))
-        return cls(AttentionLayer(Q=wq[None], K=wk[None]), wv)
+        weights = SelfAttentionWeights.draw(rng, width)
+        return cls(AttentionLayer(Q=weights.query[None], K=weights.key[None]), weights.value)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """``W_V x Omega`` for ``x`` ``[B, d, n]``."""
@@ -108,16 +107,9 @@ def log_residual_ratios(residuals, *, below: float = 0.1, above: float = 1e-12) 
 
 
 def network_log_ratios(residuals, *, below: float = 0.1, above: float = 1e-12) -> list[np.ndarray]:
-    """:func:`log_residual_ratios` of each network: the ratios ``log r_{l+1} / log r_l`` (sec-r1) of every row.
-
-    Args:
-        residuals: ``[networks, depth + 1]`` relative residuals, one network per row (e.g.
-            ``RankCollapseResult.residual_pure``).
-        below, above: the asymptotic regime, as in :func:`log_residual_ratios`.
-
-    Returns:
-        one ``[m_r]`` array per network, in row order (``m_r`` may be 0).
-    """
+    """:func:`log_residual_ratios` (sec-r1) of each row of ``residuals`` ``[networks, depth + 1]``, one network per
+    row (e.g. ``RankCollapseResult.residual_pure``): one ``[m_r]`` array per network, in row order (``m_r`` may be
+    0)."""
     rows = as_float64_array(residuals, "residuals", ndim=2)
     return [log_residual_ratios(row, below=below, above=above) for row in rows]
 

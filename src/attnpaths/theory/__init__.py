@@ -14,12 +14,6 @@ after one pass over the features every Newton step costs the same whatever ``P``
         stats.update(features, y)
     sol = solve_from_statistics(stats, heads=(H_1, ..., H_L), width=N, temperature=T)
 
-Modules, one job each: ``_architecture`` (heads, widths, variances from the arguments), ``_coordinates`` (the
-log-Cholesky coordinates and the action in them), ``_newton`` (the trust-region Newton minimiser), ``_solution``
-(:class:`TheorySolution`, the minimiser and its predictor), ``_minimise`` (:func:`solve`,
-:func:`solve_from_statistics`: the route, the memory check and the certificate). This package's ``__init__`` only
-gathers their public names.
-
 The minimiser works on log-Cholesky coordinates ``U_l = L_l L_l^T`` (``L_l`` lower triangular with a positive,
 exponentiated diagonal), so every iterate is positive definite by construction and no step can produce NaN.
 It is a trust-region Newton method with the exact Hessian: the derivatives of the energy and of the entropy

@@ -47,3 +47,25 @@ def fit_two_terms(sizes, seconds, exponents: tuple[float, float], constant: bool
         "crossover_within_sizes": within,
         "share_of_the_higher_term": [float(x) for x in share],
     }
+
+
+def growth_fits(sizes, times, exponents: tuple[float, float], per: str) -> dict:
+    """How ``times`` grow with ``sizes``: the power-law exponent over all sizes and between the largest two
+    (``exponent_per_<per>``, ``exponent_per_<per>_largest_two``), the ``expected_exponents`` and their two-term
+    model (``two_terms``, :func:`fit_two_terms` with a constant where there are more than three sizes)."""
+    return {
+        f"exponent_per_{per}": fit_exponent(sizes, times),
+        f"exponent_per_{per}_largest_two": fit_exponent(sizes[-2:], times[-2:]),
+        "expected_exponents": list(exponents),
+        "two_terms": fit_two_terms(sizes, times, exponents, constant=len(sizes) > 3),
+    }
+
+
+def largest_two_text(fit: dict, per: str) -> str:
+    """The exponent of :func:`growth_fits` between the largest two sizes, the terms and the crossover, in words."""
+    two = fit["two_terms"]
+    where = "none in the fit" if two["crossover"] is None else f"{two['crossover']:.3g}"
+    return (
+        f"{fit[f'exponent_per_{per}_largest_two']:.2f} between the largest two (terms {two['exponents']}, "
+        f"crossover at {where})"
+    )

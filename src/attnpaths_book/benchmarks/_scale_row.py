@@ -44,15 +44,14 @@ def _hmc_chunks(spec: dict):
     from attnpaths.hmc.streams import HMCChunks
 
     task = HMCTask(**spec["task"])
-    chunks = HMCChunks(
-        task,
-        four_path_network(task).attention,
-        seed=spec["seed"],
-        num_examples=spec["P"],
-        chunk_size=spec["chunk_size"],
-        factored_features=not spec.get("exact_features", False),
-    )
+    chunks = HMCChunks(task, four_path_network(task).attention, **_stream(spec))
     return chunks, dict(heads=HEADS, width=WIDTH, temperature=TEMPERATURE)
+
+
+def _stream(spec: dict) -> dict:
+    """The options of a row's chunks: seed, examples, chunk size and how the path features are made."""
+    factored = not spec.get("exact_features", False)
+    return dict(seed=spec["seed"], num_examples=spec["P"], chunk_size=spec["chunk_size"], factored_features=factored)
 
 
 def image_setup(task: dict):
@@ -82,16 +81,7 @@ def _image_chunks(spec: dict):
     from attnpaths.oneshot.streams import EpisodeChunks
 
     classes, encoder, attention, _ = image_setup(spec["task"])
-    chunks = EpisodeChunks(
-        classes,
-        encoder,
-        attention,
-        seed=spec["seed"],
-        num_examples=spec["P"],
-        chunk_size=spec["chunk_size"],
-        factored_features=not spec.get("exact_features", False),
-    )
-    return chunks, dict(heads=attention.heads, **IMAGE_THEORY)
+    return EpisodeChunks(classes, encoder, attention, **_stream(spec)), dict(heads=attention.heads, **IMAGE_THEORY)
 
 
 def run_row(spec: dict) -> dict:
@@ -115,20 +105,17 @@ def run_row(spec: dict) -> dict:
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CertificateWarning)  # recorded in the row's "converged"
-        if spec["route"] == "gram" and spec.get("workers", 1) > 1:
-            statistics, worker_rss = _streamed_on_workers(chunks, spec["workers"])
-            data_s = time.perf_counter() - start
-            solution = solve_from_statistics(statistics, **options)
-        elif spec["route"] == "gram" and spec.get("threads", 1) > 1:
-            statistics = _streamed_on_threads(chunks, spec["threads"])
-            data_s = time.perf_counter() - start
-            solution = solve_from_statistics(statistics, **options)
-        elif spec["route"] == "gram":
-            # one chunk a round: in this process nothing runs in parallel, and a round's statistics are held at
-            # once (16 by default: 1.2 GB at the image task's D = 3072); the sums do not depend on it
-            statistics = gram_statistics(
-                timed, chunks.num_chunks, engine=_in_process(), chunks_per_round=1, progress=False
-            )
+        if spec["route"] == "gram":
+            if spec.get("workers", 1) > 1:
+                statistics, worker_rss = _streamed_on_workers(chunks, spec["workers"])
+            elif spec.get("threads", 1) > 1:
+                statistics = _streamed_on_threads(chunks, spec["threads"])
+            else:
+                # one chunk a round: in this process nothing runs in parallel, and a round's statistics are held
+                # at once (16 by default: 1.2 GB at the image task's D = 3072); the sums do not depend on it
+                statistics = gram_statistics(
+                    timed, chunks.num_chunks, engine=_in_process(), chunks_per_round=1, progress=False
+                )
             data_s = time.perf_counter() - start
             solution = solve_from_statistics(statistics, **options)
         else:
@@ -181,18 +168,13 @@ def _streamed_on_workers(chunks, workers: int):
     """The Gram statistics of ``chunks`` streamed over an embedded cluster of ``workers`` one-thread processes
     (:func:`attnpaths.engine.start_engine`; the same bits as in-process), and each worker's peak resident memory
     in MiB at the end (the calling process's is the row's own)."""
-    import resource
-
     from attnpaths.engine import client_for, start_engine
     from attnpaths.streaming import gram_statistics
-
-    def peak_mib():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     with start_engine(workers=workers) as engine:
         statistics = gram_statistics(chunks, chunks.num_chunks, engine=engine, chunks_per_round=4 * workers,
                                      progress=False)  # fmt: skip
-        rss = sorted(client_for(engine.address).run(peak_mib).values())
+        rss = sorted(client_for(engine.address).run(_peak_rss_mib).values())
     return statistics, rss
 
 

@@ -19,13 +19,12 @@ cache held files when the run started (a run that trains the model takes minutes
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from attnpaths.json_files import read_json
-from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record
+from attnpaths_book.benchmarks.record import committed_record_path, finish_record, run_command, start_record
 from attnpaths_book.chapters import PROFILES
 from attnpaths_book.layout import BookLayout, find_root
 from attnpaths_book.runner import notebook_chapters, read_timings
@@ -73,31 +72,11 @@ def run_book(root: Path, profile: str, workers: int) -> dict:
     cache = layout.build_dir / "cache"
     cache_warm = cache.is_dir() and any(cache.iterdir())
     cpu_start = cpu_times()
+    command = [sys.executable, "-m", "attnpaths_book", "book", "--profile", profile, "--force", "--no-html"]
     start = time.perf_counter()
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "attnpaths_book",
-            "book",
-            "--profile",
-            profile,
-            "--force",
-            "--no-html",
-            "--workers",
-            str(workers),
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
+    completed = run_command([*command, "--workers", str(workers)], root, f"the book run with --workers {workers}")
     wall_s = time.perf_counter() - start
     busy = busy_fraction(cpu_start, cpu_times())
-    if completed.returncode != 0:
-        raise RuntimeError(
-            f"the book run with --workers {workers} failed (status {completed.returncode}):\n"
-            f"{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
-        )
     timings = read_timings(layout.results_dir).get(profile, {})
     notebooks = {c.name: layout.executed_notebook(c.docname) for c in notebook_chapters(layout)}
     chapters = {}
@@ -119,18 +98,9 @@ def build_html(root: Path, profile: str) -> float:
     """Wall time (s) of ``python -m attnpaths_book book --profile P --no-pdf`` right after a run of every chapter:
     the chapters are current, so it only builds the HTML book (not its PDF, which needs Chromium)."""
     start = time.perf_counter()
-    completed = subprocess.run(
-        [sys.executable, "-m", "attnpaths_book", "book", "--profile", profile, "--no-pdf"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
+    command = [sys.executable, "-m", "attnpaths_book", "book", "--profile", profile, "--no-pdf"]
+    completed = run_command(command, root, "the HTML build")
     wall_s = time.perf_counter() - start
-    if completed.returncode != 0:
-        raise RuntimeError(
-            f"the HTML build failed (status {completed.returncode}):\n{completed.stdout[-3000:]}\n"
-            f"{completed.stderr[-3000:]}"
-        )
     if "chapters: 0 executed" not in completed.stdout:
         raise RuntimeError("the HTML build executed chapters again: the timed run did not leave them current")
     return wall_s

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record
+from attnpaths_book.benchmarks.record import committed_record_path, finish_record, run_command, start_record
 from attnpaths_book.layout import find_root
 
 ABSENT_MODULES = ("dask", "distributed", "arviz", "matplotlib", "sklearn", "PIL", "papermill", "jupytext")
@@ -72,12 +72,7 @@ def clean_environment() -> dict:
 
 def run(command: list, cwd: Path, what: str) -> subprocess.CompletedProcess:
     """``command`` in ``cwd`` with :func:`clean_environment`; ``RuntimeError`` with its output if it fails."""
-    completed = subprocess.run(command, cwd=cwd, env=clean_environment(), capture_output=True, text=True)
-    if completed.returncode != 0:
-        raise RuntimeError(
-            f"{what} failed (status {completed.returncode}):\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
-        )
-    return completed
+    return run_command(command, cwd, what, env=clean_environment())
 
 
 def measure(root: Path, work: Path) -> dict:

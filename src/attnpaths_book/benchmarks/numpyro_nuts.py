@@ -8,10 +8,8 @@ blocked Gibbs sampler by the effective sample size per second of the predictor o
 over the test points; ESS and split R-hat from :func:`attnpaths.sampler.effective_sample_size` and
 :func:`attnpaths.sampler.split_rhat`).
 
-Stopping rule. After the warm-up, every chain draws ``round_samples`` more samples per round until the split
-R-hat of the predictor is at most ``rhat_target`` at every test point, or ``max_samples`` draws per chain
-are reached, or the next round would overrun ``time_budget_s`` (estimated from the last round): the report
-says which, with the R-hat after every round.
+Stopping rule: after the warm-up, rounds of draws until the predictor's split R-hat reaches its target, a draw
+limit or a time budget (``run_numpyro_nuts``); the report says which, with the R-hat after every round.
 
 Wall times. Chains run one after the other in one process (numpyro's default when the machine has one
 device), each timed on its own: the ESS per second of a sampler is the ESS of all its chains over the sum
@@ -19,11 +17,10 @@ of their wall times, warm-up (Gibbs: burn-in) included. JAX's one-off compilatio
 separately and not charged to the chains. The process's CPU time during each chain is recorded too: on a
 machine shared with other work, the ESS per CPU second is the less load-dependent figure.
 
-Uncertainty of the ratio: spread over independent repeats. Every chain is an independent run (its own
-prior start, warm-up and adaptation), so each gives an estimate ``min_b ESS_c(b) / t_c`` of a sampler's
-ESS per second from that chain alone; the ratio's uncertainty is the standard error of the difference of
-the mean log estimates of the two samplers (a factor ``exp(log_se)`` either way, about 68 %). With few
-draws per chain the single-chain ESS is rough, and so is this uncertainty: read it as an order of magnitude.
+Uncertainty of the ratio: every chain is an independent run (its own prior start, warm-up and adaptation),
+so each gives its own estimate of a sampler's ESS per second (:func:`per_chain_min_ess_per_s`), and the ratio's
+spread over them is :func:`ratio_over_repeats`. With few draws per chain the single-chain ESS is rough, and so
+is this uncertainty: read it as an order of magnitude.
 
 Threads: torch is pinned to ``--threads`` (default 1) during the run, and XLA to one thread
 (``XLA_FLAGS``) when ``--threads 1`` and JAX was not imported before :func:`main`.
@@ -73,8 +70,10 @@ from attnpaths_book.benchmarks.sampler import (
     _summary,
     add_posterior_arguments,
     add_run_arguments,
+    add_test_accuracy,
     mean_predictor_z,
     posterior_inputs,
+    posterior_sizes,
     print_summaries,
 )
 
@@ -193,50 +192,21 @@ def compare(
     """
     jax, _ = require_numpyro()
     precisions = tuple(_check_precision(p) for p in precisions)
+    settings = dict(num_warmup=num_warmup, num_chains=num_chains, round_samples=round_samples, progress=progress)
+    stopping = dict(max_samples=max_samples, rhat_target=rhat_target, time_budget_s=time_budget_s)
     with torch_threads(num_threads):
-        features = network.features(x_test)
+        features, key = network.features(x_test), jax.random.PRNGKey(seed)
+        generator = torch.Generator().manual_seed(seed)
         gibbs, gibbs_times, gibbs_cpu_times = run_gibbs_chains(
-            network,
-            x,
-            y,
-            temperature,
-            torch.Generator().manual_seed(seed),
-            gibbs_warmup,
-            gibbs_samples,
-            num_chains,
-            progress=progress,
+            network, x, y, temperature, generator, gibbs_warmup, gibbs_samples, num_chains, progress=progress
         )
         nuts = {
-            p: run_numpyro_nuts(
-                network,
-                x,
-                y,
-                temperature,
-                jax.random.PRNGKey(seed),
-                features,
-                dtype=p,
-                num_warmup=num_warmup,
-                num_chains=num_chains,
-                round_samples=round_samples,
-                max_samples=max_samples,
-                rhat_target=rhat_target,
-                time_budget_s=time_budget_s,
-                progress=progress,
-            )
+            p: run_numpyro_nuts(network, x, y, temperature, key, features, dtype=p, **settings, **stopping)
             for p in precisions
         }
+    sizes = posterior_sizes(network, torch.as_tensor(y).shape[0], features, temperature, num_threads)
     report = {
-        "sizes": {
-            "num_train": int(torch.as_tensor(y).shape[0]),
-            "num_test": int(features.shape[0]),
-            "input_width": network.input_width,
-            "heads": list(network.heads),
-            "widths": list(network.widths),
-            "temperature": float(temperature),
-            "num_threads": num_threads,
-            "xla_flags": os.environ.get("XLA_FLAGS"),
-            "seed": seed,
-        },
+        "sizes": {**sizes, "xla_flags": os.environ.get("XLA_FLAGS"), "seed": seed},
         "gibbs": _summary(gibbs, gibbs.diagnostics(features)),
         "ess_per_s_ratio": {},
         "ess_per_cpu_s_ratio": {},
@@ -253,19 +223,15 @@ def compare(
     for p, run in nuts.items():
         summary = _nuts_summary(run, features, num_chains * run.iterations, num_warmup, rhat_target, time_budget_s)
         report[f"nuts_{p}"] = summary
-        report["ess_per_s_ratio"][p] = report["gibbs"]["min_predictor_ess_per_s"] / summary["min_predictor_ess_per_s"]
-        report["ess_per_cpu_s_ratio"][p] = (
-            report["gibbs"]["min_predictor_ess_per_cpu_s"] / summary["min_predictor_ess_per_cpu_s"]
-        )
+        for ratio, per in (("ess_per_s_ratio", "per_s"), ("ess_per_cpu_s_ratio", "per_cpu_s")):
+            report[ratio][p] = report["gibbs"][f"min_predictor_ess_{per}"] / summary[f"min_predictor_ess_{per}"]
         report["ess_per_s_ratio_repeats"][p] = ratio_over_repeats(
             gibbs_per_chain, summary["per_chain_min_predictor_ess_per_s"]
         )
         report["max_mean_predictor_z"][p] = mean_predictor_z(gibbs, run.samples, features)
-    if y_test is not None:
-        y_test = torch.as_tensor(y_test, dtype=torch.float64)
-        for name, samples in [("gibbs", gibbs)] + [(f"nuts_{p}", run.samples) for p, run in nuts.items()]:
-            correct = torch.sign(samples.predict(features)) == y_test
-            report[name]["test_accuracy"] = correct.to(torch.float64).mean().item()
+    add_test_accuracy(
+        report, {"gibbs": gibbs, **{f"nuts_{p}": run.samples for p, run in nuts.items()}}, features, y_test
+    )
     return report
 
 
@@ -315,7 +281,6 @@ def main(argv=None):
     parser.add_argument(
         "--time-budget-s",
         type=float,
-        default=None,
         help="wall-time budget of each precision's NUTS run (no new round past it)",
     )
     parser.add_argument("--gibbs-warmup", type=int, default=100, help="Gibbs burn-in sweeps per chain")

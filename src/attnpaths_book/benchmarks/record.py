@@ -1,26 +1,18 @@
-"""Benchmark records: a benchmark's report saved as JSON together with where and how it was measured.
+"""Benchmark records: a benchmark's report saved as JSON together with where and how it was measured, in the
+layout of :mod:`attnpaths_book.records` (``"benchmark"``: the benchmark module's name, ``"command"``: ``python -m
+attnpaths_book bench NAME ARGS...``).
 
 A benchmark takes far longer than a chapter (the sampler comparison: about 25 minutes), so the book does not
 run it; the reproducibility chapter reads the *committed* record of the last run instead
 (``attnpaths_book/benchmarks/records/<name>.json``, shipped with the package) and shows its provenance next to its
 numbers. ``python -m attnpaths_book bench sampler --output PATH`` writes a new record; writing it over the
 committed one is how the book's numbers are refreshed.
-
-Record layout (JSON object)::
-
-    {"benchmark": name, "command": "python -m attnpaths_book bench ...", "started_utc", "finished_utc": ISO 8601,
-     "package_version", "commit": git commit of the measured sources when the run started (null outside a
-     git checkout), "commit_dirty": bool | null (uncommitted changes to tracked files at the start),
-     "machine": {"platform", "processor", "cpu_count", "load_average_1min_start", "load_average_1min" (at the
-                 end)}, "versions": {"python", "torch", ...},
-     "report": the benchmark's own report}
-
-The provenance comes from :mod:`attnpaths_book.provenance`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import subprocess
 from pathlib import Path
 
 from attnpaths_book import records
@@ -37,6 +29,7 @@ __all__ = [
     "read_record",
     "write_record",
     "finish_record",
+    "run_command",
     "torch_threads",
 ]
 
@@ -61,6 +54,17 @@ def finish_record(started: dict, report: dict, output) -> Path:
     path = write_record(make_record(started, report), output)
     print(f"record written to {path}")
     return path
+
+
+def run_command(command: list, cwd, what: str, env=None) -> subprocess.CompletedProcess:
+    """Run ``command`` in ``cwd`` (environment ``env``, default this process's), its output captured;
+    ``RuntimeError`` naming ``what``, with the end of the output, when it fails."""
+    completed = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    if completed.returncode != 0:
+        raise RuntimeError(
+            f"{what} failed (status {completed.returncode}):\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
+        )
+    return completed
 
 
 @contextlib.contextmanager

@@ -200,44 +200,46 @@ def compare_samplers(
             num_chains,
             progress=progress,
         )
-        nuts_stats = {}
+        stats = {}
         nuts = run_nuts(
-            network,
-            x,
-            y,
-            temperature,
-            generator,
-            num_warmup,
-            num_samples,
-            num_chains,
-            progress=progress,
-            stats=nuts_stats,
+            network, x, y, temperature, generator, num_warmup, num_samples, num_chains, progress=progress, stats=stats
         )
     runs = {"gibbs": gibbs, "nuts": nuts}
     diagnostics = {name: samples.diagnostics(test_features) for name, samples in runs.items()}
     report = {
-        "sizes": {
-            "num_train": int(sampler.features.shape[0]),
-            "num_test": int(test_features.shape[0]),
-            "input_width": network.input_width,
-            "heads": list(network.heads),
-            "widths": list(network.widths),
-            "temperature": float(temperature),
-            "num_threads": num_threads,
-        },
+        "sizes": posterior_sizes(network, sampler.features.shape[0], test_features, temperature, num_threads),
         **{name: _summary(runs[name], diagnostics[name]) for name in runs},
     }
     iterations = num_chains * (num_warmup + num_samples)
-    report["nuts"]["potential_evaluations_per_iteration"] = nuts_stats["potential_evaluations"] / iterations
-    report["nuts"]["step_sizes"] = nuts_stats["step_sizes"]
+    report["nuts"]["potential_evaluations_per_iteration"] = stats["potential_evaluations"] / iterations
+    report["nuts"]["step_sizes"] = stats["step_sizes"]
     report["ess_per_s_ratio"] = report["gibbs"]["min_predictor_ess_per_s"] / report["nuts"]["min_predictor_ess_per_s"]
     report["max_mean_predictor_z"] = mean_predictor_z(gibbs, nuts, test_features)
+    add_test_accuracy(report, runs, test_features, y_test)
+    return report
+
+
+def posterior_sizes(network: AttentionNetwork, num_train: int, test_features, temperature: float, threads: int) -> dict:
+    """The ``sizes`` of a comparison's report: the posterior's and the test set's, and the torch threads."""
+    return {
+        "num_train": int(num_train),
+        "num_test": int(test_features.shape[0]),
+        "input_width": network.input_width,
+        "heads": list(network.heads),
+        "widths": list(network.widths),
+        "temperature": float(temperature),
+        "num_threads": threads,
+    }
+
+
+def add_test_accuracy(report: dict, runs: dict, test_features, y_test) -> None:
+    """Add each run's ``test_accuracy`` (its mean predictor's sign against ``y_test``; nothing if None) to its
+    summary ``report[name]`` (``runs``: ``{name: PosteriorSamples}``)."""
     if y_test is not None:
         y_test = torch.as_tensor(y_test, dtype=torch.float64)
-        for name, samples in (("gibbs", gibbs), ("nuts", nuts)):
+        for name, samples in runs.items():
             correct = torch.sign(samples.predict(test_features)) == y_test
             report[name]["test_accuracy"] = correct.to(torch.float64).mean().item()
-    return report
 
 
 def _hmc_inputs(num_train: int, num_test: int):

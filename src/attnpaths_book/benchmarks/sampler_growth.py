@@ -34,7 +34,7 @@ import torch
 
 from attnpaths.network import AttentionNetwork
 from attnpaths.sampler import PosteriorSampler
-from attnpaths_book.benchmarks._fits import fit_exponent, fit_two_terms
+from attnpaths_book.benchmarks._fits import fit_exponent, growth_fits, largest_two_text
 from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record, torch_threads
 
 TEMPERATURE = 0.01
@@ -90,10 +90,7 @@ def growth(label: str, sizes, rows: list[dict]) -> dict:
     return {
         "sizes": list(sizes),
         "rows": rows,
-        "exponent_per_sweep": fit_exponent(sizes, ms),
-        "exponent_per_sweep_largest_two": fit_exponent(sizes[-2:], ms[-2:]),
-        "expected_exponents": list(EXPECTED_EXPONENTS[label]),
-        "two_terms": fit_two_terms(sizes, ms, EXPECTED_EXPONENTS[label], constant=len(sizes) > 3),
+        **growth_fits(sizes, ms, EXPECTED_EXPONENTS[label], "sweep"),
         "ess_sizes": [size for size, _ in trusted],
         "exponent_ess_per_s": ess_exponent("min_predictor_ess_per_s"),
         "exponent_ess_per_sweep": ess_exponent("min_predictor_ess_per_sweep"),
@@ -107,19 +104,16 @@ def main(argv=None) -> dict:
         prog="python -m attnpaths_book bench sampler_growth", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a check that everything runs)")
-    parser.add_argument(
-        "--widths", type=int, nargs="+", default=None, help="widths N at P = 100 (default 10 30 100 300)"
-    )
+    parser.add_argument("--widths", type=int, nargs="+", help="widths N at P = 100 (default 10 30 100 300)")
     parser.add_argument(
         "--num-train",
         type=int,
         nargs="+",
-        default=None,
         help="training-set sizes P at N = 10 (default 50 100 200 400 800)",
     )
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--warmup", type=int, default=None, help="discarded sweeps per chain (default 100)")
-    parser.add_argument("--samples", type=int, default=None, help="kept sweeps per chain (default 400)")
+    parser.add_argument("--warmup", type=int, help="discarded sweeps per chain (default 100)")
+    parser.add_argument("--samples", type=int, help="kept sweeps per chain (default 400)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (pinned, restored afterwards)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=committed_record_path("sampler_growth"))
@@ -166,13 +160,10 @@ def main(argv=None) -> dict:
         "growth": series,
     }
     for label, fit in series.items():
-        two = fit["two_terms"]
-        where = "none in the fit" if two["crossover"] is None else f"{two['crossover']:.3g}"
         print(
             f"{label}: time per sweep exponent {fit['exponent_per_sweep']:.2f} over all sizes, "
-            f"{fit['exponent_per_sweep_largest_two']:.2f} between the largest two (terms {two['exponents']}, "
-            f"crossover at {where}); ESS/s exponent {fit['exponent_ess_per_s']} over the converged sizes "
-            f"{fit['ess_sizes']}"
+            f"{largest_two_text(fit, 'sweep')}; ESS/s exponent {fit['exponent_ess_per_s']} over the converged "
+            f"sizes {fit['ess_sizes']}"
         )
     finish_record(started, report, args.output)
     return report

@@ -136,23 +136,13 @@ def dense_sizes(
     for P in candidates:
         estimate = dense_memory_gib(P, task, problem)
         if estimate > memory_gib:
-            skipped.append(
-                {
-                    "P": P,
-                    "memory_estimate_gib": estimate,
-                    "reason": f"memory estimate {estimate:.2f} GiB > {memory_gib:g} GiB",
-                }
-            )
+            reason = f"memory estimate {estimate:.2f} GiB > {memory_gib:g} GiB"
         elif P > largest:
-            skipped.append(
-                {
-                    "P": P,
-                    "memory_estimate_gib": estimate,
-                    "reason": f"P > {largest} (time: the dense factorisation grows as P^3)",
-                }
-            )
+            reason = f"P > {largest} (time: the dense factorisation grows as P^3)"
         else:
             kept.append(P)
+            continue
+        skipped.append({"P": P, "memory_estimate_gib": estimate, "reason": reason})
     return kept, skipped
 
 
@@ -202,17 +192,13 @@ def _parser() -> argparse.ArgumentParser:
         help="hmc: the hidden-Markov-chain task (default); image: the one-shot task at the authors' size "
         "(timing only: untrained attention)",
     )
-    parser.add_argument("--chunk-size", type=int, default=None, help="examples per chunk (default 1000, quick 20)")
+    parser.add_argument("--chunk-size", type=int, help="examples per chunk (default 1000, quick 20)")
     parser.add_argument(
         "--dense-memory-gib", type=float, default=4.0, help="largest memory estimate of a dense row, GiB"
     )
-    parser.add_argument(
-        "--dense-max", type=int, default=None, help="largest P of a dense row (default 8000; image task 2000)"
-    )
+    parser.add_argument("--dense-max", type=int, help="largest P of a dense row (default 8000; image task 2000)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--gram-sizes", type=int, nargs="+", default=None, help=f"P of the Gram rows (default {list(GRAM_SIZES)})"
-    )
+    parser.add_argument("--gram-sizes", type=int, nargs="+", help=f"P of the Gram rows (default {list(GRAM_SIZES)})")
     parser.add_argument("--gram-only", action="store_true", help="no dense rows (e.g. for P = 10^6 alone)")
     parser.add_argument(
         "--workers",
@@ -224,7 +210,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--threads",
         type=int,
-        default=None,
         help="the largest Gram row is run again with its chunks made on this many threads of its one process "
         "(default: the CPUs available; 1: not run again; the statistics are the same bits)",
     )
@@ -236,7 +221,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--output",
         type=Path,
-        default=None,
         help="where the record goes (default: the committed record, scale.json; with --task image, scale_image.json)",
     )
     return parser

@@ -5,17 +5,15 @@
 **Speed.** On two problems, in the same process and on one thread (``torch.set_num_threads`` and, for the
 solver's numpy and scipy work, ``threadpoolctl``'s BLAS limit; both restored afterwards), the median wall time
 over repeats of :func:`attnpaths.theory.solve` (trust-region Newton with the exact Hessian, certified) against
-the original method, Adam on the same action (:func:`adam_minimise`: one full
-matrix per ``U_l``, symmetrised at every evaluation, the GP values as start, the loss divided by the largest
-width, learning rate 0.1, stopped when ``max |dloss/dU| < 1e-5``):
+the original method, Adam on the same action (:func:`adam_minimise`, learning rate 0.1, stopped when
+``max |dloss/dU| < 1e-5``):
 
 * ``hmc``: the 4-path network of the hidden-Markov-chain task (:func:`attnpaths.hmc.four_path_network`) on the
   authors' training set, ``N = 10``, ``P = 100``, ``T = 0.01``;
-* ``image``: a 16-path problem of the one-shot image task's sizes (2 layers of 4 heads, ``P = 600`` episodes of
-  three 32 x 32 rendered glyphs, ``N0 = 64`` features per token, average pooling) that needs no training: the
-  query/key maps are drawn at random (:func:`image_problem`), three times the usual initialisation scale, which
-  makes the attention about as sharp as the trained model's and the problem about as well conditioned as the
-  one-shot chapter's (the same Newton iteration counts at ``N = 10``); ``N = 10``, ``T = 0.1``.
+* ``image``: a 16-path problem of the one-shot image task's sizes (:func:`image_problem`, ``P = 600``) that needs
+  no training: query/key maps drawn at three times the usual initialisation scale make the attention about as
+  sharp as the trained model's and the problem about as well conditioned as the one-shot chapter's (the same
+  Newton iteration counts at ``N = 10``); ``N = 10``, ``T = 0.1``.
 
 Adam on the image problem takes minutes; ``--adam-time-limit`` stops it, and the ratio is then a lower bound
 (``adam_converged`` false).
@@ -51,7 +49,7 @@ from threadpoolctl import threadpool_limits
 from attnpaths.action import EnergyEvaluator, entropy, gp_order_parameters
 from attnpaths.kernels import kernel_from_scaled, scaled_features
 from attnpaths.theory import CertificateWarning, architecture, solve
-from attnpaths_book.benchmarks._fits import fit_exponent, fit_two_terms
+from attnpaths_book.benchmarks._fits import fit_exponent, growth_fits, largest_two_text
 from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record, torch_threads
 
 #: Targets of the solver (wall time on one thread) and of its speed-up over Adam on the HMC problem.
@@ -301,17 +299,9 @@ def growth(
             f"({timed['ms_per_iteration']:.2f} ms each, {rows[-1]['energy_route']} space)",
             flush=True,
         )
-    per_iteration = [r["ms_per_iteration"] for r in rows]
-    return {
-        "width": width,
-        "temperature": temperature,
-        "rows": rows,
-        "exponent_per_iteration": fit_exponent(sizes, per_iteration),
-        "exponent_per_iteration_largest_two": fit_exponent(sizes[-2:], per_iteration[-2:]),
-        "exponent_per_solve": fit_exponent(sizes, [r["ms"] for r in rows]),
-        "expected_exponents": list(exponents),
-        "two_terms": fit_two_terms(sizes, per_iteration, exponents, constant=len(sizes) > 3),
-    }
+    fits = growth_fits(sizes, [r["ms_per_iteration"] for r in rows], exponents, "iteration")
+    solves = fit_exponent(sizes, [r["ms"] for r in rows])
+    return {"width": width, "temperature": temperature, "rows": rows, **fits, "exponent_per_solve": solves}
 
 
 def _speed(quick: bool, repeats: int, adam_repeats: int, adam: dict, cache_dir) -> dict:
@@ -363,8 +353,8 @@ def main(argv=None) -> dict:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench solver", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a check that everything runs)")
-    parser.add_argument("--repeats", type=int, default=None, help="solver runs per problem (default 21, quick 3)")
-    parser.add_argument("--adam-repeats", type=int, default=None, help="Adam runs on the HMC problem (default 3)")
+    parser.add_argument("--repeats", type=int, help="solver runs per problem (default 21, quick 3)")
+    parser.add_argument("--adam-repeats", type=int, help="Adam runs on the HMC problem (default 3)")
     parser.add_argument("--adam-lr", type=float, default=0.1)
     parser.add_argument(
         "--adam-tolerance",
@@ -413,12 +403,9 @@ def main(argv=None) -> dict:
         "growth": {"examples": by_examples, "paths": by_paths},
     }
     for key, fit in (("examples", by_examples), ("paths", by_paths)):
-        two = fit["two_terms"]
-        where = "none in the fit" if two["crossover"] is None else f"{two['crossover']:.3g}"
         print(
             f"{key}: exponent {fit['exponent_per_iteration']:.2f} per iteration over all sizes, "
-            f"{fit['exponent_per_iteration_largest_two']:.2f} between the largest two "
-            f"(terms {two['exponents']}, crossover at {where})"
+            f"{largest_two_text(fit, 'iteration')}"
         )
     finish_record(started, report, args.output)
     return report

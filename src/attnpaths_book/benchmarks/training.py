@@ -140,17 +140,15 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m attnpaths_book bench training", description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--steps", type=int, default=5, help="timed training steps (after 2 warm-up steps)")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's own)")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--commit",
-        default=None,
         help="commit of the measured sources, recorded instead of what git reads where it runs (for a "
         "copy of the tree on another machine, whose git metadata may be missing or stale)",
     )
     parser.add_argument(
         "--output",
-        default=None,
         help="where to write the record (default: _build/results/bench_training_DEVICE.json); "
         "the book reads the committed records training_cpu.json and training_cuda.json in " + str(RECORDS_DIR),
     )

@@ -279,19 +279,9 @@ def retrained_oneshot_models(
     out = []
     for trained in fit_seeds(config, dataset, seeds, device=device, progress=False):
         path = Path(model_cache_path(trained.config, dataset, str(cache_dir)))
-        sha256 = save_trained(trained, str(path))
+        sha256, key = save_trained(trained, str(path)), training_key(trained.config, dataset)
         out.append(
-            (
-                trained,
-                ModelSource(
-                    "oneshot",
-                    training_key(trained.config, dataset),
-                    "retrained",
-                    _shown(path),
-                    sha256,
-                    f"seed {trained.config.seed}",
-                ),
-            )
+            (trained, ModelSource("oneshot", key, "retrained", _shown(path), sha256, f"seed {trained.config.seed}"))
         )
     return out
 
@@ -346,22 +336,22 @@ def oneshot_claim_r(
         name: np.array([split_accuracy(m, dataset.test, num_test, episode_seed) for m in group])
         for name, group in models.items()
     }
-    verdict = retraining_agreement(
-        "R",
-        shipped=accuracy["shipped"],
-        retrained=accuracy["retrained"],
-        statistic="GD test accuracy",
-        margin_sd=margin_sd,
-        level=level,
-        what="the one-shot models",
-    )
-    power = retraining_power(
-        len(all_seeds), shift_sd=3 * margin_sd, margin_sd=margin_sd, level=level, rng=np.random.default_rng(config.seed)
-    )
+    options = dict(statistic="GD test accuracy", what="the one-shot models", margin_sd=margin_sd, level=level)
     return sources, {
         "seeds": all_seeds,
-        "shipped_accuracy": accuracy["shipped"],
-        "retrained_accuracy": accuracy["retrained"],
+        **_claim_r("R", accuracy["shipped"], accuracy["retrained"], config.seed, **options),
+    }
+
+
+def _claim_r(claim: str, shipped, retrained, power_seed: int, **options) -> dict:
+    """Claim R on the accuracies of the ``shipped`` and ``retrained`` models of the same seeds
+    (``attnpaths.experiments.retraining.retraining_agreement`` with ``options``), and its power at three margins."""
+    verdict = retraining_agreement(claim, shipped=shipped, retrained=retrained, **options)
+    margin_sd, level, rng = options["margin_sd"], options["level"], np.random.default_rng(power_seed)
+    power = retraining_power(len(shipped), shift_sd=3 * margin_sd, margin_sd=margin_sd, level=level, rng=rng)
+    return {
+        "shipped_accuracy": shipped,
+        "retrained_accuracy": np.asarray(retrained),
         "verdict": verdict.to_dict(),
         "power_at_3_margins": power["contradicted"],
     }
@@ -391,25 +381,8 @@ def pruning_claim_r(
     weights, _, shipped = pruning_weights(config, train, seeds)
     if shipped is None:
         return {}
-    shipped_accuracy = base_accuracies(config, weights, test)
-    verdict = retraining_agreement(
-        claim,
-        shipped=shipped_accuracy,
-        retrained=retrained_accuracy,
-        statistic="test accuracy",
-        margin_sd=margin_sd,
-        level=level,
-        what=f"the {name} models",
-    )
-    power = retraining_power(
-        len(seeds), shift_sd=3 * margin_sd, margin_sd=margin_sd, level=level, rng=np.random.default_rng(power_seed)
-    )
-    return {
-        "shipped_accuracy": shipped_accuracy,
-        "retrained_accuracy": np.asarray(retrained_accuracy),
-        "verdict": verdict.to_dict(),
-        "power_at_3_margins": power["contradicted"],
-    }
+    options = dict(statistic="test accuracy", what=f"the {name} models", margin_sd=margin_sd, level=level)
+    return _claim_r(claim, base_accuracies(config, weights, test), retrained_accuracy, power_seed, **options)
 
 
 def pruning_cache_path(key: str, cache_dir) -> Path:

@@ -1,16 +1,9 @@
-"""The claims of the chapter ``exchangeability`` (E1-E4) as statistical tests.
+"""The claims of the chapter ``exchangeability`` (E1-E4) as statistical tests (:class:`attnpaths.claims.Verdict`).
 
-Each function turns measured numbers into an :class:`attnpaths.claims.Verdict`: the chapters call them on their
-experiments' results, and the tests call them on deliberately wrong inputs (a wrong closed form, a wrong
-exponent, a worse estimator, reversed labels), which must come out ``contradicted``. The functions take arrays,
-not experiment results, so that a wrong input can be built from the package's public functions.
-
-Every test is at the family-wise level ``level`` (default 1 %). Margins of equivalence claims are part of the
-claim's statement (the precision it asserts), chosen between the claimed value and the nearest competing
-value, never from a calibration run.
-
-Inner modules: ``_common`` (sources, paired differences, the forms of the tests), ``_estimation`` (E1, E2),
-``_learning`` (E3, E4); the rank test of E3 is :mod:`attnpaths.exchangeability.rank_test`.
+The functions take arrays, not experiment results, so that the tests can feed them deliberately wrong inputs
+(a wrong closed form, a wrong exponent, a worse estimator, reversed labels), which must come out
+``contradicted``. Every test is at the family-wise level ``level`` (default 1 %); the margins of equivalence
+claims are part of the claim's statement, never calibrated on a run.
 """
 
 from ..rank_test import stratified_rank_test

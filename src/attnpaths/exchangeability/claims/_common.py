@@ -1,4 +1,4 @@
-"""What the chapter's claims share: their sources, paired differences and the forms of their tests."""
+"""What the chapter's claims share: paired differences and the forms of their tests."""
 
 from __future__ import annotations
 
@@ -7,34 +7,6 @@ import numpy as np
 from ..._validation import as_float64_array
 from ...claims import LEVEL, Verdict, directional_z, equivalence
 from ...statistics import loglog_slope_with_se
-
-# where the claims come from (the labels of the chapters: [SRC] the paper's abstract, [SRC-2] a secondary summary)
-SRC_SUFFICIENT = (
-    "derived in this book (standard statistics): our instance of the abstract's claim [SRC] of a "
-    "sufficient and minimal representation"
-)
-SRC_INFERENCE = (
-    "derived in this book (delta method, ex-mse): our instance of the abstract's claim [SRC] that "
-    "attention infers the conditional mean; the paper's rate could not be checked"
-)
-SRC_TILT = "derived in this book (tilted key law, ex-tilt)"
-SRC_SMOOTHING = "textbook kernel-smoothing rates for one-dimensional keys, not taken from the paper"
-SRC_CME = (
-    "derived in this book (kernel ridge regression with a vanishing ridge is consistent): our reading of "
-    "'CME attention' in a secondary summary [SRC-2]"
-)
-SRC_ERM = (
-    "derived in this book: our instance of the abstract's claim [SRC] that empirical risk minimisation "
-    "learns the desired parameter"
-)
-SRC_LENGTH_FREE = (
-    "one-sided consequence, derived in this book, of the abstract's claim [SRC] that the "
-    "generalisation error is independent of input sizes"
-)
-SRC_PROXY = (
-    "derived in this book from (ex-mse); a proxy for the abstract's condition number [SRC], whose "
-    "definition could not be checked"
-)
 
 
 def _paired(a, b, name_a: str, name_b: str) -> tuple[np.ndarray, np.ndarray]:

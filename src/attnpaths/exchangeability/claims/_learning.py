@@ -8,13 +8,20 @@ from ..._validation import as_float64_array
 from ...claims import LEVEL, Verdict, directional_z, equivalence, permutation
 from ...statistics import loglog_slope_with_se
 from ..rank_test import stratified_rank_test
-from ._common import (
-    SRC_ERM,
-    SRC_LENGTH_FREE,
-    SRC_PROXY,
-    _paired,
-    _vectors,
-    all_positive,
+from ._common import _paired, _vectors, all_positive
+
+# where the claims come from (the labels of the chapters: [SRC] the paper's abstract, [SRC-2] a secondary summary)
+SRC_ERM = (
+    "derived in this book: our instance of the abstract's claim [SRC] that empirical risk minimisation "
+    "learns the desired parameter"
+)
+SRC_LENGTH_FREE = (
+    "one-sided consequence, derived in this book, of the abstract's claim [SRC] that the "
+    "generalisation error is independent of input sizes"
+)
+SRC_PROXY = (
+    "derived in this book from (ex-mse); a proxy for the abstract's condition number [SRC], whose "
+    "definition could not be checked"
 )
 
 # --------------------------------------------------------------------------------------------------------
@@ -37,25 +44,27 @@ def approximation_verdict(mode: str, lengths, approximation, approximation_cov, 
     )
 
 
-def _excess_drop_verdict(
-    claim: str,
-    statement: str,
-    *,
-    source: str,
-    first,
-    last,
-    first_name: str,
-    last_name: str,
-    cells: str,
-    cell_names,
-    level: float,
-) -> Verdict:
-    """The claim "the excess risk of the fits at ``first`` exceeds that at ``last``", by
-    :func:`stratified_rank_test` over the cells (``first``, ``last``: ``[cells, repetitions]``)."""
+#: The axes of ``excess`` ``[J, K, R]``: its symbol, argument name, word and short word.
+_AXES = (("L", "lengths", "length", "length"), ("N", "sample_sizes", "sample size", "size"))
+
+
+def _excess_drop_verdict(claim, statement, *, source, excess, axis, values, cell_values, level) -> Verdict:
+    """The claim "the excess risk of the fits at the first entry of ``axis`` of ``excess`` ``[J, K, R]`` (values
+    ``values``) exceeds that at the last", by :func:`stratified_rank_test` over the cells, the entries of the other
+    axis (values ``cell_values``, only to name them, or ``None``)."""
+    ex = as_float64_array(excess, "excess")
+    if ex.ndim != 3 or ex.shape[axis] != values.size:
+        shape = "[J, {}, R]" if axis else "[{}, K, R]"
+        raise ValueError(f"excess must be {shape.format(values.size)}, got {ex.shape}")
+    symbol, (cell_symbol, cell_arg, cells, short) = _AXES[axis][0], _AXES[1 - axis]
+    if cell_values is None:
+        cell_names = [f"{short} {i + 1}" for i in range(ex.shape[1 - axis])]
+    else:
+        cell_names = [f"{cell_symbol} = {int(v)}" for v in as_float64_array(cell_values, cell_arg, ndim=1)]
+    first, last = np.moveaxis(ex, axis, 0)[[0, -1]]
+    first_name, last_name = f"{symbol} = {int(values[0])}", f"{symbol} = {int(values[-1])}"
     test = stratified_rank_test(first, last)
-    medians = ", ".join(
-        f"{name}: {np.median(f):.3g} -> {np.median(l):.3g}" for name, f, l in zip(cell_names, first, last)
-    )
+    medians = ", ".join(f"{n}: {np.median(f):.3g} -> {np.median(l):.3g}" for n, f, l in zip(cell_names, first, last))
     attainable = (
         ""
         if test["smallest_p"] < level
@@ -92,21 +101,15 @@ def sample_size_verdict(mode: str, sample_sizes, excess, *, level: float = LEVEL
         sample_sizes: ``[K]``; excess: ``[J, K, R]``; lengths: ``[J]`` (only to name the cells).
     """
     sizes = as_float64_array(sample_sizes, "sample_sizes", ndim=1)
-    ex = as_float64_array(excess, "excess")
-    if ex.ndim != 3 or ex.shape[1] != sizes.size:
-        raise ValueError(f"excess must be [J, {sizes.size}, R], got {ex.shape}")
-    names = range(ex.shape[0]) if lengths is None else as_float64_array(lengths, "lengths", ndim=1)
     return _excess_drop_verdict(
         f"E3.2-{mode}",
-        f"{mode}: ERM generalises: the excess test risk is lower with N = {int(sizes[-1])} "
-        f"training sequences than with N = {int(sizes[0])}",
+        f"{mode}: ERM generalises: the excess test risk is lower with N = {int(sizes[-1])} training sequences "
+        f"than with N = {int(sizes[0])}",
         source=SRC_ERM,
-        first=ex[:, 0, :],
-        last=ex[:, -1, :],
-        first_name=f"N = {int(sizes[0])}",
-        last_name=f"N = {int(sizes[-1])}",
-        cells="length",
-        cell_names=[f"L = {int(L)}" if lengths is not None else f"length {L + 1}" for L in names],
+        excess=excess,
+        axis=1,
+        values=sizes,
+        cell_values=lengths,
         level=level,
     )
 
@@ -120,21 +123,15 @@ def length_verdict(mode: str, lengths, excess, *, level: float = LEVEL, sample_s
         lengths: ``[J]``; excess: ``[J, K, R]``; sample_sizes: ``[K]`` (only to name the cells).
     """
     lengths = as_float64_array(lengths, "lengths", ndim=1)
-    ex = as_float64_array(excess, "excess")
-    if ex.ndim != 3 or ex.shape[0] != lengths.size:
-        raise ValueError(f"excess must be [{lengths.size}, K, R], got {ex.shape}")
-    names = range(ex.shape[1]) if sample_sizes is None else as_float64_array(sample_sizes, "sample_sizes", ndim=1)
     return _excess_drop_verdict(
         f"E3.3-{mode}",
-        f"{mode}: the excess test risk does not grow with L (tested as: lower at L = "
-        f"{int(lengths[-1])} than at L = {int(lengths[0])})",
+        f"{mode}: the excess test risk does not grow with L (tested as: lower at L = {int(lengths[-1])} than at "
+        f"L = {int(lengths[0])})",
         source=SRC_LENGTH_FREE,
-        first=ex[0],
-        last=ex[-1],
-        first_name=f"L = {int(lengths[0])}",
-        last_name=f"L = {int(lengths[-1])}",
-        cells="sample size",
-        cell_names=[f"N = {int(N)}" if sample_sizes is not None else f"size {N + 1}" for N in names],
+        excess=excess,
+        axis=0,
+        values=lengths,
+        cell_values=sample_sizes,
         level=level,
     )
 

@@ -1,17 +1,9 @@
 """Posterior samples at given widths: the finite network's weights (blocked Gibbs, :mod:`attnpaths.sampler`,
 eq-sampled-u) and the exact finite-width density of the order parameters (:mod:`attnpaths.order_parameter_posterior`,
-(eq-exact-density)), each summarised with its Monte-Carlo errors and the sampler's diagnostics.
-
-A chapter plans its widths with :func:`sampling_plans`, records the results with :func:`sampled_accuracy_record`,
-:func:`sampler_record` and :func:`exact_record`, compares them with the saddle point
-(:func:`saddle_point_z_max`, :func:`finite_width_shift`) and shows :func:`diagnostics_table`.
+(eq-exact-density)), each summarised with its Monte-Carlo errors and the sampler's diagnostics; their plans,
+records and comparisons with the saddle point.
 
 ``U`` matrices returned here are in figure order (the network's :attr:`~.path_data.PathNetwork.plot_order`).
-
-Modules, one job each: ``_network`` (the network's posterior at one width, :class:`PrecisionTarget`), ``_exact``
-(the exact density at one width), ``_widths`` (plans and their runs over widths and networks), ``_records``
-(results records, comparisons with the saddle point, the sampler table). This ``__init__`` only gathers their
-public names.
 """
 
 from ._exact import (

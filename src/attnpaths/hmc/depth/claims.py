@@ -1,18 +1,6 @@
-"""The depth chapter's claims (sec-depth-claims): the finite-width claims asked of networks deeper or wider than the
-paper's, as tests (any task).
-
-* :func:`exact_mean_agreement`: posterior samples of the finite network agree with the exact finite-width mean
-  of ``U`` (eq-exact-density) and with the theory's accuracy, within margins (an equivalence test,
-  :func:`attnpaths.experiments.finite_width.sample_agreement`);
-* :func:`finite_width_advantage`: at small width the theory's predictor is more accurate than the GP limit, or
-  not (a paired z-test, :func:`attnpaths.experiments.finite_width.finite_width_advantage`);
-* :func:`saddle_point_agreement`: the theory's ``U`` agrees with the exact finite-width mean where the
-  finite-width shift is small (:func:`attnpaths.experiments.finite_width.saddle_point_agreement`);
-* :func:`entropy_weight_agreement`: the samples measure the action's entropy weight as 1, within a margin;
-* :func:`cross_path_weights`: the finite network's posterior carries the theory's cross-path weights
-  (off-diagonal ``U``), their values within a margin, where the saddle point applies (an equivalence test);
-* :func:`cross_weight_decay` (a structural check, not a claim): the theory's cross weights vanish towards the
-  GP limit, where ``U`` is diagonal (eq-gp).
+"""The depth chapter's claims (sec-depth-claims): the finite-width claims of
+:mod:`attnpaths.experiments.finite_width` asked of networks deeper or wider than the paper's, and the cross-path
+weights of the theory against the samples, as tests (any task).
 
 The paper asks these questions of two-layer networks; here they are asked of other networks, so every verdict
 names this book as its source.
@@ -36,18 +24,14 @@ def _sourced(verdict: Verdict) -> Verdict:
     return dataclasses.replace(verdict, source=SOURCE)
 
 
-def _exact_widths(points, exact) -> list[int]:
+def _agreement_arguments(points, exact, reference_accuracy, margin_accuracy, margin_U, level) -> dict:
+    """The arguments of :func:`attnpaths.experiments.finite_width.sample_agreement` at the widths of ``exact``."""
     if not exact:
         raise ValueError("exact must hold the exact finite-width mean of U at one width at least")
     missing = sorted(set(exact) - set(points))
     if missing:
         raise ValueError(f"points must hold a sampled width for every exact width, missing {missing}")
-    return sorted(exact)
-
-
-def _agreement_arguments(points, exact, reference_accuracy, margin_accuracy, margin_U, level) -> dict:
-    """The arguments of :func:`attnpaths.experiments.finite_width.sample_agreement` at the widths of ``exact``."""
-    widths = _exact_widths(points, exact)
+    widths = sorted(exact)
     return dict(
         points=[points[w] for w in widths],
         reference_accuracy=reference_accuracy,

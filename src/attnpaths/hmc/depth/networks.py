@@ -41,13 +41,13 @@ import numpy as np
 import torch
 
 from ..._validation import nonnegative_real, positive_real
-from ...attention import Attention, AttentionLayer
+from ...attention import Attention
 from ...experiments.path_data import PathNetwork
 from ...paths import all_paths
 from ..anatomy import class_separation, project_path_features
 from ..data import HMCTask
 from ..heads import HEAD_VERSIONS, PAPER_BETA, _as_task, default_bos_strength, hmc_head
-from ..networks import LAYER1_BLANK_SEED, LAYER2_BLANK_SEED, LAYER2_MAIN_SEED
+from ..networks import LAYER1_BLANK_SEED, LAYER2_BLANK_SEED, LAYER2_MAIN_SEED, _last_token_attention, _perturbed_head
 
 
 def bos_closed_same_token(task, *, beta: float = PAPER_BETA, bos_self_strength: float | None = None) -> torch.Tensor:
@@ -109,8 +109,7 @@ class HeadSpec:
         """``W`` ``[N0, N0]`` of this head; blank heads are perturbed by ``perturbation`` (``p_I = p_P = p_O``)."""
         if self.bos_to_bos:
             return bos_closed_same_token(task, beta=beta)
-        p = perturbation if self.version == "blank" else 0.0
-        return hmc_head(self.version, task, beta=beta, p_I=p, p_P=p, p_O=p, seed=self.seed)
+        return _perturbed_head(task, beta, perturbation, self.version, self.seed)
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,10 +185,7 @@ def coded_network(
         codes = [s.code for s in layer]
         if len(set(codes)) != len(codes):
             raise ValueError(f"layers: the heads of layer {l + 1} must have distinct codes, got {codes}")
-    attention = Attention(
-        tuple(AttentionLayer(W=torch.stack([s.weights(task, beta, perturbation) for s in layer])) for layer in layers),
-        readout="last_token",
-    )
+    attention = _last_token_attention(layers, lambda spec: spec.weights(task, beta, perturbation))
     network = CodedHMCNetwork(
         name=name,
         label=label,

@@ -7,6 +7,7 @@ import math
 import numpy as np
 from scipy import stats
 
+from ..._validation import positive_real, probability
 from ...claims import LEVEL, Verdict, directional_z, permutation
 from ...experiments.head_pruning import pruning_sets
 from ...experiments.head_subsets import random_order_area_distribution, random_order_p_values, subset_curve
@@ -133,9 +134,7 @@ def little_loss(
     (:func:`attnpaths.claims.directional_z`): holds when the loss lies below the margin beyond doubt (``z > z_c``),
     contradicted when it lies beyond the margin beyond doubt (``z < -z_c``), not significant otherwise.
     """
-    margin = float(margin)
-    if not 0 < margin < 1:
-        raise ValueError(f"margin must be an accuracy fraction in (0, 1), got {margin!r}")
+    margin = probability(margin, "margin (an accuracy fraction)", open_interval=True)
     k = int(k)
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k!r}")
@@ -163,13 +162,10 @@ def little_loss_power(se: float, margin: float, level: float = LEVEL, df: float 
     """The power check of :func:`little_loss`: the probability that it holds were pruning free of cost (true
     difference 0), ``Phi(margin / se - Phi^{-1}(1 - level))`` (with ``df``: the noncentral t law's
     ``P(t > t_c)`` at noncentrality ``margin / se``)."""
-    if not (math.isfinite(se) and se > 0):
-        raise ValueError(f"se must be a finite number > 0, got {se!r}")
-    if not margin > 0:
-        raise ValueError(f"margin must be > 0, got {margin!r}")
+    se, margin = positive_real(se, "se"), positive_real(margin, "margin", allow_inf=True)
     if df is not None:
-        return float(stats.nct.sf(stats.t.isf(level, df), df, float(margin) / float(se)))
-    return float(stats.norm.cdf(float(margin) / float(se) - stats.norm.isf(level)))
+        return float(stats.nct.sf(stats.t.isf(level, df), df, margin / se))
+    return float(stats.norm.cdf(margin / se - stats.norm.isf(level)))
 
 
 def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = LEVEL) -> Verdict:

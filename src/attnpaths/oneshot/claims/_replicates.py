@@ -8,7 +8,7 @@ import math
 import numpy as np
 from scipy import optimize, stats
 
-from ..._validation import as_float64_array
+from ..._validation import as_float64_array, probability
 from ...claims import LEVEL, PowerCheck, Verdict, power_check, replicate_t
 from ...experiments import finite_width as fw_claims
 from ._sources import (
@@ -202,9 +202,7 @@ def best_set_over_models(claim: str, models, *, margin: float, level: float = LE
     over the draws, Bonferroni over the ``k``; contradicted when the score order costs more than the margin beyond
     doubt.
     """
-    margin = float(margin)
-    if not 0 < margin < 1:
-        raise ValueError(f"margin must be an accuracy fraction in (0, 1), got {margin!r}")
+    margin = probability(margin, "margin (an accuracy fraction)", open_interval=True)
     ks = models[0].ks
     gaps = model_means(models, lambda m: m.best_gap["theory"])
     return [

@@ -232,10 +232,10 @@ def _resolved(deviation: dict) -> np.ndarray:
     return r > 2 * se
 
 
-def _decay_slope(deviation: dict) -> tuple[float, float, float]:
+def _decay_slope(deviation: dict) -> tuple[float, float, float, float]:
     """Weighted least-squares slope of ``log r`` against ``log N`` over the resolved widths (weights from the standard
     errors of ``log r``), its standard error inflated by ``sqrt(chi^2 / dof)`` when the points scatter more than
-    their errors, and that reduced chi-square (``dof``: the resolved widths minus 2)."""
+    their errors, that reduced chi-square (``dof``: the resolved widths minus 2) and its p-value."""
     keep = _resolved(deviation)
     N, r, se = (np.asarray(deviation[k], dtype=np.float64)[keep] for k in ("N", "r", "se"))
     if N.size < 3:
@@ -244,8 +244,10 @@ def _decay_slope(deviation: dict) -> tuple[float, float, float]:
     X = np.stack([np.ones_like(x), x], axis=1)
     cov = np.linalg.inv(X.T @ (w[:, None] * X))
     beta = cov @ X.T @ (w * y)
-    chi2_dof = float(np.sum(w * (y - X @ beta) ** 2)) / (N.size - 2)
-    return float(beta[1]), float(math.sqrt(cov[1, 1] * max(1.0, chi2_dof))), chi2_dof
+    dof = N.size - 2
+    chi2_dof = float(np.sum(w * (y - X @ beta) ** 2)) / dof
+    p_fit = float(stats.chi2.sf(chi2_dof * dof, dof))
+    return float(beta[1]), float(math.sqrt(cov[1, 1] * max(1.0, chi2_dof))), chi2_dof, p_fit
 
 
 #: The standard error given to a slope that cannot be measured (fewer than 3 resolved widths): the claim is then
@@ -275,9 +277,8 @@ def deviation_decay(claim: str, deviation: dict, *, margin: float = 0.5, level: 
     distances = "r = " + ", ".join(f"{v:.3g} (N = {int(N)})" for N, v in zip(deviation["N"], deviation["r"]))
     note = f"; N = {', '.join(map(str, left_out))} within 2 standard errors of 0, left out" if left_out else ""
     if keep.sum() >= 3:
-        slope, se, chi2_dof = _decay_slope(deviation)
+        slope, se, chi2_dof, p_fit = _decay_slope(deviation)
         dof = int(keep.sum()) - 2
-        p_fit = _fit_p_value(deviation)
         measured = (
             f"Slope {slope:+.2f} +- {se:.2f} over N = {widths} ({distances}{note}; chi-square {chi2_dof * dof:.1f} "
             f"on {dof} degrees of freedom, p = {p_fit:.2g}), margin {margin:g} around -1."
@@ -308,12 +309,7 @@ def deviation_decay_power(deviation: dict, *, margin: float = 0.5, level: float 
     """The power check of :func:`deviation_decay`: the probability that it holds were the slope exactly -1, at the
     standard error of this run's slope (:func:`attnpaths.claims.equivalence_power`); 0 where the slope is not
     measured (fewer than 3 resolved widths, or a power law that its chi-square rejects at ``level``)."""
-    if _resolved(deviation).sum() < 3 or _fit_p_value(deviation) < level:
+    if _resolved(deviation).sum() < 3:
         return 0.0
-    return equivalence_power(_decay_slope(deviation)[1], margin, level)
-
-
-def _fit_p_value(deviation: dict) -> float:
-    """The chi-square p-value of :func:`_decay_slope`'s power law over the resolved widths (at least 3)."""
-    dof = int(_resolved(deviation).sum()) - 2
-    return float(stats.chi2.sf(_decay_slope(deviation)[2] * dof, dof))
+    _, se, _, p_fit = _decay_slope(deviation)
+    return 0.0 if p_fit < level else equivalence_power(se, margin, level)
