@@ -178,7 +178,11 @@ def test_module_page_documents_every_public_object(built_book, module_name):
     assert page.select_one("article h1").get_text(strip=True).rstrip("#") == module_name
     found = descriptions(page)
     expected = public_objects(module_name)
-    assert expected, f"{module_name} defines no public function or class"
+    module = importlib.import_module(module_name)
+    # a package that only describes its modules (its docstring) has a page of that text and nothing else to list
+    assert expected or (hasattr(module, "__path__") and module.__doc__), (
+        f"{module_name} defines no public function or class"
+    )
     missing = [n for n in expected if f"{module_name}.{n}" not in found]
     assert not missing, f"{module_name}: not documented on its API page: {missing}"
     empty = [n for n in expected if not found[f"{module_name}.{n}"]]
