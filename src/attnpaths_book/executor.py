@@ -284,7 +284,10 @@ _running_lock = threading.Lock()
 ERROR_LINE = re.compile(r"^\[\w+\] (ERROR|CRITICAL) \||^\S+ - (ERROR|CRITICAL) - |^Traceback \(most recent call last\)")
 """A line of the worker's or kernel's standard error that reports an error, in the log format of Jupyter's
 applications (``[IPKernelApp] ERROR | ...``), Python's default logging format (``distributed.client - ERROR -
-...``) and a traceback. A chapter whose run prints one has failed, even when every cell succeeded."""
+...``) and a traceback. A chapter whose run prints one has failed, even when every cell succeeded.
+
+:meta hide-value:
+"""
 
 
 SHUTDOWN_RACE_HEADER = "ERROR:tornado.general:Uncaught exception in ZMQStream callback"

@@ -192,12 +192,22 @@ def html_copy(html_dir) -> Path:
 _GENERATED_LINK = re.compile(rf'href="({GENERATED}/[^"#?]+)\.html[#"]')
 
 
+def _article(html: str) -> str:
+    """The page's own content: its ``<article>`` element, without the navigation every page repeats (the sidebar
+    links every generated page from every page of the toc); the whole text where there is none."""
+    start = html.find("<article")
+    end = html.find("</article>", start)
+    return html[start:end] if 0 <= start < end else html
+
+
 def book_pages(layout: BookLayout, html_dir=None) -> list[BookPage]:
     """The pages of the built book in reading order: the toc's documents (``_toc.yml``), each followed by the pages
-    generated under it that its HTML links to (``<folder>/generated/<name>.html``, in the order of first link).
-    Raises ``FileNotFoundError`` naming the first page that was not built."""
+    generated under it that its content links to (``<folder>/generated/<name>.html``, in the order of first link),
+    each printed once, after the first page that links it. Raises ``FileNotFoundError`` naming the first page that
+    was not built."""
     html_dir = Path(layout.html_dir if html_dir is None else html_dir)
     pages = []
+    seen = set()
     for docname in toc_docnames(layout.toc):
         path = html_dir / f"{docname}.html"
         if not path.is_file():
@@ -207,11 +217,11 @@ def book_pages(layout: BookLayout, html_dir=None) -> list[BookPage]:
             )
         pages.append(BookPage(docname, path))
         folder = docname.rpartition("/")[0]
-        seen = set()
-        for target in _GENERATED_LINK.findall(path.read_text(encoding="utf-8")):
-            if target not in seen and (path.parent / f"{target}.html").is_file():
-                seen.add(target)
-                pages.append(BookPage(f"{folder}/{target}" if folder else target, path.parent / f"{target}.html", 1))
+        for target in _GENERATED_LINK.findall(_article(path.read_text(encoding="utf-8"))):
+            generated = path.parent / f"{target}.html"
+            if generated not in seen and generated.is_file():
+                seen.add(generated)
+                pages.append(BookPage(f"{folder}/{target}" if folder else target, generated, 1))
     return pages
 
 

@@ -207,6 +207,27 @@ def test_book_pages_follow_the_toc_with_generated_pages_after_their_chapter(tiny
     assert all(p.path.is_file() for p in pages)
 
 
+def test_a_generated_page_is_printed_once_after_the_first_page_whose_content_links_it(tiny_book):
+    # every page's navigation links every generated page; only the article's links place them
+    root = tiny_book.root
+    write_toc(root, ["api/index", "api/companion"])
+    nav = '<nav><a href="generated/m.a.html">a</a> <a href="generated/c.x.html">x</a></nav>'
+    for docname, article in {
+        "book/api/index": '<a href="generated/m.a.html">a</a>',
+        "book/api/companion": '<a href="generated/c.x.html">x</a> <a href="generated/m.a.html">a again</a>',
+    }.items():
+        path = root / "_build" / "html" / f"{docname}.html"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"<html><body>{nav}<article>{article}</article></body></html>")
+    built_html(root, {"book/api/generated/m.a": "<h1>m.a</h1>", "book/api/generated/c.x": "<h1>c.x</h1>"})
+    assert [(p.docname, p.level) for p in pdf.book_pages(BookLayout(root))] == [
+        ("book/api/index", 0),
+        ("book/api/generated/m.a", 1),
+        ("book/api/companion", 0),
+        ("book/api/generated/c.x", 1),
+    ]
+
+
 def test_a_page_not_built_is_named(tiny_book):
     write_toc(tiny_book.root, ["intro", "model"])
     built_html(tiny_book.root, {"book/intro": "<h1>Intro</h1>"})
