@@ -10,12 +10,12 @@ average_attn_weights=False)`` returns), rows summing to one over the keys.
 * ``attention_weights(tokens)``: every layer's attention, a list of ``L`` tensors ``[B, H_l, T, T]``;
 * ``masked_output(tokens, mask)``: the model's output ``[B]`` with head ``(l, h)``'s output multiplied by
   ``mask[l, h]`` (``mask`` ``[L, max(H)]``; 1 keeps a head, 0 prunes it; entries beyond a layer's heads are 0).
-  The gradient rankings (:mod:`attnpaths.pruning.rankings`, eq-michel-importance) also pass a *batched* mask
+  The gradient rankings (:mod:`attnpaths.experiments.head_rankings`, eq-michel-importance) also pass a *batched* mask
   ``[B, L, max(H)]``, example ``b`` masked by ``mask[b]``, and differentiate the output with respect to it
   (each example's gradient in one backward pass): a model used with them accepts both shapes and keeps the
   mask's autograd graph. The library gives the mask in the tokens' floating dtype and on their device.
 * optionally ``value_norms()``: ``[L, max(H)]`` the norm of each head's value map, for
-  :func:`attnpaths.pruning.rankings.value_norms` (a model without it cannot be ranked by value norms).
+  :func:`attnpaths.experiments.head_rankings.value_norms` (a model without it cannot be ranked by value norms).
 
 Any object with these methods is a :class:`HeadModel` (a structural protocol: no base class to inherit).
 :func:`attnpaths.frozen_attention.rank_heads` needs ``attention_weights`` only;

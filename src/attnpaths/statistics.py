@@ -3,7 +3,8 @@ permutation test of rank correlation.
 
 * :func:`loglog_slope`, :func:`loglog_slope_with_se`: the slope of ``log y = a + b log x`` (and its standard
   error from the covariance of ``y``);
-* :func:`spearman_permutation_test`: Spearman's rank correlation with its exact permutation p-value.
+* :func:`spearman_permutation_test`: Spearman's rank correlation with its exact permutation p-value;
+* :func:`mean_interval`: a mean over replicates and its Student-t confidence interval.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from ._validation import as_float64_array
+from ._validation import as_float64_array, probability
 
 
 def loglog_slope(x, y) -> float:
@@ -93,3 +94,19 @@ def spearman_permutation_test(a, b) -> dict:
         vectorized=True,
     )
     return {"rho": float(stats.spearmanr(a, b).statistic), "p_value": float(test.pvalue), "n": int(a.size)}
+
+
+def mean_interval(values, confidence: float = 0.95, axis: int = 0) -> dict:
+    """Mean over ``axis`` and its two-sided Student-t confidence interval (``n - 1`` degrees of freedom).
+
+    Returns:
+        ``{"mean", "low", "high", "sd", "n"}`` (arrays over the remaining axes).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    probability(confidence, "confidence", open_interval=True)
+    n = values.shape[axis]
+    if n < 2:
+        raise ValueError(f"values must hold at least 2 replicates along axis {axis}, got {n}")
+    mean, sd = values.mean(axis=axis), values.std(axis=axis, ddof=1)
+    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
+    return {"mean": mean, "low": mean - half, "high": mean + half, "sd": sd, "n": int(n)}

@@ -123,6 +123,13 @@ class ChapterRecorder:
             self.values.setdefault("glued", {})[name] = _jsonable(value)
         return value
 
+    def glue_all(self, values: dict, *, record: bool = True) -> dict:
+        """:meth:`glue` every ``name: value`` of ``values`` (e.g. a result's ``summary()``, under the names the
+        prose uses). Returns ``values``."""
+        for name, value in values.items():
+            self.glue(name, value, record=record)
+        return values
+
     def markdown(self, name: str, text: str) -> str:
         """Glue Markdown ``text`` (a sentence or table built from computed numbers) as ``<prefix><name>``."""
         _glue(self.prefix + name, Markdown(text), display=False)

@@ -13,10 +13,10 @@ import torch
 import attnpaths
 from attnpaths.attention_stack import MultiheadAttentionStack
 from attnpaths.experiments.head_pruning import all_heads
+from attnpaths.experiments.head_rankings import attention_entropy, gradient_head_importance, value_norms
 from attnpaths.head_masks import HeadMaskEvaluator, pruning_mask
 from attnpaths.head_models import head_model, model_heads
 from attnpaths.pruning.practical import gate_fisher, iterative_gradient_order
-from attnpaths.pruning.rankings import attention_entropy, gradient_head_importance, value_norms
 from attnpaths.transformer import SumHeadTransformer
 
 N0, T, B = 4, 5, 12

@@ -139,7 +139,7 @@ def test_the_library_imports_downwards_only_and_never_the_companion():
         ("kernels.py", "from .experiments import path_data\n", "no layer above it"),
         (
             "paths.py",
-            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .pruning import rankings\n",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .pruning import sweep\n",
             "no layer above it",
         ),
         (
@@ -147,7 +147,7 @@ def test_the_library_imports_downwards_only_and_never_the_companion():
             "def f():\n    import importlib\n    return importlib.import_module('attnpaths_book.cli')\n",
             "never imports the companion",
         ),
-        ("__init__.py", "_EXPORTS['gradient_head_importance'] = 'attnpaths.pruning.rankings'\n", "no layer above it"),
+        ("__init__.py", "_EXPORTS['gradient_head_importance'] = 'attnpaths.pruning.sweep'\n", "no layer above it"),
     ],
 )
 def test_a_planted_import_is_caught(tmp_path, module, planted, rule):

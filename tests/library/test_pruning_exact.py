@@ -14,6 +14,7 @@ from helpers import assert_rounding_close
 from attnpaths.attention_stack import MultiheadAttentionStack
 from attnpaths.claims import Outcome
 from attnpaths.experiments.head_pruning import all_heads, pruning_sets
+from attnpaths.experiments.head_rankings import gradient_head_importance
 from attnpaths.experiments.head_subsets import (
     allowed_subsets,
     best_curve,
@@ -37,7 +38,6 @@ from attnpaths.pruning import claims as pr_claims
 from attnpaths.pruning.exact import TableEvaluator, subset_table
 from attnpaths.pruning.masked_outputs import gated_stack, subset_outputs
 from attnpaths.pruning.practical import fisher_pruning_sets, gate_fisher, iterative_gradient_order
-from attnpaths.pruning.rankings import gradient_head_importance
 from attnpaths.pruning.theory_scores import (
     action_changes,
     action_gate_gradients,

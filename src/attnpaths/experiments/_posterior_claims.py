@@ -18,6 +18,19 @@ SOURCE_VARIANCE_EXACT = "derived in this book (the samples' predictor variance a
 SADDLE_MAX_EPSILON = 0.05
 
 
+def saddle_widths(widths, num_paths: int, max_epsilon: float, holder: str) -> list:
+    """The widths ``N`` among ``widths`` (sorted) where the saddle point's relative error scale ``(n + 1) / N``,
+    ``n = num_paths``, is at most ``max_epsilon``: those at which the theory is compared with the posterior.
+    ``ValueError`` saying "``holder`` N with ..." (e.g. ``"points must hold a sampled width"``) when there is none."""
+    compared = sorted(w for w in widths if (num_paths + 1) / w <= max_epsilon)
+    if not compared:
+        raise ValueError(
+            f"{holder} N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
+            f"(N >= {(num_paths + 1) / max_epsilon:g}), got {sorted(widths)}"
+        )
+    return compared
+
+
 def entropy_weight_estimate(*, points, exact, reference_scale: float = 1.0) -> dict:
     """The entropy weight at which the exact density (eq-exact-density) reproduces the network's posterior samples.
 
@@ -120,20 +133,16 @@ def entropy_weight_agreement(
     )
 
 
-def _variance_entries(points, theory_variance, num_paths: int, max_epsilon: float):
-    """``(widths, deviation, se, sampled, theory)`` of :func:`predictor_variance_agreement`: per width with
+def _variance_entries(*, points, theory_variance, num_paths: int, max_epsilon: float = SADDLE_MAX_EPSILON):
+    """``(widths, deviation, se, sampled, theory)`` of :func:`predictor_variance_agreement` (its arguments but
+    ``claim``, ``margin``, ``level`` and ``where``): per width with
     ``(n + 1) / N <= max_epsilon``, the test-set average of the sampled posterior variance of ``f`` relative to
     the theory's, minus 1, and its relative Monte-Carlo standard error."""
     points = dict(points)
     num_paths = int(num_paths)
     if num_paths < 1:
         raise ValueError(f"num_paths must be an integer >= 1, got {num_paths!r}")
-    widths = sorted(w for w in points if (num_paths + 1) / w <= max_epsilon)
-    if not widths:
-        raise ValueError(
-            f"points must hold a sampled width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
-            f"(N >= {(num_paths + 1) / max_epsilon:g}), got {sorted(points)}"
-        )
+    widths = saddle_widths(points, num_paths, max_epsilon, "points must hold a sampled width")
     missing = [w for w in widths if w not in theory_variance]
     if missing:
         raise ValueError(f"theory_variance must hold every compared width {widths}, missing {missing}")
@@ -180,32 +189,16 @@ def _relative_variances(points, reference: dict):
     return np.array(deviation), np.array(se), np.array(sampled), np.array(values)
 
 
-def predictor_variance_agreement_power(
-    *,
-    points,
-    theory_variance,
-    num_paths: int,
-    margin: float = 0.1,
-    max_epsilon: float = SADDLE_MAX_EPSILON,
-    level: float = 0.01,
-) -> float:
-    """The power check of :func:`predictor_variance_agreement` with the same arguments: the probability that its
-    test declares agreement if the theory's variance were exactly the posterior's, at the samples' Monte-Carlo
-    errors (:func:`attnpaths.claims.equivalence_power`)."""
-    _, _, se, _, _ = _variance_entries(points, theory_variance, num_paths, max_epsilon)
+def predictor_variance_agreement_power(*, margin: float = 0.1, level: float = 0.01, **arguments) -> float:
+    """The power check of :func:`predictor_variance_agreement` with the same arguments (but ``claim`` and
+    ``where``): the probability that its test declares agreement if the theory's variance were exactly the
+    posterior's, at the samples' Monte-Carlo errors (:func:`attnpaths.claims.equivalence_power`)."""
+    _, _, se, _, _ = _variance_entries(**arguments)
     return equivalence_power(se, margin, level)
 
 
 def predictor_variance_agreement(
-    claim: str,
-    *,
-    points,
-    theory_variance,
-    num_paths: int,
-    margin: float = 0.1,
-    max_epsilon: float = SADDLE_MAX_EPSILON,
-    level: float = 0.01,
-    where: str = "",
+    claim: str, *, margin: float = 0.1, level: float = 0.01, where: str = "", **arguments
 ) -> Verdict:
     """Claim: the theory's predictor variance (eq-predictor) is the posterior variance of the finite network's
     output, on average over the test points, at the widths where the saddle point applies. Point by point the two
@@ -224,7 +217,7 @@ def predictor_variance_agreement(
             (:func:`attnpaths.experiments.kernel_pcs.predictor_variance` at the theory's ``U``).
         num_paths: ``n``; only the widths with ``(n + 1) / N <= max_epsilon`` are compared (the saddle point's
             relative error scale, :func:`attnpaths.experiments.sampling.finite_width_epsilon`, as in
-            :func:`saddle_point_agreement`).
+            :func:`saddle_point_agreement`); max_epsilon: default :data:`SADDLE_MAX_EPSILON`.
         margin: the largest relative deviation that counts as agreement.
 
     Test: :func:`attnpaths.claims.equivalence` of the relative deviations against ``margin`` (Bonferroni over the
@@ -236,7 +229,7 @@ def predictor_variance_agreement(
         f"points{where}",
         SOURCE_VARIANCE,
         "theory",
-        _variance_entries(points, theory_variance, num_paths, max_epsilon),
+        _variance_entries(**arguments),
         lambda w, s, t, d, e: f"N = {w}: sampled {s:.4f} +- {e * t:.4f}, theory {t:.4f} ({d:+.1%})",
         margin,
         level,

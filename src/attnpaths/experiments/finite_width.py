@@ -31,6 +31,7 @@ from ._posterior_claims import (
     exact_variance_agreement_power,
     predictor_variance_agreement,
     predictor_variance_agreement_power,
+    saddle_widths,
 )
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "predictor_variance_agreement_power",
     "saddle_point_agreement",
     "saddle_point_agreement_power",
+    "saddle_widths",
     "sample_agreement",
     "sample_agreement_power",
 ]
@@ -338,10 +340,17 @@ def _layers(first, upper, name: str) -> list[tuple]:
 
 
 def _agreement_entries(
-    points, reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U, reference_upper=None
+    *,
+    points,
+    reference_accuracy,
+    reference_U,
+    reference_U_se=None,
+    margin_accuracy: float = 0.02,
+    margin_U: float = 0.1,
+    reference_upper=None,
 ):
-    """``(deviation, se, margin, names)`` of the numbers that :func:`sample_agreement` compares; each ``U`` entry's
-    margin is ``margin_U sqrt(ref_ii ref_jj)``."""
+    """``(deviation, se, margin, names)`` of the numbers that :func:`sample_agreement` compares (its arguments but
+    ``claim``, ``level``, ``reference`` and ``where``); each ``U`` entry's margin is ``margin_U sqrt(ref_ii ref_jj)``."""
     points = list(points)
     if not points:
         raise ValueError("points must hold at least one sampled width")
@@ -368,39 +377,16 @@ def _agreement_entries(
     return (*map(np.array, entries[:3]), entries[3])
 
 
-def sample_agreement_power(
-    *,
-    points,
-    reference_accuracy,
-    reference_U,
-    reference_U_se=None,
-    margin_accuracy: float = 0.02,
-    margin_U: float = 0.1,
-    level: float = 0.01,
-    reference_upper=None,
-) -> float:
-    """The power check of :func:`sample_agreement` with the same arguments: the probability that its test
-    declares agreement if the samples matched the reference exactly, given the Monte-Carlo errors
-    (:func:`attnpaths.claims.equivalence_power`)."""
-    _, se, margin, _ = _agreement_entries(
-        list(points), reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U, reference_upper
-    )
+def sample_agreement_power(*, level: float = 0.01, **arguments) -> float:
+    """The power check of :func:`sample_agreement` with the same arguments (but ``claim``, ``reference`` and
+    ``where``): the probability that its test declares agreement if the samples matched the reference exactly,
+    given the Monte-Carlo errors (:func:`attnpaths.claims.equivalence_power`)."""
+    _, se, margin, _ = _agreement_entries(**arguments)
     return equivalence_power(se, margin, level)
 
 
 def sample_agreement(
-    claim: str,
-    *,
-    points,
-    reference_accuracy,
-    reference_U,
-    reference_U_se=None,
-    margin_accuracy: float = 0.02,
-    margin_U: float = 0.1,
-    level: float = 0.01,
-    reference: str = "the theory",
-    where: str = "",
-    reference_upper=None,
+    claim: str, *, level: float = 0.01, reference: str = "the theory", where: str = "", **arguments
 ) -> Verdict:
     """Claim: posterior samples of the finite network agree with a reference at every sampled width.
 
@@ -413,8 +399,8 @@ def sample_agreement(
         reference_U: ``{width: [n, n]}`` reference order parameters (the theory's saddle point or the exact
             finite-width posterior mean).
         reference_U_se: ``{width: [n, n]}`` Monte-Carlo errors of ``reference_U`` (``None``: exact numbers).
-        margin_accuracy: agreement margin of the accuracy (absolute).
-        margin_U: agreement margin of ``U_ij`` relative to ``sqrt(U_ii U_jj)`` of the reference.
+        margin_accuracy: agreement margin of the accuracy (absolute; default 0.02).
+        margin_U: agreement margin of ``U_ij`` relative to ``sqrt(U_ii U_jj)`` of the reference (default 0.1).
         reference_upper: ``{width: ((U_2, ..., U_L), (se_2, ..., se_L))}``: the order parameters of the layers
             above the first (eq-exact-density), compared with the points' ``U_upper`` in the same way; ``None``: the
             first layer only.
@@ -423,9 +409,7 @@ def sample_agreement(
     entries together (Bonferroni over all of them): holds when each lies within its margin beyond
     Monte-Carlo doubt, contradicted when one lies outside it beyond Monte-Carlo doubt.
     """
-    deviation, se, margin, names = _agreement_entries(
-        points, reference_accuracy, reference_U, reference_U_se, margin_accuracy, margin_U, reference_upper
-    )
+    deviation, se, margin, names = _agreement_entries(**arguments)
     worst = int(np.argmax(np.abs(deviation) / margin))
     acc_dev = deviation[[n.startswith("accuracy") for n in names]]
     measured = (
@@ -447,16 +431,19 @@ def sample_agreement(
 
 
 def _saddle_entries(
-    exact, theory_U, num_paths: int, margin_fw: float, max_epsilon: float, u_gp: float, theory_upper=None
+    *,
+    exact,
+    theory_U,
+    num_paths: int,
+    margin_fw: float = 0.04,
+    max_epsilon: float = SADDLE_MAX_EPSILON,
+    u_gp: float = 1.0,
+    theory_upper=None,
 ):
-    """``(widths, deviation, se, margin, names)`` of :func:`saddle_point_agreement` at the widths where
-    ``(n + 1) / N <= max_epsilon``; each entry's margin is ``margin_fw max_ij |U_exact - u_gp I|`` of its layer."""
-    widths = sorted(w for w in exact if (num_paths + 1) / w <= max_epsilon)
-    if not widths:
-        raise ValueError(
-            f"exact must hold a width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
-            f"(N >= {(num_paths + 1) / max_epsilon:g}), got {sorted(exact)}"
-        )
+    """``(scope, deviation, se, margin, names)`` of :func:`saddle_point_agreement` (its arguments but ``claim``,
+    ``level`` and ``where``) at the widths where ``(n + 1) / N <= max_epsilon``; each entry's margin is
+    ``margin_fw max_ij |U_exact - u_gp I|`` of its layer, and ``scope`` words the widths and the margin."""
+    widths = saddle_widths(exact, num_paths, max_epsilon, "exact must hold a width")
     entries = [], [], [], []
     for w in widths:
         e = exact[w]
@@ -468,40 +455,19 @@ def _saddle_entries(
             margin = np.full(ref.shape, margin_fw * float(np.abs(ref - u_gp * np.eye(ref.shape[-1])).max()))
             for entry, values in zip(entries, _upper_entries(U - ref, se, margin, label, w)):
                 entry.extend(values)
-    return widths, *map(np.array, entries[:3]), entries[3]
+    scope = f"At N = {', '.join(map(str, widths))} (margin {margin_fw:g} of max|U_exact - U_GP| per width)"
+    return scope, *map(np.array, entries[:3]), entries[3]
 
 
-def saddle_point_agreement_power(
-    *,
-    exact,
-    theory_U,
-    num_paths: int,
-    margin_fw: float = 0.04,
-    max_epsilon: float = SADDLE_MAX_EPSILON,
-    u_gp: float = 1.0,
-    level: float = 0.01,
-    theory_upper=None,
-) -> float:
-    """The power check of :func:`saddle_point_agreement` with the same arguments: the probability that its test
-    declares agreement if the theory's ``U`` were exactly the exact finite-width mean, given that mean's
-    Monte-Carlo errors (:func:`attnpaths.claims.equivalence_power`)."""
-    _, _, se, margin, _ = _saddle_entries(exact, theory_U, num_paths, margin_fw, max_epsilon, u_gp, theory_upper)
+def saddle_point_agreement_power(*, level: float = 0.01, **arguments) -> float:
+    """The power check of :func:`saddle_point_agreement` with the same arguments (but ``claim`` and ``where``): the
+    probability that its test declares agreement if the theory's ``U`` were exactly the exact finite-width mean,
+    given that mean's Monte-Carlo errors (:func:`attnpaths.claims.equivalence_power`)."""
+    _, _, se, margin, _ = _saddle_entries(**arguments)
     return equivalence_power(se, margin, level)
 
 
-def saddle_point_agreement(
-    claim: str,
-    *,
-    exact,
-    theory_U,
-    num_paths: int,
-    margin_fw: float = 0.04,
-    max_epsilon: float = SADDLE_MAX_EPSILON,
-    u_gp: float = 1.0,
-    level: float = 0.01,
-    where: str = "",
-    theory_upper=None,
-) -> Verdict:
+def saddle_point_agreement(claim: str, *, level: float = 0.01, where: str = "", **arguments) -> Verdict:
     """Claim: the theory's ``U`` (the saddle point of the action, eq-action) agrees with the exact finite-width
     posterior mean of ``U`` (eq-exact-density) to a small fraction of the finite-width effect.
 
@@ -516,7 +482,8 @@ def saddle_point_agreement(
         num_paths: ``n``; only the widths with ``(n + 1) / N <= max_epsilon`` are compared
             (:func:`attnpaths.experiments.sampling.finite_width_epsilon`: the saddle point's relative error scale).
         margin_fw: the margin of every entry at width ``N``, as a fraction of that width's finite-width effect
-            ``max_ij |U_exact - u_gp I|`` (of the same layer).
+            ``max_ij |U_exact - u_gp I|`` (of the same layer; default 0.04); max_epsilon: default
+            :data:`SADDLE_MAX_EPSILON`; u_gp: the GP limit's diagonal of ``U`` (default 1).
         theory_upper: ``{width: (U_2, ..., U_L)}``, the theory's order parameters of the layers above the first,
             compared with ``exact[width].U_upper`` in the same way (their GP value is also ``u_gp I``: unit weight
             variances); ``None``: the first layer only.
@@ -524,9 +491,7 @@ def saddle_point_agreement(
     Test: :func:`attnpaths.claims.equivalence` of ``U_theory - U_exact`` against those margins; raises
     ``ValueError`` when no width qualifies.
     """
-    widths, deviation, se, margin, names = _saddle_entries(
-        exact, theory_U, num_paths, margin_fw, max_epsilon, u_gp, theory_upper
-    )
+    scope, deviation, se, margin, names = _saddle_entries(**arguments)
     worst = int(np.argmax(np.abs(deviation) / margin))
     return equivalence(
         claim,
@@ -538,8 +503,7 @@ def saddle_point_agreement(
         margin=margin,
         level=level,
         measured=(
-            f"At N = {', '.join(map(str, widths))} (margin {margin_fw:g} of max|U_exact - U_GP| per width): "
-            f"largest |U_theory - U_exact| / margin {abs(deviation[worst]) / margin[worst]:.2f} "
+            f"{scope}: largest |U_theory - U_exact| / margin {abs(deviation[worst]) / margin[worst]:.2f} "
             f"({names[worst]}: deviation {deviation[worst]:+.4f}, margin {margin[worst]:.4f}, Monte-Carlo se "
             f"{se[worst]:.4f}){where}."
         ),

@@ -82,3 +82,19 @@ def random_orders(heads, num_orders: int, rng: np.random.Generator) -> list[list
     numpy_generator(rng)
     pairs = all_heads(heads)
     return [[pairs[i] for i in rng.permutation(len(pairs))] for _ in range(num_orders)]
+
+
+def curve_auc(curves) -> np.ndarray:
+    """Normalised area under accuracy-vs-heads-pruned curves (eq-pruning-auc): the trapezoidal area over
+    ``k = 0..K`` divided by ``K``, an accuracy between 0 and 1.
+
+    Args:
+        curves: ``[..., K + 1]`` with ``K >= 1``.
+
+    Returns:
+        ``[...]``.
+    """
+    curves = np.asarray(curves, dtype=np.float64)
+    if curves.ndim < 1 or curves.shape[-1] < 2:
+        raise ValueError(f"curves must have a last axis of K + 1 >= 2 points, got shape {curves.shape}")
+    return np.trapezoid(curves, axis=-1) / (curves.shape[-1] - 1)

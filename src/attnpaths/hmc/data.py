@@ -514,19 +514,7 @@ def sample_inputs(task: HMCTask, num_examples: int, generator: torch.Generator) 
 
 
 def markov_optionE(
-    num_examples: int,
-    generator: torch.Generator,
-    *,
-    p_a_plus: float = 0.7,
-    p_a_minus: float = 0.7,
-    p_b_plus: float = 0.3,
-    p_b_minus: float = 0.3,
-    seq_len: int = 30,
-    feature_width: int = 200,
-    sigma_perp: float = 1.0,
-    sigma_A: float = 1.0,
-    sigma_B: float = 1.0,
-    dense: bool | None = None,
+    num_examples: int, generator: torch.Generator, *, dense: bool | None = None, **parameters
 ) -> HMCDataset:
     """Draw the HMC data set ``markov_optionE`` (sec-hmc-task).
 
@@ -534,32 +522,18 @@ def markov_optionE(
         num_examples: ``P``, even; the first ``P/2`` examples are class a (``y = +1``), the rest class b.
         generator: CPU ``torch.Generator``; ``torch.Generator().manual_seed(s)`` reproduces the authors'
             ``seed_everything(s)`` draws (see the module docstring).
-        p_a_plus, p_a_minus, p_b_plus, p_b_minus: stay probabilities (paper: 0.7, 0.7, 0.3, 0.3).
-        seq_len: ``T_seq`` (paper: 30).
-        feature_width: ``N_f``, even (paper: 200).
-        sigma_perp: paper's perpendicular noise, code ``out_of_plane_noise_strength`` (1 in Fig. 2c,d; 5 in 2e).
-        sigma_A: in-plane noise along ``v_+ + v_-``, code ``parallel_noise_strength`` (paper runs: 1).
-        sigma_B: in-plane noise along ``v_+ - v_-``, code ``perpendicular_noise_strength`` (paper runs: 1).
         dense: ``True``: ``x`` and the noise are tensors; ``False``: :class:`HMCBlocks`, the same numbers made block
             by block on demand (``eta`` is drawn once now to leave ``generator`` past the set, and again when
             they are made); ``None`` (default): tensors while ``x`` takes at most 512 MiB (about 9,000 sequences
             of the paper's task), else blocks.
+        parameters: :class:`HMCTask` fields overriding the paper's defaults (the stay probabilities ``p_a_plus``,
+            ``p_a_minus``, ``p_b_plus``, ``p_b_minus``, ``seq_len``, ``feature_width`` and the noise strengths
+            ``sigma_perp``, ``sigma_A``, ``sigma_B``).
 
     Returns:
         :class:`HMCDataset` with ``x`` of shape ``[P, N_f + T_seq + 1, T_seq + 1]``.
     """
-    task = HMCTask(
-        p_a_plus=p_a_plus,
-        p_a_minus=p_a_minus,
-        p_b_plus=p_b_plus,
-        p_b_minus=p_b_minus,
-        seq_len=seq_len,
-        feature_width=feature_width,
-        sigma_perp=sigma_perp,
-        sigma_A=sigma_A,
-        sigma_B=sigma_B,
-    )
-    return task.sample(num_examples, generator, dense=dense)
+    return HMCTask(**parameters).sample(num_examples, generator, dense=dense)
 
 
 def _paper_set(seed: int, num_examples: int, dense: bool | None, parameters: dict) -> HMCDataset:

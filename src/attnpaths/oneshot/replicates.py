@@ -288,19 +288,11 @@ class ModelReplicates:
         return out
 
 
-def model_replicates(
-    trained: TrainedModel,
-    dataset,
-    settings: ReplicateSettings,
-    *,
-    index: int,
-    data: PathData | None = None,
-    table=None,
-) -> ModelReplicates:
-    """Every draw of one model (:func:`model_evaluation`, then :func:`draw_replicate` for each draw, in this
-    process): one engine task of :func:`replicates`."""
+def model_replicates(trained: TrainedModel, dataset, settings: ReplicateSettings, **evaluation) -> ModelReplicates:
+    """Every draw of one model (:func:`model_evaluation` with these arguments, then :func:`draw_replicate` for each
+    draw, in this process): one engine task of :func:`replicates`."""
     start = time.perf_counter()
-    model = model_evaluation(trained, dataset, settings, index=index, data=data, table=table)
+    model = model_evaluation(trained, dataset, settings, **evaluation)
     evaluated = time.perf_counter()
     results = [draw_replicate(model, dataset.train, settings, d) for d in range(settings.draws)]
     names = tuple(results[0]["theories"])

@@ -12,6 +12,7 @@ import torch
 
 from .._validation import as_float64_tensor
 from ..attention_stack import MultiheadAttentionStack
+from ..experiments.head_rankings import path_outputs
 from ..head_models import head_model
 
 
@@ -92,41 +93,3 @@ def subset_outputs(model, x) -> torch.Tensor:
                     for mask in masks
                 ]
             ).reshape(len(masks) * V, B, *h.shape[2:])
-
-
-def path_outputs(model, x) -> torch.Tensor:
-    """Each attention path's contribution to the output of a model whose output is multilinear in its head masks
-    (:attr:`~attnpaths.head_models.LayeredHeadModel.multilinear_in_mask`): ``c[b, pi]`` with
-    ``masked_output(tokens, mask)[b] = sum_pi c[b, pi] prod_l mask[l, pi_l]`` for every mask, paths in flat order
-    (``h_1`` slowest).
-
-    Each layer runs once per path through the layers before it, on the input that path alone gives it; the last
-    layer on the attention averaged over queries (:meth:`~attnpaths.head_models.LayeredHeadModel.pooled_heads`).
-
-    Args:
-        model: such a model or its :class:`~attnpaths.head_models.LayeredHeadModel`; x: ``[B, N0, T]``
-            (``tokens.transpose(1, 2)``).
-
-    Returns:
-        float64 ``[B, n_paths]``.
-    """
-    view = head_model(model)
-    if not view.multilinear_in_mask:
-        raise ValueError(
-            f"the output of a {type(view).__name__} is not multilinear in its head masks (its attention "
-            "reads the masked layers, or it has biases)"
-        )
-    tokens = view.check_tokens(as_float64_tensor(x, "x").transpose(1, 2))
-    last = len(view.heads) - 1
-    with torch.no_grad():
-        inputs = [view.embed_tokens(tokens)]  # one per path through the layers so far, in flat order
-        for index in range(len(view.heads)):
-            attention = view.layer_attention(index, None, tokens)
-            if index == last:
-                return torch.cat([view.head_terms(view.pooled_heads(index, h, attention))[0] for h in inputs], dim=1)
-            units = torch.eye(view.heads[index], dtype=torch.float64)
-            inputs = [
-                view.combine_heads(index, heads_out, unit[None])
-                for heads_out in (view.layer_heads(index, h, attention) for h in inputs)
-                for unit in units
-            ]

@@ -1,5 +1,5 @@
 """Figures of the pruning chapter. Every function returns the :class:`matplotlib.figure.Figure` it drew and
-computes nothing beyond the means and confidence intervals it shows (:func:`~.sweep.mean_interval`, over
+computes nothing beyond the means and confidence intervals it shows (:func:`attnpaths.statistics.mean_interval`, over
 training seeds); the numbers come from :mod:`attnpaths.pruning.sweep`."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _style(name: str) -> dict:
 
 
 def _error(interval) -> list:
-    """``[mean - low, high - mean]`` of a :func:`~.sweep.mean_interval`, the error bars of its mean."""
+    """``[mean - low, high - mean]`` of a :func:`attnpaths.statistics.mean_interval`, the error bars of its mean."""
     return [interval["mean"] - interval["low"], interval["high"] - interval["mean"]]
 
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from .._validation import positive_int
 from ..experiments.head_pruning import all_heads, prune_in_turn
+from ..experiments.head_rankings import GateGradients
 from ..head_masks import pruning_mask
-from .rankings import GateGradients
 
 
 def iterative_gradient_order(model, tokens, targets, *, normalize: bool = True) -> list[tuple[int, int]]:
@@ -22,7 +22,7 @@ def iterative_gradient_order(model, tokens, targets, *, normalize: bool = True) 
 
     Args:
         model: a :class:`~attnpaths.head_models.HeadModel` (as for
-            :func:`~attnpaths.pruning.rankings.gradient_head_importance`).
+            :func:`~attnpaths.experiments.head_rankings.gradient_head_importance`).
         tokens: ``[P, T, D]``.
         targets: ``[P]``.
 

@@ -6,18 +6,17 @@ pruning curves (:func:`~attnpaths.pruning.sweep.run_seed`, one engine task), eve
 from __future__ import annotations
 
 import functools
-import math
 import time
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
-from .._validation import increasing_reals, int_at_least, positive_int, probability
+from .._validation import increasing_reals, int_at_least, positive_int
 from ..devices import torch_device
 from ..engine import map_tasks, task_seed
-from ..experiments.head_pruning import pruning_sets
+from ..experiments.head_pruning import curve_auc, pruning_sets
+from ..experiments.head_rankings import attention_entropy, gradient_head_importance, value_norms
 from ..experiments.head_subsets import (
     best_curve,
     greedy_order,
@@ -31,11 +30,11 @@ from ..head_masks import HeadMaskEvaluator
 from ..head_models import attention_error, head_model
 from ..head_scoring import head_scores, pruning_order
 from ..paths import path_features
+from ..statistics import mean_interval
 from ..theory import CertificateWarning, classification_accuracy, parse_widths
 from .digits import PatchDigits
 from .exact import subset_outcomes
 from .practical import fisher_pruning_sets, iterative_gradient_order
-from .rankings import attention_entropy, gradient_head_importance, value_norms
 from .theory_scores import (
     THEORY_SCORES,
     action_changes,
@@ -71,22 +70,6 @@ RANKING_NAMES = {
 }
 #: The splits every pruning curve is measured on.
 SPLITS = ("validation", "test")
-
-
-def curve_auc(curves) -> np.ndarray:
-    """Normalised area under accuracy-vs-heads-pruned curves (eq-pruning-auc): the trapezoidal area over
-    ``k = 0..K`` divided by ``K``, an accuracy between 0 and 1.
-
-    Args:
-        curves: ``[..., K + 1]`` with ``K >= 1``.
-
-    Returns:
-        ``[...]``.
-    """
-    curves = np.asarray(curves, dtype=np.float64)
-    if curves.ndim < 1 or curves.shape[-1] < 2:
-        raise ValueError(f"curves must have a last axis of K + 1 >= 2 points, got shape {curves.shape}")
-    return np.trapezoid(curves, axis=-1) / (curves.shape[-1] - 1)
 
 
 def _order_labels(order) -> list[str]:
@@ -325,22 +308,6 @@ def base_accuracies(training: ModelTraining, weights, test: PatchDigits) -> np.n
             for w in weights
         ]
     )
-
-
-def mean_interval(values, confidence: float = 0.95, axis: int = 0) -> dict:
-    """Mean over ``axis`` and its two-sided Student-t confidence interval (``n - 1`` degrees of freedom).
-
-    Returns:
-        ``{"mean", "low", "high", "sd", "n"}`` (arrays over the remaining axes).
-    """
-    values = np.asarray(values, dtype=np.float64)
-    probability(confidence, "confidence", open_interval=True)
-    n = values.shape[axis]
-    if n < 2:
-        raise ValueError(f"values must hold at least 2 replicates along axis {axis}, got {n}")
-    mean, sd = values.mean(axis=axis), values.std(axis=axis, ddof=1)
-    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
-    return {"mean": mean, "low": mean - half, "high": mean + half, "sd": sd, "n": int(n)}
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,6 +9,7 @@ names this book as its source.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,8 +25,11 @@ def _sourced(verdict: Verdict) -> Verdict:
     return dataclasses.replace(verdict, source=SOURCE)
 
 
-def _agreement_arguments(points, exact, reference_accuracy, margin_accuracy, margin_U, level) -> dict:
-    """The arguments of :func:`attnpaths.experiments.finite_width.sample_agreement` at the widths of ``exact``."""
+def _agreement_arguments(
+    *, points, exact, reference_accuracy, margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01
+) -> dict:
+    """The arguments of :func:`attnpaths.experiments.finite_width.sample_agreement` at the widths of ``exact``
+    (from those of :func:`exact_mean_agreement` but ``claim`` and ``where``)."""
     if not exact:
         raise ValueError("exact must hold the exact finite-width mean of U at one width at least")
     missing = sorted(set(exact) - set(points))
@@ -44,27 +48,14 @@ def _agreement_arguments(points, exact, reference_accuracy, margin_accuracy, mar
     )
 
 
-def exact_mean_agreement_power(
-    *, points, exact, reference_accuracy, margin_accuracy: float = 0.02, margin_U: float = 0.1, level: float = 0.01
-) -> float:
+def exact_mean_agreement_power(**arguments) -> float:
     """The power check of :func:`exact_mean_agreement` (same arguments): the probability that its test holds if
     the samples matched the exact mean and the theory's accuracy exactly, given the Monte-Carlo errors of both
     (:func:`attnpaths.experiments.finite_width.sample_agreement_power`)."""
-    arguments = _agreement_arguments(points, exact, reference_accuracy, margin_accuracy, margin_U, level)
-    return fw.sample_agreement_power(**arguments)
+    return fw.sample_agreement_power(**_agreement_arguments(**arguments))
 
 
-def exact_mean_agreement(
-    claim: str,
-    *,
-    points,
-    exact,
-    reference_accuracy,
-    margin_accuracy: float = 0.02,
-    margin_U: float = 0.1,
-    level: float = 0.01,
-    where: str = "",
-) -> Verdict:
+def exact_mean_agreement(claim: str, *, where: str = "", **arguments) -> Verdict:
     """Claim: at every width with an exact finite-width mean of ``U``, the network's posterior samples agree
     with it (each distinct entry of ``U_1`` and of the order parameters ``U_2, ..., U_L`` of the layers above,
     within ``margin_U`` of ``sqrt(U_ii U_jj)``) and the sampled accuracy agrees with the theory's (within
@@ -75,77 +66,40 @@ def exact_mean_agreement(
             widths in ``exact`` are tested.
         exact: ``{width: ExactOrderParameter}`` (``U``, ``U_se``), at least one width.
         reference_accuracy: ``{width: accuracy}`` of the theory.
+        margin_accuracy, margin_U, level: as in :func:`attnpaths.experiments.finite_width.sample_agreement`
+            (defaults 0.02, 0.1, 0.01).
 
     Test: :func:`attnpaths.experiments.finite_width.sample_agreement` (two one-sided tests per number, Bonferroni
     over all of them).
     """
-    arguments = _agreement_arguments(points, exact, reference_accuracy, margin_accuracy, margin_U, level)
     reference = "the exact finite-width mean of U_1 .. U_L and the theory's accuracy"
-    return _sourced(fw.sample_agreement(claim, **arguments, reference=reference, where=where))
+    return _sourced(fw.sample_agreement(claim, **_agreement_arguments(**arguments), reference=reference, where=where))
 
 
-def finite_width_advantage(
-    claim: str, *, theory_mean, gp_mean, labels, width: int, level: float = 0.01, where: str = ""
-) -> Verdict:
+def finite_width_advantage(claim: str, **arguments) -> Verdict:
     """Claim: at width ``width`` the theory's mean predictor is more accurate than the GP limit's (paired
-    one-sided z-test on the test set, :func:`attnpaths.experiments.finite_width.finite_width_advantage`)."""
-    return _sourced(
-        fw.finite_width_advantage(
-            claim, theory_mean=theory_mean, gp_mean=gp_mean, labels=labels, width=width, level=level, where=where
-        )
-    )
+    one-sided z-test on the test set; the arguments of
+    :func:`attnpaths.experiments.finite_width.finite_width_advantage`)."""
+    return _sourced(fw.finite_width_advantage(claim, **arguments))
 
 
-def saddle_point_agreement(
-    claim: str,
-    *,
-    exact,
-    theory_U,
-    num_paths: int,
-    margin_fw: float = 0.04,
-    level: float = 0.01,
-    where: str = "",
-    theory_upper=None,
-) -> Verdict:
+def saddle_point_agreement(claim: str, **arguments) -> Verdict:
     """Claim: the theory's ``U_1 .. U_L`` (the saddle point of the action; ``theory_upper``: ``{width: (U_2, ...,
     U_L)}``) agree with the exact finite-width means within ``margin_fw`` of the finite-width effect, where the
-    finite-width scale ``(n + 1) / N`` is small (:func:`attnpaths.experiments.finite_width.saddle_point_agreement`:
-    the saddle-point approximation and the solver, not the action)."""
-    return _sourced(
-        fw.saddle_point_agreement(
-            claim,
-            exact=exact,
-            theory_U=theory_U,
-            num_paths=num_paths,
-            margin_fw=margin_fw,
-            level=level,
-            where=where,
-            theory_upper=theory_upper,
-        )
-    )
+    finite-width scale ``(n + 1) / N`` is small (the arguments and test of
+    :func:`attnpaths.experiments.finite_width.saddle_point_agreement`: the saddle-point approximation and the
+    solver, not the action)."""
+    return _sourced(fw.saddle_point_agreement(claim, **arguments))
 
 
-def entropy_weight_agreement(
-    claim: str,
-    *,
-    points,
-    exact,
-    margin: float = 0.05,
-    reference_scale: float = 1.0,
-    level: float = 0.01,
-    where: str = "",
-) -> Verdict:
+def entropy_weight_agreement(claim: str, *, exact, **arguments) -> Verdict:
     """Claim: the network's posterior samples measure the action's entropy weight as 1 within ``margin``
-    (:func:`attnpaths.experiments.finite_width.entropy_weight_agreement`: the test of the action that shares no
-    code with it); only the widths of ``exact`` with neighbouring runs enter."""
+    (the arguments and test of :func:`attnpaths.experiments.finite_width.entropy_weight_agreement`: the test of
+    the action that shares no code with it); only the widths of ``exact`` with neighbouring runs enter."""
     scaled = {w: e for w, e in exact.items() if e.scaled}
     if not scaled:
         raise ValueError("exact must hold a width with neighbouring runs (ExactOrderParameter.scaled)")
-    return _sourced(
-        fw.entropy_weight_agreement(
-            claim, points=points, exact=scaled, margin=margin, reference_scale=reference_scale, level=level, where=where
-        )
-    )
+    return _sourced(fw.entropy_weight_agreement(claim, exact=scaled, **arguments))
 
 
 def largest_cross_weight(U) -> tuple[float, tuple[int, int]]:
@@ -170,10 +124,31 @@ def _cross_inputs(widths, theory_U):
     return widths, U
 
 
-def _cross_entries(widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, names):
-    """``(compared, deviation, se, margin, texts, theory)`` of :func:`cross_path_weights`: per sampled width with
-    ``(n + 1) / N <= max_epsilon``, the theory's largest normalised cross weight, sampled minus theory, and the
-    theory's value of that entry."""
+class _CrossEntries(NamedTuple):
+    compared: list  # the sampled widths with (n + 1) / N <= max_epsilon
+    deviation: np.ndarray  # sampled minus theory, at the theory's largest normalised cross weight
+    se: np.ndarray
+    margin: np.ndarray
+    theory: np.ndarray  # the theory's value of that entry
+    measured: str
+    level: float
+
+
+def _cross_entries(
+    *,
+    widths,
+    theory_U,
+    sampled_U,
+    sampled_U_se,
+    margin_fw: float = 0.04,
+    max_epsilon: float = fw.SADDLE_MAX_EPSILON,
+    u_gp: float = 1.0,
+    level: float = 0.01,
+    names=None,
+) -> _CrossEntries:
+    """The compared entries of :func:`cross_path_weights` (its arguments, but ``claim`` and ``where``): per sampled
+    width with ``(n + 1) / N <= max_epsilon``, the theory's largest normalised cross weight, sampled minus theory,
+    and the theory's value of that entry."""
     widths, U = _cross_inputs(widths, theory_U)
     n = U.shape[1]
     names = [str(k) for k in range(n)] if names is None else [str(name) for name in names]
@@ -187,12 +162,7 @@ def _cross_entries(widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_eps
     unknown = sorted(w for w in sampled_U if w not in widths)
     if unknown:
         raise ValueError(f"sampled_U must hold widths among the theory's widths {widths.tolist()}, got {unknown}")
-    compared = sorted(w for w in sampled_U if (n + 1) / w <= max_epsilon)
-    if not compared:
-        raise ValueError(
-            f"sampled_U must hold a width N with (n + 1) / N <= max_epsilon = {max_epsilon:g} "
-            f"(N >= {(n + 1) / max_epsilon:g}), got {sorted(sampled_U)}"
-        )
+    compared = fw.saddle_widths(sampled_U, n, max_epsilon, "sampled_U must hold a width")
     deviation, se, margin, texts, values = [], [], [], [], []
     for w in compared:
         theory = U[int(np.flatnonzero(widths == w)[0])]
@@ -212,64 +182,30 @@ def _cross_entries(widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_eps
             f"U[{names[i]},{names[j]}] at N={int(w)}: sampled {sampled[i, j]:+.4f} +- {sampled_se[i, j]:.4f}, theory "
             f"{theory[i, j]:+.4f} ({abs(theory[i, j]) / m:.1f} margins from 0), margin {m:.4f}"
         )
-    return compared, np.array(deviation), np.array(se), np.array(margin), texts, np.array(values)
+    measured = f"{'; '.join(texts)} (margin {margin_fw:g} of max|U_theory - U_GP|)"
+    return _CrossEntries(
+        compared, np.array(deviation), np.array(se), np.array(margin), np.array(values), measured, level
+    )
 
 
-def cross_path_weights_power(
-    *,
-    widths,
-    theory_U,
-    sampled_U,
-    sampled_U_se,
-    margin_fw: float = 0.04,
-    max_epsilon: float = fw.SADDLE_MAX_EPSILON,
-    u_gp: float = 1.0,
-    level: float = 0.01,
-) -> float:
-    """The power check of :func:`cross_path_weights` with the same arguments: the probability that its test holds
-    were the theory's cross weights exactly the posterior's, at the samples' Monte-Carlo errors
+def cross_path_weights_power(**arguments) -> float:
+    """The power check of :func:`cross_path_weights` with the same arguments (but ``claim``): the probability that
+    its test holds were the theory's cross weights exactly the posterior's, at the samples' Monte-Carlo errors
     (:func:`attnpaths.claims.equivalence_power`)."""
-    _, _, se, margin, _, _ = _cross_entries(
-        widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, None
-    )
-    return equivalence_power(se, margin, level)
+    entries = _cross_entries(**arguments)
+    return equivalence_power(entries.se, entries.margin, entries.level)
 
 
-def cross_weight_margins(
-    *,
-    widths,
-    theory_U,
-    sampled_U,
-    sampled_U_se,
-    margin_fw: float = 0.04,
-    max_epsilon: float = fw.SADDLE_MAX_EPSILON,
-    u_gp: float = 1.0,
-    level: float = 0.01,
-) -> dict[int, float]:
+def cross_weight_margins(**arguments) -> dict[int, float]:
     """How many of its margins the theory's tested cross weight lies from 0 at each width that
-    :func:`cross_path_weights` compares (same arguments): ``{N: |U_ij| / margin}``. Where it is several, agreement
-    within the margin means a weight of the theory's sign and size in the samples; near 1 or below, agreement would
-    not tell the theory's weight from none."""
-    compared, _, _, margin, _, values = _cross_entries(
-        widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, None
-    )
-    return {int(w): float(abs(v) / m) for w, v, m in zip(compared, values, margin)}
+    :func:`cross_path_weights` compares (its arguments, but ``claim``): ``{N: |U_ij| / margin}``. Where it is
+    several, agreement within the margin means a weight of the theory's sign and size in the samples; near 1 or
+    below, agreement would not tell the theory's weight from none."""
+    entries = _cross_entries(**arguments)
+    return {int(w): float(abs(v) / m) for w, v, m in zip(entries.compared, entries.theory, entries.margin)}
 
 
-def cross_path_weights(
-    claim: str,
-    *,
-    widths,
-    theory_U,
-    sampled_U,
-    sampled_U_se,
-    margin_fw: float = 0.04,
-    max_epsilon: float = fw.SADDLE_MAX_EPSILON,
-    u_gp: float = 1.0,
-    level: float = 0.01,
-    names=None,
-    where: str = "",
-) -> Verdict:
+def cross_path_weights(claim: str, *, where: str = "", **arguments) -> Verdict:
     """Claim: the finite network's posterior carries the theory's cross-path weights (off-diagonal ``U``, absent
     in the GP limit, eq-gp), with the theory's value within a margin, where the saddle point applies.
 
@@ -281,7 +217,9 @@ def cross_path_weights(
             are compared (the saddle point's relative error scale, as in
             :func:`attnpaths.experiments.finite_width.saddle_point_agreement`).
         margin_fw: the margin at width ``N`` as a fraction of the theory's finite-width effect
-            ``max_ij |U_theory - u_gp I|`` there (claim d's margin).
+            ``max_ij |U_theory - u_gp I|`` there (claim d's margin; default 0.04).
+        max_epsilon: default :data:`attnpaths.experiments.finite_width.SADDLE_MAX_EPSILON`; u_gp: the GP limit's
+            diagonal of ``U`` (default 1); level: the test's level (default 0.01).
         names: path names (for the message), default the indices.
 
     Test: at each compared width, the entry ``(i, j)`` with the theory's largest normalised cross weight
@@ -293,20 +231,18 @@ def cross_path_weights(
     theory's cross weights vanish towards the GP limit follows from the form of the action and is a structural
     check (:func:`cross_weight_decay`).
     """
-    compared, deviation, se, margin, texts, _ = _cross_entries(
-        widths, theory_U, sampled_U, sampled_U_se, margin_fw, max_epsilon, u_gp, names
-    )
+    entries = _cross_entries(**arguments)
     return _sourced(
         equivalence(
             claim,
             f"the finite network carries the theory's cross-path weights{where}",
             source=SOURCE,
             statistic="largest |sampled - theory| / margin of the theory's largest normalised cross weight",
-            deviation=deviation,
-            se=se,
-            margin=margin,
-            level=level,
-            measured=f"{'; '.join(texts)} (margin {margin_fw:g} of max|U_theory - U_GP|){where}.",
+            deviation=entries.deviation,
+            se=entries.se,
+            margin=entries.margin,
+            level=entries.level,
+            measured=f"{entries.measured}{where}.",
         )
     )
 

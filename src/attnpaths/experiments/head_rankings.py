@@ -5,7 +5,8 @@ The gradient importance of Michel, Levy and Neubig (2019; eq-michel-importance),
 :class:`attnpaths.head_models.HeadModel` protocol with tokens in PyTorch's layout ``[P, T, D]`` and targets
 ``[P]``; the package's trained architectures run through their frozen float64 copies
 (:func:`attnpaths.head_models.head_model`). :func:`attnpaths.head_scoring.pruning_order` turns scores into the
-order in which heads are pruned.
+order in which heads are pruned. :func:`path_outputs` splits the output of a model that is multilinear in its head
+gates into its attention paths, so the gradients of every gate come from one forward pass.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import numpy as np
 import torch
 
 from .._validation import as_float64_tensor, positive_int
-from ..head_models import HeadModel, check_mask, layered_model, model_heads
+from ..head_models import HeadModel, check_mask, head_model, layered_model, model_heads
 from ..paths import all_paths
-from .masked_outputs import path_outputs
 
 
 def _head_model(model, tokens):
@@ -37,13 +37,51 @@ def _head_model(model, tokens):
     return model, tokens, model_heads(model, tokens)
 
 
+def path_outputs(model, x) -> torch.Tensor:
+    """Each attention path's contribution to the output of a model whose output is multilinear in its head masks
+    (:attr:`~attnpaths.head_models.LayeredHeadModel.multilinear_in_mask`): ``c[b, pi]`` with
+    ``masked_output(tokens, mask)[b] = sum_pi c[b, pi] prod_l mask[l, pi_l]`` for every mask, paths in flat order
+    (``h_1`` slowest).
+
+    Each layer runs once per path through the layers before it, on the input that path alone gives it; the last
+    layer on the attention averaged over queries (:meth:`~attnpaths.head_models.LayeredHeadModel.pooled_heads`).
+
+    Args:
+        model: such a model or its :class:`~attnpaths.head_models.LayeredHeadModel`; x: ``[B, N0, T]``
+            (``tokens.transpose(1, 2)``).
+
+    Returns:
+        float64 ``[B, n_paths]``.
+    """
+    view = head_model(model)
+    if not view.multilinear_in_mask:
+        raise ValueError(
+            f"the output of a {type(view).__name__} is not multilinear in its head masks (its attention "
+            "reads the masked layers, or it has biases)"
+        )
+    tokens = view.check_tokens(as_float64_tensor(x, "x").transpose(1, 2))
+    last = len(view.heads) - 1
+    with torch.no_grad():
+        inputs = [view.embed_tokens(tokens)]  # one per path through the layers so far, in flat order
+        for index in range(len(view.heads)):
+            attention = view.layer_attention(index, None, tokens)
+            if index == last:
+                return torch.cat([view.head_terms(view.pooled_heads(index, h, attention))[0] for h in inputs], dim=1)
+            units = torch.eye(view.heads[index], dtype=torch.float64)
+            inputs = [
+                view.combine_heads(index, heads_out, unit[None])
+                for heads_out in (view.layer_heads(index, h, attention) for h in inputs)
+                for unit in units
+            ]
+
+
 class GateGradients:
     """Each example's gradient of the training loss ``(f(x^mu) - y^mu)^2`` with respect to the head gates
     ``xi_{l,h}`` (eq-michel-importance), at any mask, for one model and one data set.
 
     The gates are the head mask of ``model.masked_output(tokens, mask)``, given batched, ``[B, L, max(H)]``. A model
     whose output is multilinear in its gates (the summed-head model) is run once, path by path
-    (:func:`~.masked_outputs.path_outputs`), and the gradients at every mask are sums over the paths,
+    (:func:`path_outputs`), and the gradients at every mask are sums over the paths,
     ``d f / d xi_{l,h} = sum_{pi: pi_l = h} c_pi prod_{l' != l} xi_{l', pi_l'}``.
 
     Args:
@@ -122,7 +160,7 @@ def gradient_head_importance(
     ``(f(x^mu) - y^mu)^2``, and, when ``normalize``, divided by its Euclidean norm over the heads of the layer.
 
     Args:
-        model, tokens, targets, batch_size: as for :class:`~attnpaths.pruning.rankings.GateGradients`
+        model, tokens, targets, batch_size: as for :class:`~attnpaths.experiments.head_rankings.GateGradients`
             (``masked_output`` differentiable in the batched mask ``[B, L, max(H)]``; tokens ``[P, T, D]``, targets
             ``[P]``).
         mask: ``[L, max(H)]`` the mask at which the gradient is taken (default: every head kept); heads with mask
