@@ -434,68 +434,97 @@ def hmc_accuracy_figure(record: Mapping, sampled: Mapping) -> Explorable:
     )
 
 
+def heat_map_figure(
+    name: str,
+    matrices,
+    labels: Sequence[str],
+    axes: Sequence[GridAxis],
+    *,
+    title: str,
+    alt: str,
+    entry: str = "U",
+    axis_label: str = "path",
+) -> Explorable:
+    """Square matrices as a heat map (``RdBu``, each cell showing its value), one per point of a grid chosen by a
+    widget per axis. The colour scale is ``+-max|matrix|`` over the whole grid, so colours compare between widget
+    positions.
+
+    Args:
+        name: the figure's name (:func:`grid_figure`); matrices: ``[*grid, n, n]`` (the grid of ``axes``, slowest
+            first); labels: ``[n]`` the names of the rows and columns; title, alt: of the figure; entry: the
+            matrix's symbol in the colour bar and the hover text; axis_label: what the rows and columns are.
+    """
+    from bokeh.models import ColorBar, LinearColorMapper
+    from matplotlib import colormaps
+
+    matrices, names = np.asarray(matrices, dtype=float), [str(label) for label in labels]
+    grid, n = tuple(len(axis.values) for axis in axes), len(names)
+    if matrices.shape != (*grid, n, n):
+        raise ValueError(
+            f"matrices must have shape {[*grid, n, n]} (the grid, then the labels), got {list(matrices.shape)}"
+        )
+    cells = matrices.reshape(*grid, n * n)
+    data = {
+        "U": {
+            "row": np.broadcast_to(np.array([names[i] for i in range(n) for _ in range(n)]), cells.shape),
+            "col": np.broadcast_to(np.array([names[j] for _ in range(n) for j in range(n)]), cells.shape),
+            "value": cells,
+            "text": np.vectorize(lambda v: f"{v:.2f}", otypes=[str])(cells) if cells.size else cells.astype(str),
+        }
+    }
+    limit = float(np.abs(matrices).max())
+    palette = [_hex(c) for c in colormaps["RdBu"](np.linspace(0, 1, 256))]  # the static panels' map
+    mapper = LinearColorMapper(palette=palette, low=-limit, high=limit)
+
+    def draw(plot, sources):
+        drawn = dict(source=sources["U"])
+        plot.rect("col", "row", 1, 1, fill_color={"field": "value", "transform": mapper}, line_color="white", **drawn)
+        plot.text(
+            "col", "row", text="text", text_align="center", text_baseline="middle", text_font_size="11px", **drawn
+        )
+        plot.add_layout(ColorBar(color_mapper=mapper, title=entry), "right")
+        plot.hover.tooltips = [("entry", f"{entry}[@row, @col]"), ("value", "@value")]
+        plot.grid.visible = False
+
+    return grid_figure(
+        name,
+        axes,
+        data,
+        draw,
+        title=title,
+        x_label=axis_label,
+        y_label=axis_label,
+        alt=alt,
+        figure_options=dict(x_range=names, y_range=names[::-1], tools="hover,save", width=460, sizing_mode="fixed"),
+    )
+
+
 def order_parameter_figure(record: Mapping, task: str) -> Explorable:
     """The order parameter ``U`` (eq-action's minimiser) of one network of the hmc chapter as a heat map, rows and
-    columns labelled by path, with sliders over the width ``N`` and the temperature ``T``. The colour scale is
-    ``+-max|U|`` over the whole grid, so colours compare between slider positions.
+    columns labelled by path, with sliders over the width ``N`` and the temperature ``T``
+    (:func:`heat_map_figure`).
 
     Args:
         record: the chapter's grid (:func:`hmc_accuracy_figure`), ``record["tasks"][task]`` with ``"U"``
             ``[n_w, n_T, n, n]`` and ``"U_order"`` ``[n]`` (the path names of its rows and columns).
         task: the network, a key of ``record["tasks"]``.
     """
-    from bokeh.models import ColorBar, LinearColorMapper
-    from matplotlib import colormaps
-
     entry = record["tasks"][task]
-    U = np.asarray(entry["U"], dtype=float)
     names = [str(n) for n in entry["U_order"]]
-    n = len(names)
-    rows = [names[i] for i in range(n) for _ in range(n)]
-    cols = [names[j] for _ in range(n) for j in range(n)]
     temperatures = [float(T) for T in record["temperatures"]]
     widths = [float(w) for w in record["widths"]]
-    if U.shape != (len(widths), len(temperatures), n, n):
-        raise ValueError(f"record must hold U of shape {[len(widths), len(temperatures), n, n]}, got {list(U.shape)}")
-    data = {
-        "U": {
-            "row": [[rows] * len(temperatures)] * len(widths),
-            "col": [[cols] * len(temperatures)] * len(widths),
-            "value": U.reshape(len(widths), len(temperatures), n * n),
-            "text": [
-                [[f"{v:.2f}" for v in U[i, t].ravel()] for t in range(len(temperatures))] for i in range(len(widths))
-            ],
-        }
-    }
-    limit = float(np.abs(U).max())
-    palette = [_hex(c) for c in colormaps["RdBu"](np.linspace(0, 1, 256))]  # the static panels' map
-    mapper = LinearColorMapper(palette=palette, low=-limit, high=limit)
-
-    def draw(plot, sources):
-        cells = dict(source=sources["U"])
-        plot.rect("col", "row", 1, 1, fill_color={"field": "value", "transform": mapper}, line_color="white", **cells)
-        plot.text(
-            "col", "row", text="text", text_align="center", text_baseline="middle", text_font_size="11px", **cells
-        )
-        plot.add_layout(ColorBar(color_mapper=mapper, title="U"), "right")
-        plot.hover.tooltips = [("entry", "U[@row, @col]"), ("value", "@value")]
-        plot.grid.visible = False
-
     here = temperatures.index(float(record["temperature"]))
     axes = [GridAxis("N", "width N", tuple(widths), 0), GridAxis("T", "temperature T", tuple(temperatures), here)]
-    return grid_figure(
+    return heat_map_figure(
         f"hmc-U-{task.replace(' ', '-')}",
+        entry["U"],
+        names,
         axes,
-        data,
-        draw,
         title=f"Order parameter U ({task})",
-        x_label="path",
-        y_label="path",
         alt=(
             f"Interactive heat map of the order parameter U of the {task} network, rows and columns labelled by path "
             f"({', '.join(names)}), each cell showing its value; sliders choose the width N and the temperature T."
         ),
-        figure_options=dict(x_range=names, y_range=names[::-1], tools="hover,save", width=460, sizing_mode="fixed"),
     )
 
 

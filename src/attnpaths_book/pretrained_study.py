@@ -43,6 +43,7 @@ def precompute(path=STUDY_FILE) -> str:
 
 
 def main(argv=None) -> None:
+    """The command line: compute the study again into ``--output`` and print its SHA-256."""
     parser = argparse.ArgumentParser(prog="python -m attnpaths_book.pretrained_study", description=__doc__)
     parser.add_argument("--output", type=Path, default=STUDY_FILE, help="the study file to write")
     args = parser.parse_args(argv)

@@ -28,6 +28,7 @@ FIGURES = {
     "book/hmc": ("hmc-accuracy", "hmc-U-4-paths"),
     "book/pruning": ("pruning-curves",),
     "book/learning_curves": ("learning-curves",),
+    "book/pretrained": ("pretrained-U",),
 }
 """The pages with explorable figures and the names of their figures."""
 
@@ -322,6 +323,23 @@ def _handles(browser, figure_id):
         return out;""",
         figure_id,
     )
+
+
+def test_the_pretrained_heat_map_follows_its_temperature_slider(built_book, offline_browser):
+    browser = offline_browser
+    problems = _open(browser, _url(built_book, "book/pretrained"), 1)
+    assert not problems, problems
+    values = _results(built_book, "pretrained")
+    U = np.asarray(values["U_by_temperature"])
+    n = U.shape[-1]
+    # the slider starts at the temperature the first split's validation chose
+    chosen = values["temperatures"].index(values["per_split"]["temperature"][0])
+    _close(browser.execute_script(DATA, "pretrained-U-U")["value"], U[chosen].ravel(), "U at the chosen temperature")
+    for t in range(U.shape[0]):
+        browser.execute_script(SET, "pretrained-U-T", t)
+        drawn = browser.execute_script(DATA, "pretrained-U-U")
+        _close(drawn["value"], U[t].ravel(), f"U at temperature {t}")
+        assert drawn["row"] == [str(a + 1) for a in range(n) for _ in range(n)]
 
 
 def test_a_slider_moves_with_the_arrow_keys(built_book, offline_browser):

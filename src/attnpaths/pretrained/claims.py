@@ -21,7 +21,7 @@ from ..claims import LEVEL, PowerCheck, Verdict, permutation, power_check
 from .study_theory import spearman_monte_carlo
 
 SOURCE_REAL = "abstract (the theory's findings on real-world sequence classification), asked of a pretrained model"
-"""Where the chapter's claims come from: the abstract's real-world claim, asked here of a model the paper did not
+"""The source of the chapter's claims, the abstract's real-world claim, asked here of a model the paper did not
 study (the paper's real-world experiments are not available to this book)."""
 
 
@@ -78,7 +78,7 @@ def accuracy_gain(
 
 def accuracy_gain_power(claim: str, *, outputs, baseline_outputs, labels, level=LEVEL) -> PowerCheck:
     """The power check of :func:`accuracy_gain`: the accuracy gain its test detects with probability
-    :data:`attnpaths.claims.MIN_POWER`, from the standard error ``sqrt(m) / B`` of ``(w - l) / B`` under
+    0.8 (the default of :func:`attnpaths.claims.power_check`), from the standard error ``sqrt(m) / B`` of ``(w - l) / B`` under
     "equally accurate" (``m`` discordant snippets of ``B``)."""
     wins, losses, size = _discordant(outputs, baseline_outputs, labels)
     se = math.sqrt(max(wins + losses, 1)) / size
@@ -170,7 +170,7 @@ _ANSWERS = {
 def answer(verdicts) -> str:
     """The chapter's answer in plain words, one sentence per question (the theory against its GP limit, claim
     ``M1``; the theory's head scores against pruning costs, ``P1``, beside the gradient importance, ``P2``),
-    chosen by each claim's outcome among :data:`_ANSWERS`: whichever way the tests go, the words follow them."""
+    chosen by each claim's outcome: whichever way the tests go, the words follow them."""
     by_claim = {v.claim: v for v in verdicts}
     missing = sorted(set(_ANSWERS) - set(by_claim))
     if missing:

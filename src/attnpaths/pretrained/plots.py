@@ -14,7 +14,7 @@ from ..statistics import mean_interval
 plt = require("matplotlib.pyplot", "plots")
 
 COLORS = {"theory": BLUE, "gp": GP_COLOR, "readout": BLACK, "gradient": ORANGE, "entropy": GREEN, "random": GREY}
-"""The predictors' and rankings' colours: the theory blue, its GP limit red, MiniLM's own readout black."""
+"""The colours of the predictors and rankings, the theory blue, its GP limit red, MiniLM's own readout black."""
 LABELS = {"theory": "theory (finite width)", "gp": "GP limit", "readout": "ridge on MiniLM's embedding"}
 
 

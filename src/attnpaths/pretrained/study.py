@@ -1,6 +1,7 @@
 """What is expensive in the chapter on the pretrained transformer, computed once and saved: the path features of
 every layer's frozen attention on the review snippets, the sentence embeddings, the head rankings and the pruning
-curves of all-MiniLM-L6-v2 (:func:`precompute_study`, :func:`precompute_minilm`), read back by :func:`load_study`
+curves of all-MiniLM-L6-v2 (:func:`~attnpaths.pretrained.study.precompute_study`,
+:func:`~attnpaths.pretrained.study.precompute_minilm`), read back by :func:`~attnpaths.pretrained.study.load_study`
 after checking the file's SHA-256. The light steps (theory, GP limit, readout, statistics) are
 :mod:`attnpaths.pretrained.study_theory`.
 
@@ -103,7 +104,7 @@ def length_batches(mask: torch.Tensor, index, batch_size: int) -> list[tuple[np.
 
 def embedding(encoder: BertEncoder, ids: torch.Tensor) -> torch.Tensor:
     """``[B, T, E]``: the input embeddings, ``LN(word[ids] + position[t] + token_type[0])`` (``hidden_states[0]`` of
-    :meth:`BertEncoder.forward`) without running the layers."""
+    :meth:`attnpaths.pretrained.bert.BertEncoder.forward`) without running the layers."""
     w = encoder.weights
     h = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][: ids.shape[1]]
     h = h + w["embeddings.token_type_embeddings.weight"][0]
@@ -177,7 +178,8 @@ class SnippetAccuracy:
     :class:`attnpaths.head_masks.HeadMaskEvaluator` per batch of similar length, memoised by the set of heads.
 
     Args:
-        encoder: a :class:`BertEncoder` with a readout (:meth:`BertEncoder.with_readout`);
+        encoder: a :class:`~attnpaths.pretrained.bert.BertEncoder` with a readout
+            (:meth:`~attnpaths.pretrained.bert.BertEncoder.with_readout`);
         ids, mask: ``[N, T]``; labels: ``[N]`` ``+-1``; index: the snippets; batch_size: snippets per batch.
     """
 

@@ -102,8 +102,8 @@ def theory_on_validation(
     Returns:
         ``(theory, scan)``: the :class:`~attnpaths.frozen_attention.AttentionTheory` at that temperature (its GP
         limit beside it), and ``{"temperatures": [n_T], "validation": [n_T] accuracies (nan where the minimum is
-        not certified), "action": [n_T], "raw_scores": [n_T, H]}``, the last the head scores of every
-        temperature's ``U`` not normalised (:func:`attnpaths.head_scoring.head_scores`: comparable between
+        not certified), "action": [n_T], "U": [n_T, H, H], "raw_scores": [n_T, H]}``: every temperature's order
+        parameter (certified or not) and its head scores not normalised (:func:`attnpaths.head_scoring.head_scores`: comparable between
         layers solved on the same inputs at the same temperature).
     """
     statistics = gram_statistics(features, labels)
@@ -130,6 +130,7 @@ def theory_on_validation(
         "temperatures": np.array(temperatures, dtype=np.float64),
         "validation": np.array([s[0] for s in scores]),
         "action": grid.scan["action"],
+        "U": np.stack([np.asarray(s.U, dtype=np.float64) for s in grid.solutions]),
         "raw_scores": np.stack([head_scores(s.U, grid.heads, normalized=False)[0] for s in grid.solutions]),
     }
     return theory, scan

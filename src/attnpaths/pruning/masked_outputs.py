@@ -51,7 +51,7 @@ def subset_outputs(model, x) -> torch.Tensor:
     Each layer runs once per mask of the layers before it, and the last layer's masks are one matrix product (the
     output is linear in them); a model whose output is multilinear in the masks
     (:attr:`~attnpaths.head_models.LayeredHeadModel.multilinear_in_mask`) runs once per attention path instead
-    (:func:`path_outputs`), and every set of pruned heads sums the paths it keeps.
+    (:func:`attnpaths.experiments.head_rankings.path_outputs`), and every set of pruned heads sums the paths it keeps.
 
     Args:
         model: a trained model of the package or a :class:`~attnpaths.head_models.LayeredHeadModel`;
