@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import verdict
 
 from attnpaths.claims import Outcome
 from attnpaths.experiments.head_pruning import all_heads, pruning_sets
@@ -355,3 +356,33 @@ def test_saddle_deviation_removes_the_monte_carlo_part_and_the_slope_needs_three
     assert os_claims.deviation_decay_power(deviation) == 0.0
     with pytest.raises(ValueError, match="share a width"):
         os_claims.saddle_deviation(samples, {50: U})
+
+
+def test_outcome_sentences_follow_the_weakest_verdict():
+    holds, ns, contradicted = (verdict("7d (k=1)", outcome) for outcome in (HOLDS, NS, CONTRADICTED))
+    assert os_claims.little_loss_outcome([holds, holds]).startswith("After brief fine-tuning the loss stays within")
+    assert "cannot tell" in os_claims.little_loss_outcome([holds, ns])
+    assert os_claims.little_loss_outcome([ns, contradicted]).startswith("Even after brief fine-tuning the loss exceeds")
+    assert "add accuracy beyond" in os_claims.interplay_outcome(verdict("I", HOLDS))
+    assert "cannot be told from zero" in os_claims.interplay_outcome(verdict("I", NS))
+    assert "does better without the cross-path weights" in os_claims.interplay_outcome(verdict("I", CONTRADICTED))
+
+
+def test_exact_mean_sentence_reads_every_width_and_the_chains_worst_convergence():
+    comparison = {
+        20: {"samples_distance": 0.0412, "saddle_distance": 0.25, "near_gp_outcome": "contradicted",
+             "near_gp_statistic": 3.456},
+        50: {"samples_distance": 0.0301, "saddle_distance": 0.125, "near_gp_outcome": "not significant",
+             "near_gp_statistic": 0.5},
+    }  # fmt: skip
+    diagnostics = {20: {"max_rhat": 1.0123, "min_ess": 310.4}, 50: {"max_rhat": 1.0456, "min_ess": 150.6}}
+    sentence = os_claims.exact_mean_sentence(comparison, diagnostics, margin_U=0.1, near_gp_width=1000)
+    assert "(claim 2's margin: 0.1): at N = 20 the samples 0.041 and the saddle point 0.250; at N = 50" in sentence
+    assert "split R-hat of at most 1.046 and an effective sample size of at least 151 per entry" in sentence
+    assert sentence.endswith(
+        "(N = 1000) in place of the samples, claim 2e's test is contradicted at N = 20 (largest deviation over "
+        "margin 3.46), not significant at N = 50 (largest deviation over margin 0.50)."
+    )
+    assert "claim 2e is not tested" in os_claims.exact_mean_sentence({}, {}, margin_U=0.1, near_gp_width=1000)
+    with pytest.raises(ValueError, match="same widths"):
+        os_claims.exact_mean_sentence(comparison, {20: diagnostics[20]}, margin_U=0.1, near_gp_width=1000)

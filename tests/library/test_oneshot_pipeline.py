@@ -570,3 +570,55 @@ def test_fixed_temperature_samples_reuse_the_samples_drawn_at_that_temperature(f
         temperature_grid.fixed_temperature_samples(
             features, grid, samples, [0.5], 0.5, 3, warmup=[2, 2], draws=[4, 4], chains=[1, 1]
         )
+
+
+def test_selection_summary_quotes_the_selected_grid_at_its_smallest_and_largest_width(features, grid):
+    gp = temperature_grid.gp_grid(features, (0.1, 1.0))
+    sel, sel_test = temperature_grid.selected(grid, on="validation"), temperature_grid.selected(grid, on="test")
+    gp_sel, gp_sel_test = temperature_grid.selected(gp, on="validation"), temperature_grid.selected(gp, on="test")
+    summary = temperature_grid.selection_summary(grid.widths, sel, sel_test, gp_sel, gp_sel_test)
+    assert summary["N_small"] == 5 and summary["N_large"] == 50
+    assert summary["acc_small"] == pytest.approx(100 * sel["accuracy"]["test"][0], rel=1e-15)
+    assert summary["acc_large"] == pytest.approx(100 * sel["accuracy"]["test"][1], rel=1e-15)
+    assert summary["T_small"] == sel["temperature"][0]  # exact on any CPU: a temperature of the grid, copied
+    assert summary["gp_T"] == gp_sel["temperature"][0] and summary["gp_T_test_rule"] == gp_sel_test["temperature"][0]
+    assert summary["gp_acc"] == pytest.approx(100 * gp_sel["accuracy"]["test"][0], rel=1e-15)
+    assert summary["gp_test_rule"] == pytest.approx(100 * gp_sel_test["accuracy"]["test"][0], rel=1e-15)
+    # choosing on the test episodes never lowers the test accuracy: the gain is the mean of non-negative differences
+    gains = sel_test["accuracy"]["test"] - sel["accuracy"]["test"]
+    assert summary["test_rule_gain"] == pytest.approx(100 * gains.mean(), rel=1e-12) and summary["test_rule_gain"] >= 0
+
+
+def test_pruning_and_little_loss_summaries_quote_their_results_in_points(pruning_setup):
+    model, seqs, evaluator = pruning_setup
+    scores = np.array([[0.5, 0.1, 0.9], [1.0, 0.3, 0.2]])
+    result = oneshot_pruning.prune_heads(evaluator, scores, 3, np.random.default_rng(5))
+    summary = result.summary()
+    # 6 heads in two layers: at most 4 pruned (a layer keeps its last head)
+    assert {k: summary[k] for k in ("P_prune", "num_random", "max_pruned")} == {
+        "P_prune": 60,
+        "num_random": 3,
+        "max_pruned": 4,
+    }
+    assert summary["base_acc"] == pytest.approx(100 * result.base_accuracy, rel=1e-15)
+    assert summary["curve_end_score"] == pytest.approx(100 * result.score_curve[4], rel=1e-15)
+    assert summary["curve_end_random"] == pytest.approx(100 * result.random_curves[:, 4].mean(), rel=1e-15)
+    sets = head_pruning.pruning_sets(result.score_order, result.heads)
+    trained = TrainedModel(model, seqs_encoder(), TrainingConfig(batch_size=8, learning_rate=1e-3), {})
+    tuned = oneshot_pruning.fine_tune_pruned_sets(
+        trained, blob_classes(6, 3), seqs, {0: sets[0], 1: sets[1]}, num_seeds=2, seed=0, steps=2
+    )
+    ll = oneshot_pruning.little_loss(evaluator, result, [1], tuned)
+    assert ll.summary() == pytest.approx(
+        {
+            "ll_seeds": 2,
+            "ll_base": 100 * result.base_accuracy,
+            "ll_control": 100 * ll.control_accuracy.mean(),
+            "ll_control_diff": 100 * (ll.control_accuracy.mean() - result.base_accuracy),
+            "ll_control_se": 100 * ll.control_se,
+        },
+        rel=1e-12,
+        abs=1e-12,
+    )
+    without_control = dataclasses.replace(ll, control_accuracy=None, control_difference=None, control_se=None)
+    assert set(without_control.summary()) == {"ll_seeds", "ll_base"}

@@ -342,3 +342,26 @@ def test_the_finite_width_pruning_order_is_compared_with_the_reference_on_its_ow
     assert "pruned heads" in order.statistic and "N=10" in order.statement
     with pytest.raises(ValueError, match="statistic must be 'transfer'"):
         os_claims.finite_width_against("x", models, reference="near", width=10, statistic="accuracy")
+
+
+def _model_replicates(seed, finite_width, gp):
+    """Replicates of one model with the label fractions ``finite_width`` and ``gp`` over its draws, the rest empty."""
+    draws = len(finite_width)
+    return reps.ModelReplicates(
+        index=seed - 42, seed=seed, temperature=np.full(draws, 0.5), gp_temperature=np.full(draws, 0.1), accuracy={},
+        label_fraction={"finite_width": np.array(finite_width), "gp": np.array(gp)}, transfer={}, transfer_excess={},
+        order_gain={}, best_gap={}, ks=(1,), base_accuracy=0.9, best_accuracy=np.array([0.9]), seconds={},
+    )  # fmt: skip
+
+
+def test_replicate_summary_counts_the_models_and_averages_the_label_fractions_over_every_draw():
+    models = [_model_replicates(42, [0.5, 0.7], [0.2, 0.2]), _model_replicates(43, [0.3, 0.1], [0.4, 0.0])]
+    summary = reps.replicate_summary(models)
+    assert {k: summary[k] for k in ("num_rep_models", "rep_draws", "rep_df")} == {
+        "num_rep_models": 2,
+        "rep_draws": 2,
+        "rep_df": 1,
+    }
+    assert summary["alignment_fw_mean"] == pytest.approx(0.4) and summary["alignment_gp_mean"] == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="same number of draws"):
+        reps.replicate_summary([models[0], _model_replicates(44, [0.5], [0.2])])

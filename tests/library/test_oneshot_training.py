@@ -153,3 +153,23 @@ def test_fine_tuning_keeps_the_pruned_heads_pruned_and_trains_the_kept_ones(data
         training.fine_tune_pruned(trained, dataset.train, pruned, steps=0, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="rng"):
         training.fine_tune_pruned(trained, dataset.train, pruned, steps=1, rng=3)
+
+
+def test_summary_gives_the_models_sizes_and_its_best_validation_under_the_chapters_names(trained):
+    summary = trained.summary()
+    encoder = trained.encoder
+    assert summary == {
+        "model_N": 8,
+        "model_G": 4,
+        "heads": 4,
+        "paths": 16,  # 4 heads in each of 2 layers
+        "train_steps": 12,
+        "batch": 16,
+        "best_step": trained.best_step,
+        "best_val": 100 * max(trained.history["validation_accuracy"]),
+        "patch": 8,
+        "patches_per_image": 16,  # 32x32 images in 8x8 patches
+        "N0": 64,
+        "T": encoder.num_tokens,
+    }
+    assert encoder.num_tokens == 3 * 16  # two support images and a query

@@ -217,7 +217,7 @@ def predictor_variance_agreement(
             (:func:`attnpaths.experiments.kernel_pcs.predictor_variance` at the theory's ``U``).
         num_paths: ``n``; only the widths with ``(n + 1) / N <= max_epsilon`` are compared (the saddle point's
             relative error scale, :func:`attnpaths.experiments.sampling.finite_width_epsilon`, as in
-            :func:`saddle_point_agreement`); max_epsilon: default :data:`SADDLE_MAX_EPSILON`.
+            :func:`saddle_point_agreement`); max_epsilon: default ``SADDLE_MAX_EPSILON``.
         margin: the largest relative deviation that counts as agreement.
 
     Test: :func:`attnpaths.claims.equivalence` of the relative deviations against ``margin`` (Bonferroni over the

@@ -483,7 +483,7 @@ def saddle_point_agreement(claim: str, *, level: float = 0.01, where: str = "", 
             (:func:`attnpaths.experiments.sampling.finite_width_epsilon`: the saddle point's relative error scale).
         margin_fw: the margin of every entry at width ``N``, as a fraction of that width's finite-width effect
             ``max_ij |U_exact - u_gp I|`` (of the same layer; default 0.04); max_epsilon: default
-            :data:`SADDLE_MAX_EPSILON`; u_gp: the GP limit's diagonal of ``U`` (default 1).
+            ``SADDLE_MAX_EPSILON``; u_gp: the GP limit's diagonal of ``U`` (default 1).
         theory_upper: ``{width: (U_2, ..., U_L)}``, the theory's order parameters of the layers above the first,
             compared with ``exact[width].U_upper`` in the same way (their GP value is also ``u_gp I``: unit weight
             variances); ``None``: the first layer only.

@@ -376,6 +376,101 @@ def network_record(curve: TheorySweep, band: Band, samples: dict, exact: dict) -
     }
 
 
+def accuracy_summary(curve: TheorySweep, band: Band, samples: dict, gp: dict) -> dict:
+    """The numbers the HMC chapter quotes of Fig. 2c (sec-hmc-theory), one network on the authors' data.
+
+    Args:
+        curve: the theory over widths at one temperature; band: the same over independently drawn data sets
+            (:func:`data_set_band`, with the all-paths GP line); samples: ``{width: SampledPoint}`` at solved
+            widths; gp: ``{line: accuracy}`` the GP lines (:func:`gp_lines`).
+
+    Returns:
+        ``{name: number}``: the GP lines ``gp_all``, ``gp_g``, ``gp_gd``; the theory's test accuracy at the
+        smallest and largest width, ``acc_small`` and ``acc_large``, and those widths, ``N_small`` and ``N_large``;
+        the range over the data sets of the theory at the smallest width (``band_small_lo``, ``band_small_hi``) and
+        of the all-paths GP (``band_gp_lo``, ``band_gp_hi``); ``max_sampled_diff``, the largest difference between
+        the sampled and the theory's accuracy over the sampled widths.
+    """
+    if not isinstance(curve, TheorySweep) or curve.temperatures.size != 1:
+        raise ValueError(f"curve must be a TheorySweep at one temperature, got {type(curve).__name__}")
+    if not isinstance(band, Band) or "all" not in band.gp:
+        raise ValueError("band must be a Band (data_set_band) with the all-paths GP line")
+    missing = [line for line in GP_LINES if line not in gp]
+    if missing:
+        raise ValueError(f"gp must hold the GP lines {list(GP_LINES)}, missing {missing}")
+    accuracy = curve.accuracy["test"][:, 0]
+    return {
+        "gp_all": gp["all"],
+        "gp_g": gp["g"],
+        "gp_gd": gp["g+d"],
+        "acc_small": float(accuracy[0]),
+        "acc_large": float(accuracy[-1]),
+        "N_small": int(curve.widths[0]),
+        "N_large": int(curve.widths[-1]),
+        "band_small_lo": float(band.accuracy[:, 0].min()),
+        "band_small_hi": float(band.accuracy[:, 0].max()),
+        "band_gp_lo": float(band.gp["all"].min()),
+        "band_gp_hi": float(band.gp["all"].max()),
+        "max_sampled_diff": sampling.largest_accuracy_difference(
+            samples, {w: accuracy[curve.index(w)] for w in samples}
+        ),
+    }
+
+
+def predictor_variance_record(samples: dict, exact: dict, theory_variance: dict) -> dict:
+    """The test-set averages of the predictor variance behind claims 2v and 2ve, per sampled width (key
+    ``str(N)``).
+
+    Args:
+        samples: ``{width: SampledPoint}``; exact: ``{width: ExactOrderParameter}`` at every sampled width;
+            theory_variance: ``{width: [P_test]}`` the theory's predictor variance at the test points at every
+            sampled width (:func:`~attnpaths.experiments.kernel_pcs.predictor_variance`).
+
+    Returns:
+        per width ``str(N)`` a dict with the keys ``"theory"``, ``"sampled"``, ``"sampled_mc_se"``,
+        ``"relative_deviation"``, ``"exact"``, ``"exact_mc_se"`` and ``"exact_relative_deviation"``: the theory's
+        average, the samples' posterior variance of ``f`` averaged over the test set with its Monte-Carlo error,
+        ``sampled / theory - 1``, the same average under the exact density of the order parameters with its error,
+        and ``sampled / exact - 1``.
+    """
+    missing = [w for w in samples if w not in exact or w not in theory_variance]
+    if missing:
+        raise ValueError(f"exact and theory_variance must hold every sampled width, missing {missing}")
+    record = {}
+    for w, p in samples.items():
+        theory = float(np.mean(theory_variance[w]))
+        record[str(w)] = {
+            "theory": theory,
+            "sampled": p.mean_variance,
+            "sampled_mc_se": p.mean_variance_se,
+            "relative_deviation": p.mean_variance / theory - 1,
+            "exact": exact[w].mean_variance,
+            "exact_mc_se": exact[w].mean_variance_se,
+            "exact_relative_deviation": p.mean_variance / exact[w].mean_variance - 1,
+        }
+    return record
+
+
+def predictor_variance_summary(record: dict) -> dict:
+    """The numbers the HMC chapter quotes of claim 2v at the smallest sampled width of ``record``
+    (:func:`predictor_variance_record`).
+
+    Returns:
+        a dict: ``"dev_small"`` is ``sampled / theory - 1``, ``"z_small"`` is ``abs(sampled - theory) /
+        sampled_mc_se``, ``"exact_dev_small"`` is ``sampled / exact - 1`` and ``"saddle_exact_small"`` is
+        ``theory / exact - 1``.
+    """
+    if not record:
+        raise ValueError("record must hold at least one sampled width")
+    small = record[min(record, key=int)]
+    return {
+        "dev_small": small["relative_deviation"],
+        "z_small": abs(small["sampled"] - small["theory"]) / small["sampled_mc_se"],
+        "exact_dev_small": small["exact_relative_deviation"],
+        "saddle_exact_small": small["theory"] / small["exact"] - 1,
+    }
+
+
 @dataclass(frozen=True, eq=False)
 class NetworkRun:
     """What the claims of Fig. 2 are tested on for one network (:func:`attnpaths.hmc.claims.figure_verdicts`).

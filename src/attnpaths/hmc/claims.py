@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_float64_array
-from ..claims import Outcome, PowerCheck, Verdict, all_of, bonferroni_z, power_check, replicate_t
+from ..claims import Outcome, PowerCheck, Verdict, all_of, bonferroni_z, by_outcome, power_check, replicate_t
 from ..experiments import finite_width as fw
 from ..experiments.sampling import saddle_point_z_max
 
@@ -500,3 +500,76 @@ def saddle_point_reading(ratio: float) -> str:
             "why U is compared with the exact mean."
         )
     return "at these run lengths the Monte-Carlo error would also hide the finite-width difference."
+
+
+def readings(verdicts, runs) -> dict[str, str]:
+    """The sentences of the HMC chapter that follow the outcomes of claims 1, 2 and 2w (sec-hmc-theory).
+
+    Args:
+        verdicts: the chapter's verdicts (:func:`figure_verdicts`), holding ``"1 (<label>)"``, ``"2 (<label>)"``
+            and ``"2w (<label>)"`` for the label of every run.
+        runs: the networks' runs (:class:`~attnpaths.hmc.bands.NetworkRun`), for their labels.
+
+    Returns:
+        ``{"band_reading"}``: what claim 1 says of the gap over the data sets; ``{"samples_reading",
+        "shift_reading"}``: what claims 2 and 2w say of the samples against the exact finite-width mean and the
+        theory's entropy weight, each stated by the weakest outcome (Markdown).
+    """
+    by_id = {v.claim: v for v in verdicts}
+    wanted = [f"{c} ({run.label})" for c in ("1", "2", "2w") for run in runs]
+    missing = [claim for claim in wanted if claim not in by_id]
+    if missing:
+        raise ValueError(f"verdicts must hold claims 1, 2 and 2w of every run, missing {missing}")
+    sampled = [by_id[f"{c} ({run.label})"] for c in ("2", "2w") for run in runs]
+    return {
+        "band_reading": by_outcome(
+            [by_id[f"1 ({run.label})"] for run in runs],
+            holds="over the data sets the gap is significant (claim 1), not an accident of one data set.",
+            not_significant="over these data sets the gap is not significant (claim 1).",
+            contradicted="over these data sets the GP limit does better (claim 1 is contradicted).",
+        ),
+        "samples_reading": by_outcome(
+            sampled,
+            holds="claims 2 and 2w below find the samples in agreement with the exact finite-width mean and with the "
+            "theory's entropy weight.",
+            not_significant="claims 2 and 2w below cannot decide the agreement at these run lengths.",
+            contradicted="claims 2 and 2w below find a disagreement between the samples and the theory.",
+        ),
+        "shift_reading": by_outcome(
+            sampled,
+            holds="with the samples on the predicted lines within their Monte-Carlo errors (claims 2 and 2w).",
+            not_significant="the samples' errors are too large here to place them on the predicted lines (claims 2 "
+            "and 2w are not significant).",
+            contradicted="but some samples lie off the predicted lines (claims 2 or 2w are contradicted).",
+        ),
+    }
+
+
+def variance_readings(runs, diagnostics) -> dict[str, str]:
+    """The sentences of the HMC chapter on claim 2v, the predictor variance of the theory against the samples.
+
+    Args:
+        runs: the networks' runs (:class:`~attnpaths.hmc.bands.NetworkRun`) with their sampled widths.
+        diagnostics: the verdicts reported as diagnostics for want of power (e.g. the first items of
+            ``ChapterRecorder.diagnostics``).
+
+    Returns:
+        ``{"variance_range_small"}``: whether the smallest sampled width lies inside claim 2v's range, the
+        finite-width scale ``(n + 1) / N`` at most ``SADDLE_MAX_EPSILON`` of :mod:`attnpaths.experiments.finite_width`
+        for every network; ``{"variance_power_reading"}``: which of the 2v tests are diagnostics (Markdown).
+    """
+    runs = list(runs)
+    if not runs or any(not run.samples for run in runs):
+        raise ValueError("runs must be at least one run, each with sampled widths")
+    epsilon = min((len(run.curve.names) + 1) / min(run.samples) for run in runs)
+    unpowered = [v.claim for v in diagnostics if v.claim.startswith("2v ")]
+    readings = {"variance_range_small": "inside the claim's range"}
+    if epsilon > fw.SADDLE_MAX_EPSILON:
+        readings["variance_range_small"] = f"outside the claim's range ((n + 1)/N above {fw.SADDLE_MAX_EPSILON:g})"
+    readings["variance_power_reading"] = (
+        f"At this run's lengths the test of {' and '.join(unpowered)} has less than the power a claim needs, so it "
+        "is reported as a diagnostic, not counted among the claims."
+        if unpowered
+        else "The test has the power a claim needs for both networks, so both count among the claims."
+    )
+    return readings

@@ -167,6 +167,24 @@ class PruningResult:
         drops = self.single_head_drop.ravel()
         return [(self.labels[i], float(drops[i])) for i in np.argsort(-drops)[: positive_int(k, "k")]]
 
+    def summary(self) -> dict:
+        """The numbers that the one-shot chapter's prose quotes (sec-oneshot-pruning), accuracies in %: ``P_prune``
+        (episodes), ``base_acc`` (the unpruned model), ``num_random`` (random orders drawn), ``max_pruned`` (heads
+        pruned at the end of a curve), ``curve_end_score`` and ``curve_end_random`` (the accuracy there along the
+        score order and, averaged, along the drawn random orders).
+
+        Returns:
+            ``{name: int | float}``.
+        """
+        return {
+            "P_prune": int(self.num_episodes),
+            "base_acc": 100 * self.base_accuracy,
+            "num_random": len(self.random_orders),
+            "max_pruned": int(len(self.score_curve) - 1),
+            "curve_end_score": 100 * self.score_curve[-1],
+            "curve_end_random": 100 * self.random_curves[:, -1].mean(),
+        }
+
     def to_dict(self) -> dict:
         """The results-file form: accuracies and drops flat in label order, orders as labels."""
         return {
@@ -424,6 +442,22 @@ class LittleLoss:
     control_difference: float | None
     control_se: float | None
     losses: dict
+
+    def summary(self) -> dict:
+        """The numbers that the one-shot chapter's prose quotes (sec-oneshot-little-loss), accuracies and changes in
+        points: ``ll_seeds`` (fine-tuning seeds), ``ll_base`` (the unpruned model) and, where the control was run,
+        ``ll_control`` (its mean accuracy over the seeds), ``ll_control_diff`` and ``ll_control_se`` (its change from
+        the unpruned model and the change's standard error).
+
+        Returns:
+            ``{name: int | float}``.
+        """
+        out = {"ll_seeds": self.num_seeds, "ll_base": 100 * self.base_accuracy}
+        if self.control_accuracy is not None:
+            out["ll_control"] = 100 * float(self.control_accuracy.mean())
+            out["ll_control_diff"] = 100 * self.control_difference
+            out["ll_control_se"] = 100 * self.control_se
+        return out
 
     def to_dict(self) -> dict:
         """The results-file form (accuracies and differences as fractions, heads as labels)."""

@@ -318,6 +318,33 @@ def model_replicates(trained: TrainedModel, dataset, settings: ReplicateSettings
     )
 
 
+def replicate_summary(reps) -> dict:
+    """The numbers that the one-shot chapter's prose quotes of the replicates (sec-oneshot-replicates):
+    ``num_rep_models`` (trained models), ``rep_draws`` (draws of each), ``rep_df`` (the degrees of freedom of a test
+    over the models) and ``alignment_fw_mean``, ``alignment_gp_mean`` (the label fractions of the first PCs at finite
+    width and in the GP limit, averaged over every draw of every model).
+
+    Args:
+        reps: :func:`replicates` ``(...)``, ``[S]`` models with the same number of draws.
+
+    Returns:
+        ``{name: int | float}``.
+    """
+    reps = list(reps)
+    draws = {m.num_draws for m in reps}
+    if not reps or len(draws) != 1:
+        raise ValueError(f"reps must hold models with the same number of draws, got {sorted(draws)}")
+    return {
+        "num_rep_models": len(reps),
+        "rep_draws": draws.pop(),
+        "rep_df": len(reps) - 1,
+        **{
+            f"alignment_{short}_mean": float(np.mean([m.label_fraction[key] for m in reps]))
+            for short, key in (("fw", "finite_width"), ("gp", "gp"))
+        },
+    }
+
+
 def replicates(
     models, dataset, settings: ReplicateSettings, *, data: PathData | None = None, table=None, progress: bool = False
 ) -> list[ModelReplicates]:

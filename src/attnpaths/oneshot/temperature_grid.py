@@ -133,6 +133,37 @@ def selected(grid: TheorySweep, on: str = "validation") -> dict:
     }
 
 
+def selection_summary(
+    widths, selection: dict, test_selection: dict, gp_selection: dict, gp_test_selection: dict
+) -> dict:
+    """The numbers that the one-shot chapter's prose quotes of the selected grid (sec-oneshot-theory), accuracies on
+    the test episodes in %: ``N_small`` and ``N_large`` (the smallest and largest width), ``acc_small``, ``acc_large``
+    and ``T_small`` (the theory's accuracy there, and its temperature at the smallest), ``gp_acc`` and ``gp_T`` (the
+    GP limit), ``gp_test_rule`` and ``gp_T_test_rule`` (the GP limit with its temperature chosen on the test
+    episodes) and ``test_rule_gain`` (the theory's mean gain over the widths from that rule, in points).
+
+    Args:
+        widths: ``[n_w]`` the grid's widths; selection, test_selection: :func:`selected` ``(grid, "validation")`` and
+            ``(grid, "test")``; gp_selection, gp_test_selection: the same of the GP grid (:func:`gp_grid`).
+
+    Returns:
+        ``{name: int | float}``.
+    """
+    test = selection["accuracy"]["test"]
+    return {
+        "N_small": int(widths[0]),
+        "N_large": int(widths[-1]),
+        "acc_small": 100 * test[0],
+        "acc_large": 100 * test[-1],
+        "T_small": float(selection["temperature"][0]),
+        "gp_acc": 100 * float(gp_selection["accuracy"]["test"][0]),
+        "gp_T": float(gp_selection["temperature"][0]),
+        "gp_test_rule": 100 * float(gp_test_selection["accuracy"]["test"][0]),
+        "gp_T_test_rule": float(gp_test_selection["temperature"][0]),
+        "test_rule_gain": 100 * float(np.mean(test_selection["accuracy"]["test"] - test)),
+    }
+
+
 def sample_widths(
     data: PathData, widths, temperatures, seed: int, *, warmup, draws, chains, progress: bool = True, device="cpu"
 ) -> dict:

@@ -105,6 +105,31 @@ class TrainedModel:
     history: dict = field(default_factory=dict)
     best_step: int = 0
 
+    def summary(self) -> dict:
+        """The model's sizes and its training run under the names the one-shot chapter's prose uses: ``model_N``,
+        ``model_G`` (width and query/key dimension), ``heads`` (per layer), ``paths`` (heads per layer to the power of
+        the layers), ``train_steps``, ``batch``, ``best_step``, ``best_val`` (the best validation accuracy, in %),
+        ``patch`` (side in pixels), ``patches_per_image``, ``N0`` (token width) and ``T`` (tokens per episode).
+
+        Returns:
+            ``{name: int | float}``.
+        """
+        config, encoder = self.config, self.encoder
+        return {
+            "model_N": config.width,
+            "model_G": config.qk_width,
+            "heads": config.num_heads,
+            "paths": config.num_heads**config.num_layers,
+            "train_steps": config.steps,
+            "batch": config.batch_size,
+            "best_step": int(self.best_step),
+            "best_val": 100 * max(self.history["validation_accuracy"]),
+            "patch": int(encoder.patch_size),
+            "patches_per_image": int(encoder.patches_per_image),
+            "N0": int(encoder.input_width),
+            "T": int(encoder.num_tokens),
+        }
+
 
 @torch.no_grad()
 def predict(model: SumHeadTransformer, x: torch.Tensor, *, drop_heads=(), batch_size: int = 1024) -> torch.Tensor:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._validation import as_float64_array, positive_real
-from ...claims import Verdict, equivalence, equivalence_power, exact
+from ...claims import Verdict, by_outcome, equivalence, equivalence_power, exact
 from ...experiments import finite_width as fw
 
 #: Where the claims of the depth chapter come from.
@@ -218,7 +218,7 @@ def cross_path_weights(claim: str, *, where: str = "", **arguments) -> Verdict:
             :func:`attnpaths.experiments.finite_width.saddle_point_agreement`).
         margin_fw: the margin at width ``N`` as a fraction of the theory's finite-width effect
             ``max_ij |U_theory - u_gp I|`` there (claim d's margin; default 0.04).
-        max_epsilon: default :data:`attnpaths.experiments.finite_width.SADDLE_MAX_EPSILON`; u_gp: the GP limit's
+        max_epsilon: default ``SADDLE_MAX_EPSILON`` of :mod:`attnpaths.experiments.finite_width`; u_gp: the GP limit's
             diagonal of ``U`` (default 1); level: the test's level (default 0.01).
         names: path names (for the message), default the indices.
 
@@ -280,3 +280,74 @@ def cross_weight_decay(claim: str, *, widths, theory_U, u_gp: float = 1.0, where
             + f" (0 in the GP limit){where}."
         ),
     )
+
+
+def readings(verdicts, networks) -> dict[str, str]:
+    """The chapter's sentences on its tested claims (sec-depth-claims), each following the outcomes of the run.
+
+    Args:
+        verdicts: the tested verdicts, holding ``"<c> (<network>)"`` for every claim ``c`` of a, aw, b, c, d and
+            every network.
+        networks: the network labels, e.g. ``["3 layers", "4 + 2 heads"]``.
+
+    Returns:
+        ``{"samples_reading", "summary_reading"}``: what claims a and aw (the samples against the exact
+        finite-width mean and the entropy weight) find, stated by their weakest outcome; ``{"outcomes"}``: every
+        claim's outcome per network, ``"claim a: holds (3 layers), ...; claim aw: ..."`` (all Markdown).
+    """
+    by_claim = {v.claim: v for v in verdicts}
+    missing = [f"{c} ({n})" for c in ("a", "aw", "b", "c", "d") for n in networks if f"{c} ({n})" not in by_claim]
+    if missing:
+        raise ValueError(f"verdicts must hold claims a, aw, b, c and d of every network, missing {missing}")
+    sampled = [by_claim[f"{c} ({n})"] for c in ("a", "aw") for n in networks]
+    return {
+        "samples_reading": by_outcome(
+            sampled,
+            holds="Claims a and aw below find the samples in agreement with the exact finite-width mean and with "
+            "the theory's entropy weight.",
+            not_significant="Claims a and aw below cannot decide, at these run lengths, whether the samples agree "
+            "with the exact finite-width mean.",
+            contradicted="Claims a or aw below find a disagreement between the samples and the theory.",
+        ),
+        "summary_reading": by_outcome(
+            sampled,
+            holds="Deeper or wider, the theory's action describes the finite networks' posteriors: the samples meet "
+            "the exact finite-width mean (a) and measure its entropy weight as 1 (aw).",
+            not_significant="Whether the theory's action describes the deeper and wider networks' posteriors is not "
+            "decided at these run lengths (claims a and aw are not significant).",
+            contradicted="For at least one of the deeper or wider networks the samples contradict the theory's "
+            "action (claim a or aw).",
+        ),
+        "outcomes": "; ".join(
+            f"claim {c}: " + ", ".join(f"{by_claim[f'{c} ({n})'].outcome.value} ({n})" for n in networks)
+            for c in ("a", "aw", "b", "c", "d")
+        ),
+    }
+
+
+def saddle_range_reading(epsilon: float) -> str:
+    """The sentence that says whether claim c tests the value of the cross weight at a width whose finite-width
+    scale is ``epsilon`` ``= (n + 1) / N``: outside the saddle point's range (``epsilon`` above
+    ``SADDLE_MAX_EPSILON`` of :mod:`attnpaths.experiments.finite_width`) it does not. Returns the sentence
+    (Markdown)."""
+    epsilon = positive_real(epsilon, "epsilon")
+    if epsilon > fw.SADDLE_MAX_EPSILON:
+        return (
+            f"a width outside the saddle point's range ((n + 1)/N above {fw.SADDLE_MAX_EPSILON:g}), where claim c "
+            "does not test the value."
+        )
+    return "a width inside the saddle point's range, where claim c tests the value."
+
+
+def cross_margins_reading(fewest: float) -> str:
+    """The sentence that says what agreement within claim c's margin means when the theory's cross weight lies
+    ``fewest`` margins from 0 at the compared widths (at least 3: a posterior without cross weights is
+    contradicted). Returns the clause (Markdown)."""
+    if not isinstance(fewest, (int, float, np.floating)) or not np.isfinite(fewest) or fewest < 0:
+        raise ValueError(f"fewest must be a finite number of margins >= 0, got {fewest!r}")
+    if fewest >= 3:
+        return (
+            "so agreement within the margin means a cross weight of the theory's sign and size in the samples, and "
+            "a posterior without cross weights, the GP limit's, is contradicted"
+        )
+    return "too few for agreement within the margin to tell the theory's cross weight from none at every compared width"

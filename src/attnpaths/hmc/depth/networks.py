@@ -31,6 +31,9 @@ Two layers, four heads in layer 1 (:func:`wide_network`, 8 paths): layer 1 = [``
 
 Blank heads are perturbed with ``p_I = p_P = p_O = perturbation`` (the 4-path network's convention), all
 heads are multiplied by ``beta``, and the readout is the last token.
+
+One network's results (sec-depth-theory): :func:`network_record` (its results-file record),
+:func:`network_summary` (the numbers the chapter quotes) and :func:`sampler_table` (its sampler diagnostics).
 """
 
 from __future__ import annotations
@@ -42,12 +45,15 @@ import torch
 
 from ..._validation import nonnegative_real, positive_real
 from ...attention import Attention
+from ...experiments import sampling
 from ...experiments.path_data import PathNetwork
+from ...experiments.sweep import TheorySweep
 from ...paths import all_paths
 from ..anatomy import class_separation, project_path_features
 from ..data import HMCTask
 from ..heads import HEAD_VERSIONS, PAPER_BETA, _as_task, default_bos_strength, hmc_head
 from ..networks import LAYER1_BLANK_SEED, LAYER2_BLANK_SEED, LAYER2_MAIN_SEED, _last_token_attention, _perturbed_head
+from .claims import largest_cross_weight
 
 
 def bos_closed_same_token(task, *, beta: float = PAPER_BETA, bos_self_strength: float | None = None) -> torch.Tensor:
@@ -279,3 +285,144 @@ def path_class_separation(features, y, task) -> np.ndarray:
     task = _as_task(task)
     projection = project_path_features(features, task.v_plus + task.v_minus)
     return class_separation(projection, np.asarray(y))
+
+
+# --------------------------------------------------------------------------------------------------------
+# one network's results (sec-depth-theory)
+
+
+def _check_curve(curve) -> None:
+    if not isinstance(curve, TheorySweep) or curve.temperatures.size != 1 or curve.gp is None:
+        raise ValueError(
+            f"curve must be a TheorySweep at one temperature with its GP limit, got {type(curve).__name__}"
+        )
+
+
+def network_record(curve: TheorySweep, samples: dict, exact: dict) -> dict:
+    """The results-file record of one network of the depth chapter.
+
+    Args:
+        curve: the theory over widths at one temperature, with its GP limit
+            (:func:`~attnpaths.experiments.sweep.theory_sweep`).
+        samples, exact: ``{width: SampledPoint}`` and ``{width: ExactOrderParameter}``
+            (:func:`~attnpaths.experiments.sampling.sample_networks`).
+
+    Returns:
+        a dict with ``"theory"`` (``"N"``, ``"accuracy"``, ``"U"``, ``"U_layers"``, ``"converged"``,
+        ``"hessian_min_eigenvalue"``), ``"gp_accuracy"``, ``"sampled"`` (per width ``"accuracy"``, ``"mc_sd"``,
+        ``"U"``, ``"U_mc_se"``, the sampler's diagnostics and ``"U_upper"``), ``"exact"``
+        (:func:`attnpaths.experiments.sampling.exact_record` of ``exact``) and ``"path_order"`` (the path names);
+        widths as ``str(N)``, every ``U`` ``[n, n]`` in the order ``path_order``, ``U_layers`` one matrix per layer.
+    """
+    _check_curve(curve)
+    return {
+        "theory": {
+            "N": curve.widths,
+            "accuracy": curve.accuracy["test"][:, 0],
+            "U": {str(w): curve.U_at(w) for w in curve.widths},
+            "U_layers": {str(w): [u[curve.index(w), 0] for u in curve.U_layers] for w in curve.widths},
+            "converged": curve.converged[:, 0],
+            "hessian_min_eigenvalue": curve.hessian_min_eigenvalue[:, 0],
+        },
+        "gp_accuracy": float(curve.gp.accuracy["test"][0, 0]),
+        "sampled": {
+            str(w): {
+                "accuracy": p.accuracy,
+                "mc_sd": p.accuracy_mc_sd,
+                "U": p.U,
+                "U_mc_se": p.U_se,
+                **p.diagnostics,
+                "U_upper": {
+                    f"U_{l + 2}": {"U": U, "U_mc_se": se} for l, (U, se) in enumerate(zip(p.U_upper, p.U_upper_se))
+                },
+            }
+            for w, p in samples.items()
+        },
+        "exact": sampling.exact_record(exact),
+        "path_order": list(curve.names),
+    }
+
+
+def network_summary(curve: TheorySweep, samples: dict, good_path: str) -> dict:
+    """The numbers the depth chapter quotes of one network, at the smallest and the largest solved width
+    (``N_min``, ``N_max``) and at the smallest sampled width ``N_s``.
+
+    Args:
+        curve: the theory over widths at one temperature, with its GP limit; samples: ``{width: SampledPoint}``
+            at solved widths; good_path: the name of the path that carries the label (e.g. ``"ssu"``).
+
+    Returns:
+        ``{name: float}``: the theory's test accuracy ``acc_min`` and ``acc_max`` and the GP limit's ``gp``; the
+        sampled accuracy ``sampled_min`` at ``N_s`` with its Monte-Carlo sd ``sampled_min_sd``, and
+        ``max_sampled_diff``, the largest ``|A_sampled - A_theory|`` over the sampled widths; the good path's
+        weight ``U_gg`` of the theory (``Ugood_min``, ``Ugood_max``) and of the samples at ``N_s``
+        (``Ugood_sampled``, its error ``Ugood_sampled_se``, ``Ugood_shift`` relative to the theory there); the
+        theory's largest normalised cross weight at ``N_min`` (:func:`~.claims.largest_cross_weight`), its
+        entry ``cross_entry`` (a string ``"U[a,b]"``), value ``cross_theory``, the samples' value of that entry at
+        ``N_s`` (``cross_sampled``, ``cross_sampled_se``) and its distance from the theory's there in Monte-Carlo
+        standard errors ``cross_z_min``; the normalised weight ``cross_ratio_min`` and, at ``N_max``,
+        ``cross_ratio_max``.
+    """
+    _check_curve(curve)
+    if not samples or any(w not in curve.widths for w in samples):
+        raise ValueError(f"samples must hold sampled solved widths of {curve.widths.tolist()}, got {list(samples)}")
+    if good_path not in curve.names:
+        raise ValueError(f"good_path must be one of the paths {list(curve.names)}, got {good_path!r}")
+    n_min, n_max, n_s = curve.widths[0], curve.widths[-1], min(samples)
+    accuracy = curve.accuracy["test"][:, 0]
+    point = samples[n_s]
+    good = curve.names.index(good_path)
+    ratio, (i, j) = largest_cross_weight(curve.U_at(n_min))
+    return {
+        "acc_min": float(accuracy[0]),
+        "acc_max": float(accuracy[-1]),
+        "gp": float(curve.gp.accuracy["test"][0, 0]),
+        "sampled_min": float(point.accuracy),
+        "sampled_min_sd": float(point.accuracy_mc_sd),
+        "max_sampled_diff": float(max(abs(p.accuracy - accuracy[curve.index(w)]) for w, p in samples.items())),
+        "Ugood_min": float(curve.U_at(n_min)[good, good]),
+        "Ugood_max": float(curve.U_at(n_max)[good, good]),
+        "Ugood_sampled": float(point.U[good, good]),
+        "Ugood_sampled_se": float(point.U_se[good, good]),
+        "Ugood_shift": float(point.U[good, good] / curve.U_at(n_s)[good, good] - 1),
+        "cross_entry": f"U[{curve.names[i]},{curve.names[j]}]",
+        "cross_theory": float(curve.U_at(n_min)[i, j]),
+        "cross_sampled": float(point.U[i, j]),
+        "cross_sampled_se": float(point.U_se[i, j]),
+        "cross_z_min": float(abs(point.U[i, j] - curve.U_at(n_s)[i, j]) / point.U_se[i, j]),
+        "cross_ratio_min": ratio,
+        "cross_ratio_max": largest_cross_weight(curve.U_at(n_max))[0],
+    }
+
+
+def sampler_table(runs: dict) -> str:
+    """Markdown table of the sampler diagnostics (sec-depth-sampler): per network and sampled width, the network
+    sampler's chains, draws kept (:func:`~attnpaths.experiments.sampling.kept_draws`) and warm-up, the min ESS
+    and max split R-hat of the test predictions and of ``U`` and the wall time, and, at the widths with an exact
+    run, that run's chains, draws, min ESS, max R-hat and time (``-`` elsewhere).
+
+    Args:
+        runs: ``{network label: (samples, exact)}``, ``samples`` ``{width: SampledPoint}`` and ``exact``
+            ``{width: ExactOrderParameter}`` at some of the sampled widths.
+    """
+    lines = [
+        "| network | N | chains x draws (warm-up) | min ESS of f | max R-hat of f | min ESS of U | max R-hat of U "
+        "| time (s) | exact mean: chains x draws, min ESS, max R-hat, time (s) |",
+        "|" + "---|" * 9,
+    ]
+    for key, (samples, exact) in runs.items():
+        for w, p in samples.items():
+            d = p.diagnostics
+            x = exact[w].diagnostics if w in exact else None
+            exact_cell = (
+                "-"
+                if x is None
+                else f"{x['num_chains']} x {sampling.kept_draws(x)}, {x['min_ess']:.0f}, {x['max_rhat']:.2f}, "
+                f"{x['wall_time_s']:.1f}"
+            )
+            lines.append(
+                f"| {key} | {w} | {d['num_chains']} x {sampling.kept_draws(d)} ({d['num_warmup']}) | "
+                f"{d['min_predictor_ess']:.0f} | {d['max_predictor_rhat']:.3f} | {d['min_U_ess']:.0f} | "
+                f"{d['max_U_rhat']:.3f} | {d['wall_time_s']:.1f} | {exact_cell} |"
+            )
+    return "\n".join(lines)

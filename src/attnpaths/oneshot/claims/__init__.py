@@ -1,4 +1,5 @@
-"""Claims of the one-shot chapter (Fig. 3), as tests; each function returns a :class:`attnpaths.claims.Verdict`.
+"""Claims of the one-shot chapter (Fig. 3), as tests; each function returns a :class:`attnpaths.claims.Verdict`
+(the ``*_outcome`` and ``*_sentence`` functions: the Markdown text that states an outcome).
 
 About the trained model: the head scores predict the single-head drops, the score order beats random pruning orders
 and the theory's pattern transfers to the weights (permutation p-values: a test with ``m`` equally likely arrangements
@@ -17,6 +18,7 @@ from ._pruning import (
     attainability,
     head_scores_predict_drops,
     little_loss,
+    little_loss_outcome,
     little_loss_power,
     pattern_transfer,
     pruning_order,
@@ -27,6 +29,7 @@ from ._replicates import (
     alignment_over_models,
     best_set_over_models,
     finite_width_against,
+    interplay_outcome,
     interplay_over_models,
     model_means,
     order_over_models,
@@ -39,6 +42,7 @@ from ._theory import (
     deviation_decay,
     deviation_decay_power,
     entropy_weight_agreement,
+    exact_mean_sentence,
     interplay_gains,
     interplay_power,
     saddle_deviation,
@@ -55,12 +59,15 @@ __all__ = [
     "deviation_decay",
     "deviation_decay_power",
     "entropy_weight_agreement",
+    "exact_mean_sentence",
     "finite_width_against",
     "head_scores_predict_drops",
     "interplay_gains",
+    "interplay_outcome",
     "interplay_over_models",
     "interplay_power",
     "little_loss",
+    "little_loss_outcome",
     "little_loss_power",
     "model_means",
     "order_over_models",

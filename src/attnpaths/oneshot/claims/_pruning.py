@@ -8,7 +8,7 @@ import numpy as np
 from scipy import stats
 
 from ..._validation import positive_real, probability
-from ...claims import LEVEL, Verdict, directional_z, permutation
+from ...claims import LEVEL, Verdict, by_outcome, directional_z, permutation
 from ...experiments.head_pruning import pruning_sets
 from ...experiments.head_subsets import random_order_area_distribution, random_order_p_values, subset_curve
 from ...statistics import spearman_permutation_test
@@ -191,4 +191,20 @@ def pattern_transfer(claim: str, *, U_theory, U_gd, heads, level: float = LEVEL)
             f"correlation of the patterns {sim['pearson']:+.2f} (off-diagonal {sim['pearson_offdiagonal']:+.2f})."
             + attainability(level, 1 / sim["num_relabelings"], f"{sim['num_relabelings']} relabellings")
         ),
+    )
+
+
+def little_loss_outcome(verdicts) -> str:
+    """The sentence that states the outcome of claim 7d, the little-loss tests after brief fine-tuning
+    (sec-oneshot-little-loss), one :func:`little_loss` verdict per ``k`` asked: their weakest outcome.
+
+    Returns:
+        Markdown text.
+    """
+    return by_outcome(
+        verdicts,
+        holds="After brief fine-tuning the loss stays within the margin at every k asked.",
+        not_significant="After brief fine-tuning, the data cannot tell at some k asked whether the loss stays within "
+        "the margin.",
+        contradicted="Even after brief fine-tuning the loss exceeds the margin at some k asked.",
     )

@@ -9,7 +9,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from ..._validation import as_float64_array, probability
-from ...claims import LEVEL, PowerCheck, Verdict, power_check, replicate_t
+from ...claims import LEVEL, PowerCheck, Verdict, by_outcome, power_check, replicate_t
 from ...experiments import finite_width as fw_claims
 from ._sources import (
     INTERPLAY,
@@ -245,3 +245,19 @@ def replicate_power(
         se[case], detectable[case], estimate[case] = s, shift * s, float(d.mean())
     check = power_check(claim, se=se, estimate=estimate, level=level, num_tests=num_tests, power=power, **words)
     return dataclasses.replace(check, detectable=tuple(detectable.values()))
+
+
+def interplay_outcome(verdict: Verdict) -> str:
+    """The sentence that states the outcome of claim I, whether the cross-path weights of ``U`` add accuracy
+    beyond its diagonal (the first verdict of :func:`interplay_over_models`, sec-oneshot-interplay).
+
+    Returns:
+        Markdown text.
+    """
+    return by_outcome(
+        verdict,
+        holds="On this task the cross-path weights add accuracy beyond the re-weighting of the paths.",
+        not_significant="Over these models the cross-path weights' share of the gain cannot be told from zero.",
+        contradicted="On this task the predictor does better without the cross-path weights: the gain over the GP "
+        "limit comes from the re-weighting of the paths.",
+    )

@@ -313,3 +313,46 @@ def deviation_decay_power(deviation: dict, *, margin: float = 0.5, level: float 
         return 0.0
     _, se, _, p_fit = _decay_slope(deviation)
     return 0.0 if p_fit < level else equivalence_power(se, margin, level)
+
+
+def exact_mean_sentence(comparison: dict, diagnostics: dict, *, margin_U: float, near_gp_width: int) -> str:
+    """The sentence that sets the samples and the saddle point against the exact finite-width mean of ``U``
+    (sec-oneshot-exact): their largest entry-wise distance from it at each width, the exact chains' convergence, and
+    the outcome of claim 2e's test fed ``U`` near the GP limit in place of the samples; with no width, why claim 2e
+    is not tested.
+
+    Args:
+        comparison: ``{N: {"samples_distance", "saddle_distance", "near_gp_outcome", "near_gp_statistic"}}``, the
+            distances as largest ``|U_ij - U_exact,ij| / sqrt(U_exact,ii U_exact,jj)``; may be empty.
+        diagnostics: ``{N: {"max_rhat", "min_ess", ...}}`` of the exact chains at the same widths.
+        margin_U: claim 2's margin on the entries of ``U``; near_gp_width: the width of ``U`` near the GP limit.
+
+    Returns:
+        Markdown text.
+    """
+    if set(comparison) != set(diagnostics):
+        raise ValueError(
+            f"comparison and diagnostics must have the same widths, got {sorted(comparison)} and {sorted(diagnostics)}"
+        )
+    if not comparison:
+        return (
+            "This run samples the exact density at no width (the profile's `exact_widths` is empty), so claim 2e is "
+            "not tested: in this many dimensions the sampler of `attnpaths.order_parameter_posterior` finds no mode "
+            "of the density at the smaller sampled widths, and at the larger ones its Metropolis chains, started "
+            "from the Laplace approximation at the mode, do not converge within the chapter's budget."
+        )
+    distances = "; ".join(
+        f"at N = {w} the samples {row['samples_distance']:.3f} and the saddle point {row['saddle_distance']:.3f}"
+        for w, row in comparison.items()
+    )
+    outcomes = ", ".join(
+        f"{row['near_gp_outcome']} at N = {w} (largest deviation over margin {row['near_gp_statistic']:.2f})"
+        for w, row in comparison.items()
+    )
+    return (
+        f"Largest |U_ij - U_exact,ij| relative to sqrt(U_exact,ii U_exact,jj) (claim 2's margin: {margin_U:g}): "
+        f"{distances}. The exact chains reach a split R-hat of at most "
+        f"{max(d['max_rhat'] for d in diagnostics.values()):.3f} and an effective sample size of at least "
+        f"{min(d['min_ess'] for d in diagnostics.values()):.0f} per entry of U. Fed U near the GP limit "
+        f"(N = {near_gp_width}) in place of the samples, claim 2e's test is {outcomes}."
+    )
