@@ -469,7 +469,7 @@ def heat_map_figure(
             "row": np.broadcast_to(np.array([names[i] for i in range(n) for _ in range(n)]), cells.shape),
             "col": np.broadcast_to(np.array([names[j] for _ in range(n) for j in range(n)]), cells.shape),
             "value": cells,
-            "text": np.vectorize(lambda v: f"{v:.2f}", otypes=[str])(cells) if cells.size else cells.astype(str),
+            "text": np.vectorize(lambda v: f"{v:.2f}", otypes=[str])(cells),
         }
     }
     limit = float(np.abs(matrices).max())
@@ -496,35 +496,6 @@ def heat_map_figure(
         y_label=axis_label,
         alt=alt,
         figure_options=dict(x_range=names, y_range=names[::-1], tools="hover,save", width=460, sizing_mode="fixed"),
-    )
-
-
-def order_parameter_figure(record: Mapping, task: str) -> Explorable:
-    """The order parameter ``U`` (eq-action's minimiser) of one network of the hmc chapter as a heat map, rows and
-    columns labelled by path, with sliders over the width ``N`` and the temperature ``T``
-    (:func:`heat_map_figure`).
-
-    Args:
-        record: the chapter's grid (:func:`hmc_accuracy_figure`), ``record["tasks"][task]`` with ``"U"``
-            ``[n_w, n_T, n, n]`` and ``"U_order"`` ``[n]`` (the path names of its rows and columns).
-        task: the network, a key of ``record["tasks"]``.
-    """
-    entry = record["tasks"][task]
-    names = [str(n) for n in entry["U_order"]]
-    temperatures = [float(T) for T in record["temperatures"]]
-    widths = [float(w) for w in record["widths"]]
-    here = temperatures.index(float(record["temperature"]))
-    axes = [GridAxis("N", "width N", tuple(widths), 0), GridAxis("T", "temperature T", tuple(temperatures), here)]
-    return heat_map_figure(
-        f"hmc-U-{task.replace(' ', '-')}",
-        entry["U"],
-        names,
-        axes,
-        title=f"Order parameter U ({task})",
-        alt=(
-            f"Interactive heat map of the order parameter U of the {task} network, rows and columns labelled by path "
-            f"({', '.join(names)}), each cell showing its value; sliders choose the width N and the temperature T."
-        ),
     )
 
 

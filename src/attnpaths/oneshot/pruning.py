@@ -171,10 +171,7 @@ class PruningResult:
         """The numbers that the one-shot chapter's prose quotes (sec-oneshot-pruning), accuracies in %: ``P_prune``
         (episodes), ``base_acc`` (the unpruned model), ``num_random`` (random orders drawn), ``max_pruned`` (heads
         pruned at the end of a curve), ``curve_end_score`` and ``curve_end_random`` (the accuracy there along the
-        score order and, averaged, along the drawn random orders).
-
-        Returns:
-            ``{name: int | float}``.
+        score order and, averaged, along the drawn random orders), as ``{name: int | float}``.
         """
         return {
             "P_prune": int(self.num_episodes),
@@ -447,10 +444,7 @@ class LittleLoss:
         """The numbers that the one-shot chapter's prose quotes (sec-oneshot-little-loss), accuracies and changes in
         points: ``ll_seeds`` (fine-tuning seeds), ``ll_base`` (the unpruned model) and, where the control was run,
         ``ll_control`` (its mean accuracy over the seeds), ``ll_control_diff`` and ``ll_control_se`` (its change from
-        the unpruned model and the change's standard error).
-
-        Returns:
-            ``{name: int | float}``.
+        the unpruned model and the change's standard error), as ``{name: int | float}``.
         """
         out = {"ll_seeds": self.num_seeds, "ll_base": 100 * self.base_accuracy}
         if self.control_accuracy is not None:
