@@ -1,5 +1,6 @@
 """The tables and texts of the reproducibility chapter's report on the committed benchmark records (sampler,
-engine, numpyro, solver and sampler-growth benchmarks), re-exported by :mod:`attnpaths_book.report`."""
+engine, numpyro, solver and sampler-growth benchmarks), the tolerances and the shipped weights, re-exported by
+:mod:`attnpaths_book.report`."""
 
 from __future__ import annotations
 
@@ -361,3 +362,190 @@ def crossover_text(two_terms: dict, unit: str) -> str:
         f"the terms in {_power('s', p)} and {_power('s', q)} are equal at about {two_terms['crossover']:.3g} "
         f"{unit}, {where} the measured sizes"
     )
+
+
+def tolerance_table(rules) -> str:
+    """The Markdown table of the tolerance ``rules`` (``attnpaths_book.tolerances.TABLE``): per rule, the results
+    keys it matches, its class, its relative and absolute tolerances and why."""
+    return markdown_table(
+        ["results key", "class", "relative", "absolute", "why"],
+        [(f"`{rule.pattern}`", rule.cls, f"{rule.rtol:g}", f"{rule.atol:g}", rule.reason) for rule in rules],
+    )
+
+
+def shipped_weights(shipped: dict) -> dict:
+    """What the results file keeps of the ``shipped`` weights (``attnpaths_book.trained.read_manifest()``, file
+    name -> entry): per file its ``sha256``, ``kind``, ``label``, ``chapter``, ``profile``, ``command`` and the
+    ``machine`` it was trained on."""
+    keys = ("sha256", "kind", "label", "chapter", "profile", "command")
+    return {
+        name: {key: getattr(e, key) for key in keys} | {"machine": e.provenance.get("machine", {})}
+        for name, e in shipped.items()
+    }
+
+
+def shipped_table(shipped: dict) -> str:
+    """The Markdown table of the ``shipped`` weights (file name -> manifest entry): file, chapter, profile, what it
+    holds, the start of its SHA-256 and the CPU and day it was trained on; a sentence when none is shipped."""
+    if not shipped:
+        return "*No weights are shipped yet.*"
+    rows = []
+    for name, e in shipped.items():
+        machine = e.provenance.get("machine", {})
+        trained_on = (
+            f"{machine.get('cpu_model')} ({machine.get('cpu_capability')}), {e.provenance.get('trained_utc', '')[:10]}"
+        )
+        rows.append((f"`{name}`", e.chapter, e.profile, e.label, f"`{e.sha256[:16]}...`", trained_on))
+    return markdown_table(["file", "chapter", "profile", "holds", "SHA-256", "trained on"], rows)
+
+
+def predictor_agreement(z: float, z_limit: float) -> str:
+    """How the sampler benchmark's two mean predictors compare, for the prose: ``"they agree"`` when their
+    largest difference, ``z`` combined Monte-Carlo standard errors, is at most the family-wise bound
+    ``z_limit``, else a bold statement that they differ."""
+    if z <= z_limit:
+        return "they agree"
+    return (
+        "**they differ by more than their Monte-Carlo errors allow** (with so few effective NUTS draws the "
+        "NUTS error estimate itself is rough)"
+    )
+
+
+@dataclass(frozen=True)
+class Prose:
+    """What the chapter quotes from one benchmark record, by glue name: ``numbers`` (numbers and words, kept in the
+    results file) and ``markdown`` (tables, commands and sentences, glued as Markdown)."""
+
+    numbers: dict
+    markdown: dict
+
+    def glue(self, recorder) -> None:
+        """Glue ``numbers`` (kept in the results file) and ``markdown`` with ``recorder`` (a
+        :class:`~attnpaths_book.recorder.ChapterRecorder`)."""
+        recorder.glue_all(self.numbers)
+        for name, text in self.markdown.items():
+            recorder.markdown(name, text)
+
+
+def _prose(prefix: str, record: dict, numbers: dict, markdown: dict) -> Prose:
+    """``numbers`` and ``markdown`` with the record's provenance (date, commit, loads, CPU cores, command), every
+    name prefixed by ``<prefix>_``."""
+    machine = record["machine"]
+    provenance = {"date": record["finished_utc"][:10], "commit": commit_label(record["commit"], record["commit_dirty"])}
+    if "load_average_1min_start" in machine:
+        provenance["load_start"] = machine["load_average_1min_start"]
+    provenance |= {"load": machine["load_average_1min"], "cpus": machine["cpu_count"]}
+    return Prose(
+        numbers={f"{prefix}_{name}": value for name, value in (provenance | numbers).items()},
+        markdown={
+            f"{prefix}_{name}": text for name, text in (markdown | {"command": inline_code(record["command"])}).items()
+        },
+    )
+
+
+def _words(met: bool) -> str:
+    return "meets" if met else "misses"
+
+
+def solver_prose(bench: dict) -> Prose:
+    """What the chapter quotes from the solver benchmark record ``bench`` (names ``solver_*``): its provenance,
+    Adam's settings, the solver's median time, iterations and ratio to Adam on each problem, the goals and whether
+    they are met (``"meets"``, ``"misses"``), and per growth series the fitted exponents and the crossover of the
+    two-term fit; the table of :func:`solver_rows` and the command."""
+    bench_report = bench["report"]
+    targets, hmc, image = bench_report["targets"], bench_report["problems"]["hmc"], bench_report["problems"]["image"]
+    numbers = {
+        "adam_lr": hmc["adam"]["lr"],
+        "adam_tolerance": hmc["adam"]["gradient_tolerance"],
+        "hmc_ms": hmc["solver"]["ms"],
+        "hmc_iterations": hmc["solver"]["iterations"],
+        "hmc_ratio": hmc["speedup"],
+        "image_ms": image["solver"]["ms"],
+        "image_ratio": image["speedup"],
+        "image_ratio_bound": "at least " if image["speedup_is_lower_bound"] else "",
+        "goal_hmc_ms": targets["hmc_ms"],
+        "goal_hmc_ratio": targets["hmc_speedup"],
+        "goal_image_ms": targets["image_ms"],
+        "verdict_hmc_ms": _words(hmc["solver"]["ms"] <= targets["hmc_ms"]),
+        "verdict_hmc_ratio": _words(hmc["speedup"] >= targets["hmc_speedup"]),
+        "verdict_image_ms": _words(image["solver"]["ms"] <= targets["image_ms"]),
+    }
+    markdown = {"table": markdown_table(["", *SOLVER_PROBLEMS.values()], solver_rows(bench_report))}
+    for series, unit in (("examples", "training examples"), ("paths", "paths")):
+        fit = bench_report["growth"][series]
+        numbers[f"{series}_exponent"] = fit["exponent_per_iteration"]
+        numbers[f"{series}_exponent_last"] = fit["exponent_per_iteration_largest_two"]
+        markdown[f"{series}_crossover"] = crossover_text(fit["two_terms"], unit)
+    return _prose("solver", bench, numbers, markdown)
+
+
+def sampler_prose(bench: dict, *, goal: float, z_limit: float) -> Prose:
+    """What the chapter quotes from the sampler benchmark record ``bench`` (names ``bench_*``): its provenance, the
+    ESS-per-second ratio against ``goal`` (``"meets"``, ``"misses"``), the largest z of the two mean predictors
+    against ``z_limit`` (:func:`predictor_agreement`), the run's length and sizes, NUTS's smallest step and
+    evaluations per iteration; the table of :func:`sampler_rows` and the command."""
+    bench_report = bench["report"]
+    gibbs, nuts, sizes = bench_report["gibbs"], bench_report["nuts"], bench_report["sizes"]
+    ratio, z = bench_report["ess_per_s_ratio"], bench_report["max_mean_predictor_z"]
+    numbers = {
+        "ratio": ratio,
+        "goal": goal,
+        "verdict": _words(ratio >= goal),
+        "z": z,
+        "z_limit": z_limit,
+        "minutes": (gibbs["wall_time_s"] + nuts["wall_time_s"]) / 60,
+        "width": sizes["widths"][0],
+        **{key: sizes[key] for key in ("temperature", "num_train", "num_test", "heads")},
+        "threads": sizes["num_threads"],
+        "step": min(nuts["step_sizes"]),
+        "evals": nuts["potential_evaluations_per_iteration"],
+    }
+    markdown = {
+        "agreement": predictor_agreement(z, z_limit),
+        "table": markdown_table(["", "blocked Gibbs", "NUTS (pyro)"], sampler_rows(bench_report)),
+    }
+    return _prose("bench", bench, numbers, markdown)
+
+
+def numpyro_prose(bench: dict) -> Prose:
+    """What the chapter quotes from the benchmark record ``bench`` against numpyro's NUTS (names ``numpyro_*``): its
+    provenance, the Gibbs/NUTS ratios and NUTS's largest R-hat in float64 and float32, and whether both NUTS runs
+    reached their R-hat target (``"reached"``, ``"did not reach"``); the table of :func:`numpyro_rows` and the
+    command."""
+    bench_report = bench["report"]
+    converged = all(bench_report[f"nuts_{precision}"]["converged"] for precision in ("float64", "float32"))
+    numbers = {
+        "ratio_64": bench_report["ess_per_s_ratio"]["float64"],
+        "ratio_32": bench_report["ess_per_s_ratio"]["float32"],
+        "rhat_64": bench_report["nuts_float64"]["max_predictor_rhat"],
+        "rhat_32": bench_report["nuts_float32"]["max_predictor_rhat"],
+        "converged": "reached" if converged else "did not reach",
+    }
+    header = ["", "blocked Gibbs", "NUTS (numpyro, float64)", "NUTS (numpyro, float32)"]
+    return _prose("numpyro", bench, numbers, {"table": markdown_table(header, numpyro_rows(bench_report))})
+
+
+def sampler_growth_prose(bench: dict, *, rhat_limit: float) -> Prose:
+    """What the chapter quotes from the sampler-growth record ``bench`` (names ``sgrowth_*``): its provenance and
+    settings, the fixed size of each series, per series the fitted exponents of the time per sweep, and the R-hat
+    limit of convergence ``rhat_limit``; the table of :func:`sampler_growth_rows`, per series the crossover of the
+    two-term fit and the mixing (:func:`sampler_mixing_text`), and the command."""
+    bench_report = bench["report"]
+    growth = bench_report["growth"]
+    numbers = {key: bench_report[key] for key in ("temperature", "chains", "warmup", "samples", "threads")}
+    numbers |= {
+        "width_series_num_train": growth["width"]["rows"][0]["num_train"],
+        "examples_series_width": growth["examples"]["rows"][0]["width"],
+    }
+    header = ["", "time per sweep", "smallest ESS of f", "ESS per second", "ESS per kept sweep", "largest R-hat"]
+    markdown = {"table": markdown_table(header, sampler_growth_rows(bench_report))}
+    for series, unit, symbol in (
+        ("width", "(the width N)", ("N", "width")),
+        ("examples", "training examples", ("P", "num_train")),
+    ):
+        fit = growth[series]
+        numbers[f"{series}_exponent"] = fit["exponent_per_sweep"]
+        numbers[f"{series}_exponent_last"] = fit["exponent_per_sweep_largest_two"]
+        markdown[f"{series}_crossover"] = crossover_text(fit["two_terms"], unit)
+        markdown[f"{series}_mixing"] = sampler_mixing_text(fit, *symbol)
+    return _prose("sgrowth", bench, numbers | {"rhat_limit": rhat_limit}, markdown)

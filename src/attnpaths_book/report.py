@@ -17,19 +17,28 @@ from attnpaths_book import provenance
 from attnpaths_book._report_tables import (
     SOLVER_PROBLEMS,
     EngineBenchmarks,
+    Prose,
     commit_label,
     crossover_text,
     engine_benchmarks,
     inline_code,
     markdown_table,
+    numpyro_prose,
     numpyro_rows,
+    predictor_agreement,
+    sampler_growth_prose,
     sampler_growth_rows,
     sampler_growth_summary,
     sampler_mixing_text,
+    sampler_prose,
     sampler_rows,
     sampler_summary,
+    shipped_table,
+    shipped_weights,
+    solver_prose,
     solver_rows,
     solver_summary,
+    tolerance_table,
 )
 from attnpaths_book.benchmarks.record import committed_record_path, read_record
 from attnpaths_book.chapters import INJECTED, Chapter, book_chapters, execution_order
@@ -54,20 +63,28 @@ __all__ = [
     "committed_record",
     "rerun_example",
     "EngineBenchmarks",
+    "Prose",
     "SOLVER_PROBLEMS",
     "commit_label",
     "crossover_text",
     "engine_benchmarks",
     "inline_code",
     "markdown_table",
+    "numpyro_prose",
     "numpyro_rows",
+    "sampler_growth_prose",
     "sampler_growth_rows",
     "sampler_growth_summary",
     "sampler_mixing_text",
+    "sampler_prose",
     "sampler_rows",
     "sampler_summary",
+    "shipped_table",
+    "shipped_weights",
+    "solver_prose",
     "solver_rows",
     "solver_summary",
+    "tolerance_table",
 ]
 
 
@@ -238,18 +255,6 @@ def family_z_limit(num_tests: int, level: float = 0.01) -> float:
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     return float(norm.ppf(1 - level / (2 * num_tests)))
-
-
-def predictor_agreement(z: float, z_limit: float) -> str:
-    """How the sampler benchmark's two mean predictors compare, for the prose: ``"they agree"`` when their
-    largest difference, ``z`` combined Monte-Carlo standard errors, is at most the family-wise bound
-    ``z_limit``, else a bold statement that they differ."""
-    if z <= z_limit:
-        return "they agree"
-    return (
-        "**they differ by more than their Monte-Carlo errors allow** (with so few effective NUTS draws the "
-        "NUTS error estimate itself is rough)"
-    )
 
 
 def committed_record(name: str, *, required: bool = False) -> dict | None:

@@ -428,7 +428,7 @@ def predictor_variance_record(samples: dict, exact: dict, theory_variance: dict)
 
     Returns:
         per width ``str(N)`` a dict with the keys ``"theory"``, ``"sampled"``, ``"sampled_mc_se"``,
-        ``"relative_deviation"``, ``"exact"``, ``"exact_mc_se"`` and ``"exact_relative_deviation"``: the theory's
+        ``"relative_deviation"``, ``"exact"``, ``"exact_mc_se"`` and ``"exact_relative_deviation"``, the theory's
         average, the samples' posterior variance of ``f`` averaged over the test set with its Monte-Carlo error,
         ``sampled / theory - 1``, the same average under the exact density of the order parameters with its error,
         and ``sampled / exact - 1``.
@@ -456,7 +456,7 @@ def predictor_variance_summary(record: dict) -> dict:
     (:func:`predictor_variance_record`).
 
     Returns:
-        a dict: ``"dev_small"`` is ``sampled / theory - 1``, ``"z_small"`` is ``abs(sampled - theory) /
+        ``"dev_small"`` is ``sampled / theory - 1``, ``"z_small"`` is ``abs(sampled - theory) /
         sampled_mc_se``, ``"exact_dev_small"`` is ``sampled / exact - 1`` and ``"saddle_exact_small"`` is
         ``theory / exact - 1``.
     """

@@ -76,6 +76,45 @@ def local_slopes(widths, distance) -> np.ndarray:
     return np.diff(np.log(d)) / np.diff(np.log(w))
 
 
+def approach_summary(widths, distance, far_widths, far_distance) -> dict[str, int | float]:
+    """The numbers that describe how ``max |U - U_GP|`` falls with the width, by the names the chapter quotes.
+
+    Args:
+        widths: ``[n]`` (n >= 2) increasing widths of the chapter's figure; distance: ``[n]`` ``max |U - U_GP|``
+            at them.
+        far_widths: ``[m]`` (m >= 1) increasing widths beyond ``widths``; far_distance: ``[m]`` the distance there.
+
+    Returns:
+        ``num_widths`` (n), ``max_width``, ``dist_small`` and ``dist_large`` (the distance at the smallest and the
+        largest of ``widths``), ``slope_figure_min`` and ``slope_figure_max`` (the extreme :func:`local_slopes`
+        between successive ``widths``), ``slope_sweep`` (the slope between the two largest ``widths``),
+        ``slope_far`` (between the two largest widths of all), ``far_first`` and ``far_last`` (the smallest and
+        the largest of ``far_widths``).
+    """
+    w = as_float64_array(widths, "widths", ndim=1, nonempty=True)
+    d = as_float64_array(distance, "distance", ndim=1, nonempty=True)
+    far_w = as_float64_array(far_widths, "far_widths", ndim=1, nonempty=True)
+    far_d = as_float64_array(far_distance, "far_distance", ndim=1, nonempty=True)
+    if w.size < 2 or d.shape != w.shape:
+        raise ValueError(f"widths and distance must have the same length >= 2, got {w.size} and {d.size}")
+    if far_d.shape != far_w.shape:
+        raise ValueError(f"far_widths and far_distance must have the same length, got {far_w.size} and {far_d.size}")
+    slopes = local_slopes(np.concatenate([w, far_w]), np.concatenate([d, far_d]))
+    figure = slopes[: w.size - 1]
+    return {
+        "num_widths": w.size,
+        "max_width": int(w.max()),
+        "dist_small": float(d[0]),
+        "dist_large": float(d[-1]),
+        "slope_sweep": float(figure[-1]),
+        "slope_figure_min": float(figure.min()),
+        "slope_figure_max": float(figure.max()),
+        "slope_far": float(slopes[-1]),
+        "far_first": int(far_w[0]),
+        "far_last": int(far_w[-1]),
+    }
+
+
 def width_exponent_verdict(widths, distance, *, expected: float = -1.0, margin: float = 0.01) -> Verdict:
     """T3: ``max |U - U_GP|`` decays as ``N^expected`` at large width: the log-log slope between the two largest
     widths is within ``margin`` of ``expected``.
