@@ -6,10 +6,9 @@ import pytest
 from helpers import verdict
 
 from attnpaths.claims import Outcome
-from attnpaths.experiments.head_pruning import all_heads, pruning_sets, random_orders
+from attnpaths.experiments.head_pruning import all_heads, curve_auc, pruning_sets, random_orders
 from attnpaths.head_scoring import pruning_order
 from attnpaths.pruning import claims as pr_claims
-from attnpaths.pruning.sweep import curve_auc
 
 HOLDS, NS, CONTRADICTED = Outcome.HOLDS, Outcome.NOT_SIGNIFICANT, Outcome.CONTRADICTED
 HEADS = (4, 4)

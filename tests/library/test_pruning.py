@@ -10,7 +10,7 @@ from helpers import assert_rounding_close
 
 from attnpaths import rank_heads
 from attnpaths.attention_stack import MultiheadAttentionStack, MultiheadStackModel
-from attnpaths.experiments.head_pruning import all_heads, pruning_curve
+from attnpaths.experiments.head_pruning import all_heads, curve_auc, pruning_curve
 from attnpaths.head_masks import HeadMaskEvaluator, pruning_mask
 from attnpaths.head_models import attention_error, head_model
 from attnpaths.head_scoring import head_scores, pruning_order
@@ -18,8 +18,9 @@ from attnpaths.paths import all_paths, path_features
 from attnpaths.pruning import attention_entropy, gradient_head_importance, value_norms
 from attnpaths.pruning.digits import digit_patches, held_out_splits, train_test_split
 from attnpaths.pruning.exact import subset_outcomes, subset_table
-from attnpaths.pruning.sweep import RANKINGS, curve_auc, mean_interval, pruning_sweep, run_seed, split_mean
+from attnpaths.pruning.sweep import RANKINGS, pruning_sweep, run_seed, split_mean
 from attnpaths.pruning.training import ModelTraining, train_model
+from attnpaths.statistics import mean_interval
 from attnpaths.theory import solve
 from attnpaths.transformer import SumHeadModel, SumHeadTransformer
 

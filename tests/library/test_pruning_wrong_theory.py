@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from attnpaths.claims import Outcome
-from attnpaths.experiments.head_pruning import pruning_sets
+from attnpaths.experiments.head_pruning import curve_auc, pruning_sets
 from attnpaths.experiments.head_rankings import gradient_head_importance, value_norms
 from attnpaths.experiments.head_subsets import best_curve, normalised_area, random_order_curve, subset_curve
 from attnpaths.frozen_attention import rank_heads
@@ -27,7 +27,6 @@ from attnpaths.pruning import claims as pr_claims
 from attnpaths.pruning.digits import digit_patches, held_out_splits, train_test_split
 from attnpaths.pruning.exact import subset_outcomes
 from attnpaths.pruning.practical import fisher_pruning_sets
-from attnpaths.pruning.sweep import curve_auc
 from attnpaths.pruning.theory_scores import action_gate_gradients, loo_scores, removal_scores
 from attnpaths.pruning.training import ModelTraining, train_model
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from .._validation import as_float64_array, positive_int
 from ..claims import Outcome, Verdict, replicate_equivalence, replicate_t
-from .sweep import RANKING_NAMES, mean_interval
+from ..statistics import mean_interval
+from .sweep import RANKING_NAMES
 
 PRIMARY_SOURCE = (
     "primary question of this book: does the best theory score prune as well as the best practical score, each "
@@ -273,3 +274,76 @@ def primary_answer(beats: Verdict, matches: Verdict) -> str:
     if beats.outcome is Outcome.CONTRADICTED:
         return "loses" + narrowly
     return "matches" if matches.outcome is Outcome.HOLDS else "undecided"
+
+
+#: What each :func:`primary_answer` says of the best theory score against the best practical score.
+ANSWER_WORDS = {
+    "beats": "beats the practical family's",
+    "beats narrowly": "beats the practical family's, by less than the margin",
+    "loses": "loses to the practical family's",
+    "loses narrowly": "loses to the practical family's, by less than the margin",
+    "matches": "matches the practical family's within the margin",
+    "undecided": "neither beats, loses to nor matches the practical family's at this level and margin",
+}
+
+
+def answer_sentence(model: str, answer: str, theory, practical) -> str:
+    """The primary answer for ``model`` as a sentence: what ``answer`` (:func:`primary_answer`) says, with the mean
+    normalised test areas of the two families' picks (``theory``, ``practical``: ``[S]``, as for
+    :func:`family_verdicts`) and their mean difference."""
+    if answer not in ANSWER_WORDS:
+        raise ValueError(f"answer must be one of {list(ANSWER_WORDS)}, got {answer!r}")
+    a, b = _paired(theory, practical, ("theory", "practical"))
+    return (
+        f"For the {model}, the best theory score (chosen on the validation images) {ANSWER_WORDS[answer]}: "
+        f"normalised area {np.nanmean(a):.2f} against {np.nanmean(b):.2f}, mean difference {np.nanmean(a - b):+.2f}."
+    )
+
+
+def _side(x: float, y: float) -> str:
+    return "above" if x > y else "below" if x < y else "level with"
+
+
+def why_sentence(normalised: dict, best: dict) -> str:
+    """Where the paper's head score stands on the normalised scale (0: a random order, 1: the exact optimum),
+    against the random expectation, the gradient importance of Michel et al., the best practical score and the
+    best theory score, and what its reading of the trained path weights reaches, as a sentence.
+
+    Args:
+        normalised: ``{ranking: [S]}`` normalised test areas with ``"theory"``, ``"michel"`` and
+            ``"theory_trained"``; best: ``{"theory", "practical": [S]}`` those of each family's pick.
+    """
+    missing = [k for k in ("theory", "michel", "theory_trained") if k not in normalised]
+    missing += [f"best[{k!r}]" for k in ("theory", "practical") if k not in best]
+    if missing:
+        raise ValueError(f"normalised and best must hold the areas of every score quoted, missing {missing}")
+    paper, michel, trained = (float(np.nanmean(normalised[k])) for k in ("theory", "michel", "theory_trained"))
+    practical_best, theory_best = float(np.nanmean(best["practical"])), float(np.nanmean(best["theory"]))
+    return (
+        f"On the scale of the normalised area, where 0 is the exact expectation of a random order and 1 the exact "
+        f"optimum, the paper's head score stands at {paper:.2f}, {_side(paper, 0)} the random expectation, "
+        f"{_side(paper, michel)} the gradient importance of Michel et al. ({michel:.2f}) and "
+        f"{_side(paper, practical_best)} the best practical score ({practical_best:.2f}); the best theory score "
+        f"reaches {theory_best:.2f}. The paper's score, the size of $U$ on a head's paths, says how much the "
+        f"theory uses them, not what is lost without them; "
+        + (
+            "reading the trained value weights is not what makes the difference: the"
+            if trained < theory_best
+            else "the"
+        )
+        + f" paper's score applied to the trained path weights reaches {trained:.2f}."
+    )
+
+
+def near_threshold_sentence(close_calls, factor: float = 3.0) -> str:
+    """The comparisons of :func:`near_threshold` (``[(claim, p, threshold)]``, found with ``factor``) as a
+    sentence: which were decided close to the corrected threshold and why their outcome may change with models
+    trained again, or that none was."""
+    if not close_calls:
+        return f"No secondary comparison is decided within a factor {factor:g} of the corrected threshold."
+    return (
+        f"Decided within a factor {factor:g} of the corrected threshold: "
+        + ", ".join(f"{c} (p = {p:.2g} against {t:.2g})" for c, p, t in close_calls)
+        + ". These outcomes rest on the trained models: with models trained again (`retrain = True`, or on another "
+        "machine, where float32 training ends at other models) they may change, while the shipped weights fix them."
+    )

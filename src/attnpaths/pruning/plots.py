@@ -1,4 +1,4 @@
-"""Figures of the pruning chapter. Every function returns the :class:`matplotlib.figure.Figure` it drew and
+"""Figures and tables of the pruning chapter. Every function returns the :class:`matplotlib.figure.Figure` it drew and
 computes nothing beyond the means and confidence intervals it shows (:func:`attnpaths.statistics.mean_interval`, over
 training seeds); the numbers come from :mod:`attnpaths.pruning.sweep`."""
 
@@ -8,7 +8,8 @@ import numpy as np
 
 from .._optional import require
 from ..plot_style import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, palette_cycle
-from .sweep import RANKING_NAMES, mean_interval
+from ..statistics import mean_interval
+from .sweep import RANKING_NAMES
 from .theory_scores import THEORY_SCORES
 
 plt = require("matplotlib.pyplot", "plots")
@@ -137,3 +138,36 @@ def plot_sensitivity(values, normalised: dict, *, xlabel: str, confidence: float
     axes[0, 0].set_ylabel("normalised area")
     axes[0, -1].legend(fontsize=6.5, loc="best")
     return fig
+
+
+def auc_table(
+    auc: dict, *, confidence: float = 0.95, scale: float = 100.0, digits: int = 1, seconds: dict | None = None
+) -> str:
+    """A Markdown table of the area under the pruning curve (eq-pruning-auc, in % with the default ``scale``) of
+    every ranking (rows) for every model (columns): the mean over seeds and its two-sided Student-t confidence
+    interval; with ``seconds``, beside each model's column the mean wall seconds per seed of each ranking.
+
+    Args:
+        auc: ``{model label: {ranking: [S]}}`` (or normalised areas, eq-pruning-normalised, with ``scale=1``).
+        scale: factor applied before printing; digits: decimals printed.
+        seconds: ``None`` or ``{model label: {ranking: [S]}}`` (the ``cost_seconds`` of :class:`PruningSweep`; the
+            ceiling ``"best"`` costs the subset table); a ranking without a cost gets an empty cell.
+    """
+    models = list(auc)
+    rankings = list(dict.fromkeys(name for by_ranking in auc.values() for name in by_ranking))
+    header = [f"{m} | {m}: s per seed" if seconds is not None else m for m in models]
+    lines = ["| ranking | " + " | ".join(header) + " |", "|---|" + "---|" * (len(models) * (1 + (seconds is not None)))]
+    for name in rankings:
+        cells = []
+        for model in models:
+            if name not in auc[model]:
+                cells.append("")
+            else:
+                interval = mean_interval(scale * np.asarray(auc[model][name], dtype=float), confidence)
+                low, high = interval["low"], interval["high"]
+                cells.append(f"{interval['mean']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]")
+            if seconds is not None:
+                cost = seconds.get(model, {}).get("table" if name == "best" else name)
+                cells.append("" if cost is None else f"{float(np.mean(cost)):.2g}")
+        lines.append(f"| {RANKING_NAMES[name]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

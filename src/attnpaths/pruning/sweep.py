@@ -30,7 +30,6 @@ from ..head_masks import HeadMaskEvaluator
 from ..head_models import attention_error, head_model
 from ..head_scoring import head_scores, pruning_order
 from ..paths import path_features
-from ..statistics import mean_interval
 from ..theory import CertificateWarning, classification_accuracy, parse_widths
 from .digits import PatchDigits
 from .exact import subset_outcomes
@@ -395,6 +394,96 @@ class PruningSweep:
             return [[_order_labels(order) for order in orders] for orders in self.split_orders[ranking]]
         return [_order_labels(order) for order in self.orders[ranking]]
 
+    def normalised_scan(self, scan: str = "theory_scan") -> np.ndarray:
+        """``[S, n, 2]`` normalised areas (eq-pruning-normalised, on every held-out image) of the paper's score and
+        the removal score at each of the ``n`` points of ``scan``: ``"theory_scan"`` (each temperature) or
+        ``"width_scan"`` (each width, at the chosen temperature); ``nan`` where the solver certified no minimum."""
+        if scan not in ("theory_scan", "width_scan"):
+            raise ValueError(f"scan must be 'theory_scan' or 'width_scan', got {scan!r}")
+        random, best = (curve_auc(self.held_out[k])[:, None, None] for k in ("random", "best"))
+        areas = curve_auc(getattr(self, scan)["curves"])
+        certified = np.isfinite(areas)  # an uncertified point's curves are nan
+        return np.where(certified, normalised_area(np.where(certified, areas, 0.0), random, best), np.nan)
+
+    def summary(self, split: str = "test") -> dict:
+        """The numbers of the unpruned models and of every ranking's area, under the names the chapter's prose uses:
+        ``base``, ``base_min``, ``base_max`` (accuracy on every held-out image in %: mean, smallest and largest over
+        seeds); for each ranking of :meth:`auc` (``"random"`` and ``"best"`` included), ``<ranking>_auc`` (its area
+        on the ``split`` images in %, eq-pruning-auc) and ``<ranking>_nauc`` (its normalised area,
+        eq-pruning-normalised): the mean over seeds of each seed's mean over the splits (:func:`split_mean`).
+
+        Returns:
+            ``{name: float}``.
+        """
+        out = {
+            "base": 100 * float(self.base_accuracy.mean()),
+            "base_min": 100 * float(self.base_accuracy.min()),
+            "base_max": 100 * float(self.base_accuracy.max()),
+        }
+        out.update({f"{name}_auc": 100 * float(np.mean(v)) for name, v in split_mean(self.auc(split)).items()})
+        normalised = split_mean(self.normalised_auc(split))
+        out.update({f"{name}_nauc": float(np.nanmean(v)) for name, v in normalised.items()})
+        return out
+
+    def sensitivity_summary(self) -> dict:
+        """The numbers of the sensitivity scans (sec-pruning-sensitivity), under the names the chapter's prose uses:
+        ``edge`` (seeds whose chosen temperature is the grid's lowest); for the paper's score (``theory``) and the
+        removal score (``theory_removal``), ``<score>_scan_min`` and ``<score>_scan_max`` (the smallest and largest
+        mean over seeds of the normalised area over the temperatures, :meth:`normalised_scan`) and
+        ``<score>_width_min``, ``<score>_width_max`` (the same over the scanned widths); ``uncertified`` (scan
+        points without a certified minimum) and ``theory_acc`` (the held-out accuracy of the theory's predictor in
+        %, mean over seeds).
+
+        Returns:
+            ``{name: int or float}``.
+        """
+        scans = {"scan": self.normalised_scan("theory_scan"), "width": self.normalised_scan("width_scan")}
+        out = {"edge": int(np.sum(self.theory["temperature"] == self.theory_scan["temperatures"][0]))}
+        for i, score in enumerate(("theory", "theory_removal")):
+            for kind, areas in scans.items():
+                means = np.nanmean(areas[:, :, i], axis=0)
+                out[f"{score}_{kind}_min"] = float(np.nanmin(means))
+                out[f"{score}_{kind}_max"] = float(np.nanmax(means))
+        uncertified = (~self.theory_scan["converged"]).sum() + (~self.width_scan["converged"]).sum()
+        out["uncertified"] = int(uncertified)
+        out["theory_acc"] = 100 * float(self.theory["held_out_accuracy"].mean())
+        return out
+
+    def to_dict(self) -> dict:
+        """The sweep as the results file keeps it: ``heads``, ``base_accuracy``, ``train_loss``,
+        ``attention_error``, ``curves`` (``{split: {ranking: [S, R, K + 1]}}``, :meth:`curves_by_ranking`),
+        ``held_out``; ``auc`` (test areas, ``{ranking: [S]}``, each seed's mean over the splits),
+        ``normalised_auc`` and ``normalised_auc_validation`` (the same of the normalised areas on the test and the
+        validation images) and ``normalised_auc_splits``, ``normalised_auc_validation_splits`` (``[S, R]``);
+        ``scores``, ``orders`` (:meth:`order_labels` of every ranking), ``fisher_sets`` (``[S][K + 1]`` labels),
+        ``theory``, ``theory_scan`` and ``width_scan`` (with ``normalised_auc``, :meth:`normalised_scan`) and
+        ``seconds``. The trained weights are left out.
+
+        Returns:
+            A dict of arrays, lists and numbers.
+        """
+        split_normalised = {split: self.normalised_auc(split) for split in SPLITS}
+        return {
+            "heads": list(self.heads),
+            "base_accuracy": self.base_accuracy,
+            "train_loss": self.train_loss,
+            "attention_error": self.attention_error,
+            "curves": {split: self.curves_by_ranking(split) for split in SPLITS},
+            "held_out": self.held_out,
+            "auc": split_mean(self.auc("test")),
+            "normalised_auc": split_mean(split_normalised["test"]),
+            "normalised_auc_validation": split_mean(split_normalised["validation"]),
+            "normalised_auc_splits": split_normalised["test"],
+            "normalised_auc_validation_splits": split_normalised["validation"],
+            "scores": self.scores,
+            "orders": {name: self.order_labels(name) for name in (*self.orders, *self.split_orders)},
+            "fisher_sets": [[_order_labels(pruned) for pruned in sets] for sets in self.fisher_sets],
+            "theory": self.theory,
+            "theory_scan": {**self.theory_scan, "normalised_auc": self.normalised_scan("theory_scan")},
+            "width_scan": {**self.width_scan, "normalised_auc": self.normalised_scan("width_scan")},
+            "seconds": self.seconds,
+        }
+
 
 def split_mean(values: dict) -> dict:
     """``{key: [S]}`` the mean over the splits (axis 1) of ``{key: [S, R]}``, ``nan`` entries left out (a split
@@ -409,39 +498,6 @@ def split_mean(values: dict) -> dict:
             warnings.simplefilter("ignore", RuntimeWarning)  # a seed with no defined split stays nan
             out[key] = np.nanmean(v, axis=1)
     return out
-
-
-def auc_table(
-    auc: dict, *, confidence: float = 0.95, scale: float = 100.0, digits: int = 1, seconds: dict | None = None
-) -> str:
-    """A Markdown table of the area under the pruning curve (eq-pruning-auc, in % with the default ``scale``) of
-    every ranking (rows) for every model (columns): the mean over seeds and its two-sided Student-t confidence
-    interval; with ``seconds``, beside each model's column the mean wall seconds per seed of each ranking.
-
-    Args:
-        auc: ``{model label: {ranking: [S]}}`` (or normalised areas, eq-pruning-normalised, with ``scale=1``).
-        scale: factor applied before printing; digits: decimals printed.
-        seconds: ``None`` or ``{model label: {ranking: [S]}}`` (the ``cost_seconds`` of :class:`PruningSweep`; the
-            ceiling ``"best"`` costs the subset table); a ranking without a cost gets an empty cell.
-    """
-    models = list(auc)
-    rankings = list(dict.fromkeys(name for by_ranking in auc.values() for name in by_ranking))
-    header = [f"{m} | {m}: s per seed" if seconds is not None else m for m in models]
-    lines = ["| ranking | " + " | ".join(header) + " |", "|---|" + "---|" * (len(models) * (1 + (seconds is not None)))]
-    for name in rankings:
-        cells = []
-        for model in models:
-            if name not in auc[model]:
-                cells.append("")
-            else:
-                interval = mean_interval(scale * np.asarray(auc[model][name], dtype=float), confidence)
-                low, high = interval["low"], interval["high"]
-                cells.append(f"{interval['mean']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]")
-            if seconds is not None:
-                cost = seconds.get(model, {}).get("table" if name == "best" else name)
-                cells.append("" if cost is None else f"{float(np.mean(cost)):.2g}")
-        lines.append(f"| {RANKING_NAMES[name]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 def pruning_sweep(

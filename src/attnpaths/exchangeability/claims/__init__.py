@@ -25,11 +25,13 @@ from ._estimation import (
 )
 from ._learning import (
     approximation_verdict,
+    length_reading,
     length_verdict,
     pretraining_verdict,
     sample_size_verdict,
     softening_verdict,
     transfer_ratio_verdict,
+    transfer_reading,
 )
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "cme_vs_softmax_verdict",
     "concept_accuracy_verdict",
     "first_token_verdict",
+    "length_reading",
     "length_verdict",
     "mse_agreement_verdict",
     "pretraining_verdict",
@@ -55,4 +58,5 @@ __all__ = [
     "stratified_rank_test",
     "temperature_optimum_verdict",
     "transfer_ratio_verdict",
+    "transfer_reading",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._validation import as_float64_array
-from ...claims import LEVEL, Verdict, directional_z, equivalence, permutation
+from ...claims import LEVEL, Outcome, Verdict, directional_z, equivalence, permutation
 from ...statistics import loglog_slope_with_se
 from ..rank_test import stratified_rank_test
 from ._common import _paired, _vectors, all_positive
@@ -209,4 +209,48 @@ def pretraining_verdict(condition_numbers, pretrain_sq, *, level: float = LEVEL)
         se=float(se),
         level=level,
         measured=f"pretraining excess {sq[0].mean():.4f} -> {sq[-1].mean():.4f}.",
+    )
+
+
+def length_reading(verdicts: dict) -> str:
+    """What the E3.3 verdicts (:func:`length_verdict`) of the objectives say, as sentences: for the objectives
+    where it holds, is not significant or is contradicted (in that order), what that does and does not show.
+
+    Args:
+        verdicts: ``{objective: Verdict}``, e.g. ``{"supervised": ..., "masked": ...}``.
+    """
+    by_outcome = {o: [mode for mode, v in verdicts.items() if v.outcome is o] for o in Outcome}
+    reading = {
+        Outcome.HOLDS: (
+            "holds here for",
+            "the excess is lower at the largest L in this instance, which does not show that the paper's bound "
+            "holds, or how it depends on N.",
+        ),
+        Outcome.NOT_SIGNIFICANT: (
+            "is not significant for",
+            "the data do not show a difference either way, and cannot show that the paper's bound holds, or how "
+            "it depends on N.",
+        ),
+        Outcome.CONTRADICTED: (
+            "is contradicted for",
+            "the excess grows with L in this instance, against this consequence of the claim.",
+        ),
+    }
+    return " ".join(
+        f"It {reading[o][0]} the {' and the '.join(modes)} objective: {reading[o][1]}"
+        for o, modes in by_outcome.items()
+        if modes
+    )
+
+
+def transfer_reading(ratio: Verdict, pretraining: Verdict) -> str:
+    """What the two E4 verdicts (``ratio``: :func:`transfer_ratio_verdict`, ``pretraining``:
+    :func:`pretraining_verdict`) say together, as a sentence: whether a good pretraining loss hides a poorly
+    conditioned downstream problem in this instance."""
+    if ratio.outcome is Outcome.HOLDS and pretraining.outcome is Outcome.HOLDS:
+        return "Both hold: a good pretraining loss hides a poorly conditioned downstream problem in this instance."
+    outcomes = ", ".join(f"{v.claim} {v.outcome.value}" for v in (ratio, pretraining))
+    return (
+        f"Not both hold in this run ({outcomes}), so it does not show that a good pretraining loss hides a poorly "
+        "conditioned downstream problem."
     )
