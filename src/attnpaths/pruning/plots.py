@@ -150,8 +150,9 @@ def auc_table(
     Args:
         auc: ``{model label: {ranking: [S]}}`` (or normalised areas, eq-pruning-normalised, with ``scale=1``).
         scale: factor applied before printing; digits: decimals printed.
-        seconds: ``None`` or ``{model label: {ranking: [S]}}`` (the ``cost_seconds`` of :class:`PruningSweep`; the
-            ceiling ``"best"`` costs the subset table); a ranking without a cost gets an empty cell.
+        seconds: ``None`` or ``{model label: {ranking: [S]}}`` (the ``cost_seconds`` of
+            :class:`~attnpaths.pruning.sweep.PruningSweep`; the ceiling ``"best"`` costs the subset table); a ranking
+            without a cost gets an empty cell.
     """
     models = list(auc)
     rankings = list(dict.fromkeys(name for by_ranking in auc.values() for name in by_ranking))
