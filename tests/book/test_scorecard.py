@@ -136,7 +136,9 @@ def test_the_real_world_row_is_answered_by_the_pretrained_transformer_and_says_w
     assert scorecard.answer(row, every).answer == scorecard.NOT_TESTED
     mixed = {**every, "pretrained": [verdict("M1", H), verdict("P1", NS), verdict("P2", H), verdict("P1L", H)]}
     answer = scorecard.answer(row, mixed)
-    assert answer.counts() == {"holds": 1, "not significant": 1, "contradicted": 0} and answer.answer == scorecard.PARTLY
+    assert (
+        answer.counts() == {"holds": 1, "not significant": 1, "contradicted": 0} and answer.answer == scorecard.PARTLY
+    )
     listing = scorecard.reproduction_list([answer])
     assert row.note in listing and row.caveat in listing
 
