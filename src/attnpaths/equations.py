@@ -198,7 +198,9 @@ SECTIONS: dict[str, str] = {
     "sec-hmc-two-paths": "book/hmc.md, 'Noisier data, two paths (Figure 2e)'",
     "sec-hmc-sampler": "book/hmc.md, 'Sampler diagnostics'",
     "sec-depth-networks": "book/depth.md, 'Two networks with eight paths'",
+    "sec-depth-theory": "book/depth.md, 'Theory, GP limit and posterior samples'",
     "sec-depth-claims": "book/depth.md, 'The claims, tested'",
+    "sec-depth-sampler": "book/depth.md, 'Sampler diagnostics'",
     "sec-oneshot-data": "book/oneshot.md, 'The data set and the trained model'",
     "sec-oneshot-task": "book/oneshot.md, 'The task (Figure 3a)'",
     "sec-oneshot-theory": "book/oneshot.md, 'Theory, GP limit and posterior samples (Figure 3b)'",
@@ -207,6 +209,7 @@ SECTIONS: dict[str, str] = {
         "book/oneshot.md, 'The order parameter: theory, samples and gradient descent (Figure 3c)'"
     ),
     "sec-oneshot-saddle": "book/oneshot.md, 'Samples against the saddle point: the width and the entropy weight'",
+    "sec-oneshot-exact": "book/oneshot.md, 'Small N: the exact finite-width mean'",
     "sec-oneshot-interplay": "book/oneshot.md, 'What the cross-path weights do'",
     "sec-oneshot-pcs": "book/oneshot.md, 'Kernel principal components and the labels (Figure 3d)'",
     "sec-oneshot-pruning": "book/oneshot.md, 'Head scores and pruning the trained model (Figures 3e and 3f)'",
@@ -223,6 +226,8 @@ SECTIONS: dict[str, str] = {
     "sec-pruning-exact": "book/pruning.md, 'The exact optimum'",
     "sec-pruning-curves": "book/pruning.md, 'Pruning curves over training seeds'",
     "sec-pruning-verdicts": "book/pruning.md, 'Does the best theory score prune as well as the gradient importance?'",
+    "sec-pruning-sensitivity": "book/pruning.md, 'How the theory rankings move with the temperature and the width'",
+    "sec-pretrained": "book/pretrained.md, 'A pretrained transformer: MiniLM on movie reviews'",
     "sec-own-model": "book/own_model.md, 'Use the theory on your own model'",
     "sec-learning-curves": (
         "book/learning_curves.md, 'Learning curves: the theory from a hundred to a hundred thousand examples'"

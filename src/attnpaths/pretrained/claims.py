@@ -1,4 +1,4 @@
-"""The claims of the chapter on the pretrained transformer (sec-pretrained-claims): does the theory of one frozen
+"""The claims of the chapter on the pretrained transformer (sec-pretrained): does the theory of one frozen
 MiniLM layer classify held-out review snippets better than its GP limit, and do head scores rank MiniLM's heads by
 what pruning them costs?
 
