@@ -157,13 +157,14 @@ def spearman_monte_carlo(a, b, *, num_draws: int | None = None, seed: int = 0) -
     num_draws = monte_carlo_draws(0.01) if num_draws is None else int(num_draws)
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         raise ValueError("a and b must not be constant: their rank correlation is undefined")
-    # Spearman's rho is Pearson's correlation of the average ranks: one matrix product for every permutation
-    ra, rb = (stats.rankdata(v) - (v.size + 1) / 2 for v in (a, b))
-    ra, rb = ra / np.linalg.norm(ra), rb / np.linalg.norm(rb)
-    rho = float(ra @ rb)
+    # Spearman's rho is Pearson's correlation of the average ranks; for fixed ranks it is a fixed multiple of the
+    # sum of products of the centred ranks, which twice the ranks make integers: the permutations are compared in
+    # exact integer arithmetic (no BLAS), so ties with the observed value count the same on every machine
+    ia, ib = (np.rint(2 * stats.rankdata(v)).astype(np.int64) - (v.size + 1) for v in (a, b))
+    rho = float(ia @ ib) / (np.sqrt(float(ia @ ia)) * np.sqrt(float(ib @ ib)))
     rng = np.random.default_rng(seed)
-    null = np.stack([ra[rng.permutation(a.size)] for _ in range(num_draws)]) @ rb
-    p_greater, p_smaller = permutation_p_values(rho, null)
+    null = np.stack([ia[rng.permutation(a.size)] for _ in range(num_draws)]) @ ib
+    p_greater, p_smaller = permutation_p_values(int(ia @ ib), null)
     return {"rho": rho, "p_greater": p_greater, "p_smaller": p_smaller, "n": int(a.size), "num_draws": num_draws}
 
 
