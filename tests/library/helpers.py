@@ -452,3 +452,29 @@ def verdict(claim: str = "c", outcome: Outcome | str = Outcome.HOLDS, **fields) 
     stand_ins = dict(statement="s", source="src", statistic="x", test="t", level=0.01, correction="none", value=1.0,
                      p_value=0.001, z=3.1, measured="m")  # fmt: skip
     return Verdict(claim=claim, outcome=outcome, **(stand_ins | fields))
+
+
+def random_bert_weights(config, seed: int = 0) -> dict:
+    """Random float32 weights of every tensor a BERT checkpoint of ``config`` (attnpaths.pretrained.bert.BertConfig)
+    holds, drawn from ``seed``: the tiny models of the pretrained tests."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    D, I = config.hidden_size, config.intermediate_size
+    shapes = {
+        "embeddings.word_embeddings.weight": (config.vocab_size, D),
+        "embeddings.position_embeddings.weight": (config.max_position_embeddings, D),
+        "embeddings.token_type_embeddings.weight": (config.type_vocab_size, D),
+        "embeddings.LayerNorm.weight": (D,),
+        "embeddings.LayerNorm.bias": (D,),
+        "pooler.dense.weight": (D, D),  # not used by the encoder, present in checkpoints
+    }
+    for l in range(config.num_hidden_layers):
+        p = f"encoder.layer.{l}."
+        for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
+            shapes.update({p + name + ".weight": (D, D), p + name + ".bias": (D,)})
+        shapes.update({p + "intermediate.dense.weight": (I, D), p + "intermediate.dense.bias": (I,)})
+        shapes.update({p + "output.dense.weight": (D, I), p + "output.dense.bias": (D,)})
+        for name in ("attention.output.LayerNorm", "output.LayerNorm"):
+            shapes.update({p + name + ".weight": (D,), p + name + ".bias": (D,)})
+    return {k: torch.randn(s, generator=g, dtype=torch.float32) for k, s in shapes.items()}

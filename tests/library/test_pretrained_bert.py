@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import random_bert_weights
 
 from attnpaths.head_models import HeadModel
 from attnpaths.pretrained import minilm
@@ -26,35 +27,13 @@ CONFIG = dict(
 )  # fmt: skip
 
 
-def random_weights(config: BertConfig, seed: int = 0) -> dict[str, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    D, I = config.hidden_size, config.intermediate_size
-    shapes = {
-        "embeddings.word_embeddings.weight": (config.vocab_size, D),
-        "embeddings.position_embeddings.weight": (config.max_position_embeddings, D),
-        "embeddings.token_type_embeddings.weight": (config.type_vocab_size, D),
-        "embeddings.LayerNorm.weight": (D,),
-        "embeddings.LayerNorm.bias": (D,),
-        "pooler.dense.weight": (D, D),  # not used by the encoder, present in checkpoints
-    }
-    for l in range(config.num_hidden_layers):
-        p = f"encoder.layer.{l}."
-        for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
-            shapes.update({p + name + ".weight": (D, D), p + name + ".bias": (D,)})
-        shapes.update({p + "intermediate.dense.weight": (I, D), p + "intermediate.dense.bias": (I,)})
-        shapes.update({p + "output.dense.weight": (D, I), p + "output.dense.bias": (D,)})
-        for name in ("attention.output.LayerNorm", "output.LayerNorm"):
-            shapes.update({p + name + ".weight": (D,), p + name + ".bias": (D,)})
-    return {k: torch.randn(s, generator=g, dtype=torch.float32) for k, s in shapes.items()}
-
-
 @pytest.fixture
 def tiny(tmp_path) -> tuple[Path, BertConfig]:
     (tmp_path / "config.json").write_text(json.dumps(CONFIG))
     config = BertConfig.from_json(tmp_path / "config.json")
     from safetensors.torch import save_file
 
-    save_file(random_weights(config), str(tmp_path / "model.safetensors"))
+    save_file(random_bert_weights(config), str(tmp_path / "model.safetensors"))
     return tmp_path / "model.safetensors", config
 
 
@@ -90,7 +69,7 @@ def test_a_pruned_head_contributes_nothing(tiny):
     mask[1, 0] = 0.0
     pruned = model(IDS, MASK, head_mask=mask)
     # the same model with head 0 of layer 1 writing zero values: what pruning it must compute
-    weights = random_weights(config)
+    weights = random_bert_weights(config)
     for name in ("weight", "bias"):
         weights[f"encoder.layer.1.attention.self.value.{name}"][:4] = 0.0  # head 0's rows (D / H = 4)
     silenced = BertEncoder(weights, config)(IDS, MASK)
@@ -133,7 +112,7 @@ def test_bad_arguments_are_named(tiny):
         model(IDS + 5, MASK)
     with pytest.raises(ValueError, match="mask must have shape"):
         model(IDS, MASK, head_mask=torch.ones(3, 2))
-    weights = random_weights(config)
+    weights = random_bert_weights(config)
     del weights["encoder.layer.1.output.dense.bias"]
     with pytest.raises(ValueError, match="encoder.layer.1.output.dense.bias"):
         BertEncoder(weights, config)

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from helpers import random_bert_weights
 
 from attnpaths.frozen_attention import theory_from_attention
 from attnpaths.json_files import DamagedFile
@@ -22,21 +23,7 @@ SETTINGS = study.StudySettings(max_tokens=7, input_dims=4, width=8.0, temperatur
 
 
 def tiny_encoder(seed: int = 0) -> BertEncoder:
-    g = torch.Generator().manual_seed(seed)
-    D, I, c = CONFIG.hidden_size, CONFIG.intermediate_size, CONFIG
-    shapes = {"embeddings.word_embeddings.weight": (c.vocab_size, D),
-              "embeddings.position_embeddings.weight": (c.max_position_embeddings, D),
-              "embeddings.token_type_embeddings.weight": (c.type_vocab_size, D),
-              "embeddings.LayerNorm.weight": (D,), "embeddings.LayerNorm.bias": (D,)}  # fmt: skip
-    for l in range(c.num_hidden_layers):
-        p = f"encoder.layer.{l}."
-        for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
-            shapes.update({p + name + ".weight": (D, D), p + name + ".bias": (D,)})
-        shapes.update({p + "intermediate.dense.weight": (I, D), p + "intermediate.dense.bias": (I,)})
-        shapes.update({p + "output.dense.weight": (D, I), p + "output.dense.bias": (D,)})
-        for name in ("attention.output.LayerNorm", "output.LayerNorm"):
-            shapes.update({p + name + ".weight": (D,), p + name + ".bias": (D,)})
-    return BertEncoder({k: torch.randn(s, generator=g) for k, s in shapes.items()}, CONFIG)
+    return BertEncoder(random_bert_weights(CONFIG, seed), CONFIG)
 
 
 def snippets(n: int = 60, seed: int = 0):
