@@ -59,7 +59,8 @@ class HeadMaskEvaluator:
     Any :class:`~attnpaths.head_models.HeadModel` is evaluated through ``masked_output(tokens, mask)``, one call per
     set, with ``tokens`` as given (their dtype and device) and the mask in their floating dtype and on their
     device. A :class:`~attnpaths.head_models.LayeredHeadModel` (the package's architectures, through their frozen
-    float64 copy) runs layer by layer instead, keeping every layer's input for each set of heads pruned before it;
+    float64 copy) runs layer by layer instead, keeping every earlier layer's input for each set of heads pruned before
+    it (the last layer is reduced to its head terms at once, on its pooled heads);
     the output depends linearly on the last layer's head mask
     (:meth:`~attnpaths.head_models.LayeredHeadModel.head_terms`), so every pruning of the last layer is a dot
     product.
@@ -124,32 +125,49 @@ class HeadMaskEvaluator:
             )
         return out
 
+    def _layer_attention(self, layer: int, before: frozenset, h, *, keep: bool) -> torch.Tensor:
+        """Layer ``layer``'s attention for its input ``h`` (with the heads ``before`` pruned), stored when ``keep``
+        or when it depends on the tokens only (then one for every set)."""
+        key = layer if self.model.attention_from_input else (layer, before)
+        attention = self._attention.get(key)
+        if attention is None:
+            attention = self.model.layer_attention(layer, h, self.tokens)
+            if keep or self.model.attention_from_input:
+                self._attention[key] = attention
+        return attention
+
     def _layer_heads(self, layer: int, before: frozenset) -> torch.Tensor:
-        """The heads' outputs of ``layer`` with the heads ``before`` (in earlier layers) pruned."""
+        """The heads' outputs of an earlier layer ``layer`` with the heads ``before`` (in earlier layers) pruned,
+        stored for every later set."""
         if (layer, before) not in self._heads_out:
             h = self._layer_input(layer, before)
-            key = layer if self.model.attention_from_input else (layer, before)
-            if key not in self._attention:
-                self._attention[key] = self.model.layer_attention(layer, h, self.tokens)
-            self._heads_out[(layer, before)] = self.model.layer_heads(layer, h, self._attention[key])
+            attention = self._layer_attention(layer, before, h, keep=True)
+            self._heads_out[(layer, before)] = self.model.layer_heads(layer, h, attention)
         return self._heads_out[(layer, before)]
 
-    def _layer_input(self, layer: int, before: frozenset) -> torch.Tensor:
-        """The input of ``layer`` with the heads ``before`` (in earlier layers) pruned."""
-        if (layer, before) not in self._inputs:
-            earlier = frozenset(lh for lh in before if lh[0] < layer - 1)
-            mask = self.mask(before)[layer - 1, : self.heads[layer - 1]][None]
-            heads_out = self._layer_heads(layer - 1, earlier)
-            self._inputs[(layer, before)] = self.model.combine_heads(layer - 1, heads_out, mask)
-        return self._inputs[(layer, before)]
+    def _layer_input(self, layer: int, before: frozenset, *, keep: bool = True) -> torch.Tensor:
+        """The input of ``layer`` with the heads ``before`` (in earlier layers) pruned, stored when ``keep``."""
+        if (layer, before) in self._inputs:
+            return self._inputs[(layer, before)]
+        earlier = frozenset(lh for lh in before if lh[0] < layer - 1)
+        mask = self.mask(before)[layer - 1, : self.heads[layer - 1]][None]
+        heads_out = self._layer_heads(layer - 1, earlier)
+        layer_input = self.model.combine_heads(layer - 1, heads_out, mask)
+        if keep:
+            self._inputs[(layer, before)] = layer_input
+        return layer_input
 
     def _layered_outputs(self, pruned) -> np.ndarray:
         mask = self.mask(pruned)
         last = len(self.heads) - 1
         before = frozenset((int(l), int(h)) for l, h in pruned if int(l) < last)
         if before not in self._terms:
+            # the last layer is read through its head terms only: its heads on the attention averaged over queries
+            # (a token-wise linear map before the mean pooling: T times fewer products), nothing of it stored
             with torch.no_grad():
-                terms, offset = self.model.head_terms(self._layer_heads(last, before))
+                h = self._layer_input(last, before, keep=False)
+                attention = self._layer_attention(last, before, h, keep=False)
+                terms, offset = self.model.head_terms(self.model.pooled_heads(last, h, attention))
             self._terms[before] = (terms.numpy(), offset.numpy())
         terms, offset = self._terms[before]
         return terms @ mask[last, : self.heads[last]].numpy() + offset

@@ -2,8 +2,10 @@
 last (:func:`attnpaths_book.chapters.execution_order`).
 
 With an engine of several workers (:func:`attnpaths.engine.start_engine`), independent chapters execute
-concurrently, as many at a time as the engine has workers, so that their tasks keep the cluster busy; a
-report chapter waits for every chapter executed before it. Each chapter's kernel receives the engine's environment,
+concurrently, as many at a time as the engine has workers, so that their tasks keep the cluster busy, and no more
+than fit in memory: a chapter starts only when its expected peak memory fits beside the expected peaks of the
+running ones (:func:`expected_peaks`, :func:`memory_budget_mib`; the first pending chapter that fits goes first, and a
+chapter too large for the budget runs alone); a report chapter waits for every chapter executed before it. Each chapter's kernel receives the engine's environment,
 which sends the chapter's tasks to the cluster. The numbers do not depend on the engine
 (:mod:`attnpaths.engine`), so the cache key does not include it.
 
@@ -18,6 +20,8 @@ is stale (:mod:`attnpaths_book.store`).
 
 from __future__ import annotations
 
+import json
+import math
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -208,11 +212,63 @@ def run_book(
         concurrency = engine.workers if engine is not None else 1
         if concurrency == 1:
             return [run(i) for i in range(len(chapters))]
-        return _run_concurrently(chapters, run, concurrency)
+        peaks = expected_peaks(layout, profile)
+        return _run_concurrently(
+            chapters, run, concurrency, peaks=[peaks.get(c.name, 0.0) for c in chapters], budget=memory_budget_mib()
+        )
 
 
-def _run_concurrently(chapters: list[Chapter], run, concurrency: int) -> list[Outcome]:
-    """``run(i)`` for every chapter, ``concurrency`` at a time, a report chapter after all before it."""
+MEMORY_SHARE = 0.9
+"""The share of the memory available when a book run starts that its concurrently running chapters may expect to
+hold at their peaks together; the rest is left to the engine's workers, whose memory grows with their tasks."""
+
+
+def memory_budget_mib() -> float:
+    """The memory, in MiB, that the chapters running at once may expect to hold together: :data:`MEMORY_SHARE` of
+    the memory available now (``psutil.virtual_memory().available``)."""
+    import psutil  # a dependency of dask.distributed, the engine
+
+    return MEMORY_SHARE * psutil.virtual_memory().available / 2**20
+
+
+def expected_peaks(layout: BookLayout, profile: str) -> dict[str, float]:
+    """Each chapter's expected peak memory in MiB for ``profile``: the one measured by the last run on this machine
+    (the record of run times), else the one in the chapter's committed paper record (paper profile), else none
+    (the chapter is assumed to fit)."""
+    peaks = {}
+    if profile == "paper":
+        for path in sorted((layout.root / "tests" / "paper_records").glob("*.json")):
+            try:
+                peak = json.loads(path.read_text())["execution"]["peak_rss_mib"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # a record without a peak says nothing about the chapter's memory
+            if isinstance(peak, (int, float)) and not isinstance(peak, bool):
+                peaks[path.stem] = float(peak)
+    for chapter, timing in store.read_timings(layout.results_dir).get(profile, {}).items():
+        peaks[chapter] = float(timing["peak_rss_mib"])
+    return peaks
+
+
+def _next_chapter(chapters, pending, running, peaks, budget) -> int | None:
+    """The first pending chapter that may start now, or ``None``: a report chapter only when every chapter before
+    it has finished, any other when its expected peak fits beside the running ones' (or nothing runs)."""
+    reserved = sum(peaks[j] for j in running.values())
+    for position, i in enumerate(pending):
+        if chapters[i].report:
+            if running or position > 0:
+                return None  # the report waits for every chapter before it
+            return i
+        if not running or reserved + peaks[i] <= budget:
+            return i
+    return None
+
+
+def _run_concurrently(
+    chapters: list[Chapter], run, concurrency: int, *, peaks: list[float] | None = None, budget: float = math.inf
+) -> list[Outcome]:
+    """``run(i)`` for every chapter, ``concurrency`` at a time and within ``budget`` MiB of expected peaks
+    ``peaks`` (MiB per chapter), a report chapter after all before it."""
+    peaks = list(peaks) if peaks is not None else [0.0] * len(chapters)
     outcomes: dict[int, Outcome] = {}
     pending = list(range(len(chapters)))
     running: dict = {}
@@ -221,10 +277,10 @@ def _run_concurrently(chapters: list[Chapter], run, concurrency: int) -> list[Ou
     try:
         while pending or running:
             while failure is None and pending and len(running) < concurrency:
-                i = pending[0]
-                if chapters[i].report and (running or any(j < i for j in pending[1:])):
-                    break  # the report waits for every chapter before it
-                pending.pop(0)
+                i = _next_chapter(chapters, pending, running, peaks, budget)
+                if i is None:
+                    break
+                pending.remove(i)
                 running[pool.submit(run, i)] = i
             if not running:
                 break

@@ -463,3 +463,71 @@ with book_lock(BookLayout(Path({str(book.root)!r}))):
         kill_all([p.pid for p in (holder, waiting) if p is not None and p.poll() is None])
     out = waiting_out.read_text()
     assert "got the build lock _build/.lock after waiting" in out and "beta: up to date" in out, out
+
+
+class _Listed:
+    """A stand-in chapter for the scheduler: a name and whether it is a report chapter."""
+
+    def __init__(self, name, report=False):
+        self.name, self.report = name, report
+
+
+def _schedule(peaks, budget, reports=()):
+    """Run stand-in chapters through the concurrent scheduler, two at a time; returns each one's (start, end)
+    in a shared sequence of events, so overlaps are read from the order, not from clocks."""
+    import threading
+
+    names = list(peaks)
+    chapters = [_Listed(name, name in reports) for name in names]
+    counter, lock, spans = iter(range(1000)), threading.Lock(), {}
+
+    def run(i):
+        with lock:
+            start = next(counter)
+        time.sleep(0.05)
+        with lock:
+            spans[names[i]] = (start, next(counter))
+        return names[i]
+
+    outcomes = runner._run_concurrently(chapters, run, 2, peaks=[peaks[n] for n in names], budget=budget)
+    assert outcomes == names
+    return spans
+
+
+def overlap(a, b):
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def test_a_chapter_starts_only_when_its_expected_peak_fits_beside_the_running_ones():
+    """Two chapters of 6 GiB never run together within 8 GiB; a small one that fits starts beside the first in
+    the meantime, and a chapter larger than the whole budget runs alone."""
+    spans = _schedule({"big": 6000.0, "also_big": 6000.0, "small": 1000.0, "huge": 9000.0}, budget=8000.0)
+    assert not overlap(spans["big"], spans["also_big"])
+    assert overlap(spans["big"], spans["small"])  # skipped ahead of also_big, which did not fit
+    assert spans["small"][0] < spans["also_big"][0]
+    assert not any(overlap(spans["huge"], spans[name]) for name in ("big", "also_big", "small"))
+    # without a memory limit, two at a time in order
+    spans = _schedule({"big": 6000.0, "also_big": 6000.0, "small": 1000.0}, budget=float("inf"))
+    assert overlap(spans["big"], spans["also_big"])
+
+
+def test_a_report_chapter_waits_for_every_chapter_before_it_whatever_fits():
+    spans = _schedule({"a": 10.0, "b": 10.0, "report": 10.0}, budget=float("inf"), reports=("report",))
+    assert spans["report"][0] > max(spans["a"][1], spans["b"][1])
+
+
+def test_expected_peaks_come_from_this_machine_first_then_from_the_paper_records(executed_book, tmp_path):
+    layout = BookLayout(tmp_path / "book_copy")
+    shutil.copytree(executed_book.root, layout.root)
+    records = layout.root / "tests" / "paper_records"
+    records.mkdir(parents=True)
+    (records / "alpha.json").write_text(json.dumps({"execution": {"peak_rss_mib": 5000.0}}))
+    (records / "gamma.json").write_text(json.dumps({"execution": {"peak_rss_mib": 700.0}}))
+    (records / "damaged.json").write_text("{")
+    measured = runner.store.read_timings(layout.results_dir)["smoke"]
+    assert runner.expected_peaks(layout, "smoke") == {name: t["peak_rss_mib"] for name, t in measured.items()}
+    timings = layout.results_dir / "_timings.json"
+    data = json.loads(timings.read_text())
+    data["paper"] = {"alpha": dict(measured["alpha"], peak_rss_mib=1234.0)}
+    timings.write_text(json.dumps(data))
+    assert runner.expected_peaks(layout, "paper") == {"alpha": 1234.0, "gamma": 700.0}

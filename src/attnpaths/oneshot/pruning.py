@@ -51,9 +51,9 @@ def pruning_evaluator(model: SumHeadTransformer, sequences: Sequences) -> HeadMa
 def subset_accuracy_table(model: SumHeadTransformer, sequences: Sequences, *, chunk_size: int = 1000) -> np.ndarray:
     """The accuracy of the gradient-descent model on ``sequences`` with every set of heads pruned that a pruning curve
     can reach (:func:`~attnpaths.experiments.head_subsets.curve_table` of :func:`pruning_evaluator`), computed on
-    chunks of at most ``chunk_size`` episodes and weighted by their sizes: the evaluator keeps every layer's
-    activations of its episodes for each set pruned below, several GiB for thousands of episodes, and a chunk's are
-    freed before the next is evaluated.
+    chunks of at most ``chunk_size`` episodes and weighted by their sizes: the evaluator keeps the earlier layers'
+    activations of its episodes for each set pruned below, and a chunk's are freed before the next is evaluated, so
+    the memory does not grow with the number of episodes.
 
     Returns:
         float64 ``[2^n]`` (0 for the sets that empty a layer), the same numbers as one evaluator over all the
