@@ -80,13 +80,19 @@ footer, #pst-back-to-top, .headerlink, .skip-link, .search-button, .theme-switch
 html, body { background: white !important; }
 .bd-page-width, .bd-container, .bd-container__inner, .bd-main, .bd-content, .bd-article-container,
 .bd-article { max-width: 100% !important; width: 100% !important; margin: 0 !important; padding: 0 !important; }
-figure, img, mjx-container[display="true"], table, .cell_output { break-inside: avoid; }
+figure, img, mjx-container[display="true"], tr { break-inside: avoid; }
 img { max-width: 100% !important; height: auto !important; }
 h1, h2, h3, h4 { break-after: avoid; }
+.pst-scrollable-table-container, .table-wrapper, .cell_output, .output { overflow: visible !important; }
+table { width: 100% !important; max-width: 100% !important; font-size: 0.8em !important; }
+th, td, th code, td code, th .pre, td .pre { white-space: normal !important; overflow-wrap: anywhere; }
 #jb-print-docs-body h1, article h1 { font-size: 2.2em !important; }
 pre { white-space: pre-wrap !important; word-break: break-word; }
 """
-"""Injected into every page before it is printed, to show only the article, as wide as the paper."""
+"""Injected into every page before it is printed, to show only the article, as wide as the paper. Tables are
+fitted to the page (their scrolling containers, which print clipped, are opened; cells wrap, long code names
+anywhere; a smaller font); only figures, images, displayed equations and table rows are kept whole, since a tall
+table or cell output that must not break leaves the rest of its page empty."""
 
 NO_CODE_CSS = ".cell > .cell_input, .cell > details.above-input { display: none !important; }"
 """With ``code=False``: code cells folded to their outputs."""

@@ -580,6 +580,34 @@ def test_every_image_of_the_html_is_in_the_pdf(book_pdf, book_reader, book_pages
     assert total > 0
 
 
+def column_headers(page_html: str) -> list[str]:
+    """The text of every column header (``<th>``) of every table in a page's article, without those holding
+    mathematics (typeset by MathJax, their printed text differs from the source)."""
+    headers = []
+    for cell in re.findall(r"<th\b[^>]*>(.*?)</th>", pdf._article(page_html), re.S):
+        if 'class="math' not in cell:
+            text = html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+            headers += [text] if text else []
+    return headers
+
+
+def test_every_column_header_of_every_table_is_printed_whole(book_pdf, book_reader, book_pages):
+    """A table wider than the page prints cut at its right margin (its scrolling container clips it): the text of
+    its last columns is missing from the PDF. Every header of every table of the HTML must be in the text of its
+    page's printed pages."""
+    ranges = page_ranges(book_pdf, book_reader, book_pages)
+    missing, total = [], 0
+    for page in book_pages:
+        headers = column_headers(page.path.read_text(encoding="utf-8"))
+        if not headers:
+            continue
+        printed = squeezed("".join(book_reader.pages[i].extract_text() for i in ranges[page.docname]))
+        missing += [(page.docname, header) for header in headers if squeezed(header) not in printed]
+        total += len(headers)
+    assert total > 20  # the smoke book's tables: reproducibility, the scorecard, the claims of each chapter
+    assert not missing, f"{len(missing)} of {total} column headers not printed (page, header): {missing[:10]}"
+
+
 def test_no_raw_tex_in_the_text(book_reader):
     raw = []
     for number, page in enumerate(book_reader.pages, start=1):
