@@ -159,6 +159,12 @@ def positive_int(value, name: str) -> int:
     return int_at_least(value, name, 1)
 
 
+def positive_ints(**values) -> dict[str, int]:
+    """Check that every keyword argument is an integer ``>= 1``; returns them as ``{name: int}``, in their order
+    (e.g. a model's sizes, its ``hyperparameters``)."""
+    return {name: positive_int(value, name) for name, value in values.items()}
+
+
 def even_int(value, name: str, least: int = 2) -> int:
     """Check that ``value`` is an even integer ``>= least``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least or value % 2:

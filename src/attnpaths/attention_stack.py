@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import positive_int, torch_generator
+from ._validation import positive_ints, torch_generator
 from .head_models import FrozenHeadMethods, FrozenHeadModel
 
 
@@ -64,23 +64,11 @@ class MultiheadAttentionStack(FrozenHeadMethods, nn.Module):
         dtype: torch.dtype = torch.float32,
     ):
         super().__init__()
-        for name, value in (
-            ("input_width", input_width),
-            ("width", width),
-            ("num_heads", num_heads),
-            ("num_layers", num_layers),
-        ):
-            positive_int(value, name)
+        sizes = positive_ints(input_width=input_width, width=width, num_heads=num_heads, num_layers=num_layers)
         if width % num_heads:
             raise ValueError(f"width must be a multiple of num_heads = {num_heads}, got {width}")
         torch_generator(generator, "generator", cpu=True)
-        self.hyperparameters = {
-            "input_width": input_width,
-            "width": width,
-            "num_heads": num_heads,
-            "num_layers": num_layers,
-            "bias": bool(bias),
-        }
+        self.hyperparameters = {**sizes, "bias": bool(bias)}
         # the modules' own initialisation draws from the global generator: fork it so that the global state is
         # left as it was, then overwrite every weight from ``generator``
         with torch.random.fork_rng(devices=[]):
@@ -99,16 +87,6 @@ class MultiheadAttentionStack(FrozenHeadMethods, nn.Module):
                     layer.in_proj_bias.zero_()
                     layer.out_proj.bias.zero_()
         _fill_uniform(self.readout.weight, 1 / math.sqrt(width), generator)
-
-    @property
-    def num_layers(self) -> int:
-        """The number of attention layers."""
-        return self.hyperparameters["num_layers"]
-
-    @property
-    def num_heads(self) -> int:
-        """The number of heads of every layer."""
-        return self.hyperparameters["num_heads"]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Outputs ``f(x)``.

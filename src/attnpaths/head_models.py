@@ -396,7 +396,18 @@ class FrozenHeadModel:
 
 class FrozenHeadMethods:
     """The :class:`HeadModel` methods of a trained module of the package's architectures, each computed on the
-    float64 copy of its weights that the module's ``frozen_heads()`` returns (a :class:`FrozenHeadModel`)."""
+    float64 copy of its weights that the module's ``frozen_heads()`` returns (a :class:`FrozenHeadModel`), and its
+    sizes, read from the ``hyperparameters`` dict it was built with (``num_layers`` and ``num_heads`` keys)."""
+
+    @property
+    def num_layers(self) -> int:
+        """The number of attention layers ``L``."""
+        return self.hyperparameters["num_layers"]
+
+    @property
+    def num_heads(self) -> int:
+        """The number of heads of every layer (``H``; ``F`` of the summed-head model)."""
+        return self.hyperparameters["num_heads"]
 
     def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
         """Every layer's attention for ``tokens`` ``[B, T, N0]`` (PyTorch's layout, ``x.transpose(1, 2)``):

@@ -23,7 +23,7 @@ import math
 import torch
 from torch import nn
 
-from ._validation import positive_int
+from ._validation import positive_ints
 from .attention import Attention, AttentionLayer
 from .head_models import FrozenHeadMethods, FrozenHeadModel
 
@@ -68,37 +68,15 @@ class SumHeadTransformer(FrozenHeadMethods, nn.Module):
         dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("input_width", input_width),
-            ("width", width),
-            ("qk_width", qk_width),
-            ("num_layers", num_layers),
-            ("num_heads", num_heads),
-        ):
-            positive_int(value, name)
-        self.hyperparameters = {
-            "input_width": input_width,
-            "width": width,
-            "qk_width": qk_width,
-            "num_layers": num_layers,
-            "num_heads": num_heads,
-        }
+        self.hyperparameters = positive_ints(
+            input_width=input_width, width=width, qk_width=qk_width, num_layers=num_layers, num_heads=num_heads
+        )
         L, F, N, G, N0 = num_layers, num_heads, width, qk_width, input_width
         self.input_layer = _uniform((N, N0), N0, generator, dtype)
         self.queries = _uniform((L, F, G, N0), N0, generator, dtype)
         self.keys = _uniform((L, F, G, N0), N0, generator, dtype)
         self.values = _uniform((L, F, N, N), N, generator, dtype)
         self.readout = _uniform((N,), N, generator, dtype)
-
-    @property
-    def num_layers(self) -> int:
-        """Number of attention layers ``L``."""
-        return self.hyperparameters["num_layers"]
-
-    @property
-    def num_heads(self) -> int:
-        """Number of heads per layer ``F`` (summed, not concatenated)."""
-        return self.hyperparameters["num_heads"]
 
     def head_factors(self, drop_heads) -> torch.Tensor:
         """``[L, F]`` per-head factors of :meth:`forward` with ``drop_heads`` dropped: 0 for dropped heads,

@@ -21,6 +21,15 @@ def _verdict(words: tuple, measured: str, *, correction: str = "none", p_value=N
     return Verdict(**words, correction=correction, p_value=p_value, z=z, measured=measured, **fields)
 
 
+def _replicates(values, name: str) -> tuple[np.ndarray, int, float, float]:
+    """``values`` as float64 ``[n]`` independent replicates (``n >= 2``), with ``n``, their mean and their sample
+    standard deviation (``n - 1`` degrees of freedom): what the t-tests over replicates read."""
+    r = as_float64_array(values, name).ravel()
+    if r.size < 2:
+        raise ValueError(f"{name} must hold at least 2 values (one per independent replicate), got {r.size}")
+    return r, r.size, float(r.mean()), float(r.std(ddof=1))
+
+
 def directional_z(
     claim: str,
     statement: str,
@@ -93,11 +102,7 @@ def replicate_t(
     "mean < 0" is. Identical replicates (zero spread) are decided by their sign.
     """
     level, num_tests = probability(level, "level", open_interval=True), positive_int(num_tests, "num_tests")
-    d = as_float64_array(differences, "differences").ravel()
-    if d.size < 2:
-        raise ValueError(f"differences must hold at least 2 replicates, got {d.size}")
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
-    n = d.size
+    d, n, mean, sd = _replicates(differences, "differences")
     if sd == 0:
         t = math.copysign(math.inf, mean) if mean != 0 else 0.0
     else:
@@ -288,15 +293,11 @@ def replicate_equivalence(
             agreement (> 0).
     """
     level = probability(level, "level", open_interval=True)
-    r = as_float64_array(replicates, "replicates").ravel()
-    if r.size < 2:
-        raise ValueError(f"replicates must hold at least 2 values, got {r.size}")
+    r, n, mean, sd = _replicates(replicates, "replicates")
     reference = float(as_float64_array(reference, "reference"))
     margin = float(as_float64_array(margin, "margin"))
     if not margin > 0:
         raise ValueError(f"margin must be > 0, got {margin!r}")
-    n = r.size
-    mean, sd = float(r.mean()), float(r.std(ddof=1))
     dev = abs(mean - reference)
     tc = float(stats.t.isf(level, n - 1))
     if sd == 0:
