@@ -67,7 +67,23 @@ def recorded_durations() -> list[float]:
     install = RECORDS_DIR / "install.json"
     if install.is_file():
         found.append(float(json.loads(install.read_text())["report"]["wall_s"]))
+    # printing the built book into one PDF (bench pdf)
+    printed = RECORDS_DIR / "pdf.json"
+    if printed.is_file():
+        found.append(float(json.loads(printed.read_text())["report"]["wall_s"]))
     return found
+
+
+PAGES = re.compile(r"(\d[\d,]*)\s+pages\b")
+
+
+def test_the_readme_states_the_pages_of_the_pdf_as_recorded():
+    """The page count of the book's PDF in the README is the one of the committed record of ``bench pdf``."""
+    record = json.loads((RECORDS_DIR / "pdf.json").read_text())["report"]
+    prose = re.sub(r"`[^`]*`", "", re.sub(r"```.*?```", "", (ROOT / "README.md").read_text(), flags=re.S))
+    stated = [int(number.replace(",", "")) for number in PAGES.findall(prose)]
+    assert stated, "the README states no page count of the PDF"
+    assert set(stated) == {record["pages"]}, f"README: {stated} pages, record: {record['pages']}"
 
 
 def test_every_time_the_readme_states_is_a_recorded_one():
