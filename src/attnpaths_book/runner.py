@@ -5,7 +5,8 @@ With an engine of several workers (:func:`attnpaths.engine.start_engine`), indep
 concurrently, as many at a time as the engine has workers, so that their tasks keep the cluster busy, and no more
 than fit in memory: a chapter starts only when its expected peak memory fits beside the expected peaks of the
 running ones (:func:`expected_peaks`, :func:`memory_budget_mib`; the first pending chapter that fits goes first, and a
-chapter too large for the budget runs alone); a report chapter waits for every chapter executed before it. Each chapter's kernel receives the engine's environment,
+chapter too large for the budget runs alone); a report chapter waits for every chapter executed before it. Each
+chapter's kernel receives the engine's environment,
 which sends the chapter's tasks to the cluster. The numbers do not depend on the engine
 (:mod:`attnpaths.engine`), so the cache key does not include it.
 
@@ -242,11 +243,18 @@ def expected_peaks(layout: BookLayout, profile: str) -> dict[str, float]:
                 peak = json.loads(path.read_text())["execution"]["peak_rss_mib"]
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # a record without a peak says nothing about the chapter's memory
-            if isinstance(peak, (int, float)) and not isinstance(peak, bool):
+            if _is_peak(peak):
                 peaks[path.stem] = float(peak)
     for chapter, timing in store.read_timings(layout.results_dir).get(profile, {}).items():
-        peaks[chapter] = float(timing["peak_rss_mib"])
+        if _is_peak(timing["peak_rss_mib"]):
+            peaks[chapter] = float(timing["peak_rss_mib"])
     return peaks
+
+
+def _is_peak(value) -> bool:
+    """Whether a recorded peak memory can be trusted for planning: a finite number of MiB, at least 0 (a damaged
+    or hand-edited record's NaN or negative value would let chapters start beside anything, or never)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def _next_chapter(chapters, pending, running, peaks, budget) -> int | None:

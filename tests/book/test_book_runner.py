@@ -524,6 +524,8 @@ def test_expected_peaks_come_from_this_machine_first_then_from_the_paper_records
     (records / "alpha.json").write_text(json.dumps({"execution": {"peak_rss_mib": 5000.0}}))
     (records / "gamma.json").write_text(json.dumps({"execution": {"peak_rss_mib": 700.0}}))
     (records / "damaged.json").write_text("{")
+    (records / "negative.json").write_text(json.dumps({"execution": {"peak_rss_mib": -5.0}}))
+    (records / "not_a_number.json").write_text('{"execution": {"peak_rss_mib": NaN}}')
     measured = runner.store.read_timings(layout.results_dir)["smoke"]
     assert runner.expected_peaks(layout, "smoke") == {name: t["peak_rss_mib"] for name, t in measured.items()}
     timings = layout.results_dir / "_timings.json"
