@@ -47,3 +47,35 @@ def test_predictor_variance_reuses_a_sweep_and_forms_no_kernel(small_data, monke
     np.testing.assert_allclose(reused, fresh, rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="U must be one of the sweep's minimisers"):
         kernel_pcs.predictor_variance(d.features, d.y, d.features_test, U + 1e-3, 0.1, sweep=curve)
+
+
+@pytest.mark.parametrize("route", ["sample", "feature", "gram"])
+def test_the_mean_alone_is_the_predictors_mean_without_a_kernel(small_data, route, monkeypatch):
+    from attnpaths.theory import _solution
+
+    d = small_data
+    for width in (5, float("inf")):
+        sol = solve(d.features, d.y, heads=d.network.heads, width=width, temperature=0.1, route=route)
+        mean, _ = sol.predict(d.features_test)
+        with monkeypatch.context() as patched:
+
+            def no_kernel(*args, **kwargs):
+                raise AssertionError("a kernel was formed")
+
+            patched.setattr(_solution, "kernel_from_scaled", no_kernel)
+            alone = sol.predict_mean(d.features_test)
+        # the same sums in another order (features times weights, not kernel times dual weights): rounding only
+        np.testing.assert_allclose(alone, mean, rtol=1e-10, atol=1e-12 * np.abs(mean).max())
+    with pytest.raises(ValueError, match="features_test must have shape"):
+        sol.predict_mean(d.features_test[:, :, :2])
+
+
+def test_a_sweep_without_variances_has_the_same_means_and_says_it_holds_no_variances(small_data):
+    full = theory_sweep(small_data, [5, 50], [0.1, 0.2], progress=False)
+    lean = theory_sweep(small_data, [5, 50], [0.1, 0.2], variances=False, gp_limit=True, progress=False)
+    assert lean.variances == {} and lean.gp.variances == {}
+    np.testing.assert_allclose(lean.means["test"], full.means["test"], rtol=1e-10, atol=1e-12)
+    assert np.array_equal(lean.accuracy["test"], full.accuracy["test"])
+    assert np.array_equal(lean.U, full.U)
+    with pytest.raises(ValueError, match="holds no variances"):
+        lean.variance_at(5, 0.1)

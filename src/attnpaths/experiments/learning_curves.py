@@ -205,7 +205,7 @@ def learning_curve(
                         stats, heads=heads, width=float(curve_widths[i, j]), temperature=temperature,
                         variances=variances,
                     )  # fmt: skip
-                mean, _ = sol.predict(test_features)
+                mean = sol.predict_mean(test_features)
                 if mean.shape != test_targets.shape:
                     raise ValueError(
                         f"test_targets must have shape [P_test] = [{mean.shape[0]}], got {test_targets.shape}"

@@ -45,7 +45,8 @@ class TheorySweep:
         names: path names in figure order; plot_order: the flat path indices in figure order.
         gp: the GP limit at the same temperatures (a sweep with ``widths = [inf]``), or None.
         variances: ``{split: [n_w, n_T, B]}`` the predictor's variance (eq-predictor) on each evaluation split,
-            from the same solutions as :attr:`means` (no ``[P, P]`` matrix is kept).
+            from the same solutions as :attr:`means` (no ``[P, P]`` matrix is kept); empty for a sweep solved
+            without them (:func:`theory_sweep`).
     """
 
     widths: np.ndarray
@@ -102,6 +103,8 @@ class TheorySweep:
     def variance_at(self, width, temperature=None, split: str = "test") -> np.ndarray:
         """``[B]`` the predictor's variance (eq-predictor) on the evaluation split ``split`` at one solved width
         (and temperature; ``None`` for a sweep at one)."""
+        if not self.variances:
+            raise ValueError("the sweep holds no variances: solve it with theory_sweep(..., variances=True)")
         if split not in self.variances:
             raise ValueError(
                 f"split must be one of the sweep's evaluation splits {sorted(self.variances)}, got {split!r}"
@@ -151,7 +154,13 @@ def _solve(data: PathData, width, temperature: float, initial, max_iterations: i
 
 
 def sweep_width(
-    data: PathData, width, temperatures, warm_start: bool, keep_uncertified: bool, max_iterations: int
+    data: PathData,
+    width,
+    temperatures,
+    warm_start: bool,
+    keep_uncertified: bool,
+    max_iterations: int,
+    variances: bool = True,
 ) -> dict:
     """The theory at one width and every temperature (one task of :func:`theory_sweep`).
 
@@ -163,7 +172,9 @@ def sweep_width(
         a dict with ``"U": [n_T, n, n]``, ``"U_layers": [[n_T, n_l, n_l] per layer]``, the ``[n_T]`` arrays
         ``"U_a"``, ``"action"``, ``"gradient_norm"``, ``"hessian_min_eigenvalue"``, ``"converged"``,
         ``"iterations"``, ``"warm_started"``, ``"solve_seconds"``, and ``"means"``, ``"variances"``:
-        ``{split: [n_T, B]}`` the predictor's mean and variance (:meth:`attnpaths.theory.TheorySolution.predict`)."""
+        ``{split: [n_T, B]}`` the predictor's mean and variance (:meth:`attnpaths.theory.TheorySolution.predict`);
+        without ``variances`` the means alone (:meth:`~attnpaths.theory.TheorySolution.predict_mean`, no kernel
+        between the splits and the training set) and ``"variances"`` empty."""
     points = [None] * len(temperatures)
     previous = None
     for j in reversed(range(len(temperatures))):
@@ -179,12 +190,14 @@ def sweep_width(
         previous = [torch.as_tensor(u) for u in sol.U_layers] if sol.converged else None
         points[j] = {key: getattr(sol, key) for key in ("U", "U_layers", *_SCALARS[:-2])}
         points[j].update(warm_started=initial is not None, solve_seconds=seconds)
-        points[j]["predicted"] = {s: sol.predict(features) for s, (features, _) in data.evaluation.items()}
+        predict = sol.predict if variances else lambda features: (sol.predict_mean(features),)
+        points[j]["predicted"] = {s: predict(features) for s, (features, _) in data.evaluation.items()}
     row = {key: np.array([p[key] for p in points]) for key in _SCALARS}
     row["U"] = np.stack([p["U"] for p in points])
     row["U_layers"] = [np.stack([p["U_layers"][l] for p in points]) for l in range(len(points[0]["U_layers"]))]
-    for i, key in enumerate(("means", "variances")):
+    for i, key in enumerate(("means", "variances")[: 2 if variances else 1]):
         row[key] = {s: np.stack([p["predicted"][s][i] for p in points]) for s in data.evaluation}
+    row.setdefault("variances", {})
     return row
 
 
@@ -201,6 +214,7 @@ def theory_sweep(
     warm_start: bool = False,
     keep_uncertified: bool = False,
     max_iterations: int = 200,
+    variances: bool = True,
     engine=HERE,
     description: str = "theory (N, T)",
     progress: bool = True,
@@ -219,6 +233,9 @@ def theory_sweep(
         keep_uncertified: keep a point whose minimiser is not certified (the solver's gradient or Hessian test
             fails): its last iterate, marked ``False`` in ``converged``; otherwise the sweep raises.
         max_iterations: the solver's Newton iteration cap.
+        variances: also the predictor's variances (:attr:`TheorySweep.variances`); without them the means take
+            ``B N0 n`` products per split and point rather than a ``[B, P]`` kernel and a solve with ``B``
+            right-hand sides.
         engine: where the widths run: :data:`attnpaths.engine.HERE` (the default), a loop in this process; else
             one :func:`attnpaths.engine.map_tasks` task per width on ``engine`` (None: the default engine, an
             :class:`attnpaths.engine.Engine` or a ``dask.distributed`` client). The same numbers wherever they run.
@@ -236,6 +253,7 @@ def theory_sweep(
         warm_start=bool(warm_start),
         keep_uncertified=bool(keep_uncertified),
         max_iterations=max_iterations,
+        variances=bool(variances),
     )
     if engine is not HERE:
         rows = map_tasks(
@@ -251,9 +269,8 @@ def theory_sweep(
             sweep_width(width=width, **shared)
             for width in tqdm(widths, desc=description, disable=not progress, leave=False)
         ]
-    means, variances = (
-        {s: np.stack([r[key][s] for r in rows]) for s in data.evaluation} for key in ("means", "variances")
-    )
+    means = {s: np.stack([r["means"][s] for r in rows]) for s in data.evaluation}
+    spreads = {s: np.stack([r["variances"][s] for r in rows]) for s in data.evaluation} if variances else {}
     labels = {s: y.numpy() for s, (_, y) in data.evaluation.items()}
     accuracy = {s: np.array([[classification_accuracy(m, labels[s]) for m in row] for row in means[s]]) for s in means}
     mse = {s: np.mean((means[s] - labels[s]) ** 2, axis=-1) for s in means}
@@ -266,6 +283,7 @@ def theory_sweep(
             (math.inf,),
             temperatures,
             max_iterations=max_iterations,
+            variances=variances,
             engine=engine,
             description=f"{description}, GP limit",
             progress=False,
@@ -280,7 +298,7 @@ def theory_sweep(
         names=data.network.plot_names,
         plot_order=data.network.plot_order,
         gp=gp,
-        variances=variances,
+        variances=spreads,
         **stacked,
     )
 

@@ -124,7 +124,7 @@ def temperature_scan(
                             variances=variances, initial=initial,
                         )  # fmt: skip
                     for name, (features, y) in (("validation", validation), ("test", test)):
-                        accuracy[name][c, j, k] = classification_accuracy(sol.predict(features)[0], y)
+                        accuracy[name][c, j, k] = classification_accuracy(sol.predict_mean(features), y)
                     trace_U[c, j, k] = float(np.trace(sol.U))
                     converged[c, j, k] = bool(sol.converged)
                     initial = None if math.isinf(widths[c, j]) or not sol.converged else sol.U_layers
@@ -446,7 +446,7 @@ def threshold_study(
 
         def summary(sol):
             return {
-                "accuracy": classification_accuracy(sol.predict(test[0])[0], test[1]),
+                "accuracy": classification_accuracy(sol.predict_mean(test[0]), test[1]),
                 "trace_U": float(np.trace(sol.U)),
                 "converged": bool(sol.converged),
             }
@@ -499,6 +499,6 @@ def dip_curve(make_chunk, chunk_size: int, sizes, test: tuple, *, heads, width: 
             sol = solve_from_statistics(
                 statistics, heads=heads, width=w, temperature=temperature, variances=variances, on_failure="raise"
             )
-            accuracy.append(classification_accuracy(sol.predict(test[0])[0], test[1]))
+            accuracy.append(classification_accuracy(sol.predict_mean(test[0]), test[1]))
         advantage.append(accuracy[0] - accuracy[1])
     return advantage

@@ -85,10 +85,10 @@ def wrong_theories(
     width = int(width)
 
     def theory(d, solved_width):
-        curve = theory_sweep(d, [solved_width], [temperature], progress=False)
+        curve = theory_sweep(d, [solved_width], [temperature], variances=False, progress=False)
         return curve.U_at(solved_width), float(curve.accuracy[split][0, 0])
 
-    gp = theory_sweep(data, [width], [temperature], gp_limit=True, progress=False)
+    gp = theory_sweep(data, [width], [temperature], gp_limit=True, variances=False, progress=False)
     return {
         "none": theory(data, width),
         "entropy x 0.5": theory(data, sampling.scaled_width(width, 0.5)),

@@ -74,7 +74,7 @@ def gp_predictions(
         network = factory(train)
         columns = [data.network.path_names.index(name) for name in network.path_names]
         sol = solve(data.features[..., columns], data.y, heads=network.heads, width=math.inf, temperature=temperature)
-        out[key] = sol.predict(data.features_test[..., columns])[0]
+        out[key] = sol.predict_mean(data.features_test[..., columns])
     return out
 
 

@@ -48,7 +48,8 @@ def theory_grid(
     With ``warm_start`` the temperatures of one width are solved from the highest down, each starting from the
     previous certified minimiser (the chapter checks the selected points against a start from the GP values,
     :func:`warm_start_differences`). A point whose minimiser is not certified keeps the solver's last iterate and is
-    marked ``False`` in ``converged``; :func:`selected` never chooses it.
+    marked ``False`` in ``converged``; :func:`selected` never chooses it. The grid holds the predictor's means, not
+    its variances (``variances`` empty: the chapter reads accuracies and errors).
     """
     return theory_sweep(
         data,
@@ -57,6 +58,7 @@ def theory_grid(
         warm_start=warm_start,
         keep_uncertified=True,
         max_iterations=max_iterations,
+        variances=False,
         engine=engine,
         description="theory (N, T)",
         progress=progress,
@@ -65,13 +67,14 @@ def theory_grid(
 
 def gp_grid(data: PathData, temperatures=PAPER_GP_TEMPERATURES, *, engine=None) -> TheorySweep:
     """The GP limit (eq-gp), ``U = I`` at every temperature, as a one-width :class:`~attnpaths.experiments.sweep.TheorySweep`
-    (``engine``: as :func:`theory_grid`)."""
+    (``engine``: as :func:`theory_grid`; means without variances, as there)."""
     return theory_sweep(
         data,
         (math.inf,),
         temperatures,
         keep_uncertified=True,
         max_iterations=1,
+        variances=False,
         engine=engine,
         description="GP",
         progress=False,
@@ -355,7 +358,8 @@ def scaled_saddle_points(data: PathData, widths, temperatures, scales) -> dict[i
     out = {}
     for w, T in zip(widths, temperatures):
         scaled = [sampling.scaled_width(w, c) for c in scales]
-        sweep = theory_sweep(data, scaled, [T], progress=False)  # raises where a minimiser is not certified
+        # raises where a minimiser is not certified
+        sweep = theory_sweep(data, scaled, [T], variances=False, progress=False)
         out[int(w)] = {c: sweep.U[k, 0] for k, c in enumerate(scales)}
     return out
 

@@ -112,7 +112,7 @@ def theory_on_validation(
         grid = theory_from_statistics(statistics, width=width, temperature=list(temperatures))
     validation = torch.as_tensor(np.asarray(validation_features, dtype=np.float64))
     scores = [
-        validation_score(s.predict(validation)[0], validation_labels) if s.converged else (np.nan, -np.inf)
+        validation_score(s.predict_mean(validation), validation_labels) if s.converged else (np.nan, -np.inf)
         for s in grid.solutions
     ]
     certified = [i for i, s in enumerate(grid.solutions) if s.converged]
@@ -140,7 +140,10 @@ def held_out_accuracies(theory: AttentionTheory, features, labels) -> dict:
     """``{"theory", "gp"}``: the accuracy of the finite-width predictor and of the GP limit on features
     ``[B, D, H]`` with labels ``[B]``."""
     x = torch.as_tensor(np.asarray(features, dtype=np.float64))
-    return {"theory": accuracy(theory.solution.predict(x)[0], labels), "gp": accuracy(theory.gp.predict(x)[0], labels)}
+    return {
+        "theory": accuracy(theory.solution.predict_mean(x), labels),
+        "gp": accuracy(theory.gp.predict_mean(x), labels),
+    }
 
 
 def spearman_monte_carlo(a, b, *, num_draws: int | None = None, seed: int = 0) -> dict:

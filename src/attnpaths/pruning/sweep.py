@@ -141,7 +141,7 @@ def _theory_rankings(view, train, held_out, accuracy, width, temperatures, examp
     solve = functools.partial(rank_heads, view, x_theory.transpose(1, 2), y_theory, max_iterations=max_iterations)
     theory, solve_s = _timed(solve, width=width, temperature=temperatures)
     solution = theory.solution
-    theory_mean, _ = solution.predict(path_features(held_out.x, view))
+    theory_mean = solution.predict_mean(path_features(held_out.x, view))
     (action, certified), action_s = _timed(
         action_changes, theory.features, y_theory, solution, max_iterations=max_iterations
     )

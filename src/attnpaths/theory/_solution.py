@@ -166,6 +166,17 @@ class TheorySolution:
         X = self.training_features
         return kernel_from_scaled(X, torch.as_tensor(self.U), X).numpy()
 
+    def predict_mean(self, features_test) -> np.ndarray:
+        """The predictor's mean alone (eq-predictor), ``[P_test]``, from :attr:`mean_weights`:
+        ``<f(x*)> = sum_{i,a} X_ia(x*) v_ia``, about ``P_test N0 n_paths`` products and no kernel (the mean of
+        :meth:`predict`, which also forms ``k`` for the variance, up to rounding).
+
+        Args:
+            features_test: ``[P_test, N0, n_paths]`` path features of the test inputs.
+        """
+        Xt = self._scaled(features_test, "features_test")
+        return (Xt.reshape(Xt.shape[0], -1) @ self.mean_weights.reshape(-1)).numpy()
+
     def predict(self, features_test, *, batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
         """Predictor mean and variance (eq-predictor) on test examples.
 
