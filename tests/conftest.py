@@ -21,12 +21,14 @@ SLOW_FIXTURES = {
     "book_pdf": "prints the smoke book into one PDF with headless Chromium",
     "two_workers": "starts a Dask cluster",
     "cluster_client": "starts a Dask cluster",
-    "process_environment": "starts Dask clusters, Jupyter kernels or the command line in new processes",
+    "process_environment": "starts Dask clusters, Jupyter kernels, the command line or Python in new processes",
     "recorded": "recomputes a paper record's numbers from its recorded parameters",
     "nuts_problem": "runs NUTS (pyro) on a two- or three-layer network's posterior, a long chain",
     "sampled_small_problem": "samples a network's posterior and its exact density, long chains",
     "deep_small_problem": "samples a three-layer network's posterior and its exact density, long chains",
     "long_chain": "runs a long Markov chain in the test itself",
+    "long_computation": "computes for seconds in the test itself: a benchmark's entry point, a power check by "
+    "simulation, a pipeline end to end, a documentation build",
 }
 """Fixtures that make a test slow, and why (see the module docstring)."""
 
@@ -62,3 +64,11 @@ def cluster_client():
 @pytest.fixture
 def long_chain():
     """Requested by a test that runs a long Markov chain itself, which puts it in the slow tier (SLOW_FIXTURES)."""
+
+
+@pytest.fixture
+def long_computation():
+    """Requested (``@pytest.mark.usefixtures("long_computation")``) by a test that computes for seconds itself
+    (about 2 s or more on two cores: a benchmark's entry point, a power check by simulation, a pipeline end to
+    end, a documentation build), which puts it in the slow tier (SLOW_FIXTURES), so that the fast tier stays a
+    quick check of work in progress."""

@@ -257,6 +257,7 @@ def tiny_api_book(root: Path, module: str, page_text: str) -> BookLayout:
     return BookLayout(root)
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_a_broken_role_or_a_missing_docstring_fails_the_build(tmp_path, monkeypatch):
     # the Sphinx process imports the stand-in modules, and the package (its extensions) from this checkout
     monkeypatch.setenv(

@@ -25,6 +25,7 @@ def assert_ess_fits_use_converged_points(fit: dict, key: str):
             assert fit[exponent] == pytest.approx(fit_exponent(fit["ess_sizes"], [row[column] for row in converged]))
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys):
     output = tmp_path / "records" / "sampler_growth.json"
     argv = ["--quick", "--output", str(output)]
@@ -52,6 +53,7 @@ def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys):
     assert "record written to" in capsys.readouterr().out
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_same_seed_same_chains():
     settings = dict(chains=2, warmup=2, samples=20, seed=5)
     first, second = bench.sample_point(10, 20, **settings), bench.sample_point(10, 20, **settings)

@@ -79,6 +79,7 @@ def _check_rows(report, fields=ROW_FIELDS):
         assert skipped["reason"]
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_entry_point_runs_at_tiny_size_and_writes_a_complete_record(tmp_path, capsys):
     output = tmp_path / "records" / "scale.json"
     argv = ["--quick", "--output", str(output)]

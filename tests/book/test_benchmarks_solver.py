@@ -44,6 +44,7 @@ def test_two_term_fit_recovers_the_crossover():
         fits.fit_two_terms(sizes, sizes, (2.0, 3.0))
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_adam_reaches_the_solver_minimum_within_its_tolerance():
     xi, y = random_problem(P=20, n0=5, heads=(2, 2), seed=3)
     exact = solve(xi, y, heads=(2, 2), width=10, temperature=0.1)
@@ -56,6 +57,7 @@ def test_adam_reaches_the_solver_minimum_within_its_tolerance():
     assert not capped["converged"] and capped["steps"] == 3
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_entry_point_runs_at_tiny_size_and_writes_its_record(tmp_path, capsys, monkeypatch):
     from threadpoolctl import threadpool_info
 

@@ -120,6 +120,7 @@ def _python(*arguments, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *arguments], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.usefixtures("process_environment")
 def test_the_console_script_runs_the_commands(two_chapter_book, tmp_path):
     module, _, function = project()["scripts"]["attnpaths"].partition(":")
     script = tmp_path / "bin" / "attnpaths"
@@ -132,6 +133,7 @@ def test_the_console_script_runs_the_commands(two_chapter_book, tmp_path):
     assert usage.returncode == 0 and usage.stdout.startswith("usage: attnpaths run ")
 
 
+@pytest.mark.usefixtures("process_environment")
 def test_python_dash_m_runs_the_same_commands(two_chapter_book):
     done = _python("-m", "attnpaths_book", "status", cwd=two_chapter_book.root)
     assert done.returncode == 0, done.stderr

@@ -103,6 +103,7 @@ commit(BookLayout(Path({root!r})), "theory", 2.0, key="key-2")
 
 
 @pytest.mark.parametrize("renames, survivor", [(2, "key-1"), (4, "key-1"), (5, "key-2")])
+@pytest.mark.usefixtures("process_environment")
 def test_a_commit_killed_at_any_rename_leaves_one_whole_unit(committed, renames, survivor):
     """Renames: the journal (1), the results file (2), the notebook (3), the timings (4), the manifest (5, the
     commit). Killed after the results file, after the timings or after the manifest, the next command's recovery

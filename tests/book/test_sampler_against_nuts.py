@@ -78,6 +78,7 @@ def test_reading_a_missing_or_incomplete_record_names_the_file(tmp_path):
         committed_record_path("../sampler")
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_benchmark_entry_point_runs_at_tiny_sizes_and_writes_its_record(capsys, tmp_path):
     output = tmp_path / "records" / "bench.json"
     argv = [

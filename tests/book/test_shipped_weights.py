@@ -166,6 +166,7 @@ def test_the_pruning_chapter_finds_shipped_models_for_its_profiles(profile):
         assert len(weights) == len(seeds) and entry.key == key and entry.profile == profile
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_the_pruning_chapters_claim_r_holds_for_its_shipped_models_and_sees_worse_ones():
     configs, train, test, seeds = _pruning_chapter("smoke")
     config = configs["multihead"]

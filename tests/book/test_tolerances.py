@@ -47,6 +47,7 @@ def test_differences_of_nearly_equal_numbers_are_compared_on_the_scale_of_their_
     assert len(compare_results("exchangeability", base, wrong)) == 1
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_monte_carlo_estimates_agree_within_their_standard_errors_and_verdict_outcomes_exactly():
     base = _baseline("hmc")
     se = base["values"]["sampler"]["10"]["U_mc_se"][0][0]

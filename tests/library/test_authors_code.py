@@ -126,6 +126,7 @@ def test_scaled_U_falls_outside(quantities, reference):
             assert not r.within, r
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_doubled_temperature_falls_outside(reference):
     changed = ar.reference_quantities(reference, temperature=2 * PAPER_TEMPERATURE)
     rows = ar.compare_with_authors(**changed, reference=reference)

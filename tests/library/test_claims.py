@@ -60,6 +60,7 @@ def test_directional_z_outcomes(estimate, expected):
 
 
 @pytest.mark.parametrize("level, power, num_tests", [(0.01, 0.8, 1), (0.05, 0.9, 1), (0.01, 0.8, 5)])
+@pytest.mark.usefixtures("long_computation")
 def test_detectable_effect_is_held_with_the_stated_power(level, power, num_tests):
     # simulated estimates of a true effect equal to the detectable one hold with probability `power`
     se = 0.0087
@@ -101,6 +102,7 @@ def test_equivalence_power_is_the_chance_of_holding_at_zero_deviation(margin_ove
 
 
 @pytest.mark.parametrize("level, power, num_tests", [(0.01, 0.8, 1), (0.05, 0.9, 3)])
+@pytest.mark.usefixtures("long_computation")
 def test_power_check_of_a_directional_test_holds_with_the_stated_power_at_its_detectable_effect(
     level, power, num_tests
 ):

@@ -229,6 +229,7 @@ def test_predictor_variance_agreement_holds_within_the_margin_and_fails_for_a_va
 
 
 @pytest.mark.needs("diagnostics")
+@pytest.mark.usefixtures("long_computation")
 def test_predictor_variance_agreement_on_real_samples_sees_the_gp_limit_and_a_factor_2():
     """The theory's variance against the posterior variance of a small 4-path network's output at N = 100
     (``(n + 1) / N = 0.05``): the theory is not contradicted; the GP limit's variance and the theory's times 2 or
@@ -310,6 +311,7 @@ def test_the_exact_predictive_variance_is_the_law_of_total_variance_over_the_dra
 
 
 @pytest.mark.needs("diagnostics")
+@pytest.mark.usefixtures("long_computation")
 def test_the_exact_variance_claim_on_real_samples_at_a_width_below_the_saddle_points_range():
     """At N = 10 with 4 paths ((n + 1) / N = 0.5) the network's sampled output variance is not contradicted by the
     exact density's (short chains: whether it holds depends on the chains, which differ between CPUs); the GP limit's

@@ -228,6 +228,7 @@ def test_little_loss_holds_for_a_small_loss_and_is_contradicted_beyond_the_margi
         os_claims.little_loss("7c", difference=0.0, se=0.01, margin=3, k=1, fine_tuned=False)
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_little_loss_power_is_the_chance_of_holding_at_no_loss():
     # margin / se - z_c = 0: a coin flip; far above: certain; and it rises as the standard error shrinks
     zc = 2.3263478740408408  # Phi^{-1}(0.99)

@@ -203,6 +203,7 @@ def test_a_precision_target_looks_on_a_geometric_schedule_and_refuses_bad_settin
 
 
 @pytest.mark.needs("diagnostics")
+@pytest.mark.usefixtures("long_computation")
 def test_sampling_stops_at_the_first_look_that_meets_the_target_and_keeps_the_chains_draws(data):
     """A run that stops on a precision target keeps exactly the first draws of the same chains run to the end, and
     stops at the first look where every entry (every layer) meets the target, not before and not later."""

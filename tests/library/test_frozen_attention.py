@@ -269,6 +269,7 @@ def _readme_example() -> str:
     )
 
 
+@pytest.mark.usefixtures("process_environment")
 def test_the_readme_example_runs_without_the_book_packages():
     blocker = hiding_modules(HIDDEN) + textwrap.dedent("""
         import attnpaths

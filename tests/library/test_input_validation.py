@@ -413,6 +413,7 @@ def _dense_solve(headroom) -> dict:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+@pytest.mark.usefixtures("long_computation")
 def test_the_estimate_covers_the_measured_peak_of_a_dense_solve():
     run = _dense_solve("none")
     assert run["outcome"] == ["solved", ""]

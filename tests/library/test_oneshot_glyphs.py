@@ -99,6 +99,7 @@ def test_bad_arguments_name_themselves(kwargs, name):
         glyphs.character_table(**kwargs)
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_full_table_meets_the_omniglot_like_sizes():
     table = glyphs.character_table()
     by_split = collections.defaultdict(set)

@@ -80,6 +80,7 @@ def test_subset_table_in_chunks_is_the_table_of_one_evaluator(dataset):
         oneshot_pruning.subset_accuracy_table(trained.model, sequences, chunk_size=0)
 
 
+@pytest.mark.usefixtures("long_computation")
 def test_model_replicates_are_reproducible_independent_draws_that_reuse_the_chapters_numbers(dataset):
     trained = _trained(0)
     first = reps.model_replicates(trained, dataset, SETTINGS, index=0)

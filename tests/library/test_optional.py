@@ -42,6 +42,7 @@ def _without_optional_modules(code: str) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.usefixtures("process_environment")
 def test_every_module_but_the_figures_imports_without_the_extras():
     """The figure modules (``plots``, ``diagrams``) need matplotlib to import; every other module imports without
     any extra and loads none of the optional packages, which are imported where they are used."""
@@ -61,6 +62,7 @@ def test_every_module_but_the_figures_imports_without_the_extras():
     assert result == {"failed": {}, "loaded": []}
 
 
+@pytest.mark.usefixtures("process_environment")
 def test_what_needs_an_extra_says_which_and_how_to_install_it():
     result = _without_optional_modules("""
         import importlib, pkgutil, attnpaths
