@@ -11,6 +11,7 @@ from scipy import optimize, stats
 
 from .._validation import as_float64_array, positive_int, probability
 from .._validation import probability as _checked_probability  # power_check has an argument probability
+from ._tests import _replicates
 from ._verdict import LEVEL, Verdict, bonferroni_z
 
 
@@ -259,16 +260,12 @@ def replicate_equivalence_power(replicates, margin: float, level: float = 0.01) 
         replicates: ``[n]``, ``n >= 2``; margin: the agreement margin (> 0).
     """
     level = probability(level, "level", open_interval=True)
-    r = as_float64_array(replicates, "replicates").ravel()
-    if r.size < 2:
-        raise ValueError(f"replicates must hold at least 2 values, got {r.size}")
+    _, n, _, sd = _replicates(replicates, "replicates")
     margin = float(margin)
     if not margin > 0:
         raise ValueError(f"margin must be > 0, got {margin!r}")
-    sd = float(r.std(ddof=1))
     if sd == 0:
         return 1.0
-    n = r.size
     se = sd / math.sqrt(n)
     return float(max(0.0, 2 * stats.t.cdf(margin / se - stats.t.isf(level, n - 1), n - 1) - 1))
 
