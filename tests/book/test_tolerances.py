@@ -66,6 +66,23 @@ def test_monte_carlo_estimates_agree_within_their_standard_errors_and_verdict_ou
     assert [d.path for d in compare_results("hmc", base, outcome)] == ["values.verdicts[0].outcome"]
 
 
+def test_a_sampled_claims_words_may_name_another_entry_but_its_outcome_may_not_move():
+    """Another CPU's chains may put a sampled claim's largest deviation on another entry of U (seen on an AVX2 AMD
+    EPYC against an AVX-512 Intel Xeon's depth record): its measured words change, its outcome must not."""
+    record = "Largest |deviation| / margin 0.14 (U[3,7] at N=30: deviation -0.0141, margin 0.0973)."
+    run = "Largest |deviation| / margin 0.22 (U_2[3,3] at N=30: deviation +0.0225, margin 0.1029)."
+    base = {"values": {"verdicts": [{"measured": record, "outcome": "holds"}]}}
+    moved = copy.deepcopy(base)
+    moved["values"]["verdicts"][0]["measured"] = run
+    for chapter in ("hmc", "depth", "oneshot"):
+        assert compare_results(chapter, base, moved) == []
+        flipped = copy.deepcopy(moved)
+        flipped["values"]["verdicts"][0]["outcome"] = "contradicted"
+        assert [d.path for d in compare_results(chapter, base, flipped)] == ["values.verdicts[0].outcome"]
+    # elsewhere (no chains) the words of a verdict stay compared
+    assert [d.path for d in compare_results("theory", base, moved)] == ["values.verdicts[0].measured"]
+
+
 def test_printed_numbers_in_words_may_move_by_their_last_digit_only():
     rule = rule_for("theory", "values.glued.some_sentence")
     assert rule.agrees("mean 0.125 (sd 0.03)", "mean 0.126 (sd 0.03)")  # a rounding boundary crossed
