@@ -498,6 +498,12 @@ def book_reader(book_pdf):
 
 
 @pytest.fixture(scope="module")
+def book_text(book_reader) -> list[str]:
+    """The text of every printed page, extracted once (pypdf takes about 0.1 s a page) for the tests that read it."""
+    return [page.extract_text() for page in book_reader.pages]
+
+
+@pytest.fixture(scope="module")
 def book_pages(built_book):
     return pdf.book_pages(built_book)
 
@@ -530,19 +536,19 @@ def test_the_book_is_one_file_with_more_pages_than_chapters(book_pdf, book_reade
     assert book_reader.metadata.title == pdf.book_metadata(built_book)["title"]
 
 
-def test_every_chapter_starts_with_its_title_under_a_bookmark(book_pdf, book_reader, book_pages):
+def test_every_chapter_starts_with_its_title_under_a_bookmark(book_pdf, book_reader, book_text, book_pages):
     chapters = [p for p in book_pages if p.level == 0]
     top = [item for item in book_reader.outline if not isinstance(item, list)]
     assert [item.title for item in top] == [html_title(p.path) for p in chapters]
     for item, chapter in zip(top, chapters):
         first = book_reader.get_destination_page_number(item)
         assert first == book_pdf.starts[chapter.docname] - 1
-        assert squeezed(html_title(chapter.path)) in squeezed(book_reader.pages[first].extract_text()), chapter.docname
+        assert squeezed(html_title(chapter.path)) in squeezed(book_text[first]), chapter.docname
 
 
-def test_the_table_of_contents_lists_every_page_with_its_first_page(book_pdf, book_reader, book_pages):
+def test_the_table_of_contents_lists_every_page_with_its_first_page(book_pdf, book_text, book_pages):
     first_chapter = book_pdf.starts[book_pages[0].docname] - 1
-    contents = squeezed("".join(book_reader.pages[i].extract_text() for i in range(1, first_chapter)))
+    contents = squeezed("".join(book_text[i] for i in range(1, first_chapter)))
     for page in book_pages:
         entry = squeezed(html_title(page.path)) + str(book_pdf.starts[page.docname])
         assert entry in contents, page.docname
@@ -591,7 +597,7 @@ def column_headers(page_html: str) -> list[str]:
     return headers
 
 
-def test_every_column_header_of_every_table_is_printed_whole(book_pdf, book_reader, book_pages):
+def test_every_column_header_of_every_table_is_printed_whole(book_pdf, book_reader, book_text, book_pages):
     """A table wider than the page prints cut at its right margin (its scrolling container clips it): the text of
     its last columns is missing from the PDF. Every header of every table of the HTML must be in the text of its
     page's printed pages."""
@@ -601,17 +607,17 @@ def test_every_column_header_of_every_table_is_printed_whole(book_pdf, book_read
         headers = column_headers(page.path.read_text(encoding="utf-8"))
         if not headers:
             continue
-        printed = squeezed("".join(book_reader.pages[i].extract_text() for i in ranges[page.docname]))
+        printed = squeezed("".join(book_text[i] for i in ranges[page.docname]))
         missing += [(page.docname, header) for header in headers if squeezed(header) not in printed]
         total += len(headers)
     assert total > 20  # the smoke book's tables: reproducibility, the scorecard, the claims of each chapter
     assert not missing, f"{len(missing)} of {total} column headers not printed (page, header): {missing[:10]}"
 
 
-def test_no_raw_tex_in_the_text(book_reader):
+def test_no_raw_tex_in_the_text(book_text):
     raw = []
-    for number, page in enumerate(book_reader.pages, start=1):
-        raw += [(number, m) for m in re.findall(r"\\\(|\$\$|\\begin\{", page.extract_text())]
+    for number, text in enumerate(book_text, start=1):
+        raw += [(number, m) for m in re.findall(r"\\\(|\$\$|\\begin\{", text)]
     assert not raw, f"untypeset TeX (page, text): {raw[:10]}"
 
 
