@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The library as `pip install .` gives it, without extras: a virtual environment of its own (no system packages),
-# the package and pytest only, at the versions requirements.txt pins (as constraints: nothing else is installed).
+# the package, pytest and pytest-xdist only (pyproject.toml's addopts run the tests in two processes), at the
+# versions requirements.txt pins (as constraints: nothing else is installed).
 # Then:
 #   1. neither the book's packages nor those of the library's extras (pyproject.toml: engine, diagnostics, plots,
 #      tasks) are there;
@@ -19,7 +20,7 @@ constraints="$(mktemp)"
 grep -v '^-e' requirements.txt | sed -e 's/#.*//' -e 's/\[[^]]*\]//' > "${constraints}"
 python3 -m venv "${venv}"
 start=${SECONDS}
-"${venv}/bin/python" -m pip install -q -c "${constraints}" . pytest
+"${venv}/bin/python" -m pip install -q -c "${constraints}" . pytest pytest-xdist
 echo "pip install . (without extras, with pytest): $((SECONDS - start)) s, the environment $(du -sh "${venv}" | cut -f1)"
 # the book's packages are absent (yaml would not tell: Dask uses it too)
 if "${venv}/bin/python" -c "import papermill" 2>/dev/null || "${venv}/bin/python" -c "import jupytext" 2>/dev/null; then

@@ -33,10 +33,27 @@ SLOW_FIXTURES = {
 """Fixtures that make a test slow, and why (see the module docstring)."""
 
 
+def process_group(item) -> str | None:
+    """The pytest-xdist group of a test (``--dist loadgroup``, pyproject.toml's addopts): the tests of the suite's
+    smoke book all in one process, which builds it once (``built_book``); the tests of a module whose fixtures
+    outlive a test (module, class or session scope, defined in this tree) in one process, which computes them
+    once; ``None`` for every other test, which goes to whichever process is free."""
+    if "built_book" in getattr(item, "fixturenames", ()):
+        return "built_book"
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    if any(d.scope != "function" and d.baseid for defs in definitions.values() for d in defs):
+        return item.nodeid.split("::")[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        group = process_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture

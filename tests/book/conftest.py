@@ -34,12 +34,18 @@ def built_book() -> BookLayout:
     built in ``_build/`` (a paper-profile run stays as it is). The chapters run on the engine the command line
     starts by default (an embedded cluster with a worker per CPU, as many chapters at a time), so the test
     run's one execution is the one ``python -m attnpaths_book book`` makes."""
+    from filelock import FileLock
+
     from attnpaths.engine import start_engine
 
-    layout = suite_book(ROOT)
-    profile = site.built_profile(layout, book_chapters(layout))
-    if profile != "smoke" or runner.stale_chapters(layout, "smoke"):
-        with start_engine() as engine:
-            runner.run_book(layout, "smoke", engine=engine)
-        site.build_html(layout, book_chapters(layout), "smoke")
+    # one test process builds it, another that asks meanwhile waits and then finds it current (pytest-xdist
+    # sends the tests that use it to one process, tests/conftest.py; the lock holds under any distribution)
+    (ROOT / "_build").mkdir(exist_ok=True)
+    with FileLock(str(ROOT / "_build" / "tests-book.lock")):
+        layout = suite_book(ROOT)
+        profile = site.built_profile(layout, book_chapters(layout))
+        if profile != "smoke" or runner.stale_chapters(layout, "smoke"):
+            with start_engine() as engine:
+                runner.run_book(layout, "smoke", engine=engine)
+            site.build_html(layout, book_chapters(layout), "smoke")
     return layout
