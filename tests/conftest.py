@@ -34,12 +34,11 @@ SLOW_FIXTURES = {
 
 
 def process_group(item) -> str | None:
-    """The pytest-xdist group of a test (``--dist loadgroup``, pyproject.toml's addopts): the tests of the suite's
-    smoke book all in one process, which builds it once (``built_book``); the tests of a module whose fixtures
-    outlive a test (module, class or session scope, defined in this tree) in one process, which computes them
-    once; ``None`` for every other test, which goes to whichever process is free."""
-    if "built_book" in getattr(item, "fixturenames", ()):
-        return "built_book"
+    """The pytest-xdist group of a test (``--dist loadgroup``, pyproject.toml's addopts): the tests of a module
+    that use a fixture outliving a test (module, class or session scope, defined in this tree) go to one
+    process, which computes it once (a session fixture once per process: the suite's smoke book, ``built_book``,
+    is built by the first process that asks, under a file lock, and found current by the other); ``None`` for
+    every other test, which goes to whichever process is free."""
     definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     if any(d.scope != "function" and d.baseid for defs in definitions.values() for d in defs):
         return item.nodeid.split("::")[0]
