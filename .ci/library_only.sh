@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The library as `pip install .` gives it, without extras: a virtual environment of its own (no system packages),
-# the package, pytest and pytest-xdist only (pyproject.toml's addopts run the tests in two processes), at the
+# the package, pytest and pytest-xdist only (pyproject.toml's addopts name its --dist option), at the
 # versions requirements.txt pins (as constraints: nothing else is installed).
 # Then:
 #   1. neither the book's packages nor those of the library's extras (pyproject.toml: engine, diagnostics, plots,

@@ -33,9 +33,19 @@ SLOW_FIXTURES = {
 """Fixtures that make a test slow, and why (see the module docstring)."""
 
 
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # each test process of pytest-xdist computes on one thread (and so do the processes it starts): two
+        # processes with torch's and BLAS's default pools of one thread per core would put twice as many busy
+        # threads as cores on the machine, whose OpenMP threads then wait for each other, spinning
+        from attnpaths.engine import use_one_thread
+
+        use_one_thread()
+
+
 def process_group(item) -> str | None:
-    """The pytest-xdist group of a test (``--dist loadgroup``, pyproject.toml's addopts): the tests of a module
-    that use a fixture outliving a test (module, class or session scope, defined in this tree) go to one
+    """The pytest-xdist group of a test under ``-n`` (``--dist loadgroup``, pyproject.toml's addopts): the tests of
+    a module that use a fixture outliving a test (module, class or session scope, defined in this tree) go to one
     process, which computes it once (a session fixture once per process: the suite's smoke book, ``built_book``,
     is built by the first process that asks, under a file lock, and found current by the other); ``None`` for
     every other test, which goes to whichever process is free."""

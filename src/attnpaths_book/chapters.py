@@ -18,6 +18,8 @@ Its ``parameters`` cell (a code cell tagged ``parameters``) holds plain literal 
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import keyword
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,6 +175,19 @@ def parameters_cell(notebook, name: str) -> dict:
     return defaults
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed_notebook(source: str, version: tuple):
+    """``jupytext.read`` of one version (``version``: inode, size, modification time in ns) of a chapter's source,
+    kept for the process: a command and the test suite read the toc's chapters several times, 0.3 s each."""
+    return jupytext.read(source)
+
+
+def read_notebook(source: Path):
+    """The chapter's MyST source as a notebook (``nbformat.NotebookNode``), a copy of its own for the caller."""
+    stat = source.stat()
+    return copy.deepcopy(_parsed_notebook(str(source), (stat.st_ino, stat.st_size, stat.st_mtime_ns)))
+
+
 def load_chapter(layout: BookLayout, docname: str) -> Chapter:
     """Read the toc entry ``docname`` (its source is ``<root>/<docname>.md``)."""
     source = layout.root / f"{docname}.md"
@@ -182,7 +197,7 @@ def load_chapter(layout: BookLayout, docname: str) -> Chapter:
     meta = front_matter(source)
     if "kernelspec" not in meta:
         return Chapter(name=name, docname=docname, source=source)
-    notebook = jupytext.read(source)
+    notebook = read_notebook(source)
     chapter = Chapter(
         name=name, docname=docname, source=source, notebook=notebook, defaults=parameters_cell(notebook, name)
     )

@@ -9,6 +9,7 @@ from attnpaths_book.chapters import (
     ParameterError,
     book_chapters,
     parse_assignments,
+    read_notebook,
     resolve_parameters,
     toc_docnames,
 )
@@ -121,3 +122,14 @@ def test_toc_entry_without_source_is_an_error(tiny_book):
     write_toc(tiny_book.root, ["missing"])
     with pytest.raises(ChapterError, match="lists 'book/missing'"):
         book_chapters(tiny_book)
+
+
+def test_a_chapter_read_again_is_a_copy_of_its_own_and_follows_an_edit_of_its_source(chapter, tiny_book):
+    """Chapters are parsed once per version of their file (``read_notebook``): a caller that changes what it got
+    changes nothing for the next, and an edited source is read anew."""
+    first = read_notebook(chapter.source)
+    first.cells[0].source = "changed by a caller"
+    assert read_notebook(chapter.source).cells[0].source != "changed by a caller"
+    chapter.source.write_text(chapter.source.read_text().replace("num_samples = 10", "num_samples = 12"))
+    assert "num_samples = 12" in "".join(cell.source for cell in read_notebook(chapter.source).cells)
+    assert book_chapters(tiny_book)[0].defaults["num_samples"] == 12
