@@ -38,8 +38,8 @@ def built_book() -> BookLayout:
 
     from attnpaths.engine import start_engine
 
-    # one test process builds it, another that asks meanwhile waits and then finds it current (pytest-xdist
-    # sends the tests that use it to one process, tests/conftest.py; the lock holds under any distribution)
+    # under -n, the first test process that asks builds it; another that asks meanwhile waits here and then
+    # finds it current (its modules may go to either process, tests/conftest.py process_group)
     (ROOT / "_build").mkdir(exist_ok=True)
     with FileLock(str(ROOT / "_build" / "tests-book.lock")):
         layout = suite_book(ROOT)
