@@ -498,9 +498,17 @@ def book_reader(book_pdf):
 
 
 @pytest.fixture(scope="module")
-def book_text(book_reader) -> list[str]:
-    """The text of every printed page, extracted once (pypdf takes about 0.1 s a page) for the tests that read it."""
-    return [page.extract_text() for page in book_reader.pages]
+def book_text(book_pdf) -> list[str]:
+    """The text of every printed page, extracted once for the tests that read it, by PDFium: about 4 ms a page
+    where pypdf's ``extract_text`` takes 150 ms (the smoke book's 1,100 pages: 4 s instead of 170 s). PDFium marks
+    a hyphen that ends a line as U+FFFE; it is written back as the hyphen it is."""
+    import pypdfium2
+
+    document = pypdfium2.PdfDocument(book_pdf.path)
+    try:
+        return [document[i].get_textpage().get_text_range().replace("\ufffe", "-") for i in range(len(document))]
+    finally:
+        document.close()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import torch
 
 from ..._validation import heads_tuple, int_at_least, positive_int, positive_real
 from ...order_parameter_posterior import sample_order_parameters
-from ..kernel_pcs import mean_predictor, predictor_variance
+from ..kernel_pcs import predictor_moments
 from ..path_data import PathData, reorder
 from ._network import PrecisionTarget
 
@@ -116,9 +116,11 @@ def exact_predictive_variance(data: PathData, U, temperature: float, max_draws: 
         raise ValueError(f"U must have shape [C >= 2, S, n, n], got {tuple(U.shape)}")
     chains, per_chain = U.shape[:2]
     keep = np.unique(np.linspace(0, per_chain - 1, max(1, int_at_least(max_draws, "max_draws", 2) // chains)).round())
-    means, variances = (np.array([[f(data.features, data.y, data.features_test, U[c, int(s)], temperature)
-                                   for s in keep] for c in range(chains)])
-                        for f in (mean_predictor, predictor_variance))  # fmt: skip  # [C, S', B] each
+    kept = U[:, torch.as_tensor(keep, dtype=torch.long)]  # [C, S', n, n]
+    means, variances = (
+        moments.reshape(chains, len(keep), -1)  # [C, S', B] each
+        for moments in predictor_moments(data.features, data.y, data.features_test, kept.flatten(0, 1), temperature)
+    )
 
     def total(rows):  # E[Var f | U] + Var[<f | U>], averaged over the test points
         return float((variances[rows].mean(axis=(0, 1)) + means[rows].reshape(-1, means.shape[2]).var(axis=0)).mean())
