@@ -27,6 +27,7 @@ import torch
 from scipy.linalg.lapack import dtrtri as triangular_inverse
 
 from ._energy_routes import EnergyEvaluator, EnergyPoint, SymmetricBasis
+from .attention import HeadCounts
 from .kernels import kernel_from_scaled, shifted_cholesky
 
 __all__ = [
@@ -49,23 +50,13 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Architecture:
+class Architecture(HeadCounts):
     """Validated sizes of the theory: heads ``(H_1..H_L)``, widths ``(N_1..N_L, N_a)``, variances
     ``(s0, s1..sL, sa)``. Widths are all finite or all ``inf`` (the GP limit)."""
 
     heads: tuple[int, ...]
     widths: tuple[float, ...]
     variances: tuple[float, ...]
-
-    @property
-    def num_layers(self) -> int:
-        """Number of attention layers ``L``."""
-        return len(self.heads)
-
-    @property
-    def num_paths(self) -> int:
-        """Number of attention paths ``H_1 * ... * H_L``."""
-        return math.prod(self.heads)
 
     @property
     def gp_limit(self) -> bool:

@@ -56,6 +56,21 @@ def token_readout(omega: torch.Tensor, readout: str) -> torch.Tensor:
     raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
 
 
+class HeadCounts:
+    """A base of the classes that hold (as a field or a property) their heads per layer ``heads = (H_1, ...,
+    H_L)``: the sizes that follow from them."""
+
+    @property
+    def num_layers(self) -> int:
+        """Number of attention layers ``L``."""
+        return len(self.heads)
+
+    @property
+    def num_paths(self) -> int:
+        """Number of attention paths ``H_1 * ... * H_L`` (eq-path-features)."""
+        return math.prod(self.heads)
+
+
 @dataclass(frozen=True)
 class AttentionLayer:
     """The fixed query/key parameters of the heads of one attention layer (sec-model-network).
@@ -115,7 +130,7 @@ class AttentionLayer:
 
 
 @dataclass(frozen=True)
-class Attention:
+class Attention(HeadCounts):
     """The attention of a whole network: one :class:`AttentionLayer` per layer and a token readout.
 
     ``heads`` is ``(H_1, ..., H_L)``; the number of attention paths is ``H_1 * ... * H_L``.
@@ -139,11 +154,6 @@ class Attention:
     def heads(self) -> tuple[int, ...]:
         """Heads per layer ``(H_1, ..., H_L)``."""
         return tuple(layer.num_heads for layer in self.layers)
-
-    @property
-    def num_paths(self) -> int:
-        """Number of attention paths ``H_1 * ... * H_L``."""
-        return math.prod(self.heads)
 
     @property
     def input_width(self) -> int:

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import math
 import numbers
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -49,6 +48,7 @@ import numpy as np
 import torch
 
 from ._validation import as_float64_tensor
+from .attention import HeadCounts
 
 
 @runtime_checkable
@@ -184,7 +184,7 @@ def check_mask(mask, heads, batch: int) -> torch.Tensor:
     return mask.to(torch.float64)
 
 
-class FrozenHeadModel:
+class FrozenHeadModel(HeadCounts):
     """A trained model's weights, frozen in float64, with its attention and its head-masked output: a
     :class:`HeadModel` and a :class:`~.LayeredHeadModel`, and an :class:`attnpaths.attention.Attention` for
     :func:`attnpaths.paths.path_features`.
@@ -208,16 +208,6 @@ class FrozenHeadModel:
     #: whether the output is a multilinear function of the layers' head masks (the attention read from the raw
     #: input, no biases): a sum over attention paths of each path's contribution times its heads' mask entries
     multilinear_in_mask = False
-
-    @property
-    def num_layers(self) -> int:
-        """The number of attention layers."""
-        return len(self.heads)
-
-    @property
-    def num_paths(self) -> int:
-        """``H_1 ... H_L``, the number of attention paths (eq-path-features)."""
-        return math.prod(self.heads)
 
     def check_tokens(self, tokens) -> torch.Tensor:
         """``tokens`` ``[B, T, N0]`` as a float64 tensor (``ValueError`` for another shape)."""

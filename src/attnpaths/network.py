@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from ._validation import as_float64_tensor, check_real_dtype, positive_int, positive_real, torch_generator
-from .attention import Attention
+from .attention import Attention, HeadCounts
 from .paths import path_features
 
 
@@ -83,7 +83,7 @@ def _broadcast(value, length: int, name: str, kind: str) -> tuple:
     return values
 
 
-class AttentionNetwork:
+class AttentionNetwork(HeadCounts):
     """Deep multi-head attention network with fixed attention and Gaussian priors (eq-forward, sec-model-network).
 
     Args:
@@ -112,16 +112,6 @@ class AttentionNetwork:
     def heads(self) -> tuple[int, ...]:
         """Heads per layer ``(H_1, ..., H_L)``."""
         return self.attention.heads
-
-    @property
-    def num_layers(self) -> int:
-        """Number of attention layers ``L``."""
-        return len(self.heads)
-
-    @property
-    def num_paths(self) -> int:
-        """Number of attention paths ``H_1 * ... * H_L``."""
-        return self.attention.num_paths
 
     @property
     def input_width(self) -> int:

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..attention import Attention
+from ..attention import Attention, HeadCounts
 from ..paths import path_features
 
 
-class PathNetwork:
+class PathNetwork(HeadCounts):
     """Base of the networks the experiments run on: fixed attention whose paths have names.
 
     A subclass (a frozen dataclass) holds ``attention`` (an :class:`~attnpaths.attention.Attention`) and
@@ -28,11 +28,6 @@ class PathNetwork:
     def heads(self) -> tuple[int, ...]:
         """``(H_1, ..., H_L)``."""
         return self.attention.heads
-
-    @property
-    def num_paths(self) -> int:
-        """``n = H_1 ... H_L``."""
-        return self.attention.num_paths
 
     @property
     def plot_order(self) -> tuple[int, ...]:
