@@ -689,7 +689,7 @@ the information on the entropy weight, is largest."""
 def test_hmc_action_against_the_recorded_samples(one_torch_thread, recorded):
     """Claim 2w on the record's posterior samples of the 4-path network (drawn by the network's Gibbs sampler,
     which shares no code with the action) against the exact density (eq-exact-density) of the action as the code
-    computes it now, run again here with short chains at the widths of ``WEIGHT_CHECK_WIDTHS`` (about 15 s): a
+    computes it now, run again here with short chains at the widths of ``WEIGHT_CHECK_WIDTHS`` (about 30 s): a
     change to the energy or to the entropy's weight makes the samples measure another weight and the claim
     fails, where the record alone could not see it."""
     from types import SimpleNamespace
