@@ -11,6 +11,8 @@ import contextlib
 import html
 import io
 import re
+import threading
+import time
 import unicodedata
 from pathlib import Path
 
@@ -452,6 +454,48 @@ def test_a_fake_browser_prints_the_whole_book(tiny_book, monkeypatch):
     monkeypatch.setattr(browser_module, "start_browser", fake_browser)
     report = pdf.build_pdf(tiny_book, progress_bar=False)
     assert pdf.is_current(report.path, tiny_book) and report.starts == {"book/alpha": 3}
+
+
+def test_two_browsers_print_the_pages_in_the_tocs_order_and_a_failure_stops_both(tiny_book, monkeypatch):
+    """Each session takes the next page not taken (the largest first); the joined file has the pages in the toc's
+    order whichever session printed them, and one session's failure leaves the other's pages untaken."""
+    names = ["alpha", "beta", "gamma", "delta"]
+    write_toc(tiny_book.root, names)
+    for k, name in reversed(list(enumerate(names))):  # written as alpha.html, then renamed; delta the largest
+        page = write_page(tiny_book, text="x" * (100 * k))
+        page.rename(page.with_name(f"{name}.html"))
+    sessions, both_started = [], threading.Barrier(2, timeout=10)
+
+    class SlowDriver(FakeDriver):
+        def get(self, url):
+            time.sleep(0.05)  # a page takes a while: the other session takes the next one meanwhile
+            super().get(url)
+
+    @contextlib.contextmanager
+    def fake_browser(**kwargs):
+        sessions.append(SlowDriver(times_out))
+        driver = sessions[-1]
+        if len(sessions) <= 2:  # the two printing sessions start before either takes a page
+            both_started.wait()
+        yield driver
+
+    monkeypatch.setattr(browser_module, "start_browser", fake_browser)
+    times_out = "never"
+    report = pdf.build_pdf(tiny_book, progress_bar=False, browsers=2)
+    assert len(sessions) == 3  # two print the pages, one the front matter and the numbers
+    printed = [url.rsplit("/", 1)[1] for driver in sessions[:2] for url in driver.loaded]
+    assert sorted(printed) == sorted(f"{n}.html" for n in names) and all(d.loaded for d in sessions[:2])
+    assert list(report.starts) == [f"book/{n}" for n in names]
+    assert list(report.starts.values()) == sorted(report.starts.values())
+
+    sessions.clear()
+    both_started.reset()
+    times_out = "delta.html"  # the first page taken fails: the other session stops after at most one page
+    with pytest.raises(pdf.PdfFailed, match="page book/delta "):
+        pdf.build_pdf(tiny_book, progress_bar=False, browsers=2)
+    assert sum(len(d.loaded) for d in sessions) < len(names)
+    with pytest.raises(ValueError, match="browsers must be an integer >= 1, got 0"):
+        pdf.build_pdf(tiny_book, progress_bar=False, browsers=0)
 
 
 def test_the_browser_profile_is_removed_when_quitting_fails(monkeypatch):
