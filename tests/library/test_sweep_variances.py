@@ -81,11 +81,14 @@ def test_a_sweep_without_variances_has_the_same_means_and_says_it_holds_no_varia
         lean.variance_at(5, 0.1)
 
 
-def test_the_moments_over_many_draws_are_the_predictors_at_each_draw(small_data):
+@pytest.mark.parametrize("route", ["pre-kernels", "features"])
+def test_the_moments_over_many_draws_are_the_predictors_at_each_draw(small_data, route, monkeypatch):
     """``predictor_moments`` forms the pre-kernels once and contracts them with each ``U``: the same sums in
     another order, so equal to the one-``U`` functions within rounding (relative 1e-10: a few hundred products
     of numbers of order one, then a solve with ``K + T I`` whose condition number at ``T = 0.1`` is below 1e3)."""
     d = small_data
+    if route == "features":  # the route of large pre-kernels: each draw's kernels from the features
+        monkeypatch.setattr(kernel_pcs, "PRE_KERNEL_NUMBERS", 0)
     generator = torch.Generator().manual_seed(5)
     A = torch.randn(3, 4, 4, generator=generator, dtype=torch.float64)
     draws = A @ A.transpose(1, 2) / 4 + 0.1 * torch.eye(4, dtype=torch.float64)
@@ -97,7 +100,11 @@ def test_the_moments_over_many_draws_are_the_predictors_at_each_draw(small_data)
         np.testing.assert_allclose(means[s], mean, rtol=1e-10, atol=1e-12 * np.abs(mean).max())
         np.testing.assert_allclose(variances[s], variance, rtol=1e-10, atol=1e-12 * variance.max())
     assert not np.allclose(means[0], means[1])  # each draw has its own predictor
-    with pytest.raises(ValueError, match=r"U must have shape \[S, 4, 4\]"):
+    with pytest.raises(ValueError, match=r"U must have shape \[S >= 1, 4, 4\]"):
         kernel_pcs.predictor_moments(d.features, d.y, d.features_test, draws[0], 0.1)
+    with pytest.raises(ValueError, match=r"U must have shape \[S >= 1, 4, 4\], got \(0, 4, 4\)"):
+        kernel_pcs.predictor_moments(d.features, d.y, d.features_test, draws[:0], 0.1)
+    with pytest.raises(ValueError, match=r"features_test must have shape \[B, \d+, 4\] as features"):
+        kernel_pcs.predictor_moments(d.features, d.y, d.features_test[..., :2], draws, 0.1)
     with pytest.raises(ValueError, match=r"y must have shape \[20\]"):
         kernel_pcs.predictor_moments(d.features, d.y[:5], d.features_test, draws, 0.1)

@@ -10,6 +10,7 @@ import torch
 from .._validation import as_float64_array, positive_int, positive_real, square_matrix
 from ..kernels import (
     gp_kernel,
+    kernel_from_scaled,
     path_kernels,
     pc_label_overlap,
     renormalized_kernel,
@@ -74,6 +75,11 @@ def predictor_variance(
     return (kappa - (k * torch.cholesky_solve(k.T, chol).T).sum(dim=1)).numpy()
 
 
+PRE_KERNEL_NUMBERS = 2**25
+"""The most numbers (256 MiB of float64) :func:`predictor_moments` holds as pre-kernels; above it, and where the
+paths outnumber the input features, it forms each draw's kernels from the features instead."""
+
+
 def predictor_moments(features, y, features_test, U, temperature: float) -> tuple[np.ndarray, np.ndarray]:
     """The mean and the variance of the predictor (eq-predictor) at each of several GIVEN order parameters: row
     ``s`` is :func:`mean_predictor` and :func:`predictor_variance` at ``U[s]``, equal to them up to rounding.
@@ -81,35 +87,54 @@ def predictor_moments(features, y, features_test, U, temperature: float) -> tupl
     The pre-kernels ``C_{pi pi'}`` (eq-kernel) of the training set, of the test against the training examples and
     of each test example with itself are formed once; each ``K(U) = (1/n) sum_{pi pi'} U_{pi pi'} C_{pi pi'}``
     then costs ``n^2 P (P + B)`` products instead of the ``N0 n P (P + B)`` of forming it from the features,
-    which makes the many draws of an exact density (eq-exact-density) affordable. Memory: ``n^2 B P`` numbers.
+    which makes the many draws of an exact density (eq-exact-density) affordable. The pre-kernels hold
+    ``n^2 (P + 1) (P + B)`` numbers; where that is over :data:`PRE_KERNEL_NUMBERS`, or ``n >= N0`` (no saving),
+    each draw's kernels are formed from the features, as :func:`mean_predictor` does. The route depends on the
+    shapes alone.
 
     Args:
         features: ``[P, N0, n]`` training path features; y: ``[P]``; features_test: ``[B, N0, n]``;
-        U: ``[S, n, n]``.
+        U: ``[S, n, n]``, ``S >= 1``.
 
     Returns:
         ``(means, variances)``, each ``[S, B]``.
     """
     temperature = positive_real(temperature, "temperature")
     train, test = scaled_features(features), scaled_features(features_test)
-    P, _, n = train.shape
+    P, N0, n = train.shape
+    if test.shape[1:] != (N0, n):
+        raise ValueError(f"features_test must have shape [B, {N0}, {n}] as features, got {tuple(test.shape)}")
     U = torch.as_tensor(as_float64_array(U, "U"))
-    if U.ndim != 3 or U.shape[1:] != (n, n):
-        raise ValueError(f"U must have shape [S, {n}, {n}], got {tuple(U.shape)}")
+    if U.ndim != 3 or U.shape[0] < 1 or U.shape[1:] != (n, n):
+        raise ValueError(f"U must have shape [S >= 1, {n}, {n}], got {tuple(U.shape)}")
     labels = torch.as_tensor(y, dtype=torch.float64)
     if labels.shape != (P,):
         raise ValueError(f"y must have shape [{P}], got {tuple(labels.shape)}")
+    means, variances = [], []
+    for K, k, kappa in _kernels_at_draws(train, test, U):  # [P, P], [B, P], [B]
+        chol = shifted_cholesky(K, temperature)
+        means.append((k @ torch.cholesky_solve(labels[:, None], chol))[:, 0])
+        variances.append(kappa - (k * torch.cholesky_solve(k.T, chol).T).sum(dim=1))
+    return torch.stack(means).numpy(), torch.stack(variances).numpy()
+
+
+def _kernels_at_draws(train: torch.Tensor, test: torch.Tensor, U: torch.Tensor):
+    """``K(U_s)`` of the training set, against the test set and of each test point with itself, for each draw."""
+    (P, N0, n), B = train.shape, test.shape[0]
+    if n >= N0 or n * n * (P + 1) * (P + B) > PRE_KERNEL_NUMBERS:
+        for U_s in U:
+            yield (
+                kernel_from_scaled(train, U_s, train),
+                kernel_from_scaled(test, U_s, train),
+                torch.einsum("bip,pq,biq->b", test, U_s, test),
+            )
+        return
     # the 1/(N0 n) of K is in the scaled features; each kernel is one product with the flattened U
     train_kernels = torch.einsum("aip,biq->pqab", train, train).reshape(n * n, -1)  # [n^2, P P]
     cross_kernels = torch.einsum("aip,biq->pqab", test, train).reshape(n * n, -1)  # [n^2, B P]
     self_kernels = torch.einsum("bip,biq->pqb", test, test).reshape(n * n, -1)  # [n^2, B]
-    means, variances = [], []
     for U_s in U.reshape(-1, n * n):
-        chol = shifted_cholesky((U_s @ train_kernels).reshape(P, P), temperature)
-        k = (U_s @ cross_kernels).reshape(-1, P)  # [B, P]
-        means.append((k @ torch.cholesky_solve(labels[:, None], chol))[:, 0])
-        variances.append(U_s @ self_kernels - (k * torch.cholesky_solve(k.T, chol).T).sum(dim=1))
-    return torch.stack(means).numpy(), torch.stack(variances).numpy()
+        yield (U_s @ train_kernels).reshape(P, P), (U_s @ cross_kernels).reshape(B, P), U_s @ self_kernels
 
 
 def _swept_variance(sweep: TheorySweep, U: np.ndarray, temperature: float, split: str, size: int) -> np.ndarray:
