@@ -52,7 +52,8 @@ __all__ = [
 @dataclass(frozen=True)
 class Architecture(HeadCounts):
     """Validated sizes of the theory: heads ``(H_1..H_L)``, widths ``(N_1..N_L, N_a)``, variances
-    ``(s0, s1..sL, sa)``. Widths are all finite or all ``inf`` (the GP limit)."""
+    ``(s0, s1..sL, sa)``. Widths are all finite or all ``inf`` (the GP limit). ``num_layers`` and ``num_paths``
+    come from :class:`~attnpaths.attention.HeadCounts`."""
 
     heads: tuple[int, ...]
     widths: tuple[float, ...]

@@ -134,6 +134,8 @@ class Attention(HeadCounts):
     """The attention of a whole network: one :class:`AttentionLayer` per layer and a token readout.
 
     ``heads`` is ``(H_1, ..., H_L)``; the number of attention paths is ``H_1 * ... * H_L``.
+
+    ``num_layers`` and ``num_paths`` come from :class:`~attnpaths.attention.HeadCounts`.
     """
 
     layers: tuple[AttentionLayer, ...]

@@ -196,6 +196,8 @@ class FrozenHeadModel(HeadCounts):
     ``Omega[b, h, key, query]``, softmax over keys, sec-model-network) as ``_embed(x)``, ``_attention(index, h,
     x)``, ``_heads(index, h, omega)`` (and optionally a cheaper ``_pooled_heads``), with ``combine_heads``,
     ``read_out``, ``value_norms`` and the path maps; the public methods here give them PyTorch's layout.
+
+    ``num_layers`` and ``num_paths`` come from :class:`~attnpaths.attention.HeadCounts`.
     """
 
     heads: tuple[int, ...]

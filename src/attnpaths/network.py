@@ -91,6 +91,8 @@ class AttentionNetwork(HeadCounts):
         width: ``(N_1, ..., N_L, N_a)`` or one int for all of them; ``N_l`` is the input width of
             attention layer ``l`` and ``N_a`` the input width of the readout.
         variances: prior variances ``(s0, s1, ..., sL, sa)`` or one number for all of them.
+
+    ``num_layers`` and ``num_paths`` come from :class:`~attnpaths.attention.HeadCounts`.
     """
 
     def __init__(

@@ -19,6 +19,8 @@ class PathNetwork(HeadCounts):
     ``path_names`` (one name per path in flat path order, ``h_1`` slowest), as a field or a property; it may
     override :attr:`plot_order` to show the paths of its figures in another order. Everything else an
     experiment reads from a network is derived here.
+
+    ``num_layers`` and ``num_paths`` come from :class:`~attnpaths.attention.HeadCounts`.
     """
 
     attention: Attention
