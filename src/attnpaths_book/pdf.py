@@ -69,8 +69,8 @@ load its images."""
 
 PRINTING_BROWSERS = 2
 """How many Chromium sessions print the book's pages at once by default. One session leaves part of two cores
-idle while a page loads and typesets; on two cores two sessions printed the smoke book's 174 pages in 130 s where
-one took about 155 s."""
+idle while a page loads and typesets; two print faster, though not twice as fast, since Chromium already keeps
+more than one core busy for a page."""
 
 HTML_KEY_FIELD = "/AttnpathsHtml"
 """The PDF's metadata field holding :func:`html_key` of the HTML it was printed from."""

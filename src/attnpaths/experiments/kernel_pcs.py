@@ -66,11 +66,9 @@ def predictor_variance(
     if sweep is not None:
         return _swept_variance(sweep, square_matrix(U, "U"), temperature, split, len(features_test))
     U = torch.as_tensor(square_matrix(U, "U"))
-    K = renormalized_kernel(features, U)
-    k = renormalized_kernel(features_test, U, features)  # [B, P]
+    K, k, kappa = _feature_kernels(scaled_features(features), scaled_features(features_test), U)
     if torch.as_tensor(y).shape != (K.shape[0],):
         raise ValueError(f"y must have shape [{K.shape[0]}], got {tuple(torch.as_tensor(y).shape)}")
-    kappa = torch.einsum("bip,pq,biq->b", scaled_features(features_test), U, scaled_features(features_test))
     chol = shifted_cholesky(K, temperature)
     return (kappa - (k * torch.cholesky_solve(k.T, chol).T).sum(dim=1)).numpy()
 
@@ -118,20 +116,26 @@ def predictor_moments(features, y, features_test, U, temperature: float) -> tupl
     return torch.stack(means).numpy(), torch.stack(variances).numpy()
 
 
+def _feature_kernels(train: torch.Tensor, test: torch.Tensor, U: torch.Tensor):
+    """``K(U)`` from scaled features (:func:`~attnpaths.kernels.scaled_features`): of the training set
+    ``[P, P]``, of the test against the training examples ``[B, P]`` and of each test example with itself ``[B]``."""
+    return (
+        kernel_from_scaled(train, U, train),
+        kernel_from_scaled(test, U, train),
+        torch.einsum("bip,pq,biq->b", test, U, test),
+    )
+
+
 def _kernels_at_draws(train: torch.Tensor, test: torch.Tensor, U: torch.Tensor):
-    """``K(U_s)`` of the training set, against the test set and of each test point with itself, for each draw."""
+    """:func:`_feature_kernels` at each draw ``U[s]``, from the pre-kernels where they save work and fit."""
     (P, N0, n), B = train.shape, test.shape[0]
     if n >= N0 or n * n * (P + 1) * (P + B) > PRE_KERNEL_NUMBERS:
-        for U_s in U:
-            yield (
-                kernel_from_scaled(train, U_s, train),
-                kernel_from_scaled(test, U_s, train),
-                torch.einsum("bip,pq,biq->b", test, U_s, test),
-            )
+        yield from (_feature_kernels(train, test, U_s) for U_s in U)
         return
-    # the 1/(N0 n) of K is in the scaled features; each kernel is one product with the flattened U
-    train_kernels = torch.einsum("aip,biq->pqab", train, train).reshape(n * n, -1)  # [n^2, P P]
-    cross_kernels = torch.einsum("aip,biq->pqab", test, train).reshape(n * n, -1)  # [n^2, B P]
+    # K(U) = sum_{pi pi'} U_{pi pi'} X_pi . X_pi' with the scaled features X, which carry the 1 / (N0 n): one
+    # product of the flattened U with the path kernels of X (eq-kernel), whose factor s0 / N0 is 1 at s0 = N0
+    train_kernels = path_kernels(train, train, s0=N0).reshape(n * n, -1)  # [n^2, P P]
+    cross_kernels = path_kernels(test, train, s0=N0).reshape(n * n, -1)  # [n^2, B P]
     self_kernels = torch.einsum("bip,biq->pqb", test, test).reshape(n * n, -1)  # [n^2, B]
     for U_s in U.reshape(-1, n * n):
         yield (U_s @ train_kernels).reshape(P, P), (U_s @ cross_kernels).reshape(B, P), U_s @ self_kernels
