@@ -13,7 +13,7 @@ from types import ModuleType
 
 EXTRAS = {
     "engine": "Dask clusters for the sweeps",
-    "diagnostics": "the samplers' effective sample size and R-hat",
+    "diagnostics": "the samplers' split R-hat",
     "plots": "the figures",
     "tasks": "the paper's task data: scikit-learn's digits, glyphs rendered with matplotlib and pillow",
     "pretrained": "a pretrained BERT's weights read from a safetensors file",

@@ -27,7 +27,8 @@ Samples are stored compactly as the path input weights ``w_pi = e_pi V0 / sqrt(N
 (``[n_paths, N0]`` per sample, independent of the width), with which ``f(x) = sum_{pi,i} w_{pi i} xi_{i pi}(x)``
 on any inputs, and as the sampled order parameter ``e_pi . e_pi' / N_1`` of each sample (eq-sampled-u).
 
-Diagnostics are ArviZ's (``effective_sample_size``, ``split_rhat``), following Vehtari, Gelman, Simpson,
+Diagnostics are ArviZ's estimators (``effective_sample_size``, evaluated here for all entries at once, and
+``split_rhat``), following Vehtari, Gelman, Simpson,
 Carpenter & Buerkner (2021), "Rank-normalization, folding, and localization: an improved R-hat", Bayesian
 Analysis 16(2): split chains, Geyer's initial monotone sequence for the effective sample size; R-hat
 without rank normalisation (Gelman et al. 2013, Bayesian Data Analysis, 3rd ed., section 11.4).
@@ -46,6 +47,7 @@ import torch
 from numpy.typing import ArrayLike
 from tqdm import tqdm
 
+from ._effective_sample_size import split_chain_ess
 from ._gibbs_blocks import Block
 from ._optional import require
 from ._validation import as_float64_tensor, int_at_least, positive_real, torch_generator
@@ -80,23 +82,6 @@ def _arviz():
         return require("arviz", "diagnostics")
 
 
-def _per_entry(diagnostic, draws: np.ndarray, method: str, halves: int | None = None) -> torch.Tensor:
-    """ArviZ's ``diagnostic(chains [C, S], method=method)`` of every entry of ``draws [C, S, ...]``; with
-    ``halves``, of the ``[2C, halves]`` array of the first and the last ``halves`` draws of every chain, made
-    one entry at a time (no copy of all the draws)."""
-    flat = draws.reshape(*draws.shape[:2], -1)
-    last = flat.shape[1] - (halves or 0)
-
-    def chains(j):
-        if halves is None:
-            return flat[:, :, j]
-        return np.concatenate([flat[:, :halves, j], flat[:, last:, j]], axis=0)
-
-    with np.errstate(divide="ignore", invalid="ignore"):  # constant entries: NaN, as documented
-        values = [float(diagnostic(chains(j), method=method)) for j in range(flat.shape[2])]
-    return torch.tensor(values, dtype=torch.float64).reshape(draws.shape[2:])
-
-
 def split_rhat(samples) -> torch.Tensor:
     """Split R-hat (Gelman et al., BDA3 eq. 11.4 on split chains) of every entry, shape ``samples.shape[2:]``,
     for ``samples [C, S >= 8, ...]``.
@@ -111,21 +96,32 @@ def split_rhat(samples) -> torch.Tensor:
     half = draws.shape[1] // 2  # the middle draw of an odd length is dropped
     if half < 4:  # ArviZ would log a shape warning and give NaN
         return torch.full(draws.shape[2:], math.nan, dtype=torch.float64)
-    return _per_entry(_arviz().rhat, draws, "identity", halves=half)
+    rhat = _arviz().rhat
+    flat = draws.reshape(*draws.shape[:2], -1)
+    last = flat.shape[1] - half
+    # ArviZ takes one entry at a time: each entry's [2C, half] halves are made as it goes (no copy of every draw)
+    with np.errstate(divide="ignore", invalid="ignore"):  # constant entries: NaN, as documented
+        values = [
+            float(rhat(np.concatenate([flat[:, :half, j], flat[:, last:, j]], axis=0), method="identity"))
+            for j in range(flat.shape[2])
+        ]
+    return torch.tensor(values, dtype=torch.float64).reshape(draws.shape[2:])
 
 
 def effective_sample_size(samples) -> torch.Tensor:
     """Effective sample size of the mean of every entry (Vehtari et al. 2021, eqs. 10-13), shape
     ``samples.shape[2:]``, for ``samples [C, S >= 4, ...]``.
 
-    ``arviz.ess(method="mean")``: split chains, autocorrelations combined over them, summed in pairs with
+    ArviZ's ``ess(method="mean")``: split chains, autocorrelations combined over them, summed in pairs with
     Geyer's initial positive and monotone sequence (as in Stan), without the rank normalisation of ArviZ's
     default ``"bulk"``. The estimate is capped at ``M log10(M)`` for ``M`` total draws (antithetic chains
     cannot be trusted beyond it), so very short or strongly antithetic chains get the cap, not a negative
-    size. Entries that are constant over all draws get ``M``.
+    size. Entries that are constant over all draws get ``M``. Evaluated for all entries at once
+    (``attnpaths._effective_sample_size``: ArviZ takes one entry at a time), equal to ArviZ's number up to rounding.
     """
-    draws = _check_chains(samples).detach().cpu().numpy()  # a bad argument is refused with or without ArviZ
-    return _per_entry(_arviz().ess, draws, "mean")
+    draws = _check_chains(samples).detach().cpu().numpy()
+    flat = draws.reshape(*draws.shape[:2], -1)
+    return torch.from_numpy(split_chain_ess(flat)).reshape(draws.shape[2:])
 
 
 # ------------------------------------------------------------------------------------------------------

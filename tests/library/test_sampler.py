@@ -81,6 +81,31 @@ def test_effective_sample_size_is_positive_and_capped_for_short_antithetic_chain
 
 
 @pytest.mark.needs("diagnostics")
+@pytest.mark.parametrize("num_chains, num_draws", [(1, 4), (1, 5), (2, 7), (4, 50), (3, 101), (8, 400)])
+def test_effective_sample_size_is_arvizs_for_every_entry(num_chains, num_draws):
+    # evaluated for all entries at once, it is ArviZ's ess(method="mean") of each entry up to rounding (the sums
+    # over the chains and the lags run in another order): AR(1) chains from antithetic to nearly frozen, which end
+    # Geyer's sequences at every lag from the first to the last, a constant entry (M draws) and a trend
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # ArviZ's notice of a coming refactor
+        import arviz
+
+    g = torch.Generator().manual_seed(num_chains * 1000 + num_draws)
+    chains = torch.cat(
+        [ar1_chains(g, num_chains, num_draws, phi) for phi in (-0.9, -0.3, 0.0, 0.5, 0.95, 0.999)], dim=-1
+    )
+    chains[:, :, 0] = 3.0
+    chains[:, :, 1] = torch.arange(num_draws, dtype=torch.float64)
+    expected = [arviz.ess(chains[:, :, k].numpy(), method="mean") for k in range(chains.shape[-1])]
+    torch.testing.assert_close(
+        effective_sample_size(chains), torch.tensor(expected, dtype=torch.float64), rtol=1e-12, atol=0.0
+    )
+    assert effective_sample_size(chains)[0] == 2 * num_chains * (num_draws // 2)
+
+
+@pytest.mark.needs("diagnostics")
 def test_split_rhat_flags_disagreeing_chains_and_trends():
     g = torch.Generator().manual_seed(8)
     chains = ar1_chains(g, num_chains=4, num_draws=2000, phi=0.5)
