@@ -88,7 +88,7 @@ class EnergyPoint:
     alpha: torch.Tensor
 
 
-def _lower_gram(A: np.ndarray) -> np.ndarray:
+def lower_gram(A: np.ndarray) -> np.ndarray:
     """``A A^T`` (``A`` of shape ``[R, K]``, C- or Fortran-ordered) as a C-ordered ``[R, R]`` array of which only
     the lower triangle is computed (BLAS ``dsyrk``: half the products of a full matrix product); the strict upper
     triangle holds zeros. The lower triangle is what Cholesky reads."""
@@ -270,7 +270,7 @@ class EnergyEvaluator:
             u = self.basis.coordinates(factor @ factor.T)
             G = (self.directions @ u).reshape(R, R)
         else:
-            G = torch.from_numpy(_lower_gram((self.X @ factor).reshape(R, -1).numpy()))
+            G = torch.from_numpy(lower_gram((self.X @ factor).reshape(R, -1).numpy()))
         G.diagonal().add_(self.temperature)
         chol, info = torch.linalg.cholesky_ex(G)
         if int(info) != 0:
@@ -324,7 +324,7 @@ class EnergyEvaluator:
             by_path = B.reshape(P * n0, n)
             return torch.from_numpy((by_path.T @ by_path - w.T @ w).reshape(-1)[ab] * weights), None
         # M[i,a,j,b], lower triangle in ((i, a), (j, b)): every block j < i and the lower half of the blocks j = i
-        M = _lower_gram(B.T).reshape(n0, n, n0, n)
+        M = lower_gram(B.T).reshape(n0, n, n0, n)
         inputs = np.arange(n0)
         diagonal = _filled(M[inputs, :, inputs, :])  # [i, a, b] = M[i,a,i,b]
         gradient = (diagonal.sum(axis=0) - w.T @ w).reshape(-1)[ab] * weights

@@ -48,6 +48,7 @@ from numpy.typing import ArrayLike
 from tqdm import tqdm
 
 from ._effective_sample_size import split_chain_ess
+from ._energy_routes import lower_gram
 from ._gibbs_blocks import Block
 from ._optional import require
 from ._validation import as_float64_tensor, int_at_least, positive_real, torch_generator
@@ -352,7 +353,9 @@ class PosteriorSampler:
         the cheapest of three orders (per chain and per P^2): the stored path-pair kernels of V0 (n^2 numbers);
         for a block without heads (V0, a) whose output is at most as wide as its groups, the design matrix
         ``Phi / c = sum_beta left_beta (x) R_beta`` itself (out * in; always the readout, out = 1; V0 when
-        N_1 < n); else the B x B overlaps of the left vectors contracted with the grouped data (H B in)."""
+        N_1 < n); else the grouped data combined by a factor ``F`` of the B x B overlaps of the left vectors (H k
+        in, k = min(B, out)). The last two are a Gram ``Z Z^T``, of which the CPU forms the lower triangle only
+        (the upper one holds zeros: ``out`` is for the Cholesky factorisation, which reads the lower one)."""
         spec = self._blocks[b]
         scale = spec.variance * spec.coef**2
         C, P = grouped.shape[:2]
@@ -367,16 +370,20 @@ class PosteriorSampler:
             ).view(C, P, P)
         _, H, B = spec.split
         if H == 1 and left.shape[-1] <= B:
-            design = (left_above.transpose(1, 2)[:, None] @ grouped).reshape(C, P, -1)  # [C, P, out * in]
-            return torch.baddbmm(self._noise_identity, design, design.transpose(1, 2), alpha=scale, out=out)
-        overlap = left_above @ left_above.transpose(1, 2)  # [C, B, B]
-        if B == 1:  # the last layer: one left vector, the readout's
-            mixed = grouped.reshape(C, P, -1) * overlap.reshape(C, 1, 1)
+            Z = (left_above.transpose(1, 2)[:, None] @ grouped).reshape(C, P, -1)  # the design [C, P, out * in]
         else:
-            mixed = (overlap[:, None, None] @ grouped.reshape(C, P, H, B, -1)).reshape(C, P, -1)
-        return torch.baddbmm(
-            self._noise_identity, grouped.reshape(C, P, -1), mixed.transpose(1, 2), alpha=scale, out=out
-        )
+            # the overlaps O = left_above left_above^T = F F^T with F = R^T from the QR of left_above^T ([C, B, k],
+            # k = min(B, out)): the Gram is Z Z^T with Z = sum_beta F[beta] (x) R_{h beta}, [C, P, H k in]
+            factor = torch.linalg.qr(left_above.transpose(1, 2), mode="r")[1]  # F^T, [C, k, B]
+            Z = (factor[:, None, None] @ grouped.reshape(C, P, H, B, -1)).reshape(C, P, -1)
+        if self.device.type != "cpu":
+            return torch.baddbmm(self._noise_identity, Z, Z.transpose(1, 2), alpha=scale, out=out)
+        # on the CPU only its lower triangle, the one Cholesky reads, is formed (BLAS dsyrk: half the products of
+        # the full matrix product, which dominates a sweep at the one-shot chapter's P = 600 and N = 100)
+        for c in range(C):
+            out[c] = torch.from_numpy(lower_gram(Z[c].numpy()))
+        out.mul_(scale).diagonal(dim1=1, dim2=2).add_(self.temperature)
+        return out
 
     def _draw_block(self, b: int, W_shape, left, right, generator) -> torch.Tensor:
         """Exact draw of block ``b`` from its Gaussian conditional (Matheron's rule, see module doc)."""

@@ -266,11 +266,11 @@ def test_lower_gram_fills_the_triangle_that_cholesky_reads():
     """The feature route's kernel and ``M`` come from BLAS syrk, which computes only the lower triangle of
     ``A A^T`` (for C- and Fortran-ordered ``A``); Cholesky must read nothing else: NaN above the diagonal leaves
     the factor unchanged. ``_filled`` restores the whole symmetric matrix."""
-    from attnpaths._energy_routes import _filled, _lower_gram
+    from attnpaths._energy_routes import _filled, lower_gram
 
     A = np.random.default_rng(0).standard_normal((23, 7))
     for operand in (A, np.asfortranarray(A), A[:, ::2]):
-        G = _lower_gram(operand)
+        G = lower_gram(operand)
         assert G.flags.c_contiguous and G.shape == (23, 23)
         assert np.allclose(np.tril(G), np.tril(operand @ operand.T), rtol=1e-14, atol=1e-14)
         assert np.allclose(_filled(G), operand @ operand.T, rtol=1e-14, atol=1e-14)
