@@ -15,7 +15,8 @@ from scipy.fft import next_fast_len
 
 ENTRIES_PER_CHUNK_NUMBERS = 1 << 23
 """At most this many numbers (``entries x split chains x padded draws``) are transformed at once (128 MiB of
-complex spectra), so that long chains of many entries never hold all their spectra."""
+complex spectra), so that long chains of many entries hold neither all their spectra nor a copy of all their
+draws."""
 
 
 def split_chain_ess(draws: np.ndarray) -> np.ndarray:
@@ -31,11 +32,15 @@ def split_chain_ess(draws: np.ndarray) -> np.ndarray:
     """
     C, S, K = draws.shape
     half = S // 2
-    split = np.concatenate([draws[:, :half], draws[:, S - half :]], axis=0)  # [m, n, K], first halves first
-    entries = np.ascontiguousarray(np.moveaxis(split, -1, 0))  # [K, m, n]
     padded = next_fast_len(2 * half)
-    chunk = max(1, ENTRIES_PER_CHUNK_NUMBERS // (entries.shape[1] * padded))
-    return np.concatenate([_ess(entries[k : k + chunk], padded) for k in range(0, K, chunk)])
+    chunk = max(1, ENTRIES_PER_CHUNK_NUMBERS // (2 * C * padded))
+
+    def split_chains(entries: slice) -> np.ndarray:  # [k, m, n], the first halves of the chains first
+        split = np.concatenate([draws[:, :half, entries], draws[:, S - half :, entries]], axis=0)
+        return np.ascontiguousarray(np.moveaxis(split, -1, 0))
+
+    # a chunk of entries at a time: neither the split chains nor their spectra are ever held for every entry
+    return np.concatenate([_ess(split_chains(slice(k, k + chunk)), padded) for k in range(0, K, chunk)])
 
 
 def _ess(x: np.ndarray, padded: int) -> np.ndarray:

@@ -105,6 +105,15 @@ def test_effective_sample_size_is_arvizs_for_every_entry(num_chains, num_draws):
     assert effective_sample_size(chains)[0] == 2 * num_chains * (num_draws // 2)
 
 
+def test_effective_sample_size_in_chunks_of_entries_is_the_same(monkeypatch):
+    from attnpaths import _effective_sample_size
+
+    chains = ar1_chains(torch.Generator().manual_seed(5), 3, 64, 0.7, num_entries=11)
+    whole = effective_sample_size(chains)
+    monkeypatch.setattr(_effective_sample_size, "ENTRIES_PER_CHUNK_NUMBERS", 6 * 64 * 2)  # two entries a chunk
+    assert torch.equal(effective_sample_size(chains), whole)
+
+
 @pytest.mark.needs("diagnostics")
 def test_split_rhat_flags_disagreeing_chains_and_trends():
     g = torch.Generator().manual_seed(8)
