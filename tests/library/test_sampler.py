@@ -8,6 +8,7 @@ The whole sampler against pyro's NUTS is a test of the book's (``tests/book/test
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from helpers import (
@@ -28,6 +29,15 @@ from attnpaths.sampler import PosteriorSampler, effective_sample_size, split_rha
 def test_conditional_draw_is_the_exact_gaussian_conditional(block):
     network, x, y, g = sampler_problem()
     matches, wrong_temperature = conditional_draw_mismatch(network, x, y, g, block, temperature=0.3)
+    assert not rejects(matches)
+    assert rejects(wrong_temperature)
+
+
+def test_conditional_draw_of_a_layer_narrower_than_the_heads_above_it():
+    # V_1 with outputs of width 2 under the 3 heads of layer 2: its left vectors' 3 x 3 overlaps have rank 2, and the
+    # factor that forms its Gram is 2 x 3
+    network, x, y, g = sampler_problem(heads=(2, 3), widths=(2, 2, 2))
+    matches, wrong_temperature = conditional_draw_mismatch(network, x, y, g, "V_1", temperature=0.3)
     assert not rejects(matches)
     assert rejects(wrong_temperature)
 
@@ -60,7 +70,6 @@ def ar1_chains(generator, num_chains, num_draws, phi, num_entries=3):
     return chains
 
 
-@pytest.mark.needs("diagnostics")
 @pytest.mark.parametrize("phi", [0.0, 0.8, -0.3])
 def test_effective_sample_size_of_ar1_chains(phi):
     g = torch.Generator().manual_seed(7)
@@ -72,7 +81,6 @@ def test_effective_sample_size_of_ar1_chains(phi):
     assert torch.all((ess / expected - 1).abs() < 0.15), ess
 
 
-@pytest.mark.needs("diagnostics")
 def test_effective_sample_size_is_positive_and_capped_for_short_antithetic_chains():
     # one split pair of two draws each, perfectly alternating: lag-1 autocorrelation below -1, tau <= 0
     chains = torch.tensor([[1.0, -1.0, 1.2, -1.2]], dtype=torch.float64)[..., None]
@@ -112,6 +120,11 @@ def test_effective_sample_size_in_chunks_of_entries_is_the_same(monkeypatch):
     whole = effective_sample_size(chains)
     monkeypatch.setattr(_effective_sample_size, "ENTRIES_PER_CHUNK_NUMBERS", 6 * 64 * 2)  # two entries a chunk
     assert torch.equal(effective_sample_size(chains), whole)
+    assert effective_sample_size(chains[:, :, :0]).shape == (0,)
+    # autocovariances that overflow have no estimate (ArviZ: NaN), where a finite entry beside them keeps its own
+    with np.errstate(over="ignore", invalid="ignore"):
+        overflowing = effective_sample_size(torch.cat([chains[:, :, :1] * 1e200, chains[:, :, 1:]], dim=-1))
+    assert torch.isnan(overflowing[0]) and torch.equal(overflowing[1:], whole[1:])
 
 
 @pytest.mark.needs("diagnostics")
