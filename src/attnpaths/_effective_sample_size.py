@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.fft import next_fast_len
 
-ENTRIES_PER_CHUNK_NUMBERS = 1 << 23
+CHUNK_NUMBERS = 1 << 23
 """At most this many numbers (``entries x split chains x padded draws``) are transformed at once (64 MiB of
 complex spectra and as much of autocovariances), so that long chains of many entries hold neither all their
 spectra nor a copy of all their draws."""
@@ -36,7 +36,7 @@ def split_chain_ess(draws: np.ndarray) -> np.ndarray:
         return np.empty(0)
     half = S // 2
     padded = next_fast_len(2 * half)
-    chunk = max(1, ENTRIES_PER_CHUNK_NUMBERS // (2 * C * padded))
+    chunk = max(1, CHUNK_NUMBERS // (2 * C * padded))
 
     def split_chains(entries: slice) -> np.ndarray:  # [k, m, n], the first halves of the chains first
         split = np.concatenate([draws[:, :half, entries], draws[:, S - half :, entries]], axis=0)
@@ -73,7 +73,7 @@ def _ess(x: np.ndarray, padded: int) -> np.ndarray:
     summed = np.where(before, monotone, 0.0).sum(axis=1)
     rows = np.arange(K)
     even = rho[rows, 2 * j_end]
-    kept = (j_end == 0) | (even > 0) | (pairs[rows, j_end] >= 0)
+    kept = (even > 0) | (pairs[rows, j_end] >= 0)  # at j_end = 0 the even term is rho(0) = 1
     tau = -1.0 + 2.0 * summed + np.where(kept, even, 0.0)
     tau = np.maximum(tau, 1.0 / np.log10(total))
     ess = total / tau

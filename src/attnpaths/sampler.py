@@ -69,8 +69,8 @@ LARGE_NORMAL_DRAW = 65_536
 # ------------------------------------------------------------------------------------------------------
 def _check_chains(samples, name: str = "samples") -> torch.Tensor:
     samples = as_float64_tensor(samples, name)
-    if samples.ndim < 2 or samples.shape[1] < 4:
-        raise ValueError(f"{name} must have shape [chains, draws >= 4, ...], got {tuple(samples.shape)}")
+    if samples.ndim < 2 or samples.shape[0] < 1 or samples.shape[1] < 4:
+        raise ValueError(f"{name} must have shape [chains >= 1, draws >= 4, ...], got {tuple(samples.shape)}")
     return samples
 
 

@@ -118,7 +118,7 @@ def test_effective_sample_size_in_chunks_of_entries_is_the_same(monkeypatch):
 
     chains = ar1_chains(torch.Generator().manual_seed(5), 3, 64, 0.7, num_entries=11)
     whole = effective_sample_size(chains)
-    monkeypatch.setattr(_effective_sample_size, "ENTRIES_PER_CHUNK_NUMBERS", 6 * 64 * 2)  # two entries a chunk
+    monkeypatch.setattr(_effective_sample_size, "CHUNK_NUMBERS", 6 * 64 * 2)  # two entries a chunk
     assert torch.equal(effective_sample_size(chains), whole)
     assert effective_sample_size(chains[:, :, :0]).shape == (0,)
     # autocovariances that overflow have no estimate (ArviZ: NaN), where a finite entry beside them keeps its own
@@ -236,6 +236,10 @@ def test_invalid_arguments_raise_value_errors_naming_them():
         sampler.conditional_draw("V_9", network.sample_prior(g, 2), g)
     with pytest.raises(ValueError, match="samples"):
         effective_sample_size(torch.zeros(2, 3))
+    with pytest.raises(ValueError, match=r"chains >= 1"):  # no chain: no estimate, for either diagnostic
+        effective_sample_size(torch.zeros(0, 10, 3))
+    with pytest.raises(ValueError, match=r"chains >= 1"):
+        split_rhat(torch.zeros(0, 10, 3))
 
 
 def test_cuda_is_refused_where_there_is_no_gpu(monkeypatch):
