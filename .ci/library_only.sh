@@ -8,7 +8,7 @@
 #   2. the own-model flow runs: the README's own-model examples (in memory, then batch by batch), and a training set
 #      streamed in chunks through the Gram statistics on an engine of threads, solved and predicted on a streamed
 #      test set;
-#   3. the library's tests, `python -m pytest tests/library` (they import nothing of the companion; those of parts
+#   3. the library's tests, `python -m pytest -n 2 tests/library` (they import nothing of the companion; those of parts
 #      that need an extra skip, naming it: tests/library/conftest.py);
 #   4. the console script `attnpaths` says in one line what to install, with exit status 1.
 # It prints the time the install took and the size of the environment.
@@ -64,7 +64,7 @@ assert solution.converged and accuracy > 0.5, (solution.converged, accuracy)
 print(f"streamed: {train.num_examples} training examples in {train.num_chunks} chunks, test accuracy {accuracy:.2f}")
 PYTHON
 # the extras are absent on purpose: their tests skip, naming them (elsewhere CI stops where an extra is missing)
-ATTNPATHS_WITHOUT_EXTRAS=1 "${venv}/bin/python" -m pytest -q -p no:cacheprovider tests/library
+ATTNPATHS_WITHOUT_EXTRAS=1 "${venv}/bin/python" -m pytest -q -p no:cacheprovider -n 2 tests/library
 set +e
 message="$(cd "$(mktemp -d)" && "${venv}/bin/attnpaths" status 2>&1 >/dev/null)"
 status=$?

@@ -44,16 +44,38 @@ def pytest_configure(config):
         use_one_thread()
 
 
+BOOK_GROUP = "built_book"
+"""The pytest-xdist group of every test that uses the suite's smoke book (``built_book``): one process builds the
+book and runs them all while the other runs the rest, instead of both waiting for it (see :func:`run_order`)."""
+
+
 def process_group(item) -> str | None:
-    """The pytest-xdist group of a test under ``-n`` (``--dist loadgroup``, pyproject.toml's addopts): the tests of
-    a module that use a fixture outliving a test (module, class or session scope, defined in this tree) go to one
-    process, which computes it once (a session fixture once per process: the suite's smoke book, ``built_book``,
-    is built by the first process that asks, under a file lock, and found current by the other); ``None`` for
-    every other test, which goes to whichever process is free."""
+    """The pytest-xdist group of a test under ``-n`` (``--dist loadgroup``, pyproject.toml's addopts):
+    :data:`BOOK_GROUP` for the tests of the suite's smoke book; the test's module for the tests of a module that
+    use a fixture outliving a test (module, class or session scope, defined in this tree), which go to one
+    process that computes it once; ``None`` for every other test, which goes to whichever process is free."""
+    if "built_book" in getattr(item, "fixturenames", ()):
+        return BOOK_GROUP
     definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     if any(d.scope != "function" and d.baseid for defs in definitions.values() for d in defs):
         return item.nodeid.split("::")[0]
     return None
+
+
+def run_order(items) -> list:
+    """The tests in the order the run takes them: the smoke book's group first, then the slow tier, then the
+    rest, each in collection order (a stable sort, so the tests of a group stay together). pytest-xdist hands
+    out groups and single tests in this order (``--no-loadscope-reorder``, pyproject.toml's addopts): the
+    longest piece of work, the book (its execution on two engine workers, its HTML, printing and browsing it),
+    starts at once in one process while the other takes the slow tests, and the quick ones fill in at the end,
+    so that neither process waits for the book or for a long test started last."""
+
+    def rank(item) -> int:
+        if process_group(item) == BOOK_GROUP:
+            return 0
+        return 1 if item.get_closest_marker("slow") else 2
+
+    return sorted(items, key=rank)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
@@ -64,6 +86,7 @@ def pytest_collection_modifyitems(config, items):
         group = process_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    items[:] = run_order(items)
 
 
 @pytest.fixture

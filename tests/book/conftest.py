@@ -38,8 +38,8 @@ def built_book() -> BookLayout:
 
     from attnpaths.engine import start_engine
 
-    # under -n, the first test process that asks builds it; another that asks meanwhile waits here and then
-    # finds it current (its modules may go to either process, tests/conftest.py process_group)
+    # under -n its tests are one group that one test process runs (tests/conftest.py BOOK_GROUP); the lock keeps
+    # another run's process (a second pytest in this checkout, or --dist without groups) waiting until it is current
     (ROOT / "_build").mkdir(exist_ok=True)
     with FileLock(str(ROOT / "_build" / "tests-book.lock")):
         layout = suite_book(ROOT)

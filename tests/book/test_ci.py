@@ -54,7 +54,7 @@ def test_the_library_step_installs_the_package_alone_and_runs_the_library_tests(
     script = (ROOT / ".ci" / "library_only.sh").read_text()
     assert re.search(r'python3 -m venv "\$\{venv\}"', script)  # no --system-site-packages: nothing of this machine
     assert '-m pip install -q -c "${constraints}" . pytest pytest-xdist' in script  # no extras, pinned
-    assert '-m pytest -q -p no:cacheprovider tests/library' in script
+    assert '-m pytest -q -p no:cacheprovider -n 2 tests/library' in script
     assert "attnpaths\" status" in script and "pip install" in script
     assert (ROOT / "tests" / "library" / "conftest.py").is_file()
 
@@ -69,7 +69,7 @@ def test_the_commands_are_the_readmes_fenced_blocks():
         module.command("book")
         == "pip install -r requirements.txt && pip install --no-deps -r requirements-data.txt && python -m attnpaths_book book --profile paper"
     )
-    assert module.command("test") == "python -m pytest"
+    assert module.command("test") == "python -m pytest -n 2"
     assert "python -m pytest -m cross_machine" in module.command("second-dispatch")
     assert module.command("second-dispatch").startswith('eval "$(python .ci/second_dispatch.py)"')
 
@@ -84,3 +84,52 @@ def test_a_readme_without_the_section_or_with_two_lines_is_refused():
         [sys.executable, str(ROOT / ".ci" / "readme_commands.py"), "nothing"], capture_output=True, text=True
     )
     assert done.returncode != 0 and "name must be one of" in done.stderr
+
+
+def shared_conftest():
+    spec = importlib.util.spec_from_file_location("shared_conftest", ROOT / "tests" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class FakeItem:
+    """What ``process_group`` and ``run_order`` read of a pytest item: its node id, fixtures and markers."""
+
+    def __init__(self, nodeid, fixtures=(), slow=False, module_fixture=False):
+        from types import SimpleNamespace
+
+        self.nodeid, self.fixturenames, self.slow = nodeid, list(fixtures), slow
+        scope = "module" if module_fixture else "function"
+        self._fixtureinfo = SimpleNamespace(name2fixturedefs={"f": [SimpleNamespace(scope=scope, baseid="tests")]})
+
+    def get_closest_marker(self, name):
+        return name == "slow" and self.slow or None
+
+
+def test_the_smoke_books_tests_are_one_group_run_first_then_the_slow_tier_in_collection_order():
+    conftest = shared_conftest()
+    items = [
+        FakeItem("tests/library/test_a.py::quick"),
+        FakeItem("tests/book/test_b.py::slow_one", slow=True),
+        FakeItem("tests/book/test_c.py::page", ["built_book"], slow=True, module_fixture=True),
+        FakeItem("tests/book/test_c.py::shared", slow=True, module_fixture=True),
+        FakeItem("tests/book/test_d.py::pdf", ["book_pdf", "built_book"], slow=True, module_fixture=True),
+        FakeItem("tests/library/test_e.py::slow_two", slow=True),
+        FakeItem("tests/library/test_f.py::quick"),
+    ]
+    groups = [conftest.process_group(item) for item in items]
+    # every test of the book in one group, whichever module it is in; a module fixture's tests in their module's
+    assert groups == [None, None, conftest.BOOK_GROUP, "tests/book/test_c.py", conftest.BOOK_GROUP, None, None]
+    order = [item.nodeid for item in conftest.run_order(items)]
+    assert order == [
+        "tests/book/test_c.py::page",
+        "tests/book/test_d.py::pdf",
+        "tests/book/test_b.py::slow_one",
+        "tests/book/test_c.py::shared",
+        "tests/library/test_e.py::slow_two",
+        "tests/library/test_a.py::quick",
+        "tests/library/test_f.py::quick",
+    ]
+    # pytest-xdist takes that order as it is (it would otherwise put the largest groups first)
+    assert "--no-loadscope-reorder" in (ROOT / "pyproject.toml").read_text()

@@ -1,9 +1,9 @@
 """Benchmark: the wall time of the test suite, the README's test command and its fast tier, on this machine.
 
 ``python -m attnpaths_book bench tests [--tier full fast] [--output PATH]`` runs, in a fresh process each and in
-the order given, ``python -m pytest`` (``full``: everything CI runs, the smoke book built once inside it) and
-``python -m pytest -m "not slow" -n 2`` (``fast``: the tests that need no book, cluster, browser, long chain or long
-computation, in two processes of pytest-xdist), and
+the order given, ``python -m pytest -n 2`` (``full``: the README's test command, everything CI runs, the smoke book
+built once inside it) and ``python -m pytest -m "not slow" -n 2`` (``fast``: the tests that need no book, cluster,
+browser, long chain or long computation), both in two processes of pytest-xdist, and
 records each run's wall time and pytest's summary line. When a run fails the benchmark writes no record and exits
 with its status, so a record that the README quotes is one of a passing suite. The record
 (``records/tests.json`` by default) carries the provenance of :mod:`attnpaths_book.benchmarks.record`.
@@ -23,7 +23,7 @@ from pathlib import Path
 from attnpaths_book.benchmarks.record import committed_record_path, finish_record, start_record
 from attnpaths_book.layout import SUITE_BOOK, BookLayout, find_root
 
-TIERS = {"full": [], "fast": ["-m", "not slow", "-n", "2"]}
+TIERS = {"full": ["-n", "2"], "fast": ["-m", "not slow", "-n", "2"]}
 """The tiers and the arguments they add to ``python -m pytest`` (README, "Tests")."""
 
 
