@@ -18,7 +18,8 @@ SLOW_FIXTURES = {
     "paper_workspace": "executes chapters' paper profiles",
     "executed_book": "executes chapters in Jupyter kernels",
     "browser": "drives headless Chromium",
-    "book_pdf": "prints the smoke book into one PDF with headless Chromium",
+    "printed_book": "prints the smoke book into one PDF with headless Chromium, reading every page as a screen "
+    "shows it",
     "two_workers": "starts a Dask cluster",
     "cluster_client": "starts a Dask cluster",
     "process_environment": "starts Dask clusters, Jupyter kernels, the command line or Python in new processes",

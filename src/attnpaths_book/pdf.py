@@ -34,8 +34,10 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -66,6 +68,9 @@ MARGINS_INCHES = {"marginTop": 0.55, "marginBottom": 0.75, "marginLeft": 0.6, "m
 PAGE_TIMEOUT_S = 120
 """How long a page may take to load (the browser's page-load timeout), and then to typeset its mathematics and
 load its images."""
+
+Inspect = Callable[[Any, "BookPage"], None]
+"""A reader of a loaded page, called by :func:`build_pdf` before the page is printed: ``inspect(driver, page)``."""
 
 PRINTING_BROWSERS = 2
 """How many Chromium sessions print the book's pages at once by default. One session leaves part of two cores
@@ -361,10 +366,11 @@ def _failures(driver, page_url: str) -> list[str]:
     return problems
 
 
-def print_page(driver, page: BookPage, code: bool = True) -> PrintedPage:
+def print_page(driver, page: BookPage, code: bool = True, inspect: Inspect | None = None) -> PrintedPage:
     """Open ``page`` from ``file://``, wait until it is typeset with its images loaded, hide everything but the
-    article and print it. Raises :class:`PdfFailed` naming the page if a request failed, the console shows an
-    error, an image did not load or MathJax did not finish."""
+    article and print it; ``inspect(driver, page)``, where given, reads the page in between, as a screen shows
+    it (see :func:`build_pdf`). Raises :class:`PdfFailed` naming the page if a request failed, the console shows
+    an error, an image did not load or MathJax did not finish."""
     _drain_logs(driver)
     url, what = page.path.resolve().as_uri(), f"page {page.docname} ({page.path})"
     _load(driver, url, what)
@@ -375,6 +381,8 @@ def print_page(driver, page: BookPage, code: bool = True) -> PrintedPage:
     problems = [*state["problems"], *_failures(driver, url)]
     if problems:
         raise PdfFailed(f"page {page.docname} ({page.path}): " + "; ".join(problems))
+    if inspect is not None:
+        inspect(driver, page)
     css = PRINT_CSS + ("" if code else NO_CODE_CSS)
     driver.execute_script(
         "const style = document.createElement('style'); style.textContent = arguments[0]; "
@@ -404,7 +412,7 @@ def _browser_errors(what: str, late: str):
         raise PdfFailed(f"{what}: the browser failed: {err.msg}") from err
 
 
-def _print_pages(pages: list[BookPage], code: bool, browsers: int, done) -> list[PrintedPage]:
+def _print_pages(pages: list[BookPage], code: bool, browsers: int, done, inspect: Inspect | None) -> list[PrintedPage]:
     """Every page printed, in the order of ``pages``, by ``browsers`` Chromium sessions that each take the next
     page not yet taken, the largest HTML first (so that a long page does not start last); ``done()`` after each.
     The first failure in time (or an interruption of the caller) drops the pages not yet taken, the sessions
@@ -429,7 +437,7 @@ def _print_pages(pages: list[BookPage], code: bool, browsers: int, done) -> list
                         if not pending:
                             return
                         k = pending.pop(0)
-                    printed[k] = print_page(driver, pages[k], code)
+                    printed[k] = print_page(driver, pages[k], code, inspect)
                     with lock:
                         done()
         except BaseException as failure:
@@ -464,6 +472,7 @@ def build_pdf(
     progress_bar: bool = True,
     profile: str | None = None,
     browsers: int = PRINTING_BROWSERS,
+    inspect: Inspect | None = None,
 ) -> PdfReport:
     """Print every page of the built book (:func:`book_pages`) and join them into ``output`` (default
     :func:`default_output`) behind a title page and a table of contents, with bookmarks and page numbers.
@@ -478,6 +487,11 @@ def build_pdf(
         profile: the execution profile named on the title page (``None``: none named).
         browsers: how many Chromium sessions print the pages at once (each prints whole pages; the joined file
             does not depend on it).
+        inspect: called as ``inspect(driver, page)`` in the session that prints ``page`` (a :class:`BookPage`),
+            once the page is loaded and typeset and before the print style hides its sidebars: a check of what
+            a reader's screen shows reads every page in the same load as the printing (the test suite's browser
+            checks do). It may resize the window if it restores it; it runs in the printing threads, so what
+            it collects must be safe to write from several at once (e.g. one dict entry per page).
 
     Raises :class:`PdfFailed` naming the page that could not be printed, ``FileNotFoundError`` when a page was
     not built or Chromium is not installed, ``ValueError`` when ``browsers`` is not an integer >= 1.
@@ -495,7 +509,7 @@ def build_pdf(
     metadata = book_metadata(layout)
     browsers = min(browsers, max(len(pages), 1))
     with tqdm(total=len(pages), desc="printing the book", unit="page", disable=not progress_bar) as bar:
-        printed = _print_pages(pages, code, browsers, bar.update)
+        printed = _print_pages(pages, code, browsers, bar.update, inspect)
     progress(f"printed {len(pages)} pages of the book in {time.perf_counter() - start:.1f} s ({browsers} at once)")
     with (
         tempfile.TemporaryDirectory(prefix="attnpaths-pdf-") as scratch,

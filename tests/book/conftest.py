@@ -9,11 +9,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "library"))  # the shared ``helpers``
 
+from dataclasses import dataclass  # noqa: E402
+
 import pytest  # noqa: E402
-from book_helpers import write_stand_in_packages  # noqa: E402
+from book_helpers import require_browser, write_stand_in_packages  # noqa: E402
 from helpers import ROOT  # noqa: E402
 
-from attnpaths_book import runner, site  # noqa: E402
+from attnpaths_book import pdf, runner, site  # noqa: E402
 from attnpaths_book.chapters import book_chapters  # noqa: E402
 from attnpaths_book.layout import BookLayout, suite_book  # noqa: E402
 
@@ -49,3 +51,27 @@ def built_book() -> BookLayout:
                 runner.run_book(layout, "smoke", engine=engine)
             site.build_html(layout, book_chapters(layout), "smoke")
     return layout
+
+
+@dataclass(frozen=True)
+class PrintedBook:
+    """The suite's smoke book printed: the PDF's report, and what a reader's screen shows of every page by docname
+    (``page_view.PageView``), read in the same page loads."""
+
+    report: pdf.PdfReport
+    views: dict
+
+
+@pytest.fixture(scope="session")
+def printed_book(built_book) -> PrintedBook:
+    """The smoke book printed into ``_build/tests-book/_build/pdf/attnpaths.pdf`` and copied into its HTML, as
+    ``python -m attnpaths_book book`` does; every page is read as a screen shows it (``page_view.ScreenReader``)
+    in the browser session that prints it, once typeset and before the print style, so that the browser checks
+    and the PDF load each page once."""
+    from page_view import ScreenReader
+
+    require_browser()
+    reader = ScreenReader(built_book.html_dir)
+    report = pdf.build_pdf(built_book, progress_bar=False, profile="smoke", inspect=reader)
+    assert pdf.publish(built_book, built_book.html_dir, report.path)
+    return PrintedBook(report, reader.views)

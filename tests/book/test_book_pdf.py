@@ -532,13 +532,9 @@ def test_the_browser_profile_is_removed_when_quitting_fails(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def book_pdf(built_book):
-    """The smoke book printed into ``_build/tests-book/_build/pdf/attnpaths.pdf`` and copied into its HTML, as
-    ``python -m attnpaths_book book`` does."""
-    require_browser()
-    report = pdf.build_pdf(built_book, progress_bar=False, profile="smoke")
-    assert pdf.publish(built_book, built_book.html_dir, report.path)
-    return report
+def book_pdf(printed_book):
+    """The report of the smoke book's PDF (``printed_book``, tests/book/conftest.py)."""
+    return printed_book.report
 
 
 @pytest.fixture(scope="module")

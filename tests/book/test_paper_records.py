@@ -17,8 +17,16 @@ Numbers that cost minutes (posterior sampling, the gradient-descent model of the
 recomputed: for them the record is checked to be a well-formed paper record of the chapter's current paper
 profile, which also fixes the claims the run enforced. A chapter without a record is skipped, naming the
 command that makes it.
+
+After ``python -m attnpaths_book book --profile paper`` (the README's order: the book, then the tests), every
+number of every chapter is compared with its record by
+``test_the_last_paper_run_of_this_checkout_agrees_with_the_record_by_class``. A recomputation here of a chapter
+whose paper run is current (what the runner would take from its cache: today's sources, parameters, versions and
+CPU dispatch, :func:`attnpaths_book.runner.chapter_states`) would compute the same numbers on the same machine a
+second time, so it is skipped, saying so; without a current paper run (a fresh clone, CI) it runs.
 """
 
+import functools
 import json
 import re
 
@@ -52,6 +60,23 @@ MC_TEST_SAMPLES = 10000
 """Samples of the theory chapter's prior-kernel check here (the paper profile uses 40000): about 5 s."""
 
 
+@functools.cache
+def current_paper_runs() -> frozenset[str]:
+    """The chapters whose paper-profile results in this checkout are current (:func:`runner.chapter_states`)."""
+    return frozenset(name for name, reason in runner.chapter_states(LAYOUT, "paper") if reason is None)
+
+
+def skip_where_the_paper_run_is_current(name: str) -> None:
+    """Skip a test that would compute chapter ``name``'s paper numbers again where this checkout's paper run of it
+    is current: the test of the last paper run compares those very numbers with the record."""
+    if name in current_paper_runs():
+        pytest.skip(
+            f"this checkout's paper run of {name} is current: "
+            f"test_the_last_paper_run_of_this_checkout_agrees_with_the_record_by_class[{name}] compares its "
+            "numbers with the record"
+        )
+
+
 def load_record(name: str) -> dict:
     """The chapter's paper record, or a skip naming the command that makes it."""
     path = record_path(LAYOUT, find_chapter(CHAPTERS, name))
@@ -75,6 +100,7 @@ class Recorded:
     def __init__(self, name: str):
         self.chapter = name
         record = load_record(name)
+        skip_where_the_paper_run_is_current(name)
         self.parameters = record["execution"]["parameters"]
         self.values = record["results"]["values"]
 
@@ -275,6 +301,7 @@ def test_a_paper_run_here_agrees_with_the_record_by_class(name, paper_workspace)
     """The chapter's paper profile executed on this machine gives the record's numbers within their class
     (on the recording machine, and on any other: CI runs it again under a second CPU dispatch)."""
     load_record(name)
+    skip_where_the_paper_run_is_current(name)
     runner.run_chapter(paper_workspace, name, "paper")
     results = json.loads(paper_workspace.results_file(name).read_text())
     problems = _results_by_class(name, results)
