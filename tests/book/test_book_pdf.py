@@ -456,6 +456,39 @@ def test_a_fake_browser_prints_the_whole_book(tiny_book, monkeypatch):
     assert pdf.is_current(report.path, tiny_book) and report.starts == {"book/alpha": 3}
 
 
+def test_inspect_reads_every_page_once_in_its_session_before_the_print_style(tiny_book, monkeypatch):
+    """``build_pdf(inspect=...)`` is called once per page of the book, with the session that loaded it, after the
+    page loaded and before the print style is injected and the page printed; the PDF's own pages are not read."""
+    names = ["alpha", "beta"]
+    write_toc(tiny_book.root, names)
+    for name in reversed(names):
+        write_page(tiny_book).rename(tiny_book.html_dir / "book" / f"{name}.html")
+    events = []
+
+    class RecordingDriver(FakeDriver):
+        def execute_script(self, script, *args):
+            events.append(("style", self.loaded[-1].rsplit("/", 1)[1]))
+
+        def execute_cdp_cmd(self, command, options):
+            events.append(("print", self.loaded[-1].rsplit("/", 1)[1]))
+            return super().execute_cdp_cmd(command, options)
+
+    @contextlib.contextmanager
+    def fake_browser(**kwargs):
+        yield RecordingDriver("never")
+
+    def inspect(driver, page):
+        events.append(("read", page.docname, driver.loaded[-1].rsplit("/", 1)[1]))
+
+    monkeypatch.setattr(browser_module, "start_browser", fake_browser)
+    pdf.build_pdf(tiny_book, progress_bar=False, browsers=1, inspect=inspect)
+    reads = [e for e in events if e[0] == "read"]
+    assert sorted(reads) == [("read", f"book/{n}", f"{n}.html") for n in names]
+    for name in names:
+        read = events.index(("read", f"book/{name}", f"{name}.html"))
+        assert read < events.index(("style", f"{name}.html")) < events.index(("print", f"{name}.html"))
+
+
 def test_two_browsers_print_the_pages_in_the_tocs_order_and_a_failure_stops_both(tiny_book, monkeypatch):
     """Each session takes the next page not taken (the largest first); the joined file has the pages in the toc's
     order whichever session printed them, and one session's failure leaves the other's pages untaken."""
